@@ -1,0 +1,235 @@
+"""Executes one DirectML descriptor on NumPy arrays, exactly as DirectML defines it.
+
+Data moves as bits: every tensor is viewed as the unsigned integer of its width before any
+indexing, so float16 NaN payloads, negative zeros and denormals arrive unchanged and integers
+never pass through float. Tensor descs with strides are read from and written to flat buffers
+through strided views, stride 0 included.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable, Sequence
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from dmlgraph.dml.enums import FeatureLevel, PaddingMode
+from dmlgraph.dml.operators import (
+    JoinDesc,
+    OperatorDesc,
+    Padding1Desc,
+    PaddingDesc,
+    Slice1Desc,
+    SliceDesc,
+)
+from dmlgraph.dml.tensor import BufferTensorDesc
+from dmlgraph.errors import DmlgraphError
+
+
+class ExecutionError(DmlgraphError):
+    """The arrays given to the executor do not match the descriptor's tensor descs."""
+
+
+# -- padding index maps (DML_SPEC.md section 3): i is input-relative, n the input size -----
+def _edge(i: np.ndarray, n: int) -> np.ndarray:
+    return np.clip(i, 0, n - 1)
+
+
+def _reflection(i: np.ndarray, n: int) -> np.ndarray:
+    period = 2 * (n - 1)
+    m = np.mod(i, period)
+    return np.where(m < n, m, period - m)
+
+
+def _symmetric(i: np.ndarray, n: int) -> np.ndarray:
+    period = 2 * n
+    m = np.mod(i, period)
+    return np.where(m < n, m, period - 1 - m)
+
+
+def _wrap(i: np.ndarray, n: int) -> np.ndarray:
+    return np.mod(i, n)
+
+
+INDEX_MAPS: dict[PaddingMode, Callable[[np.ndarray, int], np.ndarray]] = {
+    PaddingMode.EDGE: _edge,
+    PaddingMode.REFLECTION: _reflection,
+    PaddingMode.SYMMETRIC: _symmetric,
+    PaddingMode.WRAP: _wrap,
+}
+
+
+# -- reading and writing tensors through their descs -----------------------------------------
+def _read(desc: BufferTensorDesc, array: np.ndarray, label: str) -> np.ndarray:
+    """The logical tensor (shape = desc.sizes) as bits, from a shaped array or a flat buffer."""
+    array = np.asarray(array)
+    expected = desc.data_type.numpy_dtype
+    if array.dtype != expected:
+        raise ExecutionError(
+            f"{label}: array dtype {array.dtype} does not match DataType "
+            f"{desc.data_type.full_name} ({expected})"
+        )
+    bits = array.view(desc.data_type.bits_dtype) if array.ndim else array.reshape(1).view(
+        desc.data_type.bits_dtype
+    )
+    if desc.is_packed and bits.shape == desc.sizes:
+        return bits
+    if bits.ndim == 1:
+        needed = _last_index(desc) + 1
+        if bits.size < needed:
+            raise ExecutionError(
+                f"{label}: a flat buffer of {bits.size} elements is shorter than the "
+                f"{needed} elements its tensor desc addresses"
+            )
+        flat = np.ascontiguousarray(bits)
+        return as_strided(
+            flat,
+            shape=desc.sizes,
+            strides=tuple(s * flat.itemsize for s in desc.effective_strides),
+            writeable=False,
+        )
+    raise ExecutionError(
+        f"{label}: array shape {array.shape} is neither the tensor's sizes "
+        f"{list(desc.sizes)} (packed) nor a flat buffer"
+    )
+
+
+def _last_index(desc: BufferTensorDesc) -> int:
+    return sum((n - 1) * s for n, s in zip(desc.sizes, desc.effective_strides))
+
+
+def _write(desc: BufferTensorDesc, bits: np.ndarray, out: np.ndarray | None, label: str) -> np.ndarray:
+    """Store a logical result per the output desc: packed -> shaped array; strided -> into a
+    flat buffer (the caller's ``out`` when bound, else a new zeroed one)."""
+    dtype = desc.data_type.numpy_dtype
+    if out is None and desc.is_packed:
+        return np.ascontiguousarray(bits).view(dtype).reshape(desc.sizes)
+    if out is None:
+        out = np.zeros(desc.total_tensor_size_in_bytes // dtype.itemsize, dtype=dtype)
+    if out.dtype != dtype or not out.flags.c_contiguous or not out.flags.writeable:
+        raise ExecutionError(
+            f"{label}: a bound output must be a writable contiguous {dtype} array"
+        )
+    if desc.is_packed and out.shape == desc.sizes:
+        out.view(desc.data_type.bits_dtype)[...] = bits
+        return out
+    flat = out.reshape(-1).view(desc.data_type.bits_dtype)
+    needed = _last_index(desc) + 1
+    if flat.size < needed:
+        raise ExecutionError(
+            f"{label}: a flat buffer of {flat.size} elements is shorter than the "
+            f"{needed} elements its tensor desc addresses"
+        )
+    strides = desc.effective_strides
+    if not _non_aliasing(desc.sizes, strides):
+        raise ExecutionError(
+            f"{label}: output strides {list(strides)} make several elements share one "
+            "address; the result would depend on write order"
+        )
+    view = as_strided(flat, shape=desc.sizes, strides=tuple(s * flat.itemsize for s in strides))
+    view[...] = bits
+    return out
+
+
+def _non_aliasing(sizes: Sequence[int], strides: Sequence[int]) -> bool:
+    offsets = np.zeros(1, dtype=np.int64)
+    for n, s in zip(sizes, strides):
+        offsets = (offsets[:, None] + np.arange(n, dtype=np.int64) * s).reshape(-1)
+    return np.unique(offsets).size == offsets.size
+
+
+# -- the operators ---------------------------------------------------------------------------
+def _slice(desc: SliceDesc, x: np.ndarray) -> np.ndarray:
+    index = tuple(
+        slice(o, o + s * (n - 1) + 1, s) for o, n, s in zip(desc.offsets, desc.sizes, desc.strides)
+    )
+    return x[index]
+
+
+def _slice1(desc: Slice1Desc, x: np.ndarray) -> np.ndarray:
+    index = []
+    for offset, size, stride, count in zip(
+        desc.input_window_offsets,
+        desc.input_window_sizes,
+        desc.input_window_strides,
+        desc.output_tensor.sizes,
+    ):
+        start = offset + size - 1 if stride < 0 else offset
+        stop = start + stride * count
+        index.append(slice(start, None if stop < 0 else stop, stride))
+    return x[tuple(index)]
+
+
+def _join(desc: JoinDesc, *xs: np.ndarray) -> np.ndarray:
+    return np.concatenate(xs, axis=desc.axis)
+
+
+def _constant_bits(desc: PaddingDesc | Padding1Desc) -> np.ndarray:
+    """The fill value as the output type's bits."""
+    data_type = desc.output_tensor.data_type
+    if isinstance(desc, Padding1Desc):
+        value = desc.scalar()
+    else:
+        as_float32 = np.float32(desc.padding_value)
+        if data_type.is_float:
+            value = np.array(as_float32, dtype=data_type.numpy_dtype)
+        else:  # DirectML truncates the FLOAT toward zero for integer tensors
+            value = np.array(math.trunc(float(as_float32)), dtype=data_type.numpy_dtype)
+    return value.view(data_type.bits_dtype)
+
+
+def _padding(desc: PaddingDesc | Padding1Desc, x: np.ndarray) -> np.ndarray:
+    starts, ends = desc.start_padding, desc.end_padding
+    if desc.padding_mode is PaddingMode.CONSTANT:
+        result = np.full(desc.output_tensor.sizes, _constant_bits(desc), dtype=x.dtype)
+        interior = tuple(slice(s, s + n) for s, n in zip(starts, x.shape))
+        result[interior] = x
+        return result
+    index_map = INDEX_MAPS[desc.padding_mode]
+    result = x
+    for axis, (start, end, n) in enumerate(zip(starts, ends, x.shape)):
+        if start or end:
+            source = index_map(np.arange(-start, n + end, dtype=np.int64), n)
+            result = np.take(result, source, axis=axis)
+    return result
+
+
+_KERNELS: dict[type[OperatorDesc], Callable[..., np.ndarray]] = {
+    SliceDesc: _slice,
+    Slice1Desc: _slice1,
+    JoinDesc: _join,
+    PaddingDesc: _padding,
+    Padding1Desc: _padding,
+}
+
+
+def execute_operator(
+    desc: OperatorDesc,
+    inputs: Sequence[np.ndarray],
+    feature_level: FeatureLevel | str | int = FeatureLevel.L6_4,
+    outputs: Sequence[np.ndarray | None] | None = None,
+) -> list[np.ndarray]:
+    """Validate ``desc`` at ``feature_level``, then run it on ``inputs``.
+
+    Each input is an array shaped like its tensor desc's sizes (packed descs) or a flat 1-D
+    buffer read through the desc's strides. Outputs come back shaped when their desc is
+    packed, else as flat buffers; ``outputs`` binds caller arrays to write into instead.
+    Inputs are never modified.
+    """
+    desc.validate(feature_level)
+    kernel = _KERNELS.get(type(desc))
+    if kernel is None:
+        raise ExecutionError(f"{desc.name} has no NumPy kernel")
+    input_descs = desc.inputs
+    if len(inputs) != len(input_descs):
+        raise ExecutionError(
+            f"{desc.name}: expected {len(input_descs)} input arrays, got {len(inputs)}"
+        )
+    bits = [
+        _read(d, a, f"{desc.name} input {i}") for i, (d, a) in enumerate(zip(input_descs, inputs))
+    ]
+    result = kernel(desc, *bits)
+    (output_desc,) = desc.outputs
+    bound = outputs[0] if outputs else None
+    return [_write(output_desc, result, bound, f"{desc.name} output 0")]

@@ -1,0 +1,266 @@
+"""DirectML enumerations with the exact numeric values of directml.h.
+
+Names are the directml.h names without their prefix (``DML_TENSOR_DATA_TYPE_FLOAT32`` is
+``TensorDataType.FLOAT32``); ``full_name`` gives the C spelling back, which the JSON form and
+error messages use.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+import numpy as np
+
+
+class _DmlEnum(enum.IntEnum):
+    """An IntEnum that knows its C prefix and parses the full or suffix spelling."""
+
+    @classmethod
+    def prefix(cls) -> str:
+        """The C spelling's prefix, e.g. ``DML_PADDING_MODE_``."""
+        return _PREFIX[cls.__name__]
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.prefix()}{self.name}"
+
+    @classmethod
+    def parse(cls, value: object) -> _DmlEnum:
+        """Accept a member, its numeric value, its full C name or its suffix."""
+        if isinstance(value, cls):
+            return value
+        if isinstance(value, bool):
+            raise ValueError(f"{value!r} is not a {cls.__name__}")
+        if isinstance(value, int):
+            try:
+                return cls(value)
+            except ValueError:
+                raise ValueError(f"{value!r} is not a {cls.__name__} value") from None
+        if isinstance(value, str):
+            text = value.strip()
+            if text.startswith(cls.prefix()):
+                text = text[len(cls.prefix()):]
+            try:
+                return cls[text]
+            except KeyError:
+                names = ", ".join(m.name for m in cls)
+                raise ValueError(
+                    f"{value!r} is not a {cls.__name__} (one of {names})"
+                ) from None
+        raise ValueError(f"{value!r} is not a {cls.__name__}")
+
+
+class FeatureLevel(_DmlEnum):
+    """DML_FEATURE_LEVEL: ordered, so ``level >= FeatureLevel.L2_1`` reads as the spec does."""
+
+
+    L1_0 = 0x1000
+    L2_0 = 0x2000
+    L2_1 = 0x2100
+    L3_0 = 0x3000
+    L3_1 = 0x3100
+    L4_0 = 0x4000
+    L4_1 = 0x4100
+    L5_0 = 0x5000
+    L5_1 = 0x5100
+    L5_2 = 0x5200
+    L6_0 = 0x6000
+    L6_1 = 0x6100
+    L6_2 = 0x6200
+    L6_3 = 0x6300
+    L6_4 = 0x6400
+
+    @property
+    def full_name(self) -> str:
+        return f"DML_FEATURE_LEVEL_{self.short}"
+
+    @property
+    def short(self) -> str:
+        """The "6_4" spelling."""
+        return self.name[1:]
+
+    @classmethod
+    def parse(cls, value: object) -> FeatureLevel:
+        """Accept "6_4", "6.4", "DML_FEATURE_LEVEL_6_4", 0x6400 (or "0x6400") or a member."""
+        if isinstance(value, cls):
+            return value
+        if isinstance(value, int) and not isinstance(value, bool):
+            try:
+                return cls(value)
+            except ValueError:
+                raise ValueError(_unknown_level(value)) from None
+        if isinstance(value, str):
+            text = value.strip()
+            if re.fullmatch(r"0[xX][0-9a-fA-F]+", text):
+                return cls.parse(int(text, 16))
+            upper = text.upper()
+            if upper.startswith("DML_FEATURE_LEVEL_"):
+                upper = upper[len("DML_FEATURE_LEVEL_"):]
+            match = re.fullmatch(r"(\d+)[._](\d+)", upper)
+            if match:
+                member = cls.__members__.get(f"L{int(match[1])}_{int(match[2])}")
+                if member is not None:
+                    return member
+        raise ValueError(_unknown_level(value))
+
+    def __str__(self) -> str:
+        return self.full_name
+
+
+def _unknown_level(value: object) -> str:
+    known = ", ".join(level.short for level in FeatureLevel)
+    return f"unknown DirectML feature level {value!r} (known: {known})"
+
+
+class TensorDataType(_DmlEnum):
+    """DML_TENSOR_DATA_TYPE."""
+
+
+    UNKNOWN = 0
+    FLOAT32 = 1
+    FLOAT16 = 2
+    UINT32 = 3
+    UINT16 = 4
+    UINT8 = 5
+    INT32 = 6
+    INT16 = 7
+    INT8 = 8
+    FLOAT64 = 9
+    UINT64 = 10
+    INT64 = 11
+    UINT4 = 12
+    INT4 = 13
+
+    @property
+    def bit_width(self) -> int:
+        return _BIT_WIDTH[self]
+
+    @property
+    def is_float(self) -> bool:
+        return self in (TensorDataType.FLOAT16, TensorDataType.FLOAT32, TensorDataType.FLOAT64)
+
+    @property
+    def numpy_dtype(self) -> np.dtype:
+        """The NumPy dtype that holds one element; 4-bit types have none."""
+        try:
+            return np.dtype(_NUMPY[self])
+        except KeyError:
+            raise ValueError(f"{self.full_name} has no NumPy element type") from None
+
+    @property
+    def bits_dtype(self) -> np.dtype:
+        """The unsigned integer dtype of the same width: data moves as bits, never as values."""
+        return np.dtype(f"u{self.bit_width // 8}")
+
+    @classmethod
+    def from_numpy(cls, dtype: np.dtype | type) -> TensorDataType:
+        dtype = np.dtype(dtype)
+        for member, name in _NUMPY.items():
+            if np.dtype(name) == dtype:
+                return member
+        raise ValueError(f"NumPy dtype {dtype} has no DirectML tensor data type")
+
+
+_BIT_WIDTH: dict[TensorDataType, int] = {
+    TensorDataType.UNKNOWN: 0,
+    TensorDataType.FLOAT32: 32,
+    TensorDataType.FLOAT16: 16,
+    TensorDataType.UINT32: 32,
+    TensorDataType.UINT16: 16,
+    TensorDataType.UINT8: 8,
+    TensorDataType.INT32: 32,
+    TensorDataType.INT16: 16,
+    TensorDataType.INT8: 8,
+    TensorDataType.FLOAT64: 64,
+    TensorDataType.UINT64: 64,
+    TensorDataType.INT64: 64,
+    TensorDataType.UINT4: 4,
+    TensorDataType.INT4: 4,
+}
+
+_NUMPY: dict[TensorDataType, str] = {
+    TensorDataType.FLOAT32: "float32",
+    TensorDataType.FLOAT16: "float16",
+    TensorDataType.UINT32: "uint32",
+    TensorDataType.UINT16: "uint16",
+    TensorDataType.UINT8: "uint8",
+    TensorDataType.INT32: "int32",
+    TensorDataType.INT16: "int16",
+    TensorDataType.INT8: "int8",
+    TensorDataType.FLOAT64: "float64",
+    TensorDataType.UINT64: "uint64",
+    TensorDataType.INT64: "int64",
+}
+
+
+class PaddingMode(_DmlEnum):
+    """DML_PADDING_MODE."""
+
+
+    CONSTANT = 0
+    EDGE = 1
+    REFLECTION = 2
+    SYMMETRIC = 3
+    WRAP = 4
+
+
+class TensorFlags(_DmlEnum):
+    """DML_TENSOR_FLAGS (a bit set in C; NONE and OWNED_BY_DML are its only members)."""
+
+
+    NONE = 0
+    OWNED_BY_DML = 1
+
+
+class TensorType(_DmlEnum):
+    """DML_TENSOR_TYPE: only BUFFER tensors exist."""
+
+
+    INVALID = 0
+    BUFFER = 1
+
+
+class OperatorType(_DmlEnum):
+    """DML_OPERATOR_TYPE: the members this project emits or may emit."""
+
+
+    INVALID = 0
+    ELEMENT_WISE_IDENTITY = 1
+    SLICE = 60
+    CAST = 61
+    SPLIT = 62
+    JOIN = 63
+    PADDING = 64
+    GATHER = 67
+    FILL_VALUE_CONSTANT = 103
+    SLICE1 = 111
+    PADDING1 = 155
+
+
+class GraphEdgeType(_DmlEnum):
+    """DML_GRAPH_EDGE_TYPE."""
+
+
+    INVALID = 0
+    INPUT = 1
+    OUTPUT = 2
+    INTERMEDIATE = 3
+
+
+_PREFIX: dict[str, str] = {
+    "FeatureLevel": "DML_FEATURE_LEVEL_",
+    "TensorDataType": "DML_TENSOR_DATA_TYPE_",
+    "PaddingMode": "DML_PADDING_MODE_",
+    "TensorFlags": "DML_TENSOR_FLAG_",
+    "TensorType": "DML_TENSOR_TYPE_",
+    "OperatorType": "DML_OPERATOR_",
+    "GraphEdgeType": "DML_GRAPH_EDGE_TYPE_",
+}
+
+# DirectML constants (directml.h).
+TENSOR_DIMENSION_COUNT_MAX = 5
+TENSOR_DIMENSION_COUNT_MAX1 = 8
+MINIMUM_BUFFER_TENSOR_ALIGNMENT = 16
+UINT32_MAX = 2**32 - 1
+INT32_MIN = -(2**31)
+INT32_MAX = 2**31 - 1

@@ -1,0 +1,158 @@
+"""DML_BUFFER_TENSOR_DESC and DMLCalcBufferTensorSize: the one size rule of DirectML."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from dmlgraph.dml.enums import (
+    TENSOR_DIMENSION_COUNT_MAX1,
+    UINT32_MAX,
+    TensorDataType,
+    TensorFlags,
+)
+from dmlgraph.errors import DmlValidationError
+
+UINT64_MAX = 2**64 - 1
+
+
+def packed_strides(sizes: Sequence[int]) -> tuple[int, ...]:
+    """Row-major strides in elements, last dimension 1: what an absent Strides means."""
+    strides = [1] * len(sizes)
+    for i in range(len(sizes) - 2, -1, -1):
+        strides[i] = strides[i + 1] * sizes[i + 1]
+    return tuple(strides)
+
+
+def calc_buffer_tensor_size(
+    data_type: TensorDataType, sizes: Sequence[int], strides: Sequence[int] | None = None
+) -> int:
+    """DMLCalcBufferTensorSize: bytes from element 0 to the last addressed one, rounded to 4."""
+    if strides is None:
+        strides = packed_strides(sizes)
+    last_index = sum((size - 1) * stride for size, stride in zip(sizes, strides))
+    bits = (last_index + 1) * data_type.bit_width
+    size_in_bytes = (bits + 7) // 8
+    return (size_in_bytes + 3) & ~3
+
+
+def _int_tuple(values: Sequence[int]) -> tuple[int, ...]:
+    return tuple(int(v) for v in values)
+
+
+@dataclass(frozen=True)
+class BufferTensorDesc:
+    """DML_BUFFER_TENSOR_DESC. Sizes and strides are in elements, strides unsigned.
+
+    ``total_tensor_size_in_bytes`` defaults to ``calc_buffer_tensor_size`` so a desc built with
+    only a type and sizes is always valid; an explicit value may be larger, never smaller.
+    """
+
+    data_type: TensorDataType
+    sizes: tuple[int, ...]
+    strides: tuple[int, ...] | None = None
+    flags: TensorFlags = TensorFlags.NONE
+    total_tensor_size_in_bytes: int = field(default=-1)
+    guaranteed_base_offset_alignment: int = 0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "data_type", TensorDataType.parse(self.data_type))
+        object.__setattr__(self, "flags", TensorFlags.parse(self.flags))
+        object.__setattr__(self, "sizes", _int_tuple(self.sizes))
+        if self.strides is not None:
+            object.__setattr__(self, "strides", _int_tuple(self.strides))
+        if self.total_tensor_size_in_bytes == -1:
+            object.__setattr__(self, "total_tensor_size_in_bytes", self.minimum_size_in_bytes)
+
+    @property
+    def dimension_count(self) -> int:
+        return len(self.sizes)
+
+    @property
+    def effective_strides(self) -> tuple[int, ...]:
+        return self.strides if self.strides is not None else packed_strides(self.sizes)
+
+    @property
+    def is_packed(self) -> bool:
+        """True when the elements lie row-major and contiguous (strides absent or packed)."""
+        if self.strides is None:
+            return True
+        packed = packed_strides(self.sizes)
+        return all(s == p or n == 1 for s, p, n in zip(self.strides, packed, self.sizes))
+
+    @property
+    def element_count(self) -> int:
+        count = 1
+        for size in self.sizes:
+            count *= size
+        return count
+
+    @property
+    def minimum_size_in_bytes(self) -> int:
+        if any(size < 1 for size in self.sizes) or (
+            self.strides is not None and len(self.strides) != len(self.sizes)
+        ):
+            return 0  # invalid; validate() names the rule
+        if self.data_type == TensorDataType.UNKNOWN:
+            return 0
+        return calc_buffer_tensor_size(self.data_type, self.sizes, self.strides)
+
+    def validate(self, operator: str, field_name: str) -> None:
+        """Check the tensor desc's own rules; errors name the operator field holding it."""
+
+        def fail(sub: str, value: object, rule: str) -> DmlValidationError:
+            return DmlValidationError(operator, f"{field_name}.{sub}", value, rule)
+
+        if self.data_type == TensorDataType.UNKNOWN:
+            raise fail("DataType", self.data_type.full_name, "a tensor's DataType must be known")
+        count = len(self.sizes)
+        if not 1 <= count <= TENSOR_DIMENSION_COUNT_MAX1:
+            raise fail(
+                "DimensionCount",
+                count,
+                f"a tensor has 1 to {TENSOR_DIMENSION_COUNT_MAX1} dimensions "
+                "(DML_TENSOR_DIMENSION_COUNT_MAX1)",
+            )
+        for i, size in enumerate(self.sizes):
+            if not 1 <= size <= UINT32_MAX:
+                raise fail(
+                    f"Sizes[{i}]",
+                    size,
+                    "every size must be at least 1 and fit in UINT "
+                    "(DirectML cannot describe a zero-size tensor)",
+                )
+        if self.element_count > UINT32_MAX:
+            raise fail(
+                "Sizes", list(self.sizes), "a tensor holds at most 2^32 - 1 elements"
+            )
+        if self.strides is not None:
+            if len(self.strides) != count:
+                raise fail(
+                    "Strides",
+                    list(self.strides),
+                    f"Strides must have DimensionCount ({count}) entries",
+                )
+            for i, stride in enumerate(self.strides):
+                if not 0 <= stride <= UINT32_MAX:
+                    raise fail(
+                        f"Strides[{i}]", stride, "strides are UINT: 0 to 2^32 - 1 elements"
+                    )
+        minimum = self.minimum_size_in_bytes
+        if not minimum <= self.total_tensor_size_in_bytes <= UINT64_MAX:
+            raise fail(
+                "TotalTensorSizeInBytes",
+                self.total_tensor_size_in_bytes,
+                f"must be at least DMLCalcBufferTensorSize = {minimum} bytes",
+            )
+        alignment = self.guaranteed_base_offset_alignment
+        element_bytes = max(1, self.data_type.bit_width // 8)
+        if alignment != 0 and (alignment & (alignment - 1) or alignment < element_bytes):
+            raise fail(
+                "GuaranteedBaseOffsetAlignment",
+                alignment,
+                f"must be 0 or a power of two at least the element size ({element_bytes})",
+            )
+
+    def with_sizes(self, sizes: Sequence[int]) -> BufferTensorDesc:
+        """A packed desc of the same type and flags with other sizes."""
+        return BufferTensorDesc(self.data_type, tuple(sizes), flags=self.flags)

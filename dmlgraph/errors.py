@@ -1,0 +1,49 @@
+"""The one error hierarchy: every failure a user can cause is a DmlgraphError subclass.
+
+The command line turns any DmlgraphError into one line on stderr and exit code 2, so every
+message must stand alone: it names the file or node, the field, the value and the rule.
+"""
+
+from __future__ import annotations
+
+
+class DmlgraphError(Exception):
+    """Base class of every error dmlgraph raises on bad input or unsupported models."""
+
+
+class ModelLoadError(DmlgraphError):
+    """The model file or bytes cannot be read as a valid ONNX model."""
+
+
+class ModelValidationError(DmlgraphError):
+    """The model is readable but a node or graph breaks an ONNX rule dmlgraph relies on."""
+
+
+class UnsupportedError(DmlgraphError):
+    """The model uses something dmlgraph does not know (an op version, a domain, a type)."""
+
+
+class DmlValidationError(DmlgraphError):
+    """A DirectML descriptor breaks a rule of the DirectML spec at a feature level.
+
+    Carries the operator, field, value and rule separately so callers (lowering, CLI, reports)
+    can add the ONNX node name without re-parsing the message.
+    """
+
+    def __init__(
+        self,
+        operator: str,
+        field: str,
+        value: object,
+        rule: str,
+        min_level: str | None = None,
+    ) -> None:
+        self.operator = operator
+        self.field = field
+        self.value = value
+        self.rule = rule
+        self.min_level = min_level
+        message = f"{operator}: {field} = {value!r}: {rule}"
+        if min_level is not None:
+            message += f" (accepted from {min_level})"
+        super().__init__(message)
