@@ -1,17 +1,23 @@
 """Descriptors to and from DxDispatch's JSON dispatchable form.
 
 ``{"type": "DML_OPERATOR_SLICE1", "desc": {...}}`` with the exact C field names. Reading
-accepts what DxDispatch accepts: enum values in full or suffix form, a tensor desc in full form
-(``{"Type": "DML_TENSOR_TYPE_BUFFER", "Desc": {...}}``) or shortened to its buffer desc, and a
-scalar union as a number read through its sibling ``...DataType`` field. Writing uses the full
-enum names and the shortened tensor desc, leaving out fields that hold their defaults.
-Everything is driven by each descriptor's SCHEMA.
+accepts what DxDispatch's parser (DxDispatch/src/model/JsonParsers.cpp) accepts, and no more:
+enum values as strings in full or suffix form (case-sensitive, never numbers); a tensor desc in
+full form (``{"Type": "DML_TENSOR_TYPE_BUFFER", "Desc": {...}}``) or shortened to its buffer
+desc; UINT/INT fields as JSON integers only; FLOAT fields as numbers or the strings "inf",
+"-inf", "nan"; a scalar union as a number read through its sibling ``...DataType`` field or as
+an object naming the union member (``{"Float32": 1.5}``, ``{"UInt16": 15360}`` for FLOAT16
+bits). Every operator field is required, as in DxDispatch. Writing uses full enum names and
+the shortened tensor desc, leaving out tensor fields that hold their defaults. Everything is
+driven by each descriptor's SCHEMA.
 """
 
 from __future__ import annotations
 
 import math
 from typing import Any, Mapping
+
+import numpy as np
 
 from dmlgraph.dml import enums
 from dmlgraph.dml.enums import OperatorType, TensorDataType, TensorFlags, TensorType
@@ -47,11 +53,39 @@ def tensor_to_json(desc: BufferTensorDesc) -> dict[str, Any]:
     return out
 
 
-def _number_to_json(value: float | int) -> float | int | str:
-    """JSON has no NaN or infinity; DxDispatch reads them from strings."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+def _float_to_json(value: float) -> float | str:
+    """JSON has no NaN or infinity; DxDispatch's FLOAT parser reads them from strings."""
+    if math.isnan(value):
+        return "nan"
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
     return value
+
+
+# DML_SCALAR_UNION members by data type (FLOAT16 travels as its bits in UInt16).
+SCALAR_MEMBER: dict[TensorDataType, str] = {
+    TensorDataType.FLOAT16: "UInt16",
+    TensorDataType.FLOAT32: "Float32",
+    TensorDataType.FLOAT64: "Float64",
+    TensorDataType.UINT8: "UInt8",
+    TensorDataType.UINT16: "UInt16",
+    TensorDataType.UINT32: "UInt32",
+    TensorDataType.UINT64: "UInt64",
+    TensorDataType.INT8: "Int8",
+    TensorDataType.INT16: "Int16",
+    TensorDataType.INT32: "Int32",
+    TensorDataType.INT64: "Int64",
+}
+
+
+def _scalar_to_json(value: float | int, data_type: TensorDataType) -> float | int | dict:
+    """A plain number where DxDispatch's number path is exact, else the member object."""
+    if not data_type.is_float or math.isfinite(value):
+        return value
+    if data_type == TensorDataType.FLOAT16:
+        bits = int(np.array(value, dtype=np.float16).view(np.uint16))
+        return {"UInt16": bits}
+    return {SCALAR_MEMBER[data_type]: _float_to_json(value)}
 
 
 def operator_to_json(desc: OperatorDesc) -> dict[str, Any]:
@@ -66,11 +100,18 @@ def operator_to_json(desc: OperatorDesc) -> dict[str, Any]:
             body[spec.c_name] = list(value)
         elif spec.kind is K.ENUM:
             body[spec.c_name] = value.full_name
-        elif spec.kind in (K.FLOAT, K.SCALAR_UNION):
-            body[spec.c_name] = _number_to_json(value)
+        elif spec.kind is K.FLOAT:
+            body[spec.c_name] = _float_to_json(value)
+        elif spec.kind is K.SCALAR_UNION:
+            data_type = getattr(desc, _attr_of(desc, spec.type_field))
+            body[spec.c_name] = _scalar_to_json(value, data_type)
         else:
             body[spec.c_name] = value
     return {"type": desc.OPERATOR.full_name, "desc": body}
+
+
+def _attr_of(desc: OperatorDesc, c_name: str | None) -> str:
+    return next(spec.attr for spec in desc.SCHEMA if spec.c_name == c_name)
 
 
 # -- reading ---------------------------------------------------------------------------------
@@ -84,6 +125,8 @@ class _Reader:
         return DmlValidationError(self.operator, path, value, rule)
 
     def enum(self, cls: type[enums._DmlEnum], value: object, path: str) -> enums._DmlEnum:
+        if not isinstance(value, str):
+            raise self.fail(path, value, f"a {cls.__name__} is written as a string")
         try:
             return cls.parse(value)
         except ValueError as exc:
@@ -104,24 +147,40 @@ class _Reader:
             raise self.fail(path, value, "must be an array")
         return value
 
-    def number(self, value: object, path: str) -> float | int:
-        if isinstance(value, str):
-            text = value.strip().lower()
-            named = {"nan": math.nan, "inf": math.inf, "infinity": math.inf,
-                     "-inf": -math.inf, "-infinity": -math.inf}
-            if text in named:
-                return named[text]
-            try:
-                return int(text, 0)
-            except ValueError:
-                pass
-            try:
-                return float(text)
-            except ValueError:
-                raise self.fail(path, value, "must be a number") from None
+    def number(self, value: object, path: str, named_floats: bool = True) -> float | int:
+        """A JSON number; FLOAT fields also take "inf", "-inf" and "nan" (any case)."""
+        if isinstance(value, str) and named_floats:
+            named = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
+            if value.lower() in named:
+                return named[value.lower()]
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise self.fail(path, value, "must be a number")
+            rule = 'must be a number or "inf", "-inf", "nan"' if named_floats else "must be a number"
+            raise self.fail(path, value, rule)
         return value
+
+    def scalar(self, value: object, data_type: TensorDataType, path: str) -> float | int:
+        """A DML_SCALAR_UNION: a number read as ``data_type``, or ``{"<Member>": value}``."""
+        if isinstance(value, dict):
+            member = SCALAR_MEMBER.get(data_type)
+            if member is None or set(value) != {member}:
+                raise self.fail(path, value, f"a {data_type.full_name} scalar union object "
+                                             f"has exactly the member {member!r}")
+            inner = value[member]
+            if data_type == TensorDataType.FLOAT16:
+                bits = self.uint(inner, f"{path}.{member}", bits=16)
+                return float(np.array(bits, dtype=np.uint16).view(np.float16))
+            if data_type.is_float:
+                return float(self.number(inner, f"{path}.{member}"))
+            number = self.number(inner, f"{path}.{member}", named_floats=False)
+        else:
+            number = self.number(value, path, named_floats=False)
+        if data_type.is_float:
+            return float(number)
+        if isinstance(number, float):
+            if not number.is_integer():
+                raise self.fail(path, value, f"must be an integer for {data_type.full_name}")
+            number = int(number)
+        return number
 
     def object_(self, value: object, path: str, allowed: tuple[str, ...]) -> Mapping[str, Any]:
         if not isinstance(value, dict):
@@ -160,10 +219,10 @@ class _Reader:
                             for i, v in enumerate(self.array(body["Strides"], f"{path}.Strides")))
         flags = self._flags(body.get("Flags", "NONE"), f"{path}.Flags")
         kwargs: dict[str, Any] = {}
-        if "TotalTensorSizeInBytes" in body:
-            kwargs["total_tensor_size_in_bytes"] = self.uint(
-                body["TotalTensorSizeInBytes"], f"{path}.TotalTensorSizeInBytes", bits=64
-            )
+        total = self.uint(body.get("TotalTensorSizeInBytes", 0), f"{path}.TotalTensorSizeInBytes",
+                          bits=64)
+        if total:  # 0 or absent: DMLCalcBufferTensorSize, as DxDispatch does
+            kwargs["total_tensor_size_in_bytes"] = total
         if "GuaranteedBaseOffsetAlignment" in body:
             kwargs["guaranteed_base_offset_alignment"] = self.uint(
                 body["GuaranteedBaseOffsetAlignment"], f"{path}.GuaranteedBaseOffsetAlignment"
@@ -197,44 +256,52 @@ class _Reader:
         if spec.kind is K.FLOAT:
             return float(self.number(value, path))
         if spec.kind is K.SCALAR_UNION:
-            data_type = parsed[spec.type_field or ""]
-            number = self.number(value, path)
-            if data_type.is_float:
-                return float(number)
-            if isinstance(number, float):
-                if not number.is_integer():
-                    raise self.fail(path, value, f"must be an integer for {data_type.full_name}")
-                number = int(number)
-            return number
+            return self.scalar(value, parsed[spec.type_field or ""], path)
         raise AssertionError(f"unhandled field kind {spec.kind}")
+
+
+_DISPATCHABLE_KEYS = ("type", "Type", "desc", "Desc", "executionFlags", "dmlCompileType",
+                      "bindings")
 
 
 def operator_from_json(dispatchable: Mapping[str, Any]) -> OperatorDesc:
     """Build a descriptor from a DxDispatch DML dispatchable ``{"type": ..., "desc": {...}}``.
 
-    The result is not validated against a feature level; call ``validate`` for that.
+    As DxDispatch's ParseDmlOperatorDesc: the type under "Type" or "type", the fields under
+    "Desc" or "desc" or inline beside the type. The result is not validated against a feature
+    level; call ``validate`` for that.
     """
     reader = _Reader("dispatchable")
-    top = reader.object_(dispatchable, "", ("type", "desc", "executionFlags"))
-    if "type" not in top or "desc" not in top:
-        missing = "type" if "type" not in top else "desc"
-        raise reader.fail(missing, None, "required field is missing")
-    operator = reader.enum(OperatorType, top["type"], "type")
-    cls = DESCRIPTOR_CLASSES.get(operator)
+    if not isinstance(dispatchable, dict):
+        raise reader.fail("", dispatchable, "a dispatchable must be an object")
+    type_key = next((k for k in ("Type", "type") if k in dispatchable), None)
+    if type_key is None:
+        raise reader.fail("type", None, "required field is missing")
+    type_name = dispatchable[type_key]
+    if not isinstance(type_name, str):
+        raise reader.fail(type_key, type_name, "an operator type is written as a string")
+    try:
+        cls = DESCRIPTOR_CLASSES.get(OperatorType.parse(type_name))
+    except ValueError:
+        cls = None
     if cls is None:
         supported = ", ".join(c.OPERATOR.full_name for c in DESCRIPTOR_CLASSES.values())
-        raise reader.fail("type", top["type"], f"unsupported operator (supported: {supported})")
-    reader = _Reader(operator.full_name)
+        raise reader.fail(
+            type_key, dispatchable[type_key], f"unsupported operator (supported: {supported})"
+        )
+    reader = _Reader(cls.OPERATOR.full_name)
     allowed = tuple(spec.c_name for spec in cls.SCHEMA)
-    body = reader.object_(top["desc"], "desc", allowed)
+    desc_key = next((k for k in ("Desc", "desc") if k in dispatchable), None)
+    if desc_key is not None:
+        reader.object_(dispatchable, "", _DISPATCHABLE_KEYS)
+        body = reader.object_(dispatchable[desc_key], desc_key, allowed)
+    else:
+        body = reader.object_(dispatchable, "", allowed + _DISPATCHABLE_KEYS)
     parsed: dict[str, Any] = {}
     kwargs: dict[str, Any] = {}
     for spec in cls.SCHEMA:
         if spec.c_name not in body:
-            optional_value = spec.kind in (K.FLOAT, K.SCALAR_UNION)
-            if not optional_value:
-                raise reader.fail(spec.c_name, None, "required field is missing")
-            continue
+            raise reader.fail(spec.c_name, None, "required field is missing")
         parsed[spec.c_name] = reader.field(spec, body, parsed)
         kwargs[spec.attr] = parsed[spec.c_name]
     return cls(**kwargs)

@@ -1,0 +1,201 @@
+"""DxDispatch JSON: round trips, the forms DxDispatch accepts, and clear errors otherwise."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from backends.numpy import execute_operator
+from dmlgraph.dml import (
+    BufferTensorDesc,
+    DmlValidationError,
+    JoinDesc,
+    Padding1Desc,
+    PaddingDesc,
+    Slice1Desc,
+    SliceDesc,
+    operator_from_json,
+)
+
+DATA = Path(__file__).parent / "data" / "dxdispatch"
+T = BufferTensorDesc
+
+
+def test_dxdispatch_example_slice_parses_and_runs() -> None:
+    model = json.loads((DATA / "example_slice.json").read_text())
+    desc = operator_from_json(model["dispatchables"]["slice"])
+    assert isinstance(desc, SliceDesc)
+    desc.validate("1_0")
+    values = np.arange(1, 26, dtype=np.float32)  # the resource: valueStart 1, valueDelta 1
+    (out,) = execute_operator(desc, [values], "1_0")
+    # Rows 1..3, columns 1 and 3 of the 5x5 grid 1..25, worked out by hand.
+    np.testing.assert_array_equal(out.reshape(-1), [7, 9, 12, 14, 17, 19])
+
+
+def test_dxdispatch_example_join_parses() -> None:
+    model = json.loads((DATA / "example_join.json").read_text())
+    desc = operator_from_json(model["dispatchables"]["join"])
+    assert isinstance(desc, JoinDesc)
+    assert [t.sizes for t in desc.input_tensors] == [(3,), (2,), (5,)]
+    desc.validate("4_1")
+    with pytest.raises(DmlValidationError, match="accepted from DML_FEATURE_LEVEL_4_1"):
+        desc.validate("3_0")  # 1-D JOIN needs FL 4.1
+
+
+SAMPLES = [
+    SliceDesc(input_tensor=T("INT8", (4, 5)), output_tensor=T("INT8", (2, 2)),
+              offsets=(1, 0), sizes=(2, 2), strides=(2, 3)),
+    Slice1Desc(input_tensor=T("FLOAT16", (3, 4), strides=(1, 3)),
+               output_tensor=T("FLOAT16", (2, 1)), input_window_offsets=(0, 1),
+               input_window_sizes=(3, 2), input_window_strides=(-2, 5)),
+    JoinDesc(input_tensors=(T("UINT64", (1, 2), flags="OWNED_BY_DML"), T("UINT64", (3, 2))),
+             output_tensor=T("UINT64", (4, 2), total_tensor_size_in_bytes=128,
+                             guaranteed_base_offset_alignment=16), axis=0),
+    PaddingDesc(input_tensor=T("FLOAT32", (2,)), output_tensor=T("FLOAT32", (5,)),
+                padding_mode="CONSTANT", padding_value=float("nan"), start_padding=(1,),
+                end_padding=(2,)),
+    PaddingDesc(input_tensor=T("FLOAT32", (2,)), output_tensor=T("FLOAT32", (5,)),
+                padding_mode="CONSTANT", padding_value=float("-inf"), start_padding=(1,),
+                end_padding=(2,)),
+    Padding1Desc(input_tensor=T("INT64", (2,)), output_tensor=T("INT64", (3,)),
+                 padding_mode="CONSTANT", padding_value_data_type="INT64",
+                 padding_value=-(2**63), start_padding=(0,), end_padding=(1,)),
+    Padding1Desc(input_tensor=T("FLOAT16", (2,)), output_tensor=T("FLOAT16", (3,)),
+                 padding_mode="WRAP", padding_value_data_type="FLOAT16",
+                 padding_value=float("nan"), start_padding=(0,), end_padding=(1,)),
+]
+
+
+def _same(a, b) -> bool:
+    """Descriptor equality where NaN values compare equal."""
+    if a == b:
+        return True
+    av, bv = getattr(a, "padding_value", None), getattr(b, "padding_value", None)
+    if isinstance(av, float) and math.isnan(av) and isinstance(bv, float) and math.isnan(bv):
+        return type(a) is type(b) and a.to_json() == b.to_json()
+    return False
+
+
+@pytest.mark.parametrize("desc", SAMPLES, ids=lambda d: d.name)
+def test_round_trip_through_json_text(desc) -> None:
+    text = json.dumps(desc.to_json(), allow_nan=False)  # strict JSON: no bare NaN
+    back = operator_from_json(json.loads(text))
+    assert _same(back, desc)
+
+
+def test_written_form_uses_full_names_and_shorthand() -> None:
+    written = SAMPLES[2].to_json()
+    assert written["type"] == "DML_OPERATOR_JOIN"
+    body = written["desc"]
+    assert list(body) == ["InputCount", "InputTensors", "OutputTensor", "Axis"]
+    assert body["InputTensors"][0] == {
+        "DataType": "DML_TENSOR_DATA_TYPE_UINT64", "Sizes": [1, 2],
+        "Flags": "DML_TENSOR_FLAG_OWNED_BY_DML",
+    }
+    assert body["OutputTensor"]["TotalTensorSizeInBytes"] == 128
+    assert SAMPLES[3].to_json()["desc"]["PaddingValue"] == "nan"
+    assert SAMPLES[6].to_json()["desc"]["PaddingValue"] == {"UInt16": 0x7E00}
+
+
+def test_inline_and_capitalised_forms() -> None:
+    inline = {"Type": "DML_OPERATOR_SLICE", "InputTensor": {"DataType": "INT8", "Sizes": [4, 5]},
+              "OutputTensor": {"DataType": "INT8", "Sizes": [2, 2]}, "DimensionCount": 2,
+              "Offsets": [1, 0], "Sizes": [2, 2], "Strides": [2, 3]}
+    assert operator_from_json(inline) == SAMPLES[0]
+    capital = {"type": "SLICE", "Desc": {k: v for k, v in inline.items() if k != "Type"}}
+    assert operator_from_json(capital) == SAMPLES[0]
+
+
+def test_scalar_union_member_object_form() -> None:
+    body = {"InputTensor": {"DataType": "FLOAT16", "Sizes": [2]},
+            "OutputTensor": {"DataType": "FLOAT16", "Sizes": [3]}, "PaddingMode": "CONSTANT",
+            "PaddingValueDataType": "FLOAT16", "PaddingValue": {"UInt16": 0x3C00},
+            "DimensionCount": 1, "StartPadding": [1], "EndPadding": [0]}
+    desc = operator_from_json({"type": "PADDING1", "desc": body})
+    assert desc.padding_value == 1.0
+    body["PaddingValue"] = {"Float32": 1.0}
+    with pytest.raises(DmlValidationError, match="'UInt16'"):
+        operator_from_json({"type": "PADDING1", "desc": body})
+
+
+def test_tensor_flags_as_list_and_zero_total_size_means_default() -> None:
+    body = SAMPLES[0].to_json()["desc"]
+    body["InputTensor"] = {"DataType": "INT8", "Sizes": [4, 5], "Flags": ["OWNED_BY_DML"],
+                           "TotalTensorSizeInBytes": 0}
+    desc = operator_from_json({"type": "SLICE", "desc": body})
+    assert desc.input_tensor.flags.name == "OWNED_BY_DML"
+    assert desc.input_tensor.total_tensor_size_in_bytes == 20
+
+
+BAD = [
+    ({"type": "DML_OPERATOR_CONVOLUTION", "desc": {}}, "type", "unsupported operator"),
+    ({"desc": {}}, "type", "required field is missing"),
+    ({"type": 60, "desc": {}}, "type", "written as a string"),
+    ({"type": "slice1", "desc": {}}, "type", "unsupported operator"),  # case-sensitive
+]
+
+
+@pytest.mark.parametrize("doc, field, rule", BAD)
+def test_bad_dispatchables(doc, field, rule) -> None:
+    with pytest.raises(DmlValidationError) as info:
+        operator_from_json(doc)
+    assert info.value.field == field and rule in str(info.value)
+
+
+def _slice_body() -> dict:
+    return SAMPLES[0].to_json()["desc"]
+
+
+@pytest.mark.parametrize("edit, field, rule", [
+    (lambda b: b.pop("Strides"), "Strides", "required field is missing"),
+    (lambda b: b.update(Offsets=[1.0, 0]), "Offsets[0]", "unsigned 32-bit integer"),
+    (lambda b: b.update(Offsets=[-1, 0]), "Offsets[0]", "unsigned 32-bit integer"),
+    (lambda b: b.update(Offsets="1,0"), "Offsets", "must be an array"),
+    (lambda b: b.update(Bogus=1), "desc.Bogus", "unknown field"),
+    (lambda b: b["InputTensor"].update(DataType="FLOAT128"), "InputTensor.DataType",
+     "not a TensorDataType"),
+    (lambda b: b["InputTensor"].update(DataType=1), "InputTensor.DataType", "string"),
+    (lambda b: b["InputTensor"].pop("Sizes"), "InputTensor.Sizes", "required"),
+    (lambda b: b["InputTensor"].update(DimensionCount=3), "InputTensor.DimensionCount",
+     "number of Sizes"),
+    (lambda b: b["InputTensor"].update(Flags=1), "InputTensor.Flags", "string"),
+])
+def test_bad_fields_name_the_path(edit, field, rule) -> None:
+    body = _slice_body()
+    edit(body)
+    with pytest.raises(DmlValidationError) as info:
+        operator_from_json({"type": "SLICE", "desc": body})
+    assert info.value.field == field, str(info.value)
+    assert rule in str(info.value)
+
+
+def test_float_field_accepts_named_strings_only() -> None:
+    body = SAMPLES[3].to_json()["desc"]
+    for text, check in (("inf", math.isinf), ("NaN", math.isnan), ("-INF", math.isinf)):
+        body["PaddingValue"] = text
+        assert check(operator_from_json({"type": "PADDING", "desc": body}).padding_value)
+    body["PaddingValue"] = "1.5"
+    with pytest.raises(DmlValidationError, match="PaddingValue"):
+        operator_from_json({"type": "PADDING", "desc": body})
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(1, 4), min_size=1, max_size=6), st.data())
+def test_slice1_round_trip_property(shape, data) -> None:
+    offsets, sizes, strides, out = [], [], [], []
+    for n in shape:
+        o = data.draw(st.integers(0, n - 1))
+        s = data.draw(st.integers(1, n - o))
+        k = data.draw(st.integers(1, 3)) * data.draw(st.sampled_from([1, -1]))
+        offsets.append(o), sizes.append(s), strides.append(k)
+        out.append(1 + (s - 1) // abs(k))
+    desc = Slice1Desc(input_tensor=T("INT32", shape), output_tensor=T("INT32", out),
+                      input_window_offsets=offsets, input_window_sizes=sizes,
+                      input_window_strides=strides)
+    assert operator_from_json(json.loads(json.dumps(desc.to_json()))) == desc

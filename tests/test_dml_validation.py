@@ -1,0 +1,236 @@
+"""One test per rule: a descriptor that breaks it is rejected, naming field, value and rule.
+
+Each case starts from a valid descriptor (checked in ``test_baselines_are_valid``) and changes
+exactly one thing, so a failure can only come from the rule under test.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable
+
+import pytest
+
+from dmlgraph.dml import (
+    BufferTensorDesc,
+    DmlValidationError,
+    JoinDesc,
+    OperatorDesc,
+    Padding1Desc,
+    PaddingDesc,
+    Slice1Desc,
+    SliceDesc,
+)
+from dmlgraph.errors import DmlgraphError
+
+T = BufferTensorDesc
+
+
+def slice_desc(**changes: Any) -> SliceDesc:
+    base = dict(
+        input_tensor=T("FLOAT32", (1, 1, 4, 4)),
+        output_tensor=T("FLOAT32", (1, 1, 2, 2)),
+        offsets=(0, 0, 1, 0),
+        sizes=(1, 1, 2, 2),
+        strides=(1, 1, 2, 3),
+    )
+    return SliceDesc(**{**base, **changes})
+
+
+def slice1_desc(**changes: Any) -> Slice1Desc:
+    base = dict(
+        input_tensor=T("FLOAT32", (1, 1, 4, 4)),
+        output_tensor=T("FLOAT32", (1, 1, 2, 2)),
+        input_window_offsets=(0, 0, 0, 1),
+        input_window_sizes=(1, 1, 4, 3),
+        input_window_strides=(1, 1, -2, 2),
+    )
+    return Slice1Desc(**{**base, **changes})
+
+
+def join_desc(**changes: Any) -> JoinDesc:
+    base = dict(
+        input_tensors=(T("FLOAT32", (1, 1, 2, 3)), T("FLOAT32", (1, 1, 2, 4))),
+        output_tensor=T("FLOAT32", (1, 1, 2, 7)),
+        axis=3,
+    )
+    return JoinDesc(**{**base, **changes})
+
+
+def padding_desc(**changes: Any) -> PaddingDesc:
+    base = dict(
+        input_tensor=T("FLOAT32", (1, 1, 4, 4)),
+        output_tensor=T("FLOAT32", (1, 1, 8, 10)),
+        padding_mode="CONSTANT",
+        padding_value=9.0,
+        start_padding=(0, 0, 1, 2),
+        end_padding=(0, 0, 3, 4),
+    )
+    return PaddingDesc(**{**base, **changes})
+
+
+def padding1_desc(**changes: Any) -> Padding1Desc:
+    base = dict(
+        input_tensor=T("INT64", (2, 3)),
+        output_tensor=T("INT64", (3, 6)),
+        padding_mode="CONSTANT",
+        padding_value_data_type="INT64",
+        padding_value=2**62 + 1,
+        start_padding=(1, 1),
+        end_padding=(0, 2),
+    )
+    return Padding1Desc(**{**base, **changes})
+
+
+BASELINES: list[Callable[..., OperatorDesc]] = [
+    slice_desc, slice1_desc, join_desc, padding_desc, padding1_desc
+]
+
+
+def test_baselines_are_valid() -> None:
+    for make in BASELINES:
+        make().validate("6_4")
+
+
+# (builder, changes, field named in the error, text of the rule)
+CASES: list[tuple[Callable[..., OperatorDesc], dict[str, Any], str, str]] = [
+    # Buffer tensor desc rules
+    (slice_desc, {"input_tensor": T("FLOAT32", (1, 0, 4, 4))}, "InputTensor.Sizes[1]",
+     "at least 1"),
+    (slice_desc, {"input_tensor": T("UNKNOWN", (1, 1, 4, 4))}, "InputTensor.DataType",
+     "must be known"),
+    (slice_desc, {"input_tensor": T("FLOAT32", (1,) * 9)}, "InputTensor.DimensionCount",
+     "1 to 8 dimensions"),
+    (slice_desc, {"input_tensor": T("FLOAT32", (1, 1, 4, 4), strides=(16, 16, 4))},
+     "InputTensor.Strides", "DimensionCount (4) entries"),
+    (slice_desc, {"input_tensor": T("FLOAT32", (1, 1, 4, 4), total_tensor_size_in_bytes=60)},
+     "InputTensor.TotalTensorSizeInBytes", "DMLCalcBufferTensorSize = 64"),
+    (slice_desc, {"input_tensor": T("FLOAT32", (1, 1, 4, 4),
+                                    guaranteed_base_offset_alignment=24)},
+     "InputTensor.GuaranteedBaseOffsetAlignment", "power of two"),
+    (slice_desc, {"input_tensor": T("FLOAT32", (1, 1, 4, 4),
+                                    guaranteed_base_offset_alignment=2)},
+     "InputTensor.GuaranteedBaseOffsetAlignment", "at least the element size (4)"),
+    (slice_desc, {"input_tensor": T("FLOAT32", (1, 1, 65536, 65536))}, "InputTensor.Sizes",
+     "2^32 - 1 elements"),
+    (slice_desc, {"output_tensor": T("FLOAT32", (1, 1, 2, 2), flags="OWNED_BY_DML")},
+     "OutputTensor.Flags", "input tensors only"),
+    # Shared tensor constraints
+    (slice_desc, {"output_tensor": T("FLOAT16", (1, 1, 2, 2))}, "OutputTensor.DataType",
+     "must equal InputTensor.DataType"),
+    (slice1_desc, {"output_tensor": T("FLOAT32", (1, 2, 2))}, "OutputTensor.DimensionCount",
+     "must equal InputTensor.DimensionCount"),
+    (slice_desc, {"dimension_count": 3}, "Offsets", "DimensionCount (3) entries"),
+    # SLICE
+    (slice_desc, {"strides": (1, 1, 0, 3)}, "Strides[2]", "at least 1"),
+    (slice_desc, {"sizes": (1, 1, 1, 2)}, "Sizes[2]", "must equal OutputTensor.Sizes"),
+    (slice_desc, {"offsets": (0, 0, 2, 0)}, "Offsets[2]", "out-of-bounds read"),
+    (slice_desc, {"offsets": (0, 0, 1, 4294967296)}, "Offsets[3]", "must fit in UINT"),
+    # SLICE1
+    (slice1_desc, {"input_window_sizes": (1, 1, 0, 3)}, "InputWindowSizes[2]",
+     "must not be empty"),
+    (slice1_desc, {"input_window_offsets": (0, 0, 1, 1)}, "InputWindowOffsets[2]",
+     "inside the input"),
+    (slice1_desc, {"input_window_strides": (1, 1, 0, 2)}, "InputWindowStrides[2]",
+     "non-zero"),
+    (slice1_desc, {"input_window_strides": (1, 1, -4, 2)}, "OutputTensor.Sizes[2]",
+     "MaxCopiedElements"),
+    (slice1_desc, {"input_window_strides": (1, 1, -2, 2**31)}, "InputWindowStrides[3]",
+     "must fit in INT"),
+    (slice1_desc, {"input_window_sizes": (1, 1, 4)}, "InputWindowSizes",
+     "DimensionCount (4) entries"),
+    # JOIN
+    (join_desc, {"input_tensors": (), "output_tensor": T("FLOAT32", (1, 1, 2, 7))},
+     "InputCount", "greater than 0"),
+    (join_desc, {"input_count": 3}, "InputTensors", "InputCount (3) entries"),
+    (join_desc, {"axis": 4}, "Axis", "[0, 3]"),
+    (join_desc, {"input_tensors": (T("FLOAT32", (1, 1, 2, 3)), T("FLOAT32", (1, 1, 3, 4)))},
+     "InputTensors[1].Sizes[2]", "sizes off the join axis"),
+    (join_desc, {"output_tensor": T("FLOAT32", (1, 1, 2, 8))}, "OutputTensor.Sizes[3]",
+     "sum of the inputs' sizes along Axis (7)"),
+    (join_desc, {"input_tensors": (T("FLOAT32", (1, 1, 2, 3)), T("INT32", (1, 1, 2, 4)))},
+     "InputTensors[1].DataType", "must equal InputTensors[0].DataType"),
+    (join_desc, {"input_tensors": (T("FLOAT32", (1, 1, 2, 3)), T("FLOAT32", (1, 2, 4)))},
+     "InputTensors[1].DimensionCount", "must equal InputTensors[0].DimensionCount"),
+    # PADDING
+    (padding_desc, {"output_tensor": T("FLOAT32", (1, 1, 8, 11))}, "OutputTensor.Sizes[3]",
+     "InputTensor.Sizes + StartPadding + EndPadding"),
+    (padding_desc, {"end_padding": (0, 0, 3)}, "EndPadding", "DimensionCount (4) entries"),
+    (padding_desc, {"input_tensor": T("INT8", (1, 1, 4, 4)),
+                    "output_tensor": T("INT8", (1, 1, 8, 10)), "padding_value": 200.0},
+     "PaddingValue", "fit in DML_TENSOR_DATA_TYPE_INT8"),
+    (padding_desc, {"input_tensor": T("UINT16", (1, 1, 4, 4)),
+                    "output_tensor": T("UINT16", (1, 1, 8, 10)), "padding_value": float("nan")},
+     "PaddingValue", "fit in DML_TENSOR_DATA_TYPE_UINT16"),
+    (padding_desc, {"input_tensor": T("FLOAT32", (1, 1, 1, 4)),
+                    "output_tensor": T("FLOAT32", (1, 1, 5, 10)), "padding_mode": "REFLECTION"},
+     "InputTensor.Sizes[2]", "nothing to mirror"),
+    # PADDING1
+    (padding1_desc, {"padding_value_data_type": "INT32"}, "PaddingValueDataType",
+     "must equal OutputTensor.DataType"),
+    (padding1_desc, {"padding_value": 2**63}, "PaddingValue",
+     "integer in DML_TENSOR_DATA_TYPE_INT64"),
+    (padding1_desc, {"padding_value": 0.5}, "PaddingValue", "must be an integer"),
+    (padding1_desc, {"input_tensor": T("FLOAT16", (2, 3)), "output_tensor": T("FLOAT16", (3, 6)),
+                     "padding_value_data_type": "FLOAT16", "padding_value": 1e6},
+     "PaddingValue", "overflows DML_TENSOR_DATA_TYPE_FLOAT16"),
+]
+
+
+@pytest.mark.parametrize(
+    "make, changes, field, rule",
+    CASES,
+    ids=[f"{make.__name__}-{field}-{rule[:24]}" for make, _, field, rule in CASES],
+)
+def test_rule_is_enforced(make, changes, field, rule) -> None:
+    desc = make(**changes)
+    with pytest.raises(DmlValidationError) as info:
+        desc.validate("6_4")
+    error = info.value
+    assert error.field == field, str(error)
+    assert rule in error.rule, str(error)
+    assert error.operator == desc.name
+    assert field in str(error) and rule in str(error)
+    assert isinstance(error, DmlgraphError)
+
+
+def test_padding_value_that_overflows_float32_is_rejected() -> None:
+    with pytest.raises(DmlValidationError, match="32-bit FLOAT"):
+        padding_desc(padding_value=1e39)
+
+
+def test_padding_value_is_stored_as_the_float32_the_struct_holds() -> None:
+    assert padding_desc(padding_value=0.1).padding_value == float.fromhex("0x1.99999ap-4")
+
+
+def test_padding_value_ignored_outside_constant_mode() -> None:
+    """Seed 003: the value "is ignored in other padding modes", so no range rule applies."""
+    desc = padding_desc(
+        input_tensor=T("INT8", (1, 1, 4, 4)),
+        output_tensor=T("INT8", (1, 1, 8, 10)),
+        padding_mode="EDGE",
+        padding_value=1000.0,
+    )
+    desc.validate("6_4")
+
+
+def test_reflection_allows_pads_larger_than_the_input() -> None:
+    """Seed 003: StartPadding[i] >= InputTensor.Sizes[i] is valid for REFLECTION."""
+    padding_desc(
+        input_tensor=T("FLOAT32", (1, 1, 2, 2)),
+        output_tensor=T("FLOAT32", (1, 1, 2 + 5 + 7, 2)),
+        padding_mode="REFLECTION",
+        start_padding=(0, 0, 5, 0),
+        end_padding=(0, 0, 7, 0),
+    ).validate("1_0")
+
+
+def test_slice1_output_need_not_take_every_reachable_element() -> None:
+    """Seed 000/001: valid so long as 1 <= OutputSizes[i] <= MaxCopiedElements[i]."""
+    slice1_desc(output_tensor=T("FLOAT32", (1, 1, 1, 1))).validate("2_1")
+
+
+def test_descriptors_are_frozen() -> None:
+    desc = slice1_desc()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        desc.dimension_count = 3  # type: ignore[misc]

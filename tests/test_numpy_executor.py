@@ -1,0 +1,300 @@
+"""The NumPy executor against independent oracles: NumPy slicing, sequence-built padding,
+and hand-made strided buffers. Bit exactness is checked on the raw bits."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from backends.numpy import ExecutionError, execute_operator
+from dmlgraph.dml import (
+    BufferTensorDesc,
+    DmlValidationError,
+    JoinDesc,
+    Padding1Desc,
+    PaddingDesc,
+    Slice1Desc,
+    SliceDesc,
+    TensorDataType,
+)
+
+T = BufferTensorDesc
+ELEVEN = ["FLOAT32", "FLOAT16", "FLOAT64", "INT8", "INT16", "INT32", "INT64",
+          "UINT8", "UINT16", "UINT32", "UINT64"]
+PROPERTY = settings(max_examples=150, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow])
+
+
+def random_tensor(rng: np.random.Generator, shape, data_type: str) -> np.ndarray:
+    """Random bits of the type, so NaN payloads, -0.0 and extremes appear."""
+    dtype = TensorDataType.parse(data_type)
+    raw = rng.integers(0, 256, size=int(np.prod(shape)) * dtype.numpy_dtype.itemsize,
+                       dtype=np.uint8)
+    return raw.view(dtype.numpy_dtype).reshape(shape)
+
+
+def assert_bits_equal(actual: np.ndarray, expected: np.ndarray) -> None:
+    assert actual.dtype == expected.dtype and actual.shape == expected.shape
+    bits = f"u{actual.dtype.itemsize}"
+    np.testing.assert_array_equal(actual.view(bits), expected.view(bits))
+
+
+# -- SLICE1 and SLICE against NumPy basic slicing ----------------------------------------------
+@st.composite
+def slice1_cases(draw):
+    rank = draw(st.integers(1, 8))
+    shape = draw(st.lists(st.integers(1, 5), min_size=rank, max_size=rank))
+    windows = []
+    for n in shape:
+        offset = draw(st.integers(0, n - 1))
+        size = draw(st.integers(1, n - offset))
+        stride = draw(st.integers(1, 4)) * draw(st.sampled_from([1, -1]))
+        most = 1 + (size - 1) // abs(stride)
+        count = draw(st.integers(1, most))
+        windows.append((offset, size, stride, count))
+    data_type = draw(st.sampled_from(ELEVEN))
+    return shape, windows, data_type, draw(st.integers(0, 2**32 - 1))
+
+
+@PROPERTY
+@given(slice1_cases())
+def test_slice1_matches_numpy_slicing(case) -> None:
+    shape, windows, data_type, seed = case
+    x = random_tensor(np.random.default_rng(seed), shape, data_type)
+    desc = Slice1Desc(
+        input_tensor=T(data_type, shape),
+        output_tensor=T(data_type, [w[3] for w in windows]),
+        input_window_offsets=[w[0] for w in windows],
+        input_window_sizes=[w[1] for w in windows],
+        input_window_strides=[w[2] for w in windows],
+    )
+    # Oracle: cut the window, reverse it for a negative stride, step, keep `count` elements.
+    expected = x
+    for axis, (offset, size, stride, count) in enumerate(windows):
+        index = [slice(None)] * len(shape)
+        index[axis] = slice(offset, offset + size)
+        expected = expected[tuple(index)]
+        index[axis] = slice(None, None, -1) if stride < 0 else slice(None)
+        expected = expected[tuple(index)]
+        index[axis] = slice(None, None, abs(stride))
+        expected = expected[tuple(index)]
+        index[axis] = slice(0, count)
+        expected = expected[tuple(index)]
+    (out,) = execute_operator(desc, [x], "6_4")
+    assert_bits_equal(out, expected)
+
+
+@PROPERTY
+@given(st.lists(st.integers(1, 6), min_size=1, max_size=8), st.data())
+def test_slice_matches_numpy_slicing(shape, data) -> None:
+    offsets, sizes, strides = [], [], []
+    for n in shape:
+        offset = data.draw(st.integers(0, n - 1))
+        stride = data.draw(st.integers(1, 4))
+        size = data.draw(st.integers(1, 1 + (n - 1 - offset) // stride))
+        offsets.append(offset), sizes.append(size), strides.append(stride)
+    data_type = data.draw(st.sampled_from(ELEVEN))
+    x = random_tensor(np.random.default_rng(data.draw(st.integers(0, 999))), shape, data_type)
+    desc = SliceDesc(input_tensor=T(data_type, shape), output_tensor=T(data_type, sizes),
+                     offsets=offsets, sizes=sizes, strides=strides)
+    expected = x[tuple(slice(o, None, k) for o, k in zip(offsets, strides))]
+    expected = expected[tuple(slice(0, n) for n in sizes)]
+    (out,) = execute_operator(desc, [x], "6_4")
+    assert_bits_equal(out, expected)
+
+
+@PROPERTY
+@given(st.lists(st.integers(1, 4), min_size=1, max_size=8), st.data())
+def test_join_matches_assignment_into_the_output(shape, data) -> None:
+    axis = data.draw(st.integers(0, len(shape) - 1))
+    lengths = data.draw(st.lists(st.integers(1, 4), min_size=1, max_size=5))
+    data_type = data.draw(st.sampled_from(ELEVEN))
+    rng = np.random.default_rng(data.draw(st.integers(0, 999)))
+    xs = []
+    for length in lengths:
+        part = list(shape)
+        part[axis] = length
+        xs.append(random_tensor(rng, part, data_type))
+    out_shape = list(shape)
+    out_shape[axis] = sum(lengths)
+    expected = np.empty(out_shape, xs[0].dtype)
+    start = 0
+    for x in xs:
+        index = [slice(None)] * len(shape)
+        index[axis] = slice(start, start + x.shape[axis])
+        expected.view(f"u{x.itemsize}")[tuple(index)] = x.view(f"u{x.itemsize}")
+        start += x.shape[axis]
+    desc = JoinDesc(input_tensors=[T(data_type, x.shape) for x in xs],
+                    output_tensor=T(data_type, out_shape), axis=axis)
+    (out,) = execute_operator(desc, xs, "6_4")
+    assert_bits_equal(out, expected)
+
+
+# -- padding against sequences built by hand -----------------------------------------------------
+def periodic_source(mode: str, n: int, start: int, end: int) -> list[int]:
+    """Source indices for one dimension, built as a periodic sequence rather than a formula:
+    REFLECTION repeats 0..n-1, n-2..1; SYMMETRIC repeats 0..n-1, n-1..0; WRAP repeats 0..n-1;
+    EDGE holds the end values."""
+    if mode == "EDGE":
+        return [0] * start + list(range(n)) + [n - 1] * end
+    cycle = {"REFLECTION": list(range(n)) + list(range(n - 2, 0, -1)),
+             "SYMMETRIC": list(range(n)) + list(range(n - 1, -1, -1)),
+             "WRAP": list(range(n))}[mode]
+    return [cycle[(i - start) % len(cycle)] for i in range(start + n + end)]
+
+
+@st.composite
+def padding_cases(draw):
+    mode = draw(st.sampled_from(["CONSTANT", "EDGE", "REFLECTION", "SYMMETRIC", "WRAP"]))
+    rank = draw(st.integers(1, 5))
+    shape = draw(st.lists(st.integers(2 if mode == "REFLECTION" else 1, 4),
+                          min_size=rank, max_size=rank))
+    starts = draw(st.lists(st.integers(0, 9), min_size=rank, max_size=rank))  # up to > 2n
+    ends = draw(st.lists(st.integers(0, 9), min_size=rank, max_size=rank))
+    data_type = draw(st.sampled_from(ELEVEN))
+    return mode, shape, starts, ends, data_type, draw(st.integers(0, 2**32 - 1))
+
+
+@PROPERTY
+@given(padding_cases())
+def test_padding_modes_match_periodic_sequences(case) -> None:
+    mode, shape, starts, ends, data_type, seed = case
+    rng = np.random.default_rng(seed)
+    x = random_tensor(rng, shape, data_type)
+    out_shape = [n + s + e for n, s, e in zip(shape, starts, ends)]
+    dtype = TensorDataType.parse(data_type)
+    if mode == "CONSTANT":
+        value = int(rng.integers(-100, 100)) if not dtype.is_float else -2.5
+        if data_type.startswith("UINT"):
+            value = abs(value)
+        desc = Padding1Desc(input_tensor=T(data_type, shape), output_tensor=T(data_type, out_shape),
+                            padding_mode=mode, padding_value_data_type=data_type,
+                            padding_value=value, start_padding=starts, end_padding=ends)
+        expected = np.full(out_shape, value, dtype=dtype.numpy_dtype)
+        expected[tuple(slice(s, s + n) for s, n in zip(starts, shape))] = x
+    else:
+        desc = PaddingDesc(input_tensor=T(data_type, shape), output_tensor=T(data_type, out_shape),
+                           padding_mode=mode, start_padding=starts, end_padding=ends)
+        index = np.ix_(*[periodic_source(mode, n, s, e) for n, s, e in zip(shape, starts, ends)])
+        expected = x[index]
+    (out,) = execute_operator(desc, [x], "6_4")
+    assert_bits_equal(out, expected)
+
+
+@pytest.mark.parametrize("mode, numpy_mode", [("REFLECTION", "reflect"),
+                                              ("SYMMETRIC", "symmetric"), ("EDGE", "edge"),
+                                              ("WRAP", "wrap")])
+def test_single_cycle_padding_matches_numpy_pad(mode: str, numpy_mode: str) -> None:
+    """Within one period numpy.pad is stable across versions: a second oracle."""
+    x = np.arange(1, 21, dtype=np.float32).reshape(4, 5)
+    pads = [(3, 1), (2, 4)]  # below the input sizes: one reflection at most
+    desc = PaddingDesc(input_tensor=T("FLOAT32", (4, 5)), output_tensor=T("FLOAT32", (8, 11)),
+                       padding_mode=mode, start_padding=(3, 2), end_padding=(1, 4))
+    (out,) = execute_operator(desc, [x], "6_4")
+    np.testing.assert_array_equal(out, np.pad(x, pads, mode=numpy_mode))
+
+
+# -- values: truncation, exactness, bits ------------------------------------------------------
+@pytest.mark.parametrize("data_type, value, expected", [
+    ("INT32", 10.6, 10), ("INT32", -2.7, -2), ("UINT8", 255.9, 255), ("INT64", 2.0**40, 2**40),
+    ("FLOAT16", 0.1, np.float16(np.float32(0.1))), ("FLOAT64", 0.1, np.float64(np.float32(0.1))),
+])
+def test_padding_value_conversions(data_type: str, value: float, expected) -> None:
+    desc = PaddingDesc(input_tensor=T(data_type, (1,)), output_tensor=T(data_type, (2,)),
+                       padding_mode="CONSTANT", padding_value=value, start_padding=(1,),
+                       end_padding=(0,))
+    x = np.zeros(1, TensorDataType.parse(data_type).numpy_dtype)
+    (out,) = execute_operator(desc, [x], "6_4")
+    assert out[0] == expected and out.dtype == x.dtype
+
+
+def test_padding1_int64_value_is_exact() -> None:
+    value = 2**62 + 1  # not representable as float32 or float64
+    desc = Padding1Desc(input_tensor=T("INT64", (1,)), output_tensor=T("INT64", (3,)),
+                        padding_mode="CONSTANT", padding_value_data_type="INT64",
+                        padding_value=value, start_padding=(1,), end_padding=(1,))
+    (out,) = execute_operator(desc, [np.array([7], np.int64)], "5_0")
+    assert out.tolist() == [value, 7, value]
+
+
+def test_float_bits_survive_unchanged() -> None:
+    """Signalling NaN payloads and -0.0 are copied bit for bit."""
+    bits = np.array([0x7F800001, 0xFFC12345, 0x80000000, 0x00000001], np.uint32)
+    x = bits.view(np.float32).reshape(1, 1, 1, 4)
+    desc = Slice1Desc(input_tensor=T("FLOAT32", (1, 1, 1, 4)),
+                      output_tensor=T("FLOAT32", (1, 1, 1, 4)), input_window_offsets=(0,) * 4,
+                      input_window_sizes=(1, 1, 1, 4), input_window_strides=(1, 1, 1, -1))
+    (out,) = execute_operator(desc, [x], "2_1")
+    assert out.view(np.uint32).reshape(-1).tolist() == bits[::-1].tolist()
+
+
+# -- strided tensor descs over flat buffers -------------------------------------------------
+def test_strided_input_reads_a_transposed_buffer() -> None:
+    buffer = np.arange(6, dtype=np.int32)  # holds a 3x2 matrix row-major
+    desc = SliceDesc(input_tensor=T("INT32", (2, 3), strides=(1, 2)),  # its transpose
+                     output_tensor=T("INT32", (2, 3)), offsets=(0, 0), sizes=(2, 3),
+                     strides=(1, 1))
+    (out,) = execute_operator(desc, [buffer], "6_4")
+    np.testing.assert_array_equal(out, np.arange(6, dtype=np.int32).reshape(3, 2).T)
+
+
+def test_zero_stride_broadcasts() -> None:
+    row = np.array([1, 2, 3], np.float16)
+    desc = PaddingDesc(input_tensor=T("FLOAT16", (4, 3), strides=(0, 1)),
+                       output_tensor=T("FLOAT16", (4, 5)), padding_mode="EDGE",
+                       start_padding=(0, 1), end_padding=(0, 1))
+    (out,) = execute_operator(desc, [row], "6_4")
+    np.testing.assert_array_equal(out, np.tile([1, 1, 2, 3, 3], (4, 1)).astype(np.float16))
+
+
+def test_strided_output_writes_into_a_bound_buffer() -> None:
+    """A JOIN input written straight into its slot of a larger buffer, as aliasing would."""
+    big = np.full(8, -1, np.int16)
+    desc = SliceDesc(input_tensor=T("INT16", (2, 2)),
+                     output_tensor=T("INT16", (2, 2), strides=(4, 1)), offsets=(0, 0),
+                     sizes=(2, 2), strides=(1, 1))
+    x = np.array([[1, 2], [3, 4]], np.int16)
+    (out,) = execute_operator(desc, [x], "6_4", outputs=[big])
+    assert out is big
+    assert big.tolist() == [1, 2, -1, -1, 3, 4, -1, -1]
+
+
+def test_aliasing_output_strides_are_refused() -> None:
+    desc = SliceDesc(input_tensor=T("INT16", (2, 2)),
+                     output_tensor=T("INT16", (2, 2), strides=(0, 1)), offsets=(0, 0),
+                     sizes=(2, 2), strides=(1, 1))
+    with pytest.raises(ExecutionError, match="share one address"):
+        execute_operator(desc, [np.zeros((2, 2), np.int16)], "6_4")
+
+
+def test_inputs_are_not_modified() -> None:
+    x = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
+    before = x.copy()
+    desc = PaddingDesc(input_tensor=T("FLOAT32", (1, 1, 4, 4)),
+                       output_tensor=T("FLOAT32", (1, 1, 4, 4)), padding_mode="CONSTANT",
+                       start_padding=(0,) * 4, end_padding=(0,) * 4)
+    (out,) = execute_operator(desc, [x], "1_0")
+    out[...] = 99
+    np.testing.assert_array_equal(x, before)
+
+
+@pytest.mark.parametrize("array, message", [
+    (np.zeros((1, 1, 4, 4), np.float64), "does not match DataType"),
+    (np.zeros((1, 4, 4), np.float32), "neither the tensor's sizes"),
+    (np.zeros(15, np.float32), "shorter than the 16 elements"),
+])
+def test_bad_arrays_are_refused(array, message) -> None:
+    desc = Slice1Desc(input_tensor=T("FLOAT32", (1, 1, 4, 4)),
+                      output_tensor=T("FLOAT32", (1, 1, 2, 2)), input_window_offsets=(0,) * 4,
+                      input_window_sizes=(1, 1, 4, 3), input_window_strides=(1, 1, 2, 2))
+    with pytest.raises(ExecutionError, match=message):
+        execute_operator(desc, [array], "2_1")
+
+
+def test_executor_validates_first() -> None:
+    desc = PaddingDesc(input_tensor=T("INT8", (1, 1, 2, 2)), output_tensor=T("INT8", (1, 1, 2, 2)),
+                       padding_mode="EDGE", start_padding=(0,) * 4, end_padding=(0,) * 4)
+    with pytest.raises(DmlValidationError, match="accepted from DML_FEATURE_LEVEL_2_1"):
+        execute_operator(desc, [np.zeros((1, 1, 2, 2), np.int8)], "1_0")
