@@ -1,0 +1,211 @@
+"""Run a DxDispatch JSON model's DML dispatchables on the NumPy executor.
+
+Follows DxDispatch's own reading of a model (DxDispatch/src/model/JsonParsers.cpp and
+dxdispatch/Executor.cpp): resources are byte buffers filled from ``initialValues`` (an array,
+``{value, valueCount}`` or ``{valueStart, valueDelta, valueCount}`` accumulated in the element
+type), ``sizeInBytes`` defaults to the initial data rounded up to 4 bytes, a binding's
+``elementOffset`` counts elements of ``elementSizeInBytes`` (default: the resource's element
+size) and ``elementCount`` is ignored for DML operators, and ``print`` writes
+``Resource 'NAME': v0, v1, ...`` over the initialised elements.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from dmlgraph.dml.enums import FeatureLevel, TensorDataType
+from dmlgraph.dml.jsonio import operator_from_json
+from dmlgraph.dml.operators import OperatorDesc
+from dmlgraph.dml.schema import FieldKind
+from dmlgraph.errors import DmlgraphError
+
+
+class DxDispatchError(DmlgraphError):
+    """The DxDispatch model cannot be read or run; names the resource, dispatchable or command."""
+
+
+@dataclass
+class Resource:
+    """A buffer resource: raw bytes plus the element type its initial values were written in."""
+
+    name: str
+    data: bytearray
+    data_type: TensorDataType
+    value_count: int
+
+    def values(self) -> np.ndarray:
+        dtype = self.data_type.numpy_dtype
+        return np.frombuffer(self.data, dtype=dtype, count=self.value_count)
+
+
+@dataclass
+class DxDispatchModel:
+    resources: dict[str, Resource]
+    dispatchables: dict[str, OperatorDesc]
+    commands: list[dict[str, Any]]
+    printed: list[str] = field(default_factory=list)
+
+
+def _initial_values(name: str, spec: dict[str, Any], dtype: np.dtype) -> np.ndarray:
+    values = spec.get("initialValues")
+    if isinstance(values, list):
+        return np.array(values, dtype=dtype)
+    if isinstance(values, dict) and "valueCount" in values:
+        count = values["valueCount"]
+        if not isinstance(count, int) or count < 1:
+            raise DxDispatchError(f"resource '{name}': valueCount must be a positive integer")
+        if "value" in values:
+            return np.full(count, values["value"], dtype=dtype)
+        if "valueStart" in values and "valueDelta" in values:
+            # DxDispatch adds valueDelta step by step in the element type; cumsum does too.
+            steps = np.full(count, values["valueDelta"], dtype=dtype)
+            steps[0] = np.array(values["valueStart"], dtype=dtype)
+            return np.cumsum(steps, dtype=dtype)
+    raise DxDispatchError(
+        f"resource '{name}': initialValues must be an array, {{value, valueCount}} or "
+        "{valueStart, valueDelta, valueCount}"
+    )
+
+
+def _parse_resource(name: str, spec: Any) -> Resource:
+    if not isinstance(spec, dict) or spec.get("type", "buffer") != "buffer":
+        raise DxDispatchError(f"resource '{name}': only buffer resources are supported")
+    try:
+        data_type = TensorDataType.parse(spec.get("initialValuesDataType", ""))
+        dtype = data_type.numpy_dtype
+    except ValueError as exc:
+        raise DxDispatchError(f"resource '{name}': initialValuesDataType: {exc}") from None
+    try:
+        values = _initial_values(name, spec, dtype)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise DxDispatchError(f"resource '{name}': initialValues: {exc}") from None
+    offset = spec.get("initialValuesOffsetInBytes", 0)
+    raw = values.tobytes()
+    size = spec.get("sizeInBytes", (offset + len(raw) + 3) & ~3)
+    if not isinstance(size, int) or size < offset + len(raw):
+        raise DxDispatchError(
+            f"resource '{name}': sizeInBytes {size!r} is smaller than its initial values "
+            f"({offset + len(raw)} bytes)"
+        )
+    data = bytearray(size)
+    data[offset:offset + len(raw)] = raw
+    return Resource(name, data, data_type, len(values))
+
+
+def load_model(source: str | Path | dict[str, Any]) -> DxDispatchModel:
+    """Read a DxDispatch model from a path or an already parsed dict."""
+    if isinstance(source, dict):
+        doc = source
+    else:
+        try:
+            doc = json.loads(Path(source).read_text())
+        except (OSError, ValueError) as exc:
+            raise DxDispatchError(f"{source}: cannot read a JSON model: {exc}") from None
+    if not isinstance(doc, dict):
+        raise DxDispatchError("a DxDispatch model is a JSON object")
+    for key in ("resources", "dispatchables", "commands"):
+        if key not in doc:
+            raise DxDispatchError(f"the model has no '{key}'")
+    resources = {name: _parse_resource(name, spec) for name, spec in doc["resources"].items()}
+    dispatchables: dict[str, OperatorDesc] = {}
+    for name, spec in doc["dispatchables"].items():
+        kind = str(spec.get("type", "")).lower() if isinstance(spec, dict) else ""
+        if kind in ("hlsl", "onnx", "dmlserializedgraph"):
+            raise DxDispatchError(
+                f"dispatchable '{name}': {kind} dispatchables need DirectX; only DML operators "
+                "run here"
+            )
+        try:
+            dispatchables[name] = operator_from_json(spec)
+        except DmlgraphError as exc:
+            raise DxDispatchError(f"dispatchable '{name}': {exc}") from None
+    return DxDispatchModel(resources, dispatchables, list(doc["commands"]))
+
+
+def _bound_view(
+    model: DxDispatchModel, source: Any, data_type: TensorDataType, where: str
+) -> np.ndarray:
+    """A flat, writable view of the bound resource from the binding's byte offset on."""
+    binding = {"name": source} if isinstance(source, str) else source
+    if not isinstance(binding, dict) or binding.get("name") not in model.resources:
+        raise DxDispatchError(f"{where}: binds unknown resource {binding!r}")
+    resource = model.resources[binding["name"]]
+    element_size = binding.get("elementSizeInBytes", resource.data_type.numpy_dtype.itemsize)
+    offset = binding.get("elementOffset", 0) * element_size
+    itemsize = data_type.numpy_dtype.itemsize
+    count = (len(resource.data) - offset) // itemsize
+    if count < 1:
+        raise DxDispatchError(f"{where}: offset {offset} bytes leaves no room in '{resource.name}'")
+    return np.frombuffer(resource.data, dtype=data_type.numpy_dtype, count=count, offset=offset)
+
+
+def _dispatch(model: DxDispatchModel, command: dict[str, Any], level: FeatureLevel) -> None:
+    from backends.numpy import execute_operator  # the executor lives in the backends package
+
+    name = command.get("dispatchable")
+    if name not in model.dispatchables:
+        raise DxDispatchError(f"dispatch command: unknown dispatchable {name!r}")
+    desc = model.dispatchables[name]
+    bindings = command.get("bindings", {})
+    inputs: list[np.ndarray] = []
+    outputs: list[np.ndarray] = []
+    for spec in desc.SCHEMA:
+        if not spec.is_tensor:
+            continue
+        where = f"dispatch '{name}', bind point '{spec.c_name}'"
+        if spec.c_name not in bindings:
+            raise DxDispatchError(f"{where}: nothing bound for a required tensor")
+        bound = bindings[spec.c_name]
+        tensors = getattr(desc, spec.attr)
+        if spec.kind is FieldKind.INPUT_TENSOR_ARRAY:
+            sources = bound if isinstance(bound, list) else [bound]
+            if len(sources) != len(tensors):
+                raise DxDispatchError(
+                    f"{where}: requires {len(tensors)} resources, but {len(sources)} were bound"
+                )
+            inputs += [_bound_view(model, s, t.data_type, where) for s, t in zip(sources, tensors)]
+        else:
+            view = _bound_view(model, bound, tensors.data_type, where)
+            (inputs if spec.kind is FieldKind.INPUT_TENSOR else outputs).append(view)
+    # Inputs are copied first: an output may alias an input's resource, as on a GPU it would
+    # be a hazard; here the read happens before the write.
+    try:
+        execute_operator(desc, [np.array(x) for x in inputs], level, outputs=outputs)
+    except DmlgraphError as exc:
+        raise DxDispatchError(f"dispatch '{name}': {exc}") from None
+
+
+def format_values(values: np.ndarray) -> str:
+    """Values as C++ ostream prints them by default (6 significant digits for floats)."""
+    if values.dtype.kind == "f":
+        return ", ".join(f"{float(v):g}" for v in values)
+    return ", ".join(str(int(v)) for v in values)
+
+
+def run_model(
+    model: DxDispatchModel,
+    feature_level: FeatureLevel | str | int = FeatureLevel.L6_4,
+    echo: Callable[[str], None] | None = None,
+) -> DxDispatchModel:
+    """Execute the commands in order; ``print`` lines are collected (and echoed if asked)."""
+    level = FeatureLevel.parse(feature_level)
+    for index, command in enumerate(model.commands):
+        kind = command.get("type") if isinstance(command, dict) else None
+        if kind == "dispatch":
+            _dispatch(model, command, level)
+        elif kind == "print":
+            name = command.get("resource")
+            if name not in model.resources:
+                raise DxDispatchError(f"command {index}: print of unknown resource {name!r}")
+            line = f"Resource '{name}': {format_values(model.resources[name].values())}"
+            model.printed.append(line)
+            if echo:
+                echo(line)
+        else:
+            raise DxDispatchError(f"command {index}: unknown command type {kind!r}")
+    return model
