@@ -23,7 +23,7 @@ from dmlgraph.dml import (
     operator_from_json,
 )
 
-DATA = Path(__file__).parent / "data" / "dxdispatch"
+DATA = Path(__file__).parent.parent / "models" / "dxdispatch"
 T = BufferTensorDesc
 
 

@@ -14,7 +14,7 @@ import pytest
 from dmlgraph.cli import main
 from dmlgraph.dxdispatch import DxDispatchError, load_model, run_model
 
-DATA = Path(__file__).parent / "data" / "dxdispatch"
+DATA = Path(__file__).parent.parent / "models" / "dxdispatch"
 
 
 def test_join_example_prints_the_joined_buffer() -> None:
