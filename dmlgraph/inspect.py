@@ -1,0 +1,69 @@
+"""``dmlgraph inspect``: what the importer made of a model, in a few lines a person reads.
+
+Graph inputs and outputs with their shapes, op counts before and after folding, and for every
+Slice, Concat and Pad its canonical parameters (constants, or why they are run-time values).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from dmlgraph.importer import load
+from dmlgraph.ir import Graph, Node
+
+_PARAMETER_PORTS: dict[str, tuple[str, ...]] = {
+    "Slice": ("starts", "ends", "axes", "steps"),
+    "Pad": ("pads", "constant_value", "axes"),
+    "Concat": (),
+}
+
+
+def _shape(graph: Graph, name: str) -> str:
+    info = graph.tensor(name)
+    dims = "?" if info.shape is None else ",".join(str(d) for d in info.shape)
+    return f"{name}: {info.dtype}[{dims}]"
+
+
+def _value(graph: Graph, tensor: str) -> str:
+    if not tensor:
+        return "-"
+    data = graph.constant(tensor)
+    if data is None:
+        return "run-time"
+    return np.array2string(np.asarray(data), separator=",", threshold=16).replace("\n", "")
+
+
+def _parameters(graph: Graph, node: Node) -> str:
+    ports = _PARAMETER_PORTS[node.op_type]
+    parts = [f"{port}={_value(graph, node.input(i + 1))}" for i, port in enumerate(ports)]
+    if "mode" in node.op.attrs:
+        parts.insert(0, f"mode={node.op.attrs['mode']}")
+    if "axis" in node.op.attrs:
+        parts.insert(0, f"axis={node.op.attrs['axis']}")
+    return " ".join(parts)
+
+
+def describe(model: str | Path, input_shapes: Mapping[str, Sequence[int]] | None = None) -> str:
+    """The inspect report of a model file."""
+    before = Counter(n.op_type for n in load(model, input_shapes, fold=False).nodes)
+    graph = load(model, input_shapes)
+    after = Counter(n.op_type for n in graph.nodes)
+    lines = [f"model: {model}"]
+    lines += [f"  input  {_shape(graph, name)}" for name in graph.inputs]
+    lines += [f"  output {_shape(graph, name)}" for name in graph.outputs]
+    lines.append(
+        f"nodes: {sum(before.values())} after import (Constant nodes become constants), "
+        f"{sum(after.values())} after folding"
+    )
+    for op in sorted(set(before) | set(after)):
+        lines.append(f"  {op:<20} {before[op]:>5} -> {after[op]:>5}")
+    targets = [n for n in graph.topological_order() if n.op_type in _PARAMETER_PORTS]
+    lines.append(f"Slice/Concat/Pad after folding: {len(targets)}")
+    for node in targets:
+        lines.append(f"  {node.op_type:<6} {node.name}: {_parameters(graph, node)}")
+        lines += [f"         note: {note}" for note in node.notes]
+    return "\n".join(lines)
