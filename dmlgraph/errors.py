@@ -47,3 +47,11 @@ class DmlValidationError(DmlgraphError):
         if min_level is not None:
             message += f" (accepted from {min_level})"
         super().__init__(message)
+
+
+class GraphInvariantError(DmlgraphError):
+    """The IR breaks one of its own invariants (a bug in a pass or in code that built the IR).
+
+    Distinct from ModelValidationError so a pass manager can tell "the model is bad" from
+    "a pass broke the graph".
+    """

@@ -12,14 +12,11 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from dmlgraph.canonical import PARAMETER_PORTS
 from dmlgraph.importer import load
 from dmlgraph.ir import Graph, Node
 
-_PARAMETER_PORTS: dict[str, tuple[str, ...]] = {
-    "Slice": ("starts", "ends", "axes", "steps"),
-    "Pad": ("pads", "constant_value", "axes"),
-    "Concat": (),
-}
+_LISTED = ("Slice", "Concat", "Pad")
 
 
 def _shape(graph: Graph, name: str) -> str:
@@ -38,8 +35,8 @@ def _value(graph: Graph, tensor: str) -> str:
 
 
 def _parameters(graph: Graph, node: Node) -> str:
-    ports = _PARAMETER_PORTS[node.op_type]
-    parts = [f"{port}={_value(graph, node.input(i + 1))}" for i, port in enumerate(ports)]
+    ports = PARAMETER_PORTS.get(node.op_type, {})
+    parts = [f"{field}={_value(graph, node.input(port))}" for field, port in ports.items()]
     if "mode" in node.op.attrs:
         parts.insert(0, f"mode={node.op.attrs['mode']}")
     if "axis" in node.op.attrs:
@@ -61,7 +58,7 @@ def describe(model: str | Path, input_shapes: Mapping[str, Sequence[int]] | None
     )
     for op in sorted(set(before) | set(after)):
         lines.append(f"  {op:<20} {before[op]:>5} -> {after[op]:>5}")
-    targets = [n for n in graph.topological_order() if n.op_type in _PARAMETER_PORTS]
+    targets = [n for n in graph.topological_order() if n.op_type in _LISTED]
     lines.append(f"Slice/Concat/Pad after folding: {len(targets)}")
     for node in targets:
         lines.append(f"  {node.op_type:<6} {node.name}: {_parameters(graph, node)}")

@@ -1,0 +1,16 @@
+"""dmlgraph: lower ONNX Slice, Concat and Pad to DirectML descriptors, run them, check parity."""
+
+from dmlgraph.errors import DmlgraphError, DmlValidationError
+from dmlgraph.importer import load
+from dmlgraph.ir import Graph, Node, OnnxOp, Provenance, TensorInfo
+
+__all__ = [
+    "DmlgraphError",
+    "DmlValidationError",
+    "Graph",
+    "Node",
+    "OnnxOp",
+    "Provenance",
+    "TensorInfo",
+    "load",
+]

@@ -1,0 +1,574 @@
+"""Canonical forms of Slice, Concat and Pad: one internal form per op, whatever its version.
+
+Each op has a table, since_version -> form facts, covering exactly the versions dmlgraph knows;
+any other since_version is refused (``form_for``), never mapped to "the closest rule" (the
+TVM Pad-18 bug that STYLE.md recalls). The canonical forms, which lowering reads:
+
+- ``Slice`` (since_version 13): inputs ``(data, starts, ends, axes, steps)``. Slice-1
+  attributes become int64 constant inputs; absent axes become ``0..n-1``, absent steps ones;
+  constant parameters are int64 and constant axes are non-negative once the rank is known.
+- ``Concat`` (since_version 13): attribute ``axis``, non-negative once the rank is known
+  (Concat-1's default of 1 filled in).
+- ``Pad`` (since_version 25): inputs ``(data, pads, constant_value, axes)``, attribute ``mode``.
+  Pad-2's ``pads``/``value`` attributes become constant inputs; ``constant_value`` defaults to a
+  zero of data's dtype; absent axes become ``0..rank-1``; with constant pads and axes and a
+  known rank, pads are expanded to every axis so ``axes`` is always ``0..rank-1``.
+
+Every other op keeps its model's since_version and attributes unchanged. ``to_canonical``
+builds the form at import; ``normalize`` fills what needs dtypes, ranks or constants (run again
+after shape inference and folding); ``check`` refuses malformed nodes; ``emit`` writes a node
+back in the syntax of a given version, for ``to_onnx``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+import onnx
+
+from dmlgraph.errors import ModelValidationError, UnsupportedError
+from dmlgraph.ir import Graph, Node, OnnxOp
+
+# ----------------------------------------------------------------------------- version tables
+
+
+@dataclass(frozen=True)
+class SliceForm:
+    since_version: int
+    params_as_attributes: bool  # Slice-1: starts/ends/axes are attributes and there are no steps
+
+
+@dataclass(frozen=True)
+class ConcatForm:
+    since_version: int
+    default_axis: int | None  # Concat-1: axis is optional with default 1; required from 4
+
+
+@dataclass(frozen=True)
+class PadForm:
+    since_version: int
+    params_as_attributes: bool  # Pad-2: pads and value are attributes
+    has_axes: bool  # Pad-18 added the optional axes input
+    modes: frozenset[str]
+
+
+Form = SliceForm | ConcatForm | PadForm
+
+_PAD_MODES = frozenset({"constant", "reflect", "edge"})
+_PAD_MODES_WRAP = _PAD_MODES | {"wrap"}
+
+#: op_type -> since_version -> form. The keys are the versions dmlgraph supports.
+FORMS: Mapping[str, Mapping[int, Form]] = MappingProxyType(
+    {
+        "Slice": MappingProxyType(
+            {
+                1: SliceForm(1, params_as_attributes=True),
+                10: SliceForm(10, params_as_attributes=False),
+                11: SliceForm(11, params_as_attributes=False),
+                13: SliceForm(13, params_as_attributes=False),
+            }
+        ),
+        "Concat": MappingProxyType(
+            {
+                1: ConcatForm(1, default_axis=1),
+                4: ConcatForm(4, default_axis=None),
+                11: ConcatForm(11, default_axis=None),
+                13: ConcatForm(13, default_axis=None),
+            }
+        ),
+        "Pad": MappingProxyType(
+            {
+                2: PadForm(2, params_as_attributes=True, has_axes=False, modes=_PAD_MODES),
+                11: PadForm(11, params_as_attributes=False, has_axes=False, modes=_PAD_MODES),
+                13: PadForm(13, params_as_attributes=False, has_axes=False, modes=_PAD_MODES),
+                18: PadForm(18, params_as_attributes=False, has_axes=True, modes=_PAD_MODES),
+                19: PadForm(19, params_as_attributes=False, has_axes=True, modes=_PAD_MODES_WRAP),
+                21: PadForm(21, params_as_attributes=False, has_axes=True, modes=_PAD_MODES_WRAP),
+                23: PadForm(23, params_as_attributes=False, has_axes=True, modes=_PAD_MODES_WRAP),
+                24: PadForm(24, params_as_attributes=False, has_axes=True, modes=_PAD_MODES_WRAP),
+                25: PadForm(25, params_as_attributes=False, has_axes=True, modes=_PAD_MODES_WRAP),
+            }
+        ),
+    }
+)
+
+#: The since_version of each op's canonical form: its newest supported version.
+CANONICAL_VERSION: Mapping[str, int] = MappingProxyType(
+    {op: max(forms) for op, forms in FORMS.items()}
+)
+
+#: Input ports of the parameter inputs of the canonical forms (port 0 is the data).
+PARAMETER_PORTS: Mapping[str, Mapping[str, int]] = MappingProxyType(
+    {
+        "Slice": MappingProxyType({"starts": 1, "ends": 2, "axes": 3, "steps": 4}),
+        "Pad": MappingProxyType({"pads": 1, "constant_value": 2, "axes": 3}),
+    }
+)
+_ARITY = {"Slice": 5, "Pad": 4}
+_INDEX_PARAMS = {"Slice": ("starts", "ends", "axes", "steps"), "Pad": ("pads", "axes")}
+
+
+def is_canonical(op: Any) -> bool:
+    """True for an OnnxOp of an op that has a canonical form (Slice, Concat, Pad)."""
+    return isinstance(op, OnnxOp) and op.domain == "" and op.op_type in FORMS
+
+
+def since_version(op_type: str, domain: str, opset: int, where: str) -> int:
+    """The since_version of ``op_type`` in a model importing ``domain`` at ``opset``."""
+    try:
+        return int(onnx.defs.get_schema(op_type, opset, domain).since_version)
+    except onnx.defs.SchemaError:
+        raise UnsupportedError(
+            f"{where}: no ONNX schema for op {op_type!r} in domain {domain or 'ai.onnx'!r} "
+            f"at opset {opset}"
+        ) from None
+
+
+def form_for(op_type: str, version: int, where: str) -> Form:
+    """The form of ``op_type`` at a since_version; UnsupportedError when dmlgraph lacks it."""
+    forms = FORMS[op_type]
+    try:
+        return forms[version]
+    except KeyError:
+        raise UnsupportedError(
+            f"{where}: {op_type} since_version {version} is not supported "
+            f"(dmlgraph knows {op_type} {', '.join(map(str, forms))})"
+        ) from None
+
+
+# ----------------------------------------------------------------------------- import
+
+
+def to_canonical(
+    graph: Graph,
+    op_type: str,
+    version: int,
+    inputs: Sequence[str],
+    attrs: Mapping[str, Any],
+    where: str,
+    const_base: str,
+) -> tuple[OnnxOp, tuple[str, ...]]:
+    """The canonical op and inputs of one imported node (may add constants to ``graph``).
+
+    ``where`` names the node in errors; ``const_base`` prefixes new constants' names.
+    """
+    form = form_for(op_type, version, where)
+    canon_version = CANONICAL_VERSION[op_type]
+    if isinstance(form, SliceForm):
+        if form.params_as_attributes:
+            ports = [inputs[0] if inputs else ""]
+            for field in ("starts", "ends", "axes"):
+                value = attrs.get(field)
+                ports.append(
+                    ""
+                    if value is None
+                    else graph.add_constant(f"{const_base}:{field}", value, np.int64)
+                )
+            ports.append("")
+        else:
+            ports = list(inputs) + [""] * (5 - len(inputs))
+        return OnnxOp("Slice", canon_version), tuple(ports)
+    if isinstance(form, ConcatForm):
+        axis = attrs.get("axis", form.default_axis)
+        if axis is None:
+            raise ModelValidationError(
+                f"{where}: attribute axis is missing; Concat-{version} requires it"
+            )
+        return OnnxOp("Concat", canon_version, attrs={"axis": int(axis)}), tuple(inputs)
+    # Pad
+    mode = attrs.get("mode", "constant")
+    mode = mode.decode("utf-8", "replace") if isinstance(mode, bytes) else str(mode)
+    if mode not in form.modes:
+        raise ModelValidationError(
+            f"{where}: mode = {mode!r}: Pad-{version} accepts modes {', '.join(sorted(form.modes))}"
+        )
+    if form.params_as_attributes:
+        data = inputs[0] if inputs else ""
+        pads = attrs.get("pads")
+        if pads is None:
+            raise ModelValidationError(
+                f"{where}: attribute pads is missing; Pad-{version} requires it"
+            )
+        # Typed like data when inference knew data's dtype; normalize() retypes it otherwise.
+        value_dtype = graph.tensors[data].dtype if data in graph.tensors else None
+        value = np.asarray(
+            attrs.get("value", 0.0), dtype=np.float32 if value_dtype is None else value_dtype
+        )
+        ports = [
+            data,
+            graph.add_constant(f"{const_base}:pads", pads, np.int64),
+            graph.add_constant(f"{const_base}:constant_value", value),
+            "",
+        ]
+    else:
+        ports = list(inputs) + [""] * (4 - len(inputs))
+    return OnnxOp("Pad", canon_version, attrs={"mode": mode}), tuple(ports)
+
+
+# ----------------------------------------------------------------------------- normalize
+
+
+def normalize(graph: Graph, node: Node) -> Node:
+    """Fill defaults and normalize parameters as far as known dtypes, ranks and constants allow.
+
+    Idempotent; leaves anything it cannot decide (or that ``check`` will refuse) as it is.
+    """
+    if not is_canonical(node.op):
+        return node
+    op_type = node.op.op_type
+    if op_type == "Concat":
+        rank = _concat_rank(graph, node)
+        axis = node.op.attrs["axis"]
+        if rank is not None and -rank <= axis < 0:
+            node = graph.replace_node(
+                node.id, op=OnnxOp("Concat", node.op.since_version, attrs={"axis": axis + rank})
+            )
+        return node
+    ports = PARAMETER_PORTS[op_type]
+    for field in _INDEX_PARAMS[op_type]:  # constant index parameters are int64
+        value = graph.constant(node.input(ports[field]))
+        if value is not None and value.dtype != np.int64 and value.dtype.kind in "iu":
+            node = _set_param(graph, node, field, value.astype(np.int64))
+    if op_type == "Slice":
+        return _normalize_slice(graph, node)
+    return _normalize_pad(graph, node)
+
+
+def _normalize_slice(graph: Graph, node: Node) -> Node:
+    rank = graph.tensors[node.inputs[0]].rank if node.inputs[0] in graph.tensors else None
+    count = _param_length(graph, node, "starts")
+    if count is None:
+        count = _param_length(graph, node, "ends")
+    if count is not None and not node.input(3):
+        node = _set_param(graph, node, "axes", np.arange(count, dtype=np.int64))
+    if count is not None and not node.input(4):
+        node = _set_param(graph, node, "steps", np.ones(count, dtype=np.int64))
+    axes = graph.constant(node.input(3))
+    if axes is not None and rank is not None and (axes < 0).any():
+        fixed = _nonnegative_axes(axes, rank)
+        if fixed is not None:
+            node = _set_param(graph, node, "axes", fixed)
+    return node
+
+
+def _normalize_pad(graph: Graph, node: Node) -> Node:
+    data = graph.tensors.get(node.inputs[0])
+    rank = None if data is None else data.rank
+    dtype = None if data is None else data.dtype
+    value = graph.constant(node.input(2))
+    if dtype is not None and not node.input(2):
+        node = _set_param(graph, node, "constant_value", np.zeros((), dtype=dtype))
+    elif (
+        dtype is not None
+        and value is not None
+        and value.dtype != dtype
+        and node.provenance.since_version == 2
+    ):
+        # Pad-2's float attribute `value` was typed before data's dtype was known.
+        node = _set_param(graph, node, "constant_value", value.astype(dtype))
+    pads = graph.constant(node.input(1))
+    pads_length = _param_length(graph, node, "pads")
+    if not node.input(3):
+        count = rank
+        if count is None and pads_length is not None and pads_length % 2 == 0:
+            count = pads_length // 2
+        if count is not None and pads_length in (None, 2 * count):
+            node = _set_param(graph, node, "axes", np.arange(count, dtype=np.int64))
+    axes = graph.constant(node.input(3))
+    if axes is None or rank is None:
+        return node
+    fixed = _nonnegative_axes(axes, rank)
+    if fixed is None:
+        return node
+    if pads is not None and pads.ndim == 1 and pads.size == 2 * fixed.size:
+        full = _expand_pads(pads, fixed, rank)
+        fixed = np.arange(rank, dtype=np.int64)
+        if not np.array_equal(full, pads):
+            node = _set_param(graph, node, "pads", full)
+    if not np.array_equal(fixed, axes) or axes.dtype != np.int64:
+        node = _set_param(graph, node, "axes", fixed)
+    return node
+
+
+def _nonnegative_axes(axes: np.ndarray, rank: int) -> np.ndarray | None:
+    """Axes made non-negative, or None when some are out of range or repeated (check refuses)."""
+    if axes.ndim != 1 or ((axes < -rank) | (axes >= rank)).any():
+        return None
+    fixed = np.where(axes < 0, axes + rank, axes).astype(np.int64)
+    return fixed if len(set(fixed.tolist())) == fixed.size else None
+
+
+def constant_base(node_name: str, op_type: str, index: int) -> str:
+    """The prefix of constants made for a node's parameters: its name, else op type and index."""
+    return node_name or f"{op_type}_{index}"
+
+
+def _set_param(graph: Graph, node: Node, field: str, value: np.ndarray) -> Node:
+    base = constant_base(node.name, node.op_type, node.id)
+    name = graph.add_constant(f"{base}:{field}", value)
+    return graph.set_input(node.id, PARAMETER_PORTS[node.op_type][field], name)
+
+
+def _param_length(graph: Graph, node: Node, field: str) -> int | None:
+    """The length of a 1-D parameter input: from its data, else its static shape."""
+    name = node.input(PARAMETER_PORTS[node.op_type][field])
+    if not name or name not in graph.tensors:
+        return None
+    info = graph.tensors[name]
+    if info.shape is not None and len(info.shape) == 1 and isinstance(info.shape[0], int):
+        return info.shape[0]
+    return None
+
+
+def _concat_rank(graph: Graph, node: Node) -> int | None:
+    for name in node.inputs:
+        info = graph.tensors.get(name)
+        if info is not None and info.rank is not None:
+            return info.rank
+    return None
+
+
+# ----------------------------------------------------------------------------- check
+
+
+def check(graph: Graph, node: Node) -> None:
+    """Refuse a malformed Slice, Concat or Pad with a ModelValidationError naming the node.
+
+    Checks what is known: lengths from constants or static shapes, ranks from shape inference.
+    """
+    if not is_canonical(node.op):
+        return
+    where = graph.describe(node)
+    if node.op.op_type == "Concat":
+        _check_concat(graph, node, where)
+        return
+    ports = PARAMETER_PORTS[node.op.op_type]
+    data = graph.tensors.get(node.input(0))
+    rank = None if data is None else data.rank
+    lengths: dict[str, int] = {}
+    for field in _INDEX_PARAMS[node.op.op_type]:
+        name = node.input(ports[field])
+        info = graph.tensors.get(name) if name else None
+        if info is None:
+            continue
+        if info.rank is not None and info.rank != 1:
+            raise ModelValidationError(
+                f"{where}: {field} has shape {list(info.shape or ())}; it must be 1-D"
+            )
+        length = _param_length(graph, node, field)
+        if length is not None:
+            lengths[field] = length
+        axes = info.data if field == "axes" else None
+        if axes is not None:
+            _check_axes(axes, rank, where)
+    if node.op.op_type == "Slice":
+        if len(set(lengths.values())) > 1:
+            listed = ", ".join(f"{f}={n}" for f, n in lengths.items())
+            raise ModelValidationError(
+                f"{where}: starts, ends, axes and steps must have one length; got {listed}"
+            )
+        steps = graph.constant(node.input(4))
+        if steps is not None and (steps == 0).any():
+            raise ModelValidationError(f"{where}: steps = {steps.tolist()}: a step must not be 0")
+        return
+    # Pad
+    pads = lengths.get("pads")
+    if pads is not None and pads % 2:
+        raise ModelValidationError(
+            f"{where}: pads has {pads} values; Pad needs an even count (begins, then ends)"
+        )
+    if pads is not None and "axes" in lengths and pads != 2 * lengths["axes"]:
+        raise ModelValidationError(
+            f"{where}: pads has {pads} values for {lengths['axes']} axes; it must have 2 * "
+            "len(axes)"
+        )
+    if pads is not None and not node.input(3) and rank is not None and pads != 2 * rank:
+        raise ModelValidationError(
+            f"{where}: pads has {pads} values for data of rank {rank}; it must have 2 * rank"
+        )
+    value = graph.tensors.get(node.input(2)) if node.input(2) else None
+    if (
+        value is not None
+        and value.dtype is not None
+        and data is not None
+        and data.dtype is not None
+    ):
+        if value.dtype != data.dtype:
+            raise ModelValidationError(
+                f"{where}: constant_value has dtype {value.dtype}; it must match data's dtype "
+                f"{data.dtype}"
+            )
+        if value.size is not None and value.size != 1:
+            raise ModelValidationError(
+                f"{where}: constant_value has {value.size} values; it must be a scalar"
+            )
+
+
+def _check_axes(axes: np.ndarray, rank: int | None, where: str) -> None:
+    values = axes.tolist()
+    if rank is not None:
+        bad = [a for a in values if not -rank <= a < rank]
+        if bad:
+            raise ModelValidationError(
+                f"{where}: axes = {values}: {bad} out of range [-{rank}, {rank - 1}]"
+            )
+        values = [a + rank if a < 0 else a for a in values]
+    if len(set(values)) != len(values):
+        raise ModelValidationError(f"{where}: axes = {axes.tolist()}: an axis appears twice")
+
+
+def _check_concat(graph: Graph, node: Node, where: str) -> None:
+    infos = [graph.tensors[n] for n in node.inputs if n in graph.tensors]
+    ranks = {info.rank for info in infos if info.rank is not None}
+    if len(ranks) > 1:
+        listed = ", ".join(
+            f"{info.name!r}: rank {info.rank}" for info in infos if info.rank is not None
+        )
+        raise ModelValidationError(
+            f"{where}: inputs have different ranks ({listed}); Concat needs one rank"
+        )
+    dtypes = {info.dtype for info in infos if info.dtype is not None}
+    if len(dtypes) > 1:
+        raise ModelValidationError(
+            f"{where}: inputs have different dtypes {sorted(map(str, dtypes))}"
+        )
+    if not ranks:
+        return
+    rank = ranks.pop()
+    axis = node.op.attrs["axis"]
+    if not -rank <= axis < rank:
+        raise ModelValidationError(
+            f"{where}: axis = {axis} is out of range [-{rank}, {rank - 1}] for rank {rank}"
+        )
+    axis %= rank
+    for dim in range(rank):
+        if dim == axis:
+            continue
+        sizes = {
+            info.shape[dim]
+            for info in infos
+            if info.shape is not None and isinstance(info.shape[dim], int)
+        }
+        if len(sizes) > 1:
+            listed = ", ".join(
+                f"{info.name!r}: {list(info.shape)}" for info in infos if info.shape is not None
+            )
+            raise ModelValidationError(
+                f"{where}: inputs differ in dimension {dim}, which is not the concat axis {axis} "
+                f"({listed})"
+            )
+
+
+# ----------------------------------------------------------------------------- emit
+
+
+@dataclass(frozen=True)
+class Emitted:
+    """A canonical node written in one version's syntax, plus constants that syntax needed."""
+
+    op_type: str
+    inputs: tuple[str, ...]
+    attrs: Mapping[str, Any]
+    new_constants: Mapping[str, np.ndarray]
+
+
+def emit(graph: Graph, node: Node, version: int) -> Emitted:
+    """Write a canonical node in the syntax of ``version``; UnsupportedError if it cannot be."""
+    where = graph.describe(node)
+    op_type = node.op.op_type
+    form = form_for(op_type, version, where)
+    if isinstance(form, ConcatForm):
+        return Emitted("Concat", node.inputs, {"axis": node.op.attrs["axis"]}, {})
+    if isinstance(form, SliceForm):
+        if not form.params_as_attributes:
+            return Emitted("Slice", _trim(node.inputs), {}, {})
+        attrs: dict[str, Any] = {}
+        for field in ("starts", "ends", "axes"):
+            value = graph.constant(node.input(PARAMETER_PORTS["Slice"][field]))
+            if value is None and (field != "axes" or node.input(3)):
+                raise UnsupportedError(
+                    f"{where}: Slice-1 needs constant {field} to write it as an attribute"
+                )
+            if value is not None:
+                attrs[field] = [int(v) for v in value]
+        steps = graph.constant(node.input(4))
+        if node.input(4) and (steps is None or (steps != 1).any()):
+            raise UnsupportedError(
+                f"{where}: steps = {None if steps is None else steps.tolist()}: Slice-1 has no "
+                "steps"
+            )
+        return Emitted("Slice", (node.input(0),), attrs, {})
+    # Pad
+    mode = node.op.attrs["mode"]
+    if mode not in form.modes:
+        raise UnsupportedError(f"{where}: mode {mode!r} cannot be written as Pad-{version}")
+    pads_name, new_constants = node.input(1), {}
+    if not form.has_axes and node.input(3):
+        full = _pads_for_every_axis(graph, node)
+        if full is None:
+            raise UnsupportedError(
+                f"{where}: Pad-{version} has no axes input, and axes "
+                f"{_listed(graph.constant(node.input(3)))} cannot be folded into the pads"
+            )
+        if isinstance(full, np.ndarray):
+            pads_name = f"{pads_name}:n{node.id}:every_axis"
+            new_constants[pads_name] = full
+    if form.params_as_attributes:
+        pads = new_constants[pads_name] if pads_name in new_constants else graph.constant(pads_name)
+        value = graph.constant(node.input(2))
+        if pads is None or (node.input(2) and value is None):
+            raise UnsupportedError(
+                f"{where}: Pad-{version} needs constant pads and constant_value to write them as "
+                "attributes"
+            )
+        attrs = {"mode": mode, "pads": [int(p) for p in pads]}
+        if value is not None:
+            attrs["value"] = float(value.reshape(-1)[0])
+        return Emitted("Pad", (node.input(0),), attrs, {})
+    inputs = (node.input(0), pads_name, node.input(2)) + ((node.input(3),) if form.has_axes else ())
+    return Emitted("Pad", _trim(inputs), {"mode": mode}, new_constants)
+
+
+def _pads_for_every_axis(graph: Graph, node: Node) -> np.ndarray | bool | None:
+    """How to drop a Pad's axes input: True when axes are already ``0..rank-1`` (keep pads),
+    the expanded constant pads when they can be computed, None when neither is possible."""
+    pads = graph.constant(node.input(1))
+    axes = graph.constant(node.input(3))
+    data = graph.tensors.get(node.input(0))
+    rank = None if data is None else data.rank
+    if axes is None:
+        return None
+    if rank is None:  # axes 0..k-1 imply rank k: a Pad without axes pads every axis
+        return True if np.array_equal(axes, np.arange(axes.size)) else None
+    fixed = _nonnegative_axes(axes, rank)
+    if fixed is None:
+        return None
+    if np.array_equal(fixed, np.arange(rank)):
+        return True
+    if pads is None or pads.size != 2 * fixed.size:
+        return None
+    return _expand_pads(pads, fixed, rank)
+
+
+def _expand_pads(pads: np.ndarray, axes: np.ndarray, rank: int) -> np.ndarray:
+    """Pads ``[begins of axes..., ends of axes...]`` rewritten for every axis 0..rank-1."""
+    full = np.zeros(2 * rank, dtype=np.int64)
+    full[axes] = pads[: axes.size]
+    full[rank + axes] = pads[axes.size :]
+    return full
+
+
+def _listed(value: np.ndarray | None) -> Any:
+    return None if value is None else value.tolist()
+
+
+def _trim(inputs: Sequence[str]) -> tuple[str, ...]:
+    """Drop trailing omitted inputs, as ONNX writes them."""
+    out = list(inputs)
+    while out and out[-1] == "":
+        out.pop()
+    return tuple(out)

@@ -1,0 +1,162 @@
+"""IR -> onnx.ModelProto, for onnxruntime parity runs, shape inference and constant folding.
+
+Canonical Slice/Concat/Pad nodes are written back in the syntax of the version the graph's
+opset imports select (``canonical.emit``), so opset imports are preserved as they were.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+from dmlgraph import canonical
+from dmlgraph.errors import UnsupportedError
+from dmlgraph.ir import Graph, Node, OnnxOp
+from dmlgraph.value_info import value_info as value_info_proto
+
+#: The newest IR version written for models whose opsets an IR-10 reader understands: what
+#: onnxruntime >= 1.20 (this project's floor) loads. Newer opsets get the IR they require.
+ORT_SAFE_IR_VERSION = 10
+
+
+def ir_version_for_opset(opset: int) -> int:
+    """The lowest IR version onnx pairs with a default-domain opset (from helper.VERSION_TABLE)."""
+    candidates = [row[1] for row in helper.VERSION_TABLE if row[2] >= opset]
+    return min(candidates) if candidates else onnx.IR_VERSION
+
+
+def target_ir_version(graph: Graph) -> int:
+    """``min(graph's IR version, max(ORT_SAFE_IR_VERSION, IR its opset requires))``.
+
+    onnx >= 1.23 stamps IR 14, which onnxruntime 1.31 refuses. Lowering the stamp changes no
+    meaning: later IR versions add element types and fields, and a graph that uses them fails
+    in an older runtime whatever its stamp says.
+    """
+    needed = ir_version_for_opset(graph.opset_imports.get("", 1))
+    return min(graph.ir_version, max(ORT_SAFE_IR_VERSION, needed))
+
+
+def to_onnx(
+    graph: Graph,
+    *,
+    ir_version: int | None = None,
+    value_info: bool = True,
+    declare_constants_above: int | None = None,
+) -> onnx.ModelProto:
+    """The graph as a ModelProto.
+
+    ``value_info`` writes what is known of intermediate tensors. ``declare_constants_above``
+    (for shape inference) turns constants with more elements than that into typed graph inputs
+    instead of initializers, to skip serializing weights nobody reads.
+    Raises UnsupportedError for a non-ONNX (DirectML) node or a form a version cannot express.
+    """
+    nodes: list[onnx.NodeProto] = []
+    extra_initializers: list[onnx.TensorProto] = []
+    used_names: set[str] = set()
+    order = graph.topological_order()
+    for node in order:
+        proto, new_constants = _node_proto(graph, node, used_names)
+        nodes.append(proto)
+        extra_initializers.extend(numpy_helper.from_array(v, k) for k, v in new_constants.items())
+
+    referenced = {name for proto in nodes for name in proto.input if name} | set(graph.outputs)
+    initializers: list[onnx.TensorProto] = []
+    inputs = [value_info_proto(graph.tensors[n]) for n in graph.inputs]
+    for name in graph.constants:
+        constant = graph.tensors[name]
+        if name not in referenced or constant.data is None:
+            continue
+        if declare_constants_above is not None and constant.data.size > declare_constants_above:
+            inputs.append(value_info_proto(constant))
+        else:
+            initializers.append(numpy_helper.from_array(constant.data, name))
+    outputs = [value_info_proto(graph.tensors[n]) for n in graph.outputs]
+    infos: list[onnx.ValueInfoProto] = []
+    if value_info:
+        io = set(graph.inputs) | set(graph.outputs)
+        for node in order:
+            for out in node.outputs:
+                info = graph.tensors.get(out)
+                if out and out not in io and info is not None and info.dtype is not None:
+                    infos.append(value_info_proto(info))
+
+    body = helper.make_graph(
+        nodes, graph.name, inputs, outputs, initializers + extra_initializers, value_info=infos
+    )
+    opsets = [
+        helper.make_opsetid(domain, version)
+        for domain, version in sorted(graph.opset_imports.items())
+    ]
+    model = helper.make_model(body, opset_imports=opsets)
+    model.ir_version = target_ir_version(graph) if ir_version is None else ir_version
+    meta = graph.model_info
+    for key in ("producer_name", "producer_version", "domain", "doc_string"):
+        if key in meta:
+            setattr(model, key, meta[key])
+    if "model_version" in meta:
+        model.model_version = int(meta["model_version"])
+    for key, value in meta.get("metadata_props", {}).items():
+        model.metadata_props.add(key=key, value=value)
+    return model
+
+
+def _node_proto(
+    graph: Graph, node: Node, used_names: set[str]
+) -> tuple[onnx.NodeProto, dict[str, np.ndarray]]:
+    op = node.op
+    if not isinstance(op, OnnxOp):
+        raise UnsupportedError(
+            f"{graph.describe(node)} holds a {type(op).__name__}, not an ONNX op; "
+            "to_onnx() writes graphs of ONNX ops only"
+        )
+    if op.domain not in graph.opset_imports:
+        raise UnsupportedError(
+            f"{graph.describe(node)}: the graph imports no opset for domain {op.domain!r}"
+        )
+    name = node.name or f"{op.op_type}_{node.id}"
+    if name in used_names:
+        name = f"{name}_{node.id}"
+    used_names.add(name)
+    op_type, inputs, attrs, new_constants = op.op_type, node.inputs, dict(op.attrs), {}
+    if canonical.is_canonical(op):
+        version = canonical.since_version(
+            op.op_type, op.domain, graph.opset_imports[op.domain], graph.describe(node)
+        )
+        emitted = canonical.emit(graph, node, version)
+        op_type, inputs, attrs, new_constants = (
+            emitted.op_type,
+            emitted.inputs,
+            dict(emitted.attrs),
+            dict(emitted.new_constants),
+        )
+    schema = _schema(op_type, op.domain, graph.opset_imports[op.domain])
+    proto = helper.make_node(
+        op_type, list(inputs), list(node.outputs), name=name, domain=op.domain or None
+    )
+    proto.attribute.extend(_attribute(key, value, schema) for key, value in sorted(attrs.items()))
+    return proto, new_constants
+
+
+def _schema(op_type: str, domain: str, opset: int) -> onnx.defs.OpSchema | None:
+    try:
+        return onnx.defs.get_schema(op_type, opset, domain)
+    except onnx.defs.SchemaError:
+        return None
+
+
+def _attribute(key: str, value: Any, schema: onnx.defs.OpSchema | None) -> onnx.AttributeProto:
+    declared = schema.attributes.get(key) if schema is not None else None
+    # OpSchema.AttrType values are AttributeProto types; the onnx stubs miss its __int__.
+    attr_type: int | None = int(declared.type) if declared is not None else None  # type: ignore[call-overload]
+    if isinstance(value, np.ndarray):
+        value = numpy_helper.from_array(value)
+    elif isinstance(value, tuple):
+        value = [numpy_helper.from_array(v) if isinstance(v, np.ndarray) else v for v in value]
+        if not value and attr_type is None:
+            attr_type = onnx.AttributeProto.INTS
+    if attr_type == onnx.AttributeProto.UNDEFINED:
+        attr_type = None
+    return helper.make_attribute(key, value, attr_type=attr_type)

@@ -1,0 +1,459 @@
+"""``load``: an ONNX model (path, bytes or ModelProto) -> the dmlgraph IR.
+
+Steps, each failing with a DmlgraphError that names the file and, where there is one, the node:
+read and parse; load external data (only from inside the model's folder); refuse unknown
+domains, opsets newer than this onnx knows and control-flow subgraphs; run the ONNX checker;
+fix dynamic input dimensions from ``input_shapes``; infer shapes (onnx, data propagation);
+build the IR with canonical Slice/Concat/Pad; normalize and check those; fold constants.
+
+Decisions:
+- The checker runs without ``full_check``: its strict shape inference rejects real exporter
+  output; dmlgraph runs inference itself, non-strict, and checks the nodes it relies on.
+- ``value_info`` in the file is dropped before inference, so folding a Shape never trusts a
+  stale annotation: shapes come from onnx's inference and the declared graph inputs/outputs.
+- Domains: "" (alias "ai.onnx") and "ai.onnx.ml"; anything else is UnsupportedError.
+- Initializers also listed as graph inputs (the IR < 4 convention) are constants, not inputs.
+- Model-local functions are inlined with ``onnx.inliner`` before anything else looks at nodes.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import AttributeProto, TensorProto, numpy_helper
+
+from dmlgraph import canonical, folding
+from dmlgraph.dtypes import to_numpy_dtype
+from dmlgraph.errors import DmlgraphError, ModelLoadError, ModelValidationError, UnsupportedError
+from dmlgraph.ir import Graph, OnnxOp, Provenance, TensorInfo
+from dmlgraph.value_info import tensor_info
+
+ModelSource = str | os.PathLike[str] | bytes | onnx.ModelProto
+
+#: Node domains dmlgraph accepts; "ai.onnx" is the default domain's long name.
+SUPPORTED_DOMAINS: frozenset[str] = frozenset({"", "ai.onnx.ml"})
+_DOMAIN_ALIASES: Mapping[str, str] = {"ai.onnx": ""}
+
+#: Attribute kinds that hold a subgraph; dmlgraph does not import control flow.
+_SUBGRAPH_KINDS = frozenset({AttributeProto.GRAPH, AttributeProto.GRAPHS})
+
+
+def load(
+    model: ModelSource,
+    input_shapes: Mapping[str, Sequence[int | str]] | None = None,
+    *,
+    fold: bool = True,
+) -> Graph:
+    """Import an ONNX model into a validated Graph.
+
+    ``input_shapes`` fixes graph-input dimensions (``{"x": [1, 3, 224, 224]}``); a given size
+    must agree with any fixed size in the model. With ``fold`` (the default) shapes are inferred
+    and every subgraph computable from constants and static shapes is folded; Slice/Pad
+    parameters that stay run-time values get a note saying why.
+    """
+    source, proto, base_dir = _read(model)
+    try:
+        _load_external_data(proto, base_dir, source)
+        if proto.functions:
+            proto = _inline_functions(proto, source)
+        _normalize_domains(proto, source)
+        _check_nodes(proto, source)
+        _run_checker(proto, source)
+        del proto.graph.value_info[:]
+        if input_shapes:
+            _apply_input_shapes(proto, input_shapes, source)
+        graph = _build_graph(_infer_shapes(proto, source), source)
+        if fold:
+            folding.fold(graph)
+        else:
+            folding.prepare(graph)
+    except DmlgraphError:
+        raise
+    except Exception as exc:  # onnx/protobuf/numpy errors must not escape as tracebacks
+        raise ModelLoadError(
+            f"{source}: cannot import the model: {type(exc).__name__}: {exc}"
+        ) from None
+    graph.validate()
+    return graph
+
+
+# ----------------------------------------------------------------------------- reading
+
+
+def _read(model: ModelSource) -> tuple[str, onnx.ModelProto, Path | None]:
+    """(source name for messages, a private ModelProto copy, folder for external data)."""
+    if isinstance(model, onnx.ModelProto):
+        proto = onnx.ModelProto()
+        proto.CopyFrom(model)
+        source = f"<ModelProto {model.graph.name or 'unnamed'}>"
+        _require_model(proto, source)
+        return source, proto, None
+    if isinstance(model, (bytes, bytearray, memoryview)):
+        return "<bytes>", _parse(bytes(model), "<bytes>"), None
+    if isinstance(model, (str, os.PathLike)):
+        path = Path(model)
+        source = str(path)
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise ModelLoadError(
+                f"{source}: cannot read the model file: {exc.strerror or exc}"
+            ) from None
+        return source, _parse(data, source), path.resolve().parent
+    raise ModelLoadError(
+        f"load() takes a path, bytes or an onnx.ModelProto, not {type(model).__name__}"
+    )
+
+
+def _parse(data: bytes, source: str) -> onnx.ModelProto:
+    proto = onnx.ModelProto()
+    try:
+        proto.ParseFromString(data)
+    except Exception as exc:  # google.protobuf DecodeError, RuntimeWarning-as-error, ...
+        raise ModelLoadError(
+            f"{source}: not a valid ONNX protobuf ({len(data)} bytes; truncated or corrupt?): {exc}"
+        ) from None
+    _require_model(proto, source)
+    return proto
+
+
+def _require_model(proto: onnx.ModelProto, source: str) -> None:
+    """Protobuf parses many byte strings; an ONNX model has an IR version, a graph and opsets."""
+    missing = [
+        what
+        for what, ok in (
+            ("ir_version", proto.ir_version > 0),
+            ("graph", proto.HasField("graph")),
+            ("opset_import", len(proto.opset_import) > 0),
+        )
+        if not ok
+    ]
+    if missing:
+        raise ModelLoadError(
+            f"{source}: not an ONNX model (missing {', '.join(missing)}; truncated or corrupt?)"
+        )
+
+
+# ----------------------------------------------------------------------------- external data
+
+
+def _all_tensors(graph: onnx.GraphProto) -> Iterator[TensorProto]:
+    yield from graph.initializer
+    for node in graph.node:
+        for attr in node.attribute:
+            if attr.HasField("t"):
+                yield attr.t
+            yield from attr.tensors
+            if attr.HasField("g"):
+                yield from _all_tensors(attr.g)
+            for sub in attr.graphs:
+                yield from _all_tensors(sub)
+
+
+def _load_external_data(proto: onnx.ModelProto, base_dir: Path | None, source: str) -> None:
+    """Read external tensor data, refusing any location outside the model's folder."""
+    for tensor in _all_tensors(proto.graph):
+        if tensor.data_location != TensorProto.EXTERNAL:
+            continue
+        entries = {e.key: e.value for e in tensor.external_data}
+        where = f"{source}: tensor {tensor.name!r}"
+        location = entries.get("location", "")
+        if base_dir is None:
+            raise ModelLoadError(
+                f"{where}: external data {location!r} needs the model's folder; load the model "
+                "from its path"
+            )
+        if not location:
+            raise ModelLoadError(f"{where}: external data has no location")
+        if os.path.isabs(location) or Path(location).drive or Path(location).root:
+            raise ModelLoadError(
+                f"{where}: external data location {location!r} is absolute; it must be relative to "
+                "the model's folder"
+            )
+        root = base_dir.resolve()
+        target = (root / location).resolve()
+        if target != root and root not in target.parents:
+            raise ModelLoadError(
+                f"{where}: external data location {location!r} escapes the model's folder "
+                f"{str(root)!r}"
+            )
+        if not target.is_file():
+            raise ModelLoadError(
+                f"{where}: external data file {location!r} does not exist in {str(root)!r}"
+            )
+        try:
+            offset = int(entries.get("offset", 0))
+            length = int(entries["length"]) if "length" in entries else None
+        except ValueError:
+            raise ModelLoadError(
+                f"{where}: external data offset/length are not integers: {entries}"
+            ) from None
+        size = target.stat().st_size
+        if (
+            offset < 0
+            or offset > size
+            or (length is not None and (length < 0 or offset + length > size))
+        ):
+            raise ModelLoadError(
+                f"{where}: external data offset {offset} length {length} lies outside {location!r} "
+                f"({size} bytes)"
+            )
+        with open(target, "rb") as handle:
+            handle.seek(offset)
+            tensor.raw_data = handle.read(-1 if length is None else length)
+        tensor.data_location = TensorProto.DEFAULT
+        del tensor.external_data[:]
+
+
+# ----------------------------------------------------------------------------- checks
+
+
+def _inline_functions(proto: onnx.ModelProto, source: str) -> onnx.ModelProto:
+    try:
+        import onnx.inliner
+
+        return onnx.inliner.inline_local_functions(proto)
+    except Exception as exc:
+        raise ModelLoadError(
+            f"{source}: cannot inline the model's local functions: {exc}"
+        ) from None
+
+
+def _normalize_domains(proto: onnx.ModelProto, source: str) -> None:
+    """Rename domain aliases ("ai.onnx" -> "") in opset imports and nodes, as onnxruntime
+    does; the onnx checker knows only the canonical names."""
+    opsets: dict[str, int] = {}
+    for entry in proto.opset_import:
+        domain = _DOMAIN_ALIASES.get(entry.domain, entry.domain)
+        if opsets.get(domain, entry.version) != entry.version:
+            raise ModelValidationError(
+                f"{source}: domain {domain or 'ai.onnx'!r} is imported at opsets {opsets[domain]} "
+                f"and {entry.version}"
+            )
+        opsets[domain] = int(entry.version)
+    del proto.opset_import[:]
+    proto.opset_import.extend(onnx.helper.make_opsetid(d, v) for d, v in opsets.items())
+    for node in proto.graph.node:
+        node.domain = _DOMAIN_ALIASES.get(node.domain, node.domain)
+
+
+def _normalized_opsets(proto: onnx.ModelProto) -> dict[str, int]:
+    return {o.domain: int(o.version) for o in proto.opset_import}
+
+
+def _node_where(source: str, index: int, node: onnx.NodeProto) -> str:
+    return f"{source}: node {node.name!r} ({node.op_type}, #{index})"
+
+
+def _check_nodes(proto: onnx.ModelProto, source: str) -> None:
+    """Refuse what dmlgraph cannot import before the checker phrases it less precisely."""
+    opsets = _normalized_opsets(proto)
+    newest = onnx.defs.onnx_opset_version()
+    if opsets.get("", 0) > newest:
+        raise UnsupportedError(
+            f"{source}: default-domain opset {opsets['']} is newer than the newest this onnx "
+            f"knows ({newest}); dmlgraph will not guess how its ops behave"
+        )
+    for index, node in enumerate(proto.graph.node):
+        texts = [node.op_type, node.domain, node.name, *node.input, *node.output]
+        if not all(isinstance(text, str) for text in texts):  # protobuf gives bytes for bad UTF-8
+            raise ModelLoadError(
+                f"{source}: node #{index} has a name, op type or tensor name that is not "
+                "valid UTF-8 (corrupt file?)"
+            )
+        where = _node_where(source, index, node)
+        domain = node.domain
+        if domain not in SUPPORTED_DOMAINS:
+            raise UnsupportedError(
+                f"{where}: domain {node.domain!r} is not supported (dmlgraph imports "
+                f"{', '.join(repr(d or 'ai.onnx') for d in sorted(SUPPORTED_DOMAINS))})"
+            )
+        if domain not in opsets:
+            raise ModelValidationError(
+                f"{where}: the model imports no opset for domain {node.domain or 'ai.onnx'!r}"
+            )
+        version = canonical.since_version(node.op_type, domain, opsets[domain], where)
+        if domain == "" and node.op_type in canonical.FORMS:
+            canonical.form_for(node.op_type, version, where)
+        for attr in node.attribute:
+            if attr.type in _SUBGRAPH_KINDS:
+                raise UnsupportedError(
+                    f"{where}: attribute {attr.name!r} holds a subgraph; dmlgraph does not import "
+                    "control flow"
+                )
+    if proto.graph.sparse_initializer:
+        raise UnsupportedError(f"{source}: sparse initializers are not supported")
+
+
+def _run_checker(proto: onnx.ModelProto, source: str) -> None:
+    try:
+        onnx.checker.check_model(proto)
+    except Exception as exc:
+        raise ModelValidationError(f"{source}: the ONNX checker refuses the model: {exc}") from None
+
+
+def _apply_input_shapes(
+    proto: onnx.ModelProto, input_shapes: Mapping[str, Sequence[int | str]], source: str
+) -> None:
+    initializers = {t.name for t in proto.graph.initializer}
+    inputs = {i.name: i for i in proto.graph.input if i.name not in initializers}
+    for name, dims in input_shapes.items():
+        if name not in inputs:
+            raise ModelValidationError(
+                f"{source}: input_shapes names {name!r}, which is not a graph input (inputs: "
+                f"{sorted(inputs)})"
+            )
+        tensor_type = inputs[name].type.tensor_type
+        dims = list(dims)
+        declared = tensor_type.shape.dim if tensor_type.HasField("shape") else None
+        if declared is not None and len(declared) != len(dims):
+            raise ModelValidationError(
+                f"{source}: input_shapes[{name!r}] = {dims} has rank {len(dims)}; the model "
+                f"declares rank {len(declared)}"
+            )
+        for axis, size in enumerate(dims):
+            if (
+                isinstance(size, bool)
+                or not isinstance(size, (int, np.integer, str))
+                or (not isinstance(size, str) and size < 0)
+            ):
+                raise ModelValidationError(
+                    f"{source}: input_shapes[{name!r}][{axis}] = {size!r}: a size is an int >= 0 "
+                    "or a name"
+                )
+            if (
+                declared is not None
+                and declared[axis].HasField("dim_value")
+                and not isinstance(size, str)
+                and declared[axis].dim_value != size
+            ):
+                raise ModelValidationError(
+                    f"{source}: input_shapes[{name!r}][{axis}] = {size}, but the model fixes that "
+                    f"dimension to {declared[axis].dim_value}"
+                )
+        tensor_type.ClearField("shape")
+        for size in dims:
+            dim = tensor_type.shape.dim.add()
+            if isinstance(size, str):
+                dim.dim_param = size
+            else:
+                dim.dim_value = int(size)
+
+
+def _infer_shapes(proto: onnx.ModelProto, source: str) -> onnx.ModelProto:
+    try:
+        return onnx.shape_inference.infer_shapes(
+            proto, check_type=False, strict_mode=False, data_prop=True
+        )
+    except Exception as exc:
+        raise ModelValidationError(f"{source}: ONNX shape inference fails: {exc}") from None
+
+
+# ----------------------------------------------------------------------------- building the IR
+
+
+def attribute_value(attr: AttributeProto, where: str) -> Any:
+    """An attribute as an immutable Python value (see ``dmlgraph.ir.Attributes``)."""
+    kind = attr.type
+    if kind == AttributeProto.FLOAT:
+        return float(attr.f)
+    if kind == AttributeProto.INT:
+        return int(attr.i)
+    if kind == AttributeProto.STRING:
+        return _text(attr.s)
+    if kind == AttributeProto.TENSOR:
+        return _array(attr.t, where)
+    if kind == AttributeProto.FLOATS:
+        return tuple(float(v) for v in attr.floats)
+    if kind == AttributeProto.INTS:
+        return tuple(int(v) for v in attr.ints)
+    if kind == AttributeProto.STRINGS:
+        return tuple(_text(v) for v in attr.strings)
+    if kind == AttributeProto.TENSORS:
+        return tuple(_array(t, where) for t in attr.tensors)
+    raise UnsupportedError(
+        f"{where}: attribute {attr.name!r} has kind {AttributeProto.AttributeType.Name(kind)}, "
+        "which dmlgraph does not import"
+    )
+
+
+def _text(raw: bytes) -> str | bytes:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw
+
+
+def _array(tensor: TensorProto, where: str) -> np.ndarray:
+    to_numpy_dtype(tensor.data_type, f"{where}: tensor {tensor.name!r}")
+    try:
+        array = numpy_helper.to_array(tensor)
+    except Exception as exc:
+        raise ModelLoadError(f"{where}: tensor {tensor.name!r} cannot be read: {exc}") from None
+    array = np.array(array)  # own the data: the proto's buffers are not ours to keep
+    array.flags.writeable = False
+    return array
+
+
+def _build_graph(proto: onnx.ModelProto, source: str) -> Graph:
+    opsets = _normalized_opsets(proto)
+    graph = Graph(
+        proto.graph.name or "main",
+        opset_imports=opsets,
+        ir_version=int(proto.ir_version),
+        source=source,
+    )
+    graph.model_info = {
+        "producer_name": proto.producer_name,
+        "producer_version": proto.producer_version,
+        "domain": proto.domain,
+        "model_version": proto.model_version,
+        "doc_string": proto.doc_string,
+        "metadata_props": {p.key: p.value for p in proto.metadata_props},
+    }
+    initializer_names = {t.name for t in proto.graph.initializer}
+    for value_info in proto.graph.input:
+        if value_info.name not in initializer_names:
+            graph.add_input(tensor_info(value_info, f"{source}: graph input"))
+    for tensor in proto.graph.initializer:
+        graph.set_tensor(TensorInfo(tensor.name, data=_array(tensor, f"{source}: initializer")))
+    known = {vi.name: vi for vi in list(proto.graph.value_info) + list(proto.graph.output)}
+    for index, node in enumerate(proto.graph.node):
+        where = _node_where(source, index, node)
+        for out in node.output:
+            if out and out in known:
+                graph.set_tensor(tensor_info(known[out], where))
+        _add_node(graph, node, index, opsets, where)
+    graph.outputs = [o.name for o in proto.graph.output]
+    for value_info in proto.graph.output:
+        if value_info.name not in graph.tensors:
+            graph.set_tensor(tensor_info(value_info, f"{source}: graph output"))
+    return graph
+
+
+def _add_node(
+    graph: Graph, node: onnx.NodeProto, index: int, opsets: Mapping[str, int], where: str
+) -> None:
+    domain = node.domain
+    version = canonical.since_version(node.op_type, domain, opsets[domain], where)
+    attrs = {a.name: attribute_value(a, where) for a in node.attribute}
+    provenance = Provenance(node.name, node.op_type, domain, version)
+    inputs: tuple[str, ...] = tuple(node.input)
+    if domain == "" and node.op_type in canonical.FORMS:
+        op, inputs = canonical.to_canonical(
+            graph,
+            node.op_type,
+            version,
+            inputs,
+            attrs,
+            where,
+            canonical.constant_base(node.name, node.op_type, index),
+        )
+    else:
+        op = OnnxOp(node.op_type, version, domain, attrs)
+    graph.add_node(op, inputs, tuple(node.output), provenance)

@@ -1,0 +1,710 @@
+"""The IR: a networkx multigraph of operation nodes joined by named, typed tensors.
+
+Design, in brief (ARCHITECTURE.md has the picture):
+
+- A ``Node`` holds an ``op`` (an ``OnnxOp`` record, or any frozen DirectML descriptor object
+  once lowering runs), ordered ``inputs``/``outputs`` tensor names, a ``Provenance`` and notes.
+  ``Node.inputs`` is the one source of truth for port order; ``""`` marks an omitted optional
+  input. The networkx edges (producer -> consumer, one per consumer port) are derived from it
+  and only ``Graph`` methods change either, so the two cannot drift.
+- Tensors live in one registry, name -> ``TensorInfo`` (frozen: dtype as ``numpy.dtype``, shape
+  of ``int | str | None`` dims, optional read-only constant data). A tensor with data and no
+  producer is a constant; ONNX initializers become constants.
+- Graph inputs and outputs are ordered lists of tensor names.
+- Node ids are ints handed out in insertion order and never reused, and every listing is in
+  id or insertion order, so the same model always gives the same IR.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+import networkx as nx
+import numpy as np
+
+from dmlgraph.errors import GraphInvariantError
+
+#: A dimension: a known size, a symbolic name (``"N"``), or None when nothing is known.
+Dim = int | str | None
+Shape = tuple[Dim, ...]
+NodeId = int
+
+
+def _frozen_array(value: Any, dtype: np.dtype | None = None) -> np.ndarray:
+    """A read-only array; a writeable input is copied first so the caller cannot mutate it."""
+    array = np.asarray(value, dtype=dtype)
+    if array.flags.writeable:
+        array = array.copy()
+        array.flags.writeable = False
+    return array
+
+
+def _values_equal(a: Any, b: Any) -> bool:
+    """Equality that treats arrays by dtype, shape and content (NaNs equal) instead of raising."""
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        if not (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)):
+            return False
+        if a.dtype != b.dtype or a.shape != b.shape:
+            return False
+        if a.dtype.kind in "fc":
+            return bool(np.array_equal(a, b, equal_nan=True))
+        return bool(np.array_equal(a, b))
+    if isinstance(a, tuple) and isinstance(b, tuple):
+        return len(a) == len(b) and all(_values_equal(x, y) for x, y in zip(a, b))
+    return type(a) is type(b) and a == b
+
+
+def _value_hash(value: Any) -> int:
+    if isinstance(value, np.ndarray):
+        return hash((value.dtype.str, value.shape, value.tobytes()))
+    if isinstance(value, tuple):
+        return hash(tuple(_value_hash(v) for v in value))
+    return hash(value)
+
+
+@dataclass(frozen=True, eq=False)
+class TensorInfo:
+    """What is known about one tensor: dtype, shape and, for constants, its data.
+
+    ``dtype`` is a ``numpy.dtype`` (ml_dtypes for bfloat16 and friends; see ``dmlgraph.dtypes``)
+    or None when unknown. ``shape`` is None when even the rank is unknown. ``data``, when set,
+    is a read-only array whose dtype and shape fix ``dtype`` and ``shape``.
+    """
+
+    name: str
+    dtype: np.dtype | None = None
+    shape: Shape | None = None
+    data: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        dtype = None if self.dtype is None else np.dtype(self.dtype)
+        shape = None if self.shape is None else tuple(_dim(d) for d in self.shape)
+        data = self.data
+        if data is not None:
+            data = _frozen_array(data)
+            if dtype is not None and data.dtype != dtype:
+                raise GraphInvariantError(
+                    f"tensor {self.name!r}: data dtype {data.dtype} differs from dtype {dtype}"
+                )
+            if shape is not None and not _shape_matches(shape, data.shape):
+                raise GraphInvariantError(
+                    f"tensor {self.name!r}: data shape {data.shape} differs from shape {shape}"
+                )
+            dtype, shape = data.dtype, tuple(int(d) for d in data.shape)
+        object.__setattr__(self, "dtype", dtype)
+        object.__setattr__(self, "shape", shape)
+        object.__setattr__(self, "data", data)
+
+    @property
+    def is_constant(self) -> bool:
+        return self.data is not None
+
+    @property
+    def rank(self) -> int | None:
+        return None if self.shape is None else len(self.shape)
+
+    @property
+    def is_static(self) -> bool:
+        """True when every dimension is a known integer."""
+        return self.shape is not None and all(isinstance(d, int) for d in self.shape)
+
+    @property
+    def static_shape(self) -> tuple[int, ...] | None:
+        return tuple(self.shape) if self.is_static else None  # type: ignore[arg-type]
+
+    @property
+    def size(self) -> int | None:
+        static = self.static_shape
+        return None if static is None else math.prod(static)
+
+    def replace(self, **changes: Any) -> TensorInfo:
+        return dataclasses.replace(self, **changes)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TensorInfo):
+            return NotImplemented
+        return (
+            self.name == other.name
+            and self.dtype == other.dtype
+            and self.shape == other.shape
+            and (self.data is None) == (other.data is None)
+            and (self.data is None or _values_equal(self.data, other.data))
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.name, self.dtype, self.shape))
+
+    def __repr__(self) -> str:
+        dims = (
+            "?"
+            if self.shape is None
+            else "[" + ",".join("?" if d is None else str(d) for d in self.shape) + "]"
+        )
+        const = " const" if self.data is not None else ""
+        return f"TensorInfo({self.name!r}: {self.dtype}{dims}{const})"
+
+
+def _dim(d: Any) -> Dim:
+    if d is None or isinstance(d, str):
+        return d
+    if isinstance(d, (int, np.integer)) and not isinstance(d, bool) and int(d) >= 0:
+        return int(d)
+    raise GraphInvariantError(f"dimension {d!r} is not a non-negative int, a name or None")
+
+
+def _shape_matches(shape: Shape, concrete: Sequence[int]) -> bool:
+    return len(shape) == len(concrete) and all(
+        not isinstance(d, int) or d == c for d, c in zip(shape, concrete)
+    )
+
+
+class Attributes(Mapping[str, Any]):
+    """An immutable, hashable attribute mapping with a fixed (sorted) key order.
+
+    Values are ints, floats, strs, bytes, read-only arrays (ONNX TENSOR attributes) or tuples
+    of those; equality compares arrays by dtype, shape and content.
+    """
+
+    __slots__ = ("_items",)
+
+    def __init__(self, items: Mapping[str, Any] | Iterable[tuple[str, Any]] = ()) -> None:
+        pairs = items.items() if isinstance(items, Mapping) else items
+        self._items: tuple[tuple[str, Any], ...] = tuple(
+            sorted(((str(k), _freeze_value(v)) for k, v in pairs), key=lambda kv: kv[0])
+        )
+
+    def __getitem__(self, key: str) -> Any:
+        for k, v in self._items:
+            if k == key:
+                return v
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return (k for k, _ in self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Attributes):
+            return NotImplemented
+        return len(self._items) == len(other._items) and all(
+            ka == kb and _values_equal(va, vb)
+            for (ka, va), (kb, vb) in zip(self._items, other._items)
+        )
+
+    def __hash__(self) -> int:
+        return hash(tuple((k, _value_hash(v)) for k, v in self._items))
+
+    def __repr__(self) -> str:
+        return "Attributes(" + ", ".join(f"{k}={v!r}" for k, v in self._items) + ")"
+
+
+def _freeze_value(value: Any) -> Any:
+    if isinstance(value, np.ndarray):
+        return _frozen_array(value)
+    if isinstance(value, (list, tuple)):
+        return tuple(_freeze_value(v) for v in value)
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+@dataclass(frozen=True)
+class OnnxOp:
+    """An ONNX operator as the IR holds it.
+
+    For Slice, Concat and Pad ``since_version`` is the canonical form's version (the newest
+    supported, see ``dmlgraph.canonical``) whatever version the model used; every other op keeps
+    the since_version its model resolved to, with its attributes unchanged.
+    """
+
+    op_type: str
+    since_version: int
+    domain: str = ""
+    attrs: Mapping[str, Any] = field(default_factory=Attributes)  # stored as Attributes
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.attrs, Attributes):
+            object.__setattr__(self, "attrs", Attributes(self.attrs))
+
+    @property
+    def name(self) -> str:
+        return self.op_type if not self.domain else f"{self.domain}::{self.op_type}"
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Where a node came from: the ONNX node's name, op type, domain and since_version."""
+
+    name: str
+    op_type: str
+    domain: str = ""
+    since_version: int = 0
+
+
+@dataclass(frozen=True, eq=False)
+class Node:
+    """One operation. Immutable except ``notes``; change ports through ``Graph`` methods."""
+
+    id: NodeId
+    op: Any
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    provenance: Provenance
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return self.provenance.name
+
+    @property
+    def op_type(self) -> str:
+        """The ONNX op type, or the descriptor's class name for a non-ONNX op."""
+        return self.op.op_type if isinstance(self.op, OnnxOp) else type(self.op).__name__
+
+    @property
+    def is_onnx(self) -> bool:
+        return isinstance(self.op, OnnxOp)
+
+    @property
+    def label(self) -> str:
+        """How messages name this node: its ONNX name and op type."""
+        return f"node {self.name!r} ({self.op_type})"
+
+    def input(self, port: int) -> str:
+        """The tensor at an input port, ``""`` when the port is absent or omitted."""
+        return self.inputs[port] if port < len(self.inputs) else ""
+
+
+class Graph:
+    """The IR of one model. See the module docstring for the invariants ``validate`` checks."""
+
+    def __init__(
+        self,
+        name: str = "main",
+        *,
+        opset_imports: Mapping[str, int] | None = None,
+        ir_version: int = 8,
+        source: str = "<graph>",
+    ) -> None:
+        self.name = name
+        #: domain -> opset version, as the model imported them ("" is the default domain).
+        self.opset_imports: dict[str, int] = dict(opset_imports or {})
+        self.ir_version = ir_version
+        #: Where the graph came from (a path, "<bytes>", ...): error messages start with it.
+        self.source = source
+        #: Model-level ONNX fields kept for to_onnx: producer_name, doc_string, metadata_props...
+        self.model_info: dict[str, Any] = {}
+        self.inputs: list[str] = []
+        self.outputs: list[str] = []
+        self._tensors: dict[str, TensorInfo] = {}
+        self._nx: nx.MultiDiGraph = nx.MultiDiGraph()
+        self._producer: dict[str, NodeId] = {}
+        self._consumers: dict[str, dict[tuple[NodeId, int], None]] = {}
+        self._next_id = 0
+
+    # ---------------------------------------------------------------- tensors
+    @property
+    def tensors(self) -> Mapping[str, TensorInfo]:
+        """Read-only view of the tensor registry, in insertion order."""
+        return MappingProxyType(self._tensors)
+
+    def tensor(self, name: str) -> TensorInfo:
+        try:
+            return self._tensors[name]
+        except KeyError:
+            raise GraphInvariantError(f"{self.source}: no tensor named {name!r}") from None
+
+    def set_tensor(self, info: TensorInfo) -> TensorInfo:
+        """Add or replace a tensor's info. A tensor that a node produces cannot become constant."""
+        if info.data is not None and info.name in self._producer:
+            node = self.node(self._producer[info.name])
+            raise GraphInvariantError(
+                f"{self.source}: tensor {info.name!r} is produced by {node.label}; "
+                "remove the node before making the tensor a constant"
+            )
+        self._tensors[info.name] = info
+        return info
+
+    def update_tensor(self, name: str, **changes: Any) -> TensorInfo:
+        return self.set_tensor(self.tensor(name).replace(**changes))
+
+    def unique_name(self, base: str) -> str:
+        """``base`` if no tensor has that name, else ``base_1``, ``base_2``..."""
+        if base not in self._tensors:
+            return base
+        k = 1
+        while f"{base}_{k}" in self._tensors:
+            k += 1
+        return f"{base}_{k}"
+
+    def add_constant(self, base_name: str, value: Any, dtype: Any = None) -> str:
+        """Register a new constant under a fresh name derived from ``base_name``; returns it."""
+        name = self.unique_name(base_name)
+        self.set_tensor(
+            TensorInfo(name, data=_frozen_array(value, None if dtype is None else np.dtype(dtype)))
+        )
+        return name
+
+    def constant(self, name: str) -> np.ndarray | None:
+        """The data of a constant tensor, None for "" or any non-constant tensor."""
+        info = self._tensors.get(name) if name else None
+        return None if info is None else info.data
+
+    def is_constant(self, name: str) -> bool:
+        return self.constant(name) is not None
+
+    @property
+    def constants(self) -> list[str]:
+        """Names of constant tensors (the initializers), in registry order."""
+        return [n for n, info in self._tensors.items() if info.data is not None]
+
+    # ---------------------------------------------------------------- nodes
+    @property
+    def nx(self) -> nx.MultiDiGraph:
+        """The underlying networkx graph. Read it freely; change it only through Graph methods.
+
+        Nodes are NodeIds with attribute ``node`` (the Node); an edge producer -> consumer has
+        key = consumer input port and attributes ``tensor`` and ``src_port``.
+        """
+        return self._nx
+
+    def node(self, node_id: NodeId) -> Node:
+        try:
+            return self._nx.nodes[node_id]["node"]
+        except KeyError:
+            raise GraphInvariantError(f"{self.source}: no node with id {node_id}") from None
+
+    @property
+    def nodes(self) -> list[Node]:
+        """All nodes in id (insertion) order."""
+        return [self._nx.nodes[i]["node"] for i in sorted(self._nx.nodes)]
+
+    def __len__(self) -> int:
+        return self._nx.number_of_nodes()
+
+    def topological_order(self) -> list[Node]:
+        """Nodes so that producers precede consumers; ties broken by id, so it is deterministic."""
+        try:
+            order = list(nx.lexicographical_topological_sort(self._nx))
+        except nx.NetworkXUnfeasible:
+            raise GraphInvariantError(f"{self.source}: the graph has a cycle") from None
+        return [self._nx.nodes[i]["node"] for i in order]
+
+    def find_nodes(self, op_type: str | None = None, name: str | None = None) -> list[Node]:
+        """Nodes with the given op type and/or provenance name, in id order."""
+        return [
+            n
+            for n in self.nodes
+            if (op_type is None or n.op_type == op_type) and (name is None or n.name == name)
+        ]
+
+    def producer(self, tensor: str) -> Node | None:
+        node_id = self._producer.get(tensor)
+        return None if node_id is None else self.node(node_id)
+
+    def consumers(self, tensor: str) -> list[tuple[Node, int]]:
+        """(node, input port) pairs that read ``tensor``, ordered by node id then port."""
+        return [(self.node(i), port) for i, port in sorted(self._consumers.get(tensor, {}))]
+
+    def add_node(
+        self,
+        op: Any,
+        inputs: Sequence[str],
+        outputs: Sequence[str],
+        provenance: Provenance,
+        notes: Iterable[str] = (),
+    ) -> Node:
+        """Add a node; unknown output tensors are registered with nothing known about them."""
+        node = Node(self._next_id, op, tuple(inputs), tuple(outputs), provenance, list(notes))
+        for out in node.outputs:
+            self._check_new_output(node, out)
+        self._next_id += 1
+        for out in node.outputs:
+            if out not in self._tensors:
+                self._tensors[out] = TensorInfo(out)
+        self._nx.add_node(node.id, node=node)
+        self._attach(node)
+        return node
+
+    def replace_node(self, node_id: NodeId, **changes: Any) -> Node:
+        """Replace fields of a node (op, inputs, outputs, provenance, notes); keeps its id."""
+        old = self.node(node_id)
+        new = dataclasses.replace(old, **changes)
+        if new.id != old.id:
+            raise GraphInvariantError(f"{self.source}: replace_node cannot change a node's id")
+        self._detach(old)
+        try:
+            for out in new.outputs:
+                self._check_new_output(new, out)
+        except GraphInvariantError:
+            self._attach(old)
+            raise
+        for out in new.outputs:
+            if out not in self._tensors:
+                self._tensors[out] = TensorInfo(out)
+        self._nx.nodes[node_id]["node"] = new
+        self._attach(new)
+        return new
+
+    def set_input(self, node_id: NodeId, port: int, tensor: str) -> Node:
+        """Point one input port at another tensor ("" omits it); pads absent ports with ""."""
+        node = self.node(node_id)
+        inputs = list(node.inputs) + [""] * max(0, port + 1 - len(node.inputs))
+        inputs[port] = tensor
+        while inputs and inputs[-1] == "":
+            inputs.pop()
+        return self.replace_node(node_id, inputs=tuple(inputs))
+
+    def remove_node(self, node_id: NodeId) -> Node:
+        """Remove a node. Its output tensors stay registered (see ``prune_tensors``)."""
+        node = self.node(node_id)
+        self._detach(node)
+        self._nx.remove_node(node_id)
+        return node
+
+    def replace_uses(self, old: str, new: str) -> None:
+        """Make every consumer and graph output that reads tensor ``old`` read ``new``."""
+        for node, port in self.consumers(old):
+            self.set_input(node.id, port, new)
+        self.outputs = [new if o == old else o for o in self.outputs]
+
+    def remove_dead_nodes(self) -> list[Node]:
+        """Remove nodes none of whose outputs is read by a node or is a graph output."""
+        removed: list[Node] = []
+        live_outputs = set(self.outputs)
+        for node in reversed(self.topological_order()):
+            if not any(o in live_outputs or self._consumers.get(o) for o in node.outputs if o):
+                removed.append(self.remove_node(node.id))
+        return removed[::-1]
+
+    def prune_tensors(self) -> list[str]:
+        """Drop registry entries no node, graph input or graph output refers to."""
+        used = set(self.inputs) | set(self.outputs) | set(self._producer)
+        used.update(t for t, readers in self._consumers.items() if readers)
+        dropped = [name for name in self._tensors if name not in used]
+        for name in dropped:
+            del self._tensors[name]
+        return dropped
+
+    def _check_new_output(self, node: Node, out: str) -> None:
+        if not out:
+            return
+        other = self._producer.get(out)
+        if other is not None and other != node.id:
+            raise GraphInvariantError(
+                f"{self.source}: tensor {out!r} of {node.label} is already produced by "
+                f"{self.node(other).label}"
+            )
+        info = self._tensors.get(out)
+        if info is not None and info.data is not None:
+            raise GraphInvariantError(
+                f"{self.source}: {node.label} cannot produce constant {out!r}"
+            )
+        if out in self.inputs:
+            raise GraphInvariantError(
+                f"{self.source}: {node.label} cannot produce graph input {out!r}"
+            )
+
+    def _attach(self, node: Node) -> None:
+        for src_port, out in enumerate(node.outputs):
+            if not out:
+                continue
+            self._producer[out] = node.id
+            for consumer, port in self._consumers.get(out, {}):
+                self._nx.add_edge(node.id, consumer, key=port, tensor=out, src_port=src_port)
+        for port, name in enumerate(node.inputs):
+            if not name:
+                continue
+            self._consumers.setdefault(name, {})[(node.id, port)] = None
+            producer = self._producer.get(name)
+            if producer is not None:
+                src_port = self.node(producer).outputs.index(name)
+                self._nx.add_edge(producer, node.id, key=port, tensor=name, src_port=src_port)
+
+    def _detach(self, node: Node) -> None:
+        for port, name in enumerate(node.inputs):
+            if not name:
+                continue
+            readers = self._consumers.get(name, {})
+            readers.pop((node.id, port), None)
+            if not readers:
+                self._consumers.pop(name, None)
+            producer = self._producer.get(name)
+            if producer is not None and self._nx.has_edge(producer, node.id, key=port):
+                self._nx.remove_edge(producer, node.id, key=port)
+        for out in node.outputs:
+            if out and self._producer.get(out) == node.id:
+                del self._producer[out]
+                for consumer, port in self._consumers.get(out, {}):
+                    if self._nx.has_edge(node.id, consumer, key=port):
+                        self._nx.remove_edge(node.id, consumer, key=port)
+
+    # ---------------------------------------------------------------- graph I/O
+    def add_input(self, info: TensorInfo) -> str:
+        """Register a graph input (a tensor without data) at the end of the input list."""
+        if info.data is not None:
+            raise GraphInvariantError(f"{self.source}: graph input {info.name!r} cannot carry data")
+        self.set_tensor(info)
+        self.inputs.append(info.name)
+        return info.name
+
+    # ---------------------------------------------------------------- whole graph
+    def copy(self) -> Graph:
+        """An independent copy (tensor infos and ops are immutable and shared; notes are not)."""
+        other = Graph(
+            self.name,
+            opset_imports=self.opset_imports,
+            ir_version=self.ir_version,
+            source=self.source,
+        )
+        other.model_info = dict(self.model_info)
+        other.inputs = list(self.inputs)
+        other.outputs = list(self.outputs)
+        other._tensors = dict(self._tensors)
+        other._nx = nx.MultiDiGraph()
+        for node in self.nodes:
+            other._nx.add_node(node.id, node=dataclasses.replace(node, notes=list(node.notes)))
+        other._nx.add_edges_from(self._nx.edges(keys=True, data=True))
+        other._producer = dict(self._producer)
+        other._consumers = {t: dict(r) for t, r in self._consumers.items()}
+        other._next_id = self._next_id
+        return other
+
+    def extract(self, node_ids: Iterable[NodeId], outputs: Sequence[str] | None = None) -> Graph:
+        """A new graph of just these nodes: tensors they read from outside become graph inputs
+        (without data), and ``outputs`` (default: every output of the nodes) its outputs."""
+        chosen = sorted(set(node_ids))
+        sub = Graph(
+            f"{self.name}_extract",
+            opset_imports=self.opset_imports,
+            ir_version=self.ir_version,
+            source=self.source,
+        )
+        produced = {o for i in chosen for o in self.node(i).outputs if o}
+        for i in chosen:
+            for name in self.node(i).inputs:
+                if name and name not in produced and name not in sub.tensors:
+                    sub.add_input(self._tensors[name].replace(data=None))
+        for i in chosen:
+            node = self.node(i)
+            for out in node.outputs:
+                if out:
+                    sub.set_tensor(self._tensors[out])
+            sub.add_node(node.op, node.inputs, node.outputs, node.provenance, node.notes)
+        if outputs is None:
+            order = {name: k for k, name in enumerate(self._tensors)}
+            outputs = sorted(produced, key=order.__getitem__)
+        sub.outputs = list(outputs)
+        return sub
+
+    def validate(self) -> None:
+        """Check every IR invariant; raise GraphInvariantError listing all that fail."""
+        problems: list[str] = []
+        names = set(self._tensors)
+        for name in self.inputs:
+            info = self._tensors.get(name)
+            if info is None:
+                problems.append(f"graph input {name!r} is not a registered tensor")
+            elif info.data is not None:
+                problems.append(f"graph input {name!r} carries constant data")
+            elif name in self._producer:
+                problems.append(f"graph input {name!r} is produced by node {self._producer[name]}")
+        if len(set(self.inputs)) != len(self.inputs):
+            problems.append(f"graph inputs are listed twice: {self.inputs}")
+        producers: dict[str, NodeId] = {}
+        for node in self.nodes:
+            if not node.outputs:
+                problems.append(f"{node.label} has no outputs")
+            for out in node.outputs:
+                if not out:
+                    continue
+                if out in producers:
+                    problems.append(
+                        f"tensor {out!r} is produced by nodes {producers[out]} and {node.id}"
+                    )
+                producers[out] = node.id
+                info = self._tensors.get(out)
+                if info is None:
+                    problems.append(f"{node.label}: output {out!r} is not a registered tensor")
+                elif info.data is not None:
+                    problems.append(f"{node.label}: output {out!r} is a constant")
+            for name in node.inputs:
+                if name and name not in names:
+                    problems.append(f"{node.label}: input {name!r} is not a registered tensor")
+            if not isinstance(node.provenance, Provenance):
+                problems.append(f"node {node.id} has no provenance")
+        if producers != self._producer:
+            problems.append("the producer index disagrees with the nodes' outputs")
+        expected_consumers: dict[str, set[tuple[NodeId, int]]] = {}
+        expected_edges: set[tuple[NodeId, NodeId, int, str, int]] = set()
+        for node in self.nodes:
+            for port, name in enumerate(node.inputs):
+                if not name:
+                    continue
+                expected_consumers.setdefault(name, set()).add((node.id, port))
+                if name in producers:
+                    src = self.node(producers[name])
+                    expected_edges.add((src.id, node.id, port, name, src.outputs.index(name)))
+                elif (
+                    name not in self.inputs
+                    and self._tensors.get(name, TensorInfo(name)).data is None
+                ):
+                    problems.append(
+                        f"{node.label}: input {name!r} has no producer and is neither a graph "
+                        "input nor a constant"
+                    )
+        actual_consumers = {t: set(r) for t, r in self._consumers.items() if r}
+        if expected_consumers != actual_consumers:
+            problems.append("the consumer index disagrees with the nodes' inputs")
+        actual_edges = {
+            (u, v, k, d["tensor"], d["src_port"])
+            for u, v, k, d in self._nx.edges(keys=True, data=True)
+        }
+        if expected_edges != actual_edges:
+            missing = sorted(expected_edges - actual_edges)[:3]
+            extra = sorted(actual_edges - expected_edges)[:3]
+            problems.append(
+                f"networkx edges disagree with node ports: missing {missing}, extra {extra}"
+            )
+        for name in self.outputs:
+            if name not in names:
+                problems.append(f"graph output {name!r} is not a registered tensor")
+            elif (
+                name not in producers
+                and name not in self.inputs
+                and self._tensors[name].data is None
+            ):
+                problems.append(
+                    f"graph output {name!r} has no producer and is neither a graph input nor a "
+                    "constant"
+                )
+        if not nx.is_directed_acyclic_graph(self._nx):
+            problems.append("the graph has a cycle")
+        if problems:
+            raise GraphInvariantError(
+                f"{self.source}: IR invariants broken:\n  " + "\n  ".join(problems)
+            )
+
+    def to_onnx(self, *, ir_version: int | None = None) -> Any:
+        """This graph as an onnx.ModelProto that onnxruntime loads (see dmlgraph.exporter)."""
+        from dmlgraph.exporter import to_onnx
+
+        return to_onnx(self, ir_version=ir_version)
+
+    def describe(self, node: Node) -> str:
+        """How error messages name a node: the source file, the ONNX node name and op type."""
+        return f"{self.source}: {node.label}"
+
+    def __repr__(self) -> str:
+        return (
+            f"Graph({self.name!r}, {len(self)} nodes, inputs={self.inputs}, "
+            f"outputs={self.outputs}, "
+            f"{len(self.constants)} constants)"
+        )

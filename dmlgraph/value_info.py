@@ -1,0 +1,49 @@
+"""ONNX ValueInfoProto <-> TensorInfo: how the importer reads and the exporter writes types."""
+
+from __future__ import annotations
+
+import onnx
+from onnx import helper
+
+from dmlgraph.dtypes import to_elem_type, to_numpy_dtype
+from dmlgraph.errors import UnsupportedError
+from dmlgraph.ir import Dim, TensorInfo
+
+
+def tensor_info(value_info: onnx.ValueInfoProto, where: str) -> TensorInfo:
+    """What a ValueInfoProto says of a tensor; an untyped one says nothing.
+
+    Dims: ``dim_value`` -> int, ``dim_param`` -> its name, neither -> None.
+    """
+    kind = value_info.type.WhichOneof("value")
+    if kind is None:
+        return TensorInfo(value_info.name)
+    if kind != "tensor_type":
+        raise UnsupportedError(
+            f"{where}: {value_info.name!r} has type {kind}; dmlgraph handles tensors only"
+        )
+    tensor_type = value_info.type.tensor_type
+    dtype = to_numpy_dtype(tensor_type.elem_type, where) if tensor_type.elem_type else None
+    shape: tuple[Dim, ...] | None = None
+    if tensor_type.HasField("shape"):
+        shape = tuple(_dim(d) for d in tensor_type.shape.dim)
+    return TensorInfo(value_info.name, dtype=dtype, shape=shape)
+
+
+def value_info(info: TensorInfo) -> onnx.ValueInfoProto:
+    """A typed ValueInfoProto; just the name when the dtype is unknown (onnxruntime accepts
+    an untyped graph output, not one of element type 0)."""
+    if info.dtype is None:
+        return onnx.ValueInfoProto(name=info.name)
+    elem = to_elem_type(info.dtype, f"tensor {info.name!r}")
+    return helper.make_tensor_value_info(
+        info.name, elem, None if info.shape is None else list(info.shape)
+    )
+
+
+def _dim(dim: onnx.TensorShapeProto.Dimension) -> Dim:
+    if dim.HasField("dim_value"):
+        return int(dim.dim_value) if dim.dim_value >= 0 else None
+    if dim.HasField("dim_param") and dim.dim_param:
+        return dim.dim_param
+    return None

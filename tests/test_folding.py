@@ -1,0 +1,319 @@
+"""Shape inference and constant folding: computed Slice/Pad parameters become constants when
+shapes are static, stay run-time values with a reason otherwise, and results never change.
+Oracles: onnxruntime on the original model, NumPy."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from onnx import TensorProto, helper
+
+import dmlgraph
+from dmlgraph import canonical, folding
+
+INT64 = TensorProto.INT64
+FLOAT = TensorProto.FLOAT
+
+
+def _i64(name: str, values) -> onnx.TensorProto:
+    values = list(np.atleast_1d(values))
+    return helper.make_tensor(name, INT64, [len(values)], values)
+
+
+def _scalar(name: str, value, elem=INT64) -> onnx.TensorProto:
+    return helper.make_tensor(name, elem, [], [value])
+
+
+def _computed_slice_and_pad(onnx_make_model, shape, opset: int = 17) -> onnx.ModelProto:
+    """y = Pad(x[..., :ceil(L / 2)], last axis by (1, L // 4)) with L = x.shape[-1], every
+    parameter computed the way exporters do (Shape, Gather, Cast, Div, Ceil, Unsqueeze, Concat)."""
+    rank = len(shape)
+    nodes = [
+        helper.make_node("Shape", ["x"], ["shape"]),
+        helper.make_node("Gather", ["shape", "last"], ["length"], axis=0),
+        helper.make_node("Cast", ["length"], ["length_f"], to=FLOAT),
+        helper.make_node("Div", ["length_f", "two_f"], ["half_f"]),
+        helper.make_node("Ceil", ["half_f"], ["half_up_f"]),
+        helper.make_node("Cast", ["half_up_f"], ["half"], to=INT64),
+        helper.make_node("Unsqueeze", ["half", "zero"], ["ends"]),
+        helper.make_node("Slice", ["x", "starts", "ends", "axes"], ["sliced"], name="the_slice"),
+        helper.make_node("Div", ["length", "four"], ["quarter"]),
+        helper.make_node("Unsqueeze", ["quarter", "zero"], ["quarter_1d"]),
+        helper.make_node(
+            "Concat", ["zeros_before", "one", "zeros_after", "quarter_1d"], ["pads"], axis=0
+        ),
+        helper.make_node("Pad", ["sliced", "pads"], ["y"], name="the_pad", mode="constant"),
+    ]
+    inits = [
+        _scalar("last", rank - 1),
+        _scalar("two_f", 2.0, FLOAT),
+        _scalar("four", 4),
+        _i64("zero", 0),
+        _i64("starts", 0),
+        _i64("axes", rank - 1),
+        _i64("one", 1),
+        helper.make_tensor("zeros_before", INT64, [rank - 1], [0] * (rank - 1)),
+        helper.make_tensor("zeros_after", INT64, [rank - 1], [0] * (rank - 1)),
+    ]
+    return onnx_make_model(
+        nodes,
+        [("x", FLOAT, list(shape))],
+        [("y", FLOAT, [None] * rank)],
+        opset=opset,
+        initializers=inits,
+    )
+
+
+def _expected(x: np.ndarray) -> np.ndarray:
+    length = x.shape[-1]
+    sliced = x[..., : -(-length // 2)]
+    return np.pad(sliced, [(0, 0)] * (x.ndim - 1) + [(1, length // 4)])
+
+
+def _all_parameters_constant(graph: dmlgraph.Graph) -> bool:
+    return all(
+        not node.input(port) or graph.is_constant(node.input(port))
+        for node in graph.nodes
+        if node.op_type in canonical.PARAMETER_PORTS
+        for port in canonical.PARAMETER_PORTS[node.op_type].values()
+    )
+
+
+def test_static_shape_folds_every_computed_parameter(onnx_make_model, onnx_run) -> None:
+    model = _computed_slice_and_pad(onnx_make_model, (2, 3, 9))
+    graph = dmlgraph.load(model)
+    assert [n.op_type for n in graph.topological_order()] == ["Slice", "Pad"]
+    assert _all_parameters_constant(graph)
+    (slice_node,) = graph.find_nodes("Slice")
+    (pad_node,) = graph.find_nodes("Pad")
+    assert graph.constant(slice_node.input(2)).tolist() == [5]  # ceil(9 / 2)
+    assert graph.constant(pad_node.input(1)).tolist() == [0, 0, 1, 0, 0, 2]  # 9 // 4
+    assert not slice_node.notes and not pad_node.notes
+    x = np.arange(54, dtype=np.float32).reshape(2, 3, 9)
+    expected = onnx_run(model, {"x": x})[0]
+    assert np.array_equal(expected, _expected(x))
+    assert np.array_equal(onnx_run(graph.to_onnx(), {"x": x})[0], expected)
+    # The shapes after folding are inferred again: the output's is now static.
+    assert graph.tensors["y"].shape == expected.shape
+
+
+def test_dynamic_dim_leaves_parameters_at_run_time_with_the_reason(
+    onnx_make_model, onnx_run
+) -> None:
+    model = _computed_slice_and_pad(onnx_make_model, (2, 3, "L"))
+    graph = dmlgraph.load(model)
+    (slice_node,) = graph.find_nodes("Slice")
+    (pad_node,) = graph.find_nodes("Pad")
+    for node, field in ((slice_node, "ends"), (pad_node, "pads")):
+        reasons = folding.runtime_parameters(graph, node)
+        assert list(reasons) == [field]
+        assert reasons[field] == "depends on the shape of 'x', which is not static ([2, 3, 'L'])"
+        tensor = node.input(canonical.PARAMETER_PORTS[node.op_type][field])
+        assert node.notes == [
+            f"{folding.RUNTIME_PARAMETER}: {field} ({tensor!r}) is not constant: {reasons[field]}"
+        ]
+    # Constant parts still fold: the Shape chain stays, its constant operands are constants.
+    assert graph.find_nodes("Shape") and not graph.find_nodes("Constant")
+    for length in (7, 8):
+        x = np.linspace(-1, 1, 6 * length, dtype=np.float32).reshape(2, 3, length)
+        assert np.array_equal(onnx_run(graph.to_onnx(), {"x": x})[0], onnx_run(model, {"x": x})[0])
+        assert np.array_equal(onnx_run(model, {"x": x})[0], _expected(x))
+
+    fixed = dmlgraph.load(model, input_shapes={"x": [2, 3, 8]})
+    assert _all_parameters_constant(fixed) and not any(n.notes for n in fixed.nodes)
+    x = np.linspace(-1, 1, 48, dtype=np.float32).reshape(2, 3, 8)
+    assert np.array_equal(onnx_run(fixed.to_onnx(), {"x": x})[0], _expected(x))
+
+
+def test_parameters_from_input_data_say_so(onnx_make_model, onnx_run) -> None:
+    nodes = [
+        helper.make_node("Cast", ["p"], ["pads"], to=INT64),
+        helper.make_node("Pad", ["x", "pads"], ["y"], name="data_pad", mode="edge"),
+    ]
+    model = onnx_make_model(
+        nodes,
+        [("x", FLOAT, [2, 3]), ("p", TensorProto.INT32, [4])],
+        [("y", FLOAT, [None, None])],
+        opset=17,
+    )
+    graph = dmlgraph.load(model)
+    (pad,) = graph.find_nodes("Pad")
+    assert folding.runtime_parameters(graph, pad) == {
+        "pads": "depends on the data of graph input 'p'"
+    }
+    feeds = {
+        "x": np.arange(6, dtype=np.float32).reshape(2, 3),
+        "p": np.array([1, 0, 0, 2], dtype=np.int32),
+    }
+    assert np.array_equal(
+        onnx_run(graph.to_onnx(), feeds)[0], np.pad(feeds["x"], [(1, 0), (0, 2)], mode="edge")
+    )
+
+
+def test_random_ops_are_never_folded(onnx_make_model, onnx_run) -> None:
+    """RandomUniform * 0 is always 0, but folding must not evaluate a random op."""
+    nodes = [
+        helper.make_node("RandomUniform", [], ["r"], shape=[4], dtype=FLOAT, seed=1.0),
+        helper.make_node("Mul", ["r", "zero_f"], ["z"]),
+        helper.make_node("Cast", ["z"], ["pads"], to=INT64),
+        helper.make_node("Pad", ["x", "pads"], ["y"], name="random_pad"),
+    ]
+    model = onnx_make_model(
+        nodes,
+        [("x", FLOAT, [2, 3])],
+        [("y", FLOAT, [None, None])],
+        opset=17,
+        initializers=[_scalar("zero_f", 0.0, FLOAT)],
+    )
+    graph = dmlgraph.load(model)
+    (pad,) = graph.find_nodes("Pad")
+    assert folding.runtime_parameters(graph, pad) == {"pads": "node '' (RandomUniform) is random"}
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    assert np.array_equal(onnx_run(graph.to_onnx(), {"x": x})[0], x)
+
+
+def test_results_that_would_bloat_the_model_are_not_folded(
+    onnx_make_model, onnx_run, monkeypatch
+) -> None:
+    monkeypatch.setattr(folding, "FOLD_GROWTH_LIMIT_BYTES", 64)
+    nodes = [
+        helper.make_node(
+            "ConstantOfShape",
+            ["big_shape"],
+            ["ones"],
+            name="filler",
+            value=helper.make_tensor("v", FLOAT, [1], [1.0]),
+        ),
+        helper.make_node("Add", ["x", "ones"], ["y"]),
+    ]
+    model = onnx_make_model(
+        nodes,
+        [("x", FLOAT, [4, 8])],
+        [("y", FLOAT, [4, 8])],
+        opset=17,
+        initializers=[_i64("big_shape", [4, 8])],
+    )
+    graph = dmlgraph.load(model)
+    (filler,) = graph.find_nodes("ConstantOfShape")
+    assert filler.notes == [
+        f"{folding.NOT_FOLDED}: output 'ones' would add 128 bytes of constant data (limit 80)"
+    ]
+    x = np.arange(32, dtype=np.float32).reshape(4, 8)
+    assert np.array_equal(onnx_run(graph.to_onnx(), {"x": x})[0], x + 1)
+
+
+def test_graph_outputs_stay_computed(onnx_make_model, onnx_run) -> None:
+    nodes = [
+        helper.make_node("Shape", ["x"], ["shape"], name="the_shape"),
+        helper.make_node("Slice", ["x", "zeros", "shape"], ["y"], name="uses_shape"),
+    ]
+    model = onnx_make_model(
+        nodes,
+        [("x", FLOAT, [3, 2])],
+        [("shape", INT64, [2]), ("y", FLOAT, [None, None])],
+        opset=17,
+        initializers=[_i64("zeros", [0, 0])],
+    )
+    graph = dmlgraph.load(model)
+    assert [n.op_type for n in graph.topological_order()] == ["Shape", "Slice"]
+    (slice_node,) = graph.find_nodes("Slice")
+    reason = folding.runtime_parameters(graph, slice_node)["ends"]
+    assert reason == "node 'the_shape' (Shape) computes graph output 'shape', which is never folded"
+    x = np.arange(6, dtype=np.float32).reshape(3, 2)
+    expected = onnx_run(model, {"x": x})
+    actual = onnx_run(graph.to_onnx(), {"x": x})
+    assert all(np.array_equal(a, e) for a, e in zip(actual, expected))
+
+
+def test_a_node_the_reference_evaluator_fails_on_is_kept_with_a_note(
+    onnx_make_model, onnx_run, monkeypatch
+) -> None:
+    real = folding._run_reference
+
+    def failing_on_neg(graph, nodes, values):
+        if any(n.op_type == "Neg" for n in nodes):
+            raise RuntimeError("no kernel")
+        return real(graph, nodes, values)
+
+    monkeypatch.setattr(folding, "_run_reference", failing_on_neg)
+    nodes = [
+        helper.make_node("Shape", ["x"], ["shape"]),
+        helper.make_node("Neg", ["shape"], ["negative"], name="the_neg"),
+        helper.make_node("Abs", ["negative"], ["positive"]),
+        helper.make_node("Concat", ["positive", "positive"], ["pads"], axis=0),
+        helper.make_node("Pad", ["x", "pads"], ["y"], name="pad"),
+        helper.make_node("Identity", ["x"], ["z"]),
+    ]
+    model = onnx_make_model(
+        nodes, [("x", FLOAT, [1, 2])], [("y", FLOAT, [None, None]), ("z", FLOAT, [1, 2])], opset=17
+    )
+    graph = dmlgraph.load(model)
+    (neg,) = graph.find_nodes("Neg")
+    assert neg.notes == [f"{folding.NOT_FOLDED}: onnx.reference failed: RuntimeError: no kernel"]
+    assert not graph.find_nodes("Shape")  # folded in the node-by-node retry
+    (pad,) = graph.find_nodes("Pad")
+    assert folding.runtime_parameters(graph, pad) == {
+        "pads": f"node 'the_neg' (Neg) was {neg.notes[0]}"
+    }
+    x = np.array([[1.0, 2.0]], dtype=np.float32)
+    expected = onnx_run(model, {"x": x})
+    assert all(np.array_equal(a, e) for a, e in zip(onnx_run(graph.to_onnx(), {"x": x}), expected))
+
+
+def test_fold_reaches_a_fixed_point(onnx_make_model) -> None:
+    graph = dmlgraph.load(_computed_slice_and_pad(onnx_make_model, (2, 3, "L")))
+    before = [(n.id, n.op, n.inputs, tuple(n.notes)) for n in graph.nodes], dict(graph.tensors)
+    report = folding.fold(graph)
+    assert report.folded == [] and report.removed == [] and report.rounds == 1
+    assert (
+        [(n.id, n.op, n.inputs, tuple(n.notes)) for n in graph.nodes],
+        dict(graph.tensors),
+    ) == before
+
+
+def test_fold_report_and_no_dead_nodes_or_tensors(onnx_make_model) -> None:
+    graph = dmlgraph.load(_computed_slice_and_pad(onnx_make_model, (2, 3, 9)), fold=False)
+    assert graph.find_nodes("Shape") and not graph.find_nodes("Constant")
+    report = folding.fold(graph)
+    assert "node '' (Shape)" in report.folded and len(report.folded) == 10
+    assert report.runtime_parameters == {}
+    referenced = (
+        set(graph.inputs)
+        | set(graph.outputs)
+        | {t for n in graph.nodes for t in n.inputs + n.outputs}
+    )
+    assert set(graph.tensors) == referenced - {""}
+    graph.validate()
+
+
+def test_infer_shapes_merges_without_losing_known_dims(onnx_make_model) -> None:
+    graph = dmlgraph.load(
+        onnx_make_model(
+            [helper.make_node("Relu", ["x"], ["y"])],
+            [("x", FLOAT, ["N", 3])],
+            [("y", FLOAT, [None, None])],
+            opset=17,
+        ),
+        fold=False,
+    )
+    assert graph.tensors["y"].shape == ("N", 3)
+    graph.update_tensor("y", shape=("N", None))
+    assert folding.infer_shapes(graph) == 1
+    assert graph.tensors["y"].shape == ("N", 3) and graph.tensors["y"].dtype == np.float32
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    shape=st.lists(st.integers(1, 9), min_size=1, max_size=4),
+    opset=st.sampled_from([13, 17, 18, 21]),
+)
+def test_property_folding_never_changes_results(shape, opset, onnx_make_model, onnx_run) -> None:
+    model = _computed_slice_and_pad(onnx_make_model, tuple(shape), opset)
+    graph = dmlgraph.load(model)
+    assert _all_parameters_constant(graph)
+    x = np.random.default_rng(sum(shape)).standard_normal(shape).astype(np.float32)
+    expected = onnx_run(model, {"x": x})[0]
+    assert np.array_equal(expected, _expected(x))
+    assert np.array_equal(onnx_run(graph.to_onnx(), {"x": x})[0], expected)

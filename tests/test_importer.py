@@ -1,0 +1,411 @@
+"""dmlgraph.load on the real models and on the ways a model can arrive (path, bytes, proto,
+external data, dynamic shapes). Oracle: onnxruntime on the original file."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import dmlgraph
+from dmlgraph import canonical, folding
+from dmlgraph.errors import ModelLoadError, ModelValidationError
+
+REAL_MODELS = (
+    "squeezenet1_1",
+    "shufflenet_v2_x0_5",
+    "tf_mobilenetv3_small_minimal",
+    "encodec_encoder_reflect",
+)
+
+
+def _parameters(graph: dmlgraph.Graph) -> list[tuple[dmlgraph.Node, str, str]]:
+    """(node, field, tensor) for every present parameter input of every Slice and Pad."""
+    return [
+        (node, field, node.input(port))
+        for node in graph.nodes
+        if node.op_type in canonical.PARAMETER_PORTS
+        for field, port in canonical.PARAMETER_PORTS[node.op_type].items()
+        if node.input(port)
+    ]
+
+
+@pytest.fixture(scope="module")
+def loaded(onnx_models_dir: Path) -> dict[str, dmlgraph.Graph]:
+    return {name: dmlgraph.load(onnx_models_dir / f"{name}.onnx") for name in REAL_MODELS}
+
+
+@pytest.mark.parametrize("name", REAL_MODELS)
+def test_real_model_round_trip_is_bit_identical_in_onnxruntime(
+    name: str, loaded, onnx_models_dir, onnx_reference_io, onnx_run
+) -> None:
+    """load -> to_onnx -> onnxruntime equals onnxruntime on the file, bit for bit, with and
+    without onnxruntime's own graph optimizations."""
+    graph = loaded[name]
+    feeds = {graph.inputs[0]: onnx_reference_io[f"{name}__in0"]}
+    exported = graph.to_onnx()
+    assert exported.ir_version <= 10
+    assert {o.domain: o.version for o in exported.opset_import} == {"": 17}
+    for optimize in (False, True):
+        expected = onnx_run(onnx_models_dir / f"{name}.onnx", feeds, optimize)
+        actual = onnx_run(exported, feeds, optimize)
+        assert len(actual) == len(expected)
+        for a, e in zip(actual, expected):
+            assert a.dtype == e.dtype and a.shape == e.shape
+            assert np.array_equal(a, e)
+    # The stored reference (models/MANIFEST.md) was made by onnxruntime or torch: close, not exact
+    # across CPUs and versions.
+    np.testing.assert_allclose(
+        expected[0], onnx_reference_io[f"{name}__out0"], rtol=1e-4, atol=1e-4
+    )
+
+
+@pytest.mark.parametrize("name", REAL_MODELS)
+def test_real_model_slice_and_pad_parameters_are_constant_after_folding(
+    name: str, loaded, onnx_models_dir
+) -> None:
+    graph = loaded[name]
+    for node, field, tensor in _parameters(graph):
+        assert graph.is_constant(tensor), f"{node.label}: {field} {tensor!r} is not constant"
+        assert not any(n.startswith(folding.RUNTIME_PARAMETER) for n in node.notes)
+    assert all(not folding.runtime_parameters(graph, n) for n in graph.nodes)
+    # Exactly the Slice/Pad nodes whose data derives from the input's data (not just its
+    # shape) survive; the others computed parameters and were folded away.
+    original = onnx.load(onnx_models_dir / f"{name}.onnx")
+    data_dependent = _data_dependent_tensors(original.graph)
+    expected = {
+        n.name
+        for n in original.graph.node
+        if n.op_type in ("Slice", "Pad") and n.input[0] in data_dependent
+    }
+    assert {n.name for n in graph.nodes if n.op_type in ("Slice", "Pad")} == expected
+    assert (
+        not graph.find_nodes("Shape")
+        and not graph.find_nodes("Gather")
+        and not graph.find_nodes("Constant")
+    )
+
+
+def _data_dependent_tensors(graph: onnx.GraphProto) -> set[str]:
+    """Tensors computed from graph-input data; Shape and Size read shapes only."""
+    dependent = {i.name for i in graph.input} - {t.name for t in graph.initializer}
+    for node in graph.node:  # ONNX graphs are topologically sorted
+        if node.op_type not in ("Shape", "Size") and any(i in dependent for i in node.input):
+            dependent.update(node.output)
+    return dependent
+
+
+@pytest.mark.parametrize(
+    "name", ["shufflenet_v2_x0_5", "tf_mobilenetv3_small_minimal", "encodec_encoder_reflect"]
+)
+def test_without_folding_the_computed_parameters_are_runtime_values(
+    name: str, onnx_models_dir
+) -> None:
+    """The control for the test above: the same models unfolded do have computed parameters."""
+    graph = dmlgraph.load(onnx_models_dir / f"{name}.onnx", fold=False)
+    runtime = [
+        (node, field) for node, field, tensor in _parameters(graph) if not graph.is_constant(tensor)
+    ]
+    assert runtime
+    for node, field in runtime:
+        assert field in folding.runtime_parameters(graph, node)
+        assert any(n.startswith(f"{folding.RUNTIME_PARAMETER}: {field}") for n in node.notes)
+
+
+def test_unfolded_graph_also_round_trips(onnx_models_dir, onnx_reference_io, onnx_run) -> None:
+    name = "encodec_encoder_reflect"
+    graph = dmlgraph.load(onnx_models_dir / f"{name}.onnx", fold=False)
+    feeds = {graph.inputs[0]: onnx_reference_io[f"{name}__in0"]}
+    expected = onnx_run(onnx_models_dir / f"{name}.onnx", feeds, False)[0]
+    assert np.array_equal(onnx_run(graph.to_onnx(), feeds, False)[0], expected)
+
+
+def _signature(graph: dmlgraph.Graph) -> list[tuple]:
+    return [
+        (n.id, n.op, n.inputs, n.outputs, n.provenance, tuple(n.notes)) for n in graph.nodes
+    ] + [
+        tuple(graph.tensors.values()),
+        tuple(graph.inputs),
+        tuple(graph.outputs),
+    ]
+
+
+def test_path_bytes_and_proto_give_the_same_ir_and_the_proto_is_not_mutated(
+    onnx_models_dir,
+) -> None:
+    path = onnx_models_dir / "shufflenet_v2_x0_5.onnx"
+    proto = onnx.load(path)
+    before = proto.SerializeToString()
+    from_path = dmlgraph.load(path)
+    from_str = dmlgraph.load(str(path))
+    from_bytes = dmlgraph.load(path.read_bytes())
+    from_proto = dmlgraph.load(proto)
+    assert proto.SerializeToString() == before
+    assert (
+        _signature(from_path)
+        == _signature(from_str)
+        == _signature(from_bytes)
+        == _signature(from_proto)
+    )
+    assert from_path.source == str(path) and from_bytes.source == "<bytes>"
+
+
+def _dynamic(model: onnx.ModelProto, dims: dict[int, str]) -> onnx.ModelProto:
+    dynamic = onnx.ModelProto()
+    dynamic.CopyFrom(model)
+    dim = dynamic.graph.input[0].type.tensor_type.shape.dim
+    for axis, name in dims.items():
+        dim[axis].ClearField("dim_value")
+        dim[axis].dim_param = name
+    for output in dynamic.graph.output:
+        output.type.tensor_type.ClearField("shape")
+        output.type.tensor_type.shape.SetInParent()
+        for _ in range(len(model.graph.output[0].type.tensor_type.shape.dim)):
+            output.type.tensor_type.shape.dim.add()
+    return dynamic
+
+
+def test_input_shapes_fix_dynamic_dims_and_make_parameters_constant(
+    onnx_models_dir, onnx_reference_io, onnx_run
+) -> None:
+    """encodec's Pad pads and Slice ends come from shapes: with a dynamic length they stay
+    run-time values, each with its reason; input_shapes makes them constant; both graphs
+    round-trip in onnxruntime."""
+    name = "encodec_encoder_reflect"
+    dynamic = _dynamic(onnx.load(onnx_models_dir / f"{name}.onnx"), {0: "N", 2: "L"})
+    x = onnx_reference_io[f"{name}__in0"]
+    feeds = {"hidden_states.1": x}
+    expected = onnx_run(onnx_models_dir / f"{name}.onnx", feeds, False)[0]
+
+    graph = dmlgraph.load(dynamic)
+    assert graph.tensors["hidden_states.1"].shape == ("N", 1, "L")
+    runtime = {node.name: folding.runtime_parameters(graph, node) for node in graph.nodes}
+    runtime = {name: fields for name, fields in runtime.items() if fields}
+    # Every Slice_1 (ends from the Pad output's shape) and every Pad but the first, whose
+    # pads torch traced from the constant length 2000.
+    slices = {
+        n.name
+        for n in graph.find_nodes("Slice")
+        if n.name.endswith("/Slice_1") and "lstm" not in n.name
+    }
+    pads = {n.name for n in graph.find_nodes("Pad")} - {"/e/layers.0/Pad"}
+    assert (len(slices), len(pads)) == (10, 9)
+    assert set(runtime) == slices | pads
+    for node_name, fields in runtime.items():
+        assert set(fields) == ({"pads"} if node_name.endswith("/Pad") else {"ends"})
+        for reason in fields.values():
+            assert (
+                reason.startswith("depends on the shape of '") and "which is not static" in reason
+            )
+        node = graph.find_nodes(name=node_name)[0]
+        assert sum(n.startswith(folding.RUNTIME_PARAMETER) for n in node.notes) == 1
+    assert np.array_equal(onnx_run(graph.to_onnx(), feeds, False)[0], expected)
+
+    fixed = dmlgraph.load(dynamic, input_shapes={"hidden_states.1": [1, 1, 2000]})
+    assert fixed.tensors["hidden_states.1"].shape == (1, 1, 2000)
+    assert all(fixed.is_constant(t) for _, _, t in _parameters(fixed))
+    assert not any(
+        n.startswith(folding.RUNTIME_PARAMETER) for node in fixed.nodes for n in node.notes
+    )
+    assert np.array_equal(onnx_run(fixed.to_onnx(), feeds, False)[0], expected)
+
+
+def test_input_shapes_keep_symbolic_names_and_accept_numpy_ints(onnx_make_model) -> None:
+    model = onnx_make_model(
+        [helper.make_node("Relu", ["x"], ["y"])],
+        [("x", TensorProto.FLOAT, ["N", None])],
+        [("y", TensorProto.FLOAT, [None, None])],
+        opset=17,
+    )
+    graph = dmlgraph.load(model, input_shapes={"x": ["batch", np.int64(5)]})
+    assert graph.tensors["x"].shape == ("batch", 5)
+    assert graph.tensors["y"].shape == ("batch", 5)
+
+
+@pytest.mark.parametrize(
+    ("shapes", "fragment"),
+    [
+        ({"nope": [1, 3]}, "'nope', which is not a graph input"),
+        ({"x": [1, 3, 4]}, "rank 3; the model declares rank 2"),
+        ({"x": [1, 4]}, "fixes that dimension to 3"),
+        ({"x": [-1, 3]}, "a size is an int >= 0 or a name"),
+        ({"x": [1.5, 3]}, "a size is an int >= 0 or a name"),
+    ],
+)
+def test_bad_input_shapes_are_refused(shapes, fragment, onnx_make_model) -> None:
+    model = onnx_make_model(
+        [helper.make_node("Relu", ["x"], ["y"])],
+        [("x", TensorProto.FLOAT, ["N", 3])],
+        [("y", TensorProto.FLOAT, ["N", 3])],
+        opset=17,
+    )
+    with pytest.raises(ModelValidationError, match="input_shapes") as info:
+        dmlgraph.load(model, input_shapes=shapes)
+    assert fragment in str(info.value)
+
+
+def _model_with_weight(onnx_make_model) -> tuple[onnx.ModelProto, np.ndarray]:
+    weight = np.arange(4096, dtype=np.float32).reshape(64, 64) / 7
+    model = onnx_make_model(
+        [helper.make_node("MatMul", ["x", "w"], ["y"])],
+        [("x", TensorProto.FLOAT, [2, 64])],
+        [("y", TensorProto.FLOAT, [2, 64])],
+        opset=17,
+        initializers=[numpy_helper.from_array(weight, "w")],
+    )
+    return model, weight
+
+
+def test_external_data_is_read_from_the_model_folder(tmp_path, onnx_make_model, onnx_run) -> None:
+    model, weight = _model_with_weight(onnx_make_model)
+    path = tmp_path / "m.onnx"
+    saved = onnx.ModelProto()
+    saved.CopyFrom(model)  # save_model moves the data of the proto it saves out of it
+    onnx.save_model(saved, path, save_as_external_data=True, location="m.weights", size_threshold=0)
+    assert (tmp_path / "m.weights").exists()
+    graph = dmlgraph.load(path)
+    assert np.array_equal(graph.constant("w"), weight)
+    x = np.linspace(-1, 1, 128, dtype=np.float32).reshape(2, 64)
+    assert np.array_equal(onnx_run(graph.to_onnx(), {"x": x})[0], onnx_run(model, {"x": x})[0])
+
+
+def _with_location(tmp_path: Path, onnx_make_model, location: str) -> Path:
+    model, _ = _model_with_weight(onnx_make_model)
+    folder = tmp_path / "model"
+    folder.mkdir()
+    path = folder / "m.onnx"
+    onnx.save_model(model, path, save_as_external_data=True, location="m.weights", size_threshold=0)
+    saved = onnx.load(path, load_external_data=False)
+    for entry in saved.graph.initializer[0].external_data:
+        if entry.key == "location":
+            entry.value = location
+    onnx.save_model(saved, path)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("location", "fragment"),
+    [
+        ("../outside.weights", "escapes the model's folder"),
+        ("sub/../../outside.weights", "escapes the model's folder"),
+        ("ABSOLUTE", "is absolute"),
+        ("missing.weights", "does not exist"),
+    ],
+)
+def test_external_data_locations_outside_the_folder_are_refused(
+    tmp_path, onnx_make_model, location, fragment
+) -> None:
+    (tmp_path / "outside.weights").write_bytes(b"\0" * 4 * 4096)
+    if location == "ABSOLUTE":
+        location = str(tmp_path / "outside.weights")
+    path = _with_location(tmp_path, onnx_make_model, location)
+    with pytest.raises(ModelLoadError) as info:
+        dmlgraph.load(path)
+    assert fragment in str(info.value) and str(path) in str(info.value) and "'w'" in str(info.value)
+
+
+def test_external_data_through_a_symlink_out_of_the_folder_is_refused(
+    tmp_path, onnx_make_model
+) -> None:
+    (tmp_path / "outside.weights").write_bytes(b"\0" * 4 * 4096)
+    path = _with_location(tmp_path, onnx_make_model, "link.weights")
+    os.symlink(tmp_path / "outside.weights", path.parent / "link.weights")
+    with pytest.raises(ModelLoadError, match="escapes the model's folder"):
+        dmlgraph.load(path)
+
+
+def test_external_data_needs_a_path(tmp_path, onnx_make_model) -> None:
+    path = _with_location(tmp_path, onnx_make_model, "m.weights")
+    with pytest.raises(ModelLoadError, match="load the model from its path"):
+        dmlgraph.load(path.read_bytes())
+
+
+def test_external_data_shorter_than_declared_is_refused(tmp_path, onnx_make_model) -> None:
+    path = _with_location(tmp_path, onnx_make_model, "m.weights")
+    weights = path.parent / "m.weights"
+    weights.write_bytes(weights.read_bytes()[:100])
+    with pytest.raises(ModelLoadError, match="lies outside"):
+        dmlgraph.load(path)
+
+
+def test_ir_version_14_model_exports_to_one_onnxruntime_loads(onnx_make_model, onnx_run) -> None:
+    """onnx 1.23 stamps IR 14; onnxruntime 1.31 reads at most 13."""
+    model = onnx_make_model(
+        [helper.make_node("Relu", ["x"], ["y"])],
+        [("x", TensorProto.FLOAT, [2, 3])],
+        [("y", TensorProto.FLOAT, [2, 3])],
+        opset=17,
+        ir_version=onnx.IR_VERSION,
+    )
+    exported = dmlgraph.load(model).to_onnx()
+    assert exported.ir_version == 10
+    x = np.array([[-1, 0, 1], [2, -3, 4]], dtype=np.float32)
+    assert np.array_equal(onnx_run(exported, {"x": x})[0], np.maximum(x, 0))
+    # Opset 25 needs IR 13, and gets it.
+    model.opset_import[0].version = 25
+    assert dmlgraph.load(model).to_onnx().ir_version == 13
+
+
+def test_model_local_functions_are_inlined(onnx_make_model, onnx_run) -> None:
+    function = helper.make_function(
+        "local",
+        "AddRelu",
+        ["a", "b"],
+        ["c"],
+        [helper.make_node("Add", ["a", "b"], ["s"]), helper.make_node("Relu", ["s"], ["c"])],
+        opset_imports=[helper.make_opsetid("", 17)],
+    )
+    model = onnx_make_model(
+        [helper.make_node("AddRelu", ["x", "x"], ["y"], domain="local")],
+        [("x", TensorProto.FLOAT, [3])],
+        [("y", TensorProto.FLOAT, [3])],
+        opset=17,
+        extra_opsets={"local": 1},
+    )
+    model.functions.append(function)
+    graph = dmlgraph.load(model)
+    assert [n.op_type for n in graph.nodes] == ["Add", "Relu"]
+    x = np.array([-2, 0.5, 3], dtype=np.float32)
+    assert np.array_equal(onnx_run(graph.to_onnx(), {"x": x})[0], np.maximum(x + x, 0))
+
+
+def test_ai_onnx_domain_alias_and_ai_onnx_ml_are_accepted(onnx_make_model, onnx_run) -> None:
+    model = onnx_make_model(
+        [
+            helper.make_node("Relu", ["x"], ["r"], domain="ai.onnx"),
+            helper.make_node("Binarizer", ["r"], ["y"], domain="ai.onnx.ml", threshold=0.5),
+        ],
+        [("x", TensorProto.FLOAT, [4])],
+        [("y", TensorProto.FLOAT, [4])],
+        opset=17,
+        extra_opsets={"ai.onnx.ml": 3},
+    )
+    model.opset_import[0].domain = "ai.onnx"
+    graph = dmlgraph.load(model)
+    assert graph.opset_imports == {"": 17, "ai.onnx.ml": 3}
+    assert [(n.op.domain, n.op_type) for n in graph.nodes] == [
+        ("", "Relu"),
+        ("ai.onnx.ml", "Binarizer"),
+    ]
+    x = np.array([-1, 0.25, 0.75, 2], dtype=np.float32)
+    assert np.array_equal(
+        onnx_run(graph.to_onnx(), {"x": x})[0], (np.maximum(x, 0) > 0.5).astype(np.float32)
+    )
+
+
+def test_other_ops_keep_their_attributes_and_since_version(onnx_models_dir) -> None:
+    original = onnx.load(onnx_models_dir / "squeezenet1_1.onnx")
+    graph = dmlgraph.load(original)
+    convs = {n.name: n for n in original.graph.node if n.op_type == "Conv"}
+    for node in graph.find_nodes("Conv"):
+        proto = convs[node.name]
+        assert node.provenance.since_version == node.op.since_version == 11
+        expected = {a.name: helper.get_attribute_value(a) for a in proto.attribute}
+        assert {
+            k: list(v) if isinstance(v, tuple) else v for k, v in node.op.attrs.items()
+        } == expected
+        assert node.inputs == tuple(proto.input)

@@ -1,0 +1,315 @@
+"""The IR's invariants: immutable tensor infos and ops, ports as the one source of truth for
+edges, deterministic ids and order, validate(), extract/copy, and to_onnx."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import ml_dtypes
+import networkx as nx
+import numpy as np
+import onnx
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from onnx import TensorProto, helper
+
+import dmlgraph
+from dmlgraph import folding
+from dmlgraph.dtypes import ELEM_TYPE_TO_DTYPE, to_elem_type, to_numpy_dtype
+from dmlgraph.errors import GraphInvariantError, UnsupportedError
+from dmlgraph.ir import Attributes, Graph, OnnxOp, Provenance, TensorInfo
+
+
+def _prov(name: str, op_type: str = "Relu") -> Provenance:
+    return Provenance(name, op_type, "", 14)
+
+
+def _chain() -> Graph:
+    """x -> Relu (a) -> Add(a, c) (b) -> Neg (y), with constant c."""
+    graph = Graph("chain", opset_imports={"": 17}, source="chain.onnx")
+    graph.add_input(TensorInfo("x", np.float32, (2, "N")))
+    c = graph.add_constant("c", np.ones((2, 1), dtype=np.float32))
+    graph.add_node(OnnxOp("Relu", 14), ["x"], ["a"], _prov("relu"))
+    graph.add_node(OnnxOp("Add", 14), ["a", c], ["b"], _prov("add", "Add"))
+    graph.add_node(OnnxOp("Neg", 13), ["b"], ["y"], _prov("neg", "Neg"))
+    graph.outputs = ["y"]
+    return graph
+
+
+# ----------------------------------------------------------------------------- values
+
+
+def test_tensor_info_freezes_a_copy_of_constant_data() -> None:
+    source = np.arange(6, dtype=np.int32).reshape(2, 3)
+    info = TensorInfo("t", data=source)
+    source[0, 0] = 100
+    assert info.data[0, 0] == 0
+    assert not info.data.flags.writeable
+    with pytest.raises(ValueError):
+        info.data[0, 0] = 5
+    assert (info.dtype, info.shape, info.is_constant, info.is_static, info.size) == (
+        np.dtype(np.int32),
+        (2, 3),
+        True,
+        True,
+        6,
+    )
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        info.shape = (6,)  # type: ignore[misc]
+
+
+def test_tensor_info_refuses_data_that_contradicts_dtype_or_shape() -> None:
+    with pytest.raises(GraphInvariantError, match="dtype"):
+        TensorInfo("t", np.float32, data=np.zeros(2, dtype=np.int64))
+    with pytest.raises(GraphInvariantError, match="shape"):
+        TensorInfo("t", shape=(3,), data=np.zeros(2))
+    assert TensorInfo("t", shape=("N",), data=np.zeros(2)).shape == (2,)
+    with pytest.raises(GraphInvariantError, match="dimension"):
+        TensorInfo("t", shape=(-1,))
+
+
+def test_tensor_info_equality_compares_data() -> None:
+    a = TensorInfo("t", data=np.array([1.0, np.nan]))
+    assert a == TensorInfo("t", data=np.array([1.0, np.nan]))
+    assert a != TensorInfo("t", data=np.array([1.0, 2.0]))
+    assert a != TensorInfo("t", data=np.array([1.0, np.nan], dtype=np.float32))
+    assert (
+        TensorInfo("t", np.float32, ("N", None)).rank == 2
+        and not TensorInfo("t", np.float32, ("N", 3)).is_static
+    )
+
+
+def test_attributes_are_immutable_hashable_and_order_free() -> None:
+    a = Attributes({"b": [1, 2], "a": np.array([1.5], dtype=np.float32), "m": "reflect"})
+    b = Attributes([("m", "reflect"), ("a", np.array([1.5], dtype=np.float32)), ("b", (1, 2))])
+    assert a == b and hash(a) == hash(b)
+    assert list(a) == ["a", "b", "m"] and a["b"] == (1, 2)
+    assert a != Attributes({"b": (1, 2), "a": np.array([1.5], dtype=np.float64), "m": "reflect"})
+    assert not a["a"].flags.writeable
+    op = OnnxOp("Pad", 25, attrs={"mode": "edge"})
+    assert op == OnnxOp("Pad", 25, attrs=Attributes({"mode": "edge"})) and hash(op) == hash(
+        OnnxOp("Pad", 25, attrs={"mode": "edge"})
+    )
+    assert (
+        len(
+            {
+                op,
+                OnnxOp("Pad", 25, attrs={"mode": "edge"}),
+                OnnxOp("Pad", 25, attrs={"mode": "wrap"}),
+            }
+        )
+        == 2
+    )
+
+
+@pytest.mark.parametrize("elem", sorted(ELEM_TYPE_TO_DTYPE))
+def test_dtype_table_round_trips_and_agrees_with_onnx(elem: int) -> None:
+    dtype = to_numpy_dtype(elem)
+    assert to_elem_type(dtype) == elem
+    assert dtype == helper.tensor_dtype_to_np_dtype(elem)
+
+
+def test_dtype_table_errors_name_the_place() -> None:
+    assert to_numpy_dtype(TensorProto.BFLOAT16) == np.dtype(ml_dtypes.bfloat16)
+    with pytest.raises(UnsupportedError, match="tensor 'w': element type 999"):
+        to_numpy_dtype(999, "tensor 'w'")
+    with pytest.raises(UnsupportedError, match="dtype"):
+        to_elem_type(np.dtype([("a", np.int8)]))
+
+
+# ----------------------------------------------------------------------------- graph structure
+
+
+def test_ports_and_networkx_edges_agree() -> None:
+    graph = _chain()
+    relu, add, neg = graph.nodes
+    assert (relu.id, add.id, neg.id) == (0, 1, 2)
+    assert (
+        graph.producer("a") is relu and graph.producer("x") is None and graph.producer("c") is None
+    )
+    assert graph.consumers("a") == [(add, 0)] and graph.consumers("c") == [(add, 1)]
+    edges = sorted(
+        (u, v, k, d["tensor"], d["src_port"]) for u, v, k, d in graph.nx.edges(keys=True, data=True)
+    )
+    assert edges == [(0, 1, 0, "a", 0), (1, 2, 0, "b", 0)]
+    graph.validate()
+
+    # Rewire Add's port 1 to read the Relu output too: both edges exist, keyed by port.
+    add = graph.set_input(add.id, 1, "a")
+    assert graph.consumers("a") == [(add, 0), (add, 1)] and graph.consumers("c") == []
+    assert sorted(k for _, _, k in graph.nx.out_edges(relu.id, keys=True)) == [0, 1]
+    graph.validate()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        add.inputs = ("x", "x")  # type: ignore[misc]
+
+
+def test_replace_uses_remove_dead_and_prune() -> None:
+    graph = _chain()
+    graph.replace_uses("b", "a")  # Neg now reads Relu; Add is dead
+    removed = graph.remove_dead_nodes()
+    assert [n.name for n in removed] == ["add"]
+    assert graph.prune_tensors() == ["c", "b"]
+    assert [n.name for n in graph.topological_order()] == ["relu", "neg"]
+    graph.validate()
+
+
+def test_replace_node_keeps_id_and_rewires() -> None:
+    graph = _chain()
+    neg = graph.find_nodes("Neg")[0]
+    new = graph.replace_node(neg.id, op=OnnxOp("Abs", 13), inputs=("a",))
+    assert new.id == neg.id and graph.node(neg.id).op_type == "Abs"
+    assert graph.consumers("b") == [] and graph.consumers("a")[-1] == (new, 0)
+    graph.validate()
+
+
+def test_a_tensor_has_one_producer() -> None:
+    graph = _chain()
+    with pytest.raises(GraphInvariantError, match="already produced by node 'relu'"):
+        graph.add_node(OnnxOp("Relu", 14), ["x"], ["a"], _prov("again"))
+    with pytest.raises(GraphInvariantError, match="cannot produce constant 'c'"):
+        graph.add_node(OnnxOp("Relu", 14), ["x"], ["c"], _prov("again"))
+    with pytest.raises(GraphInvariantError, match="produced by node 'relu'"):
+        graph.set_tensor(TensorInfo("a", data=np.zeros(1)))
+    graph.validate()
+
+
+@pytest.mark.parametrize(
+    ("breakage", "message"),
+    [
+        (
+            lambda g: g.outputs.append("nowhere"),
+            "graph output 'nowhere' is not a registered tensor",
+        ),
+        (
+            lambda g: g.set_tensor(TensorInfo("dangling")) and g.outputs.append("dangling"),
+            "'dangling' has no producer",
+        ),
+        (lambda g: g.inputs.append("c"), "graph input 'c' carries constant data"),
+        (lambda g: g.replace_node(0, inputs=("y",)), "cycle"),
+        (
+            lambda g: g.add_node(OnnxOp("Relu", 14), ["ghost"], ["z"], _prov("z")),
+            "input 'ghost' is not a registered tensor",
+        ),
+        (lambda g: g.nx.remove_edge(0, 1, key=0), "networkx edges disagree"),
+    ],
+)
+def test_validate_reports_broken_invariants(breakage, message: str) -> None:
+    graph = _chain()
+    breakage(graph)
+    with pytest.raises(GraphInvariantError, match=message) as info:
+        graph.validate()
+    assert str(info.value).startswith("chain.onnx: IR invariants broken")
+
+
+def test_copy_is_independent() -> None:
+    graph = _chain()
+    other = graph.copy()
+    other.nodes[0].notes.append("only in the copy")
+    other.set_input(1, 1, "x")
+    other.outputs.append("a")
+    assert (
+        graph.nodes[0].notes == []
+        and graph.nodes[1].inputs == ("a", "c")
+        and graph.outputs == ["y"]
+    )
+    graph.validate()
+    other.validate()
+
+
+def test_extract_makes_outside_tensors_inputs() -> None:
+    graph = _chain()
+    sub = graph.extract([1, 2])
+    assert sub.inputs == ["a", "c"] and sub.outputs == ["b", "y"]
+    assert sub.tensors["c"].data is None and sub.tensors["c"].shape == (2, 1)
+    assert [n.id for n in sub.nodes] == [0, 1] and [n.name for n in sub.nodes] == ["add", "neg"]
+    sub.validate()
+
+
+@dataclass(frozen=True)
+class FakeJoinDesc:
+    """Stands in for a DirectML descriptor: any frozen object may be a node's op."""
+
+    axis: int
+
+
+def test_non_onnx_ops_are_allowed_but_not_exported() -> None:
+    graph = _chain()
+    node = graph.add_node(FakeJoinDesc(axis=1), ["a", "a"], ["j"], _prov("relu", "Concat"))
+    graph.outputs.append("j")
+    graph.validate()
+    assert node.op_type == "FakeJoinDesc" and not node.is_onnx
+    with pytest.raises(
+        UnsupportedError, match="chain.onnx: node 'relu' .*FakeJoinDesc, not an ONNX op"
+    ):
+        graph.to_onnx()
+
+
+def test_to_onnx_of_a_built_graph_runs(onnx_run) -> None:
+    graph = _chain()
+    x = np.array([[-1, 2, 3], [4, -5, 6]], dtype=np.float32)
+    assert np.array_equal(onnx_run(graph.to_onnx(), {"x": x})[0], -(np.maximum(x, 0) + 1))
+    # The checker wants graph outputs' shapes: known once inferred.
+    assert folding.infer_shapes(graph) == 3 and graph.tensors["y"].shape == (2, "N")
+    model = graph.to_onnx()
+    onnx.checker.check_model(model)
+    assert model.ir_version == 8 and [n.name for n in model.graph.node] == ["relu", "add", "neg"]
+    assert np.array_equal(onnx_run(model, {"x": x})[0], -(np.maximum(x, 0) + 1))
+
+
+def test_loading_twice_gives_identical_ir(onnx_models_dir) -> None:
+    first = dmlgraph.load(onnx_models_dir / "encodec_encoder_reflect.onnx")
+    second = dmlgraph.load(onnx_models_dir / "encodec_encoder_reflect.onnx")
+    assert [(n.id, n.op, n.inputs, n.outputs, n.provenance) for n in first.nodes] == [
+        (n.id, n.op, n.inputs, n.outputs, n.provenance) for n in second.nodes
+    ]
+    assert list(first.tensors.items()) == list(second.tensors.items())
+    assert first.to_onnx().SerializeToString() == second.to_onnx().SerializeToString()
+
+
+# ----------------------------------------------------------------------------- property
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_property_random_edits_keep_edges_consistent_with_ports(data) -> None:
+    """Any sequence of add / rewire / remove-dead keeps validate() passing, and the networkx
+    graph equals one rebuilt from the ports alone."""
+    graph = Graph("random", opset_imports={"": 17})
+    graph.add_input(TensorInfo("x", np.float32, (3,)))
+    graph.add_constant("k", np.ones(3, dtype=np.float32))
+    for step in range(data.draw(st.integers(1, 25), label="steps")):
+        names = sorted(graph.tensors)
+        action = data.draw(st.sampled_from(["add", "add", "rewire", "dead"]), label="action")
+        if action == "add":
+            inputs = data.draw(
+                st.lists(st.sampled_from(names + [""]), min_size=1, max_size=3), label="inputs"
+            )
+            if inputs[0] == "":
+                inputs[0] = "x"
+            graph.add_node(OnnxOp("Sum", 13), inputs, [f"t{step}"], _prov(f"n{step}", "Sum"))
+            graph.outputs = [f"t{step}"]
+        elif action == "rewire" and len(graph):
+            node = data.draw(st.sampled_from(graph.nodes), label="node")
+            upstream = {node.id} | nx.descendants(graph.nx, node.id)
+            allowed = [
+                n
+                for n in names
+                if graph.producer(n) is None or graph.producer(n).id not in upstream
+            ]
+            port = data.draw(st.integers(0, len(node.inputs)), label="port")
+            graph.set_input(node.id, port, data.draw(st.sampled_from(allowed), label="tensor"))
+        elif action == "dead":
+            graph.remove_dead_nodes()
+            graph.prune_tensors()
+        graph.validate()
+        rebuilt = {
+            (graph.producer(t).id, node.id, port, t)
+            for node in graph.nodes
+            for port, t in enumerate(node.inputs)
+            if t and graph.producer(t) is not None
+        }
+        assert {
+            (u, v, k, d["tensor"]) for u, v, k, d in graph.nx.edges(keys=True, data=True)
+        } == rebuilt

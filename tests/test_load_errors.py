@@ -1,0 +1,415 @@
+"""Every way load() refuses a model: a DmlgraphError subclass that names the file or the node,
+the field, the value and the rule; never a protobuf or onnx traceback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from onnx import TensorProto, helper
+
+import dmlgraph
+from dmlgraph.errors import DmlgraphError, ModelLoadError, ModelValidationError, UnsupportedError
+
+INT64 = TensorProto.INT64
+FLOAT = TensorProto.FLOAT
+
+
+def _refused(error: type[DmlgraphError], model, *fragments: str) -> DmlgraphError:
+    with pytest.raises(error) as info:
+        dmlgraph.load(model)
+    message = str(info.value)
+    for fragment in fragments:
+        assert fragment in message, f"{fragment!r} not in {message!r}"
+    return info.value
+
+
+# ----------------------------------------------------------------------------- unreadable files
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    path = tmp_path / "absent.onnx"
+    _refused(ModelLoadError, path, str(path), "cannot read")
+
+
+def test_directory_instead_of_file(tmp_path: Path) -> None:
+    _refused(ModelLoadError, tmp_path, str(tmp_path), "cannot read")
+
+
+def test_empty_file(tmp_path: Path) -> None:
+    path = tmp_path / "empty.onnx"
+    path.write_bytes(b"")
+    _refused(ModelLoadError, path, str(path), "not an ONNX model")
+
+
+@pytest.mark.parametrize("name", ["squeezenet1_1", "encodec_encoder_reflect"])
+def test_file_cut_in_half(name: str, tmp_path: Path, onnx_models_dir: Path) -> None:
+    data = (onnx_models_dir / f"{name}.onnx").read_bytes()
+    path = tmp_path / f"{name}_half.onnx"
+    path.write_bytes(data[: len(data) // 2])
+    error = _refused(ModelLoadError, path, str(path))
+    assert error.__cause__ is None and error.__suppress_context__  # no protobuf traceback attached
+
+
+@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize("size", [1, 17, 1000, 100_000])
+def test_random_bytes_file(seed: int, size: int, tmp_path: Path) -> None:
+    path = tmp_path / "random.onnx"
+    path.write_bytes(np.random.default_rng(seed).bytes(size))
+    _refused(ModelLoadError, path, str(path))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=300))
+def test_arbitrary_bytes_never_escape_as_anything_but_dmlgraph_errors(data: bytes) -> None:
+    with pytest.raises(DmlgraphError, match="<bytes>"):
+        dmlgraph.load(data)
+
+
+def test_model_bytes_with_one_flipped_byte(onnx_models_dir: Path) -> None:
+    """Corruption in the first 4 KB (node structure, names, lengths): each either still loads
+    (a changed name or weight byte is a valid model) or is a DmlgraphError naming the source;
+    nothing else escapes."""
+    data = (onnx_models_dir / "squeezenet1_1.onnx").read_bytes()
+    refused = 0
+    for offset in range(0, 4000, 37):
+        corrupted = bytearray(data)
+        corrupted[offset] ^= 0xFF
+        try:
+            dmlgraph.load(bytes(corrupted), fold=False)
+        except DmlgraphError as error:
+            assert str(error).startswith("<bytes>")
+            refused += 1
+    assert refused > 10
+
+
+def test_wrong_argument_type() -> None:
+    _refused(ModelLoadError, 12345, "path, bytes or an onnx.ModelProto", "int")
+
+
+def test_checker_failure_names_the_file(tmp_path: Path, onnx_make_model) -> None:
+    model = onnx_make_model(
+        [helper.make_node("Relu", ["x"], ["y"]), helper.make_node("Relu", ["x"], ["y"])],
+        [("x", FLOAT, [2])],
+        [("y", FLOAT, [2])],
+        opset=17,
+    )
+    path = tmp_path / "twice.onnx"
+    onnx.save(model, path)
+    _refused(ModelValidationError, path, str(path), "ONNX checker refuses")
+
+
+# ----------------------------------------------------------------------------- unsupported models
+
+
+def test_unknown_domain_names_the_node_and_domain(onnx_make_model) -> None:
+    model = onnx_make_model(
+        [helper.make_node("Frobnicate", ["x"], ["y"], name="custom_op", domain="com.example")],
+        [("x", FLOAT, [2])],
+        [("y", FLOAT, [2])],
+        opset=17,
+        extra_opsets={"com.example": 1},
+    )
+    _refused(UnsupportedError, model, "'custom_op'", "Frobnicate", "'com.example'", "not supported")
+
+
+def test_unknown_op_in_the_default_domain(onnx_make_model) -> None:
+    model = onnx_make_model(
+        [helper.make_node("NoSuchOp", ["x"], ["y"], name="mystery")],
+        [("x", FLOAT, [2])],
+        [("y", FLOAT, [2])],
+        opset=17,
+    )
+    _refused(UnsupportedError, model, "'mystery'", "no ONNX schema for op 'NoSuchOp'", "opset 17")
+
+
+def test_control_flow_subgraph_is_refused(onnx_make_model) -> None:
+    branch = helper.make_graph(
+        [helper.make_node("Identity", ["x"], ["z"])],
+        "branch",
+        [],
+        [helper.make_tensor_value_info("z", FLOAT, [2])],
+    )
+    model = onnx_make_model(
+        [
+            helper.make_node(
+                "If", ["c"], ["y"], name="the_if", then_branch=branch, else_branch=branch
+            )
+        ],
+        [("c", TensorProto.BOOL, []), ("x", FLOAT, [2])],
+        [("y", FLOAT, [2])],
+        opset=17,
+    )
+    _refused(UnsupportedError, model, "'the_if' (If", "_branch' holds a subgraph")
+
+
+def test_non_tensor_graph_input_is_refused(onnx_make_model) -> None:
+    model = onnx_make_model(
+        [helper.make_node("SequenceLength", ["s"], ["y"], name="length")],
+        [],
+        [("y", INT64, [])],
+        opset=17,
+    )
+    model.graph.input.append(helper.make_tensor_sequence_value_info("s", FLOAT, [2]))
+    _refused(UnsupportedError, model, "'s'", "sequence_type", "tensors only")
+
+
+# ----------------------------------------------------------------------------- malformed nodes
+
+
+def _slice(
+    onnx_make_model, starts, ends, axes=None, steps=None, shape=(4, 5, 6), from_constant_nodes=False
+):
+    names = [
+        "x",
+        "starts",
+        "ends",
+        "axes" if axes is not None else "",
+        "steps" if steps is not None else "",
+    ]
+    while names[-1] == "":
+        names.pop()
+    tensors = {"starts": starts, "ends": ends, "axes": axes, "steps": steps}
+    tensors = {
+        k: helper.make_tensor(k, INT64, [len(v)], v) for k, v in tensors.items() if v is not None
+    }
+    nodes = [helper.make_node("Slice", names, ["y"], name="bad_slice")]
+    if from_constant_nodes:
+        nodes = [helper.make_node("Constant", [], [k], value=t) for k, t in tensors.items()] + nodes
+        tensors = {}
+    return onnx_make_model(
+        nodes,
+        [("x", FLOAT, list(shape))],
+        [("y", FLOAT, [None] * len(shape))],
+        opset=13,
+        initializers=list(tensors.values()),
+    )
+
+
+def test_slice_step_zero(onnx_make_model) -> None:
+    _refused(
+        ModelValidationError,
+        _slice(onnx_make_model, [0, 0], [2, 2], [0, 1], [1, 0]),
+        "'bad_slice' (Slice)",
+        "steps = [1, 0]",
+        "must not be 0",
+    )
+
+
+def test_slice_step_zero_from_a_constant_node(onnx_make_model) -> None:
+    model = _slice(onnx_make_model, [0], [2], [1], [0], from_constant_nodes=True)
+    _refused(ModelValidationError, model, "'bad_slice' (Slice)", "steps = [0]", "must not be 0")
+
+
+def test_slice_step_zero_computed_at_load(onnx_make_model) -> None:
+    """steps = Shape(x)[0:1] - 4 = [0] once folded: refused after folding makes it known."""
+    nodes = [
+        helper.make_node("Shape", ["x"], ["shape"], start=0, end=1),
+        helper.make_node("Sub", ["shape", "four"], ["steps"]),
+        helper.make_node(
+            "Slice", ["x", "starts", "ends", "axes", "steps"], ["y"], name="bad_slice"
+        ),
+    ]
+    inits = [
+        helper.make_tensor(n, INT64, [1], [v])
+        for n, v in [("four", 4), ("starts", 0), ("ends", 2), ("axes", 0)]
+    ]
+    model = onnx_make_model(
+        nodes, [("x", FLOAT, [4, 5])], [("y", FLOAT, [None, 5])], opset=15, initializers=inits
+    )
+    _refused(ModelValidationError, model, "'bad_slice' (Slice)", "steps = [0]")
+    assert dmlgraph.load(model, fold=False)  # without folding nothing shows steps is 0
+
+
+def test_slice_duplicate_axes(onnx_make_model) -> None:
+    _refused(
+        ModelValidationError,
+        _slice(onnx_make_model, [0, 0], [2, 2], [1, -2]),
+        "'bad_slice'",
+        "axes = [1, -2]",
+        "appears twice",
+    )
+
+
+def test_slice_axis_out_of_range(onnx_make_model) -> None:
+    _refused(
+        ModelValidationError,
+        _slice(onnx_make_model, [0], [2], [3]),
+        "'bad_slice'",
+        "axes = [3]",
+        "out of range [-3, 2]",
+    )
+
+
+def test_slice_length_mismatch(onnx_make_model) -> None:
+    _refused(
+        ModelValidationError,
+        _slice(onnx_make_model, [0, 1], [2], [0, 1]),
+        "'bad_slice'",
+        "starts=2",
+        "ends=1",
+        "one length",
+    )
+
+
+def test_slice_parameter_not_1d(onnx_make_model) -> None:
+    model = _slice(onnx_make_model, [0], [2], [0])
+    model.graph.initializer[0].dims[:] = [1, 1]
+    _refused(ModelValidationError, model, "'bad_slice'", "starts has shape [1, 1]", "1-D")
+
+
+def _pad(onnx_make_model, pads, mode="constant", axes=None, opset=19, shape=(3, 4), value=None):
+    names = ["x", "pads", "value" if value is not None else "", "axes" if axes is not None else ""]
+    while names[-1] == "":
+        names.pop()
+    inits = [helper.make_tensor("pads", INT64, [len(pads)], pads)]
+    if axes is not None:
+        inits.append(helper.make_tensor("axes", INT64, [len(axes)], axes))
+    if value is not None:
+        inits.append(onnx.numpy_helper.from_array(value, "value"))
+    node = helper.make_node("Pad", names, ["y"], name="bad_pad", mode=mode)
+    return onnx_make_model(
+        node and [node],
+        [("x", FLOAT, list(shape))],
+        [("y", FLOAT, [None] * len(shape))],
+        opset=opset,
+        initializers=inits,
+    )
+
+
+def test_pad_odd_length(onnx_make_model) -> None:
+    _refused(
+        ModelValidationError,
+        _pad(onnx_make_model, [1, 0, 1]),
+        "'bad_pad' (Pad)",
+        "pads has 3 values",
+        "even",
+    )
+
+
+def test_pad_length_not_twice_the_rank(onnx_make_model) -> None:
+    _refused(
+        ModelValidationError,
+        _pad(onnx_make_model, [1, 0, 1, 0, 0, 0]),
+        "'bad_pad'",
+        "pads has 6 values for data of rank 2",
+        "2 * rank",
+    )
+
+
+def test_pad_length_not_twice_the_axes(onnx_make_model) -> None:
+    _refused(
+        ModelValidationError,
+        _pad(onnx_make_model, [1, 0, 1, 0], axes=[1]),
+        "'bad_pad'",
+        "pads has 4 values for 1 axes",
+        "2 * len(axes)",
+    )
+
+
+def test_pad_axes_out_of_range_and_duplicated(onnx_make_model) -> None:
+    _refused(
+        ModelValidationError,
+        _pad(onnx_make_model, [1, 1], axes=[2]),
+        "'bad_pad'",
+        "axes = [2]",
+        "out of range",
+    )
+    _refused(
+        ModelValidationError,
+        _pad(onnx_make_model, [1, 1, 1, 1], axes=[0, -2]),
+        "'bad_pad'",
+        "appears twice",
+    )
+
+
+def test_pad_unknown_mode(onnx_make_model) -> None:
+    _refused(
+        ModelValidationError,
+        _pad(onnx_make_model, [0, 1, 0, 1], mode="mirror"),
+        "'bad_pad' (Pad",
+        "mode = 'mirror'",
+        "Pad-19 accepts modes constant, edge, reflect, wrap",
+    )
+
+
+def test_pad_wrap_before_pad_19(onnx_make_model) -> None:
+    _refused(
+        ModelValidationError,
+        _pad(onnx_make_model, [0, 1, 0, 1], mode="wrap", opset=18),
+        "mode = 'wrap'",
+        "Pad-18 accepts modes constant, edge, reflect",
+    )
+
+
+def test_pad_constant_value_of_another_dtype(onnx_make_model) -> None:
+    model = _pad(onnx_make_model, [0, 1, 0, 1], value=np.array(1, dtype=np.int64))
+    _refused(
+        ModelValidationError,
+        model,
+        "'bad_pad'",
+        "constant_value has dtype int64",
+        "data's dtype float32",
+    )
+
+
+def _concat(onnx_make_model, shapes, axis):
+    names = [f"x{i}" for i in range(len(shapes))]
+    node = helper.make_node("Concat", names, ["y"], name="bad_concat", axis=axis)
+    return onnx_make_model(
+        [node],
+        [(n, FLOAT, list(s)) for n, s in zip(names, shapes)],
+        [("y", FLOAT, [None] * len(shapes[0]))],
+        opset=13,
+    )
+
+
+def test_concat_different_ranks(onnx_make_model) -> None:
+    _refused(
+        ModelValidationError,
+        _concat(onnx_make_model, [(2, 3), (2, 3, 4)], 0),
+        "'bad_concat' (Concat)",
+        "'x0': rank 2",
+        "'x1': rank 3",
+        "one rank",
+    )
+
+
+def test_concat_mismatched_non_axis_dims(onnx_make_model) -> None:
+    _refused(
+        ModelValidationError,
+        _concat(onnx_make_model, [(2, 3), (4, 3)], 1),
+        "'bad_concat'",
+        "differ in dimension 0",
+        "concat axis 1",
+    )
+
+
+def test_concat_axis_out_of_range(onnx_make_model) -> None:
+    _refused(
+        ModelValidationError,
+        _concat(onnx_make_model, [(2, 3), (2, 3)], -3),
+        "'bad_concat'",
+        "axis = -3",
+        "out of range [-2, 1]",
+    )
+
+
+def test_concat_mismatch_found_only_after_shape_inference(onnx_make_model) -> None:
+    """The second input's rank is known only once onnx infers the Unsqueeze output."""
+    nodes = [
+        helper.make_node("Unsqueeze", ["x", "zero"], ["u"]),
+        helper.make_node("Concat", ["x", "u"], ["y"], name="bad_concat", axis=0),
+    ]
+    model = onnx_make_model(
+        nodes,
+        [("x", FLOAT, [2, 3])],
+        [("y", FLOAT, [None, None])],
+        opset=13,
+        initializers=[helper.make_tensor("zero", INT64, [1], [0])],
+    )
+    _refused(ModelValidationError, model, "'bad_concat'", "'u': rank 3", "one rank")
