@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, Iterator, Sequence
 
 import numpy as np
@@ -559,10 +559,3 @@ DESCRIPTOR_CLASSES: dict[OperatorType, type[OperatorDesc]] = {
     cls.OPERATOR: cls for cls in (SliceDesc, Slice1Desc, JoinDesc, PaddingDesc, Padding1Desc)
 }
 
-
-def schema_values(desc: OperatorDesc) -> Iterator[tuple[FieldSpec, object]]:
-    """(spec, value) for every field of a descriptor, in directml.h order."""
-    names = {f.name for f in fields(desc)}
-    for spec in desc.SCHEMA:
-        assert spec.attr in names
-        yield spec, getattr(desc, spec.attr)

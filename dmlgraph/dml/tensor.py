@@ -153,6 +153,3 @@ class BufferTensorDesc:
                 f"must be 0 or a power of two at least the element size ({element_bytes})",
             )
 
-    def with_sizes(self, sizes: Sequence[int]) -> BufferTensorDesc:
-        """A packed desc of the same type and flags with other sizes."""
-        return BufferTensorDesc(self.data_type, tuple(sizes), flags=self.flags)
