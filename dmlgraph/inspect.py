@@ -13,6 +13,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from dmlgraph.canonical import PARAMETER_PORTS
+from dmlgraph.folding import fold
 from dmlgraph.importer import load
 from dmlgraph.ir import Graph, Node
 
@@ -46,8 +47,10 @@ def _parameters(graph: Graph, node: Node) -> str:
 
 def describe(model: str | Path, input_shapes: Mapping[str, Sequence[int]] | None = None) -> str:
     """The inspect report of a model file."""
-    before = Counter(n.op_type for n in load(model, input_shapes, fold=False).nodes)
-    graph = load(model, input_shapes)
+    graph = load(model, input_shapes, fold=False)
+    before = Counter(n.op_type for n in graph.nodes)
+    fold(graph)  # the same graph, folded: read, check and infer once
+    graph.validate()
     after = Counter(n.op_type for n in graph.nodes)
     lines = [f"model: {model}"]
     lines += [f"  input  {_shape(graph, name)}" for name in graph.inputs]

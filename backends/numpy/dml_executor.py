@@ -70,9 +70,7 @@ def _read(desc: BufferTensorDesc, array: np.ndarray, label: str) -> np.ndarray:
             f"{label}: array dtype {array.dtype} does not match DataType "
             f"{desc.data_type.full_name} ({expected})"
         )
-    bits = array.view(desc.data_type.bits_dtype) if array.ndim else array.reshape(1).view(
-        desc.data_type.bits_dtype
-    )
+    bits = np.atleast_1d(array).view(desc.data_type.bits_dtype)
     if desc.is_packed and bits.shape == desc.sizes:
         return bits
     if bits.ndim == 1:
