@@ -31,7 +31,7 @@ from onnx.reference import ReferenceEvaluator
 from dmlgraph import canonical
 from dmlgraph.errors import ModelValidationError
 from dmlgraph.exporter import to_onnx
-from dmlgraph.ir import Graph, Node, NodeId, TensorInfo
+from dmlgraph.ir import Graph, Node, NodeId, RemovedNode, TensorInfo
 from dmlgraph.value_info import tensor_info
 
 #: Ops whose results differ from run to run: never folded.
@@ -84,12 +84,22 @@ def fold(graph: Graph, *, max_rounds: int = 1000) -> FoldReport:
         report.folded.extend(folded)
         if not folded:
             break
-        report.removed.extend(n.label for n in graph.remove_dead_nodes())
-    report.removed.extend(n.label for n in graph.remove_dead_nodes())
+        report.removed.extend(_remove_dead(graph))
+    report.removed.extend(_remove_dead(graph))
     graph.prune_tensors()
     canonicalize(graph)
     report.runtime_parameters = mark_runtime_parameters(graph)
     return report
+
+
+def _remove_dead(graph: Graph) -> list[str]:
+    """Remove nodes whose results nothing reads any more; record them as folded."""
+    dead = graph.remove_dead_nodes()
+    for node in dead:
+        graph.removed.append(
+            RemovedNode(node.provenance, "folded", "its result was only needed by folded nodes")
+        )
+    return [n.label for n in dead]
 
 
 def prepare(graph: Graph) -> None:
@@ -175,6 +185,9 @@ def fold_constants(graph: Graph, select: Callable[[Node], bool] | None = None) -
         constant.update(o for o in node.outputs if o)
     for node in accepted:
         graph.remove_node(node.id)
+        graph.removed.append(
+            RemovedNode(node.provenance, "folded", "computed from constants at import")
+        )
     for node in accepted:
         for out in node.outputs:
             if out:

@@ -248,6 +248,16 @@ class Provenance:
     since_version: int = 0
 
 
+@dataclass(frozen=True)
+class RemovedNode:
+    """An ONNX node that left the graph before lowering (folded to constants, or dead), kept
+    so a report can still account for every node of the model."""
+
+    provenance: Provenance
+    status: str  # "folded" or "eliminated"
+    note: str
+
+
 @dataclass(frozen=True, eq=False)
 class Node:
     """One operation. Immutable except ``notes``; change ports through ``Graph`` methods."""
@@ -308,6 +318,8 @@ class Graph:
         self._producer: dict[str, NodeId] = {}
         self._consumers: dict[str, dict[tuple[NodeId, int], None]] = {}
         self._next_id = 0
+        #: Nodes removed by folding, in removal order (see ``RemovedNode``).
+        self.removed: list[RemovedNode] = []
 
     # ---------------------------------------------------------------- tensors
     @property
@@ -575,6 +587,7 @@ class Graph:
         other._producer = dict(self._producer)
         other._consumers = {t: dict(r) for t, r in self._consumers.items()}
         other._next_id = self._next_id
+        other.removed = list(self.removed)
         return other
 
     def extract(self, node_ids: Iterable[NodeId], outputs: Sequence[str] | None = None) -> Graph:

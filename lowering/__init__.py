@@ -1,0 +1,73 @@
+"""Lowering of ONNX Slice, Concat and Pad to DirectML descriptors at a target feature level.
+
+``lower(graph, feature_level)`` runs the passes of ``lowering.passes`` on a copy of the graph
+and returns a ``LoweredGraph`` whose ``report()`` says, for every node of the model, what it
+became and why.
+"""
+
+from __future__ import annotations
+
+from dmlgraph.dml.enums import FeatureLevel
+from dmlgraph.errors import UnsupportedError
+from dmlgraph.ir import Graph, OnnxOp
+from lowering.passes import DEFAULT_PASSES, Context, Origin, PassManager
+from lowering.report import LoweredGraph, NodeReport, Status
+
+__all__ = ["LoweredGraph", "NodeReport", "Status", "lower"]
+
+
+def lower(graph: Graph, feature_level: FeatureLevel | str | int = "6_4") -> LoweredGraph:
+    """Lower every Slice, Concat and Pad that DirectML can express at ``feature_level``.
+
+    The input graph is not modified. Every descriptor in the result validates at the level;
+    nodes that cannot be lowered stay ONNX nodes, with the reason in the report.
+    """
+    try:
+        level = FeatureLevel.parse(feature_level)
+    except ValueError as exc:
+        raise UnsupportedError(f"feature level: {exc}") from None
+    lowered = LoweredGraph.from_graph(graph, level)
+    ctx = Context()
+    for node in lowered.nodes:
+        if not isinstance(node.op, OnnxOp):
+            raise UnsupportedError(
+                f"{graph.describe(node)}: the graph is already lowered; lower the imported graph"
+            )
+        ctx.origins[node.id] = Origin(node)
+        ctx.origin_of[node.id] = node.id
+    PassManager(tuple(p() for p in DEFAULT_PASSES)).run(lowered, ctx)
+    lowered.records = _records(lowered, ctx)
+    return lowered
+
+
+def _records(lowered: LoweredGraph, ctx: Context) -> list[NodeReport]:
+    made: dict[int, list[str]] = {}
+    for node in lowered.topological_order():
+        if not isinstance(node.op, OnnxOp):
+            made.setdefault(ctx.origin_of[node.id], []).append(node.op.name)
+    records = []
+    for origin_id, origin in ctx.origins.items():
+        ops = tuple(made.get(origin_id, ()))
+        status = origin.status or Status.FALLBACK
+        if status in (Status.LOWERED, Status.DECOMPOSED):
+            status = Status.LOWERED if len(ops) == 1 else Status.DECOMPOSED
+        records.append(
+            NodeReport(
+                origin.node.name,
+                origin.node.op_type,
+                status,
+                ops,
+                tuple(dict.fromkeys(origin.notes)),
+            )
+        )
+    for removed in lowered.removed:
+        records.append(
+            NodeReport(
+                removed.provenance.name,
+                removed.provenance.op_type,
+                Status(removed.status),
+                (),
+                (removed.note,),
+            )
+        )
+    return records

@@ -15,6 +15,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from dmlgraph.dml.enums import FeatureLevel, PaddingMode
+from dmlgraph.dml.indexmaps import INDEX_MAPS
 from dmlgraph.dml.operators import (
     JoinDesc,
     OperatorDesc,
@@ -29,35 +30,6 @@ from dmlgraph.errors import DmlgraphError
 
 class ExecutionError(DmlgraphError):
     """The arrays given to the executor do not match the descriptor's tensor descs."""
-
-
-# -- padding index maps (DML_SPEC.md section 3): i is input-relative, n the input size -----
-def _edge(i: np.ndarray, n: int) -> np.ndarray:
-    return np.clip(i, 0, n - 1)
-
-
-def _reflection(i: np.ndarray, n: int) -> np.ndarray:
-    period = 2 * (n - 1)
-    m = np.mod(i, period)
-    return np.where(m < n, m, period - m)
-
-
-def _symmetric(i: np.ndarray, n: int) -> np.ndarray:
-    period = 2 * n
-    m = np.mod(i, period)
-    return np.where(m < n, m, period - 1 - m)
-
-
-def _wrap(i: np.ndarray, n: int) -> np.ndarray:
-    return np.mod(i, n)
-
-
-INDEX_MAPS: dict[PaddingMode, Callable[[np.ndarray, int], np.ndarray]] = {
-    PaddingMode.EDGE: _edge,
-    PaddingMode.REFLECTION: _reflection,
-    PaddingMode.SYMMETRIC: _symmetric,
-    PaddingMode.WRAP: _wrap,
-}
 
 
 # -- reading and writing tensors through their descs -----------------------------------------

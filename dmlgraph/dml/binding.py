@@ -1,0 +1,55 @@
+"""How a DML node's tensor descs bind the IR's tensors: one buffer, reinterpreted.
+
+An IR tensor is a packed row-major array of its ONNX dtype and shape. A DML node reading or
+writing it sees the same bytes through its own ``BufferTensorDesc``, which may give them another
+rank (leading 1s, coalesced dimensions), another same-width type (bool as UINT8) or narrower
+elements (INT64 as pairs of UINT32, an extra innermost dimension of 2). That is DirectML's own
+rule for graph edges: connected tensors need only the same TotalTensorSizeInBytes, their sizes,
+rank and type may differ. ``binds`` checks it; the two converters move data across it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dmlgraph.dml.tensor import BufferTensorDesc
+
+
+def buffer_size(dtype: np.dtype, shape: tuple[int, ...]) -> int:
+    """TotalTensorSizeInBytes of a packed tensor of this dtype and shape (rounded up to 4)."""
+    count = 1
+    for d in shape:
+        count *= d
+    return (count * np.dtype(dtype).itemsize + 3) & ~3
+
+
+def binds(desc: BufferTensorDesc, dtype: np.dtype, shape: tuple[int, ...]) -> str:
+    """Why ``desc`` cannot view the IR tensor (dtype, shape); "" when it can."""
+    expected = buffer_size(dtype, shape)
+    if desc.total_tensor_size_in_bytes != expected:
+        return (
+            f"TotalTensorSizeInBytes {desc.total_tensor_size_in_bytes} differs from the "
+            f"{expected} bytes of the {np.dtype(dtype)}{list(shape)} tensor it binds"
+        )
+    if not desc.is_packed:
+        return "the desc is strided; tensors between nodes are packed"
+    return ""
+
+
+def to_buffer(array: np.ndarray, desc: BufferTensorDesc) -> np.ndarray:
+    """The array's bytes as a flat buffer of the desc's type, zero-padded to its total size."""
+    raw = np.ascontiguousarray(array).reshape(-1).view(np.uint8)
+    dtype = desc.data_type.numpy_dtype
+    buffer = np.zeros(desc.total_tensor_size_in_bytes, dtype=np.uint8)
+    buffer[: raw.size] = raw
+    return buffer[: buffer.size - buffer.size % dtype.itemsize].view(dtype)
+
+
+def from_buffer(buffer: np.ndarray, dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray:
+    """The IR tensor (dtype, shape) held in the leading bytes of ``buffer``."""
+    dtype = np.dtype(dtype)
+    count = 1
+    for d in shape:
+        count *= d
+    raw = np.ascontiguousarray(buffer).reshape(-1).view(np.uint8)[: count * dtype.itemsize]
+    return raw.copy().view(dtype).reshape(shape)

@@ -1,0 +1,456 @@
+"""Logical ops -> DirectML descriptors at one feature level, decomposing where one cannot do.
+
+Every function here plans into a ``Plan`` without touching the graph; the legalize pass
+commits a plan only when the whole original node succeeded, so a node is lowered entirely or
+left entirely for fallback. A failure raises ``CannotLower`` with a reason that names the
+support-table row or rule that forbids the step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Iterator, Sequence
+
+import numpy as np
+
+from dmlgraph.dml.enums import FeatureLevel, OperatorType, PaddingMode, TensorDataType
+from dmlgraph.dml.indexmaps import source_indices
+from dmlgraph.dml.operators import (
+    PADDING_MODE_INTRODUCED,
+    JoinDesc,
+    OperatorDesc,
+    Padding1Desc,
+    PaddingDesc,
+    Slice1Desc,
+    SliceDesc,
+)
+from dmlgraph.dml.support import support_row
+from dmlgraph.dml.tensor import BufferTensorDesc
+from dmlgraph.errors import DmlValidationError
+from lowering.layout import Layout, TypeView, plan_layout, row_text, type_views, unsupported_dtype
+from lowering.logical import LogicalJoin, LogicalPad, LogicalSlice
+
+#: At most this many pieces in one JOIN built by decomposition (a reversed axis below FL 2.1
+#: needs one single-element SLICE per element).
+MAX_JOIN_PIECES = 1024
+
+Shape = tuple[int, ...]
+
+
+class CannotLower(Exception):
+    """No legal sequence of descriptors was found; the message says which rule forbids it."""
+
+
+@dataclass(frozen=True)
+class Step:
+    """One DML operator to add: its descriptor, the tensors it reads and the one it writes."""
+
+    desc: OperatorDesc
+    inputs: tuple[str, ...]
+    output: str
+
+
+@dataclass
+class Plan:
+    """Descriptors, new intermediate tensors and new constants of one original node."""
+
+    level: FeatureLevel
+    dtype: np.dtype
+    taken: Callable[[str], bool]  # whether the graph already has a tensor of this name
+    steps: list[Step] = field(default_factory=list)
+    temps: dict[str, Shape] = field(default_factory=dict)
+    constants: dict[str, np.ndarray] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def name(self, base: str) -> str:
+        candidate, k = base, 0
+        while self.taken(candidate) or candidate in self.temps or candidate in self.constants:
+            k += 1
+            candidate = f"{base}_{k}"
+        return candidate
+
+    def temp(self, base: str, shape: Shape) -> str:
+        name = self.name(base)
+        self.temps[name] = tuple(shape)
+        return name
+
+    def constant(self, base: str, data: np.ndarray) -> str:
+        name = self.name(base)
+        self.constants[name] = data
+        return name
+
+    def add(self, desc: OperatorDesc, inputs: Sequence[str], output: str) -> None:
+        try:
+            desc.validate(self.level)
+        except DmlValidationError as exc:  # a planning bug must not leave lower() as a desc
+            raise CannotLower(f"the planned descriptor is invalid: {exc}") from None
+        self.steps.append(Step(desc, tuple(inputs), output))
+
+    def note(self, text: str) -> None:
+        if text not in self.notes:
+            self.notes.append(text)
+
+    @property
+    def operators(self) -> list[str]:
+        return [step.desc.name for step in self.steps]
+
+
+def _candidates(
+    plan: Plan, operator: OperatorType, shapes: Sequence[Shape], touched: Sequence[int]
+) -> Iterator[tuple[TypeView, Layout]]:
+    """Type and rank views the operator's row at the plan's level accepts, best first."""
+    row = support_row(operator, plan.level)
+    if row is None:
+        return
+    for view in type_views(plan.dtype):
+        if view.data_type not in row.data_types:
+            continue
+        layout = plan_layout(shapes[0], touched, view, row)
+        if isinstance(layout, Layout):
+            yield view, layout
+
+
+def _why_not(plan: Plan, operator: OperatorType, shape: Shape, touched: Sequence[int]) -> str:
+    """Why no view fits ``operator``'s row: the row itself, and the closest miss."""
+    row = support_row(operator, plan.level)
+    text = row_text(operator, plan.level)
+    if row is None:
+        return text
+    unsupported = unsupported_dtype(plan.dtype)
+    if unsupported:
+        return unsupported
+    typed = [v for v in type_views(plan.dtype) if v.data_type in row.data_types]
+    if not typed:
+        return f"{text}; no view of {plan.dtype} has one of those types"
+    miss = plan_layout(shape, touched, typed[0], row)
+    return f"{text}; {typed[0].describe(plan.dtype)}: {miss}"
+
+
+def _desc(view: TypeView, layout: Layout, shape: Shape) -> BufferTensorDesc:
+    return BufferTensorDesc(view.data_type, layout.sizes(shape))
+
+
+def _view_note(plan: Plan, view: TypeView, layout: Layout, shape: Shape) -> None:
+    if view.data_type != _native(plan.dtype):
+        plan.note(f"data viewed as {view.describe(plan.dtype)}: the op only moves bytes")
+    sizes = layout.sizes(shape)
+    if len(sizes) != len(shape):
+        plan.note(
+            f"rank {len(shape)} {list(shape)} viewed as {len(sizes)} dimensions {list(sizes)} "
+            "(leading 1s and untouched dimensions coalesced, to fit the support table)"
+        )
+
+
+def _native(dtype: np.dtype) -> TensorDataType | None:
+    try:
+        return TensorDataType.from_numpy(dtype)
+    except ValueError:
+        return None
+
+
+# ----------------------------------------------------------------------------------- slice
+def _slice_desc(
+    op: LogicalSlice, layout: Layout, view: TypeView, in_shape: Shape, out_shape: Shape
+) -> OperatorDesc:
+    in_desc, out_desc = _desc(view, layout, in_shape), _desc(view, layout, out_shape)
+    starts, steps, sizes, windows = [], [], [], []
+    for axis, block in zip(layout.axes, layout.blocks):
+        if axis is None:
+            starts.append(0), steps.append(1), sizes.append(block), windows.append(block)
+            continue
+        start, step, size = op.starts[axis], op.steps[axis], op.sizes[axis]
+        lowest = start if step > 0 else start + step * (size - 1)
+        starts.append(lowest), steps.append(step), sizes.append(size)
+        windows.append(abs(step) * (size - 1) + 1)
+    if all(s > 0 for s in steps):
+        return SliceDesc(
+            input_tensor=in_desc, output_tensor=out_desc, offsets=starts, sizes=sizes,
+            strides=steps,
+        )
+    return Slice1Desc(
+        input_tensor=in_desc, output_tensor=out_desc, input_window_offsets=starts,
+        input_window_sizes=windows, input_window_strides=steps,
+    )
+
+
+def _try_slice(plan: Plan, x: str, in_shape: Shape, op: LogicalSlice, out: str) -> str:
+    """Emit one descriptor for the slice; "" on success, else why not."""
+    touched = op.touched(in_shape)
+    reversing = any(op.steps[a] < 0 for a in touched)
+    kinds = [OperatorType.SLICE1] if reversing else [OperatorType.SLICE, OperatorType.SLICE1]
+    out_shape = tuple(op.sizes)
+    for kind in kinds:
+        for view, layout in _candidates(plan, kind, [in_shape], touched):
+            plan.add(_slice_desc(op, layout, view, in_shape, out_shape), [x], out)
+            _view_note(plan, view, layout, in_shape)
+            return ""
+    return "; ".join(_why_not(plan, kind, in_shape, touched) for kind in kinds)
+
+
+def plan_slice(plan: Plan, x: str, in_shape: Shape, op: LogicalSlice, out: str) -> None:
+    """Slice ``x`` into ``out``: one descriptor, else a chain over groups of axes, and below
+    FL 2.1 reversed axes as a JOIN of single-element slices."""
+    why = _try_slice(plan, x, in_shape, op, out)
+    if not why:
+        return
+    touched = op.touched(in_shape)
+    if len(touched) <= 1 and not any(op.steps[a] < 0 for a in touched):
+        raise CannotLower(why)
+    first = len(plan.steps)
+    current, shape = x, tuple(in_shape)
+    pending = list(touched)
+    while pending:
+        group: list[int] = []
+        for axis in pending:  # the largest group of axes one descriptor holds
+            probe = Plan(plan.level, plan.dtype, lambda _: False)
+            if not _try_slice(probe, "x", shape, _restrict(op, shape, group + [axis]), "y"):
+                group.append(axis)
+        group = group or pending[:1]
+        sub = _restrict(op, shape, group)
+        target = out if len(group) == len(pending) else plan.temp(f"{out}.slice", sub.sizes)
+        why_sub = _try_slice(plan, current, shape, sub, target)
+        if why_sub:
+            (axis,) = group
+            if op.steps[axis] > 0:
+                raise CannotLower(why_sub)
+            _reverse_by_pieces(plan, current, shape, axis, sub, target)
+        pending = [a for a in pending if a not in group]
+        current, shape = target, sub.sizes
+    plan.note(
+        f"one descriptor cannot hold this slice at {plan.level.full_name} ({why}); it is "
+        f"{len(plan.steps) - first} descriptors"
+    )
+
+
+def _restrict(op: LogicalSlice, shape: Shape, axes: Sequence[int]) -> LogicalSlice:
+    """The part of ``op`` acting on ``axes`` only, applied to a tensor of ``shape``."""
+    starts, steps, sizes = [0] * len(shape), [1] * len(shape), list(shape)
+    for a in axes:
+        starts[a], steps[a], sizes[a] = op.starts[a], op.steps[a], op.sizes[a]
+    return LogicalSlice(tuple(starts), tuple(steps), tuple(sizes))
+
+
+def _reverse_by_pieces(
+    plan: Plan, x: str, shape: Shape, axis: int, op: LogicalSlice, out: str
+) -> None:
+    """A negative step without SLICE1: one single-element SLICE per element, then JOIN."""
+    indices = [int(i) for i in op.source_indices(axis)]
+    if len(indices) > MAX_JOIN_PIECES:
+        raise CannotLower(
+            f"a negative step needs DML_OPERATOR_SLICE1 ({row_text(OperatorType.SLICE1, plan.level)});"
+            f" without it, reversing {len(indices)} elements along axis {axis} would take "
+            f"{len(indices)} single-element slices (limit {MAX_JOIN_PIECES})"
+        )
+    plan.note(
+        f"axis {axis} is read backwards, which needs DML_OPERATOR_SLICE1 (FL 2.1); at "
+        f"{plan.level.full_name} it is a JOIN of {len(indices)} single-element slices"
+    )
+    pieces = [_Piece("run", start=i, step=1, count=1) for i in indices]
+    _gather(plan, x, shape, axis, pieces, out)
+
+
+# ------------------------------------------------------------------------------------ join
+def plan_join(plan: Plan, inputs: Sequence[str], shapes: Sequence[Shape], axis: int, out: str) -> None:
+    out_shape = list(shapes[0])
+    out_shape[axis] = sum(s[axis] for s in shapes)
+    for view, layout in _candidates(plan, OperatorType.JOIN, shapes, [axis]):
+        desc = JoinDesc(
+            input_tensors=[_desc(view, layout, s) for s in shapes],
+            output_tensor=_desc(view, layout, tuple(out_shape)),
+            axis=layout.axes.index(axis),
+        )
+        plan.add(desc, inputs, out)
+        _view_note(plan, view, layout, shapes[0])
+        return
+    raise CannotLower(_why_not(plan, OperatorType.JOIN, shapes[0], [axis]))
+
+
+# --------------------------------------------------------------------------------- padding
+def _fill_value(
+    kind: OperatorType, view: TypeView, value: np.ndarray
+) -> float | int | None:
+    """The descriptor's PaddingValue that fills exactly ``value``'s bytes, or None."""
+    raw = value.tobytes()
+    width = view.data_type.bit_width // 8
+    if view.split > 1:
+        pieces = {raw[k : k + width] for k in range(0, len(raw), width)}
+        if len(pieces) != 1:
+            return None
+        raw = pieces.pop()
+    elif view.merge > 1:
+        raw = raw * view.merge
+    element = np.frombuffer(raw, dtype=view.data_type.numpy_dtype)[0]
+    bits = element.view(view.data_type.bits_dtype)
+    if kind is OperatorType.PADDING1:
+        number = element.item()
+        typed = np.array(number, dtype=view.data_type.numpy_dtype)
+        return number if typed.view(view.data_type.bits_dtype) == bits else None
+    if view.data_type.is_float:  # a C FLOAT the device converts to the tensor's type
+        with np.errstate(all="ignore"):
+            as_float = np.float32(element)
+            back = np.array(as_float, dtype=view.data_type.numpy_dtype)
+        return float(as_float) if back.view(view.data_type.bits_dtype) == bits else None
+    number = int(element)
+    return float(number) if float(np.float32(number)) == number else None
+
+
+def _try_pad(plan: Plan, x: str, in_shape: Shape, op: LogicalPad, out: str) -> str:
+    touched = op.touched()
+    out_shape = tuple(n + s + e for n, s, e in zip(in_shape, op.starts, op.ends))
+    reasons: list[str] = []
+    for kind in (OperatorType.PADDING, OperatorType.PADDING1):
+        needed = PADDING_MODE_INTRODUCED[op.mode]
+        row = support_row(kind, plan.level)
+        if row is None:
+            reasons.append(row_text(kind, plan.level))
+            continue
+        if plan.level < needed:
+            reasons.append(f"{op.mode.full_name} needs {needed.full_name}")
+            continue
+        fitted = False
+        for view, layout in _candidates(plan, kind, [in_shape], touched):
+            fitted = True
+            value = 0.0 if op.mode is not PaddingMode.CONSTANT else _fill_value(kind, view, op.value)
+            if value is None:
+                continue
+            starts = [0 if a is None else op.starts[a] for a in layout.axes]
+            ends = [0 if a is None else op.ends[a] for a in layout.axes]
+            common = dict(
+                input_tensor=_desc(view, layout, in_shape),
+                output_tensor=_desc(view, layout, out_shape),
+                padding_mode=op.mode,
+                start_padding=starts,
+                end_padding=ends,
+            )
+            if kind is OperatorType.PADDING:
+                desc: OperatorDesc = PaddingDesc(padding_value=value, **common)
+            else:
+                desc = Padding1Desc(
+                    padding_value_data_type=view.data_type, padding_value=value, **common
+                )
+            plan.add(desc, [x], out)
+            _view_note(plan, view, layout, in_shape)
+            return ""
+        if not fitted:
+            reasons.append(_why_not(plan, kind, in_shape, touched))
+        else:
+            reasons.append(
+                f"{kind.full_name}'s PaddingValue cannot hold the fill value "
+                f"{op.value.item()!r} of {plan.dtype} exactly in any view its row accepts"
+            )
+    return "; ".join(reasons)
+
+
+def plan_pad(plan: Plan, x: str, in_shape: Shape, op: LogicalPad, out: str) -> None:
+    """Pad ``x`` into ``out``: one PADDING/PADDING1, else axis by axis, and where an axis
+    cannot be padded natively, a JOIN of slices (and constant blocks)."""
+    why = _try_pad(plan, x, in_shape, op, out)
+    if not why:
+        return
+    touched = op.touched()
+    if not touched:  # a copy: any copying descriptor will do
+        identity = LogicalSlice((0,) * len(in_shape), (1,) * len(in_shape), tuple(in_shape))
+        plan_slice(plan, x, tuple(in_shape), identity, out)
+        return
+    current, shape = x, tuple(in_shape)
+    for k, axis in enumerate(touched):
+        starts = tuple(op.starts[a] if a == axis else 0 for a in range(len(shape)))
+        ends = tuple(op.ends[a] if a == axis else 0 for a in range(len(shape)))
+        sub = LogicalPad(op.mode, op.value, starts, ends)
+        next_shape = tuple(n + s + e for n, s, e in zip(shape, starts, ends))
+        last = k == len(touched) - 1
+        target = out if last else plan.temp(f"{out}.pad{axis}", next_shape)
+        if len(touched) == 1 or _try_pad(plan, current, shape, sub, target):
+            _pad_by_pieces(plan, current, shape, axis, sub, target)
+        current, shape = target, next_shape
+    plan.note(
+        f"no single padding descriptor at {plan.level.full_name} ({why}); padded axis by "
+        f"axis as {', '.join(dict.fromkeys(plan.operators))}"
+    )
+
+
+def _pad_by_pieces(plan: Plan, x: str, shape: Shape, axis: int, op: LogicalPad, out: str) -> None:
+    """One padded axis as a JOIN: constant blocks, or slices the mode's index map picks."""
+    n, start, end = shape[axis], op.starts[axis], op.ends[axis]
+    pieces: list[_Piece] = []
+    if op.mode is PaddingMode.CONSTANT:
+        pieces = [_Piece("const", count=start), _Piece("run", 0, 1, n), _Piece("const", count=end)]
+        pieces = [p for p in pieces if p.count]
+    else:
+        indices = source_indices(op.mode, n, start, end)
+        for segment in (indices[:start], indices[start : start + n], indices[start + n :]):
+            pieces += _runs([int(i) for i in segment], negative=plan.level >= FeatureLevel.L2_1)
+    if len(pieces) > MAX_JOIN_PIECES:
+        raise CannotLower(
+            f"padding axis {axis} by pieces would take {len(pieces)} JOIN inputs "
+            f"(limit {MAX_JOIN_PIECES})"
+        )
+    _gather(plan, x, shape, axis, pieces, out, op.value)
+
+
+@dataclass(frozen=True)
+class _Piece:
+    kind: str  # "run": count elements from start by step; "const": count fill elements
+    start: int = 0
+    step: int = 1
+    count: int = 0
+
+
+def _runs(indices: list[int], negative: bool) -> list[_Piece]:
+    """Indices as arithmetic runs a slice can read: steps >= 1, or any non-zero step when
+    negative steps are available."""
+    pieces: list[_Piece] = []
+    i = 0
+    while i < len(indices):
+        j = i + 1
+        if j < len(indices):
+            step = indices[j] - indices[i]
+            if step > 0 or (step < 0 and negative):
+                while j + 1 < len(indices) and indices[j + 1] - indices[j] == step:
+                    j += 1
+                pieces.append(_Piece("run", indices[i], step, j - i + 1))
+                i = j + 1
+                continue
+        pieces.append(_Piece("run", indices[i], 1, 1))
+        i += 1
+    return pieces
+
+
+def _gather(
+    plan: Plan,
+    x: str,
+    shape: Shape,
+    axis: int,
+    pieces: Sequence[_Piece],
+    out: str,
+    value: np.ndarray | None = None,
+) -> None:
+    """``out`` = the pieces of ``x`` along ``axis``, joined."""
+    names: list[str] = []
+    shapes: list[Shape] = []
+    made: dict[_Piece, str] = {}
+    for piece in pieces:
+        piece_shape = tuple(piece.count if a == axis else d for a, d in enumerate(shape))
+        if piece in made:
+            names.append(made[piece])
+        elif piece.kind == "const":
+            assert value is not None
+            block = np.full(piece_shape, value, dtype=plan.dtype)
+            names.append(plan.constant(f"{out}.fill", block))
+        elif piece.start == 0 and piece.step == 1 and piece.count == shape[axis]:
+            names.append(x)
+        else:
+            target = out if len(pieces) == 1 else plan.temp(f"{out}.piece", piece_shape)
+            starts = tuple(piece.start if a == axis else 0 for a in range(len(shape)))
+            steps = tuple(piece.step if a == axis else 1 for a in range(len(shape)))
+            sub = LogicalSlice(starts, steps, piece_shape)
+            why = _try_slice(plan, x, shape, sub, target)
+            if why:
+                raise CannotLower(why)
+            names.append(target)
+        made[piece] = names[-1]
+        shapes.append(piece_shape)
+    if len(pieces) > 1:
+        plan_join(plan, names, shapes, axis, out)
+    elif names[0] != out:
+        raise CannotLower("a single piece that is the whole input needs no descriptor")  # pragma: no cover

@@ -1,0 +1,130 @@
+"""ONNX Pad (versions 2 to 25) -> logical crop and pad ops in DirectML's modes.
+
+ONNX negative pads remove elements: the crop comes first, then the padding, so a Pad with both
+becomes a slice followed by a pad. Mode names map to DirectML's: constant -> CONSTANT,
+edge -> EDGE, reflect -> REFLECTION, wrap -> WRAP. Reflecting a single element has nothing to
+mirror (DirectML's period 2 * (n - 1) is 0), so such axes pad in EDGE mode, which repeats the
+element as NumPy does. Reflection by at least the dimension is left undefined by ONNX and
+refused by onnxruntime; it is lowered with DirectML's periodic meaning and noted.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dmlgraph.canonical import PARAMETER_PORTS
+from dmlgraph.dml.enums import PaddingMode
+from dmlgraph.errors import ModelValidationError
+from lowering.logical import LogicalPad, LogicalSlice
+from lowering.registry import Rewriter, rule
+from lowering.slice import runtime_reason
+from lowering.registry import Unlowerable
+
+MODES: dict[str, PaddingMode] = {
+    "constant": PaddingMode.CONSTANT,
+    "edge": PaddingMode.EDGE,
+    "reflect": PaddingMode.REFLECTION,
+    "wrap": PaddingMode.WRAP,
+}
+
+
+@rule("Pad", 2, 25)
+def lower_pad(rw: Rewriter) -> None:
+    node, graph = rw.node, rw.graph
+    reason = runtime_reason(rw, dict(PARAMETER_PORTS["Pad"]))
+    if reason:
+        raise Unlowerable(reason)
+    data = node.inputs[0]
+    shape = rw.static_shape(data, "input")
+    dtype = rw.dtype(data)
+    rank = len(shape)
+    mode_name = node.op.attrs.get("mode", "constant")
+    mode = MODES[mode_name]
+    pads = [int(p) for p in graph.constant(node.input(1)).reshape(-1)]
+    value_data = graph.constant(node.input(2)) if node.input(2) else None
+    if value_data is None or value_data.size == 0:
+        value = np.zeros((), dtype=dtype)
+    else:
+        value = np.asarray(value_data).reshape(-1)[:1].reshape(()).astype(dtype)
+    begins, ends = pads[:rank], pads[rank:]
+    crop_begin = [max(0, -p) for p in begins]
+    crop_end = [max(0, -p) for p in ends]
+    cropped = tuple(n - b - e for n, b, e in zip(shape, crop_begin, crop_end))
+    if any(c < 0 for c in cropped):
+        axis = next(a for a, c in enumerate(cropped) if c < 0)
+        raise ModelValidationError(
+            f"{rw.where}: pads {pads} remove {crop_begin[axis] + crop_end[axis]} elements "
+            f"from axis {axis}, which has {shape[axis]}"
+        )
+    add_begin = tuple(max(0, p) for p in begins)
+    add_end = tuple(max(0, p) for p in ends)
+    out_shape = tuple(c + b + e for c, b, e in zip(cropped, add_begin, add_end))
+    if 0 in out_shape:
+        rw.become_constant(
+            np.zeros(out_shape, dtype=dtype),
+            f"the result is empty (shape {list(out_shape)}); DirectML cannot describe a "
+            "zero-size tensor, so it is an empty constant",
+        )
+        return
+    if 0 in cropped:
+        axis = cropped.index(0)
+        if mode is not PaddingMode.CONSTANT:
+            raise ModelValidationError(
+                f"{rw.where}: mode {mode_name!r} cannot pad axis {axis}: after the crop of "
+                f"pads {pads} it has no elements to repeat"
+            )
+        rw.become_constant(
+            np.full(out_shape, value, dtype=dtype),
+            f"axis {axis} is empty after the crop, so the result is all padding: a constant "
+            f"of shape {list(out_shape)}",
+        )
+        return
+    pad_axes = [a for a in range(rank) if add_begin[a] or add_end[a]]
+    crop = any(crop_begin) or any(crop_end)
+    if not crop and not pad_axes:
+        if node.outputs[0] not in graph.outputs:
+            rw.become_alias(data, "all pads are 0: the output is the input")
+            return
+        rw.note("all pads are 0; it stays a copy because its result is a graph output")
+    if crop:
+        rw.note(
+            f"negative pads remove elements first (ONNX crops, then pads): a slice of "
+            f"{list(cropped)} from {list(shape)}"
+        )
+    current, current_shape = data, shape
+    stages: list[tuple[PaddingMode, list[int]]] = []
+    if mode is PaddingMode.REFLECTION:
+        single = [a for a in pad_axes if cropped[a] == 1]
+        if single:
+            rw.note(
+                f"divergence: reflect on axis {single} of size 1 has nothing to mirror; padded "
+                "in EDGE mode, which repeats the element as NumPy does (onnxruntime refuses it)"
+            )
+            stages.append((PaddingMode.EDGE, single))
+        stages.append((mode, [a for a in pad_axes if cropped[a] > 1]))
+        over = [
+            a for a in pad_axes if cropped[a] > 1 and max(add_begin[a], add_end[a]) >= cropped[a]
+        ]
+        if over:
+            rw.note(
+                f"divergence: reflect pads on axis {over} reach the dimension or beyond; ONNX "
+                "leaves that undefined and onnxruntime refuses it; lowered with DirectML's "
+                "periodic reflection"
+            )
+    else:
+        stages.append((mode, pad_axes))
+    stages = [(m, axes) for m, axes in stages if axes] or [(mode, [])]
+    if crop:
+        op = LogicalSlice(tuple(crop_begin), (1,) * rank, cropped)
+        last = not pad_axes
+        current = rw.emit(op, (current,), cropped, last=last)
+        current_shape = cropped
+        if last:
+            return
+    for k, (stage_mode, axes) in enumerate(stages):
+        starts = tuple(add_begin[a] if a in axes else 0 for a in range(rank))
+        stops = tuple(add_end[a] if a in axes else 0 for a in range(rank))
+        next_shape = tuple(n + s + e for n, s, e in zip(current_shape, starts, stops))
+        op = LogicalPad(stage_mode, value, starts, stops)
+        current = rw.emit(op, (current,), next_shape, last=k == len(stages) - 1)
+        current_shape = next_shape

@@ -1,0 +1,281 @@
+"""The lowering passes and the manager that runs them.
+
+fold -> lower -> legalize -> simplify -> verify. Each pass is small and named; after each one
+the manager checks the IR invariants and the pass's own promise (``ensures``), so a broken
+invariant names the pass that broke it and the passes that ran before it.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from dmlgraph import folding
+from dmlgraph.dml.binding import binds
+from dmlgraph.dml.operators import OperatorDesc
+from dmlgraph.errors import DmlValidationError, GraphInvariantError
+from dmlgraph.ir import Node, NodeId, OnnxOp, TensorInfo
+from lowering import concat, pad, slice  # noqa: F401  (register the rules)
+from lowering.emit import CannotLower, Plan, plan_join, plan_pad, plan_slice
+from lowering.logical import LogicalJoin, LogicalPad, LogicalSlice
+from lowering.registry import Rewriter, Unlowerable, find_rule
+from lowering.report import LoweredGraph, Status
+
+LOGICAL = (LogicalSlice, LogicalJoin, LogicalPad)
+
+
+@dataclass
+class Origin:
+    """One node of the graph given to ``lower``, and what became of it."""
+
+    node: Node
+    status: Status | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Context:
+    """State the passes share: the origin of every node, by node id."""
+
+    origins: dict[NodeId, Origin] = field(default_factory=dict)
+    origin_of: dict[NodeId, NodeId] = field(default_factory=dict)
+
+    def adopt(self, node: Node, origin: NodeId) -> None:
+        self.origin_of[node.id] = origin
+
+
+class Pass(ABC):
+    name: str = ""
+
+    @abstractmethod
+    def run(self, graph: LoweredGraph, ctx: Context) -> None: ...
+
+    def ensures(self, graph: LoweredGraph, ctx: Context) -> str:
+        """What must hold after the pass; "" when it does."""
+        return ""
+
+
+class FoldConstants(Pass):
+    """Fold nodes whose inputs are all constants (the importer folds; graphs built by hand
+    or edited since may still have some)."""
+
+    name = "fold"
+
+    def run(self, graph: LoweredGraph, ctx: Context) -> None:
+        before = {node.id for node in graph.nodes}
+        while folding.fold_constants(graph):
+            graph.remove_dead_nodes()
+        for node_id in before - {node.id for node in graph.nodes}:
+            origin = ctx.origins[ctx.origin_of.pop(node_id)]
+            origin.status = Status.FOLDED
+            origin.notes.append("computed from constants before lowering")
+
+
+class LowerOnnx(Pass):
+    """Each ONNX node with a rule becomes logical ops, a constant or an alias; otherwise it
+    stays ONNX with the reason."""
+
+    name = "lower"
+
+    def run(self, graph: LoweredGraph, ctx: Context) -> None:
+        for node_id in [n.id for n in graph.topological_order()]:
+            node = graph.node(node_id)  # fresh: an alias may have rewired its inputs
+            origin = ctx.origins[ctx.origin_of[node.id]]
+            rule = find_rule(graph, node)
+            if rule is None:
+                origin.status = Status.FALLBACK
+                origin.notes.append(
+                    f"no lowering rule: dmlgraph lowers Slice, Concat and Pad; {node.op_type} "
+                    "runs on the backend's fallback"
+                )
+                continue
+            rw = Rewriter(graph, node)
+            try:
+                rule.fn(rw)
+            except Unlowerable as exc:
+                origin.status = Status.FALLBACK
+                origin.notes.append(str(exc))
+                continue
+            origin.notes += rw.notes
+            self._apply(graph, ctx, node, rw)
+
+    @staticmethod
+    def _apply(graph: LoweredGraph, ctx: Context, node: Node, rw: Rewriter) -> None:
+        origin_id = ctx.origin_of.pop(node.id)
+        origin = ctx.origins[origin_id]
+        out = node.outputs[0]
+        info = graph.tensor(out)
+        graph.remove_node(node.id)
+        if rw.constant is not None:
+            origin.status = Status.FOLDED
+            graph.set_tensor(TensorInfo(out, data=rw.constant))
+            return
+        if rw.alias is not None:
+            origin.status = Status.ELIMINATED
+            graph.replace_uses(out, rw.alias)
+            return
+        dtype = graph.tensor(node.inputs[0]).dtype
+        for name, shape in rw.temps.items():
+            graph.set_tensor(TensorInfo(name, dtype, shape))
+        graph.set_tensor(info.replace(dtype=dtype, shape=rw.ops[-1][3]))
+        for op, inputs, output, _ in rw.ops:
+            new = graph.add_node(op, inputs, (output,), node.provenance, list(rw.notes))
+            ctx.adopt(new, origin_id)
+
+
+class Legalize(Pass):
+    """Logical ops become DirectML descriptors valid at the target level, all of an original
+    node or none: a node that cannot be lowered whole goes back to its ONNX form."""
+
+    name = "legalize"
+
+    def run(self, graph: LoweredGraph, ctx: Context) -> None:
+        groups: dict[NodeId, list[Node]] = {}
+        for node in graph.topological_order():
+            if isinstance(node.op, LOGICAL):
+                groups.setdefault(ctx.origin_of[node.id], []).append(node)
+        for origin_id, nodes in groups.items():
+            origin = ctx.origins[origin_id]
+            dtype = graph.tensor(nodes[0].inputs[0]).dtype
+            plan = Plan(graph.feature_level, np.dtype(dtype), lambda n: n in graph.tensors)
+            try:
+                for node in nodes:
+                    shapes = [graph.tensor(x).static_shape for x in node.inputs]
+                    if isinstance(node.op, LogicalSlice):
+                        plan_slice(plan, node.inputs[0], shapes[0], node.op, node.outputs[0])
+                    elif isinstance(node.op, LogicalJoin):
+                        plan_join(plan, node.inputs, shapes, node.op.axis, node.outputs[0])
+                    else:
+                        plan_pad(plan, node.inputs[0], shapes[0], node.op, node.outputs[0])
+            except CannotLower as exc:
+                self._restore(graph, ctx, origin_id, nodes, str(exc))
+                continue
+            self._commit(graph, ctx, origin_id, nodes, plan)
+
+    @staticmethod
+    def _commit(
+        graph: LoweredGraph, ctx: Context, origin_id: NodeId, nodes: list[Node], plan: Plan
+    ) -> None:
+        origin = ctx.origins[origin_id]
+        for node in nodes:
+            graph.remove_node(node.id)
+            del ctx.origin_of[node.id]
+        for name, shape in plan.temps.items():
+            graph.set_tensor(TensorInfo(name, plan.dtype, shape))
+        for name, data in plan.constants.items():
+            graph.set_tensor(TensorInfo(name, data=data))
+        origin.notes += plan.notes
+        for step in plan.steps:
+            new = graph.add_node(
+                step.desc, step.inputs, (step.output,), nodes[0].provenance, list(origin.notes)
+            )
+            ctx.adopt(new, origin_id)
+        if origin.status is None:
+            origin.status = Status.LOWERED if len(plan.steps) == 1 else Status.DECOMPOSED
+
+    @staticmethod
+    def _restore(
+        graph: LoweredGraph, ctx: Context, origin_id: NodeId, nodes: list[Node], reason: str
+    ) -> None:
+        origin = ctx.origins[origin_id]
+        for node in nodes:
+            graph.remove_node(node.id)
+            del ctx.origin_of[node.id]
+        original = origin.node
+        new = graph.add_node(
+            original.op, original.inputs, original.outputs, original.provenance, original.notes
+        )
+        ctx.adopt(new, origin_id)
+        origin.status = Status.FALLBACK
+        origin.notes.append(f"not lowered at {graph.feature_level.full_name}: {reason}")
+        for note in list(origin.notes):
+            if note.startswith("divergence:"):
+                origin.notes.remove(note)  # it stays ONNX: runtimes agree on their own graph
+
+    def ensures(self, graph: LoweredGraph, ctx: Context) -> str:
+        left = [n.label for n in graph.nodes if isinstance(n.op, LOGICAL)]
+        return f"logical ops left after legalization: {left}" if left else ""
+
+
+class Simplify(Pass):
+    """Merge identical descriptors reading the same tensors, drop what nothing reads."""
+
+    name = "simplify"
+
+    def run(self, graph: LoweredGraph, ctx: Context) -> None:
+        seen: dict[tuple[object, tuple[str, ...]], Node] = {}
+        for node_id in [n.id for n in graph.topological_order()]:
+            node = graph.node(node_id)  # fresh: a merge may have rewired its inputs
+            if not isinstance(node.op, OperatorDesc):
+                continue
+            key = (node.op, node.inputs)
+            first = seen.get(key)
+            if first is None or node.outputs[0] in graph.outputs:
+                seen.setdefault(key, node)
+                continue
+            graph.remove_node(node.id)
+            ctx.origin_of.pop(node.id, None)
+            graph.replace_uses(node.outputs[0], first.outputs[0])
+        for node in graph.remove_dead_nodes():
+            ctx.origin_of.pop(node.id, None)
+        graph.prune_tensors()
+
+
+class Verify(Pass):
+    """Every descriptor validates at the target level and binds its tensors' bytes."""
+
+    name = "verify"
+
+    def run(self, graph: LoweredGraph, ctx: Context) -> None:
+        problems: list[str] = []
+        for node in graph.nodes:
+            if isinstance(node.op, OnnxOp):
+                continue
+            if not isinstance(node.op, OperatorDesc):
+                problems.append(f"{node.label} holds {type(node.op).__name__}, not a descriptor")
+                continue
+            try:
+                node.op.validate(graph.feature_level)
+            except DmlValidationError as exc:
+                problems.append(f"{node.label}: {exc}")
+            descs = list(node.op.inputs) + list(node.op.outputs)
+            for tensor, desc in zip(list(node.inputs) + list(node.outputs), descs):
+                info = graph.tensor(tensor)
+                if info.dtype is None or not info.is_static:
+                    problems.append(f"{node.label}: tensor {tensor!r} has no static type")
+                    continue
+                why = binds(desc, info.dtype, info.static_shape)  # type: ignore[arg-type]
+                if why:
+                    problems.append(f"{node.label}: tensor {tensor!r}: {why}")
+        if problems:
+            raise GraphInvariantError("descriptors fail verification:\n  " + "\n  ".join(problems))
+
+
+DEFAULT_PASSES: tuple[type[Pass], ...] = (FoldConstants, LowerOnnx, Legalize, Simplify, Verify)
+
+
+class PassManager:
+    """Runs passes in order; after each, the IR invariants and the pass's ``ensures``."""
+
+    def __init__(self, passes: tuple[Pass, ...]) -> None:
+        self.passes = passes
+
+    def run(self, graph: LoweredGraph, ctx: Context) -> None:
+        ran: list[str] = []
+        for p in self.passes:
+            try:
+                p.run(graph, ctx)
+                graph.validate()
+                broken = p.ensures(graph, ctx)
+                if broken:
+                    raise GraphInvariantError(broken)
+            except GraphInvariantError as exc:
+                before = ", ".join(ran) or "none"
+                raise GraphInvariantError(
+                    f"{graph.source}: lowering pass {p.name!r} broke an invariant (passes run "
+                    f"before it: {before}): {exc}"
+                ) from None
+            ran.append(p.name)
+

@@ -1,0 +1,129 @@
+"""Lowering rules keyed by (domain, op_type, since_version range), and the rewriter they use.
+
+A rule declares exactly the ONNX versions it covers (the canonical form of
+``dmlgraph.canonical`` makes those versions look alike). A rule reads one canonical node and,
+through a ``Rewriter``, says what it becomes: logical ops, a constant, or an alias of one of its
+inputs. The rewriter records and applies nothing until the rule returns, so a rule that fails
+(``Unlowerable``) leaves no trace and its node stays ONNX with the reason as a note.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from dmlgraph.errors import UnsupportedError
+from dmlgraph.ir import Graph, Node
+from lowering.logical import LogicalOp
+from lowering.report import Status
+
+Shape = tuple[int, ...]
+
+
+class Unlowerable(Exception):
+    """The node stays an ONNX node; the message says why, as a sentence."""
+
+
+@dataclass
+class Rewriter:
+    """What a rule makes of its node; applied by the lower pass when the rule succeeds."""
+
+    graph: Graph
+    node: Node
+    ops: list[tuple[LogicalOp, tuple[str, ...], str, Shape]] = field(default_factory=list)
+    temps: dict[str, Shape] = field(default_factory=dict)
+    constant: np.ndarray | None = None
+    alias: str | None = None
+    status: Status | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def where(self) -> str:
+        return self.graph.describe(self.node)
+
+    def static_shape(self, tensor: str, role: str) -> Shape:
+        info = self.graph.tensor(tensor)
+        if info.dtype is None or not info.is_static:
+            dims = "unknown" if info.shape is None else list(info.shape)
+            raise Unlowerable(
+                f"{role} {tensor!r} has shape {dims}; DirectML descriptors need static sizes "
+                "(give them with --input-shape NAME:D0,D1,..)"
+            )
+        return info.static_shape  # type: ignore[return-value]
+
+    def dtype(self, tensor: str) -> np.dtype:
+        dtype = self.graph.tensor(tensor).dtype
+        assert dtype is not None
+        return dtype
+
+    def emit(self, op: LogicalOp, inputs: tuple[str, ...], shape: Shape, last: bool) -> str:
+        """Add a logical op; the last one writes the node's output, others a new tensor."""
+        out = self.node.outputs[0]
+        if not last:
+            base, k = f"{out}.{type(op).__name__.removeprefix('Logical').lower()}", 0
+            out = base
+            while out in self.graph.tensors or out in self.temps:
+                k += 1
+                out = f"{base}_{k}"
+            self.temps[out] = shape
+        self.ops.append((op, inputs, out, shape))
+        return out
+
+    def become_constant(self, data: np.ndarray, note: str) -> None:
+        self.constant, self.status = data, Status.FOLDED
+        self.notes.append(note)
+
+    def become_alias(self, tensor: str, note: str) -> None:
+        self.alias, self.status = tensor, Status.ELIMINATED
+        self.notes.append(note)
+
+    def note(self, text: str) -> None:
+        self.notes.append(text)
+
+
+RuleFn = Callable[[Rewriter], None]
+
+
+@dataclass(frozen=True)
+class Rule:
+    domain: str
+    op_type: str
+    first: int  # the ONNX since_versions the rule covers, inclusive
+    last: int
+    fn: RuleFn
+
+
+RULES: list[Rule] = []
+
+
+def rule(op_type: str, first: int, last: int, domain: str = "") -> Callable[[RuleFn], RuleFn]:
+    """Register ``fn`` for ``op_type`` versions ``first``..``last`` of ``domain``."""
+
+    def register(fn: RuleFn) -> RuleFn:
+        RULES.append(Rule(domain, op_type, first, last, fn))
+        return fn
+
+    return register
+
+
+def find_rule(graph: Graph, node: Node) -> Rule | None:
+    """The rule for this node's original ONNX version; None when no rule knows the op type.
+
+    An op type with rules but none for this version fails loudly: a newer version may mean
+    something the rules do not implement (TVM once fed Pad-18 to its Pad-11 handler).
+    """
+    version = node.provenance.since_version
+    domain = node.op.domain
+    known = [r for r in RULES if (r.domain, r.op_type) == (domain, node.op.op_type)]
+    if not known:
+        return None
+    for candidate in known:
+        if candidate.first <= version <= candidate.last:
+            return candidate
+    ranges = ", ".join(f"{r.first}-{r.last}" for r in known)
+    raise UnsupportedError(
+        f"{graph.describe(node)}: since_version {version} has no lowering rule (rules cover "
+        f"versions {ranges})"
+    )

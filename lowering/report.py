@@ -1,0 +1,63 @@
+"""The lowered graph and its report: what became of every node of the original model."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from dmlgraph.dml.enums import FeatureLevel
+from dmlgraph.ir import Graph
+
+
+class Status(str, enum.Enum):
+    """What lowering did with one original ONNX node."""
+
+    LOWERED = "lowered"  # became one DirectML operator
+    DECOMPOSED = "decomposed"  # became several DirectML operators (and maybe constants)
+    FOLDED = "folded"  # became a constant (folded at import, or an empty result)
+    ELIMINATED = "eliminated"  # a no-op: its output is its input
+    FALLBACK = "fallback"  # stays an ONNX node (in part or whole); the notes say why
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class NodeReport:
+    """One original ONNX node: its name, op type, status, the DML operators it became (C
+    names, in emission order) and the notes that explain the choice or the fallback."""
+
+    name: str
+    op_type: str
+    status: Status
+    dml_ops: tuple[str, ...]
+    notes: tuple[str, ...]
+
+
+class LoweredGraph(Graph):
+    """A Graph after ``lower``: DML descriptor nodes plus any ONNX nodes left for fallback.
+
+    ``feature_level`` is the level every descriptor was validated at; ``report()`` has one
+    record per node of the imported model, in model order.
+    """
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.feature_level: FeatureLevel = FeatureLevel.L6_4
+        self.records: list[NodeReport] = []
+
+    @classmethod
+    def from_graph(cls, graph: Graph, feature_level: FeatureLevel) -> LoweredGraph:
+        lowered = cls.__new__(cls)
+        lowered.__dict__.update(graph.copy().__dict__)
+        lowered.feature_level = feature_level
+        lowered.records = []
+        return lowered
+
+    def copy(self) -> LoweredGraph:
+        other = LoweredGraph.from_graph(super().copy(), self.feature_level)
+        other.records = list(self.records)
+        return other
+
+    def report(self) -> list[NodeReport]:
+        return list(self.records)
