@@ -49,8 +49,8 @@ def _records(lowered: LoweredGraph, ctx: Context) -> list[NodeReport]:
     for origin_id, origin in ctx.origins.items():
         ops = tuple(made.get(origin_id, ()))
         status = origin.status or Status.FALLBACK
-        if status in (Status.LOWERED, Status.DECOMPOSED):
-            status = Status.LOWERED if len(ops) == 1 else Status.DECOMPOSED
+        if status is Status.LOWERED and len(ops) != 1:
+            status = Status.DECOMPOSED
         records.append(
             NodeReport(
                 origin.node.name,

@@ -28,7 +28,7 @@ from dmlgraph.dml.support import support_row
 from dmlgraph.dml.tensor import BufferTensorDesc
 from dmlgraph.errors import DmlValidationError
 from lowering.layout import Layout, TypeView, plan_layout, row_text, type_views, unsupported_dtype
-from lowering.logical import LogicalJoin, LogicalPad, LogicalSlice
+from lowering.logical import LogicalPad, LogicalSlice
 
 #: At most this many pieces in one JOIN built by decomposition (a reversed axis below FL 2.1
 #: needs one single-element SLICE per element).
@@ -130,14 +130,25 @@ def _desc(view: TypeView, layout: Layout, shape: Shape) -> BufferTensorDesc:
     return BufferTensorDesc(view.data_type, layout.sizes(shape))
 
 
-def _view_note(plan: Plan, view: TypeView, layout: Layout, shape: Shape) -> None:
+def _view_note(
+    plan: Plan, kind: OperatorType, view: TypeView, layout: Layout, shape: Shape
+) -> None:
+    """Say how the tensors were viewed, when that differs from the model's own type and rank."""
     if view.data_type != _native(plan.dtype):
         plan.note(f"data viewed as {view.describe(plan.dtype)}: the op only moves bytes")
-    sizes = layout.sizes(shape)
-    if len(sizes) != len(shape):
+    sizes = list(layout.sizes(shape))
+    natural = len(shape) + (1 if view.split > 1 else 0)
+    row = support_row(kind, plan.level)
+    assert row is not None
+    if len(sizes) > max(natural, 1):
         plan.note(
-            f"rank {len(shape)} {list(shape)} viewed as {len(sizes)} dimensions {list(sizes)} "
-            "(leading 1s and untouched dimensions coalesced, to fit the support table)"
+            f"shape {list(shape)} viewed as {sizes}: leading 1s up to the {row.min_dims} dimensions "
+            f"{kind.full_name} needs at {plan.level.full_name}"
+        )
+    elif len(sizes) < natural:
+        plan.note(
+            f"shape {list(shape)} viewed as {sizes}: untouched dimensions coalesced to fit the "
+            f"{row.max_dims} dimensions {kind.full_name} allows at {plan.level.full_name}"
         )
 
 
@@ -182,7 +193,7 @@ def _try_slice(plan: Plan, x: str, in_shape: Shape, op: LogicalSlice, out: str) 
     for kind in kinds:
         for view, layout in _candidates(plan, kind, [in_shape], touched):
             plan.add(_slice_desc(op, layout, view, in_shape, out_shape), [x], out)
-            _view_note(plan, view, layout, in_shape)
+            _view_note(plan, kind, view, layout, in_shape)
             return ""
     return "; ".join(_why_not(plan, kind, in_shape, touched) for kind in kinds)
 
@@ -260,7 +271,7 @@ def plan_join(plan: Plan, inputs: Sequence[str], shapes: Sequence[Shape], axis: 
             axis=layout.axes.index(axis),
         )
         plan.add(desc, inputs, out)
-        _view_note(plan, view, layout, shapes[0])
+        _view_note(plan, OperatorType.JOIN, view, layout, shapes[0])
         return
     raise CannotLower(_why_not(plan, OperatorType.JOIN, shapes[0], [axis]))
 
@@ -329,7 +340,7 @@ def _try_pad(plan: Plan, x: str, in_shape: Shape, op: LogicalPad, out: str) -> s
                     padding_value_data_type=view.data_type, padding_value=value, **common
                 )
             plan.add(desc, [x], out)
-            _view_note(plan, view, layout, in_shape)
+            _view_note(plan, kind, view, layout, in_shape)
             return ""
         if not fitted:
             reasons.append(_why_not(plan, kind, in_shape, touched))
@@ -397,15 +408,15 @@ class _Piece:
 
 
 def _runs(indices: list[int], negative: bool) -> list[_Piece]:
-    """Indices as arithmetic runs a slice can read: steps >= 1, or any non-zero step when
-    negative steps are available."""
+    """Indices as arithmetic runs a slice can read: steps >= 1, and mirrored runs (step -1)
+    when negative steps are available (SLICE1)."""
     pieces: list[_Piece] = []
     i = 0
     while i < len(indices):
         j = i + 1
         if j < len(indices):
             step = indices[j] - indices[i]
-            if step > 0 or (step < 0 and negative):
+            if step > 0 or (step == -1 and negative):
                 while j + 1 < len(indices) and indices[j + 1] - indices[j] == step:
                     j += 1
                 pieces.append(_Piece("run", indices[i], step, j - i + 1))

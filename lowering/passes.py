@@ -137,7 +137,6 @@ class Legalize(Pass):
             if isinstance(node.op, LOGICAL):
                 groups.setdefault(ctx.origin_of[node.id], []).append(node)
         for origin_id, nodes in groups.items():
-            origin = ctx.origins[origin_id]
             dtype = graph.tensor(nodes[0].inputs[0]).dtype
             plan = Plan(graph.feature_level, np.dtype(dtype), lambda n: n in graph.tensors)
             try:
@@ -173,7 +172,8 @@ class Legalize(Pass):
             )
             ctx.adopt(new, origin_id)
         if origin.status is None:
-            origin.status = Status.LOWERED if len(plan.steps) == 1 else Status.DECOMPOSED
+            single = len(plan.steps) == 1 and not plan.constants
+            origin.status = Status.LOWERED if single else Status.DECOMPOSED
 
     @staticmethod
     def _restore(

@@ -13,20 +13,15 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 import onnx
-import onnxruntime as ort
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from onnx import helper, numpy_helper
-from onnx.reference import ReferenceEvaluator
 
-from backends.numpy import execute_operator
 from dmlgraph import load
-from dmlgraph.dml.binding import from_buffer, to_buffer
 from dmlgraph.dml.operators import OperatorDesc
 from dmlgraph.dtypes import to_elem_type
-from dmlgraph.ir import OnnxOp
 from lowering import Status, lower
+from oracles import ort_or_none, pad_oracle, run_lowered, same_bits, slice_oracle
 
 LEVELS = ["1_0", "2_0", "2_1", "3_0", "3_1", "4_0", "4_1", "5_0", "6_4"]
 DTYPES = [
@@ -38,60 +33,6 @@ DTYPES = [
 ]
 INT64_MAX, INT64_MIN = 2**63 - 1, -(2**63)
 OPSET = 21
-
-
-# ------------------------------------------------------------------------------ execution
-def run_lowered(lowered: Any, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
-    """Execute a lowered graph: descriptors on the NumPy executor through their byte views,
-    ONNX nodes left for fallback on onnxruntime (onnx's reference evaluator where onnxruntime
-    has no kernel; it follows Python's slicing where Slice-13's text clamps differently)."""
-    values: dict[str, np.ndarray] = dict(feeds)
-    for name in lowered.constants:
-        values[name] = lowered.constant(name)
-    for node in lowered.topological_order():
-        if isinstance(node.op, OperatorDesc):
-            buffers = [to_buffer(values[x], d) for x, d in zip(node.inputs, node.op.inputs)]
-            (result,) = execute_operator(node.op, buffers, lowered.feature_level)
-            info = lowered.tensor(node.outputs[0])
-            values[node.outputs[0]] = from_buffer(result, info.dtype, info.static_shape)
-        else:
-            assert isinstance(node.op, OnnxOp)
-            sub = lowered.extract([node.id])
-            sub_feeds = {x: values[x] for x in sub.inputs}
-            result = ort_or_none(sub.to_onnx(), sub_feeds)
-            outs = (
-                [result]
-                if result is not None
-                else ReferenceEvaluator(sub.to_onnx()).run(None, sub_feeds)
-            )
-            values.update(zip(sub.outputs, outs))
-    return [values[name] for name in lowered.outputs]
-
-
-def ort_or_none(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> np.ndarray | None:
-    """onnxruntime's result, or None when it has no kernel for the type."""
-    if any(a.dtype == ml_dtypes.bfloat16 for a in feeds.values()):
-        return None  # onnxruntime's Python API takes no bfloat16 arrays
-    options = ort.SessionOptions()
-    options.log_severity_level = 4
-    try:
-        session = ort.InferenceSession(
-            model.SerializeToString(), options, providers=["CPUExecutionProvider"]
-        )
-    except Exception as exc:  # NOT_IMPLEMENTED: no kernel for this type
-        if "NOT_IMPLEMENTED" in str(exc) or "Could not find an implementation" in str(exc):
-            return None
-        raise
-    return session.run(None, feeds)[0]
-
-
-def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
-    return (
-        a.dtype == b.dtype
-        and a.shape == b.shape
-        and np.ascontiguousarray(a).view(np.uint8).tobytes()
-        == np.ascontiguousarray(b).view(np.uint8).tobytes()
-    )
 
 
 # ------------------------------------------------------------------------------ data
@@ -122,53 +63,6 @@ def model_for(
         [numpy_helper.from_array(v, n) for n, v in zip(names, initializers) if v is not None],
     )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=10)
-
-
-# ------------------------------------------------------------------------------ oracles
-def slice_oracle(x: np.ndarray, starts, ends, axes, steps) -> np.ndarray:
-    """Slice-13's text: negative indices add the dim; clamp start to [0, dim] (step > 0) or
-    [0, dim - 1] (step < 0), end to [0, dim] or [-1, dim - 1]; then NumPy slicing."""
-    index: list[Any] = [slice(None)] * x.ndim
-    for s, e, a, t in zip(starts, ends, axes, steps):
-        n = x.shape[a]
-        s, e = (s + n if s < 0 else s), (e + n if e < 0 else e)
-        if t > 0:
-            s, e = np.clip(s, 0, n), np.clip(e, 0, n)
-        else:
-            s, e = np.clip(s, 0, n - 1), np.clip(e, -1, n - 1)
-        picked = list(range(int(s), int(e), t)) if n else []
-        index[a] = picked
-    return x[np.ix_(*[i if isinstance(i, list) else range(x.shape[k]) for k, i in enumerate(index)])]
-
-
-def pad_index(mode: str, i: np.ndarray, n: int) -> np.ndarray:
-    """DML_SPEC.md's index maps; reflect on size 1 repeats the element (as EDGE)."""
-    if mode == "edge" or (mode == "reflect" and n == 1):
-        return np.clip(i, 0, n - 1)
-    if mode == "reflect":
-        p = 2 * (n - 1)
-        m = np.mod(i, p)
-        return np.where(m < n, m, p - m)
-    return np.mod(i, n)  # wrap
-
-
-def pad_oracle(x: np.ndarray, pads: list[int], mode: str, value: np.ndarray) -> np.ndarray:
-    r = x.ndim
-    crop = tuple(
-        slice(max(0, -pads[a]), x.shape[a] - max(0, -pads[a + r])) for a in range(r)
-    )
-    x = x[crop]
-    begin = [max(0, p) for p in pads[:r]]
-    end = [max(0, p) for p in pads[r:]]
-    if mode == "constant":
-        out = np.full([n + b + e for n, b, e in zip(x.shape, begin, end)], value, dtype=x.dtype)
-        out[tuple(slice(b, b + n) for b, n in zip(begin, x.shape))] = x
-        return out
-    for a in range(r):
-        if begin[a] or end[a]:
-            source = pad_index(mode, np.arange(-begin[a], x.shape[a] + end[a]), x.shape[a])
-            x = np.take(x, source, axis=a)
-    return x
 
 
 # ------------------------------------------------------------------------------ checking

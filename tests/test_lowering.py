@@ -1,0 +1,443 @@
+"""The lowering, rule by rule: which descriptors each case becomes, and why.
+
+Expected descriptors come from the seeds' support tables and DML_SPEC.md, results from the
+independent oracles in ``oracles.py``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from dmlgraph import DmlgraphError, load
+from dmlgraph.dml import (
+    JoinDesc,
+    OperatorDesc,
+    Padding1Desc,
+    PaddingDesc,
+    PaddingMode,
+    Slice1Desc,
+    SliceDesc,
+    TensorDataType,
+)
+from dmlgraph.errors import GraphInvariantError, ModelValidationError, UnsupportedError
+from dmlgraph.ir import OnnxOp
+from lowering import LoweredGraph, Status, lower
+from lowering.passes import DEFAULT_PASSES, Context, Origin, Pass, PassManager
+from oracles import pad_oracle, run_lowered, same_bits, slice_oracle
+
+REAL_MODELS = [
+    "shufflenet_v2_x0_5",
+    "squeezenet1_1",
+    "tf_mobilenetv3_small_minimal",
+    "encodec_encoder_reflect",
+]
+TARGETS = ("Slice", "Concat", "Pad")
+
+
+def one_node_model(
+    op: str,
+    inputs: dict[str, np.ndarray],
+    params: dict[str, np.ndarray] | None = None,
+    opset: int = 21,
+    **attrs: Any,
+) -> onnx.ModelProto:
+    params = params or {}
+    names = list(inputs) + list(params)
+    node = helper.make_node(op, names, ["y"], **attrs)
+    first = next(iter(inputs.values()))
+    elem = helper.np_dtype_to_tensor_dtype(first.dtype)
+    graph = helper.make_graph(
+        [node],
+        "g",
+        [helper.make_tensor_value_info(n, elem, list(a.shape)) for n, a in inputs.items()],
+        [helper.make_tensor_value_info("y", elem, [None] * first.ndim)],
+        [numpy_helper.from_array(v, n) for n, v in params.items()],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=10)
+
+
+def lowered_one(model: onnx.ModelProto, level: str) -> tuple[LoweredGraph, Any]:
+    lowered = lower(load(model), level)
+    (record,) = [r for r in lowered.report() if r.op_type in TARGETS]
+    return lowered, record
+
+
+def descs(lowered: LoweredGraph) -> list[OperatorDesc]:
+    return [n.op for n in lowered.topological_order() if isinstance(n.op, OperatorDesc)]
+
+
+def i64(*values: int) -> np.ndarray:
+    return np.array(values, dtype=np.int64)
+
+
+X = np.arange(2 * 3 * 4, dtype=np.float32).reshape(2, 3, 4)
+
+
+# ----------------------------------------------------------------------------- every version
+SLICE_VERSIONS = [
+    (1, dict(starts=[1], ends=[3], axes=[2]), {}),
+    (10, {}, dict(starts=i64(3), ends=i64(0), axes=i64(2), steps=i64(-1))),
+    (11, {}, dict(starts=i64(-1), ends=i64(-4), axes=i64(-1), steps=i64(-2))),
+    (13, {}, dict(starts=i64(0, 1), ends=i64(2, 3), axes=i64(0, 2), steps=i64(1, 2))),
+]
+
+
+@pytest.mark.parametrize("opset,attrs,params", SLICE_VERSIONS)
+def test_every_slice_version_lowers(opset: int, attrs: dict, params: dict) -> None:
+    model = one_node_model("Slice", {"x": X}, params, opset=opset, **attrs)
+    lowered, record = lowered_one(model, "6_4")
+    assert record.status is Status.LOWERED
+    p = attrs or {k: v.tolist() for k, v in params.items()}
+    steps = p.get("steps", [1] * len(p["starts"]))
+    expected = slice_oracle(X, p["starts"], p["ends"], p["axes"], steps)
+    assert same_bits(run_lowered(lowered, {"x": X})[0], expected)
+
+
+@pytest.mark.parametrize("opset", [1, 4, 11, 13])
+def test_every_concat_version_lowers(opset: int) -> None:
+    a, b = X, X[:, :1] + 100
+    attrs = {} if opset == 1 else {"axis": 1}  # Concat-1's axis defaults to 1
+    model = one_node_model("Concat", {"a": a, "b": b}, opset=opset, **attrs)
+    lowered, record = lowered_one(model, "6_4")
+    assert record.status is Status.LOWERED and record.dml_ops == ("DML_OPERATOR_JOIN",)
+    got = run_lowered(lowered, {"a": a, "b": b})[0]
+    assert same_bits(got, np.concatenate([a, b], axis=1))
+
+
+PAD_VERSIONS = [2, 11, 13, 18, 19, 21, 23, 24]
+
+
+@pytest.mark.parametrize("opset", PAD_VERSIONS)
+def test_every_pad_version_lowers(opset: int) -> None:
+    pads = [0, 1, 2, 0, 2, 1]
+    if opset == 2:
+        model = one_node_model("Pad", {"x": X}, opset=2, pads=pads, mode="edge")
+    elif opset >= 18:  # with the axes input Pad-18 added: pad axes 1 and 2 only
+        params = {"pads": i64(1, 2, 2, 1), "value": np.array(0, np.float32), "axes": i64(1, -1)}
+        model = one_node_model("Pad", {"x": X}, params, opset=opset, mode="edge")
+    else:
+        model = one_node_model("Pad", {"x": X}, {"pads": i64(*pads)}, opset=opset, mode="edge")
+    lowered, record = lowered_one(model, "6_4")
+    assert record.status is Status.LOWERED
+    assert same_bits(run_lowered(lowered, {"x": X})[0], pad_oracle(X, pads, "edge", None))
+
+
+def test_a_version_no_rule_covers_fails_loudly() -> None:
+    graph = load(one_node_model("Concat", {"a": X}, axis=0))
+    node = graph.nodes[0]
+    future = node.provenance.__class__(node.name, "Concat", "", 99)
+    graph.replace_node(node.id, provenance=future)
+    with pytest.raises(UnsupportedError, match="since_version 99 has no lowering rule"):
+        lower(graph)
+
+
+# ----------------------------------------------------------------------------- slice
+def slice_model(x: np.ndarray, starts, ends, axes, steps) -> onnx.ModelProto:
+    params = dict(starts=i64(*starts), ends=i64(*ends), axes=i64(*axes), steps=i64(*steps))
+    return one_node_model("Slice", {"x": x}, params)
+
+
+def test_positive_steps_use_slice_and_negative_ones_slice1() -> None:
+    forward, _ = lowered_one(slice_model(X, [1], [4], [2], [2]), "6_4")
+    (desc,) = descs(forward)
+    assert isinstance(desc, SliceDesc) and desc.strides[-1] == 2
+    backward, _ = lowered_one(slice_model(X, [3], [0], [2], [-2]), "2_1")
+    (desc,) = descs(backward)
+    assert isinstance(desc, Slice1Desc) and -2 in desc.input_window_strides
+    assert same_bits(run_lowered(backward, {"x": X})[0], X[:, :, 3:0:-2])
+
+
+def test_negative_steps_below_2_1_are_a_join_of_single_element_slices() -> None:
+    lowered, record = lowered_one(slice_model(X, [-1], [-5], [2], [-1]), "1_0")
+    assert record.status is Status.DECOMPOSED
+    kinds = [type(d) for d in descs(lowered)]
+    assert kinds.count(SliceDesc) == 4 and kinds[-1] is JoinDesc
+    assert any("needs DML_OPERATOR_SLICE1" in n for n in record.notes)
+    assert same_bits(run_lowered(lowered, {"x": X})[0], X[:, :, ::-1])
+
+
+def test_int64_below_4_1_moves_as_pairs_of_uint32() -> None:
+    x = (np.arange(24, dtype=np.int64) - 12).reshape(2, 3, 4) * (1 << 40)
+    lowered, record = lowered_one(slice_model(x, [1], [3], [2], [1]), "3_0")
+    (desc,) = descs(lowered)
+    assert desc.input_tensor.data_type is TensorDataType.UINT32
+    assert desc.input_tensor.sizes[-1] == 2 and desc.input_tensor.sizes[:-1] == (2, 3, 4)
+    assert any("2 x UINT32" in n for n in record.notes)
+    assert same_bits(run_lowered(lowered, {"x": x})[0], x[:, :, 1:3])
+    native, _ = lowered_one(slice_model(x, [1], [3], [2], [1]), "4_1")
+    assert descs(native)[0].input_tensor.data_type is TensorDataType.INT64
+
+
+def test_rank_is_padded_to_four_and_coalesced_to_fit() -> None:
+    x = np.arange(2 * 3 * 2 * 2 * 2 * 3, dtype=np.float16).reshape(2, 3, 2, 2, 2, 3)
+    lowered, record = lowered_one(slice_model(x, [1, 1], [2, 3], [0, 5], [1, 1]), "2_1")
+    (desc,) = descs(lowered)  # [t, 24 untouched, t] + a leading 1: four dimensions
+    assert desc.input_tensor.sizes == (1, 2, 24, 3)
+    assert same_bits(run_lowered(lowered, {"x": x})[0], x[1:2, :, :, :, :, 1:3])
+    small, _ = lowered_one(slice_model(X[0, 0], [1], [3], [0], [1]), "2_1")
+    assert descs(small)[0].input_tensor.sizes == (1, 1, 1, 4)
+
+
+def test_a_slice_no_single_descriptor_holds_becomes_a_chain() -> None:
+    x = np.arange(2**7, dtype=np.int32).reshape((2,) * 7)
+    starts, ends, axes = [1] * 7, [2] * 7, list(range(7))
+    lowered, record = lowered_one(slice_model(x, starts, ends, axes, [1] * 7), "2_1")
+    assert record.status is Status.DECOMPOSED and len(record.dml_ops) == 2
+    assert same_bits(run_lowered(lowered, {"x": x})[0], x[(slice(1, 2),) * 7])
+    one, record = lowered_one(slice_model(x, starts, ends, axes, [1] * 7), "3_0")
+    assert record.status is Status.LOWERED  # eight dimensions from FL 3.0
+
+
+def test_empty_slice_is_an_empty_constant() -> None:
+    lowered, record = lowered_one(slice_model(X, [3], [1], [1], [1]), "6_4")
+    assert record.status is Status.FOLDED and not descs(lowered)
+    assert lowered.constant("y").shape == (2, 0, 4)
+
+
+def test_slice_sentinels_follow_slice_13_clamping() -> None:
+    big, small = 2**63 - 1, -(2**63)
+    lowered, _ = lowered_one(slice_model(X, [big], [small], [2], [-1]), "6_4")
+    assert same_bits(run_lowered(lowered, {"x": X})[0], X[:, :, ::-1])
+    # a start before the beginning clamps to 0 for a negative step (not Python's -1)
+    lowered, record = lowered_one(slice_model(X, [-9], [small], [2], [-1]), "6_4")
+    assert same_bits(run_lowered(lowered, {"x": X})[0], X[:, :, :1])
+
+
+def test_int64_max_end_with_a_negative_step_is_a_declared_divergence() -> None:
+    _, record = lowered_one(slice_model(X, [3], [2**63 - 1], [2], [-1]), "6_4")
+    assert record.status is Status.FOLDED
+    assert any(n.startswith("divergence:") and "INT64_MAX" in n for n in record.notes)
+
+
+def test_a_slice_of_everything_is_eliminated() -> None:
+    x = helper.make_node("Slice", ["a", "s", "e"], ["t"])
+    neg = helper.make_node("Neg", ["t"], ["y"])
+    graph = helper.make_graph(
+        [x, neg], "g", [helper.make_tensor_value_info("a", TensorProto.FLOAT, [2, 3, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None] * 3)],
+        [numpy_helper.from_array(i64(0), "s"), numpy_helper.from_array(i64(9), "e")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=10)
+    lowered = lower(load(model))
+    (record,) = [r for r in lowered.report() if r.op_type == "Slice"]
+    assert record.status is Status.ELIMINATED
+    assert lowered.find_nodes("Neg")[0].inputs == ("a",)
+
+
+def test_runtime_parameters_stay_onnx_with_the_reason() -> None:
+    node = helper.make_node("Slice", ["x", "starts", "ends"], ["y"])
+    graph = helper.make_graph(
+        [node], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4]),
+         helper.make_tensor_value_info("starts", TensorProto.INT64, [1])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None] * 3)],
+        [numpy_helper.from_array(i64(3), "ends")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=10)
+    lowered, record = lowered_one(model, "6_4")
+    assert record.status is Status.FALLBACK
+    assert "known only at run time" in record.notes[-1]
+    assert lowered.find_nodes("Slice")[0].is_onnx
+
+
+# ----------------------------------------------------------------------------- concat
+def test_concat_drops_empty_inputs_and_aliases_a_single_one() -> None:
+    empty = np.zeros((2, 0, 4), np.float32)
+    model = one_node_model("Concat", {"a": X, "b": empty, "c": X}, axis=-2)
+    lowered, record = lowered_one(model, "2_1")
+    (desc,) = descs(lowered)
+    assert isinstance(desc, JoinDesc) and desc.input_count == 2
+    assert any("empty along axis 1" in n for n in record.notes)
+    feeds = {"a": X, "b": empty, "c": X}
+    assert same_bits(run_lowered(lowered, feeds)[0], np.concatenate([X, X], axis=1))
+    # one non-empty input whose result is a graph output: a one-input JOIN, a copy
+    lowered, record = lowered_one(one_node_model("Concat", {"a": X, "b": empty}, axis=1), "6_4")
+    assert [d.input_count for d in descs(lowered)] == [1]
+
+
+def test_concat_of_empties_is_an_empty_constant() -> None:
+    empty = np.zeros((2, 0, 4), np.float32)
+    lowered, record = lowered_one(one_node_model("Concat", {"a": empty, "b": empty}, axis=1), "6_4")
+    assert record.status is Status.FOLDED and lowered.constant("y").shape == (2, 0, 4)
+
+
+def test_bool_concat_joins_uint8() -> None:
+    a = np.array([[True, False]]), np.array([[False, True]])
+    lowered, record = lowered_one(one_node_model("Concat", {"a": a[0], "b": a[1]}, axis=0), "6_4")
+    assert descs(lowered)[0].output_tensor.data_type is TensorDataType.UINT8
+    assert same_bits(run_lowered(lowered, {"a": a[0], "b": a[1]})[0], np.concatenate(a))
+
+
+def test_eight_bit_data_at_fl_1_0_moves_as_uint16_or_stays_onnx_naming_the_row() -> None:
+    a = np.arange(8, dtype=np.int8).reshape(2, 4)
+    lowered, record = lowered_one(one_node_model("Concat", {"a": a, "b": a}, axis=0), "1_0")
+    (desc,) = descs(lowered)
+    assert desc.output_tensor.data_type is TensorDataType.UINT16
+    assert same_bits(run_lowered(lowered, {"a": a, "b": a})[0], np.concatenate([a, a]))
+    odd = np.arange(3, dtype=np.int8).reshape(1, 3)
+    _, record = lowered_one(one_node_model("Concat", {"a": odd, "b": odd}, axis=1), "1_0")
+    assert record.status is Status.FALLBACK
+    assert "DML_OPERATOR_JOIN at DML_FEATURE_LEVEL_1_0 accepts 4 dimensions" in record.notes[-1]
+
+
+# ----------------------------------------------------------------------------- pad
+def pad_model(x: np.ndarray, pads: list[int], mode: str, value: Any = 0) -> onnx.ModelProto:
+    params = {"pads": i64(*pads), "value": np.array(value, dtype=x.dtype)}
+    return one_node_model("Pad", {"x": x}, params, mode=mode)
+
+
+def test_constant_fill_uses_padding_when_its_float_is_exact() -> None:
+    lowered, record = lowered_one(pad_model(X, [0, 1, 1, 0, 1, 1], "constant", 0.1), "2_1")
+    (desc,) = descs(lowered)
+    assert isinstance(desc, PaddingDesc) and desc.padding_value == float(np.float32(0.1))
+    expected = pad_oracle(X, [0, 1, 1, 0, 1, 1], "constant", np.float32(0.1))
+    assert same_bits(run_lowered(lowered, {"x": X})[0], expected)
+
+
+def test_an_inexact_fill_needs_padding1_or_a_join_of_constant_blocks() -> None:
+    x = np.arange(6, dtype=np.int32).reshape(2, 3)
+    model = pad_model(x, [0, 1, 0, 2], "constant", 16_777_217)  # not a float32
+    lowered, record = lowered_one(model, "5_0")
+    (desc,) = descs(lowered)
+    assert isinstance(desc, Padding1Desc) and desc.padding_value == 16_777_217
+    expected = pad_oracle(x, [0, 1, 0, 2], "constant", np.int32(16_777_217))
+    assert same_bits(run_lowered(lowered, {"x": x})[0], expected)
+    lowered, record = lowered_one(model, "3_1")
+    assert record.status is Status.DECOMPOSED and record.dml_ops == ("DML_OPERATOR_JOIN",)
+    assert same_bits(run_lowered(lowered, {"x": x})[0], expected)
+
+
+def test_int64_zero_fill_below_5_0_pads_uint32_pairs() -> None:
+    x = np.arange(6, dtype=np.int64).reshape(2, 3) - 3
+    lowered, _ = lowered_one(pad_model(x, [1, 0, 0, 1], "constant", 0), "3_1")
+    (desc,) = descs(lowered)
+    assert isinstance(desc, PaddingDesc) and desc.input_tensor.data_type in (
+        TensorDataType.UINT32, TensorDataType.INT32,
+    )
+    expected = pad_oracle(x, [1, 0, 0, 1], "constant", np.int64(0))
+    assert same_bits(run_lowered(lowered, {"x": x})[0], expected)
+
+
+@pytest.mark.parametrize("level,native", [("6_4", True), ("5_0", False), ("1_0", False)])
+def test_wrap_is_native_from_6_4_and_slices_plus_join_below(level: str, native: bool) -> None:
+    pads = [0, 2, 5, 0, 1, 3]
+    lowered, record = lowered_one(pad_model(X, pads, "wrap"), level)
+    if native:
+        (desc,) = descs(lowered)
+        assert desc.padding_mode is PaddingMode.WRAP
+    else:
+        assert record.status is Status.DECOMPOSED
+        assert {type(d) for d in descs(lowered)} == {SliceDesc, JoinDesc}
+    assert same_bits(run_lowered(lowered, {"x": X})[0], pad_oracle(X, pads, "wrap", None))
+
+
+def test_negative_pads_crop_first_then_pad() -> None:
+    pads = [0, -1, 2, 0, 1, -1]
+    lowered, record = lowered_one(pad_model(X, pads, "reflect"), "6_4")
+    assert record.status is Status.DECOMPOSED
+    assert [type(d) for d in descs(lowered)] == [SliceDesc, PaddingDesc]
+    assert same_bits(run_lowered(lowered, {"x": X})[0], pad_oracle(X, pads, "reflect", None))
+
+
+def test_reflect_beyond_the_dimension_is_periodic_and_declared() -> None:
+    pads = [0, 0, 5, 0, 0, 4]
+    lowered, record = lowered_one(pad_model(X, pads, "reflect"), "6_4")
+    assert any(n.startswith("divergence:") for n in record.notes)
+    # DML_SPEC.md's map: period 2 * (4 - 1) = 6 over [0, 1, 2, 3]
+    row = [1, 2, 3, 2, 1, 0, 1, 2, 3, 2, 1, 0, 1]
+    assert run_lowered(lowered, {"x": X})[0][0, 0].tolist() == row
+
+
+def test_reflect_on_a_single_element_pads_as_edge() -> None:
+    x = X[:, :1, :]
+    lowered, record = lowered_one(pad_model(x, [0, 2, 1, 0, 1, 1], "reflect"), "6_4")
+    modes = [d.padding_mode for d in descs(lowered)]
+    assert modes == [PaddingMode.EDGE, PaddingMode.REFLECTION]
+    assert same_bits(
+        run_lowered(lowered, {"x": x})[0], pad_oracle(x, [0, 2, 1, 0, 1, 1], "reflect", None)
+    )
+
+
+def test_all_padding_of_an_empty_crop_is_a_constant() -> None:
+    lowered, record = lowered_one(pad_model(X, [0, 0, -4, 0, 0, 2], "constant", 7), "6_4")
+    assert record.status is Status.FOLDED
+    assert (lowered.constant("y") == 7).all() and lowered.constant("y").shape == (2, 3, 2)
+
+
+@pytest.mark.parametrize(
+    "pads,mode,message",
+    [
+        ([0, 0, -5, 0, 0, 0], "constant", "remove 5 elements from axis 2, which has 4"),
+        ([0, 0, -4, 0, 0, 2], "edge", "after the crop"),
+    ],
+)
+def test_bad_pads_name_the_node_and_the_rule(pads: list[int], mode: str, message: str) -> None:
+    with pytest.raises(ModelValidationError, match=message):
+        lower(load(pad_model(X, pads, mode)))
+
+
+# ----------------------------------------------------------------------------- whole models
+@pytest.mark.parametrize("level", ["6_4", "2_1"])
+@pytest.mark.parametrize("name", REAL_MODELS)
+def test_real_models_lower_every_slice_concat_and_pad(name: str, level: str, onnx_models_dir) -> None:
+    graph = load(onnx_models_dir / f"{name}.onnx")
+    lowered = lower(graph, level)
+    records = [r for r in lowered.report() if r.op_type in TARGETS]
+    assert records
+    for record in records:
+        assert record.status is not Status.FALLBACK, record
+        for note in record.notes:  # sentences, not reprs
+            assert " " in note and "<" not in note and "Traceback" not in note, note
+    assert all(n.is_onnx for n in graph.nodes)  # the input graph is untouched
+
+
+def test_lowering_is_deterministic(onnx_models_dir) -> None:
+    graph = load(onnx_models_dir / "encodec_encoder_reflect.onnx")
+
+    def snapshot() -> list:
+        lowered = lower(graph, "2_1")
+        return [
+            (n.op.to_json() if not n.is_onnx else n.op, n.inputs, n.outputs)
+            for n in lowered.topological_order()
+        ]
+
+    assert snapshot() == snapshot()
+
+
+def test_lowering_an_already_lowered_graph_is_refused() -> None:
+    lowered = lower(load(pad_model(X, [0, 0, 1, 0, 0, 1], "edge")))
+    with pytest.raises(UnsupportedError, match="already lowered"):
+        lower(lowered)
+
+
+def test_an_unknown_feature_level_is_one_clear_error() -> None:
+    with pytest.raises(DmlgraphError, match="feature level"):
+        lower(load(pad_model(X, [0, 0, 1, 0, 0, 1], "edge")), "9_9")
+
+
+def test_the_pass_manager_names_the_pass_that_broke_an_invariant() -> None:
+    class Vandal(Pass):
+        name = "vandal"
+
+        def run(self, graph: LoweredGraph, ctx: Context) -> None:
+            graph.outputs.append("nowhere")
+
+    graph = LoweredGraph.from_graph(load(pad_model(X, [0, 0, 1, 0, 0, 1], "edge")), "6_4")
+    ctx = Context()
+    for node in graph.nodes:
+        ctx.origins[node.id], ctx.origin_of[node.id] = Origin(node), node.id
+    passes = tuple(p() for p in DEFAULT_PASSES[:2]) + (Vandal(),)
+    with pytest.raises(GraphInvariantError, match="pass 'vandal' broke an invariant .*fold, lower"):
+        PassManager(passes).run(graph, ctx)
+
+
+def test_every_emitted_descriptor_is_onnx_free_and_validates(onnx_models_dir) -> None:
+    lowered = lower(load(onnx_models_dir / "shufflenet_v2_x0_5.onnx"), "2_1")
+    for node in lowered.nodes:
+        if not isinstance(node.op, OnnxOp):
+            node.op.validate("2_1")
