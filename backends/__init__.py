@@ -1,0 +1,48 @@
+"""Backends: execute a graph (lowered or not) and say what ran where.
+
+``get_backend(name, **options)`` returns an object with ``run(graph, feeds) -> dict`` and
+``execute(graph, feeds) -> RunResult`` (outputs plus a ``RunRecord``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from backends.base import Backend, BackendError, NodeRun, RunRecord, RunResult
+
+
+def _numpy(**options: Any) -> Backend:
+    from backends.numpy.backend import NumpyBackend
+
+    return NumpyBackend(**options)
+
+
+def _onnxruntime(**options: Any) -> Backend:
+    from backends.onnxruntime.backend import OnnxruntimeBackend
+
+    return OnnxruntimeBackend(**options)
+
+
+#: Backend name -> factory; options go to the backend's constructor.
+BACKENDS: Mapping[str, Callable[..., Backend]] = {"numpy": _numpy, "onnxruntime": _onnxruntime}
+
+
+def get_backend(name: str, **options: Any) -> Backend:
+    """The backend called ``name`` ("numpy" or "onnxruntime")."""
+    try:
+        factory = BACKENDS[name]
+    except KeyError:
+        raise BackendError(f"unknown backend {name!r} (known: {', '.join(BACKENDS)})") from None
+    return factory(**options)
+
+
+__all__ = [
+    "BACKENDS",
+    "Backend",
+    "BackendError",
+    "NodeRun",
+    "RunRecord",
+    "RunResult",
+    "get_backend",
+]

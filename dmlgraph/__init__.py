@@ -3,6 +3,7 @@
 from dmlgraph.errors import DmlgraphError, DmlValidationError
 from dmlgraph.importer import load
 from dmlgraph.ir import Graph, Node, OnnxOp, Provenance, TensorInfo
+from dmlgraph.parity import check
 
 __all__ = [
     "DmlgraphError",
@@ -12,5 +13,6 @@ __all__ = [
     "OnnxOp",
     "Provenance",
     "TensorInfo",
+    "check",
     "load",
 ]

@@ -9,12 +9,15 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 import numpy as np
 
 from dmlgraph.dml.enums import FeatureLevel
 from dmlgraph.errors import DmlgraphError
+
+if TYPE_CHECKING:
+    from dmlgraph.parity import OutputComparison, ParityReport
 
 
 def _feature_level(text: str) -> FeatureLevel:
@@ -35,6 +38,209 @@ def _input_shape(text: str) -> tuple[str, list[int]]:
             f"{text!r} is not NAME:D0,D1,... with non-negative integer dimensions"
         )
     return name, shape
+
+
+def _tolerance(text: str) -> tuple[str, float]:
+    """``VALUE`` (the default) or ``NAME:VALUE`` (one output)."""
+    name, _, value = text.rpartition(":")
+    try:
+        number = float(value)
+    except ValueError:
+        number = -1.0
+    if not number >= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not [NAME:]VALUE with a VALUE >= 0")
+    return name, number
+
+
+def _shapes(args: argparse.Namespace) -> dict[str, list[int]] | None:
+    return dict(args.input_shape) if args.input_shape else None
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from backends import get_backend
+    from dmlgraph import tensorio
+    from dmlgraph.importer import load
+    from lowering import lower
+
+    graph = load(args.model, _shapes(args))
+    if args.inputs is not None:
+        feeds = tensorio.read(args.inputs, graph, stem=args.model.stem).inputs
+        source = str(args.inputs)
+    else:
+        feeds, source = tensorio.generate(graph, args.seed), f"generated (seed {args.seed})"
+    if args.backend == "numpy":
+        backend = get_backend("numpy", fallback=args.fallback, providers=args.provider)
+        target = lower(graph, args.feature_level)
+        what = f"lowered at FL {args.feature_level.short}"
+    else:
+        backend = get_backend("onnxruntime", providers=args.provider)
+        target = lower(graph, args.feature_level) if args.lowered else graph
+        what = f"lowered at FL {args.feature_level.short}" if args.lowered else "imported"
+    result = backend.execute(target, feeds)
+    outputs = {name: result.outputs[t] for name, t in zip(graph.outputs, target.outputs)}
+    engines = ", ".join(f"{n} {e}" for e, n in result.record.engines().items())
+    print(f"model: {args.model} ({what}); inputs: {source}")
+    print(f"backend: {result.record.backend} ({result.record.provider}); nodes: {engines or '-'}")
+    for name, value in outputs.items():
+        print(f"  output {name}: {value.dtype}{list(value.shape)} {_preview(value)}")
+    if args.output:
+        tensorio.write(args.output, graph, feeds, outputs)
+        print(f"saved {len(feeds)} input(s) and {len(outputs)} output(s) to {args.output}")
+    return 0
+
+
+def _preview(value: np.ndarray) -> str:
+    flat = value.reshape(-1)
+    shown = np.array2string(flat[:6], separator=", ", threshold=6, precision=5)
+    return shown[:-1] + ", ...]" if flat.size > 6 else shown
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    import json
+
+    from dmlgraph.parity import check
+
+    report = check(
+        args.model,
+        feature_level=args.feature_level,
+        inputs=args.inputs,
+        expected=args.expected,
+        input_shapes=_shapes(args),
+        seed=args.seed,
+        atol=dict(args.atol) if args.atol else None,
+        rtol=dict(args.rtol) if args.rtol else None,
+        fallback=args.fallback,
+        providers=args.provider,
+        cross_check=args.cross_check,
+    )
+    if args.json:
+        print(json.dumps(report.to_json(), indent=2))
+    else:
+        _print_report(report)
+    return report.exit_code
+
+
+def _number(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3g}"
+
+
+def _print_report(report: ParityReport) -> None:
+    """The report as rich tables: lowering, then one table per comparison."""
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    console = Console(file=sys.stdout, width=None if sys.stdout.isatty() else 140)
+
+    def say(text: str) -> None:
+        console.print(text, highlight=False, markup=False)
+
+    say(f"model: {report.model}  feature level: {report.feature_level.short}  "
+        f"inputs: {report.inputs}")
+    for record in report.runs:
+        engines = ", ".join(f"{n} on {e}" for e, n in record.engines().items())
+        say(f"ran: {record.backend} ({record.provider}){': ' + engines if engines else ''}")
+    statuses = ("lowered", "decomposed", "folded", "eliminated", "fallback")
+    lowering = Table("op", *statuses, title="Slice / Concat / Pad after lowering",
+                     title_justify="left")
+    for op, counts in report.lowering_summary().items():
+        lowering.add_row(op, *(str(counts.get(s, 0)) for s in statuses))
+    console.print(lowering)
+    for record in report.lowering:
+        if record.op_type in ("Slice", "Concat", "Pad") and str(record.status) == "fallback":
+            say(f"  fallback {record.op_type} {record.name}: {'; '.join(record.notes)}")
+    for comparison in report.comparisons:
+        table = Table("output", "verdict", "dtype", "shape", "max abs", "max rel", "mismatches",
+                      "atol / rtol", "needs atol", "needs rtol",
+                      title=escape(f"{comparison.actual}\n  vs {comparison.expected}"),
+                      title_justify="left")
+        for o in comparison.outputs:
+            table.add_row(*(escape(cell) for cell in _cells(o)),
+                          style={"pass": "green", "fail": "bold red"}.get(str(o.verdict), "yellow"))
+        console.print(table)
+        if comparison.note:
+            say(f"  note: {comparison.note}")
+        for o in comparison.outputs:
+            if o.message:
+                say(f"  {o.name}: {o.message}")
+            for reason in o.divergences:
+                say(f"  {o.name}: known divergence at {reason}")
+    for note in report.notes:
+        say(f"note: {note}")
+    console.print("[green]parity holds[/]" if report.passed else "[bold red]parity FAILS[/]")
+
+
+def _cells(o: OutputComparison) -> list[str]:
+    """One output's row: what was compared, the errors and the tolerance that would pass."""
+    if not o.compared:
+        return [o.name, str(o.verdict), o.actual_dtype, str(list(o.actual_shape)), "-", "-",
+                "not compared", "-", "-", "-"]
+    dtype = o.expected_dtype if o.actual_dtype == o.expected_dtype else (
+        f"{o.actual_dtype} vs {o.expected_dtype}")
+    shape = str(list(o.expected_shape)) if o.actual_shape == o.expected_shape else (
+        f"{list(o.actual_shape)} vs {list(o.expected_shape)}")
+    nan = f" ({o.nan_mismatches} NaN)" if o.nan_mismatches else ""
+    tolerance = "exact" if o.exact else f"{o.tolerance.atol:g} / {o.tolerance.rtol:g}"
+    return [o.name, str(o.verdict), dtype, shape, _number(o.max_abs_error),
+            _number(o.max_rel_error), f"{o.mismatches}/{o.size}{nan}", tolerance,
+            _number(o.required_atol), _number(o.required_rtol)]
+
+
+def cmd_lower(args: argparse.Namespace) -> int:
+    import json
+
+    from rich.console import Console
+
+    from dmlgraph.importer import load
+    from dmlgraph.reporting import lowered_to_json, print_report
+    from lowering import lower
+
+    graph = load(args.model, _shapes(args))
+    lowered = lower(graph, args.feature_level)
+    if args.format == "dxdispatch":
+        from dmlgraph import tensorio
+        from dmlgraph.dxdispatch_export import write_dxdispatch
+
+        if args.output is None:
+            raise DmlgraphError("--format dxdispatch needs -o OUT.json")
+        feeds = (
+            tensorio.read(args.inputs, graph, stem=args.model.stem).inputs if args.inputs else None
+        )
+        print(write_dxdispatch(lowered, args.output, feeds))
+        return 0
+    document = lowered_to_json(lowered)
+    if args.output is not None:
+        args.output.write_text(json.dumps(document, indent=2) + "\n")
+    if args.json:
+        print(json.dumps(document, indent=2))
+    else:
+        console = Console(file=sys.stdout, width=None if sys.stdout.isatty() else 140)
+        print_report(lowered, console, every_node=args.all)
+        if args.output is not None:
+            console.print(f"wrote {args.output}")
+    return 0
+
+
+def cmd_viz(args: argparse.Namespace) -> int:
+    from dmlgraph.importer import load
+    from dmlgraph.viz import write_viz
+    from lowering import lower
+
+    graph = load(args.model, _shapes(args))
+    lowered = lower(graph, args.feature_level)
+    parity = None
+    if args.check:
+        from dmlgraph.parity import check
+
+        parity = check(
+            args.model,
+            feature_level=args.feature_level,
+            inputs=args.inputs,
+            input_shapes=_shapes(args),
+            seed=args.seed,
+        )
+    print(write_viz(args.output, graph, lowered, parity))
+    return 0 if parity is None else parity.exit_code
 
 
 def cmd_dxdispatch(args: argparse.Namespace) -> int:
@@ -72,6 +278,66 @@ def build_parser() -> argparse.ArgumentParser:
                          metavar="NAME:D0,D1,..", help="fix a graph input's dynamic dimensions")
     inspect.set_defaults(run=cmd_inspect)
 
+    lower = commands.add_parser(
+        "lower", help="lower Slice/Concat/Pad to DirectML descriptors and report every node"
+    )
+    lower.add_argument("model", type=Path, help="an .onnx file")
+    lower.add_argument("--feature-level", type=_feature_level, default=FeatureLevel.L6_4,
+                       help="DML_FEATURE_LEVEL to lower at (default 6_4)")
+    lower.add_argument("--input-shape", action="append", type=_input_shape,
+                       metavar="NAME:D0,D1,..", help="fix a graph input's dynamic dimensions")
+    lower.add_argument("-o", "--output", type=Path, metavar="OUT.json",
+                       help="write the lowered graph (descriptors, tensors, report) as JSON")
+    lower.add_argument("--format", choices=("json", "dxdispatch"), default="json",
+                       help="json: dmlgraph's own form (default); dxdispatch: a DxDispatch model")
+    lower.add_argument("--inputs", type=Path, metavar="IN",
+                       help="dxdispatch: initial values of the graph inputs (.npz or test-data)")
+    lower.add_argument("--json", action="store_true", help="print the JSON form")
+    lower.add_argument("--all", action="store_true",
+                       help="list every node, not just Slice/Concat/Pad")
+    lower.set_defaults(run=cmd_lower)
+
+    viz = commands.add_parser(
+        "viz", help="draw the lowered graph: DOT, SVG (with Graphviz) or a self-contained HTML"
+    )
+    viz.add_argument("model", type=Path, help="an .onnx file")
+    viz.add_argument("-o", "--output", type=Path, required=True, metavar="OUT.dot|.svg|.html")
+    viz.add_argument("--feature-level", type=_feature_level, default=FeatureLevel.L6_4,
+                     help="DML_FEATURE_LEVEL to lower at (default 6_4)")
+    viz.add_argument("--input-shape", action="append", type=_input_shape,
+                     metavar="NAME:D0,D1,..", help="fix a graph input's dynamic dimensions")
+    viz.add_argument("--check", action="store_true",
+                     help="run the parity check and show its results (HTML)")
+    viz.add_argument("--inputs", type=Path, metavar="IN", help="inputs for --check")
+    viz.add_argument("--seed", type=int, default=0, help="seed of generated inputs (0)")
+    viz.set_defaults(run=cmd_viz)
+
+    run = commands.add_parser("run", help="run a model on a backend and print its outputs")
+    _add_model_arguments(run)
+    run.add_argument("--backend", choices=("numpy", "onnxruntime"), default="numpy",
+                     help="numpy: the lowered graph on the DirectML emulator (default); "
+                     "onnxruntime: the imported graph, or the lowered one with --lowered")
+    run.add_argument("--lowered", action="store_true",
+                     help="onnxruntime: run the lowered graph, translated back to ONNX")
+    run.add_argument("-o", "--output", type=Path, metavar="OUT",
+                     help="save inputs and outputs to an .npz or a test-data folder")
+    run.set_defaults(run=cmd_run)
+
+    check = commands.add_parser(
+        "check", help="compare the lowered graph on the NumPy backend with onnxruntime"
+    )
+    _add_model_arguments(check)
+    check.add_argument("--expected", type=Path, metavar="OUT",
+                       help="also compare with the outputs stored in an .npz or test-data folder")
+    check.add_argument("--atol", action="append", type=_tolerance, metavar="[NAME:]VALUE",
+                       help="absolute tolerance, for all outputs or one (repeatable)")
+    check.add_argument("--rtol", action="append", type=_tolerance, metavar="[NAME:]VALUE",
+                       help="relative tolerance, for all outputs or one (repeatable)")
+    check.add_argument("--cross-check", action="store_true",
+                       help="also run the lowered graph on onnxruntime, translated to ONNX")
+    check.add_argument("--json", action="store_true", help="print the report as JSON")
+    check.set_defaults(run=cmd_check)
+
     dxdispatch = commands.add_parser(
         "dxdispatch", help="run a DxDispatch JSON model's DML operators on the NumPy executor"
     )
@@ -81,6 +347,25 @@ def build_parser() -> argparse.ArgumentParser:
     dxdispatch.add_argument("-o", "--output", type=Path, help="save every resource to an .npz")
     dxdispatch.set_defaults(run=cmd_dxdispatch)
     return parser
+
+
+def _add_model_arguments(parser: argparse.ArgumentParser) -> None:
+    """What run and check share: the model, its inputs, the level, the engines."""
+    parser.add_argument("model", type=Path, help="an .onnx file")
+    parser.add_argument("--inputs", type=Path, metavar="IN",
+                        help="an .npz (keys = tensor names) or an ONNX test-data folder; "
+                        "default: random inputs from --seed")
+    parser.add_argument("--feature-level", type=_feature_level, default=FeatureLevel.L6_4,
+                        help="DML_FEATURE_LEVEL to lower at (default 6_4)")
+    parser.add_argument("--input-shape", action="append", type=_input_shape,
+                        metavar="NAME:D0,D1,..", help="fix a graph input's dynamic dimensions")
+    parser.add_argument("--seed", type=int, default=0, help="seed of generated inputs (0)")
+    parser.add_argument("--fallback", choices=("onnxruntime", "reference"),
+                        default="onnxruntime",
+                        help="engine of the ONNX nodes the lowering leaves (default onnxruntime)")
+    parser.add_argument("--provider", action="append", metavar="NAME",
+                        help="onnxruntime execution provider to use (repeatable; default: "
+                        "DirectML, else CUDA, else CPU)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -68,6 +68,7 @@ def _records(lowered: LoweredGraph, ctx: Context) -> list[NodeReport]:
                 Status(removed.status),
                 (),
                 (removed.note,),
+                at_import=True,
             )
         )
     return records

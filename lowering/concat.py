@@ -16,6 +16,11 @@ from lowering.registry import Rewriter, rule
 @rule("Concat", 1, 13)
 def lower_concat(rw: Rewriter) -> None:
     node = rw.node
+    if node.provenance.since_version < 4:
+        rw.note(
+            "divergence: onnxruntime has no kernel for Concat before opset 4, so it cannot run "
+            "the original node"
+        )
     shapes = [rw.static_shape(x, f"input {i}") for i, x in enumerate(node.inputs)]
     rank = len(shapes[0])
     axis = node.op.attrs["axis"]

@@ -32,6 +32,7 @@ class NodeReport:
     status: Status
     dml_ops: tuple[str, ...]
     notes: tuple[str, ...]
+    at_import: bool = False  # folded by the importer, before lowering
 
 
 class LoweredGraph(Graph):

@@ -21,7 +21,15 @@ from dmlgraph import load
 from dmlgraph.dml.operators import OperatorDesc
 from dmlgraph.dtypes import to_elem_type
 from lowering import Status, lower
-from oracles import ort_or_none, pad_oracle, run_lowered, same_bits, slice_oracle
+from oracles import (
+    ort_or_none,
+    pad_oracle,
+    run_lowered,
+    run_translated,
+    same_bits,
+    same_values,
+    slice_oracle,
+)
 
 LEVELS = ["1_0", "2_0", "2_1", "3_0", "3_1", "4_0", "4_1", "5_0", "6_4"]
 DTYPES = [
@@ -71,7 +79,7 @@ def check_all_levels(
 ) -> None:
     reference = None if divergent else ort_or_none(model, feeds)
     if reference is not None:
-        assert same_bits(reference, expected), "the NumPy oracle disagrees with onnxruntime"
+        assert same_values(reference, expected), "the NumPy oracle disagrees with onnxruntime"
     graph = load(model)
     for level in LEVELS:
         lowered = lower(graph, level)
@@ -88,6 +96,9 @@ def check_all_levels(
             continue  # it stays ONNX, where runtimes disagree (onnxruntime refuses it)
         (got,) = run_lowered(lowered, feeds)
         assert same_bits(got, expected), (level, record, got, expected)
+        translated = run_translated(lowered, feeds)  # the second engine, on the same graph
+        if translated is not None and not divergent:
+            assert same_values(translated[0], expected), (level, record, translated, expected)
 
 
 @st.composite

@@ -1,0 +1,150 @@
+"""What every backend shares: the run record, feed checking and a per-graph cache.
+
+A backend's ``run(graph, feeds)`` returns the outputs; ``execute`` returns them with a
+``RunRecord`` saying what actually ran: which engine and provider, and where each node went.
+Parity reads the record to name known divergences and to show the user what was compared.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Generic, Protocol, TypeVar
+
+import numpy as np
+
+from dmlgraph.errors import DmlgraphError
+from dmlgraph.ir import Graph
+
+T = TypeVar("T")
+
+
+class BackendError(DmlgraphError):
+    """A graph cannot run on a backend: bad feeds, an engine failure, an inexpressible node."""
+
+
+def first_line(exc: BaseException) -> str:
+    """An engine's exception as one line (the CLI prints errors on one line)."""
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__
+
+
+@dataclass(frozen=True)
+class NodeRun:
+    """One node as it ran: its ONNX name, the op (ONNX op type or DML operator name), the
+    engine that computed it, how it got there (``via``) and the notes it carried."""
+
+    node: str
+    op: str
+    engine: str
+    via: str = ""
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """What one run did: backend name, provider (the engine under it), every node's run."""
+
+    backend: str
+    provider: str
+    nodes: tuple[NodeRun, ...]
+
+    def engines(self) -> dict[str, int]:
+        """Node count per engine, for a one-line summary."""
+        counts: dict[str, int] = {}
+        for run in self.nodes:
+            counts[run.engine] = counts.get(run.engine, 0) + 1
+        return counts
+
+
+@dataclass(frozen=True)
+class RunResult:
+    outputs: dict[str, np.ndarray]
+    record: RunRecord
+
+
+class Backend(Protocol):
+    """The common interface ``get_backend`` returns."""
+
+    name: str
+
+    def run(self, graph: Graph, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]: ...
+
+    def execute(self, graph: Graph, feeds: Mapping[str, np.ndarray]) -> RunResult: ...
+
+
+def check_feeds(graph: Graph, feeds: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    """The feeds as arrays, once every graph input is present with its dtype and shape.
+
+    Symbolic dimensions must agree across inputs (every ``N`` one size).
+    """
+    missing = [name for name in graph.inputs if name not in feeds]
+    extra = [name for name in feeds if name not in graph.inputs]
+    if missing or extra:
+        parts = []
+        if missing:
+            parts.append(f"missing {missing}")
+        if extra:
+            parts.append(f"unknown {extra}")
+        raise BackendError(
+            f"{graph.source}: feeds do not match the graph inputs {graph.inputs}: "
+            + "; ".join(parts)
+        )
+    arrays: dict[str, np.ndarray] = {}
+    symbols: dict[str, tuple[int, str]] = {}
+    for name in graph.inputs:
+        array = np.asarray(feeds[name])
+        info = graph.tensor(name)
+        if info.dtype is not None and array.dtype != info.dtype:
+            raise BackendError(
+                f"{graph.source}: input {name!r} is {array.dtype}; the graph expects {info.dtype}"
+            )
+        if info.shape is not None:
+            if array.ndim != len(info.shape) or any(
+                isinstance(d, int) and d != n for d, n in zip(info.shape, array.shape)
+            ):
+                raise BackendError(
+                    f"{graph.source}: input {name!r} has shape {list(array.shape)}; the graph "
+                    f"expects {list(info.shape)}"
+                )
+            for dim, size in zip(info.shape, array.shape):
+                if isinstance(dim, str):
+                    seen = symbols.setdefault(dim, (size, name))
+                    if seen[0] != size:
+                        raise BackendError(
+                            f"{graph.source}: dimension {dim!r} is {seen[0]} in input "
+                            f"{seen[1]!r} but {size} in input {name!r}"
+                        )
+        arrays[name] = array
+    return arrays
+
+
+def fingerprint(graph: Graph) -> tuple[Any, ...]:
+    """Changes whenever a node, a port, a tensor or the I/O lists change (ops and tensor
+    infos are immutable, so their identities stand for their contents)."""
+    return (
+        tuple(graph.inputs),
+        tuple(graph.outputs),
+        tuple((n.id, id(n.op), n.inputs, n.outputs) for n in graph.nodes),
+        tuple(id(info) for info in graph.tensors.values()),
+        getattr(graph, "feature_level", None),
+    )
+
+
+class GraphCache(Generic[T]):
+    """Something built from a graph (a plan, a session), rebuilt when the graph changes and
+    dropped when the graph is freed."""
+
+    def __init__(self) -> None:
+        self._entries: weakref.WeakKeyDictionary[Graph, tuple[tuple[Any, ...], T]] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def get(self, graph: Graph, build: Callable[[], T]) -> T:
+        key = fingerprint(graph)
+        entry = self._entries.get(graph)
+        if entry is None or entry[0] != key:
+            entry = (key, build())
+            self._entries[graph] = entry
+        return entry[1]

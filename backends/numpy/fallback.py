@@ -1,0 +1,107 @@
+"""Fallbacks: the engines that run the ONNX nodes a lowering left (Conv, MatMul, ...).
+
+A fallback prepares a graph of ONNX nodes once (a segment of the lowered graph, its constants
+kept as initializers) and returns a runner from feeds to outputs. Two are offered, as a table:
+``onnxruntime`` (fast, the default) and ``reference`` (onnx's ReferenceEvaluator: slow, but
+independent of onnxruntime).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Protocol
+
+import numpy as np
+from onnx.reference import ReferenceEvaluator
+
+from backends.base import BackendError, first_line
+from backends.onnxruntime.providers import make_session, select_providers
+from dmlgraph.ir import Graph
+
+Runner = Callable[[Mapping[str, np.ndarray]], dict[str, np.ndarray]]
+
+
+class Fallback(Protocol):
+    """Prepares a graph of ONNX nodes for repeated runs."""
+
+    #: How run records name the engine ("onnxruntime:CPUExecutionProvider", ...).
+    engine: str
+
+    def prepare(self, graph: Graph) -> Runner: ...
+
+
+class ReferenceFallback:
+    """onnx.reference.ReferenceEvaluator: onnx's own executable specification."""
+
+    engine = "onnx.reference"
+
+    def prepare(self, graph: Graph) -> Runner:
+        try:
+            evaluator = ReferenceEvaluator(graph.to_onnx())
+        except Exception as exc:
+            raise BackendError(
+                f"{graph.source}: onnx.reference cannot load {_nodes(graph)}: {first_line(exc)}"
+            ) from None
+        outputs = list(graph.outputs)
+
+        def run(feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+            try:
+                results = evaluator.run(None, dict(feeds))
+            except Exception as exc:
+                raise BackendError(
+                    f"{graph.source}: onnx.reference fails on {_nodes(graph)}: {first_line(exc)}"
+                ) from None
+            return {name: np.asarray(value) for name, value in zip(outputs, results)}
+
+        return run
+
+
+class OnnxruntimeFallback:
+    """onnxruntime sessions on the chosen providers (default: the preferred available one)."""
+
+    def __init__(self, providers: Sequence[str] | None = None) -> None:
+        self.providers = select_providers(providers)
+        self.engine = f"onnxruntime:{self.providers[0]}"
+
+    def prepare(self, graph: Graph) -> Runner:
+        session = make_session(graph.to_onnx(), self.providers, f"{graph.source}: {_nodes(graph)}")
+        outputs = list(graph.outputs)
+
+        def run(feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+            try:
+                results = session.run(
+                    outputs, {k: np.ascontiguousarray(v) for k, v in feeds.items()}
+                )
+            except Exception as exc:
+                raise BackendError(
+                    f"{graph.source}: onnxruntime fails on {_nodes(graph)}: {first_line(exc)}"
+                ) from None
+            return dict(zip(outputs, results))
+
+        return run
+
+
+#: Fallback name -> factory (taking the onnxruntime providers, ignored by ``reference``).
+FALLBACKS: Mapping[str, Callable[[Sequence[str] | None], Fallback]] = {
+    "onnxruntime": lambda providers: OnnxruntimeFallback(providers),
+    "reference": lambda providers: ReferenceFallback(),
+}
+
+
+def get_fallback(fallback: str | Fallback, providers: Sequence[str] | None = None) -> Fallback:
+    if not isinstance(fallback, str):
+        return fallback
+    try:
+        return FALLBACKS[fallback](providers)
+    except KeyError:
+        raise BackendError(
+            f"unknown fallback {fallback!r} (known: {', '.join(FALLBACKS)})"
+        ) from None
+
+
+def _nodes(graph: Graph) -> str:
+    """A short description of a segment for messages: its first nodes by name and op."""
+    nodes = graph.nodes
+    listed = ", ".join(f"{n.name or '?'} ({n.op_type})" for n in nodes[:3])
+    more = f" and {len(nodes) - 3} more" if len(nodes) > 3 else ""
+    return f"node(s) {listed}{more}"

@@ -1,0 +1,97 @@
+"""Run-time lowering: a Slice/Pad whose parameters, or a Slice/Concat/Pad whose data shapes,
+are known only when the graph runs.
+
+DirectML descriptors hold every offset, size and pad as a number, so such a node cannot be
+lowered ahead of time. onnxruntime's DirectML provider re-creates the kernel when the values
+change; the NumPy backend does the same: it builds a one-node graph whose parameters are
+constants holding the actual values and whose data inputs have the actual shapes, folds it
+(shape inference, canonical parameters), lowers it and runs the result. The key of that
+result is the parameter bytes plus the data shapes and dtypes, so equal runs reuse it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from dmlgraph import canonical, folding
+from dmlgraph.dml.enums import FeatureLevel
+from dmlgraph.ir import Graph, Node, TensorInfo
+from lowering.report import LoweredGraph
+
+
+def parameter_ports(node: Node) -> frozenset[int]:
+    """Input ports of a canonical Slice/Pad that hold parameters (none for Concat)."""
+    return frozenset(canonical.PARAMETER_PORTS.get(node.op_type, {}).values())
+
+
+def needs_runtime_lowering(graph: Graph, node: Node) -> bool:
+    """A canonical Slice/Concat/Pad left ONNX with a run-time parameter or a data input of
+    unknown shape: what the lowering could not do ahead of time."""
+    if not canonical.is_canonical(node.op):
+        return False
+    params = parameter_ports(node)
+    for port, name in enumerate(node.inputs):
+        if not name:
+            continue
+        if port in params:
+            if not graph.is_constant(name):
+                return True
+        elif not graph.tensor(name).is_static:
+            return True
+    return False
+
+
+class RuntimeLowering:
+    """Builds and keys the one-node graph of a node for the values it runs with."""
+
+    def __init__(self, graph: Graph, node: Node) -> None:
+        self.graph = graph
+        self.node = node
+        self.params = parameter_ports(node)
+
+    def key(self, arrays: Mapping[str, np.ndarray]) -> tuple[Any, ...]:
+        """Parameter values (dtype, shape, bytes) and data dtypes and shapes, per port."""
+        parts: list[Any] = []
+        for port, name in enumerate(self.node.inputs):
+            if not name:
+                parts.append(None)
+                continue
+            value = arrays[name]
+            entry = (value.dtype.str, value.shape)
+            parts.append(entry + (value.tobytes(),) if port in self.params else entry)
+        return tuple(parts)
+
+    def graph_for(self, arrays: Mapping[str, np.ndarray]) -> Graph:
+        """The node alone: parameters as constants, data as inputs of the actual shapes."""
+        graph, node = self.graph, self.node
+        sub = Graph(
+            f"{graph.name}:{node.name}",
+            opset_imports=graph.opset_imports,
+            ir_version=graph.ir_version,
+            source=graph.source,
+        )
+        for port, name in enumerate(node.inputs):
+            if not name or name in sub.tensors:
+                continue
+            value = np.asarray(arrays[name])
+            if port in self.params:
+                sub.set_tensor(TensorInfo(name, data=value))
+            else:
+                sub.add_input(TensorInfo(name, value.dtype, value.shape))
+        outputs = [o for o in node.outputs if o]
+        for out in outputs:
+            sub.set_tensor(TensorInfo(out, graph.tensor(out).dtype))
+        notes = [n for n in node.notes if not n.startswith(folding.RUNTIME_PARAMETER)]
+        sub.add_node(node.op, node.inputs, node.outputs, node.provenance, notes)
+        sub.outputs = outputs
+        folding.fold(sub)
+        return sub
+
+    def lower(self, arrays: Mapping[str, np.ndarray], level: FeatureLevel) -> LoweredGraph:
+        """The node lowered for these values (``lowering.lower``)."""
+        from lowering import lower
+
+        return lower(self.graph_for(arrays), level)

@@ -1,0 +1,111 @@
+"""The onnxruntime backend: a graph (ONNX or lowered) or a model file on onnxruntime.
+
+A graph of ONNX nodes runs as ``to_onnx()``; a lowered graph after ``translate`` writes its
+DML nodes as standard ops, so the same lowered graph is checked by a second engine. A model
+file runs as it is (``run_model``): the oracle parity compares against.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+
+from backends.base import (
+    BackendError,
+    GraphCache,
+    NodeRun,
+    RunRecord,
+    RunResult,
+    check_feeds,
+    first_line,
+)
+from backends.onnxruntime.providers import make_session, placements, select_providers
+from backends.onnxruntime.translate import translate
+from dmlgraph.ir import Graph
+
+
+class OnnxruntimeBackend:
+    """``providers``: the execution providers to ask for (default: DirectML, else CUDA, else
+    CPU, whichever this onnxruntime has, see ``providers.select_providers``)."""
+
+    name = "onnxruntime"
+
+    def __init__(self, providers: Sequence[str] | None = None) -> None:
+        self.providers = select_providers(providers)
+        self._sessions: GraphCache[tuple[ort.InferenceSession, list[str]]] = GraphCache()
+        self.last_record: RunRecord | None = None
+
+    def model_for(self, graph: Graph) -> onnx.ModelProto:
+        """The ModelProto a graph runs as: ``to_onnx``, translated when it holds DML nodes."""
+        if all(node.is_onnx for node in graph.nodes):
+            return graph.to_onnx()
+        return translate(graph)
+
+    def execute(self, graph: Graph, feeds: Mapping[str, Any]) -> RunResult:
+        arrays = check_feeds(graph, feeds)
+
+        def build() -> tuple[ort.InferenceSession, list[str]]:
+            model = self.model_for(graph)
+            return make_session(model, self.providers, graph.source), [
+                o.name for o in model.graph.output
+            ]
+
+        session, names = self._sessions.get(graph, build)
+        results = self._run(session, names, arrays, graph.source)
+        # to_onnx lists each output once; graph.outputs may name one twice
+        outputs = {name: results[name] for name in graph.outputs}
+        return RunResult(outputs, self._record(session))
+
+    def run(self, graph: Graph, feeds: Mapping[str, Any]) -> dict[str, np.ndarray]:
+        return self.execute(graph, feeds).outputs
+
+    def session(
+        self, model: onnx.ModelProto | bytes | str | os.PathLike[str], where: str = ""
+    ) -> ort.InferenceSession:
+        """A session for a model as given (a path keeps external data reachable)."""
+        where = where or (str(model) if isinstance(model, (str, os.PathLike)) else "<model>")
+        content = str(model) if isinstance(model, os.PathLike) else model
+        return make_session(content, self.providers, where)
+
+    def execute_session(
+        self, session: ort.InferenceSession, feeds: Mapping[str, Any], where: str = "<model>"
+    ) -> RunResult:
+        """Run a session; feeds it does not take are left out."""
+        names = [o.name for o in session.get_outputs()]
+        expected = {i.name for i in session.get_inputs()}
+        arrays = {k: np.asarray(v) for k, v in feeds.items() if k in expected}
+        return RunResult(self._run(session, names, arrays, where), self._record(session))
+
+    def execute_model(
+        self, model: onnx.ModelProto | bytes | str | os.PathLike[str], feeds: Mapping[str, Any]
+    ) -> RunResult:
+        """Run a model as given: the original file, for parity."""
+        where = str(model) if isinstance(model, (str, os.PathLike)) else "<model>"
+        return self.execute_session(self.session(model, where), feeds, where)
+
+    def _run(
+        self,
+        session: ort.InferenceSession,
+        names: list[str],
+        feeds: Mapping[str, np.ndarray],
+        where: str,
+    ) -> dict[str, np.ndarray]:
+        try:
+            results = session.run(names, {k: np.ascontiguousarray(v) for k, v in feeds.items()})
+        except Exception as exc:  # onnxruntime's own exception types
+            raise BackendError(f"{where}: onnxruntime fails: {first_line(exc)}") from None
+        return dict(zip(names, results))
+
+    def _record(self, session: ort.InferenceSession) -> RunRecord:
+        provider = session.get_providers()[0]
+        nodes = tuple(
+            NodeRun(name, op_type, f"onnxruntime:{ep}") for name, op_type, ep in placements(session)
+        )
+        record = RunRecord(self.name, provider, nodes)
+        self.last_record = record
+        return record

@@ -1,0 +1,87 @@
+"""Which onnxruntime execution providers a session gets, and the session it makes.
+
+Preference, as data: DirectML (onnxruntime-directml, Windows) before CUDA before CPU. A caller
+may name providers instead; each must be available in this onnxruntime build. CPU always ends
+the list so nodes a GPU provider refuses still run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import onnx
+import onnxruntime as ort
+
+from backends.base import BackendError, first_line
+
+#: Providers in order of preference; the first available one leads the session's list.
+PREFERENCE: tuple[str, ...] = (
+    "DmlExecutionProvider",
+    "CUDAExecutionProvider",
+    "CPUExecutionProvider",
+)
+CPU = "CPUExecutionProvider"
+
+
+def available_providers() -> list[str]:
+    return list(ort.get_available_providers())
+
+
+def select_providers(
+    requested: Sequence[str] | None = None, available: Sequence[str] | None = None
+) -> list[str]:
+    """The providers for a session: ``requested`` (checked) or the preferred available one,
+    then CPU. Raises BackendError naming a requested provider this build lacks."""
+    have = list(available) if available is not None else available_providers()
+    if requested:
+        unknown = [p for p in requested if p not in have]
+        if unknown:
+            raise BackendError(
+                f"onnxruntime provider(s) {unknown} not available in this build "
+                f"(available: {have})"
+            )
+        chosen = list(dict.fromkeys(requested))
+    else:
+        chosen = [next((p for p in PREFERENCE if p in have), CPU)]
+    if CPU not in chosen and CPU in have:
+        chosen.append(CPU)
+    return chosen
+
+
+def session_options(providers: Sequence[str]) -> ort.SessionOptions:
+    """Quiet options; DirectML needs memory patterns off and sequential execution (ORT docs),
+    and node placement is recorded where this onnxruntime can."""
+    options = ort.SessionOptions()
+    options.log_severity_level = 4  # errors come back as exceptions, not as log lines
+    if providers and providers[0] == "DmlExecutionProvider":
+        options.enable_mem_pattern = False
+        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    options.add_session_config_entry("session.record_ep_graph_assignment_info", "1")
+    return options
+
+
+def make_session(
+    model: onnx.ModelProto | bytes | str, providers: Sequence[str], where: str
+) -> ort.InferenceSession:
+    """An InferenceSession; onnxruntime's refusal becomes a BackendError naming ``where``."""
+    content = model.SerializeToString() if isinstance(model, onnx.ModelProto) else model
+    try:
+        return ort.InferenceSession(content, session_options(providers), providers=list(providers))
+    except Exception as exc:  # onnxruntime raises its own pybind exception types
+        raise BackendError(
+            f"{where}: onnxruntime cannot load the model: {first_line(exc)}"
+        ) from None
+
+
+def placements(session: ort.InferenceSession) -> list[tuple[str, str, str]]:
+    """(node name, op type, provider) of every node, where this onnxruntime reports it
+    (``get_provider_graph_assignment_info``, newer builds); else empty."""
+    getter = getattr(session, "get_provider_graph_assignment_info", None)
+    if getter is None:
+        return []
+    try:
+        return [
+            (node.name, node.op_type, sub.ep_name) for sub in getter() for node in sub.get_nodes()
+        ]
+    except Exception:  # recording disabled or unsupported: placement stays unknown
+        return []

@@ -1,0 +1,640 @@
+"""Parity: does the lowered graph compute what the model computes? (``dmlgraph check``)
+
+``check`` imports and lowers a model, runs the lowered graph on the NumPy backend (DML nodes on
+the DirectML emulator) and the model itself on onnxruntime, and compares every output in the
+manner of Polygraphy's comparator:
+
+- dtypes and shapes must match; integers and bools must match exactly;
+- a float element fails only when it exceeds both ``atol`` and ``rtol`` (relative to the
+  expected value); NaN matches NaN, and NaN against a number is a mismatch of its own count;
+- each output reports max abs/rel error, the mismatch count and the minimum tolerance that
+  would pass (``required_atol`` at the given rtol, ``required_rtol`` at the given atol);
+- tolerances have a default per dtype (``DEFAULT_TOLERANCES``) and per-output overrides.
+
+Known divergences: a node note starting ``divergence:`` (on a lowered node, in the lowering
+report, or on a node lowered at run time) marks a place where DirectML and onnxruntime are
+known to differ. A mismatch, or a reference that cannot run, on an output such a node reaches
+is labelled a known divergence, naming the node and note, and does not fail the check.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+import onnx
+
+from dmlgraph.dml.enums import FeatureLevel
+from dmlgraph.errors import DmlgraphError, UnsupportedError
+from dmlgraph.ir import Graph
+
+#: The prefix of a note that marks a known DirectML / onnxruntime divergence.
+DIVERGENCE = "divergence:"
+
+
+class Verdict(str, enum.Enum):
+    PASS = "pass"
+    FAIL = "fail"
+    KNOWN_DIVERGENCE = "known divergence"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    atol: float
+    rtol: float
+
+
+#: Float tolerances per dtype name; other floats take ``FALLBACK_TOLERANCE``.
+DEFAULT_TOLERANCES: Mapping[str, Tolerance] = MappingProxyType(
+    {
+        "float16": Tolerance(1e-3, 1e-3),
+        "bfloat16": Tolerance(1e-2, 1e-2),
+        "float32": Tolerance(1e-5, 1e-5),
+        "float64": Tolerance(1e-5, 1e-5),
+    }
+)
+FALLBACK_TOLERANCE = Tolerance(1e-1, 1e-1)  # the 8- and 4-bit floats
+
+
+@dataclass(frozen=True)
+class Tolerances:
+    """atol/rtol per output name; ``""`` holds the default (None: the dtype's default)."""
+
+    atol: Mapping[str, float] = field(default_factory=dict)
+    rtol: Mapping[str, float] = field(default_factory=dict)
+
+    @classmethod
+    def of(
+        cls, atol: float | Mapping[str, float] | None, rtol: float | Mapping[str, float] | None
+    ) -> Tolerances:
+        def as_map(value: float | Mapping[str, float] | None) -> dict[str, float]:
+            if value is None:
+                return {}
+            if isinstance(value, Mapping):
+                return {str(k): float(v) for k, v in value.items()}
+            return {"": float(value)}
+
+        return cls(as_map(atol), as_map(rtol))
+
+    def for_output(self, name: str, dtype: np.dtype) -> Tolerance:
+        default = DEFAULT_TOLERANCES.get(np.dtype(dtype).name, FALLBACK_TOLERANCE)
+        atol = self.atol.get(name, self.atol.get("", default.atol))
+        rtol = self.rtol.get(name, self.rtol.get("", default.rtol))
+        return Tolerance(atol, rtol)
+
+
+# ----------------------------------------------------------------------------- comparing
+
+
+@dataclass(frozen=True)
+class OutputComparison:
+    """One output of one comparison. Errors are None when nothing could be compared."""
+
+    name: str
+    verdict: Verdict
+    actual_dtype: str
+    expected_dtype: str
+    actual_shape: tuple[int, ...]
+    expected_shape: tuple[int, ...]
+    exact: bool
+    tolerance: Tolerance
+    size: int
+    mismatches: int
+    nan_mismatches: int
+    max_abs_error: float | None
+    max_rel_error: float | None
+    required_atol: float | None
+    required_rtol: float | None
+    message: str = ""
+    divergences: tuple[str, ...] = ()
+    compared: bool = True  # False: the reference could not compute this output
+
+
+def is_float(dtype: np.dtype) -> bool:
+    """NumPy floats and the ml_dtypes floats (bfloat16, float8...), whose NumPy kind is 'V'."""
+    try:
+        ml_dtypes.finfo(dtype)
+    except ValueError:
+        return False
+    return True
+
+
+def compare_output(
+    name: str,
+    actual: np.ndarray,
+    expected: np.ndarray,
+    tolerance: Tolerance,
+    *,
+    nan_equal: bool = True,
+) -> OutputComparison:
+    """Compare one output as described in the module docstring."""
+    actual, expected = np.asarray(actual), np.asarray(expected)
+    exact = not is_float(expected.dtype)
+    base = dict(
+        name=name,
+        actual_dtype=str(actual.dtype),
+        expected_dtype=str(expected.dtype),
+        actual_shape=tuple(actual.shape),
+        expected_shape=tuple(expected.shape),
+        exact=exact,
+        tolerance=tolerance,
+        size=int(expected.size),
+    )
+    if actual.shape != expected.shape:
+        return OutputComparison(
+            **base,
+            verdict=Verdict.FAIL,
+            mismatches=int(expected.size),
+            nan_mismatches=0,
+            max_abs_error=None,
+            max_rel_error=None,
+            required_atol=None,
+            required_rtol=None,
+            message=f"shape {list(actual.shape)} differs from {list(expected.shape)}",
+        )
+    stats = _exact_stats(actual, expected) if exact else _float_stats(
+        actual, expected, tolerance, nan_equal
+    )
+    problems = []
+    if actual.dtype != expected.dtype:
+        problems.append(f"dtype {actual.dtype} differs from {expected.dtype}")
+    if stats["mismatches"]:
+        how = "exactly" if exact else f"within atol={tolerance.atol:g} or rtol={tolerance.rtol:g}"
+        problems.append(f"{stats['mismatches']} of {expected.size} elements differ {how}")
+    verdict = Verdict.FAIL if problems else Verdict.PASS
+    return OutputComparison(**base, **stats, verdict=verdict, message="; ".join(problems))
+
+
+def _exact_stats(actual: np.ndarray, expected: np.ndarray) -> dict[str, Any]:
+    """Integers and bools: every element equal; errors are shown, tolerances do not apply."""
+    count = int(np.count_nonzero(actual != expected))
+    if not expected.size:
+        return _stats(0, 0, None, None, None, None)
+    a, e = actual.astype(np.float64), expected.astype(np.float64)
+    diff = np.abs(a - e)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = np.where(diff == 0, 0.0, diff / np.abs(e))
+    return _stats(count, 0, float(diff.max()), float(rel.max()), None, None)
+
+
+def _float_stats(
+    actual: np.ndarray, expected: np.ndarray, tolerance: Tolerance, nan_equal: bool
+) -> dict[str, Any]:
+    if not expected.size:
+        return _stats(0, 0, None, None, 0.0, 0.0)
+    a = actual.astype(np.float64)
+    e = expected.astype(np.float64)
+    nan_a, nan_e = np.isnan(a), np.isnan(e)
+    nan_mismatch = nan_a != nan_e if nan_equal else nan_a | nan_e
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        diff = np.where(a == e, 0.0, np.abs(a - e))  # equal infinities differ by 0, not NaN
+        diff = np.where(nan_a | nan_e, 0.0, diff)  # NaNs are counted apart
+        rel = np.where(diff == 0, 0.0, np.where(np.isinf(diff), np.inf, diff / np.abs(e)))
+    beyond_atol = diff > tolerance.atol
+    beyond_rtol = rel > tolerance.rtol
+    failed = (beyond_atol & beyond_rtol) | nan_mismatch
+    nan_count = int(np.count_nonzero(nan_mismatch))
+    return _stats(
+        int(np.count_nonzero(failed)),
+        nan_count,
+        float(diff.max()),
+        float(rel.max()),
+        None if nan_count else float(diff[beyond_rtol].max(initial=0.0)),
+        None if nan_count else float(rel[beyond_atol].max(initial=0.0)),
+    )
+
+
+def _stats(
+    mismatches: int,
+    nan_mismatches: int,
+    max_abs: float | None,
+    max_rel: float | None,
+    required_atol: float | None,
+    required_rtol: float | None,
+) -> dict[str, Any]:
+    return dict(
+        mismatches=mismatches,
+        nan_mismatches=nan_mismatches,
+        max_abs_error=max_abs,
+        max_rel_error=max_rel,
+        required_atol=required_atol,
+        required_rtol=required_rtol,
+    )
+
+
+# ----------------------------------------------------------------------------- divergences
+
+
+@dataclass(frozen=True)
+class KnownDivergence:
+    """A node whose note says DirectML and onnxruntime differ there, and the graph outputs
+    (by position) it can affect."""
+
+    node: str
+    note: str
+    outputs: frozenset[int]
+
+    def describe(self) -> str:
+        return f"node {self.node!r}: {self.note}"
+
+
+def known_divergences(
+    imported: Graph, lowered: Graph, runs: Iterable[Any] = ()
+) -> list[KnownDivergence]:
+    """Divergence notes on lowered nodes, in the lowering report (traced in the imported
+    graph) and on nodes lowered at run time (``NodeRun`` notes), deduplicated."""
+    found: dict[tuple[str, str], set[int]] = {}
+
+    def add(name: str, note: str, outputs: set[int]) -> None:
+        found.setdefault((name, note), set()).update(outputs)
+
+    for node in lowered.nodes:
+        for note in node.notes:
+            if note.startswith(DIVERGENCE):
+                add(node.name, note, _reached(lowered, [node.id]))
+    report = lowered.report() if hasattr(lowered, "report") else []
+    for record in report:
+        for note in record.notes:
+            if note.startswith(DIVERGENCE):
+                ids = [n.id for n in imported.find_nodes(name=record.name)]
+                everything = set(range(len(imported.outputs)))
+                add(record.name, note, _reached(imported, ids) if ids else everything)
+    for run in runs:
+        for node_run in getattr(run, "nodes", ()):
+            for note in node_run.notes:
+                if note.startswith(DIVERGENCE):
+                    ids = [n.id for n in lowered.find_nodes(name=node_run.node)]
+                    add(node_run.node, note, _reached(lowered, ids))
+    return [KnownDivergence(name, note, frozenset(out)) for (name, note), out in found.items()]
+
+
+def _reached(graph: Graph, node_ids: Sequence[int]) -> set[int]:
+    """Positions of the graph outputs computed from these nodes."""
+    import networkx as nx
+
+    nodes = set(node_ids)
+    for node_id in node_ids:
+        nodes |= nx.descendants(graph.nx, node_id)
+    produced = {out for n in nodes for out in graph.node(n).outputs}
+    return {i for i, name in enumerate(graph.outputs) if name in produced}
+
+
+# ----------------------------------------------------------------------------- the report
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One engine's outputs against another's (or against stored outputs)."""
+
+    actual: str
+    expected: str
+    outputs: tuple[OutputComparison, ...]
+    note: str = ""
+
+    @property
+    def passed(self) -> bool:
+        return all(o.verdict is not Verdict.FAIL for o in self.outputs)
+
+
+@dataclass(frozen=True)
+class ParityReport:
+    """Everything ``check`` found: the comparisons, what lowering did with each node, the
+    known divergences and what each engine ran."""
+
+    model: str
+    feature_level: FeatureLevel
+    inputs: str
+    outputs: tuple[str, ...]  # the model's output names, in order
+    comparisons: tuple[Comparison, ...]
+    lowering: tuple[Any, ...]  # lowering.NodeReport records
+    divergences: tuple[KnownDivergence, ...]
+    runs: tuple[Any, ...]  # backends.RunRecord of every engine run
+    notes: tuple[str, ...] = ()
+
+    @property
+    def passed(self) -> bool:
+        return all(c.passed for c in self.comparisons)
+
+    @property
+    def exit_code(self) -> int:
+        """ARCHITECTURE.md: 0 parity holds (known divergences included), 1 it fails."""
+        return 0 if self.passed else 1
+
+    def lowering_summary(
+        self, ops: Sequence[str] = ("Slice", "Concat", "Pad")
+    ) -> dict[str, dict[str, int]]:
+        """op type -> status -> count, for the ops dmlgraph lowers."""
+        summary: dict[str, dict[str, int]] = {op: {} for op in ops}
+        for record in self.lowering:
+            if record.op_type in summary:
+                status = str(record.status)
+                summary[record.op_type][status] = summary[record.op_type].get(status, 0) + 1
+        return summary
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "feature_level": self.feature_level.short,
+            "inputs": self.inputs,
+            "passed": self.passed,
+            "exit_code": self.exit_code,
+            "notes": list(self.notes),
+            "comparisons": [
+                {
+                    "actual": c.actual,
+                    "expected": c.expected,
+                    "passed": c.passed,
+                    "note": c.note,
+                    "outputs": [_output_json(o) for o in c.outputs],
+                }
+                for c in self.comparisons
+            ],
+            "lowering": {
+                "summary": self.lowering_summary(),
+                "nodes": [
+                    {
+                        "name": r.name,
+                        "op_type": r.op_type,
+                        "status": str(r.status),
+                        "dml_ops": list(r.dml_ops),
+                        "notes": list(r.notes),
+                    }
+                    for r in self.lowering
+                ],
+            },
+            "divergences": [
+                {"node": d.node, "note": d.note,
+                 "outputs": [self.outputs[i] for i in sorted(d.outputs)]}
+                for d in self.divergences
+            ],
+            "runs": [
+                {"backend": r.backend, "provider": r.provider, "engines": r.engines()}
+                for r in self.runs
+            ],
+        }
+
+
+def _output_json(o: OutputComparison) -> dict[str, Any]:
+    def number(x: float | None) -> float | str | None:
+        return x if x is None or math.isfinite(x) else str(x)
+
+    return {
+        "name": o.name,
+        "verdict": str(o.verdict),
+        "compared": o.compared,
+        "actual": {"dtype": o.actual_dtype, "shape": list(o.actual_shape)},
+        "expected": {"dtype": o.expected_dtype, "shape": list(o.expected_shape)},
+        "exact": o.exact,
+        "atol": o.tolerance.atol,
+        "rtol": o.tolerance.rtol,
+        "size": o.size,
+        "mismatches": o.mismatches,
+        "nan_mismatches": o.nan_mismatches,
+        "max_abs_error": number(o.max_abs_error),
+        "max_rel_error": number(o.max_rel_error),
+        "required_atol": number(o.required_atol),
+        "required_rtol": number(o.required_rtol),
+        "message": o.message,
+        "divergences": list(o.divergences),
+    }
+
+
+def compare_outputs(
+    names: Sequence[str],
+    actual: Sequence[np.ndarray],
+    expected: Sequence[np.ndarray | None],
+    tolerances: Tolerances,
+    divergences: Sequence[KnownDivergence] = (),
+) -> tuple[OutputComparison, ...]:
+    """Compare by position (None: nothing to compare with); a failing output that some
+    divergence reaches becomes a known divergence."""
+    results = []
+    for index, (name, a, e) in enumerate(zip(names, actual, expected)):
+        if e is None:
+            continue
+        result = compare_output(name, a, e, tolerances.for_output(name, np.asarray(e).dtype))
+        if result.verdict is Verdict.FAIL:
+            reasons = tuple(d.describe() for d in divergences if index in d.outputs)
+            if reasons:
+                result = replace(result, verdict=Verdict.KNOWN_DIVERGENCE, divergences=reasons)
+        results.append(result)
+    return tuple(results)
+
+
+def not_compared(name: str, actual: np.ndarray, reasons: Sequence[str]) -> OutputComparison:
+    """An output the reference could not compute because of a known divergence."""
+    return OutputComparison(
+        name=name,
+        verdict=Verdict.KNOWN_DIVERGENCE,
+        actual_dtype=str(actual.dtype),
+        expected_dtype="",
+        actual_shape=tuple(actual.shape),
+        expected_shape=(),
+        exact=not is_float(actual.dtype),
+        tolerance=Tolerance(0.0, 0.0),
+        size=int(actual.size),
+        mismatches=0,
+        nan_mismatches=0,
+        max_abs_error=None,
+        max_rel_error=None,
+        required_atol=None,
+        required_rtol=None,
+        message="not compared: the reference cannot compute it",
+        divergences=tuple(reasons),
+        compared=False,
+    )
+
+
+# ----------------------------------------------------------------------------- check
+
+ModelSource = str | os.PathLike[str] | bytes | onnx.ModelProto
+TensorSource = str | os.PathLike[str] | Mapping[str, np.ndarray]
+
+
+def check(
+    model: ModelSource,
+    *,
+    feature_level: FeatureLevel | str | int = "6_4",
+    inputs: TensorSource | None = None,
+    expected: TensorSource | None = None,
+    input_shapes: Mapping[str, Sequence[int | str]] | None = None,
+    seed: int = 0,
+    atol: float | Mapping[str, float] | None = None,
+    rtol: float | Mapping[str, float] | None = None,
+    fallback: str = "onnxruntime",
+    providers: Sequence[str] | None = None,
+    cross_check: bool = False,
+) -> ParityReport:
+    """Lower ``model`` at ``feature_level`` and compare the NumPy backend's outputs against
+    onnxruntime on the model (and against ``expected``, or the outputs ``inputs`` holds).
+
+    ``inputs``: an .npz / test-data folder / dict; None generates them from ``seed``.
+    ``atol``/``rtol``: one value, or per output name with ``""`` as the default.
+    ``cross_check`` adds onnxruntime on the lowered graph, translated back to ONNX.
+    Raises DmlgraphError for bad input or an unsupported model (exit code 2).
+    """
+    from backends.numpy import NumpyBackend
+    from backends.onnxruntime import OnnxruntimeBackend
+    from dmlgraph.importer import load
+    from lowering import lower
+
+    try:
+        level = FeatureLevel.parse(feature_level)
+    except ValueError as exc:
+        raise UnsupportedError(str(exc)) from None
+    graph = load(model, input_shapes)
+    lowered = lower(graph, level)
+    stem = Path(model).stem if isinstance(model, (str, os.PathLike)) else None
+    feeds, stored, source = _tensors(graph, inputs, expected, seed, stem)
+
+    ort = OnnxruntimeBackend(providers)
+    actual = NumpyBackend(fallback, providers=providers).execute(lowered, feeds)
+    runs: list[Any] = [actual.record]
+    divergences = known_divergences(graph, lowered, runs)
+    tolerances = Tolerances.of(atol, rtol)
+    names = list(graph.outputs)
+    values = [actual.outputs[name] for name in lowered.outputs]
+    label = (
+        f"numpy backend on the lowered graph (FL {level.short}, fallback "
+        f"{actual.record.provider})"
+    )
+    notes: list[str] = []
+    comparisons = [
+        _against_reference(ort, model, graph, feeds, names, values, tolerances, divergences,
+                           label, runs, notes)
+    ]
+    if stored:
+        comparisons.append(
+            Comparison(
+                label,
+                f"stored outputs ({expected if expected is not None else source})",
+                compare_outputs(names, values, [stored.get(n) for n in names], tolerances,
+                                divergences),
+            )
+        )
+    if cross_check:
+        try:
+            crossed = ort.execute(lowered, feeds)
+        except DmlgraphError as exc:
+            notes.append(f"cross-check skipped: {exc}")
+        else:
+            runs.append(crossed.record)
+            comparisons.append(
+                Comparison(
+                    label,
+                    "onnxruntime on the lowered graph translated to ONNX "
+                    f"({crossed.record.provider})",
+                    compare_outputs(names, values, [crossed.outputs[n] for n in lowered.outputs],
+                                    tolerances, divergences),
+                )
+            )
+    return ParityReport(
+        model=graph.source,
+        feature_level=level,
+        inputs=source,
+        outputs=tuple(names),
+        comparisons=tuple(comparisons),
+        lowering=tuple(lowered.report()),
+        divergences=tuple(divergences),
+        runs=tuple(runs),
+        notes=tuple(notes),
+    )
+
+
+def _tensors(
+    graph: Graph,
+    inputs: TensorSource | None,
+    expected: TensorSource | None,
+    seed: int,
+    stem: str | None,
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], str]:
+    """(feeds, stored outputs to compare with, where the feeds came from)."""
+    from dmlgraph import tensorio
+
+    stored: dict[str, np.ndarray] = {}
+    if inputs is None:
+        feeds, source = tensorio.generate(graph, seed), f"generated (seed {seed})"
+    elif isinstance(inputs, Mapping):
+        feeds, source = {k: np.asarray(v) for k, v in inputs.items()}, "given arrays"
+    else:
+        tensors = tensorio.read(inputs, graph, stem=stem)
+        feeds, stored, source = tensors.inputs, tensors.outputs, str(inputs)
+    if isinstance(expected, Mapping):
+        stored = {k: np.asarray(v) for k, v in expected.items()}
+    elif expected is not None:
+        stored = tensorio.read(expected, graph, stem=stem, require_inputs=False).outputs
+    return feeds, stored, source
+
+
+def _against_reference(
+    ort: Any,
+    model: ModelSource,
+    graph: Graph,
+    feeds: Mapping[str, np.ndarray],
+    names: Sequence[str],
+    values: Sequence[np.ndarray],
+    tolerances: Tolerances,
+    divergences: Sequence[KnownDivergence],
+    label: str,
+    runs: list[Any],
+    notes: list[str],
+) -> Comparison:
+    """onnxruntime on the model as given (if it refuses the file, on ``to_onnx`` of the
+    import). If the run fails at a node with a known divergence, the outputs that node
+    reaches are not compared and the others are, on a copy of the graph pruned to them;
+    any other failure is raised."""
+    original = model.SerializeToString() if isinstance(model, onnx.ModelProto) else model
+    reference = "onnxruntime on the original model"
+    try:
+        try:
+            session = ort.session(original, graph.source)
+        except DmlgraphError as exc:
+            session = ort.session(graph.to_onnx(), graph.source)
+            notes.append(f"onnxruntime refused the model file ({exc}); the reference is "
+                         "to_onnx() of the imported graph")
+            reference = "onnxruntime on the imported graph"
+        result = ort.execute_session(session, feeds, graph.source)
+    except DmlgraphError as exc:
+        failure = exc
+    else:
+        runs.append(result.record)
+        return Comparison(
+            label,
+            f"{reference} ({result.record.provider})",
+            compare_outputs(names, values, list(result.outputs.values()), tolerances, divergences),
+        )
+    matched = [d for d in divergences if f"'{d.node}'" in str(failure)]
+    if not matched:
+        raise failure
+    unreached = [i for i in range(len(names)) if not any(i in d.outputs for d in matched)]
+    expected: list[np.ndarray | None] = [None] * len(names)
+    if unreached:
+        pruned = graph.copy()
+        pruned.outputs = [names[i] for i in unreached]
+        pruned.remove_dead_nodes()
+        partial = ort.execute_session(ort.session(pruned.to_onnx(), graph.source), feeds,
+                                      graph.source)
+        runs.append(partial.record)
+        for i, value in zip(unreached, partial.outputs.values()):
+            expected[i] = value
+    compared = iter(compare_outputs(names, values, expected, tolerances, divergences))
+    reasons = [d.describe() for d in matched]
+    outputs = tuple(
+        next(compared) if expected[i] is not None else not_compared(names[i], values[i], reasons)
+        for i in range(len(names))
+    )
+    note = f"reference failed: {failure}"
+    if unreached:
+        note += "; the outputs it does not reach were compared on the graph pruned to them"
+    return Comparison(label, reference, outputs, note=note)

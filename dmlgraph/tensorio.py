@@ -1,0 +1,269 @@
+"""Tensors in and out: ``.npz`` files, ONNX test-data folders, and seeded random inputs.
+
+Two formats, as ARCHITECTURE.md fixes them:
+
+- ``.npz``: keys are tensor names. Files that hold several models' tensors under
+  ``STEM__in0`` / ``STEM__out0`` keys (like ``models/reference_io.npz``) are read by position
+  for the model whose file stem is STEM.
+- an ONNX test-data folder: ``input_0.pb``, ``input_1.pb``, ... and ``output_0.pb``, ...,
+  each a serialized TensorProto, by position (a proto's name, when it names a graph tensor,
+  wins over its position).
+
+``read`` binds what a file holds to a graph's inputs and outputs; ``write`` saves inputs and
+outputs so a run can be replayed. ``generate`` makes inputs from a seed: uniform values in a
+range per dtype kind (``VALUE_RANGES``) that exercise signs without overflowing.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+from dmlgraph.canonical import PARAMETER_PORTS
+from dmlgraph.errors import DmlgraphError
+from dmlgraph.ir import Graph
+
+
+class TensorIOError(DmlgraphError):
+    """Tensors cannot be read, bound to a graph, written or generated."""
+
+
+@dataclass(frozen=True)
+class TensorSet:
+    """Inputs (every graph input) and outputs (those the source held), by tensor name."""
+
+    inputs: dict[str, np.ndarray] = field(default_factory=dict)
+    outputs: dict[str, np.ndarray] = field(default_factory=dict)
+
+
+#: dtype kind -> [low, high) of generated values: signs for floats and signed integers,
+#: small magnitudes so sums and products stay exact in every width.
+VALUE_RANGES: Mapping[str, tuple[float, float]] = {
+    "f": (-1.0, 1.0),  # float16/32/64 and the ml_dtypes floats (kind "V" is mapped to "f")
+    "i": (-8, 8),
+    "u": (0, 16),
+}
+_POSITIONAL = re.compile(r"^(input|output)_(\d+)\.pb$")
+_STEM_KEY = re.compile(r"^(?P<stem>.+)__(?P<kind>in|out)(?P<index>\d+)$")
+
+
+# ----------------------------------------------------------------------------- reading
+
+
+def read(
+    path: str | Path,
+    graph: Graph,
+    *,
+    stem: str | None = None,
+    require_inputs: bool = True,
+) -> TensorSet:
+    """What ``path`` holds for ``graph``: its inputs (all of them, unless not required) and
+    any outputs. ``stem`` selects ``STEM__inK`` keys of a multi-model .npz."""
+    path = Path(path)
+    if not path.exists():
+        raise TensorIOError(f"{path}: no such file or folder")
+    if path.is_dir():
+        entries_in, entries_out = _read_folder(path)
+    elif path.suffix == ".npz":
+        entries_in, entries_out = _read_npz(path, graph, stem)
+    else:
+        raise TensorIOError(f"{path}: not an .npz file or an ONNX test-data folder")
+    inputs = _bind(path, entries_in, graph.inputs, "input")
+    outputs = _bind(path, entries_out, graph.outputs, "output")
+    missing = [name for name in graph.inputs if name not in inputs]
+    if require_inputs and missing:
+        raise TensorIOError(
+            f"{path}: holds no value for graph input(s) {missing} (it holds "
+            f"{len(entries_in)} input(s))"
+        )
+    return TensorSet(
+        {k: _typed(k, v, graph) for k, v in inputs.items()},
+        {k: _typed(k, v, graph) for k, v in outputs.items()},
+    )
+
+
+@dataclass(frozen=True)
+class _Entry:
+    """One tensor as a source lists it: by name, by position, or both (a test-data file)."""
+
+    array: np.ndarray
+    name: str = ""
+    index: int | None = None
+
+
+_NUMPY_POSITIONAL = re.compile(r"^arr_(\d+)$")  # the keys of np.savez(path, a, b)
+
+
+def _read_folder(path: Path) -> tuple[list[_Entry], list[_Entry]]:
+    found: dict[str, dict[int, Path]] = {"input": {}, "output": {}}
+    for child in path.iterdir():
+        match = _POSITIONAL.match(child.name)
+        if match:
+            found[match[1]][int(match[2])] = child
+    if not found["input"] and not found["output"]:
+        raise TensorIOError(f"{path}: an ONNX test-data folder holds input_0.pb ...; none found")
+    entries: dict[str, list[_Entry]] = {}
+    for kind, files in found.items():
+        indexes = sorted(files)
+        if indexes != list(range(len(indexes))):
+            raise TensorIOError(f"{path}: {kind} files are numbered {indexes}; expected 0..n-1")
+        entries[kind] = []
+        for index in indexes:
+            proto = onnx.TensorProto()
+            try:
+                proto.ParseFromString(files[index].read_bytes())
+                array = np.array(numpy_helper.to_array(proto))
+            except Exception as exc:
+                raise TensorIOError(
+                    f"{files[index]}: not a serialized TensorProto: {type(exc).__name__}: {exc}"
+                ) from None
+            entries[kind].append(_Entry(array, proto.name, index))
+    return entries["input"], entries["output"]
+
+
+def _read_npz(path: Path, graph: Graph, stem: str | None) -> tuple[list[_Entry], list[_Entry]]:
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            arrays = {key: data[key] for key in data.files}
+    except Exception as exc:
+        raise TensorIOError(f"{path}: cannot read the .npz: {type(exc).__name__}: {exc}") from None
+    keyed = {key: m for key in arrays if (m := _STEM_KEY.match(key))}
+    if keyed and len(keyed) == len(arrays) and not set(graph.inputs) & set(arrays):
+        stems = sorted({m["stem"] for m in keyed.values()})
+        if stem not in stems:
+            raise TensorIOError(
+                f"{path}: holds the tensors of models {stems}, none of {stem!r}; name the model "
+                "file after one of them or give an .npz keyed by tensor names"
+            )
+        by_kind: dict[str, list[_Entry]] = {"in": [], "out": []}
+        for key, m in keyed.items():
+            if m["stem"] == stem:
+                by_kind[m["kind"]].append(_Entry(arrays[key], index=int(m["index"])))
+        return by_kind["in"], by_kind["out"]
+    inputs: list[_Entry] = []
+    outputs: list[_Entry] = []
+    for key, array in arrays.items():
+        positional = _NUMPY_POSITIONAL.match(key)
+        if positional:
+            inputs.append(_Entry(array, index=int(positional[1])))
+            continue
+        if key in graph.outputs:
+            outputs.append(_Entry(array, key))
+        if key in graph.inputs or key not in graph.outputs:
+            inputs.append(_Entry(array, key))
+    return inputs, outputs
+
+
+def _bind(
+    path: Path, entries: list[_Entry], names: Sequence[str], kind: str
+) -> dict[str, np.ndarray]:
+    """An entry goes to the graph tensor of its name, else to the one at its position."""
+    bound: dict[str, np.ndarray] = {}
+    for entry in entries:
+        if entry.name in names:
+            bound[entry.name] = entry.array
+        elif entry.index is not None and entry.index < len(names):
+            bound[names[entry.index]] = entry.array
+        elif entry.index is not None:
+            raise TensorIOError(
+                f"{path}: {kind} #{entry.index} has no graph {kind} to bind to (the graph has "
+                f"{len(names)}: {list(names)})"
+            )
+        else:
+            raise TensorIOError(
+                f"{path}: {entry.name!r} is not a graph {kind} (graph {kind}s: {list(names)})"
+            )
+    return bound
+
+
+def _typed(name: str, array: np.ndarray, graph: Graph) -> np.ndarray:
+    """ml_dtypes arrays come back from .npz as raw void bytes: view them as the graph's dtype."""
+    dtype = graph.tensor(name).dtype
+    if dtype is not None and array.dtype.kind == "V" and array.dtype.itemsize == dtype.itemsize:
+        return array.view(dtype)
+    return array
+
+
+# ----------------------------------------------------------------------------- writing
+
+
+def write(
+    path: str | Path,
+    graph: Graph,
+    inputs: Mapping[str, np.ndarray],
+    outputs: Mapping[str, np.ndarray],
+) -> None:
+    """Save inputs and outputs: a ``.npz`` keyed by name, else a test-data folder (created)."""
+    path = Path(path)
+    if path.suffix == ".npz":
+        arrays = {**{n: inputs[n] for n in graph.inputs}, **{n: outputs[n] for n in graph.outputs}}
+        try:
+            np.savez(path, **arrays)
+        except OSError as exc:
+            raise TensorIOError(f"{path}: cannot write: {exc.strerror or exc}") from None
+        return
+    if path.exists() and not path.is_dir():
+        raise TensorIOError(f"{path}: exists and is not a folder; use a .npz name or a folder")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        for kind, names, values in (
+            ("input", graph.inputs, inputs),
+            ("output", graph.outputs, outputs),
+        ):
+            for index, name in enumerate(names):
+                proto = numpy_helper.from_array(np.asarray(values[name]), name)
+                (path / f"{kind}_{index}.pb").write_bytes(proto.SerializeToString())
+    except OSError as exc:
+        raise TensorIOError(f"{path}: cannot write: {exc.strerror or exc}") from None
+
+
+# ----------------------------------------------------------------------------- generating
+
+
+def generate(
+    graph: Graph, seed: int = 0, shapes: Mapping[str, Sequence[int]] | None = None
+) -> dict[str, np.ndarray]:
+    """Random inputs for every graph input (``VALUE_RANGES``), reproducible from ``seed``.
+
+    Every dimension must be known: from the graph, or from ``shapes``. An input that feeds a
+    Slice/Pad parameter directly is refused: random indices say nothing; give its value.
+    """
+    rng = np.random.default_rng(seed)
+    feeds: dict[str, np.ndarray] = {}
+    for name in graph.inputs:
+        for node, port in graph.consumers(name):
+            fields = {p: f for f, p in PARAMETER_PORTS.get(node.op_type, {}).items()}
+            if node.is_onnx and port in fields:
+                raise TensorIOError(
+                    f"{graph.source}: input {name!r} is parameter {fields[port]!r} of "
+                    f"{node.label}; random values would be meaningless: give it with --inputs"
+                )
+        info = graph.tensor(name)
+        shape = tuple(shapes[name]) if shapes and name in shapes else info.static_shape
+        if shape is None or info.dtype is None:
+            raise TensorIOError(
+                f"{graph.source}: input {name!r} is {info.dtype}"
+                f"{list(info.shape) if info.shape is not None else '[?]'}; give its shape with "
+                f"--input-shape {name}:D0,D1,.. or its value with --inputs"
+            )
+        feeds[name] = random_array(rng, info.dtype, shape)
+    return feeds
+
+
+def random_array(rng: np.random.Generator, dtype: np.dtype, shape: Sequence[int]) -> np.ndarray:
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_:
+        return rng.integers(0, 2, size=shape).astype(np.bool_)
+    kind = "f" if dtype.kind in "fV" else dtype.kind
+    if kind not in VALUE_RANGES:
+        raise TensorIOError(f"cannot generate values of dtype {dtype}")
+    low, high = VALUE_RANGES[kind]
+    if kind == "f":
+        return rng.uniform(low, high, size=shape).astype(dtype)
+    return rng.integers(int(low), int(high), size=shape).astype(dtype)

@@ -1,0 +1,66 @@
+"""Drawings of a lowered graph: DOT (and SVG through Graphviz) and a self-contained HTML report.
+
+``write_viz(path, original, lowered, parity=None)`` picks the format from the file suffix and
+returns one line for the user; ``to_dot`` and ``html_report`` return the text itself.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from dmlgraph.ir import Graph
+from dmlgraph.viz.describe import STATUS_STYLES, NodeView, describe_graph
+from dmlgraph.viz.dot import VizError, graphviz, render_svg, to_dot, write_dot
+from dmlgraph.viz.html import html_report, parity_sections, write_html
+
+#: Output suffix -> what ``write_viz`` writes.
+FORMATS = {".dot": "Graphviz DOT", ".gv": "Graphviz DOT", ".svg": "SVG (through Graphviz)",
+           ".html": "HTML report", ".htm": "HTML report"}
+
+
+def write_viz(
+    path: str | Path,
+    original: Graph,
+    lowered: Graph,
+    parity: Any = None,
+    *,
+    title: str | None = None,
+) -> str:
+    """Write the drawing ``path`` asks for by its suffix; returns one line saying what was
+    written (for .svg without Graphviz: the .dot written instead and how to render it).
+
+    ``original`` is the graph given to ``lower`` and ``lowered`` its result; DOT and SVG draw
+    the lowered graph, HTML both. ``parity`` (a ParityReport, its JSON form or a list of
+    per-output records) adds a parity section to the HTML report.
+    """
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix not in FORMATS:
+        known = ", ".join(FORMATS)
+        raise VizError(f"{path}: cannot tell the format from {suffix or 'no suffix'!r} "
+                       f"(use one of {known})")
+    if suffix in (".html", ".htm"):
+        return write_html(original, lowered, path, parity, title=title)
+    dot = to_dot(lowered, title=title)
+    if suffix == ".svg":
+        return render_svg(dot, path)
+    write_dot(dot, path)
+    return f"wrote {path}"
+
+
+__all__ = [
+    "FORMATS",
+    "STATUS_STYLES",
+    "NodeView",
+    "VizError",
+    "describe_graph",
+    "graphviz",
+    "html_report",
+    "parity_sections",
+    "render_svg",
+    "to_dot",
+    "write_dot",
+    "write_html",
+    "write_viz",
+]

@@ -1,0 +1,240 @@
+"""Graphviz DOT of a graph, written by hand: deterministic, every id quoted, HTML-like labels.
+
+Each operation is a table: the DirectML operator (or ONNX op type), the original node, the
+descriptor's fields (window offsets, sizes and strides, padding mode and amounts, join axis),
+each tensor as the IR tensor it binds and the tensor desc viewing it (sizes before and after
+legalization), and the notes. Fill and border say the status (``describe.STATUS_STYLES``).
+Graph inputs and outputs are ellipses, constants read by DML nodes are notes; constants read
+by ONNX nodes (weights) appear as rows of their node, so large models stay readable.
+
+The same graph gives byte-identical text: nodes in topological order with ties broken by
+node id, constants in order of first use, no timestamps, no absolute paths.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import textwrap
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from dmlgraph.errors import DmlgraphError
+from dmlgraph.ir import Graph
+from dmlgraph.viz.describe import (
+    STATUS_STYLES,
+    NodeView,
+    describe_graph,
+    display_name,
+    report_of,
+    sentence,
+    status_counts,
+    tensor_text,
+)
+
+FONT = "Helvetica"
+NOTE_WIDTH = 60  # characters per line of a wrapped note
+ARROW = "&#8594;"
+
+
+class VizError(DmlgraphError):
+    """A drawing cannot be written or rendered."""
+
+
+def quote(text: str) -> str:
+    """A DOT double-quoted string (ids, attribute values)."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def escape(text: str) -> str:
+    """Text for an HTML-like label (also turns non-ASCII into character references)."""
+    text = (
+        text.replace("&", "&amp;")
+        .replace("<", "&lt;")
+        .replace(">", "&gt;")
+        .replace('"', "&quot;")
+    )
+    return text.encode("ascii", "xmlcharrefreplace").decode("ascii")
+
+
+def _wrapped(text: str, width: int = NOTE_WIDTH) -> str:
+    lines = textwrap.wrap(text, width, break_long_words=True, break_on_hyphens=False) or [""]
+    return '<BR ALIGN="LEFT"/>'.join(escape(line) for line in lines) + '<BR ALIGN="LEFT"/>'
+
+
+def _row(left: str, right: str) -> str:
+    return f'<TR><TD ALIGN="LEFT">{left}</TD><TD ALIGN="LEFT">{right}</TD></TR>'
+
+
+def _wide(content: str, align: str = "LEFT") -> str:
+    return f'<TR><TD COLSPAN="2" ALIGN="{align}" BALIGN="LEFT">{content}</TD></TR>'
+
+
+def node_label(view: NodeView, max_attrs: int = 8) -> str:
+    """The HTML-like table of one node."""
+    style = STATUS_STYLES[view.status]
+    border = "#c62828" if view.lowering_target_fallback else style.border
+    dashed = ' STYLE="dashed"' if style.dashed else ""
+    rows = [_wide(f"<B>{escape(view.title)}</B>", "CENTER")]
+    if view.origin:
+        rows.append(_wide(f'<FONT POINT-SIZE="9">from {escape(view.origin)}</FONT>', "CENTER"))
+    elif view.name:
+        rows.append(_wide(f'<FONT POINT-SIZE="9">{escape(view.name)}</FONT>', "CENTER"))
+    fields = view.fields if view.is_dml else view.fields[:max_attrs]
+    for key, value in fields:
+        rows.append(_row(escape(key), escape(value)))
+    if len(view.fields) > len(fields):
+        rows.append(_wide(f"<I>{len(view.fields) - len(fields)} more attributes</I>"))
+    for tensor in view.tensors:
+        if view.is_dml:
+            text = f"{escape(tensor.ir_type)} {ARROW} {escape(tensor.view)}"
+            if tensor.constant:
+                text += " (constant)"
+            rows.append(_row(escape(tensor.port), text))
+        elif tensor.constant:
+            rows.append(_row(escape(tensor.port), f"constant {escape(tensor.ir_type)}"))
+    if view.divergent:
+        rows.append(_wide("<B>known divergence from onnxruntime</B>"))
+    for note in view.notes if view.shows_notes else ():
+        rows.append(_wide(f'<FONT POINT-SIZE="9">{_wrapped(sentence(note))}</FONT>'))
+    return (
+        f'<<TABLE BORDER="1" CELLBORDER="0" CELLSPACING="0" CELLPADDING="2" '
+        f'BGCOLOR="{style.fill}" COLOR="{border}"{dashed}>' + "".join(rows) + "</TABLE>>"
+    )
+
+
+def _legend(used: Sequence[str]) -> str:
+    rows = "".join(
+        f'<TR><TD BGCOLOR="{STATUS_STYLES[s].fill}" WIDTH="14"> </TD>'
+        f'<TD ALIGN="LEFT">{escape(s)}: {escape(STATUS_STYLES[s].legend)}</TD></TR>'
+        for s in used
+    )
+    return (
+        '<<TABLE BORDER="0" CELLBORDER="1" CELLSPACING="0" CELLPADDING="3">'
+        f'<TR><TD COLSPAN="2"><B>status</B></TD></TR>{rows}</TABLE>>'
+    )
+
+
+def to_dot(graph: Graph, records: Sequence[Any] | None = None, *, title: str | None = None) -> str:
+    """The DOT text of ``graph``. ``records``: the lowering report (default: the graph's own
+    when it is a LoweredGraph); it decides each node's status."""
+    records = report_of(graph) if records is None else list(records)
+    views = describe_graph(graph, records)
+    level = getattr(graph, "feature_level", None)
+    heading = title or display_name(graph)
+    if level is not None:
+        heading += f" - lowered at {level.full_name}"
+    counts = status_counts(records)
+    summary = ", ".join(f"{n} {s}" for s, n in counts.items())
+    lines = [
+        f"digraph {quote(graph.name)} {{",
+        f"  graph [label=<<B>{escape(heading)}</B>"
+        + (f"<BR/>{escape(summary)}" if summary else "")
+        + f'>, labelloc="t", fontname={quote(FONT)}, rankdir="TB", nodesep="0.3", '
+        'ranksep="0.45"];',
+        f'  node [shape="plaintext", fontname={quote(FONT)}, fontsize="10"];',
+        f'  edge [fontname={quote(FONT)}, fontsize="8", color="#555555", arrowsize="0.6"];',
+    ]
+    node_lines: list[str] = []
+    edge_lines: list[str] = []
+    drawn_constants: set[str] = set()
+    producers = {out: view.node_id for view in views for out in graph.node(view.node_id).outputs}
+
+    def tensor_node(kind: str, name: str) -> str:
+        info = graph.tensor(name)
+        label = f"<B>{escape(name)}</B><BR/>{escape(tensor_text(info))}"
+        if kind == "input":
+            attrs = 'shape="ellipse", style="filled", fillcolor="#ffffff"'
+        elif kind == "output":
+            attrs = 'shape="ellipse", style="filled,bold", fillcolor="#ffffff"'
+        else:
+            attrs = 'shape="note", style="filled", fillcolor="#fafafa"'
+            label = f"constant {label}"
+        return f"  {quote(f'{kind}:{name}')} [{attrs}, label=<{label}>];"
+
+    def source_of(name: str) -> str | None:
+        if name in producers:
+            return f"n{producers[name]}"
+        if name in graph.inputs:
+            return f"input:{name}"
+        if graph.is_constant(name):
+            if name not in drawn_constants:
+                drawn_constants.add(name)
+                node_lines.append(tensor_node("const", name))
+            return f"const:{name}"
+        return None
+
+    for name in graph.inputs:
+        node_lines.append(tensor_node("input", name))
+    for view in views:
+        node = graph.node(view.node_id)
+        tooltip = f"{view.title} {view.name}".strip()
+        node_lines.append(
+            f"  {quote(f'n{view.node_id}')} [label={node_label(view)}, tooltip={quote(tooltip)}];"
+        )
+        inputs = [(port, name) for port, name in enumerate(node.inputs) if name]
+        for port, name in inputs:
+            if not view.is_dml and graph.is_constant(name):
+                continue  # weights: a row of the node's table
+            source = source_of(name)
+            if source is None:
+                continue
+            text = tensor_text(graph.tensor(name))
+            label = f"{port}: {text}" if len(inputs) > 1 else text
+            edge_lines.append(
+                f"  {quote(source)} -> {quote(f'n{view.node_id}')} "
+                f"[label={quote(label)}, tooltip={quote(name)}];"
+            )
+    for name in dict.fromkeys(graph.outputs):
+        node_lines.append(tensor_node("output", name))
+        source = source_of(name)
+        if source is not None:
+            edge_lines.append(
+                f"  {quote(source)} -> {quote(f'output:{name}')} [tooltip={quote(name)}];"
+            )
+    used = [s for s in STATUS_STYLES if any(v.status == s for v in views)]
+    if used:
+        node_lines.append(f"  {quote('legend')} [label={_legend(used)}];")
+    return "\n".join(lines + node_lines + edge_lines + ["}"]) + "\n"
+
+
+def graphviz() -> str | None:
+    """The path of Graphviz's ``dot``, or None when it is not installed."""
+    return shutil.which("dot")
+
+
+def write_dot(dot: str, path: str | Path) -> Path:
+    path = Path(path)
+    path.write_text(dot, encoding="utf-8")
+    return path
+
+
+def render_svg(dot: str, path: str | Path, *, dot_binary: str | None = None) -> str:
+    """Write ``path`` (.svg) through Graphviz when ``dot`` is installed, else the DOT text
+    beside it (same stem, .dot). Returns one line saying what was written."""
+    path = Path(path)
+    binary = dot_binary or graphviz()
+    if binary is None:
+        fallback = write_dot(dot, path.with_suffix(".dot"))
+        return (
+            f"wrote {fallback}: Graphviz's dot is not installed, so no SVG; install graphviz "
+            f"and run: dot -Tsvg {fallback} -o {path}"
+        )
+    try:
+        done = subprocess.run(
+            [binary, "-Tsvg", "-o", str(path)],
+            input=dot.encode("utf-8"),
+            capture_output=True,
+            check=False,
+            timeout=120,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise VizError(f"{path}: running {binary} failed: {exc}") from None
+    if done.returncode != 0:
+        message = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise VizError(
+            f"{path}: {binary} -Tsvg failed (exit {done.returncode}): "
+            f"{message[0] if message else 'no message'}"
+        )
+    return f"wrote {path}"

@@ -1,0 +1,371 @@
+"""The NumPy backend on lowered graphs: DML nodes through their views, ONNX nodes through both
+fallbacks, run-time Slice/Pad parameters. Oracles: NumPy indexing and onnxruntime."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+from backends import BackendError, get_backend
+from backends.numpy import NumpyBackend, OnnxruntimeFallback, ReferenceFallback
+from dmlgraph import load
+from dmlgraph.dml import BufferTensorDesc as T
+from dmlgraph.dml import JoinDesc, Padding1Desc, PaddingDesc, Slice1Desc, SliceDesc
+from dmlgraph.ir import Graph, OnnxOp, Provenance, TensorInfo
+from lowering import lower
+
+INT64_MAX = 2**63 - 1
+
+
+def make_graph(inputs, nodes, tensors, outputs, constants=None, opset=19) -> Graph:
+    """inputs/tensors: name -> (dtype, shape); nodes: (op, inputs, outputs, name)."""
+    graph = Graph(opset_imports={"": opset}, ir_version=9)
+    for name, (dtype, shape) in inputs.items():
+        graph.add_input(TensorInfo(name, dtype, shape))
+    for name, value in (constants or {}).items():
+        graph.set_tensor(TensorInfo(name, data=np.asarray(value)))
+    for op, ins, outs, name in nodes:
+        op_type = op.op_type if isinstance(op, OnnxOp) else type(op).__name__
+        graph.add_node(op, ins, outs, Provenance(name, op_type))
+    for name, (dtype, shape) in tensors.items():
+        graph.set_tensor(TensorInfo(name, dtype, shape))
+    graph.outputs = list(outputs)
+    graph.validate()
+    return graph
+
+
+def assert_same_bits(actual: np.ndarray, expected: np.ndarray) -> None:
+    assert actual.dtype == expected.dtype and actual.shape == expected.shape
+    width = f"u{actual.dtype.itemsize}" if actual.dtype != np.bool_ else np.uint8
+    np.testing.assert_array_equal(actual.view(width), expected.view(width))
+
+
+# ----------------------------------------------------------------------------- DML nodes
+
+
+def test_dml_chain_matches_numpy_indexing() -> None:
+    x = np.random.default_rng(0).standard_normal((2, 3, 4)).astype(np.float32)
+    block = np.full((2, 2, 2), 7.5, np.float32)
+    graph = make_graph(
+        {"x": (np.float32, (2, 3, 4))},
+        [
+            (Slice1Desc(input_tensor=T("FLOAT32", (2, 3, 4)),
+                        output_tensor=T("FLOAT32", (2, 2, 2)),
+                        input_window_offsets=(0, 1, 0), input_window_sizes=(2, 2, 4),
+                        input_window_strides=(-1, 1, 2)), ["x"], ["y"], "slice"),
+            (JoinDesc(input_tensors=(T("FLOAT32", (2, 2, 2)), T("FLOAT32", (2, 2, 2))),
+                      output_tensor=T("FLOAT32", (2, 4, 2)), axis=1), ["y", "block"], ["z"],
+             "concat"),
+            # the pad views z as 4-D with a leading 1, as a lowering at FL 1.0 would
+            (PaddingDesc(input_tensor=T("FLOAT32", (1, 2, 4, 2)),
+                         output_tensor=T("FLOAT32", (1, 2, 7, 3)), padding_mode="EDGE",
+                         start_padding=(0, 0, 1, 0), end_padding=(0, 0, 2, 1)),
+             ["z"], ["w"], "pad"),
+        ],
+        {"y": (np.float32, (2, 2, 2)), "z": (np.float32, (2, 4, 2)),
+         "w": (np.float32, (2, 7, 3))},
+        ["y", "z", "w"],
+        constants={"block": block},
+    )
+    result = NumpyBackend().execute(graph, {"x": x})
+    y = x[::-1, 1:3, ::2]
+    z = np.concatenate([y, block], axis=1)
+    np.testing.assert_array_equal(result.outputs["y"], y)
+    np.testing.assert_array_equal(result.outputs["z"], z)
+    np.testing.assert_array_equal(result.outputs["w"], np.pad(z, ((0, 0), (1, 2), (0, 1)), "edge"))
+    assert [(r.node, r.op, r.engine) for r in result.record.nodes] == [
+        ("slice", "DML_OPERATOR_SLICE1", "numpy DirectML emulator"),
+        ("concat", "DML_OPERATOR_JOIN", "numpy DirectML emulator"),
+        ("pad", "DML_OPERATOR_PADDING", "numpy DirectML emulator"),
+    ]
+
+
+@pytest.mark.parametrize("case", ["int64 as UINT32 pairs", "bool as UINT8", "uint8 pairs as UINT16",
+                                  "float16 with a leading 1"])
+def test_views_move_the_ir_elements(case: str) -> None:
+    rng = np.random.default_rng(1)
+    if case == "int64 as UINT32 pairs":
+        x = rng.integers(-2**62, 2**62, size=(3, 4))
+        desc = Slice1Desc(input_tensor=T("UINT32", (3, 4, 2)), output_tensor=T("UINT32", (2, 4, 2)),
+                          input_window_offsets=(1, 0, 0), input_window_sizes=(2, 4, 2),
+                          input_window_strides=(1, -1, 1))
+        expected = x[1:3, ::-1]
+    elif case == "bool as UINT8":
+        x = rng.integers(0, 2, size=(4, 6)).astype(bool)
+        desc = JoinDesc(input_tensors=(T("UINT8", (4, 6)),) * 2, output_tensor=T("UINT8", (8, 6)),
+                        axis=0)
+        expected = np.concatenate([x, x])
+    elif case == "uint8 pairs as UINT16":
+        x = rng.integers(0, 256, size=(2, 6)).astype(np.uint8)
+        desc = PaddingDesc(input_tensor=T("UINT16", (2, 3)), output_tensor=T("UINT16", (2, 4)),
+                           padding_mode="CONSTANT", padding_value=0.0,
+                           start_padding=(0, 1), end_padding=(0, 0))
+        expected = np.pad(x, ((0, 0), (2, 0)))
+    else:
+        x = rng.standard_normal(5).astype(np.float16)
+        desc = SliceDesc(input_tensor=T("FLOAT16", (1, 5)), output_tensor=T("FLOAT16", (1, 2)),
+                         offsets=(0, 1), sizes=(1, 2), strides=(1, 3))
+        expected = x[1::3]
+    inputs = [("x", x)] * (2 if isinstance(desc, JoinDesc) else 1)
+    graph = make_graph({"x": (x.dtype, x.shape)}, [(desc, [n for n, _ in inputs], ["y"], "n")],
+                       {"y": (x.dtype, expected.shape)}, ["y"])
+    assert_same_bits(NumpyBackend().run(graph, {"x": x})["y"], expected)
+
+
+def test_padding1_fills_exact_int64_values() -> None:
+    x = np.arange(6, dtype=np.int64).reshape(2, 3)
+    desc = Padding1Desc(input_tensor=T("INT64", (2, 3)), output_tensor=T("INT64", (3, 3)),
+                        padding_mode="CONSTANT", padding_value_data_type="INT64",
+                        padding_value=2**62 + 1, start_padding=(1, 0), end_padding=(0, 0))
+    graph = make_graph({"x": (np.int64, (2, 3))}, [(desc, ["x"], ["y"], "pad")],
+                       {"y": (np.int64, (3, 3))}, ["y"])
+    y = NumpyBackend().run(graph, {"x": x})["y"]
+    np.testing.assert_array_equal(y, np.pad(x, ((1, 0), (0, 0)), constant_values=2**62 + 1))
+
+
+# ----------------------------------------------------------------------------- fallbacks
+
+
+@pytest.mark.parametrize("fallback", ["reference", "onnxruntime"])
+def test_onnx_nodes_run_on_either_fallback(fallback: str) -> None:
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((3, 4)).astype(np.float32)
+    w = rng.standard_normal((4, 5)).astype(np.float32)
+    b = rng.standard_normal((3, 2)).astype(np.float32)
+    graph = make_graph(
+        {"x": (np.float32, (3, 4))},
+        [
+            (OnnxOp("MatMul", 13), ["x", "w"], ["m"], "matmul"),
+            (OnnxOp("Relu", 14), ["m"], ["r"], "relu"),
+            (SliceDesc(input_tensor=T("FLOAT32", (3, 5)), output_tensor=T("FLOAT32", (3, 2)),
+                       offsets=(0, 1), sizes=(3, 2), strides=(1, 2)), ["r"], ["s"], "slice"),
+            (OnnxOp("Add", 14), ["s", "b"], ["y"], "add"),
+        ],
+        {"m": (np.float32, (3, 5)), "r": (np.float32, (3, 5)), "s": (np.float32, (3, 2)),
+         "y": (np.float32, (3, 2))},
+        ["y"],
+        constants={"w": w, "b": b},
+    )
+    backend = get_backend("numpy", fallback=fallback)
+    result = backend.execute(graph, {"x": x})
+    expected = np.maximum(x @ w, 0)[:, 1::2] + b
+    np.testing.assert_allclose(result.outputs["y"], expected, rtol=1e-6, atol=1e-6)
+    engine = "onnx.reference" if fallback == "reference" else "onnxruntime:CPUExecutionProvider"
+    assert {r.node: r.engine for r in result.record.nodes} == {
+        "matmul": engine, "relu": engine, "slice": "numpy DirectML emulator", "add": engine,
+    }
+    assert result.record.provider == engine
+    assert isinstance(backend.fallback, ReferenceFallback if fallback == "reference"
+                      else OnnxruntimeFallback)
+
+
+def test_consecutive_onnx_nodes_form_one_segment() -> None:
+    """Two independent ONNX chains around one DML node: the schedule runs each kind while it
+    can, so the fallback prepares two models, not one per node."""
+    prepared: list[list[str]] = []
+
+    class Counting(ReferenceFallback):
+        def prepare(self, graph):  # type: ignore[override]
+            prepared.append([n.name for n in graph.nodes])
+            return super().prepare(graph)
+
+    x = np.arange(4, dtype=np.float32)
+    graph = make_graph(
+        {"x": (np.float32, (4,))},
+        [
+            (OnnxOp("Neg", 13), ["x"], ["a"], "neg"),
+            (SliceDesc(input_tensor=T("FLOAT32", (4,)), output_tensor=T("FLOAT32", (2,)),
+                       offsets=(0,), sizes=(2,), strides=(2,)), ["a"], ["s"], "slice"),
+            (OnnxOp("Abs", 13), ["x"], ["b"], "abs"),
+            (OnnxOp("Relu", 14), ["b"], ["c"], "relu"),
+            (OnnxOp("Exp", 13), ["s"], ["e"], "exp"),
+        ],
+        {"a": (np.float32, (4,)), "s": (np.float32, (2,)), "b": (np.float32, (4,)),
+         "c": (np.float32, (4,)), "e": (np.float32, (2,))},
+        ["c", "e"],
+    )
+    out = NumpyBackend(Counting()).run(graph, {"x": x})
+    np.testing.assert_allclose(out["e"], np.exp(-x[::2]), rtol=1e-6)
+    np.testing.assert_array_equal(out["c"], x)
+    assert prepared == [["neg", "abs", "relu"], ["exp"]]
+
+
+# ----------------------------------------------------------------------------- graph I/O
+
+
+def test_outputs_may_be_inputs_or_constants_and_come_back_as_copies() -> None:
+    c = np.array([1, 2, 3], np.int32)
+    graph = make_graph({"x": (np.int32, (3,))}, [], {}, ["x", "c"], constants={"c": c})
+    x = np.array([4, 5, 6], np.int32)
+    out = NumpyBackend().run(graph, {"x": x})
+    np.testing.assert_array_equal(out["x"], x)
+    np.testing.assert_array_equal(out["c"], c)
+    out["c"][0] = 99
+    out["x"][0] = 99
+    assert graph.constant("c")[0] == 1 and x[0] == 4
+
+
+@pytest.mark.parametrize("feeds, fragment", [
+    ({}, "missing ['x']"),
+    ({"x": np.zeros((2, 3), np.float32), "z": np.zeros(1)}, "unknown ['z']"),
+    ({"x": np.zeros((2, 3), np.float64)}, "is float64; the graph expects float32"),
+    ({"x": np.zeros((3, 3), np.float32)}, "has shape [3, 3]"),
+])
+def test_feeds_are_checked(feeds, fragment) -> None:
+    graph = make_graph({"x": (np.float32, (2, 3))}, [(OnnxOp("Neg", 13), ["x"], ["y"], "neg")],
+                       {"y": (np.float32, (2, 3))}, ["y"])
+    with pytest.raises(BackendError, match=None) as info:
+        NumpyBackend().run(graph, feeds)
+    assert fragment in str(info.value)
+
+
+def test_symbolic_dims_must_agree_across_inputs() -> None:
+    graph = make_graph({"a": (np.float32, ("N", 2)), "b": (np.float32, ("N",))},
+                       [(OnnxOp("Neg", 13), ["b"], ["y"], "neg")], {"y": (np.float32, ("N",))},
+                       ["y"])
+    with pytest.raises(BackendError, match="dimension 'N' is 3 in input 'a' but 4 in input 'b'"):
+        NumpyBackend().run(graph, {"a": np.zeros((3, 2), np.float32),
+                                   "b": np.zeros(4, np.float32)})
+
+
+def test_a_view_that_does_not_bind_its_tensor_is_refused() -> None:
+    desc = SliceDesc(input_tensor=T("FLOAT32", (2, 4)), output_tensor=T("FLOAT32", (2, 2)),
+                     offsets=(0, 0), sizes=(2, 2), strides=(1, 1))
+    graph = make_graph({"x": (np.float32, (2, 3))}, [(desc, ["x"], ["y"], "slice")],
+                       {"y": (np.float32, (2, 2))}, ["y"])
+    with pytest.raises(BackendError, match="node 'slice'.*TotalTensorSizeInBytes 32 differs"):
+        NumpyBackend().run(graph, {"x": np.zeros((2, 3), np.float32)})
+
+
+def test_the_plan_follows_changes_to_the_graph() -> None:
+    graph = make_graph({"x": (np.float32, (3,))}, [(OnnxOp("Neg", 13), ["x"], ["y"], "n")],
+                       {"y": (np.float32, (3,))}, ["y"])
+    backend, x = NumpyBackend("reference"), np.array([1.0, -2.0, 3.0], np.float32)
+    np.testing.assert_array_equal(backend.run(graph, {"x": x})["y"], -x)
+    graph.replace_node(graph.nodes[0].id, op=OnnxOp("Abs", 13))
+    np.testing.assert_array_equal(backend.run(graph, {"x": x})["y"], np.abs(x))
+
+
+# ----------------------------------------------------------------------------- run-time parameters
+# In the style of onnx's backend node tests (onnx/backend/test/case/node/slice.py, pad.py), with
+# every parameter fed as a graph input; onnxruntime on the same model is the oracle.
+
+SLICE_CASES = {
+    "slice": ((20, 10, 5), [0, 0], [3, 10], [0, 1], [1, 1]),
+    "slice_neg": ((20, 10, 5), [0], [-1], [1], [1]),
+    "slice_neg_steps": ((20, 10, 5), [20, 10, 4], [0, 0, 1], [0, 1, 2], [-1, -3, -2]),
+    "slice_negative_axes": ((20, 10, 5), [0, 0, 3], [20, 10, 4], [0, -2, -1], [1, 1, 1]),
+    "slice_start_out_of_bounds": ((20, 10, 5), [1000], [1000], [1], [1]),
+    "slice_end_out_of_bounds": ((20, 10, 5), [1], [1000], [1], [1]),
+    "slice_int64_min_end": ((20, 10, 5), [-1], [-(2**63)], [0], [-4]),
+}
+PAD_CASES = {
+    "constant_pad": ("constant", (1, 3, 4, 5), [0, 0, 1, 3, 0, 0, 2, 4], 1.2, None),
+    "constant_pad_axes": ("constant", (1, 3, 4, 5), [0, 3, 0, 4], 1.2, [1, 3]),
+    "constant_pad_negative_axes": ("constant", (1, 3, 4, 5), [0, 3, 0, 4], 1.2, [-3, -1]),
+    "edge_pad": ("edge", (1, 3, 4, 5), [0, 0, 1, 1, 0, 0, 1, 1], None, None),
+    "reflect_pad": ("reflect", (1, 3, 4, 5), [0, 0, 1, 1, 0, 0, 1, 1], None, None),
+    "wrap_pad": ("wrap", (1, 3, 4, 5), [0, 0, 1, 1, 0, 0, 1, 1], None, None),
+    "negative_pads_crop": ("constant", (1, 3, 4, 5), [0, -1, 2, -2, 0, 1, -1, 3], 0.5, None),
+}
+
+
+def _input(name: str, elem: int, shape) -> onnx.ValueInfoProto:
+    return helper.make_tensor_value_info(name, elem, shape)
+
+
+def slice_model(shape, length: int) -> onnx.ModelProto:
+    params = ["starts", "ends", "axes", "steps"]
+    graph = helper.make_graph(
+        [helper.make_node("Slice", ["x"] + params, ["y"], name="slice")], "slice",
+        [_input("x", TensorProto.FLOAT, shape)] + [_input(p, TensorProto.INT64, [length])
+                                                   for p in params],
+        [_input("y", TensorProto.FLOAT, [None] * len(shape))])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+
+
+def pad_model(mode: str, shape, pads: int, value: bool, axes: int | None) -> onnx.ModelProto:
+    names = ["x", "pads", "value" if value else "", "axes" if axes else ""]
+    while names[-1] == "":
+        names.pop()
+    inputs = [_input("x", TensorProto.FLOAT, shape), _input("pads", TensorProto.INT64, [pads])]
+    if value:
+        inputs.append(_input("value", TensorProto.FLOAT, []))
+    if axes:
+        inputs.append(_input("axes", TensorProto.INT64, [axes]))
+    graph = helper.make_graph([helper.make_node("Pad", names, ["y"], mode=mode, name="pad")],
+                              "pad", inputs, [_input("y", TensorProto.FLOAT, [None] * len(shape))])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)], ir_version=9)
+
+
+@pytest.mark.parametrize("case", sorted(SLICE_CASES))
+def test_slice_with_parameters_fed_as_inputs(case: str, onnx_run) -> None:
+    shape, starts, ends, axes, steps = SLICE_CASES[case]
+    model = slice_model(shape, len(starts))
+    feeds = {"x": np.random.default_rng(3).standard_normal(shape).astype(np.float32)}
+    feeds.update({name: np.array(v, np.int64) for name, v in
+                  zip(["starts", "ends", "axes", "steps"], [starts, ends, axes, steps])})
+    lowered = lower(load(model), "6_4")
+    assert lowered.nodes[0].is_onnx  # nothing to lower before the values arrive
+    result = NumpyBackend().execute(lowered, feeds)
+    (expected,) = onnx_run(model, feeds)
+    assert_same_bits(result.outputs["y"], expected)
+    assert all(r.via == "lowered at run time" for r in result.record.nodes)
+
+
+@pytest.mark.parametrize("case", sorted(PAD_CASES))
+def test_pad_with_parameters_fed_as_inputs(case: str, onnx_run) -> None:
+    mode, shape, pads, value, axes = PAD_CASES[case]
+    axes_length = None if axes is None else len(axes)
+    model = pad_model(mode, shape, len(pads), value is not None, axes_length)
+    feeds = {"x": np.random.default_rng(4).standard_normal(shape).astype(np.float32),
+             "pads": np.array(pads, np.int64)}
+    if value is not None:
+        feeds["value"] = np.array(value, np.float32)
+    if axes is not None:
+        feeds["axes"] = np.array(axes, np.int64)
+    lowered = lower(load(model), "6_4")
+    result = NumpyBackend().execute(lowered, feeds)
+    (expected,) = onnx_run(model, feeds)
+    assert_same_bits(result.outputs["y"], expected)
+    assert any(r.engine == "numpy DirectML emulator" for r in result.record.nodes)
+
+
+def test_run_time_lowering_is_cached_per_parameter_values(onnx_run) -> None:
+    model = slice_model((4, 6), 1)
+    lowered = lower(load(model), "2_1")
+    backend = NumpyBackend()
+    x = np.arange(24, dtype=np.float32).reshape(4, 6)
+
+    def run(start: int, end: int, step: int) -> str:
+        feeds = {"x": x, "starts": np.array([start]), "ends": np.array([end]),
+                 "axes": np.array([1]), "steps": np.array([step])}
+        result = backend.execute(lowered, feeds)
+        np.testing.assert_array_equal(result.outputs["y"], onnx_run(model, feeds)[0])
+        return result.record.nodes[0].via
+
+    assert run(5, 0, -2) == "lowered at run time"
+    assert run(5, 0, -2) == "lowered at run time (cached)"
+    assert run(1, 4, 1) == "lowered at run time"
+    assert run(5, 0, -2) == "lowered at run time (cached)"
+
+
+def test_dynamic_data_shape_is_lowered_when_it_runs(onnx_run) -> None:
+    """Constant parameters, but a data input of unknown length: the Concat and Pad can be
+    lowered only once the shape is known, and again for each new shape."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, "T"])
+    pads = helper.make_tensor("pads", TensorProto.INT64, [4], [0, 2, 0, 1])
+    graph = helper.make_graph(
+        [helper.make_node("Pad", ["x", "pads"], ["p"], mode="reflect", name="pad"),
+         helper.make_node("Concat", ["p", "x"], ["y"], axis=1, name="concat")],
+        "dyn", [x], [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, None])], [pads])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    lowered = lower(load(model), "6_4")
+    backend = NumpyBackend()
+    for length in (5, 9, 5):
+        feeds = {"x": np.arange(length, dtype=np.float32).reshape(1, length)}
+        result = backend.execute(lowered, feeds)
+        np.testing.assert_array_equal(result.outputs["y"], onnx_run(model, feeds)[0])
+        assert {r.op for r in result.record.nodes} == {"DML_OPERATOR_PADDING", "DML_OPERATOR_JOIN"}

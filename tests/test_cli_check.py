@@ -1,0 +1,122 @@
+"""``dmlgraph run`` and ``dmlgraph check`` as a user types them: exit codes 0, 1 and 2."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from dmlgraph.cli import main
+
+MODELS = Path(__file__).parent.parent / "models"
+REFERENCE = MODELS / "reference_io.npz"
+
+
+def dynamic_pad_model(path: Path) -> Path:
+    """x[N, 4] -> reflect Pad -> y: a graph input with a dynamic dimension."""
+    graph = helper.make_graph(
+        [helper.make_node("Pad", ["x", "p"], ["y"], mode="reflect", name="pad")], "dyn",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None, None])],
+        [numpy_helper.from_array(np.array([0, 1, 0, 2], np.int64), "p")])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8),
+              path)
+    return path
+
+
+@pytest.mark.parametrize("level", ["6_4", "2.1", "DML_FEATURE_LEVEL_2_1", "0x6400"])
+def test_check_passes_on_a_real_model_at_any_level_spelling(level, capsys) -> None:
+    args = ["check", str(MODELS / "shufflenet_v2_x0_5.onnx"), "--inputs", str(REFERENCE),
+            "--feature-level", level]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "parity holds" in out and "Slice" in out and "stored outputs" in out
+
+
+def test_check_json_is_machine_readable(capsys) -> None:
+    args = ["check", str(MODELS / "tf_mobilenetv3_small_minimal.onnx"), "--inputs",
+            str(REFERENCE), "--json", "--atol", "1e-4", "--rtol", "1e-4"]
+    assert main(args) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["passed"] and report["exit_code"] == 0
+    assert report["lowering"]["summary"]["Pad"] == {"lowered": 5}
+    assert report["comparisons"][0]["outputs"][0]["atol"] == 1e-4
+
+
+def test_check_fails_with_exit_1_when_outputs_differ(tmp_path, capsys) -> None:
+    model = dynamic_pad_model(tmp_path / "dyn.onnx")
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    wrong = np.pad(x, ((0, 0), (1, 2)), mode="reflect")
+    wrong[1, 1] += 1.0
+    np.savez(tmp_path / "in.npz", x=x)
+    np.savez(tmp_path / "expected.npz", y=wrong)
+    args = ["check", str(model), "--inputs", str(tmp_path / "in.npz"), "--expected",
+            str(tmp_path / "expected.npz")]
+    assert main(args) == 1
+    out = capsys.readouterr().out
+    assert "parity FAILS" in out and "1 of 21 elements differ" in out
+    assert main(args + ["--atol", "y:1.0"]) == 0  # a per-output tolerance that covers it
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["check", "no/such/model.onnx"], "no/such/model.onnx"),
+    (["check", str(MODELS / "squeezenet1_1.onnx"), "--inputs", "missing.npz"], "missing.npz"),
+    (["run", str(MODELS / "squeezenet1_1.onnx"), "--provider", "NoSuchExecutionProvider"],
+     "NoSuchExecutionProvider"),
+])
+def test_bad_input_is_one_line_and_exit_2(args, fragment, capsys) -> None:
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("dmlgraph: error:") and err.count("\n") == 1 and fragment in err
+
+
+def test_inputs_of_the_wrong_dtype_are_exit_2(tmp_path, capsys) -> None:
+    model = dynamic_pad_model(tmp_path / "dyn.onnx")
+    np.savez(tmp_path / "in.npz", x=np.zeros((2, 4), np.float64))
+    assert main(["check", str(model), "--inputs", str(tmp_path / "in.npz")]) == 2
+    assert "input 'x' is float64; the graph expects float32" in capsys.readouterr().err
+
+
+def test_dynamic_inputs_need_a_shape_to_generate(tmp_path, capsys) -> None:
+    model = dynamic_pad_model(tmp_path / "dyn.onnx")
+    assert main(["check", str(model)]) == 2
+    assert "--input-shape x:D0,D1" in capsys.readouterr().err
+    assert main(["check", str(model), "--input-shape", "x:5,4", "--seed", "7"]) == 0
+    assert "generated (seed 7)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("bad", ["x", "-1", "y:abc"])
+def test_malformed_tolerance_is_a_usage_error(bad, capsys) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["check", str(MODELS / "squeezenet1_1.onnx"), "--atol", bad])
+    assert info.value.code == 2 and "[NAME:]VALUE" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("target", ["out.npz", "out_folder"])
+def test_run_saves_a_case_that_check_replays(target, tmp_path, capsys) -> None:
+    model = dynamic_pad_model(tmp_path / "dyn.onnx")
+    out = tmp_path / target
+    assert main(["run", str(model), "--input-shape", "x:3,4", "--seed", "2", "-o", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "numpy DirectML emulator" in printed and "output y: float32[3, 7]" in printed
+    assert main(["check", str(model), "--inputs", str(out), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert [c["passed"] for c in report["comparisons"]] == [True, True]
+    assert report["comparisons"][1]["expected"].startswith("stored outputs")
+
+
+@pytest.mark.parametrize("extra", [[], ["--lowered"]])
+def test_run_on_onnxruntime(extra, tmp_path, capsys) -> None:
+    model = dynamic_pad_model(tmp_path / "dyn.onnx")
+    x = np.arange(8, dtype=np.float32).reshape(2, 4)
+    np.savez(tmp_path / "in.npz", x=x)
+    args = ["run", str(model), "--backend", "onnxruntime", "--inputs", str(tmp_path / "in.npz"),
+            "-o", str(tmp_path / "out.npz"), *extra]
+    assert main(args) == 0
+    assert "onnxruntime (CPUExecutionProvider)" in capsys.readouterr().out
+    with np.load(tmp_path / "out.npz") as saved:
+        np.testing.assert_array_equal(saved["y"], np.pad(x, ((0, 0), (1, 2)), mode="reflect"))

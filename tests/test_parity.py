@@ -1,0 +1,310 @@
+"""Parity: Polygraphy-style comparison semantics, known divergences, and ``check`` on the real
+models with their reference inputs."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import lowering
+from backends import BackendError, NodeRun, RunRecord
+from dmlgraph import load
+from dmlgraph.ir import Graph, OnnxOp, Provenance, TensorInfo
+from dmlgraph.parity import (
+    KnownDivergence,
+    Tolerance,
+    Tolerances,
+    Verdict,
+    check,
+    compare_output,
+    compare_outputs,
+    known_divergences,
+)
+
+TIGHT = Tolerance(1e-3, 1e-3)
+MODELS = ["squeezenet1_1", "shufflenet_v2_x0_5", "tf_mobilenetv3_small_minimal",
+          "encodec_encoder_reflect"]
+
+
+def f32(*values: float) -> np.ndarray:
+    return np.array(values, dtype=np.float32)
+
+
+# ----------------------------------------------------------------------------- semantics
+
+
+@pytest.mark.parametrize("expected, actual, verdict", [
+    (f32(100.0), f32(100.01), Verdict.PASS),  # abs 0.01 > atol, rel 1e-4 <= rtol
+    (f32(1e-6), f32(2e-6), Verdict.PASS),  # rel 1.0 > rtol, abs 1e-6 <= atol
+    (f32(1.0), f32(1.1), Verdict.FAIL),  # both exceeded
+])
+def test_an_element_fails_only_when_both_tolerances_are_exceeded(expected, actual, verdict) -> None:
+    result = compare_output("y", actual, expected, TIGHT)
+    assert result.verdict is verdict
+    assert result.mismatches == (verdict is Verdict.FAIL)
+
+
+def test_errors_and_the_minimum_tolerance_that_would_pass() -> None:
+    expected = np.array([1.0, 10.0, 0.0, -4.0])
+    actual = np.array([1.5, 10.0, 1e-6, -4.002])
+    result = compare_output("y", actual, expected, Tolerance(1e-5, 1e-5))
+    # abs errors [0.5, 0, 1e-6, 0.002]; rel errors [0.5, 0, inf, 0.0005]
+    assert result.mismatches == 2 and result.size == 4
+    assert result.max_abs_error == pytest.approx(0.5)
+    assert math.isinf(result.max_rel_error)
+    # elements beyond rtol: 0, 2, 3 -> atol needed 0.5; beyond atol: 0, 3 -> rtol needed 0.5
+    assert result.required_atol == pytest.approx(0.5)
+    assert result.required_rtol == pytest.approx(0.5)
+    assert compare_output("y", actual, expected, Tolerance(0.5, 1e-5)).verdict is Verdict.PASS
+    assert compare_output("y", actual, expected, Tolerance(0.49, 1e-5)).verdict is Verdict.FAIL
+    assert compare_output("y", actual, expected, Tolerance(1e-5, 0.5)).verdict is Verdict.PASS
+    assert compare_output("y", actual, expected, Tolerance(1e-5, 0.49)).verdict is Verdict.FAIL
+
+
+def test_nans_match_nans_and_nothing_else() -> None:
+    nan = float("nan")
+    same = compare_output("y", f32(nan, 1.0), f32(nan, 1.0), TIGHT)
+    assert same.verdict is Verdict.PASS and same.nan_mismatches == 0
+    one = compare_output("y", f32(nan, 1.0), f32(2.0, 1.0), TIGHT)
+    assert one.verdict is Verdict.FAIL and one.nan_mismatches == 1 and one.mismatches == 1
+    assert one.required_atol is None and one.required_rtol is None  # no tolerance passes
+    strict = compare_output("y", f32(nan), f32(nan), TIGHT, nan_equal=False)
+    assert strict.verdict is Verdict.FAIL
+
+
+def test_infinities_match_only_themselves() -> None:
+    inf = float("inf")
+    assert compare_output("y", f32(inf, -inf), f32(inf, -inf), TIGHT).verdict is Verdict.PASS
+    assert compare_output("y", f32(inf), f32(-inf), TIGHT).verdict is Verdict.FAIL
+    assert compare_output("y", f32(inf), f32(3e38), TIGHT).verdict is Verdict.FAIL
+
+
+def test_integers_and_bools_are_exact_whatever_the_tolerance() -> None:
+    loose = Tolerance(100.0, 100.0)
+    ints = compare_output("y", np.array([5, 7], np.int64), np.array([6, 7], np.int64), loose)
+    assert ints.exact and ints.verdict is Verdict.FAIL and ints.mismatches == 1
+    assert ints.max_abs_error == 1.0
+    big = 2**62
+    exact = compare_output("y", np.array([big + 1]), np.array([big]), loose)
+    assert exact.verdict is Verdict.FAIL  # one apart, even where float64 cannot tell
+    bools = compare_output("y", np.array([True, False]), np.array([True, True]), loose)
+    assert bools.verdict is Verdict.FAIL and bools.mismatches == 1
+
+
+def test_shape_and_dtype_must_match() -> None:
+    shape = compare_output("y", np.zeros((2, 3), np.float32), np.zeros((3, 2), np.float32), TIGHT)
+    assert shape.verdict is Verdict.FAIL and "shape [2, 3] differs from [3, 2]" in shape.message
+    dtype = compare_output("y", np.zeros(3, np.float64), np.zeros(3, np.float32), TIGHT)
+    assert dtype.verdict is Verdict.FAIL and "dtype float64 differs from float32" in dtype.message
+    assert dtype.mismatches == 0  # the values agree; only the dtype fails
+
+
+def test_tolerances_per_output_with_a_default_and_dtype_defaults() -> None:
+    tolerances = Tolerances.of({"": 1e-4, "logits": 0.5}, 1e-6)
+    assert tolerances.for_output("logits", np.float32) == Tolerance(0.5, 1e-6)
+    assert tolerances.for_output("other", np.float32) == Tolerance(1e-4, 1e-6)
+    defaults = Tolerances.of(None, None)
+    assert defaults.for_output("y", np.float32) == Tolerance(1e-5, 1e-5)
+    assert defaults.for_output("y", np.float16) == Tolerance(1e-3, 1e-3)
+    a, e = f32(1.0, 1.0), f32(1.2, 1.0)
+    tolerances = Tolerances.of({"loose": 0.3}, 0.0)
+    results = compare_outputs(["loose", "tight"], [a, a], [e, e], tolerances)
+    assert [r.verdict for r in results] == [Verdict.PASS, Verdict.FAIL]
+
+
+def test_a_mismatch_a_known_divergence_reaches_is_labelled_so() -> None:
+    divergence = KnownDivergence("pad", "divergence: reflect beyond the size", frozenset({0}))
+    a, e = f32(1.0), f32(2.0)
+    results = compare_outputs(["y", "z"], [a, a], [e, e], Tolerances(), [divergence])
+    assert results[0].verdict is Verdict.KNOWN_DIVERGENCE
+    assert results[0].divergences == ("node 'pad': divergence: reflect beyond the size",)
+    assert results[1].verdict is Verdict.FAIL and results[1].divergences == ()
+
+
+# ----------------------------------------------------------------------------- divergences
+
+
+def _chain_graph() -> Graph:
+    """x -> a (Neg) -> y ; x -> b (Abs) -> z."""
+    graph = Graph(opset_imports={"": 19})
+    graph.add_input(TensorInfo("x", np.float32, (2,)))
+    graph.add_node(OnnxOp("Neg", 13), ["x"], ["y"], Provenance("a", "Neg"),
+                   ["divergence: made up for the test"])
+    graph.add_node(OnnxOp("Abs", 13), ["x"], ["z"], Provenance("b", "Abs"))
+    graph.outputs = ["y", "z"]
+    return graph
+
+
+def test_divergence_notes_reach_only_the_outputs_downstream() -> None:
+    graph = _chain_graph()
+    runs = [RunRecord("numpy", "-", (NodeRun("b", "DML_OPERATOR_SLICE", "e", "lowered at run time",
+                                             ("divergence: from a run-time lowering",)),))]
+    found = {(d.node, d.note): d.outputs for d in known_divergences(graph, graph, runs)}
+    assert found == {
+        ("a", "divergence: made up for the test"): frozenset({0}),
+        ("b", "divergence: from a run-time lowering"): frozenset({1}),
+    }
+
+
+def _model(nodes, inits, outputs=("y", "z"), shape=(2, 3), opset=17, ir=8) -> onnx.ModelProto:
+    graph = helper.make_graph(
+        nodes, "m", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(shape))],
+        [helper.make_tensor_value_info(o, TensorProto.FLOAT, [None] * len(shape)) for o in outputs],
+        inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=ir)
+
+
+def test_slice_through_index_0_is_a_known_divergence() -> None:
+    """ONNX clamps end INT64_MAX to dim - 1 for a negative step (an empty slice here), while
+    onnxruntime 1.31 reads it as 'through index 0' and returns [[2, 1, 0], ...]."""
+    inits = [numpy_helper.from_array(np.array(v, np.int64), n)
+             for n, v in [("s", [2]), ("e", [2**63 - 1]), ("a", [1]), ("st", [-1])]]
+    model = _model([helper.make_node("Slice", ["x", "s", "e", "a", "st"], ["y"], name="rev"),
+                    helper.make_node("Neg", ["x"], ["z"], name="neg")], inits)
+    report = check(model)
+    y, z = report.comparisons[0].outputs
+    assert y.verdict is Verdict.KNOWN_DIVERGENCE and y.actual_shape == (2, 0)
+    assert y.expected_shape == (2, 3) and "node 'rev': divergence:" in y.divergences[0]
+    assert z.verdict is Verdict.PASS
+    assert report.passed and report.exit_code == 0
+
+
+def test_a_divergence_found_when_lowering_at_run_time_is_known_too() -> None:
+    """The same slice with its parameters fed as inputs: lowered only when it runs, and the
+    run-time lowering's note reaches the report."""
+    params = ["starts", "ends", "axes", "steps"]
+    graph = helper.make_graph(
+        [helper.make_node("Slice", ["x"] + params, ["y"], name="rev")], "m",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])]
+        + [helper.make_tensor_value_info(p, TensorProto.INT64, [1]) for p in params],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None, None])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    feeds = {"x": np.zeros((2, 3), np.float32), "starts": np.array([2]),
+             "ends": np.array([2**63 - 1]), "axes": np.array([1]), "steps": np.array([-1])}
+    report = check(model, inputs=feeds)
+    (y,) = report.comparisons[0].outputs
+    assert y.verdict is Verdict.KNOWN_DIVERGENCE and "node 'rev': divergence:" in y.divergences[0]
+    assert report.runs[0].nodes[0].via == "lowered at run time"
+
+
+def test_reflect_beyond_the_size_is_a_known_divergence_and_the_rest_is_still_compared() -> None:
+    """onnxruntime refuses reflect pads >= the dimension; the other output is compared on the
+    graph pruned to it."""
+    model = _model([helper.make_node("Pad", ["x", "p"], ["y"], mode="reflect", name="pad"),
+                    helper.make_node("Neg", ["x"], ["z"], name="neg")],
+                   [numpy_helper.from_array(np.array([0, 3, 0, 4], np.int64), "p")])
+    report = check(model)
+    (comparison,) = report.comparisons
+    y, z = comparison.outputs
+    assert "pre-pad (3) exceeds maximum allowed (2)" in comparison.note
+    assert y.verdict is Verdict.KNOWN_DIVERGENCE and "not compared" in y.message
+    assert z.verdict is Verdict.PASS and z.size == 6
+    assert report.exit_code == 0
+
+
+def test_a_reference_failure_no_divergence_explains_is_an_error(monkeypatch) -> None:
+    """onnxruntime has no Concat-1 kernel: the lowering declares it, so parity reports a known
+    divergence; with the lowering's notes stripped, the same failure is an error."""
+    model = _model([helper.make_node("Concat", ["x", "x"], ["y"], axis=0, name="cat")], [],
+                   outputs=("y",), opset=3, ir=3)
+    report = check(model)
+    assert report.comparisons[0].outputs[0].verdict is Verdict.KNOWN_DIVERGENCE
+    assert report.exit_code == 0
+
+    real_lower = lowering.lower
+
+    def silent_lower(graph, level):
+        lowered = real_lower(graph, level)
+        lowered.records = [
+            r.__class__(r.name, r.op_type, r.status, r.dml_ops, ()) for r in lowered.records
+        ]
+        for node in lowered.nodes:
+            node.notes.clear()
+        return lowered
+
+    monkeypatch.setattr(lowering, "lower", silent_lower)
+    with pytest.raises(BackendError, match=r"Concat\(1\)"):
+        check(model)
+
+
+# ----------------------------------------------------------------------------- check
+
+
+@pytest.mark.parametrize("level", ["6_4", "2_1"])
+@pytest.mark.parametrize("model", MODELS)
+def test_check_holds_on_the_real_models(model, level, onnx_models_dir) -> None:
+    report = check(onnx_models_dir / f"{model}.onnx", feature_level=level,
+                   inputs=onnx_models_dir / "reference_io.npz")
+    assert [c.expected.split(" (")[0] for c in report.comparisons] == [
+        "onnxruntime on the original model", "stored outputs"]
+    for comparison in report.comparisons:
+        for output in comparison.outputs:
+            assert output.verdict is Verdict.PASS, (comparison.expected, output)
+    assert report.exit_code == 0
+    for op, counts in report.lowering_summary().items():
+        assert set(counts) <= {"lowered", "decomposed", "folded", "eliminated"}, (op, counts)
+    assert any(r.engine == "numpy DirectML emulator" for r in report.runs[0].nodes)
+
+
+def test_check_holds_with_a_dynamic_length(onnx_models_dir, onnx_reference_io) -> None:
+    """With its length symbolic, encodec's Slice/Pad parameters stay run-time values: the
+    NumPy backend lowers them as they run, and still matches onnxruntime bit for bit."""
+    report = check(onnx_models_dir / "encodec_encoder_reflect.onnx",
+                   input_shapes={"hidden_states.1": [1, 1, "T"]},
+                   inputs={"hidden_states.1": onnx_reference_io["encodec_encoder_reflect__in0"]})
+    (output,) = report.comparisons[0].outputs
+    assert output.verdict is Verdict.PASS and output.max_abs_error == 0.0
+    runtime = [r for r in report.runs[0].nodes if r.via == "lowered at run time"]
+    assert {r.op for r in runtime} >= {"DML_OPERATOR_PADDING"} and len(runtime) >= 10
+
+
+def test_a_wrong_stored_output_fails_parity(onnx_models_dir, onnx_reference_io) -> None:
+    wrong = onnx_reference_io["squeezenet1_1__out0"].copy()
+    wrong[0, 3] += 0.5
+    report = check(onnx_models_dir / "squeezenet1_1.onnx",
+                   inputs={"input.1": onnx_reference_io["squeezenet1_1__in0"]},
+                   expected={"117": wrong})
+    against_ort, against_stored = report.comparisons
+    assert against_ort.passed and not against_stored.passed
+    (output,) = against_stored.outputs
+    assert output.mismatches == 1 and output.max_abs_error == pytest.approx(0.5, abs=1e-6)
+    assert report.exit_code == 1
+
+
+def test_generated_inputs_and_the_cross_check(onnx_models_dir) -> None:
+    report = check(onnx_models_dir / "shufflenet_v2_x0_5.onnx",
+                   feature_level="DML_FEATURE_LEVEL_2_1", seed=3, cross_check=True)
+    assert report.inputs == "generated (seed 3)"
+    assert [c.expected.split(" (")[0] for c in report.comparisons] == [
+        "onnxruntime on the original model",
+        "onnxruntime on the lowered graph translated to ONNX"]
+    assert report.passed and report.feature_level.short == "2_1"
+    assert json.loads(json.dumps(report.to_json(), allow_nan=False))["passed"] is True
+
+
+def test_the_reference_fallback_gives_the_same_verdict() -> None:
+    inits = [numpy_helper.from_array(np.array([1, 1, 0, 2], np.int64), "p")]
+    model = _model([helper.make_node("Pad", ["x", "p"], ["p_out"], mode="edge", name="pad"),
+                    helper.make_node("Sigmoid", ["p_out"], ["y"], name="sig"),
+                    helper.make_node("Neg", ["x"], ["z"], name="neg")], inits)
+    report = check(model, fallback="reference", seed=1)
+    assert report.runs[0].provider == "onnx.reference" and report.passed
+
+
+def test_report_json_writes_infinite_errors_as_text() -> None:
+    inits = [numpy_helper.from_array(np.array([0, 1, 0, 0], np.int64), "p")]
+    model = _model([helper.make_node("Pad", ["x", "p"], ["y"], mode="constant", name="pad"),
+                    helper.make_node("Neg", ["x"], ["z"], name="neg")], inits)
+    graph = load(model)
+    ones = {"x": np.ones((2, 3), np.float32)}
+    wrong = {"y": np.zeros((2, 4), np.float32), "z": -np.ones((2, 3), np.float32)}
+    report = check(model, inputs=ones, expected=wrong, atol=0.0, rtol=0.0)
+    stored = report.to_json()["comparisons"][1]
+    assert stored["outputs"][0]["max_rel_error"] == "inf"
+    assert stored["outputs"][0]["verdict"] == "fail" and graph.outputs == ["y", "z"]
+    json.dumps(report.to_json(), allow_nan=False)

@@ -1,0 +1,160 @@
+"""Tensors in and out: .npz files and ONNX test-data folders round trip, bind by name or
+position, and fail with a message; generated inputs are reproducible and in range."""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import onnx
+import pytest
+from onnx import numpy_helper
+
+from dmlgraph.ir import Graph, OnnxOp, Provenance, TensorInfo
+from dmlgraph.tensorio import TensorIOError, VALUE_RANGES, generate, read, write
+
+DTYPES = {
+    "x": np.float32, "m": np.int64, "b": np.bool_, "h": np.float16,
+    "bf": ml_dtypes.bfloat16, "u": np.uint8,
+}
+
+
+def io_graph() -> Graph:
+    """Inputs of several dtypes, two outputs; the nodes do not matter to tensor I/O."""
+    graph = Graph(opset_imports={"": 19})
+    for name, dtype in DTYPES.items():
+        graph.add_input(TensorInfo(name, dtype, (2, 3)))
+    graph.add_node(OnnxOp("Neg", 13), ["x"], ["y"], Provenance("neg", "Neg"))
+    graph.add_node(OnnxOp("Not", 1), ["b"], ["nb"], Provenance("not", "Not"))
+    graph.set_tensor(TensorInfo("y", np.float32, (2, 3)))
+    graph.set_tensor(TensorInfo("nb", np.bool_, (2, 3)))
+    graph.outputs = ["y", "nb"]
+    return graph
+
+
+def arrays(graph: Graph, seed: int = 0) -> tuple[dict, dict]:
+    inputs = generate(graph, seed)
+    return inputs, {"y": -inputs["x"], "nb": ~inputs["b"]}
+
+
+def assert_same(a: dict, b: dict) -> None:
+    assert list(a) == list(b)
+    for name in a:
+        assert a[name].dtype == b[name].dtype and a[name].shape == b[name].shape, name
+        np.testing.assert_array_equal(a[name].view(np.uint8), b[name].view(np.uint8))
+
+
+@pytest.mark.parametrize("target", ["io.npz", "case_0"])
+def test_round_trip(target, tmp_path) -> None:
+    graph = io_graph()
+    inputs, outputs = arrays(graph)
+    write(tmp_path / target, graph, inputs, outputs)
+    back = read(tmp_path / target, graph)
+    assert_same(back.inputs, inputs)
+    assert_same(back.outputs, outputs)
+
+
+def test_test_data_folder_is_the_onnx_layout(tmp_path) -> None:
+    graph = io_graph()
+    inputs, outputs = arrays(graph)
+    write(tmp_path, graph, inputs, outputs)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [f"input_{i}.pb" for i in range(6)] + ["output_0.pb", "output_1.pb"])
+    proto = onnx.TensorProto()
+    proto.ParseFromString((tmp_path / "input_1.pb").read_bytes())
+    assert proto.name == "m"
+    np.testing.assert_array_equal(numpy_helper.to_array(proto), inputs["m"])
+
+
+def test_folder_binds_by_name_then_by_position(tmp_path) -> None:
+    graph = io_graph()
+    inputs, _ = arrays(graph)
+    order = ["h", "m", "b", "x", "bf", "u"]  # files out of graph order, named: names win
+    for index, name in enumerate(order):
+        (tmp_path / f"input_{index}.pb").write_bytes(
+            numpy_helper.from_array(inputs[name], name).SerializeToString())
+    assert_same(dict(sorted(read(tmp_path, graph).inputs.items())), dict(sorted(inputs.items())))
+    for index, name in enumerate(graph.inputs):  # unnamed protos: by position
+        (tmp_path / f"input_{index}.pb").write_bytes(
+            numpy_helper.from_array(inputs[name]).SerializeToString())
+    assert_same(read(tmp_path, graph).inputs, inputs)
+
+
+def test_multi_model_npz_is_read_by_the_model_stem(onnx_models_dir, onnx_reference_io) -> None:
+    graph = Graph()
+    graph.add_input(TensorInfo("input.1", np.float32, (1, 3, 224, 224)))
+    graph.set_tensor(TensorInfo("117", np.float32, (1, 100)))
+    graph.outputs = ["117"]
+    path = onnx_models_dir / "reference_io.npz"
+    tensors = read(path, graph, stem="squeezenet1_1")
+    np.testing.assert_array_equal(tensors.inputs["input.1"],
+                                  onnx_reference_io["squeezenet1_1__in0"])
+    np.testing.assert_array_equal(tensors.outputs["117"], onnx_reference_io["squeezenet1_1__out0"])
+    with pytest.raises(TensorIOError, match="models .*'squeezenet1_1'.*none of 'resnet'"):
+        read(path, graph, stem="resnet")
+
+
+def test_numpy_positional_keys(tmp_path) -> None:
+    graph = Graph()
+    graph.add_input(TensorInfo("a", np.int32, (2,)))
+    graph.add_input(TensorInfo("b", np.int32, (2,)))
+    np.savez(tmp_path / "pos.npz", np.array([1, 2], np.int32), np.array([3, 4], np.int32))
+    bound = read(tmp_path / "pos.npz", graph).inputs
+    assert bound["a"].tolist() == [1, 2] and bound["b"].tolist() == [3, 4]
+
+
+@pytest.mark.parametrize("setup, fragment", [
+    (lambda p: np.savez(p / "in.npz", x=np.zeros(2)), "holds no value for graph input(s) ['m'"),
+    (lambda p: np.savez(p / "in.npz", nope=np.zeros(2)), "'nope' is not a graph input"),
+    (lambda p: (p / "in.npz").write_bytes(b"not a zip"), "cannot read the .npz"),
+    (lambda p: (p / "in.txt").write_text("x"), "not an .npz file or an ONNX test-data folder"),
+])
+def test_bad_files_are_named(setup, fragment, tmp_path) -> None:
+    setup(tmp_path)
+    path = next(tmp_path.iterdir())
+    with pytest.raises(TensorIOError) as info:
+        read(path, io_graph())
+    assert str(path) in str(info.value) and fragment in str(info.value)
+
+
+def test_bad_folders_are_named(tmp_path) -> None:
+    graph = io_graph()
+    with pytest.raises(TensorIOError, match="none found"):
+        read(tmp_path, graph)
+    (tmp_path / "input_1.pb").write_bytes(numpy_helper.from_array(np.zeros(2)).SerializeToString())
+    with pytest.raises(TensorIOError, match=r"numbered \[1\]"):
+        read(tmp_path, graph)
+    (tmp_path / "input_0.pb").write_bytes(b"\xff\xff\xff")
+    with pytest.raises(TensorIOError, match="input_0.pb: not a serialized TensorProto"):
+        read(tmp_path, graph)
+    with pytest.raises(TensorIOError, match="no such file"):
+        read(tmp_path / "missing.npz", graph)
+
+
+# ----------------------------------------------------------------------------- generating
+
+
+def test_generated_inputs_are_reproducible_and_in_range() -> None:
+    graph = io_graph()
+    first, again, other = generate(graph, 5), generate(graph, 5), generate(graph, 6)
+    assert_same(first, again)
+    assert not np.array_equal(first["x"], other["x"])
+    for name, dtype in DTYPES.items():
+        value = first[name]
+        assert value.dtype == np.dtype(dtype) and value.shape == (2, 3)
+    low, high = VALUE_RANGES["f"]
+    assert low <= first["x"].min() and first["x"].max() < high
+    assert first["u"].max() < VALUE_RANGES["u"][1]
+    assert VALUE_RANGES["i"][0] <= first["m"].min() and first["m"].max() < VALUE_RANGES["i"][1]
+
+
+def test_generation_needs_static_shapes_and_refuses_slice_parameters() -> None:
+    graph = Graph(opset_imports={"": 13})
+    graph.add_input(TensorInfo("x", np.float32, ("N", 4)))
+    graph.add_input(TensorInfo("starts", np.int64, (1,)))
+    graph.set_tensor(TensorInfo("ends", data=np.array([2], np.int64)))
+    graph.add_node(OnnxOp("Slice", 13), ["x", "starts", "ends"], ["y"], Provenance("s", "Slice"))
+    graph.outputs = ["y"]
+    with pytest.raises(TensorIOError, match="input 'x' is float32\\['N', 4\\]; give its shape"):
+        generate(graph)
+    with pytest.raises(TensorIOError, match="'starts' is parameter 'starts' of node 's'"):
+        generate(graph, shapes={"x": (3, 4)})

@@ -1,0 +1,192 @@
+"""DOT output: golden files for seed models, determinism, quoting, well-formed HTML-like labels
+listing descriptor fields and tensor sizes before and after legalization, SVG through
+Graphviz or a hint without it.
+
+Golden files live in tests/data/golden/; after an intended change of the drawing (or of the
+lowering it draws), rewrite them with ``UPDATE_GOLDEN=1 pytest tests/test_viz_dot.py`` and
+review the diff.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from dmlgraph import load
+from dmlgraph.viz import VizError, render_svg, to_dot, write_viz
+from dmlgraph.viz import dot as dot_module
+from dmlgraph.viz.describe import sentence
+from dmlgraph.viz.dot import escape
+from lowering import lower
+
+ROOT = Path(__file__).resolve().parent.parent
+SEEDS = ROOT / "models" / "seeds"
+GOLDEN = Path(__file__).resolve().parent / "data" / "golden"
+
+#: (seed model, feature level): one per drawing situation worth pinning.
+GOLDEN_CASES = [
+    ("slice1_example2", "6_4"),  # SLICE1 with a negative stride
+    ("padding_reflection", "6_4"),  # PADDING with a known-divergence note
+    ("padding_symmetric", "1_0"),  # SLICE/JOIN pieces of decomposed nodes, with notes
+]
+
+STATEMENT = re.compile(
+    r'^  (?:"(?:[^"\\]|\\.)*" -> )?"(?:[^"\\]|\\.)*" \[(?P<attrs>.*)\];$'
+)
+
+
+def lowered_dot(name: str, level: str) -> str:
+    return to_dot(lower(load(SEEDS / f"{name}.onnx"), level))
+
+
+@pytest.mark.parametrize("name, level", GOLDEN_CASES)
+def test_dot_matches_golden_file(name: str, level: str) -> None:
+    path = GOLDEN / f"{name}.fl{level}.dot"
+    text = lowered_dot(name, level)
+    if os.environ.get("UPDATE_GOLDEN"):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    assert path.exists(), f"missing golden file {path}; run with UPDATE_GOLDEN=1 to create it"
+    assert text == path.read_text(encoding="utf-8")
+
+
+def test_dot_is_deterministic_for_a_real_model() -> None:
+    path = ROOT / "models" / "shufflenet_v2_x0_5.onnx"
+    first = to_dot(lower(load(path), "6_4"))
+    second = to_dot(lower(load(path), "6_4"))
+    assert first == second
+
+
+def statements(text: str) -> list[str]:
+    lines = text.splitlines()
+    assert lines[0].startswith('digraph "') and lines[0].endswith(" {") and lines[-1] == "}"
+    return [line for line in lines[1:-1] if not re.match(r"^  (graph|node|edge) \[", line)]
+
+
+def html_labels(text: str) -> list[str]:
+    """Every ``label=<...>`` of the text (the HTML-like labels), balanced on angle brackets."""
+    labels = []
+    for start in (m.end() for m in re.finditer(r"label=<", text)):
+        depth, i = 1, start
+        while depth:
+            depth += {"<": 1, ">": -1}.get(text[i], 0)
+            i += 1
+        labels.append(text[start:i - 1])
+    return labels
+
+
+@pytest.mark.parametrize("model, level", [
+    ("models/seeds/join_example2.onnx", "6_4"),
+    ("models/encodec_encoder_reflect.onnx", "1_0"),
+    ("models/shufflenet_v2_x0_5.onnx", "6_4"),
+])
+def test_every_id_is_quoted_and_every_label_is_well_formed(model: str, level: str) -> None:
+    text = to_dot(lower(load(ROOT / model), level))
+    assert text.isascii()
+    for line in statements(text):
+        assert STATEMENT.match(line), line
+    labels = html_labels(text)
+    assert labels
+    for label in labels:
+        ET.fromstring(f"<L>{label.replace('&#8594;', '-&gt;')}</L>")  # XML-like, escaped
+
+
+def test_labels_list_descriptor_fields() -> None:
+    slice1 = lowered_dot("slice1_example2", "6_4")
+    assert "DML_OPERATOR_SLICE1" in slice1
+    for field in ("InputWindowOffsets", "InputWindowSizes", "InputWindowStrides"):
+        assert f'<TD ALIGN="LEFT">{field}</TD>' in slice1
+    assert "[1, 1, -2, 2]" in slice1
+    padding = lowered_dot("padding_constant", "6_4")
+    for field, value in (("PaddingMode", "CONSTANT"), ("PaddingValue", "9"),
+                         ("StartPadding", "[0, 0, 1, 2]"), ("EndPadding", "[0, 0, 3, 4]")):
+        assert f'<TD ALIGN="LEFT">{field}</TD><TD ALIGN="LEFT">{value}</TD>' in padding
+    join = lowered_dot("join_example2", "6_4")
+    for axis in (1, 2, 3):
+        assert f'<TD ALIGN="LEFT">Axis</TD><TD ALIGN="LEFT">{axis}</TD>' in join
+    assert "InputTensors[2]" in join
+
+
+def test_labels_show_tensor_sizes_before_and_after_legalization() -> None:
+    """encodec's rank-3 Pad becomes a 4-D PADDING: the IR tensor, then the desc viewing it,
+    and the legalization note saying so, as a sentence."""
+    lowered = lower(load(ROOT / "models" / "encodec_encoder_reflect.onnx"), "1_0")
+    text = to_dot(lowered)
+    assert "float32[1,1,2000] &#8594; FLOAT32 [1,1,1,2000]" in text
+    pad = next(n for n in lowered.nodes if n.op_type == "PaddingDesc")
+    assert pad.notes
+    flat = re.sub(r'<BR ALIGN="LEFT"/>', " ", text)
+    for note in pad.notes:
+        assert escape(sentence(note)) in flat
+
+
+def test_statuses_are_coloured_and_fallback_targets_stand_out(tmp_path: Path) -> None:
+    text = to_dot(lower(load(ROOT / "models" / "squeezenet1_1.onnx"), "6_4"))
+    assert 'BGCOLOR="#c8e6c9"' in text  # lowered JOINs
+    assert 'BGCOLOR="#e9ecef"' in text  # Conv and friends on the fallback
+    assert "lowered: lowered to one DML operator" in text and "fallback: left to" in text
+    # weights of ONNX nodes are rows of their node, not nodes of their own
+    assert '"const:' not in text and "constant float32[" in text
+
+
+def test_svg_through_graphviz(tmp_path: Path) -> None:
+    if dot_module.graphviz() is None:
+        pytest.skip("Graphviz's dot is not installed (looked for 'dot' on PATH)")
+    path = tmp_path / "g.svg"
+    assert render_svg(lowered_dot("padding_symmetric", "1_0"), path) == f"wrote {path}"
+    svg = path.read_text()
+    assert "<svg" in svg and "DML_OPERATOR_JOIN" in svg
+
+
+def test_svg_without_graphviz_writes_dot_and_a_hint(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(dot_module, "graphviz", lambda: None)
+    path = tmp_path / "g.svg"
+    message = render_svg("digraph \"g\" {\n}\n", path)
+    assert not path.exists() and (tmp_path / "g.dot").read_text() == "digraph \"g\" {\n}\n"
+    assert "\n" not in message and "dot -Tsvg" in message and "graphviz" in message
+
+
+def test_graphviz_failure_is_a_clear_error(tmp_path: Path) -> None:
+    if dot_module.graphviz() is None:
+        pytest.skip("Graphviz's dot is not installed (looked for 'dot' on PATH)")
+    with pytest.raises(VizError, match="-Tsvg failed"):
+        render_svg("digraph {", tmp_path / "bad.svg")
+
+
+def test_write_viz_picks_the_format_from_the_suffix(tmp_path: Path) -> None:
+    graph = load(SEEDS / "join_example1.onnx")
+    lowered = lower(graph, "6_4")
+    assert write_viz(tmp_path / "g.dot", graph, lowered) == f"wrote {tmp_path / 'g.dot'}"
+    assert (tmp_path / "g.dot").read_text() == to_dot(lowered)
+    write_viz(tmp_path / "g.html", graph, lowered)
+    assert (tmp_path / "g.html").read_text().startswith("<!DOCTYPE html>")
+    with pytest.raises(VizError, match=r"\.png"):
+        write_viz(tmp_path / "g.png", graph, lowered)
+
+
+def test_graphviz_accepts_the_dot_of_a_real_model() -> None:
+    binary = dot_module.graphviz()
+    if binary is None:
+        pytest.skip("Graphviz's dot is not installed (looked for 'dot' on PATH)")
+    text = to_dot(lower(load(ROOT / "models" / "tf_mobilenetv3_small_minimal.onnx"), "6_4"))
+    done = subprocess.run([binary, "-Tcanon"], input=text.encode(), capture_output=True,
+                          timeout=60, check=False)
+    assert done.returncode == 0, done.stderr.decode()
+    assert not done.stderr, done.stderr.decode()
+
+
+def test_drawing_a_real_model_is_fast() -> None:
+    from dmlgraph.viz import html_report
+
+    graph = load(ROOT / "models" / "shufflenet_v2_x0_5.onnx")
+    lowered = lower(graph, "6_4")
+    start = time.perf_counter()
+    to_dot(lowered)
+    html_report(graph, lowered)
+    assert time.perf_counter() - start < 1.0

@@ -1,0 +1,248 @@
+"""The HTML report: self-contained, both graphs with every node, statuses, provenance groups,
+notes as sentences, parity results; and, in headless Chromium, a clean load that selects a node
+and highlights what it became.
+
+Everything but the browser test is checked by parsing the page with html.parser. The browser
+test needs Debian's chromium package (or another Chromium/Chrome binary on PATH) and skips,
+naming the binaries looked for, when there is none.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+import shutil
+import subprocess
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dmlgraph import load
+from dmlgraph.ir import Graph
+from dmlgraph.viz import html_report, parity_sections, write_html
+from dmlgraph.viz.describe import STATUS_STYLES, describe_graph, sentence
+from lowering import lower
+
+ROOT = Path(__file__).resolve().parent.parent
+SHUFFLENET = ROOT / "models" / "shufflenet_v2_x0_5.onnx"
+ENCODEC = ROOT / "models" / "encodec_encoder_reflect.onnx"
+SYMMETRIC = ROOT / "models" / "seeds" / "padding_symmetric.onnx"
+CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable",
+                  "chrome")
+
+
+@functools.cache
+def graphs(path: Path, level: str) -> tuple[Graph, Graph]:
+    graph = load(path)
+    return graph, lower(graph, level)
+
+
+@functools.cache
+def page(path: Path, level: str) -> str:
+    return html_report(*graphs(path, level))
+
+
+class Page(HTMLParser):
+    """Elements of the page: (tag, attrs, text of the element's direct data) in order."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(convert_charrefs=True)
+        self.elements: list[tuple[str, dict[str, str]]] = []
+        self.scripts: list[tuple[dict[str, str], str]] = []
+        self._script: dict[str, str] | None = None
+        self.text: list[str] = []
+        self.feed(text)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        attributes = {k: v or "" for k, v in attrs}
+        self.elements.append((tag, attributes))
+        if tag == "script":
+            self._script = attributes
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "script":
+            self._script = None
+
+    def handle_data(self, data: str) -> None:
+        if self._script is not None:
+            self.scripts.append((self._script, data))
+        else:
+            self.text.append(data)
+
+    def all(self, tag: str | None = None, **attrs: str) -> list[dict[str, str]]:
+        return [a for t, a in self.elements if (tag is None or t == tag)
+                and all(a.get(k.replace("_", "-")) == v for k, v in attrs.items())]
+
+    def nodes(self) -> dict[str, dict[str, str]]:
+        """data-key -> attributes of the first drawing of each node."""
+        found: dict[str, dict[str, str]] = {}
+        for tag, a in self.elements:
+            if tag == "g" and "data-key" in a:
+                found.setdefault(a["data-key"], a)
+        return found
+
+
+def test_page_is_self_contained() -> None:
+    text = page(SHUFFLENET, "6_4")
+    assert "http://" not in text and "https://" not in text and "//cdn" not in text
+    parsed = Page(text)
+    assert not parsed.all("link") and not parsed.all("img") and not parsed.all("iframe")
+    assert all("src" not in a for a in parsed.all("script"))
+    assert re.findall(r"url\(([^)]*)\)", text) == [
+        m for m in re.findall(r"url\(([^)]*)\)", text) if m.startswith("#arrow-")]
+    ids = [a["id"] for _, a in parsed.elements if "id" in a]
+    assert len(ids) == len(set(ids)), "ids must be unique"
+
+
+def test_both_panels_draw_every_node_with_its_status() -> None:
+    graph, lowered = graphs(SHUFFLENET, "6_4")
+    parsed = Page(page(SHUFFLENET, "6_4"))
+    assert parsed.all("section", id="panel-o") and parsed.all("section", id="panel-l")
+    drawn = parsed.nodes()
+    for prefix, g, original in (("o", graph, True), ("l", lowered, False)):
+        views = describe_graph(g, lowered.report(), original=original)
+        assert len(views) == len(g)
+        for view in views:
+            node = drawn[f"{prefix}-n{view.node_id}"]
+            assert node["data-status"] == view.status
+            assert f"st-{view.status}" in node["class"].split()
+    statuses = {a["data-status"] for k, a in drawn.items() if k.startswith("l-n")}
+    assert statuses == {"lowered", "fallback"}
+    assert {a["data-key"] for a in parsed.all("g") if "k-input" in a.get("class", "")} >= {
+        "o-in0", "l-in0"}
+
+
+def test_provenance_groups_link_an_original_node_to_what_it_became() -> None:
+    graph, lowered = graphs(SYMMETRIC, "1_0")
+    drawn = Page(page(SYMMETRIC, "1_0")).nodes()
+    bottom = next(n for n in graph.nodes if n.name == "bottom")
+    group = drawn[f"o-n{bottom.id}"]["data-groups"]
+    became = sorted(k for k, a in drawn.items() if k.startswith("l-") and a["data-groups"] == group)
+    expected = sorted(f"l-n{n.id}" for n in lowered.nodes if n.name == "bottom")
+    assert became == expected and len(expected) == 4
+    assert all(drawn[k]["data-status"] == "notes" for k in became)
+
+
+def test_details_data_holds_fields_tensors_and_notes_as_sentences() -> None:
+    graph, lowered = graphs(ENCODEC, "1_0")
+    parsed = Page(page(ENCODEC, "1_0"))
+    (data,) = [json.loads(body) for a, body in parsed.scripts if a.get("id") == "details-data"]
+    pad = next(n for n in lowered.nodes if n.op_type == "PaddingDesc")
+    details = data[f"l-n{pad.id}"]
+    assert details["title"] == "DML_OPERATOR_PADDING"
+    assert dict(map(tuple, details["fields"]))["PaddingMode"] == "REFLECTION"
+    assert details["tensors"][0][2:4] == ["float32[1,1,2000]", "FLOAT32 [1,1,1,2000]"]
+    assert details["notes"] and all(n[0].isupper() and n.endswith(".") for n in details["notes"])
+    assert set(parsed.nodes()) <= set(data)
+
+
+def test_report_table_lists_every_original_node_folded_ones_included() -> None:
+    graph, lowered = graphs(ENCODEC, "1_0")
+    text = page(ENCODEC, "1_0")
+    parsed = Page(text)
+    rows = parsed.all("tr")[1:]  # after the header row of the first table
+    records = lowered.report()
+    report_rows = [a for a in rows if "data-status" in a]
+    assert len(report_rows) == len(records)
+    assert sum(a["data-status"] == "folded" for a in report_rows) == sum(
+        str(r.status) == "folded" for r in records) > 500
+    pad = next(r for r in records if r.op_type == "Pad" and str(r.status) == "lowered")
+    assert pad.notes and all(f"<li>{sentence(n)}</li>" in text for n in pad.notes)
+
+
+def test_large_graphs_start_collapsed_and_small_ones_do_not() -> None:
+    large = Page(page(SHUFFLENET, "6_4"))
+    assert "collapsed" in large.all("body")[0]["class"].split()
+    assert large.all("input", id="collapse")[0].get("checked") is not None
+    chains = [a for a in large.all("g") if "k-chain" in a.get("class", "")]
+    assert len(chains) > 20
+    small = Page(page(SYMMETRIC, "1_0"))
+    assert small.all("body")[0]["class"] == ""
+    assert not [a for a in small.all("div") if "layout-collapsed" in a.get("class", "")]
+    # a filter per status, whatever the model
+    boxes = {a["data-status"] for a in small.all("input") if a.get("type") == "checkbox"
+             and "data-status" in a}
+    assert boxes == set(STATUS_STYLES)
+
+
+PARITY_RECORDS = [
+    {"name": "Y", "passed": True, "max_abs_error": 0.0, "mismatches": 0},
+    {"name": "Z", "passed": False, "max_abs_error": 0.25, "mismatches": 3},
+]
+
+
+@pytest.mark.parametrize("parity, verdicts", [
+    (PARITY_RECORDS, ["pass", "fail"]),
+    ({"comparisons": [{"actual": "numpy", "expected": "onnxruntime", "passed": True,
+                       "outputs": [{"name": "Y", "verdict": "known divergence"}]}]},
+     ["known divergence"]),
+])
+def test_parity_section(parity: Any, verdicts: list[str]) -> None:
+    graph, lowered = graphs(SYMMETRIC, "6_4")
+    parsed = Page(html_report(graph, lowered, parity))
+    assert parsed.all("section", id="parity")
+    rows = [a["class"] for a in parsed.all("tr") if a.get("class", "").startswith("verdict-")]
+    assert rows == [f"verdict-{v.replace(' ', '-')}" for v in verdicts]
+    assert [s.rows[0].verdict for s in parity_sections(parity)] == verdicts[:1]
+    output = parsed.nodes()["l-out0"]
+    assert f"verdict-{verdicts[0].replace(' ', '-')}" in output["class"]
+    assert not Page(html_report(graph, lowered)).all("section", id="parity")
+
+
+def test_parity_report_object_is_accepted() -> None:
+    from dmlgraph.parity import check
+
+    report = check(SYMMETRIC, feature_level="6_4")
+    graph, lowered = graphs(SYMMETRIC, "6_4")
+    text = html_report(graph, lowered, report)
+    assert "parity holds" in text and 'class="verdict-pass"' in text
+
+
+def test_write_html(tmp_path: Path) -> None:
+    graph, lowered = graphs(SYMMETRIC, "6_4")
+    path = tmp_path / "r.html"
+    assert write_html(graph, lowered, path) == f"wrote {path}"
+    assert path.read_text(encoding="utf-8") == html_report(graph, lowered)
+
+
+# ----------------------------------------------------------------------------- in a browser
+
+
+def chromium() -> str | None:
+    return next((p for p in map(shutil.which, CHROMIUM_NAMES) if p), None)
+
+
+def test_report_loads_in_headless_chromium(tmp_path: Path) -> None:
+    binary = chromium()
+    if binary is None:
+        pytest.skip(f"no Chromium binary on PATH (looked for {', '.join(CHROMIUM_NAMES)}); "
+                    "apt-get install chromium")
+    graph, lowered = graphs(SHUFFLENET, "6_4")
+    path = tmp_path / "shufflenet.html"
+    write_html(graph, lowered, path, PARITY_RECORDS)
+    target = next(n for n in graph.nodes if n.op_type == "Slice")
+    dml = [n for n in lowered.nodes if n.name == target.name and not n.is_onnx]
+    done = subprocess.run(
+        [binary, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+         "--enable-logging=stderr", "--v=0", f"--user-data-dir={tmp_path / 'profile'}",
+         "--dump-dom", f"{path.as_uri()}#select=o-n{target.id}"],
+        capture_output=True, text=True, timeout=120, check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    console = [line for line in done.stderr.splitlines() if ":CONSOLE" in line]
+    assert not console, console
+    dom = Page(done.stdout)
+    assert dom.all("body")[0]["data-ready"] == "1", "the page script did not finish"
+    errors = dom.all("pre", id="js-errors")[0]
+    assert "hidden" in errors
+    selected = {a["data-key"] for a in dom.all("g") if "sel" in a.get("class", "").split()}
+    linked = {a["data-key"] for a in dom.all("g") if "linked" in a.get("class", "").split()}
+    assert selected == {f"o-n{target.id}"}
+    assert {f"l-n{n.id}" for n in dml} <= linked and dml
+    assert target.name in "".join(dom.text)  # the details panel names the node
+    drawn = dom.nodes()
+    assert {f"o-n{n.id}" for n in graph.nodes} <= set(drawn)
+    assert {f"l-n{n.id}" for n in lowered.nodes} <= set(drawn)
