@@ -228,8 +228,8 @@ def plan_slice(plan: Plan, x: str, in_shape: Shape, op: LogicalSlice, out: str) 
         pending = [a for a in pending if a not in group]
         current, shape = target, sub.sizes
     plan.note(
-        f"one descriptor cannot hold this slice at {plan.level.full_name} ({why}); it is "
-        f"{len(plan.steps) - first} descriptors"
+        f"it takes {len(plan.steps) - first} descriptors, as one cannot hold this slice at "
+        f"{plan.level.full_name}: {why}"
     )
 
 
@@ -375,8 +375,8 @@ def plan_pad(plan: Plan, x: str, in_shape: Shape, op: LogicalPad, out: str) -> N
             _pad_by_pieces(plan, current, shape, axis, sub, target)
         current, shape = target, next_shape
     plan.note(
-        f"no single padding descriptor at {plan.level.full_name} ({why}); padded axis by "
-        f"axis as {', '.join(dict.fromkeys(plan.operators))}"
+        f"padded axis by axis with {', '.join(dict.fromkeys(plan.operators))}, as no single "
+        f"padding descriptor fits at {plan.level.full_name}: {why}"
     )
 
 

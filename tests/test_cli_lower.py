@@ -1,0 +1,71 @@
+"""`dmlgraph lower` and `dmlgraph viz` as a user types them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dmlgraph.cli import main
+
+MODELS = Path(__file__).parent.parent / "models"
+
+
+def test_lower_prints_one_row_per_slice_concat_and_pad(capsys) -> None:
+    assert main(["lower", str(MODELS / "shufflenet_v2_x0_5.onnx"), "--feature-level", "2.1"]) == 0
+    out = capsys.readouterr().out
+    assert "DML_FEATURE_LEVEL_2_1: 42 Slice/Concat/Pad nodes: 42 lowered" in out
+    assert "/stage2/stage2.1/Slice" in out and "descriptors: 16 DML_OPERATOR_JOIN" in out
+
+
+def test_lower_json_lists_descriptors_in_dxdispatch_form(tmp_path, capsys) -> None:
+    out = tmp_path / "lowered.json"
+    model = MODELS / "encodec_encoder_reflect.onnx"
+    assert main(["lower", str(model), "--feature-level", "DML_FEATURE_LEVEL_2_1", "-o", str(out)]) == 0
+    document = json.loads(out.read_text())
+    assert document["feature_level"] == "DML_FEATURE_LEVEL_2_1"
+    pads = [n["dml"] for n in document["nodes"] if "dml" in n]
+    assert len(pads) == 6 and {p["type"] for p in pads} == {"DML_OPERATOR_PADDING"}
+    # DML_SPEC: below FL 3.1 PADDING takes 4 to 5 dimensions, so [1, 1, 2000] gains a 1
+    assert pads[0]["desc"]["InputTensor"]["Sizes"] == [1, 1, 1, 2000]
+    assert pads[0]["desc"]["PaddingMode"] == "DML_PADDING_MODE_REFLECTION"
+    statuses = {r["status"] for r in document["report"] if r["op_type"] == "Pad"}
+    assert statuses <= {"lowered", "eliminated", "folded"}
+
+
+def test_lower_to_dxdispatch_runs_back_with_the_seed_values(tmp_path, capsys) -> None:
+    out = tmp_path / "join.json"
+    model, inputs = MODELS / "seeds" / "join_example2.onnx", MODELS / "seeds" / "seed_io.npz"
+    args = ["lower", str(model), "--format", "dxdispatch", "--inputs", str(inputs), "-o", str(out)]
+    assert main(args) == 0
+    assert main(["dxdispatch", str(out)]) == 0
+    printed = capsys.readouterr().out
+    expected = np.load(inputs)["join_example2__out2"].reshape(-1)
+    assert ", ".join(str(int(v)) for v in expected) in printed
+
+
+def test_viz_writes_html_and_dot(tmp_path, capsys) -> None:
+    model = str(MODELS / "squeezenet1_1.onnx")
+    assert main(["viz", model, "-o", str(tmp_path / "s.html")]) == 0
+    html = (tmp_path / "s.html").read_text()
+    assert "<html" in html and "http://" not in html and "https://" not in html
+    assert main(["viz", model, "--feature-level", "1_0", "-o", str(tmp_path / "s.dot")]) == 0
+    assert (tmp_path / "s.dot").read_text().startswith("digraph")
+
+
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        (["lower", "no/such.onnx"], "no/such.onnx"),
+        (["lower", str(MODELS / "squeezenet1_1.onnx"), "--format", "dxdispatch"], "-o OUT.json"),
+        (["lower", str(MODELS / "squeezenet1_1.onnx"), "--format", "dxdispatch", "-o", "x.json"],
+         "ONNX"),
+    ],
+)
+def test_lower_errors_are_one_line_and_exit_2(args, fragment, capsys, tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert fragment in err and err.count("\n") == 1 and "Traceback" not in err
