@@ -122,8 +122,15 @@ def _why_not(plan: Plan, operator: OperatorType, shape: Shape, touched: Sequence
     typed = [v for v in type_views(plan.dtype) if v.data_type in row.data_types]
     if not typed:
         return f"{text}; no view of {plan.dtype} has one of those types"
-    miss = plan_layout(shape, touched, typed[0], row)
-    return f"{text}; {typed[0].describe(plan.dtype)}: {miss}"
+    view = typed[0]
+    miss = plan_layout(shape, touched, view, row)
+    if isinstance(miss, Layout):  # the rank fits; the op's numbers would split an element
+        axis = miss.scaled[0] if miss.scaled else "?"
+        miss = (
+            f"along axis {axis} the op's offsets, sizes or mode would split {view.data_type.name}"
+            " elements"
+        )
+    return f"{text}; {view.describe(plan.dtype)}: {miss}"
 
 
 def _desc(view: TypeView, layout: Layout, shape: Shape) -> BufferTensorDesc:
@@ -170,6 +177,8 @@ def _slice_desc(
             starts.append(0), steps.append(1), sizes.append(block), windows.append(block)
             continue
         start, step, size = op.starts[axis], op.steps[axis], op.sizes[axis]
+        if layout.scaled is not None and layout.scaled[0] == axis:  # checked by _slice_fits
+            start, size = layout.scale(axis, start), layout.scale(axis, size)  # type: ignore
         lowest = start if step > 0 else start + step * (size - 1)
         starts.append(lowest), steps.append(step), sizes.append(size)
         windows.append(abs(step) * (size - 1) + 1)
@@ -184,6 +193,16 @@ def _slice_desc(
     )
 
 
+def _slice_fits(op: LogicalSlice, layout: Layout, in_shape: Shape) -> bool:
+    """A merged view may read a contiguous run of whole elements only."""
+    if layout.scaled is None:
+        return True
+    axis = layout.scaled[0]
+    return op.steps[axis] == 1 and all(
+        layout.scale(axis, v) is not None for v in (op.starts[axis], op.sizes[axis], in_shape[axis])
+    )
+
+
 def _try_slice(plan: Plan, x: str, in_shape: Shape, op: LogicalSlice, out: str) -> str:
     """Emit one descriptor for the slice; "" on success, else why not."""
     touched = op.touched(in_shape)
@@ -192,6 +211,8 @@ def _try_slice(plan: Plan, x: str, in_shape: Shape, op: LogicalSlice, out: str) 
     out_shape = tuple(op.sizes)
     for kind in kinds:
         for view, layout in _candidates(plan, kind, [in_shape], touched):
+            if not _slice_fits(op, layout, in_shape):
+                continue
             plan.add(_slice_desc(op, layout, view, in_shape, out_shape), [x], out)
             _view_note(plan, kind, view, layout, in_shape)
             return ""
@@ -265,6 +286,8 @@ def plan_join(plan: Plan, inputs: Sequence[str], shapes: Sequence[Shape], axis: 
     out_shape = list(shapes[0])
     out_shape[axis] = sum(s[axis] for s in shapes)
     for view, layout in _candidates(plan, OperatorType.JOIN, shapes, [axis]):
+        if not all(layout.divides(s) for s in shapes):
+            continue
         desc = JoinDesc(
             input_tensors=[_desc(view, layout, s) for s in shapes],
             output_tensor=_desc(view, layout, tuple(out_shape)),
@@ -320,12 +343,19 @@ def _try_pad(plan: Plan, x: str, in_shape: Shape, op: LogicalPad, out: str) -> s
             continue
         fitted = False
         for view, layout in _candidates(plan, kind, [in_shape], touched):
+            if layout.scaled is not None:  # whole merged elements, and only fill them
+                a = layout.scaled[0]
+                numbers = (op.starts[a], op.ends[a], in_shape[a])
+                if op.mode is not PaddingMode.CONSTANT or any(
+                    layout.scale(a, v) is None for v in numbers
+                ):
+                    continue
             fitted = True
             value = 0.0 if op.mode is not PaddingMode.CONSTANT else _fill_value(kind, view, op.value)
             if value is None:
                 continue
-            starts = [0 if a is None else op.starts[a] for a in layout.axes]
-            ends = [0 if a is None else op.ends[a] for a in layout.axes]
+            starts = [0 if a is None else layout.scale(a, op.starts[a]) for a in layout.axes]
+            ends = [0 if a is None else layout.scale(a, op.ends[a]) for a in layout.axes]
             common = dict(
                 input_tensor=_desc(view, layout, in_shape),
                 output_tensor=_desc(view, layout, out_shape),

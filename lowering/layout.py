@@ -104,11 +104,26 @@ class Layout:
 
     axes: tuple[int | None, ...]
     blocks: tuple[int, ...]  # the untouched size; 0 where the dimension is a touched axis
+    #: (axis, mul, div): a merged view folded the trailing block into the innermost touched
+    #: axis, whose coordinates then scale by mul / div (``scale``).
+    scaled: tuple[int, int, int] | None = None
+
+    def scale(self, axis: int, value: int) -> int | None:
+        """A coordinate or length along ``axis`` in this view; None when it splits an element."""
+        if self.scaled is None or self.scaled[0] != axis:
+            return value
+        _, mul, div = self.scaled
+        return None if value * mul % div else value * mul // div
 
     def sizes(self, shape: Sequence[int]) -> tuple[int, ...]:
         return tuple(
-            shape[a] if a is not None else b for a, b in zip(self.axes, self.blocks)
+            self.scale(a, shape[a]) or 0 if a is not None else b
+            for a, b in zip(self.axes, self.blocks)
         )
+
+    def divides(self, shape: Sequence[int]) -> bool:
+        """Whether every element of a tensor of ``shape`` stays whole in this view."""
+        return self.scaled is None or self.scale(self.scaled[0], shape[self.scaled[0]]) is not None
 
 
 def plan_layout(
@@ -122,16 +137,20 @@ def plan_layout(
     ]
     if view.split > 1:
         items.append((None, view.split))
+    scaled: tuple[int, int, int] | None = None
     if view.merge > 1:
         tail = 1
         while items and items[-1][0] is None:
             tail *= items.pop()[1]
-        if tail % view.merge:
+        if not tail % view.merge:
+            items.append((None, tail // view.merge))
+        elif items:  # fold the block into the innermost touched axis; callers check its numbers
+            scaled = (items[-1][0], tail, view.merge)  # type: ignore[assignment]
+        else:
             return (
-                f"viewing {view.merge} elements as one {view.data_type.name} needs a trailing "
-                f"block the op leaves whole whose size divides by {view.merge}; it is {tail}"
+                f"viewing {view.merge} elements as one {view.data_type.name} needs a whole "
+                f"number of them; there are {tail}"
             )
-        items.append((None, tail // view.merge))
     if len(items) > row.max_dims:
         merged: list[tuple[int | None, int]] = []
         for axis, block in items:
@@ -149,7 +168,7 @@ def plan_layout(
         )
     while len(items) < row.min_dims:
         items.insert(0, (None, 1))
-    return Layout(tuple(a for a, _ in items), tuple(b for _, b in items))
+    return Layout(tuple(a for a, _ in items), tuple(b for _, b in items), scaled)
 
 
 def row_text(operator: OperatorType, level: FeatureLevel) -> str:

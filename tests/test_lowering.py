@@ -441,3 +441,19 @@ def test_every_emitted_descriptor_is_onnx_free_and_validates(onnx_models_dir) ->
     for node in lowered.nodes:
         if not isinstance(node.op, OnnxOp):
             node.op.validate("2_1")
+
+
+def test_eight_bit_data_at_fl_1_0_moves_whole_uint16_pairs_along_the_innermost_axis() -> None:
+    x = np.arange(16, dtype=np.uint8).reshape(2, 8)
+    lowered, record = lowered_one(slice_model(x, [2], [6], [1], [1]), "1_0")
+    (desc,) = descs(lowered)  # bytes 2..5 of each row are UINT16 elements 1..2
+    assert desc.input_tensor.data_type is TensorDataType.UINT16
+    assert desc.offsets[-1] == 1 and desc.sizes[-1] == 2
+    assert same_bits(run_lowered(lowered, {"x": x})[0], x[:, 2:6])
+    odd, record = lowered_one(slice_model(x, [1], [5], [1], [1]), "1_0")
+    assert record.status is Status.FALLBACK  # byte 1 starts mid-element: nothing fits
+    pads = [0, 2, 0, 2]
+    lowered, record = lowered_one(pad_model(x, pads, "constant", 3), "1_0")
+    assert record.status is Status.DECOMPOSED and record.dml_ops == ("DML_OPERATOR_JOIN",)
+    expected = pad_oracle(x, pads, "constant", np.uint8(3))
+    assert same_bits(run_lowered(lowered, {"x": x})[0], expected)
