@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 
@@ -100,24 +100,36 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     from dmlgraph.parity import check
 
-    report = check(
-        args.model,
-        feature_level=args.feature_level,
-        inputs=args.inputs,
-        expected=args.expected,
-        input_shapes=_shapes(args),
-        seed=args.seed,
-        atol=dict(args.atol) if args.atol else None,
-        rtol=dict(args.rtol) if args.rtol else None,
-        fallback=args.fallback,
-        providers=args.provider,
-        cross_check=args.cross_check,
-    )
+    with _progress(f"checking {args.model} at FL {args.feature_level.short}"):
+        report = check(
+            args.model,
+            feature_level=args.feature_level,
+            inputs=args.inputs,
+            expected=args.expected,
+            input_shapes=_shapes(args),
+            seed=args.seed,
+            atol=dict(args.atol) if args.atol else None,
+            rtol=dict(args.rtol) if args.rtol else None,
+            fallback=args.fallback,
+            providers=args.provider,
+            cross_check=args.cross_check,
+        )
     if args.json:
         print(json.dumps(report.to_json(), indent=2))
     else:
         _print_report(report)
     return report.exit_code
+
+
+def _progress(what: str) -> Any:
+    """A spinner on stderr while slow work runs, when a person watches (stderr is a TTY)."""
+    import contextlib
+
+    if not sys.stderr.isatty():
+        return contextlib.nullcontext()
+    from rich.console import Console
+
+    return Console(stderr=True).status(what)
 
 
 def _number(value: float | None) -> str:
@@ -232,13 +244,14 @@ def cmd_viz(args: argparse.Namespace) -> int:
     if args.check:
         from dmlgraph.parity import check
 
-        parity = check(
-            args.model,
-            feature_level=args.feature_level,
-            inputs=args.inputs,
-            input_shapes=_shapes(args),
-            seed=args.seed,
-        )
+        with _progress(f"checking {args.model} at FL {args.feature_level.short}"):
+            parity = check(
+                args.model,
+                feature_level=args.feature_level,
+                inputs=args.inputs,
+                input_shapes=_shapes(args),
+                seed=args.seed,
+            )
     print(write_viz(args.output, graph, lowered, parity))
     return 0 if parity is None else parity.exit_code
 

@@ -154,13 +154,18 @@ class Legalize(Pass):
             self._commit(graph, ctx, origin_id, nodes, plan)
 
     @staticmethod
+    def _drop(graph: LoweredGraph, ctx: Context, nodes: list[Node]) -> None:
+        """Remove an original node's logical ops, committed or abandoned alike."""
+        for node in nodes:
+            graph.remove_node(node.id)
+            del ctx.origin_of[node.id]
+
+    @staticmethod
     def _commit(
         graph: LoweredGraph, ctx: Context, origin_id: NodeId, nodes: list[Node], plan: Plan
     ) -> None:
         origin = ctx.origins[origin_id]
-        for node in nodes:
-            graph.remove_node(node.id)
-            del ctx.origin_of[node.id]
+        Legalize._drop(graph, ctx, nodes)
         for name, shape in plan.temps.items():
             graph.set_tensor(TensorInfo(name, plan.dtype, shape))
         for name, data in plan.constants.items():
@@ -180,9 +185,7 @@ class Legalize(Pass):
         graph: LoweredGraph, ctx: Context, origin_id: NodeId, nodes: list[Node], reason: str
     ) -> None:
         origin = ctx.origins[origin_id]
-        for node in nodes:
-            graph.remove_node(node.id)
-            del ctx.origin_of[node.id]
+        Legalize._drop(graph, ctx, nodes)
         original = origin.node
         new = graph.add_node(
             original.op, original.inputs, original.outputs, original.provenance, original.notes
