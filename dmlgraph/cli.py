@@ -294,11 +294,7 @@ def build_parser() -> argparse.ArgumentParser:
     lower = commands.add_parser(
         "lower", help="lower Slice/Concat/Pad to DirectML descriptors and report every node"
     )
-    lower.add_argument("model", type=Path, help="an .onnx file")
-    lower.add_argument("--feature-level", type=_feature_level, default=FeatureLevel.L6_4,
-                       help="DML_FEATURE_LEVEL to lower at (default 6_4)")
-    lower.add_argument("--input-shape", action="append", type=_input_shape,
-                       metavar="NAME:D0,D1,..", help="fix a graph input's dynamic dimensions")
+    _add_lowering_arguments(lower)
     lower.add_argument("-o", "--output", type=Path, metavar="OUT.json",
                        help="write the lowered graph (descriptors, tensors, report) as JSON")
     lower.add_argument("--format", choices=("json", "dxdispatch"), default="json",
@@ -313,12 +309,8 @@ def build_parser() -> argparse.ArgumentParser:
     viz = commands.add_parser(
         "viz", help="draw the lowered graph: DOT, SVG (with Graphviz) or a self-contained HTML"
     )
-    viz.add_argument("model", type=Path, help="an .onnx file")
+    _add_lowering_arguments(viz)
     viz.add_argument("-o", "--output", type=Path, required=True, metavar="OUT.dot|.svg|.html")
-    viz.add_argument("--feature-level", type=_feature_level, default=FeatureLevel.L6_4,
-                     help="DML_FEATURE_LEVEL to lower at (default 6_4)")
-    viz.add_argument("--input-shape", action="append", type=_input_shape,
-                     metavar="NAME:D0,D1,..", help="fix a graph input's dynamic dimensions")
     viz.add_argument("--check", action="store_true",
                      help="run the parity check and show its results (HTML)")
     viz.add_argument("--inputs", type=Path, metavar="IN", help="inputs for --check")
@@ -362,16 +354,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _add_model_arguments(parser: argparse.ArgumentParser) -> None:
-    """What run and check share: the model, its inputs, the level, the engines."""
+def _add_lowering_arguments(parser: argparse.ArgumentParser) -> None:
+    """What every command that lowers a model takes: the model, the level, input shapes."""
     parser.add_argument("model", type=Path, help="an .onnx file")
-    parser.add_argument("--inputs", type=Path, metavar="IN",
-                        help="an .npz (keys = tensor names) or an ONNX test-data folder; "
-                        "default: random inputs from --seed")
     parser.add_argument("--feature-level", type=_feature_level, default=FeatureLevel.L6_4,
                         help="DML_FEATURE_LEVEL to lower at (default 6_4)")
     parser.add_argument("--input-shape", action="append", type=_input_shape,
                         metavar="NAME:D0,D1,..", help="fix a graph input's dynamic dimensions")
+
+
+def _add_model_arguments(parser: argparse.ArgumentParser) -> None:
+    """What run and check share: the lowering arguments, inputs, the engines."""
+    _add_lowering_arguments(parser)
+    parser.add_argument("--inputs", type=Path, metavar="IN",
+                        help="an .npz (keys = tensor names) or an ONNX test-data folder; "
+                        "default: random inputs from --seed")
     parser.add_argument("--seed", type=int, default=0, help="seed of generated inputs (0)")
     parser.add_argument("--fallback", choices=("onnxruntime", "reference"),
                         default="onnxruntime",
