@@ -13,7 +13,7 @@ from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
-from dmlgraph.dml.enums import FeatureLevel, OperatorType, PaddingMode, TensorDataType
+from dmlgraph.dml.enums import FeatureLevel, OperatorType, PaddingMode
 from dmlgraph.dml.indexmaps import source_indices
 from dmlgraph.dml.operators import (
     PADDING_MODE_INTRODUCED,
@@ -27,7 +27,15 @@ from dmlgraph.dml.operators import (
 from dmlgraph.dml.support import support_row
 from dmlgraph.dml.tensor import BufferTensorDesc
 from dmlgraph.errors import DmlValidationError
-from lowering.layout import Layout, TypeView, plan_layout, row_text, type_views, unsupported_dtype
+from lowering.layout import (
+    Layout,
+    TypeView,
+    native_type,
+    plan_layout,
+    row_text,
+    type_views,
+    unsupported_dtype,
+)
 from lowering.logical import LogicalPad, LogicalSlice
 
 #: At most this many pieces in one JOIN built by decomposition (a reversed axis below FL 2.1
@@ -141,7 +149,7 @@ def _view_note(
     plan: Plan, kind: OperatorType, view: TypeView, layout: Layout, shape: Shape
 ) -> None:
     """Say how the tensors were viewed, when that differs from the model's own type and rank."""
-    if view.data_type != _native(plan.dtype):
+    if view.data_type != native_type(plan.dtype):
         plan.note(f"data viewed as {view.describe(plan.dtype)}: the op only moves bytes")
     sizes = list(layout.sizes(shape))
     natural = len(shape) + (1 if view.split > 1 else 0)
@@ -157,13 +165,6 @@ def _view_note(
             f"shape {list(shape)} viewed as {sizes}: untouched dimensions coalesced to fit the "
             f"{row.max_dims} dimensions {kind.full_name} allows at {plan.level.full_name}"
         )
-
-
-def _native(dtype: np.dtype) -> TensorDataType | None:
-    try:
-        return TensorDataType.from_numpy(dtype)
-    except ValueError:
-        return None
 
 
 # ----------------------------------------------------------------------------------- slice

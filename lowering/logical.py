@@ -71,11 +71,3 @@ class LogicalPad:
 
 LogicalOp = LogicalSlice | LogicalJoin | LogicalPad
 
-
-def describe(op: LogicalOp) -> str:
-    """A short text for messages."""
-    if isinstance(op, LogicalSlice):
-        return f"slice starts={list(op.starts)} steps={list(op.steps)} sizes={list(op.sizes)}"
-    if isinstance(op, LogicalJoin):
-        return f"join axis={op.axis}"
-    return f"pad {op.mode.name} starts={list(op.starts)} ends={list(op.ends)}"

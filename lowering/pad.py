@@ -16,9 +16,8 @@ from dmlgraph.canonical import PARAMETER_PORTS
 from dmlgraph.dml.enums import PaddingMode
 from dmlgraph.errors import ModelValidationError
 from lowering.logical import LogicalPad, LogicalSlice
-from lowering.registry import Rewriter, rule
+from lowering.registry import Rewriter, Unlowerable, rule
 from lowering.slice import runtime_reason
-from lowering.registry import Unlowerable
 
 MODES: dict[str, PaddingMode] = {
     "constant": PaddingMode.CONSTANT,
