@@ -121,13 +121,12 @@ def check_feeds(graph: Graph, feeds: Mapping[str, Any]) -> dict[str, np.ndarray]
 
 
 def fingerprint(graph: Graph) -> tuple[Any, ...]:
-    """Changes whenever a node, a port, a tensor or the I/O lists change (ops and tensor
-    infos are immutable, so their identities stand for their contents)."""
+    """Changes whenever a node, a port, a tensor or the I/O lists change (``Graph.version``
+    counts the first three), in time independent of the graph's size."""
     return (
+        graph.version,
         tuple(graph.inputs),
         tuple(graph.outputs),
-        tuple((n.id, id(n.op), n.inputs, n.outputs) for n in graph.nodes),
-        tuple(id(info) for info in graph.tensors.values()),
         getattr(graph, "feature_level", None),
     )
 

@@ -318,6 +318,7 @@ class Graph:
         self._producer: dict[str, NodeId] = {}
         self._consumers: dict[str, dict[tuple[NodeId, int], None]] = {}
         self._next_id = 0
+        self._version = 0
         #: Nodes removed by folding, in removal order (see ``RemovedNode``).
         self.removed: list[RemovedNode] = []
 
@@ -342,6 +343,7 @@ class Graph:
                 "remove the node before making the tensor a constant"
             )
         self._tensors[info.name] = info
+        self._version += 1
         return info
 
     def update_tensor(self, name: str, **changes: Any) -> TensorInfo:
@@ -524,7 +526,14 @@ class Graph:
                 f"{self.source}: {node.label} cannot produce graph input {out!r}"
             )
 
+    @property
+    def version(self) -> int:
+        """Counts changes to nodes and tensor infos, so caches of things built from the graph
+        can tell they are stale without walking it (graph I/O lists are compared apart)."""
+        return self._version
+
     def _attach(self, node: Node) -> None:
+        self._version += 1
         for src_port, out in enumerate(node.outputs):
             if not out:
                 continue
@@ -541,6 +550,7 @@ class Graph:
                 self._nx.add_edge(producer, node.id, key=port, tensor=name, src_port=src_port)
 
     def _detach(self, node: Node) -> None:
+        self._version += 1
         for port, name in enumerate(node.inputs):
             if not name:
                 continue

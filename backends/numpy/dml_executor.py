@@ -1,29 +1,21 @@
 """Executes one DirectML descriptor on NumPy arrays, exactly as DirectML defines it.
 
-Data moves as bits: every tensor is viewed as the unsigned integer of its width before any
-indexing, so float16 NaN payloads, negative zeros and denormals arrive unchanged and integers
-never pass through float. Tensor descs with strides are read from and written to flat buffers
+The operators themselves are ``moves``: copies between views. Data moves as bits: every tensor
+is viewed as the unsigned integer of its width before any indexing, so float16 NaN payloads,
+negative zeros and denormals arrive unchanged and integers never pass through float. Tensor descs with strides are read from and written to flat buffers
 through strided views, stride 0 included.
 """
 
 from __future__ import annotations
 
-import math
-from typing import Callable, Sequence
+from typing import Sequence
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from dmlgraph.dml.enums import FeatureLevel, PaddingMode
-from dmlgraph.dml.indexmaps import INDEX_MAPS
-from dmlgraph.dml.operators import (
-    JoinDesc,
-    OperatorDesc,
-    Padding1Desc,
-    PaddingDesc,
-    Slice1Desc,
-    SliceDesc,
-)
+from backends.numpy.moves import operator_moves, run_moves
+from dmlgraph.dml.enums import FeatureLevel
+from dmlgraph.dml.operators import OperatorDesc
 from dmlgraph.dml.tensor import BufferTensorDesc
 from dmlgraph.errors import DmlgraphError
 
@@ -109,71 +101,6 @@ def _non_aliasing(sizes: Sequence[int], strides: Sequence[int]) -> bool:
     return np.unique(offsets).size == offsets.size
 
 
-# -- the operators ---------------------------------------------------------------------------
-def _slice(desc: SliceDesc, x: np.ndarray) -> np.ndarray:
-    index = tuple(
-        slice(o, o + s * (n - 1) + 1, s) for o, n, s in zip(desc.offsets, desc.sizes, desc.strides)
-    )
-    return x[index]
-
-
-def _slice1(desc: Slice1Desc, x: np.ndarray) -> np.ndarray:
-    index = []
-    for offset, size, stride, count in zip(
-        desc.input_window_offsets,
-        desc.input_window_sizes,
-        desc.input_window_strides,
-        desc.output_tensor.sizes,
-    ):
-        start = offset + size - 1 if stride < 0 else offset
-        stop = start + stride * count
-        index.append(slice(start, None if stop < 0 else stop, stride))
-    return x[tuple(index)]
-
-
-def _join(desc: JoinDesc, *xs: np.ndarray) -> np.ndarray:
-    return np.concatenate(xs, axis=desc.axis)
-
-
-def _constant_bits(desc: PaddingDesc | Padding1Desc) -> np.ndarray:
-    """The fill value as the output type's bits."""
-    data_type = desc.output_tensor.data_type
-    if isinstance(desc, Padding1Desc):
-        value = desc.scalar()
-    else:
-        as_float32 = np.float32(desc.padding_value)
-        if data_type.is_float:
-            value = np.array(as_float32, dtype=data_type.numpy_dtype)
-        else:  # DirectML truncates the FLOAT toward zero for integer tensors
-            value = np.array(math.trunc(float(as_float32)), dtype=data_type.numpy_dtype)
-    return value.view(data_type.bits_dtype)
-
-
-def _padding(desc: PaddingDesc | Padding1Desc, x: np.ndarray) -> np.ndarray:
-    starts, ends = desc.start_padding, desc.end_padding
-    if desc.padding_mode is PaddingMode.CONSTANT:
-        result = np.full(desc.output_tensor.sizes, _constant_bits(desc), dtype=x.dtype)
-        interior = tuple(slice(s, s + n) for s, n in zip(starts, x.shape))
-        result[interior] = x
-        return result
-    index_map = INDEX_MAPS[desc.padding_mode]
-    result = x
-    for axis, (start, end, n) in enumerate(zip(starts, ends, x.shape)):
-        if start or end:
-            source = index_map(np.arange(-start, n + end, dtype=np.int64), n)
-            result = np.take(result, source, axis=axis)
-    return result
-
-
-_KERNELS: dict[type[OperatorDesc], Callable[..., np.ndarray]] = {
-    SliceDesc: _slice,
-    Slice1Desc: _slice1,
-    JoinDesc: _join,
-    PaddingDesc: _padding,
-    Padding1Desc: _padding,
-}
-
-
 def execute_operator(
     desc: OperatorDesc,
     inputs: Sequence[np.ndarray],
@@ -188,9 +115,6 @@ def execute_operator(
     Inputs are never modified.
     """
     desc.validate(feature_level)
-    kernel = _KERNELS.get(type(desc))
-    if kernel is None:
-        raise ExecutionError(f"{desc.name} has no NumPy kernel")
     input_descs = desc.inputs
     if len(inputs) != len(input_descs):
         raise ExecutionError(
@@ -199,7 +123,8 @@ def execute_operator(
     bits = [
         _read(d, a, f"{desc.name} input {i}") for i, (d, a) in enumerate(zip(input_descs, inputs))
     ]
-    result = kernel(desc, *bits)
     (output_desc,) = desc.outputs
+    result = np.empty(output_desc.sizes, dtype=output_desc.data_type.bits_dtype)
+    run_moves(operator_moves(desc, bits, result))
     bound = outputs[0] if outputs else None
     return [_write(output_desc, result, bound, f"{desc.name} output 0")]

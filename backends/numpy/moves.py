@@ -1,0 +1,151 @@
+"""Each DirectML operator here as a list of moves: copies between strided views, in order.
+
+SLICE, JOIN and PADDING move data and compute nothing, so one definition serves both the
+one-operator executor (``dml_executor``) and the compiled plan (``plan``): a descriptor becomes
+``(destination, source)`` pairs of bit views, the source broadcastable to the destination
+(a fill is a 0-d source), in phases. Moves within a phase are independent (the plan spreads
+them over threads); a phase may read what an earlier one wrote: padding fills its borders from
+its own output, axis by axis, so every mode is one pass over the output.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from dmlgraph.dml.enums import PaddingMode
+from dmlgraph.dml.indexmaps import source_indices
+from dmlgraph.dml.operators import (
+    JoinDesc,
+    OperatorDesc,
+    Padding1Desc,
+    PaddingDesc,
+    Slice1Desc,
+    SliceDesc,
+)
+from dmlgraph.errors import DmlgraphError
+
+Move = tuple[np.ndarray, np.ndarray]
+Phase = list[Move]
+
+
+def slice_index(desc: SliceDesc | Slice1Desc) -> tuple[slice, ...]:
+    """The input elements the slice reads, in output order, as Python slices."""
+    if isinstance(desc, SliceDesc):
+        return tuple(
+            slice(o, o + s * (n - 1) + 1, s)
+            for o, n, s in zip(desc.offsets, desc.sizes, desc.strides)
+        )
+    index = []
+    for offset, size, stride, count in zip(
+        desc.input_window_offsets,
+        desc.input_window_sizes,
+        desc.input_window_strides,
+        desc.output_tensor.sizes,
+    ):
+        start = offset + size - 1 if stride < 0 else offset
+        stop = start + stride * count
+        index.append(slice(start, None if stop < 0 else stop, stride))
+    return tuple(index)
+
+
+def constant_bits(desc: PaddingDesc | Padding1Desc) -> np.ndarray:
+    """The fill value as a 0-d array of the output type's bits."""
+    data_type = desc.output_tensor.data_type
+    if isinstance(desc, Padding1Desc):
+        value = desc.scalar()
+    else:
+        as_float32 = np.float32(desc.padding_value)
+        if data_type.is_float:
+            value = np.array(as_float32, dtype=data_type.numpy_dtype)
+        else:  # DirectML truncates the FLOAT toward zero for integer tensors
+            value = np.array(math.trunc(float(as_float32)), dtype=data_type.numpy_dtype)
+    return np.asarray(value).view(data_type.bits_dtype).reshape(())
+
+
+def _runs(sources: np.ndarray) -> list[tuple[int, int, int, int]]:
+    """Split a run of source coordinates into arithmetic pieces: (first position, count,
+    first source, step). Index maps step by -1, 0 or +1, so the pieces are few."""
+    pieces: list[tuple[int, int, int, int]] = []
+    i, n = 0, len(sources)
+    while i < n:
+        step = int(sources[i + 1] - sources[i]) if i + 1 < n else 1
+        j = i + 1
+        while j < n and sources[j] - sources[j - 1] == step:
+            j += 1
+        pieces.append((i, j - i, int(sources[i]), step))
+        i = j
+    return pieces
+
+
+def _take(first: int, count: int, step: int) -> slice:
+    """``count`` coordinates from ``first`` by ``step`` (0: the one coordinate, broadcast)."""
+    if step == 0:
+        return slice(first, first + 1)
+    stop = first + step * count
+    return slice(first, None if stop < 0 else stop, step)
+
+
+def _padding(desc: PaddingDesc | Padding1Desc, x: np.ndarray, out: np.ndarray) -> list[Phase]:
+    starts, ends, mode = desc.start_padding, desc.end_padding, desc.padding_mode
+    interior = tuple(slice(s, s + n) for s, n in zip(starts, x.shape))
+    phases: list[Phase] = [[(out[interior], x)]]
+    fill = constant_bits(desc) if mode is PaddingMode.CONSTANT else None
+    for axis, (start, end, n) in enumerate(zip(starts, ends, x.shape)):
+        if not (start or end):
+            continue
+        # axes before this one are padded already, axes after it not yet
+        region = [slice(None)] * axis + [slice(None)] + list(interior[axis + 1 :])
+
+        def at(index: slice, axis: int = axis, region: list[slice] = region) -> np.ndarray:
+            region[axis] = index
+            return out[tuple(region)]
+
+        if fill is not None:  # constant borders read nothing: all in the first phase
+            for border in (slice(0, start), slice(start + n, start + n + end)):
+                if border.stop > border.start:
+                    phases[0].append((at(border), fill))
+            continue
+        moves: Phase = []
+        phases.append(moves)
+        sources = source_indices(mode, n, start, end)
+        border_positions = list(range(start)) + list(range(start + n, start + n + end))
+        border = np.array(border_positions, dtype=np.int64)
+        # consecutive border positions only: the two borders never share a piece
+        for side in (border[border < start], border[border >= start + n]):
+            if not side.size:
+                continue
+            for first, count, source, step in _runs(sources[side]):
+                position = int(side[first])
+                destination = at(slice(position, position + count))
+                moves.append((destination, at(_take(source + start, count, step))))
+    return phases
+
+
+def operator_moves(
+    desc: OperatorDesc, inputs: Sequence[np.ndarray], output: np.ndarray
+) -> list[Phase]:
+    """The moves, in phases, that compute ``desc`` from input bit views (shaped as their
+    descs' sizes) into the output bit view (shaped as the output desc's sizes). A JOIN's
+    move ``i`` copies input ``i``."""
+    if isinstance(desc, (SliceDesc, Slice1Desc)):
+        return [[(output, inputs[0][slice_index(desc)])]]
+    if isinstance(desc, JoinDesc):
+        moves, offset = [], 0
+        for x in inputs:
+            n = x.shape[desc.axis]
+            index = (slice(None),) * desc.axis + (slice(offset, offset + n),)
+            moves.append((output[index], x))
+            offset += n
+        return [moves]
+    if isinstance(desc, (PaddingDesc, Padding1Desc)):
+        return _padding(desc, inputs[0], output)
+    raise DmlgraphError(f"{desc.name} has no NumPy kernel")
+
+
+def run_moves(phases: Sequence[Phase]) -> None:
+    for phase in phases:
+        for destination, source in phase:
+            np.copyto(destination, source, casting="no")

@@ -1,0 +1,599 @@
+"""The NumPy backend's compiled execution plan: a lowered graph analysed once, replayed per run.
+
+Compiling does what DirectML's graph compiler does before a dispatch:
+
+- **binding**: every tensor gets a home, a place in a root buffer; every DML node's tensor descs
+  become views of those homes (``views.reform``), validated once;
+- **in-place JOIN**: a tensor made by a DML node and read only by a JOIN is written by its
+  producer straight into the JOIN's output, and that input's copy disappears;
+- **memory planning**: tensors internal to the plan share buffers when their lifetimes do not
+  overlap (``memory.assign_buffers``), allocated once;
+- **copies**: each operator becomes its moves (``moves.operator_moves``); copies of a megabyte
+  or more are split across threads.
+
+A run binds the buffers that change per run (graph inputs, outputs: caller arrays, as with
+onnxruntime's IOBinding, or pooled buffers; tensors made by the fallback) and replays the
+moves; views over those buffers are rebuilt from recipes. ONNX nodes the lowering left run on
+the fallback in segments; a node whose parameters arrive at run time is lowered when it runs.
+"""
+
+from __future__ import annotations
+
+import enum
+import heapq
+import threading
+import weakref
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from backends.base import BackendError, NodeRun
+from backends.numpy.memory import Lifetime, OutputPool, assign_buffers
+from backends.numpy.moves import Move, Phase, operator_moves
+from backends.numpy.runtime import RuntimeLowering, needs_runtime_lowering
+from backends.numpy.threads import PARALLEL_BYTES, Batch, distribute, run_list
+from backends.numpy.views import Recipe, address, as_bytes, reform
+from dmlgraph.dml.binding import binds
+from dmlgraph.dml.enums import FeatureLevel
+from dmlgraph.dml.operators import JoinDesc, OperatorDesc
+from dmlgraph.dml.tensor import BufferTensorDesc
+from dmlgraph.errors import DmlgraphError
+from dmlgraph.ir import Graph, Node
+
+if TYPE_CHECKING:
+    from backends.numpy.fallback import Fallback, Runner
+    from lowering.report import LoweredGraph
+
+#: How run records name the engine of DML nodes.
+DML_ENGINE = "numpy DirectML emulator"
+
+Instruction = Callable[[], None]
+
+
+class RootKind(enum.Enum):
+    """Where a root buffer's memory comes from."""
+
+    ARENA = "arena"  # the plan's own, shared by lifetime
+    CONSTANT = "constant"  # a graph constant's bytes
+    INPUT = "input"  # the caller's feed, per run
+    OUTPUT = "output"  # a caller's array or a pooled buffer, per run
+    PRODUCED = "produced"  # an array the fallback or a run-time lowering returned, per run
+
+    @property
+    def static(self) -> bool:
+        return self in (RootKind.ARENA, RootKind.CONSTANT)
+
+
+@dataclass(frozen=True)
+class PlanSummary:
+    """What compiling did, for reports and tests: moves per run, JOIN inputs written in
+    place (copies gone), the arena's buffers against one buffer per tensor."""
+
+    steps: int
+    moves: int
+    joined_in_place: int
+    arena_buffers: int
+    arena_bytes: int
+    unplanned_bytes: int
+
+
+@dataclass
+class _Root:
+    kind: RootKind
+    nbytes: int
+    proxy: np.ndarray  # compile-time memory: untouched pages, or the constant itself
+
+
+@dataclass(frozen=True)
+class _Home:
+    """A tensor's bytes: a view (row-major byte order) into one root's proxy."""
+
+    root: int
+    data: np.ndarray
+
+
+def _bytes(array: np.ndarray) -> np.ndarray:
+    """An array's memory as a flat uint8 buffer (a copy only if it is not contiguous)."""
+    return np.ascontiguousarray(array).reshape(-1).view(np.uint8)
+
+
+class Plan:
+    """A graph compiled for the NumPy backend; ``run`` replays it (one run at a time)."""
+
+    def __init__(
+        self, graph: Graph, level: FeatureLevel, fallback: Fallback, threads: int = 1
+    ) -> None:
+        # a proxy: the backend's cache holds plans weakly keyed by their graphs
+        self.graph = weakref.proxy(graph)
+        self.level, self.fallback, self.threads = level, fallback, threads
+        self._lock = threading.Lock()
+        self._pool = OutputPool()
+        self._compile(graph)
+
+    # ------------------------------------------------------------------ compiling
+    def _compile(self, graph: Graph) -> None:
+        schedule = _schedule(graph)
+        self._outputs = list(dict.fromkeys(graph.outputs))
+        producer_step: dict[str, int] = {}
+        readers: dict[str, list[int]] = {}
+        for index, (_, nodes) in enumerate(schedule):
+            for node in nodes:
+                for name in node.outputs:
+                    if name:
+                        producer_step[name] = index
+                for name in node.inputs:
+                    if name:
+                        readers.setdefault(name, []).append(index)
+        self._dml_made = {
+            out for kind, nodes in schedule if kind == "dml" for out in nodes[0].outputs
+        }
+        self._roots: list[_Root] = []
+        self._homes: dict[str, _Home] = {}
+        in_place = self._place_join_inputs(graph, schedule)
+        self._joined_in_place = len(in_place)
+        for kind, nodes in schedule:  # the rest of the DML nodes' tensors: homes of their own
+            if kind == "dml":
+                for name in (*nodes[0].inputs, *nodes[0].outputs):
+                    self.home(name)
+        self._plan_memory(producer_step, readers)
+        self._frame: list[np.ndarray | None] = [
+            root.proxy if root.kind is RootKind.CONSTANT else None for root in self._roots
+        ]
+        for index, buffer in self._arena_views.items():
+            self._frame[index] = buffer
+        self._steps = [self._step(graph, kind, nodes, in_place) for kind, nodes in schedule]
+        self._code: list[Instruction] = [f for step in self._steps for f in step.code]
+        self.summary = PlanSummary(
+            steps=len(self._steps),
+            moves=sum(step.moves for step in self._steps),
+            joined_in_place=self._joined_in_place,
+            arena_buffers=self._arena[0],
+            arena_bytes=self._arena[1],
+            unplanned_bytes=self._arena[2],
+        )
+        self._static_runs = (
+            tuple(r for step in self._steps for r in step.runs)
+            if all(isinstance(step, _DmlStep) for step in self._steps)
+            else None
+        )
+        self._input_roots = [
+            (name, self._homes[name].root) for name in graph.inputs if name in self._homes
+        ]
+        self._per_run_roots = [i for i, root in enumerate(self._roots) if not root.kind.static]
+        self._output_roots = [
+            (name, self._homes[name].root)
+            for name in self._outputs
+            if name in self._homes and self._roots[self._homes[name].root].kind is RootKind.OUTPUT
+        ]
+        for root in self._roots:  # compile-time memory is no longer needed
+            if root.kind is not RootKind.CONSTANT:
+                root.proxy = np.empty(0, dtype=np.uint8)
+
+    def _new_root(self, kind: RootKind, nbytes: int, memory: np.ndarray | None = None) -> int:
+        proxy = memory if memory is not None else np.empty(nbytes, dtype=np.uint8)
+        self._roots.append(_Root(kind, nbytes, proxy))
+        return len(self._roots) - 1
+
+    def home(self, name: str) -> _Home:
+        """The tensor's home, made on first use: a root of its own, by where it comes from."""
+        found = self._homes.get(name)
+        if found is not None:
+            return found
+        graph = self.graph
+        info = graph.tensor(name)
+        constant = graph.constant(name)
+        if constant is not None:
+            data = _bytes(np.asarray(constant))
+            index = self._new_root(RootKind.CONSTANT, data.size, data)
+        else:
+            if info.dtype is None or info.static_shape is None:
+                raise BackendError(
+                    f"{graph.source}: tensor {name!r} has no static dtype and shape ({info!r}); "
+                    "a DML node's tensors must have them"
+                )
+            nbytes = int(np.prod(info.static_shape, dtype=np.int64)) * np.dtype(info.dtype).itemsize
+            if name in graph.inputs:
+                kind = RootKind.INPUT
+            elif name in self._dml_made:
+                kind = RootKind.OUTPUT if name in self._outputs else RootKind.ARENA
+            else:
+                kind = RootKind.PRODUCED
+            index = self._new_root(kind, nbytes)
+        home = _Home(index, self._roots[index].proxy)
+        self._homes[name] = home
+        return home
+
+    def _desc_view(self, node: Node, port: str, name: str, desc: BufferTensorDesc) -> np.ndarray:
+        """The tensor's home as the desc sees it: its type's bits, its sizes."""
+        graph = self.graph
+        info = graph.tensor(name)
+        if info.dtype is None or info.static_shape is None:
+            raise BackendError(
+                f"{graph.describe(node)}: {port} {name!r} has no static dtype and shape "
+                f"({info!r}); a DML node's tensors must have them"
+            )
+        reason = binds(desc, info.dtype, info.static_shape)
+        if not reason:
+            view = reform(self.home(name).data, desc.data_type.bits_dtype, desc.sizes)
+            if view is not None:
+                return view
+            reason = (
+                f"its {desc.element_count} {desc.data_type.full_name} elements do not cover "
+                "the tensor's bytes exactly"
+            )
+        raise BackendError(
+            f"{graph.describe(node)}: {port} ({name!r}, {info.dtype}{list(info.static_shape)}): "
+            f"{reason}"
+        )
+
+    def _place_join_inputs(
+        self, graph: Graph, schedule: list[tuple[str, list[Node]]]
+    ) -> set[tuple[int, int]]:
+        """Home each JOIN input that a DML node makes and nothing else reads inside the JOIN's
+        output (later JOINs first, so nested JOINs nest). Returns the (node id, port) pairs
+        whose copy is gone."""
+        in_place: set[tuple[int, int]] = set()
+        for kind, nodes in reversed(schedule):
+            node = nodes[0]
+            if kind != "dml" or not isinstance(node.op, JoinDesc):
+                continue
+            desc: JoinDesc = node.op
+            output = self._desc_view(node, "output 0", node.outputs[0], desc.output_tensor)
+            root = self.home(node.outputs[0]).root
+            offset = 0
+            for port, (name, view_desc) in enumerate(zip(node.inputs, desc.input_tensors)):
+                n = view_desc.sizes[desc.axis]
+                region = output[(slice(None),) * desc.axis + (slice(offset, offset + n),)]
+                offset += n
+                if not self._placeable(graph, node, name):
+                    continue
+                maker = graph.producer(name)
+                assert maker is not None  # a DML node made it
+                made_as = maker.op.outputs[0]
+                if reform(region, made_as.data_type.bits_dtype, made_as.sizes) is None:
+                    continue
+                if binds(view_desc, graph.tensor(name).dtype, graph.tensor(name).static_shape):
+                    continue
+                self._homes[name] = _Home(root, as_bytes(region))
+                in_place.add((node.id, port))
+        return in_place
+
+    def _placeable(self, graph: Graph, join: Node, name: str) -> bool:
+        return (
+            name in self._dml_made
+            and name not in self._outputs
+            and len(graph.consumers(name)) == 1
+            and graph.tensor(name).is_static
+        )
+
+    def _plan_memory(self, producer_step: dict[str, int], readers: dict[str, list[int]]) -> None:
+        """Arena roots share buffers by lifetime: from the first write into any tensor homed
+        in them to the last read of any of them."""
+        spans: dict[int, list[int]] = {}
+        for name, home in self._homes.items():
+            if self._roots[home.root].kind is not RootKind.ARENA:
+                continue
+            start = producer_step[name]
+            end = max(readers.get(name, [start]))
+            span = spans.setdefault(home.root, [start, end])
+            span[0], span[1] = min(span[0], start), max(span[1], end)
+        arena = sorted(spans)
+        lifetimes = [Lifetime(spans[r][0], spans[r][1], self._roots[r].nbytes) for r in arena]
+        assigned, sizes = assign_buffers(lifetimes)
+        self._arena = (len(sizes), sum(sizes), sum(lifetime.nbytes for lifetime in lifetimes))
+        buffers = [np.empty(size, dtype=np.uint8) for size in sizes]
+        self._arena_views = {
+            r: buffers[b][: self._roots[r].nbytes] for r, b in zip(arena, assigned)
+        }
+
+    # ------------------------------------------------------------------ steps
+    def _step(
+        self, graph: Graph, kind: str, nodes: list[Node], in_place: set[tuple[int, int]]
+    ) -> _Step:
+        if kind == "dml":
+            return _DmlStep(self, graph, nodes[0], in_place)
+        if kind == "runtime":
+            return _RuntimeStep(self, graph, nodes[0])
+        return _FallbackStep(self, graph, nodes)
+
+    def root_of(self, view: np.ndarray, candidates: list[int]) -> int | None:
+        """Which of the candidate roots' proxies holds the view's element 0."""
+        at = address(view)
+        for index in candidates:
+            proxy = self._roots[index].proxy
+            start = address(proxy)
+            if start <= at < start + max(proxy.size, 1):
+                return index
+        return None
+
+    def instruction(self, phase: Phase, roots: list[int]) -> Instruction:
+        """One phase of moves as a call: over real memory when all its roots are the plan's
+        own, else rebuilt from recipes each run."""
+        recipes: list[tuple[tuple[int, Recipe], np.ndarray | tuple[int, Recipe]]] = []
+        static = True
+        for destination, source in phase:
+            dst_root = self.root_of(destination, roots)
+            src_root = self.root_of(source, roots)
+            assert dst_root is not None
+            dst = (dst_root, Recipe.of(destination, self._roots[dst_root].proxy))
+            src = (
+                source
+                if src_root is None
+                else (src_root, Recipe.of(source, self._roots[src_root].proxy))
+            )
+            static = static and self._roots[dst_root].kind.static
+            static = static and (src_root is None or self._roots[src_root].kind.static)
+            recipes.append((dst, src))
+        if static:
+            return _call(distribute(_materialize(self._frame, recipes), self.threads))
+        return _BoundPhase(self._frame, recipes, self.threads)
+
+    def ir_reader(self, name: str) -> Callable[[], np.ndarray]:
+        """How a fallback or run-time step reads a tensor: its IR dtype and shape."""
+        graph = self.graph
+        if name not in self._homes:
+            value = graph.constant(name)
+            if value is not None:
+                return lambda: value
+            if name in graph.inputs or name not in self._dml_made:
+                return partial(self._value, name)
+        home = self._homes[name]
+        info = graph.tensor(name)
+        view = reform(home.data, np.dtype(info.dtype), tuple(info.static_shape or ()))
+        if view is None:
+            raise BackendError(f"{graph.source}: tensor {name!r} cannot be read in IR form")
+        root = self._roots[home.root]
+        if root.kind is RootKind.PRODUCED or root.kind is RootKind.INPUT:
+            return partial(self._value, name)
+        recipe = Recipe.of(view, root.proxy)
+        if root.kind.static:
+            fixed = recipe.on(self._frame[home.root])  # type: ignore[arg-type]
+            return lambda: fixed
+        return lambda: recipe.on(self._frame[home.root])  # type: ignore[arg-type]
+
+    def _value(self, name: str) -> np.ndarray:
+        value = self._values.get(name)
+        if value is None:
+            raise BackendError(f"{self.graph.source}: tensor {name!r} has no value when read")
+        return value
+
+    def produced(self, name: str, value: np.ndarray) -> None:
+        """A fallback's or run-time step's output: kept by name, bound if DML nodes read it."""
+        self._values[name] = value
+        home = self._homes.get(name)
+        if home is not None and self._roots[home.root].kind is RootKind.PRODUCED:
+            self._frame[home.root] = _bytes(value)
+
+    # ------------------------------------------------------------------ running
+    def run(
+        self, feeds: Mapping[str, np.ndarray], outputs: Mapping[str, np.ndarray] | None = None
+    ) -> tuple[dict[str, np.ndarray], tuple[NodeRun, ...]]:
+        """Run once: ``feeds`` by input name; ``outputs`` binds caller arrays to outputs."""
+        bound = dict(outputs or {})
+        with self._lock:
+            frame = self._frame
+            self._values = dict(feeds)
+            try:
+                for name, root in self._input_roots:
+                    frame[root] = _bytes(feeds[name])
+                handed: dict[str, np.ndarray] = {}
+                for name, root in self._output_roots:
+                    info = self.graph.tensor(name)
+                    if name in bound:
+                        frame[root] = _bytes(bound[name])
+                        handed[name] = bound[name]
+                    else:
+                        raw, handle = self._pool.take(self._roots[root].nbytes)
+                        frame[root] = raw
+                        handed[name] = handle.view(info.dtype).reshape(info.static_shape)
+                for instruction in self._code:
+                    instruction()
+                results = {name: self._result(name, handed, bound) for name in self._outputs}
+                runs = self._static_runs
+                if runs is None:
+                    runs = tuple(r for step in self._steps for r in step.runs)
+            finally:
+                for index in self._per_run_roots:  # hold no caller memory between runs
+                    frame[index] = None
+                self._values = {}
+        return results, runs
+
+    def _result(
+        self, name: str, handed: dict[str, np.ndarray], bound: dict[str, np.ndarray]
+    ) -> np.ndarray:
+        if name in handed:
+            return handed[name]
+        value = self.ir_reader(name)()
+        if name in bound:
+            np.copyto(bound[name], value)
+            return bound[name]
+        if name in self.graph.inputs or self.graph.is_constant(name):
+            return np.array(value)  # a copy: the caller's feed or the graph's constant
+        return value
+
+
+# ---------------------------------------------------------------------- instructions
+_Recipes = list[tuple[tuple[int, Recipe], "np.ndarray | tuple[int, Recipe]"]]
+
+
+def _materialize(frame: list[np.ndarray | None], recipes: _Recipes) -> list[Move]:
+    moves = []
+    for (dst_root, dst), src in recipes:
+        destination = dst.on(frame[dst_root])  # type: ignore[arg-type]
+        source = src if isinstance(src, np.ndarray) else src[1].on(frame[src[0]])  # type: ignore[arg-type]
+        moves.append((destination, source))
+    return moves
+
+
+def _call(lists: list[list[Move]]) -> Instruction:
+    """The fewest Python calls that run the lists: a single copy is ``np.copyto`` itself."""
+    if len(lists) > 1:
+        return Batch(lists)
+    if len(lists[0]) == 1:
+        return partial(np.copyto, *lists[0][0])
+    return partial(run_list, lists[0])
+
+
+class _BoundPhase:
+    """A phase touching a buffer bound per run: its views are rebuilt from recipes."""
+
+    __slots__ = ("frame", "recipes", "threads", "nbytes")
+
+    def __init__(self, frame: list[np.ndarray | None], recipes: _Recipes, threads: int) -> None:
+        self.frame, self.recipes, self.threads = frame, recipes, threads
+        self.nbytes = sum(dst.nbytes for (_, dst), _ in recipes)
+
+    def __call__(self) -> None:
+        moves = _materialize(self.frame, self.recipes)
+        if self.nbytes < PARALLEL_BYTES or self.threads < 2:
+            run_list(moves)
+        else:
+            _call(distribute(moves, self.threads))()
+
+
+# ---------------------------------------------------------------------- steps
+class _Step:
+    """One unit of the schedule: the calls it adds to the plan and the runs it records."""
+
+    code: list[Instruction]
+    runs: tuple[NodeRun, ...]
+    moves: int = 0
+
+
+class _DmlStep(_Step):
+    """One DirectML descriptor as moves over the homes of its tensors."""
+
+    def __init__(
+        self, plan: Plan, graph: Graph, node: Node, in_place: set[tuple[int, int]]
+    ) -> None:
+        desc: OperatorDesc = node.op
+        try:
+            desc.validate(plan.level)
+        except DmlgraphError as exc:
+            raise BackendError(f"{graph.describe(node)}: {exc}") from None
+        inputs = [
+            plan._desc_view(node, f"input {port}", name, view)
+            for port, (name, view) in enumerate(zip(node.inputs, desc.inputs))
+        ]
+        output = plan._desc_view(node, "output 0", node.outputs[0], desc.outputs[0])
+        phases = operator_moves(desc, inputs, output)
+        if isinstance(desc, JoinDesc):  # inputs already in place have nothing to move
+            phases = [[m for port, m in enumerate(phases[0]) if (node.id, port) not in in_place]]
+        roots = [plan.home(name).root for name in (*node.inputs, node.outputs[0])]
+        self.code = [plan.instruction(phase, roots) for phase in phases if phase]
+        self.moves = sum(len(phase) for phase in phases)
+        self.runs = (NodeRun(node.name, desc.name, DML_ENGINE, notes=tuple(node.notes)),)
+
+
+class _FallbackStep(_Step):
+    """Consecutive ONNX nodes, run as one model by the fallback (prepared on first use)."""
+
+    def __init__(self, plan: Plan, graph: Graph, nodes: list[Node]) -> None:
+        self.plan, self.nodes = plan, nodes
+        self.segment = segment_graph(graph, nodes)
+        self.readers = [(name, plan.ir_reader(name)) for name in self.segment.inputs]
+        self.runner: Runner | None = None
+        engine = plan.fallback.engine
+        self.runs = tuple(NodeRun(n.name, n.op_type, engine, notes=tuple(n.notes)) for n in nodes)
+        self.code = [self.run]
+
+    def run(self) -> None:
+        if self.runner is None:
+            self.runner = self.plan.fallback.prepare(self.segment)
+        results = self.runner({name: read() for name, read in self.readers})
+        for name, value in results.items():
+            self.plan.produced(name, value)
+
+
+class _RuntimeStep(_Step):
+    """A Slice/Concat/Pad lowered when it runs, with the actual parameters and shapes."""
+
+    def __init__(self, plan: Plan, graph: Graph, node: Node) -> None:
+        self.plan, self.node = plan, node
+        self.lowering = RuntimeLowering(graph, node)
+        self.readers = [(name, plan.ir_reader(name)) for name in node.inputs if name]
+        self.cache: dict[tuple[Any, ...], tuple[LoweredGraph, Plan]] = {}
+        self.runs = ()
+        self.code = [self.run]
+
+    def run(self) -> None:
+        node, plan = self.node, self.plan
+        arrays = {name: read() for name, read in self.readers}
+        key = self.lowering.key(arrays)
+        via = "lowered at run time (cached)"
+        if key not in self.cache:
+            sub = self.lowering.lower(arrays, plan.level)
+            self.cache[key] = (sub, Plan(sub, plan.level, plan.fallback, plan.threads))
+            via = "lowered at run time"
+        sub, sub_plan = self.cache[key]
+        outputs, sub_runs = sub_plan.run({name: arrays[name] for name in sub.inputs})
+        for name, sub_name in zip([o for o in node.outputs if o], sub.outputs):
+            plan.produced(name, outputs[sub_name])
+        # what the lowering said of the node (divergences included) goes with every run of it
+        said = tuple(note for record in sub.report() for note in record.notes)
+        runs = [] if sub_runs else [NodeRun(node.name, node.op_type, "none", via, said)]
+        runs += [
+            NodeRun(r.node, r.op, r.engine, via, tuple(dict.fromkeys(said + r.notes)))
+            for r in sub_runs
+        ]
+        self.runs = tuple(runs)
+
+
+# ---------------------------------------------------------------------- scheduling
+def _kind(graph: Graph, node: Node) -> str:
+    if not node.is_onnx:
+        return "dml"
+    return "runtime" if needs_runtime_lowering(graph, node) else "onnx"
+
+
+def _schedule(graph: Graph) -> list[tuple[str, list[Node]]]:
+    """Topological order in runs of one kind: DML and run-time nodes one per step, ONNX nodes
+    grouped (so the fallback prepares few, long segments). Among ready nodes the current kind
+    goes first, lowest id first."""
+    nxg = graph.nx
+    kinds = {node.id: _kind(graph, node) for node in graph.nodes}
+    indegree = {n: nxg.in_degree(n) for n in nxg.nodes}
+    ready: dict[str, list[int]] = {"dml": [], "runtime": [], "onnx": []}
+    for n, degree in indegree.items():
+        if degree == 0:
+            heapq.heappush(ready[kinds[n]], n)
+    steps: list[tuple[str, list[Node]]] = []
+    current = ""
+    while any(ready.values()):
+        switched = not ready.get(current)
+        if switched:
+            current = min((heap[0], kind) for kind, heap in ready.items() if heap)[1]
+        if switched or current != "onnx":
+            steps.append((current, []))
+        n = heapq.heappop(ready[current])
+        steps[-1][1].append(graph.node(n))
+        for _, successor, _ in nxg.out_edges(n, keys=True):
+            indegree[successor] -= 1
+            if indegree[successor] == 0:
+                heapq.heappush(ready[kinds[successor]], successor)
+    return steps
+
+
+def segment_graph(graph: Graph, nodes: list[Node]) -> Graph:
+    """The nodes as a graph of their own: outside tensors they read become inputs, except
+    constants (kept, so an engine can fold them); outputs are what anything else reads."""
+    inside = {node.id for node in nodes}
+    outputs = [
+        out
+        for node in nodes
+        for out in node.outputs
+        if out
+        and (
+            out in graph.outputs
+            or any(consumer.id not in inside for consumer, _ in graph.consumers(out))
+        )
+    ]
+    segment = graph.extract(inside, outputs)
+    for name in list(segment.inputs):
+        if graph.is_constant(name):
+            segment.inputs.remove(name)
+            segment.set_tensor(graph.tensor(name))
+    return segment

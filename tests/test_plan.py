@@ -1,0 +1,332 @@
+"""The NumPy backend's compiled plan: in-place JOINs, memory planning, output binding, the
+output pool and threaded copies. Oracles: onnxruntime on the original ONNX model, NumPy."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from onnx import TensorProto, helper
+
+from backends import BackendError
+from backends.numpy import NumpyBackend
+from backends.numpy import threads as copy_threads
+from backends.numpy.memory import Lifetime, assign_buffers
+from dmlgraph import load
+from lowering import lower
+from oracles import same_bits
+
+ONNX_TYPES = {np.float32: TensorProto.FLOAT, np.int64: TensorProto.INT64, np.uint8: TensorProto.UINT8}
+
+
+def _model(nodes, inputs, outputs, initializers=()) -> onnx.ModelProto:
+    graph = helper.make_graph(nodes, "plan", inputs, outputs, list(initializers))
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
+    model.ir_version = 10
+    return model
+
+
+def _ints(name: str, values: list[int]) -> onnx.TensorProto:
+    return helper.make_tensor(name, TensorProto.INT64, [len(values)], values)
+
+
+def _info(name: str, dtype, shape) -> onnx.ValueInfoProto:
+    return helper.make_tensor_value_info(name, ONNX_TYPES[dtype], list(shape))
+
+
+def _ort(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    return session.run(None, feeds)
+
+
+def _halves_concat(rows: int = 4, cols: int = 6) -> onnx.ModelProto:
+    """x -> two Slices (top, bottom rows) -> Concat(bottom, top): both JOIN inputs in place."""
+    half = rows // 2
+    return _model(
+        [
+            helper.make_node("Slice", ["x", "s0", "e0", "ax"], ["top"]),
+            helper.make_node("Slice", ["x", "s1", "e1", "ax"], ["bottom"]),
+            helper.make_node("Concat", ["bottom", "top"], ["y"], axis=0),
+        ],
+        [_info("x", np.float32, (rows, cols))],
+        [_info("y", np.float32, (rows, cols))],
+        [_ints("s0", [0]), _ints("e0", [half]), _ints("s1", [half]), _ints("e1", [rows]),
+         _ints("ax", [0])],
+    )
+
+
+# ------------------------------------------------------------------------------ in place
+def test_join_inputs_made_by_dml_nodes_are_written_in_place() -> None:
+    x = np.arange(24, dtype=np.float32).reshape(4, 6)
+    lowered = lower(load(_halves_concat()), "6_4")
+    backend = NumpyBackend()
+    (y,) = backend.run(lowered, {"x": x}).values()
+    assert same_bits(y, np.concatenate([x[2:], x[:2]]))
+    summary = backend.plan(lowered).summary
+    assert summary.joined_in_place == 2
+    assert summary.moves == 2  # the two slices; the JOIN moves nothing
+    assert summary.arena_buffers == 0  # both slices live inside the output
+
+
+def test_nested_joins_and_int64_pairs_in_place() -> None:
+    """Concat(Concat(slice, pad), slice) of int64: the inner JOIN and all three producers are
+    homed in the outer output, through UINT32-pair views."""
+    x = np.arange(-12, 12, dtype=np.int64).reshape(4, 6)
+    model = _model(
+        [
+            helper.make_node("Slice", ["x", "s", "e", "ax"], ["a"]),
+            helper.make_node("Pad", ["x", "pads", "v"], ["b"]),
+            helper.make_node("Concat", ["a", "b"], ["ab"], axis=1),
+            helper.make_node("Slice", ["x", "s2", "e2", "ax"], ["c"]),
+            helper.make_node("Concat", ["ab", "c"], ["y"], axis=1),
+        ],
+        [_info("x", np.int64, (4, 6))],
+        [_info("y", np.int64, (4, 4 + 8 + 3))],
+        [_ints("s", [1]), _ints("e", [5]), _ints("s2", [0]), _ints("e2", [3]), _ints("ax", [1]),
+         _ints("pads", [0, 1, 0, 1]),
+         helper.make_tensor("v", TensorProto.INT64, [], [-(2**40) - 3])],
+    )
+    lowered = lower(load(model), "6_4")
+    backend = NumpyBackend()
+    (y,) = backend.run(lowered, {"x": x}).values()
+    (expected,) = _ort(model, {"x": x})
+    assert same_bits(y, expected)
+    assert backend.plan(lowered).summary.joined_in_place == 4
+
+
+@pytest.mark.parametrize(
+    "case, in_place", [("graph input", 1), ("same tensor twice", 0), ("also an output", 0)]
+)
+def test_join_inputs_that_must_stay_copies(case: str, in_place: int) -> None:
+    """A graph input is the caller's memory; a tensor read twice or returned needs a home of
+    its own: those JOIN inputs are copied (the slice beside the graph input is in place)."""
+    x = np.arange(24, dtype=np.float32).reshape(4, 6)
+    slice_node = helper.make_node("Slice", ["x", "s", "e", "ax"], ["a"])
+    inits = [_ints("s", [0]), _ints("e", [2]), _ints("ax", [0])]
+    a_info = _info("a", np.float32, (2, 6))
+    if case == "graph input":
+        nodes, rows, outputs = [slice_node, helper.make_node("Concat", ["a", "x"], ["y"], axis=0)], 6, []
+    elif case == "same tensor twice":
+        nodes, rows, outputs = [slice_node, helper.make_node("Concat", ["a", "a"], ["y"], axis=0)], 4, []
+    else:
+        nodes, rows, outputs = [slice_node, helper.make_node("Concat", ["a", "a"], ["y"], axis=0)], 4, [a_info]
+    model = _model(nodes, [_info("x", np.float32, (4, 6))],
+                   [_info("y", np.float32, (rows, 6)), *outputs], inits)
+    lowered = lower(load(model), "6_4")
+    backend = NumpyBackend()
+    results = backend.run(lowered, {"x": x})
+    for actual, expected in zip(results.values(), _ort(model, {"x": x})):
+        assert same_bits(actual, expected)
+    assert backend.plan(lowered).summary.joined_in_place == in_place
+
+
+# ------------------------------------------------------------------------------ memory
+def test_a_chain_reuses_two_buffers() -> None:
+    """Pad then Slice back, 20 times: 39 intermediate tensors, at most 3 live at once."""
+    nodes, current = [], "x"
+    for i in range(20):
+        nodes.append(helper.make_node("Pad", [current, "pads"], [f"p{i}"], mode="edge"))
+        nodes.append(helper.make_node("Slice", [f"p{i}", "s", "e"], [f"s{i}"]))
+        current = f"s{i}"
+    model = _model(nodes, [_info("x", np.float32, (8, 8))], [_info(current, np.float32, (8, 8))],
+                   [_ints("pads", [1, 1, 1, 1]), _ints("s", [1, 0]), _ints("e", [9, 8])])
+    lowered = lower(load(model), "6_4")
+    backend = NumpyBackend()
+    x = np.random.default_rng(1).standard_normal((8, 8)).astype(np.float32)
+    (y,) = backend.run(lowered, {"x": x}).values()
+    (expected,) = _ort(model, {"x": x})
+    assert same_bits(y, expected)
+    summary = backend.plan(lowered).summary
+    assert summary.arena_buffers <= 3
+    assert summary.arena_bytes * 10 < summary.unplanned_bytes
+
+
+@given(st.lists(st.tuples(st.integers(0, 30), st.integers(0, 30), st.integers(1, 100)),
+                min_size=1, max_size=30))
+def test_buffer_assignment_never_overlaps_live_tensors(spans) -> None:
+    lifetimes = [Lifetime(min(a, b), max(a, b), n) for a, b, n in spans]
+    assigned, sizes = assign_buffers(lifetimes)
+    for i, first in enumerate(lifetimes):
+        assert sizes[assigned[i]] >= first.nbytes
+        for j in range(i):
+            second = lifetimes[j]
+            overlap = first.start <= second.end and second.start <= first.end
+            assert not (overlap and assigned[i] == assigned[j])
+
+
+# ------------------------------------------------------------------------------ outputs
+def test_bound_outputs_are_written_in_place() -> None:
+    x = np.arange(24, dtype=np.float32).reshape(4, 6)
+    lowered = lower(load(_halves_concat()), "6_4")
+    out = np.full((4, 6), -1, np.float32)
+    result = NumpyBackend().run(lowered, {"x": x}, outputs={"y": out})
+    assert result["y"] is out
+    assert same_bits(out, np.concatenate([x[2:], x[:2]]))
+
+
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda x: {"y": np.zeros((4, 6), np.float64)}, "dtype float64"),
+        (lambda x: {"y": np.zeros((6, 4), np.float32)}, r"shape \[6, 4\]"),
+        (lambda x: {"y": np.zeros((6, 4), np.float32).T}, "not C-contiguous"),
+        (lambda x: {"y": np.zeros((4, 6), np.float32).view()}, None),
+        (lambda x: {"z": np.zeros((4, 6), np.float32)}, "not a graph output"),
+        (lambda x: {"y": x}, "shares memory with input 'x'"),
+    ],
+)
+def test_bad_bound_outputs_are_refused(make, message) -> None:
+    x = np.arange(24, dtype=np.float32).reshape(4, 6)
+    lowered = lower(load(_halves_concat()), "6_4")
+    outputs = make(x)
+    if message is None:  # a read-only array
+        outputs["y"].flags.writeable = False
+        message = "read-only"
+    before = x.copy()
+    with pytest.raises(BackendError, match=message):
+        NumpyBackend().run(lowered, {"x": x}, outputs=outputs)
+    assert same_bits(x, before)
+
+
+def test_outputs_held_by_the_caller_are_never_reused() -> None:
+    lowered = lower(load(_halves_concat()), "6_4")
+    backend = NumpyBackend()
+    x = np.arange(24, dtype=np.float32).reshape(4, 6)
+    first = backend.run(lowered, {"x": x})["y"]
+    kept = first.copy()
+    view = first[1:]  # a view alone keeps the buffer too
+    address = first.__array_interface__["data"][0]
+    del first
+    second = backend.run(lowered, {"x": x + 100})["y"]
+    assert same_bits(view, kept[1:])
+    second_address = second.__array_interface__["data"][0]
+    assert second_address != address
+    del view, second
+    third = backend.run(lowered, {"x": x})["y"]  # everything dropped: a buffer comes back
+    assert third.__array_interface__["data"][0] in (address, second_address)
+    assert same_bits(third, kept)
+
+
+def test_dropped_outputs_are_recycled() -> None:
+    lowered = lower(load(_halves_concat()), "6_4")
+    backend = NumpyBackend()
+    x = np.arange(24, dtype=np.float32).reshape(4, 6)
+    addresses = {backend.run(lowered, {"x": x})["y"].__array_interface__["data"][0]
+                 for _ in range(5)}
+    assert len(addresses) == 1
+
+
+# ------------------------------------------------------------------------------ threads
+@pytest.mark.parametrize("mode", ["constant", "reflect", "edge", "wrap"])
+def test_threaded_copies_match_one_thread(mode: str) -> None:
+    """A 2 MB Pad and Concat: the copies split across threads give the same bits."""
+    rows, cols = 512, 1024
+    model = _model(
+        [helper.make_node("Pad", ["x", "pads"], ["p"], mode=mode),
+         helper.make_node("Concat", ["p", "p"], ["y"], axis=1)],
+        [_info("x", np.float32, (rows, cols))],
+        [_info("y", np.float32, (rows + 5, 2 * (cols + 7)))],
+        [_ints("pads", [2, 3, 3, 4])],
+    )
+    x = np.random.default_rng(2).standard_normal((rows, cols)).astype(np.float32)
+    lowered = lower(load(model), "6_4")
+    (expected,) = _ort(model, {"x": x})
+    for threads in (1, 2, 3):
+        (y,) = NumpyBackend(threads=threads).run(lowered, {"x": x}).values()
+        assert same_bits(y, expected), threads
+
+
+@given(st.lists(st.integers(1, 9), min_size=1, max_size=4), st.integers(2, 4), st.data())
+def test_distribute_covers_every_element_once(shape, workers, data) -> None:
+    destination = np.zeros(shape, np.int32)
+    source = np.arange(destination.size, dtype=np.int32).reshape(shape)
+    old = copy_threads.PARALLEL_BYTES
+    copy_threads.PARALLEL_BYTES = 0
+    try:
+        lists = copy_threads.distribute([(destination, source)], workers)
+    finally:
+        copy_threads.PARALLEL_BYTES = old
+    assert len(lists) <= workers
+    for moves in lists:
+        for d, s in moves:
+            assert np.shares_memory(d, destination)
+            np.copyto(d, s)
+    assert same_bits(destination, source)
+    pieces = [d for moves in lists for d, _ in moves]
+    assert sum(p.size for p in pieces) == destination.size
+
+
+# ------------------------------------------------------------------------------ random graphs
+@st.composite
+def random_graphs(draw):
+    """Random DAGs of Slice, Concat and Pad over one input: shared tensors, nested Concats,
+    tensors that are outputs and also read; float32, int64 or uint8."""
+    dtype = draw(st.sampled_from([np.float32, np.int64, np.uint8]))
+    rank = draw(st.integers(1, 3))
+    shape = tuple(draw(st.lists(st.integers(2, 5), min_size=rank, max_size=rank)))
+    tensors = {"x": shape}
+    nodes, inits = [], []
+    for i in range(draw(st.integers(1, 7))):
+        name = f"t{i}"
+        op = draw(st.sampled_from(["Slice", "Concat", "Pad"]))
+        source = draw(st.sampled_from(sorted(tensors)))
+        dims = tensors[source]
+        axis = draw(st.integers(0, len(dims) - 1))
+        if op == "Slice":
+            n = dims[axis]
+            step = draw(st.sampled_from([1, 1, 2, -1]))
+            a, b = sorted(draw(st.lists(st.integers(0, n), min_size=2, max_size=2, unique=True)))
+            start, end = (a, b) if step > 0 else (b - 1, a - 1 if a > 0 else -n - 1)
+            count = len(np.arange(n)[start:end:step])  # ONNX clamps these as Python does
+            inits += [_ints(f"{name}_s", [start]), _ints(f"{name}_e", [end]),
+                      _ints(f"{name}_a", [axis]), _ints(f"{name}_p", [step])]
+            nodes.append(helper.make_node("Slice", [source, f"{name}_s", f"{name}_e",
+                                                    f"{name}_a", f"{name}_p"], [name]))
+            tensors[name] = dims[:axis] + (count,) + dims[axis + 1:]
+        elif op == "Concat":
+            partners = [t for t, d in sorted(tensors.items())
+                        if len(d) == len(dims)
+                        and all(x == y for k, (x, y) in enumerate(zip(d, dims)) if k != axis)]
+            chosen = [source] + draw(st.lists(st.sampled_from(partners), min_size=1, max_size=3))
+            nodes.append(helper.make_node("Concat", chosen, [name], axis=axis))
+            total = sum(tensors[t][axis] for t in chosen)
+            tensors[name] = dims[:axis] + (total,) + dims[axis + 1:]
+        else:
+            mode = draw(st.sampled_from(["constant", "edge", "reflect", "wrap"]))
+            limit = (lambda n: n - 1) if mode == "reflect" else (lambda n: n)
+            pads = [draw(st.integers(0, min(2, limit(n)))) for n in dims] + [
+                draw(st.integers(0, min(2, limit(n)))) for n in dims]
+            inits.append(_ints(f"{name}_pads", pads))
+            nodes.append(helper.make_node("Pad", [source, f"{name}_pads"], [name], mode=mode))
+            tensors[name] = tuple(n + a + b for n, a, b in zip(dims, pads[:len(dims)], pads[len(dims):]))
+    made = [f"t{i}" for i in range(len(nodes))]
+    outputs = [made[-1]] + draw(st.lists(st.sampled_from(made), max_size=2, unique=True))
+    outputs = list(dict.fromkeys(outputs))
+    model = _model(nodes, [_info("x", dtype, shape)],
+                   [_info(o, dtype, tensors[o]) for o in outputs], inits)
+    x = (np.arange(int(np.prod(shape))) * 7 - 11).astype(dtype).reshape(shape)
+    level = draw(st.sampled_from(["6_4", "2_1", "1_0"]))
+    return model, x, level
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(random_graphs(), st.integers(1, 3))
+def test_random_graphs_match_onnxruntime(case, threads) -> None:
+    model, x, level = case
+    before = x.copy()
+    expected = _ort(model, {"x": x})
+    lowered = lower(load(model), level)
+    old = copy_threads.PARALLEL_BYTES
+    copy_threads.PARALLEL_BYTES = 0  # split even tiny copies, so the threaded path runs
+    try:
+        backend = NumpyBackend(threads=threads)
+        for _ in range(2):  # the second run replays the plan with recycled outputs
+            results = backend.run(lowered, {"x": x})
+            for name, want in zip([o.name for o in model.graph.output], expected):
+                assert same_bits(results[name], want), name
+    finally:
+        copy_threads.PARALLEL_BYTES = old
+    assert same_bits(x, before)
