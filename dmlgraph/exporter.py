@@ -103,6 +103,13 @@ def to_onnx(
     return model
 
 
+#: NodeProtos of plain (non-canonical) ops by (op, inputs, outputs, name, opset): folding
+#: exports the graph once per round, and building protos attribute by attribute is slow.
+#: Protos are copied when added to a graph, so sharing them is safe.
+_PROTOS: dict[tuple[Any, ...], onnx.NodeProto] = {}
+_PROTO_CACHE_SIZE = 100_000
+
+
 def _node_proto(
     graph: Graph, node: Node, used_names: set[str]
 ) -> tuple[onnx.NodeProto, dict[str, np.ndarray]]:
@@ -120,6 +127,23 @@ def _node_proto(
     if name in used_names:
         name = f"{name}_{node.id}"
     used_names.add(name)
+    opset = graph.opset_imports[op.domain]
+    if not canonical.is_canonical(op):  # a plain op's proto depends only on these
+        key = (op, node.inputs, node.outputs, name, opset)
+        cached = _PROTOS.get(key)
+        if cached is None:
+            if len(_PROTOS) >= _PROTO_CACHE_SIZE:
+                _PROTOS.clear()
+            schema = _schema(op.op_type, op.domain, opset)
+            cached = helper.make_node(
+                op.op_type, list(node.inputs), list(node.outputs), name=name,
+                domain=op.domain or None,
+            )
+            cached.attribute.extend(
+                _attribute(k, v, schema) for k, v in sorted(op.attrs.items())
+            )
+            _PROTOS[key] = cached
+        return cached, {}
     op_type, inputs, attrs, new_constants = op.op_type, node.inputs, dict(op.attrs), {}
     if canonical.is_canonical(op):
         version = canonical.since_version(

@@ -70,15 +70,18 @@ class FoldReport:
     runtime_parameters: dict[NodeId, dict[str, str]] = field(default_factory=dict)
 
 
-def fold(graph: Graph, *, max_rounds: int = 1000) -> FoldReport:
+def fold(graph: Graph, *, max_rounds: int = 1000, inferred: bool = False) -> FoldReport:
     """Infer shapes and fold constants to a fixed point, then mark run-time Slice/Pad parameters.
 
     For graphs of ONNX ops (before lowering): shape inference runs on ``to_onnx`` of the graph.
+    ``inferred``: the graph's shapes are already inferred (the importer's), so the first
+    round skips inference.
     """
     report = FoldReport()
     while report.rounds < max_rounds:
         report.rounds += 1
-        infer_shapes(graph)
+        if report.rounds > 1 or not inferred:
+            infer_shapes(graph)
         canonicalize(graph)
         folded = fold_constants(graph)
         report.folded.extend(folded)
@@ -134,6 +137,8 @@ def infer_shapes(graph: Graph) -> int:
         old = graph.tensors.get(value_info.name)
         if old is None or old.data is not None or value_info.name in graph.inputs:
             continue
+        if old.dtype is not None and old.is_static:
+            continue  # nothing inference says can make it more specific
         merged = _merge(old, tensor_info(value_info, graph.source))
         if merged != old:
             graph.set_tensor(merged)

@@ -69,7 +69,7 @@ def load(
             _apply_input_shapes(proto, input_shapes, source)
         graph = _build_graph(_infer_shapes(proto, source), source)
         if fold:
-            folding.fold(graph)
+            folding.fold(graph, inferred=True)
         else:
             folding.prepare(graph)
     except DmlgraphError:

@@ -18,6 +18,7 @@ Design, in brief (ARCHITECTURE.md has the picture):
 from __future__ import annotations
 
 import dataclasses
+import heapq
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -319,6 +320,7 @@ class Graph:
         self._consumers: dict[str, dict[tuple[NodeId, int], None]] = {}
         self._next_id = 0
         self._version = 0
+        self._order: tuple[int, list[Node]] | None = None
         #: Nodes removed by folding, in removal order (see ``RemovedNode``).
         self.removed: list[RemovedNode] = []
 
@@ -404,12 +406,31 @@ class Graph:
         return self._nx.number_of_nodes()
 
     def topological_order(self) -> list[Node]:
-        """Nodes so that producers precede consumers; ties broken by id, so it is deterministic."""
-        try:
-            order = list(nx.lexicographical_topological_sort(self._nx))
-        except nx.NetworkXUnfeasible:
-            raise GraphInvariantError(f"{self.source}: the graph has a cycle") from None
-        return [self._nx.nodes[i]["node"] for i in order]
+        """Nodes so that producers precede consumers; ties broken by id, so it is deterministic.
+
+        Kahn's algorithm with the ready nodes in a heap (networkx's lexicographical order),
+        cached until the graph changes: folding and lowering ask for it many times."""
+        cached = self._order
+        if cached is not None and cached[0] == self._version:
+            return list(cached[1])
+        pred, succ = self._nx._pred, self._nx._succ
+        indegree = {n: sum(len(keys) for keys in pred[n].values()) for n in pred}
+        ready = [n for n, d in indegree.items() if d == 0]
+        heapq.heapify(ready)
+        order: list[NodeId] = []
+        while ready:
+            n = heapq.heappop(ready)
+            order.append(n)
+            for successor, keys in succ[n].items():
+                indegree[successor] -= len(keys)
+                if indegree[successor] == 0:
+                    heapq.heappush(ready, successor)
+        if len(order) != len(indegree):
+            raise GraphInvariantError(f"{self.source}: the graph has a cycle")
+        nodes = self._nx.nodes
+        result = [nodes[i]["node"] for i in order]
+        self._order = (self._version, result)
+        return list(result)
 
     def find_nodes(self, op_type: str | None = None, name: str | None = None) -> list[Node]:
         """Nodes with the given op type and/or provenance name, in id order."""
@@ -708,7 +729,9 @@ class Graph:
                     f"graph output {name!r} has no producer and is neither a graph input nor a "
                     "constant"
                 )
-        if not nx.is_directed_acyclic_graph(self._nx):
+        try:
+            self.topological_order()  # cached while the graph is unchanged
+        except GraphInvariantError:
             problems.append("the graph has a cycle")
         if problems:
             raise GraphInvariantError(
