@@ -27,7 +27,7 @@ import numpy as np
 import onnx
 from onnx import AttributeProto, TensorProto, numpy_helper
 
-from dmlgraph import canonical, folding
+from dmlgraph import canonical, collector, folding
 from dmlgraph.dtypes import to_numpy_dtype
 from dmlgraph.errors import DmlgraphError, ModelLoadError, ModelValidationError, UnsupportedError
 from dmlgraph.ir import Graph, OnnxOp, Provenance, TensorInfo
@@ -56,6 +56,13 @@ def load(
     and every subgraph computable from constants and static shapes is folded; Slice/Pad
     parameters that stay run-time values get a note saying why.
     """
+    with collector.paused():
+        return _load(model, input_shapes, fold)
+
+
+def _load(
+    model: ModelSource, input_shapes: Mapping[str, Sequence[int | str]] | None, fold: bool
+) -> Graph:
     source, proto, base_dir = _read(model)
     try:
         _load_external_data(proto, base_dir, source)

@@ -7,6 +7,7 @@ became and why.
 
 from __future__ import annotations
 
+from dmlgraph import collector
 from dmlgraph.dml.enums import FeatureLevel
 from dmlgraph.errors import UnsupportedError
 from dmlgraph.ir import Graph, OnnxOp
@@ -35,8 +36,9 @@ def lower(graph: Graph, feature_level: FeatureLevel | str | int = "6_4") -> Lowe
             )
         ctx.origins[node.id] = Origin(node)
         ctx.origin_of[node.id] = node.id
-    PassManager(tuple(p() for p in DEFAULT_PASSES)).run(lowered, ctx)
-    lowered.records = _records(lowered, ctx)
+    with collector.paused():
+        PassManager(tuple(p() for p in DEFAULT_PASSES)).run(lowered, ctx)
+        lowered.records = _records(lowered, ctx)
     return lowered
 
 

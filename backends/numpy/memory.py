@@ -26,7 +26,9 @@ class Lifetime:
 
 def assign_buffers(lifetimes: Sequence[Lifetime]) -> tuple[list[int], list[int]]:
     """Greedy best fit in order of first write: each lifetime gets the smallest free buffer
-    that holds it (free: its last reader ran before this start), else a new buffer.
+    that holds it (free: its last reader ran before this start), else the largest free buffer
+    grown to hold it (a chain whose tensors grow step by step still ping-pongs between two),
+    else a new buffer.
 
     Returns the buffer index of each lifetime and the size of each buffer.
     """
@@ -43,6 +45,10 @@ def assign_buffers(lifetimes: Sequence[Lifetime]) -> tuple[list[int], list[int]]
         if fits:
             buffer = min(fits, key=lambda b: sizes[b])
             free.remove(buffer)
+        elif free:
+            buffer = max(free, key=lambda b: sizes[b])
+            free.remove(buffer)
+            sizes[buffer] = need.nbytes
         else:
             buffer = len(sizes)
             sizes.append(need.nbytes)

@@ -19,6 +19,7 @@ the fallback in segments; a node whose parameters arrive at run time is lowered 
 
 from __future__ import annotations
 
+import ctypes
 import enum
 import heapq
 import threading
@@ -34,7 +35,7 @@ from backends.base import BackendError, NodeRun
 from backends.numpy.memory import Lifetime, OutputPool, assign_buffers
 from backends.numpy.moves import Move, Phase, operator_moves
 from backends.numpy.runtime import RuntimeLowering, needs_runtime_lowering
-from backends.numpy.threads import PARALLEL_BYTES, Batch, distribute, run_list
+from backends.numpy.threads import Batch, distribute, run_list
 from backends.numpy.views import Recipe, address, as_bytes, reform
 from dmlgraph.dml.binding import binds
 from dmlgraph.dml.enums import FeatureLevel
@@ -142,6 +143,8 @@ class Plan:
         self._frame: list[np.ndarray | None] = [
             root.proxy if root.kind is RootKind.CONSTANT else None for root in self._roots
         ]
+        #: where each per-run root's memory starts in this run (see ``_BoundPhase``)
+        self._addresses: list[int] = [0] * len(self._roots)
         for index, buffer in self._arena_views.items():
             self._frame[index] = buffer
         self._steps = [self._step(graph, kind, nodes, in_place) for kind, nodes in schedule]
@@ -329,7 +332,7 @@ class Plan:
             recipes.append((dst, src))
         if static:
             return _call(distribute(_materialize(self._frame, recipes), self.threads))
-        return _BoundPhase(self._frame, recipes, self.threads)
+        return _BoundPhase(self, recipes)
 
     def ir_reader(self, name: str) -> Callable[[], np.ndarray]:
         """How a fallback or run-time step reads a tensor: its IR dtype and shape."""
@@ -365,7 +368,11 @@ class Plan:
         self._values[name] = value
         home = self._homes.get(name)
         if home is not None and self._roots[home.root].kind is RootKind.PRODUCED:
-            self._frame[home.root] = _bytes(value)
+            self._bind(home.root, _bytes(value))
+
+    def _bind(self, root: int, memory: np.ndarray) -> None:
+        self._frame[root] = memory
+        self._addresses[root] = address(memory)
 
     # ------------------------------------------------------------------ running
     def run(
@@ -378,16 +385,16 @@ class Plan:
             self._values = dict(feeds)
             try:
                 for name, root in self._input_roots:
-                    frame[root] = _bytes(feeds[name])
+                    self._bind(root, _bytes(feeds[name]))
                 handed: dict[str, np.ndarray] = {}
                 for name, root in self._output_roots:
                     info = self.graph.tensor(name)
                     if name in bound:
-                        frame[root] = _bytes(bound[name])
+                        self._bind(root, _bytes(bound[name]))
                         handed[name] = bound[name]
                     else:
                         raw, handle = self._pool.take(self._roots[root].nbytes)
-                        frame[root] = raw
+                        self._bind(root, raw)
                         handed[name] = handle.view(info.dtype).reshape(info.static_shape)
                 for instruction in self._code:
                     instruction()
@@ -419,7 +426,9 @@ class Plan:
 _Recipes = list[tuple[tuple[int, Recipe], "np.ndarray | tuple[int, Recipe]"]]
 
 
-def _materialize(frame: list[np.ndarray | None], recipes: _Recipes) -> list[Move]:
+def _materialize(
+    frame: list[np.ndarray | None] | dict[int, np.ndarray], recipes: _Recipes
+) -> list[Move]:
     moves = []
     for (dst_root, dst), src in recipes:
         destination = dst.on(frame[dst_root])  # type: ignore[arg-type]
@@ -438,20 +447,39 @@ def _call(lists: list[list[Move]]) -> Instruction:
 
 
 class _BoundPhase:
-    """A phase touching a buffer bound per run: its views are rebuilt from recipes."""
+    """A phase touching buffers bound per run. Its views are built from recipes over the
+    bound addresses and kept while the addresses stay the same (the same arrays run after
+    run, or a recycled output buffer), so a replay costs no view building.
 
-    __slots__ = ("frame", "recipes", "threads", "nbytes")
+    The kept views hold no reference to the memory: they are only used in a run that has
+    bound the same addresses, when that memory is alive and held by the run's frame.
+    """
 
-    def __init__(self, frame: list[np.ndarray | None], recipes: _Recipes, threads: int) -> None:
-        self.frame, self.recipes, self.threads = frame, recipes, threads
-        self.nbytes = sum(dst.nbytes for (_, dst), _ in recipes)
+    __slots__ = ("plan", "recipes", "roots", "key", "call")
+
+    def __init__(self, plan: Plan, recipes: _Recipes) -> None:
+        self.plan, self.recipes = plan, recipes
+        roots = {dst[0] for dst, _ in recipes}
+        roots.update(src[0] for _, src in recipes if not isinstance(src, np.ndarray))
+        self.roots = sorted(roots)
+        self.key: tuple[int, ...] | None = None
+        self.call: Instruction | None = None
 
     def __call__(self) -> None:
-        moves = _materialize(self.frame, self.recipes)
-        if self.nbytes < PARALLEL_BYTES or self.threads < 2:
-            run_list(moves)
-        else:
-            _call(distribute(moves, self.threads))()
+        addresses = self.plan._addresses
+        key = tuple([addresses[r] for r in self.roots])
+        if key != self.key:
+            frame = self.plan._frame
+            memory = {r: _unowned(frame[r]) for r in self.roots}  # type: ignore[arg-type]
+            self.call = _call(distribute(_materialize(memory, self.recipes), self.plan.threads))
+            self.key = key
+        self.call()  # type: ignore[misc]
+
+
+def _unowned(memory: np.ndarray) -> np.ndarray:
+    """The same bytes through an array that does not keep them alive (see ``_BoundPhase``)."""
+    raw = (ctypes.c_char * memory.size).from_address(address(memory))
+    return np.frombuffer(raw, dtype=np.uint8)
 
 
 # ---------------------------------------------------------------------- steps

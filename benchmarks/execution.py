@@ -1,0 +1,201 @@
+"""Execution: one Slice, Concat or Pad node at 1/16/128 MB, against onnxruntime and memcpy.
+
+Two modes compare like with like. "alloc": both engines return fresh outputs
+(``backend.run(graph, feeds)`` against ``sess.run(None, feeds)``). "bound": both write into
+arrays the caller allocated once (``backend.run(..., outputs=...)`` against an onnxruntime
+IOBinding); "n/a" where the backend does not take ``outputs=`` yet. The memcpy bound copies the
+same number of bytes into a preallocated buffer, on one thread or on ``threads`` workers,
+whichever is faster: an engine that reads its input once and writes its output once can at
+best match it. Bytes moved = input bytes the node needs
+(a slice's selected elements, all of a concat's or pad's inputs) + output bytes written.
+
+Ratios here are of speed, as the targets are stated (theirs' median time / ours: above 1, ours
+is faster): at 16 MB and up, ours must be at least as fast as onnxruntime and reach 0.8 of the
+memcpy bound. dmlgraph is timed before the onnxruntime session exists: onnxruntime's idle
+intra-op threads spin for a while after each run and would take a core from dmlgraph's copy
+threads on a small machine, so each engine is timed with the machine to itself.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from functools import partial
+
+import numpy as np
+
+from benchmarks.cases import Case, execution_cases
+from benchmarks.engines import Ours, OrtBound, fallbacks, session, verify
+from benchmarks.results import Progress, Section, Target
+from benchmarks.settings import Settings
+from benchmarks.timing import Timing, measure, ratio
+
+
+
+@dataclass(frozen=True)
+class ExecutionRow:
+    case: str
+    op: str
+    output_bytes: int
+    bytes_moved: int
+    lowered_as: str
+    fallbacks: tuple[str, ...]  # Slice/Concat/Pad nodes left as ONNX nodes (expected: none)
+    verified: tuple[str, ...]  # the outputs compared bit for bit with onnxruntime's alloc run
+    ours_alloc: Timing
+    ort_alloc: Timing
+    ours_bound: Timing | None  # None: the backend takes no ``outputs=``
+    ort_bound: Timing
+    memcpy: Timing
+    memcpy_threads: int
+    gbps: dict[str, float | None]
+    ratios: dict[str, float | None]
+
+
+class MemcpyBound:
+    """``np.copyto`` of half the moved bytes (each byte is read once and written once) into a
+    preallocated buffer, on one thread or split across ``workers`` threads (numpy releases the
+    GIL while it copies). The faster of the two is the bound: below a few hundred KB, handing
+    work to a pool costs more than the copy."""
+
+    def __init__(self, pool: ThreadPoolExecutor, workers: int, bytes_moved: int) -> None:
+        elements = max(workers, bytes_moved // 2 // 4)
+        self.pool = pool
+        self.src = np.ones(elements, dtype=np.float32)
+        self.dst = np.full(elements, 2.0, dtype=np.float32)  # every page touched
+        bounds = np.linspace(0, elements, workers + 1).astype(int)
+        self.parts = [(self.dst[a:b], self.src[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
+
+    def copy(self) -> None:
+        np.copyto(self.dst, self.src)
+
+    def copy_split(self) -> None:
+        for future in [self.pool.submit(np.copyto, dst, src) for dst, src in self.parts]:
+            future.result()
+
+    def measure(self, repeats: int, warmup: int) -> tuple[Timing, int]:
+        """The faster (by median) of one thread and ``workers`` threads, and its thread count."""
+        one = measure(self.copy, repeats, warmup)
+        split = measure(self.copy_split, repeats, warmup)
+        return (one, 1) if one.median <= split.median else (split, len(self.parts))
+
+
+def _gbps(timing: Timing | None, nbytes: int) -> float | None:
+    return None if timing is None else timing.gbps(nbytes)
+
+
+def _median(timing: Timing | None) -> float | None:
+    return None if timing is None else timing.median
+
+
+def measure_case(case: Case, settings: Settings, repeats: int, pool: ThreadPoolExecutor,
+                 label: str = "") -> ExecutionRow:
+    """Every engine and mode on one case; then both engines' results compared bit for bit."""
+    feeds = case.feeds()
+    what = f"{case.name} {label}".strip()
+    w = settings.warmup
+    ours = Ours(case.model)
+    ours_result = {k: v.copy() for k, v in ours.run(feeds).items()}
+    ours_alloc = measure(lambda: ours.run(feeds), repeats, w)
+    ours_bound: Callable[[], None] | None = None
+    ours_bound_time: Timing | None = None
+    if ours.can_bind:
+        ours_out = {n: np.full_like(a, np.nan) for n, a in ours_result.items()}
+        ours_bound = partial(ours.run_into, feeds, ours_out)
+        ours_bound_time = measure(ours_bound, repeats, w)
+
+    sess = session(case.model, settings.threads)
+    names = [o.name for o in sess.get_outputs()]
+    expected = dict(zip(names, sess.run(None, feeds)))
+    verify(f"{what}: dmlgraph (alloc)", ours_result, expected)
+    verified = ["ours_alloc"]
+    if ours_bound is not None:
+        verify(f"{what}: dmlgraph (outputs=)", ours_out, expected)
+        verified.append("ours_bound")
+    ort_out = {n: np.full_like(a, np.nan) for n, a in expected.items()}
+    ort_bound = OrtBound(sess, feeds, ort_out)
+    ort_bound.run()
+    verify(f"{what}: onnxruntime (IOBinding)", ort_out, expected)
+    verified.append("ort_bound")
+    del expected, ours_result
+
+    moved = case.bytes_moved
+    timings = {
+        "ours_alloc": ours_alloc,
+        "ort_alloc": measure(lambda: sess.run(None, feeds), repeats, w),
+        "ours_bound": ours_bound_time,
+        "ort_bound": measure(ort_bound.run, repeats, w),
+    }
+    del sess, ort_bound  # its threads go with it
+    timings["memcpy"], memcpy_threads = MemcpyBound(pool, settings.threads, moved).measure(
+        repeats, w
+    )
+    med = {k: _median(t) for k, t in timings.items()}
+    return ExecutionRow(
+        case=case.name,
+        op=case.op,
+        output_bytes=case.output_bytes,
+        bytes_moved=moved,
+        lowered_as=ours.lowered_as(),
+        fallbacks=fallbacks(ours.graph),
+        verified=tuple(verified),
+        memcpy_threads=memcpy_threads,
+        gbps={k: _gbps(t, moved) for k, t in timings.items()},
+        ratios={  # speed: theirs' time / ours (above 1: ours is faster)
+            "ours/ort alloc": ratio(med["ort_alloc"], med["ours_alloc"]),
+            "ours/ort bound": ratio(med["ort_bound"], med["ours_bound"]),
+            "ours/memcpy alloc": ratio(med["memcpy"], med["ours_alloc"]),
+            "ours/memcpy bound": ratio(med["memcpy"], med["ours_bound"]),
+            "ort/memcpy bound": ratio(med["memcpy"], med["ort_bound"]),
+        },
+        **timings,  # type: ignore[arg-type]
+    )
+
+
+def run(settings: Settings, progress: Progress = lambda _: None) -> Section:
+    rows: list[ExecutionRow] = []
+    notes: list[str] = []
+    with ThreadPoolExecutor(settings.threads) as pool:
+        for size in settings.sizes:
+            for case in execution_cases(size):
+                progress(f"execution: {case.name} at {size_label(size)}")
+                row = measure_case(case, settings, settings.repeats_for(size), pool,
+                                   size_label(size))
+                rows.append(row)
+                notes += [f"{case.name}: {f}" for f in row.fallbacks]
+                gc.collect()
+    if rows and rows[0].ours_bound is None:
+        notes.append("bound mode: the numpy backend's run() takes no outputs= yet (n/a)")
+    return Section("execution", {"cases": tuple(rows)}, targets(rows), tuple(notes))
+
+
+#: At these output sizes and up the targets apply; smaller cases are reported for information.
+TARGET_FROM_BYTES = 16 << 20
+#: ours / onnxruntime speed, and ours / memcpy-bound speed, must be at least these.
+ORT_LIMIT, MEMCPY_LIMIT = 1.0, 0.8
+
+
+def targets(rows: list[ExecutionRow]) -> tuple[Target, ...]:
+    """Speed against onnxruntime (both modes) and against the memcpy bound, from 16 MB."""
+    large = [r for r in rows if r.output_bytes >= TARGET_FROM_BYTES]
+
+    def worst(key: str) -> list[tuple[str, float | None]]:
+        return [(f"{r.case} {size_label(r.output_bytes)}", r.ratios[key]) for r in large]
+
+    return (
+        Target.worst_of("execution >=16 MB: ours/ORT speed, alloc", worst("ours/ort alloc"),
+                        low=ORT_LIMIT),
+        Target.worst_of("execution >=16 MB: ours/ORT speed, bound", worst("ours/ort bound"),
+                        low=ORT_LIMIT),
+        Target.worst_of("execution >=16 MB: ours/memcpy-bound speed, alloc",
+                        worst("ours/memcpy alloc"), low=MEMCPY_LIMIT),
+        Target.worst_of("execution >=16 MB: ours/memcpy-bound speed, bound",
+                        worst("ours/memcpy bound"), low=MEMCPY_LIMIT),
+    )
+
+
+def size_label(nbytes: int) -> str:
+    if nbytes >= 1 << 20:
+        return f"{nbytes / (1 << 20):g} MB"
+    return f"{nbytes / (1 << 10):g} KB"

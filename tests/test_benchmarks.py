@@ -1,0 +1,89 @@
+"""Smoke test of the benchmark suite: every section runs end to end in tiny mode and the JSON
+holds what the full run's readers need. It asserts nothing about speed."""
+
+from __future__ import annotations
+
+import io
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+from rich.console import Console
+
+# benchmarks/ is not installed; pytest's pythonpath (pyproject.toml) puts the root on the path
+from benchmarks import suite
+from benchmarks.__main__ import main
+from benchmarks.cases import chain_cases, execution_cases
+from benchmarks.engines import MismatchError, bit_identical, verify
+from benchmarks.report import write_json
+from benchmarks.settings import TINY
+
+
+@pytest.fixture(scope="module")
+def document(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    out = io.StringIO()
+    doc = suite.run(TINY, console=Console(file=out, width=200))
+    path = tmp_path_factory.mktemp("bench") / "results.json"
+    write_json(doc, path)
+    return {"json": json.loads(path.read_text()), "printed": out.getvalue()}
+
+
+def test_every_section_is_in_the_json(document: dict) -> None:
+    doc = document["json"]
+    assert set(doc["sections"]) == {"execution", "overhead", "lowering", "memory"}
+    for key in ("cpu_count", "python", "numpy", "onnxruntime"):
+        assert doc["machine"][key]
+    names = {t["name"] for t in doc["summary"]}
+    for section in doc["sections"].values():
+        assert section["targets"]
+        assert {t["name"] for t in section["targets"]} <= names
+    assert "summary: worst ratio per target" in document["printed"]
+
+
+def test_every_execution_case_was_verified(document: dict) -> None:
+    rows = document["json"]["sections"]["execution"]["tables"]["cases"]
+    assert [r["case"] for r in rows] == [c.name for c in execution_cases(TINY.sizes[0])]
+    for row in rows:
+        assert {"ours_alloc", "ort_bound"} <= set(row["verified"])
+        assert ("ours_bound" in row["verified"]) == (row["ours_bound"] is not None)
+        assert row["ours_alloc"]["samples"] and row["ort_alloc"]["samples"]
+        assert row["bytes_moved"] > row["output_bytes"]
+        assert set(row["ratios"]) >= {"ours/ort alloc", "ours/ort bound", "ours/memcpy alloc"}
+
+
+def test_overhead_lowering_and_memory_rows(document: dict) -> None:
+    sections = document["json"]["sections"]
+    chains = sections["overhead"]["tables"]["chains"]
+    assert [c["chain"] for c in chains] == [c.name for c in chain_cases(TINY.chain_length)]
+    assert all(c["verified"] == ["ours", "ort_all"] for c in chains)
+    assert all(c["us_per_node"]["ort_none"] > 0 for c in chains)
+    lowering = sections["lowering"]["tables"]
+    assert [m["model"] for m in lowering["models"]] == list(TINY.models)
+    assert len(lowering["synthetic"]) == len(TINY.synthetic_nodes)
+    assert lowering["synthetic"][1]["scaling"] is not None
+    profile = sections["lowering"]["profile"]
+    assert profile["top_by_cumulative"] and profile["growth_per_node"]
+    runs = sections["memory"]["tables"]["runs"]
+    assert len(runs) == len(TINY.memory_cases)
+    assert {runs[0]["ours"]["engine"], runs[0]["ort"]["engine"]} == {"ours", "ort"}
+
+
+def test_a_mismatch_fails_loudly() -> None:
+    a = np.array([0.0, 1.0], dtype=np.float32)
+    assert bit_identical(a, a.copy())
+    assert not bit_identical(a, np.array([-0.0, 1.0], dtype=np.float32))
+    with pytest.raises(MismatchError, match="differs"):
+        verify("case", {"y": a}, {"y": np.array([-0.0, 1.0], dtype=np.float32)})
+    with pytest.raises(MismatchError, match="missing"):
+        verify("case", {}, {"y": a})
+
+
+def test_command_line_writes_the_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("benchmarks.__main__.QUICK", replace(TINY, chain_length=3))
+    path = tmp_path / "out.json"
+    assert main(["--quick", "--only", "overhead", "--json", str(path)]) == 0
+    assert list(json.loads(path.read_text())["sections"]) == ["overhead"]
+    with pytest.raises(SystemExit):
+        main(["--only", "nonsense"])
