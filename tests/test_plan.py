@@ -330,3 +330,26 @@ def test_random_graphs_match_onnxruntime(case, threads) -> None:
     finally:
         copy_threads.PARALLEL_BYTES = old
     assert same_bits(x, before)
+
+
+@given(st.lists(st.integers(1, 12), min_size=2, max_size=3), st.integers(2, 4),
+       st.integers(2, 4), st.integers(1, 64))
+def test_distribute_side_by_side_moves_in_row_blocks(shape, parts, workers, block) -> None:
+    """A JOIN on the last axis: every input's columns, cut in row blocks across workers."""
+    widths = [shape[-1]] * parts
+    destination = np.zeros(tuple(shape[:-1]) + (sum(widths),), np.int32)
+    sources = [np.arange(np.prod(shape), dtype=np.int32).reshape(shape) + 1000 * k
+               for k in range(parts)]
+    moves = [(destination[..., k * shape[-1]:(k + 1) * shape[-1]], s)
+             for k, s in enumerate(sources)]
+    old = copy_threads.PARALLEL_BYTES, copy_threads.BLOCK_BYTES
+    copy_threads.PARALLEL_BYTES, copy_threads.BLOCK_BYTES = 0, block
+    try:
+        lists = copy_threads.distribute(moves, workers)
+    finally:
+        copy_threads.PARALLEL_BYTES, copy_threads.BLOCK_BYTES = old
+    assert len(lists) <= workers
+    for piece_list in lists:
+        copy_threads.run_list(piece_list)
+    assert same_bits(destination, np.concatenate(sources, axis=-1))
+    assert sum(d.size for piece_list in lists for d, _ in piece_list) == destination.size
