@@ -27,6 +27,11 @@ def lower(graph: Graph, feature_level: FeatureLevel | str | int = "6_4") -> Lowe
         level = FeatureLevel.parse(feature_level)
     except ValueError as exc:
         raise UnsupportedError(f"feature level: {exc}") from None
+    with collector.paused():
+        return _lower(graph, level)
+
+
+def _lower(graph: Graph, level: FeatureLevel) -> LoweredGraph:
     lowered = LoweredGraph.from_graph(graph, level)
     ctx = Context()
     for node in lowered.nodes:
@@ -36,9 +41,8 @@ def lower(graph: Graph, feature_level: FeatureLevel | str | int = "6_4") -> Lowe
             )
         ctx.origins[node.id] = Origin(node)
         ctx.origin_of[node.id] = node.id
-    with collector.paused():
-        PassManager(tuple(p() for p in DEFAULT_PASSES)).run(lowered, ctx)
-        lowered.records = _records(lowered, ctx)
+    PassManager(tuple(p() for p in DEFAULT_PASSES)).run(lowered, ctx)
+    lowered.records = _records(lowered, ctx)
     return lowered
 
 
