@@ -41,9 +41,17 @@ class Context:
 
     origins: dict[NodeId, Origin] = field(default_factory=dict)
     origin_of: dict[NodeId, NodeId] = field(default_factory=dict)
+    #: tensor -> the tensor that replaced it when its node was eliminated
+    aliases: dict[str, str] = field(default_factory=dict)
 
     def adopt(self, node: Node, origin: NodeId) -> None:
         self.origin_of[node.id] = origin
+
+    def resolve(self, tensor: str) -> str:
+        """What a tensor of the original graph is now called (eliminations chain)."""
+        while tensor in self.aliases:
+            tensor = self.aliases[tensor]
+        return tensor
 
 
 class Pass(ABC):
@@ -115,6 +123,7 @@ class LowerOnnx(Pass):
         if rw.alias is not None:
             origin.status = Status.ELIMINATED
             graph.replace_uses(out, rw.alias)
+            ctx.aliases[out] = rw.alias
             return
         dtype = graph.tensor(node.inputs[0]).dtype
         for name, shape in rw.temps.items():
@@ -187,8 +196,9 @@ class Legalize(Pass):
         origin = ctx.origins[origin_id]
         Legalize._drop(graph, ctx, nodes)
         original = origin.node
+        inputs = tuple(ctx.resolve(name) if name else name for name in original.inputs)
         new = graph.add_node(
-            original.op, original.inputs, original.outputs, original.provenance, original.notes
+            original.op, inputs, original.outputs, original.provenance, original.notes
         )
         ctx.adopt(new, origin_id)
         origin.status = Status.FALLBACK

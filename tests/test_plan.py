@@ -353,3 +353,20 @@ def test_distribute_side_by_side_moves_in_row_blocks(shape, parts, workers, bloc
         copy_threads.run_list(piece_list)
     assert same_bits(destination, np.concatenate(sources, axis=-1))
     assert sum(d.size for piece_list in lists for d, _ in piece_list) == destination.size
+
+
+def test_restored_node_reads_what_replaced_an_eliminated_input() -> None:
+    """Found by the random graphs: uint8 at FL 1.0 cannot be lowered, so the first and last
+    Slice stay ONNX; the middle one is an identity and is eliminated. The last must then read
+    the first's output, not the eliminated tensor."""
+    nodes, inits, current = [], [], "x"
+    for i in range(3):
+        nodes.append(helper.make_node("Slice", [current, "s", "e", "a"], [f"t{i}"]))
+        current = f"t{i}"
+    inits = [_ints("s", [0]), _ints("e", [1]), _ints("a", [0])]
+    model = _model(nodes, [_info("x", np.uint8, (2,))], [_info("t2", np.uint8, (1,))], inits)
+    x = np.array([245, 252], np.uint8)
+    lowered = lower(load(model), "1_0")
+    assert [r.status.value for r in lowered.report()] == ["fallback", "eliminated", "fallback"]
+    (y,) = NumpyBackend().run(lowered, {"x": x}).values()
+    assert same_bits(y, _ort(model, {"x": x})[0])
