@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from types import MappingProxyType
 from typing import Any
 
@@ -119,13 +120,22 @@ def is_canonical(op: Any) -> bool:
 
 def since_version(op_type: str, domain: str, opset: int, where: str) -> int:
     """The since_version of ``op_type`` in a model importing ``domain`` at ``opset``."""
-    try:
-        return int(onnx.defs.get_schema(op_type, opset, domain).since_version)
-    except onnx.defs.SchemaError:
+    version = _since_version(op_type, domain, opset)
+    if version is None:
         raise UnsupportedError(
             f"{where}: no ONNX schema for op {op_type!r} in domain {domain or 'ai.onnx'!r} "
             f"at opset {opset}"
-        ) from None
+        )
+    return version
+
+
+@lru_cache(maxsize=4096)
+def _since_version(op_type: str, domain: str, opset: int) -> int | None:
+    """Schema look-ups cost microseconds each, and every node of a model asks twice."""
+    try:
+        return int(onnx.defs.get_schema(op_type, opset, domain).since_version)
+    except onnx.defs.SchemaError:
+        return None
 
 
 def form_for(op_type: str, version: int, where: str) -> Form:

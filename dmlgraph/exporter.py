@@ -58,7 +58,7 @@ def to_onnx(
     used_names: set[str] = set()
     order = graph.topological_order()
     for node in order:
-        proto, new_constants = _node_proto(graph, node, used_names)
+        proto, new_constants = node_proto(graph, node, used_names)
         nodes.append(proto)
         extra_initializers.extend(numpy_helper.from_array(v, k) for k, v in new_constants.items())
 
@@ -110,9 +110,12 @@ _PROTOS: dict[tuple[Any, ...], onnx.NodeProto] = {}
 _PROTO_CACHE_SIZE = 100_000
 
 
-def _node_proto(
+def node_proto(
     graph: Graph, node: Node, used_names: set[str]
 ) -> tuple[onnx.NodeProto, dict[str, np.ndarray]]:
+    """The node as a NodeProto in the syntax of the graph's opset, and the constants its
+    emitted form adds (Pad-2's attributes as inputs...); the proto may be shared: copy it
+    before changing it."""
     op = node.op
     if not isinstance(op, OnnxOp):
         raise UnsupportedError(

@@ -30,7 +30,7 @@ from onnx import AttributeProto, TensorProto, numpy_helper
 from dmlgraph import canonical, collector, folding
 from dmlgraph.dtypes import to_numpy_dtype
 from dmlgraph.errors import DmlgraphError, ModelLoadError, ModelValidationError, UnsupportedError
-from dmlgraph.ir import Graph, OnnxOp, Provenance, TensorInfo
+from dmlgraph.ir import Graph, OnnxOp, Provenance, RemovedNode, TensorInfo
 from dmlgraph.value_info import tensor_info
 
 ModelSource = str | os.PathLike[str] | bytes | onnx.ModelProto
@@ -430,8 +430,11 @@ def _build_graph(proto: onnx.ModelProto, source: str) -> Graph:
     for tensor in proto.graph.initializer:
         graph.set_tensor(TensorInfo(tensor.name, data=_array(tensor, f"{source}: initializer")))
     known = {vi.name: vi for vi in list(proto.graph.value_info) + list(proto.graph.output)}
+    outputs = {o.name for o in proto.graph.output}
     for index, node in enumerate(proto.graph.node):
         where = _node_where(source, index, node)
+        if _constant_value(graph, node, opsets, outputs, where):
+            continue
         for out in node.output:
             if out and out in known:
                 graph.set_tensor(tensor_info(known[out], where))
@@ -441,6 +444,39 @@ def _build_graph(proto: onnx.ModelProto, source: str) -> Graph:
         if value_info.name not in graph.tensors:
             graph.set_tensor(tensor_info(value_info, f"{source}: graph output"))
     return graph
+
+
+def _constant_value(
+    graph: Graph,
+    node: onnx.NodeProto,
+    opsets: Mapping[str, int],
+    outputs: set[str],
+    where: str,
+) -> bool:
+    """A Constant node with a tensor ``value`` becomes a constant tensor at once, as folding
+    would make it (recorded as folded); True when it did. Other forms (value_ints...) and
+    Constants that compute a graph output stay nodes, for folding to evaluate or keep."""
+    if (
+        node.op_type != "Constant"
+        or node.domain != ""
+        or len(node.attribute) != 1
+        or node.attribute[0].name != "value"
+        or node.attribute[0].type != AttributeProto.TENSOR
+        or len(node.output) != 1
+        or node.output[0] in outputs
+        or node.output[0] in graph.tensors
+    ):
+        return False
+    version = canonical.since_version(node.op_type, node.domain, opsets[""], where)
+    graph.set_tensor(TensorInfo(node.output[0], data=_array(node.attribute[0].t, where)))
+    graph.removed.append(
+        RemovedNode(
+            Provenance(node.name, node.op_type, node.domain, version),
+            "folded",
+            "computed from constants at import",
+        )
+    )
+    return True
 
 
 def _add_node(

@@ -316,6 +316,9 @@ class Graph:
         self.outputs: list[str] = []
         self._tensors: dict[str, TensorInfo] = {}
         self._nx: nx.MultiDiGraph = nx.MultiDiGraph()
+        #: id -> Node, in id order: the same nodes as the networkx graph's "node" attributes,
+        #: kept apart because networkx's views cost microseconds per look-up.
+        self._nodes: dict[NodeId, Node] = {}
         self._producer: dict[str, NodeId] = {}
         self._consumers: dict[str, dict[tuple[NodeId, int], None]] = {}
         self._next_id = 0
@@ -393,17 +396,17 @@ class Graph:
 
     def node(self, node_id: NodeId) -> Node:
         try:
-            return self._nx.nodes[node_id]["node"]
+            return self._nodes[node_id]
         except KeyError:
             raise GraphInvariantError(f"{self.source}: no node with id {node_id}") from None
 
     @property
     def nodes(self) -> list[Node]:
         """All nodes in id (insertion) order."""
-        return [self._nx.nodes[i]["node"] for i in sorted(self._nx.nodes)]
+        return list(self._nodes.values())  # ids are handed out increasing, kept in order
 
     def __len__(self) -> int:
-        return self._nx.number_of_nodes()
+        return len(self._nodes)
 
     def topological_order(self) -> list[Node]:
         """Nodes so that producers precede consumers; ties broken by id, so it is deterministic.
@@ -427,8 +430,8 @@ class Graph:
                     heapq.heappush(ready, successor)
         if len(order) != len(indegree):
             raise GraphInvariantError(f"{self.source}: the graph has a cycle")
-        nodes = self._nx.nodes
-        result = [nodes[i]["node"] for i in order]
+        nodes = self._nodes
+        result = [nodes[i] for i in order]
         self._order = (self._version, result)
         return list(result)
 
@@ -465,6 +468,7 @@ class Graph:
             if out not in self._tensors:
                 self._tensors[out] = TensorInfo(out)
         self._nx.add_node(node.id, node=node)
+        self._nodes[node.id] = node
         self._attach(node)
         return node
 
@@ -485,6 +489,7 @@ class Graph:
             if out not in self._tensors:
                 self._tensors[out] = TensorInfo(out)
         self._nx.nodes[node_id]["node"] = new
+        self._nodes[node_id] = new
         self._attach(new)
         return new
 
@@ -502,6 +507,7 @@ class Graph:
         node = self.node(node_id)
         self._detach(node)
         self._nx.remove_node(node_id)
+        del self._nodes[node_id]
         return node
 
     def replace_uses(self, old: str, new: str) -> None:
@@ -613,7 +619,9 @@ class Graph:
         other._tensors = dict(self._tensors)
         other._nx = nx.MultiDiGraph()
         for node in self.nodes:
-            other._nx.add_node(node.id, node=dataclasses.replace(node, notes=list(node.notes)))
+            twin = dataclasses.replace(node, notes=list(node.notes))
+            other._nx.add_node(node.id, node=twin)
+            other._nodes[node.id] = twin
         other._nx.add_edges_from(self._nx.edges(keys=True, data=True))
         other._producer = dict(self._producer)
         other._consumers = {t: dict(r) for t, r in self._consumers.items()}
@@ -663,7 +671,15 @@ class Graph:
         if len(set(self.inputs)) != len(self.inputs):
             problems.append(f"graph inputs are listed twice: {self.inputs}")
         producers: dict[str, NodeId] = {}
-        for node in self.nodes:
+        nx_nodes = self._nx._node
+        if len(nx_nodes) != len(self._nodes) or any(
+            nx_nodes.get(i, {}).get("node") is not node for i, node in self._nodes.items()
+        ):
+            problems.append("the node index disagrees with the networkx graph's nodes")
+            nodes_agree = False
+        else:
+            nodes_agree = True
+        for node in self._nodes.values():
             if not node.outputs:
                 problems.append(f"{node.label} has no outputs")
             for out in node.outputs:
@@ -686,36 +702,43 @@ class Graph:
                 problems.append(f"node {node.id} has no provenance")
         if producers != self._producer:
             problems.append("the producer index disagrees with the nodes' outputs")
-        expected_consumers: dict[str, set[tuple[NodeId, int]]] = {}
-        expected_edges: set[tuple[NodeId, NodeId, int, str, int]] = set()
-        for node in self.nodes:
+        # Every port must have its consumer entry and its edge; with the counts equal, nothing
+        # else can be there (an edge's key is its consumer port). No whole-graph sets are
+        # built: this runs after every lowering pass.
+        pred = self._nx._pred
+        inputs = set(self.inputs)
+        ports = edges = 0
+        consumers_ok = True
+        missing: list[tuple[NodeId, NodeId, int, str]] = []
+        for node in self._nodes.values():
             for port, name in enumerate(node.inputs):
                 if not name:
                     continue
-                expected_consumers.setdefault(name, set()).add((node.id, port))
-                if name in producers:
-                    src = self.node(producers[name])
-                    expected_edges.add((src.id, node.id, port, name, src.outputs.index(name)))
-                elif (
-                    name not in self.inputs
-                    and self._tensors.get(name, TensorInfo(name)).data is None
-                ):
+                ports += 1
+                if (node.id, port) not in self._consumers.get(name, ()):
+                    consumers_ok = False
+                src = producers.get(name)
+                if src is not None:
+                    edges += 1
+                    data = pred.get(node.id, {}).get(src, {}).get(port)
+                    if (
+                        data is None
+                        or data.get("tensor") != name
+                        or data.get("src_port") != self._nodes[src].outputs.index(name)
+                    ):
+                        missing.append((src, node.id, port, name))
+                elif name not in inputs and self._tensors.get(name, TensorInfo(name)).data is None:
                     problems.append(
                         f"{node.label}: input {name!r} has no producer and is neither a graph "
                         "input nor a constant"
                     )
-        actual_consumers = {t: set(r) for t, r in self._consumers.items() if r}
-        if expected_consumers != actual_consumers:
+        if not consumers_ok or ports != sum(len(r) for r in self._consumers.values()):
             problems.append("the consumer index disagrees with the nodes' inputs")
-        actual_edges = {
-            (u, v, k, d["tensor"], d["src_port"])
-            for u, v, k, d in self._nx.edges(keys=True, data=True)
-        }
-        if expected_edges != actual_edges:
-            missing = sorted(expected_edges - actual_edges)[:3]
-            extra = sorted(actual_edges - expected_edges)[:3]
+        extra = self._nx.number_of_edges() - (edges - len(missing))
+        if missing or extra:
             problems.append(
-                f"networkx edges disagree with node ports: missing {missing}, extra {extra}"
+                f"networkx edges disagree with node ports: missing {missing[:3]}, "
+                f"{extra} not matching a port"
             )
         for name in self.outputs:
             if name not in names:
@@ -730,7 +753,8 @@ class Graph:
                     "constant"
                 )
         try:
-            self.topological_order()  # cached while the graph is unchanged
+            if nodes_agree:  # the order reads the node index through networkx's ids
+                self.topological_order()  # cached while the graph is unchanged
         except GraphInvariantError:
             problems.append("the graph has a cycle")
         if problems:

@@ -23,11 +23,11 @@ def lower(graph: Graph, feature_level: FeatureLevel | str | int = "6_4") -> Lowe
     The input graph is not modified. Every descriptor in the result validates at the level;
     nodes that cannot be lowered stay ONNX nodes, with the reason in the report.
     """
-    try:
-        level = FeatureLevel.parse(feature_level)
-    except ValueError as exc:
-        raise UnsupportedError(f"feature level: {exc}") from None
-    with collector.paused():
+    with collector.paused():  # first: an allocation here would scan all of load's objects
+        try:
+            level = FeatureLevel.parse(feature_level)
+        except ValueError as exc:
+            raise UnsupportedError(f"feature level: {exc}") from None
         return _lower(graph, level)
 
 

@@ -317,3 +317,106 @@ def test_property_folding_never_changes_results(shape, opset, onnx_make_model, o
     expected = onnx_run(model, {"x": x})[0]
     assert np.array_equal(expected, _expected(x))
     assert np.array_equal(onnx_run(graph.to_onnx(), {"x": x})[0], expected)
+
+
+def test_one_pass_folds_through_a_reshape_that_inference_could_not_size(
+    onnx_make_model, onnx_run
+) -> None:
+    """Abs is outside onnx's data propagation, so the Reshape's shape is unknown at import;
+    the pass folds Abs, re-infers the Reshape from the new constant, and then folds the Shape
+    chain behind it: one pass, and the same outputs as onnxruntime on the original model."""
+    nodes = [
+        helper.make_node("Abs", ["negative_target"], ["target"]),
+        helper.make_node("Reshape", ["x", "target"], ["reshaped"]),
+        helper.make_node("Shape", ["reshaped"], ["shape"]),
+        helper.make_node("Gather", ["shape", "last"], ["length"], axis=0),
+        helper.make_node("Sub", ["length", "one"], ["shorter"]),
+        helper.make_node("Unsqueeze", ["shorter", "zero"], ["ends"]),
+        helper.make_node("Slice", ["reshaped", "zero", "ends", "one_axis"], ["y"], name="cut"),
+    ]
+    inits = [
+        _i64("negative_target", [-3, -4]),
+        _scalar("last", 1),
+        _scalar("one", 1),
+        _i64("zero", 0),
+        _i64("one_axis", 1),
+    ]
+    model = onnx_make_model(
+        nodes, [("x", FLOAT, [2, 6])], [("y", FLOAT, [None, None])], opset=17, initializers=inits
+    )
+    before = dmlgraph.load(model, fold=False)
+    assert not before.tensors["reshaped"].is_static  # what whole-graph inference left unknown
+    report = folding.fold(before)
+    assert report.rounds == 1
+    assert [n.op_type for n in before.nodes] == ["Reshape", "Slice"]
+    assert before.tensors["reshaped"].shape == (3, 4)
+    (cut,) = before.find_nodes("Slice")
+    assert before.constant(cut.inputs[2]).tolist() == [3]
+    x = np.arange(12, dtype=np.float32).reshape(2, 6)
+    expected = onnx_run(model, {"x": x})
+    assert np.array_equal(expected[0], x.reshape(3, 4)[:, :3])
+    (actual,) = onnx_run(before.to_onnx(), {"x": x})
+    assert np.array_equal(actual, expected[0])
+
+
+def test_constant_nodes_become_constants_unless_they_are_graph_outputs(
+    onnx_make_model, onnx_run
+) -> None:
+    nodes = [
+        helper.make_node(
+            "Constant", [], ["bias"], value=helper.make_tensor("v", FLOAT, [2], [1.5, -2.0])
+        ),
+        helper.make_node("Add", ["x", "bias"], ["y"]),
+        helper.make_node("Constant", [], ["starts"], value_ints=[1]),
+        helper.make_node("Constant", [], ["ends"], value_ints=[2]),
+        helper.make_node("Slice", ["y", "starts", "ends"], ["z"]),
+        helper.make_node(
+            "Constant", [], ["shown"], value=helper.make_tensor("w", INT64, [1], [7]),
+            name="shown_constant",
+        ),
+    ]
+    model = onnx_make_model(
+        nodes,
+        [("x", FLOAT, [3, 2])],
+        [("z", FLOAT, [None, None]), ("shown", INT64, [1])],
+        opset=17,
+    )
+    graph = dmlgraph.load(model)
+    assert [n.name for n in graph.find_nodes("Constant")] == ["shown_constant"]
+    assert graph.constant("bias").tolist() == [1.5, -2.0]
+    (slice_node,) = graph.find_nodes("Slice")
+    assert graph.constant(slice_node.inputs[1]).tolist() == [1]
+    assert graph.constant(slice_node.inputs[2]).tolist() == [2]
+    folded = [r.provenance.op_type for r in graph.removed if r.status == "folded"]
+    assert folded.count("Constant") == 3
+    x = np.arange(6, dtype=np.float32).reshape(3, 2)
+    expected = onnx_run(model, {"x": x})
+    assert np.array_equal(expected[0], (x + np.float32([1.5, -2.0]))[1:2])
+    actual = onnx_run(graph.to_onnx(), {"x": x})
+    assert all(np.array_equal(a, e) for a, e in zip(actual, expected))
+
+
+def test_nodes_of_one_form_share_an_evaluator_but_not_their_values(onnx_make_model) -> None:
+    """Two Gathers differ only in their index constant: the cached evaluator of their form
+    must still give each its own value (NumPy indexing is the oracle)."""
+    nodes = [
+        helper.make_node("Shape", ["x"], ["shape"]),
+        helper.make_node("Gather", ["shape", "i0"], ["first"], axis=0),
+        helper.make_node("Gather", ["shape", "i2"], ["third"], axis=0),
+        helper.make_node("Unsqueeze", ["first", "zero"], ["ends_a"]),
+        helper.make_node("Unsqueeze", ["third", "zero"], ["ends_b"]),
+        helper.make_node("Slice", ["x", "zero", "ends_a", "zero"], ["a"], name="a"),
+        helper.make_node("Slice", ["x", "zero", "ends_b", "two"], ["b"], name="b"),
+    ]
+    inits = [_scalar("i0", 0), _scalar("i2", 2), _i64("zero", 0), _i64("two", 2)]
+    model = onnx_make_model(
+        nodes,
+        [("x", FLOAT, [5, 3, 4])],
+        [("a", FLOAT, [None, None, None]), ("b", FLOAT, [None, None, None])],
+        opset=17,
+        initializers=inits,
+    )
+    graph = dmlgraph.load(model)
+    ends = {n.name: graph.constant(n.inputs[2]).tolist() for n in graph.find_nodes("Slice")}
+    shape = np.zeros((5, 3, 4)).shape
+    assert ends == {"a": [shape[0]], "b": [shape[2]]}

@@ -193,6 +193,17 @@ def test_a_tensor_has_one_producer() -> None:
             "input 'ghost' is not a registered tensor",
         ),
         (lambda g: g.nx.remove_edge(0, 1, key=0), "networkx edges disagree"),
+        (
+            lambda g: g.nx.add_edge(0, 1, key=5, tensor="a", src_port=0),
+            "networkx edges disagree.*1 not matching a port",
+        ),
+        (
+            lambda g: g.nx.add_edge(0, 1, key=0, tensor="other", src_port=0),
+            "networkx edges disagree.*missing \\[\\(0, 1, 0, 'a'\\)\\]",
+        ),
+        (lambda g: g._consumers["a"].clear(), "consumer index disagrees"),
+        (lambda g: g._consumers.setdefault("x", {}).update({(1, 7): None}), "consumer index"),
+        (lambda g: g.nx.add_node(99, node=None), "node index disagrees"),
     ],
 )
 def test_validate_reports_broken_invariants(breakage, message: str) -> None:

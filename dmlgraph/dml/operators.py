@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from functools import cache
 from typing import Any, Callable, ClassVar, Iterator, Sequence
 
 import numpy as np
@@ -52,6 +53,12 @@ def _ints(values: Sequence[int]) -> tuple[int, ...]:
     return tuple(int(v) for v in values)
 
 
+@cache
+def _tensor_specs(cls: type[OperatorDesc]) -> tuple[FieldSpec, ...]:
+    """The tensor fields of a descriptor class's schema (asked for on every validation)."""
+    return tuple(spec for spec in cls.SCHEMA if spec.is_tensor)
+
+
 @dataclass(frozen=True, kw_only=True)
 class OperatorDesc(ABC):
     """Base of all descriptors: schema-driven validation and the level search."""
@@ -72,12 +79,12 @@ class OperatorDesc(ABC):
     # -- tensors -------------------------------------------------------------------------
     def tensor_fields(self) -> Iterator[tuple[str, BufferTensorDesc, bool]]:
         """(field label, desc, is_output) for every tensor, in schema order."""
-        for spec in self.SCHEMA:
+        for spec in _tensor_specs(type(self)):
             value = getattr(self, spec.attr)
             if spec.kind is K.INPUT_TENSOR_ARRAY:
                 for i, desc in enumerate(value):
                     yield f"{spec.c_name}[{i}]", desc, False
-            elif spec.is_tensor:
+            else:
                 yield spec.c_name, value, spec.kind is K.OUTPUT_TENSOR
 
     @property
