@@ -14,6 +14,8 @@ Decisions:
 - Domains: "" (alias "ai.onnx") and "ai.onnx.ml"; anything else is UnsupportedError.
 - Initializers also listed as graph inputs (the IR < 4 convention) are constants, not inputs.
 - Model-local functions are inlined with ``onnx.inliner`` before anything else looks at nodes.
+- A Constant node with a tensor ``value`` becomes a constant tensor as it is read (recorded as
+  folded); other Constant forms, and Constants that are graph outputs, are left to folding.
 """
 
 from __future__ import annotations

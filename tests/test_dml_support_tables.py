@@ -7,8 +7,6 @@ descriptor model's own table is checked against an independent copy.
 
 from __future__ import annotations
 
-from typing import Callable
-
 import pytest
 
 from dmlgraph.dml import (
