@@ -6,6 +6,7 @@ opset imports select (``canonical.emit``), so opset imports are preserved as the
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -137,7 +138,7 @@ def node_proto(
         if cached is None:
             if len(_PROTOS) >= _PROTO_CACHE_SIZE:
                 _PROTOS.clear()
-            schema = _schema(op.op_type, op.domain, opset)
+            schema = op_schema(op.op_type, op.domain, opset)
             cached = helper.make_node(
                 op.op_type, list(node.inputs), list(node.outputs), name=name,
                 domain=op.domain or None,
@@ -159,7 +160,7 @@ def node_proto(
             dict(emitted.attrs),
             dict(emitted.new_constants),
         )
-    schema = _schema(op_type, op.domain, graph.opset_imports[op.domain])
+    schema = op_schema(op_type, op.domain, graph.opset_imports[op.domain])
     proto = helper.make_node(
         op_type, list(inputs), list(node.outputs), name=name, domain=op.domain or None
     )
@@ -167,7 +168,9 @@ def node_proto(
     return proto, new_constants
 
 
-def _schema(op_type: str, domain: str, opset: int) -> onnx.defs.OpSchema | None:
+@lru_cache(maxsize=4096)
+def op_schema(op_type: str, domain: str, opset: int) -> onnx.defs.OpSchema | None:
+    """The op's schema at the opset, None when onnx has none (cached: asked for per node)."""
     try:
         return onnx.defs.get_schema(op_type, opset, domain)
     except onnx.defs.SchemaError:

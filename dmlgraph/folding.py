@@ -28,7 +28,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
 from itertools import chain
 from typing import Any
 
@@ -40,10 +39,10 @@ from onnx.reference import op_run
 
 from dmlgraph import canonical
 from dmlgraph.errors import ModelValidationError
-from dmlgraph.dtypes import to_elem_type
-from dmlgraph.exporter import node_proto, to_onnx
+from dmlgraph.exporter import node_proto, op_schema, to_onnx
 from dmlgraph.ir import Graph, Node, NodeId, RemovedNode, TensorInfo
 from dmlgraph.value_info import tensor_info
+from dmlgraph.value_info import value_info as value_info_proto
 
 #: Ops whose results differ from run to run: never folded.
 NONDETERMINISTIC_OPS: frozenset[str] = frozenset(
@@ -196,16 +195,12 @@ def infer_node(graph: Graph, node: Node) -> list[str]:
             value = extra.get(name)
             if value is None:
                 value = graph.constant(name)
-            if value is not None:
-                types[name] = helper.make_tensor_type_proto(
-                    to_elem_type(value.dtype), value.shape
-                )
-                if value.size <= INFERENCE_CONSTANT_LIMIT:
-                    data[name] = numpy_helper.from_array(value, name)
-            else:
-                types[name] = _type_proto(graph.tensors[name])
+            info = graph.tensors[name] if value is None else TensorInfo(name, data=value)
+            types[name] = value_info_proto(info).type
+            if value is not None and value.size <= INFERENCE_CONSTANT_LIMIT:
+                data[name] = numpy_helper.from_array(value, name)
         inferred = onnx.shape_inference.infer_node_outputs(
-            _schema(proto.op_type, proto.domain, opset),
+            op_schema(proto.op_type, proto.domain, opset),
             proto,
             types,
             data,
@@ -225,19 +220,6 @@ def infer_node(graph: Graph, node: Node) -> list[str]:
             graph.set_tensor(merged)
             changed.append(name)
     return changed
-
-
-def _type_proto(info: TensorInfo) -> onnx.TypeProto:
-    if info.dtype is None:
-        return onnx.TypeProto()
-    return helper.make_tensor_type_proto(
-        to_elem_type(info.dtype), None if info.shape is None else list(info.shape)
-    )
-
-
-@lru_cache(maxsize=1024)
-def _schema(op_type: str, domain: str, opset: int) -> onnx.defs.OpSchema:
-    return onnx.defs.get_schema(op_type, opset, domain)
 
 
 # ----------------------------------------------------------------------------- folding
