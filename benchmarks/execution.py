@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
 
+from backends.numpy.threads import Batch
 from benchmarks.cases import Case, execution_cases
 from benchmarks.engines import Ours, OrtBound, fallbacks, session, verify
 from benchmarks.results import Progress, Section, Target
@@ -56,23 +56,21 @@ class ExecutionRow:
 class MemcpyBound:
     """``np.copyto`` of half the moved bytes (each byte is read once and written once) into a
     preallocated buffer, on one thread or split across ``workers`` threads (numpy releases the
-    GIL while it copies). The faster of the two is the bound: below a few hundred KB, handing
-    work to a pool costs more than the copy."""
+    GIL while it copies): the calling thread copies the first part, copy threads the rest,
+    handed over as fast as Python can (``threads.Batch``, as the backend's own copies). The
+    faster of the two is the bound: below a few hundred KB, a hand-over costs more than the
+    copy."""
 
-    def __init__(self, pool: ThreadPoolExecutor, workers: int, bytes_moved: int) -> None:
+    def __init__(self, workers: int, bytes_moved: int) -> None:
         elements = max(workers, bytes_moved // 2 // 4)
-        self.pool = pool
         self.src = np.ones(elements, dtype=np.float32)
         self.dst = np.full(elements, 2.0, dtype=np.float32)  # every page touched
         bounds = np.linspace(0, elements, workers + 1).astype(int)
         self.parts = [(self.dst[a:b], self.src[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
+        self.copy_split = Batch([[part] for part in self.parts])
 
     def copy(self) -> None:
         np.copyto(self.dst, self.src)
-
-    def copy_split(self) -> None:
-        for future in [self.pool.submit(np.copyto, dst, src) for dst, src in self.parts]:
-            future.result()
 
     def measure(self, repeats: int, warmup: int) -> tuple[Timing, int]:
         """The faster (by median) of one thread and ``workers`` threads, and its thread count."""
@@ -89,8 +87,7 @@ def _median(timing: Timing | None) -> float | None:
     return None if timing is None else timing.median
 
 
-def measure_case(case: Case, settings: Settings, repeats: int, pool: ThreadPoolExecutor,
-                 label: str = "") -> ExecutionRow:
+def measure_case(case: Case, settings: Settings, repeats: int, label: str = "") -> ExecutionRow:
     """Every engine and mode on one case; then both engines' results compared bit for bit."""
     feeds = case.feeds()
     what = f"{case.name} {label}".strip()
@@ -128,7 +125,7 @@ def measure_case(case: Case, settings: Settings, repeats: int, pool: ThreadPoolE
         "ort_bound": measure(ort_bound.run, repeats, w),
     }
     del sess, ort_bound  # its threads go with it
-    timings["memcpy"], memcpy_threads = MemcpyBound(pool, settings.threads, moved).measure(
+    timings["memcpy"], memcpy_threads = MemcpyBound(settings.threads, moved).measure(
         repeats, w
     )
     med = {k: _median(t) for k, t in timings.items()}
@@ -156,15 +153,13 @@ def measure_case(case: Case, settings: Settings, repeats: int, pool: ThreadPoolE
 def run(settings: Settings, progress: Progress = lambda _: None) -> Section:
     rows: list[ExecutionRow] = []
     notes: list[str] = []
-    with ThreadPoolExecutor(settings.threads) as pool:
-        for size in settings.sizes:
-            for case in execution_cases(size):
-                progress(f"execution: {case.name} at {size_label(size)}")
-                row = measure_case(case, settings, settings.repeats_for(size), pool,
-                                   size_label(size))
-                rows.append(row)
-                notes += [f"{case.name}: {f}" for f in row.fallbacks]
-                gc.collect()
+    for size in settings.sizes:
+        for case in execution_cases(size):
+            progress(f"execution: {case.name} at {size_label(size)}")
+            row = measure_case(case, settings, settings.repeats_for(size), size_label(size))
+            rows.append(row)
+            notes += [f"{case.name}: {f}" for f in row.fallbacks]
+            gc.collect()
     if rows and rows[0].ours_bound is None:
         notes.append("bound mode: the numpy backend's run() takes no outputs= yet (n/a)")
     return Section("execution", {"cases": tuple(rows)}, targets(rows), tuple(notes))

@@ -100,9 +100,10 @@ def fold(graph: Graph, *, max_rounds: int = 1000, inferred: bool = False) -> Fol
         if not infer_shapes(graph):
             break  # whole-graph inference learns nothing the pass did not: a fixed point
         canonicalize(graph)
+    # no canonicalize here: each round ends canonical (the pass re-normalizes the nodes whose
+    # inputs it changed; a round whose inference changed more canonicalizes all)
     report.removed.extend(_remove_dead(graph))
     graph.prune_tensors()
-    canonicalize(graph)
     report.runtime_parameters = mark_runtime_parameters(graph)
     return report
 

@@ -704,7 +704,7 @@ class Graph:
             problems.append("the producer index disagrees with the nodes' outputs")
         # Every port must have its consumer entry and its edge; with the counts equal, nothing
         # else can be there (an edge's key is its consumer port). No whole-graph sets are
-        # built: this runs after every lowering pass.
+        # built: it may run after every lowering pass (``verify_each``).
         pred = self._nx._pred
         inputs = set(self.inputs)
         ports = edges = 0

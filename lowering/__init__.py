@@ -7,6 +7,8 @@ became and why.
 
 from __future__ import annotations
 
+import os
+
 from dmlgraph import collector
 from dmlgraph.dml.enums import FeatureLevel
 from dmlgraph.errors import UnsupportedError
@@ -17,21 +19,34 @@ from lowering.report import LoweredGraph, NodeReport, Status
 __all__ = ["LoweredGraph", "NodeReport", "Status", "lower"]
 
 
-def lower(graph: Graph, feature_level: FeatureLevel | str | int = "6_4") -> LoweredGraph:
+#: Set to 1 to check the IR invariants after every lowering pass by default (the tests do).
+VERIFY_EACH_VARIABLE = "DMLGRAPH_VERIFY_EACH"
+
+
+def lower(
+    graph: Graph,
+    feature_level: FeatureLevel | str | int = "6_4",
+    *,
+    verify_each: bool | None = None,
+) -> LoweredGraph:
     """Lower every Slice, Concat and Pad that DirectML can express at ``feature_level``.
 
     The input graph is not modified. Every descriptor in the result validates at the level;
     nodes that cannot be lowered stay ONNX nodes, with the reason in the report.
+    ``verify_each``: check the IR invariants after every pass, not only after the last (see
+    ``PassManager``); None reads ``DMLGRAPH_VERIFY_EACH``.
     """
+    if verify_each is None:
+        verify_each = os.environ.get(VERIFY_EACH_VARIABLE, "") == "1"
     with collector.paused():  # first: an allocation here would scan all of load's objects
         try:
             level = FeatureLevel.parse(feature_level)
         except ValueError as exc:
             raise UnsupportedError(f"feature level: {exc}") from None
-        return _lower(graph, level)
+        return _lower(graph, level, verify_each)
 
 
-def _lower(graph: Graph, level: FeatureLevel) -> LoweredGraph:
+def _lower(graph: Graph, level: FeatureLevel, verify_each: bool) -> LoweredGraph:
     lowered = LoweredGraph.from_graph(graph, level)
     ctx = Context()
     for node in lowered.nodes:
@@ -41,7 +56,7 @@ def _lower(graph: Graph, level: FeatureLevel) -> LoweredGraph:
             )
         ctx.origins[node.id] = Origin(node)
         ctx.origin_of[node.id] = node.id
-    PassManager(tuple(p() for p in DEFAULT_PASSES)).run(lowered, ctx)
+    PassManager(tuple(p() for p in DEFAULT_PASSES), verify_each).run(lowered, ctx)
     lowered.records = _records(lowered, ctx)
     return lowered
 

@@ -7,6 +7,7 @@ the tests folder.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,10 @@ import pytest
 from onnx import helper
 
 MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
+
+# every lowering in the tests checks the IR after each pass, so a pass that breaks an
+# invariant is caught where it does (users get one check at the end: it is faster)
+os.environ.setdefault("DMLGRAPH_VERIFY_EACH", "1")
 
 
 def run_ort(

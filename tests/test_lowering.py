@@ -433,6 +433,27 @@ def test_the_pass_manager_names_the_pass_that_broke_an_invariant() -> None:
         ctx.origins[node.id], ctx.origin_of[node.id] = Origin(node), node.id
     passes = tuple(p() for p in DEFAULT_PASSES[:2]) + (Vandal(),)
     with pytest.raises(GraphInvariantError, match="pass 'vandal' broke an invariant .*fold, lower"):
+        PassManager(passes, verify_each=True).run(graph, ctx)
+
+
+def test_without_verify_each_the_invariants_are_checked_after_the_last_pass() -> None:
+    """By default the IR is validated once, after all passes: a broken invariant is still one
+    clear error, naming the passes that ran and how to find the culprit."""
+
+    class Vandal(Pass):
+        name = "vandal"
+
+        def run(self, graph: LoweredGraph, ctx: Context) -> None:
+            if "nowhere" not in graph.outputs:
+                graph.outputs.append("nowhere")
+
+    graph = LoweredGraph.from_graph(load(pad_model(X, [0, 0, 1, 0, 0, 1], "edge")), "6_4")
+    ctx = Context()
+    for node in graph.nodes:
+        ctx.origins[node.id], ctx.origin_of[node.id] = Origin(node), node.id
+    passes = (Vandal(),) + tuple(p() for p in DEFAULT_PASSES[:2])
+    with pytest.raises(GraphInvariantError,
+                       match=r"passes \(vandal, fold, lower\) broke an invariant .*verify_each"):
         PassManager(passes).run(graph, ctx)
 
 

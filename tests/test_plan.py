@@ -239,6 +239,34 @@ def test_threaded_copies_match_one_thread(mode: str) -> None:
         assert same_bits(y, expected), threads
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.data(), st.sampled_from(["constant", "reflect", "edge", "wrap"]),
+       st.integers(1, 3), st.sampled_from([1, 64, 1 << 20]))
+def test_padding_in_row_blocks_matches_onnxruntime(data, mode, threads, block) -> None:
+    """Paddings are cut into blocks of rows: of an unpadded outer axis when one has 8 rows or
+    more (each block then pads every axis), else of the outermost padded axis's interior rows
+    (whose own borders come after). Either way, every block count and thread count gives
+    onnxruntime's bits."""
+    rank = data.draw(st.integers(1, 4))
+    shape = tuple(data.draw(st.lists(st.sampled_from([1, 2, 3, 5, 8, 9]), min_size=rank,
+                                     max_size=rank)))
+    limit = (lambda n: n - 1) if mode == "reflect" else (lambda n: n)
+    pads = [data.draw(st.integers(0, min(3, limit(n)))) for n in shape * 2]
+    padded = tuple(n + a + b for n, a, b in zip(shape, pads[:rank], pads[rank:]))
+    model = _model([helper.make_node("Pad", ["x", "pads"], ["y"], mode=mode)],
+                   [_info("x", np.int64, shape)], [_info("y", np.int64, padded)],
+                   [_ints("pads", pads)])
+    x = np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape) * 3 - 7
+    (expected,) = _ort(model, {"x": x})
+    old = copy_threads.PARALLEL_BYTES, copy_threads.BLOCK_BYTES
+    copy_threads.PARALLEL_BYTES, copy_threads.BLOCK_BYTES = 0, block
+    try:
+        (y,) = NumpyBackend(threads=threads).run(lower(load(model), "6_4"), {"x": x}).values()
+    finally:
+        copy_threads.PARALLEL_BYTES, copy_threads.BLOCK_BYTES = old
+    assert same_bits(y, expected)
+
+
 @given(st.lists(st.integers(1, 9), min_size=1, max_size=4), st.integers(2, 4), st.data())
 def test_distribute_covers_every_element_once(shape, workers, data) -> None:
     destination = np.zeros(shape, np.int32)
@@ -257,6 +285,20 @@ def test_distribute_covers_every_element_once(shape, workers, data) -> None:
     assert same_bits(destination, source)
     pieces = [d for moves in lists for d, _ in moves]
     assert sum(p.size for p in pieces) == destination.size
+
+
+def test_batch_raises_a_copy_threads_error_and_keeps_its_threads() -> None:
+    """A move that fails on a copy thread fails the batch in the caller, after every thread
+    has finished; the threads go back to work for the next batch."""
+    destination = np.zeros((3, 4), np.int32)
+    good = [(destination[0], np.full(4, 7, np.int32))]
+    bad = [(destination[1], np.zeros(5, np.int32))]  # cannot broadcast: numpy raises
+    with pytest.raises(ValueError, match="broadcast"):
+        copy_threads.Batch([good, bad, [(destination[2], np.full(4, 9, np.int32))]])()
+    assert destination[0].tolist() == [7] * 4 and destination[2].tolist() == [9] * 4
+    destination[:] = 0
+    copy_threads.Batch([good, [(destination[1], np.full(4, 8, np.int32))]])()
+    assert destination.tolist() == [[7] * 4, [8] * 4, [0] * 4]
 
 
 # ------------------------------------------------------------------------------ random graphs
@@ -313,14 +355,15 @@ def random_graphs(draw):
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(random_graphs(), st.integers(1, 3))
-def test_random_graphs_match_onnxruntime(case, threads) -> None:
+@given(random_graphs(), st.integers(1, 3), st.sampled_from([1, 16, 1 << 20]))
+def test_random_graphs_match_onnxruntime(case, threads, block) -> None:
     model, x, level = case
     before = x.copy()
     expected = _ort(model, {"x": x})
     lowered = lower(load(model), level)
-    old = copy_threads.PARALLEL_BYTES
-    copy_threads.PARALLEL_BYTES = 0  # split even tiny copies, so the threaded path runs
+    old = copy_threads.PARALLEL_BYTES, copy_threads.BLOCK_BYTES
+    # split even tiny copies, in blocks of a few rows, so the threaded, blocked paths run
+    copy_threads.PARALLEL_BYTES, copy_threads.BLOCK_BYTES = 0, block
     try:
         backend = NumpyBackend(threads=threads)
         for _ in range(2):  # the second run replays the plan with recycled outputs
@@ -328,7 +371,7 @@ def test_random_graphs_match_onnxruntime(case, threads) -> None:
             for name, want in zip([o.name for o in model.graph.output], expected):
                 assert same_bits(results[name], want), name
     finally:
-        copy_threads.PARALLEL_BYTES = old
+        copy_threads.PARALLEL_BYTES, copy_threads.BLOCK_BYTES = old
     assert same_bits(x, before)
 
 

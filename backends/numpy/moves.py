@@ -3,15 +3,17 @@
 SLICE, JOIN and PADDING move data and compute nothing, so one definition serves both the
 one-operator executor (``dml_executor``) and the compiled plan (``plan``): a descriptor becomes
 ``(destination, source)`` pairs of bit views, the source broadcastable to the destination
-(a fill is a 0-d source), in phases. Moves within a phase are independent (the plan spreads
-them over threads); a phase may read what an earlier one wrote: padding fills its borders from
-its own output, axis by axis, so every mode is one pass over the output.
+(a fill is a 0-d source), in phases. A phase may read what an earlier one wrote: padding fills
+its borders from its own output, axis by axis, so every mode is one pass over the output.
+Moves within a phase are independent, or ordered only within rows (``Phase.rows``): either way
+the plan can spread them over threads.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -28,7 +30,17 @@ from dmlgraph.dml.operators import (
 from dmlgraph.errors import DmlgraphError
 
 Move = tuple[np.ndarray, np.ndarray]
-Phase = list[Move]
+
+
+@dataclass(frozen=True)
+class Phase:
+    """Moves that run after every earlier phase's. ``rows`` None: the moves are independent
+    (any order, any thread). An axis: they run in order, but every destination and source
+    spans the same rows of that axis and each row reads only the same row, so the phase may
+    be cut into blocks of rows, independent of each other, each running all the moves."""
+
+    moves: list[Move]
+    rows: int | None = None
 
 
 def slice_index(desc: SliceDesc | Slice1Desc) -> tuple[slice, ...]:
@@ -88,39 +100,65 @@ def _take(first: int, count: int, step: int) -> slice:
     return slice(first, None if stop < 0 else stop, step)
 
 
-def _padding(desc: PaddingDesc | Padding1Desc, x: np.ndarray, out: np.ndarray) -> list[Phase]:
-    starts, ends, mode = desc.start_padding, desc.end_padding, desc.padding_mode
-    interior = tuple(slice(s, s + n) for s, n in zip(starts, x.shape))
-    phases: list[Phase] = [[(out[interior], x)]]
-    fill = constant_bits(desc) if mode is PaddingMode.CONSTANT else None
-    for axis, (start, end, n) in enumerate(zip(starts, ends, x.shape)):
-        if not (start or end):
-            continue
-        # axes before this one are padded already, axes after it not yet
-        region = [slice(None)] * axis + [slice(None)] + list(interior[axis + 1 :])
+#: A padding whose outer axes before the outermost padded one have at least this many rows
+#: is done in blocks of those rows (else in blocks of the padded axis's interior rows).
+_BLOCK_ROWS = 8
 
-        def at(index: slice, axis: int = axis, region: list[slice] = region) -> np.ndarray:
+
+def _padding(desc: PaddingDesc | Padding1Desc, x: np.ndarray, out: np.ndarray) -> list[Phase]:
+    """The interior, then each padded axis's borders, innermost axis first: an axis's borders
+    copy whole rows of the axes after it (complete by then) from its interior positions.
+    Padding is separable (each output element is the input at one source index per axis), so
+    this order gives what DirectML's formula does.
+
+    Every axis before the outermost padded one is whole in every move, and so are the interior
+    rows of that axis in all moves but its own borders: the moves may run block by block along
+    such an axis, interior and borders while the block is in cache."""
+    starts, ends, mode = desc.start_padding, desc.end_padding, desc.padding_mode
+    rank = len(x.shape)
+    interior = tuple(slice(s, s + n) for s, n in zip(starts, x.shape))
+    fill = constant_bits(desc) if mode is PaddingMode.CONSTANT else None
+    padded = [axis for axis in range(rank) if starts[axis] or ends[axis]]
+    if not padded:
+        return [Phase([(out, x)])]
+    outer = padded[0]
+    rows = next((a for a in range(outer) if x.shape[a] >= _BLOCK_ROWS), outer)
+
+    def borders(axis: int) -> list[Move]:
+        start, end, n = starts[axis], ends[axis], x.shape[axis]
+        region = list(interior[:axis]) + [slice(None)] * (rank - axis)
+
+        def at(index: slice) -> np.ndarray:
             region[axis] = index
             return out[tuple(region)]
 
-        if fill is not None:  # constant borders read nothing: all in the first phase
-            for border in (slice(0, start), slice(start + n, start + n + end)):
-                if border.stop > border.start:
-                    phases[0].append((at(border), fill))
-            continue
-        moves: Phase = []
-        phases.append(moves)
+        moves: list[Move] = []
+        if fill is not None:  # constant borders read nothing
+            for side in (slice(0, start), slice(start + n, start + n + end)):
+                if side.stop > side.start:
+                    moves.append((at(side), fill))
+            return moves
         sources = source_indices(mode, n, start, end)
-        border_positions = list(range(start)) + list(range(start + n, start + n + end))
-        border = np.array(border_positions, dtype=np.int64)
+        positions = np.array(
+            list(range(start)) + list(range(start + n, start + n + end)), dtype=np.int64
+        )
         # consecutive border positions only: the two borders never share a piece
-        for side in (border[border < start], border[border >= start + n]):
+        for side in (positions[positions < start], positions[positions >= start + n]):
             if not side.size:
                 continue
             for first, count, source, step in _runs(sources[side]):
                 position = int(side[first])
                 destination = at(slice(position, position + count))
                 moves.append((destination, at(_take(source + start, count, step))))
+        return moves
+
+    blocked: list[Move] = [(out[interior], x)]
+    for axis in reversed(padded):
+        if axis != outer or rows != outer:
+            blocked.extend(borders(axis))
+    phases = [Phase(blocked, rows)]
+    if rows == outer:
+        phases.append(Phase(borders(outer)))
     return phases
 
 
@@ -131,7 +169,7 @@ def operator_moves(
     descs' sizes) into the output bit view (shaped as the output desc's sizes). A JOIN's
     move ``i`` copies input ``i``."""
     if isinstance(desc, (SliceDesc, Slice1Desc)):
-        return [[(output, inputs[0][slice_index(desc)])]]
+        return [Phase([(output, inputs[0][slice_index(desc)])])]
     if isinstance(desc, JoinDesc):
         moves, offset = [], 0
         for x in inputs:
@@ -139,7 +177,7 @@ def operator_moves(
             index = (slice(None),) * desc.axis + (slice(offset, offset + n),)
             moves.append((output[index], x))
             offset += n
-        return [moves]
+        return [Phase(moves)]
     if isinstance(desc, (PaddingDesc, Padding1Desc)):
         return _padding(desc, inputs[0], output)
     raise DmlgraphError(f"{desc.name} has no NumPy kernel")
@@ -147,5 +185,5 @@ def operator_moves(
 
 def run_moves(phases: Sequence[Phase]) -> None:
     for phase in phases:
-        for destination, source in phase:
+        for destination, source in phase.moves:
             np.copyto(destination, source, casting="no")

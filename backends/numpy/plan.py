@@ -317,7 +317,7 @@ class Plan:
         own, else rebuilt from recipes each run."""
         recipes: list[tuple[tuple[int, Recipe], np.ndarray | tuple[int, Recipe]]] = []
         static = True
-        for destination, source in phase:
+        for destination, source in phase.moves:
             dst_root = self.root_of(destination, roots)
             src_root = self.root_of(source, roots)
             assert dst_root is not None
@@ -331,8 +331,9 @@ class Plan:
             static = static and (src_root is None or self._roots[src_root].kind.static)
             recipes.append((dst, src))
         if static:
-            return _call(distribute(_materialize(self._frame, recipes), self.threads))
-        return _BoundPhase(self, recipes)
+            moves = _materialize(self._frame, recipes)
+            return _call(distribute(moves, self.threads, phase.rows))
+        return _BoundPhase(self, recipes, phase.rows)
 
     def ir_reader(self, name: str) -> Callable[[], np.ndarray]:
         """How a fallback or run-time step reads a tensor: its IR dtype and shape."""
@@ -455,10 +456,10 @@ class _BoundPhase:
     bound the same addresses, when that memory is alive and held by the run's frame.
     """
 
-    __slots__ = ("plan", "recipes", "roots", "key", "call")
+    __slots__ = ("plan", "recipes", "rows", "roots", "key", "call")
 
-    def __init__(self, plan: Plan, recipes: _Recipes) -> None:
-        self.plan, self.recipes = plan, recipes
+    def __init__(self, plan: Plan, recipes: _Recipes, rows: int | None) -> None:
+        self.plan, self.recipes, self.rows = plan, recipes, rows
         roots = {dst[0] for dst, _ in recipes}
         roots.update(src[0] for _, src in recipes if not isinstance(src, np.ndarray))
         self.roots = sorted(roots)
@@ -471,7 +472,8 @@ class _BoundPhase:
         if key != self.key:
             frame = self.plan._frame
             memory = {r: _unowned(frame[r]) for r in self.roots}  # type: ignore[arg-type]
-            self.call = _call(distribute(_materialize(memory, self.recipes), self.plan.threads))
+            moves = _materialize(memory, self.recipes)
+            self.call = _call(distribute(moves, self.plan.threads, self.rows))
             self.key = key
         self.call()  # type: ignore[misc]
 
@@ -509,10 +511,11 @@ class _DmlStep(_Step):
         output = plan._desc_view(node, "output 0", node.outputs[0], desc.outputs[0])
         phases = operator_moves(desc, inputs, output)
         if isinstance(desc, JoinDesc):  # inputs already in place have nothing to move
-            phases = [[m for port, m in enumerate(phases[0]) if (node.id, port) not in in_place]]
+            moves = [m for port, m in enumerate(phases[0].moves) if (node.id, port) not in in_place]
+            phases = [Phase(moves)]
         roots = [plan.home(name).root for name in (*node.inputs, node.outputs[0])]
-        self.code = [plan.instruction(phase, roots) for phase in phases if phase]
-        self.moves = sum(len(phase) for phase in phases)
+        self.code = [plan.instruction(phase, roots) for phase in phases if phase.moves]
+        self.moves = sum(len(phase.moves) for phase in phases)
         self.runs = (NodeRun(node.name, desc.name, DML_ENGINE, notes=tuple(node.notes)),)
 
 

@@ -1,25 +1,31 @@
 """Copies spread across threads. NumPy releases the GIL while it copies, so two threads move
-data about twice as fast as one until memory bandwidth is the limit."""
+data about twice as fast as one until memory bandwidth is the limit.
+
+Copy threads wait on a bare lock each rather than a ``concurrent.futures`` pool, whose queue
+added about 25 µs to each hand-over on a 2-core VM (measured: a tiny two-thread batch took
+100 µs through a pool, 75 µs with locks). Most of what is left is waking an idle virtual CPU;
+onnxruntime's pool avoids that by spinning, which Python threads cannot do without the GIL.
+"""
 
 from __future__ import annotations
 
+import _thread
 import os
+import threading
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
 from backends.numpy.moves import Move
 
-#: Below this many destination bytes a phase stays on one thread: waking a pool thread costs
+#: Below this many destination bytes a phase stays on one thread: waking a copy thread costs
 #: about 80 µs on a 2-core VM (measured: one thread wins at 2 MB, two win from 8 MB).
 PARALLEL_BYTES = 6 << 20
-#: Moves that write side by side (a JOIN on an inner axis) are done in blocks of rows of about
-#: this many destination bytes, all moves per block, so each block of the output is written
-#: while it is still in cache instead of once per input.
+#: Moves that write side by side (a JOIN on an inner axis) or in order over the same rows (a
+#: padding's interior, then its borders) are done in blocks of rows of about this many
+#: destination bytes, all moves per block, so each block of the output is finished while it
+#: is still in cache instead of once per move.
 BLOCK_BYTES = 1 << 20
-
-_pools: dict[int, ThreadPoolExecutor] = {}
 
 
 def default_threads() -> int:
@@ -30,12 +36,6 @@ def default_threads() -> int:
     except AttributeError:  # not on Linux
         count = os.cpu_count() or 1
     return max(1, min(count, 8))
-
-
-def pool(workers: int) -> ThreadPoolExecutor:
-    if workers not in _pools:
-        _pools[workers] = ThreadPoolExecutor(workers, thread_name_prefix="dmlgraph-copy")
-    return _pools[workers]
 
 
 def split(destination: np.ndarray, source: np.ndarray, parts: int) -> list[Move]:
@@ -53,15 +53,22 @@ def split(destination: np.ndarray, source: np.ndarray, parts: int) -> list[Move]
     return [(destination, source)]
 
 
-def distribute(phase: Sequence[Move], workers: int) -> list[list[Move]]:
-    """Independent moves as one list per worker with about equal bytes each. Moves whose
-    destinations share an outer axis are cut along it: each worker gets a range of it, in
-    blocks, every move per block. Otherwise large moves are split and pieces go largest first
-    to the least loaded worker. One list when the phase is too small to hand over."""
+def distribute(phase: Sequence[Move], workers: int, rows: int | None = None) -> list[list[Move]]:
+    """A phase's moves as one list per worker with about equal bytes each.
+
+    ``rows``: the moves run in order within each row of that axis (``moves.Phase``); they are
+    cut into blocks of its rows, every move per block in order, each worker a range of blocks
+    (one worker too, so each block is finished while it is in cache). Otherwise the moves are
+    independent: moves whose destinations share an outer axis are cut along it the same way;
+    else large moves are split and pieces go largest first to the least loaded worker. One
+    list when the phase is too small to hand over."""
     total = sum(d.nbytes for d, _ in phase)
     if workers < 2 or total < PARALLEL_BYTES:
-        return [list(phase)]
-    rows = _shared_axis(phase, workers)
+        if rows is None or total < 2 * BLOCK_BYTES:
+            return [list(phase)]
+        return _row_blocks(phase, rows, 1, total)
+    if rows is None:
+        rows = _shared_axis(phase, workers)
     if rows is not None:
         return _row_blocks(phase, rows, workers, total)
     share = total / workers
@@ -103,6 +110,7 @@ def _row_blocks(phase: Sequence[Move], axis: int, workers: int, total: int) -> l
     lead = (slice(None),) * axis
     block = max(1, size * BLOCK_BYTES // total)
     sources = [np.broadcast_to(s, d.shape) for d, s in phase]
+    workers = min(workers, size)
     bounds = [size * k // workers for k in range(workers + 1)]
     lists = []
     for low, high in zip(bounds, bounds[1:]):
@@ -119,18 +127,92 @@ def run_list(moves: Sequence[Move]) -> None:
         np.copyto(destination, source)
 
 
-class Batch:
-    """Runs one list of moves per worker: the first on the calling thread, the rest on the
-    pool, and returns when all are done."""
+class Worker:
+    """A daemon thread that runs one list of moves each time it is started."""
 
-    __slots__ = ("lists", "executor")
+    def __init__(self) -> None:
+        self._go = _thread.allocate_lock()
+        self._done = _thread.allocate_lock()
+        self._go.acquire()
+        self._done.acquire()
+        self._moves: Sequence[Move] = ()
+        self._error: BaseException | None = None
+        threading.Thread(target=self._loop, name="dmlgraph-copy", daemon=True).start()
+
+    def _loop(self) -> None:
+        while True:
+            self._go.acquire()
+            try:
+                run_list(self._moves)
+            except BaseException as exc:  # handed to the caller by ``join``
+                self._error = exc
+            self._done.release()
+
+    def start(self, moves: Sequence[Move]) -> None:
+        self._moves = moves
+        self._go.release()
+
+    def join(self) -> None:
+        """Wait for the list to be done; raise what it raised."""
+        self._done.acquire()
+        self._moves, error, self._error = (), self._error, None
+        if error is not None:
+            raise error
+
+
+class _Idle:
+    """The workers not running anything, shared by every plan: a batch takes what it needs,
+    starting workers when none is idle (so there are as many as the most batches running at
+    once have needed), and gives them back when done."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.workers: list[Worker] = []
+
+    def take(self, count: int) -> list[Worker]:
+        with self.lock:
+            taken = self.workers[len(self.workers) - count :] if count else []
+            del self.workers[len(self.workers) - len(taken) :]
+        return taken + [Worker() for _ in range(count - len(taken))]
+
+    def give(self, workers: list[Worker]) -> None:
+        with self.lock:
+            self.workers.extend(workers)
+
+    def forget(self) -> None:
+        """In a forked child: the parent's threads do not exist there."""
+        self.lock = threading.Lock()
+        self.workers = []
+
+
+_idle = _Idle()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_idle.forget)
+
+
+class Batch:
+    """Runs one list of moves per worker: the first on the calling thread, the rest on copy
+    threads, and returns when all are done."""
+
+    __slots__ = ("lists",)
 
     def __init__(self, lists: list[list[Move]]) -> None:
         self.lists = lists
-        self.executor = pool(len(lists) - 1)
 
     def __call__(self) -> None:
-        futures = [self.executor.submit(run_list, moves) for moves in self.lists[1:]]
-        run_list(self.lists[0])
-        for future in futures:
-            future.result()
+        lists = self.lists
+        workers = _idle.take(len(lists) - 1)
+        try:
+            for worker, moves in zip(workers, lists[1:]):
+                worker.start(moves)
+            run_list(lists[0])
+        finally:
+            errors = []
+            for worker in workers:  # every one, so none is handed back still running
+                try:
+                    worker.join()
+                except BaseException as exc:
+                    errors.append(exc)
+            _idle.give(workers)
+            if errors:
+                raise errors[0]
