@@ -152,14 +152,11 @@ def _padding(desc: PaddingDesc | Padding1Desc, x: np.ndarray, out: np.ndarray) -
                 moves.append((destination, at(_take(source + start, count, step))))
         return moves
 
-    blocked: list[Move] = [(out[interior], x)]
-    for axis in reversed(padded):
-        if axis != outer or rows != outer:
-            blocked.extend(borders(axis))
-    phases = [Phase(blocked, rows)]
-    if rows == outer:
-        phases.append(Phase(borders(outer)))
-    return phases
+    in_blocks = padded if rows < outer else padded[1:]  # the outer axis's borders come after
+    blocked = [(out[interior], x)] + [m for axis in reversed(in_blocks) for m in borders(axis)]
+    if rows < outer:
+        return [Phase(blocked, rows)]
+    return [Phase(blocked, rows), Phase(borders(outer))]
 
 
 def operator_moves(
