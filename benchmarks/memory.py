@@ -67,8 +67,8 @@ def _status_kb(field: str) -> int | None:
             for line in status:
                 if line.startswith(field + ":"):
                     return int(line.split()[1])
-    except OSError:
-        pass
+    except OSError:  # no /proc here: the probe reports nothing
+        return None
     return None
 
 
