@@ -25,7 +25,7 @@ from functools import partial
 
 import numpy as np
 
-from backends.numpy.threads import Batch
+from backends.numpy.threads import Batch, Program
 from benchmarks.cases import Case, execution_cases
 from benchmarks.engines import Ours, OrtBound, fallbacks, session, verify
 from benchmarks.results import Progress, Section, Target
@@ -48,35 +48,40 @@ class ExecutionRow:
     ours_bound: Timing | None  # None: the backend takes no ``outputs=``
     ort_bound: Timing
     memcpy: Timing
-    memcpy_threads: int
+    memcpy_threads: str  # how the bound was reached: threads, "native" for the native copier
     gbps: dict[str, float | None]
     ratios: dict[str, float | None]
 
 
 class MemcpyBound:
-    """``np.copyto`` of half the moved bytes (each byte is read once and written once) into a
-    preallocated buffer, on one thread or split across ``workers`` threads (numpy releases the
-    GIL while it copies): the calling thread copies the first part, copy threads the rest,
-    handed over as fast as Python can (``threads.Batch``, as the backend's own copies). The
-    faster of the two is the bound: below a few hundred KB, a hand-over costs more than the
-    copy."""
+    """A copy of half the moved bytes (each byte is read once and written once) into a
+    preallocated buffer, every way this machine can make it: ``np.copyto`` on one thread or
+    split across ``workers`` threads (the calling thread copies the first part, copy threads the
+    rest, handed over as the backend's own NumPy copies are, ``threads.Batch``), and the
+    native copier (``threads.Program``, where it is built) on one thread and on ``workers``.
+    The fastest is the bound: below a few hundred KB a hand-over costs more than the copy."""
 
     def __init__(self, workers: int, bytes_moved: int) -> None:
         elements = max(workers, bytes_moved // 2 // 4)
         self.src = np.ones(elements, dtype=np.float32)
         self.dst = np.full(elements, 2.0, dtype=np.float32)  # every page touched
         bounds = np.linspace(0, elements, workers + 1).astype(int)
-        self.parts = [(self.dst[a:b], self.src[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
-        self.copy_split = Batch([[part] for part in self.parts])
+        parts = [(self.dst[a:b], self.src[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
+        whole = [(self.dst, self.src)]
+        self.ways: dict[str, Callable[[], None]] = {
+            "1": partial(np.copyto, self.dst, self.src),
+            f"{len(parts)}": Batch([[part] for part in parts]),
+        }
+        if Program is not None:
+            self.ways["1 native"] = Program([whole])
+            self.ways[f"{len(parts)} native"] = Program([[part] for part in parts])
 
-    def copy(self) -> None:
-        np.copyto(self.dst, self.src)
-
-    def measure(self, repeats: int, warmup: int) -> tuple[Timing, int]:
-        """The faster (by median) of one thread and ``workers`` threads, and its thread count."""
-        one = measure(self.copy, repeats, warmup)
-        split = measure(self.copy_split, repeats, warmup)
-        return (one, 1) if one.median <= split.median else (split, len(self.parts))
+    def measure(self, repeats: int, warmup: int) -> tuple[Timing, str]:
+        """The fastest way (by median), and its name: threads, and "native" for the native
+        copier."""
+        timings = {name: measure(way, repeats, warmup) for name, way in self.ways.items()}
+        best = min(timings, key=lambda name: timings[name].median)
+        return timings[best], best
 
 
 def _gbps(timing: Timing | None, nbytes: int) -> float | None:

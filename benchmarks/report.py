@@ -83,8 +83,8 @@ def _execution(section: Section) -> list[Table]:
         "median run)",
         caption="alloc: engines return fresh outputs; bound: both write into caller arrays "
         "(numpy outputs=, ORT IOBinding). Ratios are of speed (theirs' median time / ours; "
-        "> 1: ours faster). memcpy: np.copyto of the same bytes into a preallocated buffer, on "
-        "1 or N threads (N), whichever is faster. Every row was checked bit-identical against "
+        "> 1: ours faster). memcpy: the same bytes copied into a preallocated buffer, the "
+        "fastest of np.copyto and the native copier on 1 or N threads (how, in brackets). Every row was checked bit-identical against "
         "onnxruntime.",
     )
     for name in ("case", "size", "DML", "ours alloc", "ORT alloc", "ours bound", "ORT bound",

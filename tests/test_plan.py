@@ -3,6 +3,8 @@ output pool and threaded copies. Oracles: onnxruntime on the original ONNX model
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import numpy as np
 import onnx
 import onnxruntime as ort
@@ -18,6 +20,31 @@ from backends.numpy.memory import Lifetime, assign_buffers
 from dmlgraph import load
 from lowering import lower
 from oracles import same_bits
+
+#: The plan's two ways of copying: NumPy (``np.copyto``, Python copy threads) and the native
+#: extension (lockstep groups, streaming stores, native copy threads), where it is built.
+COPIERS = ["numpy", pytest.param("native", marks=pytest.mark.skipif(
+    copy_threads.Program is None, reason="the native copier is not built here"))]
+
+
+@contextmanager
+def copying(copier: str, parallel_bytes: int | None = None, block_bytes: int | None = None):
+    """Plans compiled inside copy with ``copier``; the thresholds as given, restored after."""
+    old = copy_threads.native, copy_threads.PARALLEL_BYTES, copy_threads.BLOCK_BYTES
+    copy_threads.native = copier == "native"
+    if parallel_bytes is not None:
+        copy_threads.PARALLEL_BYTES = parallel_bytes
+    if block_bytes is not None:
+        copy_threads.BLOCK_BYTES = block_bytes
+    try:
+        yield
+    finally:
+        copy_threads.native, copy_threads.PARALLEL_BYTES, copy_threads.BLOCK_BYTES = old
+
+
+def moves_of(items: list) -> list:
+    """The moves of a thread's list, lockstep groups ``(lead, moves)`` opened."""
+    return [m for item in items for m in (item[1] if isinstance(item[0], int) else [item])]
 
 ONNX_TYPES = {np.float32: TensorProto.FLOAT, np.int64: TensorProto.INT64, np.uint8: TensorProto.UINT8}
 
@@ -220,8 +247,9 @@ def test_dropped_outputs_are_recycled() -> None:
 
 
 # ------------------------------------------------------------------------------ threads
+@pytest.mark.parametrize("copier", COPIERS)
 @pytest.mark.parametrize("mode", ["constant", "reflect", "edge", "wrap"])
-def test_threaded_copies_match_one_thread(mode: str) -> None:
+def test_threaded_copies_match_one_thread(mode: str, copier: str) -> None:
     """A 2 MB Pad and Concat: the copies split across threads give the same bits."""
     rows, cols = 512, 1024
     model = _model(
@@ -235,14 +263,16 @@ def test_threaded_copies_match_one_thread(mode: str) -> None:
     lowered = lower(load(model), "6_4")
     (expected,) = _ort(model, {"x": x})
     for threads in (1, 2, 3):
-        (y,) = NumpyBackend(threads=threads).run(lowered, {"x": x}).values()
+        with copying(copier):
+            (y,) = NumpyBackend(threads=threads).run(lowered, {"x": x}).values()
         assert same_bits(y, expected), threads
 
 
-@settings(max_examples=60, deadline=None)
+@pytest.mark.parametrize("copier", COPIERS)
+@settings(max_examples=40, deadline=None)
 @given(st.data(), st.sampled_from(["constant", "reflect", "edge", "wrap"]),
        st.integers(1, 3), st.sampled_from([1, 64, 1 << 20]))
-def test_padding_in_row_blocks_matches_onnxruntime(data, mode, threads, block) -> None:
+def test_padding_in_row_blocks_matches_onnxruntime(copier, data, mode, threads, block) -> None:
     """Paddings are cut into blocks of rows: of an unpadded outer axis when one has 8 rows or
     more (each block then pads every axis), else of the outermost padded axis's interior rows
     (whose own borders come after). Either way, every block count and thread count gives
@@ -258,32 +288,24 @@ def test_padding_in_row_blocks_matches_onnxruntime(data, mode, threads, block) -
                    [_ints("pads", pads)])
     x = np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape) * 3 - 7
     (expected,) = _ort(model, {"x": x})
-    old = copy_threads.PARALLEL_BYTES, copy_threads.BLOCK_BYTES
-    copy_threads.PARALLEL_BYTES, copy_threads.BLOCK_BYTES = 0, block
-    try:
+    with copying(copier, 0, block):
         (y,) = NumpyBackend(threads=threads).run(lower(load(model), "6_4"), {"x": x}).values()
-    finally:
-        copy_threads.PARALLEL_BYTES, copy_threads.BLOCK_BYTES = old
     assert same_bits(y, expected)
 
 
+@pytest.mark.parametrize("copier", COPIERS)
 @given(st.lists(st.integers(1, 9), min_size=1, max_size=4), st.integers(2, 4), st.data())
-def test_distribute_covers_every_element_once(shape, workers, data) -> None:
+def test_distribute_covers_every_element_once(copier, shape, workers, data) -> None:
     destination = np.zeros(shape, np.int32)
     source = np.arange(destination.size, dtype=np.int32).reshape(shape)
-    old = copy_threads.PARALLEL_BYTES
-    copy_threads.PARALLEL_BYTES = 0
-    try:
+    with copying(copier, 0):
         lists = copy_threads.distribute([(destination, source)], workers)
-    finally:
-        copy_threads.PARALLEL_BYTES = old
+        run = copy_threads.compiled(lists)
     assert len(lists) <= workers
-    for moves in lists:
-        for d, s in moves:
-            assert np.shares_memory(d, destination)
-            np.copyto(d, s)
+    pieces = [d for items in lists for d, _ in moves_of(items)]
+    assert all(np.shares_memory(d, destination) for d in pieces)
+    run()
     assert same_bits(destination, source)
-    pieces = [d for moves in lists for d, _ in moves]
     assert sum(p.size for p in pieces) == destination.size
 
 
@@ -354,48 +376,42 @@ def random_graphs(draw):
     return model, x, level
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@pytest.mark.parametrize("copier", COPIERS)
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(random_graphs(), st.integers(1, 3), st.sampled_from([1, 16, 1 << 20]))
-def test_random_graphs_match_onnxruntime(case, threads, block) -> None:
+def test_random_graphs_match_onnxruntime(copier, case, threads, block) -> None:
     model, x, level = case
     before = x.copy()
     expected = _ort(model, {"x": x})
     lowered = lower(load(model), level)
-    old = copy_threads.PARALLEL_BYTES, copy_threads.BLOCK_BYTES
     # split even tiny copies, in blocks of a few rows, so the threaded, blocked paths run
-    copy_threads.PARALLEL_BYTES, copy_threads.BLOCK_BYTES = 0, block
-    try:
+    with copying(copier, 0, block):
         backend = NumpyBackend(threads=threads)
         for _ in range(2):  # the second run replays the plan with recycled outputs
             results = backend.run(lowered, {"x": x})
             for name, want in zip([o.name for o in model.graph.output], expected):
                 assert same_bits(results[name], want), name
-    finally:
-        copy_threads.PARALLEL_BYTES, copy_threads.BLOCK_BYTES = old
     assert same_bits(x, before)
 
 
+@pytest.mark.parametrize("copier", COPIERS)
 @given(st.lists(st.integers(1, 12), min_size=2, max_size=3), st.integers(2, 4),
        st.integers(2, 4), st.integers(1, 64))
-def test_distribute_side_by_side_moves_in_row_blocks(shape, parts, workers, block) -> None:
-    """A JOIN on the last axis: every input's columns, cut in row blocks across workers."""
+def test_distribute_side_by_side_moves_in_row_blocks(copier, shape, parts, workers, block) -> None:
+    """A JOIN on the last axis: every input's columns, cut in row blocks across workers
+    (natively: one lockstep group per worker)."""
     widths = [shape[-1]] * parts
     destination = np.zeros(tuple(shape[:-1]) + (sum(widths),), np.int32)
     sources = [np.arange(np.prod(shape), dtype=np.int32).reshape(shape) + 1000 * k
                for k in range(parts)]
     moves = [(destination[..., k * shape[-1]:(k + 1) * shape[-1]], s)
              for k, s in enumerate(sources)]
-    old = copy_threads.PARALLEL_BYTES, copy_threads.BLOCK_BYTES
-    copy_threads.PARALLEL_BYTES, copy_threads.BLOCK_BYTES = 0, block
-    try:
+    with copying(copier, 0, block):
         lists = copy_threads.distribute(moves, workers)
-    finally:
-        copy_threads.PARALLEL_BYTES, copy_threads.BLOCK_BYTES = old
+        copy_threads.compiled(lists)()
     assert len(lists) <= workers
-    for piece_list in lists:
-        copy_threads.run_list(piece_list)
     assert same_bits(destination, np.concatenate(sources, axis=-1))
-    assert sum(d.size for piece_list in lists for d, _ in piece_list) == destination.size
+    assert sum(d.size for items in lists for d, _ in moves_of(items)) == destination.size
 
 
 def test_restored_node_reads_what_replaced_an_eliminated_input() -> None:

@@ -35,7 +35,7 @@ from backends.base import BackendError, NodeRun
 from backends.numpy.memory import Lifetime, OutputPool, assign_buffers
 from backends.numpy.moves import Move, Phase, operator_moves
 from backends.numpy.runtime import RuntimeLowering, needs_runtime_lowering
-from backends.numpy.threads import Batch, distribute, run_list
+from backends.numpy.threads import Instruction, compiled, distribute
 from backends.numpy.views import Recipe, address, as_bytes, reform
 from dmlgraph.dml.binding import binds
 from dmlgraph.dml.enums import FeatureLevel
@@ -50,9 +50,6 @@ if TYPE_CHECKING:
 
 #: How run records name the engine of DML nodes.
 DML_ENGINE = "numpy DirectML emulator"
-
-Instruction = Callable[[], None]
-
 
 class RootKind(enum.Enum):
     """Where a root buffer's memory comes from."""
@@ -332,7 +329,7 @@ class Plan:
             recipes.append((dst, src))
         if static:
             moves = _materialize(self._frame, recipes)
-            return _call(distribute(moves, self.threads, phase.rows))
+            return compiled(distribute(moves, self.threads, phase.rows))
         return _BoundPhase(self, recipes, phase.rows)
 
     def ir_reader(self, name: str) -> Callable[[], np.ndarray]:
@@ -438,15 +435,6 @@ def _materialize(
     return moves
 
 
-def _call(lists: list[list[Move]]) -> Instruction:
-    """The fewest Python calls that run the lists: a single copy is ``np.copyto`` itself."""
-    if len(lists) > 1:
-        return Batch(lists)
-    if len(lists[0]) == 1:
-        return partial(np.copyto, *lists[0][0])
-    return partial(run_list, lists[0])
-
-
 class _BoundPhase:
     """A phase touching buffers bound per run. Its views are built from recipes over the
     bound addresses and kept while the addresses stay the same (the same arrays run after
@@ -473,7 +461,7 @@ class _BoundPhase:
             frame = self.plan._frame
             memory = {r: _unowned(frame[r]) for r in self.roots}  # type: ignore[arg-type]
             moves = _materialize(memory, self.recipes)
-            self.call = _call(distribute(moves, self.plan.threads, self.rows))
+            self.call = compiled(distribute(moves, self.plan.threads, self.rows))
             self.key = key
         self.call()  # type: ignore[misc]
 

@@ -1,26 +1,53 @@
-"""Copies spread across threads. NumPy releases the GIL while it copies, so two threads move
-data about twice as fast as one until memory bandwidth is the limit.
+"""Copies spread across threads, run natively where the extension is built.
 
-Copy threads wait on a bare lock each rather than a ``concurrent.futures`` pool, whose queue
-added about 25 µs to each hand-over on a 2-core VM (measured: a tiny two-thread batch took
-100 µs through a pool, 75 µs with locks). Most of what is left is waking an idle virtual CPU;
-onnxruntime's pool avoids that by spinning, which Python threads cannot do without the GIL.
+``compiled`` turns lists of moves (one per thread) into one call. With the native extension
+(``_copies.c``, built by ``pip install``) that is a ``Program``: every move analysed once into
+pointers and coalesced strides, rows copied by memcpy or typed loops (NumPy runs one inner loop
+of about 30 ns per row, which bounds short rows), the GIL released, and copy threads that spin
+for 2 ms after each batch before they sleep, as onnxruntime's pool does. Without it (no C
+compiler, or ``DMLGRAPH_NATIVE_COPIES=0``) the same lists run through ``np.copyto``; NumPy
+releases the GIL while it copies, and Python copy threads wait on a bare lock each rather than a
+``concurrent.futures`` pool, whose queue added about 25 µs to each hand-over on a 2-core VM
+(measured: a tiny two-thread batch took 100 µs through a pool, 75 µs with locks). Most of what
+is left there is waking an idle virtual CPU, which Python threads cannot avoid by spinning
+without holding the GIL.
 """
 
 from __future__ import annotations
 
 import _thread
+import math
 import os
 import threading
 from collections.abc import Sequence
+
+from collections.abc import Callable
+from functools import partial
 
 import numpy as np
 
 from backends.numpy.moves import Move
 
+try:
+    from backends.numpy._copies import MAX_THREADS, Program
+except ImportError:  # not built: no C compiler where it was installed
+    Program, MAX_THREADS = None, 1
+
+#: Whether plans compiled from now on copy natively (tests set it to cover both paths).
+native: bool = Program is not None and os.environ.get("DMLGRAPH_NATIVE_COPIES", "1") != "0"
+
+Instruction = Callable[[], None]
+#: What a list for a thread holds: moves, and natively also lockstep groups ``(lead, moves)``:
+#: for each index of the ``lead`` leading axes (the same sizes in every move), every move's
+#: slab there, in order.
+Item = Move | tuple[int, list[Move]]
+
 #: Below this many destination bytes a phase stays on one thread: waking a copy thread costs
 #: about 80 µs on a 2-core VM (measured: one thread wins at 2 MB, two win from 8 MB).
 PARALLEL_BYTES = 6 << 20
+#: A native lockstep group's slab (one index of its leading axes) writes at least this
+#: many bytes: smaller slabs cost more in loop overhead than they gain in locality.
+SLAB_BYTES = 1 << 10
 #: Moves that write side by side (a JOIN on an inner axis) or in order over the same rows (a
 #: padding's interior, then its borders) are done in blocks of rows of about this many
 #: destination bytes, all moves per block, so each block of the output is finished while it
@@ -53,7 +80,7 @@ def split(destination: np.ndarray, source: np.ndarray, parts: int) -> list[Move]
     return [(destination, source)]
 
 
-def distribute(phase: Sequence[Move], workers: int, rows: int | None = None) -> list[list[Move]]:
+def distribute(phase: Sequence[Move], workers: int, rows: int | None = None) -> list[list[Item]]:
     """A phase's moves as one list per worker with about equal bytes each.
 
     ``rows``: the moves run in order within each row of that axis (``moves.Phase``); they are
@@ -61,9 +88,14 @@ def distribute(phase: Sequence[Move], workers: int, rows: int | None = None) -> 
     (one worker too, so each block is finished while it is in cache). Otherwise the moves are
     independent: moves whose destinations share an outer axis are cut along it the same way;
     else large moves are split and pieces go largest first to the least loaded worker. One
-    list when the phase is too small to hand over."""
+    list when the phase is too small to hand over. Natively, a block is a lockstep group
+    (``Item``) of single rows."""
     total = sum(d.nbytes for d, _ in phase)
     if workers < 2 or total < PARALLEL_BYTES:
+        if native and len(phase) > 1:
+            rows = _shared_axis(phase, 1) if rows is None else rows
+            if rows is not None:
+                return _row_blocks(phase, rows, 1, total)
         if rows is None or total < 2 * BLOCK_BYTES:
             return [list(phase)]
         return _row_blocks(phase, rows, 1, total)
@@ -78,7 +110,7 @@ def distribute(phase: Sequence[Move], workers: int, rows: int | None = None) -> 
             pieces.extend(split(destination, source, workers))
         else:
             pieces.append((destination, source))
-    lists: list[list[Move]] = [[] for _ in range(workers)]
+    lists: list[list[Item]] = [[] for _ in range(workers)]
     loads = [0] * workers
     for destination, source in sorted(pieces, key=lambda m: -m[0].nbytes):
         least = loads.index(min(loads))
@@ -105,21 +137,43 @@ def _shared_axis(phase: Sequence[Move], workers: int) -> int | None:
     return None
 
 
-def _row_blocks(phase: Sequence[Move], axis: int, workers: int, total: int) -> list[list[Move]]:
+def _row_blocks(phase: Sequence[Move], axis: int, workers: int, total: int) -> list[list[Item]]:
     size = phase[0][0].shape[axis]
     lead = (slice(None),) * axis
     block = max(1, size * BLOCK_BYTES // total)
     sources = [np.broadcast_to(s, d.shape) for d, s in phase]
     workers = min(workers, size)
     bounds = [size * k // workers for k in range(workers + 1)]
-    lists = []
+    lockstep = _lockstep_axes(phase, axis) if native else 0
+    lists: list[list[Item]] = []
     for low, high in zip(bounds, bounds[1:]):
-        moves = []
+        if lockstep:
+            rows = lead + (slice(low, high),)
+            lists.append([(lockstep, [(d[rows], s[rows]) for (d, _), s in zip(phase, sources)])])
+            continue
+        moves: list[Item] = []
         for start in range(low, high, block):
             rows = lead + (slice(start, min(high, start + block)),)
             moves.extend((d[rows], s[rows]) for (d, _), s in zip(phase, sources))
         lists.append(moves)
     return lists
+
+
+def _lockstep_axes(phase: Sequence[Move], axis: int) -> int:
+    """How many leading axes a native lockstep group of the phase's moves runs over: through
+    ``axis`` (all moves the same size there and before), then on while the moves keep the same
+    size and a slab of all of them still writes ``SLAB_BYTES``."""
+    shapes = [d.shape for d, _ in phase]
+    itemsize = phase[0][0].itemsize
+    lead = axis + 1
+    while lead < min(len(shape) for shape in shapes) and all(
+        shape[lead] == shapes[0][lead] for shape in shapes
+    ):
+        slab = itemsize * sum(math.prod(shape[lead + 1 :]) for shape in shapes)
+        if slab < SLAB_BYTES:
+            break
+        lead += 1
+    return lead
 
 
 def run_list(moves: Sequence[Move]) -> None:
@@ -216,3 +270,19 @@ class Batch:
             _idle.give(workers)
             if errors:
                 raise errors[0]
+
+
+def compiled(lists: list[list[Item]]) -> Instruction:
+    """One call that runs the lists, list 0 on the calling thread and each other on a copy
+    thread: a native program where it can be built (its moves' arrays all export strided
+    buffers of one item size), else the fewest Python calls (a single copy is ``np.copyto``)."""
+    if native and Program is not None and len(lists) <= MAX_THREADS:
+        try:
+            return Program(lists)
+        except (TypeError, ValueError, BufferError):
+            pass  # NumPy makes every copy it can (and raises for the rest when run)
+    if len(lists) > 1:
+        return Batch(lists)
+    if len(lists[0]) == 1:
+        return partial(np.copyto, *lists[0][0])
+    return partial(run_list, lists[0])

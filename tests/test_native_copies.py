@@ -1,0 +1,143 @@
+"""The native copier (``backends/numpy/_copies.c``) against ``np.copyto``, its oracle: random
+strided, reversed and broadcast copies of every element size, split over lists (threads) and
+lockstep groups, streamed or not; and the errors it gives instead of copying wrongly."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from backends.numpy import threads as copy_threads
+
+pytestmark = pytest.mark.skipif(
+    copy_threads.Program is None, reason="the native copier is not built here"
+)
+Program = copy_threads.Program
+DTYPES = [np.uint8, np.uint16, np.uint32, np.uint64, np.dtype("V3")]
+
+
+@st.composite
+def strided_copies(draw, dtype: np.dtype):
+    """A destination view and a source view broadcastable to it: any steps, negative too,
+    size-1 and missing leading source axes, a 0-d fill; with the arrays they view."""
+    rank = draw(st.integers(1, 5))
+    # the last axis long enough for rows to stream (64 bytes and up)
+    shape = (*draw(st.lists(st.integers(0, 5), min_size=rank - 1, max_size=rank - 1)),
+             draw(st.integers(0, 70)))
+    steps = [draw(st.sampled_from([1, 1, 2, 3, -1, -2])) for _ in shape]
+    dims = [max(1, n) * abs(k) + 1 for n, k in zip(shape, steps)]
+    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
+    big = np.frombuffer(rng.bytes(dtype.itemsize * int(np.prod(dims))), dtype=dtype)
+    big = big.reshape(dims)
+    source = big[tuple(slice(None, n * k, k) if k > 0 else slice(None, -(n * -k) - 1, k)
+                       for n, k in zip(shape, steps))]
+    kind = draw(st.sampled_from(["full", "broadcast", "fill"]))
+    if kind == "fill":
+        source = np.array(big.reshape(-1)[0])
+    elif kind == "broadcast" and source.size:
+        source = source[(0,) * draw(st.integers(0, rank))]  # leading axes missing
+        source = source[tuple(slice(0, 1) if draw(st.booleans()) else slice(None)
+                              for _ in source.shape)]
+    outer = np.zeros(tuple(n + 2 for n in shape), dtype)
+    destination = outer[tuple(slice(1, 1 + n) for n in shape)]
+    if draw(st.booleans()):  # a destination read backwards along one axis
+        axis = draw(st.integers(0, rank - 1))
+        destination = np.flip(destination, axis)
+    return outer, destination, source
+
+
+@pytest.mark.parametrize("stream", [True, False])
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@settings(max_examples=80, deadline=None)
+@given(st.integers(1, 3), st.integers(0, 5), st.data())
+def test_copies_match_numpy(dtype, stream, parts, lead, data) -> None:
+    """Per element size, streamed or not: Split along axis 0 over up to 3 lists, each a lockstep group over up to ``lead``
+    leading axes (or plain moves): the destination, borders included, is what np.copyto
+    makes."""
+    outer, destination, source = data.draw(strided_copies(np.dtype(dtype)))
+    want = outer.copy()
+    offset = destination.__array_interface__["data"][0] - outer.__array_interface__["data"][0]
+    np.copyto(np.ndarray(destination.shape, destination.dtype, want, offset,
+                         destination.strides), source)
+    full = np.broadcast_to(source, destination.shape)
+    n = destination.shape[0]
+    bounds = sorted({0, n, *data.draw(st.lists(st.integers(0, n), max_size=parts - 1))})
+    lists = []
+    for a, b in zip(bounds, bounds[1:]):
+        piece = (destination[a:b], full[a:b])
+        lead_here = min(lead, destination.ndim)
+        lists.append([(lead_here, [piece])] if lead_here else [piece])
+    if not lists:
+        lists = [[(destination, source)]]
+    Program(lists, stream=stream)()
+    assert outer.tobytes() == want.tobytes()
+
+
+def test_a_lockstep_group_fills_rows_in_order() -> None:
+    """Later moves of a group see what earlier ones wrote in the same slab (a padding's
+    borders read its interior), slab by slab."""
+    out = np.zeros((3, 6), np.int32)
+    x = np.arange(12, dtype=np.int32).reshape(3, 4) + 1
+    moves = [(out[:, 1:5], x), (out[:, 0:1], out[:, 1:2]), (out[:, 5:6], out[:, 4:5])]
+    Program([[(1, moves)]])()
+    expected = np.pad(x, ((0, 0), (1, 1)), mode="edge")
+    assert (out == expected).all()
+
+
+def test_streamed_and_threaded_copy_of_many_megabytes() -> None:
+    """Large enough to stream by size on two threads: the bits arrive, reversed."""
+    x = np.arange(3 << 20, dtype=np.uint32).reshape(-1, 1024)
+    out = np.empty_like(x)
+    half = x.shape[0] // 2
+    program = Program([[(out[:half], x[:half, ::-1])], [(out[half:], x[half:, ::-1])]])
+    assert program.nbytes == out.nbytes and program.threads == 2
+    program()
+    assert (out == x[:, ::-1]).all()
+
+
+@pytest.mark.parametrize(
+    "lists, error, message",
+    [
+        ([], ValueError, "lists of moves"),
+        ([[(np.zeros(4, np.uint32), np.zeros(4, np.uint16))]], TypeError, "item sizes differ"),
+        ([[(np.zeros(4, np.uint32), np.zeros(5, np.uint32))]], ValueError, "does not broadcast"),
+        ([[(np.zeros(4, np.uint32), np.zeros((2, 4), np.uint32))]], ValueError, "source not above"),
+        ([[(np.broadcast_to(np.zeros(1, np.uint8), (4,)), np.zeros(4, np.uint8))]],
+         (BufferError, ValueError), "read-only|writable"),
+        ([[(1, [(np.zeros((2, 3), np.uint8), np.zeros((2, 3), np.uint8)),
+                (np.zeros((3, 3), np.uint8), np.zeros((3, 3), np.uint8))])]],
+         ValueError, "leading axis 0"),
+        ([[(-1, [(np.zeros(2, np.uint8), np.zeros(2, np.uint8))])]], ValueError, "lead"),
+        ([[np.zeros(2)]], TypeError, "tuple"),
+    ],
+)
+def test_what_it_refuses(lists, error, message) -> None:
+    with pytest.raises(error, match=message):
+        Program(lists)
+
+
+def test_compiled_falls_back_to_numpy_for_what_the_native_copier_refuses() -> None:
+    """A move NumPy can make (a cast) but the copier cannot: the plan's call is NumPy's."""
+    destination = np.zeros(4, np.float64)
+    run = copy_threads.compiled([[(destination, np.arange(4, dtype=np.int32))]])
+    assert not isinstance(run, Program)
+    run()
+    assert destination.tolist() == [0.0, 1.0, 2.0, 3.0]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+def test_copy_threads_are_started_again_in_a_forked_child() -> None:
+    x = np.arange(1 << 16, dtype=np.uint32)
+    out = np.zeros_like(x)
+    Program([[(out[:100], x[:100])], [(out[100:], x[100:])]])()  # threads exist in the parent
+    pid = os.fork()
+    if pid == 0:  # the child: its copy threads must be new ones, or this hangs
+        child = np.zeros_like(x)
+        Program([[(child[:100], x[:100])], [(child[100:], x[100:])]])()
+        os._exit(0 if (child == x).all() else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
