@@ -5,8 +5,8 @@
  * row of a strided copy (about 30 ns each), so short rows (a last-axis JOIN, a padding's
  * border columns) run far below memory bandwidth; and a Python copy thread sleeps between
  * runs, so handing it work costs a wake-up (70-80 us on a 2-core VM). Here a move is
- * analysed once into pointers, shape and strides (dimensions coalesced), each row is a memcpy
- * or a typed loop, and copy threads spin for a while after each batch, as onnxruntime's pool
+ * analysed once into pointers, shape and strides (dimensions coalesced), each row is a typed
+ * loop (streamed from 8 MB), and copy threads spin for a while after each batch, as onnxruntime's pool
  * does, before they sleep. The GIL is released while copying.
  *
  * Program(lists, stream=None): lists of (destination, source) arrays, the source broadcastable to the

@@ -2,7 +2,7 @@
 
 ``compiled`` turns lists of moves (one per thread) into one call. With the native extension
 (``_copies.c``, built by ``pip install``) that is a ``Program``: every move analysed once into
-pointers and coalesced strides, rows copied by memcpy or typed loops (NumPy runs one inner loop
+pointers and coalesced strides, rows copied by typed loops (NumPy runs one inner loop
 of about 30 ns per row, which bounds short rows), the GIL released, and copy threads that spin
 for 2 ms after each batch before they sleep, as onnxruntime's pool does. Without it (no C
 compiler, or ``DMLGRAPH_NATIVE_COPIES=0``) the same lists run through ``np.copyto``; NumPy
