@@ -19,9 +19,7 @@ import _thread
 import math
 import os
 import threading
-from collections.abc import Sequence
-
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import partial
 
 import numpy as np
@@ -92,11 +90,10 @@ def distribute(phase: Sequence[Move], workers: int, rows: int | None = None) -> 
     (``Item``) of single rows."""
     total = sum(d.nbytes for d, _ in phase)
     if workers < 2 or total < PARALLEL_BYTES:
-        if native and len(phase) > 1:
-            rows = _shared_axis(phase, 1) if rows is None else rows
-            if rows is not None:
-                return _row_blocks(phase, rows, 1, total)
-        if rows is None or total < 2 * BLOCK_BYTES:
+        lockstep = native and len(phase) > 1  # free natively, whatever the size
+        if lockstep and rows is None:
+            rows = _shared_axis(phase, 1)
+        if rows is None or not (lockstep or total >= 2 * BLOCK_BYTES):
             return [list(phase)]
         return _row_blocks(phase, rows, 1, total)
     if rows is None:
