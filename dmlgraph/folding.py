@@ -26,7 +26,7 @@ is still a run-time value gets a note naming the reason (``runtime_parameters``)
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
 from typing import Any
@@ -37,7 +37,7 @@ from onnx import helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 from onnx.reference import op_run
 
-from dmlgraph import canonical
+from dmlgraph import canonical, shape_kernels
 from dmlgraph.errors import ModelValidationError
 from dmlgraph.exporter import node_proto, op_schema, to_onnx
 from dmlgraph.ir import Graph, Node, NodeId, RemovedNode, TensorInfo
@@ -176,18 +176,50 @@ def infer_node(graph: Graph, node: Node) -> list[str]:
     """Re-infer one ONNX node's outputs from its inputs' types and small constants' values
     (``infer_node_outputs``); returns the outputs whose info changed. A node inference cannot
     handle is left as it was, as non-strict whole-graph inference would."""
-    todo = [
-        o
-        for o in node.outputs
-        if o
-        and o not in graph.inputs
-        and not ((info := graph.tensors[o]).dtype is not None and info.is_static)
-    ]
-    if not todo or not node.is_onnx:
+    if not node.is_onnx or not _to_infer(graph, node.outputs):
         return []
     try:
         proto, extra = node_proto(graph, node, set())
-        opset = graph.opset_imports[node.op.domain]
+    except Exception:  # an attribute or input this op's form cannot express
+        return []
+    return infer_proto(graph, proto, graph.opset_imports[node.op.domain], extra)
+
+
+def _to_infer(graph: Graph, outputs: Iterable[str]) -> list[str]:
+    """The outputs inference could still tell more about (not graph inputs, not static)."""
+    return [
+        o
+        for o in outputs
+        if o
+        and o not in graph.inputs
+        and not ((info := graph.tensors.get(o)) is not None and info.dtype is not None
+                 and info.is_static)
+    ]
+
+
+def news_for_inference(before: TensorInfo | None, after: TensorInfo) -> bool:
+    """Whether a tensor's new info can teach node inference anything: a constant inference
+    reads by value (``INFERENCE_CONSTANT_LIMIT``), or a dtype or shape it lacked. A folded
+    weight whose static shape was already known teaches nothing, so its readers need no
+    re-inference."""
+    if after.data is not None and after.data.size <= INFERENCE_CONSTANT_LIMIT:
+        return True
+    return before is None or before.dtype != after.dtype or before.shape != after.shape
+
+
+def infer_proto(
+    graph: Graph,
+    proto: onnx.NodeProto,
+    opset: int,
+    extra: Mapping[str, np.ndarray] | None = None,
+) -> list[str]:
+    """``infer_node``'s work on a NodeProto whose inputs are ``graph``'s tensors (or ``extra``
+    constants): the importer uses it on the model's own nodes."""
+    todo = _to_infer(graph, proto.output)
+    if not todo:
+        return []
+    extra = extra or {}
+    try:
         types: dict[str, onnx.TypeProto] = {}
         data: dict[str, onnx.TensorProto] = {}
         for name in proto.input:
@@ -215,7 +247,7 @@ def infer_node(graph: Graph, node: Node) -> list[str]:
         type_proto = inferred.get(name)
         if type_proto is None:
             continue
-        old = graph.tensors[name]
+        old = graph.tensors.get(name) or TensorInfo(name)
         merged = _merge(old, tensor_info(onnx.ValueInfoProto(name=name, type=type_proto), ""))
         if merged != old:
             graph.set_tensor(merged)
@@ -245,12 +277,17 @@ def fold_constants(
             changed.update(infer_node(graph, node))
         if (select is not None and not select(node)) or not _foldable(graph, node):
             continue
-        try:
-            values = _run_reference(graph, [node], {})
-        except Exception as exc:
-            _note(node, NOT_FOLDED, f"onnx.reference failed: {type(exc).__name__}: {exc}")
-            continue
-        reason = _rejection(graph, node, values)
+        values = kernel_values(
+            graph, node.op_type, node.op.domain, node.op.since_version, node.op.attrs,
+            node.inputs, node.outputs,
+        )
+        if values is None:
+            try:
+                values = _run_reference(graph, [node], {})
+            except Exception as exc:
+                _note(node, NOT_FOLDED, f"onnx.reference failed: {type(exc).__name__}: {exc}")
+                continue
+        reason = rejection(graph, node.inputs, node.outputs, values)
         if reason:
             _note(node, NOT_FOLDED, reason)
             continue
@@ -277,21 +314,53 @@ def _foldable(graph: Graph, node: Node) -> bool:
         o in graph.outputs for o in node.outputs
     ):
         return False
-    return all(_input_available(graph, node, port) for port in range(len(node.inputs)))
+    return all(
+        input_available(graph, node.op_type, port, name) for port, name in enumerate(node.inputs)
+    )
 
 
-def _input_available(graph: Graph, node: Node, port: int) -> bool:
-    name = node.inputs[port]
+def input_available(graph: Graph, op_type: str, port: int, name: str) -> bool:
+    """Whether folding knows input ``port`` (tensor ``name``) of an ``op_type`` node: omitted,
+    constant, or the input of Shape/Size with a static shape (``shape_only_value``)."""
     if not name or graph.is_constant(name):
         return True
     info = graph.tensors.get(name)
     return (
-        node.op_type in SHAPE_ONLY_OPS
+        op_type in SHAPE_ONLY_OPS
         and port == 0
         and info is not None
         and info.is_static
         and info.dtype is not None
     )
+
+
+def shape_only_value(info: TensorInfo) -> np.ndarray:
+    """The input of a Shape/Size only lends its static shape: a zero-strided dummy of it, so
+    no real data is allocated."""
+    return np.broadcast_to(np.zeros((), dtype=info.dtype), info.static_shape or ())
+
+
+def kernel_values(
+    graph: Graph,
+    op_type: str,
+    domain: str,
+    version: int,
+    attrs: Mapping[str, Any],
+    inputs: Sequence[str],
+    outputs: Sequence[str],
+) -> dict[str, np.ndarray] | None:
+    """A foldable node's outputs by its ``shape_kernels`` kernel, or None where no kernel
+    covers it or the kernel declines (then ``onnx.reference`` evaluates it). The kernels
+    follow the spec where onnx.reference does not (Slice's clamping with negative steps,
+    Shape's end below -rank), as onnxruntime does."""
+    kernel = shape_kernels.kernel_for(op_type, domain, version)
+    if kernel is None:
+        return None
+    feeds = _feeds(graph, inputs, {})
+    results = kernel.fn([feeds[name] if name else None for name in inputs], attrs, version)
+    if results is None or len(results) != len(outputs):
+        return None
+    return {out: value for out, value in zip(outputs, results) if out}
 
 
 def _run_reference(
@@ -325,8 +394,7 @@ def _feeds(
         if data is None:
             data = values.get(name)
         if data is None:  # the input of a Shape/Size: only its static shape is read
-            info = graph.tensors[name]
-            data = np.broadcast_to(np.zeros((), dtype=info.dtype), info.static_shape or ())
+            data = shape_only_value(graph.tensors[name])
         feeds[name] = data
     return feeds
 
@@ -373,20 +441,23 @@ def _run_single(
     }
 
 
-def _rejection(graph: Graph, node: Node, values: Mapping[str, np.ndarray]) -> str:
-    """Why a computed node must not be folded ("" when it may be)."""
-    constants = (graph.constant(n) for n in node.inputs)
+def rejection(
+    graph: Graph, inputs: Iterable[str], outputs: Iterable[str], values: Mapping[str, np.ndarray]
+) -> str:
+    """Why a node computed from ``inputs`` to ``values`` must not be folded ("" when it may
+    be): its results disagree with the inferred types, or would grow the model too much."""
+    constants = (graph.constant(n) for n in inputs if n)
     budget = FOLD_GROWTH_LIMIT_BYTES + sum(c.nbytes for c in constants if c is not None)
-    for out in node.outputs:
+    for out in outputs:
         if not out:
             continue
         value = values[out]
         if not isinstance(value, np.ndarray):
             return f"output {out!r} is a {type(value).__name__}, not a tensor"
-        info = graph.tensors[out]
+        info = graph.tensors.get(out) or TensorInfo(out)
         if info.dtype is not None and value.dtype != info.dtype:
             return (
-                f"onnx.reference gave output {out!r} dtype {value.dtype}; "
+                f"folding computed output {out!r} with dtype {value.dtype}; "
                 f"inference says {info.dtype}"
             )
         if info.shape is not None and (
@@ -394,7 +465,7 @@ def _rejection(graph: Graph, node: Node, values: Mapping[str, np.ndarray]) -> st
             or any(isinstance(d, int) and d != s for d, s in zip(info.shape, value.shape))
         ):
             return (
-                f"onnx.reference gave output {out!r} shape {list(value.shape)}; "
+                f"folding computed output {out!r} with shape {list(value.shape)}; "
                 f"inference says {list(info.shape)}"
             )
         if value.nbytes > budget:
@@ -484,7 +555,7 @@ def _root_cause(graph: Graph, name: str, producer: Node | None) -> str:
             return f"depends on the shape of {producer.inputs[0]!r}, which is not static ({shape})"
     outputs = [o for o in producer.outputs if o in graph.outputs]
     if outputs and all(
-        _input_available(graph, producer, p) for p in range(len(producer.inputs))
+        input_available(graph, producer.op_type, p, n) for p, n in enumerate(producer.inputs)
     ):
         return f"{producer.label} computes graph output {outputs[0]!r}, which is never folded"
     return ""

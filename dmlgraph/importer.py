@@ -29,7 +29,7 @@ import numpy as np
 import onnx
 from onnx import AttributeProto, TensorProto, numpy_helper
 
-from dmlgraph import canonical, collector, folding
+from dmlgraph import canonical, collector, folding, shape_kernels
 from dmlgraph.dtypes import to_numpy_dtype
 from dmlgraph.errors import DmlgraphError, ModelLoadError, ModelValidationError, UnsupportedError
 from dmlgraph.ir import Graph, OnnxOp, Provenance, RemovedNode, TensorInfo
@@ -76,7 +76,7 @@ def _load(
         del proto.graph.value_info[:]
         if input_shapes:
             _apply_input_shapes(proto, input_shapes, source)
-        graph = _build_graph(_infer_shapes(proto, source), source)
+        graph = _build_graph(_infer_shapes(proto, source), source, fold=fold)
         if fold:
             folding.fold(graph, inferred=True)
         else:
@@ -409,7 +409,10 @@ def _array(tensor: TensorProto, where: str) -> np.ndarray:
     return array
 
 
-def _build_graph(proto: onnx.ModelProto, source: str) -> Graph:
+def _build_graph(proto: onnx.ModelProto, source: str, *, fold: bool) -> Graph:
+    """The IR of an inferred model. With ``fold``, nodes a shape kernel computes from constants
+    become constants on the way (``_fold_at_import``), and the nodes reading them have their
+    outputs re-inferred, so a chain folds in one sweep; ``folding.fold`` finishes the rest."""
     opsets = _normalized_opsets(proto)
     graph = Graph(
         proto.graph.name or "main",
@@ -433,6 +436,7 @@ def _build_graph(proto: onnx.ModelProto, source: str) -> Graph:
         graph.set_tensor(TensorInfo(tensor.name, data=_array(tensor, f"{source}: initializer")))
     known = {vi.name: vi for vi in list(proto.graph.value_info) + list(proto.graph.output)}
     outputs = {o.name for o in proto.graph.output}
+    changed: set[str] = set()  # tensors folded or re-inferred on the way
     for index, node in enumerate(proto.graph.node):
         where = _node_where(source, index, node)
         if _constant_value(graph, node, opsets, outputs, where):
@@ -440,7 +444,20 @@ def _build_graph(proto: onnx.ModelProto, source: str) -> Graph:
         for out in node.output:
             if out and out in known:
                 graph.set_tensor(tensor_info(known[out], where))
-        _add_node(graph, node, index, opsets, where)
+        version = canonical.since_version(node.op_type, node.domain, opsets[node.domain], where)
+        attrs = {a.name: attribute_value(a, where) for a in node.attribute}
+        if fold:
+            known_before = [graph.tensors.get(out) for out in node.output]
+            if _fold_at_import(graph, node, version, attrs, outputs):
+                changed.update(
+                    out
+                    for out, before in zip(node.output, known_before)
+                    if folding.news_for_inference(before, graph.tensors[out])
+                )
+                continue
+            if any(name in changed for name in node.input):  # folding made them known
+                changed.update(folding.infer_proto(graph, node, opsets[node.domain]))
+        _add_node(graph, node, index, version, attrs, where)
     graph.outputs = [o.name for o in proto.graph.output]
     for value_info in proto.graph.output:
         if value_info.name not in graph.tensors:
@@ -481,12 +498,53 @@ def _constant_value(
     return True
 
 
+def _fold_at_import(
+    graph: Graph,
+    node: onnx.NodeProto,
+    version: int,
+    attrs: Mapping[str, Any],
+    outputs: set[str],
+) -> bool:
+    """A node that a shape kernel computes from constants (or a static shape, for Shape/Size)
+    becomes constants before it enters the IR, as ``folding`` would make it, without
+    ``onnx.reference``'s per-node cost; True when it did. What the kernel declines, or
+    ``folding.rejection`` refuses, is imported as a node: folding evaluates it with
+    ``onnx.reference`` and notes why it cannot fold."""
+    if shape_kernels.kernel_for(node.op_type, node.domain, version) is None:
+        return False
+    if any(out in outputs for out in node.output) or not all(
+        folding.input_available(graph, node.op_type, port, name)
+        for port, name in enumerate(node.input)
+    ):
+        return False
+    named = folding.kernel_values(
+        graph, node.op_type, node.domain, version, attrs, node.input, node.output
+    )
+    if named is None:
+        return False
+    if folding.rejection(graph, node.input, node.output, named):
+        return False
+    for out, value in named.items():
+        graph.set_tensor(TensorInfo(out, data=value))
+    graph.removed.append(
+        RemovedNode(
+            Provenance(node.name, node.op_type, node.domain, version),
+            "folded",
+            "computed from constants at import",
+        )
+    )
+    return True
+
+
 def _add_node(
-    graph: Graph, node: onnx.NodeProto, index: int, opsets: Mapping[str, int], where: str
+    graph: Graph,
+    node: onnx.NodeProto,
+    index: int,
+    version: int,
+    attrs: dict[str, Any],
+    where: str,
 ) -> None:
     domain = node.domain
-    version = canonical.since_version(node.op_type, domain, opsets[domain], where)
-    attrs = {a.name: attribute_value(a, where) for a in node.attribute}
     provenance = Provenance(node.name, node.op_type, domain, version)
     inputs: tuple[str, ...] = tuple(node.input)
     if domain == "" and node.op_type in canonical.FORMS:
