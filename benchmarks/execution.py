@@ -13,13 +13,16 @@ Ratios here are of speed, as the targets are stated (theirs' median time / ours:
 is faster): at 16 MB and up, ours must be at least as fast as onnxruntime and reach 0.8 of the
 memcpy bound. dmlgraph is timed before the onnxruntime session exists: onnxruntime's idle
 intra-op threads spin for a while after each run and would take a core from dmlgraph's copy
-threads on a small machine, so each engine is timed with the machine to itself.
+threads on a small machine, so each engine is timed with the machine to itself. Within that,
+ours (both modes) and every memcpy way run in turns, one call each per round
+(``measure_together``), as do onnxruntime's two modes: this VM's memory bandwidth drifts
+within a minute, and in turns the drift cannot favour one side of a ratio against the bound.
 """
 
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
 
@@ -30,7 +33,7 @@ from benchmarks.cases import Case, execution_cases
 from benchmarks.engines import Ours, OrtBound, fallbacks, session, verify
 from benchmarks.results import Progress, Section, Target
 from benchmarks.settings import Settings
-from benchmarks.timing import Timing, measure, ratio
+from benchmarks.timing import Timing, measure_together, ratio
 
 
 
@@ -76,12 +79,16 @@ class MemcpyBound:
             self.ways["1 native"] = Program([whole])
             self.ways[f"{len(parts)} native"] = Program([[part] for part in parts])
 
-    def measure(self, repeats: int, warmup: int) -> tuple[Timing, str]:
-        """The fastest way (by median), and its name: threads, and "native" for the native
-        copier."""
-        timings = {name: measure(way, repeats, warmup) for name, way in self.ways.items()}
-        best = min(timings, key=lambda name: timings[name].median)
-        return timings[best], best
+    def measure(
+        self, repeats: int, warmup: int, alongside: Mapping[str, Callable[[], None]]
+    ) -> tuple[Timing, str, dict[str, Timing]]:
+        """The fastest way (by median) and its name (threads, and "native" for the native
+        copier), timed in turns with ``alongside`` (``measure_together``), whose timings come
+        third."""
+        ways = {f"memcpy {name}": way for name, way in self.ways.items()}
+        timings = measure_together({**alongside, **ways}, repeats, warmup)
+        best = min(ways, key=lambda name: timings[name].median)
+        return timings[best], best.removeprefix("memcpy "), {n: timings[n] for n in alongside}
 
 
 def _gbps(timing: Timing | None, nbytes: int) -> float | None:
@@ -99,13 +106,17 @@ def measure_case(case: Case, settings: Settings, repeats: int, label: str = "") 
     w = settings.warmup
     ours = Ours(case.model)
     ours_result = {k: v.copy() for k, v in ours.run(feeds).items()}
-    ours_alloc = measure(lambda: ours.run(feeds), repeats, w)
+    ours_fns: dict[str, Callable[[], object]] = {"ours_alloc": lambda: ours.run(feeds)}
     ours_bound: Callable[[], None] | None = None
-    ours_bound_time: Timing | None = None
     if ours.can_bind:
         ours_out = {n: np.full_like(a, np.nan) for n, a in ours_result.items()}
         ours_bound = partial(ours.run_into, feeds, ours_out)
-        ours_bound_time = measure(ours_bound, repeats, w)
+        ours_fns["ours_bound"] = ours_bound
+    # ours and the memcpy bound in turns, before the onnxruntime session exists
+    moved = case.bytes_moved
+    memcpy, memcpy_threads, ours_timings = MemcpyBound(settings.threads, moved).measure(
+        repeats, w, ours_fns
+    )
 
     sess = session(case.model, settings.threads)
     names = [o.name for o in sess.get_outputs()]
@@ -122,17 +133,17 @@ def measure_case(case: Case, settings: Settings, repeats: int, label: str = "") 
     verified.append("ort_bound")
     del expected, ours_result
 
-    moved = case.bytes_moved
-    timings = {
-        "ours_alloc": ours_alloc,
-        "ort_alloc": measure(partial(sess.run, None, feeds), repeats, w),
-        "ours_bound": ours_bound_time,
-        "ort_bound": measure(ort_bound.run, repeats, w),
-    }
-    del sess, ort_bound  # its threads go with it
-    timings["memcpy"], memcpy_threads = MemcpyBound(settings.threads, moved).measure(
-        repeats, w
+    ort_timings = measure_together(
+        {"ort_alloc": partial(sess.run, None, feeds), "ort_bound": ort_bound.run}, repeats, w
     )
+    del sess, ort_bound  # its threads go with it
+    timings: dict[str, Timing | None] = {
+        "ours_alloc": ours_timings["ours_alloc"],
+        "ort_alloc": ort_timings["ort_alloc"],
+        "ours_bound": ours_timings.get("ours_bound"),
+        "ort_bound": ort_timings["ort_bound"],
+        "memcpy": memcpy,
+    }
     med = {k: _median(t) for k, t in timings.items()}
     return ExecutionRow(
         case=case.name,

@@ -26,7 +26,7 @@ from benchmarks.cases import real_model_path, synthetic_graph
 from benchmarks.engines import FEATURE_LEVEL, fallbacks, session
 from benchmarks.results import Progress, Section, Target
 from benchmarks.settings import Settings
-from benchmarks.timing import Timing, collector_paused, measure, ratio
+from benchmarks.timing import Timing, collector_paused, measure, measure_together, ratio
 from dmlgraph import load
 from lowering import lower
 
@@ -94,8 +94,16 @@ def measure_model(name: str, settings: Settings) -> ModelRow:
     graph = load(path)
     lowered = lower(graph, FEATURE_LEVEL)
     n = settings.model_repeats
-    ours = measure(lambda: lower(load(path), FEATURE_LEVEL), n, warmup=1, pause_gc=False)
-    ort_session = measure(lambda: session(path, settings.threads), n, warmup=1, pause_gc=False)
+    together = measure_together(  # in turns: the VM's speed drifts (see timing.py)
+        {
+            "ours": lambda: lower(load(path), FEATURE_LEVEL),
+            "ort": lambda: session(path, settings.threads),
+        },
+        n,
+        warmup=1,
+        pause_gc=False,
+    )
+    ours, ort_session = together["ours"], together["ort"]
     return ModelRow(
         model=name,
         onnx_nodes=onnx_nodes,

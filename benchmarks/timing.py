@@ -11,7 +11,7 @@ from __future__ import annotations
 import gc
 import statistics
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any
@@ -59,6 +59,27 @@ def measure(
             fn()
             samples.append(time.perf_counter() - start)
     return Timing.of(samples)
+
+
+def measure_together(
+    fns: Mapping[str, Callable[[], Any]], repeats: int, warmup: int = 2, *, pause_gc: bool = True
+) -> dict[str, Timing]:
+    """Time several functions in turns, one call of each per round, after ``warmup`` rounds.
+
+    A shared VM's memory bandwidth drifts by up to 2x within a minute; timed one after the
+    other, two copies of the same speed can differ by that much. In turns, the drift slows
+    them alike, so their ratio holds even when their absolute times do not."""
+    for _ in range(warmup):
+        for fn in fns.values():
+            fn()
+    samples: dict[str, list[float]] = {name: [] for name in fns}
+    with collector_paused() if pause_gc else nullcontext():
+        for _ in range(max(1, repeats)):
+            for name, fn in fns.items():
+                start = time.perf_counter()
+                fn()
+                samples[name].append(time.perf_counter() - start)
+    return {name: Timing.of(times) for name, times in samples.items()}
 
 
 def ratio(ours: float | None, theirs: float | None) -> float | None:
