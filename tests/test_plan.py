@@ -414,6 +414,25 @@ def test_distribute_side_by_side_moves_in_row_blocks(copier, shape, parts, worke
     assert sum(d.size for items in lists for d, _ in moves_of(items)) == destination.size
 
 
+@pytest.mark.parametrize("copier", COPIERS)
+@pytest.mark.parametrize("parts", [2, 8])
+def test_distribute_block_after_block_moves_in_long_runs(copier, parts) -> None:
+    """A JOIN on the outermost axis: its inputs' destinations follow one another, so each is
+    cut into long runs, never into rows taken in turns (which natively became 1 KB slabs
+    alternating between far-apart destinations, and ran at 0.6x a memcpy)."""
+    rows = 64
+    destination = np.zeros((parts * rows, 256), np.float32)
+    sources = [np.full((rows, 256), k, np.float32) for k in range(parts)]
+    moves = [(destination[k * rows:(k + 1) * rows], s) for k, s in enumerate(sources)]
+    with copying(copier, 0, 1 << 20):
+        lists = copy_threads.distribute(moves, 2)
+        copy_threads.compiled(lists)()
+    assert same_bits(destination, np.concatenate(sources))
+    items = [item for items in lists for item in items]
+    assert not any(isinstance(item[0], int) for item in items)  # no lockstep groups
+    assert min(d.nbytes for d, _ in items) >= rows * 256 * 4 // 2  # runs of half an input
+
+
 def test_restored_node_reads_what_replaced_an_eliminated_input() -> None:
     """Found by the random graphs: uint8 at FL 1.0 cannot be lowered, so the first and last
     Slice stay ONNX; the middle one is an identity and is eliminated. The last must then read

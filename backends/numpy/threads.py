@@ -118,7 +118,11 @@ def distribute(phase: Sequence[Move], workers: int, rows: int | None = None) -> 
 
 def _shared_axis(phase: Sequence[Move], workers: int) -> int | None:
     """The outermost axis on which every move has the same size, at least 2 per worker, with
-    all axes before it the same too; None without one (or with one move: nothing to share)."""
+    all axes before it the same too, and along which the moves write side by side: their
+    destinations step alike there and all start within one step of it (a JOIN on an inner
+    axis). None without one, or with one move: nothing to share. Moves that write one block
+    after another (a JOIN on its outermost axis) are better split into long runs than cut
+    into rows taken in turns."""
     if len(phase) < 2:
         return None
     shapes = [d.shape for d, _ in phase]
@@ -130,7 +134,11 @@ def _shared_axis(phase: Sequence[Move], workers: int) -> int | None:
         if any(shape[axis] != size for shape in shapes):
             return None
         if size >= 2 * workers:
-            return axis
+            step = phase[0][0].strides[: axis + 1]
+            if any(d.strides[: axis + 1] != step for d, _ in phase):
+                return None
+            starts = [d.__array_interface__["data"][0] for d, _ in phase]
+            return axis if max(starts) - min(starts) < abs(step[axis]) else None
     return None
 
 
