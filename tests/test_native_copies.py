@@ -25,9 +25,9 @@ def strided_copies(draw, dtype: np.dtype):
     """A destination view and a source view broadcastable to it: any steps, negative too,
     size-1 and missing leading source axes, a 0-d fill; with the arrays they view."""
     rank = draw(st.integers(1, 5))
-    # the last axis long enough for rows to stream (64 bytes and up)
+    # the last axis long enough for rows to stream (256 bytes and up) at every item size
     shape = (*draw(st.lists(st.integers(0, 5), min_size=rank - 1, max_size=rank - 1)),
-             draw(st.integers(0, 70)))
+             draw(st.one_of(st.integers(0, 70), st.integers(256, 300))))
     steps = [draw(st.sampled_from([1, 1, 2, 3, -1, -2])) for _ in shape]
     dims = [max(1, n) * abs(k) + 1 for n, k in zip(shape, steps)]
     rng = np.random.default_rng(draw(st.integers(0, 2**16)))

@@ -148,6 +148,10 @@ static inline __m128i reverse_u64(__m128i v) { return _mm_shuffle_epi32(v, 0x4E)
                     reverse_##T(_mm_loadu_si128((const __m128i *)(s - (at + per - 1) * z)))); \
             }                                                                             \
             i = first + chunks * per;                                                     \
+        } else if (ss == 0) { /* a broadcast value: one register, stored again and again */ \
+            union { __m128i v; T e[16 / sizeof(T)]; } t;                                  \
+            for (Py_ssize_t j = 0; j < per; j++) t.e[j] = *(const T *)s;                  \
+            for (; i + per <= n; i += per) _mm_stream_si128((__m128i *)(d + i * z), t.v); \
         } else {                                                                          \
             union { __m128i v; T e[16 / sizeof(T)]; } t;                                  \
             for (; i + per <= n; i += per) {                                              \
@@ -167,9 +171,9 @@ STREAM_ROW(u64)
 #define STREAMS 0
 #endif
 
-/* Rows of at least this many bytes are streamed in a streaming program: shorter ones leave
- * too many of their cache lines partly written (measured on an 8-input JOIN of 128-byte rows:
- * 12 GB/s streamed, 18 not; of 512-byte rows: 25 streamed, 20 not). */
+/* Rows of at least this many bytes (in lockstep: slabs of this many bytes per move) are
+ * streamed in a streaming program; shorter ones ran slower streamed (an 8-input JOIN of
+ * 128-byte rows: 12 GB/s streamed, 18 cached; of 512-byte rows: 24 streamed, 19 cached). */
 #define STREAM_ROW_BYTES 256
 
 static inline void row(const Move *m, char *d, const char *s) {
@@ -177,7 +181,7 @@ static inline void row(const Move *m, char *d, const char *s) {
     const Py_ssize_t n = m->shape[last], ds = m->dstride[last], ss = m->sstride[last];
     const Py_ssize_t z = m->itemsize;
 #if STREAMS
-    if (m->stream && ds == z && ss != 0) {
+    if (m->stream && ds == z) {
         switch (z) {
         case 1: stream_u8(d, s, n, ss); return;
         case 2: stream_u16(d, s, n, ss); return;
@@ -543,17 +547,21 @@ static PyObject *program_new(PyTypeObject *type, PyObject *args, PyObject *kwarg
     self->starts[nlists] = at;
     const int streaming = stream == Py_True || (stream == Py_None && self->nbytes >= stream_bytes);
     for (Py_ssize_t k = 0; STREAMS && streaming && k < at; k++) {
-        /* in lockstep, all of a group's moves or none: their rows share cache lines, and a
-         * line written partly streamed and partly cached costs more than either */
+        /* In lockstep, all of a group's moves or none, by the bytes a slab writes per move:
+         * their rows share cache lines, and a line written partly streamed and partly cached
+         * costs more than either (a padding's 16-byte borders cached beside its streamed
+         * interior ran at a quarter of a memcpy; all streamed, at a memcpy). */
         const Group *g = &self->groups[k];
-        int all = 1;
+        Py_ssize_t slab = 0;
         for (Py_ssize_t j = g->first; j < g->first + g->count; j++) {
             Move *m = &self->moves[j];
-            m->stream = m->shape[m->rank - 1] * m->itemsize >= STREAM_ROW_BYTES;
-            all &= m->stream;
+            const Py_ssize_t row = m->shape[m->rank - 1] * m->itemsize;
+            m->stream = row >= STREAM_ROW_BYTES;
+            slab += m->rows * row;
         }
-        for (Py_ssize_t j = g->first; g->lead && !all && j < g->first + g->count; j++)
-            self->moves[j].stream = 0;
+        const int all = slab >= STREAM_ROW_BYTES * g->count;
+        for (Py_ssize_t j = g->first; g->lead && j < g->first + g->count; j++)
+            self->moves[j].stream = all;
     }
     return (PyObject *)self;
 fail:

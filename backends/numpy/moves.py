@@ -107,7 +107,8 @@ _BLOCK_ROWS = 8
 
 def _padding(desc: PaddingDesc | Padding1Desc, x: np.ndarray, out: np.ndarray) -> list[Phase]:
     """The interior, then each padded axis's borders, innermost axis first: an axis's borders
-    copy whole rows of the axes after it (complete by then) from its interior positions.
+    copy whole rows of the axes after it (complete by then) from its interior positions (the
+    innermost axis's straight from the input, which those positions hold).
     Padding is separable (each output element is the input at one source index per axis), so
     this order gives what DirectML's formula does.
 
@@ -124,7 +125,10 @@ def _padding(desc: PaddingDesc | Padding1Desc, x: np.ndarray, out: np.ndarray) -
     outer = padded[0]
     rows = next((a for a in range(outer) if x.shape[a] >= _BLOCK_ROWS), outer)
 
-    def borders(axis: int) -> list[Move]:
+    def borders(axis: int, from_input: bool = False) -> list[Move]:
+        """The borders of ``axis``, copied from its interior positions in the output; with
+        ``from_input`` (the innermost padded axis only, whose interior rows are exactly the
+        input's) the sources are the input's, so the moves read nothing the padding writes."""
         start, end, n = starts[axis], ends[axis], x.shape[axis]
         region = list(interior[:axis]) + [slice(None)] * (rank - axis)
 
@@ -149,14 +153,26 @@ def _padding(desc: PaddingDesc | Padding1Desc, x: np.ndarray, out: np.ndarray) -
             for first, count, source, step in _runs(sources[side]):
                 position = int(side[first])
                 destination = at(slice(position, position + count))
-                moves.append((destination, at(_take(source + start, count, step))))
+                if from_input:
+                    moves.append((destination, x[(slice(None),) * axis
+                                                 + (_take(source, count, step),)]))
+                else:
+                    moves.append((destination, at(_take(source + start, count, step))))
         return moves
 
+    # The interior and the innermost axis's borders read only the input: one phase that may
+    # run row by row, streamed, with no line written twice. The other axes' borders read
+    # rows of the output completed by then, so they follow, each block after the first.
+    inner = padded[-1]
     in_blocks = padded if rows < outer else padded[1:]  # the outer axis's borders come after
-    blocked = [(out[interior], x)] + [m for axis in reversed(in_blocks) for m in borders(axis)]
+    first = [(out[interior], x)]
+    if inner in in_blocks:
+        first += borders(inner, from_input=True)
+    rest = [m for axis in reversed(in_blocks) if axis != inner for m in borders(axis)]
+    phases = [Phase(first, rows)] + ([Phase(rest, rows)] if rest else [])
     if rows < outer:
-        return [Phase(blocked, rows)]
-    return [Phase(blocked, rows), Phase(borders(outer))]
+        return phases
+    return phases + [Phase(borders(outer, from_input=inner == outer))]
 
 
 def operator_moves(
