@@ -94,12 +94,17 @@ def check_feeds(graph: Graph, feeds: Mapping[str, Any]) -> dict[str, np.ndarray]
     arrays: dict[str, np.ndarray] = {}
     symbols: dict[str, tuple[int, str]] = {}
     for name in graph.inputs:
-        array = np.asarray(feeds[name])
+        array = feeds[name]
+        if type(array) is not np.ndarray:
+            array = np.asarray(array)
         info = graph.tensor(name)
         if info.dtype is not None and array.dtype != info.dtype:
             raise BackendError(
                 f"{graph.source}: input {name!r} is {array.dtype}; the graph expects {info.dtype}"
             )
+        if array.shape == info.shape:  # static and equal: the checks below would all pass
+            arrays[name] = array
+            continue
         if info.shape is not None:
             if array.ndim != len(info.shape) or any(
                 isinstance(d, int) and d != n for d, n in zip(info.shape, array.shape)

@@ -141,3 +141,20 @@ def test_copy_threads_are_started_again_in_a_forked_child() -> None:
         os._exit(0 if (child == x).all() else 1)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@settings(max_examples=40, deadline=None)
+@given(st.data())
+def test_address_is_numpys(dtype, data) -> None:
+    """The native look-up of element 0's address, against NumPy's own: strided, reversed,
+    broadcast, read-only, empty and 0-d arrays alike."""
+    from backends.numpy._copies import address
+
+    _, destination, source = data.draw(strided_copies(np.dtype(dtype)))
+    source = np.asarray(source)  # a NumPy scalar has no fixed address
+    for array in (destination, source, np.broadcast_to(source, destination.shape)):
+        assert address(array) == array.__array_interface__["data"][0]
+    frozen = destination.view()
+    frozen.flags.writeable = False
+    assert address(frozen) == destination.__array_interface__["data"][0]

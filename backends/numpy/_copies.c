@@ -638,9 +638,25 @@ static PyTypeObject ProgramType = {
     .tp_getset = program_getset,
 };
 
+/* address(array): where its element 0 lies, as the plan keys its views by (NumPy's
+ * __array_interface__ builds a dict to say it: 1.7 us, against 0.1 here). */
+static PyObject *copies_address(PyObject *self, PyObject *obj) {
+    (void)self;
+    Py_buffer view;
+    if (PyObject_GetBuffer(obj, &view, PyBUF_STRIDES) < 0) return NULL;
+    PyObject *at = PyLong_FromVoidPtr(view.buf);
+    PyBuffer_Release(&view);
+    return at;
+}
+
+static PyMethodDef functions[] = {
+    {"address", copies_address, METH_O, "the address of an array's element 0"},
+    {NULL, NULL, 0, NULL},
+};
+
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "_copies", "Native strided copies for the NumPy backend's plan.",
-    -1, NULL, NULL, NULL, NULL, NULL,
+    -1, functions, NULL, NULL, NULL, NULL,
 };
 
 PyMODINIT_FUNC PyInit__copies(void) {
