@@ -15,6 +15,7 @@ error. So a kernel never decides an edge case; it only skips the interpreter on 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -57,15 +58,21 @@ class Kernel:
         return self.first <= version <= self.last
 
 
-def _plain(*arrays: np.ndarray | None, of: frozenset[np.dtype] = PLAIN_DTYPES) -> bool:
-    return all(a is not None and a.dtype in of for a in arrays)
+def _plain(array: np.ndarray | None, of: frozenset[np.dtype] = PLAIN_DTYPES) -> np.ndarray | None:
+    """``array`` when it is given and of a dtype in ``of``; else None."""
+    return array if array is not None and array.dtype in of else None
 
 
-def _ints(array: np.ndarray | None, rank: int | None = 1) -> list[int] | None:
-    """A 1-D (or ``rank``-D) int64 tensor as Python ints; None if it is anything else."""
-    if array is None or array.dtype != _INT64 or (rank is not None and array.ndim != rank):
+def _port(inputs: Inputs, port: int) -> np.ndarray | None:
+    """Input ``port``, None when omitted (empty name, or beyond the inputs given)."""
+    return inputs[port] if port < len(inputs) else None
+
+
+def _ints(array: np.ndarray | None) -> list[int] | None:
+    """A 1-D int64 tensor as Python ints; None if it is anything else."""
+    if array is None or array.dtype != _INT64 or array.ndim != 1:
         return None
-    return [int(v) for v in array.reshape(-1)]
+    return [int(v) for v in array]
 
 
 def _axis(axis: int, rank: int) -> int | None:
@@ -73,90 +80,101 @@ def _axis(axis: int, rank: int) -> int | None:
     return axis + rank if -rank <= axis < 0 else axis if 0 <= axis < rank else None
 
 
+def _axes(axes: Sequence[int], rank: int) -> tuple[int, ...] | None:
+    """Distinct axes, each in [-rank, rank), made non-negative; None otherwise."""
+    normal = [_axis(a, rank) for a in axes]
+    if any(a is None for a in normal) or len(set(normal)) != len(normal):
+        return None
+    return tuple(a for a in normal if a is not None)
+
+
 # ----------------------------------------------------------------------------- shapes
 
 
 def _shape(inputs: Inputs, attrs: Mapping[str, Any], version: int) -> Result:
-    rank = inputs[0].ndim  # type: ignore[union-attr]
+    data = _port(inputs, 0)
+    if data is None:
+        return None
+    rank = data.ndim
     # Shape-15's start/end: negative counts from the back, then clamped to [0, rank]
     start, end = (
         min(max(v + rank if v < 0 else v, 0), rank)
         for v in (attrs.get("start", 0), attrs.get("end", rank))
     )
-    return (np.array(inputs[0].shape[start:end], dtype=_INT64),)  # type: ignore[union-attr]
+    return (np.array(data.shape[start:end], dtype=_INT64),)
 
 
 def _size(inputs: Inputs, attrs: Mapping[str, Any], version: int) -> Result:
-    return (np.array(inputs[0].size, dtype=_INT64),)  # type: ignore[union-attr]
+    data = _port(inputs, 0)
+    return None if data is None else (np.array(data.size, dtype=_INT64),)
 
 
 def _identity(inputs: Inputs, attrs: Mapping[str, Any], version: int) -> Result:
-    return (inputs[0],) if _plain(inputs[0]) else None  # type: ignore[return-value]
+    data = _plain(_port(inputs, 0))
+    return None if data is None else (data,)
 
 
 def _gather(inputs: Inputs, attrs: Mapping[str, Any], version: int) -> Result:
-    data, indices = inputs
-    if not _plain(data) or not _plain(indices, of=_INDICES) or data.ndim == 0:  # type: ignore
+    data, indices = _plain(_port(inputs, 0)), _plain(_port(inputs, 1), of=_INDICES)
+    if data is None or indices is None or data.ndim == 0:
         return None
-    axis = _axis(attrs.get("axis", 0), data.ndim)  # type: ignore[union-attr]
-    if axis is None or (version < 11 and attrs.get("axis", 0) < 0):
+    given = attrs.get("axis", 0)
+    axis = _axis(given, data.ndim)
+    if axis is None or (version < 11 and given < 0):
         return None
     # negative indices count from the back since Gather-11
-    low = -data.shape[axis] if version >= 11 else 0  # type: ignore[union-attr]
-    if indices.size and not (low <= indices.min() and indices.max() < data.shape[axis]):  # type: ignore
+    low = -data.shape[axis] if version >= 11 else 0
+    if indices.size and not (low <= indices.min() and indices.max() < data.shape[axis]):
         return None
-    return (np.asarray(np.take(data, indices.astype(np.int64), axis=axis)),)  # type: ignore
+    return (np.asarray(np.take(data, indices.astype(np.int64), axis=axis)),)
 
 
 def _unsqueeze(inputs: Inputs, attrs: Mapping[str, Any], version: int) -> Result:
-    data = inputs[0]
-    axes = list(attrs.get("axes", ())) if version < 13 else _ints(inputs[1])
-    if not _plain(data) or not axes or (version < 11 and min(axes) < 0):
+    data = _plain(_port(inputs, 0))
+    axes = list(attrs.get("axes", ())) if version < 13 else _ints(_port(inputs, 1))
+    if data is None or not axes or (version < 11 and min(axes) < 0):
         return None
-    rank = data.ndim + len(axes)  # type: ignore[union-attr]
-    normal = [_axis(a, rank) for a in axes]
-    if None in normal or len(set(normal)) != len(normal):
-        return None
-    return (np.expand_dims(data, tuple(normal)),)  # type: ignore[arg-type]
+    normal = _axes(axes, data.ndim + len(axes))
+    return None if normal is None else (np.expand_dims(data, normal),)
 
 
 def _squeeze(inputs: Inputs, attrs: Mapping[str, Any], version: int) -> Result:
-    data = inputs[0]
-    if not _plain(data):
+    data = _plain(_port(inputs, 0))
+    if data is None:
         return None
     if version < 13:
         axes: list[int] | None = list(attrs.get("axes", ()))
     else:
-        axes = [] if len(inputs) < 2 or inputs[1] is None else _ints(inputs[1])
+        given = _port(inputs, 1)
+        axes = [] if given is None else _ints(given)
     if axes is None or (version < 11 and axes and min(axes) < 0):
         return None
     if not axes:  # no axes: every size-1 axis
-        return (data.reshape([d for d in data.shape if d != 1]),)  # type: ignore[union-attr]
-    normal = [_axis(a, data.ndim) for a in axes]  # type: ignore[union-attr]
-    if None in normal or len(set(normal)) != len(normal):
+        return (data.reshape([d for d in data.shape if d != 1]),)
+    normal = _axes(axes, data.ndim)
+    if normal is None or any(data.shape[a] != 1 for a in normal):
         return None
-    if any(data.shape[a] != 1 for a in normal):  # type: ignore[union-attr,index]
-        return None
-    return (np.squeeze(data, tuple(normal)),)  # type: ignore[arg-type]
+    return (np.squeeze(data, normal),)
 
 
 def _concat(inputs: Inputs, attrs: Mapping[str, Any], version: int) -> Result:
-    if not inputs or not _plain(*inputs) or "axis" not in attrs:
+    parts = [_plain(a) for a in inputs]
+    arrays = [a for a in parts if a is not None]
+    if not arrays or len(arrays) != len(parts) or "axis" not in attrs:
         return None
-    first = inputs[0]
-    rank = first.ndim  # type: ignore[union-attr]
-    axis = attrs["axis"]
-    if rank == 0 or (version < 11 and axis < 0):
+    first, given = arrays[0], attrs["axis"]
+    rank = first.ndim
+    if rank == 0 or (version < 11 and given < 0):
         return None
-    axis = _axis(axis, rank)
+    axis = _axis(given, rank)
     if axis is None or any(
-        a.dtype != first.dtype  # type: ignore[union-attr]
-        or a.ndim != rank  # type: ignore[union-attr]
-        or any(d != e for k, (d, e) in enumerate(zip(a.shape, first.shape)) if k != axis)  # type: ignore
-        for a in inputs
+        a.dtype != first.dtype
+        or a.ndim != rank
+        or any(d != e for k, (d, e) in enumerate(zip(a.shape, first.shape)) if k != axis)
+        for a in arrays
     ):
         return None
-    return (np.concatenate(inputs, axis=axis),)  # type: ignore[arg-type]
+    return (np.concatenate(arrays, axis=axis),)
 
 
 def _slice(inputs: Inputs, attrs: Mapping[str, Any], version: int) -> Result:
@@ -164,37 +182,36 @@ def _slice(inputs: Inputs, attrs: Mapping[str, Any], version: int) -> Result:
     a positive step both clamp to [0, dim], for a negative step the start to [0, dim - 1] and
     the end to [-1, dim - 1] (-1: through index 0). A negative step with end INT64_MAX, which
     onnxruntime reads differently, goes to the reference."""
-    data, starts, ends = inputs[0], inputs[1], inputs[2]
-    axes_in = inputs[3] if len(inputs) > 3 else None
-    steps_in = inputs[4] if len(inputs) > 4 else None
-    if not _plain(data) or data.ndim == 0 or not _plain(starts, ends, of=_INDICES):  # type: ignore
+    data = _plain(_port(inputs, 0))
+    starts, ends = _plain(_port(inputs, 1), of=_INDICES), _plain(_port(inputs, 2), of=_INDICES)
+    axes_in, steps_in = _port(inputs, 3), _port(inputs, 4)
+    if data is None or data.ndim == 0 or starts is None or ends is None:
         return None
     params = [starts, ends] + [p for p in (axes_in, steps_in) if p is not None]
-    if any(p.ndim != 1 or p.dtype != starts.dtype or p.size != starts.size for p in params):  # type: ignore
+    if any(p.ndim != 1 or p.dtype != starts.dtype or p.size != starts.size for p in params):
         return None
-    rank = data.ndim  # type: ignore[union-attr]
-    count = starts.size  # type: ignore[union-attr]
-    axes = [_axis(a, rank) for a in axes_in.tolist()] if axes_in is not None else list(range(count))  # type: ignore
-    steps = steps_in.tolist() if steps_in is not None else [1] * count  # type: ignore
-    if None in axes or len(set(axes)) != len(axes) or count > rank or 0 in steps:
+    rank, count = data.ndim, starts.size
+    axes = _axes(axes_in.tolist(), rank) if axes_in is not None else tuple(range(count))
+    steps: list[int] = steps_in.tolist() if steps_in is not None else [1] * count
+    if axes is None or count > rank or 0 in steps:
         return None
-    index: list[slice] = [slice(None)] * rank
-    for axis, start, end, step in zip(axes, starts.tolist(), ends.tolist(), steps):  # type: ignore
-        dim = data.shape[axis]  # type: ignore[union-attr,index]
-        start, end = (v + dim if v < 0 else v for v in (start, end))
+    index = [slice(None)] * rank
+    for axis, first, last, step in zip(axes, starts.tolist(), ends.tolist(), steps):
+        dim = data.shape[axis]
+        start, end = (v + dim if v < 0 else v for v in (first, last))
         if step > 0:
-            index[axis] = slice(min(max(start, 0), dim), min(max(end, 0), dim), step)  # type: ignore
+            index[axis] = slice(min(max(start, 0), dim), min(max(end, 0), dim), step)
         elif end == _INT64_MAX:
             return None
         else:
             start, end = min(max(start, 0), dim - 1), min(max(end, -1), dim - 1)
-            index[axis] = slice(start, None if end < 0 else end, step)  # type: ignore[index]
-    return (data[tuple(index)],)  # type: ignore[index]
+            index[axis] = slice(start, None if end < 0 else end, step)
+    return (data[tuple(index)],)
 
 
 def _reshape(inputs: Inputs, attrs: Mapping[str, Any], version: int) -> Result:
-    data, target = inputs[0], _ints(inputs[1])
-    if not _plain(data) or target is None:
+    data, target = _plain(_port(inputs, 0)), _ints(_port(inputs, 1))
+    if data is None or target is None:
         return None
     allowzero = attrs.get("allowzero", 0) if version >= 14 else 0
     if allowzero and 0 in target and -1 in target:
@@ -202,41 +219,39 @@ def _reshape(inputs: Inputs, attrs: Mapping[str, Any], version: int) -> Result:
     shape = list(target)
     for k, d in enumerate(target):
         if d == 0 and not allowzero:
-            if k >= data.ndim:  # type: ignore[union-attr]
+            if k >= data.ndim:
                 return None
-            shape[k] = data.shape[k]  # type: ignore[union-attr]
+            shape[k] = data.shape[k]
         elif d < -1:
             return None
     if shape.count(-1) > 1:
         return None
     if -1 in shape:
-        known = int(np.prod([d for d in shape if d != -1], dtype=np.int64))
-        if known == 0 or data.size % known:  # type: ignore[union-attr]
+        known = math.prod(d for d in shape if d != -1)
+        if known == 0 or data.size % known:
             return None
-        shape[shape.index(-1)] = data.size // known  # type: ignore[union-attr]
-    if int(np.prod(shape, dtype=np.int64)) != data.size:  # type: ignore[union-attr]
+        shape[shape.index(-1)] = data.size // known
+    if math.prod(shape) != data.size:
         return None
-    return (data.reshape(shape),)  # type: ignore[union-attr]
+    return (data.reshape(shape),)
 
 
 def _transpose(inputs: Inputs, attrs: Mapping[str, Any], version: int) -> Result:
-    data = inputs[0]
-    if not _plain(data):
+    data = _plain(_port(inputs, 0))
+    if data is None:
         return None
-    perm = attrs.get("perm", tuple(reversed(range(data.ndim))))  # type: ignore[union-attr]
-    if sorted(perm) != list(range(data.ndim)):  # type: ignore[union-attr]
+    perm = tuple(attrs.get("perm", reversed(range(data.ndim))))
+    if sorted(perm) != list(range(data.ndim)):
         return None
-    return (np.transpose(data, perm),)  # type: ignore[arg-type]
+    return (np.transpose(data, perm),)
 
 
 def _constant_of_shape(inputs: Inputs, attrs: Mapping[str, Any], version: int) -> Result:
-    shape = _ints(inputs[0])
-    value = attrs.get("value")
+    shape = _ints(_port(inputs, 0))
+    value = attrs.get("value", np.zeros(1, dtype=np.float32))
     if shape is None or any(d < 0 for d in shape):
         return None
-    if value is None:
-        value = np.zeros(1, dtype=np.float32)
-    if not isinstance(value, np.ndarray) or value.size != 1 or not _plain(value):
+    if not isinstance(value, np.ndarray) or value.size != 1 or _plain(value) is None:
         return None
     return (np.full(shape, value.reshape(()), dtype=value.dtype),)
 
@@ -244,8 +259,10 @@ def _constant_of_shape(inputs: Inputs, attrs: Mapping[str, Any], version: int) -
 # ----------------------------------------------------------------------------- arithmetic
 
 
-def _same_numbers(a: np.ndarray | None, b: np.ndarray | None) -> bool:
-    return _plain(a, b, of=_NUMBERS) and a.dtype == b.dtype  # type: ignore[union-attr]
+def _same_numbers(inputs: Inputs) -> tuple[np.ndarray, np.ndarray] | None:
+    """The two inputs of a binary op when both are numbers of one dtype."""
+    a, b = _plain(_port(inputs, 0), of=_NUMBERS), _plain(_port(inputs, 1), of=_NUMBERS)
+    return None if a is None or b is None or a.dtype != b.dtype else (a, b)
 
 
 def _binary(fn: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> KernelFn:
@@ -253,86 +270,88 @@ def _binary(fn: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> KernelFn:
     wrapping as in onnxruntime's C++."""
 
     def kernel(inputs: Inputs, attrs: Mapping[str, Any], version: int) -> Result:
-        a, b = inputs
-        if not _same_numbers(a, b):
+        pair = _same_numbers(inputs)
+        if pair is None:
             return None
+        a, b = pair
         with np.errstate(all="ignore"):
-            return (np.asarray(fn(a, b), dtype=a.dtype),)  # type: ignore[arg-type,union-attr]
+            return (np.asarray(fn(a, b), dtype=a.dtype),)
 
     return kernel
 
 
 def _div(inputs: Inputs, attrs: Mapping[str, Any], version: int) -> Result:
-    a, b = inputs
-    if not _same_numbers(a, b):
+    pair = _same_numbers(inputs)
+    if pair is None:
         return None
-    if a.dtype in _FLOATS:  # type: ignore[union-attr]
+    a, b = pair
+    if a.dtype in _FLOATS:
         with np.errstate(all="ignore"):
-            return (np.asarray(np.divide(a, b), dtype=a.dtype),)  # type: ignore[union-attr]
+            return (np.asarray(np.divide(a, b), dtype=a.dtype),)
     if not np.all(b):
         return None  # integer division by zero: undefined
-    if a.dtype.kind == "i" and np.any((a == np.iinfo(a.dtype).min) & (b == -1)):  # type: ignore
+    if a.dtype.kind == "i" and np.any((a == np.iinfo(a.dtype).min) & (b == -1)):
         return None  # the one quotient that overflows: undefined
     # integers truncate toward zero, as C++ does; NumPy's floor_divide rounds down
     with np.errstate(all="ignore"):
         quotient = np.floor_divide(a, b)
-        inexact = (np.remainder(a, b) != 0) & ((a < 0) ^ (b < 0))  # type: ignore[operator]
-        return (np.asarray(quotient + inexact.astype(quotient.dtype), dtype=a.dtype),)  # type: ignore
+        inexact = (np.remainder(a, b) != 0) & ((a < 0) ^ (b < 0))
+        return (np.asarray(quotient + inexact.astype(quotient.dtype), dtype=a.dtype),)
 
 
 def _rounding(fn: Callable[[np.ndarray], np.ndarray]) -> KernelFn:
     """Ceil/Floor: floats only."""
 
     def kernel(inputs: Inputs, attrs: Mapping[str, Any], version: int) -> Result:
-        x = inputs[0]
-        return (np.asarray(fn(x)),) if _plain(x, of=_FLOATS) else None  # type: ignore[arg-type]
+        x = _plain(_port(inputs, 0), of=_FLOATS)
+        return None if x is None else (np.asarray(fn(x)),)
 
     return kernel
 
 
 def _clip(inputs: Inputs, attrs: Mapping[str, Any], version: int) -> Result:
-    x = inputs[0]
-    if not _plain(x, of=_NUMBERS):
+    x = _plain(_port(inputs, 0), of=_NUMBERS)
+    if x is None:
         return None
+    bounds: list[np.ndarray | None] = []
     if version < 11:
-        if x.dtype != np.float32:  # type: ignore[union-attr]
+        if x.dtype != np.float32:
             return None  # Clip-6's float attributes on other types: left to the reference
         limits = np.finfo(np.float32)
         # Clip-6's defaults are float's lowest and highest finite values, not infinities
-        bounds = [np.asarray(attrs.get(k, d), dtype=x.dtype)  # type: ignore[union-attr]
-                  for k, d in (("min", limits.min), ("max", limits.max))]
+        for key, default in (("min", limits.min), ("max", limits.max)):
+            bounds.append(np.asarray(attrs.get(key, default), dtype=x.dtype))
     else:
-        bounds = []
-        for k in (1, 2):
-            bound = inputs[k] if len(inputs) > k else None
-            if bound is not None and (bound.dtype != x.dtype or bound.size != 1):  # type: ignore
+        for port in (1, 2):
+            bound = _port(inputs, port)
+            if bound is not None and (bound.dtype != x.dtype or bound.size != 1):
                 return None
-            bounds.append(bound)  # type: ignore[arg-type]
+            bounds.append(bound)
     low, high = bounds
-    result = x if low is None else np.maximum(x, low.reshape(()))  # type: ignore[union-attr]
+    result = x if low is None else np.maximum(x, low.reshape(()))
     # min > max: every value becomes max (the spec's rule; np.minimum after np.maximum gives it)
-    result = result if high is None else np.minimum(result, high.reshape(()))  # type: ignore
-    return (np.asarray(result, dtype=x.dtype),)  # type: ignore[union-attr]
+    result = result if high is None else np.minimum(result, high.reshape(()))
+    return (np.asarray(result, dtype=x.dtype),)
 
 
 def _cast(inputs: Inputs, attrs: Mapping[str, Any], version: int) -> Result:
-    x = inputs[0]
+    x = _plain(_port(inputs, 0))
     target = ELEM_TYPE_TO_DTYPE.get(attrs.get("to", -1))
-    if not _plain(x) or target not in PLAIN_DTYPES:
+    if x is None or target is None or target not in PLAIN_DTYPES:
         return None
-    if target.kind in "iu" and x.size:  # type: ignore[union-attr]
+    if target.kind in "iu" and x.size and x.dtype != np.bool_:
         # a value the target cannot hold is undefined behaviour in C++: leave it to the
         # reference (and its note)
-        info = np.iinfo(target)  # type: ignore[arg-type]
-        if x.dtype in _FLOATS and not np.all(np.isfinite(x)):  # type: ignore[union-attr]
+        info = np.iinfo(target)
+        if x.dtype in _FLOATS and not np.all(np.isfinite(x)):
             return None
-        low, high = x.min(), x.max()  # type: ignore[union-attr]
-        if x.dtype in _FLOATS:  # type: ignore[union-attr]
+        low, high = x.min(), x.max()
+        if x.dtype in _FLOATS:
             low, high = np.trunc(low), np.trunc(high)
-        if x.dtype != np.bool_ and (int(low) < info.min or int(high) > info.max):  # type: ignore
+        if int(low) < info.min or int(high) > info.max:
             return None
     with np.errstate(over="ignore"):  # a float too large for a narrower float becomes inf
-        return (x.astype(target),)  # type: ignore[union-attr]
+        return (x.astype(target),)
 
 
 #: (op_type, first since_version, last since_version, kernel). The last is the newest schema
