@@ -65,6 +65,8 @@ FOLD_GROWTH_LIMIT_BYTES = 1 << 20
 #: (weights need not be serialized; shape-carrying tensors are small).
 INFERENCE_CONSTANT_LIMIT = 4096
 
+#: The note of a node folded away (at import, or by ``fold``).
+FOLDED = "computed from constants at import"
 #: Note prefixes this module writes (and replaces when it runs again).
 NOT_FOLDED = "not folded"
 RUNTIME_PARAMETER = "runtime parameter"
@@ -292,9 +294,7 @@ def fold_constants(
             _note(node, NOT_FOLDED, reason)
             continue
         graph.remove_node(node.id)
-        graph.removed.append(
-            RemovedNode(node.provenance, "folded", "computed from constants at import")
-        )
+        graph.removed.append(RemovedNode(node.provenance, "folded", FOLDED))
         for out in node.outputs:
             if out:
                 graph.set_tensor(TensorInfo(out, data=values[out]))

@@ -488,14 +488,13 @@ def _constant_value(
         return False
     version = canonical.since_version(node.op_type, node.domain, opsets[""], where)
     graph.set_tensor(TensorInfo(node.output[0], data=_array(node.attribute[0].t, where)))
-    graph.removed.append(
-        RemovedNode(
-            Provenance(node.name, node.op_type, node.domain, version),
-            "folded",
-            "computed from constants at import",
-        )
-    )
+    _record_folded(graph, node, version)
     return True
+
+
+def _record_folded(graph: Graph, node: onnx.NodeProto, version: int) -> None:
+    provenance = Provenance(node.name, node.op_type, node.domain, version)
+    graph.removed.append(RemovedNode(provenance, "folded", folding.FOLDED))
 
 
 def _fold_at_import(
@@ -526,13 +525,7 @@ def _fold_at_import(
         return False
     for out, value in named.items():
         graph.set_tensor(TensorInfo(out, data=value))
-    graph.removed.append(
-        RemovedNode(
-            Provenance(node.name, node.op_type, node.domain, version),
-            "folded",
-            "computed from constants at import",
-        )
-    )
+    _record_folded(graph, node, version)
     return True
 
 

@@ -42,9 +42,10 @@ def _versions(op_type: str) -> list[int]:
     return sorted(v for v in found if kernel.covers(v))
 
 
-def _reference(
-    op_type: str, version: int, inputs: list[np.ndarray | None], attrs: dict[str, Any]
-) -> list[np.ndarray]:
+def _single_node_model(
+    op_type: str, opset: int, inputs: list[np.ndarray | None], attrs: dict[str, Any]
+) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
+    """A model of the one node (omitted inputs as empty names), and its feeds."""
     names = [f"i{k}" if value is not None else "" for k, value in enumerate(inputs)]
     while names and not names[-1]:
         names.pop()
@@ -55,12 +56,20 @@ def _reference(
         [
             helper.make_tensor_value_info(n, to_elem_type(v.dtype, n), v.shape)
             for n, v in zip(names, inputs)
-            if n
+            if n and v is not None
         ],
-        [helper.make_tensor_value_info("y", 0, None)],
+        [onnx.ValueInfoProto(name="y")],
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", version)])
-    feeds = {n: v for n, v in zip(names, inputs) if n}
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 10  # onnxruntime 1.31 loads at most 13
+    feeds = {n: v for n, v in zip(names, inputs) if n and v is not None}
+    return model, feeds
+
+
+def _reference(
+    op_type: str, version: int, inputs: list[np.ndarray | None], attrs: dict[str, Any]
+) -> list[np.ndarray]:
+    model, feeds = _single_node_model(op_type, version, inputs, attrs)
     with np.errstate(all="ignore"):  # inf - inf and the like are the point, not a mistake
         return [np.asarray(r) for r in ReferenceEvaluator(model).run(None, feeds)]
 
@@ -72,23 +81,8 @@ def _onnxruntime(
     (7..21: the ops here last changed meaning by 21; later versions add types)."""
     import onnxruntime as ort
 
-    names = [f"i{k}" if value is not None else "" for k, value in enumerate(inputs)]
-    node = helper.make_node(op_type, names, ["y"], **attrs)
-    graph = helper.make_graph(
-        [node],
-        "g",
-        [
-            helper.make_tensor_value_info(n, to_elem_type(v.dtype, n), v.shape)
-            for n, v in zip(names, inputs)
-            if n
-        ],
-        [onnx.ValueInfoProto(name="y")],
-    )
-    model = helper.make_model(
-        graph, opset_imports=[helper.make_opsetid("", max(7, min(version, 21)))], ir_version=10
-    )
+    model, feeds = _single_node_model(op_type, max(7, min(version, 21)), inputs, attrs)
     session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    feeds = {n: v for n, v in zip(names, inputs) if n}
     return [np.asarray(r) for r in session.run(None, feeds)]
 
 
