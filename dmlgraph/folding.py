@@ -279,10 +279,12 @@ def fold_constants(
             changed.update(infer_node(graph, node))
         if (select is not None and not select(node)) or not _foldable(graph, node):
             continue
-        values = kernel_values(
-            graph, node.op_type, node.op.domain, node.op.since_version, node.op.attrs,
-            node.inputs, node.outputs,
-        )
+        kernel = shape_kernels.kernel_for(node.op_type, node.op.domain, node.op.since_version)
+        values = None
+        if kernel is not None:
+            values = kernel_values(
+                graph, kernel, node.op.since_version, node.op.attrs, node.inputs, node.outputs
+            )
         if values is None:
             try:
                 values = _run_reference(graph, [node], {})
@@ -342,20 +344,16 @@ def shape_only_value(info: TensorInfo) -> np.ndarray:
 
 def kernel_values(
     graph: Graph,
-    op_type: str,
-    domain: str,
+    kernel: shape_kernels.Kernel,
     version: int,
     attrs: Mapping[str, Any],
     inputs: Sequence[str],
     outputs: Sequence[str],
 ) -> dict[str, np.ndarray] | None:
-    """A foldable node's outputs by its ``shape_kernels`` kernel, or None where no kernel
-    covers it or the kernel declines (then ``onnx.reference`` evaluates it). The kernels
-    follow the spec where onnx.reference does not (Slice's clamping with negative steps,
-    Shape's end below -rank), as onnxruntime does."""
-    kernel = shape_kernels.kernel_for(op_type, domain, version)
-    if kernel is None:
-        return None
+    """A foldable node's outputs by its ``shape_kernels`` kernel at since_version
+    ``version``, or None where the kernel declines (then ``onnx.reference`` evaluates it). The
+    kernels follow the spec where onnx.reference does not (Slice's clamping with negative
+    steps, Shape's end below -rank), as onnxruntime does."""
     feeds = _feeds(graph, inputs, {})
     results = kernel.fn([feeds[name] if name else None for name in inputs], attrs, version)
     if results is None or len(results) != len(outputs):

@@ -509,16 +509,15 @@ def _fold_at_import(
     ``onnx.reference``'s per-node cost; True when it did. What the kernel declines, or
     ``folding.rejection`` refuses, is imported as a node: folding evaluates it with
     ``onnx.reference`` and notes why it cannot fold."""
-    if shape_kernels.kernel_for(node.op_type, node.domain, version) is None:
+    kernel = shape_kernels.kernel_for(node.op_type, node.domain, version)
+    if kernel is None:
         return False
     if any(out in outputs for out in node.output) or not all(
         folding.input_available(graph, node.op_type, port, name)
         for port, name in enumerate(node.input)
     ):
         return False
-    named = folding.kernel_values(
-        graph, node.op_type, node.domain, version, attrs, node.input, node.output
-    )
+    named = folding.kernel_values(graph, kernel, version, attrs, node.input, node.output)
     if named is None:
         return False
     if folding.rejection(graph, node.input, node.output, named):

@@ -4,7 +4,8 @@ SLICE, JOIN and PADDING move data and compute nothing, so one definition serves 
 one-operator executor (``dml_executor``) and the compiled plan (``plan``): a descriptor becomes
 ``(destination, source)`` pairs of bit views, the source broadcastable to the destination
 (a fill is a 0-d source), in phases. A phase may read what an earlier one wrote: padding fills
-its borders from its own output, axis by axis, so every mode is one pass over the output.
+its borders from its own output, axis by axis (the innermost axis's straight from the input),
+so every mode is one pass over the output.
 Moves within a phase are independent, or ordered only within rows (``Phase.rows``): either way
 the plan can spread them over threads.
 """

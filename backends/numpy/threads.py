@@ -25,6 +25,7 @@ from functools import partial
 import numpy as np
 
 from backends.numpy.moves import Move
+from backends.numpy.views import address
 
 try:
     from backends.numpy._copies import MAX_THREADS, Program
@@ -137,7 +138,7 @@ def _shared_axis(phase: Sequence[Move], workers: int) -> int | None:
             step = phase[0][0].strides[: axis + 1]
             if any(d.strides[: axis + 1] != step for d, _ in phase):
                 return None
-            starts = [d.__array_interface__["data"][0] for d, _ in phase]
+            starts = [address(d) for d, _ in phase]
             return axis if max(starts) - min(starts) < abs(step[axis]) else None
     return None
 
