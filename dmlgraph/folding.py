@@ -42,7 +42,7 @@ from dmlgraph.errors import ModelValidationError
 from dmlgraph.exporter import node_proto, op_schema, to_onnx
 from dmlgraph.ir import Graph, Node, NodeId, RemovedNode, TensorInfo
 from dmlgraph.value_info import tensor_info
-from dmlgraph.value_info import value_info as value_info_proto
+from dmlgraph.value_info import described_type, type_bytes
 
 #: Ops whose results differ from run to run: never folded.
 NONDETERMINISTIC_OPS: frozenset[str] = frozenset(
@@ -221,36 +221,44 @@ def infer_proto(
     if not todo:
         return []
     extra = extra or {}
+    schema = op_schema(proto.op_type, proto.domain, opset)
+    if schema is None:
+        return []
     try:
-        types: dict[str, onnx.TypeProto] = {}
-        data: dict[str, onnx.TensorProto] = {}
+        # onnx's infer_node_outputs, without its per-call protos: types travel serialized
+        # (cached per dtype and shape), as the C++ side takes them
+        types: dict[str, bytes] = {}
+        data: dict[str, bytes] = {}
         for name in proto.input:
             if not name or name in types:
                 continue
             value = extra.get(name)
             if value is None:
                 value = graph.constant(name)
-            info = graph.tensors[name] if value is None else TensorInfo(name, data=value)
-            types[name] = value_info_proto(info).type
-            if value is not None and value.size <= INFERENCE_CONSTANT_LIMIT:
-                data[name] = numpy_helper.from_array(value, name)
-        inferred = onnx.shape_inference.infer_node_outputs(
-            op_schema(proto.op_type, proto.domain, opset),
-            proto,
-            types,
-            data,
-            opset_imports=[helper.make_opsetid(d, v) for d, v in graph.opset_imports.items()],
-            ir_version=graph.ir_version,
+            if value is None:
+                info = graph.tensors[name]
+                types[name] = type_bytes(info.dtype, info.shape)
+            else:
+                types[name] = type_bytes(value.dtype, value.shape)
+                if value.size <= INFERENCE_CONSTANT_LIMIT:
+                    data[name] = numpy_helper.from_array(value, name).SerializeToString()
+        inferred = schema._infer_node_outputs(  # type: ignore[attr-defined]
+            proto.SerializeToString(), types, data, {}, dict(graph.opset_imports),
+            graph.ir_version,
         )
     except Exception:  # an unknown input type, a schema without inference, a bad node...
         return []
     changed = []
     for name in todo:
-        type_proto = inferred.get(name)
-        if type_proto is None:
+        serialized = inferred.get(name)
+        if serialized is None:
             continue
         old = graph.tensors.get(name) or TensorInfo(name)
-        merged = _merge(old, tensor_info(onnx.ValueInfoProto(name=name, type=type_proto), ""))
+        try:
+            dtype, shape = described_type(serialized)
+        except Exception:  # a non-tensor type: nothing dmlgraph can use
+            continue
+        merged = _merge(old, TensorInfo(name, dtype=dtype, shape=shape))
         if merged != old:
             graph.set_tensor(merged)
             changed.append(name)

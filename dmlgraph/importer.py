@@ -20,17 +20,19 @@ Decisions:
 
 from __future__ import annotations
 
+import math
 import os
+import sys
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import onnx
-from onnx import AttributeProto, TensorProto, numpy_helper
+from onnx import AttributeProto, TensorProto, helper, numpy_helper
 
 from dmlgraph import canonical, collector, folding, shape_kernels
-from dmlgraph.dtypes import to_numpy_dtype
+from dmlgraph.dtypes import ELEM_TYPE_TO_DTYPE, to_numpy_dtype
 from dmlgraph.errors import DmlgraphError, ModelLoadError, ModelValidationError, UnsupportedError
 from dmlgraph.ir import Graph, OnnxOp, Provenance, RemovedNode, TensorInfo
 from dmlgraph.value_info import tensor_info
@@ -65,18 +67,20 @@ def load(
 def _load(
     model: ModelSource, input_shapes: Mapping[str, Sequence[int | str]] | None, fold: bool
 ) -> Graph:
-    source, proto, base_dir = _read(model)
+    source, proto, base_dir, data = _read(model)
     try:
-        _load_external_data(proto, base_dir, source)
+        if _load_external_data(proto, base_dir, source):
+            data = None
         if proto.functions:
-            proto = _inline_functions(proto, source)
-        _normalize_domains(proto, source)
+            proto, data = _inline_functions(proto, source), None
+        if _normalize_domains(proto, source):
+            data = None
         _check_nodes(proto, source)
-        _run_checker(proto, source)
+        _run_checker(proto if data is None else data, source)
         del proto.graph.value_info[:]
         if input_shapes:
             _apply_input_shapes(proto, input_shapes, source)
-        graph = _build_graph(_infer_shapes(proto, source), source, fold=fold)
+        graph = _build_graph(proto, _infer_shapes(proto, source), source, fold=fold)
         if fold:
             folding.fold(graph, inferred=True)
         else:
@@ -94,16 +98,18 @@ def _load(
 # ----------------------------------------------------------------------------- reading
 
 
-def _read(model: ModelSource) -> tuple[str, onnx.ModelProto, Path | None]:
-    """(source name for messages, a private ModelProto copy, folder for external data)."""
+def _read(model: ModelSource) -> tuple[str, onnx.ModelProto, Path | None, bytes | None]:
+    """(source name for messages, a private ModelProto copy, folder for external data, the
+    bytes it was parsed from: the checker reads them instead of a re-serialization)."""
     if isinstance(model, onnx.ModelProto):
         proto = onnx.ModelProto()
         proto.CopyFrom(model)
         source = f"<ModelProto {model.graph.name or 'unnamed'}>"
         _require_model(proto, source)
-        return source, proto, None
+        return source, proto, None, None
     if isinstance(model, (bytes, bytearray, memoryview)):
-        return "<bytes>", _parse(bytes(model), "<bytes>"), None
+        data = bytes(model)
+        return "<bytes>", _parse(data, "<bytes>"), None, data
     if isinstance(model, (str, os.PathLike)):
         path = Path(model)
         source = str(path)
@@ -113,7 +119,7 @@ def _read(model: ModelSource) -> tuple[str, onnx.ModelProto, Path | None]:
             raise ModelLoadError(
                 f"{source}: cannot read the model file: {exc.strerror or exc}"
             ) from None
-        return source, _parse(data, source), path.resolve().parent
+        return source, _parse(data, source), path.resolve().parent, data
     raise ModelLoadError(
         f"load() takes a path, bytes or an onnx.ModelProto, not {type(model).__name__}"
     )
@@ -152,23 +158,31 @@ def _require_model(proto: onnx.ModelProto, source: str) -> None:
 
 
 def _all_tensors(graph: onnx.GraphProto) -> Iterator[TensorProto]:
+    """Initializers and tensor attributes, subgraphs' too. An attribute is read by its type,
+    as ``attribute_value`` reads it (a field of another kind is never used)."""
     yield from graph.initializer
     for node in graph.node:
         for attr in node.attribute:
-            if attr.HasField("t"):
+            kind = attr.type
+            if kind == AttributeProto.TENSOR:
                 yield attr.t
-            yield from attr.tensors
-            if attr.HasField("g"):
+            elif kind == AttributeProto.TENSORS:
+                yield from attr.tensors
+            elif kind == AttributeProto.GRAPH:
                 yield from _all_tensors(attr.g)
-            for sub in attr.graphs:
-                yield from _all_tensors(sub)
+            elif kind == AttributeProto.GRAPHS:
+                for sub in attr.graphs:
+                    yield from _all_tensors(sub)
 
 
-def _load_external_data(proto: onnx.ModelProto, base_dir: Path | None, source: str) -> None:
-    """Read external tensor data, refusing any location outside the model's folder."""
+def _load_external_data(proto: onnx.ModelProto, base_dir: Path | None, source: str) -> bool:
+    """Read external tensor data, refusing any location outside the model's folder; True when
+    some tensor had external data."""
+    changed = False
     for tensor in _all_tensors(proto.graph):
         if tensor.data_location != TensorProto.EXTERNAL:
             continue
+        changed = True
         entries = {e.key: e.value for e in tensor.external_data}
         where = f"{source}: tensor {tensor.name!r}"
         location = entries.get("location", "")
@@ -217,6 +231,7 @@ def _load_external_data(proto: onnx.ModelProto, base_dir: Path | None, source: s
             tensor.raw_data = handle.read(-1 if length is None else length)
         tensor.data_location = TensorProto.DEFAULT
         del tensor.external_data[:]
+    return changed
 
 
 # ----------------------------------------------------------------------------- checks
@@ -233,9 +248,13 @@ def _inline_functions(proto: onnx.ModelProto, source: str) -> onnx.ModelProto:
         ) from None
 
 
-def _normalize_domains(proto: onnx.ModelProto, source: str) -> None:
+def _normalize_domains(proto: onnx.ModelProto, source: str) -> bool:
     """Rename domain aliases ("ai.onnx" -> "") in opset imports and nodes, as onnxruntime
-    does; the onnx checker knows only the canonical names."""
+    does; the onnx checker knows only the canonical names. True when anything changed."""
+    if not any(entry.domain in _DOMAIN_ALIASES for entry in proto.opset_import) and not any(
+        node.domain in _DOMAIN_ALIASES for node in proto.graph.node
+    ) and len({entry.domain for entry in proto.opset_import}) == len(proto.opset_import):
+        return False
     opsets: dict[str, int] = {}
     for entry in proto.opset_import:
         domain = _DOMAIN_ALIASES.get(entry.domain, entry.domain)
@@ -249,6 +268,7 @@ def _normalize_domains(proto: onnx.ModelProto, source: str) -> None:
     proto.opset_import.extend(onnx.helper.make_opsetid(d, v) for d, v in opsets.items())
     for node in proto.graph.node:
         node.domain = _DOMAIN_ALIASES.get(node.domain, node.domain)
+    return True
 
 
 def _normalized_opsets(proto: onnx.ModelProto) -> dict[str, int]:
@@ -299,9 +319,9 @@ def _check_nodes(proto: onnx.ModelProto, source: str) -> None:
         raise UnsupportedError(f"{source}: sparse initializers are not supported")
 
 
-def _run_checker(proto: onnx.ModelProto, source: str) -> None:
+def _run_checker(model: onnx.ModelProto | bytes, source: str) -> None:
     try:
-        onnx.checker.check_model(proto)
+        onnx.checker.check_model(model)
     except Exception as exc:
         raise ModelValidationError(f"{source}: the ONNX checker refuses the model: {exc}") from None
 
@@ -354,13 +374,36 @@ def _apply_input_shapes(
                 dim.dim_value = int(size)
 
 
-def _infer_shapes(proto: onnx.ModelProto, source: str) -> onnx.ModelProto:
+def _infer_shapes(proto: onnx.ModelProto, source: str) -> onnx.GraphProto:
+    """The inferred graph (its ``value_info`` and ``output``) of the model's skeleton: the same
+    nodes, with initializers above ``folding.INFERENCE_CONSTANT_LIMIT`` elements declared as
+    typed inputs, as folding's own inference does, so the weights are neither serialized nor
+    parsed again (inference reads only small, shape-carrying constants by value)."""
     try:
         return onnx.shape_inference.infer_shapes(
-            proto, check_type=False, strict_mode=False, data_prop=True
-        )
+            _skeleton(proto), check_type=False, strict_mode=False, data_prop=True
+        ).graph
     except Exception as exc:
         raise ModelValidationError(f"{source}: ONNX shape inference fails: {exc}") from None
+
+
+def _skeleton(proto: onnx.ModelProto) -> onnx.ModelProto:
+    skeleton = onnx.ModelProto(ir_version=proto.ir_version)
+    skeleton.opset_import.extend(proto.opset_import)
+    graph, source = skeleton.graph, proto.graph
+    graph.name = source.name
+    graph.node.extend(source.node)
+    graph.input.extend(source.input)
+    graph.output.extend(source.output)
+    declared = {value_info.name for value_info in source.input}
+    for tensor in source.initializer:
+        if math.prod(tensor.dims) <= folding.INFERENCE_CONSTANT_LIMIT:
+            graph.initializer.append(tensor)
+        elif tensor.name not in declared:
+            graph.input.append(
+                helper.make_tensor_value_info(tensor.name, tensor.data_type, tensor.dims)
+            )
+    return skeleton
 
 
 # ----------------------------------------------------------------------------- building the IR
@@ -398,19 +441,57 @@ def _text(raw: bytes) -> str | bytes:
         return raw
 
 
+#: Element types whose ``raw_data`` is exactly the array's little-endian bytes: read with one
+#: ``frombuffer`` (numpy_helper's general path costs tens of µs a tensor, and models hold
+#: hundreds of small constants).
+_RAW_DTYPES: Mapping[int, np.dtype] = {
+    elem: dtype
+    for elem, dtype in ELEM_TYPE_TO_DTYPE.items()
+    if dtype in shape_kernels.PLAIN_DTYPES
+}
+
+
 def _array(tensor: TensorProto, where: str) -> np.ndarray:
+    dtype = _RAW_DTYPES.get(tensor.data_type)
+    if (
+        dtype is not None
+        and sys.byteorder == "little"
+        and tensor.HasField("raw_data")
+        and tensor.data_location != TensorProto.EXTERNAL
+        and not tensor.HasField("segment")
+    ):
+        raw = tensor.raw_data  # a fresh bytes object: the array may keep it
+        dims = tuple(tensor.dims)
+        if len(raw) == math.prod(dims) * dtype.itemsize:
+            array = np.frombuffer(raw, dtype).reshape(dims)
+            array.flags.writeable = False
+            return array
     to_numpy_dtype(tensor.data_type, f"{where}: tensor {tensor.name!r}")
     try:
         array = numpy_helper.to_array(tensor)
     except Exception as exc:
         raise ModelLoadError(f"{where}: tensor {tensor.name!r} cannot be read: {exc}") from None
-    array = np.array(array)  # own the data: the proto's buffers are not ours to keep
+    if not _owned(array):
+        array = np.array(array)  # own the data: the proto's buffers are not ours to keep
     array.flags.writeable = False
     return array
 
 
-def _build_graph(proto: onnx.ModelProto, source: str, *, fold: bool) -> Graph:
-    """The IR of an inferred model. With ``fold``, nodes a shape kernel computes from constants
+def _owned(array: np.ndarray) -> bool:
+    """Whether the array's memory is its own or an immutable ``bytes`` (``raw_data`` comes out
+    of protobuf as a fresh bytes object, so weights need no second copy)."""
+    base: object = array
+    while isinstance(base, np.ndarray):
+        if base.base is None:
+            return True
+        base = base.base
+    return isinstance(base, bytes)
+
+
+def _build_graph(
+    proto: onnx.ModelProto, inferred: onnx.GraphProto, source: str, *, fold: bool
+) -> Graph:
+    """The IR of a model, with the value infos of its inferred graph. With ``fold``, nodes a shape kernel computes from constants
     become constants on the way (``_fold_at_import``), and the nodes reading them have their
     outputs re-inferred, so a chain folds in one sweep; ``folding.fold`` finishes the rest."""
     opsets = _normalized_opsets(proto)
@@ -434,7 +515,7 @@ def _build_graph(proto: onnx.ModelProto, source: str, *, fold: bool) -> Graph:
             graph.add_input(tensor_info(value_info, f"{source}: graph input"))
     for tensor in proto.graph.initializer:
         graph.set_tensor(TensorInfo(tensor.name, data=_array(tensor, f"{source}: initializer")))
-    known = {vi.name: vi for vi in list(proto.graph.value_info) + list(proto.graph.output)}
+    known = {vi.name: vi for vi in list(inferred.value_info) + list(inferred.output)}
     outputs = {o.name for o in proto.graph.output}
     changed: set[str] = set()  # tensors folded or re-inferred on the way
     for index, node in enumerate(proto.graph.node):
@@ -459,7 +540,7 @@ def _build_graph(proto: onnx.ModelProto, source: str, *, fold: bool) -> Graph:
                 changed.update(folding.infer_proto(graph, node, opsets[node.domain]))
         _add_node(graph, node, index, version, attrs, where)
     graph.outputs = [o.name for o in proto.graph.output]
-    for value_info in proto.graph.output:
+    for value_info in inferred.output:
         if value_info.name not in graph.tensors:
             graph.set_tensor(tensor_info(value_info, f"{source}: graph output"))
     return graph

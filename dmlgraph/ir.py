@@ -83,19 +83,24 @@ class TensorInfo:
     data: np.ndarray | None = None
 
     def __post_init__(self) -> None:
-        dtype = None if self.dtype is None else np.dtype(self.dtype)
-        shape = None if self.shape is None else tuple(_dim(d) for d in self.shape)
         data = self.data
-        if data is not None:
+        if data is None:
+            dtype = None if self.dtype is None else np.dtype(self.dtype)
+            shape = None if self.shape is None else tuple(_dim(d) for d in self.shape)
+        else:  # the data fixes both; given ones must agree
             data = _frozen_array(data)
-            if dtype is not None and data.dtype != dtype:
+            if self.dtype is not None and data.dtype != np.dtype(self.dtype):
                 raise GraphInvariantError(
-                    f"tensor {self.name!r}: data dtype {data.dtype} differs from dtype {dtype}"
+                    f"tensor {self.name!r}: data dtype {data.dtype} differs from dtype "
+                    f"{np.dtype(self.dtype)}"
                 )
-            if shape is not None and not _shape_matches(shape, data.shape):
-                raise GraphInvariantError(
-                    f"tensor {self.name!r}: data shape {data.shape} differs from shape {shape}"
-                )
+            if self.shape is not None:
+                declared = tuple(_dim(d) for d in self.shape)
+                if not _shape_matches(declared, data.shape):
+                    raise GraphInvariantError(
+                        f"tensor {self.name!r}: data shape {data.shape} differs from shape "
+                        f"{declared}"
+                    )
             dtype, shape = data.dtype, tuple(int(d) for d in data.shape)
         object.__setattr__(self, "dtype", dtype)
         object.__setattr__(self, "shape", shape)

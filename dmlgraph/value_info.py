@@ -2,19 +2,31 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
+import numpy as np
 import onnx
 from onnx import helper
 
 from dmlgraph.dtypes import to_elem_type, to_numpy_dtype
 from dmlgraph.errors import UnsupportedError
-from dmlgraph.ir import Dim, TensorInfo
+from dmlgraph.ir import Dim, Shape, TensorInfo
 
 
 def tensor_info(value_info: onnx.ValueInfoProto, where: str) -> TensorInfo:
     """What a ValueInfoProto says of a tensor; an untyped one says nothing.
 
-    Dims: ``dim_value`` -> int, ``dim_param`` -> its name, neither -> None.
+    Dims: ``dim_value`` -> int, ``dim_param`` -> its name, neither -> None. Read through
+    ``described_type``'s cache: a model repeats a few types hundreds of times.
     """
+    try:
+        dtype, shape = described_type(value_info.type.SerializeToString())
+    except UnsupportedError:  # worded with the tensor's name and where
+        return _tensor_info(value_info, where)
+    return TensorInfo(value_info.name, dtype=dtype, shape=shape)
+
+
+def _tensor_info(value_info: onnx.ValueInfoProto, where: str) -> TensorInfo:
     kind = value_info.type.WhichOneof("value")
     if kind is None:
         return TensorInfo(value_info.name)
@@ -39,6 +51,20 @@ def value_info(info: TensorInfo) -> onnx.ValueInfoProto:
     return helper.make_tensor_value_info(
         info.name, elem, None if info.shape is None else list(info.shape)
     )
+
+
+@lru_cache(maxsize=4096)
+def type_bytes(dtype: np.dtype | None, shape: Shape | None) -> bytes:
+    """``value_info``'s TypeProto, serialized: per-node inference passes types to onnx's C++
+    this way, and a model asks for the same few types over and over (hence the cache)."""
+    return value_info(TensorInfo("", dtype=dtype, shape=shape)).type.SerializeToString()
+
+
+@lru_cache(maxsize=4096)
+def described_type(serialized: bytes) -> tuple[np.dtype | None, Shape | None]:
+    """(dtype, shape) of a serialized TypeProto, as ``tensor_info`` reads it."""
+    info = _tensor_info(onnx.ValueInfoProto(type=onnx.TypeProto.FromString(serialized)), "")
+    return info.dtype, info.shape
 
 
 def _dim(dim: onnx.TensorShapeProto.Dimension) -> Dim:

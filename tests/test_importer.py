@@ -9,10 +9,13 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 from onnx import TensorProto, helper, numpy_helper
 
 import dmlgraph
-from dmlgraph import canonical, folding
+from dmlgraph import canonical, folding, importer, shape_kernels
 from dmlgraph.errors import ModelLoadError, ModelValidationError
 
 REAL_MODELS = (
@@ -409,3 +412,99 @@ def test_other_ops_keep_their_attributes_and_since_version(onnx_models_dir) -> N
             k: list(v) if isinstance(v, tuple) else v for k, v in node.op.attrs.items()
         } == expected
         assert node.inputs == tuple(proto.input)
+
+
+# ----------------------------------------------------------------------------- fast paths
+# Import reads weights once: the checker gets the file's bytes, inference a skeleton without
+# the weights, and raw tensors are read with one frombuffer. Each is checked against onnx's
+# own general path.
+
+
+def test_alias_domains_given_as_bytes_are_checked_after_renaming(onnx_make_model) -> None:
+    """The checker reads the file's bytes only while the proto still equals them: a renamed
+    alias domain must be checked in its new form, which the original bytes are not."""
+    model = onnx_make_model(
+        [helper.make_node("Relu", ["x"], ["y"], domain="ai.onnx")],
+        [("x", TensorProto.FLOAT, [4])],
+        [("y", TensorProto.FLOAT, [4])],
+        opset=17,
+    )
+    model.opset_import[0].domain = "ai.onnx"
+    data = model.SerializeToString()
+    with pytest.raises(onnx.checker.ValidationError):
+        onnx.checker.check_model(data)  # what the bytes alone would meet
+    graph = dmlgraph.load(data)
+    assert [(n.op.domain, n.op_type) for n in graph.nodes] == [("", "Relu")]
+
+
+@pytest.mark.parametrize("name", REAL_MODELS)
+def test_skeleton_inference_equals_inference_on_the_whole_model(name, onnx_models_dir) -> None:
+    proto = onnx.load(onnx_models_dir / f"{name}.onnx")
+    del proto.graph.value_info[:]
+    large = [
+        t.name for t in proto.graph.initializer
+        if int(np.prod(t.dims)) > folding.INFERENCE_CONSTANT_LIMIT
+    ]
+    assert large  # the skeleton leaves weights out
+    whole = onnx.shape_inference.infer_shapes(proto, strict_mode=False, data_prop=True).graph
+    skeleton = importer._infer_shapes(proto, name)
+
+    def types(graph: onnx.GraphProto) -> dict[str, bytes]:
+        return {
+            vi.name: vi.type.SerializeToString()
+            for vi in [*graph.value_info, *graph.output]
+            if vi.name not in large
+        }
+
+    assert types(skeleton) == types(whole)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    dtype=st.sampled_from(sorted(shape_kernels.PLAIN_DTYPES, key=str)),
+    shape=st.lists(st.integers(0, 4), max_size=3),
+    data=st.data(),
+)
+def test_raw_tensors_read_as_numpy_helper_reads_them(dtype, shape, data) -> None:
+    array = data.draw(hnp.arrays(dtype, tuple(shape)))
+    tensor = numpy_helper.from_array(array, "w")
+    assert tensor.HasField("raw_data")
+    read = importer._array(tensor, "here")
+    expected = numpy_helper.to_array(tensor)
+    assert read.dtype == expected.dtype and read.shape == expected.shape
+    assert read.tobytes() == expected.tobytes()
+    assert not read.flags.writeable
+
+
+def test_raw_tensor_of_the_wrong_length_is_refused_by_name() -> None:
+    tensor = numpy_helper.from_array(np.arange(6, dtype=np.float32), "w")
+    tensor.raw_data = tensor.raw_data[:-4]
+    with pytest.raises(ModelLoadError, match="here: tensor 'w' cannot be read"):
+        importer._array(tensor, "here")
+
+
+def test_an_array_over_someone_elses_buffer_is_copied() -> None:
+    buffer = bytearray(np.arange(4, dtype=np.int32).tobytes())
+    borrowed = np.frombuffer(buffer, np.int32)
+    assert not importer._owned(borrowed)
+    assert importer._owned(np.frombuffer(bytes(buffer), np.int32)[1:])
+    assert importer._owned(np.arange(3))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    dtype=st.sampled_from(sorted(shape_kernels.PLAIN_DTYPES, key=str)),
+    shape=st.one_of(
+        st.none(), st.lists(st.one_of(st.integers(0, 9), st.sampled_from(["n", "t"])), max_size=4)
+    ),
+)
+def test_cached_types_say_what_onnx_helper_says(dtype, shape) -> None:
+    from dmlgraph.dtypes import DTYPE_TO_ELEM_TYPE
+    from dmlgraph.value_info import described_type, tensor_info, type_bytes
+
+    shape = None if shape is None else tuple(shape)
+    proto = helper.make_tensor_type_proto(DTYPE_TO_ELEM_TYPE[np.dtype(dtype)], shape)
+    assert type_bytes(np.dtype(dtype), shape) == proto.SerializeToString()
+    assert described_type(proto.SerializeToString()) == (np.dtype(dtype), shape)
+    info = tensor_info(onnx.ValueInfoProto(name="v", type=proto), "here")
+    assert (info.name, info.dtype, info.shape) == ("v", np.dtype(dtype), shape)
