@@ -158,3 +158,39 @@ def test_address_is_numpys(dtype, data) -> None:
     frozen = destination.view()
     frozen.flags.writeable = False
     assert address(frozen) == destination.__array_interface__["data"][0]
+
+
+@pytest.mark.parametrize("stream", [True, False])
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_last_axis_join_in_lockstep_matches_concatenate(dtype, stream, data) -> None:
+    """A JOIN on the last axis, as the plan gives it: one lockstep group whose moves are each a
+    contiguous run per slab (copied as plain pieces), over leading axes that merge where the
+    strides allow and stay apart where a source steps over rows; at any alignment of the
+    destination."""
+    dtype = np.dtype(dtype)
+    rank = data.draw(st.integers(2, 4))
+    lead = data.draw(st.integers(1, rank - 1))
+    outer_shape = data.draw(st.lists(st.integers(1, 4), min_size=rank - 1, max_size=rank - 1))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
+    sources = []
+    for _ in range(data.draw(st.integers(1, 8))):
+        width = data.draw(st.one_of(st.integers(1, 9), st.integers(60, 140)))
+        step = data.draw(st.sampled_from([1, 1, 2]))  # 2: rows apart, axes cannot merge
+        full = np.frombuffer(rng.bytes(dtype.itemsize * step * int(np.prod(outer_shape)) * width),
+                             dtype).reshape(outer_shape[0] * step, *outer_shape[1:], width)
+        sources.append(full[::step])
+    widths = [s.shape[-1] for s in sources]
+    skew = data.draw(st.integers(0, 3))  # the destination starts skew items into a buffer
+    flat = np.zeros(skew + int(np.prod(outer_shape)) * sum(widths) + 1, dtype)
+    out = flat[skew:skew + int(np.prod(outer_shape)) * sum(widths)].reshape(
+        *outer_shape, sum(widths))
+    moves, at = [], 0
+    for s, w in zip(sources, widths):
+        moves.append((out[..., at:at + w], s))
+        at += w
+    Program([[(lead, moves)]], stream=stream)()
+    want = np.concatenate(sources, axis=-1)
+    assert out.tobytes() == want.tobytes()
+    assert flat[:skew].tobytes() + flat[-1:].tobytes() == bytes((skew + 1) * dtype.itemsize)
