@@ -4,7 +4,10 @@ lockstep groups, streamed or not; and the errors it gives instead of copying wro
 
 from __future__ import annotations
 
+import ctypes
+import mmap
 import os
+import sys
 
 import numpy as np
 import pytest
@@ -194,3 +197,26 @@ def test_last_axis_join_in_lockstep_matches_concatenate(dtype, stream, data) -> 
     want = np.concatenate(sources, axis=-1)
     assert out.tobytes() == want.tobytes()
     assert flat[:skew].tobytes() + flat[-1:].tobytes() == bytes((skew + 1) * dtype.itemsize)
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="guard pages through libc's mprotect")
+@pytest.mark.parametrize("stream", [True, False])
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16, np.uint32, np.uint64], ids=str)
+def test_step_two_rows_read_nothing_past_their_last_item(dtype, stream) -> None:
+    """Every other item of a row that ends at a page with no access behind it: the shuffled
+    loads of a step-2 row take two items per item kept, so they must stop before the last
+    (reading past it would fault here). The values are NumPy's."""
+    page = mmap.PAGESIZE
+    buffer = mmap.mmap(-1, 2 * page, prot=mmap.PROT_READ | mmap.PROT_WRITE)
+    libc = ctypes.CDLL(None, use_errno=True)
+    start = ctypes.addressof(ctypes.c_char.from_buffer(buffer))
+    items = np.frombuffer(buffer, dtype, count=page // np.dtype(dtype).itemsize)
+    items[:] = np.arange(items.size) % 251
+    assert libc.mprotect(ctypes.c_void_p(start + page), page, 0) == 0  # PROT_NONE
+    try:
+        source = items[1::2]  # its last item ends the page
+        out = np.zeros(source.shape, dtype)
+        Program([[(out, source)]], stream=stream)()
+        assert np.array_equal(out, source)
+    finally:
+        libc.mprotect(ctypes.c_void_p(start + page), page, 3)  # PROT_READ | PROT_WRITE

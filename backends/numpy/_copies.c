@@ -129,6 +129,20 @@ static inline __m128i reverse_u16(__m128i v) {
 }
 static inline __m128i reverse_u32(__m128i v) { return _mm_shuffle_epi32(v, 0x1B); }
 static inline __m128i reverse_u64(__m128i v) { return _mm_shuffle_epi32(v, 0x4E); }
+/* items 0, 2, ... of a, then of b: a step-2 slice's selection, in SSE2 (each item widened
+ * to twice its size, its bits in the low half, then packed back exactly) */
+static inline __m128i evens_u8(__m128i a, __m128i b) {
+    const __m128i low = _mm_set1_epi16(0x00FF);
+    return _mm_packus_epi16(_mm_and_si128(a, low), _mm_and_si128(b, low));
+}
+static inline __m128i evens_u16(__m128i a, __m128i b) {
+    return _mm_packs_epi32(_mm_srai_epi32(_mm_slli_epi32(a, 16), 16),
+                           _mm_srai_epi32(_mm_slli_epi32(b, 16), 16));
+}
+static inline __m128i evens_u32(__m128i a, __m128i b) {
+    return _mm_castps_si128(_mm_shuffle_ps(_mm_castsi128_ps(a), _mm_castsi128_ps(b), 0x88));
+}
+static inline __m128i evens_u64(__m128i a, __m128i b) { return _mm_unpacklo_epi64(a, b); }
 
 #define STREAM_ROW(T)                                                                     \
     static void stream_##T(char *d, const char *s, Py_ssize_t n, Py_ssize_t ss) {         \
@@ -149,6 +163,13 @@ static inline __m128i reverse_u64(__m128i v) { return _mm_shuffle_epi32(v, 0x4E)
                     reverse_##T(_mm_loadu_si128((const __m128i *)(s - (at + per - 1) * z)))); \
             }                                                                             \
             i = first + chunks * per;                                                     \
+        } else if (ss == 2 * z) { /* every other item: two loads, one shuffle; the      \
+                                   * loads end at the next item taken, so not the last */ \
+            for (; i + per < n; i += per)                                                 \
+                _mm_stream_si128((__m128i *)(d + i * z),                                  \
+                                 evens_##T(_mm_loadu_si128((const __m128i *)(s + i * ss)), \
+                                           _mm_loadu_si128(                               \
+                                               (const __m128i *)(s + i * ss + 16))));     \
         } else if (ss == 0) { /* a broadcast value: one register, stored again and again */ \
             union { __m128i v; T e[16 / sizeof(T)]; } t;                                  \
             for (Py_ssize_t j = 0; j < per; j++) t.e[j] = *(const T *)s;                  \
