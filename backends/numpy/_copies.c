@@ -308,28 +308,8 @@ static void coalesce_lead(Group *g, Move *moves) {
     g->lead = kept;
 }
 
-static void run_pieces(const Group *g, const Move *first, const Move *end) {
-    Py_ssize_t index[MAX_RANK] = {0};
-    const int last = g->lead - 1;
-    for (Py_ssize_t t = 0; t < g->slabs; t++) {
-        for (const Move *m = first; m < end; m++) {
-            Py_ssize_t doff = 0, soff = 0;
-            for (int k = 0; k <= last; k++) {
-                doff += index[k] * m->lead_dstride[k];
-                soff += index[k] * m->lead_sstride[k];
-            }
-            piece(m->dst + doff, m->src + soff, m->shape[0] * m->itemsize, m->stream);
-        }
-        for (int k = last; k >= 0 && ++index[k] == g->lead_shape[k]; k--) index[k] = 0;
-    }
-}
-
 static void run_group(const Group *g, const Move *moves) {
     const Move *first = moves + g->first, *end = first + g->count;
-    if (g->pieces) {
-        run_pieces(g, first, end);
-        return;
-    }
     if (!g->lead) {
         for (const Move *m = first; m < end; m++) run_move(m, m->dst, m->src);
         return;
@@ -343,7 +323,10 @@ static void run_group(const Group *g, const Move *moves) {
                 doff += index[k] * m->lead_dstride[k];
                 soff += index[k] * m->lead_sstride[k];
             }
-            run_move(m, m->dst + doff, m->src + soff);
+            if (g->pieces)
+                piece(m->dst + doff, m->src + soff, m->shape[0] * m->itemsize, m->stream);
+            else
+                run_move(m, m->dst + doff, m->src + soff);
         }
         for (int k = last; k >= 0 && ++index[k] == g->lead_shape[k]; k--) index[k] = 0;
     }
