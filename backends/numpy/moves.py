@@ -38,7 +38,9 @@ class Phase:
     """Moves that run after every earlier phase's. ``rows`` None: the moves are independent
     (any order, any thread). An axis: they run in order, but every destination and source
     spans the same rows of that axis and each row reads only the same row, so the phase may
-    be cut into blocks of rows, independent of each other, each running all the moves."""
+    be cut into blocks of rows, independent of each other, each running all the moves.
+    Consecutive phases with the same ``rows`` span the same rows of it, so a block of the
+    later one needs only the same block of the earlier (``threads.distribute_phases``)."""
 
     moves: list[Move]
     rows: int | None = None

@@ -35,7 +35,7 @@ from backends.base import BackendError, NodeRun
 from backends.numpy.memory import Lifetime, OutputPool, assign_buffers
 from backends.numpy.moves import Move, Phase, operator_moves
 from backends.numpy.runtime import RuntimeLowering, needs_runtime_lowering
-from backends.numpy.threads import Instruction, compiled, distribute
+from backends.numpy.threads import Instruction, compiled, distribute_phases
 from backends.numpy.views import Recipe, address, as_bytes, reform
 from dmlgraph.dml.binding import binds
 from dmlgraph.dml.enums import FeatureLevel
@@ -140,7 +140,7 @@ class Plan:
         self._frame: list[np.ndarray | None] = [
             root.proxy if root.kind is RootKind.CONSTANT else None for root in self._roots
         ]
-        #: where each per-run root's memory starts in this run (see ``_BoundPhase``)
+        #: where each per-run root's memory starts in this run (see ``_BoundPhases``)
         self._addresses: list[int] = [0] * len(self._roots)
         for index, buffer in self._arena_views.items():
             self._frame[index] = buffer
@@ -309,28 +309,30 @@ class Plan:
                 return index
         return None
 
-    def instruction(self, phase: Phase, roots: list[int]) -> Instruction:
-        """One phase of moves as a call: over real memory when all its roots are the plan's
-        own, else rebuilt from recipes each run."""
-        recipes: list[tuple[tuple[int, Recipe], np.ndarray | tuple[int, Recipe]]] = []
+    def instructions(self, phases: list[Phase], roots: list[int]) -> list[Instruction]:
+        """An operator's phases of moves as calls (``distribute_phases``): over real memory
+        when all their roots are the plan's own, else rebuilt from recipes each run."""
+        recipes: list[_Recipes] = []
         static = True
-        for destination, source in phase.moves:
-            dst_root = self.root_of(destination, roots)
-            src_root = self.root_of(source, roots)
-            assert dst_root is not None
-            dst = (dst_root, Recipe.of(destination, self._roots[dst_root].proxy))
-            src = (
-                source
-                if src_root is None
-                else (src_root, Recipe.of(source, self._roots[src_root].proxy))
-            )
-            static = static and self._roots[dst_root].kind.static
-            static = static and (src_root is None or self._roots[src_root].kind.static)
-            recipes.append((dst, src))
+        for phase in phases:
+            recipes.append([])
+            for destination, source in phase.moves:
+                dst_root = self.root_of(destination, roots)
+                src_root = self.root_of(source, roots)
+                assert dst_root is not None
+                dst = (dst_root, Recipe.of(destination, self._roots[dst_root].proxy))
+                src = (
+                    source
+                    if src_root is None
+                    else (src_root, Recipe.of(source, self._roots[src_root].proxy))
+                )
+                static = static and self._roots[dst_root].kind.static
+                static = static and (src_root is None or self._roots[src_root].kind.static)
+                recipes[-1].append((dst, src))
+        rows = [phase.rows for phase in phases]
         if static:
-            moves = _materialize(self._frame, recipes)
-            return compiled(distribute(moves, self.threads, phase.rows))
-        return _BoundPhase(self, recipes, phase.rows)
+            return _calls(self, [_materialize(self._frame, r) for r in recipes], rows)
+        return [_BoundPhases(self, recipes, rows)]
 
     def ir_reader(self, name: str) -> Callable[[], np.ndarray]:
         """How a fallback or run-time step reads a tensor: its IR dtype and shape."""
@@ -435,17 +437,17 @@ def _materialize(
     return moves
 
 
-#: Compiled forms a bound phase keeps, by the addresses they were built for: a caller that
+#: Compiled forms bound phases keep, by the addresses they were built for: a caller that
 #: alternates between bound outputs and pooled ones, or holds one result while it runs again
 #: (two pool buffers in turn), replays without rebuilding (about 150 µs a phase).
 BOUND_FORMS = 4
 
 
-class _BoundPhase:
-    """A phase touching buffers bound per run. Its views are built from recipes over the
-    bound addresses and kept, up to ``BOUND_FORMS`` sets of addresses (the same arrays run
-    after run, a recycled output buffer, bound and pooled outputs in turn), so a replay costs
-    no view building.
+class _BoundPhases:
+    """An operator's phases touching buffers bound per run. Their views are built from recipes
+    over the bound addresses and kept, up to ``BOUND_FORMS`` sets of addresses (the same arrays
+    run after run, a recycled output buffer, bound and pooled outputs in turn), so a replay
+    costs no view building.
 
     The kept views hold no reference to the memory: they are only used in a run that has
     bound the same addresses, when that memory is alive and held by the run's frame.
@@ -453,30 +455,38 @@ class _BoundPhase:
 
     __slots__ = ("plan", "recipes", "rows", "roots", "forms")
 
-    def __init__(self, plan: Plan, recipes: _Recipes, rows: int | None) -> None:
+    def __init__(self, plan: Plan, recipes: list[_Recipes], rows: list[int | None]) -> None:
         self.plan, self.recipes, self.rows = plan, recipes, rows
-        roots = {dst[0] for dst, _ in recipes}
-        roots.update(src[0] for _, src in recipes if not isinstance(src, np.ndarray))
+        roots = {dst[0] for phase in recipes for dst, _ in phase}
+        roots.update(
+            src[0] for phase in recipes for _, src in phase if not isinstance(src, np.ndarray)
+        )
         self.roots = sorted(roots)
-        self.forms: dict[tuple[int, ...], Instruction] = {}
+        self.forms: dict[tuple[int, ...], list[Instruction]] = {}
 
     def __call__(self) -> None:
         addresses = self.plan._addresses
         key = tuple([addresses[r] for r in self.roots])
-        call = self.forms.get(key)
-        if call is None:
+        calls = self.forms.get(key)
+        if calls is None:
             frame = self.plan._frame
             memory = {r: _unowned(frame[r]) for r in self.roots}  # type: ignore[arg-type]
-            moves = _materialize(memory, self.recipes)
-            call = compiled(distribute(moves, self.plan.threads, self.rows))
+            moves = [_materialize(memory, phase) for phase in self.recipes]
+            calls = _calls(self.plan, moves, self.rows)
             if len(self.forms) >= BOUND_FORMS:
                 del self.forms[next(iter(self.forms))]  # the oldest
-            self.forms[key] = call
-        call()
+            self.forms[key] = calls
+        for call in calls:
+            call()
+
+
+def _calls(plan: Plan, moves: list[list[Move]], rows: list[int | None]) -> list[Instruction]:
+    phases = [Phase(m, r) for m, r in zip(moves, rows)]
+    return [compiled(lists) for lists in distribute_phases(phases, plan.threads)]
 
 
 def _unowned(memory: np.ndarray) -> np.ndarray:
-    """The same bytes through an array that does not keep them alive (see ``_BoundPhase``)."""
+    """The same bytes through an array that does not keep them alive (see ``_BoundPhases``)."""
     raw = (ctypes.c_char * memory.size).from_address(address(memory))
     return np.frombuffer(raw, dtype=np.uint8)
 
@@ -511,7 +521,7 @@ class _DmlStep(_Step):
             moves = [m for port, m in enumerate(phases[0].moves) if (node.id, port) not in in_place]
             phases = [Phase(moves)]
         roots = [plan.home(name).root for name in (*node.inputs, node.outputs[0])]
-        self.code = [plan.instruction(phase, roots) for phase in phases if phase.moves]
+        self.code = plan.instructions([phase for phase in phases if phase.moves], roots)
         self.moves = sum(len(phase.moves) for phase in phases)
         self.runs = (NodeRun(node.name, desc.name, DML_ENGINE, notes=tuple(node.notes)),)
 

@@ -24,7 +24,7 @@ from functools import partial
 
 import numpy as np
 
-from backends.numpy.moves import Move
+from backends.numpy.moves import Move, Phase
 from backends.numpy.views import address
 
 try:
@@ -80,7 +80,40 @@ def split(destination: np.ndarray, source: np.ndarray, parts: int) -> list[Move]
 
 
 def distribute(phase: Sequence[Move], workers: int, rows: int | None = None) -> list[list[Item]]:
-    """A phase's moves as one list per worker with about equal bytes each.
+    """A phase's moves as one list per worker with about equal bytes each (``_distribute``)."""
+    return _distribute(phase, workers, rows)[0]
+
+
+def distribute_phases(phases: Sequence[Phase], workers: int) -> list[list[list[Item]]]:
+    """The phases as calls, each one list per worker. A phase over the same rows as the one
+    before it, which was cut into row blocks, joins that call worker by worker, cut at the same
+    rows: each row reads only the same row (``moves.Phase``), so a worker can go on to its own
+    rows of the next phase without waiting for the others (a padding's outer borders: the
+    hand-over between phases cost 5-8% of a 16 MB padding, measured)."""
+    calls: list[list[list[Item]]] = []
+    blocked: tuple[int, int] | None = None  # the last call's row axis and its size
+    for phase in phases:
+        rows = phase.rows
+        if blocked is not None and rows is not None and blocked == (rows, _size(phase, rows)):
+            total = sum(d.nbytes for d, _ in phase.moves)
+            more = _row_blocks(phase.moves, rows, len(calls[-1]), total)
+            calls[-1] = [done + next_ for done, next_ in zip(calls[-1], more)]
+            continue
+        lists, axis = _distribute(phase.moves, workers, rows)
+        blocked = None if axis is None else (axis, _size(phase, axis))
+        calls.append(lists)
+    return calls
+
+
+def _size(phase: Phase, axis: int) -> int:
+    return int(phase.moves[0][0].shape[axis])
+
+
+def _distribute(
+    phase: Sequence[Move], workers: int, rows: int | None
+) -> tuple[list[list[Item]], int | None]:
+    """A phase's moves as one list per worker with about equal bytes each, and the axis they
+    were cut into row blocks along (None if they were not).
 
     ``rows``: the moves run in order within each row of that axis (``moves.Phase``); they are
     cut into blocks of its rows, every move per block in order, each worker a range of blocks
@@ -95,12 +128,12 @@ def distribute(phase: Sequence[Move], workers: int, rows: int | None = None) -> 
         if lockstep and rows is None:
             rows = _shared_axis(phase, 1)
         if rows is None or not (lockstep or total >= 2 * BLOCK_BYTES):
-            return [list(phase)]
-        return _row_blocks(phase, rows, 1, total)
+            return [list(phase)], None
+        return _row_blocks(phase, rows, 1, total), rows
     if rows is None:
         rows = _shared_axis(phase, workers)
     if rows is not None:
-        return _row_blocks(phase, rows, workers, total)
+        return _row_blocks(phase, rows, workers, total), rows
     share = total / workers
     pieces: list[Move] = []
     for destination, source in phase:
@@ -114,7 +147,7 @@ def distribute(phase: Sequence[Move], workers: int, rows: int | None = None) -> 
         least = loads.index(min(loads))
         lists[least].append((destination, source))
         loads[least] += destination.nbytes
-    return [moves for moves in lists if moves]
+    return [moves for moves in lists if moves], None
 
 
 def _shared_axis(phase: Sequence[Move], workers: int) -> int | None:
