@@ -433,6 +433,38 @@ def test_distribute_block_after_block_moves_in_long_runs(copier, parts) -> None:
     assert min(d.nbytes for d, _ in items) >= rows * 256 * 4 // 2  # runs of half an input
 
 
+@pytest.mark.parametrize("copier", COPIERS)
+@pytest.mark.parametrize("workers", [1, 2, 3])
+def test_phases_over_the_same_rows_run_as_one_call(copier, workers) -> None:
+    """A padding's phases: the interior (and the inner axis's borders), then the borders of an
+    outer axis read back from the output, both in blocks of axis 0's rows. They run as one
+    call, each worker's rows of the second phase after its rows of the first, and give what
+    np.pad gives; a phase over other rows (a reversed copy over axis 1) stays a call of its
+    own, after them."""
+    from backends.numpy.moves import Phase
+
+    x = np.arange(12 * 5 * 6, dtype=np.int32).reshape(12, 5, 6)
+    out = np.zeros((12, 7, 6), np.int32)
+    interior = Phase([(out[:, 1:6], x)], rows=0)
+    borders = Phase([(out[:, 0:1], out[:, 1:2]), (out[:, 6:7], out[:, 5:6])], rows=0)
+    flipped = np.zeros((12, 7, 6), np.int32)
+    other = Phase([(flipped, out[:, ::-1])], rows=1)
+    with copying(copier, 0, 64):
+        calls = copy_threads.distribute_phases([interior, borders, other], workers)
+        for lists in calls:
+            copy_threads.compiled(lists)()
+    assert len(calls) == 2 and len(calls[0]) == workers
+    want = np.pad(x, ((0, 0), (1, 1), (0, 0)), mode="edge")
+    assert same_bits(out, want) and same_bits(flipped, want[:, ::-1])
+    for k, items in enumerate(calls[0]):  # each worker: its rows, first phase then second
+        moves = moves_of(items)
+        rows = {(d.__array_interface__["data"][0] - out.ctypes.data) // out.strides[0]
+                for d, _ in moves}
+        low, high = 12 * k // workers, 12 * (k + 1) // workers
+        assert rows <= set(range(low, high))
+        assert [d.shape[1] for d, _ in moves][-2:] == [1, 1]  # the borders come last
+
+
 def test_restored_node_reads_what_replaced_an_eliminated_input() -> None:
     """Found by the random graphs: uint8 at FL 1.0 cannot be lowered, so the first and last
     Slice stay ONNX; the middle one is an identity and is eliminated. The last must then read
