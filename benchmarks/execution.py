@@ -11,17 +11,19 @@ best match it. Bytes moved = input bytes the node needs
 
 Ratios here are of speed, as the targets are stated (theirs' median time / ours: above 1, ours
 is faster): at 16 MB and up, ours must be at least as fast as onnxruntime and reach 0.8 of the
-memcpy bound. dmlgraph is timed before the onnxruntime session exists: onnxruntime's idle
-intra-op threads spin for a while after each run and would take a core from dmlgraph's copy
-threads on a small machine, so each engine is timed with the machine to itself. Within that,
-ours (both modes) and every memcpy way run in turns, one call each per round
-(``measure_together``), as do onnxruntime's two modes: this VM's memory bandwidth drifts
-within a minute, and in turns the drift cannot favour one side of a ratio against the bound.
+memcpy bound. onnxruntime's idle intra-op threads spin for a while after each run and would
+take a core from dmlgraph's copy threads on a small machine, so the engines are never timed in
+turns with each other: ours (both modes) with every memcpy way in turns, one call each per
+round in a shuffled order (``measure_together``), and onnxruntime's two modes the same way,
+the two groups alternating ``SEGMENTS`` times with a pause between (``measure_alternating``).
+This VM's memory bandwidth drifts within a minute; so timed, the drift cannot favour one side
+of a ratio, against the bound or against onnxruntime.
 """
 
 from __future__ import annotations
 
 import gc
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
@@ -33,7 +35,7 @@ from benchmarks.cases import Case, execution_cases
 from benchmarks.engines import Ours, OrtBound, fallbacks, session, verify
 from benchmarks.results import Progress, Section, Target
 from benchmarks.settings import Settings
-from benchmarks.timing import Timing, measure_together, ratio
+from benchmarks.timing import Timing, measure_alternating, ratio
 
 
 
@@ -54,6 +56,12 @@ class ExecutionRow:
     memcpy_threads: str  # how the bound was reached: threads, "native" for the native copier
     gbps: dict[str, float | None]
     ratios: dict[str, float | None]
+
+
+#: Segments of a case's timing, ours and onnxruntime alternating (``measure_alternating``).
+SEGMENTS = 3
+#: Seconds to wait after onnxruntime's runs, for its idle threads to stop spinning.
+SETTLE_S = 0.05
 
 
 class MemcpyBound:
@@ -89,16 +97,15 @@ class MemcpyBound:
         bounds = np.linspace(0, self.elements, self.workers + 1).astype(int)
         return [(dst[a:b], src[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
 
-    def measure(
-        self, repeats: int, warmup: int, alongside: Mapping[str, Callable[[], None]]
-    ) -> tuple[Timing, str, dict[str, Timing]]:
-        """The fastest way (by median) and its name (threads, and "native" for the native
-        copier), timed in turns with ``alongside`` (``measure_together``), whose timings come
-        third."""
-        ways = {f"memcpy {name}": way for name, way in self.ways.items()}
-        timings = measure_together({**alongside, **ways}, repeats, warmup)
-        best = min(ways, key=lambda name: timings[name].median)
-        return timings[best], best.removeprefix("memcpy "), {n: timings[n] for n in alongside}
+    def best(self, timings: Mapping[str, Timing]) -> tuple[Timing, str]:
+        """The fastest way by median, and its name (threads, "native" for the native copier),
+        among ``timings``, which hold every way as ``timed`` names it."""
+        name = min(self.ways, key=lambda n: timings[f"memcpy {n}"].median)
+        return timings[f"memcpy {name}"], name
+
+    def timed(self) -> dict[str, Callable[[], None]]:
+        """The ways, named for timing ("memcpy 2 native"...)."""
+        return {f"memcpy {name}": way for name, way in self.ways.items()}
 
 
 def _gbps(timing: Timing | None, nbytes: int) -> float | None:
@@ -122,18 +129,15 @@ def measure_case(case: Case, settings: Settings, repeats: int, label: str = "") 
         ours_out = {n: np.full_like(a, np.nan) for n, a in ours_result.items()}
         ours_bound = partial(ours.run_into, feeds, ours_out)
         ours_fns["ours_bound"] = ours_bound
-    # ours and the memcpy bound in turns, before the onnxruntime session exists
     moved = case.bytes_moved
-    memcpy, memcpy_threads, ours_timings = MemcpyBound(settings.threads, moved).measure(
-        repeats, w, ours_fns
-    )
-
+    bound = MemcpyBound(settings.threads, moved)
     sess = session(case.model, settings.threads)
     names = [o.name for o in sess.get_outputs()]
     expected = dict(zip(names, sess.run(None, feeds)))
     verify(f"{what}: dmlgraph (alloc)", ours_result, expected)
     verified = ["ours_alloc"]
     if ours_bound is not None:
+        ours_bound()
         verify(f"{what}: dmlgraph (outputs=)", ours_out, expected)
         verified.append("ours_bound")
     ort_out = {n: np.full_like(a, np.nan) for n, a in expected.items()}
@@ -142,11 +146,19 @@ def measure_case(case: Case, settings: Settings, repeats: int, label: str = "") 
     verify(f"{what}: onnxruntime (IOBinding)", ort_out, expected)
     verified.append("ort_bound")
     del expected, ours_result
+    time.sleep(SETTLE_S)
 
-    ort_timings = measure_together(
-        {"ort_alloc": partial(sess.run, None, feeds), "ort_bound": ort_bound.run}, repeats, w
+    measured = measure_alternating(
+        [
+            {**ours_fns, **bound.timed()},
+            {"ort_alloc": partial(sess.run, None, feeds), "ort_bound": ort_bound.run},
+        ],
+        repeats, w, SEGMENTS, SETTLE_S,
     )
     del sess, ort_bound  # its threads go with it
+    memcpy, memcpy_threads = bound.best(measured)
+    ours_timings = {name: measured[name] for name in ours_fns}
+    ort_timings = {name: measured[name] for name in ("ort_alloc", "ort_bound")}
     timings: dict[str, Timing | None] = {
         "ours_alloc": ours_timings["ours_alloc"],
         "ort_alloc": ort_timings["ort_alloc"],

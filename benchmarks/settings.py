@@ -42,7 +42,7 @@ class Settings:
         return self.repeats[self.sizes.index(size)]
 
 
-FULL = Settings(mode="full", sizes=(1 * MB, 16 * MB, 128 * MB), repeats=(50, 15, 5))
+FULL = Settings(mode="full", sizes=(1 * MB, 16 * MB, 128 * MB), repeats=(51, 21, 6))
 
 QUICK = replace(
     FULL,

@@ -12,7 +12,7 @@ import gc
 import random
 import statistics
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any
@@ -91,6 +91,28 @@ def measure_together(
                 start = time.perf_counter()
                 fn()
                 samples[name].append(time.perf_counter() - start)
+    return {name: Timing.of(times) for name, times in samples.items()}
+
+
+def measure_alternating(
+    groups: Sequence[Mapping[str, Callable[[], Any]]],
+    repeats: int,
+    warmup: int,
+    segments: int,
+    settle_s: float,
+) -> dict[str, Timing]:
+    """Groups that must not run in turns with each other (onnxruntime's idle threads spin
+    after its runs and would take a core from another engine's copy threads), each timed in
+    turns within itself (``measure_together``), the groups alternating ``segments`` times
+    with ``settle_s`` of sleep after each, so a drift of the VM's speed falls on every group,
+    not on whichever ran last. ``repeats`` rounds in all per group, ``warmup`` per segment."""
+    samples: dict[str, list[float]] = {}
+    rounds = max(1, round(repeats / segments))
+    for _ in range(max(1, segments)):
+        for group in groups:
+            for name, timing in measure_together(group, rounds, warmup).items():
+                samples.setdefault(name, []).extend(timing.samples)
+            time.sleep(settle_s)
     return {name: Timing.of(times) for name, times in samples.items()}
 
 
