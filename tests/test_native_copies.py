@@ -220,3 +220,47 @@ def test_step_two_rows_read_nothing_past_their_last_item(dtype, stream) -> None:
         assert np.array_equal(out, source)
     finally:
         libc.mprotect(ctypes.c_void_p(start + page), page, 3)  # PROT_READ | PROT_WRITE
+
+
+@pytest.mark.parametrize("stream", [True, False])
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_rows_assembled_from_pieces_match_numpy(dtype, stream, data) -> None:
+    """A lockstep group whose moves tile each output row, as a padding's borders and interior
+    do, from sources read forwards, backwards, every other item or broadcast: streamed, such a
+    row is assembled in a buffer and written whole. Gaps between the pieces keep what they
+    held. The result is what the same assignments in order make in NumPy."""
+    dtype = np.dtype(dtype)
+    rows = data.draw(st.integers(2, 6))
+    widths = data.draw(st.lists(st.integers(1, 40), min_size=2, max_size=5))
+    gap = data.draw(st.sampled_from([0, 0, 1]))  # 1: one item left out after the first piece
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
+    total = sum(widths) + gap
+    out = np.frombuffer(rng.bytes(dtype.itemsize * rows * total), dtype).reshape(rows, total)
+    out = out.copy()
+    want = out.copy()
+    moves, at = [], 0
+    for k, w in enumerate(widths):
+        kind = data.draw(st.sampled_from(["forward", "backward", "step2", "broadcast"]))
+        base = np.frombuffer(rng.bytes(dtype.itemsize * rows * 2 * w), dtype).reshape(rows, 2 * w)
+        source = {"forward": base[:, :w], "backward": base[:, w - 1::-1] if w > 1 else base[:, :1],
+                  "step2": base[:, ::2], "broadcast": base[:, :1]}[kind]
+        moves.append((out[:, at:at + w], source))
+        want[:, at:at + w] = source
+        at += w + (gap if k == 0 else 0)
+    Program([[(1, moves)]], stream=stream)()
+    assert out.tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_a_group_reading_its_own_row_is_not_assembled_apart(stream) -> None:
+    """Borders reflected from the interior just written, within one group: the moves tile
+    each row, but the borders' sources are the destination, so the row cannot be built in a
+    buffer first; the borders must see the interior."""
+    out = np.zeros((64, 204), np.int32)  # rows long enough to stream
+    x = np.arange(64 * 200, dtype=np.int32).reshape(64, 200) + 1
+    moves = [(out[:, 2:202], x), (out[:, 0:2], out[:, 4:2:-1]),
+             (out[:, 202:204], out[:, 200:198:-1])]
+    Program([[(1, moves)]], stream=stream)()
+    assert (out == np.pad(x, ((0, 0), (2, 2)), mode="reflect")).all()

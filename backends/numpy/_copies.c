@@ -64,6 +64,9 @@ typedef struct {
     Py_ssize_t first, count; /* moves[first:first + count] */
     int lead;
     int pieces;       /* in lockstep, each move's slab one contiguous run on both sides */
+    int staged;       /* in lockstep, streamed: each slab assembled in a buffer (``stage_group``) */
+    char *span;       /* staged: where slab 0's destination starts */
+    Py_ssize_t span_bytes;
     Py_ssize_t slabs; /* product of the leading sizes */
     Py_ssize_t lead_shape[MAX_RANK];
 } Group;
@@ -198,12 +201,12 @@ STREAM_ROW(u64)
  * 128-byte rows: 12 GB/s streamed, 18 cached; of 512-byte rows: 24 streamed, 19 cached). */
 #define STREAM_ROW_BYTES 128
 
-static inline void row(const Move *m, char *d, const char *s) {
+static inline void row_as(const Move *m, char *d, const char *s, int stream) {
     const int last = m->rank - 1;
     const Py_ssize_t n = m->shape[last], ds = m->dstride[last], ss = m->sstride[last];
     const Py_ssize_t z = m->itemsize;
 #if STREAMS
-    if (m->stream && ds == z) {
+    if (stream && ds == z) {
         switch (z) {
         case 1: stream_u8(d, s, n, ss); return;
         case 2: stream_u16(d, s, n, ss); return;
@@ -221,6 +224,8 @@ static inline void row(const Move *m, char *d, const char *s) {
         for (Py_ssize_t i = 0; i < n; i++) memcpy(d + i * ds, s + i * ss, (size_t)z);
     }
 }
+
+static inline void row(const Move *m, char *d, const char *s) { row_as(m, d, s, m->stream); }
 
 static void run_move(const Move *m, char *d, const char *s) {
     if (m->rows == 1) { /* one row: a slab of a lockstep group, often */
@@ -308,8 +313,84 @@ static void coalesce_lead(Group *g, Move *moves) {
     g->lead = kept;
 }
 
+/* A streamed lockstep group whose moves each write one contiguous run per slab, the runs
+ * tiling one span of at most this many bytes with no gap, and whose sources lie outside every
+ * slab's destination, assembles each slab in a buffer with cached stores, then streams the
+ * span whole: a padding's row (16-byte borders beside its interior) streamed piece by piece
+ * ran at 0.9x a memcpy, its interior alone at 1.0x. */
+#define STAGE_BYTES 4096
+
+/* [low, high) of the bytes a move touches on one side over all slabs of its group */
+static void extent(const Group *g, const char *base, const Py_ssize_t *lead_stride,
+                   Py_ssize_t n, Py_ssize_t stride, Py_ssize_t z, const char **low,
+                   const char **high) {
+    const char *lo = base + (stride < 0 ? (n - 1) * stride : 0);
+    const char *hi = base + (stride > 0 ? (n - 1) * stride : 0) + z;
+    for (int k = 0; k < g->lead; k++) {
+        const Py_ssize_t reach = (g->lead_shape[k] - 1) * lead_stride[k];
+        if (reach < 0) lo += reach; else hi += reach;
+    }
+    *low = lo;
+    *high = hi;
+}
+
+static void stage_group(Group *g, const Move *moves) {
+    /* pieces stream straight from their sources (a JOIN's: staged, it ran 15% slower) */
+    if (!STREAMS || !g->lead || g->pieces || g->count < 2 || g->slabs < 2) return;
+    const Move *first = moves + g->first, *end = first + g->count;
+    char *low = NULL, *high = NULL;
+    Py_ssize_t total = 0;
+    for (const Move *m = first; m < end; m++) {
+        if (!m->stream || m->rows != 1 || m->rank != 1 || m->dstride[0] != m->itemsize) return;
+        for (int k = 0; k < g->lead; k++)
+            if (m->lead_dstride[k] != first->lead_dstride[k]) return;
+        const Py_ssize_t n = m->shape[0] * m->itemsize;
+        if (!low || m->dst < low) low = m->dst;
+        if (!high || m->dst + n > high) high = m->dst + n;
+        total += n;
+    }
+    /* the runs tile [low, high) when they add up to it and none overlaps another */
+    if (high - low != total || total > STAGE_BYTES) return;
+    for (const Move *a = first; a < end; a++)
+        for (const Move *b = a + 1; b < end; b++)
+            if (a->dst < b->dst + b->shape[0] * b->itemsize &&
+                b->dst < a->dst + a->shape[0] * a->itemsize)
+                return;
+    const char *dlo, *dhi;
+    extent(g, low, first->lead_dstride, total, 1, 1, &dlo, &dhi);
+    for (const Move *m = first; m < end; m++) {
+        const char *slo, *shi;
+        extent(g, m->src, m->lead_sstride, m->shape[0], m->sstride[0], m->itemsize, &slo, &shi);
+        if (slo < dhi && dlo < shi) return; /* a source the group writes: keep the order */
+    }
+    g->staged = 1;
+    g->span = low;
+    g->span_bytes = total;
+}
+
+static void run_staged(const Group *g, const Move *first, const Move *end) {
+    char stage[STAGE_BYTES] __attribute__((aligned(64)));
+    Py_ssize_t index[MAX_RANK] = {0};
+    const int last = g->lead - 1;
+    for (Py_ssize_t t = 0; t < g->slabs; t++) {
+        Py_ssize_t doff = 0;
+        for (int k = 0; k <= last; k++) doff += index[k] * first->lead_dstride[k];
+        for (const Move *m = first; m < end; m++) {
+            Py_ssize_t soff = 0;
+            for (int k = 0; k <= last; k++) soff += index[k] * m->lead_sstride[k];
+            row_as(m, stage + (m->dst - g->span), m->src + soff, 0);
+        }
+        piece(g->span + doff, stage, g->span_bytes, 1);
+        for (int k = last; k >= 0 && ++index[k] == g->lead_shape[k]; k--) index[k] = 0;
+    }
+}
+
 static void run_group(const Group *g, const Move *moves) {
     const Move *first = moves + g->first, *end = first + g->count;
+    if (g->staged) {
+        run_staged(g, first, end);
+        return;
+    }
     if (!g->lead) {
         for (const Move *m = first; m < end; m++) run_move(m, m->dst, m->src);
         return;
@@ -656,6 +737,7 @@ static PyObject *program_new(PyTypeObject *type, PyObject *args, PyObject *kwarg
         const int all = slab >= STREAM_ROW_BYTES * g->count;
         for (Py_ssize_t j = g->first; g->lead && j < g->first + g->count; j++)
             self->moves[j].stream = all;
+        stage_group(&self->groups[k], self->moves);
     }
     return (PyObject *)self;
 fail:
