@@ -71,6 +71,18 @@ DTYPE_TO_ELEM_TYPE: Mapping[np.dtype, int] = MappingProxyType(
 )
 
 
+#: NumPy's own dtypes (not ml_dtypes' bfloat16, float8 or int4, not strings): their arithmetic
+#: is ONNX's (integers wrap, floats are IEEE), and their little-endian bytes are ONNX's
+#: ``raw_data`` as they are.
+PLAIN_DTYPES: frozenset[np.dtype] = frozenset(
+    np.dtype(t)
+    for t in (
+        "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+        "float16", "float32", "float64",
+    )
+)
+
+
 def to_numpy_dtype(elem_type: int, where: str = "") -> np.dtype:
     """The NumPy dtype of an ONNX element type; UnsupportedError names ``where`` if unknown."""
     try:

@@ -42,7 +42,7 @@ from dmlgraph.errors import ModelValidationError
 from dmlgraph.exporter import node_proto, op_schema, to_onnx
 from dmlgraph.ir import Graph, Node, NodeId, RemovedNode, TensorInfo
 from dmlgraph.value_info import tensor_info
-from dmlgraph.value_info import described_type, type_bytes
+from dmlgraph.value_info import described_type, tensor_bytes, type_bytes
 
 #: Ops whose results differ from run to run: never folded.
 NONDETERMINISTIC_OPS: frozenset[str] = frozenset(
@@ -163,15 +163,22 @@ def infer_shapes(graph: Graph) -> int:
 
 def _merge(old: TensorInfo, new: TensorInfo) -> TensorInfo:
     """The more specific of two descriptions: known beats unknown, a size beats a name."""
-    dtype = new.dtype if new.dtype is not None else old.dtype
-    if new.shape is None or old.shape is None or len(new.shape) != len(old.shape):
-        shape = new.shape if new.shape is not None else old.shape
+    return _merged(old, new.dtype, new.shape)
+
+
+def _merged(old: TensorInfo, dtype: np.dtype | None, shape: Shape | None) -> TensorInfo:
+    """``_merge`` of ``old`` and a (dtype, shape); ``old`` itself when that adds nothing."""
+    dtype = dtype if dtype is not None else old.dtype
+    if shape is None or old.shape is None or len(shape) != len(old.shape):
+        shape = shape if shape is not None else old.shape
     else:
         shape = tuple(
             n if isinstance(n, int) else o if o is not None else n
-            for o, n in zip(old.shape, new.shape)
+            for o, n in zip(old.shape, shape)
         )
-    return old.replace(dtype=dtype, shape=shape)
+    if dtype == old.dtype and shape == old.shape:
+        return old
+    return TensorInfo(old.name, dtype=dtype, shape=shape, data=old.data)
 
 
 def infer_node(graph: Graph, node: Node) -> list[str]:
@@ -241,7 +248,7 @@ def infer_proto(
             else:
                 types[name] = type_bytes(value.dtype, value.shape)
                 if value.size <= INFERENCE_CONSTANT_LIMIT:
-                    data[name] = numpy_helper.from_array(value, name).SerializeToString()
+                    data[name] = tensor_bytes(value, name)
         inferred = schema._infer_node_outputs(  # type: ignore[attr-defined]
             proto.SerializeToString(), types, data, {}, dict(graph.opset_imports),
             graph.ir_version,
@@ -258,8 +265,8 @@ def infer_proto(
             dtype, shape = described_type(serialized)
         except Exception:  # a non-tensor type: nothing dmlgraph can use
             continue
-        merged = _merge(old, TensorInfo(name, dtype=dtype, shape=shape))
-        if merged != old:
+        merged = _merged(old, dtype, shape)
+        if merged is not old:
             graph.set_tensor(merged)
             changed.append(name)
     return changed

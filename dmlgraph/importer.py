@@ -32,7 +32,7 @@ import onnx
 from onnx import AttributeProto, TensorProto, helper, numpy_helper
 
 from dmlgraph import canonical, collector, folding, shape_kernels
-from dmlgraph.dtypes import ELEM_TYPE_TO_DTYPE, to_numpy_dtype
+from dmlgraph.dtypes import ELEM_TYPE_TO_DTYPE, PLAIN_DTYPES, to_numpy_dtype
 from dmlgraph.errors import DmlgraphError, ModelLoadError, ModelValidationError, UnsupportedError
 from dmlgraph.ir import Graph, OnnxOp, Provenance, RemovedNode, TensorInfo
 from dmlgraph.value_info import tensor_info
@@ -447,7 +447,7 @@ def _text(raw: bytes) -> str | bytes:
 _RAW_DTYPES: Mapping[int, np.dtype] = {
     elem: dtype
     for elem, dtype in ELEM_TYPE_TO_DTYPE.items()
-    if dtype in shape_kernels.PLAIN_DTYPES
+    if dtype in PLAIN_DTYPES
 }
 
 

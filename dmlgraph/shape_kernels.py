@@ -23,21 +23,15 @@ from typing import Any
 
 import numpy as np
 
-from dmlgraph.dtypes import ELEM_TYPE_TO_DTYPE
+from dmlgraph.dtypes import ELEM_TYPE_TO_DTYPE, PLAIN_DTYPES
 
 Inputs = Sequence[np.ndarray | None]  # None: an omitted optional input
 Result = tuple[np.ndarray, ...] | None
 KernelFn = Callable[[Inputs, Mapping[str, Any], int], Result]
 
-#: The dtypes a kernel computes on: NumPy's own, whose arithmetic matches ONNX's (integers wrap,
-#: floats are IEEE). ml_dtypes types (bfloat16, float8, int4...) and strings go to the reference.
-PLAIN_DTYPES: frozenset[np.dtype] = frozenset(
-    np.dtype(t)
-    for t in (
-        "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-        "float16", "float32", "float64",
-    )
-)
+# The dtypes a kernel computes on are ``PLAIN_DTYPES``: NumPy's own, whose arithmetic matches
+# ONNX's (integers wrap, floats are IEEE). ml_dtypes types (bfloat16, float8, int4...) and
+# strings go to the reference.
 _NUMBERS = PLAIN_DTYPES - {np.dtype("bool")}
 _FLOATS = frozenset(np.dtype(t) for t in ("float16", "float32", "float64"))
 _INDICES = frozenset(np.dtype(t) for t in ("int32", "int64"))

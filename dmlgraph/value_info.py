@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import sys
 from functools import lru_cache
 
 import numpy as np
 import onnx
-from onnx import helper
+from onnx import helper, numpy_helper
 
-from dmlgraph.dtypes import to_elem_type, to_numpy_dtype
+from dmlgraph.dtypes import DTYPE_TO_ELEM_TYPE, PLAIN_DTYPES, to_elem_type, to_numpy_dtype
 from dmlgraph.errors import UnsupportedError
 from dmlgraph.ir import Dim, Shape, TensorInfo
+
+#: NumPy dtypes whose bytes are ONNX's ``raw_data`` as they are, and their element types.
+_RAW_ELEM_TYPES = {dtype: DTYPE_TO_ELEM_TYPE[dtype] for dtype in PLAIN_DTYPES}
 
 
 def tensor_info(value_info: onnx.ValueInfoProto, where: str) -> TensorInfo:
@@ -58,6 +62,17 @@ def type_bytes(dtype: np.dtype | None, shape: Shape | None) -> bytes:
     """``value_info``'s TypeProto, serialized: per-node inference passes types to onnx's C++
     this way, and a model asks for the same few types over and over (hence the cache)."""
     return value_info(TensorInfo("", dtype=dtype, shape=shape)).type.SerializeToString()
+
+
+def tensor_bytes(value: np.ndarray, name: str) -> bytes:
+    """A serialized TensorProto of ``value``: its bytes as ``raw_data`` where they are exactly
+    ONNX's (NumPy's own little-endian dtypes), else through ``numpy_helper.from_array``."""
+    elem = _RAW_ELEM_TYPES.get(value.dtype)
+    if elem is None or sys.byteorder != "little":
+        return numpy_helper.from_array(value, name).SerializeToString()
+    return onnx.TensorProto(
+        name=name, dims=value.shape, data_type=elem, raw_data=value.tobytes()
+    ).SerializeToString()
 
 
 @lru_cache(maxsize=4096)
