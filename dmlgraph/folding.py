@@ -40,7 +40,7 @@ from onnx.reference import op_run
 from dmlgraph import canonical, shape_kernels
 from dmlgraph.errors import ModelValidationError
 from dmlgraph.exporter import node_proto, op_schema, to_onnx
-from dmlgraph.ir import Graph, Node, NodeId, RemovedNode, TensorInfo
+from dmlgraph.ir import Graph, Node, NodeId, RemovedNode, Shape, TensorInfo
 from dmlgraph.value_info import tensor_info
 from dmlgraph.value_info import described_type, tensor_bytes, type_bytes
 
@@ -249,7 +249,7 @@ def infer_proto(
                 types[name] = type_bytes(value.dtype, value.shape)
                 if value.size <= INFERENCE_CONSTANT_LIMIT:
                     data[name] = tensor_bytes(value, name)
-        inferred = schema._infer_node_outputs(  # type: ignore[attr-defined]
+        inferred = schema._infer_node_outputs(  # type: ignore[call-arg]  # onnx stubs lag the C++
             proto.SerializeToString(), types, data, {}, dict(graph.opset_imports),
             graph.ir_version,
         )
