@@ -93,6 +93,8 @@ def distribute_phases(phases: Sequence[Phase], workers: int) -> list[list[list[I
     calls: list[list[list[Item]]] = []
     blocked: tuple[int, int] | None = None  # the last call's row axis and its size
     for phase in phases:
+        if not phase.moves:
+            continue
         rows = phase.rows
         if blocked is not None and rows is not None and blocked == (rows, _size(phase, rows)):
             total = sum(d.nbytes for d, _ in phase.moves)
