@@ -57,7 +57,7 @@ def _lower(graph: Graph, level: FeatureLevel, verify_each: bool) -> LoweredGraph
         ctx.origins[node.id] = Origin(node)
         ctx.origin_of[node.id] = node.id
     PassManager(tuple(p() for p in DEFAULT_PASSES), verify_each).run(lowered, ctx)
-    lowered.records = _records(lowered, ctx)
+    lowered.set_lowered_records(_records(lowered, ctx))
     return lowered
 
 
@@ -79,17 +79,6 @@ def _records(lowered: LoweredGraph, ctx: Context) -> list[NodeReport]:
                 status,
                 ops,
                 tuple(dict.fromkeys(origin.notes)),
-            )
-        )
-    for removed in lowered.removed:
-        records.append(
-            NodeReport(
-                removed.provenance.name,
-                removed.provenance.op_type,
-                Status(removed.status),
-                (),
-                (removed.note,),
-                at_import=True,
             )
         )
     return records

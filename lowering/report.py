@@ -45,15 +45,36 @@ class LoweredGraph(Graph):
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
         self.feature_level: FeatureLevel = FeatureLevel.L6_4
-        self.records: list[NodeReport] = []
+        self.set_lowered_records([])
 
     @classmethod
     def from_graph(cls, graph: Graph, feature_level: FeatureLevel) -> LoweredGraph:
         lowered = cls.__new__(cls)
         lowered.__dict__.update(graph.copy().__dict__)
         lowered.feature_level = feature_level
-        lowered.records = []
+        lowered.set_lowered_records([])
         return lowered
+
+    def set_lowered_records(self, records: list[NodeReport]) -> None:
+        """The records of the nodes ``lower`` saw; those of the nodes the importer folded
+        follow them in ``records``, made on first use (a model's shape chains are hundreds of
+        nodes, and most callers never ask)."""
+        self._lowered_records = records
+        self._records: list[NodeReport] | None = None
+
+    @property
+    def records(self) -> list[NodeReport]:
+        if self._records is None:
+            self._records = self._lowered_records + [
+                NodeReport(r.provenance.name, r.provenance.op_type, Status(r.status), (),
+                           (r.note,), at_import=True)
+                for r in self.removed
+            ]
+        return self._records
+
+    @records.setter
+    def records(self, records: list[NodeReport]) -> None:
+        self._records = list(records)
 
     def copy(self) -> LoweredGraph:
         other = LoweredGraph.from_graph(super().copy(), self.feature_level)
