@@ -478,3 +478,19 @@ def test_eight_bit_data_at_fl_1_0_moves_whole_uint16_pairs_along_the_innermost_a
     assert record.status is Status.DECOMPOSED and record.dml_ops == ("DML_OPERATOR_JOIN",)
     expected = pad_oracle(x, pads, "constant", np.uint8(3))
     assert same_bits(run_lowered(lowered, {"x": x})[0], expected)
+
+
+def test_the_report_has_one_record_per_node_of_the_model(onnx_models_dir) -> None:
+    """Every ONNX node of a real model is accounted for once: the nodes lowering saw, then
+    those the importer folded (whose records are made on first use), in a copy too."""
+    path = onnx_models_dir / "encodec_encoder_reflect.onnx"
+    proto = onnx.load(path)
+    lowered = lower(load(path), "6_4")
+    for graph in (lowered, lowered.copy()):
+        records = graph.report()
+        assert sorted((r.name, r.op_type) for r in records) == sorted(
+            (n.name, n.op_type) for n in proto.graph.node
+        )
+        folded = [r for r in records if r.at_import]
+        assert len(folded) == len(lowered.removed) > 300
+        assert {r.status for r in folded} <= {Status.FOLDED, Status.ELIMINATED}
