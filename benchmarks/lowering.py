@@ -64,7 +64,7 @@ class SyntheticRow:
     us_per_node: float  # ours median / nodes
     us_per_node_without_gc: float
     ort_us_per_node: float
-    scaling: float | None  # us_per_node / the smallest size's (None for the smallest)
+    scaling: float | None  # us_per_node / the smallest size's, timed around it (None for it)
     ratio: float | None  # ours / ort_session
 
 
@@ -156,6 +156,16 @@ def measure_synthetic(nodes: int, repeats: int, settings: Settings) -> Synthetic
     )
 
 
+def _us_per_node(nodes: int) -> float:
+    """One load + lower of the synthetic graph of ``nodes`` nodes, in µs per node."""
+    case = synthetic_graph(nodes)
+    data = case.model.SerializeToString()
+    gc.collect()
+    start = time.perf_counter()
+    lower(load(data), FEATURE_LEVEL)
+    return (time.perf_counter() - start) / len(case.model.graph.node) * 1e6
+
+
 Profile = dict[str, tuple[int, float, float]]  # function -> (calls, own s, cumulative s)
 
 
@@ -210,11 +220,17 @@ def run(settings: Settings, progress: Progress = lambda _: None) -> Section:
     synthetic: list[SyntheticRow] = []
     for nodes, repeats in zip(settings.synthetic_nodes, settings.synthetic_repeats):
         progress(f"lowering: synthetic graph of {nodes:,} nodes")
+        if not synthetic:
+            synthetic.append(measure_synthetic(nodes, repeats, settings))
+            continue
+        # the smallest graph again right before and after: a large graph takes a minute, in
+        # which this VM's speed can drift by 30%, so its time per node is compared with the
+        # smallest's around it rather than with one taken minutes earlier
+        small = synthetic[0].nodes
+        before = _us_per_node(small)
         row = measure_synthetic(nodes, repeats, settings)
-        if synthetic:
-            base = synthetic[0].us_per_node
-            row = replace(row, scaling=row.us_per_node / base)
-        synthetic.append(row)
+        base = (before + _us_per_node(small)) / 2
+        synthetic.append(replace(row, scaling=row.us_per_node / base))
         gc.collect()
 
     notes = [f"{m.model}: {f}" for m in models for f in m.fallbacks]

@@ -138,7 +138,8 @@ def _lowering(section: Section) -> list[Table]:
     synthetic = Table(
         title="lowering: synthetic Slice/Concat/Pad graphs",
         caption="µs/node = load+lower median / nodes; without gc: fastest run minus time in "
-        "the garbage collector. scaling = µs/node / the smallest graph's; target 0.75..1.25.",
+        "the garbage collector. scaling = µs/node / the smallest graph's, timed right before and "
+        "after it; target 0.75..1.25.",
     )
     for name in ("nodes", "ours s", "load s", "lower s", "gc s", "µs/node",
                  "µs/node without gc", "scaling", "ORT s", "ORT µs/node", "ours/ORT"):
