@@ -123,18 +123,8 @@ def measure_synthetic(nodes: int, repeats: int, settings: Settings) -> Synthetic
     case = synthetic_graph(nodes)
     data = case.model.SerializeToString()
     count = len(case.model.graph.node)
-    samples, splits = [], []
-    for _ in range(max(1, repeats)):
-        gc.collect()
-        with gc_watch() as collected:
-            start = time.perf_counter()
-            graph = load(data)
-            loaded = time.perf_counter()
-            lowered = lower(graph, FEATURE_LEVEL)
-            done = time.perf_counter()
-        samples.append(done - start)
-        splits.append((done - start, loaded - start, done - loaded, dict(collected)))
-        del graph, lowered
+    splits = [_load_and_lower(data) for _ in range(max(1, repeats))]
+    samples = [total for total, *_ in splits]
     _, load_s, lower_s, collected = min(splits, key=lambda s: s[0])
     ours = Timing.of(samples)
     gc.collect()
@@ -156,14 +146,23 @@ def measure_synthetic(nodes: int, repeats: int, settings: Settings) -> Synthetic
     )
 
 
+def _load_and_lower(data: bytes) -> tuple[float, float, float, dict[str, float]]:
+    """One load + lower of a serialized model, after a collection: (seconds in all, in
+    ``load``, in ``lower``, the collector's share during it)."""
+    gc.collect()
+    with gc_watch() as collected:
+        start = time.perf_counter()
+        graph = load(data)
+        loaded = time.perf_counter()
+        lower(graph, FEATURE_LEVEL)
+        done = time.perf_counter()
+    return done - start, loaded - start, done - loaded, dict(collected)
+
+
 def _us_per_node(nodes: int) -> float:
     """One load + lower of the synthetic graph of ``nodes`` nodes, in µs per node."""
-    case = synthetic_graph(nodes)
-    data = case.model.SerializeToString()
-    gc.collect()
-    start = time.perf_counter()
-    lower(load(data), FEATURE_LEVEL)
-    return (time.perf_counter() - start) / len(case.model.graph.node) * 1e6
+    model = synthetic_graph(nodes).model
+    return _load_and_lower(model.SerializeToString())[0] / len(model.graph.node) * 1e6
 
 
 Profile = dict[str, tuple[int, float, float]]  # function -> (calls, own s, cumulative s)

@@ -78,7 +78,9 @@ class LoweredGraph(Graph):
 
     def copy(self) -> LoweredGraph:
         other = LoweredGraph.from_graph(super().copy(), self.feature_level)
-        other.records = list(self.records)
+        other.set_lowered_records(list(self._lowered_records))
+        if self._records is not None:  # made, or set by hand: keep them as they are
+            other.records = self._records
         return other
 
     def report(self) -> list[NodeReport]:
