@@ -83,12 +83,14 @@ class TensorInfo:
     data: np.ndarray | None = None
 
     def __post_init__(self) -> None:
+        # Import makes thousands of these: a read-only array is kept as it is, not re-wrapped
         data = self.data
         if data is None:
             dtype = None if self.dtype is None else np.dtype(self.dtype)
             shape = None if self.shape is None else tuple(_dim(d) for d in self.shape)
         else:  # the data fixes both; given ones must agree
-            data = _frozen_array(data)
+            if type(data) is not np.ndarray or data.flags.writeable:
+                data = _frozen_array(data)
             if self.dtype is not None and data.dtype != np.dtype(self.dtype):
                 raise GraphInvariantError(
                     f"tensor {self.name!r}: data dtype {data.dtype} differs from dtype "
@@ -101,10 +103,10 @@ class TensorInfo:
                         f"tensor {self.name!r}: data shape {data.shape} differs from shape "
                         f"{declared}"
                     )
-            dtype, shape = data.dtype, tuple(int(d) for d in data.shape)
+            dtype, shape = data.dtype, data.shape  # a tuple of Python ints
+            object.__setattr__(self, "data", data)
         object.__setattr__(self, "dtype", dtype)
         object.__setattr__(self, "shape", shape)
-        object.__setattr__(self, "data", data)
 
     @property
     def is_constant(self) -> bool:
