@@ -349,3 +349,85 @@ def test_lowering_battery_agrees_on_both_backends(kind: str) -> None:
                                           err_msg=f"{kind} {np.dtype(dtype)} FL {level}")
             compared += 1
     assert compared >= len(BATTERY_LEVELS) * 3  # the battery must not pass by skipping
+
+
+# ----------------------------------------------------------------------------- thread pools
+
+#: Run in a fresh process (onnxruntime's global pools are made once per process): a model
+#: whose Concat lowers to a JOIN between two Relu segments, run by the NumPy backend with the
+#: onnxruntime fallback (its sessions recorded), then by the onnxruntime backend. ``{setup}``
+#: runs first. Prints: sessions made, their use_per_session_threads, whether pools exist.
+_POOL_CHILD = """
+import numpy as np
+from onnx import TensorProto, helper
+import onnxruntime as ort
+import backends.numpy.fallback as fallback
+from backends.numpy import NumpyBackend, OnnxruntimeFallback
+from backends.onnxruntime import OnnxruntimeBackend, providers
+from dmlgraph import load
+from lowering import lower
+
+{setup}
+made = []
+def recording(*args, **kwargs):
+    session = original(*args, **kwargs)
+    made.append(session)
+    return session
+original, fallback.make_session = fallback.make_session, recording
+f32 = TensorProto.FLOAT
+model = helper.make_model(
+    helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["a"]),
+         helper.make_node("Concat", ["a", "y"], ["c"], axis=1),
+         helper.make_node("Relu", ["c"], ["z"])],
+        "g",
+        [helper.make_tensor_value_info("x", f32, [2, 3]),
+         helper.make_tensor_value_info("y", f32, [2, 4])],
+        [helper.make_tensor_value_info("z", f32, [2, 7])],
+    ),
+    opset_imports=[helper.make_opsetid("", 19)], ir_version=9,
+)
+rng = np.random.default_rng(0)
+x, y = rng.standard_normal((2, 3), np.float32), rng.standard_normal((2, 4), np.float32)
+expected = np.maximum(np.concatenate([np.maximum(x, 0), y], axis=1), 0)
+graph = lower(load(model.SerializeToString()), "6_4")
+backend = NumpyBackend(fallback=OnnxruntimeFallback(shared_threads={shared}))
+assert np.array_equal(backend.run(graph, {{"x": x, "y": y}})["z"], expected)
+assert np.array_equal(OnnxruntimeBackend().run(graph, {{"x": x, "y": y}})["z"], expected)
+print(len(made), [s.get_session_options().use_per_session_threads for s in made],
+      providers._global_pools)
+"""
+
+
+def _pool_child(setup: str, shared: bool) -> str:
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    done = subprocess.run(
+        [sys.executable, "-c", _POOL_CHILD.format(setup=setup, shared=shared)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=Path(__file__).resolve().parent.parent,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip().splitlines()[-1]
+
+
+def test_fallback_segments_can_share_the_process_thread_pools() -> None:
+    # both segments (the Relus) on the pools dmlgraph made; the onnxruntime backend's own
+    # session after them follows (onnxruntime refuses per-session pools from then on)
+    assert _pool_child("", True) == "2 [False, False] True"
+
+
+def test_fallback_segments_keep_their_own_pools_by_default() -> None:
+    assert _pool_child("", False) == "2 [True, True] None"
+
+
+def test_pools_the_caller_made_are_used() -> None:
+    # made before dmlgraph asks (its own creation is refused), or without asking it at all
+    made = "ort.set_global_thread_pool_sizes(1, 1)"
+    asked = made + "\nassert providers.share_global_thread_pools()"
+    assert _pool_child(asked, True) == "2 [False, False] True"
+    assert _pool_child(made, False) == "2 [False, False] True"

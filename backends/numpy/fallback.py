@@ -57,14 +57,27 @@ class ReferenceFallback:
 
 
 class OnnxruntimeFallback:
-    """onnxruntime sessions on the chosen providers (default: the preferred available one)."""
+    """onnxruntime sessions on the chosen providers (default: the preferred available one).
 
-    def __init__(self, providers: Sequence[str] | None = None) -> None:
+    A lowered graph leaves one segment per run of ONNX nodes between DML nodes, each its own
+    session. ``shared_threads`` puts them all on onnxruntime's process-wide thread pools
+    (``providers.share_global_thread_pools``: faster with many segments, but it binds the
+    whole process, so it is not the default)."""
+
+    def __init__(
+        self, providers: Sequence[str] | None = None, *, shared_threads: bool = False
+    ) -> None:
         self.providers = select_providers(providers)
         self.engine = f"onnxruntime:{self.providers[0]}"
+        self.shared_threads = shared_threads
 
     def prepare(self, graph: Graph) -> Runner:
-        session = make_session(graph.to_onnx(), self.providers, f"{graph.source}: {_nodes(graph)}")
+        session = make_session(
+            graph.to_onnx(),
+            self.providers,
+            f"{graph.source}: {_nodes(graph)}",
+            shared_threads=self.shared_threads,
+        )
         outputs = list(graph.outputs)
 
         def run(feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
