@@ -105,20 +105,21 @@ def make_session(
     shared = bool(_global_pools) or (shared_threads and share_global_thread_pools())
     try:
         try:
-            return ort.InferenceSession(
-                content, session_options(providers, shared_threads=shared), providers=list(providers)
-            )
+            return _session(content, providers, shared)
         except Exception as exc:
             if shared or _POOLS_TAKEN not in str(exc):
                 raise
             _global_pools = True  # someone else made them
-            return ort.InferenceSession(
-                content, session_options(providers, shared_threads=True), providers=list(providers)
-            )
+            return _session(content, providers, True)
     except Exception as exc:  # onnxruntime raises its own pybind exception types
         raise BackendError(
             f"{where}: onnxruntime cannot load the model: {first_line(exc)}"
         ) from None
+
+
+def _session(content: bytes | str, providers: Sequence[str], shared: bool) -> ort.InferenceSession:
+    options = session_options(providers, shared_threads=shared)
+    return ort.InferenceSession(content, options, providers=list(providers))
 
 
 def placements(session: ort.InferenceSession) -> list[tuple[str, str, str]]:
