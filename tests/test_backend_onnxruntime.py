@@ -394,6 +394,9 @@ graph = lower(load(model.SerializeToString()), "6_4")
 backend = NumpyBackend(fallback=OnnxruntimeFallback(shared_threads={shared}))
 assert np.array_equal(backend.run(graph, {{"x": x, "y": y}})["z"], expected)
 assert np.array_equal(OnnxruntimeBackend().run(graph, {{"x": x, "y": y}})["z"], expected)
+arena = {{s.get_session_options().get_session_config_entry("session.use_env_allocators")
+          for s in made}}
+assert arena == {{"1"}}, arena  # the fallback's sessions share the environment's CPU arena
 print(len(made), [s.get_session_options().use_per_session_threads for s in made],
       providers._global_pools)
 """

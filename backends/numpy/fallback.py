@@ -60,7 +60,8 @@ class OnnxruntimeFallback:
     """onnxruntime sessions on the chosen providers (default: the preferred available one).
 
     A lowered graph leaves one segment per run of ONNX nodes between DML nodes, each its own
-    session. ``shared_threads`` puts them all on onnxruntime's process-wide thread pools
+    session. They allocate from one CPU arena (``providers.share_cpu_arena``), not one each.
+    ``shared_threads`` puts them all on onnxruntime's process-wide thread pools
     (``providers.share_global_thread_pools``: faster with many segments, but it binds the
     whole process, so it is not the default)."""
 
@@ -77,6 +78,7 @@ class OnnxruntimeFallback:
             self.providers,
             f"{graph.source}: {_nodes(graph)}",
             shared_threads=self.shared_threads,
+            shared_arena=True,
         )
         outputs = list(graph.outputs)
 
