@@ -3,6 +3,10 @@ refused with a reason), and the lowered graph cross-checked against the NumPy ba
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import ml_dtypes
 import numpy as np
 import onnx
@@ -403,10 +407,6 @@ print(len(made), [s.get_session_options().use_per_session_threads for s in made]
 
 
 def _pool_child(setup: str, shared: bool) -> str:
-    import subprocess
-    import sys
-    from pathlib import Path
-
     done = subprocess.run(
         [sys.executable, "-c", _POOL_CHILD.format(setup=setup, shared=shared)],
         capture_output=True,

@@ -8,6 +8,7 @@ the list so nodes a GPU provider refuses still run.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import cache
 
 import onnx
 import onnxruntime as ort
@@ -73,27 +74,21 @@ def share_global_thread_pools() -> bool:
     return bool(_global_pools)
 
 
-#: Whether a CPU arena is registered with onnxruntime's environment (None: not tried yet).
-_env_arena: bool | None = None
-
-
+@cache
 def share_cpu_arena() -> bool:
     """Register one CPU arena with onnxruntime's environment, once; True when it is there.
     Only sessions that ask (``session.use_env_allocators``) use it, so unlike the thread pools
     it binds no one else. Sessions that share it do not each grow an arena: the NumPy
     backend's first run of squeezenet (9 fallback sessions) raised RSS by 30 MB instead of
     39, the same speed."""
-    global _env_arena
-    if _env_arena is None:
-        try:
-            info = ort.OrtMemoryInfo(
-                "Cpu", ort.OrtAllocatorType.ORT_ARENA_ALLOCATOR, 0, ort.OrtMemType.DEFAULT
-            )
-            ort.create_and_register_allocator(info, None)
-            _env_arena = True
-        except Exception:  # an onnxruntime without the API: each session keeps its own
-            _env_arena = False
-    return _env_arena
+    try:
+        info = ort.OrtMemoryInfo(
+            "Cpu", ort.OrtAllocatorType.ORT_ARENA_ALLOCATOR, 0, ort.OrtMemType.DEFAULT
+        )
+        ort.create_and_register_allocator(info, None)
+    except Exception:  # an onnxruntime without the API: each session keeps its own
+        return False
+    return True
 
 
 def session_options(
