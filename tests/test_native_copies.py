@@ -26,7 +26,8 @@ DTYPES = [np.uint8, np.uint16, np.uint32, np.uint64, np.dtype("V3")]
 @st.composite
 def strided_copies(draw, dtype: np.dtype):
     """A destination view and a source view broadcastable to it: any steps, negative too,
-    size-1 and missing leading source axes, a 0-d fill; with the arrays they view."""
+    size-1 and missing leading source axes, a 0-d fill; with the arrays they view (the
+    destination's, then the source's: a fill is an array of its own)."""
     rank = draw(st.integers(1, 5))
     # the last axis long enough for rows to stream (256 bytes and up) at every item size
     shape = (*draw(st.lists(st.integers(0, 5), min_size=rank - 1, max_size=rank - 1)),
@@ -50,7 +51,7 @@ def strided_copies(draw, dtype: np.dtype):
     if draw(st.booleans()):  # a destination read backwards along one axis
         axis = draw(st.integers(0, rank - 1))
         destination = np.flip(destination, axis)
-    return outer, destination, source
+    return outer, destination, source, big
 
 
 @pytest.mark.parametrize("stream", [True, False])
@@ -61,7 +62,7 @@ def test_copies_match_numpy(dtype, stream, parts, lead, data) -> None:
     """Per element size, streamed or not: Split along axis 0 over up to 3 lists, each a lockstep group over up to ``lead``
     leading axes (or plain moves): the destination, borders included, is what np.copyto
     makes."""
-    outer, destination, source = data.draw(strided_copies(np.dtype(dtype)))
+    outer, destination, source, _ = data.draw(strided_copies(np.dtype(dtype)))
     want = outer.copy()
     offset = destination.__array_interface__["data"][0] - outer.__array_interface__["data"][0]
     np.copyto(np.ndarray(destination.shape, destination.dtype, want, offset,
@@ -154,7 +155,7 @@ def test_address_is_numpys(dtype, data) -> None:
     broadcast, read-only, empty and 0-d arrays alike."""
     from backends.numpy._copies import address
 
-    _, destination, source = data.draw(strided_copies(np.dtype(dtype)))
+    _, destination, source, _ = data.draw(strided_copies(np.dtype(dtype)))
     source = np.asarray(source)  # a NumPy scalar has no fixed address
     for array in (destination, source, np.broadcast_to(source, destination.shape)):
         assert address(array) == array.__array_interface__["data"][0]
@@ -228,9 +229,9 @@ def test_step_two_rows_read_nothing_past_their_last_item(dtype, stream) -> None:
 @given(st.data())
 def test_rows_assembled_from_pieces_match_numpy(dtype, stream, data) -> None:
     """A lockstep group whose moves tile each output row, as a padding's borders and interior
-    do, from sources read forwards, backwards, every other item or broadcast: streamed, such a
-    row is assembled in a buffer and written whole. Gaps between the pieces keep what they
-    held. The result is what the same assignments in order make in NumPy."""
+    do, from sources read forwards, backwards, every other item or broadcast, streamed or not.
+    Gaps between the pieces keep what they held. The result is what the same assignments in
+    order make in NumPy."""
     dtype = np.dtype(dtype)
     rows = data.draw(st.integers(2, 6))
     widths = data.draw(st.lists(st.integers(1, 40), min_size=2, max_size=5))
@@ -256,11 +257,71 @@ def test_rows_assembled_from_pieces_match_numpy(dtype, stream, data) -> None:
 @pytest.mark.parametrize("stream", [True, False])
 def test_a_group_reading_its_own_row_is_not_assembled_apart(stream) -> None:
     """Borders reflected from the interior just written, within one group: the moves tile
-    each row, but the borders' sources are the destination, so the row cannot be built in a
-    buffer first; the borders must see the interior."""
+    each row, and the borders' sources are the destination; the borders must see the
+    interior."""
     out = np.zeros((64, 204), np.int32)  # rows long enough to stream
     x = np.arange(64 * 200, dtype=np.int32).reshape(64, 200) + 1
     moves = [(out[:, 2:202], x), (out[:, 0:2], out[:, 4:2:-1]),
              (out[:, 202:204], out[:, 200:198:-1])]
     Program([[(1, moves)]], stream=stream)()
     assert (out == np.pad(x, ((0, 0), (2, 2)), mode="reflect")).all()
+
+
+def _at(array: np.ndarray, view: np.ndarray, root: np.ndarray) -> np.ndarray:
+    """The view ``view`` of ``root`` made again over ``array`` (same shape and dtype)."""
+    offset = copy_threads.address(view) - copy_threads.address(root)
+    return np.ndarray(view.shape, view.dtype, array, offset, view.strides)
+
+
+@pytest.mark.parametrize("stream", [True, False])
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 3), st.integers(0, 5), st.data())
+def test_a_relocated_program_copies_between_the_buffers_each_call_names(
+    dtype, stream, parts, lead, data
+) -> None:
+    """Built over two root buffers and called with the addresses of two others, a program
+    moves between those, as np.copyto does between the same views of them, and leaves the
+    buffers it was built over as they were; a fill outside both roots stays where it is."""
+    outer, destination, source, big = data.draw(strided_copies(np.dtype(dtype)))
+    full = np.broadcast_to(source, destination.shape)
+    n = destination.shape[0]
+    bounds = sorted({0, n, *data.draw(st.lists(st.integers(0, n), max_size=parts - 1))})
+    lists = []
+    for a, b in zip(bounds, bounds[1:]):
+        piece = (destination[a:b], full[a:b])
+        lead_here = min(lead, destination.ndim)
+        lists.append([(lead_here, [piece])] if lead_here else [piece])
+    lists = lists or [[(destination, source)]]
+    address = copy_threads.address
+    roots = [(address(outer), outer.nbytes), (address(big), big.nbytes)]
+    program = Program(lists, stream=stream, roots=roots)
+    built = outer.tobytes(), big.tobytes()
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
+    for _ in range(2):  # twice, elsewhere each time
+        dst = np.frombuffer(rng.bytes(outer.nbytes), outer.dtype).reshape(outer.shape).copy()
+        src = np.frombuffer(rng.bytes(big.nbytes), big.dtype).reshape(big.shape).copy()
+        want = dst.copy()
+        filled = source if source.base is None and source.ndim == 0 else _at(src, source, big)
+        np.copyto(_at(want, destination, outer), filled)
+        program([address(dst), address(src)])
+        assert dst.tobytes() == want.tobytes()
+    assert (outer.tobytes(), big.tobytes()) == built
+
+
+def test_a_relocatable_program_needs_the_addresses_of_the_roots_it_moves() -> None:
+    x, out = np.arange(8, dtype=np.uint32), np.zeros(8, np.uint32)
+    address = copy_threads.address
+    program = Program([[(out, x)]], roots=[(address(out), out.nbytes), None, (address(x), 32)])
+    with pytest.raises(TypeError, match="addresses"):
+        program()
+    with pytest.raises(ValueError, match="3 root addresses"):
+        program([address(out)])
+    with pytest.raises(ValueError, match="root 2 .* no address"):
+        program([address(out), None, None])
+    program([address(out), None, address(x)])  # root 1 is not relocated: no address needed
+    assert out.tolist() == x.tolist()
+    with pytest.raises(TypeError, match="no arguments"):
+        Program([[(out, x)]])([address(out)])
+    with pytest.raises(TypeError, match="None or \\(address, size\\)"):
+        Program([[(out, x)]], roots=[5])

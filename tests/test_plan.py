@@ -42,6 +42,22 @@ def copying(copier: str, parallel_bytes: int | None = None, block_bytes: int | N
         copy_threads.native, copy_threads.PARALLEL_BYTES, copy_threads.BLOCK_BYTES = old
 
 
+#: A DML-only plan runs as one native call (``Replay``) where it is built, else through
+#: Python; outputs, pools and errors must not depend on which.
+PATHS = ["python", pytest.param("replay", marks=pytest.mark.skipif(
+    copy_threads.Replay is None, reason="the native copier is not built here"))]
+
+
+@pytest.fixture(params=PATHS)
+def path(request, monkeypatch) -> str:
+    """Plans compiled in the test replay natively or run through Python, as the param says."""
+    if request.param == "python":
+        import backends.numpy.plan as plan_module
+
+        monkeypatch.setattr(plan_module, "Replay", None)
+    return request.param
+
+
 def moves_of(items: list) -> list:
     """The moves of a thread's list, lockstep groups ``(lead, moves)`` opened."""
     return [m for item in items for m in (item[1] if isinstance(item[0], int) else [item])]
@@ -185,7 +201,7 @@ def test_buffer_assignment_never_overlaps_live_tensors(spans) -> None:
 
 
 # ------------------------------------------------------------------------------ outputs
-def test_bound_outputs_are_written_in_place() -> None:
+def test_bound_outputs_are_written_in_place(path: str) -> None:
     x = np.arange(24, dtype=np.float32).reshape(4, 6)
     lowered = lower(load(_halves_concat()), "6_4")
     out = np.full((4, 6), -1, np.float32)
@@ -205,7 +221,7 @@ def test_bound_outputs_are_written_in_place() -> None:
         (lambda x: {"y": x}, "shares memory with input 'x'"),
     ],
 )
-def test_bad_bound_outputs_are_refused(make, message) -> None:
+def test_bad_bound_outputs_are_refused(make, message, path: str) -> None:
     x = np.arange(24, dtype=np.float32).reshape(4, 6)
     lowered = lower(load(_halves_concat()), "6_4")
     outputs = make(x)
@@ -218,7 +234,7 @@ def test_bad_bound_outputs_are_refused(make, message) -> None:
     assert same_bits(x, before)
 
 
-def test_outputs_held_by_the_caller_are_never_reused() -> None:
+def test_outputs_held_by_the_caller_are_never_reused(path: str) -> None:
     lowered = lower(load(_halves_concat()), "6_4")
     backend = NumpyBackend()
     x = np.arange(24, dtype=np.float32).reshape(4, 6)
@@ -237,7 +253,7 @@ def test_outputs_held_by_the_caller_are_never_reused() -> None:
     assert same_bits(third, kept)
 
 
-def test_dropped_outputs_are_recycled() -> None:
+def test_dropped_outputs_are_recycled(path: str) -> None:
     lowered = lower(load(_halves_concat()), "6_4")
     backend = NumpyBackend()
     x = np.arange(24, dtype=np.float32).reshape(4, 6)
@@ -483,10 +499,12 @@ def test_restored_node_reads_what_replaced_an_eliminated_input() -> None:
 
 
 def test_bound_and_pooled_outputs_in_turns_compile_each_form_once(monkeypatch) -> None:
-    """A caller alternating between its own output array and pooled ones: each phase keeps a
-    compiled form per set of addresses, so turns replay instead of rebuilding, and every
-    result is right."""
+    """A caller alternating between its own output array and pooled ones: with NumPy's copies
+    each phase keeps a compiled form per set of addresses, so turns replay instead of
+    rebuilding, and every result is right. (Native programs are relocated instead: below.)"""
     import backends.numpy.plan as plan_module
+
+    monkeypatch.setattr(copy_threads, "native", False)
 
     compiled: list[object] = []
     real = plan_module.compiled
@@ -512,3 +530,123 @@ def test_bound_and_pooled_outputs_in_turns_compile_each_form_once(monkeypatch) -
         assert same_bits(mine, want)
         built.append(len(compiled))
     assert built[0] > 0 and built[0] == built[1] == built[2]  # both forms built in turn one
+
+
+# ------------------------------------------------------------------------------ native replay
+replay_only = pytest.mark.skipif(copy_threads.Replay is None,
+                                 reason="the native copier is not built here")
+
+
+@replay_only
+def test_only_dml_plans_replay() -> None:
+    """A plan of DML nodes alone is one native call; one with a fallback node is not."""
+    backend = NumpyBackend()
+    lowered = lower(load(_halves_concat()), "6_4")
+    assert backend.plan(lowered).replay is not None
+    nodes = [helper.make_node("Neg", ["x"], ["n"]), helper.make_node("Pad", ["n", "pads"], ["y"])]
+    model = _model(nodes, [_info("x", np.float32, (2, 3))], [_info("y", np.float32, (2, 5))],
+                   [_ints("pads", [0, 1, 0, 1])])
+    assert backend.plan(lower(load(model), "6_4")).replay is None
+
+
+@replay_only
+def test_a_replayed_run_does_not_go_through_python(monkeypatch) -> None:
+    """With the replay, a run never reaches the plan's Python path, and says what ran as that
+    path would."""
+    from backends.numpy.plan import Plan
+
+    lowered = lower(load(_halves_concat()), "6_4")
+    x = np.arange(24, dtype=np.float32).reshape(4, 6)
+    python = NumpyBackend()
+    python.plan(lowered).replay = None
+    expected = python.execute(lowered, {"x": x})
+    monkeypatch.setattr(Plan, "run", lambda *a, **k: pytest.fail("the Python path ran"))
+    backend = NumpyBackend()
+    for outputs in (None, {"y": np.empty((4, 6), np.float32)}):
+        result = backend.execute(lowered, {"x": x}, outputs)
+        assert same_bits(result.outputs["y"], expected.outputs["y"])
+        assert result.record == expected.record == backend.last_record
+
+
+@pytest.mark.parametrize("feeds, fragment", [
+    (lambda x: {}, "missing ['x']"),
+    (lambda x: {"x": x, "z": x}, "unknown ['z']"),
+    (lambda x: {"x": x.astype(np.float64)}, "is float64; the graph expects float32"),
+    (lambda x: {"x": x[:3]}, "has shape [3, 6]"),
+])
+@replay_only
+def test_feeds_the_replay_declines_get_the_python_paths_errors(feeds, fragment) -> None:
+    lowered = lower(load(_halves_concat()), "6_4")
+    x = np.arange(24, dtype=np.float32).reshape(4, 6)
+    with pytest.raises(BackendError) as info:
+        NumpyBackend().run(lowered, feeds(x))
+    assert fragment in str(info.value)
+
+
+class _Tagged(np.ndarray):
+    """An ndarray subclass: the replay takes exactly ndarrays, Python's path the rest."""
+
+
+@pytest.mark.parametrize("make", [
+    lambda x: np.asfortranarray(x),  # not C-contiguous
+    lambda x: np.concatenate([x, x], axis=1)[:, :6],  # rows apart
+    lambda x: memoryview(x),  # not an array
+    lambda x: x.view(_Tagged),  # a subclass
+    lambda x: x.astype(np.dtype(">f4")),  # another byte order: not float32's dtype
+    lambda x: np.frombuffer(x.tobytes(), np.float32).reshape(4, 6),  # read-only: fine to read
+])
+@replay_only
+def test_feeds_the_replay_declines_still_run(make) -> None:
+    lowered = lower(load(_halves_concat()), "6_4")
+    x = np.arange(24, dtype=np.float32).reshape(4, 6)
+    feed = make(x)
+    if isinstance(feed, np.ndarray) and feed.dtype.byteorder == ">":
+        with pytest.raises(BackendError, match="is >f4; the graph expects float32"):
+            NumpyBackend().run(lowered, {"x": feed})
+        return
+    (y,) = NumpyBackend().run(lowered, {"x": feed}).values()
+    assert same_bits(y, np.concatenate([x[2:], x[:2]]))
+
+
+@replay_only
+def test_concurrent_runs_of_one_plan_are_each_right() -> None:
+    """Runs from several threads share the plan's programs and arena: one at a time."""
+    import threading
+
+    model = _halves_concat(256, 1024)  # 1 MB: the arena and the copy threads are used
+    lowered = lower(load(model), "6_4")
+    backend = NumpyBackend(threads=2)
+    wrong: list[object] = []
+
+    def work(seed: int) -> None:
+        for k in range(20):
+            x = np.full((256, 1024), seed * 100 + k, np.float32)
+            x[0, 0] = -1
+            try:
+                y = backend.run(lowered, {"x": x})["y"]
+            except Exception as exc:  # noqa: BLE001 - a thread's error fails the test
+                wrong.append(exc)
+                return
+            if not same_bits(y, np.concatenate([x[128:], x[:128]])):
+                wrong.append(seed)
+
+    threads = [threading.Thread(target=work, args=(seed,)) for seed in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not wrong
+
+
+def test_the_last_plan_goes_with_its_graph(path: str) -> None:
+    """The backend keeps its last plan at hand, but not past the graph's life."""
+    import gc
+    import weakref
+
+    backend = NumpyBackend()
+    lowered = lower(load(_halves_concat()), "6_4")
+    backend.run(lowered, {"x": np.zeros((4, 6), np.float32)})
+    plan = weakref.ref(backend.plan(lowered))
+    del lowered
+    gc.collect()
+    assert plan() is None

@@ -9,10 +9,16 @@
  * loop (streamed from 8 MB), and copy threads spin for a while after each batch, as onnxruntime's pool
  * does, before they sleep. The GIL is released while copying.
  *
- * Program(lists, stream=None): lists of (destination, source) arrays, the source broadcastable to the
- * destination (same item size); calling it runs list 0 on the calling thread and list k on
- * copy thread k, every list in order, and returns when all are done. The arrays are held by
- * the program; their memory must stay where it is while the program is used.
+ * Program(lists, stream=None, roots=None): lists of (destination, source) arrays, the source
+ * broadcastable to the destination (same item size); calling it runs list 0 on the calling
+ * thread and list k on copy thread k, every list in order, and returns when all are done. The
+ * arrays are held by the program; their memory must stay where it is while the program is
+ * used. With ``roots`` (item r: None, or (address, size) of a buffer the moves were built
+ * over) the program is relocatable: each call names where every root lies now,
+ * ``program(addresses)``, and moves between those buffers instead (a plan's inputs and
+ * outputs, bound per run, need no views rebuilt). Its calls must not overlap.
+ *
+ * Replay(...): a compiled plan's whole run in one call (see ``replay_call``).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -21,6 +27,7 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <limits.h>
 #include <string.h>
 #include <time.h>
 
@@ -54,6 +61,9 @@ typedef struct {
     /* in a lockstep group: the strides of the group's leading axes, not in the above */
     Py_ssize_t lead_dstride[MAX_RANK];
     Py_ssize_t lead_sstride[MAX_RANK];
+    /* relocatable: the root buffer each pointer lies in (-1: fixed) and its offset there */
+    int droot, sroot;
+    Py_ssize_t doff, soff;
 } Move;
 
 /* Moves run one after another (lead 0), or in lockstep: for each index of their ``lead``
@@ -64,9 +74,6 @@ typedef struct {
     Py_ssize_t first, count; /* moves[first:first + count] */
     int lead;
     int pieces;       /* in lockstep, each move's slab one contiguous run on both sides */
-    int staged;       /* in lockstep, streamed: each slab assembled in a buffer (``stage_group``) */
-    char *span;       /* staged: where slab 0's destination starts */
-    Py_ssize_t span_bytes;
     Py_ssize_t slabs; /* product of the leading sizes */
     Py_ssize_t lead_shape[MAX_RANK];
 } Group;
@@ -313,84 +320,8 @@ static void coalesce_lead(Group *g, Move *moves) {
     g->lead = kept;
 }
 
-/* A streamed lockstep group whose moves each write one contiguous run per slab, the runs
- * tiling one span of at most this many bytes with no gap, and whose sources lie outside every
- * slab's destination, assembles each slab in a buffer with cached stores, then streams the
- * span whole: a padding's row (16-byte borders beside its interior) streamed piece by piece
- * ran at 0.9x a memcpy, its interior alone at 1.0x. */
-#define STAGE_BYTES 4096
-
-/* [low, high) of the bytes a move touches on one side over all slabs of its group */
-static void extent(const Group *g, const char *base, const Py_ssize_t *lead_stride,
-                   Py_ssize_t n, Py_ssize_t stride, Py_ssize_t z, const char **low,
-                   const char **high) {
-    const char *lo = base + (stride < 0 ? (n - 1) * stride : 0);
-    const char *hi = base + (stride > 0 ? (n - 1) * stride : 0) + z;
-    for (int k = 0; k < g->lead; k++) {
-        const Py_ssize_t reach = (g->lead_shape[k] - 1) * lead_stride[k];
-        if (reach < 0) lo += reach; else hi += reach;
-    }
-    *low = lo;
-    *high = hi;
-}
-
-static void stage_group(Group *g, const Move *moves) {
-    /* pieces stream straight from their sources (a JOIN's: staged, it ran 15% slower) */
-    if (!STREAMS || !g->lead || g->pieces || g->count < 2 || g->slabs < 2) return;
-    const Move *first = moves + g->first, *end = first + g->count;
-    char *low = NULL, *high = NULL;
-    Py_ssize_t total = 0;
-    for (const Move *m = first; m < end; m++) {
-        if (!m->stream || m->rows != 1 || m->rank != 1 || m->dstride[0] != m->itemsize) return;
-        for (int k = 0; k < g->lead; k++)
-            if (m->lead_dstride[k] != first->lead_dstride[k]) return;
-        const Py_ssize_t n = m->shape[0] * m->itemsize;
-        if (!low || m->dst < low) low = m->dst;
-        if (!high || m->dst + n > high) high = m->dst + n;
-        total += n;
-    }
-    /* the runs tile [low, high) when they add up to it and none overlaps another */
-    if (high - low != total || total > STAGE_BYTES) return;
-    for (const Move *a = first; a < end; a++)
-        for (const Move *b = a + 1; b < end; b++)
-            if (a->dst < b->dst + b->shape[0] * b->itemsize &&
-                b->dst < a->dst + a->shape[0] * a->itemsize)
-                return;
-    const char *dlo, *dhi;
-    extent(g, low, first->lead_dstride, total, 1, 1, &dlo, &dhi);
-    for (const Move *m = first; m < end; m++) {
-        const char *slo, *shi;
-        extent(g, m->src, m->lead_sstride, m->shape[0], m->sstride[0], m->itemsize, &slo, &shi);
-        if (slo < dhi && dlo < shi) return; /* a source the group writes: keep the order */
-    }
-    g->staged = 1;
-    g->span = low;
-    g->span_bytes = total;
-}
-
-static void run_staged(const Group *g, const Move *first, const Move *end) {
-    char stage[STAGE_BYTES] __attribute__((aligned(64)));
-    Py_ssize_t index[MAX_RANK] = {0};
-    const int last = g->lead - 1;
-    for (Py_ssize_t t = 0; t < g->slabs; t++) {
-        Py_ssize_t doff = 0;
-        for (int k = 0; k <= last; k++) doff += index[k] * first->lead_dstride[k];
-        for (const Move *m = first; m < end; m++) {
-            Py_ssize_t soff = 0;
-            for (int k = 0; k <= last; k++) soff += index[k] * m->lead_sstride[k];
-            row_as(m, stage + (m->dst - g->span), m->src + soff, 0);
-        }
-        piece(g->span + doff, stage, g->span_bytes, 1);
-        for (int k = last; k >= 0 && ++index[k] == g->lead_shape[k]; k--) index[k] = 0;
-    }
-}
-
 static void run_group(const Group *g, const Move *moves) {
     const Move *first = moves + g->first, *end = first + g->count;
-    if (g->staged) {
-        run_staged(g, first, end);
-        return;
-    }
     if (!g->lead) {
         for (const Move *m = first; m < end; m++) run_move(m, m->dst, m->src);
         return;
@@ -612,7 +543,81 @@ typedef struct {
     Py_ssize_t *starts; /* list k is groups[starts[k]:starts[k + 1]] */
     int nlists;
     Py_ssize_t nbytes;
+    Py_ssize_t nmoves, ngroups;
+    int nroots; /* relocatable: each call says where roots[0:nroots] lie (``relocate``) */
+    int busy;   /* a relocating call is running: another would move its pointers */
 } Program;
+
+/* Which of the roots ([low, low + size), a root of size 0 taken as 1 byte) holds ``p``, and
+ * its offset there; -1 where none does (a fill value, a constant: fixed). */
+static int resolve(const char *p, char *const *low, const Py_ssize_t *size, int nroots,
+                   Py_ssize_t *offset) {
+    for (int r = 0; r < nroots; r++) {
+        if (low[r] && p >= low[r] && p < low[r] + (size[r] > 0 ? size[r] : 1)) {
+            *offset = p - low[r];
+            return r;
+        }
+    }
+    *offset = 0;
+    return -1;
+}
+
+/* Every relocatable pointer moved to its root's base in this call. */
+static void relocate(Program *self, char *const *bases) {
+    for (Py_ssize_t j = 0; j < self->nmoves; j++) {
+        Move *m = &self->moves[j];
+        if (m->droot >= 0) m->dst = bases[m->droot] + m->doff;
+        if (m->sroot >= 0) m->src = bases[m->sroot] + m->soff;
+    }
+}
+
+/* ``roots``: None, or a sequence whose item r is None (root r is not relocated) or
+ * (address, size) of the memory the moves were built over; fills ``low``/``size``. */
+static int parse_roots(PyObject *roots, char ***low, Py_ssize_t **size, int *nroots) {
+    *low = NULL;
+    *size = NULL;
+    *nroots = 0;
+    if (roots == Py_None) return 0;
+    PyObject *seq = PySequence_Tuple(roots);
+    if (!seq) return -1;
+    const Py_ssize_t n = PyTuple_GET_SIZE(seq);
+    if (n > INT_MAX / 2) {
+        PyErr_SetString(PyExc_ValueError, "too many roots");
+        Py_DECREF(seq);
+        return -1;
+    }
+    *low = PyMem_Calloc((size_t)(n ? n : 1), sizeof(char *));
+    *size = PyMem_Calloc((size_t)(n ? n : 1), sizeof(Py_ssize_t));
+    if (!*low || !*size) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    for (Py_ssize_t r = 0; r < n; r++) {
+        PyObject *item = PyTuple_GET_ITEM(seq, r);
+        if (item == Py_None) continue;
+        if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 2) {
+            PyErr_SetString(PyExc_TypeError, "a root is None or (address, size)");
+            goto fail;
+        }
+        (*low)[r] = PyLong_AsVoidPtr(PyTuple_GET_ITEM(item, 0));
+        (*size)[r] = PyLong_AsSsize_t(PyTuple_GET_ITEM(item, 1));
+        if (PyErr_Occurred()) goto fail;
+        if (!(*low)[r] || (*size)[r] < 0) {
+            PyErr_SetString(PyExc_ValueError, "a root's address is not 0 and its size not negative");
+            goto fail;
+        }
+    }
+    Py_DECREF(seq);
+    *nroots = (int)n;
+    return 0;
+fail:
+    Py_DECREF(seq);
+    PyMem_Free(*low);
+    PyMem_Free(*size);
+    *low = NULL;
+    *size = NULL;
+    return -1;
+}
 
 static void program_dealloc(Program *self) {
     Py_XDECREF(self->lists);
@@ -623,28 +628,42 @@ static void program_dealloc(Program *self) {
 }
 
 static PyObject *program_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
-    PyObject *given, *stream = Py_None;
-    static char *names[] = {"lists", "stream", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|O:Program", names, &given, &stream))
+    PyObject *given, *stream = Py_None, *roots = Py_None;
+    static char *names[] = {"lists", "stream", "roots", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|OO:Program", names, &given, &stream,
+                                     &roots))
         return NULL;
     if (stream != Py_None && stream != Py_True && stream != Py_False) {
         PyErr_SetString(PyExc_TypeError, "stream is None (by size), True or False");
         return NULL;
     }
+    char **root_low;
+    Py_ssize_t *root_size;
+    int nroots;
+    if (parse_roots(roots, &root_low, &root_size, &nroots) < 0) return NULL;
     PyObject *lists = PySequence_Tuple(given);
-    if (!lists) return NULL;
+    if (!lists) {
+        PyMem_Free(root_low);
+        PyMem_Free(root_size);
+        return NULL;
+    }
     Py_ssize_t nlists = PyTuple_GET_SIZE(lists);
     if (nlists < 1 || nlists > MAX_WORKERS + 1) {
         PyErr_Format(PyExc_ValueError, "1 to %d lists of moves, got %zd", MAX_WORKERS + 1,
                      nlists);
         Py_DECREF(lists);
+        PyMem_Free(root_low);
+        PyMem_Free(root_size);
         return NULL;
     }
     Program *self = (Program *)type->tp_alloc(type, 0);
     if (!self) {
         Py_DECREF(lists);
+        PyMem_Free(root_low);
+        PyMem_Free(root_size);
         return NULL;
     }
+    self->nroots = nroots;
     self->nlists = (int)nlists;
     self->starts = PyMem_Calloc((size_t)nlists + 1, sizeof(Py_ssize_t));
     Py_ssize_t ngroups = 0, nmoves = 0;
@@ -704,7 +723,10 @@ static PyObject *program_new(PyTypeObject *type, PyObject *args, PyObject *kwarg
             const Py_ssize_t count = pairs ? PyTuple_GET_SIZE(pairs) : 1;
             for (Py_ssize_t j = 0; j < count; j++, moved++) {
                 PyObject *pair = pairs ? PyTuple_GET_ITEM(pairs, j) : item;
-                if (analyse(pair, &self->moves[moved], g) < 0) goto fail;
+                Move *m = &self->moves[moved];
+                if (analyse(pair, m, g) < 0) goto fail;
+                m->droot = resolve(m->dst, root_low, root_size, nroots, &m->doff);
+                m->sroot = resolve(m->src, root_low, root_size, nroots, &m->soff);
                 g->count++;
                 if (j == 0)
                     for (int a = 0; a < g->lead; a++) g->slabs *= g->lead_shape[a];
@@ -737,20 +759,22 @@ static PyObject *program_new(PyTypeObject *type, PyObject *args, PyObject *kwarg
         const int all = slab >= STREAM_ROW_BYTES * g->count;
         for (Py_ssize_t j = g->first; g->lead && j < g->first + g->count; j++)
             self->moves[j].stream = all;
-        stage_group(&self->groups[k], self->moves);
     }
+    self->nmoves = moved;
+    self->ngroups = at;
+    PyMem_Free(root_low);
+    PyMem_Free(root_size);
     return (PyObject *)self;
 fail:
+    PyMem_Free(root_low);
+    PyMem_Free(root_size);
     if (!self->lists) Py_DECREF(lists);
     Py_DECREF(self);
     return NULL;
 }
 
-static PyObject *program_call(Program *self, PyObject *args, PyObject *kwargs) {
-    if (PyTuple_GET_SIZE(args) || (kwargs && PyDict_GET_SIZE(kwargs))) {
-        PyErr_SetString(PyExc_TypeError, "a Program takes no arguments");
-        return NULL;
-    }
+/* Run the lists (the GIL released): list 0 here, list k on copy thread k. */
+static void program_run(Program *self) {
     const int helpers = self->nlists - 1;
     Py_BEGIN_ALLOW_THREADS
     int pooled = helpers > 0 && pthread_mutex_trylock(&pool) == 0;
@@ -782,6 +806,75 @@ static PyObject *program_call(Program *self, PyObject *args, PyObject *kwargs) {
     }
     if (pooled) pthread_mutex_unlock(&pool);
     Py_END_ALLOW_THREADS
+}
+
+/* The program at ``bases`` (item r: where root r lies now; items of roots not relocated are
+ * ignored), then run; -1 with an exception set if it is running already (its pointers are
+ * shared by the call in flight). */
+static int program_run_at(Program *self, char *const *bases) {
+    if (self->busy) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "a relocatable Program is already running (calls must not overlap)");
+        return -1;
+    }
+    self->busy = 1;
+    relocate(self, bases);
+    program_run(self);
+    self->busy = 0;
+    return 0;
+}
+
+static PyObject *program_call(Program *self, PyObject *args, PyObject *kwargs) {
+    if (kwargs && PyDict_GET_SIZE(kwargs)) {
+        PyErr_SetString(PyExc_TypeError, "a Program takes no keyword arguments");
+        return NULL;
+    }
+    const Py_ssize_t nargs = PyTuple_GET_SIZE(args);
+    if (!self->nroots) {
+        if (nargs) {
+            PyErr_SetString(PyExc_TypeError, "a Program built without roots takes no arguments");
+            return NULL;
+        }
+        program_run(self);
+        Py_RETURN_NONE;
+    }
+    if (nargs != 1) {
+        PyErr_SetString(PyExc_TypeError, "a relocatable Program takes the roots' addresses");
+        return NULL;
+    }
+    PyObject *given = PySequence_Fast(PyTuple_GET_ITEM(args, 0), "addresses are a sequence");
+    if (!given) return NULL;
+    if (PySequence_Fast_GET_SIZE(given) != self->nroots) {
+        PyErr_Format(PyExc_ValueError, "%d root addresses expected, got %zd", self->nroots,
+                     PySequence_Fast_GET_SIZE(given));
+        Py_DECREF(given);
+        return NULL;
+    }
+    char **bases = PyMem_Calloc((size_t)self->nroots, sizeof(char *));
+    if (!bases) {
+        Py_DECREF(given);
+        return PyErr_NoMemory();
+    }
+    PyObject **items = PySequence_Fast_ITEMS(given);
+    int failed = 0;
+    for (int r = 0; r < self->nroots && !failed; r++) {
+        if (items[r] == Py_None) continue;
+        bases[r] = PyLong_AsVoidPtr(items[r]);
+        failed = PyErr_Occurred() != NULL;
+    }
+    /* a root some move lies in must be given */
+    for (Py_ssize_t j = 0; j < self->nmoves && !failed; j++) {
+        const Move *m = &self->moves[j];
+        if ((m->droot >= 0 && !bases[m->droot]) || (m->sroot >= 0 && !bases[m->sroot])) {
+            PyErr_Format(PyExc_ValueError, "root %d is moved from or to but has no address",
+                         m->droot >= 0 && !bases[m->droot] ? m->droot : m->sroot);
+            failed = 1;
+        }
+    }
+    if (!failed) failed = program_run_at(self, bases) < 0;
+    PyMem_Free(bases);
+    Py_DECREF(given);
+    if (failed) return NULL;
     Py_RETURN_NONE;
 }
 
@@ -814,6 +907,351 @@ static PyTypeObject ProgramType = {
     .tp_getset = program_getset,
 };
 
+/* ------------------------------------------------------------------ Replay */
+
+/* A compiled plan's run, when nothing in it needs Python: check the feeds and bound outputs,
+ * take pooled buffers for the other outputs, say where every per-run root lies, and run the
+ * programs. Python's own path does the same in a few hundred bytecodes, which when a run's
+ * megabytes have evicted them from cache cost 150-250 us a run (measured on a 2-core VM); so
+ * do the checks here and give up (None) on anything unusual, for Python's path to run it or
+ * to say precisely what is wrong. */
+
+/* An ndarray's leading fields, as NumPy's C API lays them out (``PyArrayObject_fields``, the
+ * same from NumPy 1.7 to 2.x); read directly, since the dtype attribute and the buffer
+ * protocol go through code a cold run pays for (checked at ``Replay``'s creation on a probe
+ * array: a layout that differs disables the replay). */
+typedef struct {
+    PyObject_HEAD
+    char *data;
+    int nd;
+    Py_ssize_t *dimensions;
+    Py_ssize_t *strides;
+    PyObject *base;
+    PyObject *descr;
+    int flags;
+} ArrayFields;
+
+#define ARRAY_C_CONTIGUOUS 0x0001
+#define ARRAY_WRITEABLE 0x0400
+
+typedef struct {
+    PyObject *name;
+    PyObject *dtype;
+    Py_ssize_t itemsize;
+    int ndim;
+    Py_ssize_t shape[MAX_RANK];
+    int root;          /* -1: no DML node reads it (checked, not bound) */
+    PyObject *factory; /* outputs: makes a fresh array of the output's dtype and shape */
+    PyObject *pool;    /* outputs: a list of such arrays, reused once only it holds them */
+} Port;
+
+typedef struct {
+    PyObject_HEAD
+    Port *ports; /* inputs, then outputs */
+    Py_ssize_t ninputs, noutputs;
+    PyObject *programs; /* a tuple of Programs, run in order */
+    int nroots;
+    char **fixed; /* where each root lies when no port binds it (a plan's own buffers) */
+    PyObject *acquire, *release; /* the plan's lock's methods */
+    PyObject *array_type; /* feeds and outputs of exactly the probe's type are taken */
+    Py_ssize_t limit;     /* pooled arrays kept per output */
+} Replay;
+
+static void replay_clear_ports(Replay *self) {
+    for (Py_ssize_t i = 0; self->ports && i < self->ninputs + self->noutputs; i++) {
+        Port *p = &self->ports[i];
+        Py_XDECREF(p->name);
+        Py_XDECREF(p->dtype);
+        Py_XDECREF(p->factory);
+        Py_XDECREF(p->pool);
+    }
+    PyMem_Free(self->ports);
+    self->ports = NULL;
+}
+
+static void replay_dealloc(Replay *self) {
+    replay_clear_ports(self);
+    Py_XDECREF(self->programs);
+    PyMem_Free(self->fixed);
+    Py_XDECREF(self->acquire);
+    Py_XDECREF(self->release);
+    Py_XDECREF(self->array_type);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* (name, dtype, shape, root) for an input; (name, dtype, shape, root, factory) an output */
+static int parse_port(PyObject *item, Port *p, int output, int nroots) {
+    const Py_ssize_t want = output ? 5 : 4;
+    if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != want) {
+        PyErr_Format(PyExc_TypeError, "a port is a tuple of %zd", want);
+        return -1;
+    }
+    PyObject *shape = PyTuple_GET_ITEM(item, 2);
+    if (!PyTuple_Check(shape) || PyTuple_GET_SIZE(shape) > MAX_RANK) {
+        PyErr_Format(PyExc_ValueError, "a port's shape is a tuple of at most %d sizes", MAX_RANK);
+        return -1;
+    }
+    p->ndim = (int)PyTuple_GET_SIZE(shape);
+    for (int k = 0; k < p->ndim; k++) {
+        p->shape[k] = PyLong_AsSsize_t(PyTuple_GET_ITEM(shape, k));
+        if (p->shape[k] < 0) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "a size is negative");
+            return -1;
+        }
+    }
+    long root = PyLong_AsLong(PyTuple_GET_ITEM(item, 3));
+    if (root == -1 && PyErr_Occurred()) return -1;
+    if (root < -1 || root >= nroots || (output && root < 0)) {
+        PyErr_Format(PyExc_ValueError, "root %ld is not one of the %d roots", root, nroots);
+        return -1;
+    }
+    p->root = (int)root;
+    p->name = Py_NewRef(PyTuple_GET_ITEM(item, 0));
+    p->dtype = Py_NewRef(PyTuple_GET_ITEM(item, 1));
+    PyObject *itemsize = PyObject_GetAttrString(p->dtype, "itemsize");
+    if (!itemsize) return -1;
+    p->itemsize = PyLong_AsSsize_t(itemsize);
+    Py_DECREF(itemsize);
+    if (p->itemsize < 0) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "a negative item size");
+        return -1;
+    }
+    if (output) {
+        p->factory = Py_NewRef(PyTuple_GET_ITEM(item, 4));
+        p->pool = PyList_New(0);
+        if (!p->pool) return -1;
+    }
+    return 0;
+}
+
+/* The probe, np.empty((2, 3), np.float32) made by the caller, read through ``ArrayFields``
+ * agrees with what its attributes and buffer say; else a ValueError. */
+static int probe_layout(PyObject *probe) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(probe, &view, PyBUF_RECORDS_RO) < 0) return -1;
+    const ArrayFields *a = (const ArrayFields *)probe;
+    PyObject *dtype = PyObject_GetAttrString(probe, "dtype");
+    int same = dtype && view.ndim == 2 && view.shape[0] == 2 && view.shape[1] == 3 &&
+               view.itemsize == 4 && a->data == (char *)view.buf && a->nd == 2 &&
+               a->dimensions[0] == 2 && a->dimensions[1] == 3 && a->strides[0] == 12 &&
+               a->strides[1] == 4 && a->descr == dtype &&
+               (a->flags & (ARRAY_C_CONTIGUOUS | ARRAY_WRITEABLE)) ==
+                   (ARRAY_C_CONTIGUOUS | ARRAY_WRITEABLE);
+    Py_XDECREF(dtype);
+    PyBuffer_Release(&view);
+    if (PyErr_Occurred()) return -1;
+    if (!same) {
+        PyErr_SetString(PyExc_ValueError, "this NumPy's arrays are not laid out as expected");
+        return -1;
+    }
+    return 0;
+}
+
+/* 1 when ``obj`` is an array of exactly the probe's type, the port's dtype and shape,
+ * C-contiguous (and writable for an output), its bytes in [*low, *high); 0 when it is not;
+ * -1 on error. */
+static int take_array(Replay *self, PyObject *obj, const Port *p, int writable, char **low,
+                      char **high) {
+    if ((PyObject *)Py_TYPE(obj) != self->array_type) return 0;
+    const ArrayFields *a = (const ArrayFields *)obj;
+    const int need = ARRAY_C_CONTIGUOUS | (writable ? ARRAY_WRITEABLE : 0);
+    if ((a->flags & need) != need || a->nd != p->ndim) return 0;
+    Py_ssize_t n = p->itemsize;
+    for (int k = 0; k < p->ndim; k++) {
+        if (a->dimensions[k] != p->shape[k]) return 0;
+        n *= p->shape[k];
+    }
+    if (a->descr != p->dtype) { /* not the same object: an equal dtype will do */
+        const int same = PyObject_RichCompareBool(a->descr, p->dtype, Py_EQ);
+        if (same <= 0) return same;
+    }
+    *low = a->data;
+    *high = a->data + n;
+    return 1;
+}
+
+static PyObject *replay_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+    PyObject *inputs, *outputs, *programs, *fixed, *lock, *probe;
+    Py_ssize_t limit = 4;
+    static char *names[] = {"inputs", "outputs", "programs", "bases", "lock", "probe", "limit",
+                            NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!O!O!O!OO|n:Replay", names, &PyTuple_Type,
+                                     &inputs, &PyTuple_Type, &outputs, &PyTuple_Type, &programs,
+                                     &PyTuple_Type, &fixed, &lock, &probe, &limit))
+        return NULL;
+    if (limit < 0 || PyTuple_GET_SIZE(fixed) > INT_MAX / 2) {
+        PyErr_SetString(PyExc_ValueError, "limit is negative, or too many bases");
+        return NULL;
+    }
+    if (probe_layout(probe) < 0) return NULL;
+    const int nroots = (int)PyTuple_GET_SIZE(fixed);
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(programs); i++) {
+        PyObject *program = PyTuple_GET_ITEM(programs, i);
+        if (Py_TYPE(program) != &ProgramType) {
+            PyErr_SetString(PyExc_TypeError, "programs are Programs");
+            return NULL;
+        }
+        if (((Program *)program)->nroots && ((Program *)program)->nroots != nroots) {
+            PyErr_Format(PyExc_ValueError, "a program relocates %d roots, the replay binds %d",
+                         ((Program *)program)->nroots, nroots);
+            return NULL;
+        }
+    }
+    Replay *self = (Replay *)type->tp_alloc(type, 0);
+    if (!self) return NULL;
+    self->ninputs = PyTuple_GET_SIZE(inputs);
+    self->noutputs = PyTuple_GET_SIZE(outputs);
+    self->ports = PyMem_Calloc((size_t)(self->ninputs + self->noutputs + 1), sizeof(Port));
+    if (!self->ports) {
+        Py_DECREF(self);
+        return PyErr_NoMemory();
+    }
+    for (Py_ssize_t i = 0; i < self->ninputs + self->noutputs; i++) {
+        const int output = i >= self->ninputs;
+        PyObject *item = PyTuple_GET_ITEM(output ? outputs : inputs,
+                                          output ? i - self->ninputs : i);
+        if (parse_port(item, &self->ports[i], output, nroots) < 0) {
+            Py_DECREF(self);
+            return NULL;
+        }
+    }
+    self->fixed = PyMem_Calloc((size_t)(nroots ? nroots : 1), sizeof(char *));
+    if (!self->fixed) {
+        Py_DECREF(self);
+        return PyErr_NoMemory();
+    }
+    for (int r = 0; r < nroots; r++) {
+        PyObject *item = PyTuple_GET_ITEM(fixed, r);
+        self->fixed[r] = item == Py_None ? NULL : PyLong_AsVoidPtr(item);
+        if (PyErr_Occurred()) {
+            Py_DECREF(self);
+            return NULL;
+        }
+    }
+    self->programs = Py_NewRef(programs);
+    self->nroots = nroots;
+    self->acquire = PyObject_GetAttrString(lock, "acquire");
+    self->release = PyObject_GetAttrString(lock, "release");
+    if (!self->acquire || !self->release) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    self->array_type = Py_NewRef((PyObject *)Py_TYPE(probe));
+    self->limit = limit;
+    return (PyObject *)self;
+}
+
+static int overlaps(const char *a, const char *b, const char *c, const char *d) {
+    return a < d && c < b && a < b && c < d; /* empty ranges share nothing */
+}
+
+static PyObject *replay_call(Replay *self, PyObject *args, PyObject *kwargs) {
+    PyObject *feeds, *bound = Py_None;
+    static char *names[] = {"feeds", "outputs", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|O:Replay", names, &feeds, &bound))
+        return NULL;
+    if (!PyDict_CheckExact(feeds) || PyDict_GET_SIZE(feeds) != self->ninputs) Py_RETURN_NONE;
+    if (bound != Py_None && !PyDict_CheckExact(bound)) Py_RETURN_NONE;
+    const Py_ssize_t nports = self->ninputs + self->noutputs;
+    PyObject *result = NULL, *values = PyTuple_New(nports);
+    char **bases = PyMem_Calloc((size_t)(self->nroots ? self->nroots : 1), sizeof(char *));
+    char **low = PyMem_Calloc((size_t)(nports ? nports : 1), 2 * sizeof(char *));
+    if (!values || !bases || !low) {
+        if (values) PyErr_NoMemory();
+        goto done;
+    }
+    char **high = low + nports;
+    Py_ssize_t given = 0;
+    for (Py_ssize_t i = 0; i < nports; i++) {
+        const Port *p = &self->ports[i];
+        const int output = i >= self->ninputs;
+        PyObject *obj = NULL;
+        if (!output || bound != Py_None) {
+            obj = PyDict_GetItemWithError(output ? bound : feeds, p->name);
+            if (!obj && PyErr_Occurred()) goto done;
+        }
+        if (!obj) {
+            if (!output) goto fallback; /* a feed missing */
+            continue;                   /* an output to take from the pool */
+        }
+        given += output;
+        const int taken = take_array(self, obj, p, output, &low[i], &high[i]);
+        if (taken < 0) goto done;
+        if (!taken) goto fallback;
+        for (Py_ssize_t j = 0; output && j < self->ninputs; j++)
+            if (overlaps(low[i], high[i], low[j], high[j])) goto fallback;
+        PyTuple_SET_ITEM(values, i, Py_NewRef(obj));
+    }
+    if (bound != Py_None && given != PyDict_GET_SIZE(bound)) goto fallback; /* unknown names */
+    for (Py_ssize_t i = self->ninputs; i < nports; i++) { /* the rest from the pools */
+        if (PyTuple_GET_ITEM(values, i)) continue;
+        const Port *p = &self->ports[i];
+        PyObject *obj = NULL;
+        for (Py_ssize_t k = 0; k < PyList_GET_SIZE(p->pool) && !obj; k++) {
+            PyObject *pooled = PyList_GET_ITEM(p->pool, k);
+            if (Py_REFCNT(pooled) == 1) obj = Py_NewRef(pooled); /* no caller, no view */
+        }
+        if (!obj) {
+            obj = PyObject_CallNoArgs(p->factory);
+            if (!obj) goto done;
+            if (PyList_GET_SIZE(p->pool) < self->limit && PyList_Append(p->pool, obj) < 0) {
+                Py_DECREF(obj);
+                goto done;
+            }
+        }
+        PyTuple_SET_ITEM(values, i, obj);
+        const int taken = take_array(self, obj, p, 1, &low[i], &high[i]);
+        if (taken <= 0) {
+            if (!taken)
+                PyErr_SetString(PyExc_TypeError, "an output factory made an array unlike its port");
+            goto done;
+        }
+    }
+    memcpy(bases, self->fixed, sizeof(char *) * (size_t)self->nroots);
+    for (Py_ssize_t i = 0; i < nports; i++)
+        if (self->ports[i].root >= 0) bases[self->ports[i].root] = low[i];
+    PyObject *locked = PyObject_CallNoArgs(self->acquire);
+    if (!locked) goto done;
+    Py_DECREF(locked);
+    int failed = 0;
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(self->programs) && !failed; k++) {
+        Program *program = (Program *)PyTuple_GET_ITEM(self->programs, k);
+        if (program->nroots) failed = program_run_at(program, bases) < 0;
+        else program_run(program);
+    }
+    PyObject *released = PyObject_CallNoArgs(self->release);
+    if (!released || failed) {
+        Py_XDECREF(released);
+        goto done;
+    }
+    Py_DECREF(released);
+    result = PyDict_New();
+    for (Py_ssize_t i = self->ninputs; result && i < nports; i++) {
+        if (PyDict_SetItem(result, self->ports[i].name, PyTuple_GET_ITEM(values, i)) < 0)
+            Py_CLEAR(result);
+    }
+    goto done;
+fallback:
+    result = Py_NewRef(Py_None);
+done:
+    Py_XDECREF(values);
+    PyMem_Free(bases);
+    PyMem_Free(low);
+    return result;
+}
+
+static PyTypeObject ReplayType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "backends.numpy._copies.Replay",
+    .tp_basicsize = sizeof(Replay),
+    .tp_dealloc = (destructor)replay_dealloc,
+    .tp_call = (ternaryfunc)replay_call,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A plan's run in one call: replay(feeds, outputs=None) -> {output: array}, or "
+              "None where Python's path must run it.",
+    .tp_new = replay_new,
+};
+
 /* address(array): where its element 0 lies, as the plan keys its views by (NumPy's
  * __array_interface__ builds a dict to say it: 1.7 us, against 0.1 here). */
 static PyObject *copies_address(PyObject *self, PyObject *obj) {
@@ -836,12 +1274,18 @@ static struct PyModuleDef module = {
 };
 
 PyMODINIT_FUNC PyInit__copies(void) {
-    if (PyType_Ready(&ProgramType) < 0) return NULL;
+    if (PyType_Ready(&ProgramType) < 0 || PyType_Ready(&ReplayType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
     Py_INCREF(&ProgramType);
     if (PyModule_AddObject(m, "Program", (PyObject *)&ProgramType) < 0) {
         Py_DECREF(&ProgramType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(&ReplayType);
+    if (PyModule_AddObject(m, "Replay", (PyObject *)&ReplayType) < 0) {
+        Py_DECREF(&ReplayType);
         Py_DECREF(m);
         return NULL;
     }

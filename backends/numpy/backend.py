@@ -71,6 +71,28 @@ class NumpyBackend:
         """Run and say what ran. ``outputs`` binds caller arrays (C-contiguous, writable, the
         output's dtype and shape) that the results are written into, as onnxruntime's
         IOBinding; other outputs come back in buffers reused once the caller drops them."""
+        results = self.run(graph, feeds, outputs)
+        assert self.last_record is not None
+        return RunResult(results, self.last_record)
+
+    def run(
+        self,
+        graph: Graph,
+        feeds: Mapping[str, Any],
+        outputs: Mapping[str, np.ndarray] | None = None,
+    ) -> dict[str, np.ndarray]:
+        """The outputs of ``execute`` (``last_record`` says what ran)."""
+        plan = self.plan(graph)
+        if plan.replay is not None:  # the run in one native call, where nothing is unusual
+            results = plan.replay(feeds, outputs)
+            if results is not None:
+                record = plan.replay_record
+                if record is None:
+                    assert plan.static_runs is not None  # a replay has only DML steps
+                    record = RunRecord(self.name, self.fallback.engine, plan.static_runs)
+                    plan.replay_record = record
+                self.last_record = record
+                return results
         arrays = check_feeds(graph, feeds)
         bound = check_outputs(graph, outputs or {})
         for name, array in bound.items():
@@ -80,18 +102,9 @@ class NumpyBackend:
                         f"{graph.source}: bound output {name!r} shares memory with input "
                         f"{feed!r}; writing the result would change the input while it is read"
                     )
-        results, runs = self.plan(graph).run(arrays, bound)
-        record = RunRecord(self.name, self.fallback.engine, runs)
-        self.last_record = record
-        return RunResult(results, record)
-
-    def run(
-        self,
-        graph: Graph,
-        feeds: Mapping[str, Any],
-        outputs: Mapping[str, np.ndarray] | None = None,
-    ) -> dict[str, np.ndarray]:
-        return self.execute(graph, feeds, outputs).outputs
+        results, runs = plan.run(arrays, bound)
+        self.last_record = RunRecord(self.name, self.fallback.engine, runs)
+        return results
 
 
 def check_outputs(graph: Graph, outputs: Mapping[str, Any]) -> dict[str, np.ndarray]:

@@ -13,8 +13,11 @@ Compiling does what DirectML's graph compiler does before a dispatch:
 
 A run binds the buffers that change per run (graph inputs, outputs: caller arrays, as with
 onnxruntime's IOBinding, or pooled buffers; tensors made by the fallback) and replays the
-moves; views over those buffers are rebuilt from recipes. ONNX nodes the lowering left run on
-the fallback in segments; a node whose parameters arrive at run time is lowered when it runs.
+moves: native programs are told where those buffers lie (relocated), NumPy's views over them
+are rebuilt from recipes. A plan of DML nodes alone runs as one native call (``Replay``: the
+checks, the output pool and the programs), since a run's megabytes evict Python's own path
+from cache, which then cost 150-250 µs a run. ONNX nodes the lowering left run on the
+fallback in segments; a node whose parameters arrive at run time is lowered when it runs.
 """
 
 from __future__ import annotations
@@ -31,11 +34,19 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from backends.base import BackendError, NodeRun
+from backends.base import BackendError, NodeRun, RunRecord
 from backends.numpy.memory import Lifetime, OutputPool, assign_buffers
 from backends.numpy.moves import Move, Phase, operator_moves
 from backends.numpy.runtime import RuntimeLowering, needs_runtime_lowering
-from backends.numpy.threads import Instruction, compiled, distribute_phases
+from backends.numpy import threads
+from backends.numpy.threads import (
+    MAX_THREADS,
+    Instruction,
+    Program,
+    Replay,
+    compiled,
+    distribute_phases,
+)
 from backends.numpy.views import Recipe, address, as_bytes, reform
 from dmlgraph.dml.binding import binds
 from dmlgraph.dml.enums import FeatureLevel
@@ -144,6 +155,7 @@ class Plan:
         self._addresses: list[int] = [0] * len(self._roots)
         for index, buffer in self._arena_views.items():
             self._frame[index] = buffer
+            self._addresses[index] = address(buffer)  # fixed: relocated programs read it too
         self._steps = [self._step(graph, kind, nodes, in_place) for kind, nodes in schedule]
         self._code: list[Instruction] = [f for step in self._steps for f in step.code]
         self.summary = PlanSummary(
@@ -154,7 +166,7 @@ class Plan:
             arena_bytes=self._arena[1],
             unplanned_bytes=self._arena[2],
         )
-        self._static_runs = (
+        self.static_runs = (
             tuple(r for step in self._steps for r in step.runs)
             if all(isinstance(step, _DmlStep) for step in self._steps)
             else None
@@ -171,6 +183,43 @@ class Plan:
         for root in self._roots:  # compile-time memory is no longer needed
             if root.kind is not RootKind.CONSTANT:
                 root.proxy = np.empty(0, dtype=np.uint8)
+        self.replay = self._replay(graph)
+        #: the run record of a replayed run (the same every run), made by the backend once
+        self.replay_record: RunRecord | None = None
+
+    def _replay(self, graph: Graph) -> Replay | None:
+        """The whole run as one native call (``_copies.Replay``), where nothing in it needs
+        Python: every step a DML node compiled to native programs, every graph input and output
+        static, every output written by a DML node into memory of its own. None otherwise."""
+        if Replay is None or not threads.native or self.static_runs is None:
+            return None
+        programs = []
+        for call in self._code:
+            program = call.func if isinstance(call, partial) else call
+            if not isinstance(program, Program):
+                return None
+            programs.append(program)
+        output_roots = dict(self._output_roots)
+        if any(name not in output_roots or name in graph.inputs for name in self._outputs):
+            return None
+        input_roots = dict(self._input_roots)
+        ports = []
+        for name in [*graph.inputs, *self._outputs]:
+            info = graph.tensor(name)
+            if info.dtype is None or info.static_shape is None:
+                return None
+            ports.append((name, np.dtype(info.dtype), tuple(info.static_shape)))
+        inputs = tuple(
+            (*port, input_roots.get(port[0], -1)) for port in ports[: len(graph.inputs)]
+        )
+        outputs = tuple(
+            (*port, output_roots[port[0]], partial(np.empty, port[2], port[1]))
+            for port in ports[len(graph.inputs) :]
+        )
+        return Replay(
+            inputs, outputs, tuple(programs), tuple(self._addresses), self._lock,
+            np.empty((2, 3), np.float32), self._pool.limit,
+        )
 
     def _new_root(self, kind: RootKind, nbytes: int, memory: np.ndarray | None = None) -> int:
         proxy = memory if memory is not None else np.empty(nbytes, dtype=np.uint8)
@@ -332,7 +381,31 @@ class Plan:
         rows = [phase.rows for phase in phases]
         if static:
             return _calls(self, [_materialize(self._frame, r) for r in recipes], rows)
+        relocatable = self._relocatable(phases)
+        if relocatable is not None:
+            return relocatable
         return [_BoundPhases(self, recipes, rows)]
+
+    def _relocatable(self, phases: list[Phase]) -> list[Instruction] | None:
+        """Natively, the phases as programs built over the compile-time memory that each
+        call moves to where the per-run roots lie in this run (``self._addresses``): no views
+        rebuilt when a run binds new memory. None where a list is not a native program."""
+        if not (threads.native and Program is not None):
+            return None
+        roots = [  # the arena's too: moves are built over proxies, not its buffers
+            None if root.kind is RootKind.CONSTANT else (address(root.proxy), root.nbytes)
+            for root in self._roots
+        ]
+        calls: list[Instruction] = []
+        for lists in distribute_phases(phases, self.threads):
+            if len(lists) > MAX_THREADS:
+                return None
+            try:
+                program = Program(lists, roots=roots)
+            except (TypeError, ValueError, BufferError):
+                return None
+            calls.append(partial(program, self._addresses))
+        return calls
 
     def ir_reader(self, name: str) -> Callable[[], np.ndarray]:
         """How a fallback or run-time step reads a tensor: its IR dtype and shape."""
@@ -399,7 +472,7 @@ class Plan:
                 for instruction in self._code:
                     instruction()
                 results = {name: self._result(name, handed, bound) for name in self._outputs}
-                runs = self._static_runs
+                runs = self.static_runs
                 if runs is None:
                     runs = tuple(r for step in self._steps for r in step.runs)
             finally:

@@ -28,9 +28,9 @@ from backends.numpy.moves import Move, Phase
 from backends.numpy.views import address
 
 try:
-    from backends.numpy._copies import MAX_THREADS, Program
+    from backends.numpy._copies import MAX_THREADS, Program, Replay
 except ImportError:  # not built: no C compiler where it was installed
-    Program, MAX_THREADS = None, 1
+    Program, Replay, MAX_THREADS = None, None, 1
 
 #: Whether plans compiled from now on copy natively (tests set it to cover both paths).
 native: bool = Program is not None and os.environ.get("DMLGRAPH_NATIVE_COPIES", "1") != "0"
