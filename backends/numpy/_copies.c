@@ -55,6 +55,8 @@ typedef struct {
     Py_ssize_t rows; /* product of the outer dimensions */
     int rank;        /* >= 1 after coalescing */
     int stream;      /* rows written with non-temporal stores */
+    int piece;       /* in lockstep: its slab one contiguous run on both sides (``piece``) */
+    int lane;        /* in lockstep: its slab 16 bytes of one row (``lane``) */
     Py_ssize_t shape[MAX_RANK];
     Py_ssize_t dstride[MAX_RANK];
     Py_ssize_t sstride[MAX_RANK];
@@ -73,7 +75,6 @@ typedef struct {
 typedef struct {
     Py_ssize_t first, count; /* moves[first:first + count] */
     int lead;
-    int pieces;       /* in lockstep, each move's slab one contiguous run on both sides */
     Py_ssize_t slabs; /* product of the leading sizes */
     Py_ssize_t lead_shape[MAX_RANK];
 } Group;
@@ -164,9 +165,23 @@ static inline __m128i evens_u64(__m128i a, __m128i b) { return _mm_unpacklo_epi6
             for (; i + per <= n; i += per)                                                \
                 _mm_stream_si128((__m128i *)(d + i * z),                                  \
                                  _mm_loadu_si128((const __m128i *)(s + i * z)));          \
-        } else if (ss == -z) { /* last chunk first: the source is read upwards */         \
+        } else if (ss == -z) { /* last chunk first: the source is read upwards, 64 bytes \
+                                * a turn while there are 4 chunks left */                \
             const Py_ssize_t first = i, chunks = (n - i) / per;                           \
-            for (Py_ssize_t k = chunks - 1; k >= 0; k--) {                                \
+            Py_ssize_t k = chunks - 1;                                                    \
+            for (; k >= 3; k -= 4) {                                                      \
+                const Py_ssize_t at = first + (k - 3) * per;                              \
+                const char *from = s - (at + 4 * per - 1) * z; /* chunk k's source */     \
+                const __m128i a = _mm_loadu_si128((const __m128i *)from);                 \
+                const __m128i b = _mm_loadu_si128((const __m128i *)(from + 16));          \
+                const __m128i c = _mm_loadu_si128((const __m128i *)(from + 32));          \
+                const __m128i e = _mm_loadu_si128((const __m128i *)(from + 48));          \
+                _mm_stream_si128((__m128i *)(d + at * z + 48), reverse_##T(a));           \
+                _mm_stream_si128((__m128i *)(d + at * z + 32), reverse_##T(b));           \
+                _mm_stream_si128((__m128i *)(d + at * z + 16), reverse_##T(c));           \
+                _mm_stream_si128((__m128i *)(d + at * z), reverse_##T(e));                \
+            }                                                                             \
+            for (; k >= 0; k--) {                                                         \
                 const Py_ssize_t at = first + k * per;                                    \
                 _mm_stream_si128(                                                         \
                     (__m128i *)(d + at * z),                                              \
@@ -174,7 +189,23 @@ static inline __m128i evens_u64(__m128i a, __m128i b) { return _mm_unpacklo_epi6
             }                                                                             \
             i = first + chunks * per;                                                     \
         } else if (ss == 2 * z) { /* every other item: two loads, one shuffle; the      \
-                                   * loads end at the next item taken, so not the last */ \
+                                   * loads end at the next item taken, so not the last; \
+                                   * 64 bytes written a turn while there are more */     \
+            for (; i + 4 * per < n; i += 4 * per) {                                       \
+                const char *from = s + i * ss;                                            \
+                const __m128i a = _mm_loadu_si128((const __m128i *)from);                 \
+                const __m128i b = _mm_loadu_si128((const __m128i *)(from + 16));          \
+                const __m128i c = _mm_loadu_si128((const __m128i *)(from + 32));          \
+                const __m128i e = _mm_loadu_si128((const __m128i *)(from + 48));          \
+                const __m128i f = _mm_loadu_si128((const __m128i *)(from + 64));          \
+                const __m128i g = _mm_loadu_si128((const __m128i *)(from + 80));          \
+                const __m128i h = _mm_loadu_si128((const __m128i *)(from + 96));          \
+                const __m128i k = _mm_loadu_si128((const __m128i *)(from + 112));         \
+                _mm_stream_si128((__m128i *)(d + i * z), evens_##T(a, b));                \
+                _mm_stream_si128((__m128i *)(d + i * z + 16), evens_##T(c, e));           \
+                _mm_stream_si128((__m128i *)(d + i * z + 32), evens_##T(f, g));           \
+                _mm_stream_si128((__m128i *)(d + i * z + 48), evens_##T(h, k));           \
+            }                                                                             \
             for (; i + per < n; i += per)                                                 \
                 _mm_stream_si128((__m128i *)(d + i * z),                                  \
                                  evens_##T(_mm_loadu_si128((const __m128i *)(s + i * ss)), \
@@ -203,6 +234,39 @@ STREAM_ROW(u64)
 #define STREAMS 0
 #endif
 
+/* A contiguous run of bytes: the slab of a lockstep move whose row is contiguous on both
+ * sides (a last-axis JOIN's input row), copied without the general row's dispatch; an 8-input
+ * JOIN of 128-byte pieces ran at 0.6x a memcpy through ``row`` and at a memcpy as a loop like
+ * this one. */
+static inline void piece(char *d, const char *s, Py_ssize_t n, int stream) {
+    Py_ssize_t i = 0;
+#if STREAMS
+    if (stream) {
+        for (; i < n && ((uintptr_t)(d + i) & 15); i++) d[i] = s[i];
+        for (; i + 64 <= n; i += 64) {
+            const __m128i a = _mm_loadu_si128((const __m128i *)(s + i));
+            const __m128i b = _mm_loadu_si128((const __m128i *)(s + i + 16));
+            const __m128i c = _mm_loadu_si128((const __m128i *)(s + i + 32));
+            const __m128i e = _mm_loadu_si128((const __m128i *)(s + i + 48));
+            _mm_stream_si128((__m128i *)(d + i), a);
+            _mm_stream_si128((__m128i *)(d + i + 16), b);
+            _mm_stream_si128((__m128i *)(d + i + 32), c);
+            _mm_stream_si128((__m128i *)(d + i + 48), e);
+        }
+        for (; i + 16 <= n; i += 16)
+            _mm_stream_si128((__m128i *)(d + i), _mm_loadu_si128((const __m128i *)(s + i)));
+    } else {
+        for (; i + 16 <= n; i += 16)
+            _mm_storeu_si128((__m128i *)(d + i), _mm_loadu_si128((const __m128i *)(s + i)));
+    }
+    for (; i < n; i++) d[i] = s[i];
+#else
+    (void)stream;
+    memcpy(d, s, (size_t)n);
+    (void)i;
+#endif
+}
+
 /* Rows of at least this many bytes (in lockstep: slabs of this many bytes per move) are
  * streamed in a streaming program; shorter ones ran slower streamed (an 8-input JOIN of
  * 128-byte rows: 12 GB/s streamed, 18 cached; of 512-byte rows: 24 streamed, 19 cached). */
@@ -212,6 +276,10 @@ static inline void row_as(const Move *m, char *d, const char *s, int stream) {
     const int last = m->rank - 1;
     const Py_ssize_t n = m->shape[last], ds = m->dstride[last], ss = m->sstride[last];
     const Py_ssize_t z = m->itemsize;
+    if (ds == z && ss == z) { /* one run: 64 bytes a turn (the typed loops below: 16) */
+        piece(d, s, n * z, stream);
+        return;
+    }
 #if STREAMS
     if (stream && ds == z) {
         switch (z) {
@@ -255,39 +323,6 @@ static void run_move(const Move *m, char *d, const char *s) {
     }
 }
 
-/* A contiguous run of bytes: the slab of a lockstep move whose row is contiguous on both
- * sides (a last-axis JOIN's input row), copied without the general row's dispatch; an 8-input
- * JOIN of 128-byte pieces ran at 0.6x a memcpy through ``row`` and at a memcpy as a loop like
- * this one. */
-static inline void piece(char *d, const char *s, Py_ssize_t n, int stream) {
-    Py_ssize_t i = 0;
-#if STREAMS
-    if (stream) {
-        for (; i < n && ((uintptr_t)(d + i) & 15); i++) d[i] = s[i];
-        for (; i + 64 <= n; i += 64) {
-            const __m128i a = _mm_loadu_si128((const __m128i *)(s + i));
-            const __m128i b = _mm_loadu_si128((const __m128i *)(s + i + 16));
-            const __m128i c = _mm_loadu_si128((const __m128i *)(s + i + 32));
-            const __m128i e = _mm_loadu_si128((const __m128i *)(s + i + 48));
-            _mm_stream_si128((__m128i *)(d + i), a);
-            _mm_stream_si128((__m128i *)(d + i + 16), b);
-            _mm_stream_si128((__m128i *)(d + i + 32), c);
-            _mm_stream_si128((__m128i *)(d + i + 48), e);
-        }
-        for (; i + 16 <= n; i += 16)
-            _mm_stream_si128((__m128i *)(d + i), _mm_loadu_si128((const __m128i *)(s + i)));
-    } else {
-        for (; i + 16 <= n; i += 16)
-            _mm_storeu_si128((__m128i *)(d + i), _mm_loadu_si128((const __m128i *)(s + i)));
-    }
-    for (; i < n; i++) d[i] = s[i];
-#else
-    (void)stream;
-    memcpy(d, s, (size_t)n);
-    (void)i;
-#endif
-}
-
 /* Merge a group's leading axes where every move steps through them as one (a JOIN's rows
  * above its axis usually are), so a slab's offsets take one product per move, not one per
  * leading axis. */
@@ -320,6 +355,30 @@ static void coalesce_lead(Group *g, Move *moves) {
     g->lead = kept;
 }
 
+/* 16 contiguous destination bytes from any source steps (a padding's border of 16 bytes:
+ * reflected, repeated, filled): gathered in a register and written with one store, streamed
+ * where the row is and the bytes are aligned; the general row's dispatch cost 15% of a 128 MB
+ * padding, two borders a row. */
+static inline void lane(const Move *m, char *d, const char *s) {
+#if STREAMS
+    if (!m->stream || ((uintptr_t)d & 15)) {
+        row(m, d, s);
+        return;
+    }
+    const Py_ssize_t ss = m->sstride[0];
+    union { __m128i v; uint8_t b[16]; uint16_t h[8]; uint32_t w[4]; uint64_t q[2]; } t;
+    switch (m->itemsize) {
+    case 1: for (int i = 0; i < 16; i++) t.b[i] = *(const u8 *)(s + i * ss); break;
+    case 2: for (int i = 0; i < 8; i++) t.h[i] = *(const u16 *)(s + i * ss); break;
+    case 4: for (int i = 0; i < 4; i++) t.w[i] = *(const u32 *)(s + i * ss); break;
+    default: for (int i = 0; i < 2; i++) t.q[i] = *(const u64 *)(s + i * ss); break;
+    }
+    _mm_stream_si128((__m128i *)d, t.v);
+#else
+    row(m, d, s);
+#endif
+}
+
 static void run_group(const Group *g, const Move *moves) {
     const Move *first = moves + g->first, *end = first + g->count;
     if (!g->lead) {
@@ -335,8 +394,10 @@ static void run_group(const Group *g, const Move *moves) {
                 doff += index[k] * m->lead_dstride[k];
                 soff += index[k] * m->lead_sstride[k];
             }
-            if (g->pieces)
+            if (m->piece)
                 piece(m->dst + doff, m->src + soff, m->shape[0] * m->itemsize, m->stream);
+            else if (m->lane)
+                lane(m, m->dst + doff, m->src + soff);
             else
                 run_move(m, m->dst + doff, m->src + soff);
         }
@@ -732,12 +793,15 @@ static PyObject *program_new(PyTypeObject *type, PyObject *args, PyObject *kwarg
                     for (int a = 0; a < g->lead; a++) g->slabs *= g->lead_shape[a];
             }
             if (g->lead) coalesce_lead(g, self->moves);
-            g->pieces = g->lead > 0;
             for (Py_ssize_t j = g->first; j < moved; j++) {
-                const Move *m = &self->moves[j];
+                Move *m = &self->moves[j];
                 self->nbytes += g->slabs * m->rows * m->shape[m->rank - 1] * m->itemsize;
-                g->pieces &= m->rows == 1 && m->rank == 1 && m->dstride[0] == m->itemsize &&
-                             m->sstride[0] == m->itemsize;
+                m->piece = g->lead > 0 && m->rows == 1 && m->rank == 1 &&
+                           m->dstride[0] == m->itemsize && m->sstride[0] == m->itemsize;
+                m->lane = STREAMS && g->lead > 0 && !m->piece && m->rows == 1 && m->rank == 1 &&
+                          m->dstride[0] == m->itemsize && m->shape[0] * m->itemsize == 16 &&
+                          (m->itemsize == 1 || m->itemsize == 2 || m->itemsize == 4 ||
+                           m->itemsize == 8);
             }
         }
     }
