@@ -120,7 +120,7 @@ def is_canonical(op: Any) -> bool:
 
 def since_version(op_type: str, domain: str, opset: int, where: str) -> int:
     """The since_version of ``op_type`` in a model importing ``domain`` at ``opset``."""
-    version = _since_version(op_type, domain, opset)
+    version = known_since_version(op_type, domain, opset)
     if version is None:
         raise UnsupportedError(
             f"{where}: no ONNX schema for op {op_type!r} in domain {domain or 'ai.onnx'!r} "
@@ -130,8 +130,9 @@ def since_version(op_type: str, domain: str, opset: int, where: str) -> int:
 
 
 @lru_cache(maxsize=4096)
-def _since_version(op_type: str, domain: str, opset: int) -> int | None:
-    """Schema look-ups cost microseconds each, and every node of a model asks twice."""
+def known_since_version(op_type: str, domain: str, opset: int) -> int | None:
+    """``since_version`` without the error: None where onnx has no schema. Cached, since
+    schema look-ups cost microseconds each and every node of a model asks twice."""
     try:
         return int(onnx.defs.get_schema(op_type, opset, domain).since_version)
     except onnx.defs.SchemaError:

@@ -289,31 +289,37 @@ def _check_nodes(proto: onnx.ModelProto, source: str) -> None:
             f"knows ({newest}); dmlgraph will not guess how its ops behave"
         )
     for index, node in enumerate(proto.graph.node):
-        texts = [node.op_type, node.domain, node.name, *node.input, *node.output]
-        if not all(isinstance(text, str) for text in texts):  # protobuf gives bytes for bad UTF-8
+        op_type, domain = node.op_type, node.domain
+        try:  # protobuf gives bytes for bad UTF-8, and joining bytes fails (one C call a node)
+            "".join((op_type, domain, node.name, *node.input, *node.output))
+        except TypeError:
             raise ModelLoadError(
                 f"{source}: node #{index} has a name, op type or tensor name that is not "
                 "valid UTF-8 (corrupt file?)"
-            )
-        where = _node_where(source, index, node)
-        domain = node.domain
+            ) from None
+        # the messages' node description is made only for a message
         if domain not in SUPPORTED_DOMAINS:
             raise UnsupportedError(
-                f"{where}: domain {node.domain!r} is not supported (dmlgraph imports "
+                f"{_node_where(source, index, node)}: domain {domain!r} is not supported "
+                "(dmlgraph imports "
                 f"{', '.join(repr(d or 'ai.onnx') for d in sorted(SUPPORTED_DOMAINS))})"
             )
         if domain not in opsets:
             raise ModelValidationError(
-                f"{where}: the model imports no opset for domain {node.domain or 'ai.onnx'!r}"
+                f"{_node_where(source, index, node)}: the model imports no opset for domain "
+                f"{domain or 'ai.onnx'!r}"
             )
-        version = canonical.since_version(node.op_type, domain, opsets[domain], where)
-        if domain == "" and node.op_type in canonical.FORMS:
-            canonical.form_for(node.op_type, version, where)
+        version = canonical.known_since_version(op_type, domain, opsets[domain])
+        forms = canonical.FORMS.get(op_type) if domain == "" else None
+        if version is None or (forms is not None and version not in forms):
+            where = _node_where(source, index, node)
+            version = canonical.since_version(op_type, domain, opsets[domain], where)
+            canonical.form_for(op_type, version, where)  # raises: dmlgraph lacks the form
         for attr in node.attribute:
             if attr.type in _SUBGRAPH_KINDS:
                 raise UnsupportedError(
-                    f"{where}: attribute {attr.name!r} holds a subgraph; dmlgraph does not import "
-                    "control flow"
+                    f"{_node_where(source, index, node)}: attribute {attr.name!r} holds a "
+                    "subgraph; dmlgraph does not import control flow"
                 )
     if proto.graph.sparse_initializer:
         raise UnsupportedError(f"{source}: sparse initializers are not supported")

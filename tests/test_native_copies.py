@@ -325,3 +325,33 @@ def test_a_relocatable_program_needs_the_addresses_of_the_roots_it_moves() -> No
         Program([[(out, x)]])([address(out)])
     with pytest.raises(TypeError, match="None or \\(address, size\\)"):
         Program([[(out, x)]], roots=[5])
+
+
+@pytest.mark.parametrize("stream", [True, False])
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16, np.uint32, np.uint64], ids=str)
+@pytest.mark.parametrize("border", ["reflect", "edge", "fill", "wrap"])
+def test_sixteen_byte_borders_beside_an_interior_match_numpy(dtype, stream, border) -> None:
+    """A padding's row as the plan makes it: an interior and a 16-byte border on each side
+    (one register each, streamed where aligned: rows start 16-aligned here, and 8 bytes off
+    in a second array), from the input reflected, repeated, filled or wrapped."""
+    dtype = np.dtype(dtype)
+    k = 16 // dtype.itemsize  # items in 16 bytes
+    rows, width = 48, 512 // dtype.itemsize + 3  # a slab long enough to stream
+    x = np.random.default_rng(3).integers(0, 255, (rows, width)).astype(dtype)
+    fill = np.array(7, dtype)
+    sources = {
+        "reflect": (x[:, k:0:-1], x[:, -2:-k - 2:-1]),
+        "edge": (np.broadcast_to(x[:, :1], (rows, k)), np.broadcast_to(x[:, -1:], (rows, k))),
+        "fill": (np.broadcast_to(fill, (rows, k)), np.broadcast_to(fill, (rows, k))),
+        "wrap": (x[:, -k:], x[:, :k]),
+    }[border]
+    for skew in (0, 8):  # bytes the output's rows start past a 16-byte boundary
+        memory = np.zeros(rows * (width + 2 * k) * dtype.itemsize + 64, np.uint8)
+        start = (-copy_threads.address(memory)) % 16 + skew
+        out = memory[start:start + rows * (width + 2 * k) * dtype.itemsize].view(dtype)
+        out = out.reshape(rows, width + 2 * k)
+        moves = [(out[:, k:k + width], x), (out[:, :k], sources[0]),
+                 (out[:, k + width:], sources[1])]
+        Program([[(1, moves)]], stream=stream)()
+        want = np.concatenate([sources[0], x, sources[1]], axis=1)
+        assert out.tobytes() == want.tobytes()
