@@ -203,10 +203,15 @@ def _row_blocks(phase: Sequence[Move], axis: int, workers: int, total: int) -> l
 def _lockstep_axes(phase: Sequence[Move], axis: int) -> int:
     """How many leading axes a native lockstep group of the phase's moves runs over: through
     ``axis`` (all moves the same size there and before), then on while the moves keep the same
-    size and a slab of all of them still writes ``SLAB_BYTES``."""
+    size and a slab of all of them still writes ``SLAB_BYTES``; but only through ``axis`` where
+    a move reads memory the phase writes. The phase's contract says a row of ``axis`` reads
+    only the same row; along an inner axis a border may read another index (a padding's edge
+    copies index 1 to indices 2 and 3), which in lockstep it would read before it is written."""
     shapes = [d.shape for d, _ in phase]
     itemsize = phase[0][0].itemsize
     lead = axis + 1
+    if any(np.may_share_memory(d, s) for d, _ in phase for _, s in phase):
+        return lead
     while lead < min(len(shape) for shape in shapes) and all(
         shape[lead] == shapes[0][lead] for shape in shapes
     ):
