@@ -54,6 +54,20 @@ def strided_copies(draw, dtype: np.dtype):
     return outer, destination, source, big
 
 
+def split_lists(data, destination, source, parts: int, lead: int) -> list:
+    """The copy cut along axis 0 into up to ``parts`` lists (threads), each a lockstep group
+    over up to ``lead`` leading axes, or a plain move with ``lead`` 0."""
+    full = np.broadcast_to(source, destination.shape)
+    n = destination.shape[0]
+    bounds = sorted({0, n, *data.draw(st.lists(st.integers(0, n), max_size=parts - 1))})
+    lists = []
+    for a, b in zip(bounds, bounds[1:]):
+        piece = (destination[a:b], full[a:b])
+        lead_here = min(lead, destination.ndim)
+        lists.append([(lead_here, [piece])] if lead_here else [piece])
+    return lists or [[(destination, source)]]
+
+
 @pytest.mark.parametrize("stream", [True, False])
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @settings(max_examples=80, deadline=None)
@@ -67,17 +81,7 @@ def test_copies_match_numpy(dtype, stream, parts, lead, data) -> None:
     offset = destination.__array_interface__["data"][0] - outer.__array_interface__["data"][0]
     np.copyto(np.ndarray(destination.shape, destination.dtype, want, offset,
                          destination.strides), source)
-    full = np.broadcast_to(source, destination.shape)
-    n = destination.shape[0]
-    bounds = sorted({0, n, *data.draw(st.lists(st.integers(0, n), max_size=parts - 1))})
-    lists = []
-    for a, b in zip(bounds, bounds[1:]):
-        piece = (destination[a:b], full[a:b])
-        lead_here = min(lead, destination.ndim)
-        lists.append([(lead_here, [piece])] if lead_here else [piece])
-    if not lists:
-        lists = [[(destination, source)]]
-    Program(lists, stream=stream)()
+    Program(split_lists(data, destination, source, parts, lead), stream=stream)()
     assert outer.tobytes() == want.tobytes()
 
 
@@ -284,15 +288,7 @@ def test_a_relocated_program_copies_between_the_buffers_each_call_names(
     moves between those, as np.copyto does between the same views of them, and leaves the
     buffers it was built over as they were; a fill outside both roots stays where it is."""
     outer, destination, source, big = data.draw(strided_copies(np.dtype(dtype)))
-    full = np.broadcast_to(source, destination.shape)
-    n = destination.shape[0]
-    bounds = sorted({0, n, *data.draw(st.lists(st.integers(0, n), max_size=parts - 1))})
-    lists = []
-    for a, b in zip(bounds, bounds[1:]):
-        piece = (destination[a:b], full[a:b])
-        lead_here = min(lead, destination.ndim)
-        lists.append([(lead_here, [piece])] if lead_here else [piece])
-    lists = lists or [[(destination, source)]]
+    lists = split_lists(data, destination, source, parts, lead)
     address = copy_threads.address
     roots = [(address(outer), outer.nbytes), (address(big), big.nbytes)]
     program = Program(lists, stream=stream, roots=roots)

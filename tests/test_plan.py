@@ -284,6 +284,16 @@ def test_threaded_copies_match_one_thread(mode: str, copier: str) -> None:
         assert same_bits(y, expected), threads
 
 
+def _pad_case(shape: tuple[int, ...], pads: list[int], mode: str):
+    """A one-Pad model of int64 data and its input, distinct values throughout."""
+    rank = len(shape)
+    padded = tuple(n + a + b for n, a, b in zip(shape, pads[:rank], pads[rank:]))
+    model = _model([helper.make_node("Pad", ["x", "pads"], ["y"], mode=mode)],
+                   [_info("x", np.int64, shape)], [_info("y", np.int64, padded)],
+                   [_ints("pads", pads)])
+    return model, np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape) * 3 - 7
+
+
 @pytest.mark.parametrize("copier", COPIERS)
 @pytest.mark.parametrize("mode", ["constant", "reflect", "edge", "wrap"])
 @pytest.mark.parametrize("shape, pads", [
@@ -295,14 +305,9 @@ def test_borders_that_read_another_index_of_an_inner_axis(copier, mode, shape, p
     same index (an edge border of 2 copies index 1 to indices 2 and 3, as wide as the
     interior beside it): such moves must not run in lockstep along that axis, or a border
     is read before it is made. Wide enough rows that lockstep would reach that axis."""
-    rank = len(shape)
     if mode == "reflect":
         pads = [min(p, n - 1) for p, n in zip(pads, shape * 2)]
-    padded = tuple(n + a + b for n, a, b in zip(shape, pads[:rank], pads[rank:]))
-    model = _model([helper.make_node("Pad", ["x", "pads"], ["y"], mode=mode)],
-                   [_info("x", np.int64, shape)], [_info("y", np.int64, padded)],
-                   [_ints("pads", pads)])
-    x = np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape) * 3 - 7
+    model, x = _pad_case(shape, pads, mode)
     (expected,) = _ort(model, {"x": x})
     with copying(copier):
         (y,) = NumpyBackend(threads=1).run(lower(load(model), "6_4"), {"x": x}).values()
@@ -323,11 +328,7 @@ def test_padding_in_row_blocks_matches_onnxruntime(copier, data, mode, threads, 
                                      max_size=rank)))
     limit = (lambda n: n - 1) if mode == "reflect" else (lambda n: n)
     pads = [data.draw(st.integers(0, min(3, limit(n)))) for n in shape * 2]
-    padded = tuple(n + a + b for n, a, b in zip(shape, pads[:rank], pads[rank:]))
-    model = _model([helper.make_node("Pad", ["x", "pads"], ["y"], mode=mode)],
-                   [_info("x", np.int64, shape)], [_info("y", np.int64, padded)],
-                   [_ints("pads", pads)])
-    x = np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape) * 3 - 7
+    model, x = _pad_case(shape, pads, mode)
     (expected,) = _ort(model, {"x": x})
     with copying(copier, 0, block):
         (y,) = NumpyBackend(threads=threads).run(lower(load(model), "6_4"), {"x": x}).values()
