@@ -576,6 +576,24 @@ def test_only_dml_plans_replay() -> None:
 
 
 @replay_only
+def test_a_replay_that_cannot_be_made_leaves_the_python_path(monkeypatch) -> None:
+    """Where the native call refuses what it is given (here: NumPy's arrays not laid out
+    as it reads them), the plan runs through Python, with the same results."""
+    import backends.numpy.plan as plan_module
+
+    def refuse(*args, **kwargs):
+        raise ValueError("this NumPy's arrays are not laid out as expected")
+
+    monkeypatch.setattr(plan_module, "Replay", refuse)
+    lowered = lower(load(_halves_concat()), "6_4")
+    backend = NumpyBackend()
+    assert backend.plan(lowered).replay is None
+    x = np.arange(24, dtype=np.float32).reshape(4, 6)
+    (y,) = backend.run(lowered, {"x": x}).values()
+    assert same_bits(y, np.concatenate([x[2:], x[:2]]))
+
+
+@replay_only
 def test_a_replayed_run_does_not_go_through_python(monkeypatch) -> None:
     """With the replay, a run never reaches the plan's Python path, and says what ran as that
     path would."""

@@ -216,10 +216,13 @@ class Plan:
             (*port, output_roots[port[0]], partial(np.empty, port[2], port[1]))
             for port in ports[len(graph.inputs) :]
         )
-        return Replay(
-            inputs, outputs, tuple(programs), tuple(self._addresses), self._lock,
-            np.empty((2, 3), np.float32), self._pool.limit,
-        )
+        try:
+            return Replay(
+                inputs, outputs, tuple(programs), tuple(self._addresses), self._lock,
+                np.empty((2, 3), np.float32), self._pool.limit,
+            )
+        except (TypeError, ValueError):  # a rank it cannot hold, NumPy laid out otherwise
+            return None
 
     def _new_root(self, kind: RootKind, nbytes: int, memory: np.ndarray | None = None) -> int:
         proxy = memory if memory is not None else np.empty(nbytes, dtype=np.uint8)
