@@ -234,10 +234,10 @@ STREAM_ROW(u64)
 #define STREAMS 0
 #endif
 
-/* A contiguous run of bytes: the slab of a lockstep move whose row is contiguous on both
- * sides (a last-axis JOIN's input row), copied without the general row's dispatch; an 8-input
- * JOIN of 128-byte pieces ran at 0.6x a memcpy through ``row`` and at a memcpy as a loop like
- * this one. */
+/* A contiguous run of bytes, 64 a turn: every row contiguous on both sides, and in lockstep
+ * a move's whole slab (a last-axis JOIN's input row) without the general row's dispatch; an
+ * 8-input JOIN of 128-byte pieces ran at 0.6x a memcpy through ``row`` and at a memcpy as a
+ * loop like this one. */
 static inline void piece(char *d, const char *s, Py_ssize_t n, int stream) {
     Py_ssize_t i = 0;
 #if STREAMS
@@ -604,7 +604,7 @@ typedef struct {
     Py_ssize_t *starts; /* list k is groups[starts[k]:starts[k + 1]] */
     int nlists;
     Py_ssize_t nbytes;
-    Py_ssize_t nmoves, ngroups;
+    Py_ssize_t nmoves; /* for ``relocate`` */
     int nroots; /* relocatable: each call says where roots[0:nroots] lie (``relocate``) */
     int busy;   /* a relocating call is running: another would move its pointers */
 } Program;
@@ -825,7 +825,6 @@ static PyObject *program_new(PyTypeObject *type, PyObject *args, PyObject *kwarg
             self->moves[j].stream = all;
     }
     self->nmoves = moved;
-    self->ngroups = at;
     PyMem_Free(root_low);
     PyMem_Free(root_size);
     return (PyObject *)self;
