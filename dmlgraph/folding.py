@@ -181,7 +181,7 @@ def _merged(old: TensorInfo, dtype: np.dtype | None, shape: Shape | None) -> Ten
     return TensorInfo(old.name, dtype=dtype, shape=shape, data=old.data)
 
 
-def infer_node(graph: Graph, node: Node) -> list[str]:
+def infer_node(graph: Graph, node: Node, memo: InferenceMemo | None = None) -> list[str]:
     """Re-infer one ONNX node's outputs from its inputs' types and small constants' values
     (``infer_node_outputs``); returns the outputs whose info changed. A node inference cannot
     handle is left as it was, as non-strict whole-graph inference would."""
@@ -191,7 +191,7 @@ def infer_node(graph: Graph, node: Node) -> list[str]:
         proto, extra = node_proto(graph, node, set())
     except Exception:  # an attribute or input this op's form cannot express
         return []
-    return infer_proto(graph, proto, graph.opset_imports[node.op.domain], extra)
+    return infer_proto(graph, proto, graph.opset_imports[node.op.domain], extra, memo)
 
 
 def _to_infer(graph: Graph, outputs: Iterable[str]) -> list[str]:
@@ -216,14 +216,24 @@ def news_for_inference(before: TensorInfo | None, after: TensorInfo) -> bool:
     return before is None or before.dtype != after.dtype or before.shape != after.shape
 
 
+#: One graph's inferences by what determines them: (op_type, domain, opset, the serialized
+#: attributes, per input port its serialized type and small constant's bytes, the output
+#: count) -> per output port its serialized type or None. Models repeat blocks (shufflenet's
+#: 130 re-inferred nodes are 27 such keys), and each inference costs tens of µs in onnx's
+#: C++ and its arguments' serialization. Kept per graph: its opsets and IR version are fixed.
+InferenceMemo = dict[tuple[Any, ...], tuple[bytes | None, ...] | None]
+
+
 def infer_proto(
     graph: Graph,
     proto: onnx.NodeProto,
     opset: int,
     extra: Mapping[str, np.ndarray] | None = None,
+    memo: InferenceMemo | None = None,
 ) -> list[str]:
     """``infer_node``'s work on a NodeProto whose inputs are ``graph``'s tensors (or ``extra``
-    constants): the importer uses it on the model's own nodes."""
+    constants): the importer uses it on the model's own nodes. ``memo`` reuses the inferences
+    of this graph's earlier nodes of the same form (see ``InferenceMemo``)."""
     todo = _to_infer(graph, proto.output)
     if not todo:
         return []
@@ -249,12 +259,12 @@ def infer_proto(
                 types[name] = type_bytes(value.dtype, value.shape)
                 if value.size <= INFERENCE_CONSTANT_LIMIT:
                     data[name] = tensor_bytes(value, name)
-        inferred = schema._infer_node_outputs(  # type: ignore[call-arg]  # onnx stubs lag the C++
-            proto.SerializeToString(), types, data, {}, dict(graph.opset_imports),
-            graph.ir_version,
-        )
-    except Exception:  # an unknown input type, a schema without inference, a bad node...
+    except Exception:  # an input type onnx has no TypeProto for
         return []
+    by_port = _inferred_by_port(graph, schema, proto, opset, types, data, memo)
+    if by_port is None:
+        return []
+    inferred = {name: t for name, t in zip(proto.output, by_port) if name and t is not None}
     changed = []
     for name in todo:
         serialized = inferred.get(name)
@@ -272,6 +282,42 @@ def infer_proto(
     return changed
 
 
+def _inferred_by_port(
+    graph: Graph,
+    schema: Any,
+    proto: onnx.NodeProto,
+    opset: int,
+    types: Mapping[str, bytes],
+    data: Mapping[str, bytes],
+    memo: InferenceMemo | None,
+) -> tuple[bytes | None, ...] | None:
+    """Per output port, the serialized type onnx infers (None where it infers none); None
+    when inference fails: an unknown input type, a schema without inference, a bad node..."""
+    key = None
+    if memo is not None:
+        key = (
+            proto.op_type,
+            proto.domain,
+            opset,
+            tuple(a.SerializeToString() for a in proto.attribute),
+            tuple((types[name], data.get(name)) if name else None for name in proto.input),
+            len(proto.output),
+        )
+        if key in memo:
+            return memo[key]
+    try:
+        inferred = schema._infer_node_outputs(  # type: ignore[call-arg]  # onnx stubs lag C++
+            proto.SerializeToString(), types, data, {}, dict(graph.opset_imports),
+            graph.ir_version,
+        )
+        by_port = tuple(inferred.get(name) if name else None for name in proto.output)
+    except Exception:
+        by_port = None
+    if memo is not None:
+        memo[key] = by_port
+    return by_port
+
+
 # ----------------------------------------------------------------------------- folding
 
 
@@ -286,12 +332,13 @@ def fold_constants(
     """
     changed: set[str] = set()
     folded: list[str] = []
+    memo: InferenceMemo = {}
     for node in graph.topological_order():
         if infer and changed and any(name in changed for name in node.inputs):
             if canonical.is_canonical(node.op):
                 node = canonical.normalize(graph, node)
                 canonical.check(graph, node)
-            changed.update(infer_node(graph, node))
+            changed.update(infer_node(graph, node, memo))
         if (select is not None and not select(node)) or not _foldable(graph, node):
             continue
         kernel = shape_kernels.kernel_for(node.op_type, node.op.domain, node.op.since_version)

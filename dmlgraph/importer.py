@@ -524,6 +524,7 @@ def _build_graph(
     known = {vi.name: vi for vi in list(inferred.value_info) + list(inferred.output)}
     outputs = {o.name for o in proto.graph.output}
     changed: set[str] = set()  # tensors folded or re-inferred on the way
+    memo: folding.InferenceMemo = {}
     for index, node in enumerate(proto.graph.node):
         where = _node_where(source, index, node)
         if _constant_value(graph, node, opsets, outputs, where):
@@ -543,7 +544,7 @@ def _build_graph(
                 )
                 continue
             if any(name in changed for name in node.input):  # folding made them known
-                changed.update(folding.infer_proto(graph, node, opsets[node.domain]))
+                changed.update(folding.infer_proto(graph, node, opsets[node.domain], memo=memo))
         _add_node(graph, node, index, version, attrs, where)
     graph.outputs = [o.name for o in proto.graph.output]
     for value_info in inferred.output:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import heapq
 import math
+import operator
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -68,7 +69,7 @@ def _value_hash(value: Any) -> int:
     return hash(value)
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, init=False)
 class TensorInfo:
     """What is known about one tensor: dtype, shape and, for constants, its data.
 
@@ -82,31 +83,42 @@ class TensorInfo:
     shape: Shape | None = None
     data: np.ndarray | None = None
 
-    def __post_init__(self) -> None:
-        # Import makes thousands of these: a read-only array is kept as it is, not re-wrapped
-        data = self.data
+    def __init__(
+        self,
+        name: str,
+        dtype: Any = None,
+        shape: Iterable[Any] | None = None,
+        data: np.ndarray | None = None,
+    ) -> None:
+        # Written out rather than generated: import makes a thousand of these per model, and a
+        # generated frozen __init__ plus __post_init__ cost 3x this. Values already in normal
+        # form (a numpy.dtype, a tuple of plain dims, a read-only ndarray) are kept as they are.
         if data is None:
-            dtype = None if self.dtype is None else np.dtype(self.dtype)
-            shape = None if self.shape is None else tuple(_dim(d) for d in self.shape)
+            if dtype is not None and not isinstance(dtype, np.dtype):
+                dtype = np.dtype(dtype)
+            if shape is not None:
+                shape = _normal_shape(shape)
         else:  # the data fixes both; given ones must agree
             if type(data) is not np.ndarray or data.flags.writeable:
                 data = _frozen_array(data)
-            if self.dtype is not None and data.dtype != np.dtype(self.dtype):
+            if dtype is not None and data.dtype != np.dtype(dtype):
                 raise GraphInvariantError(
-                    f"tensor {self.name!r}: data dtype {data.dtype} differs from dtype "
-                    f"{np.dtype(self.dtype)}"
+                    f"tensor {name!r}: data dtype {data.dtype} differs from dtype "
+                    f"{np.dtype(dtype)}"
                 )
-            if self.shape is not None:
-                declared = tuple(_dim(d) for d in self.shape)
+            if shape is not None:
+                declared = _normal_shape(shape)
                 if not _shape_matches(declared, data.shape):
                     raise GraphInvariantError(
-                        f"tensor {self.name!r}: data shape {data.shape} differs from shape "
+                        f"tensor {name!r}: data shape {data.shape} differs from shape "
                         f"{declared}"
                     )
             dtype, shape = data.dtype, data.shape  # a tuple of Python ints
-            object.__setattr__(self, "data", data)
-        object.__setattr__(self, "dtype", dtype)
-        object.__setattr__(self, "shape", shape)
+        setattr = object.__setattr__
+        setattr(self, "name", name)
+        setattr(self, "dtype", dtype)
+        setattr(self, "shape", shape)
+        setattr(self, "data", data)
 
     @property
     def is_constant(self) -> bool:
@@ -157,6 +169,17 @@ class TensorInfo:
         return f"TensorInfo({self.name!r}: {self.dtype}{dims}{const})"
 
 
+def _normal_shape(shape: Iterable[Any]) -> Shape:
+    """A shape as a tuple of ``Dim``; a tuple of non-negative Python ints is returned as is."""
+    if type(shape) is tuple:
+        for d in shape:
+            if type(d) is not int or d < 0:
+                break
+        else:
+            return shape
+    return tuple(_dim(d) for d in shape)
+
+
 def _dim(d: Any) -> Dim:
     if d is None or isinstance(d, str):
         return d
@@ -182,9 +205,11 @@ class Attributes(Mapping[str, Any]):
 
     def __init__(self, items: Mapping[str, Any] | Iterable[tuple[str, Any]] = ()) -> None:
         pairs = items.items() if isinstance(items, Mapping) else items
-        self._items: tuple[tuple[str, Any], ...] = tuple(
-            sorted(((str(k), _freeze_value(v)) for k, v in pairs), key=lambda kv: kv[0])
-        )
+        frozen = [
+            (str(k), v if type(v) in _ATOMIC_VALUES else _freeze_value(v)) for k, v in pairs
+        ]
+        frozen.sort(key=_first)
+        self._items: tuple[tuple[str, Any], ...] = tuple(frozen)
 
     def __getitem__(self, key: str) -> Any:
         for k, v in self._items:
@@ -211,6 +236,11 @@ class Attributes(Mapping[str, Any]):
 
     def __repr__(self) -> str:
         return "Attributes(" + ", ".join(f"{k}={v!r}" for k, v in self._items) + ")"
+
+
+#: Attribute values kept as they are (most attributes are one of these).
+_ATOMIC_VALUES = frozenset({int, float, str, bytes})
+_first = operator.itemgetter(0)
 
 
 def _freeze_value(value: Any) -> Any:
@@ -495,7 +525,7 @@ class Graph:
         for out in new.outputs:
             if out not in self._tensors:
                 self._tensors[out] = TensorInfo(out)
-        self._nx.nodes[node_id]["node"] = new
+        self._nx._node[node_id]["node"] = new
         self._nodes[node_id] = new
         self._attach(new)
         return new
@@ -624,12 +654,11 @@ class Graph:
         other.inputs = list(self.inputs)
         other.outputs = list(self.outputs)
         other._tensors = dict(self._tensors)
-        other._nx = nx.MultiDiGraph()
+        other._nx = _copy_multidigraph(self._nx)
         for node in self.nodes:
             twin = dataclasses.replace(node, notes=list(node.notes))
-            other._nx.add_node(node.id, node=twin)
+            other._nx._node[node.id]["node"] = twin
             other._nodes[node.id] = twin
-        other._nx.add_edges_from(self._nx.edges(keys=True, data=True))
         other._producer = dict(self._producer)
         other._consumers = {t: dict(r) for t, r in self._consumers.items()}
         other._next_id = self._next_id
@@ -741,7 +770,7 @@ class Graph:
                     )
         if not consumers_ok or ports != sum(len(r) for r in self._consumers.values()):
             problems.append("the consumer index disagrees with the nodes' inputs")
-        extra = self._nx.number_of_edges() - (edges - len(missing))
+        extra = _edge_count(self._nx) - (edges - len(missing))
         if missing or extra:
             problems.append(
                 f"networkx edges disagree with node ports: missing {missing[:3]}, "
@@ -785,3 +814,33 @@ class Graph:
             f"outputs={self.outputs}, "
             f"{len(self.constants)} constants)"
         )
+
+
+# Graph reads and builds its networkx graph through the adjacency dicts, not through
+# networkx's cached views: ``edges`` and ``degree`` (which ``number_of_edges`` and
+# ``add_edges_from`` use) refer back to their graph, and that cycle would keep every dropped
+# graph alive until the collector runs (a gen-1 collection of thousands of objects every few
+# imports, 18 ms each on shufflenet).
+
+
+def _edge_count(graph: nx.MultiDiGraph) -> int:
+    return sum(len(keys) for nbrs in graph._succ.values() for keys in nbrs.values())
+
+
+def _copy_multidigraph(graph: nx.MultiDiGraph) -> nx.MultiDiGraph:
+    """A copy with fresh attribute dicts (node and edge data shallow-copied), as networkx's
+    ``copy`` makes, in one pass over the adjacency: edges keep their keys and order."""
+    other = nx.MultiDiGraph()
+    other.graph.update(graph.graph)
+    succ, pred = other._succ, other._pred
+    for n, data in graph._node.items():
+        other._node[n] = dict(data)
+        succ[n] = {}
+        pred[n] = {}
+    for u, nbrs in graph._succ.items():
+        out = succ[u]
+        for v, keys in nbrs.items():
+            copied = {key: dict(data) for key, data in keys.items()}
+            out[v] = copied
+            pred[v][u] = copied
+    return other

@@ -420,3 +420,32 @@ def test_nodes_of_one_form_share_an_evaluator_but_not_their_values(onnx_make_mod
     ends = {n.name: graph.constant(n.inputs[2]).tolist() for n in graph.find_nodes("Slice")}
     shape = np.zeros((5, 3, 4)).shape
     assert ends == {"a": [shape[0]], "b": [shape[2]]}
+
+
+def test_inference_memo_reuses_only_what_the_same_form_infers(onnx_models_dir, monkeypatch) -> None:
+    """shufflenet re-infers its blocks after folding their shape chains; nodes of one form
+    (op, attributes, input types and small constants) share one onnx inference. Every tensor
+    comes out as it does with each node inferred on its own (the memo switched off)."""
+    path = onnx_models_dir / "shufflenet_v2_x0_5.onnx"
+    inferred_by_port = folding._inferred_by_port
+    calls = {"asked": 0, "computed": 0}
+
+    def counted(graph, schema, proto, opset, types, data, memo):  # type: ignore[no-untyped-def]
+        before = len(memo)
+        result = inferred_by_port(graph, schema, proto, opset, types, data, memo)
+        calls["asked"] += 1
+        calls["computed"] += len(memo) > before
+        return result
+
+    def unshared(graph, schema, proto, opset, types, data, memo):  # type: ignore[no-untyped-def]
+        return inferred_by_port(graph, schema, proto, opset, types, data, None)
+
+    monkeypatch.setattr(folding, "_inferred_by_port", counted)
+    shared = dmlgraph.load(path)
+    monkeypatch.setattr(folding, "_inferred_by_port", unshared)
+    alone = dmlgraph.load(path)
+    assert calls["asked"] > 100 and calls["computed"] < calls["asked"] * 3 // 4
+    assert shared.tensors == alone.tensors
+    assert [(n.op, n.inputs, n.outputs) for n in shared.nodes] == [
+        (n.op, n.inputs, n.outputs) for n in alone.nodes
+    ]

@@ -324,3 +324,29 @@ def test_property_random_edits_keep_edges_consistent_with_ports(data) -> None:
         assert {
             (u, v, k, d["tensor"]) for u, v, k, d in graph.nx.edges(keys=True, data=True)
         } == rebuilt
+
+
+def test_a_dropped_graph_needs_no_collector(onnx_models_dir) -> None:
+    """Graph never caches networkx's views (each refers back to its graph): a graph that is
+    dropped, after import, lowering, copies, rewiring and validation, is freed by reference
+    counting alone, not left for a collection of thousands of objects."""
+    import gc
+    import weakref
+
+    from lowering import lower
+
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        graph = dmlgraph.load(onnx_models_dir / "shufflenet_v2_x0_5.onnx")
+        lowered = lower(graph, "5_0")
+        copy = lowered.copy()
+        node = copy.nodes[-1]
+        copy.replace_node(node.id, notes=["rewired"])
+        copy.validate()
+        held = [weakref.ref(g._nx) for g in (graph, lowered, copy)]
+        del graph, lowered, copy, node
+        assert [ref() for ref in held] == [None, None, None]
+    finally:
+        if enabled:
+            gc.enable()
