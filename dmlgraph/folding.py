@@ -217,11 +217,17 @@ def news_for_inference(before: TensorInfo | None, after: TensorInfo) -> bool:
 
 
 #: One graph's inferences by what determines them: (op_type, domain, opset, the serialized
-#: attributes, per input port its serialized type and small constant's bytes, the output
-#: count) -> per output port its serialized type or None. Models repeat blocks (shufflenet's
-#: 130 re-inferred nodes are 27 such keys), and each inference costs tens of µs in onnx's
-#: C++ and its arguments' serialization. Kept per graph: its opsets and IR version are fixed.
+#: attributes, per input port its serialized type, the output count, and per input port the
+#: bytes of a constant inference may read) -> per output port its serialized type or None.
+#: Models repeat blocks, and each inference costs tens of µs in onnx's C++ and in serializing
+#: its arguments. Kept per graph: its opsets and IR version are fixed.
 InferenceMemo = dict[tuple[Any, ...], tuple[bytes | None, ...] | None]
+
+#: Constants above this many elements are weights to the nodes that read them: such a node
+#: is first inferred from types alone, and when that already gives every output a static
+#: type, the constants' values cannot change it (they only refine what types leave open),
+#: so the blocks of a model share one inference whatever their weights.
+WEIGHT_ELEMENTS = 64
 
 
 def infer_proto(
@@ -241,11 +247,11 @@ def infer_proto(
     schema = op_schema(proto.op_type, proto.domain, opset)
     if schema is None:
         return []
+    # onnx's infer_node_outputs, without its per-call protos: types travel serialized (cached
+    # per dtype and shape), as the C++ side takes them, with the values of small constants
+    types: dict[str, bytes] = {}
+    values: dict[str, np.ndarray] = {}
     try:
-        # onnx's infer_node_outputs, without its per-call protos: types travel serialized
-        # (cached per dtype and shape), as the C++ side takes them
-        types: dict[str, bytes] = {}
-        data: dict[str, bytes] = {}
         for name in proto.input:
             if not name or name in types:
                 continue
@@ -258,10 +264,10 @@ def infer_proto(
             else:
                 types[name] = type_bytes(value.dtype, value.shape)
                 if value.size <= INFERENCE_CONSTANT_LIMIT:
-                    data[name] = tensor_bytes(value, name)
+                    values[name] = value
     except Exception:  # an input type onnx has no TypeProto for
         return []
-    by_port = _inferred_by_port(graph, schema, proto, opset, types, data, memo)
+    by_port = _inferred_by_port(graph, schema, proto, opset, types, values, memo)
     if by_port is None:
         return []
     inferred = {name: t for name, t in zip(proto.output, by_port) if name and t is not None}
@@ -288,34 +294,75 @@ def _inferred_by_port(
     proto: onnx.NodeProto,
     opset: int,
     types: Mapping[str, bytes],
-    data: Mapping[str, bytes],
+    values: Mapping[str, np.ndarray],
     memo: InferenceMemo | None,
 ) -> tuple[bytes | None, ...] | None:
     """Per output port, the serialized type onnx infers (None where it infers none); None
-    when inference fails: an unknown input type, a schema without inference, a bad node..."""
-    key = None
-    if memo is not None:
-        key = (
-            proto.op_type,
-            proto.domain,
-            opset,
-            tuple(a.SerializeToString() for a in proto.attribute),
-            tuple((types[name], data.get(name)) if name else None for name in proto.input),
-            len(proto.output),
-        )
-        if key in memo:
-            return memo[key]
+    when inference fails: an unknown input type, a schema without inference, a bad node...
+    With ``memo``, a node of a form inferred before reuses that inference (``InferenceMemo``,
+    ``WEIGHT_ELEMENTS``)."""
+    if memo is None:
+        return _infer_call(graph, schema, proto, types, values)
+    form = (
+        proto.op_type,
+        proto.domain,
+        opset,
+        tuple(a.SerializeToString() for a in proto.attribute),
+        tuple(types[name] if name else None for name in proto.input),
+        len(proto.output),
+    )
+    weights = {name for name, value in values.items() if value.size > WEIGHT_ELEMENTS}
+    if weights:
+        key = (*form, None)
+        if key not in memo:
+            small = {name: v for name, v in values.items() if name not in weights}
+            memo[key] = _infer_call(graph, schema, proto, types, small)
+        by_port = memo[key]
+        if by_port is not None and _all_static(proto.output, by_port):
+            return by_port
+    key = (
+        *form,
+        tuple(
+            values[name].tobytes() if name in values else None for name in proto.input if name
+        ),
+    )
+    if key not in memo:
+        memo[key] = _infer_call(graph, schema, proto, types, values)
+    return memo[key]
+
+
+def _infer_call(
+    graph: Graph,
+    schema: Any,
+    proto: onnx.NodeProto,
+    types: Mapping[str, bytes],
+    values: Mapping[str, np.ndarray],
+) -> tuple[bytes | None, ...] | None:
     try:
+        data = {name: tensor_bytes(value, name) for name, value in values.items()}
         inferred = schema._infer_node_outputs(  # type: ignore[call-arg]  # onnx stubs lag C++
             proto.SerializeToString(), types, data, {}, dict(graph.opset_imports),
             graph.ir_version,
         )
-        by_port = tuple(inferred.get(name) if name else None for name in proto.output)
+        return tuple(inferred.get(name) if name else None for name in proto.output)
     except Exception:
-        by_port = None
-    if memo is not None:
-        memo[key] = by_port
-    return by_port
+        return None
+
+
+def _all_static(outputs: Sequence[str], by_port: Sequence[bytes | None]) -> bool:
+    """Whether inference gave every named output a dtype and a static shape."""
+    for name, serialized in zip(outputs, by_port):
+        if not name:
+            continue
+        if serialized is None:
+            return False
+        try:
+            dtype, shape = described_type(serialized)
+        except Exception:
+            return False
+        if dtype is None or shape is None or not all(type(d) is int for d in shape):
+            return False
+    return True
 
 
 # ----------------------------------------------------------------------------- folding

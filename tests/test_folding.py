@@ -12,6 +12,7 @@ from onnx import TensorProto, helper
 
 import dmlgraph
 from dmlgraph import canonical, folding
+from dmlgraph.ir import TensorInfo
 
 INT64 = TensorProto.INT64
 FLOAT = TensorProto.FLOAT
@@ -449,3 +450,28 @@ def test_inference_memo_reuses_only_what_the_same_form_infers(onnx_models_dir, m
     assert [(n.op, n.inputs, n.outputs) for n in shared.nodes] == [
         (n.op, n.inputs, n.outputs) for n in alone.nodes
     ]
+
+
+def test_nodes_whose_inference_reads_a_large_constant_do_not_share_it(onnx_make_model) -> None:
+    """Two Splits of one input type into 100 parts by sizes of 100 elements (above
+    ``WEIGHT_ELEMENTS``), inferred with one memo: types alone leave the parts' lengths open,
+    so each Split is inferred from its own sizes."""
+    even, uneven = [2] * 100, [1] * 99 + [101]
+    splits = [
+        helper.make_node("Split", ["x", sizes], [f"{sizes}{k}" for k in range(100)], axis=0)
+        for sizes in ("even", "uneven")
+    ]
+    outputs = [(name, FLOAT, [None]) for split in splits for name in split.output]
+    model = onnx_make_model(
+        splits, [("x", FLOAT, [200])], outputs, opset=17,
+        initializers=[_i64("even", even), _i64("uneven", uneven)],
+    )
+    graph = dmlgraph.load(model, fold=False)
+    for split in splits:
+        for name in split.output:
+            graph.set_tensor(TensorInfo(name))  # as if nothing were known of them yet
+    memo: folding.InferenceMemo = {}
+    for split in splits:
+        assert len(folding.infer_proto(graph, split, 17, memo=memo)) == 100
+    assert [graph.tensors[f"even{k}"].shape for k in range(100)] == [(v,) for v in even]
+    assert [graph.tensors[f"uneven{k}"].shape for k in range(100)] == [(v,) for v in uneven]
