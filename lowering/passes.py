@@ -7,6 +7,7 @@ invariant names the pass that broke it and the passes that ran before it.
 
 from __future__ import annotations
 
+import dataclasses
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
@@ -147,12 +148,28 @@ class Legalize(Pass):
         for node in graph.topological_order():
             if isinstance(node.op, LOGICAL):
                 groups.setdefault(ctx.origin_of[node.id], []).append(node)
+        # A model repeats its blocks: a single op whose plan is one descriptor over its own
+        # tensors is planned once per form (op, input shapes, dtype) and reused, and so is
+        # the reason a form cannot be lowered.
+        planned: dict[tuple[object, ...], Plan | str] = {}
         for origin_id, nodes in groups.items():
-            dtype = graph.tensor(nodes[0].inputs[0]).dtype
-            plan = Plan(graph.feature_level, np.dtype(dtype), lambda n: n in graph.tensors)
+            dtype = np.dtype(graph.tensor(nodes[0].inputs[0]).dtype)
+            form = None
+            if len(nodes) == 1:
+                node = nodes[0]
+                shapes = tuple(graph.tensor(x).static_shape for x in node.inputs)
+                form = (node.op, shapes, dtype)
+                known = planned.get(form)
+                if isinstance(known, str):
+                    self._restore(graph, ctx, origin_id, nodes, known)
+                    continue
+                if known is not None:
+                    self._commit(graph, ctx, origin_id, nodes, _replanned(known, node))
+                    continue
+            plan = Plan(graph.feature_level, dtype, lambda n: n in graph.tensors)
             try:
                 for node in nodes:
-                    shapes = [graph.tensor(x).static_shape for x in node.inputs]
+                    shapes = tuple(graph.tensor(x).static_shape for x in node.inputs)
                     if isinstance(node.op, LogicalSlice):
                         plan_slice(plan, node.inputs[0], shapes[0], node.op, node.outputs[0])
                     elif isinstance(node.op, LogicalJoin):
@@ -160,8 +177,12 @@ class Legalize(Pass):
                     else:
                         plan_pad(plan, node.inputs[0], shapes[0], node.op, node.outputs[0])
             except CannotLower as exc:
+                if form is not None:
+                    planned[form] = str(exc)
                 self._restore(graph, ctx, origin_id, nodes, str(exc))
                 continue
+            if form is not None and _own_tensors_only(plan, nodes[0]):
+                planned[form] = plan
             self._commit(graph, ctx, origin_id, nodes, plan)
 
     @staticmethod
@@ -213,6 +234,28 @@ class Legalize(Pass):
     def ensures(self, graph: LoweredGraph, ctx: Context) -> str:
         left = [n.label for n in graph.nodes if isinstance(n.op, LOGICAL)]
         return f"logical ops left after legalization: {left}" if left else ""
+
+
+def _own_tensors_only(plan: Plan, node: Node) -> bool:
+    """Whether the plan is one descriptor from the node's inputs to its output, with no new
+    tensor: it then holds for any node of the same form, whatever its tensors are called."""
+    return (
+        len(plan.steps) == 1
+        and not plan.temps
+        and not plan.constants
+        and plan.steps[0].inputs == node.inputs
+        and plan.steps[0].output == node.outputs[0]
+    )
+
+
+def _replanned(plan: Plan, node: Node) -> Plan:
+    """``plan`` (``_own_tensors_only`` of a node of the same form) over ``node``'s tensors."""
+    (step,) = plan.steps
+    return dataclasses.replace(
+        plan,
+        steps=[dataclasses.replace(step, inputs=node.inputs, output=node.outputs[0])],
+        notes=list(plan.notes),
+    )
 
 
 class Simplify(Pass):

@@ -494,3 +494,58 @@ def test_the_report_has_one_record_per_node_of_the_model(onnx_models_dir) -> Non
         folded = [r for r in records if r.at_import]
         assert len(folded) == len(lowered.removed) > 300
         assert {r.status for r in folded} <= {Status.FOLDED, Status.ELIMINATED}
+
+
+def test_nodes_of_one_form_lower_as_each_would_alone() -> None:
+    """Legalization plans a form (op, input shapes, dtype) once per lowering: three Concats
+    of one form (one stays ONNX at 1_0, an odd int8 join), two of another, and the Slices
+    behind them each get what a model of just that node gets, over their own tensors."""
+    odd = np.zeros((1, 3), dtype=np.int8)
+    even = np.zeros((2, 4), dtype=np.int8)
+    nodes, inputs = [], []
+    for k in range(3):
+        nodes.append(
+            helper.make_node("Concat", [f"p{k}", f"q{k}"], [f"odd{k}"], f"odd{k}", axis=1)
+        )
+        inputs += [(f"p{k}", odd), (f"q{k}", odd)]
+    for k in range(2):
+        nodes.append(
+            helper.make_node("Concat", [f"r{k}", f"s{k}"], [f"even{k}"], f"even{k}", axis=0)
+        )
+        nodes.append(helper.make_node("Slice", [f"even{k}", "b", "e"], [f"cut{k}"], f"cut{k}"))
+        inputs += [(f"r{k}", even), (f"s{k}", even)]
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info(n, TensorProto.INT8, list(a.shape)) for n, a in inputs],
+        [helper.make_tensor_value_info(n.output[0], TensorProto.INT8, [None, None]) for n in nodes],
+        [numpy_helper.from_array(i64(1, 2), "b"), numpy_helper.from_array(i64(3, 4), "e")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)], ir_version=10)
+    lowered = lower(load(model), "1_0")
+    records = {r.name: r for r in lowered.report()}
+    alone_odd = lowered_one(one_node_model("Concat", {"a": odd, "b": odd}, axis=1), "1_0")[1]
+    alone_even, even_record = lowered_one(
+        one_node_model("Concat", {"a": even, "b": even}, axis=0), "1_0"
+    )
+    alone_cut, _ = lowered_one(
+        one_node_model("Slice", {"x": np.zeros((4, 4), np.int8)}, {"b": i64(1, 2), "e": i64(3, 4)}),
+        "1_0",
+    )
+    by_output = {n.outputs[0]: n for n in lowered.nodes}
+    for k in range(3):
+        node = by_output[f"odd{k}"]
+        assert isinstance(node.op, OnnxOp) and node.inputs == (f"p{k}", f"q{k}")
+        assert records[f"odd{k}"].notes == alone_odd.notes
+    for k in range(2):
+        join, cut = by_output[f"even{k}"], by_output[f"cut{k}"]
+        assert (join.op, join.inputs) == (descs(alone_even)[0], (f"r{k}", f"s{k}"))
+        assert (cut.op, cut.inputs) == (descs(alone_cut)[0], (f"even{k}",))
+        assert records[f"even{k}"].notes == even_record.notes
+    statuses = [records[n.name].status for n in nodes]
+    assert statuses[:3] == [Status.FALLBACK] * 3 and set(statuses[3:]) == {Status.LOWERED}
+    x = {n: np.arange(a.size, dtype=np.int8).reshape(a.shape) + i for i, (n, a) in enumerate(inputs)}
+    results = dict(zip([n.output[0] for n in nodes], run_lowered(lowered, x)))
+    for k in range(2):
+        joined = np.concatenate([x[f"r{k}"], x[f"s{k}"]])
+        assert same_bits(results[f"cut{k}"], joined[1:3, 2:4])
