@@ -515,6 +515,13 @@ class Graph:
         new = dataclasses.replace(old, **changes)
         if new.id != old.id:
             raise GraphInvariantError(f"{self.source}: replace_node cannot change a node's id")
+        if new.outputs == old.outputs:  # rewiring inputs (set_input): the outputs' edges stay
+            self._version += 1
+            self._detach_inputs(old)
+            self._nx._node[node_id]["node"] = new
+            self._nodes[node_id] = new
+            self._attach_inputs(new)
+            return new
         self._detach(old)
         try:
             for out in new.outputs:
@@ -604,6 +611,9 @@ class Graph:
             self._producer[out] = node.id
             for consumer, port in self._consumers.get(out, {}):
                 self._nx.add_edge(node.id, consumer, key=port, tensor=out, src_port=src_port)
+        self._attach_inputs(node)
+
+    def _attach_inputs(self, node: Node) -> None:
         for port, name in enumerate(node.inputs):
             if not name:
                 continue
@@ -615,6 +625,15 @@ class Graph:
 
     def _detach(self, node: Node) -> None:
         self._version += 1
+        self._detach_inputs(node)
+        for out in node.outputs:
+            if out and self._producer.get(out) == node.id:
+                del self._producer[out]
+                for consumer, port in self._consumers.get(out, {}):
+                    if self._nx.has_edge(node.id, consumer, key=port):
+                        self._nx.remove_edge(node.id, consumer, key=port)
+
+    def _detach_inputs(self, node: Node) -> None:
         for port, name in enumerate(node.inputs):
             if not name:
                 continue
@@ -625,12 +644,6 @@ class Graph:
             producer = self._producer.get(name)
             if producer is not None and self._nx.has_edge(producer, node.id, key=port):
                 self._nx.remove_edge(producer, node.id, key=port)
-        for out in node.outputs:
-            if out and self._producer.get(out) == node.id:
-                del self._producer[out]
-                for consumer, port in self._consumers.get(out, {}):
-                    if self._nx.has_edge(node.id, consumer, key=port):
-                        self._nx.remove_edge(node.id, consumer, key=port)
 
     # ---------------------------------------------------------------- graph I/O
     def add_input(self, info: TensorInfo) -> str:
