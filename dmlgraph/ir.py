@@ -244,6 +244,8 @@ _first = operator.itemgetter(0)
 
 
 def _freeze_value(value: Any) -> Any:
+    if type(value) is tuple and all(type(v) in _ATOMIC_VALUES for v in value):
+        return value  # ints/floats attributes, as the importer reads them
     if isinstance(value, np.ndarray):
         return _frozen_array(value)
     if isinstance(value, (list, tuple)):

@@ -37,6 +37,8 @@ _FLOATS = frozenset(np.dtype(t) for t in ("float16", "float32", "float64"))
 _INDICES = frozenset(np.dtype(t) for t in ("int32", "int64"))
 _INT64 = np.dtype("int64")
 _INT64_MAX = 2**63 - 1
+#: np.iinfo of each integer dtype (np.iinfo builds a new object per call)
+_IINFO = {dtype: np.iinfo(dtype) for dtype in PLAIN_DTYPES if dtype.kind in "iu"}
 
 
 @dataclass(frozen=True)
@@ -336,7 +338,7 @@ def _cast(inputs: Inputs, attrs: Mapping[str, Any], version: int) -> Result:
     if target.kind in "iu" and x.size and x.dtype != np.bool_:
         # a value the target cannot hold is undefined behaviour in C++: leave it to the
         # reference (and its note)
-        info = np.iinfo(target)
+        info = _IINFO[target]
         if x.dtype in _FLOATS and not np.all(np.isfinite(x)):
             return None
         low, high = x.min(), x.max()
