@@ -517,12 +517,15 @@ class Graph:
         new = dataclasses.replace(old, **changes)
         if new.id != old.id:
             raise GraphInvariantError(f"{self.source}: replace_node cannot change a node's id")
-        if new.outputs == old.outputs:  # rewiring inputs (set_input): the outputs' edges stay
+        if new.outputs == old.outputs:  # a new op, or inputs rewired: the outputs' edges stay
             self._version += 1
-            self._detach_inputs(old)
+            rewired = new.inputs != old.inputs
+            if rewired:
+                self._detach_inputs(old)
             self._nx._node[node_id]["node"] = new
             self._nodes[node_id] = new
-            self._attach_inputs(new)
+            if rewired:
+                self._attach_inputs(new)
             return new
         self._detach(old)
         try:

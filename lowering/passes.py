@@ -114,10 +114,20 @@ class LowerOnnx(Pass):
 
     @staticmethod
     def _apply(graph: LoweredGraph, ctx: Context, node: Node, rw: Rewriter) -> None:
-        origin_id = ctx.origin_of.pop(node.id)
+        origin_id = ctx.origin_of[node.id]
         origin = ctx.origins[origin_id]
         out = node.outputs[0]
         info = graph.tensor(out)
+        if rw.constant is None and rw.alias is None and len(rw.ops) == 1 and not rw.temps:
+            # one logical op in the node's place: the node keeps its id (and its place in
+            # the order), with the op and the op's inputs
+            ((op, inputs, output, shape),) = rw.ops
+            assert output == out
+            dtype = graph.tensor(node.inputs[0]).dtype
+            graph.replace_node(node.id, op=op, inputs=inputs, notes=list(rw.notes))
+            graph.set_tensor(info.replace(dtype=dtype, shape=shape))
+            return
+        del ctx.origin_of[node.id]
         graph.remove_node(node.id)
         if rw.constant is not None:
             origin.status = Status.FOLDED
@@ -197,34 +207,48 @@ class Legalize(Pass):
         graph: LoweredGraph, ctx: Context, origin_id: NodeId, nodes: list[Node], plan: Plan
     ) -> None:
         origin = ctx.origins[origin_id]
+        origin.notes += plan.notes
+        if origin.status is None:
+            single = len(plan.steps) == 1 and not plan.constants
+            origin.status = Status.LOWERED if single else Status.DECOMPOSED
+        if len(nodes) == 1 and _own_tensors_only(plan, nodes[0]):
+            (step,) = plan.steps  # the descriptor takes the logical op's place (and id)
+            ctx.validated[id(step.desc)] = step.desc  # Plan.add validated it at the level
+            graph.replace_node(nodes[0].id, op=step.desc, notes=list(origin.notes))
+            return
         Legalize._drop(graph, ctx, nodes)
         for name, shape in plan.temps.items():
             graph.set_tensor(TensorInfo(name, plan.dtype, shape))
         for name, data in plan.constants.items():
             graph.set_tensor(TensorInfo(name, data=data))
-        origin.notes += plan.notes
         for step in plan.steps:
             ctx.validated[id(step.desc)] = step.desc  # Plan.add validated it at graph.feature_level
             new = graph.add_node(
                 step.desc, step.inputs, (step.output,), nodes[0].provenance, list(origin.notes)
             )
             ctx.adopt(new, origin_id)
-        if origin.status is None:
-            single = len(plan.steps) == 1 and not plan.constants
-            origin.status = Status.LOWERED if single else Status.DECOMPOSED
 
     @staticmethod
     def _restore(
         graph: LoweredGraph, ctx: Context, origin_id: NodeId, nodes: list[Node], reason: str
     ) -> None:
         origin = ctx.origins[origin_id]
-        Legalize._drop(graph, ctx, nodes)
         original = origin.node
         inputs = tuple(ctx.resolve(name) if name else name for name in original.inputs)
-        new = graph.add_node(
-            original.op, inputs, original.outputs, original.provenance, original.notes
-        )
-        ctx.adopt(new, origin_id)
+        if len(nodes) == 1 and nodes[0].outputs == original.outputs:
+            graph.replace_node(  # the ONNX node takes its logical op's place (and id) back
+                nodes[0].id,
+                op=original.op,
+                inputs=inputs,
+                provenance=original.provenance,
+                notes=list(original.notes),
+            )
+        else:
+            Legalize._drop(graph, ctx, nodes)
+            new = graph.add_node(
+                original.op, inputs, original.outputs, original.provenance, original.notes
+            )
+            ctx.adopt(new, origin_id)
         origin.status = Status.FALLBACK
         origin.notes.append(f"not lowered at {graph.feature_level.full_name}: {reason}")
         for note in list(origin.notes):
