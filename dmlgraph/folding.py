@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import onnx
@@ -230,9 +230,25 @@ InferenceMemo = dict[tuple[Any, ...], tuple[bytes | None, ...] | None]
 WEIGHT_ELEMENTS = 64
 
 
+class NodeLike(Protocol):
+    """What node inference reads: a NodeProto, or the importer's ``NodeFields``."""
+
+    @property
+    def op_type(self) -> str: ...
+    @property
+    def domain(self) -> str: ...
+    @property
+    def input(self) -> Sequence[str]: ...
+    @property
+    def output(self) -> Sequence[str]: ...
+    @property
+    def attribute(self) -> Sequence[onnx.AttributeProto]: ...
+    def SerializeToString(self) -> bytes: ...  # noqa: N802  (protobuf's name)
+
+
 def infer_proto(
     graph: Graph,
-    proto: onnx.NodeProto,
+    proto: NodeLike,
     opset: int,
     extra: Mapping[str, np.ndarray] | None = None,
     memo: InferenceMemo | None = None,
@@ -291,7 +307,7 @@ def infer_proto(
 def _inferred_by_port(
     graph: Graph,
     schema: Any,
-    proto: onnx.NodeProto,
+    proto: NodeLike,
     opset: int,
     types: Mapping[str, bytes],
     values: Mapping[str, np.ndarray],
@@ -334,7 +350,7 @@ def _inferred_by_port(
 def _infer_call(
     graph: Graph,
     schema: Any,
-    proto: onnx.NodeProto,
+    proto: NodeLike,
     types: Mapping[str, bytes],
     values: Mapping[str, np.ndarray],
 ) -> tuple[bytes | None, ...] | None:

@@ -75,12 +75,13 @@ def _load(
             proto, data = _inline_functions(proto, source), None
         if _normalize_domains(proto, source):
             data = None
-        _check_nodes(proto, source)
+        nodes = [NodeFields(node) for node in proto.graph.node]
+        _check_nodes(proto, nodes, source)
         _run_checker(proto if data is None else data, source)
         del proto.graph.value_info[:]
         if input_shapes:
             _apply_input_shapes(proto, input_shapes, source)
-        graph = _build_graph(proto, _infer_shapes(proto, source), source, fold=fold)
+        graph = _build_graph(proto, nodes, _infer_shapes(proto, source), source, fold=fold)
         if fold:
             folding.fold(graph, inferred=True)
         else:
@@ -275,11 +276,31 @@ def _normalized_opsets(proto: onnx.ModelProto) -> dict[str, int]:
     return {o.domain: int(o.version) for o in proto.opset_import}
 
 
-def _node_where(source: str, index: int, node: onnx.NodeProto) -> str:
+class NodeFields:
+    """A NodeProto's fields, read once. protobuf builds a new str (or container) at every
+    read, and the importer reads each node's fields a dozen times. The same names as
+    NodeProto's, so whatever reads a NodeProto reads this."""
+
+    __slots__ = ("proto", "name", "op_type", "domain", "input", "output", "attribute")
+
+    def __init__(self, proto: onnx.NodeProto) -> None:
+        self.proto = proto
+        self.name: str = proto.name
+        self.op_type: str = proto.op_type
+        self.domain: str = proto.domain
+        self.input: tuple[str, ...] = tuple(proto.input)
+        self.output: tuple[str, ...] = tuple(proto.output)
+        self.attribute: tuple[AttributeProto, ...] = tuple(proto.attribute)
+
+    def SerializeToString(self) -> bytes:  # noqa: N802  (protobuf's name)
+        return self.proto.SerializeToString()
+
+
+def _node_where(source: str, index: int, node: NodeFields) -> str:
     return f"{source}: node {node.name!r} ({node.op_type}, #{index})"
 
 
-def _check_nodes(proto: onnx.ModelProto, source: str) -> None:
+def _check_nodes(proto: onnx.ModelProto, nodes: Sequence[NodeFields], source: str) -> None:
     """Refuse what dmlgraph cannot import before the checker phrases it less precisely."""
     opsets = _normalized_opsets(proto)
     newest = onnx.defs.onnx_opset_version()
@@ -288,7 +309,7 @@ def _check_nodes(proto: onnx.ModelProto, source: str) -> None:
             f"{source}: default-domain opset {opsets['']} is newer than the newest this onnx "
             f"knows ({newest}); dmlgraph will not guess how its ops behave"
         )
-    for index, node in enumerate(proto.graph.node):
+    for index, node in enumerate(nodes):
         op_type, domain = node.op_type, node.domain
         try:  # protobuf gives bytes for bad UTF-8, and joining bytes fails (one C call a node)
             "".join((op_type, domain, node.name, *node.input, *node.output))
@@ -495,7 +516,12 @@ def _owned(array: np.ndarray) -> bool:
 
 
 def _build_graph(
-    proto: onnx.ModelProto, inferred: onnx.GraphProto, source: str, *, fold: bool
+    proto: onnx.ModelProto,
+    nodes: Sequence[NodeFields],
+    inferred: onnx.GraphProto,
+    source: str,
+    *,
+    fold: bool,
 ) -> Graph:
     """The IR of a model, with the value infos of its inferred graph. With ``fold``, nodes a shape kernel computes from constants
     become constants on the way (``_fold_at_import``), and the nodes reading them have their
@@ -525,7 +551,7 @@ def _build_graph(
     outputs = {o.name for o in proto.graph.output}
     changed: set[str] = set()  # tensors folded or re-inferred on the way
     memo: folding.InferenceMemo = {}
-    for index, node in enumerate(proto.graph.node):
+    for index, node in enumerate(nodes):
         where = _node_where(source, index, node)
         if _constant_value(graph, node, opsets, outputs, where):
             continue
@@ -555,7 +581,7 @@ def _build_graph(
 
 def _constant_value(
     graph: Graph,
-    node: onnx.NodeProto,
+    node: NodeFields,
     opsets: Mapping[str, int],
     outputs: set[str],
     where: str,
@@ -580,14 +606,14 @@ def _constant_value(
     return True
 
 
-def _record_folded(graph: Graph, node: onnx.NodeProto, version: int) -> None:
+def _record_folded(graph: Graph, node: NodeFields, version: int) -> None:
     provenance = Provenance(node.name, node.op_type, node.domain, version)
     graph.removed.append(RemovedNode(provenance, "folded", folding.FOLDED))
 
 
 def _fold_at_import(
     graph: Graph,
-    node: onnx.NodeProto,
+    node: NodeFields,
     version: int,
     attrs: Mapping[str, Any],
     outputs: set[str],
@@ -618,7 +644,7 @@ def _fold_at_import(
 
 def _add_node(
     graph: Graph,
-    node: onnx.NodeProto,
+    node: NodeFields,
     index: int,
     version: int,
     attrs: dict[str, Any],
@@ -626,7 +652,7 @@ def _add_node(
 ) -> None:
     domain = node.domain
     provenance = Provenance(node.name, node.op_type, domain, version)
-    inputs: tuple[str, ...] = tuple(node.input)
+    inputs: tuple[str, ...] = node.input
     if domain == "" and node.op_type in canonical.FORMS:
         op, inputs = canonical.to_canonical(
             graph,
@@ -639,4 +665,4 @@ def _add_node(
         )
     else:
         op = OnnxOp(node.op_type, version, domain, attrs)
-    graph.add_node(op, inputs, tuple(node.output), provenance)
+    graph.add_node(op, inputs, node.output, provenance)
