@@ -667,9 +667,13 @@ def _schedule(graph: Graph) -> list[tuple[str, list[Node]]]:
     """Topological order in runs of one kind: DML and run-time nodes one per step, ONNX nodes
     grouped (so the fallback prepares few, long segments). Among ready nodes the current kind
     goes first, lowest id first."""
-    nxg = graph.nx
+    # edges from the graph's port indices, not networkx's degree/edge views: a view cached
+    # on the graph refers back to it, which would keep a dropped graph for the collector
     kinds = {node.id: _kind(graph, node) for node in graph.nodes}
-    indegree = {n: nxg.in_degree(n) for n in nxg.nodes}
+    indegree = {
+        node.id: sum(1 for name in node.inputs if name and graph.producer(name) is not None)
+        for node in graph.nodes
+    }
     ready: dict[str, list[int]] = {"dml": [], "runtime": [], "onnx": []}
     for n, degree in indegree.items():
         if degree == 0:
@@ -684,10 +688,11 @@ def _schedule(graph: Graph) -> list[tuple[str, list[Node]]]:
             steps.append((current, []))
         n = heapq.heappop(ready[current])
         steps[-1][1].append(graph.node(n))
-        for _, successor, _ in nxg.out_edges(n, keys=True):
-            indegree[successor] -= 1
-            if indegree[successor] == 0:
-                heapq.heappush(ready[kinds[successor]], successor)
+        for out in graph.node(n).outputs:
+            for consumer, _ in graph.consumers(out) if out else ():
+                indegree[consumer.id] -= 1
+                if indegree[consumer.id] == 0:
+                    heapq.heappush(ready[kinds[consumer.id]], consumer.id)
     return steps
 
 
