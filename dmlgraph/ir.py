@@ -539,15 +539,17 @@ class Graph:
         new = old.replace(**changes)
         if new.id != old.id:
             raise GraphInvariantError(f"{self.source}: replace_node cannot change a node's id")
-        if new.outputs == old.outputs:  # a new op, or inputs rewired: the outputs' edges stay
+        if new.outputs == old.outputs:  # a new op, or inputs rewired: only those ports change
             self._version += 1
-            rewired = new.inputs != old.inputs
-            if rewired:
-                self._detach_inputs(old)
             self._nx._node[node_id]["node"] = new
             self._nodes[node_id] = new
-            if rewired:
-                self._attach_inputs(new)
+            for port in range(max(len(old.inputs), len(new.inputs))):
+                before, after = old.input(port), new.input(port)
+                if before != after:
+                    if before:
+                        self._detach_port(node_id, port, before)
+                    if after:
+                        self._attach_port(node_id, port, after)
             return new
         self._detach(old)
         try:
@@ -642,13 +644,15 @@ class Graph:
 
     def _attach_inputs(self, node: Node) -> None:
         for port, name in enumerate(node.inputs):
-            if not name:
-                continue
-            self._consumers.setdefault(name, {})[(node.id, port)] = None
-            producer = self._producer.get(name)
-            if producer is not None:
-                src_port = self.node(producer).outputs.index(name)
-                self._nx.add_edge(producer, node.id, key=port, tensor=name, src_port=src_port)
+            if name:
+                self._attach_port(node.id, port, name)
+
+    def _attach_port(self, node_id: NodeId, port: int, name: str) -> None:
+        self._consumers.setdefault(name, {})[(node_id, port)] = None
+        producer = self._producer.get(name)
+        if producer is not None:
+            src_port = self._nodes[producer].outputs.index(name)
+            self._nx.add_edge(producer, node_id, key=port, tensor=name, src_port=src_port)
 
     def _detach(self, node: Node) -> None:
         self._version += 1
@@ -662,15 +666,17 @@ class Graph:
 
     def _detach_inputs(self, node: Node) -> None:
         for port, name in enumerate(node.inputs):
-            if not name:
-                continue
-            readers = self._consumers.get(name, {})
-            readers.pop((node.id, port), None)
-            if not readers:
-                self._consumers.pop(name, None)
-            producer = self._producer.get(name)
-            if producer is not None and self._nx.has_edge(producer, node.id, key=port):
-                self._nx.remove_edge(producer, node.id, key=port)
+            if name:
+                self._detach_port(node.id, port, name)
+
+    def _detach_port(self, node_id: NodeId, port: int, name: str) -> None:
+        readers = self._consumers.get(name, {})
+        readers.pop((node_id, port), None)
+        if not readers:
+            self._consumers.pop(name, None)
+        producer = self._producer.get(name)
+        if producer is not None and self._nx.has_edge(producer, node_id, key=port):
+            self._nx.remove_edge(producer, node_id, key=port)
 
     # ---------------------------------------------------------------- graph I/O
     def add_input(self, info: TensorInfo) -> str:
