@@ -549,3 +549,23 @@ def test_nodes_of_one_form_lower_as_each_would_alone() -> None:
     for k in range(2):
         joined = np.concatenate([x[f"r{k}"], x[f"s{k}"]])
         assert same_bits(results[f"cut{k}"], joined[1:3, 2:4])
+
+
+@pytest.mark.parametrize("level", ["1_0", "6_4"])
+def test_a_node_lowered_to_one_descriptor_or_left_onnx_keeps_its_id(
+    level: str, onnx_models_dir
+) -> None:
+    """README, decisions: the lowered graph's node for a LOWERED or FALLBACK record is the
+    imported graph's node of that name, under the same id."""
+    graph = load(onnx_models_dir / "shufflenet_v2_x0_5.onnx")
+    lowered = lower(graph, level)
+    imported = {node.name: node.id for node in graph.nodes}
+    status = {record.name: record.status for record in lowered.report()}
+    kept = [
+        (node.name, node.id)
+        for node in lowered.nodes
+        if status[node.name] in (Status.LOWERED, Status.FALLBACK)
+    ]
+    assert set(status.values()) >= {Status.LOWERED, Status.FALLBACK}
+    assert kept == [(name, imported[name]) for name, _ in kept]
+    assert len(kept) == len(graph.nodes)
