@@ -143,14 +143,7 @@ class TensorInfo:
         return None if static is None else math.prod(static)
 
     def replace(self, **changes: Any) -> TensorInfo:
-        """``dataclasses.replace``, spelled out (it looks the fields up at every call)."""
-        if not changes.keys() <= _TENSOR_FIELDS:
-            raise TypeError(f"TensorInfo has no fields {sorted(changes.keys() - _TENSOR_FIELDS)}")
-        get = changes.get
-        return TensorInfo(
-            get("name", self.name), get("dtype", self.dtype), get("shape", self.shape),
-            get("data", self.data),
-        )
+        return dataclasses.replace(self, **changes)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, TensorInfo):
@@ -338,21 +331,6 @@ class Node:
         """The tensor at an input port, ``""`` when the port is absent or omitted."""
         return self.inputs[port] if port < len(self.inputs) else ""
 
-    def replace(self, **changes: Any) -> Node:
-        """``dataclasses.replace``, spelled out (it looks the fields up at every call)."""
-        if not changes.keys() <= _NODE_FIELDS:
-            raise TypeError(f"Node has no fields {sorted(changes.keys() - _NODE_FIELDS)}")
-        get = changes.get
-        return Node(
-            get("id", self.id), get("op", self.op), get("inputs", self.inputs),
-            get("outputs", self.outputs), get("provenance", self.provenance),
-            get("notes", self.notes),
-        )
-
-
-_TENSOR_FIELDS = frozenset(f.name for f in dataclasses.fields(TensorInfo))
-_NODE_FIELDS = frozenset(f.name for f in dataclasses.fields(Node))
-
 
 class Graph:
     """The IR of one model. See the module docstring for the invariants ``validate`` checks."""
@@ -536,7 +514,7 @@ class Graph:
     def replace_node(self, node_id: NodeId, **changes: Any) -> Node:
         """Replace fields of a node (op, inputs, outputs, provenance, notes); keeps its id."""
         old = self.node(node_id)
-        new = old.replace(**changes)
+        new = dataclasses.replace(old, **changes)
         if new.id != old.id:
             raise GraphInvariantError(f"{self.source}: replace_node cannot change a node's id")
         if new.outputs == old.outputs:  # a new op, or inputs rewired: only those ports change
@@ -702,7 +680,7 @@ class Graph:
         other._tensors = dict(self._tensors)
         other._nx = _copy_multidigraph(self._nx)
         for node in self.nodes:
-            twin = node.replace(notes=list(node.notes))
+            twin = dataclasses.replace(node, notes=list(node.notes))
             other._nx._node[node.id]["node"] = twin
             other._nodes[node.id] = twin
         other._producer = dict(self._producer)
