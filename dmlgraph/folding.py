@@ -328,6 +328,7 @@ def _inferred_by_port(
         len(proto.output),
     )
     weights = {name for name, value in values.items() if value.size > WEIGHT_ELEMENTS}
+    key: tuple[Any, ...]
     if weights:
         key = (*form, None)
         if key not in memo:
