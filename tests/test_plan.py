@@ -694,3 +694,47 @@ def test_the_last_plan_goes_with_its_graph(path: str) -> None:
     del lowered
     gc.collect()
     assert plan() is None
+
+
+@pytest.mark.parametrize("fallback", ["onnxruntime", "reference"])
+def test_a_dropped_plan_needs_no_collector(fallback: str) -> None:
+    """A plan with every kind of step (DML, a fallback segment whose output a JOIN reads, a
+    Slice lowered at run time) is freed with its graph by reference counting alone: its arena
+    and its fallback's sessions do not wait for the collector, and the backend's cache of
+    plans keyed weakly by graphs does not keep either alive."""
+    import gc
+    import weakref
+
+    model = _model(
+        [
+            helper.make_node("Slice", ["x", "s0", "e0", "ax"], ["top"]),
+            helper.make_node("Relu", ["top"], ["r"]),
+            helper.make_node("Concat", ["r", "x"], ["y"], axis=0),
+            helper.make_node("Slice", ["x", "start", "e0", "ax"], ["z"]),
+        ],
+        [_info("x", np.float32, (4, 6)), _info("start", np.int64, (1,))],
+        [_info("y", np.float32, (6, 6)), _info("z", np.float32, ("n", 6))],
+        [_ints("s0", [0]), _ints("e0", [2]), _ints("ax", [0])],
+    )
+    x = np.random.default_rng(7).standard_normal((4, 6)).astype(np.float32)
+    feeds = {"x": x, "start": np.array([1])}
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        backend = NumpyBackend(fallback)
+        lowered = lower(load(model), "6_4")
+        result = backend.execute(lowered, feeds)
+        expected = _ort(model, feeds)
+        assert same_bits(result.outputs["y"], expected[0])
+        assert same_bits(result.outputs["z"], expected[1])
+        vias = {r.via for r in result.record.nodes}
+        assert "lowered at run time" in vias
+        assert any(fallback in r.engine for r in result.record.nodes)
+        plan = backend.plan(lowered)
+        held = [weakref.ref(plan), weakref.ref(lowered._nx)]
+        held += [weakref.ref(step) for step in plan._steps]
+        del lowered, plan, result
+        assert [ref() for ref in held] == [None] * len(held)
+    finally:
+        if enabled:
+            gc.enable()

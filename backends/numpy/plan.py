@@ -22,6 +22,7 @@ fallback in segments; a node whose parameters arrive at run time is lowered when
 
 from __future__ import annotations
 
+import abc
 import ctypes
 import enum
 import heapq
@@ -96,6 +97,40 @@ class _Root:
     proxy: np.ndarray  # compile-time memory: untouched pages, or the constant itself
 
 
+class _RunState:
+    """What a run changes: each root's memory and address in this run, and the values the
+    fallback and run-time steps made. Steps and their calls hold this, never the plan, so a
+    plan is free of reference cycles: dropped with its graph, it frees its buffers and
+    fallback sessions at once rather than when the garbage collector next runs."""
+
+    __slots__ = ("frame", "addresses", "values", "produced_roots", "source")
+
+    def __init__(self, frame: list[np.ndarray | None], source: str) -> None:
+        self.frame = frame
+        self.addresses: list[int] = [0] * len(frame)
+        self.values: dict[str, np.ndarray] = {}
+        #: tensor -> its root, for tensors a fallback or run-time step makes that DML nodes read
+        self.produced_roots: dict[str, int] = {}
+        self.source = source
+
+    def bind(self, root: int, memory: np.ndarray) -> None:
+        self.frame[root] = memory
+        self.addresses[root] = address(memory)
+
+    def value(self, name: str) -> np.ndarray:
+        value = self.values.get(name)
+        if value is None:
+            raise BackendError(f"{self.source}: tensor {name!r} has no value when read")
+        return value
+
+    def produced(self, name: str, value: np.ndarray) -> None:
+        """A fallback's or run-time step's output: kept by name, bound if DML nodes read it."""
+        self.values[name] = value
+        root = self.produced_roots.get(name)
+        if root is not None:
+            self.bind(root, _bytes(value))
+
+
 @dataclass(frozen=True)
 class _Home:
     """A tensor's bytes: a view (row-major byte order) into one root's proxy."""
@@ -148,15 +183,21 @@ class Plan:
                 for name in (*nodes[0].inputs, *nodes[0].outputs):
                     self.home(name)
         self._plan_memory(producer_step, readers)
-        self._frame: list[np.ndarray | None] = [
-            root.proxy if root.kind is RootKind.CONSTANT else None for root in self._roots
-        ]
+        self._state = _RunState(
+            [root.proxy if root.kind is RootKind.CONSTANT else None for root in self._roots],
+            graph.source,
+        )
+        self._frame = self._state.frame
         #: where each per-run root's memory starts in this run (see ``_BoundPhases``)
-        self._addresses: list[int] = [0] * len(self._roots)
+        self._addresses = self._state.addresses
         for index, buffer in self._arena_views.items():
-            self._frame[index] = buffer
-            self._addresses[index] = address(buffer)  # fixed: relocated programs read it too
+            self._state.bind(index, buffer)  # fixed: relocated programs read it too
         self._steps = [self._step(graph, kind, nodes, in_place) for kind, nodes in schedule]
+        self._state.produced_roots = {
+            name: home.root
+            for name, home in self._homes.items()
+            if self._roots[home.root].kind is RootKind.PRODUCED
+        }
         self._code: list[Instruction] = [f for step in self._steps for f in step.code]
         self.summary = PlanSummary(
             steps=len(self._steps),
@@ -383,11 +424,11 @@ class Plan:
                 recipes[-1].append((dst, src))
         rows = [phase.rows for phase in phases]
         if static:
-            return _calls(self, [_materialize(self._frame, r) for r in recipes], rows)
+            return _calls(self.threads, [_materialize(self._frame, r) for r in recipes], rows)
         relocatable = self._relocatable(phases)
         if relocatable is not None:
             return relocatable
-        return [_BoundPhases(self, recipes, rows)]
+        return [_BoundPhases(self._state, self.threads, recipes, rows)]
 
     def _relocatable(self, phases: list[Phase]) -> list[Instruction] | None:
         """Natively, the phases as programs built over the compile-time memory that each
@@ -411,14 +452,15 @@ class Plan:
         return calls
 
     def ir_reader(self, name: str) -> Callable[[], np.ndarray]:
-        """How a fallback or run-time step reads a tensor: its IR dtype and shape."""
-        graph = self.graph
+        """How a fallback or run-time step reads a tensor: its IR dtype and shape (over the run
+        state, not the plan: see ``_RunState``)."""
+        graph, state = self.graph, self._state
         if name not in self._homes:
             value = graph.constant(name)
             if value is not None:
                 return lambda: value
             if name in graph.inputs or name not in self._dml_made:
-                return partial(self._value, name)
+                return partial(state.value, name)
         home = self._homes[name]
         info = graph.tensor(name)
         view = reform(home.data, np.dtype(info.dtype), tuple(info.static_shape or ()))
@@ -426,29 +468,13 @@ class Plan:
             raise BackendError(f"{graph.source}: tensor {name!r} cannot be read in IR form")
         root = self._roots[home.root]
         if root.kind is RootKind.PRODUCED or root.kind is RootKind.INPUT:
-            return partial(self._value, name)
+            return partial(state.value, name)
         recipe = Recipe.of(view, root.proxy)
+        frame, index = state.frame, home.root
         if root.kind.static:
-            fixed = recipe.on(self._frame[home.root])  # type: ignore[arg-type]
+            fixed = recipe.on(frame[index])  # type: ignore[arg-type]
             return lambda: fixed
-        return lambda: recipe.on(self._frame[home.root])  # type: ignore[arg-type]
-
-    def _value(self, name: str) -> np.ndarray:
-        value = self._values.get(name)
-        if value is None:
-            raise BackendError(f"{self.graph.source}: tensor {name!r} has no value when read")
-        return value
-
-    def produced(self, name: str, value: np.ndarray) -> None:
-        """A fallback's or run-time step's output: kept by name, bound if DML nodes read it."""
-        self._values[name] = value
-        home = self._homes.get(name)
-        if home is not None and self._roots[home.root].kind is RootKind.PRODUCED:
-            self._bind(home.root, _bytes(value))
-
-    def _bind(self, root: int, memory: np.ndarray) -> None:
-        self._frame[root] = memory
-        self._addresses[root] = address(memory)
+        return lambda: recipe.on(frame[index])  # type: ignore[arg-type]
 
     # ------------------------------------------------------------------ running
     def run(
@@ -456,21 +482,22 @@ class Plan:
     ) -> tuple[dict[str, np.ndarray], tuple[NodeRun, ...]]:
         """Run once: ``feeds`` by input name; ``outputs`` binds caller arrays to outputs."""
         bound = dict(outputs or {})
+        state = self._state
         with self._lock:
-            frame = self._frame
-            self._values = dict(feeds)
+            frame = state.frame
+            state.values = dict(feeds)
             try:
                 for name, root in self._input_roots:
-                    self._bind(root, _bytes(feeds[name]))
+                    state.bind(root, _bytes(feeds[name]))
                 handed: dict[str, np.ndarray] = {}
                 for name, root in self._output_roots:
                     info = self.graph.tensor(name)
                     if name in bound:
-                        self._bind(root, _bytes(bound[name]))
+                        state.bind(root, _bytes(bound[name]))
                         handed[name] = bound[name]
                     else:
                         raw, handle = self._pool.take(self._roots[root].nbytes)
-                        self._bind(root, raw)
+                        state.bind(root, raw)
                         handed[name] = handle.view(info.dtype).reshape(info.static_shape)
                 for instruction in self._code:
                     instruction()
@@ -481,7 +508,7 @@ class Plan:
             finally:
                 for index in self._per_run_roots:  # hold no caller memory between runs
                     frame[index] = None
-                self._values = {}
+                state.values = {}
         return results, runs
 
     def _result(
@@ -529,10 +556,12 @@ class _BoundPhases:
     bound the same addresses, when that memory is alive and held by the run's frame.
     """
 
-    __slots__ = ("plan", "recipes", "rows", "roots", "forms")
+    __slots__ = ("state", "threads", "recipes", "rows", "roots", "forms")
 
-    def __init__(self, plan: Plan, recipes: list[_Recipes], rows: list[int | None]) -> None:
-        self.plan, self.recipes, self.rows = plan, recipes, rows
+    def __init__(
+        self, state: _RunState, threads: int, recipes: list[_Recipes], rows: list[int | None]
+    ) -> None:
+        self.state, self.threads, self.recipes, self.rows = state, threads, recipes, rows
         roots = {dst[0] for phase in recipes for dst, _ in phase}
         roots.update(
             src[0] for phase in recipes for _, src in phase if not isinstance(src, np.ndarray)
@@ -541,14 +570,14 @@ class _BoundPhases:
         self.forms: dict[tuple[int, ...], list[Instruction]] = {}
 
     def __call__(self) -> None:
-        addresses = self.plan._addresses
+        addresses = self.state.addresses
         key = tuple([addresses[r] for r in self.roots])
         calls = self.forms.get(key)
         if calls is None:
-            frame = self.plan._frame
+            frame = self.state.frame
             memory = {r: _unowned(frame[r]) for r in self.roots}  # type: ignore[arg-type]
             moves = [_materialize(memory, phase) for phase in self.recipes]
-            calls = _calls(self.plan, moves, self.rows)
+            calls = _calls(self.threads, moves, self.rows)
             if len(self.forms) >= BOUND_FORMS:
                 del self.forms[next(iter(self.forms))]  # the oldest
             self.forms[key] = calls
@@ -556,9 +585,9 @@ class _BoundPhases:
             call()
 
 
-def _calls(plan: Plan, moves: list[list[Move]], rows: list[int | None]) -> list[Instruction]:
+def _calls(threads: int, moves: list[list[Move]], rows: list[int | None]) -> list[Instruction]:
     phases = [Phase(m, r) for m, r in zip(moves, rows)]
-    return [compiled(lists) for lists in distribute_phases(phases, plan.threads)]
+    return [compiled(lists) for lists in distribute_phases(phases, threads)]
 
 
 def _unowned(memory: np.ndarray) -> np.ndarray:
@@ -602,50 +631,61 @@ class _DmlStep(_Step):
         self.runs = (NodeRun(node.name, desc.name, DML_ENGINE, notes=tuple(node.notes)),)
 
 
-class _FallbackStep(_Step):
+class _PythonStep(_Step, abc.ABC):
+    """A step whose one call is its ``run`` method. ``code`` makes that call afresh: a step
+    that kept its own bound method would refer to itself, a cycle only the collector frees."""
+
+    @property
+    def code(self) -> list[Instruction]:  # type: ignore[override]
+        return [self.run]
+
+    @abc.abstractmethod
+    def run(self) -> None: ...
+
+
+class _FallbackStep(_PythonStep):
     """Consecutive ONNX nodes, run as one model by the fallback (prepared on first use)."""
 
     def __init__(self, plan: Plan, graph: Graph, nodes: list[Node]) -> None:
-        self.plan, self.nodes = plan, nodes
+        self.state, self.fallback, self.nodes = plan._state, plan.fallback, nodes
         self.segment = segment_graph(graph, nodes)
         self.readers = [(name, plan.ir_reader(name)) for name in self.segment.inputs]
         self.runner: Runner | None = None
         engine = plan.fallback.engine
         self.runs = tuple(NodeRun(n.name, n.op_type, engine, notes=tuple(n.notes)) for n in nodes)
-        self.code = [self.run]
 
     def run(self) -> None:
         if self.runner is None:
-            self.runner = self.plan.fallback.prepare(self.segment)
+            self.runner = self.fallback.prepare(self.segment)
         results = self.runner({name: read() for name, read in self.readers})
         for name, value in results.items():
-            self.plan.produced(name, value)
+            self.state.produced(name, value)
 
 
-class _RuntimeStep(_Step):
+class _RuntimeStep(_PythonStep):
     """A Slice/Concat/Pad lowered when it runs, with the actual parameters and shapes."""
 
     def __init__(self, plan: Plan, graph: Graph, node: Node) -> None:
-        self.plan, self.node = plan, node
+        self.state, self.node = plan._state, node
+        self.level, self.fallback, self.threads = plan.level, plan.fallback, plan.threads
         self.lowering = RuntimeLowering(graph, node)
         self.readers = [(name, plan.ir_reader(name)) for name in node.inputs if name]
         self.cache: dict[tuple[Any, ...], tuple[LoweredGraph, Plan]] = {}
         self.runs = ()
-        self.code = [self.run]
 
     def run(self) -> None:
-        node, plan = self.node, self.plan
+        node = self.node
         arrays = {name: read() for name, read in self.readers}
         key = self.lowering.key(arrays)
         via = "lowered at run time (cached)"
         if key not in self.cache:
-            sub = self.lowering.lower(arrays, plan.level)
-            self.cache[key] = (sub, Plan(sub, plan.level, plan.fallback, plan.threads))
+            sub = self.lowering.lower(arrays, self.level)
+            self.cache[key] = (sub, Plan(sub, self.level, self.fallback, self.threads))
             via = "lowered at run time"
         sub, sub_plan = self.cache[key]
         outputs, sub_runs = sub_plan.run({name: arrays[name] for name in sub.inputs})
         for name, sub_name in zip([o for o in node.outputs if o], sub.outputs):
-            plan.produced(name, outputs[sub_name])
+            self.state.produced(name, outputs[sub_name])
         # what the lowering said of the node (divergences included) goes with every run of it
         said = tuple(note for record in sub.report() for note in record.notes)
         runs = [] if sub_runs else [NodeRun(node.name, node.op_type, "none", via, said)]

@@ -48,7 +48,11 @@ class RuntimeLowering:
     """Builds and keys the one-node graph of a node for the values it runs with."""
 
     def __init__(self, graph: Graph, node: Node) -> None:
-        self.graph = graph
+        # what the one-node graph needs of ``graph``, not the graph itself: a plan holds this,
+        # and the backend's cache of plans is keyed weakly by the graph
+        self.graph_name, self.source = graph.name, graph.source
+        self.opset_imports, self.ir_version = dict(graph.opset_imports), graph.ir_version
+        self.output_dtypes = {out: graph.tensor(out).dtype for out in node.outputs if out}
         self.node = node
         self.params = parameter_ports(node)
 
@@ -66,12 +70,12 @@ class RuntimeLowering:
 
     def graph_for(self, arrays: Mapping[str, np.ndarray]) -> Graph:
         """The node alone: parameters as constants, data as inputs of the actual shapes."""
-        graph, node = self.graph, self.node
+        node = self.node
         sub = Graph(
-            f"{graph.name}:{node.name}",
-            opset_imports=graph.opset_imports,
-            ir_version=graph.ir_version,
-            source=graph.source,
+            f"{self.graph_name}:{node.name}",
+            opset_imports=self.opset_imports,
+            ir_version=self.ir_version,
+            source=self.source,
         )
         for port, name in enumerate(node.inputs):
             if not name or name in sub.tensors:
@@ -83,7 +87,7 @@ class RuntimeLowering:
                 sub.add_input(TensorInfo(name, value.dtype, value.shape))
         outputs = [o for o in node.outputs if o]
         for out in outputs:
-            sub.set_tensor(TensorInfo(out, graph.tensor(out).dtype))
+            sub.set_tensor(TensorInfo(out, self.output_dtypes[out]))
         notes = [n for n in node.notes if not n.startswith(folding.RUNTIME_PARAMETER)]
         sub.add_node(node.op, node.inputs, node.outputs, node.provenance, notes)
         sub.outputs = outputs
