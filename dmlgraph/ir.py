@@ -69,7 +69,7 @@ def _value_hash(value: Any) -> int:
     return hash(value)
 
 
-@dataclass(frozen=True, eq=False, init=False)
+@dataclass(frozen=True, eq=False, init=False, slots=True)
 class TensorInfo:
     """What is known about one tensor: dtype, shape and, for constants, its data.
 
@@ -206,9 +206,7 @@ class Attributes(Mapping[str, Any]):
 
     def __init__(self, items: Mapping[str, Any] | Iterable[tuple[str, Any]] = ()) -> None:
         pairs = items.items() if isinstance(items, Mapping) else items
-        frozen = [
-            (str(k), v if type(v) in _ATOMIC_VALUES else _freeze_value(v)) for k, v in pairs
-        ]
+        frozen = [(k if type(k) is str else str(k), _freeze_value(v)) for k, v in pairs]
         frozen.sort(key=_first)
         self._items: tuple[tuple[str, Any], ...] = tuple(frozen)
 
@@ -245,8 +243,14 @@ _first = operator.itemgetter(0)
 
 
 def _freeze_value(value: Any) -> Any:
-    if type(value) is tuple and all(type(v) in _ATOMIC_VALUES for v in value):
-        return value  # ints/floats attributes, as the importer reads them
+    kind = type(value)
+    if kind in _ATOMIC_VALUES:
+        return value
+    if kind is tuple:  # ints/floats attributes, as the importer reads them, are kept
+        for v in value:  # a loop, not all(...): a generator costs more than most tuples
+            if type(v) not in _ATOMIC_VALUES:
+                return tuple(_freeze_value(v) for v in value)
+        return value
     if isinstance(value, np.ndarray):
         return _frozen_array(value)
     if isinstance(value, (list, tuple)):
@@ -256,7 +260,7 @@ def _freeze_value(value: Any) -> Any:
     return value
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class OnnxOp:
     """An ONNX operator as the IR holds it.
 
@@ -279,7 +283,7 @@ class OnnxOp:
         return self.op_type if not self.domain else f"{self.domain}::{self.op_type}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Provenance:
     """Where a node came from: the ONNX node's name, op type, domain and since_version."""
 
@@ -289,7 +293,7 @@ class Provenance:
     since_version: int = 0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RemovedNode:
     """An ONNX node that left the graph before lowering (folded to constants, or dead), kept
     so a report can still account for every node of the model."""
@@ -299,7 +303,7 @@ class RemovedNode:
     note: str
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, slots=True)
 class Node:
     """One operation. Immutable except ``notes``; change ports through ``Graph`` methods."""
 
@@ -507,7 +511,7 @@ class Graph:
         for out in node.outputs:
             if out not in self._tensors:
                 self._tensors[out] = TensorInfo(out)
-        self._nx.add_node(node.id, node=node)
+        _nx_add_node(self._nx, node.id, node)
         self._nodes[node.id] = node
         self._attach(node)
         return node
@@ -618,7 +622,7 @@ class Graph:
                 continue
             self._producer[out] = node.id
             for consumer, port in self._consumers.get(out, {}):
-                self._nx.add_edge(node.id, consumer, key=port, tensor=out, src_port=src_port)
+                _nx_add_edge(self._nx, node.id, consumer, port, out, src_port)
         self._attach_inputs(node)
 
     def _attach_inputs(self, node: Node) -> None:
@@ -631,7 +635,7 @@ class Graph:
         producer = self._producer.get(name)
         if producer is not None:
             src_port = self._nodes[producer].outputs.index(name)
-            self._nx.add_edge(producer, node_id, key=port, tensor=name, src_port=src_port)
+            _nx_add_edge(self._nx, producer, node_id, port, name, src_port)
 
     def _detach(self, node: Node) -> None:
         self._version += 1
@@ -640,8 +644,7 @@ class Graph:
             if out and self._producer.get(out) == node.id:
                 del self._producer[out]
                 for consumer, port in self._consumers.get(out, {}):
-                    if self._nx.has_edge(node.id, consumer, key=port):
-                        self._nx.remove_edge(node.id, consumer, key=port)
+                    _nx_remove_edge(self._nx, node.id, consumer, port)
 
     def _detach_inputs(self, node: Node) -> None:
         for port, name in enumerate(node.inputs):
@@ -654,8 +657,8 @@ class Graph:
         if not readers:
             self._consumers.pop(name, None)
         producer = self._producer.get(name)
-        if producer is not None and self._nx.has_edge(producer, node_id, key=port):
-            self._nx.remove_edge(producer, node_id, key=port)
+        if producer is not None:
+            _nx_remove_edge(self._nx, producer, node_id, port)
 
     # ---------------------------------------------------------------- graph I/O
     def add_input(self, info: TensorInfo) -> str:
@@ -846,6 +849,46 @@ class Graph:
 # ``add_edges_from`` use) refer back to their graph, and that cycle would keep every dropped
 # graph alive until the collector runs (a gen-1 collection of thousands of objects every few
 # imports, 18 ms each on shufflenet).
+
+
+# networkx's MultiDiGraph, changed through its adjacency dicts as its own add_node, add_edge
+# and remove_edge change them: those re-check what Graph already knows (both ends exist, the
+# key is the consumer port) and cost 3-4 µs an edge, thousands of times per model
+def _nx_add_node(graph: nx.MultiDiGraph, n: NodeId, node: Node) -> None:
+    graph._node[n] = {"node": node}
+    graph._succ[n] = {}
+    graph._pred[n] = {}
+    _nx_changed(graph)
+
+
+def _nx_add_edge(
+    graph: nx.MultiDiGraph, u: NodeId, v: NodeId, key: int, tensor: str, src_port: int
+) -> None:
+    keys = graph._succ[u].get(v)
+    if keys is None:
+        keys = graph._succ[u][v] = {}
+        graph._pred[v][u] = keys
+    keys[key] = {"tensor": tensor, "src_port": src_port}
+    _nx_changed(graph)
+
+
+def _nx_remove_edge(graph: nx.MultiDiGraph, u: NodeId, v: NodeId, key: int) -> None:
+    """Remove the edge if it is there."""
+    keys = graph._succ[u].get(v)
+    if keys is None or key not in keys:
+        return
+    del keys[key]
+    if not keys:
+        del graph._succ[u][v]
+        del graph._pred[v][u]
+    _nx_changed(graph)
+
+
+def _nx_changed(graph: nx.MultiDiGraph) -> None:
+    """What networkx's own mutators do last: drop its dispatch backends' cached conversions."""
+    cache = getattr(graph, "__networkx_cache__", None)
+    if cache:
+        cache.clear()
 
 
 def _edge_count(graph: nx.MultiDiGraph) -> int:
