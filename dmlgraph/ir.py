@@ -132,11 +132,17 @@ class TensorInfo:
     @property
     def is_static(self) -> bool:
         """True when every dimension is a known integer."""
-        return self.shape is not None and all(isinstance(d, int) for d in self.shape)
+        shape = self.shape
+        if shape is None:
+            return False
+        for d in shape:  # a loop, not all(...): asked thousands of times per lowering
+            if type(d) is not int:
+                return False
+        return True
 
     @property
     def static_shape(self) -> tuple[int, ...] | None:
-        return tuple(self.shape) if self.is_static else None  # type: ignore[arg-type]
+        return self.shape if self.is_static else None  # type: ignore[return-value]
 
     @property
     def size(self) -> int | None:
@@ -684,7 +690,7 @@ class Graph:
         other._tensors = dict(self._tensors)
         other._nx = _copy_multidigraph(self._nx)
         for node in self.nodes:
-            twin = dataclasses.replace(node, notes=list(node.notes))
+            twin = Node(node.id, node.op, node.inputs, node.outputs, node.provenance, list(node.notes))
             other._nx._node[node.id]["node"] = twin
             other._nodes[node.id] = twin
         other._producer = dict(self._producer)
