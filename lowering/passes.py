@@ -7,7 +7,6 @@ invariant names the pass that broke it and the passes that ran before it.
 
 from __future__ import annotations
 
-import dataclasses
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
@@ -19,7 +18,7 @@ from dmlgraph.dml.operators import OperatorDesc
 from dmlgraph.errors import DmlValidationError, GraphInvariantError
 from dmlgraph.ir import Node, NodeId, OnnxOp, TensorInfo
 from lowering import concat, pad, slice  # noqa: F401  (register the rules)
-from lowering.emit import CannotLower, Plan, plan_join, plan_pad, plan_slice
+from lowering.emit import CannotLower, Plan, Step, plan_join, plan_pad, plan_slice
 from lowering.logical import LogicalJoin, LogicalPad, LogicalSlice
 from lowering.registry import Rewriter, Unlowerable, find_rule
 from lowering.report import LoweredGraph, Status
@@ -275,10 +274,16 @@ def _own_tensors_only(plan: Plan, node: Node) -> bool:
 def _replanned(plan: Plan, node: Node) -> Plan:
     """``plan`` (``_own_tensors_only`` of a node of the same form) over ``node``'s tensors."""
     (step,) = plan.steps
-    return dataclasses.replace(
-        plan,
-        steps=[dataclasses.replace(step, inputs=node.inputs, output=node.outputs[0])],
-        notes=list(plan.notes),
+    # spelled out rather than dataclasses.replace (which reads the fields' metadata each call):
+    # a model of repeated blocks replays most of its plans
+    return Plan(
+        plan.level,
+        plan.dtype,
+        plan.taken,
+        [Step(step.desc, node.inputs, node.outputs[0])],
+        dict(plan.temps),
+        dict(plan.constants),
+        list(plan.notes),
     )
 
 

@@ -164,6 +164,42 @@ def test_replace_node_keeps_id_and_rewires() -> None:
     graph.validate()
 
 
+@pytest.mark.parametrize("changes", [
+    {}, {"name": "z"}, {"dtype": np.int64}, {"shape": (2, "n")}, {"shape": None},
+    {"data": np.arange(3.0)}, {"dtype": np.float64, "shape": (3,), "data": np.arange(3.0)},
+])
+def test_tensor_info_replace_is_dataclasses_replace(changes) -> None:
+    """The spelled-out replace gives what the generic one gives, and refuses what it refuses."""
+    for info in (TensorInfo("t", np.float32, (2, 3)), TensorInfo("c", data=np.ones(3))):
+        try:
+            expected = dataclasses.replace(info, **changes)
+        except GraphInvariantError as exc:
+            with pytest.raises(GraphInvariantError, match=str(exc)[:20]):
+                info.replace(**changes)
+            continue
+        assert info.replace(**changes) == expected
+    with pytest.raises(TypeError, match="no field 'size'"):
+        TensorInfo("t").replace(size=3)
+
+
+def test_replace_node_matches_dataclasses_replace_and_refuses_unknown_fields() -> None:
+    graph = _chain()
+    add = graph.find_nodes("Add")[0]
+    changes = {"inputs": ("c", "x"), "notes": ["swapped"], "provenance": _prov("plus", "Add")}
+    expected = dataclasses.replace(add, **changes)
+    new = graph.replace_node(add.id, **changes)
+    assert (new.id, new.op, new.inputs, new.outputs, new.provenance, new.notes) == (
+        expected.id, expected.op, expected.inputs, expected.outputs, expected.provenance,
+        expected.notes,
+    )
+    assert graph.consumers("a") == [] and (new, 1) in graph.consumers("x")
+    graph.validate()
+    with pytest.raises(TypeError, match="no field 'label'"):
+        graph.replace_node(add.id, label="x")
+    with pytest.raises(GraphInvariantError, match="cannot change a node's id"):
+        graph.replace_node(add.id, id=99)
+
+
 def test_a_tensor_has_one_producer() -> None:
     graph = _chain()
     with pytest.raises(GraphInvariantError, match="already produced by node 'relu'"):
