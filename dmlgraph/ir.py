@@ -711,7 +711,9 @@ class Graph:
         other._tensors = dict(self._tensors)
         other._nx = _copy_multidigraph(self._nx)
         for node in self.nodes:
-            twin = Node(node.id, node.op, node.inputs, node.outputs, node.provenance, list(node.notes))
+            twin = Node(
+                node.id, node.op, node.inputs, node.outputs, node.provenance, list(node.notes)
+            )
             other._nx._node[node.id]["node"] = twin
             other._nodes[node.id] = twin
         other._producer = dict(self._producer)

@@ -107,6 +107,7 @@ class _RunState:
 
     def __init__(self, frame: list[np.ndarray | None], source: str) -> None:
         self.frame = frame
+        #: where each root's memory starts in this run: relocated programs read it
         self.addresses: list[int] = [0] * len(frame)
         self.values: dict[str, np.ndarray] = {}
         #: tensor -> its root, for tensors a fallback or run-time step makes that DML nodes read
@@ -187,9 +188,6 @@ class Plan:
             [root.proxy if root.kind is RootKind.CONSTANT else None for root in self._roots],
             graph.source,
         )
-        self._frame = self._state.frame
-        #: where each per-run root's memory starts in this run (see ``_BoundPhases``)
-        self._addresses = self._state.addresses
         for index, buffer in self._arena_views.items():
             self._state.bind(index, buffer)  # fixed: relocated programs read it too
         self._steps = [self._step(graph, kind, nodes, in_place) for kind, nodes in schedule]
@@ -259,7 +257,7 @@ class Plan:
         )
         try:
             return Replay(
-                inputs, outputs, tuple(programs), tuple(self._addresses), self._lock,
+                inputs, outputs, tuple(programs), tuple(self._state.addresses), self._lock,
                 np.empty((2, 3), np.float32), self._pool.limit,
             )
         except (TypeError, ValueError):  # a rank it cannot hold, NumPy laid out otherwise
@@ -424,7 +422,7 @@ class Plan:
                 recipes[-1].append((dst, src))
         rows = [phase.rows for phase in phases]
         if static:
-            return _calls(self.threads, [_materialize(self._frame, r) for r in recipes], rows)
+            return _calls(self.threads, [_materialize(self._state.frame, r) for r in recipes], rows)
         relocatable = self._relocatable(phases)
         if relocatable is not None:
             return relocatable
@@ -432,7 +430,7 @@ class Plan:
 
     def _relocatable(self, phases: list[Phase]) -> list[Instruction] | None:
         """Natively, the phases as programs built over the compile-time memory that each
-        call moves to where the per-run roots lie in this run (``self._addresses``): no views
+        call moves to where the per-run roots lie in this run (the run state's ``addresses``): no views
         rebuilt when a run binds new memory. None where a list is not a native program."""
         if not (threads.native and Program is not None):
             return None
@@ -448,7 +446,7 @@ class Plan:
                 program = Program(lists, roots=roots)
             except (TypeError, ValueError, BufferError):
                 return None
-            calls.append(partial(program, self._addresses))
+            calls.append(partial(program, self._state.addresses))
         return calls
 
     def ir_reader(self, name: str) -> Callable[[], np.ndarray]:
