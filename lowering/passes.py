@@ -274,16 +274,15 @@ def _own_tensors_only(plan: Plan, node: Node) -> bool:
 def _replanned(plan: Plan, node: Node) -> Plan:
     """``plan`` (``_own_tensors_only`` of a node of the same form) over ``node``'s tensors."""
     (step,) = plan.steps
-    # spelled out rather than dataclasses.replace (which reads the fields' metadata each call):
-    # a model of repeated blocks replays most of its plans
+    # built directly rather than by dataclasses.replace (which reads the fields' metadata each
+    # call): a model of repeated blocks replays most of its plans. Such a plan has no temps
+    # and no constants (``_own_tensors_only``).
     return Plan(
         plan.level,
         plan.dtype,
         plan.taken,
-        [Step(step.desc, node.inputs, node.outputs[0])],
-        dict(plan.temps),
-        dict(plan.constants),
-        list(plan.notes),
+        steps=[Step(step.desc, node.inputs, node.outputs[0])],
+        notes=list(plan.notes),
     )
 
 

@@ -430,8 +430,9 @@ class Plan:
 
     def _relocatable(self, phases: list[Phase]) -> list[Instruction] | None:
         """Natively, the phases as programs built over the compile-time memory that each
-        call moves to where the per-run roots lie in this run (the run state's ``addresses``): no views
-        rebuilt when a run binds new memory. None where a list is not a native program."""
+        call moves to where the per-run roots lie in this run (the run state's
+        ``addresses``): no views rebuilt when a run binds new memory. None where a list is
+        not a native program."""
         if not (threads.native and Program is not None):
             return None
         roots = [  # the arena's too: moves are built over proxies, not its buffers
