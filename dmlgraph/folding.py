@@ -483,11 +483,35 @@ def kernel_values(
     ``version``, or None where the kernel declines (then ``onnx.reference`` evaluates it). The
     kernels follow the spec where onnx.reference does not (Slice's clamping with negative
     steps, Shape's end below -rank), as onnxruntime does."""
-    feeds = _feeds(graph, inputs, {})
-    results = kernel.fn([feeds[name] if name else None for name in inputs], attrs, version)
+    args = kernel_inputs(graph, kernel.op_type, inputs)
+    if args is None:
+        return None
+    results = kernel.fn(args, attrs, version)
     if results is None or len(results) != len(outputs):
         return None
     return {out: value for out, value in zip(outputs, results) if out}
+
+
+def kernel_inputs(
+    graph: Graph, op_type: str, inputs: Sequence[str]
+) -> list[np.ndarray | None] | None:
+    """A kernel's arguments for an ``op_type`` node reading ``inputs``: constants' data, None
+    for an omitted input, a ``shape_only_value`` for Shape/Size's data; None when an input is
+    not known (``input_available`` and ``_feeds`` in one pass: import asks for every node)."""
+    tensors = graph.tensors
+    args: list[np.ndarray | None] = []
+    for port, name in enumerate(inputs):
+        if not name:
+            args.append(None)
+            continue
+        info = tensors.get(name)
+        if info is not None and info.data is not None:
+            args.append(info.data)
+        elif input_available(graph, op_type, port, name):
+            args.append(shape_only_value(tensors[name]))
+        else:
+            return None
+    return args
 
 
 def _run_reference(
@@ -573,24 +597,25 @@ def rejection(
 ) -> str:
     """Why a node computed from ``inputs`` to ``values`` must not be folded ("" when it may
     be): its results disagree with the inferred types, or would grow the model too much."""
-    constants = (graph.constant(n) for n in inputs if n)
-    budget = FOLD_GROWTH_LIMIT_BYTES + sum(c.nbytes for c in constants if c is not None)
+    tensors = graph.tensors  # loops, not generators: import asks for every folded node
+    budget = FOLD_GROWTH_LIMIT_BYTES
+    for name in inputs:
+        data = tensors[name].data if name and name in tensors else None
+        if data is not None:
+            budget += data.nbytes
     for out in outputs:
         if not out:
             continue
         value = values[out]
         if not isinstance(value, np.ndarray):
             return f"output {out!r} is a {type(value).__name__}, not a tensor"
-        info = graph.tensors.get(out) or TensorInfo(out)
+        info = tensors.get(out) or TensorInfo(out)
         if info.dtype is not None and value.dtype != info.dtype:
             return (
                 f"folding computed output {out!r} with dtype {value.dtype}; "
                 f"inference says {info.dtype}"
             )
-        if info.shape is not None and (
-            len(info.shape) != value.ndim
-            or any(isinstance(d, int) and d != s for d, s in zip(info.shape, value.shape))
-        ):
+        if info.shape is not None and not _shape_agrees(info.shape, value.shape):
             return (
                 f"folding computed output {out!r} with shape {list(value.shape)}; "
                 f"inference says {list(info.shape)}"
@@ -600,6 +625,16 @@ def rejection(
                 f"output {out!r} would add {value.nbytes} bytes of constant data (limit {budget})"
             )
     return ""
+
+
+def _shape_agrees(inferred: Shape, computed: tuple[int, ...]) -> bool:
+    """Whether a computed shape has the inferred rank and every inferred fixed size."""
+    if len(inferred) != len(computed):
+        return False
+    for d, s in zip(inferred, computed):
+        if type(d) is int and d != s:
+            return False
+    return True
 
 
 def _note(node: Node, prefix: str, text: str) -> None:

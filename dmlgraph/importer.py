@@ -281,7 +281,7 @@ class NodeFields:
     read, and the importer reads each node's fields a dozen times. The same names as
     NodeProto's, so whatever reads a NodeProto reads this."""
 
-    __slots__ = ("proto", "name", "op_type", "domain", "input", "output", "attribute")
+    __slots__ = ("proto", "name", "op_type", "domain", "input", "output", "attribute", "version")
 
     def __init__(self, proto: onnx.NodeProto) -> None:
         self.proto = proto
@@ -291,6 +291,7 @@ class NodeFields:
         self.input: tuple[str, ...] = tuple(proto.input)
         self.output: tuple[str, ...] = tuple(proto.output)
         self.attribute: tuple[AttributeProto, ...] = tuple(proto.attribute)
+        self.version = 0  # the since_version ``_check_nodes`` resolves
 
     def SerializeToString(self) -> bytes:  # noqa: N802  (protobuf's name)
         return self.proto.SerializeToString()
@@ -336,6 +337,7 @@ def _check_nodes(proto: onnx.ModelProto, nodes: Sequence[NodeFields], source: st
             where = _node_where(source, index, node)
             version = canonical.since_version(op_type, domain, opsets[domain], where)
             canonical.form_for(op_type, version, where)  # raises: dmlgraph lacks the form
+        node.version = version
         for attr in node.attribute:
             if attr.type in _SUBGRAPH_KINDS:
                 raise UnsupportedError(
@@ -553,12 +555,12 @@ def _build_graph(
     memo: folding.InferenceMemo = {}
     for index, node in enumerate(nodes):
         where = _node_where(source, index, node)
-        if _constant_value(graph, node, opsets, outputs, where):
+        if _constant_value(graph, node, outputs, where):
             continue
         for out in node.output:
             if out and out in known:
                 graph.set_tensor(tensor_info(known[out], where))
-        version = canonical.since_version(node.op_type, node.domain, opsets[node.domain], where)
+        version = node.version
         attrs = {a.name: attribute_value(a, where) for a in node.attribute}
         if fold:
             known_before = [graph.tensors.get(out) for out in node.output]
@@ -579,13 +581,7 @@ def _build_graph(
     return graph
 
 
-def _constant_value(
-    graph: Graph,
-    node: NodeFields,
-    opsets: Mapping[str, int],
-    outputs: set[str],
-    where: str,
-) -> bool:
+def _constant_value(graph: Graph, node: NodeFields, outputs: set[str], where: str) -> bool:
     """A Constant node with a tensor ``value`` becomes a constant tensor at once, as folding
     would make it (recorded as folded); True when it did. Other forms (value_ints...) and
     Constants that compute a graph output stay nodes, for folding to evaluate or keep."""
@@ -600,9 +596,8 @@ def _constant_value(
         or node.output[0] in graph.tensors
     ):
         return False
-    version = canonical.since_version(node.op_type, node.domain, opsets[""], where)
     graph.set_tensor(TensorInfo(node.output[0], data=_array(node.attribute[0].t, where)))
-    _record_folded(graph, node, version)
+    _record_folded(graph, node, node.version)
     return True
 
 
@@ -626,11 +621,10 @@ def _fold_at_import(
     kernel = shape_kernels.kernel_for(node.op_type, node.domain, version)
     if kernel is None:
         return False
-    if any(out in outputs for out in node.output) or not all(
-        folding.input_available(graph, node.op_type, port, name)
-        for port, name in enumerate(node.input)
-    ):
-        return False
+    for out in node.output:
+        if out in outputs:
+            return False
+    # None as well when an input is not known (``folding.input_available``)
     named = folding.kernel_values(graph, kernel, version, attrs, node.input, node.output)
     if named is None:
         return False

@@ -432,6 +432,49 @@ def test_cast(version: int, data: st.DataObject) -> None:
     assert computed == bool(fits)
 
 
+#: Sizes on both sides of ``shape_kernels._SMALL``, where the range checks move from a Python
+#: list to NumPy's reductions (the strategies above stay below it).
+AROUND_SMALL = st.integers(shape_kernels._SMALL - 2, shape_kernels._SMALL + 3)
+
+
+@settings(max_examples=80, deadline=None)
+@given(data=st.data())
+def test_cast_checks_ranges_on_either_side_of_the_small_size(data: st.DataObject) -> None:
+    source = data.draw(st.sampled_from(NUMBER_DTYPES))
+    target = data.draw(st.sampled_from(INT_DTYPES))
+    count = data.draw(AROUND_SMALL)
+    x = np.array(data.draw(st.lists(st.integers(0, 9), min_size=count, max_size=count)),
+                 dtype=source)
+    if data.draw(st.booleans()):  # one value the target may not hold
+        kind = np.dtype(source)
+        extremes = [np.iinfo(kind).min, np.iinfo(kind).max] if kind.kind in "iu" else [
+            np.inf, -np.inf, np.nan, -0.5, 1e4, -300.0]
+        with np.errstate(over="ignore"):
+            x[data.draw(st.integers(0, count - 1))] = data.draw(st.sampled_from(extremes))
+    computed = check("Cast", 21, [x], {"to": to_elem_type(np.dtype(target), "to")})
+    fits = bool(
+        np.all(np.isfinite(x))
+        and int(np.iinfo(target).min) <= _exact(x.min())
+        and _exact(x.max()) <= int(np.iinfo(target).max)
+    )
+    assert computed == fits
+
+
+@settings(max_examples=25, deadline=None)
+@given(data=st.data())
+def test_gather_checks_indices_on_either_side_of_the_small_size(data: st.DataObject) -> None:
+    x = data.draw(arrays("float32", (2, 5)))
+    axis = data.draw(st.sampled_from([0, 1, -1]))
+    dim = x.shape[axis]
+    count = data.draw(AROUND_SMALL)
+    indices = np.array(data.draw(st.lists(st.integers(-dim, dim - 1), min_size=count,
+                                          max_size=count)), dtype=np.int64)
+    if data.draw(st.booleans()):  # one index just out of range, at either end
+        indices[data.draw(st.integers(0, count - 1))] = data.draw(st.sampled_from([-dim - 1, dim]))
+    computed = check("Gather", 13, [x, indices], {"axis": axis})
+    assert computed == bool(np.all((indices >= -dim) & (indices < dim)))
+
+
 def test_every_kernel_is_tested_above() -> None:
     tested = {
         "Shape", "Size", "Identity", "Gather", "Unsqueeze", "Squeeze", "Concat", "Slice",
