@@ -555,7 +555,7 @@ def _build_graph(
     memo: folding.InferenceMemo = {}
     for index, node in enumerate(nodes):
         where = _node_where(source, index, node)
-        if _constant_value(graph, node, outputs, where):
+        if node.op_type == "Constant" and _constant_value(graph, node, outputs, where):
             continue
         for out in node.output:
             if out and out in known:
