@@ -68,6 +68,10 @@ def test_overhead_lowering_and_memory_rows(document: dict) -> None:
     runs = sections["memory"]["tables"]["runs"]
     assert len(runs) == len(TINY.memory_cases)
     assert {runs[0]["ours"]["engine"], runs[0]["ort"]["engine"]} == {"ours", "ort"}
+    for probe in (runs[0]["ours"], runs[0]["ort"]):  # build + first run spans both peaks
+        assert probe["build_first_increase_mb"] == pytest.approx(
+            max(probe["build_peak_mb"], probe["first_peak_mb"]) - probe["prepared_mb"])
+        assert probe["build_first_increase_mb"] >= probe["build_increase_mb"]
 
 
 def test_a_mismatch_fails_loudly() -> None:
