@@ -114,7 +114,7 @@ def probe(engine: str, kind: str, name: str, nbytes: int, runs: int, threads: in
             return sess.run(None, f)
 
     build_peak_kb = (
-        _status_kb("VmHWM") or 0 if exact else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        (_status_kb("VmHWM") or 0) if exact else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     )
 
     def peak_during(runs: int) -> tuple[int, int, str, list[np.ndarray]]:

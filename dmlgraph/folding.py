@@ -40,7 +40,7 @@ from onnx.reference import op_run
 from dmlgraph import canonical, shape_kernels
 from dmlgraph.errors import ModelValidationError
 from dmlgraph.exporter import node_proto, op_schema, to_onnx
-from dmlgraph.ir import Graph, Node, NodeId, RemovedNode, Shape, TensorInfo
+from dmlgraph.ir import Graph, Node, NodeId, RemovedNode, Shape, TensorInfo, shape_matches
 from dmlgraph.value_info import tensor_info
 from dmlgraph.value_info import described_type, tensor_bytes, type_bytes
 
@@ -615,7 +615,7 @@ def rejection(
                 f"folding computed output {out!r} with dtype {value.dtype}; "
                 f"inference says {info.dtype}"
             )
-        if info.shape is not None and not _shape_agrees(info.shape, value.shape):
+        if info.shape is not None and not shape_matches(info.shape, value.shape):
             return (
                 f"folding computed output {out!r} with shape {list(value.shape)}; "
                 f"inference says {list(info.shape)}"
@@ -625,16 +625,6 @@ def rejection(
                 f"output {out!r} would add {value.nbytes} bytes of constant data (limit {budget})"
             )
     return ""
-
-
-def _shape_agrees(inferred: Shape, computed: tuple[int, ...]) -> bool:
-    """Whether a computed shape has the inferred rank and every inferred fixed size."""
-    if len(inferred) != len(computed):
-        return False
-    for d, s in zip(inferred, computed):
-        if type(d) is int and d != s:
-            return False
-    return True
 
 
 def _note(node: Node, prefix: str, text: str) -> None:

@@ -108,7 +108,7 @@ class TensorInfo:
                 )
             if shape is not None:
                 declared = _normal_shape(shape)
-                if not _shape_matches(declared, data.shape):
+                if not shape_matches(declared, data.shape):
                     raise GraphInvariantError(
                         f"tensor {name!r}: data shape {data.shape} differs from shape "
                         f"{declared}"
@@ -203,10 +203,15 @@ def _dim(d: Any) -> Dim:
     raise GraphInvariantError(f"dimension {d!r} is not a non-negative int, a name or None")
 
 
-def _shape_matches(shape: Shape, concrete: Sequence[int]) -> bool:
-    return len(shape) == len(concrete) and all(
-        not isinstance(d, int) or d == c for d, c in zip(shape, concrete)
-    )
+def shape_matches(shape: Shape, concrete: Sequence[int]) -> bool:
+    """Whether a concrete shape has ``shape``'s rank and each of its fixed sizes (a named or
+    unknown dimension matches any size). A loop: folding asks for every node it folds."""
+    if len(shape) != len(concrete):
+        return False
+    for d, c in zip(shape, concrete):
+        if isinstance(d, int) and d != c:
+            return False
+    return True
 
 
 class Attributes(Mapping[str, Any]):
