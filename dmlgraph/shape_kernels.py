@@ -80,11 +80,16 @@ def _ints(array: np.ndarray | None) -> list[int] | None:
     return [int(v) for v in array]
 
 
-def _extremes(array: np.ndarray) -> tuple[Any, Any]:
-    """(min, max) of a non-empty array as Python numbers."""
+def _extremes(array: np.ndarray, finite: bool = False) -> tuple[Any, Any] | None:
+    """(min, max) of a non-empty array as Python numbers; None when ``finite`` is asked for
+    and some value is not (inf, NaN)."""
     if array.size <= _SMALL:
         values = array.ravel().tolist()
+        if finite and not all(map(math.isfinite, values)):
+            return None
         return min(values), max(values)
+    if finite and not np.isfinite(array).all():
+        return None
     return array.min().item(), array.max().item()
 
 
@@ -97,9 +102,10 @@ def _axes(axes: Sequence[int], rank: int) -> tuple[int, ...] | None:
     """Distinct axes, each in [-rank, rank), made non-negative; None otherwise."""
     normal: list[int] = []
     for a in axes:  # a loop: kernels ask for every Unsqueeze, Squeeze and Slice
-        if not -rank <= a < rank:
+        axis = _axis(a, rank)
+        if axis is None:
             return None
-        normal.append(a + rank if a < 0 else a)
+        normal.append(axis)
     return tuple(normal) if len(set(normal)) == len(normal) else None
 
 
@@ -141,7 +147,7 @@ def _gather(inputs: Inputs, attrs: Mapping[str, Any], version: int) -> Result:
     # negative indices count from the back since Gather-11
     low = -data.shape[axis] if version >= 11 else 0
     if indices.size:
-        first, last = _extremes(indices)
+        first, last = _extremes(indices)  # type: ignore[misc]  # not None: finite not asked
         if not (low <= first and last < data.shape[axis]):
             return None
     # in range, an index array at ``axis`` selects as np.take does (a negative one from the
@@ -375,16 +381,11 @@ def _cast(inputs: Inputs, attrs: Mapping[str, Any], version: int) -> Result:
         # a value the target cannot hold is undefined behaviour in C++: leave it to the
         # reference (and its note)
         lowest, highest = _IINFO[target]
-        if x.dtype in _FLOATS:
-            if not (
-                all(map(math.isfinite, x.ravel().tolist()))
-                if x.size <= _SMALL
-                else np.isfinite(x).all()
-            ):
-                return None
-            low, high = (math.trunc(v) for v in _extremes(x))
-        else:
-            low, high = _extremes(x)
+        floats = x.dtype in _FLOATS
+        extremes = _extremes(x, finite=floats)
+        if extremes is None:
+            return None
+        low, high = (math.trunc(v) for v in extremes) if floats else extremes
         if low < lowest or high > highest:
             return None
     if target.kind != "f":  # in range (checked above) or to bool: nothing overflows
