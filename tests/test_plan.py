@@ -335,6 +335,41 @@ def test_padding_in_row_blocks_matches_onnxruntime(copier, data, mode, threads, 
     assert same_bits(y, expected)
 
 
+@pytest.mark.skipif(copy_threads.Program is None, reason="the native copier is not built here")
+@pytest.mark.parametrize("why", ["more threads than it runs", "it refuses the moves"])
+@pytest.mark.parametrize("mode", ["constant", "reflect", "edge", "wrap"])
+def test_lockstep_groups_the_native_copier_cannot_take_run_through_numpy(
+    why: str, mode: str, monkeypatch
+) -> None:
+    """Lists are cut for the native copier (lockstep groups) before it is asked to build
+    them; where it cannot (more lists than its threads, or moves it refuses), NumPy copies the
+    groups' moves instead: the same bits. Before, NumPy was handed the groups themselves and
+    raised a TypeError from ``np.copyto``."""
+    import backends.numpy.plan as plan_module
+
+    threads = copy_threads.MAX_THREADS + 1 if why.startswith("more") else 2
+    if why.startswith("it refuses"):
+        class Refusing:  # a Program that takes no moves
+            def __new__(cls, *args, **kwargs):
+                raise TypeError("refused")
+
+        monkeypatch.setattr(copy_threads, "Program", Refusing)
+        monkeypatch.setattr(plan_module, "Program", Refusing)
+    given: list = []
+
+    def spy(lists):
+        given.extend(item for items in lists for item in items)
+        return copy_threads.compiled(lists)
+
+    monkeypatch.setattr(plan_module, "compiled", spy)
+    model, x = _pad_case((40, 3, 96), [0, 2, 3, 0, 1, 2], mode)
+    (expected,) = _ort(model, {"x": x})
+    with copying("native", parallel_bytes=0):
+        (y,) = NumpyBackend(threads=threads).run(lower(load(model), "6_4"), {"x": x}).values()
+    assert any(isinstance(item[0], int) for item in given)  # lockstep groups were made
+    assert same_bits(y, expected)
+
+
 @pytest.mark.parametrize("copier", COPIERS)
 @given(st.lists(st.integers(1, 9), min_size=1, max_size=4), st.integers(2, 4), st.data())
 def test_distribute_covers_every_element_once(copier, shape, workers, data) -> None:

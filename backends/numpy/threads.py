@@ -30,7 +30,8 @@ from backends.numpy.views import address
 try:
     from backends.numpy._copies import MAX_THREADS, Program, Replay
 except ImportError:  # not built: no C compiler where it was installed
-    Program, Replay, MAX_THREADS = None, None, 1
+    Program = Replay = None  # type: ignore[assignment,misc]  # checked before each use
+    MAX_THREADS = 1
 
 #: Whether plans compiled from now on copy natively (tests set it to cover both paths).
 native: bool = Program is not None and os.environ.get("DMLGRAPH_NATIVE_COPIES", "1") != "0"
@@ -327,8 +328,25 @@ def compiled(lists: list[list[Item]]) -> Instruction:
             return Program(lists)
         except (TypeError, ValueError, BufferError):
             pass  # NumPy makes every copy it can (and raises for the rest when run)
-    if len(lists) > 1:
-        return Batch(lists)
-    if len(lists[0]) == 1:
-        return partial(np.copyto, *lists[0][0])
-    return partial(run_list, lists[0])
+    plain = [_plain_moves(items) for items in lists]
+    if len(plain) > 1:
+        return Batch(plain)
+    if len(plain[0]) == 1:
+        return partial(np.copyto, *plain[0][0])
+    return partial(run_list, plain[0])
+
+
+def _plain_moves(items: list[Item]) -> list[Move]:
+    """A list's moves with each lockstep group's moves in its place, whole and in order:
+    the same result, since a group's slab reads only its own rows (``moves.Phase``), so
+    finishing each move over all slabs before the next changes no value read. Groups are
+    made for the native copier, and NumPy copies when it cannot take them (more lists than
+    its threads, an array it cannot read)."""
+    plain: list[Move] = []
+    for first, second in items:
+        if isinstance(first, int):  # a group: (lead, moves)
+            plain.extend(second)
+        else:  # a move: (destination, source)
+            assert isinstance(second, np.ndarray)
+            plain.append((first, second))
+    return plain
