@@ -26,8 +26,10 @@ import json
 import resource
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -105,12 +107,13 @@ def probe(engine: str, kind: str, name: str, nbytes: int, runs: int, threads: in
     gc.collect()
     prepared_kb = _status_kb("VmRSS") or 0
     exact = _reset_peak()
+    run: Callable[[dict[str, np.ndarray]], Any]
     if engine == "ours":
         run = Ours(model).run  # type: ignore[arg-type]
     else:
         sess = session(model, threads)  # type: ignore[arg-type]
 
-        def run(f: dict[str, np.ndarray]) -> object:
+        def run(f: dict[str, np.ndarray]) -> Any:
             return sess.run(None, f)
 
     build_peak_kb = (
@@ -122,7 +125,7 @@ def probe(engine: str, kind: str, name: str, nbytes: int, runs: int, threads: in
         gc.collect()
         before_kb = _status_kb("VmRSS") or 0
         exact = _reset_peak()
-        out = None
+        out: Any = None
         for _ in range(runs):
             out = None
             out = run(feeds)
@@ -131,7 +134,7 @@ def probe(engine: str, kind: str, name: str, nbytes: int, runs: int, threads: in
         else:
             peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
             method = "ru_maxrss (includes setup peak)"
-        values = list(out.values() if isinstance(out, dict) else out)  # type: ignore[union-attr]
+        values = list(out.values() if isinstance(out, dict) else out)
         return before_kb, peak_kb, method, values
 
     before, first_peak, method, outputs = peak_during(1)

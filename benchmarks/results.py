@@ -95,7 +95,10 @@ class Section:
     def to_json(self) -> dict[str, Any]:
         return {
             "tables": {
-                name: [asdict(row) if is_dataclass(row) else row for row in rows]
+                name: [
+                    asdict(row) if is_dataclass(row) and not isinstance(row, type) else row
+                    for row in rows
+                ]
                 for name, rows in self.tables.items()
             },
             "targets": [t.to_json() for t in self.targets],

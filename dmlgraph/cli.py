@@ -17,6 +17,7 @@ from dmlgraph.dml.enums import FeatureLevel
 from dmlgraph.errors import DmlgraphError
 
 if TYPE_CHECKING:
+    from dmlgraph.ir import Graph
     from dmlgraph.parity import OutputComparison, ParityReport
 
 
@@ -68,6 +69,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         source = str(args.inputs)
     else:
         feeds, source = tensorio.generate(graph, args.seed), f"generated (seed {args.seed})"
+    target: Graph
     if args.backend == "numpy":
         backend = get_backend("numpy", fallback=args.fallback, providers=args.provider)
         target = lower(graph, args.feature_level)
@@ -262,7 +264,7 @@ def cmd_dxdispatch(args: argparse.Namespace) -> int:
     model = run_model(load_model(args.model), args.feature_level, echo=print)
     if args.output:
         arrays = {name: r.values() for name, r in model.resources.items()}
-        np.savez(args.output, **arrays)
+        np.savez(args.output, **arrays)  # type: ignore[arg-type]  # names, not allow_pickle
         print(f"saved {len(arrays)} resources to {args.output}")
     return 0
 

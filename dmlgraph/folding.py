@@ -527,10 +527,10 @@ def _run_reference(
             return results
     sub = graph.extract(node.id for node in nodes)
     feeds = _feeds(graph, sub.inputs, values)
-    results = ReferenceEvaluator(to_onnx(sub, value_info=False)).run(None, feeds)
+    outputs = ReferenceEvaluator(to_onnx(sub, value_info=False)).run(None, feeds)
     return {
         name: np.asarray(result) if isinstance(result, np.generic) else result
-        for name, result in zip(sub.outputs, results)
+        for name, result in zip(sub.outputs, outputs)
     }
 
 

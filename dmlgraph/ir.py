@@ -23,7 +23,7 @@ import operator
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Protocol
 
 import networkx as nx
 import numpy as np
@@ -479,7 +479,8 @@ class Graph:
         cached = self._order
         if cached is not None and cached[0] == self._version:
             return list(cached[1])
-        pred, succ = self._nx._pred, self._nx._succ
+        adjacency = _adjacency(self._nx)
+        pred, succ = adjacency._pred, adjacency._succ
         indegree = {n: sum(len(keys) for keys in pred[n].values()) for n in pred}
         ready = [n for n, d in indegree.items() if d == 0]
         heapq.heapify(ready)
@@ -552,7 +553,7 @@ class Graph:
             raise GraphInvariantError(f"{self.source}: replace_node cannot change a node's id")
         if new.outputs == old.outputs:  # a new op, or inputs rewired: only those ports change
             self._version += 1
-            self._nx._node[node_id]["node"] = new
+            _adjacency(self._nx)._node[node_id]["node"] = new
             self._nodes[node_id] = new
             before_all, after_all = old.inputs, new.inputs
             if before_all != after_all:
@@ -576,7 +577,7 @@ class Graph:
         for out in new.outputs:
             if out not in self._tensors:
                 self._tensors[out] = TensorInfo(out)
-        self._nx._node[node_id]["node"] = new
+        _adjacency(self._nx)._node[node_id]["node"] = new
         self._nodes[node_id] = new
         self._attach(new)
         return new
@@ -719,7 +720,7 @@ class Graph:
             twin = Node(
                 node.id, node.op, node.inputs, node.outputs, node.provenance, list(node.notes)
             )
-            other._nx._node[node.id]["node"] = twin
+            _adjacency(other._nx)._node[node.id]["node"] = twin
             other._nodes[node.id] = twin
         other._producer = dict(self._producer)
         other._consumers = {t: dict(r) for t, r in self._consumers.items()}
@@ -769,7 +770,7 @@ class Graph:
         if len(set(self.inputs)) != len(self.inputs):
             problems.append(f"graph inputs are listed twice: {self.inputs}")
         producers: dict[str, NodeId] = {}
-        nx_nodes = self._nx._node
+        nx_nodes = _adjacency(self._nx)._node
         if len(nx_nodes) != len(self._nodes) or any(
             nx_nodes.get(i, {}).get("node") is not node for i, node in self._nodes.items()
         ):
@@ -803,7 +804,7 @@ class Graph:
         # Every port must have its consumer entry and its edge; with the counts equal, nothing
         # else can be there (an edge's key is its consumer port). No whole-graph sets are
         # built: it may run after every lowering pass (``verify_each``).
-        pred = self._nx._pred
+        pred = _adjacency(self._nx)._pred
         inputs = set(self.inputs)
         ports = edges = 0
         consumers_ok = True
@@ -888,33 +889,48 @@ class Graph:
 # networkx's MultiDiGraph, changed through its adjacency dicts as its own add_node, add_edge
 # and remove_edge change them: those re-check what Graph already knows (both ends exist, the
 # key is the consumer port) and cost 3-4 µs an edge, thousands of times per model
+class _Adjacency(Protocol):
+    """The dicts a networkx MultiDiGraph keeps (private, so its stubs leave them out)."""
+
+    _node: dict[NodeId, dict[str, Any]]
+    _succ: dict[NodeId, dict[NodeId, dict[int, dict[str, Any]]]]
+    _pred: dict[NodeId, dict[NodeId, dict[int, dict[str, Any]]]]
+
+
+def _adjacency(graph: nx.MultiDiGraph) -> _Adjacency:
+    return graph  # type: ignore[return-value]  # the attributes are there at run time
+
+
 def _nx_add_node(graph: nx.MultiDiGraph, n: NodeId, node: Node) -> None:
-    graph._node[n] = {"node": node}
-    graph._succ[n] = {}
-    graph._pred[n] = {}
+    adjacency = _adjacency(graph)
+    adjacency._node[n] = {"node": node}
+    adjacency._succ[n] = {}
+    adjacency._pred[n] = {}
     _nx_changed(graph)
 
 
 def _nx_add_edge(
     graph: nx.MultiDiGraph, u: NodeId, v: NodeId, key: int, tensor: str, src_port: int
 ) -> None:
-    keys = graph._succ[u].get(v)
+    adjacency = _adjacency(graph)
+    keys = adjacency._succ[u].get(v)
     if keys is None:
-        keys = graph._succ[u][v] = {}
-        graph._pred[v][u] = keys
+        keys = adjacency._succ[u][v] = {}
+        adjacency._pred[v][u] = keys
     keys[key] = {"tensor": tensor, "src_port": src_port}
     _nx_changed(graph)
 
 
 def _nx_remove_edge(graph: nx.MultiDiGraph, u: NodeId, v: NodeId, key: int) -> None:
     """Remove the edge if it is there."""
-    keys = graph._succ[u].get(v)
+    adjacency = _adjacency(graph)
+    keys = adjacency._succ[u].get(v)
     if keys is None or key not in keys:
         return
     del keys[key]
     if not keys:
-        del graph._succ[u][v]
-        del graph._pred[v][u]
+        del adjacency._succ[u][v]
+        del adjacency._pred[v][u]
     _nx_changed(graph)
 
 
@@ -937,20 +953,21 @@ def _check_fields(kind: str, changes: Mapping[str, Any], fields: frozenset[str])
 
 
 def _edge_count(graph: nx.MultiDiGraph) -> int:
-    return sum(len(keys) for nbrs in graph._succ.values() for keys in nbrs.values())
+    return sum(len(keys) for nbrs in _adjacency(graph)._succ.values() for keys in nbrs.values())
 
 
 def _copy_multidigraph(graph: nx.MultiDiGraph) -> nx.MultiDiGraph:
     """A copy with fresh attribute dicts (node and edge data shallow-copied), as networkx's
     ``copy`` makes, in one pass over the adjacency: edges keep their keys and order."""
-    other = nx.MultiDiGraph()
+    other: nx.MultiDiGraph = nx.MultiDiGraph()
     other.graph.update(graph.graph)
-    succ, pred = other._succ, other._pred
-    for n, data in graph._node.items():
-        other._node[n] = dict(data)
+    source, copy = _adjacency(graph), _adjacency(other)
+    succ, pred = copy._succ, copy._pred
+    for n, data in source._node.items():
+        copy._node[n] = dict(data)
         succ[n] = {}
         pred[n] = {}
-    for u, nbrs in graph._succ.items():
+    for u, nbrs in source._succ.items():
         out = succ[u]
         for v, keys in nbrs.items():
             copied = {key: dict(data) for key, data in keys.items()}

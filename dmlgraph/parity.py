@@ -141,7 +141,7 @@ def compare_output(
     """Compare one output as described in the module docstring."""
     actual, expected = np.asarray(actual), np.asarray(expected)
     exact = not is_float(expected.dtype)
-    base = dict(
+    base: dict[str, Any] = dict(
         name=name,
         actual_dtype=str(actual.dtype),
         expected_dtype=str(expected.dtype),

@@ -16,6 +16,7 @@ range per dtype kind (``VALUE_RANGES``) that exercise signs without overflowing.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -57,7 +58,7 @@ _STEM_KEY = re.compile(r"^(?P<stem>.+)__(?P<kind>in|out)(?P<index>\d+)$")
 
 
 def read(
-    path: str | Path,
+    path: str | os.PathLike[str],
     graph: Graph,
     *,
     stem: str | None = None,
@@ -204,7 +205,7 @@ def write(
     if path.suffix == ".npz":
         arrays = {**{n: inputs[n] for n in graph.inputs}, **{n: outputs[n] for n in graph.outputs}}
         try:
-            np.savez(path, **arrays)
+            np.savez(path, **arrays)  # type: ignore[arg-type]  # names, not allow_pickle
         except OSError as exc:
             raise TensorIOError(f"{path}: cannot write: {exc.strerror or exc}") from None
         return

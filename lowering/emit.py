@@ -9,7 +9,7 @@ support-table row or rule that forbids the step.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -172,25 +172,32 @@ def _slice_desc(
     op: LogicalSlice, layout: Layout, view: TypeView, in_shape: Shape, out_shape: Shape
 ) -> OperatorDesc:
     in_desc, out_desc = _desc(view, layout, in_shape), _desc(view, layout, out_shape)
-    starts, steps, sizes, windows = [], [], [], []
+    starts: list[int] = []
+    steps: list[int] = []
+    sizes: list[int] = []
+    windows: list[int] = []
     for axis, block in zip(layout.axes, layout.blocks):
         if axis is None:
-            starts.append(0), steps.append(1), sizes.append(block), windows.append(block)
+            starts.append(0)
+            steps.append(1)
+            sizes.append(block)
+            windows.append(block)
             continue
         start, step, size = op.starts[axis], op.steps[axis], op.sizes[axis]
         if layout.scaled is not None and layout.scaled[0] == axis:  # checked by _slice_fits
             start, size = layout.scale(axis, start), layout.scale(axis, size)  # type: ignore
-        lowest = start if step > 0 else start + step * (size - 1)
-        starts.append(lowest), steps.append(step), sizes.append(size)
+        starts.append(start if step > 0 else start + step * (size - 1))  # the lowest read
+        steps.append(step)
+        sizes.append(size)
         windows.append(abs(step) * (size - 1) + 1)
     if all(s > 0 for s in steps):
         return SliceDesc(
-            input_tensor=in_desc, output_tensor=out_desc, offsets=starts, sizes=sizes,
-            strides=steps,
+            input_tensor=in_desc, output_tensor=out_desc, offsets=tuple(starts),
+            sizes=tuple(sizes), strides=tuple(steps),
         )
     return Slice1Desc(
-        input_tensor=in_desc, output_tensor=out_desc, input_window_offsets=starts,
-        input_window_sizes=windows, input_window_strides=steps,
+        input_tensor=in_desc, output_tensor=out_desc, input_window_offsets=tuple(starts),
+        input_window_sizes=tuple(windows), input_window_strides=tuple(steps),
     )
 
 
@@ -290,7 +297,7 @@ def plan_join(plan: Plan, inputs: Sequence[str], shapes: Sequence[Shape], axis: 
         if not all(layout.divides(s) for s in shapes):
             continue
         desc = JoinDesc(
-            input_tensors=[_desc(view, layout, s) for s in shapes],
+            input_tensors=tuple(_desc(view, layout, s) for s in shapes),
             output_tensor=_desc(view, layout, tuple(out_shape)),
             axis=layout.axes.index(axis),
         )
@@ -357,7 +364,7 @@ def _try_pad(plan: Plan, x: str, in_shape: Shape, op: LogicalPad, out: str) -> s
                 continue
             starts = [0 if a is None else layout.scale(a, op.starts[a]) for a in layout.axes]
             ends = [0 if a is None else layout.scale(a, op.ends[a]) for a in layout.axes]
-            common = dict(
+            common: dict[str, Any] = dict(
                 input_tensor=_desc(view, layout, in_shape),
                 output_tensor=_desc(view, layout, out_shape),
                 padding_mode=op.mode,

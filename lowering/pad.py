@@ -39,7 +39,10 @@ def lower_pad(rw: Rewriter) -> None:
     rank = len(shape)
     mode_name = node.op.attrs.get("mode", "constant")
     mode = MODES[mode_name]
-    pads = [int(p) for p in graph.constant(node.input(1)).reshape(-1)]
+    pads_data = graph.constant(node.input(1))
+    if pads_data is None:  # ONNX requires pads; only a graph built by hand can lack them
+        raise Unlowerable("pads is missing")
+    pads = [int(p) for p in pads_data.reshape(-1)]
     value_data = graph.constant(node.input(2)) if node.input(2) else None
     if value_data is None or value_data.size == 0:
         value = np.zeros((), dtype=dtype)
@@ -114,9 +117,9 @@ def lower_pad(rw: Rewriter) -> None:
         stages.append((mode, pad_axes))
     stages = [(m, axes) for m, axes in stages if axes] or [(mode, [])]
     if crop:
-        op = LogicalSlice(tuple(crop_begin), (1,) * rank, cropped)
+        crop_op = LogicalSlice(tuple(crop_begin), (1,) * rank, cropped)
         last = not pad_axes
-        current = rw.emit(op, (current,), cropped, last=last)
+        current = rw.emit(crop_op, (current,), cropped, last=last)
         current_shape = cropped
         if last:
             return

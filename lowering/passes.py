@@ -26,6 +26,19 @@ from lowering.report import LoweredGraph, Status
 LOGICAL = (LogicalSlice, LogicalJoin, LogicalPad)
 
 
+def _static_shapes(graph: LoweredGraph, node: Node) -> tuple[tuple[int, ...], ...]:
+    """A logical op's input shapes; the lowering rules made them static."""
+    shapes = []
+    for name in node.inputs:
+        shape = graph.tensor(name).static_shape
+        if shape is None:
+            raise GraphInvariantError(
+                f"{graph.describe(node)}: input {name!r} has no static shape"
+            )
+        shapes.append(shape)
+    return tuple(shapes)
+
+
 @dataclass
 class Origin:
     """One node of the graph given to ``lower``, and what became of it."""
@@ -166,8 +179,7 @@ class Legalize(Pass):
             form = None
             if len(nodes) == 1:
                 node = nodes[0]
-                shapes = tuple(graph.tensor(x).static_shape for x in node.inputs)
-                form = (node.op, shapes, dtype)
+                form = (node.op, _static_shapes(graph, node), dtype)
                 known = planned.get(form)
                 if isinstance(known, str):
                     self._restore(graph, ctx, origin_id, nodes, known)
@@ -178,7 +190,7 @@ class Legalize(Pass):
             plan = Plan(graph.feature_level, dtype, lambda n: n in graph.tensors)
             try:
                 for node in nodes:
-                    shapes = tuple(graph.tensor(x).static_shape for x in node.inputs)
+                    shapes = _static_shapes(graph, node)
                     if isinstance(node.op, LogicalSlice):
                         plan_slice(plan, node.inputs[0], shapes[0], node.op, node.outputs[0])
                     elif isinstance(node.op, LogicalJoin):

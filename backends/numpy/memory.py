@@ -65,7 +65,7 @@ class _Block:
 
     def __init__(self, nbytes: int) -> None:
         self.raw = np.empty(nbytes, dtype=np.uint8)
-        self.handle = np.frombuffer(memoryview(self.raw), dtype=np.uint8)
+        self.handle = np.frombuffer(memoryview(self.raw), dtype=np.uint8)  # type: ignore[arg-type]
 
     def unused(self) -> bool:
         # NumPy points every view's base at the array that exposes the memory, here the

@@ -141,9 +141,9 @@ def _padding(desc: PaddingDesc | Padding1Desc, x: np.ndarray, out: np.ndarray) -
 
         moves: list[Move] = []
         if fill is not None:  # constant borders read nothing
-            for side in (slice(0, start), slice(start + n, start + n + end)):
-                if side.stop > side.start:
-                    moves.append((at(side), fill))
+            for border in (slice(0, start), slice(start + n, start + n + end)):
+                if border.stop > border.start:
+                    moves.append((at(border), fill))
             return moves
         sources = source_indices(mode, n, start, end)
         positions = np.array(

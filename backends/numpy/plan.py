@@ -346,7 +346,9 @@ class Plan:
                 made_as = maker.op.outputs[0]
                 if reform(region, made_as.data_type.bits_dtype, made_as.sizes) is None:
                     continue
-                if binds(view_desc, graph.tensor(name).dtype, graph.tensor(name).static_shape):
+                info = graph.tensor(name)
+                shape = info.static_shape
+                if info.dtype is None or shape is None or binds(view_desc, info.dtype, shape):
                     continue
                 self._homes[name] = _Home(root, as_bytes(region))
                 in_place.add((node.id, port))
@@ -534,7 +536,9 @@ def _materialize(
     moves = []
     for (dst_root, dst), src in recipes:
         destination = dst.on(frame[dst_root])  # type: ignore[arg-type]
-        source = src if isinstance(src, np.ndarray) else src[1].on(frame[src[0]])  # type: ignore[arg-type]
+        source = (
+            src if isinstance(src, np.ndarray) else src[1].on(frame[src[0]])  # type: ignore[arg-type]
+        )
         moves.append((destination, source))
     return moves
 
@@ -592,7 +596,7 @@ def _calls(threads: int, moves: list[list[Move]], rows: list[int | None]) -> lis
 def _unowned(memory: np.ndarray) -> np.ndarray:
     """The same bytes through an array that does not keep them alive (see ``_BoundPhases``)."""
     raw = (ctypes.c_char * memory.size).from_address(address(memory))
-    return np.frombuffer(raw, dtype=np.uint8)
+    return np.frombuffer(raw, dtype=np.uint8)  # type: ignore[call-overload]  # a buffer
 
 
 # ---------------------------------------------------------------------- steps

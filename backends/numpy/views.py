@@ -9,6 +9,7 @@ buffer, so a plan compiled once can rebuild it over the buffer a run binds, in a
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -41,6 +42,7 @@ def _interface_address(array: np.ndarray) -> int:
     return int(array.__array_interface__["data"][0])
 
 
+_native_address: Callable[[np.ndarray], int] | None
 try:  # the native copier's look-up, where built: a plan asks for every buffer every run
     from backends.numpy._copies import address as _native_address
 except ImportError:

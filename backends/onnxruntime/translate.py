@@ -237,6 +237,8 @@ class _Translator:
             return source
         if self.opset < 5:
             raise NotExpressible(f"opset {self.opset} has no Reshape with a shape input")
+        if info.dtype is None:
+            raise NotExpressible(f"tensor {source!r} has no known dtype")
         out = target or self._temp("view", info.dtype, shape)
         shape_name = self._constant("shape", np.array(shape, dtype=np.int64))
         self._add(self._op("Reshape"), (source, shape_name), out)
@@ -268,13 +270,15 @@ class _Translator:
             shape = carrier.shape(view.sizes)
             value = self._reshape(name, shape)
             inputs.append(self._cast(value, wide, shape) if wide is not None else value)
-        for kind, value in params:
+        for kind, param in params:
             if kind == "fill" and wide is not None:
-                value = value.astype(wide)
-            inputs.append(self._constant(kind, value))
+                param = param.astype(wide)
+            inputs.append(self._constant(kind, param))
         (output,) = self.node.outputs
         out_shape = carrier.shape(desc.outputs[0].sizes)
         final = self.graph.tensor(output).static_shape
+        if final is None:
+            raise NotExpressible(f"output {output!r} has no static shape")
         if wide is None and out_shape == final:
             self._add(op, inputs, output)
         else:

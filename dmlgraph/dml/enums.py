@@ -9,7 +9,11 @@ from __future__ import annotations
 
 import enum
 import re
+from typing import TypeVar
+
 import numpy as np
+
+_E = TypeVar("_E", bound="_DmlEnum")
 
 
 class _DmlEnum(enum.IntEnum):
@@ -25,7 +29,7 @@ class _DmlEnum(enum.IntEnum):
         return f"{self.prefix()}{self.name}"
 
     @classmethod
-    def parse(cls, value: object) -> _DmlEnum:
+    def parse(cls: type[_E], value: object) -> _E:
         """Accept a member, its numeric value, its full C name or its suffix."""
         if isinstance(value, cls):
             return value

@@ -15,7 +15,7 @@ driven by each descriptor's SCHEMA.
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping
+from typing import Any, Mapping, TypeVar
 
 import numpy as np
 
@@ -25,6 +25,8 @@ from dmlgraph.dml.operators import DESCRIPTOR_CLASSES, OperatorDesc
 from dmlgraph.dml.schema import FieldKind, FieldSpec
 from dmlgraph.dml.tensor import BufferTensorDesc
 from dmlgraph.errors import DmlValidationError
+
+_E = TypeVar("_E", bound=enums._DmlEnum)
 
 K = FieldKind
 _BUFFER_KEYS = (
@@ -124,7 +126,7 @@ class _Reader:
     def fail(self, path: str, value: object, rule: str) -> DmlValidationError:
         return DmlValidationError(self.operator, path, value, rule)
 
-    def enum(self, cls: type[enums._DmlEnum], value: object, path: str) -> enums._DmlEnum:
+    def enum(self, cls: type[_E], value: object, path: str) -> _E:
         if not isinstance(value, str):
             raise self.fail(path, value, f"a {cls.__name__} is written as a string")
         try:

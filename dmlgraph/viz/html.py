@@ -172,15 +172,15 @@ def _build_panel(
         for out in node.outputs:
             if out:
                 producer[out] = key
-        flags = []
+        marks = []
         if view.divergent:
-            flags.append("divergent")
+            marks.append("divergent")
         if view.lowering_target_fallback:
-            flags.append("target-fallback")
+            marks.append("target-fallback")
         group = groups.setdefault(view.group, f"g{len(groups)}")
         items.append(Item(
             key, "op", _op_title(view), _short(view.name or "(unnamed)"), view.status,
-            (group,), f"{view.title} {view.name}".strip(), tuple(flags), view.name,
+            (group,), f"{view.title} {view.name}".strip(), tuple(marks), view.name,
         ))
         details[key] = {
             "title": view.title,

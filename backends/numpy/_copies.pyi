@@ -1,0 +1,44 @@
+"""Types of the optional native copier (``_copies.c``); ``threads.py`` says what it does."""
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+MAX_THREADS: int
+STREAM_BYTES: int
+STREAMS: int
+
+def address(array: np.ndarray, /) -> int: ...
+
+class Program:
+    """Lists of (destination, source) copies, analysed once; list k runs on thread k."""
+
+    def __new__(
+        cls,
+        lists: Sequence[Sequence[Any]],
+        stream: bool | None = None,
+        roots: Sequence[tuple[int, int] | None] | None = None,
+    ) -> Program: ...
+    def __call__(self, bases: Sequence[int | None] = ..., /) -> None: ...
+    @property
+    def nbytes(self) -> int: ...
+    @property
+    def threads(self) -> int: ...
+
+class Replay:
+    """A plan's run in one call; None where Python's path must run it."""
+
+    def __new__(
+        cls,
+        inputs: tuple[tuple[str, np.dtype, tuple[int, ...], int], ...],
+        outputs: tuple[tuple[str, np.dtype, tuple[int, ...], int, Callable[[], np.ndarray]], ...],
+        programs: tuple[Program, ...],
+        bases: tuple[int, ...],
+        lock: Any,
+        probe: np.ndarray,
+        limit: int = ...,
+    ) -> Replay: ...
+    def __call__(
+        self, feeds: Mapping[str, np.ndarray], outputs: Mapping[str, np.ndarray] | None = None
+    ) -> dict[str, np.ndarray] | None: ...
