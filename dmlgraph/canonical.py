@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 import onnx
 
+from dmlgraph.dtypes import DTYPE_TO_ELEM_TYPE
 from dmlgraph.errors import ModelValidationError, UnsupportedError
 from dmlgraph.ir import Graph, Node, OnnxOp
 
@@ -402,20 +403,73 @@ def check(graph: Graph, node: Node) -> None:
             f"{where}: pads has {pads} values for data of rank {rank}; it must have 2 * rank"
         )
     value = graph.tensors.get(node.input(2)) if node.input(2) else None
-    if (
-        value is not None
-        and value.dtype is not None
-        and data is not None
-        and data.dtype is not None
-    ):
-        if value.dtype != data.dtype:
+    if value is not None and value.size is not None and value.size != 1:
+        # its dtype is data's (``check_types``)
+        raise ModelValidationError(
+            f"{where}: constant_value has {value.size} values; it must be a scalar"
+        )
+
+
+@lru_cache(maxsize=64)
+def _formal_types(op_type: str, version: int) -> tuple[tuple[str, str, frozenset[str]], ...]:
+    """Per formal input of the op's ONNX schema at ``version``: (name, type parameter, the
+    type strings it allows). A fixed type (Pad's ``pads``) is its own one-type parameter."""
+    schema = onnx.defs.get_schema(op_type, version, "")
+    allowed = {c.type_param_str: frozenset(c.allowed_type_strs) for c in schema.type_constraints}
+    return tuple(
+        (formal.name, formal.type_str, allowed.get(formal.type_str, frozenset({formal.type_str})))
+        for formal in schema.inputs
+    )
+
+
+@lru_cache(maxsize=64)
+def _type_string(dtype: np.dtype) -> str | None:
+    """ONNX's name of a dtype in type constraints (``tensor(float)``); None without one."""
+    elem = DTYPE_TO_ELEM_TYPE.get(dtype)
+    if elem is None:
+        return None
+    return f"tensor({onnx.TensorProto.DataType.Name(elem).lower()})"
+
+
+def check_types(graph: Graph, node: Node) -> None:
+    """Refuse a Slice, Concat or Pad input whose dtype its ONNX schema, at the model's
+    since_version, does not allow, or inputs of one type parameter whose dtypes differ (int32
+    starts with int64 ends): ONNX types them so, and onnxruntime refuses such a model. Before
+    ``normalize``, which makes index parameters int64. Ports of the canonical form match the
+    schema's inputs where the model's form has inputs; an attribute form (Slice-1, Pad-2) has
+    only its data to check."""
+    if not is_canonical(node.op):
+        return
+    op_type = node.op.op_type
+    forms = FORMS[op_type]
+    version = node.provenance.since_version
+    if version not in forms:  # a graph built by hand names no model version
+        version = node.op.since_version
+    formals = _formal_types(op_type, version)
+    form = forms[version]
+    ports = 1 if getattr(form, "params_as_attributes", False) else len(node.inputs)
+    seen: dict[str, tuple[str, np.dtype]] = {}  # type parameter -> the first (input, dtype)
+    for port, name in enumerate(node.inputs[:ports]):
+        info = graph.tensors.get(name) if name else None
+        if info is None or info.dtype is None:
+            continue
+        variadic = op_type == "Concat"
+        if not variadic and port >= len(formals):
+            break
+        formal, param, allowed = formals[0 if variadic else port]
+        field = f"{formal}[{port}]" if variadic else formal
+        type_string = _type_string(info.dtype)
+        if type_string not in allowed:
             raise ModelValidationError(
-                f"{where}: constant_value has dtype {value.dtype}; it must match data's dtype "
-                f"{data.dtype}"
+                f"{graph.describe(node)}: {field} ({name!r}) has dtype {info.dtype}; "
+                f"{op_type}-{version} takes {', '.join(sorted(allowed))} there (type {param})"
             )
-        if value.size is not None and value.size != 1:
+        first = seen.setdefault(param, (field, info.dtype))
+        if first[1] != info.dtype:
             raise ModelValidationError(
-                f"{where}: constant_value has {value.size} values; it must be a scalar"
+                f"{graph.describe(node)}: {first[0]} has dtype {first[1]} and {field} "
+                f"({name!r}) {info.dtype}; {op_type}-{version} gives them one type (type "
+                f"{param})"
             )
 
 

@@ -129,9 +129,11 @@ def prepare(graph: Graph) -> None:
 
 
 def canonicalize(graph: Graph) -> None:
-    """``canonical.normalize`` then ``canonical.check`` every Slice, Concat and Pad."""
+    """``canonical.check_types``, ``canonical.normalize`` then ``canonical.check`` every
+    Slice, Concat and Pad."""
     for node in graph.topological_order():
         if canonical.is_canonical(node.op):
+            canonical.check_types(graph, node)
             canonical.check(graph, canonical.normalize(graph, node))
 
 

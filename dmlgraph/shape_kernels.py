@@ -36,7 +36,12 @@ _NUMBERS = PLAIN_DTYPES - {np.dtype("bool")}
 _FLOATS = frozenset(np.dtype(t) for t in ("float16", "float32", "float64"))
 _INDICES = frozenset(np.dtype(t) for t in ("int32", "int64"))
 _INT64 = np.dtype("int64")
-_INT64_MAX = 2**63 - 1
+#: Slice ends that onnxruntime reads as "through index 0" with a negative step, by name: ONNX
+#: clamps them to dim - 1 like any large end, so the slice stops short of it (measured,
+#: onnxruntime 1.32: INT32_MAX - 1, INT32_MAX + 1 and INT64_MAX - 1 follow ONNX).
+ORT_REVERSE_TO_START_ENDS: Mapping[int, str] = MappingProxyType(
+    {2**31 - 1: "INT32_MAX", 2**63 - 1: "INT64_MAX"}
+)
 _FLOAT_ZERO = np.zeros(1, dtype=np.float32)  # ConstantOfShape's default value
 _FLOAT_ZERO.flags.writeable = False
 #: (lowest, highest) of each integer dtype as Python ints (np.iinfo builds a new object per call)
@@ -216,8 +221,8 @@ def _concat(inputs: Inputs, attrs: Mapping[str, Any], version: int) -> Result:
 def _slice(inputs: Inputs, attrs: Mapping[str, Any], version: int) -> Result:
     """Slice-10..13 by the spec's rule: a negative start or end counts from the back; then for
     a positive step both clamp to [0, dim], for a negative step the start to [0, dim - 1] and
-    the end to [-1, dim - 1] (-1: through index 0). A negative step with end INT64_MAX, which
-    onnxruntime reads differently, goes to the reference."""
+    the end to [-1, dim - 1] (-1: through index 0). A negative step with an end of
+    ``ORT_REVERSE_TO_START_ENDS``, which onnxruntime reads differently, goes to the reference."""
     data = _plain(_port(inputs, 0))
     starts, ends = _plain(_port(inputs, 1), of=_INDICES), _plain(_port(inputs, 2), of=_INDICES)
     axes_in, steps_in = _port(inputs, 3), _port(inputs, 4)
@@ -237,7 +242,7 @@ def _slice(inputs: Inputs, attrs: Mapping[str, Any], version: int) -> Result:
         start, end = (v + dim if v < 0 else v for v in (first, last))
         if step > 0:
             index[axis] = slice(min(max(start, 0), dim), min(max(end, 0), dim), step)
-        elif end == _INT64_MAX:
+        elif last in ORT_REVERSE_TO_START_ENDS:
             return None
         else:
             start, end = min(max(start, 0), dim - 1), min(max(end, -1), dim - 1)

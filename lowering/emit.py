@@ -274,13 +274,14 @@ def _reverse_by_pieces(
     plan: Plan, x: str, shape: Shape, axis: int, op: LogicalSlice, out: str
 ) -> None:
     """A negative step without SLICE1: one single-element SLICE per element, then JOIN."""
-    indices = [int(i) for i in op.source_indices(axis)]
-    if len(indices) > MAX_JOIN_PIECES:
+    count = op.sizes[axis]
+    if count > MAX_JOIN_PIECES:  # before listing them: an axis may be billions long
         raise CannotLower(
             f"a negative step needs DML_OPERATOR_SLICE1 ({row_text(OperatorType.SLICE1, plan.level)});"
-            f" without it, reversing {len(indices)} elements along axis {axis} would take "
-            f"{len(indices)} single-element slices (limit {MAX_JOIN_PIECES})"
+            f" without it, reversing {count} elements along axis {axis} would take "
+            f"{count} single-element slices (limit {MAX_JOIN_PIECES})"
         )
+    indices = [int(i) for i in op.source_indices(axis)]
     plan.note(
         f"axis {axis} is read backwards, which needs DML_OPERATOR_SLICE1 (FL 2.1); at "
         f"{plan.level.full_name} it is a JOIN of {len(indices)} single-element slices"

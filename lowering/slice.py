@@ -3,7 +3,8 @@
 ONNX's index rules (Slice-13): a negative start or end counts from the end of the dimension;
 then, for a positive step, both clamp to [0, dim]; for a negative step the start clamps to
 [0, dim - 1] and the end to [-1, dim - 1]. The sentinels INT64_MAX and INT64_MIN are just
-large values under these rules. This is not Python's ``slice.indices``, which sends a start
+large values under these rules (onnxruntime reads INT32_MAX and INT64_MAX ends with a
+negative step otherwise: a declared divergence, ``ORT_REVERSE_TO_START_ENDS``). This is not Python's ``slice.indices``, which sends a start
 before the beginning to -1 (empty) where ONNX clamps it to 0. Whatever the parameters, the
 result is a start, a step and a count per axis.
 """
@@ -13,11 +14,9 @@ from __future__ import annotations
 import numpy as np
 
 from dmlgraph.canonical import PARAMETER_PORTS
+from dmlgraph.shape_kernels import ORT_REVERSE_TO_START_ENDS
 from lowering.logical import LogicalSlice
 from lowering.registry import Rewriter, Unlowerable, rule
-
-INT64_MAX = 2**63 - 1
-
 
 def runtime_reason(rw: Rewriter, ports: dict[str, int]) -> str:
     """Why some parameter is not a constant ("" when all are)."""
@@ -69,11 +68,11 @@ def lower_slice(rw: Rewriter) -> None:
         first, count = resolve(start, end, step, shape[axis])
         # one element is read the same in either direction: keep steps positive then
         starts[axis], steps[axis], sizes[axis] = first, step if count > 1 else 1, count
-        if step < 0 and end == INT64_MAX:
+        if step < 0 and end in ORT_REVERSE_TO_START_ENDS:
             rw.note(
-                f"divergence: axis {axis} has step {step} and end INT64_MAX; ONNX clamps that "
-                "end to dim - 1, so the slice stops before it, while onnxruntime reads it as "
-                "'through index 0'"
+                f"divergence: axis {axis} has step {step} and end "
+                f"{ORT_REVERSE_TO_START_ENDS[end]}; ONNX clamps that end to dim - 1, so the "
+                "slice stops before it, while onnxruntime reads it as 'through index 0'"
             )
     out_shape = tuple(sizes)
     if 0 in out_shape:

@@ -333,6 +333,30 @@ def test_pad_with_parameters_fed_as_inputs(case: str, onnx_run) -> None:
     assert any(r.engine == "numpy DirectML emulator" for r in result.record.nodes)
 
 
+@pytest.mark.parametrize("op", ["Slice", "Pad"])
+def test_a_tensor_read_as_data_and_as_a_run_time_parameter(op: str, onnx_run) -> None:
+    """Slice(x, x, e), Pad(x, x): one tensor is the data and a parameter. The one-node graph
+    lowered at run time needs it as an input and as a constant, so the constant gets a name
+    of its own; before, the parameter stayed a run-time value and each lowering lowered
+    again, without end (RecursionError)."""
+    if op == "Slice":
+        node = helper.make_node("Slice", ["x", "x", "e"], ["y"], name="s")
+        inits = [helper.make_tensor("e", TensorProto.INT64, [1], [2])]
+        x = np.array([1], np.int64)
+    else:
+        node = helper.make_node("Pad", ["x", "x"], ["y"], name="p", mode="edge")
+        inits = []
+        x = np.array([1, 2], np.int64)
+    graph = helper.make_graph([node], "g", [_input("x", TensorProto.INT64, list(x.shape))],
+                              [_input("y", TensorProto.INT64, [None])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)], ir_version=9)
+    lowered = lower(load(model), "6_4")
+    result = NumpyBackend().execute(lowered, {"x": x})
+    (expected,) = onnx_run(model, {"x": x})
+    assert_same_bits(result.outputs["y"], expected)
+    assert result.record.nodes[0].via == "lowered at run time"
+
+
 def test_run_time_lowering_is_cached_per_parameter_values(onnx_run) -> None:
     model = slice_model((4, 6), 1)
     lowered = lower(load(model), "2_1")

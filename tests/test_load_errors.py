@@ -352,8 +352,8 @@ def test_pad_constant_value_of_another_dtype(onnx_make_model) -> None:
         ModelValidationError,
         model,
         "'bad_pad'",
-        "constant_value has dtype int64",
-        "data's dtype float32",
+        "data has dtype float32 and constant_value ('value') int64",
+        "Pad-19 gives them one type (type T)",
     )
 
 
@@ -413,3 +413,98 @@ def test_concat_mismatch_found_only_after_shape_inference(onnx_make_model) -> No
         initializers=[helper.make_tensor("zero", INT64, [1], [0])],
     )
     _refused(ModelValidationError, model, "'bad_concat'", "'u': rank 3", "one rank")
+
+
+# ----------------------------------------------------------------------------- input types
+
+
+def _typed(op: str, opset: int, data_type: int, params: dict[str, np.ndarray | None], **attrs):
+    """A one-node model: data ``x`` of ``data_type`` (shape 4 x 5), then the parameters as
+    initializers in order (None: an omitted input)."""
+    names = ["x"] + [name if value is not None else "" for name, value in params.items()]
+    while names[-1] == "":
+        names.pop()
+    node = helper.make_node(op, names, ["y"], name="typed", **attrs)
+    graph = helper.make_graph(
+        [node], "g", [helper.make_tensor_value_info("x", data_type, [4, 5])],
+        [helper.make_tensor_value_info("y", data_type, [None, None])],
+        [onnx.numpy_helper.from_array(v, n) for n, v in params.items() if v is not None],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=10)
+
+
+def _i32(*values: int) -> np.ndarray:
+    return np.array(values, dtype=np.int32)
+
+
+def _i64(*values: int) -> np.ndarray:
+    return np.array(values, dtype=np.int64)
+
+
+#: Models whose input types break their op's schema, and what the error must name. The
+#: oracle that they are invalid is onnxruntime, which refuses each one.
+BAD_TYPES = {
+    "float starts and ends": (
+        _typed("Slice", 13, FLOAT, {"s": np.array([0.9], np.float32),
+                                    "e": np.array([3.0], np.float32)}),
+        ("starts ('s') has dtype float32", "Slice-13", "tensor(int32), tensor(int64)", "Tind"),
+    ),
+    "int32 starts, int64 ends": (
+        _typed("Slice", 13, FLOAT, {"s": _i32(0), "e": _i64(3)}),
+        ("starts has dtype int32 and ends ('e') int64", "one type", "Tind"),
+    ),
+    "float axes": (
+        _typed("Slice", 11, FLOAT, {"s": _i64(0), "e": _i64(3),
+                                    "a": np.array([1.5], np.float32)}),
+        ("axes ('a') has dtype float32", "Slice-11"),
+    ),
+    "float8 data": (
+        _typed("Slice", 13, TensorProto.FLOAT8E4M3FN, {"s": _i64(0), "e": _i64(3)}),
+        ("data ('x') has dtype float8_e4m3fn", "Slice-13", "(type T)"),
+    ),
+    "int32 pads": (
+        _typed("Pad", 13, FLOAT, {"pads": _i32(0, 1, 0, 1)}),
+        ("pads ('pads') has dtype int32", "Pad-13 takes tensor(int64)"),
+    ),
+    "int64 pads, int32 axes, float data: fine; float axes": (
+        _typed("Pad", 18, FLOAT, {"pads": _i64(1, 1), "c": None,
+                                  "a": np.array([1.0], np.float32)}),
+        ("axes ('a') has dtype float32", "Pad-18"),
+    ),
+    "Pad-2 of int32 data": (
+        _typed("Pad", 2, TensorProto.INT32, {}, pads=[0, 1, 0, 1]),
+        ("data ('x') has dtype int32", "Pad-2 takes tensor(double), tensor(float), "
+         "tensor(float16)"),
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_TYPES))
+def test_inputs_of_a_type_their_schema_forbids_are_refused(case: str) -> None:
+    import onnxruntime as ort
+
+    model, fragments = BAD_TYPES[case]
+    with pytest.raises(Exception, match="[Tt]ype"):  # the oracle: onnxruntime refuses it too
+        ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    _refused(ModelValidationError, model, "'typed'", *fragments)
+
+
+@pytest.mark.parametrize("op, opset, params, attrs", [
+    ("Slice", 13, {"s": _i32(1), "e": _i32(3), "a": _i32(1), "t": _i32(1)}, {}),
+    ("Pad", 18, {"pads": _i64(1, 2), "c": np.array(7, np.float32), "a": _i64(-1)}, {}),
+    ("Pad", 2, {}, {"pads": [0, 1, 0, 1]}),
+])
+def test_inputs_of_types_their_schema_allows_are_imported(op, opset, params, attrs) -> None:
+    """The positive control: int32 index parameters throughout, and Pad-2 of float data."""
+    import onnxruntime as ort
+
+    model = _typed(op, opset, FLOAT, params, **attrs)
+    x = np.arange(20, dtype=np.float32).reshape(4, 5)
+    (expected,) = ort.InferenceSession(
+        model.SerializeToString(), providers=["CPUExecutionProvider"]
+    ).run(None, {"x": x})
+    from backends import get_backend
+    from lowering import lower
+
+    (y,) = get_backend("numpy").run(lower(dmlgraph.load(model)), {"x": x}).values()
+    np.testing.assert_array_equal(y, expected)

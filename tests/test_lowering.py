@@ -193,6 +193,18 @@ def test_a_slice_no_single_descriptor_holds_becomes_a_chain() -> None:
     assert record.status is Status.LOWERED  # eight dimensions from FL 3.0
 
 
+def test_a_reversal_too_long_for_single_element_slices_falls_back_at_once() -> None:
+    """Below FL 2.1 a reversed axis of more than MAX_JOIN_PIECES elements cannot be a JOIN of
+    single-element SLICEs: refused by its length, before its indices are listed (an axis of
+    2**33 elements would have needed 64 GiB for them; before, lowering raised MemoryError)."""
+    model = one_node_model("Slice", {"x": np.zeros((1, 1), np.float32)},
+                           dict(starts=i64(-1), ends=i64(-(2**63)), axes=i64(1), steps=i64(-1)))
+    model.graph.input[0].type.tensor_type.shape.dim[1].dim_value = 2**33
+    _, record = lowered_one(model, "1_0")
+    assert record.status is Status.FALLBACK
+    assert any(f"reversing {2**33} elements" in n and "limit 1024" in n for n in record.notes)
+
+
 def test_empty_slice_is_an_empty_constant() -> None:
     lowered, record = lowered_one(slice_model(X, [3], [1], [1], [1]), "6_4")
     assert record.status is Status.FOLDED and not descs(lowered)

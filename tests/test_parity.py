@@ -159,11 +159,15 @@ def _model(nodes, inits, outputs=("y", "z"), shape=(2, 3), opset=17, ir=8) -> on
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=ir)
 
 
-def test_slice_through_index_0_is_a_known_divergence() -> None:
-    """ONNX clamps end INT64_MAX to dim - 1 for a negative step (an empty slice here), while
-    onnxruntime 1.31 reads it as 'through index 0' and returns [[2, 1, 0], ...]."""
-    inits = [numpy_helper.from_array(np.array(v, np.int64), n)
-             for n, v in [("s", [2]), ("e", [2**63 - 1]), ("a", [1]), ("st", [-1])]]
+@pytest.mark.parametrize("end, dtype", [
+    (2**63 - 1, np.int64), (2**31 - 1, np.int64), (2**31 - 1, np.int32),
+])
+def test_slice_through_index_0_is_a_known_divergence(end: int, dtype: type) -> None:
+    """ONNX clamps end INT64_MAX or INT32_MAX to dim - 1 for a negative step (an empty slice
+    here), while onnxruntime reads either as 'through index 0' and returns [[2, 1, 0], ...]
+    (whatever the parameters' type)."""
+    inits = [numpy_helper.from_array(np.array(v, dtype), n)
+             for n, v in [("s", [2]), ("e", [end]), ("a", [1]), ("st", [-1])]]
     model = _model([helper.make_node("Slice", ["x", "s", "e", "a", "st"], ["y"], name="rev"),
                     helper.make_node("Neg", ["x"], ["z"], name="neg")], inits)
     report = check(model)

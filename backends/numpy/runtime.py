@@ -77,19 +77,23 @@ class RuntimeLowering:
             ir_version=self.ir_version,
             source=self.source,
         )
-        for port, name in enumerate(node.inputs):
-            if not name or name in sub.tensors:
-                continue
-            value = np.asarray(arrays[name])
-            if port in self.params:
-                sub.set_tensor(TensorInfo(name, data=value))
-            else:
+        for port, name in enumerate(node.inputs):  # data first: a parameter may share it
+            if name and port not in self.params and name not in sub.tensors:
+                value = np.asarray(arrays[name])
                 sub.add_input(TensorInfo(name, value.dtype, value.shape))
         outputs = [o for o in node.outputs if o]
         for out in outputs:
             sub.set_tensor(TensorInfo(out, self.output_dtypes[out]))
+        inputs = list(node.inputs)
+        for port, name in enumerate(node.inputs):
+            if not name or port not in self.params:
+                continue
+            if name in sub.inputs:  # the data read as a parameter too: a constant of its own
+                inputs[port] = sub.unique_name(f"{name}:{port}")
+            if inputs[port] not in sub.tensors:
+                sub.set_tensor(TensorInfo(inputs[port], data=np.asarray(arrays[name])))
         notes = [n for n in node.notes if not n.startswith(folding.RUNTIME_PARAMETER)]
-        sub.add_node(node.op, node.inputs, node.outputs, node.provenance, notes)
+        sub.add_node(node.op, inputs, node.outputs, node.provenance, notes)
         sub.outputs = outputs
         folding.fold(sub)
         return sub
@@ -99,3 +103,4 @@ class RuntimeLowering:
         from lowering import lower
 
         return lower(self.graph_for(arrays), level)
+
