@@ -773,3 +773,26 @@ def test_a_dropped_plan_needs_no_collector(fallback: str) -> None:
     finally:
         if enabled:
             gc.enable()
+
+
+def test_a_fallback_result_unlike_its_inferred_type_is_refused_not_read_past() -> None:
+    """onnx infers STFT(frame_length=5) of 16 samples, step 3, as [1, 4, 5, 2]; onnxruntime
+    makes [1, 4, 3, 2] (the oracle). The JOIN reading it was laid out for the inferred shape,
+    so binding the smaller result would read past its end: the run stops with the error."""
+    model = _model(
+        [helper.make_node("STFT", ["x", "st", "", "fl"], ["o"], name="stft"),
+         helper.make_node("Concat", ["o", "o"], ["y"], axis=2)],
+        [_info("x", np.float32, (1, 16, 1))],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None] * 4)],
+        [helper.make_tensor("st", TensorProto.INT64, [], [3]),
+         helper.make_tensor("fl", TensorProto.INT64, [], [5])],
+    )
+    x = np.random.default_rng(0).standard_normal((1, 16, 1)).astype(np.float32)
+    (expected,) = _ort(model, {"x": x})
+    graph = load(model)
+    assert expected.shape == (1, 4, 6, 2) and graph.tensor("o").shape == (1, 4, 5, 2)
+    lowered = lower(graph, "6_4")
+    assert any(n.op_type == "JoinDesc" for n in lowered.nodes)
+    with pytest.raises(BackendError, match=r"'stft' \(STFT\) made 'o' as float32\[1, 4, 3, 2\], "
+                                           r"but ONNX shape inference says float32\[1, 4, 5, 2\]"):
+        NumpyBackend().run(lowered, {"x": x})

@@ -110,8 +110,9 @@ class _RunState:
         #: where each root's memory starts in this run: relocated programs read it
         self.addresses: list[int] = [0] * len(frame)
         self.values: dict[str, np.ndarray] = {}
-        #: tensor -> its root, for tensors a fallback or run-time step makes that DML nodes read
-        self.produced_roots: dict[str, int] = {}
+        #: tensor -> its root, for tensors a fallback or run-time step makes that DML nodes
+        #: read, with the type the root was made for and the tensor's maker (for the error)
+        self.produced_roots: dict[str, tuple[int, np.dtype, tuple[int, ...], str]] = {}
         self.source = source
 
     def bind(self, root: int, memory: np.ndarray) -> None:
@@ -127,9 +128,18 @@ class _RunState:
     def produced(self, name: str, value: np.ndarray) -> None:
         """A fallback's or run-time step's output: kept by name, bound if DML nodes read it."""
         self.values[name] = value
-        root = self.produced_roots.get(name)
-        if root is not None:
-            self.bind(root, _bytes(value))
+        bound = self.produced_roots.get(name)
+        if bound is None:
+            return
+        root, dtype, shape, maker = bound
+        if value.dtype != dtype or value.shape != shape:
+            # the plan laid out DirectML's reads for the inferred type: never read past it
+            raise BackendError(
+                f"{maker} made {name!r} as {value.dtype}{list(value.shape)}, but ONNX shape "
+                f"inference says {dtype}{list(shape)}, for which the plan was made: onnx "
+                "infers this node's output wrongly, so the lowered graph cannot run"
+            )
+        self.bind(root, _bytes(value))
 
 
 @dataclass(frozen=True)
@@ -191,11 +201,15 @@ class Plan:
         for index, buffer in self._arena_views.items():
             self._state.bind(index, buffer)  # fixed: relocated programs read it too
         self._steps = [self._step(graph, kind, nodes, in_place) for kind, nodes in schedule]
-        self._state.produced_roots = {
-            name: home.root
-            for name, home in self._homes.items()
-            if self._roots[home.root].kind is RootKind.PRODUCED
-        }
+        for name, home in self._homes.items():
+            if self._roots[home.root].kind is RootKind.PRODUCED:  # static: ``home`` says so
+                info, maker = graph.tensor(name), graph.producer(name)
+                self._state.produced_roots[name] = (
+                    home.root,
+                    np.dtype(info.dtype),
+                    tuple(info.static_shape or ()),
+                    graph.describe(maker) if maker is not None else f"tensor {name!r}",
+                )
         self._code: list[Instruction] = [f for step in self._steps for f in step.code]
         self.summary = PlanSummary(
             steps=len(self._steps),
