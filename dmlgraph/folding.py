@@ -69,6 +69,7 @@ INFERENCE_CONSTANT_LIMIT = 4096
 FOLDED = "computed from constants at import"
 #: Note prefixes this module writes (and replaces when it runs again).
 NOT_FOLDED = "not folded"
+SHAPE_EVALUATED = "shape evaluated"
 RUNTIME_PARAMETER = "runtime parameter"
 
 
@@ -397,10 +398,13 @@ def fold_constants(
     module docstring), so a Shape of a newly static tensor folds in the same pass.
     """
     changed: set[str] = set()
+    corrected: set[str] = set()  # shapes evaluation proved wrong, and those inferred from them
     folded: list[str] = []
     memo: InferenceMemo = {}
     for node in graph.topological_order():
         if infer and changed and any(name in changed for name in node.inputs):
+            if corrected and any(name in corrected for name in node.inputs):
+                corrected.update(_forget_shapes(graph, node.outputs))
             if canonical.is_canonical(node.op):
                 node = canonical.normalize(graph, node)
                 canonical.check(graph, node)
@@ -422,6 +426,10 @@ def fold_constants(
         reason = rejection(graph, node.inputs, node.outputs, values)
         if reason:
             _note(node, NOT_FOLDED, reason)
+            if infer:
+                fixed = _adopt_evaluated_shapes(graph, node, values)
+                corrected.update(fixed)
+                changed.update(fixed)
             continue
         graph.remove_node(node.id)
         graph.removed.append(RemovedNode(node.provenance, "folded", FOLDED))
@@ -431,6 +439,45 @@ def fold_constants(
                 changed.add(out)
         folded.append(node.label)
     return folded
+
+
+def _adopt_evaluated_shapes(
+    graph: Graph, node: Node, values: Mapping[str, np.ndarray]
+) -> list[str]:
+    """Outputs whose evaluated shape differs from onnx's inference (of the same dtype) take
+    the evaluated one: inference is wrong there (a float Range's length, measured against
+    onnxruntime), and a Shape of the tensor must not fold to it. The node still runs on the
+    fallback. Returns the outputs changed."""
+    fixed = []
+    for out in node.outputs:
+        value = values.get(out) if out else None
+        info = graph.tensors.get(out) if out else None
+        if (
+            not isinstance(value, np.ndarray)
+            or info is None
+            or info.shape is None
+            or (info.dtype is not None and info.dtype != value.dtype)
+            or shape_matches(info.shape, value.shape)
+        ):
+            continue
+        graph.set_tensor(TensorInfo(out, dtype=value.dtype, shape=value.shape))
+        _note(node, SHAPE_EVALUATED, f"{out!r} is {list(value.shape)} as evaluated, not "
+              f"{list(info.shape)} as onnx infers")
+        fixed.append(out)
+    return fixed
+
+
+def _forget_shapes(graph: Graph, outputs: Iterable[str]) -> list[str]:
+    """Outputs inferred from a shape evaluation corrected lose their shapes, for node
+    inference to infer them again from the corrected one; returns them."""
+    forgotten = []
+    for out in outputs:
+        info = graph.tensors.get(out) if out else None
+        if info is None or info.data is not None or out in graph.inputs or info.shape is None:
+            continue
+        graph.set_tensor(TensorInfo(out, dtype=info.dtype))
+        forgotten.append(out)
+    return forgotten
 
 
 def _foldable(graph: Graph, node: Node) -> bool:

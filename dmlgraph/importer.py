@@ -525,9 +525,11 @@ def _build_graph(
     *,
     fold: bool,
 ) -> Graph:
-    """The IR of a model, with the value infos of its inferred graph. With ``fold``, nodes a shape kernel computes from constants
-    become constants on the way (``_fold_at_import``), and the nodes reading them have their
-    outputs re-inferred, so a chain folds in one sweep; ``folding.fold`` finishes the rest."""
+    """The IR of a model, with the value infos of its inferred graph. With ``fold``, nodes a
+    shape kernel computes from constants become constants on the way (``_fold_at_import``),
+    and the nodes reading them have their outputs re-inferred, so a chain folds in one sweep;
+    ``folding.fold`` finishes the rest (a Shape or Size of a tensor it will evaluate waits for
+    it: evaluation may prove the inferred shape wrong)."""
     opsets = _normalized_opsets(proto)
     graph = Graph(
         proto.graph.name or "main",
@@ -552,6 +554,9 @@ def _build_graph(
     known = {vi.name: vi for vi in list(inferred.value_info) + list(inferred.output)}
     outputs = {o.name for o in proto.graph.output}
     changed: set[str] = set()  # tensors folded or re-inferred on the way
+    # tensors folding will compute (their nodes read only constants and such tensors): their
+    # inferred shapes are not trusted here, since evaluation may prove them wrong
+    pending: set[str] = set()
     memo: folding.InferenceMemo = {}
     for index, node in enumerate(nodes):
         where = _node_where(source, index, node)
@@ -564,7 +569,12 @@ def _build_graph(
         attrs = {a.name: attribute_value(a, where) for a in node.attribute}
         if fold:
             known_before = [graph.tensors.get(out) for out in node.output]
-            if _fold_at_import(graph, node, version, attrs, outputs):
+            reads_pending_shape = (
+                node.op_type in folding.SHAPE_ONLY_OPS
+                and bool(node.input)
+                and node.input[0] in pending
+            )
+            if not reads_pending_shape and _fold_at_import(graph, node, version, attrs, outputs):
                 changed.update(
                     out
                     for out, before in zip(node.output, known_before)
@@ -573,6 +583,8 @@ def _build_graph(
                 continue
             if any(name in changed for name in node.input):  # folding made them known
                 changed.update(folding.infer_proto(graph, node, opsets[node.domain], memo=memo))
+            if all(not name or name in pending or graph.is_constant(name) for name in node.input):
+                pending.update(node.output)
         _add_node(graph, node, index, version, attrs, where)
     graph.outputs = [o.name for o in proto.graph.output]
     for value_info in inferred.output:

@@ -475,3 +475,34 @@ def test_nodes_whose_inference_reads_a_large_constant_do_not_share_it(onnx_make_
         assert len(folding.infer_proto(graph, split, 17, memo=memo)) == 100
     assert [graph.tensors[f"even{k}"].shape for k in range(100)] == [(v,) for v in even]
     assert [graph.tensors[f"uneven{k}"].shape for k in range(100)] == [(v,) for v in uneven]
+
+
+def test_a_shape_evaluation_proves_wrong_is_not_folded_into_a_shape(
+    onnx_make_model, onnx_run
+) -> None:
+    """onnx infers this float Range as 69 elements; evaluated (onnx.reference, and
+    onnxruntime, the oracle) it has 68. Shape(range) and Shape(Neg(range)) must fold to what
+    the model computes, not to the inferred length; the Range itself stays (it disagrees with
+    inference) with its evaluated shape noted."""
+    inits = [onnx.numpy_helper.from_array(np.array(v, np.float32), k)
+             for k, v in {"s": -7.2131205, "l": 6.3868794, "d": 0.2}.items()]
+    model = onnx_make_model(
+        [helper.make_node("Range", ["s", "l", "d"], ["r"], name="range"),
+         helper.make_node("Neg", ["r"], ["n"]),
+         helper.make_node("Shape", ["r"], ["sr"]),
+         helper.make_node("Shape", ["n"], ["sn"]),
+         helper.make_node("Identity", ["sr"], ["y"]),
+         helper.make_node("Identity", ["sn"], ["z"]),
+         helper.make_node("Concat", ["r", "n"], ["w"], axis=0)],
+        [], [("y", TensorProto.INT64, [1]), ("z", TensorProto.INT64, [1]),
+             ("w", TensorProto.FLOAT, [None])],
+        opset=17, initializers=inits,
+    )
+    y, z, w = onnx_run(model, {})
+    assert y.tolist() == z.tolist() == [68] and w.shape == (136,)
+    graph = dmlgraph.load(model)
+    assert graph.constant("sr").tolist() == graph.constant("sn").tolist() == [68]
+    assert graph.tensor("r").shape == (68,) and graph.tensor("w").shape == (136,)
+    (range_node,) = graph.find_nodes("Range")
+    assert any(n.startswith(folding.SHAPE_EVALUATED) and "[68]" in n and "[69]" in n
+               for n in range_node.notes)
