@@ -431,6 +431,10 @@ def fold_constants(
                 corrected.update(fixed)
                 changed.update(fixed)
             continue
+        divergent = _ort_divergence(graph, node)
+        if divergent:  # evaluated all the same: a wrong inferred shape shows above
+            _note(node, NOT_FOLDED, divergent)
+            continue
         graph.remove_node(node.id)
         graph.removed.append(RemovedNode(node.provenance, "folded", FOLDED))
         for out in node.outputs:
@@ -439,6 +443,36 @@ def fold_constants(
                 changed.add(out)
         folded.append(node.label)
     return folded
+
+
+def _ort_divergence(graph: Graph, node: Node) -> str:
+    """Why onnxruntime computes this node otherwise than ONNX ("" when it does not), which
+    folding must not decide for it:
+    - a Slice with a negative step reading an end of ``ORT_REVERSE_TO_START_ENDS``: the
+      lowering notes the divergence, and parity names it;
+    - a float Range: onnxruntime adds delta to a running value, ONNX takes start + i * delta,
+      and the two round apart (measured: element 24 of Range(0, 2.5, 0.1) times 10, cast to
+      int64, is 23 on onnxruntime, 24 by ONNX). It stays for the fallback."""
+    if node.op_type == "Range" and node.is_onnx and node.op.domain == "":
+        start = graph.tensors.get(node.input(0))
+        if start is not None and start.dtype is not None and start.dtype.kind == "f":
+            return (
+                "a float Range, which onnxruntime computes by adding delta to a running value "
+                "and ONNX as start + i * delta (they round apart): left to the fallback"
+            )
+        return ""
+    if node.op_type != "Slice" or not canonical.is_canonical(node.op):
+        return ""
+    ends, steps = graph.constant(node.input(2)), graph.constant(node.input(4))
+    if ends is None or steps is None or ends.shape != steps.shape:
+        return ""
+    for end, step in zip(ends.reshape(-1).tolist(), steps.reshape(-1).tolist()):
+        if step < 0 and end in shape_kernels.ORT_REVERSE_TO_START_ENDS:
+            return (
+                f"end {shape_kernels.ORT_REVERSE_TO_START_ENDS[end]} with step {step} is read "
+                "otherwise by onnxruntime; left to the lowering, which notes the divergence"
+            )
+    return ""
 
 
 def _adopt_evaluated_shapes(

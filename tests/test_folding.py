@@ -506,3 +506,27 @@ def test_a_shape_evaluation_proves_wrong_is_not_folded_into_a_shape(
     (range_node,) = graph.find_nodes("Range")
     assert any(n.startswith(folding.SHAPE_EVALUATED) and "[68]" in n and "[69]" in n
                for n in range_node.notes)
+
+
+def test_a_float_range_is_left_to_the_fallback(onnx_make_model, onnx_run) -> None:
+    """onnxruntime (the oracle) computes a float Range by adding delta to a running value;
+    ONNX's start + i * delta rounds otherwise (element 24 below: 23 on onnxruntime, 24 by
+    ONNX). Folding must not decide it: the Range stays, with the reason, and runs on the
+    fallback, so the lowered graph computes what onnxruntime does."""
+    inits = [onnx.numpy_helper.from_array(np.array(v, np.float32), k)
+             for k, v in {"s": 0.0, "l": 2.5, "d": 0.1, "ten": 10.0}.items()]
+    model = onnx_make_model(
+        [helper.make_node("Range", ["s", "l", "d"], ["r"], name="range"),
+         helper.make_node("Mul", ["r", "ten"], ["m"]),
+         helper.make_node("Cast", ["m"], ["y"], to=TensorProto.INT64)],
+        [], [("y", TensorProto.INT64, [None])], opset=17, initializers=inits,
+    )
+    (expected,) = onnx_run(model, {})
+    assert expected[24] == 23  # what makes the case
+    graph = dmlgraph.load(model)
+    (range_node,) = graph.find_nodes("Range")
+    assert any(n.startswith(folding.NOT_FOLDED) and "float Range" in n for n in range_node.notes)
+    from backends import get_backend
+    from lowering import lower
+
+    np.testing.assert_array_equal(get_backend("numpy").run(lower(graph), {})["y"], expected)

@@ -312,3 +312,21 @@ def test_report_json_writes_infinite_errors_as_text() -> None:
     assert stored["outputs"][0]["max_rel_error"] == "inf"
     assert stored["outputs"][0]["verdict"] == "fail" and graph.outputs == ["y", "z"]
     json.dumps(report.to_json(), allow_nan=False)
+
+
+def test_slice_through_index_0_of_constant_data_is_not_folded_away_from_its_note() -> None:
+    """The same Slice on constant data: folding would compute ONNX's empty result with no
+    node left to carry the divergence; it is left to the lowering, which notes it."""
+    inits = [numpy_helper.from_array(np.array(v, np.int64), n)
+             for n, v in [("d", np.arange(5)), ("s", [3]), ("e", [2**63 - 1]), ("a", [0]),
+                          ("st", [-1])]]
+    graph = helper.make_graph(
+        [helper.make_node("Slice", ["d", "s", "e", "a", "st"], ["t"], name="rev"),
+         helper.make_node("Identity", ["t"], ["y"])],
+        "m", [], [helper.make_tensor_value_info("y", TensorProto.INT64, [None])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=10)
+    report = check(model)
+    (y,) = report.comparisons[0].outputs
+    assert y.verdict is Verdict.KNOWN_DIVERGENCE and y.expected_shape == (4,)
+    assert "node 'rev': divergence:" in y.divergences[0]
+    assert report.exit_code == 0
