@@ -386,12 +386,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     run: Callable[[argparse.Namespace], int] = args.run
     try:
         return run(args)
-    except DmlgraphError as exc:
-        print(f"dmlgraph: error: {exc}", file=sys.stderr)
-        return 2
-    except OSError as exc:
-        print(f"dmlgraph: error: {exc}", file=sys.stderr)
-        return 2
+    except (DmlgraphError, OSError) as exc:
+        error = str(exc)
+    except MemoryError as exc:
+        error = f"out of memory ({exc or 'the tensors are too large for this machine'})"
+    # one line: messages may quote other tools' (the ONNX checker's context lines)
+    print(f"dmlgraph: error: {' '.join(error.split())}", file=sys.stderr)
+    return 2
 
 
 if __name__ == "__main__":

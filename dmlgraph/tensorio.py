@@ -16,6 +16,7 @@ range per dtype kind (``VALUE_RANGES``) that exercise signs without overflowing.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -253,7 +254,14 @@ def generate(
                 f"{list(info.shape) if info.shape is not None else '[?]'}; give its shape with "
                 f"--input-shape {name}:D0,D1,.. or its value with --inputs"
             )
-        feeds[name] = random_array(rng, info.dtype, shape)
+        try:
+            feeds[name] = random_array(rng, info.dtype, shape)
+        except MemoryError:
+            raise TensorIOError(
+                f"{graph.source}: input {name!r} is {info.dtype}{list(shape)}, "
+                f"{math.prod(shape) * np.dtype(info.dtype).itemsize} bytes: too large to "
+                "generate here; give smaller shapes with --input-shape or values with --inputs"
+            ) from None
     return feeds
 
 

@@ -50,3 +50,44 @@ def test_unknown_feature_level_is_a_usage_error(capsys) -> None:
               "--feature-level", "9_9"])
     assert info.value.code == 2
     assert "unknown DirectML feature level" in capsys.readouterr().err
+
+
+def _save(tmp_path: Path, nodes, inputs, outputs, name: str = "m.onnx") -> str:
+    import onnx
+    from onnx import helper
+
+    graph = helper.make_graph(nodes, "g", inputs, outputs)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=10)
+    path = tmp_path / name
+    onnx.save(model, path)
+    return str(path)
+
+
+def test_a_checker_message_of_several_lines_is_one_line(tmp_path: Path, capsys) -> None:
+    """The ONNX checker's messages carry a context line after a blank one; the error the
+    command prints is still one line."""
+    from onnx import TensorProto, helper
+
+    info = helper.make_tensor_value_info
+    path = _save(tmp_path, [helper.make_node("Concat", ["a", "a"], ["y"])],
+                 [info("a", TensorProto.FLOAT, [2])], [info("y", TensorProto.FLOAT, [4])])
+    assert main(["lower", path]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Required attribute 'axis' is missing. ==> Context:" in err
+
+
+def test_an_input_too_large_to_generate_is_an_error_not_a_traceback(
+    tmp_path: Path, capsys
+) -> None:
+    """2**46 float32 elements: more bytes than a 64-bit process can map, so the allocation
+    fails at once, whatever the machine's overcommit policy."""
+    from onnx import TensorProto, helper
+
+    info = helper.make_tensor_value_info
+    path = _save(tmp_path, [helper.make_node("Concat", ["a", "a"], ["y"], axis=1)],
+                 [info("a", TensorProto.FLOAT, [2**45, 2])],
+                 [info("y", TensorProto.FLOAT, [2**45, 4])])
+    assert main(["check", path]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert f"input 'a' is float32[{2**45}, 2], {2**48} bytes: too large to generate" in err
