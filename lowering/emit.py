@@ -11,10 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence
 
+import math
+
 import numpy as np
 
 from dmlgraph.dml.enums import FeatureLevel, OperatorType, PaddingMode
-from dmlgraph.dml.indexmaps import source_indices
+from dmlgraph.dml.indexmaps import INDEX_MAPS
 from dmlgraph.dml.operators import (
     PADDING_MODE_INTRODUCED,
     JoinDesc,
@@ -27,6 +29,7 @@ from dmlgraph.dml.operators import (
 from dmlgraph.dml.support import support_row
 from dmlgraph.dml.tensor import BufferTensorDesc
 from dmlgraph.errors import DmlValidationError
+from dmlgraph.folding import FOLD_GROWTH_LIMIT_BYTES
 from lowering.layout import (
     Layout,
     TypeView,
@@ -420,16 +423,36 @@ def plan_pad(plan: Plan, x: str, in_shape: Shape, op: LogicalPad, out: str) -> N
 
 
 def _pad_by_pieces(plan: Plan, x: str, shape: Shape, axis: int, op: LogicalPad, out: str) -> None:
-    """One padded axis as a JOIN: constant blocks, or slices the mode's index map picks."""
+    """One padded axis as a JOIN: constant blocks, or slices the mode's index map picks.
+    Both are bounded before they are made (a pad may be billions long): the blocks by
+    folding's bound on added constant data, the slices by ``MAX_JOIN_PIECES``, which a border
+    of ``length`` reaches with ceil(length / n) pieces or more (a run reads distinct
+    elements)."""
     n, start, end = shape[axis], op.starts[axis], op.ends[axis]
+    interior = _Piece("run", 0, 1, n)  # every mode's index map keeps the input in place
     pieces: list[_Piece] = []
     if op.mode is PaddingMode.CONSTANT:
-        pieces = [_Piece("const", count=start), _Piece("run", 0, 1, n), _Piece("const", count=end)]
+        fill = (start + end) * math.prod(shape) // n * plan.dtype.itemsize
+        if fill > FOLD_GROWTH_LIMIT_BYTES:
+            raise CannotLower(
+                f"padding axis {axis} by pieces would take {fill} bytes of fill constants "
+                f"(limit {FOLD_GROWTH_LIMIT_BYTES}, folding's bound on added constant data)"
+            )
+        pieces = [_Piece("const", count=start), interior, _Piece("const", count=end)]
         pieces = [p for p in pieces if p.count]
     else:
-        indices = source_indices(op.mode, n, start, end)
-        for segment in (indices[:start], indices[start : start + n], indices[start + n :]):
-            pieces += _runs([int(i) for i in segment], negative=plan.level >= FeatureLevel.L2_1)
+        least = -(-start // n) + 1 + -(-end // n)
+        if least > MAX_JOIN_PIECES:
+            raise CannotLower(
+                f"padding axis {axis} by pieces would take at least {least} JOIN inputs "
+                f"(limit {MAX_JOIN_PIECES})"
+            )
+        index_map, negative = INDEX_MAPS[op.mode], plan.level >= FeatureLevel.L2_1
+        pieces = [
+            *_runs(index_map(np.arange(-start, 0, dtype=np.int64), n).tolist(), negative),
+            interior,
+            *_runs(index_map(np.arange(n, n + end, dtype=np.int64), n).tolist(), negative),
+        ]
     if len(pieces) > MAX_JOIN_PIECES:
         raise CannotLower(
             f"padding axis {axis} by pieces would take {len(pieces)} JOIN inputs "

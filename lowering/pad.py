@@ -10,9 +10,12 @@ refused by onnxruntime; it is lowered with DirectML's periodic meaning and noted
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from dmlgraph.canonical import PARAMETER_PORTS
+from dmlgraph.folding import FOLD_GROWTH_LIMIT_BYTES
 from dmlgraph.dml.enums import PaddingMode
 from dmlgraph.errors import ModelValidationError
 from lowering.logical import LogicalPad, LogicalSlice
@@ -74,6 +77,13 @@ def lower_pad(rw: Rewriter) -> None:
             raise ModelValidationError(
                 f"{rw.where}: mode {mode_name!r} cannot pad axis {axis}: after the crop of "
                 f"pads {pads} it has no elements to repeat"
+            )
+        nbytes = math.prod(out_shape) * dtype.itemsize
+        if nbytes > FOLD_GROWTH_LIMIT_BYTES:  # folding's bound on the constant data it adds
+            raise Unlowerable(
+                f"axis {axis} is empty after the crop, so the result is all padding: a "
+                f"constant of shape {list(out_shape)}, {nbytes} bytes, more than the "
+                f"{FOLD_GROWTH_LIMIT_BYTES} bytes of constant data dmlgraph adds for a node"
             )
         rw.become_constant(
             np.full(out_shape, value, dtype=dtype),

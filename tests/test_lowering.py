@@ -381,6 +381,36 @@ def test_all_padding_of_an_empty_crop_is_a_constant() -> None:
     assert (lowered.constant("y") == 7).all() and lowered.constant("y").shape == (2, 3, 2)
 
 
+def test_all_padding_larger_than_the_constant_bound_stays_onnx() -> None:
+    """A crop to nothing padded back by 2**26 rows would be an 805 MB constant (2**40 rows:
+    12 TiB, a MemoryError before): above folding's bound on added constant data, the node
+    falls back, and nothing of that size is made."""
+    x = np.zeros((1, 3), np.float32)
+    for rows in (2**26, 2**40):
+        lowered, record = lowered_one(pad_model(x, [-1, 0, rows, 0], "constant", 1), "6_4")
+        assert record.status is Status.FALLBACK
+        assert any(f"a constant of shape [{rows}, 3]" in n and "1048576 bytes" in n
+                   for n in record.notes)
+        assert sum(lowered.constant(n).nbytes for n in lowered.constants) < 1024
+
+
+@pytest.mark.parametrize("mode, dtype, value, level, message", [
+    ("wrap", np.float32, 0, "5_0", "at least 4294967297 JOIN inputs (limit 1024)"),
+    ("edge", np.int32, 0, "1_0", "at least 4294967297 JOIN inputs (limit 1024)"),
+    ("constant", np.int64, 2**40 + 1, "2_1", "68719476736 bytes of fill constants"),
+])
+def test_a_long_pad_by_pieces_is_refused_before_its_pieces_are_made(
+    mode: str, dtype: type, value: int, level: str, message: str
+) -> None:
+    """Pads no descriptor takes at the level are split into pieces: a pad of 2**33 would
+    need billions of slices, or 64 GiB of fill, and is refused by arithmetic before any
+    index or block is made (before, it listed them: a MemoryError)."""
+    x = np.zeros((1, 2), dtype)
+    lowered, record = lowered_one(pad_model(x, [0, 0, 0, 2**33], mode, value), level)
+    assert record.status is Status.FALLBACK
+    assert any(message in n for n in record.notes), record.notes
+
+
 @pytest.mark.parametrize(
     "pads,mode,message",
     [
