@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from dmlgraph.dml.enums import FeatureLevel, OperatorType, PaddingMode
+from dmlgraph.dml.enums import FeatureLevel, OperatorType, PaddingMode, TensorDataType
 from dmlgraph.dml.indexmaps import INDEX_MAPS
 from dmlgraph.dml.operators import (
     PADDING_MODE_INTRODUCED,
@@ -312,10 +312,17 @@ def plan_join(plan: Plan, inputs: Sequence[str], shapes: Sequence[Shape], axis: 
 
 
 # --------------------------------------------------------------------------------- padding
+#: Scalar union members whose JSON form writes a NaN as "nan" (FLOAT16 travels as its bits).
+_NAN_AS_TEXT = frozenset({TensorDataType.FLOAT32, TensorDataType.FLOAT64})
+
+
 def _fill_value(
     kind: OperatorType, view: TypeView, value: np.ndarray
 ) -> float | int | None:
-    """The descriptor's PaddingValue that fills exactly ``value``'s bytes, or None."""
+    """The descriptor's PaddingValue that fills exactly ``value``'s bytes, or None. Exactly
+    as the descriptor holds it (a Python float for FLOAT members, which makes a signalling NaN
+    quiet) and as its JSON form says it (every float NaN is "nan", which DxDispatch reads as
+    the quiet NaN): a NaN with other bits needs blocks of constants."""
     raw = value.tobytes()
     width = view.data_type.bit_width // 8
     if view.split > 1:
@@ -329,13 +336,17 @@ def _fill_value(
     bits = element.view(view.data_type.bits_dtype)
     if kind is OperatorType.PADDING1:
         number = element.item()
+        if isinstance(number, float) and math.isnan(number) and view.data_type in _NAN_AS_TEXT:
+            number = math.nan
         typed = np.array(number, dtype=view.data_type.numpy_dtype)
         return number if typed.view(view.data_type.bits_dtype) == bits else None
     if view.data_type.is_float:  # a C FLOAT the device converts to the tensor's type
         with np.errstate(all="ignore"):
-            as_float = np.float32(element)
-            back = np.array(as_float, dtype=view.data_type.numpy_dtype)
-        return float(as_float) if back.view(view.data_type.bits_dtype) == bits else None
+            as_float = float(np.float32(element))
+            if math.isnan(as_float):
+                as_float = math.nan
+            back = np.array(np.float32(as_float), dtype=view.data_type.numpy_dtype)
+        return as_float if back.view(view.data_type.bits_dtype) == bits else None
     number = int(element)
     return float(number) if float(np.float32(number)) == number else None
 

@@ -6,6 +6,7 @@ independent oracles in ``oracles.py``.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -322,6 +323,28 @@ def test_an_inexact_fill_needs_padding1_or_a_join_of_constant_blocks() -> None:
     lowered, record = lowered_one(model, "3_1")
     assert record.status is Status.DECOMPOSED and record.dml_ops == ("DML_OPERATOR_JOIN",)
     assert same_bits(run_lowered(lowered, {"x": x})[0], expected)
+
+
+@pytest.mark.parametrize("bits, dtype, bits_dtype", [
+    (0x7F800001, np.float32, np.uint32),  # signalling NaNs
+    (0x7FA00000, np.float32, np.uint32),
+    (0x7C01, np.float16, np.uint16),
+    (0xFFC00123, np.float32, np.uint32),  # quiet, with a sign and a payload
+])
+@pytest.mark.parametrize("level", ["1_0", "4_0", "6_4"])
+def test_a_nan_fill_keeps_its_bits(bits: int, dtype: type, bits_dtype: type, level: str) -> None:
+    """Pad moves bits: the padded elements are constant_value's own bits (the oracle). A
+    descriptor holding the value as a float (a Python float quiets a signalling NaN; JSON
+    writes every NaN as "nan") may not claim them: blocks of constants, or an integer view,
+    fill them instead. Before, PADDING's value made 0x7f800001 0x7fc00001."""
+    value = np.array(bits, bits_dtype).view(dtype).reshape(())
+    x = np.arange(3, dtype=dtype).reshape(1, 3)
+    lowered, _ = lowered_one(pad_model(x, [0, 1, 0, 1], "constant", value), level)
+    y = run_lowered(lowered, {"x": x})[0].view(bits_dtype)
+    assert y[0, 0] == y[0, -1] == bits and (y[0, 1:-1] == x.view(bits_dtype)).all()
+    for desc in descs(lowered):
+        if isinstance(desc, (PaddingDesc, Padding1Desc)) and isinstance(desc.padding_value, float):
+            assert not math.isnan(desc.padding_value)  # a NaN value would be quiet
 
 
 def test_int64_zero_fill_below_5_0_pads_uint32_pairs() -> None:
