@@ -267,6 +267,11 @@ def test_export_round_trip_matches_numpy_backend_and_oracle(name: str) -> None:
             with pytest.raises(DxDispatchExportError, match="DxDispatch runs only DML"):
                 to_dxdispatch(lowered, feeds)
             continue
+        if any(getattr(n.op, "padding_mode", None) is PaddingMode.WRAP for n in lowered.nodes):
+            with pytest.raises(DxDispatchExportError, match="DML_PADDING_MODE_WRAP is newer "
+                               "than DxDispatch's JSON parser"):
+                to_dxdispatch(lowered, feeds)
+            continue
         exported_levels.append(level)
         outputs, _ = exported_run(lowered, feeds, level)
         reference = backend.run(lowered, feeds)
@@ -423,3 +428,14 @@ def test_wrong_input_values_are_refused() -> None:
         to_dxdispatch(lowered, {"nope": np.zeros(1)})
     with pytest.raises(DxDispatchExportError, match=r"float64\[1, 1, 4, 4\], the graph wants"):
         to_dxdispatch(lowered, {"X": np.zeros((1, 1, 4, 4))})
+
+
+def test_wrap_padding_is_not_written_for_a_parser_that_predates_it() -> None:
+    """DML_SPEC.md §6: DxDispatch's JSON parser predates DML_PADDING_MODE_WRAP. At FL 6.4 the
+    wrap Pad is one WRAP padding, refused with the way out; at 6.3 it is SLICEs and a JOIN,
+    which export and round-trip."""
+    graph, feeds, expected = case("pad_wrap")
+    with pytest.raises(DxDispatchExportError, match="lower at FL 6_3 or below"):
+        to_dxdispatch(lower(graph, "6_4"), feeds)
+    outputs, _ = exported_run(lower(graph, "6_3"), feeds, "6_3")
+    assert same_bits(outputs[graph.outputs[0]], expected[0])
