@@ -441,36 +441,64 @@ def check_types(graph: Graph, node: Node) -> None:
     if not is_canonical(node.op):
         return
     op_type = node.op.op_type
-    forms = FORMS[op_type]
     version = node.provenance.since_version
-    if version not in forms:  # a graph built by hand names no model version
+    if version not in FORMS[op_type]:  # a graph built by hand names no model version
         version = node.op.since_version
+    tensors = graph.tensors
+    dtypes = tuple(
+        (info.dtype if (info := tensors.get(name)) is not None else None) if name else None
+        for name in node.inputs
+    )
+    problem = _type_problem(op_type, version, dtypes)
+    if problem is None:
+        return
+    port, first, param, allowed = problem
+    field = _input_field(op_type, version, port)
+    name = node.inputs[port]
+    if first is None:
+        raise ModelValidationError(
+            f"{graph.describe(node)}: {field} ({name!r}) has dtype {dtypes[port]}; "
+            f"{op_type}-{version} takes {', '.join(sorted(allowed))} there (type {param})"
+        )
+    raise ModelValidationError(
+        f"{graph.describe(node)}: {_input_field(op_type, version, first)} has dtype "
+        f"{dtypes[first]} and {field} ({name!r}) {dtypes[port]}; {op_type}-{version} gives "
+        f"them one type (type {param})"
+    )
+
+
+@lru_cache(maxsize=1024)
+def _type_problem(
+    op_type: str, version: int, dtypes: tuple[np.dtype | None, ...]
+) -> tuple[int, int | None, str, frozenset[str]] | None:
+    """``check_types``'s verdict on one form of node (cached: a model repeats a few forms):
+    None, or (the port at fault, the earlier port of its type parameter it differs from, or
+    None when its type is not allowed at all, the type parameter, the types it allows)."""
     formals = _formal_types(op_type, version)
-    form = forms[version]
-    ports = 1 if getattr(form, "params_as_attributes", False) else len(node.inputs)
-    seen: dict[str, tuple[str, np.dtype]] = {}  # type parameter -> the first (input, dtype)
-    for port, name in enumerate(node.inputs[:ports]):
-        info = graph.tensors.get(name) if name else None
-        if info is None or info.dtype is None:
-            continue
-        variadic = op_type == "Concat"
+    form = FORMS[op_type][version]
+    ports = 1 if getattr(form, "params_as_attributes", False) else len(dtypes)
+    variadic = op_type == "Concat"
+    seen: dict[str, int] = {}  # type parameter -> the first port of it
+    for port, dtype in enumerate(dtypes[:ports]):
         if not variadic and port >= len(formals):
             break
-        formal, param, allowed = formals[0 if variadic else port]
-        field = f"{formal}[{port}]" if variadic else formal
-        type_string = _type_string(info.dtype)
-        if type_string not in allowed:
-            raise ModelValidationError(
-                f"{graph.describe(node)}: {field} ({name!r}) has dtype {info.dtype}; "
-                f"{op_type}-{version} takes {', '.join(sorted(allowed))} there (type {param})"
-            )
-        first = seen.setdefault(param, (field, info.dtype))
-        if first[1] != info.dtype:
-            raise ModelValidationError(
-                f"{graph.describe(node)}: {first[0]} has dtype {first[1]} and {field} "
-                f"({name!r}) {info.dtype}; {op_type}-{version} gives them one type (type "
-                f"{param})"
-            )
+        if dtype is None:
+            continue
+        _, param, allowed = formals[0 if variadic else port]
+        if _type_string(dtype) not in allowed:
+            return port, None, param, allowed
+        first = seen.setdefault(param, port)
+        if dtypes[first] != dtype:
+            return port, first, param, allowed
+    return None
+
+
+def _input_field(op_type: str, version: int, port: int) -> str:
+    """An input's name in the op's schema; a variadic input's with its index."""
+    formals = _formal_types(op_type, version)
+    if op_type == "Concat":
+        return f"{formals[0][0]}[{port}]"
+    return formals[port][0]
 
 
 def _check_axes(axes: np.ndarray, rank: int | None, where: str) -> None:
