@@ -1,27 +1,35 @@
 """Run a DxDispatch JSON model's DML dispatchables on the NumPy executor.
 
 Follows DxDispatch's own reading of a model (DxDispatch/src/model/JsonParsers.cpp and
-dxdispatch/Executor.cpp): resources are byte buffers filled from ``initialValues`` (an array,
-``{value, valueCount}`` or ``{valueStart, valueDelta, valueCount}`` accumulated in the element
-type), ``sizeInBytes`` defaults to the initial data rounded up to 4 bytes, a binding's
-``elementOffset`` counts elements of ``elementSizeInBytes`` (default: the resource's element
-size) and ``elementCount`` is ignored for DML operators, and ``print`` writes
-``Resource 'NAME': v0, v1, ...`` over the initialised elements.
+dxdispatch/Executor.cpp): the JSON may hold comments and trailing commas (RapidJSON's
+kParseCommentsFlag | kParseTrailingCommasFlag); resources are byte buffers filled from
+``initialValues`` (an array, ``{value, valueCount}`` or ``{valueStart, valueDelta,
+valueCount}`` accumulated in the element type; integer types take JSON integers only, FLOAT16
+rounds through float), ``sizeInBytes`` defaults to the initial data rounded up to 4 bytes and
+must hold the data at ``initialValuesOffsetInBytes``; a binding's ``elementOffset`` counts
+elements of ``elementSizeInBytes`` (absent or 0: the resource's element size), its byte
+offset aligned as DML_BUFFER_BINDING requires (DML_MINIMUM_BUFFER_TENSOR_ALIGNMENT, or the
+tensor's GuaranteedBaseOffsetAlignment), and ``elementCount`` is ignored for DML operators;
+command types are compared ignoring case; ``print`` writes ``Resource 'NAME': v0, v1, ...``
+over the initialised elements, as an ostream does (INT8 and UINT8 as characters).
 """
 
 from __future__ import annotations
 
 import json
+import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 
-from dmlgraph.dml.enums import FeatureLevel, TensorDataType
-from dmlgraph.dml.jsonio import operator_from_json
+from dmlgraph.dml.enums import MINIMUM_BUFFER_TENSOR_ALIGNMENT, FeatureLevel, TensorDataType
+from dmlgraph.dml.jsonio import json_float, operator_from_json
 from dmlgraph.dml.operators import OperatorDesc
 from dmlgraph.dml.schema import FieldKind
+from dmlgraph.dml.tensor import BufferTensorDesc
 from dmlgraph.errors import DmlgraphError
 
 
@@ -51,20 +59,38 @@ class DxDispatchModel:
     printed: list[str] = field(default_factory=list)
 
 
-def _initial_values(name: str, spec: dict[str, Any], dtype: np.dtype) -> np.ndarray:
+def _element(name: str, value: object, data_type: TensorDataType) -> float | int:
+    """One initial value as DxDispatch parses it for ``data_type``."""
+    if data_type.is_float:
+        named = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
+        if isinstance(value, str) and value.lower() in named:
+            return named[value.lower()]
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise DxDispatchError(f"resource '{name}': initial value {value!r} is not a number")
+        return json_float(value, data_type)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise DxDispatchError(
+            f"resource '{name}': initial value {value!r} is not an integer, as "
+            f"{data_type.full_name} needs"
+        )
+    return value
+
+
+def _initial_values(name: str, spec: dict[str, Any], data_type: TensorDataType) -> np.ndarray:
+    dtype = data_type.numpy_dtype
     values = spec.get("initialValues")
     if isinstance(values, list):
-        return np.array(values, dtype=dtype)
+        return np.array([_element(name, v, data_type) for v in values], dtype=dtype)
     if isinstance(values, dict) and "valueCount" in values:
         count = values["valueCount"]
-        if not isinstance(count, int) or count < 1:
+        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
             raise DxDispatchError(f"resource '{name}': valueCount must be a positive integer")
         if "value" in values:
-            return np.full(count, values["value"], dtype=dtype)
+            return np.full(count, _element(name, values["value"], data_type), dtype=dtype)
         if "valueStart" in values and "valueDelta" in values:
             # DxDispatch adds valueDelta step by step in the element type; cumsum does too.
-            steps = np.full(count, values["valueDelta"], dtype=dtype)
-            steps[0] = np.array(values["valueStart"], dtype=dtype)
+            steps = np.full(count, _element(name, values["valueDelta"], data_type), dtype=dtype)
+            steps[0] = np.array(_element(name, values["valueStart"], data_type), dtype=dtype)
             return np.cumsum(steps, dtype=dtype)
     raise DxDispatchError(
         f"resource '{name}': initialValues must be an array, {{value, valueCount}} or "
@@ -77,24 +103,44 @@ def _parse_resource(name: str, spec: Any) -> Resource:
         raise DxDispatchError(f"resource '{name}': only buffer resources are supported")
     try:
         data_type = TensorDataType.parse(spec.get("initialValuesDataType", ""))
-        dtype = data_type.numpy_dtype
     except ValueError as exc:
         raise DxDispatchError(f"resource '{name}': initialValuesDataType: {exc}") from None
     try:
-        values = _initial_values(name, spec, dtype)
+        values = _initial_values(name, spec, data_type)
     except (TypeError, ValueError, OverflowError) as exc:
         raise DxDispatchError(f"resource '{name}': initialValues: {exc}") from None
-    offset = spec.get("initialValuesOffsetInBytes", 0)
+    offset = _uint(spec.get("initialValuesOffsetInBytes", 0), f"resource '{name}'",
+                   "initialValuesOffsetInBytes")
     raw = values.tobytes()
-    size = spec.get("sizeInBytes", (offset + len(raw) + 3) & ~3)
-    if not isinstance(size, int) or size < offset + len(raw):
+    size = _uint(spec.get("sizeInBytes", (len(raw) + 3) & ~3), f"resource '{name}'",
+                 "sizeInBytes")
+    if size < offset + len(raw):  # the default is the data's size: an offset needs room
         raise DxDispatchError(
-            f"resource '{name}': sizeInBytes {size!r} is smaller than its initial values "
-            f"({offset + len(raw)} bytes)"
+            f"resource '{name}': sizeInBytes {size} cannot hold its {len(raw)} bytes of initial "
+            f"values at offset {offset}"
         )
     data = bytearray(size)
     data[offset:offset + len(raw)] = raw
     return Resource(name, data, data_type, len(values))
+
+
+def _uint(value: object, where: str, field_name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise DxDispatchError(f"{where}: {field_name} {value!r} is not an unsigned integer")
+    return value
+
+
+#: A JSON string, a comment, or a comma with only whitespace and comments before a closing
+#: bracket: what RapidJSON's comment and trailing-comma flags let through, and ``json`` not.
+_RELAXED = re.compile(
+    r'"(?:[^"\\]|\\.)*"|//[^\n]*|/\*.*?\*/|,(?=(?:\s|//[^\n]*|/\*.*?\*/)*[\]}])',
+    re.DOTALL,
+)
+
+
+def parse_json(text: str) -> Any:
+    """JSON as DxDispatch reads it: comments and trailing commas allowed."""
+    return json.loads(_RELAXED.sub(lambda m: m.group() if m.group().startswith('"') else "", text))
 
 
 def load_model(source: str | Path | dict[str, Any]) -> DxDispatchModel:
@@ -103,14 +149,19 @@ def load_model(source: str | Path | dict[str, Any]) -> DxDispatchModel:
         doc = source
     else:
         try:
-            doc = json.loads(Path(source).read_text())
+            doc = parse_json(Path(source).read_text())
         except (OSError, ValueError) as exc:
             raise DxDispatchError(f"{source}: cannot read a JSON model: {exc}") from None
     if not isinstance(doc, dict):
         raise DxDispatchError("a DxDispatch model is a JSON object")
-    for key in ("resources", "dispatchables", "commands"):
+    for key, container in (("resources", dict), ("dispatchables", dict), ("commands", list)):
         if key not in doc:
             raise DxDispatchError(f"the model has no '{key}'")
+        if not isinstance(doc[key], container):
+            raise DxDispatchError(
+                f"the model's '{key}' is a JSON {type(doc[key]).__name__}, not an "
+                f"{'object' if container is dict else 'array'}"
+            )
     resources = {name: _parse_resource(name, spec) for name, spec in doc["resources"].items()}
     dispatchables: dict[str, OperatorDesc] = {}
     for name, spec in doc["dispatchables"].items():
@@ -128,15 +179,26 @@ def load_model(source: str | Path | dict[str, Any]) -> DxDispatchModel:
 
 
 def _bound_view(
-    model: DxDispatchModel, source: Any, data_type: TensorDataType, where: str
+    model: DxDispatchModel, source: Any, desc: BufferTensorDesc, where: str
 ) -> np.ndarray:
     """A flat, writable view of the bound resource from the binding's byte offset on."""
+    data_type, guaranteed_alignment = desc.data_type, desc.guaranteed_base_offset_alignment
+    if isinstance(source, list) and len(source) == 1:  # one resource, written as a list
+        source = source[0]
     binding = {"name": source} if isinstance(source, str) else source
     if not isinstance(binding, dict) or binding.get("name") not in model.resources:
         raise DxDispatchError(f"{where}: binds unknown resource {binding!r}")
     resource = model.resources[binding["name"]]
-    element_size = binding.get("elementSizeInBytes", resource.data_type.numpy_dtype.itemsize)
-    offset = binding.get("elementOffset", 0) * element_size
+    element_size = _uint(binding.get("elementSizeInBytes", 0), where, "elementSizeInBytes")
+    element_size = element_size or resource.data_type.numpy_dtype.itemsize
+    offset = _uint(binding.get("elementOffset", 0), where, "elementOffset") * element_size
+    alignment = guaranteed_alignment or MINIMUM_BUFFER_TENSOR_ALIGNMENT
+    if offset % alignment:
+        raise DxDispatchError(
+            f"{where}: binds '{resource.name}' at byte {offset}, which is not a multiple of "
+            f"{alignment} (DML_BUFFER_BINDING's Offset: DML_MINIMUM_BUFFER_TENSOR_ALIGNMENT, "
+            "or the tensor's GuaranteedBaseOffsetAlignment)"
+        )
     itemsize = data_type.numpy_dtype.itemsize
     count = (len(resource.data) - offset) // itemsize
     if count < 1:
@@ -168,9 +230,9 @@ def _dispatch(model: DxDispatchModel, command: dict[str, Any], level: FeatureLev
                 raise DxDispatchError(
                     f"{where}: requires {len(tensors)} resources, but {len(sources)} were bound"
                 )
-            inputs += [_bound_view(model, s, t.data_type, where) for s, t in zip(sources, tensors)]
+            inputs += [_bound_view(model, s, t, where) for s, t in zip(sources, tensors)]
         else:
-            view = _bound_view(model, bound, tensors.data_type, where)
+            view = _bound_view(model, bound, tensors, where)
             (inputs if spec.kind is FieldKind.INPUT_TENSOR else outputs).append(view)
     # Inputs are copied first: an output may alias an input's resource, as on a GPU it would
     # be a hazard; here the read happens before the write.
@@ -181,9 +243,12 @@ def _dispatch(model: DxDispatchModel, command: dict[str, Any], level: FeatureLev
 
 
 def format_values(values: np.ndarray) -> str:
-    """Values as C++ ostream prints them by default (6 significant digits for floats)."""
+    """Values as C++ ostream prints them by default: 6 significant digits for floats, and
+    int8_t / uint8_t as the characters they are (their bytes, read as Latin-1)."""
     if values.dtype.kind == "f":
         return ", ".join(f"{float(v):g}" for v in values)
+    if values.dtype.itemsize == 1:
+        return ", ".join(bytes([int(v) & 0xFF]).decode("latin-1") for v in values)
     return ", ".join(str(int(v)) for v in values)
 
 
@@ -196,6 +261,7 @@ def run_model(
     level = FeatureLevel.parse(feature_level)
     for index, command in enumerate(model.commands):
         kind = command.get("type") if isinstance(command, dict) else None
+        kind = kind.lower() if isinstance(kind, str) else kind  # DxDispatch: _stricmp
         if kind == "dispatch":
             _dispatch(model, command, level)
         elif kind == "print":

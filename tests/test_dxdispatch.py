@@ -93,3 +93,148 @@ def test_console_script_is_installed() -> None:
                           capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "Resource 'output': 7, 9, 12, 14, 17, 19"
+
+
+# ------------------------------------------------- DxDispatch's own reading (JsonParsers.cpp)
+
+
+def _slice_model(values: object, data_type: str = "FLOAT32", **binding: object) -> dict:
+    """A 4-element SLICE of resource "in" into "out", then a print of "out"."""
+    return {
+        "resources": {
+            "in": {"initialValuesDataType": data_type, "initialValues": values},
+            "out": {"initialValuesDataType": data_type,
+                    "initialValues": {"value": 0, "valueCount": 4}},
+        },
+        "dispatchables": {"s": {"type": "SLICE", "desc": {
+            "InputTensor": {"DataType": data_type, "Sizes": [4]},
+            "OutputTensor": {"DataType": data_type, "Sizes": [4]},
+            "DimensionCount": 1, "Offsets": [0], "Sizes": [4], "Strides": [1]}}},
+        "commands": [
+            {"type": "dispatch", "dispatchable": "s",
+             "bindings": {"InputTensor": {"name": "in", **binding}, "OutputTensor": "out"}},
+            {"type": "print", "resource": "out"},
+        ],
+    }
+
+
+def _run_text(tmp_path: Path, text: str, capsys) -> tuple[int, str, str]:
+    path = tmp_path / "model.json"
+    path.write_text(text)
+    code = main(["dxdispatch", str(path)])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_comments_trailing_commas_and_command_case_are_read(tmp_path, capsys) -> None:
+    """RapidJSON's kParseCommentsFlag | kParseTrailingCommasFlag, and _stricmp on "type";
+    a "//" inside a string stays."""
+    model = _slice_model([1, 2, 3, 4])
+    model["commands"][1]["type"] = "Print"
+    model["dispatchables"]["s // not a comment"] = model["dispatchables"].pop("s")
+    model["commands"][0]["dispatchable"] = "s // not a comment"
+    text = json.dumps(model, indent=1).replace('"Strides": [\n     1\n    ]', '"Strides": [1,]')
+    text = "// a model\n/* of one\n slice */" + text.replace('"commands"', '/* c */ "commands"')
+    assert '[1,]' in text
+    assert _run_text(tmp_path, text, capsys) == (0, "Resource 'out': 1, 2, 3, 4\n", "")
+
+
+@pytest.mark.parametrize("values, data_type, message", [
+    ([1.5, 2, 3, 4], "INT32", "initial value 1.5 is not an integer"),
+    ([True, 2, 3, 4], "INT32", "initial value True is not an integer"),
+    (["4", 2, 3, 4], "INT32", "initial value '4' is not an integer"),
+    ({"valueStart": 1, "valueDelta": 0.5, "valueCount": 4}, "INT32", "0.5 is not an integer"),
+    (["x", 2, 3, 4], "FLOAT32", "initial value 'x' is not a number"),
+])
+def test_integer_types_take_json_integers_only(tmp_path, capsys, values, data_type, message):
+    """DxDispatch's integer parsers: "Expected a signed integer." (no truncation, no bools)."""
+    code, _, err = _run_text(tmp_path, json.dumps(_slice_model(values, data_type)), capsys)
+    assert code == 2 and err.count("\n") == 1 and message in err
+
+
+def test_float16_numbers_round_through_float(tmp_path, capsys) -> None:
+    """half(float(v)): 1 + 2**-11 + 2**-40 rounds to float 1 + 2**-11, a tie that goes to even
+    1.0 (bits 0x3c00); rounded once from the double it would be 0x3c01."""
+    value = 1 + 2**-11 + 2**-40
+    model = run_model(load_model(_slice_model([value, 1, 1, 1], "FLOAT16")))
+    assert model.resources["in"].values().view(np.uint16)[0] == 0x3C00
+    from dmlgraph.dml import operator_from_json
+
+    desc = operator_from_json({"type": "PADDING1", "desc": {
+        "InputTensor": {"DataType": "FLOAT16", "Sizes": [2]},
+        "OutputTensor": {"DataType": "FLOAT16", "Sizes": [4]}, "PaddingMode": "CONSTANT",
+        "PaddingValueDataType": "FLOAT16", "PaddingValue": value, "DimensionCount": 1,
+        "StartPadding": [1], "EndPadding": [1]}})
+    assert desc.scalar().view(np.uint16) == 0x3C00
+
+
+@pytest.mark.parametrize("spec, message", [
+    ({"initialValuesOffsetInBytes": 16}, "sizeInBytes 16 cannot hold its 16 bytes of initial "
+                                         "values at offset 16"),
+    ({"initialValuesOffsetInBytes": -4}, "initialValuesOffsetInBytes -4 is not an unsigned"),
+    ({"initialValuesOffsetInBytes": "4"}, "initialValuesOffsetInBytes '4' is not an unsigned"),
+])
+def test_resource_sizes_and_offsets_as_dxdispatch_checks_them(tmp_path, capsys, spec, message):
+    """sizeInBytes defaults to the initial data's size (rounded to 4), offset not added."""
+    model = _slice_model([1, 2, 3, 4])
+    model["resources"]["in"].update(spec)
+    code, _, err = _run_text(tmp_path, json.dumps(model), capsys)
+    assert code == 2 and err.count("\n") == 1 and message in err
+
+
+@pytest.mark.parametrize("binding, alignment, message", [
+    ({"elementOffset": 1}, None, "at byte 4, which is not a multiple of 16"),
+    ({"elementOffset": 4}, 256, "at byte 16, which is not a multiple of 256"),
+    ({"elementOffset": -1}, None, "elementOffset -1 is not an unsigned integer"),
+    ({"elementOffset": "1"}, None, "elementOffset '1' is not an unsigned integer"),
+])
+def test_binding_offsets_are_aligned_and_unsigned(tmp_path, capsys, binding, alignment, message):
+    """DML_BUFFER_BINDING's Offset is a multiple of DML_MINIMUM_BUFFER_TENSOR_ALIGNMENT (16),
+    or of the tensor's GuaranteedBaseOffsetAlignment when it has one."""
+    model = _slice_model(list(range(1, 9)), **binding)
+    if alignment:
+        model["dispatchables"]["s"]["desc"]["InputTensor"]["GuaranteedBaseOffsetAlignment"] = (
+            alignment
+        )
+    code, _, err = _run_text(tmp_path, json.dumps(model), capsys)
+    assert code == 2 and err.count("\n") == 1 and message in err
+
+
+def test_an_aligned_offset_a_zero_element_size_and_a_one_item_list_bind(tmp_path, capsys):
+    """elementOffset 4 of 4-byte elements is byte 16; elementSizeInBytes 0 means the
+    resource's own; one resource may be written as a one-item list."""
+    model = _slice_model(list(range(1, 9)), elementOffset=4, elementSizeInBytes=0)
+    model["commands"][0]["bindings"]["OutputTensor"] = ["out"]
+    assert _run_text(tmp_path, json.dumps(model), capsys)[:2] == (0, "Resource 'out': 5, 6, 7, 8\n")
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda m: m.update(resources=[]), "'resources' is a JSON list, not an object"),
+    (lambda m: m.update(dispatchables=[]), "'dispatchables' is a JSON list, not an object"),
+    (lambda m: m["dispatchables"]["s"].update(type=" SLICE"), "unsupported operator"),
+    (lambda m: m["dispatchables"]["s"]["desc"]["InputTensor"].update(DataType=" FLOAT32 "),
+     "an enum name is written without spaces around it"),
+    (lambda m: m["dispatchables"]["s"]["desc"]["InputTensor"].update(Strides=None),
+     "Strides = None: must be an array"),
+])
+def test_malformed_parts_are_one_line_errors(tmp_path, capsys, edit, message) -> None:
+    model = _slice_model([1, 2, 3, 4])
+    edit(model)
+    code, _, err = _run_text(tmp_path, json.dumps(model), capsys)
+    assert code == 2 and err.count("\n") == 1 and message in err
+
+
+def test_empty_strides_and_a_type_beside_the_fields_are_a_plain_buffer(tmp_path, capsys):
+    """ParseDmlBufferTensorDesc: ``strides.empty() ? nullptr``; ParseDmlTensorDesc parses
+    the object itself when it has a Type but no Desc."""
+    model = _slice_model([1, 2, 3, 4])
+    desc = model["dispatchables"]["s"]["desc"]
+    desc["InputTensor"].update(Strides=[])
+    desc["OutputTensor"] = {"Type": "BUFFER", **desc["OutputTensor"]}
+    assert _run_text(tmp_path, json.dumps(model), capsys)[:2] == (0, "Resource 'out': 1, 2, 3, 4\n")
+
+
+def test_one_byte_integers_print_as_characters(tmp_path, capsys) -> None:
+    """Executor.cpp writes each element with ``os << value``: an int8_t or uint8_t is a char."""
+    model = _slice_model([72, 105, 33, 63], "UINT8")
+    assert _run_text(tmp_path, json.dumps(model), capsys)[:2] == (0, "Resource 'out': H, i, !, ?\n")

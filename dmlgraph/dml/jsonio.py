@@ -112,6 +112,14 @@ def operator_to_json(desc: OperatorDesc) -> dict[str, Any]:
     return {"type": desc.OPERATOR.full_name, "desc": body}
 
 
+def json_float(number: float | int, data_type: TensorDataType) -> float:
+    """A JSON number as DxDispatch stores it in a float type: a FLOAT16 through float
+    (``half(ParseFloatingPointNumber<float>(v))``: two roundings), others as they are."""
+    if data_type == TensorDataType.FLOAT16:
+        return float(np.float32(number))
+    return float(number)
+
+
 def _attr_of(desc: OperatorDesc, c_name: str | None) -> str:
     return next(spec.attr for spec in desc.SCHEMA if spec.c_name == c_name)
 
@@ -129,6 +137,8 @@ class _Reader:
     def enum(self, cls: type[_E], value: object, path: str) -> _E:
         if not isinstance(value, str):
             raise self.fail(path, value, f"a {cls.__name__} is written as a string")
+        if value != value.strip():  # DxDispatch compares the names with strcmp
+            raise self.fail(path, value, "an enum name is written without spaces around it")
         try:
             return cls.parse(value)
         except ValueError as exc:
@@ -173,16 +183,12 @@ class _Reader:
                 return float(np.array(bits, dtype=np.uint16).view(np.float16))
             if data_type.is_float:
                 return float(self.number(inner, f"{path}.{member}"))
-            number = self.number(inner, f"{path}.{member}", named_floats=False)
-        else:
-            number = self.number(value, path, named_floats=False)
+            path, value = f"{path}.{member}", inner
         if data_type.is_float:
-            return float(number)
-        if isinstance(number, float):
-            if not number.is_integer():
-                raise self.fail(path, value, f"must be an integer for {data_type.full_name}")
-            number = int(number)
-        return number
+            return json_float(self.number(value, path, named_floats=False), data_type)
+        if isinstance(value, bool) or not isinstance(value, int):  # 3.0 too, as DxDispatch
+            raise self.fail(path, value, f"must be an integer for {data_type.full_name}")
+        return value
 
     def object_(self, value: object, path: str, allowed: tuple[str, ...]) -> Mapping[str, Any]:
         if not isinstance(value, dict):
@@ -198,11 +204,14 @@ class _Reader:
 
     def tensor(self, value: object, path: str) -> BufferTensorDesc:
         if isinstance(value, dict) and ("Type" in value or "Desc" in value):
-            outer = self.object_(value, path, ("Type", "Desc"))
-            kind = self.enum(TensorType, outer.get("Type", "BUFFER"), f"{path}.Type")
+            # DML_TENSOR_DESC {Type, Desc}, or a buffer desc with its Type beside its fields
+            kind = self.enum(TensorType, value.get("Type", "BUFFER"), f"{path}.Type")
             if kind != TensorType.BUFFER:
-                raise self.fail(f"{path}.Type", outer.get("Type"), "only BUFFER tensors exist")
-            return self.tensor(outer.get("Desc"), f"{path}.Desc")
+                raise self.fail(f"{path}.Type", value.get("Type"), "only BUFFER tensors exist")
+            if "Desc" in value:
+                outer = self.object_(value, path, ("Type", "Desc"))
+                return self.tensor(outer["Desc"], f"{path}.Desc")
+            value = {k: v for k, v in value.items() if k != "Type"}
         body = self.object_(value, path, _BUFFER_KEYS)
         for key in ("DataType", "Sizes"):
             if key not in body:
@@ -215,10 +224,11 @@ class _Reader:
                 f"{path}.DimensionCount", body["DimensionCount"],
                 f"must equal the number of Sizes ({len(sizes)})",
             )
-        strides = None
-        if body.get("Strides") is not None:
+        strides = None  # absent or [] (DxDispatch: ``strides.empty() ? nullptr``)
+        if "Strides" in body:
             strides = tuple(self.uint(v, f"{path}.Strides[{i}]")
                             for i, v in enumerate(self.array(body["Strides"], f"{path}.Strides")))
+            strides = strides or None
         flags = self._flags(body.get("Flags", "NONE"), f"{path}.Flags")
         kwargs: dict[str, Any] = {}
         total = self.uint(body.get("TotalTensorSizeInBytes", 0), f"{path}.TotalTensorSizeInBytes",
@@ -282,8 +292,9 @@ def operator_from_json(dispatchable: Mapping[str, Any]) -> OperatorDesc:
     type_name = dispatchable[type_key]
     if not isinstance(type_name, str):
         raise reader.fail(type_key, type_name, "an operator type is written as a string")
-    try:
-        cls = DESCRIPTOR_CLASSES.get(OperatorType.parse(type_name))
+    try:  # the name exactly, as DxDispatch compares it
+        kind = OperatorType.parse(type_name) if type_name == type_name.strip() else None
+        cls = DESCRIPTOR_CLASSES.get(kind) if kind is not None else None
     except ValueError:
         cls = None
     if cls is None:
