@@ -40,6 +40,7 @@ class NodeRun:
     engine: str
     via: str = ""
     notes: tuple[str, ...] = ()
+    node_id: int | None = None  # its id in the graph that ran (None where unknown)
 
 
 @dataclass(frozen=True)

@@ -259,12 +259,13 @@ def cmd_viz(args: argparse.Namespace) -> int:
 
 
 def cmd_dxdispatch(args: argparse.Namespace) -> int:
+    from dmlgraph import tensorio
     from dmlgraph.dxdispatch import load_model, run_model
 
     model = run_model(load_model(args.model), args.feature_level, echo=print)
     if args.output:
         arrays = {name: r.values() for name, r in model.resources.items()}
-        np.savez(args.output, **arrays)  # type: ignore[arg-type]  # names, not allow_pickle
+        tensorio.save_npz(args.output, arrays)
         print(f"saved {len(arrays)} resources to {args.output}")
     return 0
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import zipfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -151,7 +152,8 @@ def _read_npz(path: Path, graph: Graph, stem: str | None) -> tuple[list[_Entry],
     inputs: list[_Entry] = []
     outputs: list[_Entry] = []
     for key, array in arrays.items():
-        positional = _NUMPY_POSITIONAL.match(key)
+        named = key in graph.inputs or key in graph.outputs  # a name wins over a position
+        positional = None if named else _NUMPY_POSITIONAL.match(key)
         if positional:
             inputs.append(_Entry(array, index=int(positional[1])))
             continue
@@ -185,10 +187,13 @@ def _bind(
 
 
 def _typed(name: str, array: np.ndarray, graph: Graph) -> np.ndarray:
-    """ml_dtypes arrays come back from .npz as raw void bytes: view them as the graph's dtype."""
+    """ml_dtypes arrays come back from .npz as raw void bytes: view them as the graph's dtype.
+    Other byte orders become the machine's (the same values; ONNX tensors are little-endian)."""
     dtype = graph.tensor(name).dtype
     if dtype is not None and array.dtype.kind == "V" and array.dtype.itemsize == dtype.itemsize:
         return array.view(dtype)
+    if not array.dtype.isnative:
+        return array.astype(array.dtype.newbyteorder("="))
     return array
 
 
@@ -206,7 +211,7 @@ def write(
     if path.suffix == ".npz":
         arrays = {**{n: inputs[n] for n in graph.inputs}, **{n: outputs[n] for n in graph.outputs}}
         try:
-            np.savez(path, **arrays)  # type: ignore[arg-type]  # names, not allow_pickle
+            save_npz(path, arrays)
         except OSError as exc:
             raise TensorIOError(f"{path}: cannot write: {exc.strerror or exc}") from None
         return
@@ -276,3 +281,12 @@ def random_array(rng: np.random.Generator, dtype: np.dtype, shape: Sequence[int]
     if kind == "f":
         return rng.uniform(low, high, size=shape).astype(dtype)
     return rng.integers(int(low), int(high), size=shape).astype(dtype)
+
+
+def save_npz(path: str | os.PathLike[str], arrays: Mapping[str, np.ndarray]) -> None:
+    """``np.savez`` by name, for any names: ``np.savez(path, **arrays)`` takes a tensor named
+    ``file`` or ``allow_pickle`` for its own argument."""
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
+        for name, array in arrays.items():
+            with archive.open(f"{name}.npy", "w", force_zip64=True) as member:
+                np.lib.format.write_array(member, np.asanyarray(array), allow_pickle=False)

@@ -79,6 +79,7 @@ def _records(lowered: LoweredGraph, ctx: Context) -> list[NodeReport]:
                 status,
                 ops,
                 tuple(dict.fromkeys(origin.notes)),
+                node_id=origin_id,
             )
         )
     return records

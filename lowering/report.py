@@ -33,6 +33,7 @@ class NodeReport:
     dml_ops: tuple[str, ...]
     notes: tuple[str, ...]
     at_import: bool = False  # folded by the importer, before lowering
+    node_id: int | None = None  # its id in the graph given to ``lower`` (None: folded at import)
 
 
 class LoweredGraph(Graph):

@@ -51,7 +51,9 @@ class ReferenceFallback:
                 raise BackendError(
                     f"{graph.source}: onnx.reference fails on {_nodes(graph)}: {first_line(exc)}"
                 ) from None
-            return {name: np.asarray(value) for name, value in zip(outputs, results)}
+            # copies: onnx.reference's Reshape, Slice, Transpose... return views of their
+            # inputs, which are views of the plan's memory, reused by later steps and runs
+            return {name: np.array(value) for name, value in zip(outputs, results)}
 
         return run
 

@@ -533,8 +533,14 @@ class Plan:
             return handed[name]
         value = self.ir_reader(name)()
         if name in bound:
-            np.copyto(bound[name], value)
-            return bound[name]
+            target = bound[name]
+            if target.shape != value.shape or target.dtype != value.dtype:
+                raise BackendError(
+                    f"{self.graph.source}: output {name!r} is {value.dtype}{list(value.shape)} "
+                    f"in this run; the array bound to it is {target.dtype}{list(target.shape)}"
+                )
+            np.copyto(target, value)
+            return target
         if name in self.graph.inputs or self.graph.is_constant(name):
             return np.array(value)  # a copy: the caller's feed or the graph's constant
         return value
@@ -645,7 +651,9 @@ class _DmlStep(_Step):
         roots = [plan.home(name).root for name in (*node.inputs, node.outputs[0])]
         self.code = plan.instructions([phase for phase in phases if phase.moves], roots)
         self.moves = sum(len(phase.moves) for phase in phases)
-        self.runs = (NodeRun(node.name, desc.name, DML_ENGINE, notes=tuple(node.notes)),)
+        self.runs = (
+            NodeRun(node.name, desc.name, DML_ENGINE, notes=tuple(node.notes), node_id=node.id),
+        )
 
 
 class _PythonStep(_Step, abc.ABC):
@@ -669,7 +677,9 @@ class _FallbackStep(_PythonStep):
         self.readers = [(name, plan.ir_reader(name)) for name in self.segment.inputs]
         self.runner: Runner | None = None
         engine = plan.fallback.engine
-        self.runs = tuple(NodeRun(n.name, n.op_type, engine, notes=tuple(n.notes)) for n in nodes)
+        self.runs = tuple(
+            NodeRun(n.name, n.op_type, engine, notes=tuple(n.notes), node_id=n.id) for n in nodes
+        )
 
     def run(self) -> None:
         if self.runner is None:
@@ -705,9 +715,9 @@ class _RuntimeStep(_PythonStep):
             self.state.produced(name, outputs[sub_name])
         # what the lowering said of the node (divergences included) goes with every run of it
         said = tuple(note for record in sub.report() for note in record.notes)
-        runs = [] if sub_runs else [NodeRun(node.name, node.op_type, "none", via, said)]
-        runs += [
-            NodeRun(r.node, r.op, r.engine, via, tuple(dict.fromkeys(said + r.notes)))
+        runs = [] if sub_runs else [NodeRun(node.name, node.op_type, "none", via, said, node.id)]
+        runs += [  # the sub-graph's nodes ran for this node of the graph
+            NodeRun(r.node, r.op, r.engine, via, tuple(dict.fromkeys(said + r.notes)), node.id)
             for r in sub_runs
         ]
         self.runs = tuple(runs)

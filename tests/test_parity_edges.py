@@ -1,0 +1,166 @@
+"""Execution and parity at the edges an audit found: results the reference fallback hands
+back as views, outputs listed twice, divergences of unnamed nodes, strings, bound outputs of
+another shape, .npz names, stored byte orders and stored files without outputs. Oracles:
+onnxruntime on the model, and each case's own arithmetic."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from backends import BackendError, get_backend
+from dmlgraph import check, load, tensorio
+from dmlgraph.cli import main
+from dmlgraph.errors import DmlgraphError
+from dmlgraph.parity import Verdict
+from lowering import lower
+
+
+def _model(nodes, inputs, outputs, inits=(), opset: int = 19) -> onnx.ModelProto:
+    graph = helper.make_graph(nodes, "g", inputs, outputs, list(inits))
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 10
+    return model
+
+
+def _info(name: str, shape, elem: int = TensorProto.FLOAT) -> onnx.ValueInfoProto:
+    return helper.make_tensor_value_info(name, elem, shape)
+
+
+def _ints(name: str, values) -> onnx.TensorProto:
+    return numpy_helper.from_array(np.array(values, np.int64), name)
+
+
+def _ort(model: onnx.ModelProto, feeds) -> list[np.ndarray]:
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    return session.run(None, feeds)
+
+
+def test_the_reference_fallback_results_are_not_views_of_the_plans_memory() -> None:
+    """onnx.reference's Reshape returns a view of its input, a view of the plan's arena:
+    kept, the next run overwrote an output the caller held (and within a run, a later step
+    could overwrite a result still to be read)."""
+    model = _model([helper.make_node("Pad", ["X", "pads"], ["P"], mode="constant"),
+                    helper.make_node("Reshape", ["P", "shp"], ["R"])],
+                   [_info("X", [2, 2])], [_info("R", [None])],
+                   [_ints("pads", [1, 1, 1, 1]), _ints("shp", [16])])
+    lowered = lower(load(model), "6_4")
+    backend = get_backend("numpy", fallback="reference")
+    x = np.ones((2, 2), np.float32)
+    first = backend.run(lowered, {"X": x})["R"]
+    kept = first.copy()
+    second = backend.run(lowered, {"X": 5 * x})["R"]
+    np.testing.assert_array_equal(first, kept)
+    np.testing.assert_array_equal(first, _ort(model, {"X": x})[0])
+    np.testing.assert_array_equal(second, _ort(model, {"X": 5 * x})[0])
+
+
+def test_an_output_listed_twice_is_compared_by_name() -> None:
+    model = _model([helper.make_node("Slice", ["X", "s", "e"], ["A"]),
+                    helper.make_node("Neg", ["X"], ["B"])],
+                   [_info("X", [4])], [_info("A", [None]), _info("A", [None]), _info("B", [None])],
+                   [_ints("s", [1]), _ints("e", [3])])
+    assert [o.shape for o in _ort(model, {"X": np.arange(4, dtype=np.float32)})] == [
+        (2,), (2,), (4,)]
+    (comparison,) = check(model).comparisons
+    assert [(o.name, o.verdict) for o in comparison.outputs] == [
+        ("A", Verdict.PASS), ("A", Verdict.PASS), ("B", Verdict.PASS)]
+
+
+def test_an_unnamed_divergent_node_reaches_only_its_own_outputs() -> None:
+    """Two unnamed nodes: a Slice whose INT64_MAX end diverges (reaching Y1) and a Neg (Y2).
+    Divergences are traced by node id: matched by the empty name, the Slice's divergence
+    reached Y2 too and excused its mismatch with the stored Y2."""
+    model = _model([helper.make_node("Slice", ["X", "s", "e", "a", "t"], ["Y1"]),
+                    helper.make_node("Neg", ["X"], ["Y2"])],
+                   [_info("X", [4])], [_info("Y1", [None]), _info("Y2", [None])],
+                   [_ints("s", [-1]), _ints("e", [2**63 - 1]), _ints("a", [0]), _ints("t", [-1])])
+    x = np.arange(4, dtype=np.float32)
+    wrong = {"Y1": np.zeros(0, np.float32), "Y2": np.full(4, 100, np.float32)}
+    report = check(model, inputs={"X": x}, expected=wrong)
+    against_ort, against_stored = report.comparisons
+    assert [o.verdict for o in against_ort.outputs] == [Verdict.KNOWN_DIVERGENCE, Verdict.PASS]
+    assert [o.verdict for o in against_stored.outputs] == [Verdict.PASS, Verdict.FAIL]
+    assert report.exit_code == 1
+
+
+def test_an_unnamed_concat_1_is_a_known_divergence_like_a_named_one() -> None:
+    """onnxruntime has no Concat before opset 4 and names an unnamed node "Concat_0" in its
+    error: the divergence is matched by the node's op then."""
+    for name in ("cat", ""):
+        model = _model([helper.make_node("Concat", ["X", "X"], ["Y"], axis=1, name=name)],
+                       [_info("X", [2, 3])], [_info("Y", [None, None])], opset=3)
+        model.ir_version = 3
+        report = check(model, inputs={"X": np.ones((2, 3), np.float32)})
+        assert report.comparisons[0].outputs[0].verdict is Verdict.KNOWN_DIVERGENCE, name
+        assert report.exit_code == 0
+
+
+def test_string_outputs_are_compared_exactly(tmp_path: Path) -> None:
+    model = _model([helper.make_node("Slice", ["X", "s", "e"], ["Y"])],
+                   [_info("X", [3], TensorProto.STRING)], [_info("Y", [None], TensorProto.STRING)],
+                   [_ints("s", [1]), _ints("e", [3])])
+    x = np.array(["a", "b", "c"], dtype=object)
+    report = check(model, inputs={"X": x}, expected={"Y": np.array(["b", "z"], dtype=object)})
+    against_ort, against_stored = report.comparisons
+    assert against_ort.outputs[0].verdict is Verdict.PASS
+    assert against_stored.outputs[0].verdict is Verdict.FAIL
+    assert against_stored.outputs[0].mismatches == 1
+
+
+def test_a_bound_output_of_another_shape_is_refused_not_broadcast() -> None:
+    """The model declares Y [4]; Neg of X [1] makes [1] (onnxruntime agrees): a bound [4]
+    array was filled by broadcasting."""
+    model = _model([helper.make_node("Neg", ["X"], ["Y"])], [_info("X", [1])], [_info("Y", [4])])
+    lowered = lower(load(model))
+    x = np.array([2], np.float32)
+    assert _ort(model, {"X": x})[0].shape == (1,)
+    with pytest.raises(BackendError, match=r"output 'Y' is float32\[1\] in this run; the array "
+                                           r"bound to it is float32\[4\]"):
+        get_backend("numpy").run(lowered, {"X": x}, outputs={"Y": np.zeros(4, np.float32)})
+
+
+@pytest.mark.parametrize("name", ["file", "allow_pickle"])
+def test_npz_files_keep_tensors_named_as_savez_arguments(name: str, tmp_path: Path) -> None:
+    model = _model([helper.make_node("Neg", [name], ["Y"])], [_info(name, [2])], [_info("Y", [2])])
+    path = tmp_path / "m.onnx"
+    onnx.save(model, path)
+    feeds = tmp_path / "in.npz"
+    tensorio.save_npz(feeds, {name: np.array([1, 2], np.float32)})
+    out = tmp_path / "io.npz"
+    assert main(["run", str(path), "--inputs", str(feeds), "-o", str(out)]) == 0
+    with np.load(out) as saved:
+        assert sorted(saved.files) == sorted([name, "Y"])
+        assert saved["Y"].tolist() == [-1, -2]
+
+
+def test_npz_keys_that_name_inputs_bind_by_name_not_position(tmp_path: Path) -> None:
+    """Inputs named arr_1 and arr_0 (np.savez's positional keys) in the other order."""
+    model = _model([helper.make_node("Concat", ["arr_1", "arr_0"], ["Y"], axis=0)],
+                   [_info("arr_1", [2]), _info("arr_0", [2])], [_info("Y", [4])])
+    path = tmp_path / "io.npz"
+    a1, a0 = np.array([1, 2], np.float32), np.array([3, 4], np.float32)
+    tensorio.save_npz(path, {"arr_1": a1, "arr_0": a0})
+    feeds = tensorio.read(path, load(model)).inputs
+    assert feeds["arr_1"].tolist() == [1, 2] and feeds["arr_0"].tolist() == [3, 4]
+
+
+def test_stored_outputs_in_another_byte_order_are_the_same_values() -> None:
+    model = _model([helper.make_node("Neg", ["X"], ["Y"])], [_info("X", [3])], [_info("Y", [3])])
+    x = np.arange(3, dtype=np.float32)
+    big_endian = (-x).astype(">f4")
+    report = check(model, inputs={"X": x}, expected={"Y": big_endian})
+    assert report.passed and report.comparisons[1].outputs[0].verdict is Verdict.PASS
+
+
+def test_an_expected_file_without_the_graph_outputs_is_an_error(tmp_path: Path) -> None:
+    model = _model([helper.make_node("Neg", ["X"], ["Y"])], [_info("X", [3])], [_info("Y", [3])])
+    path = tmp_path / "exp.npz"
+    tensorio.save_npz(path, {"X": np.zeros(3, np.float32)})  # an input, no output
+    with pytest.raises(DmlgraphError, match=r"holds none of the graph's outputs \['Y'\]"):
+        check(model, inputs={"X": np.zeros(3, np.float32)}, expected=path)
