@@ -410,16 +410,24 @@ def check(graph: Graph, node: Node) -> None:
         )
 
 
+#: A formal input or output of a schema: (name, type parameter, the type strings it allows).
+_Formal = tuple[str, str, frozenset[str]]
+
+
 @lru_cache(maxsize=64)
-def _formal_types(op_type: str, version: int) -> tuple[tuple[str, str, frozenset[str]], ...]:
-    """Per formal input of the op's ONNX schema at ``version``: (name, type parameter, the
-    type strings it allows). A fixed type (Pad's ``pads``) is its own one-type parameter."""
+def _formal_types(op_type: str, version: int) -> tuple[tuple[_Formal, ...], tuple[_Formal, ...]]:
+    """The formal inputs and outputs of the op's ONNX schema at ``version``. A fixed type
+    (Pad's ``pads``) is its own one-type parameter."""
     schema = onnx.defs.get_schema(op_type, version, "")
     allowed = {c.type_param_str: frozenset(c.allowed_type_strs) for c in schema.type_constraints}
-    return tuple(
-        (formal.name, formal.type_str, allowed.get(formal.type_str, frozenset({formal.type_str})))
-        for formal in schema.inputs
-    )
+
+    def formals(params: Sequence[Any]) -> tuple[_Formal, ...]:
+        return tuple(
+            (f.name, f.type_str, allowed.get(f.type_str, frozenset({f.type_str})))
+            for f in params
+        )
+
+    return formals(schema.inputs), formals(schema.outputs)
 
 
 @lru_cache(maxsize=64)
@@ -432,12 +440,12 @@ def _type_string(dtype: np.dtype) -> str | None:
 
 
 def check_types(graph: Graph, node: Node) -> None:
-    """Refuse a Slice, Concat or Pad input whose dtype its ONNX schema, at the model's
-    since_version, does not allow, or inputs of one type parameter whose dtypes differ (int32
-    starts with int64 ends): ONNX types them so, and onnxruntime refuses such a model. Before
-    ``normalize``, which makes index parameters int64. Ports of the canonical form match the
-    schema's inputs where the model's form has inputs; an attribute form (Slice-1, Pad-2) has
-    only its data to check."""
+    """Refuse a Slice, Concat or Pad input or output whose dtype its ONNX schema, at the
+    model's since_version, does not allow, or tensors of one type parameter whose dtypes
+    differ (int32 starts with int64 ends; float data with an output declared int32): ONNX
+    types them so, and onnxruntime refuses such a model. Before ``normalize``, which makes
+    index parameters int64. Ports of the canonical form match the schema's inputs where the
+    model's form has inputs; an attribute form (Slice-1, Pad-2) has only its data to check."""
     if not is_canonical(node.op):
         return
     op_type = node.op.op_type
@@ -445,46 +453,54 @@ def check_types(graph: Graph, node: Node) -> None:
     if version not in FORMS[op_type]:  # a graph built by hand names no model version
         version = node.op.since_version
     tensors = graph.tensors
+    names = (*node.inputs, *node.outputs)
     dtypes = tuple(
         (info.dtype if (info := tensors.get(name)) is not None else None) if name else None
-        for name in node.inputs
+        for name in names
     )
-    problem = _type_problem(op_type, version, dtypes)
+    problem = _type_problem(op_type, version, dtypes, len(node.outputs))
     if problem is None:
         return
     port, first, param, allowed = problem
-    field = _input_field(op_type, version, port)
-    name = node.inputs[port]
+    field = _field(op_type, version, port, len(node.inputs))
     if first is None:
         raise ModelValidationError(
-            f"{graph.describe(node)}: {field} ({name!r}) has dtype {dtypes[port]}; "
+            f"{graph.describe(node)}: {field} ({names[port]!r}) has dtype {dtypes[port]}; "
             f"{op_type}-{version} takes {', '.join(sorted(allowed))} there (type {param})"
         )
     raise ModelValidationError(
-        f"{graph.describe(node)}: {_input_field(op_type, version, first)} has dtype "
-        f"{dtypes[first]} and {field} ({name!r}) {dtypes[port]}; {op_type}-{version} gives "
-        f"them one type (type {param})"
+        f"{graph.describe(node)}: {_field(op_type, version, first, len(node.inputs))} has "
+        f"dtype {dtypes[first]} and {field} ({names[port]!r}) {dtypes[port]}; "
+        f"{op_type}-{version} gives them one type (type {param})"
     )
 
 
 @lru_cache(maxsize=1024)
 def _type_problem(
-    op_type: str, version: int, dtypes: tuple[np.dtype | None, ...]
+    op_type: str, version: int, dtypes: tuple[np.dtype | None, ...], outputs: int
 ) -> tuple[int, int | None, str, frozenset[str]] | None:
-    """``check_types``'s verdict on one form of node (cached: a model repeats a few forms):
-    None, or (the port at fault, the earlier port of its type parameter it differs from, or
-    None when its type is not allowed at all, the type parameter, the types it allows)."""
-    formals = _formal_types(op_type, version)
+    """``check_types``'s verdict on one form of node (cached: a model repeats a few forms),
+    ``dtypes`` being the inputs' then the ``outputs`` outputs': None, or (the port at fault,
+    the earlier port of its type parameter it differs from, or None when its type is not
+    allowed at all, the type parameter, the types it allows)."""
+    formal_inputs, formal_outputs = _formal_types(op_type, version)
+    inputs = len(dtypes) - outputs
     form = FORMS[op_type][version]
-    ports = 1 if getattr(form, "params_as_attributes", False) else len(dtypes)
+    checked = 1 if getattr(form, "params_as_attributes", False) else inputs
     variadic = op_type == "Concat"
     seen: dict[str, int] = {}  # type parameter -> the first port of it
-    for port, dtype in enumerate(dtypes[:ports]):
-        if not variadic and port >= len(formals):
-            break
+    for port, dtype in enumerate(dtypes):
+        if port < inputs:
+            if port >= checked or (not variadic and port >= len(formal_inputs)):
+                continue
+            formal = formal_inputs[0 if variadic else port]
+        elif port - inputs < len(formal_outputs):
+            formal = formal_outputs[port - inputs]
+        else:
+            continue
         if dtype is None:
             continue
-        _, param, allowed = formals[0 if variadic else port]
+        _, param, allowed = formal
         if _type_string(dtype) not in allowed:
             return port, None, param, allowed
         first = seen.setdefault(param, port)
@@ -493,12 +509,16 @@ def _type_problem(
     return None
 
 
-def _input_field(op_type: str, version: int, port: int) -> str:
-    """An input's name in the op's schema; a variadic input's with its index."""
-    formals = _formal_types(op_type, version)
+def _field(op_type: str, version: int, port: int, inputs: int) -> str:
+    """A port's name in the op's schema: a variadic input's with its index, an output's
+    after the word "output"."""
+    formal_inputs, formal_outputs = _formal_types(op_type, version)
+    if port >= inputs:
+        name = formal_outputs[port - inputs][0]
+        return name if name == "output" else f"output {name}"
     if op_type == "Concat":
-        return f"{formals[0][0]}[{port}]"
-    return formals[port][0]
+        return f"{formal_inputs[0][0]}[{port}]"
+    return formal_inputs[port][0]
 
 
 def _check_axes(axes: np.ndarray, rank: int | None, where: str) -> None:

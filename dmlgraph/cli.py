@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, NoReturn, Sequence
 
 import numpy as np
 
@@ -231,7 +231,7 @@ def cmd_lower(args: argparse.Namespace) -> int:
         console = Console(file=sys.stdout, width=None if sys.stdout.isatty() else 140)
         print_report(lowered, console, every_node=args.all)
         if args.output is not None:
-            console.print(f"wrote {args.output}")
+            console.print(f"wrote {args.output}", markup=False)
     return 0
 
 
@@ -278,8 +278,15 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     return 0
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser with its usage errors on one line, as every error here is."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {' '.join(message.split())}; see {self.prog} --help\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="dmlgraph",
         description="Lower ONNX Slice, Concat and Pad to DirectML descriptors, run them, check "
         "parity.",

@@ -186,7 +186,11 @@ def _bound_view(
     if isinstance(source, list) and len(source) == 1:  # one resource, written as a list
         source = source[0]
     binding = {"name": source} if isinstance(source, str) else source
-    if not isinstance(binding, dict) or binding.get("name") not in model.resources:
+    if not (
+        isinstance(binding, dict)
+        and isinstance(binding.get("name"), str)
+        and binding["name"] in model.resources
+    ):
         raise DxDispatchError(f"{where}: binds unknown resource {binding!r}")
     resource = model.resources[binding["name"]]
     element_size = _uint(binding.get("elementSizeInBytes", 0), where, "elementSizeInBytes")
@@ -210,10 +214,12 @@ def _dispatch(model: DxDispatchModel, command: dict[str, Any], level: FeatureLev
     from backends.numpy import execute_operator  # the executor lives in the backends package
 
     name = command.get("dispatchable")
-    if name not in model.dispatchables:
+    if not isinstance(name, str) or name not in model.dispatchables:
         raise DxDispatchError(f"dispatch command: unknown dispatchable {name!r}")
     desc = model.dispatchables[name]
     bindings = command.get("bindings", {})
+    if not isinstance(bindings, dict):
+        raise DxDispatchError(f"dispatch '{name}': bindings must be an object, not {bindings!r}")
     inputs: list[np.ndarray] = []
     outputs: list[np.ndarray] = []
     for spec in desc.SCHEMA:
@@ -266,7 +272,7 @@ def run_model(
             _dispatch(model, command, level)
         elif kind == "print":
             name = command.get("resource")
-            if name not in model.resources:
+            if not isinstance(name, str) or name not in model.resources:
                 raise DxDispatchError(f"command {index}: print of unknown resource {name!r}")
             line = f"Resource '{name}': {format_values(model.resources[name].values())}"
             model.printed.append(line)

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import os
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -77,10 +77,11 @@ def _load(
             data = None
         nodes = [NodeFields(node) for node in proto.graph.node]
         _check_nodes(proto, nodes, source)
+        if input_shapes:  # first: they may give an input the shape the checker requires
+            _apply_input_shapes(proto, input_shapes, source)
+            data = None
         _run_checker(proto if data is None else data, source)
         del proto.graph.value_info[:]
-        if input_shapes:
-            _apply_input_shapes(proto, input_shapes, source)
         graph = _build_graph(proto, nodes, _infer_shapes(proto, source), source, fold=fold)
         if fold:
             folding.fold(graph, inferred=True)
@@ -120,7 +121,9 @@ def _read(model: ModelSource) -> tuple[str, onnx.ModelProto, Path | None, bytes 
             raise ModelLoadError(
                 f"{source}: cannot read the model file: {exc.strerror or exc}"
             ) from None
-        return source, _parse(data, source), path.resolve().parent, data
+        # the folder the path names, as onnx and onnxruntime take it (a link's, not its
+        # target's): its external data is what they read
+        return source, _parse(data, source), path.absolute().parent, data
     raise ModelLoadError(
         f"load() takes a path, bytes or an onnx.ModelProto, not {type(model).__name__}"
     )
@@ -158,11 +161,23 @@ def _require_model(proto: onnx.ModelProto, source: str) -> None:
 # ----------------------------------------------------------------------------- external data
 
 
+def _model_tensors(proto: onnx.ModelProto) -> Iterator[TensorProto]:
+    """Every tensor of the model: the graph's (``_all_tensors``) and its local functions'
+    node attributes, which inlining copies into the graph."""
+    yield from _all_tensors(proto.graph)
+    for function in proto.functions:
+        yield from _node_tensors(function.node)
+
+
 def _all_tensors(graph: onnx.GraphProto) -> Iterator[TensorProto]:
     """Initializers and tensor attributes, subgraphs' too. An attribute is read by its type,
     as ``attribute_value`` reads it (a field of another kind is never used)."""
     yield from graph.initializer
-    for node in graph.node:
+    yield from _node_tensors(graph.node)
+
+
+def _node_tensors(nodes: Iterable[onnx.NodeProto]) -> Iterator[TensorProto]:
+    for node in nodes:
         for attr in node.attribute:
             kind = attr.type
             if kind == AttributeProto.TENSOR:
@@ -180,7 +195,7 @@ def _load_external_data(proto: onnx.ModelProto, base_dir: Path | None, source: s
     """Read external tensor data, refusing any location outside the model's folder; True when
     some tensor had external data."""
     changed = False
-    for tensor in _all_tensors(proto.graph):
+    for tensor in _model_tensors(proto):
         if tensor.data_location != TensorProto.EXTERNAL:
             continue
         changed = True
@@ -304,12 +319,14 @@ def _node_where(source: str, index: int, node: NodeFields) -> str:
 def _check_nodes(proto: onnx.ModelProto, nodes: Sequence[NodeFields], source: str) -> None:
     """Refuse what dmlgraph cannot import before the checker phrases it less precisely."""
     opsets = _normalized_opsets(proto)
-    newest = onnx.defs.onnx_opset_version()
-    if opsets.get("", 0) > newest:
-        raise UnsupportedError(
-            f"{source}: default-domain opset {opsets['']} is newer than the newest this onnx "
-            f"knows ({newest}); dmlgraph will not guess how its ops behave"
-        )
+    known = onnx.defs.C.schema_version_map()  # domain -> (oldest, newest) opset
+    for domain in SUPPORTED_DOMAINS & set(opsets):
+        newest = known.get(domain, (0, 0))[1]
+        if opsets[domain] > newest:
+            raise UnsupportedError(
+                f"{source}: {domain or 'ai.onnx'} opset {opsets[domain]} is newer than the "
+                f"newest this onnx knows ({newest}); dmlgraph will not guess how its ops behave"
+            )
     for index, node in enumerate(nodes):
         op_type, domain = node.op_type, node.domain
         try:  # protobuf gives bytes for bad UTF-8, and joining bytes fails (one C call a node)

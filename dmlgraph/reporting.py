@@ -11,6 +11,7 @@ from collections import Counter
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from dmlgraph.ir import Graph, OnnxOp
@@ -91,9 +92,9 @@ def print_report(lowered: LoweredGraph, console: Console, *, every_node: bool = 
         ops = Counter(op.removeprefix("DML_OPERATOR_") for op in r.dml_ops)
         made = ", ".join(f"{op} x{n}" if n > 1 else op for op, n in ops.items())
         style = _STYLE[r.status]
-        table.add_row(
-            r.name or "(unnamed)", r.op_type, f"[{style}]{r.status.value}[/{style}]", made,
-            "\n".join(r.notes),
+        table.add_row(  # names and notes are the model's text, not markup
+            escape(r.name or "(unnamed)"), escape(r.op_type),
+            f"[{style}]{r.status.value}[/{style}]", made, escape("\n".join(r.notes)),
         )
     console.print(table)
     dml = Counter(n.op.name for n in lowered.nodes if not isinstance(n.op, OnnxOp))

@@ -47,6 +47,7 @@ class LoweredGraph(Graph):
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
         self.feature_level: FeatureLevel = FeatureLevel.L6_4
         self.set_lowered_records([])
+        self.origin_ids: dict[int, int] = {}
 
     @classmethod
     def from_graph(cls, graph: Graph, feature_level: FeatureLevel) -> LoweredGraph:
@@ -54,6 +55,8 @@ class LoweredGraph(Graph):
         lowered.__dict__.update(graph.copy().__dict__)
         lowered.feature_level = feature_level
         lowered.set_lowered_records([])
+        #: lowered node id -> the id of the node of the given graph it came from
+        lowered.origin_ids = {}
         return lowered
 
     def set_lowered_records(self, records: list[NodeReport]) -> None:
@@ -80,6 +83,7 @@ class LoweredGraph(Graph):
     def copy(self) -> LoweredGraph:
         other = LoweredGraph.from_graph(super().copy(), self.feature_level)
         other.set_lowered_records(list(self._lowered_records))
+        other.origin_ids = dict(self.origin_ids)
         if self._records is not None:  # made, or set by hand: keep them as they are
             other.records = self._records
         return other

@@ -173,17 +173,31 @@ def descriptor_fields(desc: OperatorDesc) -> tuple[tuple[str, str], ...]:
 class ReportIndex:
     """The lowering report by original node, so a node's status is one lookup.
 
-    Original nodes are matched by provenance (name and op type); two unnamed nodes of one op
-    type share a record, the report's own limit.
+    Records are found by the id of the original node (a lowered graph's ``origin_ids`` lead
+    a lowered node there): names may be empty or repeated. Records without an id (made by
+    hand) are found by provenance, name and op type.
     """
 
-    def __init__(self, records: Iterable[Any]) -> None:
+    def __init__(self, records: Iterable[Any], origin_ids: Mapping[int, int] | None = None):
+        self._origin_ids = origin_ids
+        self._by_id: dict[int, Any] = {}
         self._by_key: dict[tuple[str, str], Any] = {}
         for record in records:
-            self._by_key.setdefault((record.name, record.op_type), record)
+            node_id = getattr(record, "node_id", None)
+            if node_id is not None:
+                self._by_id.setdefault(node_id, record)
+            else:
+                self._by_key.setdefault((record.name, record.op_type), record)
 
-    def get(self, provenance: Provenance) -> Any | None:
-        return self._by_key.get((provenance.name, provenance.op_type))
+    def origin(self, node: Node) -> int | None:
+        """The id of the original node ``node`` came from (itself, in the original graph)."""
+        return node.id if self._origin_ids is None else self._origin_ids.get(node.id)
+
+    def get(self, node: Node) -> Any | None:
+        origin = self.origin(node)
+        if origin is not None and origin in self._by_id:
+            return self._by_id[origin]
+        return self._by_key.get((node.provenance.name, node.provenance.op_type))
 
 
 def display_name(graph: Graph) -> str:
@@ -213,9 +227,15 @@ def status_for(record: Any | None, *, is_dml: bool, has_notes: bool) -> str:
     return status if status in STATUS_STYLES else "fallback"
 
 
-def group_key(op_type: str, name: str) -> str:
-    """What ties an original node to the nodes it became: its op type and name."""
-    return f"{op_type}\x1f{name}"
+def group_key(op_type: str, name: str, node_id: int | None = None) -> str:
+    """What ties an original node to the nodes it became: its id, where known, else its op
+    type and name."""
+    return f"n{node_id}" if node_id is not None else f"{op_type}\x1f{name}"
+
+
+def record_group(record: Any) -> str:
+    """``group_key`` of a report record."""
+    return group_key(record.op_type, record.name, getattr(record, "node_id", None))
 
 
 # ----------------------------------------------------------------------------- nodes
@@ -226,7 +246,7 @@ def describe_node(
 ) -> NodeView:
     """The view of one node. ``original``: the node is in the graph given to ``lower``, so
     its status is what became of it, not how it runs."""
-    record = index.get(node.provenance)
+    record = index.get(node)
     is_dml = isinstance(node.op, OperatorDesc)
     notes = tuple(dict.fromkeys([*node.notes, *(record.notes if record is not None else ())]))
     if original and record is not None:
@@ -257,7 +277,8 @@ def describe_node(
         name=node.name,
         origin=origin,
         status=status,
-        group=group_key(node.provenance.op_type, node.provenance.name),
+        group=group_key(node.provenance.op_type, node.provenance.name,
+                        getattr(record, "node_id", None)),
         fields=fields,
         tensors=tensors,
         notes=notes,
@@ -297,7 +318,8 @@ def describe_graph(
     graph: Graph, records: Sequence[Any] | None = None, *, original: bool = False
 ) -> list[NodeView]:
     """Views of every node in topological order (deterministic: ties broken by node id)."""
-    index = ReportIndex(report_of(graph) if records is None else records)
+    origins = None if original else getattr(graph, "origin_ids", None)
+    index = ReportIndex(report_of(graph) if records is None else records, origins)
     views = [describe_node(graph, node, index, original=original)
              for node in graph.topological_order()]
     pieces: dict[str, list[int]] = {}

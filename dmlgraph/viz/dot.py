@@ -13,6 +13,7 @@ node id, constants in order of first use, no timestamps, no absolute paths.
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import textwrap
@@ -48,14 +49,19 @@ def quote(text: str) -> str:
 
 
 def escape(text: str) -> str:
-    """Text for an HTML-like label (also turns non-ASCII into character references)."""
+    """Text for an HTML-like label (also turns non-ASCII into character references). C0
+    control characters, which XML allows in no form, are written as ``\\xNN``."""
     text = (
         text.replace("&", "&amp;")
         .replace("<", "&lt;")
         .replace(">", "&gt;")
         .replace('"', "&quot;")
     )
+    text = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
     return text.encode("ascii", "xmlcharrefreplace").decode("ascii")
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
 
 
 def _wrapped(text: str, width: int = NOTE_WIDTH) -> str:

@@ -32,7 +32,7 @@ from dmlgraph.viz.describe import (
     NodeView,
     describe_graph,
     display_name,
-    group_key,
+    record_group,
     report_of,
     sentence,
     status_counts,
@@ -323,7 +323,7 @@ def _report_table(records: Sequence[Any], groups: dict[str, str]) -> str:
     for record in records:
         status = str(record.status)
         shown = "notes" if status in ("lowered", "decomposed") and record.notes else status
-        group = groups.get(group_key(record.op_type, record.name), "")
+        group = groups.get(record_group(record), "")
         notes = "".join(f"<li>{esc(sentence(n))}</li>" for n in record.notes)
         target = " target-fallback" if status == "fallback" and record.op_type in \
             LOWERING_TARGETS else ""
@@ -395,7 +395,7 @@ def html_report(
     records = report_of(lowered)
     groups: dict[str, str] = {}
     for record in records:
-        groups.setdefault(group_key(record.op_type, record.name), f"g{len(groups)}")
+        groups.setdefault(record_group(record), f"g{len(groups)}")
     sections = parity_sections(parity)
     verdicts: dict[str, str] = {}
     for section in sections[:1]:

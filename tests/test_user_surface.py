@@ -1,0 +1,194 @@
+"""What a user types and reads, at the edges an audit found: names that look like markup or
+hold control characters, external data in local functions and behind symlinks, nodes that
+share a name, output types, input shapes the checker needs, JSON numbers, malformed
+DxDispatch parts, usage errors, and opsets of other domains."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import dmlgraph
+from dmlgraph.cli import main
+from dmlgraph.errors import ModelLoadError, ModelValidationError, UnsupportedError
+from lowering import lower
+
+MODELS = Path(__file__).parent.parent / "models"
+FLOAT = TensorProto.FLOAT
+
+
+def _slice_model(name: str = "s", data: str = "x", ends: str = "en", opset: int = 13,
+                 output_type: int = FLOAT) -> onnx.ModelProto:
+    graph = helper.make_graph(
+        [helper.make_node("Slice", [data, "st", ends], ["y"], name=name)], "g",
+        [helper.make_tensor_value_info(data, FLOAT, [4, 6])],
+        [helper.make_tensor_value_info("y", output_type, [None, None])],
+        [numpy_helper.from_array(np.array([1], np.int64), "st"),
+         numpy_helper.from_array(np.array([3], np.int64), "en")],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=10)
+
+
+def _saved(tmp_path: Path, model: onnx.ModelProto, name: str = "m.onnx") -> str:
+    path = tmp_path / name
+    onnx.save(model, path)
+    return str(path)
+
+
+@pytest.mark.parametrize("name", ["[/]", "[bold]s", "a[/e]b"])
+def test_lower_prints_names_as_given_not_as_markup(name: str, tmp_path: Path, capsys) -> None:
+    assert main(["lower", _saved(tmp_path, _slice_model(name))]) == 0
+    assert f"│ {name} " in capsys.readouterr().out
+
+
+def test_external_data_of_a_local_function_is_held_to_the_models_folder(tmp_path: Path):
+    """A Constant inside a model-local function naming a file beside the model's folder:
+    refused like any other tensor's (it was read from the working directory)."""
+    folder = tmp_path / "model"
+    folder.mkdir()
+    np.array([3], np.int64).tofile(tmp_path / "secret.bin")
+    ends = numpy_helper.from_array(np.array([0], np.int64), "en_t")
+    ends.ClearField("raw_data")
+    ends.ClearField("int64_data")
+    ends.data_location = TensorProto.EXTERNAL
+    entry = ends.external_data.add()
+    entry.key, entry.value = "location", "../secret.bin"
+    function = helper.make_function(
+        "local", "F", ["a"], ["b"],
+        [helper.make_node("Constant", [], ["st"], value_ints=[1]),
+         helper.make_node("Constant", [], ["en"], value=ends),
+         helper.make_node("Slice", ["a", "st", "en"], ["b"])],
+        opset_imports=[helper.make_opsetid("", 13)])
+    graph = helper.make_graph(
+        [helper.make_node("F", ["x"], ["y"], domain="local")], "g",
+        [helper.make_tensor_value_info("x", FLOAT, [4, 6])],
+        [helper.make_tensor_value_info("y", FLOAT, [None, None])])
+    model = helper.make_model(graph, functions=[function], ir_version=10, opset_imports=[
+        helper.make_opsetid("", 13), helper.make_opsetid("local", 1)])
+    path = folder / "m.onnx"
+    onnx.save(model, path)
+    with pytest.raises(ModelLoadError, match="escapes the model's folder"):
+        dmlgraph.load(path)
+
+
+def test_a_symlinked_model_reads_the_external_data_beside_the_link(tmp_path: Path) -> None:
+    """onnx and onnxruntime read a linked model's external data from the link's folder."""
+    real, link = tmp_path / "real", tmp_path / "link"
+    real.mkdir()
+    link.mkdir()
+    model = _slice_model()
+    weights = numpy_helper.from_array(np.zeros(6, np.float32), "c")
+    weights.ClearField("raw_data")
+    weights.data_location = TensorProto.EXTERNAL
+    entry = weights.external_data.add()
+    entry.key, entry.value = "location", "w.bin"
+    model.graph.initializer.append(weights)
+    model.graph.node.append(helper.make_node("Add", ["y", "c"], ["z"]))
+    model.graph.output.append(helper.make_tensor_value_info("z", FLOAT, [None, None]))
+    onnx.save(model, real / "m.onnx")
+    (real / "w.bin").write_bytes(np.full(6, 1, np.float32).tobytes())
+    (link / "w.bin").write_bytes(np.full(6, 2, np.float32).tobytes())
+    os.symlink(real / "m.onnx", link / "m.onnx")
+    expected = onnx.load(str(link / "m.onnx"))  # the oracle: onnx's own reading
+    (c,) = [numpy_helper.to_array(t) for t in expected.graph.initializer if t.name == "c"]
+    assert c.tolist() == [2] * 6
+    assert dmlgraph.load(link / "m.onnx").constant("c").tolist() == c.tolist()
+
+
+def test_html_draws_nodes_of_one_name_each_with_its_own_status(tmp_path: Path) -> None:
+    """Two unnamed Slices, one lowered and one left ONNX (its ends are an input): the ONNX
+    panel shows each as it is, in groups of their own."""
+    model = _slice_model(name="")
+    model.graph.node.append(helper.make_node("Slice", ["x", "st", "e"], ["y2"]))
+    model.graph.input.append(helper.make_tensor_value_info("e", TensorProto.INT64, [1]))
+    model.graph.output.append(helper.make_tensor_value_info("y2", FLOAT, [None, None]))
+    out = tmp_path / "r.html"
+    assert main(["viz", _saved(tmp_path, model), "-o", str(out)]) == 0
+    found = re.findall(r'class="node k-op (st-\w+)[^"]*" data-key="(o-n\d+)" data-groups="(\w+)"',
+                       out.read_text())
+    assert sorted(found) == [("st-fallback", "o-n1", "g1"), ("st-lowered", "o-n0", "g0")]
+
+
+def test_an_output_declared_of_another_type_than_its_producer_is_refused() -> None:
+    with pytest.raises(ModelValidationError, match=r"data has dtype float32 and output \('y'\) "
+                                                   r"int32; Slice-13 gives them one type"):
+        dmlgraph.load(_slice_model(output_type=TensorProto.INT32))
+
+
+def test_input_shapes_come_before_the_checker_that_needs_them(tmp_path: Path) -> None:
+    """An input declared without a shape: the checker refuses it, unless --input-shape
+    gives one first (onnxruntime runs the model)."""
+    model = _slice_model()
+    model.graph.input[0].type.tensor_type.ClearField("shape")
+    path = _saved(tmp_path, model)
+    with pytest.raises(ModelValidationError, match="checker"):
+        dmlgraph.load(path)
+    graph = dmlgraph.load(path, {"x": [4, 6]})
+    assert graph.tensor("y").shape == (2, 6)
+
+
+def test_infinite_tolerances_are_valid_json(tmp_path: Path, capsys) -> None:
+    path = _saved(tmp_path, _slice_model())
+    assert main(["check", path, "--atol", "inf", "--json"]) == 0
+    output = json.loads(capsys.readouterr().out)["comparisons"][0]["outputs"][0]
+    assert output["atol"] == "inf"
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda m: m["commands"][0].update(dispatchable=["join"]), "unknown dispatchable ['join']"),
+    (lambda m: m["commands"][0].update(bindings="InputTensors"), "bindings must be an object"),
+    (lambda m: m["commands"][0]["bindings"].update(OutputTensor={"name": ["Out"]}),
+     "binds unknown resource"),
+    (lambda m: m["commands"].append({"type": "print", "resource": ["Out"]}),
+     "print of unknown resource ['Out']"),
+])
+def test_dxdispatch_parts_of_the_wrong_kind_are_one_line_errors(tmp_path, capsys, edit, message):
+    model = json.loads((MODELS / "dxdispatch" / "example_join.json").read_text())
+    edit(model)
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps(model))
+    assert main(["dxdispatch", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err
+
+
+@pytest.mark.parametrize("args", [
+    ["lower", "m.onnx", "--feature-level", "6_5"],
+    ["lower", "m.onnx", "--input-shape", "x:-1,6"],
+    ["check", "m.onnx", "--atol", "nan"],
+    ["viz", "m.onnx"],
+    ["run", "m.onnx", "--backend", "cuda"],
+])
+def test_usage_errors_are_one_line(args: list[str], capsys) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(args)
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and err.count("\n") == 1
+    assert err.startswith(f"dmlgraph {args[0]}: error:") and "--help" in err
+
+
+def test_an_ml_opset_newer_than_onnx_knows_is_refused() -> None:
+    model = _slice_model()
+    model.opset_import.append(helper.make_opsetid("ai.onnx.ml", 99))
+    with pytest.raises(UnsupportedError, match=r"ai.onnx.ml opset 99 is newer than the newest "
+                                                r"this onnx knows"):
+        dmlgraph.load(model)
+
+
+def test_dot_labels_hold_no_control_characters(tmp_path: Path) -> None:
+    """XML, and so Graphviz's HTML-like labels, allows C0 control characters in no form."""
+    from dmlgraph.viz.dot import to_dot
+
+    model = _slice_model(data="x\x01y")
+    text = to_dot(lower(dmlgraph.load(model)))
+    labels = re.findall(r"label=<(.*?)>\];", text)
+    assert labels and not any(re.search(r"[\x00-\x08\x0b\x0c\x0e-\x1f]", label)
+                              for label in labels)
+    assert any("x\\x01y" in label for label in labels)
