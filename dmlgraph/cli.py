@@ -265,8 +265,8 @@ def cmd_dxdispatch(args: argparse.Namespace) -> int:
     model = run_model(load_model(args.model), args.feature_level, echo=print)
     if args.output:
         arrays = {name: r.values() for name, r in model.resources.items()}
-        tensorio.save_npz(args.output, arrays)
-        print(f"saved {len(arrays)} resources to {args.output}")
+        written = tensorio.save_npz(args.output, arrays)
+        print(f"saved {len(arrays)} resources to {written}")
     return 0
 
 
@@ -397,7 +397,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (DmlgraphError, OSError) as exc:
         error = str(exc)
     except MemoryError as exc:
-        error = f"out of memory ({exc or 'the tensors are too large for this machine'})"
+        error = f"out of memory ({str(exc) or 'the tensors are too large for this machine'})"
     # one line: messages may quote other tools' (the ONNX checker's context lines)
     print(f"dmlgraph: error: {' '.join(error.split())}", file=sys.stderr)
     return 2

@@ -17,7 +17,6 @@ over the initialised elements, as an ostream does (INT8 and UINT8 as characters)
 from __future__ import annotations
 
 import json
-import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +25,7 @@ from typing import Any, Callable
 import numpy as np
 
 from dmlgraph.dml.enums import MINIMUM_BUFFER_TENSOR_ALIGNMENT, FeatureLevel, TensorDataType
-from dmlgraph.dml.jsonio import json_float, operator_from_json
+from dmlgraph.dml.jsonio import NAMED_FLOATS, json_float, operator_from_json
 from dmlgraph.dml.operators import OperatorDesc
 from dmlgraph.dml.schema import FieldKind
 from dmlgraph.dml.tensor import BufferTensorDesc
@@ -62,9 +61,8 @@ class DxDispatchModel:
 def _element(name: str, value: object, data_type: TensorDataType) -> float | int:
     """One initial value as DxDispatch parses it for ``data_type``."""
     if data_type.is_float:
-        named = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
-        if isinstance(value, str) and value.lower() in named:
-            return named[value.lower()]
+        if isinstance(value, str) and value.lower() in NAMED_FLOATS:
+            return NAMED_FLOATS[value.lower()]
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise DxDispatchError(f"resource '{name}': initial value {value!r} is not a number")
         return json_float(value, data_type)

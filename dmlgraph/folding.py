@@ -406,10 +406,15 @@ def fold_constants(
             if corrected and any(name in corrected for name in node.inputs):
                 corrected.update(_forget_shapes(graph, node.outputs))
             if canonical.is_canonical(node.op):
+                canonical.check_types(graph, node)  # a dtype inference gave only now
                 node = canonical.normalize(graph, node)
                 canonical.check(graph, node)
             changed.update(infer_node(graph, node, memo))
         if (select is not None and not select(node)) or not _foldable(graph, node):
+            continue
+        divergent = _slice_divergence(graph, node)
+        if divergent:
+            _note(node, NOT_FOLDED, divergent)
             continue
         kernel = shape_kernels.kernel_for(node.op_type, node.op.domain, node.op.since_version)
         values = None
@@ -431,9 +436,8 @@ def fold_constants(
                 corrected.update(fixed)
                 changed.update(fixed)
             continue
-        divergent = _ort_divergence(graph, node)
-        if divergent:  # evaluated all the same: a wrong inferred shape shows above
-            _note(node, NOT_FOLDED, divergent)
+        if _is_float_range(graph, node):
+            _note(node, NOT_FOLDED, FLOAT_RANGE)
             continue
         graph.remove_node(node.id)
         graph.removed.append(RemovedNode(node.provenance, "folded", FOLDED))
@@ -445,34 +449,43 @@ def fold_constants(
     return folded
 
 
-def _ort_divergence(graph: Graph, node: Node) -> str:
-    """Why onnxruntime computes this node otherwise than ONNX ("" when it does not), which
-    folding must not decide for it:
-    - a Slice with a negative step reading an end of ``ORT_REVERSE_TO_START_ENDS``: the
-      lowering notes the divergence, and parity names it;
-    - a float Range: onnxruntime adds delta to a running value, ONNX takes start + i * delta,
-      and the two round apart (measured: element 24 of Range(0, 2.5, 0.1) times 10, cast to
-      int64, is 23 on onnxruntime, 24 by ONNX). It stays for the fallback."""
-    if node.op_type == "Range" and node.is_onnx and node.op.domain == "":
-        start = graph.tensors.get(node.input(0))
-        if start is not None and start.dtype is not None and start.dtype.kind == "f":
-            return (
-                "a float Range, which onnxruntime computes by adding delta to a running value "
-                "and ONNX as start + i * delta (they round apart): left to the fallback"
-            )
-        return ""
+# What onnxruntime computes otherwise than ONNX, which folding must not decide for it:
+
+
+def _slice_divergence(graph: Graph, node: Node) -> str:
+    """Why a Slice is read otherwise by onnxruntime ("" when it is not): a negative step
+    with an end of ``shape_kernels.ort_reversed_end``. Left to the lowering, which notes the
+    divergence, so parity names it."""
     if node.op_type != "Slice" or not canonical.is_canonical(node.op):
         return ""
     ends, steps = graph.constant(node.input(2)), graph.constant(node.input(4))
     if ends is None or steps is None or ends.shape != steps.shape:
         return ""
     for end, step in zip(ends.reshape(-1).tolist(), steps.reshape(-1).tolist()):
-        if step < 0 and end in shape_kernels.ORT_REVERSE_TO_START_ENDS:
+        sentinel = shape_kernels.ort_reversed_end(end, step)
+        if sentinel:
             return (
-                f"end {shape_kernels.ORT_REVERSE_TO_START_ENDS[end]} with step {step} is read "
-                "otherwise by onnxruntime; left to the lowering, which notes the divergence"
+                f"end {sentinel} with step {step} is read otherwise by onnxruntime; left to "
+                "the lowering, which notes the divergence"
             )
     return ""
+
+
+def _is_float_range(graph: Graph, node: Node) -> bool:
+    """A float Range: onnxruntime adds delta to a running value, ONNX takes start + i * delta,
+    and the two round apart (measured: element 24 of Range(0, 2.5, 0.1) times 10, cast to
+    int64, is 23 on onnxruntime, 24 by ONNX). It stays for the fallback, evaluated all the
+    same: a wrong inferred length shows there (``_adopt_evaluated_shapes``)."""
+    if node.op_type != "Range" or not node.is_onnx or node.op.domain != "":
+        return False
+    start = graph.tensors.get(node.input(0))
+    return start is not None and start.dtype is not None and start.dtype.kind == "f"
+
+
+FLOAT_RANGE = (
+    "a float Range, which onnxruntime computes by adding delta to a running value and ONNX as "
+    "start + i * delta (they round apart): left to the fallback"
+)
 
 
 def _adopt_evaluated_shapes(

@@ -600,7 +600,9 @@ def _build_graph(
                 continue
             if any(name in changed for name in node.input):  # folding made them known
                 changed.update(folding.infer_proto(graph, node, opsets[node.domain], memo=memo))
-            if all(not name or name in pending or graph.is_constant(name) for name in node.input):
+            if node.input and all(
+                not name or name in pending or graph.is_constant(name) for name in node.input
+            ):
                 pending.update(node.output)
         _add_node(graph, node, index, version, attrs, where)
     graph.outputs = [o.name for o in proto.graph.output]

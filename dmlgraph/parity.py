@@ -35,6 +35,7 @@ import onnx
 from dmlgraph.dml.enums import FeatureLevel
 from dmlgraph.errors import DmlgraphError, UnsupportedError
 from dmlgraph.ir import Graph
+from dmlgraph.tensorio import native_order
 
 #: The prefix of a note that marks a known DirectML / onnxruntime divergence.
 DIVERGENCE = "divergence:"
@@ -139,7 +140,7 @@ def compare_output(
     nan_equal: bool = True,
 ) -> OutputComparison:
     """Compare one output as described in the module docstring."""
-    actual, expected = _native(np.asarray(actual)), _native(np.asarray(expected))
+    actual, expected = native_order(np.asarray(actual)), native_order(np.asarray(expected))
     exact = not is_float(expected.dtype)
     base: dict[str, Any] = dict(
         name=name,
@@ -174,11 +175,6 @@ def compare_output(
         problems.append(f"{stats['mismatches']} of {expected.size} elements differ {how}")
     verdict = Verdict.FAIL if problems else Verdict.PASS
     return OutputComparison(**base, **stats, verdict=verdict, message="; ".join(problems))
-
-
-def _native(array: np.ndarray) -> np.ndarray:
-    """The array in the machine's byte order: stored big-endian outputs are the same values."""
-    return array if array.dtype.isnative else array.astype(array.dtype.newbyteorder("="))
 
 
 def _exact_stats(actual: np.ndarray, expected: np.ndarray) -> dict[str, Any]:
@@ -250,15 +246,18 @@ class KnownDivergence:
     node: str
     note: str
     outputs: frozenset[int]
-    op_type: str = ""  # the ONNX op: how a reference's failure names an unnamed node
+    op_type: str = ""  # the ONNX op and
+    node_id: int | None = None  # id in the imported graph: how ``to_onnx`` names it unnamed
 
     def describe(self) -> str:
         return f"node {self.node!r}: {self.note}"
 
     def named_in(self, failure: str) -> bool:
-        """Whether a reference's error is about this node: by its name, or, unnamed (the
-        reference makes up a name), by its op (onnxruntime: "Concat(1) node with name ...")."""
-        return f"'{self.node}'" in failure if self.node else f"{self.op_type}(" in failure
+        """Whether a reference's error is about this node: by its name, or, unnamed, by the
+        name ``to_onnx`` gives it (``OP_ID``), which onnxruntime's error then quotes."""
+        if self.node:
+            return f"'{self.node}'" in failure
+        return self.node_id is not None and f"'{self.op_type}_{self.node_id}'" in failure
 
 
 def known_divergences(
@@ -267,10 +266,11 @@ def known_divergences(
     """Divergence notes on lowered nodes, in the lowering report (traced in the imported
     graph) and on nodes lowered at run time (``NodeRun`` notes), deduplicated. Nodes are
     found by id (names may be empty or repeated), by name only where no id is known."""
-    found: dict[tuple[str, str, str], set[int]] = {}
+    found: dict[tuple[str, str, str, int | None], set[int]] = {}
+    origin_ids = getattr(lowered, "origin_ids", {})
 
-    def add(name: str, op_type: str, note: str, outputs: set[int]) -> None:
-        found.setdefault((name, note, op_type), set()).update(outputs)
+    def add(name: str, op_type: str, origin: int | None, note: str, outputs: set[int]) -> None:
+        found.setdefault((name, note, op_type, origin), set()).update(outputs)
 
     def ids_of(graph: Graph, node_id: int | None, name: str) -> list[int]:
         if node_id is not None:
@@ -280,14 +280,16 @@ def known_divergences(
     for node in lowered.nodes:
         for note in node.notes:
             if note.startswith(DIVERGENCE):
-                add(node.name, node.provenance.op_type, note, _reached(lowered, [node.id]))
+                add(node.name, node.provenance.op_type, origin_ids.get(node.id), note,
+                    _reached(lowered, [node.id]))
     report = lowered.report() if hasattr(lowered, "report") else []
     for record in report:
         for note in record.notes:
             if note.startswith(DIVERGENCE):
-                ids = ids_of(imported, getattr(record, "node_id", None), record.name)
+                node_id = getattr(record, "node_id", None)
+                ids = ids_of(imported, node_id, record.name)
                 everything = set(range(len(imported.outputs)))
-                add(record.name, record.op_type, note,
+                add(record.name, record.op_type, node_id, note,
                     _reached(imported, ids) if ids else everything)
     for run in runs:
         for node_run in getattr(run, "nodes", ()):
@@ -295,10 +297,11 @@ def known_divergences(
                 if note.startswith(DIVERGENCE):
                     ids = ids_of(lowered, node_run.node_id, node_run.node)
                     op_type = lowered.node(ids[0]).provenance.op_type if ids else node_run.op
-                    add(node_run.node, op_type, note, _reached(lowered, ids))
+                    origin = origin_ids.get(ids[0]) if ids else None
+                    add(node_run.node, op_type, origin, note, _reached(lowered, ids))
     return [
-        KnownDivergence(name, note, frozenset(out), op_type)
-        for (name, note, op_type), out in found.items()
+        KnownDivergence(name, note, frozenset(out), op_type, origin)
+        for (name, note, op_type, origin), out in found.items()
     ]
 
 

@@ -43,6 +43,12 @@ _FLOAT16, _FLOAT64 = np.dtype("float16"), np.dtype("float64")
 ORT_REVERSE_TO_START_ENDS: Mapping[int, str] = MappingProxyType(
     {2**31 - 1: "INT32_MAX", 2**63 - 1: "INT64_MAX"}
 )
+
+
+def ort_reversed_end(end: int, step: int) -> str:
+    """The name of ``end`` where onnxruntime reads it otherwise than ONNX with ``step``
+    (``ORT_REVERSE_TO_START_ENDS``), else ""."""
+    return ORT_REVERSE_TO_START_ENDS.get(end, "") if step < 0 else ""
 _FLOAT_ZERO = np.zeros(1, dtype=np.float32)  # ConstantOfShape's default value
 _FLOAT_ZERO.flags.writeable = False
 #: (lowest, highest) of each integer dtype as Python ints (np.iinfo builds a new object per call)
@@ -243,7 +249,7 @@ def _slice(inputs: Inputs, attrs: Mapping[str, Any], version: int) -> Result:
         start, end = (v + dim if v < 0 else v for v in (first, last))
         if step > 0:
             index[axis] = slice(min(max(start, 0), dim), min(max(end, 0), dim), step)
-        elif last in ORT_REVERSE_TO_START_ENDS:
+        elif ort_reversed_end(last, step):
             return None
         else:
             start, end = min(max(start, 0), dim - 1), min(max(end, -1), dim - 1)

@@ -187,14 +187,18 @@ def _bind(
 
 
 def _typed(name: str, array: np.ndarray, graph: Graph) -> np.ndarray:
-    """ml_dtypes arrays come back from .npz as raw void bytes: view them as the graph's dtype.
-    Other byte orders become the machine's (the same values; ONNX tensors are little-endian)."""
+    """ml_dtypes arrays come back from .npz as raw void bytes: view them as the graph's dtype;
+    other arrays come in the machine's byte order (``native_order``)."""
     dtype = graph.tensor(name).dtype
     if dtype is not None and array.dtype.kind == "V" and array.dtype.itemsize == dtype.itemsize:
         return array.view(dtype)
-    if not array.dtype.isnative:
-        return array.astype(array.dtype.newbyteorder("="))
-    return array
+    return native_order(array)
+
+
+def native_order(array: np.ndarray) -> np.ndarray:
+    """The array in the machine's byte order (the same values; ONNX tensors are little-endian,
+    and a file may hold big-endian ones)."""
+    return array if array.dtype.isnative else array.astype(array.dtype.newbyteorder("="))
 
 
 # ----------------------------------------------------------------------------- writing
@@ -283,10 +287,15 @@ def random_array(rng: np.random.Generator, dtype: np.dtype, shape: Sequence[int]
     return rng.integers(int(low), int(high), size=shape).astype(dtype)
 
 
-def save_npz(path: str | os.PathLike[str], arrays: Mapping[str, np.ndarray]) -> None:
-    """``np.savez`` by name, for any names: ``np.savez(path, **arrays)`` takes a tensor named
-    ``file`` or ``allow_pickle`` for its own argument."""
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
+def save_npz(path: str | os.PathLike[str], arrays: Mapping[str, np.ndarray]) -> Path:
+    """``np.savez`` by name, for any names (``np.savez(path, **arrays)`` takes a tensor named
+    ``file`` or ``allow_pickle`` for its own argument), as it writes them: ``.npz`` added to
+    a path without it, STRING tensors (object arrays) pickled. Returns the path written."""
+    target = Path(path)
+    if target.suffix != ".npz":
+        target = target.with_name(target.name + ".npz")
+    with zipfile.ZipFile(target, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
         for name, array in arrays.items():
             with archive.open(f"{name}.npy", "w", force_zip64=True) as member:
-                np.lib.format.write_array(member, np.asanyarray(array), allow_pickle=False)
+                np.lib.format.write_array(member, np.asanyarray(array), allow_pickle=True)
+    return target

@@ -8,10 +8,9 @@ support-table row or rule that forbids the step.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence
-
-import math
 
 import numpy as np
 
@@ -44,6 +43,9 @@ from lowering.logical import LogicalPad, LogicalSlice
 #: At most this many pieces in one JOIN built by decomposition (a reversed axis below FL 2.1
 #: needs one single-element SLICE per element).
 MAX_JOIN_PIECES = 1024
+#: At most this many border positions are listed to find a padding's pieces (32 MB of
+#: indices): a border of many periods of a long axis may pass the piece bound.
+MAX_BORDER_POSITIONS = 1 << 22
 
 Shape = tuple[int, ...]
 
@@ -457,6 +459,11 @@ def _pad_by_pieces(plan: Plan, x: str, shape: Shape, axis: int, op: LogicalPad, 
             raise CannotLower(
                 f"padding axis {axis} by pieces would take at least {least} JOIN inputs "
                 f"(limit {MAX_JOIN_PIECES})"
+            )
+        if start + end > MAX_BORDER_POSITIONS:
+            raise CannotLower(
+                f"padding axis {axis} by pieces would list {start + end} border positions "
+                f"(limit {MAX_BORDER_POSITIONS})"
             )
         index_map, negative = INDEX_MAPS[op.mode], plan.level >= FeatureLevel.L2_1
         pieces = [

@@ -4,9 +4,10 @@ ONNX's index rules (Slice-13): a negative start or end counts from the end of th
 then, for a positive step, both clamp to [0, dim]; for a negative step the start clamps to
 [0, dim - 1] and the end to [-1, dim - 1]. The sentinels INT64_MAX and INT64_MIN are just
 large values under these rules (onnxruntime reads INT32_MAX and INT64_MAX ends with a
-negative step otherwise: a declared divergence, ``ORT_REVERSE_TO_START_ENDS``). This is not Python's ``slice.indices``, which sends a start
-before the beginning to -1 (empty) where ONNX clamps it to 0. Whatever the parameters, the
-result is a start, a step and a count per axis.
+negative step otherwise: a declared divergence, ``shape_kernels.ort_reversed_end``). This is
+not Python's ``slice.indices``, which sends a start before the beginning to -1 (empty) where
+ONNX clamps it to 0. Whatever the parameters, the result is a start, a step and a count per
+axis.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from dmlgraph.canonical import PARAMETER_PORTS
-from dmlgraph.shape_kernels import ORT_REVERSE_TO_START_ENDS
+from dmlgraph.shape_kernels import ort_reversed_end
 from lowering.logical import LogicalSlice
 from lowering.registry import Rewriter, Unlowerable, rule
 
@@ -68,11 +69,12 @@ def lower_slice(rw: Rewriter) -> None:
         first, count = resolve(start, end, step, shape[axis])
         # one element is read the same in either direction: keep steps positive then
         starts[axis], steps[axis], sizes[axis] = first, step if count > 1 else 1, count
-        if step < 0 and end in ORT_REVERSE_TO_START_ENDS:
+        sentinel = ort_reversed_end(end, step)
+        if sentinel:
             rw.note(
-                f"divergence: axis {axis} has step {step} and end "
-                f"{ORT_REVERSE_TO_START_ENDS[end]}; ONNX clamps that end to dim - 1, so the "
-                "slice stops before it, while onnxruntime reads it as 'through index 0'"
+                f"divergence: axis {axis} has step {step} and end {sentinel}; ONNX clamps "
+                "that end to dim - 1, so the slice stops before it, while onnxruntime reads it "
+                "as 'through index 0'"
             )
     out_shape = tuple(sizes)
     if 0 in out_shape:

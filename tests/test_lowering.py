@@ -434,6 +434,16 @@ def test_a_long_pad_by_pieces_is_refused_before_its_pieces_are_made(
     assert any(message in n for n in record.notes), record.notes
 
 
+def test_a_border_of_many_periods_of_a_long_axis_is_refused_before_it_is_listed() -> None:
+    """Wrap by 2**31 on an axis of 2**24 at FL 5_0: 129 pieces pass the JOIN bound, but the
+    border's 2**31 positions would be listed (16 GiB of indices): refused by their count."""
+    model = pad_model(np.zeros((1, 1), np.float32), [0, 0, 0, 2**31], "wrap")
+    model.graph.input[0].type.tensor_type.shape.dim[1].dim_value = 2**24
+    _, record = lowered_one(model, "5_0")
+    assert record.status is Status.FALLBACK
+    assert any(f"would list {2**31} border positions (limit 4194304)" in n for n in record.notes)
+
+
 @pytest.mark.parametrize(
     "pads,mode,message",
     [

@@ -103,4 +103,3 @@ class RuntimeLowering:
         from lowering import lower
 
         return lower(self.graph_for(arrays), level)
-

@@ -112,6 +112,10 @@ def operator_to_json(desc: OperatorDesc) -> dict[str, Any]:
     return {"type": desc.OPERATOR.full_name, "desc": body}
 
 
+#: The strings DxDispatch's float parser reads (in any case) as the numbers JSON lacks.
+NAMED_FLOATS: Mapping[str, float] = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
+
+
 def json_float(number: float | int, data_type: TensorDataType) -> float:
     """A JSON number as DxDispatch stores it in a float type: a FLOAT16 through float
     (``half(ParseFloatingPointNumber<float>(v))``: two roundings), others as they are."""
@@ -161,10 +165,8 @@ class _Reader:
 
     def number(self, value: object, path: str, named_floats: bool = True) -> float | int:
         """A JSON number; FLOAT fields also take "inf", "-inf" and "nan" (any case)."""
-        if isinstance(value, str) and named_floats:
-            named = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
-            if value.lower() in named:
-                return named[value.lower()]
+        if isinstance(value, str) and named_floats and value.lower() in NAMED_FLOATS:
+            return NAMED_FLOATS[value.lower()]
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             rule = 'must be a number or "inf", "-inf", "nan"' if named_floats else "must be a number"
             raise self.fail(path, value, rule)

@@ -19,7 +19,7 @@ import numpy as np
 from dmlgraph.dml.operators import OperatorDesc
 from dmlgraph.dml.schema import FieldKind
 from dmlgraph.dml.tensor import BufferTensorDesc
-from dmlgraph.ir import Graph, Node, OnnxOp, Provenance, TensorInfo
+from dmlgraph.ir import Graph, Node, OnnxOp, TensorInfo
 
 #: A note starting with this marks a known DirectML / onnxruntime divergence (dmlgraph.parity).
 DIVERGENCE = "divergence:"
@@ -174,8 +174,8 @@ class ReportIndex:
     """The lowering report by original node, so a node's status is one lookup.
 
     Records are found by the id of the original node (a lowered graph's ``origin_ids`` lead
-    a lowered node there): names may be empty or repeated. Records without an id (made by
-    hand) are found by provenance, name and op type.
+    a lowered node there): names may be empty or repeated. A node without a known origin, or
+    records without ids (made by hand), go by provenance, name and op type.
     """
 
     def __init__(self, records: Iterable[Any], origin_ids: Mapping[int, int] | None = None):
@@ -186,8 +186,7 @@ class ReportIndex:
             node_id = getattr(record, "node_id", None)
             if node_id is not None:
                 self._by_id.setdefault(node_id, record)
-            else:
-                self._by_key.setdefault((record.name, record.op_type), record)
+            self._by_key.setdefault((record.name, record.op_type), record)
 
     def origin(self, node: Node) -> int | None:
         """The id of the original node ``node`` came from (itself, in the original graph)."""
