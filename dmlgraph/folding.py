@@ -157,16 +157,15 @@ def infer_shapes(graph: Graph) -> int:
             continue
         if old.dtype is not None and old.is_static:
             continue  # nothing inference says can make it more specific
-        better = merged(old, tensor_info(value_info, graph.source))
-        if better != old:
-            graph.set_tensor(better)
+        merged = _merge(old, tensor_info(value_info, graph.source))
+        if merged != old:
+            graph.set_tensor(merged)
             changed += 1
     return changed
 
 
-def merged(old: TensorInfo, new: TensorInfo) -> TensorInfo:
-    """The more specific of two descriptions: known beats unknown, a size beats a name, and
-    ``new``'s size beats ``old``'s."""
+def _merge(old: TensorInfo, new: TensorInfo) -> TensorInfo:
+    """The more specific of two descriptions: known beats unknown, a size beats a name."""
     return _merged(old, new.dtype, new.shape)
 
 

@@ -441,9 +441,6 @@ def _skeleton(proto: onnx.ModelProto) -> onnx.ModelProto:
     graph.node.extend(source.node)
     graph.input.extend(source.input)
     graph.output.extend(source.output)
-    for output in graph.output:  # computed, not taken from the declaration (``_build_graph``)
-        if output.type.HasField("tensor_type"):
-            output.type.tensor_type.ClearField("shape")
     declared = {value_info.name for value_info in source.input}
     for tensor in source.initializer:
         if math.prod(tensor.dims) <= folding.INFERENCE_CONSTANT_LIMIT:
@@ -573,14 +570,6 @@ def _build_graph(
         graph.set_tensor(TensorInfo(tensor.name, data=_array(tensor, f"{source}: initializer")))
     known = {vi.name: vi for vi in list(inferred.value_info) + list(inferred.output)}
     outputs = {o.name for o in proto.graph.output}
-    # a graph output: the shape its producer computes, the declaration's where it computes
-    # none (a declared size a node contradicts is stale; the run makes the computed one)
-    declared = {o.name: tensor_info(o, f"{source}: graph output") for o in proto.graph.output}
-    output_infos = {
-        name: folding.merged(info, tensor_info(known[name], f"{source}: graph output"))
-        if name in known else info
-        for name, info in declared.items()
-    }
     changed: set[str] = set()  # tensors folded or re-inferred on the way
     # tensors folding will compute (their nodes read only constants and such tensors): their
     # inferred shapes are not trusted here, since evaluation may prove them wrong
@@ -591,9 +580,7 @@ def _build_graph(
         if node.op_type == "Constant" and _constant_value(graph, node, outputs, where):
             continue
         for out in node.output:
-            if out in output_infos:
-                graph.set_tensor(output_infos[out])
-            elif out and out in known:
+            if out and out in known:
                 graph.set_tensor(tensor_info(known[out], where))
         version = node.version
         attrs = {a.name: attribute_value(a, where) for a in node.attribute}
@@ -619,9 +606,9 @@ def _build_graph(
                 pending.update(node.output)
         _add_node(graph, node, index, version, attrs, where)
     graph.outputs = [o.name for o in proto.graph.output]
-    for name, info in output_infos.items():
-        if name not in graph.tensors:
-            graph.set_tensor(info)
+    for value_info in inferred.output:
+        if value_info.name not in graph.tensors:
+            graph.set_tensor(tensor_info(value_info, f"{source}: graph output"))
     return graph
 
 

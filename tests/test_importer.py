@@ -446,8 +446,6 @@ def test_skeleton_inference_equals_inference_on_the_whole_model(name, onnx_model
         if int(np.prod(t.dims)) > folding.INFERENCE_CONSTANT_LIMIT
     ]
     assert large  # the skeleton leaves weights out
-    for output in proto.graph.output:  # the skeleton computes outputs, as the import merges
-        output.type.tensor_type.ClearField("shape")  # them with the declaration afterwards
     whole = onnx.shape_inference.infer_shapes(proto, strict_mode=False, data_prop=True).graph
     skeleton = importer._infer_shapes(proto, name)
 
@@ -510,21 +508,3 @@ def test_cached_types_say_what_onnx_helper_says(dtype, shape) -> None:
     assert described_type(proto.SerializeToString()) == (np.dtype(dtype), shape)
     info = tensor_info(onnx.ValueInfoProto(name="v", type=proto), "here")
     assert (info.name, info.dtype, info.shape) == ("v", np.dtype(dtype), shape)
-
-
-def test_a_graph_output_takes_the_computed_shape_and_the_declared_where_none_is_computed(
-    onnx_make_model,
-) -> None:
-    """A Slice of x[4, 6] computes y[2, 6]: a declaration of [7, 7] is stale (onnxruntime runs
-    the model and makes [2, 6]); a declared name stays where inference computes no size."""
-    slice_ = helper.make_node("Slice", ["x", "st", "en"], ["y"])
-    INT64, FLOAT = TensorProto.INT64, TensorProto.FLOAT
-    params = [helper.make_tensor("st", INT64, [1], [1]), helper.make_tensor("en", INT64, [1], [3])]
-    for declared, expected in (([7, 7], (2, 6)), (["N", 6], (2, 6))):
-        model = onnx_make_model([slice_], [("x", FLOAT, [4, 6])], [("y", FLOAT, declared)],
-                                opset=13, initializers=params)
-        assert dmlgraph.load(model).tensor("y").shape == expected
-    reshape = helper.make_node("Reshape", ["x", "shape"], ["y"])
-    model = onnx_make_model([reshape], [("x", FLOAT, [4, 6]), ("shape", INT64, [2])],
-                            [("y", FLOAT, ["rows", 8])], opset=13)
-    assert dmlgraph.load(model).tensor("y").shape == ("rows", 8)
