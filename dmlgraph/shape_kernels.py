@@ -43,12 +43,6 @@ _FLOAT16, _FLOAT64 = np.dtype("float16"), np.dtype("float64")
 ORT_REVERSE_TO_START_ENDS: Mapping[int, str] = MappingProxyType(
     {2**31 - 1: "INT32_MAX", 2**63 - 1: "INT64_MAX"}
 )
-
-
-def ort_reversed_end(end: int, step: int) -> str:
-    """The name of ``end`` where onnxruntime reads it otherwise than ONNX with ``step``
-    (``ORT_REVERSE_TO_START_ENDS``), else ""."""
-    return ORT_REVERSE_TO_START_ENDS.get(end, "") if step < 0 else ""
 _FLOAT_ZERO = np.zeros(1, dtype=np.float32)  # ConstantOfShape's default value
 _FLOAT_ZERO.flags.writeable = False
 #: (lowest, highest) of each integer dtype as Python ints (np.iinfo builds a new object per call)
@@ -60,6 +54,12 @@ _IINFO = {
 #: Up to this many elements a kernel checks values on a Python list: shape tensors hold a
 #: handful, and a NumPy reduction costs ~1.3 µs a call where ``tolist`` costs 0.07.
 _SMALL = 64
+
+
+def ort_reversed_end(end: int, step: int) -> str:
+    """The name of ``end`` where onnxruntime reads it otherwise than ONNX with ``step``
+    (``ORT_REVERSE_TO_START_ENDS``), else ""."""
+    return ORT_REVERSE_TO_START_ENDS.get(end, "") if step < 0 else ""
 
 
 @dataclass(frozen=True)

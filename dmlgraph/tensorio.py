@@ -192,6 +192,8 @@ def _typed(name: str, array: np.ndarray, graph: Graph) -> np.ndarray:
     dtype = graph.tensor(name).dtype
     if dtype is not None and array.dtype.kind == "V" and array.dtype.itemsize == dtype.itemsize:
         return array.view(dtype)
+    if dtype == np.dtype(object) and array.dtype.kind in "US":  # STRING, stored as NumPy's
+        return array.astype(object)
     return native_order(array)
 
 
@@ -289,13 +291,23 @@ def random_array(rng: np.random.Generator, dtype: np.dtype, shape: Sequence[int]
 
 def save_npz(path: str | os.PathLike[str], arrays: Mapping[str, np.ndarray]) -> Path:
     """``np.savez`` by name, for any names (``np.savez(path, **arrays)`` takes a tensor named
-    ``file`` or ``allow_pickle`` for its own argument), as it writes them: ``.npz`` added to
-    a path without it, STRING tensors (object arrays) pickled. Returns the path written."""
+    ``file`` or ``allow_pickle`` for its own argument), ``.npz`` added to a path without it,
+    as it does. STRING tensors (object arrays) are written as NumPy strings, not pickles, so
+    ``read`` (which loads no pickles) reads them back. Returns the path written."""
     target = Path(path)
     if target.suffix != ".npz":
         target = target.with_name(target.name + ".npz")
     with zipfile.ZipFile(target, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
         for name, array in arrays.items():
             with archive.open(f"{name}.npy", "w", force_zip64=True) as member:
-                np.lib.format.write_array(member, np.asanyarray(array), allow_pickle=True)
+                np.lib.format.write_array(member, _storable(name, np.asanyarray(array)))
     return target
+
+
+def _storable(name: str, array: np.ndarray) -> np.ndarray:
+    if array.dtype != object:
+        return array
+    for kind in (str, bytes):
+        if all(isinstance(v, kind) for v in array.flat):
+            return array.astype(kind)
+    raise TensorIOError(f"tensor {name!r}: an object array of strings or bytes alone is stored")

@@ -43,9 +43,9 @@ from lowering.logical import LogicalPad, LogicalSlice
 #: At most this many pieces in one JOIN built by decomposition (a reversed axis below FL 2.1
 #: needs one single-element SLICE per element).
 MAX_JOIN_PIECES = 1024
-#: At most this many border positions are listed to find a padding's pieces (32 MB of
+#: At most this many border positions are indexed to find a padding's pieces (64 MB of
 #: indices): a border of many periods of a long axis may pass the piece bound.
-MAX_BORDER_POSITIONS = 1 << 22
+MAX_BORDER_POSITIONS = 1 << 23
 
 Shape = tuple[int, ...]
 
@@ -466,11 +466,9 @@ def _pad_by_pieces(plan: Plan, x: str, shape: Shape, axis: int, op: LogicalPad, 
                 f"(limit {MAX_BORDER_POSITIONS})"
             )
         index_map, negative = INDEX_MAPS[op.mode], plan.level >= FeatureLevel.L2_1
-        pieces = [
-            *_runs(index_map(np.arange(-start, 0, dtype=np.int64), n).tolist(), negative),
-            interior,
-            *_runs(index_map(np.arange(n, n + end, dtype=np.int64), n).tolist(), negative),
-        ]
+        before = _runs(index_map(np.arange(-start, 0, dtype=np.int64), n), negative)
+        after = _runs(index_map(np.arange(n, n + end, dtype=np.int64), n), negative)
+        pieces = [*before, interior, *after]
     if len(pieces) > MAX_JOIN_PIECES:
         raise CannotLower(
             f"padding axis {axis} by pieces would take {len(pieces)} JOIN inputs "
@@ -487,22 +485,27 @@ class _Piece:
     count: int = 0
 
 
-def _runs(indices: list[int], negative: bool) -> list[_Piece]:
+def _runs(indices: np.ndarray, negative: bool) -> list[_Piece]:
     """Indices as arithmetic runs a slice can read: steps >= 1, and mirrored runs (step -1)
-    when negative steps are available (SLICE1)."""
+    when negative steps are available (SLICE1). One turn per piece, not per index (a run
+    ends where the step changes), and none past ``MAX_JOIN_PIECES + 1``: the caller refuses
+    that many."""
     pieces: list[_Piece] = []
+    count = len(indices)
+    steps = np.diff(indices)
+    changes = np.flatnonzero(np.diff(steps)) + 1  # k where steps[k] != steps[k - 1]
     i = 0
-    while i < len(indices):
-        j = i + 1
-        if j < len(indices):
-            step = indices[j] - indices[i]
+    while i < count and len(pieces) <= MAX_JOIN_PIECES:
+        if i + 1 < count:
+            step = int(steps[i])
             if step > 0 or (step == -1 and negative):
-                while j + 1 < len(indices) and indices[j + 1] - indices[j] == step:
-                    j += 1
-                pieces.append(_Piece("run", indices[i], step, j - i + 1))
+                # the run reaches the first index whose step differs (or the last index)
+                later = int(np.searchsorted(changes, i, side="right"))
+                j = int(changes[later]) if later < len(changes) else count - 1
+                pieces.append(_Piece("run", int(indices[i]), step, j - i + 1))
                 i = j + 1
                 continue
-        pieces.append(_Piece("run", indices[i], 1, 1))
+        pieces.append(_Piece("run", int(indices[i]), 1, 1))
         i += 1
     return pieces
 

@@ -441,7 +441,7 @@ def test_a_border_of_many_periods_of_a_long_axis_is_refused_before_it_is_listed(
     model.graph.input[0].type.tensor_type.shape.dim[1].dim_value = 2**24
     _, record = lowered_one(model, "5_0")
     assert record.status is Status.FALLBACK
-    assert any(f"would list {2**31} border positions (limit 4194304)" in n for n in record.notes)
+    assert any(f"would list {2**31} border positions (limit 8388608)" in n for n in record.notes)
 
 
 @pytest.mark.parametrize(

@@ -211,3 +211,31 @@ def test_a_named_node_failing_is_not_excused_by_an_unnamed_divergent_one() -> No
     unnamed = KnownDivergence("", "divergence: x", frozenset({1}), "Concat", 1)
     assert unnamed.named_in("Concat(1) node with name 'Concat_1'")
     assert not unnamed.named_in("Concat(1) node with name 'cat'")
+
+
+def test_a_failure_at_each_of_two_divergent_nodes_prunes_both() -> None:
+    """Two Concat-1s (onnxruntime has none), one named: the reference fails at one, then, on
+    the graph pruned of its output, at the other; both outputs are known divergences."""
+    model = _model([helper.make_node("Concat", ["X", "X"], ["Y"], axis=1, name="cat"),
+                    helper.make_node("Concat", ["X", "X"], ["Z"], axis=0),
+                    helper.make_node("Identity", ["X"], ["W"])],
+                   [_info("X", [2, 3])],
+                   [_info("Y", [None, None]), _info("Z", [None, None]), _info("W", [2, 3])],
+                   opset=3)
+    model.ir_version = 3
+    report = check(model, inputs={"X": np.ones((2, 3), np.float32)})
+    assert [o.verdict for o in report.comparisons[0].outputs] == [
+        Verdict.KNOWN_DIVERGENCE, Verdict.KNOWN_DIVERGENCE, Verdict.PASS]
+    assert report.exit_code == 0
+
+
+def test_the_reference_fallback_never_hands_back_the_callers_array() -> None:
+    """onnx.reference's Dropout (inference) returns its input itself: the result must be a
+    copy, or writing to it would write to the caller's feed."""
+    model = _model([helper.make_node("Dropout", ["X"], ["Y"])], [_info("X", [3])],
+                   [_info("Y", [3])])
+    x = np.arange(3, dtype=np.float32)
+    y = get_backend("numpy", fallback="reference").run(lower(load(model)), {"X": x})["Y"]
+    assert not np.may_share_memory(x, y)
+    y[:] = 7
+    assert x.tolist() == [0, 1, 2]

@@ -51,12 +51,10 @@ class ReferenceFallback:
                 raise BackendError(
                     f"{graph.source}: onnx.reference fails on {_nodes(graph)}: {first_line(exc)}"
                 ) from None
-            # views copied: onnx.reference's Reshape, Slice, Transpose... return views of
-            # their inputs, which are views of the plan's memory, reused by later steps and runs
-            return {
-                name: np.array(value) if np.asarray(value).base is not None else np.asarray(value)
-                for name, value in zip(outputs, results)
-            }
+            # copies: onnx.reference's Reshape, Slice, Transpose... return views of their
+            # inputs, and Dropout or Identity the input itself, which may be the caller's
+            # array or the plan's memory, reused by later steps and runs
+            return {name: np.array(value) for name, value in zip(outputs, results)}
 
         return run
 

@@ -174,8 +174,8 @@ class ReportIndex:
     """The lowering report by original node, so a node's status is one lookup.
 
     Records are found by the id of the original node (a lowered graph's ``origin_ids`` lead
-    a lowered node there): names may be empty or repeated. A node without a known origin, or
-    records without ids (made by hand), go by provenance, name and op type.
+    a lowered node there): names may be empty or repeated. Records without ids (made by
+    hand) are found by provenance, name and op type.
     """
 
     def __init__(self, records: Iterable[Any], origin_ids: Mapping[int, int] | None = None):
@@ -186,7 +186,8 @@ class ReportIndex:
             node_id = getattr(record, "node_id", None)
             if node_id is not None:
                 self._by_id.setdefault(node_id, record)
-            self._by_key.setdefault((record.name, record.op_type), record)
+            else:
+                self._by_key.setdefault((record.name, record.op_type), record)
 
     def origin(self, node: Node) -> int | None:
         """The id of the original node ``node`` came from (itself, in the original graph)."""
