@@ -55,7 +55,10 @@ def lower_pad(rw: Rewriter) -> None:
     crop_begin = [max(0, -p) for p in begins]
     crop_end = [max(0, -p) for p in ends]
     cropped = tuple(n - b - e for n, b, e in zip(shape, crop_begin, crop_end))
-    if any(c < 0 for c in cropped):
+    out_shape = tuple(n + b + e for n, b, e in zip(shape, begins, ends))
+    if any(c < 0 for c in cropped) and (mode is not PaddingMode.CONSTANT or min(out_shape) < 0):
+        # a constant pad's crop may reach into the other side's padding (onnxruntime pads,
+        # then crops: [5] padded by [3, -2] is [9, 9]); nothing else may remove more
         axis = next(a for a, c in enumerate(cropped) if c < 0)
         raise ModelValidationError(
             f"{rw.where}: pads {pads} remove {crop_begin[axis] + crop_end[axis]} elements "
@@ -63,7 +66,6 @@ def lower_pad(rw: Rewriter) -> None:
         )
     add_begin = tuple(max(0, p) for p in begins)
     add_end = tuple(max(0, p) for p in ends)
-    out_shape = tuple(c + b + e for c, b, e in zip(cropped, add_begin, add_end))
     if 0 in out_shape:
         rw.become_constant(
             np.zeros(out_shape, dtype=dtype),
@@ -71,8 +73,8 @@ def lower_pad(rw: Rewriter) -> None:
             "zero-size tensor, so it is an empty constant",
         )
         return
-    if 0 in cropped:
-        axis = cropped.index(0)
+    if min(cropped) <= 0:
+        axis = next(a for a, c in enumerate(cropped) if c <= 0)
         if mode is not PaddingMode.CONSTANT:
             raise ModelValidationError(
                 f"{rw.where}: mode {mode_name!r} cannot pad axis {axis}: after the crop of "

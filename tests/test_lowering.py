@@ -444,6 +444,24 @@ def test_a_border_of_many_periods_of_a_long_axis_is_refused_before_it_is_listed(
     assert any(f"would list {2**31} border positions (limit 8388608)" in n for n in record.notes)
 
 
+def test_a_constant_pads_crop_may_reach_into_the_other_sides_padding() -> None:
+    """[5] padded by [3, -2] with 9: onnxruntime (the oracle) pads, then crops, giving
+    [9, 9]; the crop of 2 from an axis of 1 reaches into the padding. Other modes have no
+    element left to repeat there, and stay refused."""
+    x = np.array([5], np.float32)
+    model = pad_model(x, [3, -2], "constant", 9)
+    import onnxruntime as ort
+
+    (expected,) = ort.InferenceSession(model.SerializeToString(),
+                                       providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    assert expected.tolist() == [9, 9]
+    lowered, record = lowered_one(model, "6_4")
+    assert record.status is Status.FOLDED
+    assert same_bits(run_lowered(lowered, {"x": x})[0], expected)
+    with pytest.raises(ModelValidationError, match="remove 2 elements from axis 0, which has 1"):
+        lower(load(pad_model(x, [3, -2], "edge")))
+
+
 @pytest.mark.parametrize(
     "pads,mode,message",
     [
