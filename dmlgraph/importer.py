@@ -80,7 +80,7 @@ def _load(
         if input_shapes:  # first: they may give an input the shape the checker requires
             _apply_input_shapes(proto, input_shapes, source)
             data = None
-        _run_checker(proto if data is None else data, source)
+        _run_checker(_for_checker(proto) or (proto if data is None else data), source)
         del proto.graph.value_info[:]
         graph = _build_graph(proto, nodes, _infer_shapes(proto, source), source, fold=fold)
         if fold:
@@ -363,6 +363,29 @@ def _check_nodes(proto: onnx.ModelProto, nodes: Sequence[NodeFields], source: st
                 )
     if proto.graph.sparse_initializer:
         raise UnsupportedError(f"{source}: sparse initializers are not supported")
+
+
+def _unshaped(graph: onnx.GraphProto) -> list[onnx.ValueInfoProto]:
+    """Graph inputs and outputs typed as tensors without a ``shape`` field."""
+    return [
+        vi for vi in (*graph.input, *graph.output)
+        if vi.type.HasField("tensor_type") and not vi.type.tensor_type.HasField("shape")
+    ]
+
+
+def _for_checker(proto: onnx.ModelProto) -> onnx.ModelProto | None:
+    """A copy for the checker where a graph input or output without a shape field has an
+    empty one; None when none lacks it. ONNX lets a tensor type omit its shape (unknown
+    rank) and onnxruntime runs such a model, but onnx's checker requires the field on graph
+    inputs and outputs; without ``full_check`` it reads nothing from it. The import itself
+    keeps the shape unknown."""
+    if not _unshaped(proto.graph):
+        return None
+    copy = onnx.ModelProto()
+    copy.CopyFrom(proto)
+    for value_info in _unshaped(copy.graph):
+        value_info.type.tensor_type.shape.SetInParent()
+    return copy
 
 
 def _run_checker(model: onnx.ModelProto | bytes, source: str) -> None:

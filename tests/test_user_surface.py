@@ -122,16 +122,27 @@ def test_an_output_declared_of_another_type_than_its_producer_is_refused() -> No
         dmlgraph.load(_slice_model(output_type=TensorProto.INT32))
 
 
-def test_input_shapes_come_before_the_checker_that_needs_them(tmp_path: Path) -> None:
-    """An input declared without a shape: the checker refuses it, unless --input-shape
-    gives one first (onnxruntime runs the model)."""
+def test_graph_inputs_and_outputs_without_a_shape_are_imported(tmp_path: Path) -> None:
+    """ONNX lets a tensor type omit its shape, and onnxruntime (the oracle) runs such a
+    model; onnx's checker requires the field on graph inputs and outputs, so it checks a
+    copy that has an empty one. The input's rank stays unknown (run-time lowering), unless
+    --input-shape gives it; the output takes the computed shape. The user's model is not
+    changed."""
+    import onnxruntime as ort
+
     model = _slice_model()
     model.graph.input[0].type.tensor_type.ClearField("shape")
-    path = _saved(tmp_path, model)
-    with pytest.raises(ModelValidationError, match="checker"):
-        dmlgraph.load(path)
-    graph = dmlgraph.load(path, {"x": [4, 6]})
-    assert graph.tensor("y").shape == (2, 6)
+    model.graph.output[0].type.tensor_type.ClearField("shape")
+    before = model.SerializeToString()
+    x = np.arange(24, dtype=np.float32).reshape(4, 6)
+    (expected,) = ort.InferenceSession(before, providers=["CPUExecutionProvider"]).run(
+        None, {"x": x})
+    graph = dmlgraph.load(model)
+    assert graph.tensor("x").shape is None and model.SerializeToString() == before
+    report = dmlgraph.check(model, inputs={"x": x})
+    assert report.passed and report.comparisons[0].outputs[0].expected_shape == expected.shape
+    shaped = dmlgraph.load(_saved(tmp_path, model), {"x": [4, 6]})
+    assert shaped.tensor("y").shape == (2, 6)
 
 
 def test_infinite_tolerances_are_valid_json(tmp_path: Path, capsys) -> None:
