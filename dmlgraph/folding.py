@@ -33,7 +33,6 @@ from typing import Any, Protocol
 
 import numpy as np
 import onnx
-from onnx import helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 from onnx.reference import op_run
 

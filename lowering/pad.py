@@ -15,9 +15,9 @@ import math
 import numpy as np
 
 from dmlgraph.canonical import PARAMETER_PORTS
-from dmlgraph.folding import FOLD_GROWTH_LIMIT_BYTES
 from dmlgraph.dml.enums import PaddingMode
 from dmlgraph.errors import ModelValidationError
+from dmlgraph.folding import FOLD_GROWTH_LIMIT_BYTES
 from lowering.logical import LogicalPad, LogicalSlice
 from lowering.registry import Rewriter, Unlowerable, rule
 from lowering.slice import runtime_reason
@@ -81,17 +81,16 @@ def lower_pad(rw: Rewriter) -> None:
                 f"pads {pads} it has no elements to repeat"
             )
         nbytes = math.prod(out_shape) * dtype.itemsize
+        why = (
+            f"axis {axis} is empty after the crop, so the result is all padding: a constant "
+            f"of shape {list(out_shape)}"
+        )
         if nbytes > FOLD_GROWTH_LIMIT_BYTES:  # folding's bound on the constant data it adds
             raise Unlowerable(
-                f"axis {axis} is empty after the crop, so the result is all padding: a "
-                f"constant of shape {list(out_shape)}, {nbytes} bytes, more than the "
-                f"{FOLD_GROWTH_LIMIT_BYTES} bytes of constant data dmlgraph adds for a node"
+                f"{why}, {nbytes} bytes, more than the {FOLD_GROWTH_LIMIT_BYTES} bytes of "
+                "constant data dmlgraph adds for a node"
             )
-        rw.become_constant(
-            np.full(out_shape, value, dtype=dtype),
-            f"axis {axis} is empty after the crop, so the result is all padding: a constant "
-            f"of shape {list(out_shape)}",
-        )
+        rw.become_constant(np.full(out_shape, value, dtype=dtype), why)
         return
     pad_axes = [a for a in range(rank) if add_begin[a] or add_end[a]]
     crop = any(crop_begin) or any(crop_end)
