@@ -63,6 +63,9 @@ Form = SliceForm | ConcatForm | PadForm
 _PAD_MODES = frozenset({"constant", "reflect", "edge"})
 _PAD_MODES_WRAP = _PAD_MODES | {"wrap"}
 
+#: The ONNX ops dmlgraph lowers to DirectML (FORMS holds their versions).
+LOWERED_OPS: tuple[str, ...] = ("Slice", "Concat", "Pad")
+
 #: op_type -> since_version -> form. The keys are the versions dmlgraph supports.
 FORMS: Mapping[str, Mapping[int, Form]] = MappingProxyType(
     {

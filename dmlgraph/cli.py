@@ -7,6 +7,7 @@ reported as one line on stderr without a traceback.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, NoReturn, Sequence
@@ -53,6 +54,30 @@ def _tolerance(text: str) -> tuple[str, float]:
     return name, number
 
 
+def _seed(text: str) -> int:
+    try:
+        seed = int(text)
+    except ValueError:
+        seed = -1
+    if seed < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer >= 0 (NumPy's seeds)")
+    return seed
+
+
+def _refuse(message: str) -> NoReturn:
+    raise DmlgraphError(message)
+
+
+def _check_output(output: Path | None, *read: Path | None) -> None:
+    """Refuse an output path that names a file this command reads: the model or its
+    tensors must never be overwritten."""
+    if output is None or not output.exists():
+        return
+    for source in read:
+        if source is not None and source.exists() and output.samefile(source):
+            _refuse(f"{output}: is {source}, which this command reads; write the output elsewhere")
+
+
 def _shapes(args: argparse.Namespace) -> dict[str, list[int]] | None:
     return dict(args.input_shape) if args.input_shape else None
 
@@ -63,6 +88,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     from dmlgraph.importer import load
     from lowering import lower
 
+    if args.backend == "numpy" and args.lowered:
+        _refuse("--lowered is for --backend onnxruntime (the numpy backend always runs the "
+                "lowered graph)")
+    if args.backend == "onnxruntime" and args.fallback is not None:
+        _refuse("--fallback is for --backend numpy (onnxruntime runs every node itself)")
+    _check_output(args.output, args.model, args.inputs)
     graph = load(args.model, _shapes(args))
     if args.inputs is not None:
         feeds = tensorio.read(args.inputs, graph, stem=args.model.stem).inputs
@@ -71,7 +102,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         feeds, source = tensorio.generate(graph, args.seed), f"generated (seed {args.seed})"
     target: Graph
     if args.backend == "numpy":
-        backend = get_backend("numpy", fallback=args.fallback, providers=args.provider)
+        backend = get_backend("numpy", fallback=args.fallback or "onnxruntime",
+                              providers=args.provider)
         target = lower(graph, args.feature_level)
         what = f"lowered at FL {args.feature_level.short}"
     else:
@@ -112,7 +144,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             seed=args.seed,
             atol=dict(args.atol) if args.atol else None,
             rtol=dict(args.rtol) if args.rtol else None,
-            fallback=args.fallback,
+            fallback=args.fallback or "onnxruntime",
             providers=args.provider,
             cross_check=args.cross_check,
         )
@@ -144,6 +176,8 @@ def _print_report(report: ParityReport) -> None:
     from rich.markup import escape
     from rich.table import Table
 
+    from dmlgraph.canonical import LOWERED_OPS
+
     console = Console(file=sys.stdout, width=None if sys.stdout.isatty() else 140)
 
     def say(text: str) -> None:
@@ -161,7 +195,7 @@ def _print_report(report: ParityReport) -> None:
         lowering.add_row(op, *(str(counts.get(s, 0)) for s in statuses))
     console.print(lowering)
     for record in report.lowering:
-        if record.op_type in ("Slice", "Concat", "Pad") and str(record.status) == "fallback":
+        if record.op_type in LOWERED_OPS and str(record.status) == "fallback":
             say(f"  fallback {record.op_type} {record.name}: {'; '.join(record.notes)}")
     for comparison in report.comparisons:
         table = Table("output", "verdict", "dtype", "shape", "max abs", "max rel", "mismatches",
@@ -181,7 +215,13 @@ def _print_report(report: ParityReport) -> None:
                 say(f"  {o.name}: known divergence at {reason}")
     for note in report.notes:
         say(f"note: {note}")
-    console.print("[green]parity holds[/]" if report.passed else "[bold red]parity FAILS[/]")
+    if not report.passed:
+        console.print("[bold red]parity FAILS[/]")
+    elif report.compared:
+        console.print("[green]parity holds[/]")
+    else:
+        console.print("[yellow]nothing compared[/]: every output is a known divergence (above), "
+                      "so no parity is shown")
 
 
 def _cells(o: OutputComparison) -> list[str]:
@@ -209,9 +249,22 @@ def cmd_lower(args: argparse.Namespace) -> int:
     from dmlgraph.reporting import lowered_to_json, print_report
     from lowering import lower
 
+    dxdispatch = args.format == "dxdispatch"
+    for flag, used, why in (
+        ("--json", args.json and dxdispatch, "prints the lowering report as JSON"),
+        ("--all", args.all and dxdispatch, "lists every node of the report"),
+        ("--inputs", args.inputs is not None and not dxdispatch,
+         "gives a DxDispatch model (--format dxdispatch) its input values"),
+    ):
+        if used:
+            _refuse(f"{flag} {why}; it does not go with --format {args.format}")
+    if args.output is not None and args.output.suffix.lower() != ".json":
+        _refuse(f"{args.output}: lower writes JSON (--format {args.format}); name the output "
+                "*.json")
+    _check_output(args.output, args.model, args.inputs)
     graph = load(args.model, _shapes(args))
     lowered = lower(graph, args.feature_level)
-    if args.format == "dxdispatch":
+    if dxdispatch:
         from dmlgraph import tensorio
         from dmlgraph.dxdispatch_export import write_dxdispatch
 
@@ -240,6 +293,12 @@ def cmd_viz(args: argparse.Namespace) -> int:
     from dmlgraph.viz import write_viz
     from lowering import lower
 
+    html = args.output.suffix.lower() in (".html", ".htm")
+    if args.check and not html:
+        _refuse(f"{args.output}: --check shows its results in the HTML report; write .html")
+    if not args.check and args.inputs is not None:
+        _refuse("--inputs gives the inputs of --check; add --check (and write .html)")
+    _check_output(args.output, args.model, args.inputs)
     graph = load(args.model, _shapes(args))
     lowered = lower(graph, args.feature_level)
     parity = None
@@ -262,6 +321,9 @@ def cmd_dxdispatch(args: argparse.Namespace) -> int:
     from dmlgraph import tensorio
     from dmlgraph.dxdispatch import load_model, run_model
 
+    if args.output is not None:  # written as NumPy names it: .npz added when missing
+        suffixed = args.output.suffix == ".npz"
+        _check_output(args.output if suffixed else Path(f"{args.output}.npz"), args.model)
     model = run_model(load_model(args.model), args.feature_level, echo=print)
     if args.output:
         arrays = {name: r.values() for name, r in model.resources.items()}
@@ -324,7 +386,7 @@ def build_parser() -> argparse.ArgumentParser:
     viz.add_argument("--check", action="store_true",
                      help="run the parity check and show its results (HTML)")
     viz.add_argument("--inputs", type=Path, metavar="IN", help="inputs for --check")
-    viz.add_argument("--seed", type=int, default=0, help="seed of generated inputs (0)")
+    viz.add_argument("--seed", type=_seed, default=0, help="seed of generated inputs (0)")
     viz.set_defaults(run=cmd_viz)
 
     run = commands.add_parser("run", help="run a model on a backend and print its outputs")
@@ -379,25 +441,63 @@ def _add_model_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--inputs", type=Path, metavar="IN",
                         help="an .npz (keys = tensor names) or an ONNX test-data folder; "
                         "default: random inputs from --seed")
-    parser.add_argument("--seed", type=int, default=0, help="seed of generated inputs (0)")
+    parser.add_argument("--seed", type=_seed, default=0, help="seed of generated inputs (0)")
     parser.add_argument("--fallback", choices=("onnxruntime", "reference"),
-                        default="onnxruntime",
                         help="engine of the ONNX nodes the lowering leaves (default onnxruntime)")
     parser.add_argument("--provider", action="append", metavar="NAME",
-                        help="onnxruntime execution provider to use (repeatable; default: "
-                        "DirectML, else CUDA, else CPU)")
+                        help="onnxruntime execution provider to use: its full name or CPU, "
+                        "CUDA, DML (repeatable; default: DirectML, else CUDA, else CPU)")
+
+
+class _ReaderMayLeave:
+    """stdout for a reader that may stop early (``dmlgraph lower --json | head``): once its
+    pipe closes, the rest is dropped, and the command still ends with its own exit code."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+        self._closed = False
+
+    def write(self, text: str) -> int:
+        self._call(self._stream.write, text)
+        return len(text)
+
+    def flush(self) -> None:
+        self._call(self._stream.flush)
+
+    def _call(self, method: Callable[..., Any], *args: Any) -> None:
+        if self._closed:
+            return
+        try:
+            method(*args)
+        except BrokenPipeError:
+            self._closed = True
+            try:  # what the stream still buffers goes nowhere at exit, rather than failing
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, self._stream.fileno())
+                os.close(devnull)
+            except (OSError, ValueError, AttributeError):
+                pass
+
+    def __getattr__(self, name: str) -> Any:  # isatty, encoding, fileno...
+        return getattr(self._stream, name)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     run: Callable[[argparse.Namespace], int] = args.run
+    stdout = sys.stdout
+    sys.stdout = _ReaderMayLeave(stdout)  # type: ignore[assignment]
     try:
-        return run(args)
+        code = run(args)
+        sys.stdout.flush()
+        return code
     except (DmlgraphError, OSError) as exc:
         error = str(exc)
     except MemoryError as exc:
         error = f"out of memory ({str(exc) or 'the tensors are too large for this machine'})"
+    finally:
+        sys.stdout = stdout
     # one line: messages may quote other tools' (the ONNX checker's context lines)
     print(f"dmlgraph: error: {' '.join(error.split())}", file=sys.stderr)
     return 2

@@ -56,6 +56,39 @@ class DxDispatchModel:
     dispatchables: dict[str, OperatorDesc]
     commands: list[dict[str, Any]]
     printed: list[str] = field(default_factory=list)
+    source: str = ""  # the file it was read from, for messages
+
+
+#: The fields of each object of DxDispatch's model schema (dxdispatch/model.schema.json).
+#: Others are errors, as they are in descriptors (``jsonio``): DxDispatch ignores them, so a
+#: misspelt one would silently not do what it says. Fields for HLSL (``format``,
+#: ``counter``, ``shape``, ``threadGroupCount``) are accepted and, like DxDispatch's DML
+#: path, ignored; ``$schema`` is JSON Schema's own.
+MODEL_FIELDS: dict[str, frozenset[str]] = {
+    "model": frozenset({"$schema", "resources", "dispatchables", "commands"}),
+    "resource": frozenset(
+        {"type", "initialValues", "initialValuesDataType", "initialValuesOffsetInBytes",
+         "sizeInBytes"}
+    ),
+    "constant initializer": frozenset({"valueCount", "value"}),
+    "sequence initializer": frozenset({"valueCount", "valueStart", "valueDelta"}),
+    "binding": frozenset(
+        {"name", "format", "elementCount", "elementSizeInBytes", "elementOffset", "counter",
+         "shape"}
+    ),
+    "dispatch": frozenset({"type", "dispatchable", "bindings", "threadGroupCount"}),
+    "print": frozenset({"type", "resource", "verbose"}),
+}
+
+
+def _known_fields(value: dict[str, Any], kind: str, where: str) -> None:
+    allowed = MODEL_FIELDS[kind]
+    unknown = sorted(set(value) - allowed)
+    if unknown:
+        raise DxDispatchError(
+            f"{where}: unknown {kind} field {unknown[0]!r} (a {kind} has "
+            f"{', '.join(sorted(allowed))})"
+        )
 
 
 def _element(name: str, value: object, data_type: TensorDataType) -> float | int:
@@ -80,6 +113,8 @@ def _initial_values(name: str, spec: dict[str, Any], data_type: TensorDataType) 
     if isinstance(values, list):
         return np.array([_element(name, v, data_type) for v in values], dtype=dtype)
     if isinstance(values, dict) and "valueCount" in values:
+        kind = "constant initializer" if "value" in values else "sequence initializer"
+        _known_fields(values, kind, f"resource '{name}': initialValues")
         count = values["valueCount"]
         if isinstance(count, bool) or not isinstance(count, int) or count < 1:
             raise DxDispatchError(f"resource '{name}': valueCount must be a positive integer")
@@ -99,6 +134,7 @@ def _initial_values(name: str, spec: dict[str, Any], data_type: TensorDataType) 
 def _parse_resource(name: str, spec: Any) -> Resource:
     if not isinstance(spec, dict) or spec.get("type", "buffer") != "buffer":
         raise DxDispatchError(f"resource '{name}': only buffer resources are supported")
+    _known_fields(spec, "resource", f"resource '{name}'")
     try:
         data_type = TensorDataType.parse(spec.get("initialValuesDataType", ""))
     except ValueError as exc:
@@ -144,14 +180,21 @@ def parse_json(text: str) -> Any:
 def load_model(source: str | Path | dict[str, Any]) -> DxDispatchModel:
     """Read a DxDispatch model from a path or an already parsed dict."""
     if isinstance(source, dict):
-        doc = source
-    else:
-        try:
-            doc = parse_json(Path(source).read_text())
-        except (OSError, ValueError) as exc:
-            raise DxDispatchError(f"{source}: cannot read a JSON model: {exc}") from None
+        return _read_model(source, "")
+    try:
+        doc = parse_json(Path(source).read_text())
+    except (OSError, ValueError) as exc:
+        raise DxDispatchError(f"{source}: cannot read a JSON model: {exc}") from None
+    try:
+        return _read_model(doc, str(source))
+    except DxDispatchError as exc:
+        raise DxDispatchError(f"{source}: {exc}") from None
+
+
+def _read_model(doc: Any, source: str) -> DxDispatchModel:
     if not isinstance(doc, dict):
         raise DxDispatchError("a DxDispatch model is a JSON object")
+    _known_fields(doc, "model", "the model")
     for key, container in (("resources", dict), ("dispatchables", dict), ("commands", list)):
         if key not in doc:
             raise DxDispatchError(f"the model has no '{key}'")
@@ -173,7 +216,7 @@ def load_model(source: str | Path | dict[str, Any]) -> DxDispatchModel:
             dispatchables[name] = operator_from_json(spec)
         except DmlgraphError as exc:
             raise DxDispatchError(f"dispatchable '{name}': {exc}") from None
-    return DxDispatchModel(resources, dispatchables, list(doc["commands"]))
+    return DxDispatchModel(resources, dispatchables, list(doc["commands"]), source=source)
 
 
 def _bound_view(
@@ -184,12 +227,14 @@ def _bound_view(
     if isinstance(source, list) and len(source) == 1:  # one resource, written as a list
         source = source[0]
     binding = {"name": source} if isinstance(source, str) else source
-    if not (
-        isinstance(binding, dict)
-        and isinstance(binding.get("name"), str)
-        and binding["name"] in model.resources
-    ):
-        raise DxDispatchError(f"{where}: binds unknown resource {binding!r}")
+    if not isinstance(binding, dict) or not isinstance(binding.get("name"), str):
+        raise DxDispatchError(
+            f"{where}: a binding is a resource name or an object with a \"name\", not "
+            f"{json.dumps(source)}"
+        )
+    _known_fields(binding, "binding", where)
+    if binding["name"] not in model.resources:
+        raise DxDispatchError(f"{where}: binds unknown resource '{binding['name']}'")
     resource = model.resources[binding["name"]]
     element_size = _uint(binding.get("elementSizeInBytes", 0), where, "elementSizeInBytes")
     element_size = element_size or resource.data_type.numpy_dtype.itemsize
@@ -263,9 +308,21 @@ def run_model(
 ) -> DxDispatchModel:
     """Execute the commands in order; ``print`` lines are collected (and echoed if asked)."""
     level = FeatureLevel.parse(feature_level)
+    try:
+        _run_commands(model, level, echo)
+    except DxDispatchError as exc:
+        raise DxDispatchError(f"{model.source}: {exc}" if model.source else str(exc)) from None
+    return model
+
+
+def _run_commands(
+    model: DxDispatchModel, level: FeatureLevel, echo: Callable[[str], None] | None
+) -> None:
     for index, command in enumerate(model.commands):
         kind = command.get("type") if isinstance(command, dict) else None
         kind = kind.lower() if isinstance(kind, str) else kind  # DxDispatch: _stricmp
+        if kind in ("dispatch", "print"):
+            _known_fields(command, kind, f"command {index}")
         if kind == "dispatch":
             _dispatch(model, command, level)
         elif kind == "print":
@@ -278,4 +335,3 @@ def run_model(
                 echo(line)
         else:
             raise DxDispatchError(f"command {index}: unknown command type {kind!r}")
-    return model

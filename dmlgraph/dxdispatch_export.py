@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from dmlgraph.canonical import LOWERED_OPS
 from dmlgraph.dml.binding import binds, buffer_size, from_buffer
 from dmlgraph.dml.enums import PaddingMode, TensorDataType
 from dmlgraph.dml.operators import OperatorDesc
@@ -107,10 +108,17 @@ def _fallback_error(graph: Graph, onnx_nodes: list[Node]) -> DxDispatchExportErr
     more = len(onnx_nodes) - NAMED_NODES
     if more > 0:
         named += f" and {more} more"
+    kept = [n for n in onnx_nodes if n.op_type in LOWERED_OPS]
+    if kept:  # some other level may lower them: their reports say
+        hint = (
+            f"`dmlgraph lower` says why {len(kept)} Slice/Concat/Pad node(s) stayed ONNX at "
+            "this feature level"
+        )
+    else:
+        hint = "dmlgraph lowers only Slice, Concat and Pad, so only a graph of those exports"
     return DxDispatchExportError(
         f"{graph.source}: cannot write a DxDispatch model: {len(onnx_nodes)} node(s) stay ONNX "
-        f"for the fallback and DxDispatch runs only DML operators: {named}; lower at a higher "
-        "feature level or export a graph that lowers completely"
+        f"for the fallback and DxDispatch runs only DML operators: {named}; {hint}"
     )
 
 

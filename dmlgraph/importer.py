@@ -25,7 +25,7 @@ import os
 import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 import onnx
@@ -82,7 +82,10 @@ def _load(
             data = None
         _run_checker(_for_checker(proto) or (proto if data is None else data), source)
         del proto.graph.value_info[:]
-        graph = _build_graph(proto, nodes, _infer_shapes(proto, source), source, fold=fold)
+        inferred, type_error = _infer_shapes(proto, source)
+        graph = _build_graph(proto, nodes, inferred, source, fold=fold)
+        if type_error:
+            _refuse_types(graph, type_error, source)
         if fold:
             folding.fold(graph, inferred=True)
         else:
@@ -443,17 +446,36 @@ def _apply_input_shapes(
                 dim.dim_value = int(size)
 
 
-def _infer_shapes(proto: onnx.ModelProto, source: str) -> onnx.GraphProto:
+def _infer_shapes(proto: onnx.ModelProto, source: str) -> tuple[onnx.GraphProto, str]:
     """The inferred graph (its ``value_info`` and ``output``) of the model's skeleton: the same
     nodes, with initializers above ``folding.INFERENCE_CONSTANT_LIMIT`` elements declared as
     typed inputs, as folding's own inference does, so the weights are neither serialized nor
-    parsed again (inference reads only small, shape-carrying constants by value)."""
+    parsed again (inference reads only small, shape-carrying constants by value). Types are
+    checked against every op's schema, as onnxruntime checks them; a type error comes back
+    apart ("" when none), with the graph inferred without the check, so that ``check_types``
+    can say it more precisely for a Slice, Concat or Pad."""
+    skeleton = _skeleton(proto)
     try:
         return onnx.shape_inference.infer_shapes(
-            _skeleton(proto), check_type=False, strict_mode=False, data_prop=True
+            skeleton, check_type=True, strict_mode=False, data_prop=True
+        ).graph, ""
+    except Exception as exc:
+        type_error = str(exc)
+    try:
+        inferred = onnx.shape_inference.infer_shapes(
+            skeleton, check_type=False, strict_mode=False, data_prop=True
         ).graph
     except Exception as exc:
         raise ModelValidationError(f"{source}: ONNX shape inference fails: {exc}") from None
+    return inferred, type_error
+
+
+def _refuse_types(graph: Graph, type_error: str, source: str) -> NoReturn:
+    """Raise a type error of the model: ``check_types``' own for a Slice, Concat or Pad
+    (it names the port and the types allowed), else onnx's."""
+    for node in graph.nodes:
+        canonical.check_types(graph, node)
+    raise ModelValidationError(f"{source}: the model's types break an op's schema: {type_error}")
 
 
 def _skeleton(proto: onnx.ModelProto) -> onnx.ModelProto:

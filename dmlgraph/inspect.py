@@ -12,12 +12,10 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from dmlgraph.canonical import PARAMETER_PORTS
+from dmlgraph.canonical import LOWERED_OPS, PARAMETER_PORTS
 from dmlgraph.folding import fold
 from dmlgraph.importer import load
 from dmlgraph.ir import Graph, Node
-
-_LISTED = ("Slice", "Concat", "Pad")
 
 
 def _shape(graph: Graph, name: str) -> str:
@@ -61,7 +59,7 @@ def describe(model: str | Path, input_shapes: Mapping[str, Sequence[int]] | None
     )
     for op in sorted(set(before) | set(after)):
         lines.append(f"  {op:<20} {before[op]:>5} -> {after[op]:>5}")
-    targets = [n for n in graph.topological_order() if n.op_type in _LISTED]
+    targets = [n for n in graph.topological_order() if n.op_type in LOWERED_OPS]
     lines.append(f"Slice/Concat/Pad after folding: {len(targets)}")
     for node in targets:
         lines.append(f"  {node.op_type:<6} {node.name}: {_parameters(graph, node)}")

@@ -348,8 +348,10 @@ class Node:
 
     @property
     def label(self) -> str:
-        """How messages name this node: its ONNX name and op type."""
-        return f"node {self.name!r} ({self.op_type})"
+        """How messages name this node: its ONNX name and op type, or its DirectML operator
+        (``DML_OPERATOR_PADDING1``) once lowered."""
+        kind = self.op_type if isinstance(self.op, OnnxOp) else getattr(self.op, "name", None)
+        return f"node {self.name!r} ({kind if isinstance(kind, str) else self.op_type})"
 
     def input(self, port: int) -> str:
         """The tensor at an input port, ``""`` when the port is absent or omitted."""

@@ -32,6 +32,7 @@ import ml_dtypes
 import numpy as np
 import onnx
 
+from dmlgraph.canonical import LOWERED_OPS
 from dmlgraph.dml.enums import FeatureLevel
 from dmlgraph.errors import DmlgraphError, UnsupportedError
 from dmlgraph.ir import Graph
@@ -87,6 +88,20 @@ class Tolerances:
             return {"": float(value)}
 
         return cls(as_map(atol), as_map(rtol))
+
+    def check(self, outputs: Sequence[str]) -> None:
+        """Refuse a tolerance for a name that is no output (a typo would pass silently) or
+        one that is not a number >= 0."""
+        for kind, values in (("atol", self.atol), ("rtol", self.rtol)):
+            for name, value in values.items():
+                if name and name not in outputs:
+                    raise DmlgraphError(
+                        f"{kind} for {name!r}: the graph has no output of that name (outputs: "
+                        f"{list(outputs)})"
+                    )
+                if not value >= 0:
+                    raise DmlgraphError(f"{kind} {name + ': ' if name else ''}{value}: a "
+                                        "tolerance is a number >= 0")
 
     def for_output(self, name: str, dtype: np.dtype) -> Tolerance:
         default = DEFAULT_TOLERANCES.get(np.dtype(dtype).name, FALLBACK_TOLERANCE)
@@ -171,8 +186,15 @@ def compare_output(
     if actual.dtype != expected.dtype:
         problems.append(f"dtype {actual.dtype} differs from {expected.dtype}")
     if stats["mismatches"]:
-        how = "exactly" if exact else f"within atol={tolerance.atol:g} or rtol={tolerance.rtol:g}"
-        problems.append(f"{stats['mismatches']} of {expected.size} elements differ {how}")
+        count, nans = stats["mismatches"], stats["nan_mismatches"]
+        if exact:
+            how = "differ (compared exactly)"
+        elif nans == count:
+            how = "are NaN against a number"
+        else:
+            how = f"exceed both atol={tolerance.atol:g} and rtol={tolerance.rtol:g}"
+            how += f" or are NaN against a number ({nans})" if nans else ""
+        problems.append(f"{count} of {expected.size} elements {how}")
     verdict = Verdict.FAIL if problems else Verdict.PASS
     return OutputComparison(**base, **stats, verdict=verdict, message="; ".join(problems))
 
@@ -353,12 +375,18 @@ class ParityReport:
         return all(c.passed for c in self.comparisons)
 
     @property
+    def compared(self) -> int:
+        """How many (comparison, output) pairs were compared; 0 when every one was a known
+        divergence that left nothing to compare (exit code 0 then claims nothing)."""
+        return sum(o.compared for c in self.comparisons for o in c.outputs)
+
+    @property
     def exit_code(self) -> int:
         """ARCHITECTURE.md: 0 parity holds (known divergences included), 1 it fails."""
         return 0 if self.passed else 1
 
     def lowering_summary(
-        self, ops: Sequence[str] = ("Slice", "Concat", "Pad")
+        self, ops: Sequence[str] = LOWERED_OPS
     ) -> dict[str, dict[str, int]]:
         """op type -> status -> count, for the ops dmlgraph lowers."""
         summary: dict[str, dict[str, int]] = {op: {} for op in ops}
@@ -374,6 +402,7 @@ class ParityReport:
             "feature_level": self.feature_level.short,
             "inputs": self.inputs,
             "passed": self.passed,
+            "compared": self.compared,
             "exit_code": self.exit_code,
             "notes": list(self.notes),
             "comparisons": [
@@ -520,6 +549,8 @@ def check(
     except ValueError as exc:
         raise UnsupportedError(str(exc)) from None
     graph = load(model, input_shapes)
+    tolerances = Tolerances.of(atol, rtol)
+    tolerances.check(graph.outputs)
     lowered = lower(graph, level)
     stem = Path(model).stem if isinstance(model, (str, os.PathLike)) else None
     feeds, stored, source = _tensors(graph, inputs, expected, seed, stem)
@@ -528,7 +559,6 @@ def check(
     actual = NumpyBackend(fallback, providers=providers).execute(lowered, feeds)
     runs: list[Any] = [actual.record]
     divergences = known_divergences(graph, lowered, runs)
-    tolerances = Tolerances.of(atol, rtol)
     names = list(graph.outputs)
     values = [actual.outputs[name] for name in lowered.outputs]
     label = (
@@ -585,28 +615,63 @@ def _tensors(
     seed: int,
     stem: str | None,
 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], str]:
-    """(feeds, stored outputs to compare with, where the feeds came from)."""
+    """(feeds, stored outputs to compare with, where the feeds came from). Stored outputs are
+    only compared with outputs of the inputs they were made from: an ``expected`` source that
+    holds inputs lends them when none are given, and must agree with those given."""
     from dmlgraph import tensorio
 
     stored: dict[str, np.ndarray] = {}
+    held: dict[str, np.ndarray] = {}  # the inputs ``expected`` holds
+    where = "the expected arrays" if isinstance(expected, Mapping) else str(expected)
+    if isinstance(expected, Mapping):
+        stored = {k: np.asarray(v) for k, v in expected.items()}
+        held = {k: stored[k] for k in graph.inputs if k in stored}
+    elif expected is not None:
+        tensors = tensorio.read(expected, graph, stem=stem, require_inputs=False)
+        stored, held = tensors.outputs, tensors.inputs
+    if expected is not None and not set(stored) & set(graph.outputs):
+        raise tensorio.TensorIOError(
+            f"{where}: holds none of the graph's outputs {list(graph.outputs)}, so there is "
+            "nothing to compare with"
+        )
+    if inputs is None and expected is not None and graph.inputs:
+        missing = [name for name in graph.inputs if name not in held]
+        if missing:  # generated inputs cannot give the stored outputs
+            raise tensorio.TensorIOError(
+                f"{where}: holds no value for graph input(s) {missing}, so its outputs cannot "
+                "be compared with generated inputs' outputs; give the inputs they came from "
+                "(--inputs / inputs=)"
+            )
+        return held, stored, f"{where} (the inputs stored with the expected outputs)"
     if inputs is None:
         feeds, source = tensorio.generate(graph, seed), f"generated (seed {seed})"
     elif isinstance(inputs, Mapping):
         feeds, source = {k: np.asarray(v) for k, v in inputs.items()}, "given arrays"
     else:
         tensors = tensorio.read(inputs, graph, stem=stem)
-        feeds, stored, source = tensors.inputs, tensors.outputs, str(inputs)
-    if isinstance(expected, Mapping):
-        stored = {k: np.asarray(v) for k, v in expected.items()}
-    elif expected is not None:
-        stored = tensorio.read(expected, graph, stem=stem, require_inputs=False).outputs
-    if expected is not None and not set(stored) & set(graph.outputs):
-        where = "the expected arrays" if isinstance(expected, Mapping) else str(expected)
-        raise tensorio.TensorIOError(
-            f"{where}: holds none of the graph's outputs {list(graph.outputs)}, so there is "
-            "nothing to compare with"
-        )
+        feeds, source = tensors.inputs, str(inputs)
+        if expected is None:
+            stored = tensors.outputs
+    for name, value in held.items():
+        if name in feeds and not _same_values(feeds[name], value):
+            raise tensorio.TensorIOError(
+                f"{where}: holds input {name!r} unlike the one given ({source}): its outputs "
+                "were computed from other inputs"
+            )
     return feeds, stored, source
+
+
+def _same_values(a: np.ndarray, b: np.ndarray) -> bool:
+    """Equal shapes and values, NaN matching NaN (the same bits where the dtype is one)."""
+    a, b = np.asarray(a), np.asarray(b)
+    if a.shape != b.shape:
+        return False
+    if a.dtype == b.dtype and a.dtype != np.dtype(object):
+        return np.ascontiguousarray(a).tobytes() == np.ascontiguousarray(b).tobytes()
+    try:
+        return bool(np.array_equal(a, b, equal_nan=is_float(a.dtype) and is_float(b.dtype)))
+    except (TypeError, ValueError):
+        return False
 
 
 def _against_reference(

@@ -14,11 +14,12 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from dmlgraph.canonical import LOWERED_OPS
 from dmlgraph.ir import Graph, OnnxOp
 from lowering.report import LoweredGraph, Status
 
 #: The op types the report lists unless every node is asked for.
-TARGETS = ("Slice", "Concat", "Pad")
+TARGETS = LOWERED_OPS
 _STYLE = {
     Status.LOWERED: "green",
     Status.DECOMPOSED: "cyan",

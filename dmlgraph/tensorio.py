@@ -131,6 +131,8 @@ def _read_folder(path: Path) -> tuple[list[_Entry], list[_Entry]]:
 
 
 def _read_npz(path: Path, graph: Graph, stem: str | None) -> tuple[list[_Entry], list[_Entry]]:
+    if not zipfile.is_zipfile(path):  # else NumPy takes it for a pickle, and says to trust it
+        raise TensorIOError(f"{path}: not an .npz file (an .npz is a zip archive of .npy files)")
     try:
         with np.load(path, allow_pickle=False) as data:
             arrays = {key: data[key] for key in data.files}
@@ -223,6 +225,12 @@ def write(
         return
     if path.exists() and not path.is_dir():
         raise TensorIOError(f"{path}: exists and is not a folder; use a .npz name or a folder")
+    children = path.iterdir() if path.is_dir() else iter(())
+    held = sorted(c.name for c in children if _POSITIONAL.match(c.name))
+    if held:  # overwriting some would leave the others, another model's, to be read with them
+        raise TensorIOError(
+            f"{path}: already holds test data ({', '.join(held)}); write to a new or empty folder"
+        )
     try:
         path.mkdir(parents=True, exist_ok=True)
         for kind, names, values in (
@@ -247,6 +255,8 @@ def generate(
     Every dimension must be known: from the graph, or from ``shapes``. An input that feeds a
     Slice/Pad parameter directly is refused: random indices say nothing; give its value.
     """
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise TensorIOError(f"seed {seed!r}: a seed is an integer >= 0 (NumPy's seeds)")
     rng = np.random.default_rng(seed)
     feeds: dict[str, np.ndarray] = {}
     for name in graph.inputs:

@@ -105,7 +105,7 @@ def test_numpy_positional_keys(tmp_path) -> None:
 @pytest.mark.parametrize("setup, fragment", [
     (lambda p: np.savez(p / "in.npz", x=np.zeros(2)), "holds no value for graph input(s) ['m'"),
     (lambda p: np.savez(p / "in.npz", nope=np.zeros(2)), "'nope' is not a graph input"),
-    (lambda p: (p / "in.npz").write_bytes(b"not a zip"), "cannot read the .npz"),
+    (lambda p: (p / "in.npz").write_bytes(b"not a zip"), "not an .npz file (an .npz is a zip"),
     (lambda p: (p / "in.txt").write_text("x"), "not an .npz file or an ONNX test-data folder"),
 ])
 def test_bad_files_are_named(setup, fragment, tmp_path) -> None:

@@ -156,7 +156,16 @@ def test_infinite_tolerances_are_valid_json(tmp_path: Path, capsys) -> None:
     (lambda m: m["commands"][0].update(dispatchable=["join"]), "unknown dispatchable ['join']"),
     (lambda m: m["commands"][0].update(bindings="InputTensors"), "bindings must be an object"),
     (lambda m: m["commands"][0]["bindings"].update(OutputTensor={"name": ["Out"]}),
-     "binds unknown resource"),
+     'a binding is a resource name or an object with a "name", not {"name": ["Out"]}'),
+    (lambda m: m["commands"][0]["bindings"].update(OutputTensor={"name": "Outt"}),
+     "binds unknown resource 'Outt'"),
+    (lambda m: m["commands"][0]["bindings"].update(OutputTensor={"name": "Out", "ofset": 1}),
+     "unknown binding field 'ofset'"),
+    (lambda m: m["commands"][0].update(bindngs={}), "command 0: unknown dispatch field 'bindngs'"),
+    (lambda m: m["commands"].append({"type": "print", "resource": "Out", "x": 1}),
+     "unknown print field 'x'"),
+    (lambda m: m["resources"]["Out"].update(sizeInByte=64), "unknown resource field 'sizeInByte'"),
+    (lambda m: m.update(extra=1), "the model: unknown model field 'extra'"),
     (lambda m: m["commands"].append({"type": "print", "resource": ["Out"]}),
      "print of unknown resource ['Out']"),
 ])
@@ -167,7 +176,7 @@ def test_dxdispatch_parts_of_the_wrong_kind_are_one_line_errors(tmp_path, capsys
     path.write_text(json.dumps(model))
     assert main(["dxdispatch", str(path)]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and message in err
+    assert err.count("\n") == 1 and message in err and f"error: {path}: " in err
 
 
 @pytest.mark.parametrize("args", [

@@ -144,12 +144,14 @@ def test_svg_through_graphviz(tmp_path: Path) -> None:
     assert "<svg" in svg and "DML_OPERATOR_JOIN" in svg
 
 
-def test_svg_without_graphviz_writes_dot_and_a_hint(tmp_path: Path, monkeypatch) -> None:
+def test_svg_without_graphviz_is_an_error_saying_what_to_write(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setattr(dot_module, "graphviz", lambda: None)
     path = tmp_path / "g.svg"
-    message = render_svg("digraph \"g\" {\n}\n", path)
-    assert not path.exists() and (tmp_path / "g.dot").read_text() == "digraph \"g\" {\n}\n"
-    assert "\n" not in message and "dot -Tsvg" in message and "graphviz" in message
+    with pytest.raises(VizError) as info:
+        render_svg("digraph \"g\" {\n}\n", path)
+    message = str(info.value)
+    assert "\n" not in message and "g.dot" in message and "graphviz" in message
+    assert list(tmp_path.iterdir()) == []  # nothing the user did not ask for
 
 
 def test_graphviz_failure_is_a_clear_error(tmp_path: Path) -> None:

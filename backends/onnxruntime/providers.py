@@ -22,6 +22,18 @@ PREFERENCE: tuple[str, ...] = (
     "CPUExecutionProvider",
 )
 CPU = "CPUExecutionProvider"
+#: Short names a user may give (any case), as the command line's help names them.
+ALIASES: dict[str, str] = {
+    "cpu": CPU,
+    "cuda": "CUDAExecutionProvider",
+    "dml": "DmlExecutionProvider",
+    "directml": "DmlExecutionProvider",
+}
+
+
+def provider_name(name: str) -> str:
+    """A provider's onnxruntime name: ``CPU`` or ``cpu`` is ``CPUExecutionProvider``."""
+    return ALIASES.get(name.lower(), name)
 
 
 def available_providers() -> list[str]:
@@ -35,6 +47,7 @@ def select_providers(
     then CPU. Raises BackendError naming a requested provider this build lacks."""
     have = list(available) if available is not None else available_providers()
     if requested:
+        requested = [provider_name(p) for p in requested]
         unknown = [p for p in requested if p not in have]
         if unknown:
             raise BackendError(

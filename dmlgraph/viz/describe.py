@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from dmlgraph.canonical import LOWERED_OPS
 from dmlgraph.dml.operators import OperatorDesc
 from dmlgraph.dml.schema import FieldKind
 from dmlgraph.dml.tensor import BufferTensorDesc
@@ -48,7 +49,7 @@ STATUS_STYLES: Mapping[str, StatusStyle] = {
 STATUSES: tuple[str, ...] = tuple(STATUS_STYLES)
 
 #: ONNX ops dmlgraph lowers: when one of these falls back, the drawing says so louder.
-LOWERING_TARGETS = frozenset({"Slice", "Concat", "Pad"})
+LOWERING_TARGETS = frozenset(LOWERED_OPS)
 
 
 @dataclass(frozen=True)

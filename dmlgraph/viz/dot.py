@@ -217,15 +217,15 @@ def write_dot(dot: str, path: str | Path) -> Path:
 
 
 def render_svg(dot: str, path: str | Path, *, dot_binary: str | None = None) -> str:
-    """Write ``path`` (.svg) through Graphviz when ``dot`` is installed, else the DOT text
-    beside it (same stem, .dot). Returns one line saying what was written."""
+    """Write ``path`` (.svg) through Graphviz's ``dot``; without it, a VizError saying what
+    to write instead. Returns one line saying what was written."""
     path = Path(path)
     binary = dot_binary or graphviz()
     if binary is None:
-        fallback = write_dot(dot, path.with_suffix(".dot"))
-        return (
-            f"wrote {fallback}: Graphviz's dot is not installed, so no SVG; install graphviz "
-            f"and run: dot -Tsvg {fallback} -o {path}"
+        raise VizError(
+            f"{path}: Graphviz's dot is not installed (looked for 'dot' on PATH), so no SVG; "
+            f"install graphviz, or write {path.with_suffix('.dot').name} (render it with "
+            "dot -Tsvg) or a self-contained .html"
         )
     try:
         done = subprocess.run(

@@ -1,0 +1,241 @@
+"""The command line at the edges a new user's walkthrough found: options that do nothing with
+the others given, outputs that would overwrite what the command reads, stored inputs and
+outputs that belong together, tolerances for outputs that do not exist, pipes that close
+early, and the wording of a failure."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import dmlgraph
+from dmlgraph.cli import main
+from dmlgraph.errors import ModelValidationError
+
+MODELS = Path(__file__).parent.parent / "models"
+SEED = MODELS / "seeds" / "padding_edge.onnx"
+SEED_IO = MODELS / "seeds" / "seed_io.npz"
+SQUEEZENET = MODELS / "squeezenet1_1.onnx"
+REFERENCE = MODELS / "reference_io.npz"
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _one_line_error(capsys: pytest.CaptureFixture[str], *fragments: str) -> str:
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    for fragment in fragments:
+        assert fragment in err, err
+    return err
+
+
+def _model(tmp_path: Path, name: str = "m.onnx") -> Path:
+    """x[2, 3] -> Pad (edge, 1 each side of axis 1) -> y."""
+    graph = helper.make_graph(
+        [helper.make_node("Pad", ["x", "p"], ["y"], mode="edge", name="pad")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 5])],
+        [numpy_helper.from_array(np.array([0, 1, 0, 1], np.int64), "p")])
+    path = tmp_path / name
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
+                                ir_version=8), path)
+    return path
+
+
+@pytest.mark.parametrize("command", ["run", "check", "viz"])
+def test_a_negative_seed_is_a_usage_error(command, tmp_path, capsys) -> None:
+    args = [command, str(SEED), "--seed", "-1"] + (["-o", str(tmp_path / "v.html")]
+                                                   if command == "viz" else [])
+    with pytest.raises(SystemExit) as info:
+        main(args)
+    assert info.value.code == 2
+    _one_line_error(capsys, "--seed", "'-1' is not an integer >= 0")
+
+
+def test_a_negative_seed_through_the_api_is_a_dmlgraph_error() -> None:
+    with pytest.raises(dmlgraph.DmlgraphError, match="a seed is an integer >= 0"):
+        dmlgraph.check(SEED, seed=-1)
+
+
+@pytest.mark.parametrize("make_args, fragment", [
+    (lambda m, d: ["lower", str(m), "-o", str(m)], "lower writes JSON"),
+    (lambda m, d: ["lower", str(m), "-o", str(d / "out.txt")], "name the output *.json"),
+    (lambda m, d: ["run", str(m), "--inputs", str(d / "in.npz"), "-o", str(d / "in.npz")],
+     "which this command reads"),
+    (lambda m, d: ["run", str(m), "-o", str(m)], "which this command reads"),
+    (lambda m, d: ["viz", str(m), "-o", str(m)], "which this command reads"),
+])
+def test_no_output_overwrites_what_the_command_reads(make_args, fragment, tmp_path,
+                                                     capsys) -> None:
+    model = _model(tmp_path)
+    np.savez(tmp_path / "in.npz", x=np.ones((2, 3), np.float32))
+    before = {p.name: _digest(p) for p in tmp_path.iterdir()}
+    assert main(make_args(model, tmp_path)) == 2
+    _one_line_error(capsys, fragment)
+    assert {p.name: _digest(p) for p in tmp_path.iterdir()} == before
+
+
+def test_run_refuses_a_folder_that_already_holds_test_data(tmp_path, capsys) -> None:
+    folder = tmp_path / "td"
+    assert main(["run", str(MODELS / "seeds" / "join_example2.onnx"), "--inputs", str(SEED_IO),
+                 "-o", str(folder)]) == 0
+    held = sorted(p.name for p in folder.iterdir())
+    assert main(["run", str(_model(tmp_path)), "-o", str(folder)]) == 2
+    _one_line_error(capsys, "already holds test data", "input_0.pb")
+    assert sorted(p.name for p in folder.iterdir()) == held
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main(["run", str(_model(tmp_path)), "-o", str(empty)]) == 0
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["lower", "{m}", "--format", "dxdispatch", "--json", "-o", "{d}/x.json"],
+     "--json prints the lowering report"),
+    (["lower", "{m}", "--format", "dxdispatch", "--all", "-o", "{d}/x.json"], "--all lists"),
+    (["lower", "{m}", "--inputs", "{d}/nowhere.npz"], "--inputs gives a DxDispatch model"),
+    (["viz", "{m}", "--inputs", "{d}/nowhere.npz", "-o", "{d}/v.html"], "add --check"),
+    (["viz", "{m}", "--check", "-o", "{d}/v.dot"], "--check shows its results in the HTML"),
+    (["run", "{m}", "--lowered"], "--lowered is for --backend onnxruntime"),
+    (["run", "{m}", "--backend", "onnxruntime", "--fallback", "reference"],
+     "--fallback is for --backend numpy"),
+])
+def test_options_that_would_do_nothing_are_errors(args, fragment, tmp_path, capsys) -> None:
+    model = _model(tmp_path)
+    argv = [a.format(m=model, d=tmp_path) for a in args]
+    assert main(argv) == 2
+    _one_line_error(capsys, fragment)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.onnx"]  # nothing written
+
+
+def test_check_expected_alone_runs_the_inputs_stored_with_the_outputs(capsys) -> None:
+    """reference_io.npz holds squeezenet's input and output (MODEL__in0 / __out0 keys): the
+    stored output is onnxruntime's for that input, not for generated ones."""
+    assert main(["check", str(SQUEEZENET), "--expected", str(REFERENCE)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "the inputs stored with the expected outputs" in out and "parity holds" in out
+
+
+def test_check_expected_without_inputs_in_it_is_refused(tmp_path, capsys) -> None:
+    model = _model(tmp_path)
+    np.savez(tmp_path / "out.npz", y=np.zeros((2, 5), np.float32))
+    assert main(["check", str(model), "--expected", str(tmp_path / "out.npz")]) == 2
+    _one_line_error(capsys, "holds no value for graph input(s) ['x']", "--inputs")
+
+
+def test_check_expected_of_other_inputs_is_refused(tmp_path, capsys) -> None:
+    model = _model(tmp_path)
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    np.savez(tmp_path / "in.npz", x=x)
+    np.savez(tmp_path / "expected.npz", x=x + 1, y=np.pad(x + 1, ((0, 0), (1, 1)), "edge"))
+    args = ["check", str(model), "--inputs", str(tmp_path / "in.npz"), "--expected",
+            str(tmp_path / "expected.npz")]
+    assert main(args) == 2
+    _one_line_error(capsys, "holds input 'x' unlike the one given")
+    np.savez(tmp_path / "expected.npz", x=x, y=np.pad(x, ((0, 0), (1, 1)), "edge"))
+    assert main(args) == 0
+
+
+@pytest.mark.parametrize("flag", ["--atol", "--rtol"])
+def test_a_tolerance_for_no_output_is_an_error(flag, tmp_path, capsys) -> None:
+    assert main(["check", str(_model(tmp_path)), flag, "nosuch:1e-3"]) == 2
+    _one_line_error(capsys, "'nosuch': the graph has no output of that name", "['y']")
+    assert main(["check", str(_model(tmp_path)), flag, "y:1e-3"]) == 0
+
+
+def test_a_negative_tolerance_through_the_api_is_a_dmlgraph_error() -> None:
+    with pytest.raises(dmlgraph.DmlgraphError, match="a tolerance is a number >= 0"):
+        dmlgraph.check(SEED, atol=-1.0)
+
+
+class _ClosedPipe(io.StringIO):
+    """stdout whose reader has gone (``| head``): every write and flush fails."""
+
+    def write(self, text: str) -> int:
+        raise BrokenPipeError(32, "Broken pipe")
+
+    def flush(self) -> None:
+        raise BrokenPipeError(32, "Broken pipe")
+
+    def fileno(self) -> int:
+        raise io.UnsupportedOperation("no file descriptor")
+
+
+@pytest.mark.parametrize("args, code", [
+    (["lower", str(SQUEEZENET), "--json"], 0),
+    (["lower", str(SQUEEZENET), "--all"], 0),
+    (["check", str(SEED), "--json"], 0),
+])
+def test_a_closed_pipe_ends_quietly_with_the_commands_own_exit_code(args, code, monkeypatch,
+                                                                     capsys) -> None:
+    monkeypatch.setattr("sys.stdout", _ClosedPipe())
+    assert main(args) == code
+    assert capsys.readouterr().err == ""
+
+
+def test_a_mismatch_is_worded_as_what_it_is(tmp_path, capsys) -> None:
+    model = _model(tmp_path)
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    wrong = np.pad(x, ((0, 0), (1, 1)), "edge")
+    wrong[0, 0] = np.nan
+    wrong[1, 1] += 1
+    np.savez(tmp_path / "in.npz", x=x)
+    np.savez(tmp_path / "expected.npz", y=wrong)
+    assert main(["check", str(model), "--inputs", str(tmp_path / "in.npz"), "--expected",
+                 str(tmp_path / "expected.npz")]) == 1
+    out = capsys.readouterr().out
+    assert ("2 of 10 elements exceed both atol=1e-05 and rtol=1e-05 or are NaN against a "
+            "number (1)") in out
+
+
+def test_a_check_that_compares_nothing_does_not_say_parity_holds(tmp_path, capsys) -> None:
+    """onnxruntime refuses a reflect pad of the dimension's size or more (a documented
+    divergence); with no output compared, check says so instead of "parity holds"."""
+    graph = helper.make_graph(
+        [helper.make_node("Pad", ["x", "p"], ["y"], mode="reflect", name="pad")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 11])],
+        [numpy_helper.from_array(np.array([0, 4, 0, 4], np.int64), "p")])
+    path = tmp_path / "big.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
+                                ir_version=8), path)
+    assert main(["check", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "nothing compared" in out and "parity holds" not in out
+
+
+def test_a_type_no_schema_allows_is_refused_at_load() -> None:
+    """Reciprocal of int16: onnxruntime refuses the model; the reference fallback used to
+    run it into zeros with NumPy warnings."""
+    graph = helper.make_graph(
+        [helper.make_node("Reciprocal", ["x"], ["y"], name="r")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.INT16, [3])],
+        [helper.make_tensor_value_info("y", TensorProto.INT16, [3])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    with pytest.raises(ModelValidationError, match=r"types break an op's schema.*Reciprocal"):
+        dmlgraph.load(model)
+
+
+def test_dxdispatch_export_of_ops_dmlgraph_never_lowers_says_so(tmp_path, capsys) -> None:
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"], name="relu")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])])
+    path = tmp_path / "relu.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
+                                ir_version=8), path)
+    assert main(["lower", str(path), "--format", "dxdispatch", "-o", str(tmp_path / "x.json")]) == 2
+    err = _one_line_error(capsys, "dmlgraph lowers only Slice, Concat and Pad")
+    assert "higher feature level" not in err
+
+
+def test_provider_short_names(capsys) -> None:
+    assert main(["run", str(SEED), "--backend", "onnxruntime", "--provider", "CPU"]) == 0
+    assert "CPUExecutionProvider" in capsys.readouterr().out
