@@ -73,7 +73,7 @@ def lower_pad(rw: Rewriter) -> None:
             "zero-size tensor, so it is an empty constant",
         )
         return
-    if min(cropped) <= 0:
+    if cropped and min(cropped) <= 0:
         axis = next(a for a, c in enumerate(cropped) if c <= 0)
         if mode is not PaddingMode.CONSTANT:
             raise ModelValidationError(
@@ -94,6 +94,12 @@ def lower_pad(rw: Rewriter) -> None:
         return
     pad_axes = [a for a in range(rank) if add_begin[a] or add_end[a]]
     crop = any(crop_begin) or any(crop_end)
+    if rank == 0:
+        rw.note(
+            "divergence: a scalar has no axis to pad (pads is empty), so the result is the "
+            "input; onnxruntime fails on it at run time (its check that pads holds 2 * rank "
+            "values fails for rank 0)"
+        )
     if not crop and not pad_axes:
         if node.outputs[0] not in graph.outputs:
             rw.become_alias(data, "all pads are 0: the output is the input")

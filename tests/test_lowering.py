@@ -14,7 +14,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from dmlgraph import DmlgraphError, load
+from dmlgraph import DmlgraphError, check, load
 from dmlgraph.dml import (
     JoinDesc,
     OperatorDesc,
@@ -662,3 +662,27 @@ def test_a_node_lowered_to_one_descriptor_or_left_onnx_keeps_its_id(
     assert set(status.values()) >= {Status.LOWERED, Status.FALLBACK}
     assert kept == [(name, imported[name]) for name, _ in kept]
     assert len(kept) == len(graph.nodes)
+
+
+@pytest.mark.parametrize("graph_output", [True, False])
+def test_a_pad_of_a_scalar_is_the_scalar_and_a_declared_divergence(graph_output) -> None:
+    """pads of a rank-0 tensor are empty: the result is the input (onnxruntime fails on it at
+    run time); it used to raise a ValueError out of the lowering."""
+    nodes = [helper.make_node("Pad", ["x", "p", "v"], ["y"], mode="constant", name="pad")]
+    if not graph_output:
+        nodes.append(helper.make_node("Neg", ["y"], ["z"], name="neg"))
+    out = "y" if graph_output else "z"
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [])],
+        [helper.make_tensor_value_info(out, TensorProto.FLOAT, [])],
+        [numpy_helper.from_array(np.zeros(0, np.int64), "p"),
+         numpy_helper.from_array(np.array(1.0, np.float32), "v")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)], ir_version=9)
+    lowered = lower(load(model), "6_4")
+    (record,) = [r for r in lowered.report() if r.op_type == "Pad"]
+    assert any(n.startswith("divergence: a scalar has no axis to pad") for n in record.notes)
+    x = np.array(2.5, np.float32)
+    result = run_lowered(lowered, {"x": x})[0]
+    assert result.shape == () and result == (x if graph_output else -x)
+    report = check(model, inputs={"x": x})
+    assert report.passed and report.compared == 0  # onnxruntime cannot run it

@@ -15,6 +15,7 @@ import numpy as np
 from onnx.reference import ReferenceEvaluator
 
 from backends.base import BackendError, first_line
+from backends.onnxruntime import values
 from backends.onnxruntime.providers import make_session, select_providers
 from dmlgraph.ir import Graph
 
@@ -87,9 +88,9 @@ class OnnxruntimeFallback:
 
         def run(feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
             try:
-                results = session.run(
-                    outputs, {k: np.ascontiguousarray(v) for k, v in feeds.items()}
-                )
+                results = values.run(session, outputs, feeds)
+            except BackendError:
+                raise
             except Exception as exc:
                 raise BackendError(
                     f"{graph.source}: onnxruntime fails on {_nodes(graph)}: {first_line(exc)}"

@@ -24,6 +24,7 @@ from backends.base import (
     check_feeds,
     first_line,
 )
+from backends.onnxruntime import values
 from backends.onnxruntime.providers import make_session, placements, select_providers
 from backends.onnxruntime.translate import translate
 from dmlgraph.ir import Graph
@@ -96,7 +97,9 @@ class OnnxruntimeBackend:
         where: str,
     ) -> dict[str, np.ndarray]:
         try:
-            results = session.run(names, {k: np.ascontiguousarray(v) for k, v in feeds.items()})
+            results = values.run(session, names, feeds)
+        except BackendError:
+            raise
         except Exception as exc:  # onnxruntime's own exception types
             raise BackendError(f"{where}: onnxruntime fails: {first_line(exc)}") from None
         return dict(zip(names, results))
