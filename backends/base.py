@@ -88,6 +88,7 @@ def check_feeds(graph: Graph, feeds: Mapping[str, Any]) -> dict[str, np.ndarray]
             parts.append(f"missing {missing}")
         if extra:
             parts.append(f"unknown {extra}")
+            parts += [why for name in extra if (why := graph.not_an_input(name))]
         raise BackendError(
             f"{graph.source}: feeds do not match the graph inputs {graph.inputs}: "
             + "; ".join(parts)

@@ -611,6 +611,10 @@ def _build_graph(
     for value_info in proto.graph.input:
         if value_info.name not in initializer_names:
             graph.add_input(tensor_info(value_info, f"{source}: graph input"))
+    if proto.ir_version >= 4:  # before it, every initializer was listed as an input
+        graph.initializer_inputs = tuple(
+            vi.name for vi in proto.graph.input if vi.name in initializer_names
+        )
     for tensor in proto.graph.initializer:
         graph.set_tensor(TensorInfo(tensor.name, data=_array(tensor, f"{source}: initializer")))
     known = {vi.name: vi for vi in list(inferred.value_info) + list(inferred.output)}

@@ -379,6 +379,10 @@ class Graph:
         self.model_info: dict[str, Any] = {}
         self.inputs: list[str] = []
         self.outputs: list[str] = []
+        #: Initializers the model also lists as graph inputs: from IR version 4, ONNX makes
+        #: them defaults a feed may override (onnxruntime does); dmlgraph folds them as the
+        #: constants they hold, so they are not in ``inputs`` and take no feed.
+        self.initializer_inputs: tuple[str, ...] = ()
         self._tensors: dict[str, TensorInfo] = {}
         self._nx: nx.MultiDiGraph = nx.MultiDiGraph()
         #: id -> Node, in id order: the same nodes as the networkx graph's "node" attributes,
@@ -714,6 +718,7 @@ class Graph:
             source=self.source,
         )
         other.model_info = dict(self.model_info)
+        other.initializer_inputs = self.initializer_inputs
         other.inputs = list(self.inputs)
         other.outputs = list(self.outputs)
         other._tensors = dict(self._tensors)
@@ -868,6 +873,17 @@ class Graph:
         from dmlgraph.exporter import to_onnx
 
         return to_onnx(self, ir_version=ir_version)
+
+    def not_an_input(self, name: str) -> str:
+        """Why ``name`` takes no value although the model lists it as a graph input ("" when
+        it does not list it)."""
+        if name not in self.initializer_inputs:
+            return ""
+        return (
+            f"{name!r} is an initializer the model also lists as a graph input: ONNX lets a "
+            "feed override it, but dmlgraph folds it as the constant the model holds, so it "
+            "takes no value (leave it out, or make it a graph input without an initializer)"
+        )
 
     def describe(self, node: Node) -> str:
         """How error messages name a node: the source file, the ONNX node name and op type."""

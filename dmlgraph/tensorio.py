@@ -77,8 +77,8 @@ def read(
         entries_in, entries_out = _read_npz(path, graph, stem)
     else:
         raise TensorIOError(f"{path}: not an .npz file or an ONNX test-data folder")
-    inputs = _bind(path, entries_in, graph.inputs, "input")
-    outputs = _bind(path, entries_out, graph.outputs, "output")
+    inputs = _bind(path, entries_in, graph, "input")
+    outputs = _bind(path, entries_out, graph, "output")
     missing = [name for name in graph.inputs if name not in inputs]
     if require_inputs and missing:
         raise TensorIOError(
@@ -166,10 +166,9 @@ def _read_npz(path: Path, graph: Graph, stem: str | None) -> tuple[list[_Entry],
     return inputs, outputs
 
 
-def _bind(
-    path: Path, entries: list[_Entry], names: Sequence[str], kind: str
-) -> dict[str, np.ndarray]:
+def _bind(path: Path, entries: list[_Entry], graph: Graph, kind: str) -> dict[str, np.ndarray]:
     """An entry goes to the graph tensor of its name, else to the one at its position."""
+    names = graph.inputs if kind == "input" else graph.outputs
     bound: dict[str, np.ndarray] = {}
     for entry in entries:
         if entry.name in names:
@@ -182,9 +181,11 @@ def _bind(
                 f"{len(names)}: {list(names)})"
             )
         else:
-            raise TensorIOError(
-                f"{path}: {entry.name!r} is not a graph {kind} (graph {kind}s: {list(names)})"
+            why = graph.not_an_input(entry.name) or (
+                f"{entry.name!r} is neither a graph input nor a graph output (inputs: "
+                f"{list(graph.inputs)}; outputs: {list(graph.outputs)})"
             )
+            raise TensorIOError(f"{path}: {why}")
     return bound
 
 

@@ -7,10 +7,16 @@ import ml_dtypes
 import numpy as np
 import onnx
 import pytest
-from onnx import numpy_helper
+from onnx import TensorProto, helper, numpy_helper
+
+import dmlgraph
+from backends import get_backend
+from backends.base import BackendError
+from dmlgraph import tensorio
 
 from dmlgraph.ir import Graph, OnnxOp, Provenance, TensorInfo
 from dmlgraph.tensorio import TensorIOError, VALUE_RANGES, generate, read, write
+from lowering import lower
 
 DTYPES = {
     "x": np.float32, "m": np.int64, "b": np.bool_, "h": np.float16,
@@ -104,7 +110,8 @@ def test_numpy_positional_keys(tmp_path) -> None:
 
 @pytest.mark.parametrize("setup, fragment", [
     (lambda p: np.savez(p / "in.npz", x=np.zeros(2)), "holds no value for graph input(s) ['m'"),
-    (lambda p: np.savez(p / "in.npz", nope=np.zeros(2)), "'nope' is not a graph input"),
+    (lambda p: np.savez(p / "in.npz", nope=np.zeros(2)),
+     "'nope' is neither a graph input nor a graph output"),
     (lambda p: (p / "in.npz").write_bytes(b"not a zip"), "not an .npz file (an .npz is a zip"),
     (lambda p: (p / "in.txt").write_text("x"), "not an .npz file or an ONNX test-data folder"),
 ])
@@ -158,3 +165,32 @@ def test_generation_needs_static_shapes_and_refuses_slice_parameters() -> None:
         generate(graph)
     with pytest.raises(TensorIOError, match="'starts' is parameter 'starts' of node 's'"):
         generate(graph, shapes={"x": (3, 4)})
+
+
+@pytest.mark.parametrize("ir_version, listed", [(3, ()), (8, ("st", "en"))])
+def test_an_initializer_listed_as_an_input_takes_no_value_and_says_why(
+    ir_version, listed, tmp_path
+) -> None:
+    """From IR 4 ONNX lets a feed override such an initializer; dmlgraph folds it, so a value
+    for it is refused with the reason, not as an unknown name."""
+    graph = helper.make_graph(
+        [helper.make_node("Slice", ["x", "st", "en"], ["y"], name="s")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4]),
+         helper.make_tensor_value_info("st", TensorProto.INT64, [1]),
+         helper.make_tensor_value_info("en", TensorProto.INT64, [1])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])],
+        [numpy_helper.from_array(np.array([1], np.int64), "st"),
+         numpy_helper.from_array(np.array([3], np.int64), "en")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)],
+                              ir_version=ir_version)
+    lowered = lower(dmlgraph.load(model))
+    assert lowered.initializer_inputs == listed and lowered.inputs == ["x"]
+    feeds = {"x": np.arange(4, dtype=np.float32), "st": np.array([0], np.int64)}
+    with pytest.raises(BackendError) as info:
+        get_backend("numpy").run(lowered, feeds)
+    assert ("'st' is an initializer the model also lists as a graph input" in str(info.value)) \
+        == bool(listed)
+    np.savez(tmp_path / "in.npz", **feeds)
+    with pytest.raises(tensorio.TensorIOError) as read:
+        tensorio.read(tmp_path / "in.npz", lowered)
+    assert ("takes no value" in str(read.value)) == bool(listed)
