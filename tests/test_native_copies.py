@@ -8,6 +8,7 @@ import ctypes
 import mmap
 import os
 import sys
+import weakref
 
 import numpy as np
 import pytest
@@ -351,3 +352,51 @@ def test_sixteen_byte_borders_beside_an_interior_match_numpy(dtype, stream, bord
         Program([[(1, moves)]], stream=stream)()
         want = np.concatenate([sources[0], x, sources[1]], axis=1)
         assert out.tobytes() == want.tobytes()
+
+
+def test_object_arrays_are_left_to_numpy() -> None:
+    """A Program copies bytes: references copied so are not counted, and the objects die
+    while the destination still holds them."""
+
+    class Payload:
+        pass
+
+    src = np.array([Payload() for _ in range(4)], dtype=object)
+    dst = np.empty(4, dtype=object)
+    with pytest.raises(TypeError, match="object arrays hold references"):
+        Program([[(dst, src)]])
+    alive = weakref.ref(src[0])
+    copy_threads.compiled([[(dst, src)]])()  # the backend's entry point: NumPy copies them
+    del src
+    assert alive() is not None and dst[0] is alive()
+
+
+def test_a_program_keeps_its_memory_from_moving() -> None:
+    """The moves point into their buffers: a bytearray under them cannot be resized (its
+    block would be freed under the pointers) while the Program lives."""
+    dst, src = bytearray(64), bytes(range(64))
+    program = Program([[(dst, src)]])
+    with pytest.raises(BufferError):
+        dst.extend(b"x" * (1 << 20))
+    program()
+    assert dst == bytearray(src)
+    del program
+    dst.extend(b"x")  # released with the Program
+
+
+def test_a_program_leaves_the_callers_tuples_as_they_were() -> None:
+    d, s = np.zeros(4, np.uint8), np.ones(4, np.uint8)
+    moves = [(d, s)]
+    lists = (moves,)
+    group = (1, [(d[None], s[None])])
+    nested = ((group,),)
+    Program(lists)
+    Program(nested)
+    assert lists[0] is moves and nested[0][0] is group and isinstance(group[1], list)
+
+
+def test_bytes_written_saturate_rather_than_overflow() -> None:
+    """Zero-stride destinations of 2^62 elements: their byte count would overflow (UBSan)."""
+    dst = np.lib.stride_tricks.as_strided(np.zeros(1, np.uint8), (1 << 62,), (0,))
+    program = Program([[(dst, np.zeros((), np.uint8))] * 3])  # built, never run
+    assert program.nbytes == sys.maxsize

@@ -796,3 +796,36 @@ def test_a_fallback_result_unlike_its_inferred_type_is_refused_not_read_past() -
     with pytest.raises(BackendError, match=r"'stft' \(STFT\) made 'o' as float32\[1, 4, 3, 2\], "
                                            r"but ONNX shape inference says float32\[1, 4, 5, 2\]"):
         NumpyBackend().run(lowered, {"x": x})
+
+
+def test_a_fallback_that_gives_no_value_for_a_tensor_is_an_error() -> None:
+    """A fallback (any object the backend takes) that leaves out a tensor DML nodes read: the
+    native program would read the earlier run's freed memory for it (found by ASan)."""
+    from dmlgraph.dml import BufferTensorDesc, Slice1Desc
+    from dmlgraph.ir import OnnxOp
+    from test_backend_numpy import make_graph
+
+    class Flaky:
+        engine = "flaky"
+
+        def prepare(self, graph):
+            calls = []
+
+            def run(feeds):
+                calls.append(1)
+                return {} if len(calls) == 2 else {"r": np.maximum(feeds["x"], 0)}
+
+            return run
+
+    n = 1 << 12
+    tensor = BufferTensorDesc("FLOAT32", (n,))
+    reverse = Slice1Desc(input_tensor=tensor, output_tensor=tensor, input_window_offsets=(0,),
+                         input_window_sizes=(n,), input_window_strides=(-1,))
+    graph = make_graph({"x": (np.float32, (n,))},
+                       [(OnnxOp("Relu", 14), ["x"], ["r"], "relu"), (reverse, ["r"], ["y"], "rev")],
+                       {"r": (np.float32, (n,)), "y": (np.float32, (n,))}, ["y"])
+    backend = NumpyBackend(fallback=Flaky(), threads=1)
+    x = np.arange(n, dtype=np.float32)
+    assert same_bits(backend.run(graph, {"x": x})["y"], x[::-1])
+    with pytest.raises(BackendError, match=r"gave no value for \['r'\], made by node\(s\) \['relu'\]"):
+        backend.run(graph, {"x": x})

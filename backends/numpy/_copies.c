@@ -414,21 +414,32 @@ static void run_groups(const Group *groups, Py_ssize_t count, const Move *moves)
 
 /* ------------------------------------------------------------------ analysis */
 
+static int holds_objects(const Py_buffer *view) {
+    return view->format && strchr(view->format, 'O') != NULL;
+}
+
 /* The move as pointers and coalesced dimensions; -1 with an exception set when it is not a
- * copy this module makes (NumPy's error for the same copy is raised by the caller). */
-static int analyse(PyObject *pair, Move *m, Group *g) {
+ * copy this module makes (NumPy's error for the same copy is raised by the caller). On
+ * success the two buffers stay exported in ``views`` (released by the Program): memory that
+ * could move, a bytearray resized, cannot while the pointers are kept. */
+static int analyse(PyObject *pair, Move *m, Group *g, Py_buffer *views) {
     if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
         PyErr_SetString(PyExc_TypeError, "a move is a (destination, source) tuple");
         return -1;
     }
     Py_buffer dv, sv;
-    if (PyObject_GetBuffer(PyTuple_GET_ITEM(pair, 0), &dv, PyBUF_STRIDES | PyBUF_WRITABLE) < 0)
+    const int flags = PyBUF_STRIDES | PyBUF_FORMAT;
+    if (PyObject_GetBuffer(PyTuple_GET_ITEM(pair, 0), &dv, flags | PyBUF_WRITABLE) < 0)
         return -1;
-    if (PyObject_GetBuffer(PyTuple_GET_ITEM(pair, 1), &sv, PyBUF_STRIDES) < 0) {
+    if (PyObject_GetBuffer(PyTuple_GET_ITEM(pair, 1), &sv, flags) < 0) {
         PyBuffer_Release(&dv);
         return -1;
     }
     int result = -1;
+    if (holds_objects(&dv) || holds_objects(&sv)) { /* references: copied by NumPy */
+        PyErr_SetString(PyExc_TypeError, "object arrays hold references, not plain bytes");
+        goto done;
+    }
     if (dv.itemsize != sv.itemsize) {
         PyErr_Format(PyExc_TypeError, "item sizes differ: destination %zd, source %zd",
                      dv.itemsize, sv.itemsize);
@@ -478,7 +489,7 @@ static int analyse(PyObject *pair, Move *m, Group *g) {
             m->shape[0] = 0;
             m->dstride[0] = m->sstride[0] = m->itemsize;
             result = 0;
-            goto done;
+            goto keep;
         }
         if (n == 1) continue;
         if (rank > 0) {
@@ -503,6 +514,10 @@ static int analyse(PyObject *pair, Move *m, Group *g) {
     m->rank = rank;
     for (int k = 0; k < rank - 1; k++) m->rows *= m->shape[k];
     result = 0;
+keep:
+    views[0] = dv;
+    views[1] = sv;
+    return result;
 done:
     PyBuffer_Release(&sv);
     PyBuffer_Release(&dv);
@@ -599,6 +614,8 @@ static void forget_workers(void) {
 typedef struct {
     PyObject_HEAD
     PyObject *lists; /* keeps the arrays alive */
+    Py_buffer *views; /* each move's destination and source, exported while the moves point in */
+    Py_ssize_t nviews;
     Move *moves;
     Group *groups;
     Py_ssize_t *starts; /* list k is groups[starts[k]:starts[k + 1]] */
@@ -630,6 +647,20 @@ static void relocate(Program *self, char *const *bases) {
         if (m->droot >= 0) m->dst = bases[m->droot] + m->doff;
         if (m->sroot >= 0) m->src = bases[m->sroot] + m->soff;
     }
+}
+
+/* A new tuple of a sequence's items: PySequence_Tuple gives a tuple back as it is, and the
+ * Program rewrites the tuples it holds, which must not be the caller's. */
+static PyObject *fresh_tuple(PyObject *sequence) {
+    PyObject *items = PySequence_Fast(sequence, "a sequence is needed");
+    if (!items) return NULL;
+    const Py_ssize_t n = PySequence_Fast_GET_SIZE(items);
+    PyObject *tuple = PyTuple_New(n);
+    if (tuple)
+        for (Py_ssize_t i = 0; i < n; i++)
+            PyTuple_SET_ITEM(tuple, i, Py_NewRef(PySequence_Fast_GET_ITEM(items, i)));
+    Py_DECREF(items);
+    return tuple;
 }
 
 /* ``roots``: None, or a sequence whose item r is None (root r is not relocated) or
@@ -681,6 +712,8 @@ fail:
 }
 
 static void program_dealloc(Program *self) {
+    for (Py_ssize_t i = 0; i < self->nviews; i++) PyBuffer_Release(&self->views[i]);
+    PyMem_Free(self->views);
     Py_XDECREF(self->lists);
     PyMem_Free(self->moves);
     PyMem_Free(self->groups);
@@ -702,7 +735,7 @@ static PyObject *program_new(PyTypeObject *type, PyObject *args, PyObject *kwarg
     Py_ssize_t *root_size;
     int nroots;
     if (parse_roots(roots, &root_low, &root_size, &nroots) < 0) return NULL;
-    PyObject *lists = PySequence_Tuple(given);
+    PyObject *lists = fresh_tuple(given);
     if (!lists) {
         PyMem_Free(root_low);
         PyMem_Free(root_size);
@@ -730,7 +763,7 @@ static PyObject *program_new(PyTypeObject *type, PyObject *args, PyObject *kwarg
     Py_ssize_t ngroups = 0, nmoves = 0;
     for (Py_ssize_t k = 0; k < nlists; k++) { /* each list as a tuple of items */
         PyObject *old = PyTuple_GET_ITEM(lists, k);
-        PyObject *list = PySequence_Tuple(old);
+        PyObject *list = fresh_tuple(old);
         if (!list) goto fail;
         PyTuple_SET_ITEM(lists, k, list); /* a tuple we made: replace in place */
         Py_DECREF(old);
@@ -755,7 +788,8 @@ static PyObject *program_new(PyTypeObject *type, PyObject *args, PyObject *kwarg
     self->lists = lists;
     self->moves = PyMem_Calloc((size_t)(nmoves ? nmoves : 1), sizeof(Move));
     self->groups = PyMem_Calloc((size_t)(ngroups ? ngroups : 1), sizeof(Group));
-    if (!self->starts || !self->moves || !self->groups) {
+    self->views = PyMem_Calloc((size_t)(2 * nmoves + 2), sizeof(Py_buffer));
+    if (!self->starts || !self->moves || !self->groups || !self->views) {
         PyErr_NoMemory();
         goto fail;
     }
@@ -785,7 +819,8 @@ static PyObject *program_new(PyTypeObject *type, PyObject *args, PyObject *kwarg
             for (Py_ssize_t j = 0; j < count; j++, moved++) {
                 PyObject *pair = pairs ? PyTuple_GET_ITEM(pairs, j) : item;
                 Move *m = &self->moves[moved];
-                if (analyse(pair, m, g) < 0) goto fail;
+                if (analyse(pair, m, g, &self->views[self->nviews]) < 0) goto fail;
+                self->nviews += 2;
                 m->droot = resolve(m->dst, root_low, root_size, nroots, &m->doff);
                 m->sroot = resolve(m->src, root_low, root_size, nroots, &m->soff);
                 g->count++;
@@ -795,7 +830,12 @@ static PyObject *program_new(PyTypeObject *type, PyObject *args, PyObject *kwarg
             if (g->lead) coalesce_lead(g, self->moves);
             for (Py_ssize_t j = g->first; j < moved; j++) {
                 Move *m = &self->moves[j];
-                self->nbytes += g->slabs * m->rows * m->shape[m->rank - 1] * m->itemsize;
+                Py_ssize_t bytes; /* saturated: zero-stride destinations can be huge */
+                if (__builtin_mul_overflow(g->slabs, m->rows, &bytes) ||
+                    __builtin_mul_overflow(bytes, m->shape[m->rank - 1], &bytes) ||
+                    __builtin_mul_overflow(bytes, m->itemsize, &bytes) ||
+                    __builtin_add_overflow(self->nbytes, bytes, &self->nbytes))
+                    self->nbytes = PY_SSIZE_T_MAX;
                 m->piece = g->lead > 0 && m->rows == 1 && m->rank == 1 &&
                            m->dstride[0] == m->itemsize && m->sstride[0] == m->itemsize;
                 m->lane = STREAMS && g->lead > 0 && !m->piece && m->rows == 1 && m->rank == 1 &&
@@ -1018,6 +1058,7 @@ typedef struct {
     PyObject *acquire, *release; /* the plan's lock's methods */
     PyObject *array_type; /* feeds and outputs of exactly the probe's type are taken */
     Py_ssize_t limit;     /* pooled arrays kept per output */
+    PyObject *keep;       /* what ``fixed`` points into (the plan's buffers), kept alive */
 } Replay;
 
 static void replay_clear_ports(Replay *self) {
@@ -1039,6 +1080,7 @@ static void replay_dealloc(Replay *self) {
     Py_XDECREF(self->acquire);
     Py_XDECREF(self->release);
     Py_XDECREF(self->array_type);
+    Py_XDECREF(self->keep);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -1134,13 +1176,13 @@ static int take_array(Replay *self, PyObject *obj, const Port *p, int writable, 
 }
 
 static PyObject *replay_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
-    PyObject *inputs, *outputs, *programs, *fixed, *lock, *probe;
+    PyObject *inputs, *outputs, *programs, *fixed, *lock, *probe, *keep = Py_None;
     Py_ssize_t limit = 4;
     static char *names[] = {"inputs", "outputs", "programs", "bases", "lock", "probe", "limit",
-                            NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!O!O!O!OO|n:Replay", names, &PyTuple_Type,
+                            "keep", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!O!O!O!OO|nO:Replay", names, &PyTuple_Type,
                                      &inputs, &PyTuple_Type, &outputs, &PyTuple_Type, &programs,
-                                     &PyTuple_Type, &fixed, &lock, &probe, &limit))
+                                     &PyTuple_Type, &fixed, &lock, &probe, &limit, &keep))
         return NULL;
     if (limit < 0 || PyTuple_GET_SIZE(fixed) > INT_MAX / 2) {
         PyErr_SetString(PyExc_ValueError, "limit is negative, or too many bases");
@@ -1201,6 +1243,7 @@ static PyObject *replay_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
     }
     self->array_type = Py_NewRef((PyObject *)Py_TYPE(probe));
     self->limit = limit;
+    self->keep = Py_NewRef(keep);
     return (PyObject *)self;
 }
 

@@ -38,6 +38,7 @@ class Replay:
         lock: Any,
         probe: np.ndarray,
         limit: int = ...,
+        keep: object = ...,
     ) -> Replay: ...
     def __call__(
         self, feeds: Mapping[str, np.ndarray], outputs: Mapping[str, np.ndarray] | None = None

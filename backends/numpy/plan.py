@@ -273,6 +273,7 @@ class Plan:
             return Replay(
                 inputs, outputs, tuple(programs), tuple(self._state.addresses), self._lock,
                 np.empty((2, 3), np.float32), self._pool.limit,
+                keep=tuple(memory for memory in self._state.frame if memory is not None),
             )
         except (TypeError, ValueError):  # a rank it cannot hold, NumPy laid out otherwise
             return None
@@ -523,6 +524,7 @@ class Plan:
             finally:
                 for index in self._per_run_roots:  # hold no caller memory between runs
                     frame[index] = None
+                    state.addresses[index] = 0  # nor its address, for programs to read
                 state.values = {}
         return results, runs
 
@@ -685,6 +687,12 @@ class _FallbackStep(_PythonStep):
         if self.runner is None:
             self.runner = self.fallback.prepare(self.segment)
         results = self.runner({name: read() for name, read in self.readers})
+        missing = [name for name in self.segment.outputs if name not in results]
+        if missing:  # DML nodes would read an earlier run's memory for them
+            raise BackendError(
+                f"{self.state.source}: the fallback ({self.fallback.engine}) gave no value "
+                f"for {missing}, made by node(s) {[n.name or n.op_type for n in self.nodes]}"
+            )
         for name, value in results.items():
             self.state.produced(name, value)
 
