@@ -298,3 +298,20 @@ def test_executor_validates_first() -> None:
                        padding_mode="EDGE", start_padding=(0,) * 4, end_padding=(0,) * 4)
     with pytest.raises(DmlValidationError, match="accepted from DML_FEATURE_LEVEL_2_1"):
         execute_operator(desc, [np.zeros((1, 1, 2, 2), np.int8)], "1_0")
+
+
+def test_a_padding_value_beyond_float16_is_inf_without_a_warning() -> None:
+    """DirectML converts PADDING's FLOAT to the tensor's type: 1e6 is inf in float16, as a C
+    cast gives it; NumPy's overflow warning used to leak onto stderr."""
+    import warnings
+
+    from backends.numpy.moves import constant_bits
+    from dmlgraph.dml import BufferTensorDesc, PaddingDesc
+
+    desc = PaddingDesc(input_tensor=BufferTensorDesc("FLOAT16", (2,)),
+                       output_tensor=BufferTensorDesc("FLOAT16", (4,)),
+                       padding_mode="DML_PADDING_MODE_CONSTANT", padding_value=1e6,
+                       start_padding=(1,), end_padding=(1,))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert constant_bits(desc).view(np.float16) == np.inf

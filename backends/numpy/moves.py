@@ -72,10 +72,11 @@ def constant_bits(desc: PaddingDesc | Padding1Desc) -> np.ndarray:
     if isinstance(desc, Padding1Desc):
         value = desc.scalar()
     else:
-        as_float32 = np.float32(desc.padding_value)
-        if data_type.is_float:
-            value = np.array(as_float32, dtype=data_type.numpy_dtype)
-        else:  # DirectML truncates the FLOAT toward zero for integer tensors
+        with np.errstate(over="ignore"):  # a C cast: too large is inf, as DirectML gives it
+            as_float32 = np.float32(desc.padding_value)
+            if data_type.is_float:
+                value = np.array(as_float32, dtype=data_type.numpy_dtype)
+        if not data_type.is_float:  # DirectML truncates the FLOAT toward zero for integer tensors
             value = np.array(math.trunc(float(as_float32)), dtype=data_type.numpy_dtype)
     return np.asarray(value).view(data_type.bits_dtype).reshape(())
 
