@@ -33,6 +33,7 @@ from typing import Any, Protocol
 
 import numpy as np
 import onnx
+from onnx import AttributeProto, numpy_helper
 from onnx.reference import ReferenceEvaluator
 from onnx.reference import op_run
 
@@ -140,9 +141,41 @@ def canonicalize(graph: Graph) -> None:
 # ----------------------------------------------------------------------------- shapes
 
 
+#: The largest Slice step onnx's inference takes: its data propagation cuts steps to 32 bits,
+#: and a rank-1 Slice with a constant step of 2^31 or more then crashes the process (2^31)
+#: or loops allocating (2^32; onnx 1.23). Any step past every dimension gives the same shape.
+_INFERENCE_STEP_LIMIT = 2**31 - 1
+
+
+def clip_slice_steps(graph: onnx.GraphProto) -> None:
+    """Constant Slice steps beyond ``_INFERENCE_STEP_LIMIT`` clipped to it, in a model made
+    for inference (the IR keeps them)."""
+    steps = {
+        node.input[4] for node in graph.node
+        if node.op_type == "Slice" and node.domain in ("", "ai.onnx") and len(node.input) > 4
+    }
+    steps.discard("")
+    if not steps:
+        return
+    tensors = [t for t in graph.initializer if t.name in steps]
+    tensors += [
+        node.attribute[0].t for node in graph.node
+        if node.op_type == "Constant" and node.output[0] in steps and len(node.attribute) == 1
+        and node.attribute[0].type == AttributeProto.TENSOR
+    ]
+    for tensor in tensors:
+        values = numpy_helper.to_array(tensor)
+        if values.dtype.kind == "i" and np.abs(values.astype(np.float64)).max(
+            initial=0
+        ) > _INFERENCE_STEP_LIMIT:
+            clipped = np.clip(values, -_INFERENCE_STEP_LIMIT, _INFERENCE_STEP_LIMIT)
+            tensor.CopyFrom(numpy_helper.from_array(clipped.astype(values.dtype), tensor.name))
+
+
 def infer_shapes(graph: Graph) -> int:
     """Run onnx shape inference (data propagation on) and merge it in; returns tensors changed."""
     model = to_onnx(graph, value_info=False, declare_constants_above=INFERENCE_CONSTANT_LIMIT)
+    clip_slice_steps(model.graph)
     try:
         inferred = onnx.shape_inference.infer_shapes(
             model, check_type=False, strict_mode=False, data_prop=True

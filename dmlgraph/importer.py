@@ -467,7 +467,39 @@ def _infer_shapes(proto: onnx.ModelProto, source: str) -> tuple[onnx.GraphProto,
         ).graph
     except Exception as exc:
         raise ModelValidationError(f"{source}: ONNX shape inference fails: {exc}") from None
+    if "(op_type:Constant" in type_error:
+        # onnxruntime makes Constant nodes initializers before it checks types, so it runs a
+        # Constant-1 of int64, which the schema (floats only) refuses; onnx stops at the
+        # first error, so the others are looked for with the Constants made initializers
+        try:
+            onnx.shape_inference.infer_shapes(
+                _constants_as_initializers(skeleton), check_type=True, strict_mode=False
+            )
+            type_error = ""
+        except Exception as exc:
+            type_error = str(exc)
     return inferred, type_error
+
+
+def _constants_as_initializers(model: onnx.ModelProto) -> onnx.ModelProto:
+    """A copy where each Constant node holding a ``value`` tensor is an initializer."""
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    graph = copy.graph
+    nodes = list(graph.node)
+    del graph.node[:]
+    for node in nodes:
+        attrs = node.attribute
+        if (
+            node.op_type == "Constant" and node.domain in ("", "ai.onnx")
+            and len(attrs) == 1 and attrs[0].name == "value" and len(node.output) == 1
+        ):
+            tensor = graph.initializer.add()
+            tensor.CopyFrom(attrs[0].t)
+            tensor.name = node.output[0]
+        else:
+            graph.node.append(node)
+    return copy
 
 
 def _refuse_types(graph: Graph, type_error: str, source: str) -> NoReturn:
@@ -494,6 +526,7 @@ def _skeleton(proto: onnx.ModelProto) -> onnx.ModelProto:
             graph.input.append(
                 helper.make_tensor_value_info(tensor.name, tensor.data_type, tensor.dims)
             )
+    folding.clip_slice_steps(graph)
     return skeleton
 
 

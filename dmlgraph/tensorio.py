@@ -277,6 +277,10 @@ def generate(
                 f"--input-shape {name}:D0,D1,.. or its value with --inputs"
             )
         try:
+            # drawn as float64 or int64 first: past the memory the machine has, Linux would
+            # kill the process at first touch rather than raise MemoryError
+            if math.prod(shape) * (8 + np.dtype(info.dtype).itemsize) > available_memory():
+                raise MemoryError
             feeds[name] = random_array(rng, info.dtype, shape)
         except MemoryError:
             raise TensorIOError(
@@ -285,6 +289,18 @@ def generate(
                 "generate here; give smaller shapes with --input-shape or values with --inputs"
             ) from None
     return feeds
+
+
+def available_memory() -> float:
+    """Bytes this machine can still give (Linux's MemAvailable); infinite where unknown."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return float(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return math.inf
 
 
 def random_array(rng: np.random.Generator, dtype: np.dtype, shape: Sequence[int]) -> np.ndarray:

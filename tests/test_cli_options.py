@@ -239,3 +239,23 @@ def test_dxdispatch_export_of_ops_dmlgraph_never_lowers_says_so(tmp_path, capsys
 def test_provider_short_names(capsys) -> None:
     assert main(["run", str(SEED), "--backend", "onnxruntime", "--provider", "CPU"]) == 0
     assert "CPUExecutionProvider" in capsys.readouterr().out
+
+
+def test_a_constant_1_of_integers_is_accepted_as_onnxruntime_runs_it() -> None:
+    """Constant-1's schema allows floats only, but onnxruntime makes Constant nodes
+    initializers before it checks types: a Concat-4 of an int64 Constant runs there. Another
+    node's type error behind it is still found."""
+    constant = helper.make_node("Constant", [], ["c"],
+                                value=numpy_helper.from_array(np.array([[1, 2]], np.int64)))
+    concat = helper.make_node("Concat", ["x", "c"], ["y"], axis=0, name="cat")
+    graph = helper.make_graph(
+        [constant, concat], "g", [helper.make_tensor_value_info("x", TensorProto.INT64, [1, 2])],
+        [helper.make_tensor_value_info("y", TensorProto.INT64, [2, 2])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 8)], ir_version=3)
+    report = dmlgraph.check(model, inputs={"x": np.array([[3, 4]], np.int64)})
+    assert report.passed and report.compared == 1
+    model.graph.node.append(helper.make_node("Reciprocal", ["w"], ["z"], name="r"))
+    model.graph.input.append(helper.make_tensor_value_info("w", TensorProto.INT16, [3]))
+    model.graph.output.append(helper.make_tensor_value_info("z", TensorProto.INT16, [3]))
+    with pytest.raises(ModelValidationError, match=r"op_type:Reciprocal"):
+        dmlgraph.load(model)

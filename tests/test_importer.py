@@ -509,3 +509,38 @@ def test_cached_types_say_what_onnx_helper_says(dtype, shape) -> None:
     assert described_type(proto.SerializeToString()) == (np.dtype(dtype), shape)
     info = tensor_info(onnx.ValueInfoProto(name="v", type=proto), "here")
     assert (info.name, info.dtype, info.shape) == ("v", np.dtype(dtype), shape)
+
+
+def test_slice_steps_beyond_32_bits_neither_crash_nor_hang_inference() -> None:
+    """onnx's data propagation cuts a Slice step to 32 bits: a rank-1 Slice with a constant
+    step of 2^31 crashed the process, 2^32 allocated without bound. Run in a child process,
+    so a regression fails this test instead of killing the run; NumPy slicing is the oracle,
+    for constant data shapes and for a dimension known only at run time."""
+    import subprocess
+    import sys
+
+    child = r'''
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper
+from dmlgraph import load
+from lowering import lower
+from backends import get_backend
+for step in (2**31, 2**32, 2**63 - 1, -(2**31) - 1, -(2**63)):
+    for dim in (5, "N"):
+        start, end = (4, -10) if step < 0 else (0, 5)
+        inits = [numpy_helper.from_array(np.array([v], np.int64), n)
+                 for n, v in (("s", start), ("e", end), ("a", 0), ("t", step))]
+        graph = helper.make_graph(
+            [helper.make_node("Slice", ["x", "s", "e", "a", "t"], ["y"])], "g",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, [dim])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)],
+                                  ir_version=10)
+        x = np.arange(5, dtype=np.float32)
+        y = get_backend("numpy").run(lower(load(model)), {"x": x})["y"]
+        assert y.tobytes() == x[start::step].tobytes(), (step, dim, y)
+print("ok")
+'''
+    done = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
