@@ -194,3 +194,19 @@ def test_an_initializer_listed_as_an_input_takes_no_value_and_says_why(
     with pytest.raises(tensorio.TensorIOError) as read:
         tensorio.read(tmp_path / "in.npz", lowered)
     assert ("takes no value" in str(read.value)) == bool(listed)
+
+
+def test_inputs_beyond_the_machines_memory_are_refused_before_they_are_drawn(
+    monkeypatch,
+) -> None:
+    """Linux lets NumPy allocate more than it has and kills the process at first touch:
+    generation checks what the machine can give (MemAvailable) first."""
+    graph = Graph("g")
+    graph.add_input(TensorInfo("x", np.float32, (1000, 1000)))
+    graph.outputs = ["x"]
+    monkeypatch.setattr(tensorio, "available_memory", lambda: 4_000_000.0)
+    with pytest.raises(TensorIOError, match=r"4000000 bytes: too large to generate here"):
+        generate(graph, 0)
+    monkeypatch.setattr(tensorio, "available_memory", lambda: 20_000_000.0)
+    assert generate(graph, 0)["x"].shape == (1000, 1000)
+    assert tensorio.available_memory() > 0
