@@ -6,7 +6,8 @@ TVM Pad-18 bug that STYLE.md recalls). The canonical forms, which lowering reads
 
 - ``Slice`` (since_version 13): inputs ``(data, starts, ends, axes, steps)``. Slice-1
   attributes become int64 constant inputs; absent axes become ``0..n-1``, absent steps ones;
-  constant parameters are int64 and constant axes are non-negative once the rank is known.
+  constant parameters are int64 (int32 beside an int32 one read at run time: ONNX gives
+  them one type) and constant axes are non-negative once the rank is known.
 - ``Concat`` (since_version 13): attribute ``axis``, non-negative once the rank is known
   (Concat-1's default of 1 filled in).
 - ``Pad`` (since_version 25): inputs ``(data, pads, constant_value, axes)``, attribute ``mode``.
@@ -244,29 +245,43 @@ def normalize(graph: Graph, node: Node) -> Node:
             )
         return node
     ports = PARAMETER_PORTS[op_type]
-    for field in _INDEX_PARAMS[op_type]:  # constant index parameters are int64
+    index = _index_dtype(graph, node)
+    for field in _INDEX_PARAMS[op_type]:  # constant index parameters are int64, or int32
         value = graph.constant(node.input(ports[field]))
-        if value is not None and value.dtype != np.int64 and value.dtype.kind in "iu":
-            node = _set_param(graph, node, field, value.astype(np.int64))
+        if value is not None and value.dtype != index and value.dtype.kind in "iu":
+            node = _set_param(graph, node, field, value.astype(index))
     if op_type == "Slice":
-        return _normalize_slice(graph, node)
+        return _normalize_slice(graph, node, index)
     return _normalize_pad(graph, node)
 
 
-def _normalize_slice(graph: Graph, node: Node) -> Node:
+def _index_dtype(graph: Graph, node: Node) -> np.dtype:
+    """The dtype a node's constant index parameters take: int64, or int32 where a Slice reads
+    an int32 one at run time (its starts, ends, axes and steps are one type in ONNX, so the
+    defaults filled in beside it are int32 too)."""
+    if node.op_type == "Slice":
+        for field in _INDEX_PARAMS["Slice"]:
+            name = node.input(PARAMETER_PORTS["Slice"][field])
+            info = graph.tensors.get(name) if name else None
+            if info is not None and info.data is None and info.dtype == np.int32:
+                return np.dtype(np.int32)
+    return np.dtype(np.int64)
+
+
+def _normalize_slice(graph: Graph, node: Node, index: np.dtype) -> Node:
     rank = graph.tensors[node.inputs[0]].rank if node.inputs[0] in graph.tensors else None
     count = _param_length(graph, node, "starts")
     if count is None:
         count = _param_length(graph, node, "ends")
     if count is not None and not node.input(3):
-        node = _set_param(graph, node, "axes", np.arange(count, dtype=np.int64))
+        node = _set_param(graph, node, "axes", np.arange(count, dtype=index))
     if count is not None and not node.input(4):
-        node = _set_param(graph, node, "steps", np.ones(count, dtype=np.int64))
+        node = _set_param(graph, node, "steps", np.ones(count, dtype=index))
     axes = graph.constant(node.input(3))
     if axes is not None and rank is not None and (axes < 0).any():
         fixed = _nonnegative_axes(axes, rank)
         if fixed is not None:
-            node = _set_param(graph, node, "axes", fixed)
+            node = _set_param(graph, node, "axes", fixed.astype(index))
     return node
 
 
