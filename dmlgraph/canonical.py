@@ -115,6 +115,7 @@ PARAMETER_PORTS: Mapping[str, Mapping[str, int]] = MappingProxyType(
     }
 )
 _ARITY = {"Slice": 5, "Pad": 4}
+_INT64_MAX = int(np.iinfo(np.int64).max)
 _INDEX_PARAMS = {"Slice": ("starts", "ends", "axes", "steps"), "Pad": ("pads", "axes")}
 
 
@@ -426,6 +427,17 @@ def check(graph: Graph, node: Node) -> None:
         raise ModelValidationError(
             f"{where}: constant_value has {value.size} values; it must be a scalar"
         )
+    pads_data = graph.constant(node.input(1))
+    shape = data.static_shape if data is not None else None
+    if pads_data is not None and shape is not None and pads_data.size == 2 * len(shape):
+        values = [int(v) for v in pads_data.reshape(-1)]  # Python ints: the sums may overflow
+        for axis, n in enumerate(shape):
+            size = n + values[axis] + values[axis + len(shape)]
+            if size > _INT64_MAX:
+                raise ModelValidationError(
+                    f"{where}: pads {values} make axis {axis} of size {size}, beyond the int64 "
+                    "an ONNX dimension is"
+                )
 
 
 #: A formal input or output of a schema: (name, type parameter, the type strings it allows).

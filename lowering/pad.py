@@ -56,6 +56,15 @@ def lower_pad(rw: Rewriter) -> None:
     crop_end = [max(0, -p) for p in ends]
     cropped = tuple(n - b - e for n, b, e in zip(shape, crop_begin, crop_end))
     out_shape = tuple(n + b + e for n, b, e in zip(shape, begins, ends))
+    if 0 in shape and 0 in out_shape and min(out_shape) >= 0:
+        # no element to pad, none in the result: onnxruntime gives the empty result in every
+        # mode, whatever the crops would remove from the input's other axes
+        rw.become_constant(
+            np.zeros(out_shape, dtype=dtype),
+            f"the input and the result are empty (shapes {list(shape)} and {list(out_shape)}); "
+            "DirectML cannot describe a zero-size tensor, so it is an empty constant",
+        )
+        return
     if any(c < 0 for c in cropped) and (mode is not PaddingMode.CONSTANT or min(out_shape) < 0):
         # a constant pad's crop may reach into the other side's padding (onnxruntime pads,
         # then crops: [5] padded by [3, -2] is [9, 9]); nothing else may remove more
