@@ -226,11 +226,14 @@ def write(
         return
     if path.exists() and not path.is_dir():
         raise TensorIOError(f"{path}: exists and is not a folder; use a .npz name or a folder")
+    written = {f"input_{k}.pb" for k in range(len(graph.inputs))}
+    written |= {f"output_{k}.pb" for k in range(len(graph.outputs))}
     children = path.iterdir() if path.is_dir() else iter(())
-    held = sorted(c.name for c in children if _POSITIONAL.match(c.name))
-    if held:  # overwriting some would leave the others, another model's, to be read with them
+    stale = sorted(c.name for c in children if _POSITIONAL.match(c.name) and c.name not in written)
+    if stale:  # another model's files, which would be read with the new ones
         raise TensorIOError(
-            f"{path}: already holds test data ({', '.join(held)}); write to a new or empty folder"
+            f"{path}: holds test data this model does not write ({', '.join(stale)}), which "
+            "would be read with its own; write to a new or empty folder"
         )
     try:
         path.mkdir(parents=True, exist_ok=True)
