@@ -68,6 +68,11 @@ def _refuse(message: str) -> NoReturn:
     raise DmlgraphError(message)
 
 
+def _check_inputs(args: argparse.Namespace) -> None:
+    if "seed" in args.given and args.inputs is not None:
+        _refuse("--seed draws generated inputs; it does nothing with --inputs")
+
+
 def _check_output(output: Path | None, *read: Path | None) -> None:
     """Refuse an output path that names a file this command reads: the model or its
     tensors must never be overwritten."""
@@ -88,13 +93,22 @@ def cmd_run(args: argparse.Namespace) -> int:
     from dmlgraph.importer import load
     from lowering import lower
 
+    _check_inputs(args)
     if args.backend == "numpy" and args.lowered:
         _refuse("--lowered is for --backend onnxruntime (the numpy backend always runs the "
                 "lowered graph)")
     if args.backend == "onnxruntime" and args.fallback is not None:
         _refuse("--fallback is for --backend numpy (onnxruntime runs every node itself)")
+    if args.backend == "onnxruntime" and not args.lowered and "feature_level" in args.given:
+        _refuse("--feature-level lowers the graph; --backend onnxruntime runs the imported "
+                "one unless --lowered")
+    if args.backend == "numpy" and args.fallback == "reference" and args.provider:
+        _refuse("--provider chooses onnxruntime's providers; --fallback reference runs no "
+                "onnxruntime")
     _check_output(args.output, args.model, args.inputs)
     graph = load(args.model, _shapes(args))
+    if args.output is not None:  # before running, not after
+        tensorio.check_writable(args.output, graph)
     if args.inputs is not None:
         feeds = tensorio.read(args.inputs, graph, stem=args.model.stem).inputs
         source = str(args.inputs)
@@ -134,6 +148,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     from dmlgraph.parity import check
 
+    _check_inputs(args)
     with _progress(f"checking {args.model} at FL {args.feature_level.short}"):
         report = check(
             args.model,
@@ -296,8 +311,9 @@ def cmd_viz(args: argparse.Namespace) -> int:
     html = args.output.suffix.lower() in (".html", ".htm")
     if args.check and not html:
         _refuse(f"{args.output}: --check shows its results in the HTML report; write .html")
-    if not args.check and args.inputs is not None:
-        _refuse("--inputs gives the inputs of --check; add --check (and write .html)")
+    if not args.check and (args.inputs is not None or "seed" in args.given):
+        _refuse(f"--{'inputs' if args.inputs is not None else 'seed'} gives the inputs of "
+                "--check; add --check (and write .html)")
     _check_output(args.output, args.model, args.inputs)
     graph = load(args.model, _shapes(args))
     lowered = lower(graph, args.feature_level)
@@ -386,7 +402,7 @@ def build_parser() -> argparse.ArgumentParser:
     viz.add_argument("--check", action="store_true",
                      help="run the parity check and show its results (HTML)")
     viz.add_argument("--inputs", type=Path, metavar="IN", help="inputs for --check")
-    viz.add_argument("--seed", type=_seed, default=0, help="seed of generated inputs (0)")
+    viz.add_argument("--seed", type=_seed, help="seed of generated inputs for --check (0)")
     viz.set_defaults(run=cmd_viz)
 
     run = commands.add_parser("run", help="run a model on a backend and print its outputs")
@@ -429,7 +445,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _add_lowering_arguments(parser: argparse.ArgumentParser) -> None:
     """What every command that lowers a model takes: the model, the level, input shapes."""
     parser.add_argument("model", type=Path, help="an .onnx file")
-    parser.add_argument("--feature-level", type=_feature_level, default=FeatureLevel.L6_4,
+    parser.add_argument("--feature-level", type=_feature_level,
                         help="DML_FEATURE_LEVEL to lower at (default 6_4)")
     parser.add_argument("--input-shape", action="append", type=_input_shape,
                         metavar="NAME:D0,D1,..", help="fix a graph input's dynamic dimensions")
@@ -441,7 +457,7 @@ def _add_model_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--inputs", type=Path, metavar="IN",
                         help="an .npz (keys = tensor names) or an ONNX test-data folder; "
                         "default: random inputs from --seed")
-    parser.add_argument("--seed", type=_seed, default=0, help="seed of generated inputs (0)")
+    parser.add_argument("--seed", type=_seed, help="seed of generated inputs (0)")
     parser.add_argument("--fallback", choices=("onnxruntime", "reference"),
                         help="engine of the ONNX nodes the lowering leaves (default onnxruntime)")
     parser.add_argument("--provider", action="append", metavar="NAME",
@@ -482,22 +498,36 @@ class _ReaderMayLeave:
         return getattr(self._stream, name)
 
 
+#: Options whose default is filled in after parsing, so that a command can tell one given
+#: where it would do nothing (``args.given``).
+_LATE_DEFAULTS: dict[str, Any] = {"seed": 0, "feature_level": FeatureLevel.L6_4}
+
+
+def _defaults(args: argparse.Namespace) -> None:
+    args.given = {k for k in _LATE_DEFAULTS if getattr(args, k, None) is not None}
+    for name, value in _LATE_DEFAULTS.items():
+        if hasattr(args, name) and getattr(args, name) is None:
+            setattr(args, name, value)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    _defaults(args)
     run: Callable[[argparse.Namespace], int] = args.run
     stdout = sys.stdout
-    sys.stdout = _ReaderMayLeave(stdout)  # type: ignore[assignment]
+    if stdout is not None:  # None when fd 1 is closed: print() then writes nowhere
+        sys.stdout = _ReaderMayLeave(stdout)  # type: ignore[assignment]
     try:
-        code = run(args)
-        sys.stdout.flush()
-        return code
+        return run(args)
     except (DmlgraphError, OSError) as exc:
         error = str(exc)
     except MemoryError as exc:
         error = f"out of memory ({str(exc) or 'the tensors are too large for this machine'})"
     finally:
-        sys.stdout = stdout
+        if stdout is not None:  # what the pipe still buffers, on every path
+            sys.stdout.flush()
+            sys.stdout = stdout
     # one line: messages may quote other tools' (the ONNX checker's context lines)
     print(f"dmlgraph: error: {' '.join(error.split())}", file=sys.stderr)
     return 2

@@ -131,7 +131,12 @@ def _read_folder(path: Path) -> tuple[list[_Entry], list[_Entry]]:
 
 
 def _read_npz(path: Path, graph: Graph, stem: str | None) -> tuple[list[_Entry], list[_Entry]]:
-    if not zipfile.is_zipfile(path):  # else NumPy takes it for a pickle, and says to trust it
+    try:
+        with open(path, "rb") as file:  # else NumPy takes it for a pickle, and says to trust it
+            zipped = zipfile.is_zipfile(file)
+    except OSError as exc:
+        raise TensorIOError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if not zipped:
         raise TensorIOError(f"{path}: not an .npz file (an .npz is a zip archive of .npy files)")
     try:
         with np.load(path, allow_pickle=False) as data:
@@ -173,6 +178,8 @@ def _bind(path: Path, entries: list[_Entry], graph: Graph, kind: str) -> dict[st
     for entry in entries:
         if entry.name in names:
             bound[entry.name] = entry.array
+        elif kind == "input" and entry.name in graph.initializer_inputs:  # by name, not place
+            raise TensorIOError(f"{path}: {graph.not_an_input(entry.name)}")
         elif entry.index is not None and entry.index < len(names):
             bound[names[entry.index]] = entry.array
         elif entry.index is not None:
@@ -209,6 +216,29 @@ def native_order(array: np.ndarray) -> np.ndarray:
 # ----------------------------------------------------------------------------- writing
 
 
+def check_writable(path: str | Path, graph: Graph) -> None:
+    """Refuse a test-data folder ``write`` could not make whole: a file where the folder
+    goes, or test-data files it would not replace (another model's, which would be read
+    with the new ones). Nothing to check for an .npz."""
+    path = Path(path)
+    if path.suffix == ".npz":
+        return
+    if path.exists() and not path.is_dir():
+        raise TensorIOError(f"{path}: exists and is not a folder; use a .npz name or a folder")
+    written = {f"input_{k}.pb" for k in range(len(graph.inputs))}
+    written |= {f"output_{k}.pb" for k in range(len(graph.outputs))}
+    try:
+        children = list(path.iterdir()) if path.is_dir() else []
+    except OSError as exc:
+        raise TensorIOError(f"{path}: cannot list the folder: {exc.strerror or exc}") from None
+    stale = sorted(c.name for c in children if _POSITIONAL.match(c.name) and c.name not in written)
+    if stale:
+        raise TensorIOError(
+            f"{path}: holds test data this model does not write ({', '.join(stale)}), which "
+            "would be read with its own; write to a new or empty folder"
+        )
+
+
 def write(
     path: str | Path,
     graph: Graph,
@@ -224,17 +254,7 @@ def write(
         except OSError as exc:
             raise TensorIOError(f"{path}: cannot write: {exc.strerror or exc}") from None
         return
-    if path.exists() and not path.is_dir():
-        raise TensorIOError(f"{path}: exists and is not a folder; use a .npz name or a folder")
-    written = {f"input_{k}.pb" for k in range(len(graph.inputs))}
-    written |= {f"output_{k}.pb" for k in range(len(graph.outputs))}
-    children = path.iterdir() if path.is_dir() else iter(())
-    stale = sorted(c.name for c in children if _POSITIONAL.match(c.name) and c.name not in written)
-    if stale:  # another model's files, which would be read with the new ones
-        raise TensorIOError(
-            f"{path}: holds test data this model does not write ({', '.join(stale)}), which "
-            "would be read with its own; write to a new or empty folder"
-        )
+    check_writable(path, graph)
     try:
         path.mkdir(parents=True, exist_ok=True)
         for kind, names, values in (

@@ -7,6 +7,10 @@ from __future__ import annotations
 
 import hashlib
 import io
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -109,6 +113,12 @@ def test_run_refuses_a_folder_that_already_holds_test_data(tmp_path, capsys) -> 
     (["run", "{m}", "--lowered"], "--lowered is for --backend onnxruntime"),
     (["run", "{m}", "--backend", "onnxruntime", "--fallback", "reference"],
      "--fallback is for --backend numpy"),
+    (["run", "{m}", "--backend", "onnxruntime", "--feature-level", "1_0"],
+     "--feature-level lowers the graph"),
+    (["run", "{m}", "--fallback", "reference", "--provider", "CPU"], "--provider chooses"),
+    (["run", "{m}", "--seed", "3", "--inputs", "{d}/nowhere.npz"], "--seed draws generated"),
+    (["check", "{m}", "--seed", "3", "--inputs", "{d}/nowhere.npz"], "--seed draws generated"),
+    (["viz", "{m}", "--seed", "3", "-o", "{d}/v.html"], "--seed gives the inputs of --check"),
 ])
 def test_options_that_would_do_nothing_are_errors(args, fragment, tmp_path, capsys) -> None:
     model = _model(tmp_path)
@@ -169,6 +179,46 @@ class _ClosedPipe(io.StringIO):
 
     def fileno(self) -> int:
         raise io.UnsupportedOperation("no file descriptor")
+
+
+def test_a_closed_pipe_after_an_error_keeps_exit_code_2(tmp_path, monkeypatch, capsys) -> None:
+    """A command that printed, then failed: Python's own flush at exit met the closed pipe
+    (exit 120 and an "Exception ignored" message)."""
+    model = json.loads((MODELS / "dxdispatch" / "example_join.json").read_text())
+    model["commands"].append({"type": "bogus"})
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(model))
+    monkeypatch.setattr("sys.stdout", _ClosedPipe())
+    assert main(["dxdispatch", str(path)]) == 2
+    _one_line_error(capsys, "unknown command type 'bogus'")
+
+
+@pytest.mark.parametrize("ok", [True, False])
+def test_a_real_closed_pipe_ends_with_the_commands_exit_code(ok, tmp_path) -> None:
+    """Through a real pipe whose reader has gone, as ``| head`` leaves it: the process's
+    exit code and stderr, including what Python does at exit."""
+    model = json.loads((MODELS / "dxdispatch" / "example_join.json").read_text())
+    if not ok:
+        model["commands"].append({"type": "bogus"})
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps(model))
+    reader, writer = os.pipe()
+    os.close(reader)  # gone before the command writes
+    try:
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # buffered
+        done = subprocess.run([sys.executable, "-m", "dmlgraph.cli", "dxdispatch", str(path)],
+                              stdout=writer, stderr=subprocess.PIPE, text=True, timeout=120,
+                              env=env)
+    finally:
+        os.close(writer)
+    assert done.returncode == (0 if ok else 2), done.stderr
+    assert done.stderr.count("\n") == (0 if ok else 1) and "Exception" not in done.stderr
+
+
+def test_no_stdout_at_all_is_not_an_error(monkeypatch) -> None:
+    """fd 1 closed (``>&-``): sys.stdout is None and print() writes nowhere."""
+    monkeypatch.setattr("sys.stdout", None)
+    assert main(["inspect", str(SEED)]) == 0
 
 
 @pytest.mark.parametrize("args, code", [

@@ -400,3 +400,20 @@ def test_bytes_written_saturate_rather_than_overflow() -> None:
     dst = np.lib.stride_tricks.as_strided(np.zeros(1, np.uint8), (1 << 62,), (0,))
     program = Program([[(dst, np.zeros((), np.uint8))] * 3])  # built, never run
     assert program.nbytes == sys.maxsize
+
+
+def test_arrays_numpy_cannot_word_a_format_for_are_still_copied() -> None:
+    """ml_dtypes' bfloat16: NumPy exports its buffer, but not a format string for it."""
+    import ml_dtypes
+
+    source = np.arange(6).astype(ml_dtypes.bfloat16)
+    destination = np.zeros(6, ml_dtypes.bfloat16)
+    Program([[(destination, source[::-1])]])()
+    assert destination.tobytes() == source[::-1].tobytes()
+
+
+def test_a_streamed_groups_bytes_saturate_too() -> None:
+    """A lockstep group's slab bytes, summed when it streams, overflowed as nbytes did."""
+    dst = np.lib.stride_tricks.as_strided(np.zeros(1, np.uint8), (2, 1 << 61), (0, 0))
+    program = Program([[(1, [(dst, np.zeros((), np.uint8))] * 5)]])  # built, never run
+    assert program.nbytes == sys.maxsize

@@ -194,6 +194,15 @@ def test_an_initializer_listed_as_an_input_takes_no_value_and_says_why(
     with pytest.raises(tensorio.TensorIOError) as read:
         tensorio.read(tmp_path / "in.npz", lowered)
     assert ("takes no value" in str(read.value)) == bool(listed)
+    # a test-data folder names it too: the name wins over the place it would bind by
+    folder = tmp_path / "td"
+    folder.mkdir()
+    for index, name in enumerate(["st", "x"]):
+        proto = numpy_helper.from_array(feeds[name], name)
+        (folder / f"input_{index}.pb").write_bytes(proto.SerializeToString())
+    if listed:
+        with pytest.raises(tensorio.TensorIOError, match="'st' is an initializer"):
+            tensorio.read(folder, lowered)
 
 
 def test_inputs_beyond_the_machines_memory_are_refused_before_they_are_drawn(

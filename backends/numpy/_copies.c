@@ -414,6 +414,16 @@ static void run_groups(const Group *groups, Py_ssize_t count, const Move *moves)
 
 /* ------------------------------------------------------------------ analysis */
 
+/* A strided view with its format, to tell object arrays; an exporter that cannot word its
+ * format (NumPy, for ml_dtypes' bfloat16 or float8: plain bytes) is asked without it. */
+static int get_view(PyObject *obj, Py_buffer *view, int flags) {
+    if (PyObject_GetBuffer(obj, view, flags | PyBUF_STRIDES | PyBUF_FORMAT) == 0) return 0;
+    if (!PyErr_ExceptionMatches(PyExc_ValueError) && !PyErr_ExceptionMatches(PyExc_BufferError))
+        return -1;
+    PyErr_Clear();
+    return PyObject_GetBuffer(obj, view, flags | PyBUF_STRIDES);
+}
+
 static int holds_objects(const Py_buffer *view) {
     return view->format && strchr(view->format, 'O') != NULL;
 }
@@ -428,10 +438,8 @@ static int analyse(PyObject *pair, Move *m, Group *g, Py_buffer *views) {
         return -1;
     }
     Py_buffer dv, sv;
-    const int flags = PyBUF_STRIDES | PyBUF_FORMAT;
-    if (PyObject_GetBuffer(PyTuple_GET_ITEM(pair, 0), &dv, flags | PyBUF_WRITABLE) < 0)
-        return -1;
-    if (PyObject_GetBuffer(PyTuple_GET_ITEM(pair, 1), &sv, flags) < 0) {
+    if (get_view(PyTuple_GET_ITEM(pair, 0), &dv, PyBUF_WRITABLE) < 0) return -1;
+    if (get_view(PyTuple_GET_ITEM(pair, 1), &sv, 0) < 0) {
         PyBuffer_Release(&dv);
         return -1;
     }
@@ -858,7 +866,10 @@ static PyObject *program_new(PyTypeObject *type, PyObject *args, PyObject *kwarg
             Move *m = &self->moves[j];
             const Py_ssize_t row = m->shape[m->rank - 1] * m->itemsize;
             m->stream = row >= STREAM_ROW_BYTES;
-            slab += m->rows * row;
+            Py_ssize_t bytes; /* saturated, as nbytes is */
+            if (__builtin_mul_overflow(m->rows, row, &bytes) ||
+                __builtin_add_overflow(slab, bytes, &slab))
+                slab = PY_SSIZE_T_MAX;
         }
         const int all = slab >= STREAM_ROW_BYTES * g->count;
         for (Py_ssize_t j = g->first; g->lead && j < g->first + g->count; j++)

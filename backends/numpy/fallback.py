@@ -85,10 +85,11 @@ class OnnxruntimeFallback:
             shared_arena=True,
         )
         outputs = list(graph.outputs)
+        fetch_values = values.needs_values(session)
 
         def run(feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
             try:
-                results = values.run(session, outputs, feeds)
+                results = values.run(session, outputs, feeds, fetch_values)
             except BackendError:
                 raise
             except Exception as exc:

@@ -43,13 +43,19 @@ def _other(type_string: str) -> bool:
 
 
 def run(
-    session: ort.InferenceSession, names: Sequence[str], feeds: Mapping[str, np.ndarray]
+    session: ort.InferenceSession,
+    names: Sequence[str],
+    feeds: Mapping[str, np.ndarray],
+    fetch_values: bool | None = None,
 ) -> list[np.ndarray]:
-    """``session.run`` for arrays of any dtype dmlgraph knows."""
+    """``session.run`` for arrays of any dtype dmlgraph knows. ``fetch_values``: the
+    session's ``needs_values`` where the caller keeps it (a session runs many times)."""
     # not ascontiguousarray, which makes a scalar (rank 0) a 1-element vector
     arrays = {k: np.asarray(v, order="C") for k, v in feeds.items()}
     other = any(a.dtype not in PLAIN_DTYPES and a.dtype.kind not in "OUSc" for a in arrays.values())
-    if not other and not needs_values(session):
+    if fetch_values is None:
+        fetch_values = needs_values(session)
+    if not other and not fetch_values:
         return list(session.run(list(names), arrays))
     values = {k: _ort_value(k, a) for k, a in arrays.items()}
     return [_array(v) for v in session.run_with_ort_values(list(names), values)]

@@ -28,7 +28,7 @@ def write_viz(
     title: str | None = None,
 ) -> str:
     """Write the drawing ``path`` asks for by its suffix; returns one line saying what was
-    written (for .svg without Graphviz: the .dot written instead and how to render it).
+    written (.svg needs Graphviz's ``dot``: without it, a VizError says what to write).
 
     ``original`` is the graph given to ``lower`` and ``lowered`` its result; DOT and SVG draw
     the lowered graph, HTML both. ``parity`` (a ParityReport, its JSON form or a list of
