@@ -32,9 +32,9 @@ from typing import Any
 import numpy as np
 import onnx
 
-from dmlgraph.dtypes import DTYPE_TO_ELEM_TYPE
 from dmlgraph.errors import ModelValidationError, UnsupportedError
 from dmlgraph.ir import Graph, Node, OnnxOp
+from dmlgraph.schema_types import type_string
 
 # ----------------------------------------------------------------------------- version tables
 
@@ -212,9 +212,10 @@ def to_canonical(
             )
         # Typed like data when inference knew data's dtype; normalize() retypes it otherwise.
         value_dtype = graph.tensors[data].dtype if data in graph.tensors else None
-        value = np.asarray(
-            attrs.get("value", 0.0), dtype=np.float32 if value_dtype is None else value_dtype
-        )
+        with np.errstate(over="ignore"):  # a float beyond float16's range is inf, as in C
+            value = np.asarray(
+                attrs.get("value", 0.0), dtype=np.float32 if value_dtype is None else value_dtype
+            )
         ports = [
             data,
             graph.add_constant(f"{const_base}:pads", pads, np.int64),
@@ -286,13 +287,20 @@ def _normalize_slice(graph: Graph, node: Node, index: np.dtype) -> Node:
     return node
 
 
+def default_pad_value(dtype: np.dtype) -> np.ndarray:
+    """Pad's ``constant_value`` when none is given: 0, False, or for strings "" (ONNX)."""
+    if np.dtype(dtype) == np.dtype(object):
+        return np.array("", dtype=object)
+    return np.zeros((), dtype=dtype)
+
+
 def _normalize_pad(graph: Graph, node: Node) -> Node:
     data = graph.tensors.get(node.inputs[0])
     rank = None if data is None else data.rank
     dtype = None if data is None else data.dtype
     value = graph.constant(node.input(2))
     if dtype is not None and not node.input(2):
-        node = _set_param(graph, node, "constant_value", np.zeros((), dtype=dtype))
+        node = _set_param(graph, node, "constant_value", default_pad_value(dtype))
     elif (
         dtype is not None
         and value is not None
@@ -300,7 +308,8 @@ def _normalize_pad(graph: Graph, node: Node) -> Node:
         and node.provenance.since_version == 2
     ):
         # Pad-2's float attribute `value` was typed before data's dtype was known.
-        node = _set_param(graph, node, "constant_value", value.astype(dtype))
+        with np.errstate(over="ignore", invalid="ignore"):
+            node = _set_param(graph, node, "constant_value", value.astype(dtype))
     pads = graph.constant(node.input(1))
     pads_length = _param_length(graph, node, "pads")
     if not node.input(3):
@@ -460,15 +469,6 @@ def _formal_types(op_type: str, version: int) -> tuple[tuple[_Formal, ...], tupl
     return formals(schema.inputs), formals(schema.outputs)
 
 
-@lru_cache(maxsize=64)
-def _type_string(dtype: np.dtype) -> str | None:
-    """ONNX's name of a dtype in type constraints (``tensor(float)``); None without one."""
-    elem = DTYPE_TO_ELEM_TYPE.get(dtype)
-    if elem is None:
-        return None
-    return f"tensor({onnx.TensorProto.DataType.Name(elem).lower()})"
-
-
 def check_types(graph: Graph, node: Node) -> None:
     """Refuse a Slice, Concat or Pad input or output whose dtype its ONNX schema, at the
     model's since_version, does not allow, or tensors of one type parameter whose dtypes
@@ -531,7 +531,7 @@ def _type_problem(
         if dtype is None:
             continue
         _, param, allowed = formal
-        if _type_string(dtype) not in allowed:
+        if type_string(dtype) not in allowed:
             return port, None, param, allowed
         first = seen.setdefault(param, port)
         if dtypes[first] != dtype:

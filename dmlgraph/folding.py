@@ -147,27 +147,47 @@ def canonicalize(graph: Graph) -> None:
 _INFERENCE_STEP_LIMIT = 2**31 - 1
 
 
+#: Ops that move values without computing new ones: a step built from constants through
+#: them (torch.onnx builds steps by Unsqueeze and Concat) carries the constants' magnitudes.
+_MOVING_OPS = frozenset(
+    {"Unsqueeze", "Squeeze", "Concat", "Gather", "Reshape", "Identity", "Cast", "Slice",
+     "Expand", "Flatten", "Tile"}
+)
+
+
 def clip_slice_steps(graph: onnx.GraphProto) -> None:
-    """Constant Slice steps beyond ``_INFERENCE_STEP_LIMIT`` clipped to it, in a model made
-    for inference (the IR keeps them)."""
-    steps = {
+    """Slice steps beyond ``_INFERENCE_STEP_LIMIT`` clipped to it, in a model made for
+    inference (the IR keeps them): constant steps, and the constants steps are moved from
+    (``_MOVING_OPS``). Clipping keeps the sign, and any step past every dimension slices
+    alike."""
+    producers = {out: node for node in graph.node for out in node.output if out}
+    todo = [
         node.input[4] for node in graph.node
         if node.op_type == "Slice" and node.domain in ("", "ai.onnx") and len(node.input) > 4
-    }
-    steps.discard("")
-    if not steps:
+        and node.input[4]
+    ]
+    cone: set[str] = set()
+    while todo:
+        name = todo.pop()
+        if name in cone:
+            continue
+        cone.add(name)
+        node = producers.get(name)
+        if node is not None and node.domain in ("", "ai.onnx") and node.op_type in _MOVING_OPS:
+            todo.extend(n for n in node.input if n)
+    if not cone:
         return
-    tensors = [t for t in graph.initializer if t.name in steps]
+    tensors = [t for t in graph.initializer if t.name in cone]
     tensors += [
         node.attribute[0].t for node in graph.node
-        if node.op_type == "Constant" and node.output[0] in steps and len(node.attribute) == 1
+        if node.op_type == "Constant" and node.output[0] in cone and len(node.attribute) == 1
         and node.attribute[0].type == AttributeProto.TENSOR
     ]
     for tensor in tensors:
+        if tensor.data_type not in (onnx.TensorProto.INT64, onnx.TensorProto.INT32):
+            continue
         values = numpy_helper.to_array(tensor)
-        if values.dtype.kind == "i" and np.abs(values.astype(np.float64)).max(
-            initial=0
-        ) > _INFERENCE_STEP_LIMIT:
+        if np.abs(values.astype(np.float64)).max(initial=0) > _INFERENCE_STEP_LIMIT:
             clipped = np.clip(values, -_INFERENCE_STEP_LIMIT, _INFERENCE_STEP_LIMIT)
             tensor.CopyFrom(numpy_helper.from_array(clipped.astype(values.dtype), tensor.name))
 

@@ -25,13 +25,13 @@ import os
 import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import numpy as np
 import onnx
 from onnx import AttributeProto, TensorProto, helper, numpy_helper
 
-from dmlgraph import canonical, collector, folding, shape_kernels
+from dmlgraph import canonical, collector, folding, schema_types, shape_kernels
 from dmlgraph.dtypes import ELEM_TYPE_TO_DTYPE, PLAIN_DTYPES, to_numpy_dtype
 from dmlgraph.errors import DmlgraphError, ModelLoadError, ModelValidationError, UnsupportedError
 from dmlgraph.ir import Graph, OnnxOp, Provenance, RemovedNode, TensorInfo
@@ -85,7 +85,7 @@ def _load(
         inferred, type_error = _infer_shapes(proto, source)
         graph = _build_graph(proto, nodes, inferred, source, fold=fold)
         if type_error:
-            _refuse_types(graph, type_error, source)
+            _refuse_types(graph, nodes, proto, inferred, source)
         if fold:
             folding.fold(graph, inferred=True)
         else:
@@ -467,47 +467,41 @@ def _infer_shapes(proto: onnx.ModelProto, source: str) -> tuple[onnx.GraphProto,
         ).graph
     except Exception as exc:
         raise ModelValidationError(f"{source}: ONNX shape inference fails: {exc}") from None
-    if "(op_type:Constant" in type_error:
-        # onnxruntime makes Constant nodes initializers before it checks types, so it runs a
-        # Constant-1 of int64, which the schema (floats only) refuses; onnx stops at the
-        # first error, so the others are looked for with the Constants made initializers
-        try:
-            onnx.shape_inference.infer_shapes(
-                _constants_as_initializers(skeleton), check_type=True, strict_mode=False
-            )
-            type_error = ""
-        except Exception as exc:
-            type_error = str(exc)
     return inferred, type_error
 
 
-def _constants_as_initializers(model: onnx.ModelProto) -> onnx.ModelProto:
-    """A copy where each Constant node holding a ``value`` tensor is an initializer."""
-    copy = onnx.ModelProto()
-    copy.CopyFrom(model)
-    graph = copy.graph
-    nodes = list(graph.node)
-    del graph.node[:]
-    for node in nodes:
-        attrs = node.attribute
-        if (
-            node.op_type == "Constant" and node.domain in ("", "ai.onnx")
-            and len(attrs) == 1 and attrs[0].name == "value" and len(node.output) == 1
-        ):
-            tensor = graph.initializer.add()
-            tensor.CopyFrom(attrs[0].t)
-            tensor.name = node.output[0]
-        else:
-            graph.node.append(node)
-    return copy
-
-
-def _refuse_types(graph: Graph, type_error: str, source: str) -> NoReturn:
-    """Raise a type error of the model: ``check_types``' own for a Slice, Concat or Pad
-    (it names the port and the types allowed), else onnx's."""
+def _refuse_types(
+    graph: Graph,
+    nodes: Sequence[NodeFields],
+    proto: onnx.ModelProto,
+    inferred: onnx.GraphProto,
+    source: str,
+) -> None:
+    """onnx's ``check_type`` refused the model: raise for what onnxruntime refuses too, a
+    Slice, Concat or Pad's types in ``check_types``' words (it names the port and the types
+    allowed) or any node's input type (``schema_types``); an output typed by an attribute
+    (Cast-9 to bfloat16), which onnxruntime runs, passes."""
     for node in graph.nodes:
         canonical.check_types(graph, node)
-    raise ModelValidationError(f"{source}: the model's types break an op's schema: {type_error}")
+    dtypes: dict[str, np.dtype] = {}
+    for value_info in (*proto.graph.input, *inferred.value_info, *inferred.output):
+        elem = value_info.type.tensor_type.elem_type
+        if value_info.type.HasField("tensor_type") and elem in ELEM_TYPE_TO_DTYPE:
+            dtypes[value_info.name] = ELEM_TYPE_TO_DTYPE[elem]
+    named = [(t.name, t) for t in proto.graph.initializer]
+    named += [
+        (n.output[0], n.attribute[0].t) for n in nodes
+        if n.op_type == "Constant" and len(n.attribute) == 1 and len(n.output) == 1
+        and n.attribute[0].type == AttributeProto.TENSOR
+    ]
+    for name, tensor in named:
+        if tensor.data_type in ELEM_TYPE_TO_DTYPE:
+            dtypes[name] = ELEM_TYPE_TO_DTYPE[tensor.data_type]
+    found = schema_types.input_type_problem(nodes, dtypes, _normalized_opsets(proto))
+    if found is not None:
+        node, problem = found
+        index = next(i for i, n in enumerate(nodes) if n is node)
+        raise ModelValidationError(f"{_node_where(source, index, node)}: {problem}")
 
 
 def _skeleton(proto: onnx.ModelProto) -> onnx.ModelProto:

@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from dmlgraph.canonical import PARAMETER_PORTS
+from dmlgraph.canonical import PARAMETER_PORTS, default_pad_value
 from dmlgraph.dml.enums import PaddingMode
 from dmlgraph.errors import ModelValidationError
 from dmlgraph.folding import FOLD_GROWTH_LIMIT_BYTES
@@ -48,7 +48,7 @@ def lower_pad(rw: Rewriter) -> None:
     pads = [int(p) for p in pads_data.reshape(-1)]
     value_data = graph.constant(node.input(2)) if node.input(2) else None
     if value_data is None or value_data.size == 0:
-        value = np.zeros((), dtype=dtype)
+        value = default_pad_value(dtype)
     else:
         value = np.asarray(value_data).reshape(-1)[:1].reshape(()).astype(dtype)
     begins, ends = pads[:rank], pads[rank:]

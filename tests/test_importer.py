@@ -520,25 +520,37 @@ def test_slice_steps_beyond_32_bits_neither_crash_nor_hang_inference() -> None:
     import sys
 
     child = r'''
+from itertools import product
+
 import numpy as np
 from onnx import TensorProto, helper, numpy_helper
 from dmlgraph import load
 from lowering import lower
 from backends import get_backend
-for step in (2**31, 2**32, 2**63 - 1, -(2**31) - 1, -(2**63)):
-    for dim in (5, "N"):
-        start, end = (4, -10) if step < 0 else (0, 5)
-        inits = [numpy_helper.from_array(np.array([v], np.int64), n)
-                 for n, v in (("s", start), ("e", end), ("a", 0), ("t", step))]
-        graph = helper.make_graph(
-            [helper.make_node("Slice", ["x", "s", "e", "a", "t"], ["y"])], "g",
-            [helper.make_tensor_value_info("x", TensorProto.FLOAT, [dim])],
-            [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
-        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)],
-                                  ir_version=10)
-        x = np.arange(5, dtype=np.float32)
-        y = get_backend("numpy").run(lower(load(model)), {"x": x})["y"]
-        assert y.tobytes() == x[start::step].tobytes(), (step, dim, y)
+steps = (2**31, 2**32, 2**63 - 1, -(2**31) - 1, -(2**63))
+# constant, or built as torch.onnx builds steps
+for step, how, dim in product(steps, ("constant", "unsqueezed", "concatenated"), (5, "N")):
+    start, end = (4, -10) if step < 0 else (0, 5)
+    inits = [numpy_helper.from_array(np.array([v], np.int64), n)
+             for n, v in (("s", start), ("e", end), ("a", 0))]
+    nodes = [helper.make_node("Slice", ["x", "s", "e", "a", "t"], ["y"])]
+    if how == "constant":
+        inits.append(numpy_helper.from_array(np.array([step], np.int64), "t"))
+    elif how == "unsqueezed":
+        inits += [numpy_helper.from_array(np.array(step, np.int64), "t0"),
+                  numpy_helper.from_array(np.array([0], np.int64), "z")]
+        nodes.insert(0, helper.make_node("Unsqueeze", ["t0", "z"], ["t"]))
+    else:
+        inits.append(numpy_helper.from_array(np.array([step], np.int64), "t0"))
+        nodes.insert(0, helper.make_node("Concat", ["t0"], ["t"], axis=0))
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [dim])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)],
+                              ir_version=10)
+    x = np.arange(5, dtype=np.float32)
+    y = get_backend("numpy").run(lower(load(model)), {"x": x})["y"]
+    assert y.tobytes() == x[start::step].tobytes(), (step, how, dim, y)
 print("ok")
 '''
     done = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True,

@@ -717,3 +717,34 @@ def test_pads_beyond_an_int64_dimension_are_one_clear_error(pads) -> None:
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)], ir_version=10)
     with pytest.raises(ModelValidationError, match=r"make axis 0 of size \d+, beyond the int64"):
         lower(load(model))
+
+
+def test_a_string_pad_fills_with_the_empty_string_by_default() -> None:
+    """ONNX's default constant_value is 0, False or "": the IR's default for strings was the
+    integer 0 in an object array, which onnx cannot serialize for the fallback."""
+    from backends import get_backend
+
+    graph = helper.make_graph(
+        [helper.make_node("Pad", ["x", "p"], ["y"], name="pad")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.STRING, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.STRING, None)],
+        [numpy_helper.from_array(np.array([1, 1], np.int64), "p")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=8)
+    lowered = lower(load(model))
+    y = get_backend("numpy", fallback="reference").run(
+        lowered, {"x": np.array(["a", "b"], dtype=object)})["y"]
+    assert y.tolist() == ["", "a", "b", ""]
+
+
+def test_a_pad_2_value_beyond_float16_is_inf_without_a_warning() -> None:
+    import warnings
+
+    graph = helper.make_graph(
+        [helper.make_node("Pad", ["x"], ["y"], pads=[1, 1], value=1e5, name="pad")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT16, [3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT16, [5])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 10)], ir_version=8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        (y,) = run_lowered(lower(load(model)), {"x": np.arange(3, dtype=np.float16)})
+    assert y.tolist() == [np.inf, 0, 1, 2, np.inf]

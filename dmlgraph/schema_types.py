@@ -1,0 +1,96 @@
+"""Node input types against their ONNX schemas, as onnxruntime checks them when it loads a
+model: each input has a type its formal parameter allows, and the inputs bound to one type
+parameter share one type. Outputs are not checked, as onnxruntime does not: it runs a Cast-9
+to bfloat16 or a ConstantOfShape-9 of bfloat16, whose schemas list no such output, and a
+Constant-1 of int64 (it makes Constants initializers first). onnx's ``check_type`` refuses
+all three, so the importer asks this module whether a model it refuses has a real input
+type error (``input_type_problem``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+import onnx
+
+from dmlgraph.dtypes import DTYPE_TO_ELEM_TYPE
+
+_VARIADIC = onnx.defs.OpSchema.FormalParameterOption.Variadic
+
+
+@lru_cache(maxsize=64)
+def type_string(dtype: np.dtype) -> str | None:
+    """ONNX's name of a dtype in type constraints (``tensor(float)``); None without one."""
+    elem = DTYPE_TO_ELEM_TYPE.get(dtype)
+    return None if elem is None else f"tensor({onnx.TensorProto.DataType.Name(elem).lower()})"
+
+
+@lru_cache(maxsize=1024)
+def _schema(op_type: str, domain: str, version: int) -> Any:
+    try:
+        return onnx.defs.get_schema(op_type, version, domain)
+    except onnx.defs.SchemaError:
+        return None
+
+
+@lru_cache(maxsize=4096)
+def node_problem(
+    op_type: str, domain: str, version: int, dtypes: tuple[np.dtype | None, ...]
+) -> str | None:
+    """Why inputs of ``dtypes`` (None: absent or unknown) break the op's schema at
+    ``version``; None when they do not (or the schema is unknown)."""
+    schema = _schema(op_type, domain, version)
+    if schema is None or not schema.inputs:
+        return None
+    formals = schema.inputs
+    allowed = {c.type_param_str: frozenset(c.allowed_type_strs) for c in schema.type_constraints}
+    bound: dict[str, tuple[int, str]] = {}  # type parameter -> (first port, its type)
+    for port, dtype in enumerate(dtypes):
+        if dtype is None:
+            continue
+        if port < len(formals):
+            formal = formals[port]
+        elif formals[-1].option == _VARIADIC:
+            formal = formals[-1]
+        else:
+            continue  # more inputs than the schema has: the checker's to refuse
+        name = type_string(dtype)
+        if name is None:
+            continue
+        takes = allowed.get(formal.type_str, frozenset({formal.type_str}))
+        if name not in takes:
+            return (
+                f"input {port} ({formal.name}) is {name}; {op_type}-{schema.since_version}"
+                f" takes {', '.join(sorted(takes))} there"
+            )
+        if formal.type_str in allowed and (
+            formal.option != _VARIADIC or formal.is_homogeneous
+        ):
+            first, first_type = bound.setdefault(formal.type_str, (port, name))
+            if first_type != name:
+                return (
+                    f"input {port} ({formal.name}) is {name} and input {first} "
+                    f"{first_type}; {op_type}-{schema.since_version} gives them one type "
+                    f"({formal.type_str})"
+                )
+    return None
+
+
+def input_type_problem(
+    nodes: Iterable[Any],
+    dtypes: Mapping[str, np.dtype],
+    opsets: Mapping[str, int],
+) -> tuple[Any, str] | None:
+    """The first node (a NodeProto or the importer's ``NodeFields``) whose inputs break its
+    schema, with why; ``dtypes`` by tensor name, ``opsets`` by domain."""
+    for node in nodes:
+        domain = "" if node.domain == "ai.onnx" else node.domain
+        if domain not in opsets:
+            continue
+        found = tuple(dtypes.get(name) if name else None for name in node.input)
+        problem = node_problem(node.op_type, domain, opsets[domain], found)
+        if problem is not None:
+            return node, problem
+    return None
