@@ -311,6 +311,7 @@ def cmd_viz(args: argparse.Namespace) -> int:
     html = args.output.suffix.lower() in (".html", ".htm")
     if args.check and not html:
         _refuse(f"{args.output}: --check shows its results in the HTML report; write .html")
+    _check_inputs(args)
     if not args.check and (args.inputs is not None or "seed" in args.given):
         _refuse(f"--{'inputs' if args.inputs is not None else 'seed'} gives the inputs of "
                 "--check; add --check (and write .html)")
@@ -465,6 +466,17 @@ def _add_model_arguments(parser: argparse.ArgumentParser) -> None:
                         "CUDA, DML (repeatable; default: DirectML, else CUDA, else CPU)")
 
 
+def _silence(stream: Any) -> None:
+    """Point the stream's file descriptor at /dev/null: what it still buffers goes nowhere
+    at exit, rather than failing there (Python says "Exception ignored" and exits 120)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, stream.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
 class _ReaderMayLeave:
     """stdout for a reader that may stop early (``dmlgraph lower --json | head``): once its
     pipe closes, the rest is dropped, and the command still ends with its own exit code."""
@@ -487,12 +499,7 @@ class _ReaderMayLeave:
             method(*args)
         except BrokenPipeError:
             self._closed = True
-            try:  # what the stream still buffers goes nowhere at exit, rather than failing
-                devnull = os.open(os.devnull, os.O_WRONLY)
-                os.dup2(devnull, self._stream.fileno())
-                os.close(devnull)
-            except (OSError, ValueError, AttributeError):
-                pass
+            _silence(self._stream)
 
     def __getattr__(self, name: str) -> Any:  # isatty, encoding, fileno...
         return getattr(self._stream, name)
@@ -518,16 +525,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     stdout = sys.stdout
     if stdout is not None:  # None when fd 1 is closed: print() then writes nowhere
         sys.stdout = _ReaderMayLeave(stdout)  # type: ignore[assignment]
+    code: int | None = None
+    error = ""
     try:
-        return run(args)
+        code = run(args)
     except (DmlgraphError, OSError) as exc:
         error = str(exc)
     except MemoryError as exc:
         error = f"out of memory ({str(exc) or 'the tensors are too large for this machine'})"
     finally:
         if stdout is not None:  # what the pipe still buffers, on every path
-            sys.stdout.flush()
-            sys.stdout = stdout
+            wrapper, sys.stdout = sys.stdout, stdout
+            try:
+                wrapper.flush()
+            except OSError as exc:  # a full disk, a file size limit: said like any error
+                _silence(stdout)
+                if code is not None:  # else the command's own error is the one to say
+                    error, code = f"cannot write the output: {exc.strerror or exc}", None
+    if code is not None:
+        return code
     # one line: messages may quote other tools' (the ONNX checker's context lines)
     print(f"dmlgraph: error: {' '.join(error.split())}", file=sys.stderr)
     return 2

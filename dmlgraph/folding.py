@@ -142,60 +142,63 @@ def canonicalize(graph: Graph) -> None:
 
 
 #: The largest Slice step onnx's inference takes: its data propagation cuts steps to 32 bits,
-#: and a rank-1 Slice with a constant step of 2^31 or more then crashes the process (2^31)
-#: or loops allocating (2^32; onnx 1.23). Any step past every dimension gives the same shape.
+#: and a Slice with a step of 2^31 or more then crashes the process (2^31) or loops
+#: allocating (2^32; onnx 1.23). Any step past every dimension gives the same shape.
 _INFERENCE_STEP_LIMIT = 2**31 - 1
 
 
-#: Ops that move values without computing new ones: a step built from constants through
-#: them (torch.onnx builds steps by Unsqueeze and Concat) carries the constants' magnitudes.
-_MOVING_OPS = frozenset(
-    {"Unsqueeze", "Squeeze", "Concat", "Gather", "Reshape", "Identity", "Cast", "Slice",
-     "Expand", "Flatten", "Tile"}
-)
-
-
-def clip_slice_steps(graph: onnx.GraphProto) -> None:
-    """Slice steps beyond ``_INFERENCE_STEP_LIMIT`` clipped to it, in a model made for
-    inference (the IR keeps them): constant steps, and the constants steps are moved from
-    (``_MOVING_OPS``). Clipping keeps the sign, and any step past every dimension slices
-    alike."""
-    producers = {out: node for node in graph.node for out in node.output if out}
-    todo = [
-        node.input[4] for node in graph.node
-        if node.op_type == "Slice" and node.domain in ("", "ai.onnx") and len(node.input) > 4
-        and node.input[4]
-    ]
-    cone: set[str] = set()
-    while todo:
-        name = todo.pop()
-        if name in cone:
+def guard_slice_steps(graph: onnx.GraphProto) -> None:
+    """Keep Slice steps onnx's inference would misread out of a model made for inference
+    (the IR keeps the model's): a constant step beyond ``_INFERENCE_STEP_LIMIT`` is read from
+    a clipped copy (clipping keeps the sign, and any step past every dimension slices
+    alike; a copy, as the constant may feed other nodes), and a computed step (Unsqueeze of a
+    constant, a product...), which only data propagation would know, from a typed graph input
+    it cannot know. Folding computes such a step at import and infers the Slice again."""
+    constants: dict[str, np.ndarray] = {}
+    for tensor in graph.initializer:
+        constants[tensor.name] = numpy_helper.to_array(tensor)
+    for node in graph.node:
+        if node.op_type == "Constant" and len(node.attribute) == 1 and node.output:
+            attr = node.attribute[0]
+            if attr.type == AttributeProto.TENSOR:
+                constants[node.output[0]] = numpy_helper.to_array(attr.t)
+            elif attr.type == AttributeProto.INTS:
+                constants[node.output[0]] = np.array(attr.ints, np.int64)
+            elif attr.type == AttributeProto.INT:
+                constants[node.output[0]] = np.array(attr.i, np.int64)
+    inputs = {value_info.name for value_info in graph.input}
+    for node in graph.node:
+        if not (
+            node.op_type == "Slice" and node.domain in ("", "ai.onnx") and len(node.input) > 4
+            and node.input[4] and node.input[4] not in inputs
+        ):
             continue
-        cone.add(name)
-        node = producers.get(name)
-        if node is not None and node.domain in ("", "ai.onnx") and node.op_type in _MOVING_OPS:
-            todo.extend(n for n in node.input if n)
-    if not cone:
-        return
-    tensors = [t for t in graph.initializer if t.name in cone]
-    tensors += [
-        node.attribute[0].t for node in graph.node
-        if node.op_type == "Constant" and node.output[0] in cone and len(node.attribute) == 1
-        and node.attribute[0].type == AttributeProto.TENSOR
-    ]
-    for tensor in tensors:
-        if tensor.data_type not in (onnx.TensorProto.INT64, onnx.TensorProto.INT32):
+        name = node.input[4]
+        values = constants.get(name)
+        if values is not None and values.dtype.kind in "iu" and np.abs(
+            values.astype(np.float64)
+        ).max(initial=0) <= _INFERENCE_STEP_LIMIT:
             continue
-        values = numpy_helper.to_array(tensor)
-        if np.abs(values.astype(np.float64)).max(initial=0) > _INFERENCE_STEP_LIMIT:
+        guarded = f"{name}::guarded-steps"
+        if values is not None and values.dtype.kind in "iu":
             clipped = np.clip(values, -_INFERENCE_STEP_LIMIT, _INFERENCE_STEP_LIMIT)
-            tensor.CopyFrom(numpy_helper.from_array(clipped.astype(values.dtype), tensor.name))
+            if guarded not in constants:
+                graph.initializer.append(
+                    numpy_helper.from_array(clipped.astype(values.dtype), guarded)
+                )
+                constants[guarded] = clipped
+        elif guarded not in inputs:
+            graph.input.append(onnx.helper.make_tensor_value_info(
+                guarded, onnx.TensorProto.INT64, None
+            ))
+            inputs.add(guarded)
+        node.input[4] = guarded
 
 
 def infer_shapes(graph: Graph) -> int:
     """Run onnx shape inference (data propagation on) and merge it in; returns tensors changed."""
     model = to_onnx(graph, value_info=False, declare_constants_above=INFERENCE_CONSTANT_LIMIT)
-    clip_slice_steps(model.graph)
+    guard_slice_steps(model.graph)
     try:
         inferred = onnx.shape_inference.infer_shapes(
             model, check_type=False, strict_mode=False, data_prop=True

@@ -81,11 +81,10 @@ def _load(
             _apply_input_shapes(proto, input_shapes, source)
             data = None
         _run_checker(_for_checker(proto) or (proto if data is None else data), source)
+        declared = _declared_types(proto.graph.value_info)
         del proto.graph.value_info[:]
-        inferred, type_error = _infer_shapes(proto, source)
-        graph = _build_graph(proto, nodes, inferred, source, fold=fold)
-        if type_error:
-            _refuse_types(graph, nodes, proto, inferred, source)
+        inferred = _infer_shapes(proto, source)
+        graph = _build_graph(proto, nodes, inferred, declared, source, fold=fold)
         if fold:
             folding.fold(graph, inferred=True)
         else:
@@ -446,62 +445,26 @@ def _apply_input_shapes(
                 dim.dim_value = int(size)
 
 
-def _infer_shapes(proto: onnx.ModelProto, source: str) -> tuple[onnx.GraphProto, str]:
+def _infer_shapes(proto: onnx.ModelProto, source: str) -> onnx.GraphProto:
     """The inferred graph (its ``value_info`` and ``output``) of the model's skeleton: the same
     nodes, with initializers above ``folding.INFERENCE_CONSTANT_LIMIT`` elements declared as
     typed inputs, as folding's own inference does, so the weights are neither serialized nor
-    parsed again (inference reads only small, shape-carrying constants by value). Types are
-    checked against every op's schema, as onnxruntime checks them; a type error comes back
-    apart ("" when none), with the graph inferred without the check, so that ``check_types``
-    can say it more precisely for a Slice, Concat or Pad."""
-    skeleton = _skeleton(proto)
+    parsed again (inference reads only small, shape-carrying constants by value)."""
     try:
         return onnx.shape_inference.infer_shapes(
-            skeleton, check_type=True, strict_mode=False, data_prop=True
-        ).graph, ""
-    except Exception as exc:
-        type_error = str(exc)
-    try:
-        inferred = onnx.shape_inference.infer_shapes(
-            skeleton, check_type=False, strict_mode=False, data_prop=True
+            _skeleton(proto), check_type=False, strict_mode=False, data_prop=True
         ).graph
     except Exception as exc:
         raise ModelValidationError(f"{source}: ONNX shape inference fails: {exc}") from None
-    return inferred, type_error
 
 
-def _refuse_types(
-    graph: Graph,
-    nodes: Sequence[NodeFields],
-    proto: onnx.ModelProto,
-    inferred: onnx.GraphProto,
-    source: str,
-) -> None:
-    """onnx's ``check_type`` refused the model: raise for what onnxruntime refuses too, a
-    Slice, Concat or Pad's types in ``check_types``' words (it names the port and the types
-    allowed) or any node's input type (``schema_types``); an output typed by an attribute
-    (Cast-9 to bfloat16), which onnxruntime runs, passes."""
-    for node in graph.nodes:
-        canonical.check_types(graph, node)
-    dtypes: dict[str, np.dtype] = {}
-    for value_info in (*proto.graph.input, *inferred.value_info, *inferred.output):
-        elem = value_info.type.tensor_type.elem_type
-        if value_info.type.HasField("tensor_type") and elem in ELEM_TYPE_TO_DTYPE:
-            dtypes[value_info.name] = ELEM_TYPE_TO_DTYPE[elem]
-    named = [(t.name, t) for t in proto.graph.initializer]
-    named += [
-        (n.output[0], n.attribute[0].t) for n in nodes
-        if n.op_type == "Constant" and len(n.attribute) == 1 and len(n.output) == 1
-        and n.attribute[0].type == AttributeProto.TENSOR
-    ]
-    for name, tensor in named:
-        if tensor.data_type in ELEM_TYPE_TO_DTYPE:
-            dtypes[name] = ELEM_TYPE_TO_DTYPE[tensor.data_type]
-    found = schema_types.input_type_problem(nodes, dtypes, _normalized_opsets(proto))
-    if found is not None:
-        node, problem = found
-        index = next(i for i, n in enumerate(nodes) if n is node)
-        raise ModelValidationError(f"{_node_where(source, index, node)}: {problem}")
+def _declared_types(value_infos: Iterable[onnx.ValueInfoProto]) -> dict[str, int]:
+    """The element types the model's ``value_info`` declares for tensors inside the graph."""
+    return {
+        vi.name: vi.type.tensor_type.elem_type
+        for vi in value_infos
+        if vi.type.HasField("tensor_type") and vi.type.tensor_type.elem_type
+    }
 
 
 def _skeleton(proto: onnx.ModelProto) -> onnx.ModelProto:
@@ -520,7 +483,7 @@ def _skeleton(proto: onnx.ModelProto) -> onnx.ModelProto:
             graph.input.append(
                 helper.make_tensor_value_info(tensor.name, tensor.data_type, tensor.dims)
             )
-    folding.clip_slice_steps(graph)
+    folding.guard_slice_steps(graph)
     return skeleton
 
 
@@ -610,6 +573,7 @@ def _build_graph(
     proto: onnx.ModelProto,
     nodes: Sequence[NodeFields],
     inferred: onnx.GraphProto,
+    declared: Mapping[str, int],
     source: str,
     *,
     fold: bool,
@@ -651,13 +615,24 @@ def _build_graph(
     # inferred shapes are not trusted here, since evaluation may prove them wrong
     pending: set[str] = set()
     memo: folding.InferenceMemo = {}
+    tensors = graph.tensors
+    declared_outputs = {
+        o.name: o.type.tensor_type.elem_type for o in proto.graph.output
+        if o.type.HasField("tensor_type") and o.type.tensor_type.elem_type
+    }
     for index, node in enumerate(nodes):
         where = _node_where(source, index, node)
         if node.op_type == "Constant" and _constant_value(graph, node, outputs, where):
             continue
+        if node.domain or node.op_type not in canonical.FORMS:  # those: ``check_types``
+            _check_input_types(node, tensors, opsets, where)
+            if declared_outputs and not declared_outputs.keys().isdisjoint(node.output):
+                _check_output_types(node, tensors, opsets, declared_outputs, where)
         for out in node.output:
             if out and out in known:
                 graph.set_tensor(tensor_info(known[out], where))
+                if declared and out in declared:
+                    _check_declared(tensors[out], declared[out], where)
         version = node.version
         attrs = {a.name: attribute_value(a, where) for a in node.attribute}
         if fold:
@@ -686,6 +661,52 @@ def _build_graph(
         if value_info.name not in graph.tensors:
             graph.set_tensor(tensor_info(value_info, f"{source}: graph output"))
     return graph
+
+
+def _check_input_types(
+    node: NodeFields, tensors: Mapping[str, TensorInfo], opsets: Mapping[str, int], where: str
+) -> None:
+    """Refuse an input of a type the node's schema does not take, as onnxruntime refuses it
+    at load (``schema_types``). onnx's ``check_type`` is no guide: it refuses outputs
+    onnxruntime runs (a Cast-9 to bfloat16) and misses inputs whose data it fails to read
+    first (an int32 Reshape shape)."""
+    dtypes = tuple(
+        info.dtype if name and (info := tensors.get(name)) is not None else None
+        for name in node.input
+    )
+    problem = schema_types.node_problem(node.op_type, node.domain, opsets[node.domain], dtypes)
+    if problem is not None:
+        raise ModelValidationError(f"{where}: {problem}")
+
+
+def _check_output_types(
+    node: NodeFields,
+    tensors: Mapping[str, TensorInfo],
+    opsets: Mapping[str, int],
+    declared: Mapping[str, int],
+    where: str,
+) -> None:
+    """Refuse a graph output declared of another type than its node makes where the schema
+    says which (Relu's output is its input's type), as onnxruntime refuses it."""
+    dtypes = tuple(
+        info.dtype if name and (info := tensors.get(name)) is not None else None
+        for name in node.input
+    )
+    made = schema_types.output_dtypes(node.op_type, node.domain, opsets[node.domain], dtypes)
+    for name, dtype in zip(node.output, made):
+        if name in declared and dtype is not None:
+            _check_declared(TensorInfo(name, dtype), declared[name], where)
+
+
+def _check_declared(info: TensorInfo, declared: int, where: str) -> None:
+    """Refuse a tensor the model's ``value_info`` types otherwise than its node makes it, as
+    onnxruntime refuses it."""
+    said = ELEM_TYPE_TO_DTYPE.get(declared)
+    if said is not None and info.dtype is not None and said != info.dtype:
+        raise ModelValidationError(
+            f"{where}: the model declares {info.name!r} {TensorProto.DataType.Name(declared)}"
+            f", but the node makes {info.dtype}"
+        )
 
 
 def _constant_value(graph: Graph, node: NodeFields, outputs: set[str], where: str) -> bool:

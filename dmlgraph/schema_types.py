@@ -78,6 +78,33 @@ def node_problem(
     return None
 
 
+@lru_cache(maxsize=4096)
+def output_dtypes(
+    op_type: str, domain: str, version: int, dtypes: tuple[np.dtype | None, ...]
+) -> tuple[np.dtype | None, ...]:
+    """The dtype of each formal output that its schema fixes (``tensor(int64)``: Shape) or
+    binds to an input's type parameter (Relu's T); None where an attribute decides it (Cast)
+    or nothing says."""
+    schema = _schema(op_type, domain, version)
+    if schema is None:
+        return ()
+    bound: dict[str, np.dtype] = {}
+    for port, dtype in enumerate(dtypes):
+        if dtype is not None and port < len(schema.inputs):
+            bound.setdefault(schema.inputs[port].type_str, dtype)
+        elif dtype is not None and schema.inputs and schema.inputs[-1].option == _VARIADIC:
+            bound.setdefault(schema.inputs[-1].type_str, dtype)
+    return tuple(
+        bound.get(formal.type_str) or _FIXED.get(formal.type_str) for formal in schema.outputs
+    )
+
+
+#: A fixed type string (``tensor(int64)``) -> its dtype.
+_FIXED: dict[str, np.dtype] = {
+    name: dtype for dtype in DTYPE_TO_ELEM_TYPE if (name := type_string(dtype)) is not None
+}
+
+
 def input_type_problem(
     nodes: Iterable[Any],
     dtypes: Mapping[str, np.dtype],

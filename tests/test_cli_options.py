@@ -121,6 +121,8 @@ def test_run_refuses_a_folder_that_already_holds_test_data(tmp_path, capsys) -> 
     (["run", "{m}", "--seed", "3", "--inputs", "{d}/nowhere.npz"], "--seed draws generated"),
     (["check", "{m}", "--seed", "3", "--inputs", "{d}/nowhere.npz"], "--seed draws generated"),
     (["viz", "{m}", "--seed", "3", "-o", "{d}/v.html"], "--seed gives the inputs of --check"),
+    (["viz", "{m}", "--check", "--seed", "3", "--inputs", "{d}/nowhere.npz", "-o", "{d}/v.html"],
+     "--seed draws generated"),
 ])
 def test_options_that_would_do_nothing_are_errors(args, fragment, tmp_path, capsys) -> None:
     model = _model(tmp_path)
@@ -215,6 +217,24 @@ def test_a_real_closed_pipe_ends_with_the_commands_exit_code(ok, tmp_path) -> No
         os.close(writer)
     assert done.returncode == (0 if ok else 2), done.stderr
     assert done.stderr.count("\n") == (0 if ok else 1) and "Exception" not in done.stderr
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_FSIZE as on Linux")
+def test_output_that_cannot_be_written_is_one_error_line(tmp_path) -> None:
+    """A file size limit (or a full disk) met when the buffered output is flushed at the end:
+    one line and exit 2, not a traceback from the flush."""
+    import resource
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (3, 3))
+
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # buffered
+    with open(tmp_path / "out.txt", "w") as out:
+        done = subprocess.run([sys.executable, "-m", "dmlgraph.cli", "inspect", str(SEED)],
+                              stdout=out, stderr=subprocess.PIPE, text=True, timeout=120,
+                              preexec_fn=limit, env=env)
+    assert done.returncode == 2
+    assert done.stderr == "dmlgraph: error: cannot write the output: File too large\n"
 
 
 def test_no_stdout_at_all_is_not_an_error(monkeypatch) -> None:
@@ -351,3 +371,40 @@ def test_inputs_of_one_type_parameter_in_two_types_are_refused() -> None:
     with pytest.raises(ModelValidationError,
                        match=r"input 1 \(B\) is tensor\(int64\) and input 0 tensor\(int32\)"):
         dmlgraph.load(model)
+
+
+def _refused_by_both(model: onnx.ModelProto, fragment: str) -> None:
+    """onnxruntime (the oracle) refuses the model at load, and so does dmlgraph."""
+    import onnxruntime as ort
+
+    with pytest.raises(Exception):  # noqa: B017  (onnxruntime's own exception types)
+        ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    with pytest.raises(ModelValidationError, match=fragment):
+        dmlgraph.load(model)
+
+
+def test_an_int32_shape_read_as_data_is_refused() -> None:
+    """onnx's check_type missed it (its inference failed to read the int32 shape first)."""
+    graph = helper.make_graph(
+        [helper.make_node("Reshape", ["x", "s"], ["y"], name="reshape")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(np.array([3, 2], np.int32), "s")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    _refused_by_both(model, r"\(Reshape, #0\): input 1 \(shape\) is tensor\(int32\)")
+
+
+@pytest.mark.parametrize("where", ["output", "value_info"])
+def test_a_declared_type_the_node_does_not_make_is_refused(where) -> None:
+    nodes = [helper.make_node("Relu", ["x"], ["a"], name="relu")]
+    outputs = [helper.make_tensor_value_info("a", TensorProto.INT32, [3])]
+    if where == "value_info":
+        nodes.append(helper.make_node("Neg", ["a"], ["y"], name="neg"))
+        outputs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])]
+    graph = helper.make_graph(nodes, "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])],
+                              outputs)
+    if where == "value_info":
+        graph.value_info.append(helper.make_tensor_value_info("a", TensorProto.INT32, [3]))
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    _refused_by_both(model, r"declares 'a' INT32, but the node makes float32")

@@ -369,6 +369,12 @@ def test_object_arrays_are_left_to_numpy() -> None:
     copy_threads.compiled([[(dst, src)]])()  # the backend's entry point: NumPy copies them
     del src
     assert alive() is not None and dst[0] is alive()
+    # a record with an object field beside one NumPy cannot word a format for (bfloat16)
+    import ml_dtypes
+
+    record = np.dtype([("a", object), ("b", ml_dtypes.bfloat16)])
+    with pytest.raises(TypeError, match="object arrays hold references"):
+        Program([[(np.zeros(3, record), np.zeros(3, record))]])
 
 
 def test_a_program_keeps_its_memory_from_moving() -> None:

@@ -416,11 +416,25 @@ static void run_groups(const Group *groups, Py_ssize_t count, const Move *moves)
 
 /* A strided view with its format, to tell object arrays; an exporter that cannot word its
  * format (NumPy, for ml_dtypes' bfloat16 or float8: plain bytes) is asked without it. */
+static int holds_references(PyObject *obj) { /* an array whose dtype says so (hasobject) */
+    PyObject *dtype = PyObject_GetAttrString(obj, "dtype");
+    PyObject *flag = dtype ? PyObject_GetAttrString(dtype, "hasobject") : NULL;
+    int result = flag ? PyObject_IsTrue(flag) : 0;
+    Py_XDECREF(flag);
+    Py_XDECREF(dtype);
+    PyErr_Clear();
+    return result > 0;
+}
+
 static int get_view(PyObject *obj, Py_buffer *view, int flags) {
     if (PyObject_GetBuffer(obj, view, flags | PyBUF_STRIDES | PyBUF_FORMAT) == 0) return 0;
     if (!PyErr_ExceptionMatches(PyExc_ValueError) && !PyErr_ExceptionMatches(PyExc_BufferError))
         return -1;
     PyErr_Clear();
+    if (holds_references(obj)) { /* a record with an object field beside an unworded one */
+        PyErr_SetString(PyExc_TypeError, "object arrays hold references, not plain bytes");
+        return -1;
+    }
     return PyObject_GetBuffer(obj, view, flags | PyBUF_STRIDES);
 }
 
