@@ -147,33 +147,62 @@ def canonicalize(graph: Graph) -> None:
 _INFERENCE_STEP_LIMIT = 2**31 - 1
 
 
-def guard_slice_steps(graph: onnx.GraphProto) -> None:
+_RAW_INDEX_TYPES: dict[int, np.dtype] = {
+    onnx.TensorProto.INT64: np.dtype("<i8"), onnx.TensorProto.INT32: np.dtype("<i4")
+}
+
+
+def _index_values(tensor: onnx.TensorProto) -> np.ndarray:
+    """A tensor's values, read straight from ``raw_data`` for int64/int32 (numpy_helper's
+    general path costs tens of µs a tensor)."""
+    dtype = _RAW_INDEX_TYPES.get(tensor.data_type)
+    if dtype is not None and tensor.HasField("raw_data"):
+        return np.frombuffer(tensor.raw_data, dtype)
+    return numpy_helper.to_array(tensor)
+
+
+def guard_slice_steps(graph: onnx.GraphProto, nodes: Sequence[Any] | None = None) -> None:
     """Keep Slice steps onnx's inference would misread out of a model made for inference
     (the IR keeps the model's): a constant step beyond ``_INFERENCE_STEP_LIMIT`` is read from
     a clipped copy (clipping keeps the sign, and any step past every dimension slices
     alike; a copy, as the constant may feed other nodes), and a computed step (Unsqueeze of a
     constant, a product...), which only data propagation would know, from a typed graph input
-    it cannot know. Folding computes such a step at import and infers the Slice again."""
-    constants: dict[str, np.ndarray] = {}
+    it cannot know. Folding computes such a step at import and infers the Slice again.
+    ``nodes``: the graph's nodes as read already (the importer's ``NodeFields``), the same
+    in number and order, so the proto's fields are not read again."""
+    slices = []  # (index, node)
+    makers: dict[str, Any] = {}  # Constant nodes by output
+    for index, node in enumerate(graph.node if nodes is None else nodes):
+        op_type = node.op_type  # one pass: each read of a proto field costs
+        if op_type == "Slice":
+            inputs = node.input
+            if len(inputs) > 4 and inputs[4] and node.domain in ("", "ai.onnx"):
+                slices.append((index, node))
+        elif op_type == "Constant" and node.output:
+            makers[node.output[0]] = node
+    if not slices:
+        return
+    steps = {node.input[4] for _, node in slices}
+    constants: dict[str, np.ndarray] = {}  # the steps' values, where constants give them
     for tensor in graph.initializer:
-        constants[tensor.name] = numpy_helper.to_array(tensor)
-    for node in graph.node:
-        if node.op_type == "Constant" and len(node.attribute) == 1 and node.output:
-            attr = node.attribute[0]
-            if attr.type == AttributeProto.TENSOR:
-                constants[node.output[0]] = numpy_helper.to_array(attr.t)
-            elif attr.type == AttributeProto.INTS:
-                constants[node.output[0]] = np.array(attr.ints, np.int64)
-            elif attr.type == AttributeProto.INT:
-                constants[node.output[0]] = np.array(attr.i, np.int64)
-    inputs = {value_info.name for value_info in graph.input}
-    for node in graph.node:
-        if not (
-            node.op_type == "Slice" and node.domain in ("", "ai.onnx") and len(node.input) > 4
-            and node.input[4] and node.input[4] not in inputs
-        ):
+        if tensor.name in steps:
+            constants[tensor.name] = _index_values(tensor)
+    for name in steps:
+        maker = makers.get(name)
+        if maker is None or len(maker.attribute) != 1:
             continue
+        attr = maker.attribute[0]
+        if attr.type == AttributeProto.TENSOR:
+            constants[name] = _index_values(attr.t)
+        elif attr.type == AttributeProto.INTS:
+            constants[name] = np.array(attr.ints, np.int64)
+        elif attr.type == AttributeProto.INT:
+            constants[name] = np.array(attr.i, np.int64)
+    inputs = {value_info.name for value_info in graph.input}
+    for index, node in slices:
         name = node.input[4]
+        if name in inputs:
+            continue
         values = constants.get(name)
         if values is not None and values.dtype.kind in "iu" and np.abs(
             values.astype(np.float64)
@@ -192,7 +221,7 @@ def guard_slice_steps(graph: onnx.GraphProto) -> None:
                 guarded, onnx.TensorProto.INT64, None
             ))
             inputs.add(guarded)
-        node.input[4] = guarded
+        graph.node[index].input[4] = guarded
 
 
 def infer_shapes(graph: Graph) -> int:

@@ -83,7 +83,7 @@ def _load(
         _run_checker(_for_checker(proto) or (proto if data is None else data), source)
         declared = _declared_types(proto.graph.value_info)
         del proto.graph.value_info[:]
-        inferred = _infer_shapes(proto, source)
+        inferred = _infer_shapes(proto, nodes, source)
         graph = _build_graph(proto, nodes, inferred, declared, source, fold=fold)
         if fold:
             folding.fold(graph, inferred=True)
@@ -445,14 +445,16 @@ def _apply_input_shapes(
                 dim.dim_value = int(size)
 
 
-def _infer_shapes(proto: onnx.ModelProto, source: str) -> onnx.GraphProto:
+def _infer_shapes(
+    proto: onnx.ModelProto, nodes: Sequence[NodeFields], source: str
+) -> onnx.GraphProto:
     """The inferred graph (its ``value_info`` and ``output``) of the model's skeleton: the same
     nodes, with initializers above ``folding.INFERENCE_CONSTANT_LIMIT`` elements declared as
     typed inputs, as folding's own inference does, so the weights are neither serialized nor
     parsed again (inference reads only small, shape-carrying constants by value)."""
     try:
         return onnx.shape_inference.infer_shapes(
-            _skeleton(proto), check_type=False, strict_mode=False, data_prop=True
+            _skeleton(proto, nodes), check_type=False, strict_mode=False, data_prop=True
         ).graph
     except Exception as exc:
         raise ModelValidationError(f"{source}: ONNX shape inference fails: {exc}") from None
@@ -467,7 +469,7 @@ def _declared_types(value_infos: Iterable[onnx.ValueInfoProto]) -> dict[str, int
     }
 
 
-def _skeleton(proto: onnx.ModelProto) -> onnx.ModelProto:
+def _skeleton(proto: onnx.ModelProto, nodes: Sequence[NodeFields]) -> onnx.ModelProto:
     skeleton = onnx.ModelProto(ir_version=proto.ir_version)
     skeleton.opset_import.extend(proto.opset_import)
     graph, source = skeleton.graph, proto.graph
@@ -483,7 +485,7 @@ def _skeleton(proto: onnx.ModelProto) -> onnx.ModelProto:
             graph.input.append(
                 helper.make_tensor_value_info(tensor.name, tensor.data_type, tensor.dims)
             )
-    folding.guard_slice_steps(graph)
+    folding.guard_slice_steps(graph, nodes)
     return skeleton
 
 
@@ -670,10 +672,8 @@ def _check_input_types(
     at load (``schema_types``). onnx's ``check_type`` is no guide: it refuses outputs
     onnxruntime runs (a Cast-9 to bfloat16) and misses inputs whose data it fails to read
     first (an int32 Reshape shape)."""
-    dtypes = tuple(
-        info.dtype if name and (info := tensors.get(name)) is not None else None
-        for name in node.input
-    )
+    get = tensors.get  # a list, not a generator: asked for every node of the model
+    dtypes = tuple([None if (info := get(name)) is None else info.dtype for name in node.input])
     problem = schema_types.node_problem(node.op_type, node.domain, opsets[node.domain], dtypes)
     if problem is not None:
         raise ModelValidationError(f"{where}: {problem}")

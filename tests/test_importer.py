@@ -447,7 +447,7 @@ def test_skeleton_inference_equals_inference_on_the_whole_model(name, onnx_model
     ]
     assert large  # the skeleton leaves weights out
     whole = onnx.shape_inference.infer_shapes(proto, strict_mode=False, data_prop=True).graph
-    skeleton = importer._infer_shapes(proto, name)
+    skeleton = importer._infer_shapes(proto, [importer.NodeFields(n) for n in proto.graph.node], name)
 
     def types(graph: onnx.GraphProto) -> dict[str, bytes]:
         return {
