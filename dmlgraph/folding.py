@@ -217,8 +217,10 @@ def guard_slice_steps(graph: onnx.GraphProto, nodes: Sequence[Any] | None = None
                 )
                 constants[guarded] = clipped
         elif guarded not in inputs:
+            # rank 1 of unknown length: an input with no shape at all, onnx's Slice takes
+            # for absent steps (all 1)
             graph.input.append(onnx.helper.make_tensor_value_info(
-                guarded, onnx.TensorProto.INT64, None
+                guarded, onnx.TensorProto.INT64, [None]
             ))
             inputs.add(guarded)
         graph.node[index].input[4] = guarded

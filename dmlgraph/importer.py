@@ -620,8 +620,14 @@ def _build_graph(
     tensors = graph.tensors
     declared_outputs = {
         o.name: o.type.tensor_type.elem_type for o in proto.graph.output
-        if o.type.HasField("tensor_type") and o.type.tensor_type.elem_type
+        if o.type.HasField("tensor_type")
     }
+    for name, elem in declared_outputs.items():
+        if not elem:  # onnxruntime: "Invalid tensor data type 0" (no type field at all is fine)
+            raise ModelValidationError(
+                f"{source}: graph output {name!r} is a tensor of element type 0 (UNDEFINED); "
+                "give its type, or leave the type out"
+            )
     for index, node in enumerate(nodes):
         where = _node_where(source, index, node)
         if node.op_type == "Constant" and _constant_value(graph, node, outputs, where):
@@ -692,7 +698,9 @@ def _check_output_types(
         info.dtype if name and (info := tensors.get(name)) is not None else None
         for name in node.input
     )
-    made = schema_types.output_dtypes(node.op_type, node.domain, opsets[node.domain], dtypes)
+    made = schema_types.output_dtypes(
+        node.op_type, node.domain, opsets[node.domain], dtypes, len(node.output)
+    )
     for name, dtype in zip(node.output, made):
         if name in declared and dtype is not None:
             _check_declared(TensorInfo(name, dtype), declared[name], where)

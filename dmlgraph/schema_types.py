@@ -80,10 +80,11 @@ def node_problem(
 
 @lru_cache(maxsize=4096)
 def output_dtypes(
-    op_type: str, domain: str, version: int, dtypes: tuple[np.dtype | None, ...]
+    op_type: str, domain: str, version: int, dtypes: tuple[np.dtype | None, ...], outputs: int
 ) -> tuple[np.dtype | None, ...]:
-    """The dtype of each formal output that its schema fixes (``tensor(int64)``: Shape) or
-    binds to an input's type parameter (Relu's T); None where an attribute decides it (Cast)
+    """The dtype of each of a node's ``outputs`` outputs that its schema fixes (Shape's
+    int64, a type parameter of one type) or binds to an input's type parameter (Relu's T; a
+    variadic output's for each of its outputs); None where an attribute decides it (Cast)
     or nothing says."""
     schema = _schema(op_type, domain, version)
     if schema is None:
@@ -94,9 +95,15 @@ def output_dtypes(
             bound.setdefault(schema.inputs[port].type_str, dtype)
         elif dtype is not None and schema.inputs and schema.inputs[-1].option == _VARIADIC:
             bound.setdefault(schema.inputs[-1].type_str, dtype)
-    return tuple(
-        bound.get(formal.type_str) or _FIXED.get(formal.type_str) for formal in schema.outputs
-    )
+    allowed = {c.type_param_str: c.allowed_type_strs for c in schema.type_constraints}
+    made = []
+    for formal in schema.outputs:
+        takes = allowed.get(formal.type_str, [formal.type_str])  # a fixed type is its own
+        only = _FIXED.get(takes[0]) if len(takes) == 1 else None  # Shape's T1: int64 only
+        made.append(bound.get(formal.type_str) or only)
+    if schema.outputs and schema.outputs[-1].option == _VARIADIC:  # Split's every output
+        made += [made[-1]] * (outputs - len(made))
+    return tuple(made)
 
 
 #: A fixed type string (``tensor(int64)``) -> its dtype.

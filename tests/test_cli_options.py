@@ -408,3 +408,42 @@ def test_a_declared_type_the_node_does_not_make_is_refused(where) -> None:
         graph.value_info.append(helper.make_tensor_value_info("a", TensorProto.INT32, [3]))
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
     _refused_by_both(model, r"declares 'a' INT32, but the node makes float32")
+
+
+@pytest.mark.parametrize("case", ["shape", "topk", "split", "elem0"])
+def test_graph_output_types_onnxruntime_refuses_are_refused(case) -> None:
+    """A type a single-type parameter fixes (Shape's int64, TopK's indices), each output of
+    a variadic one (Split), and element type 0."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])
+    if case == "shape":
+        nodes = [helper.make_node("Shape", ["x"], ["y"])]
+        outputs = [helper.make_tensor_value_info("y", TensorProto.INT32, [1])]
+        fragment = r"declares 'y' INT32, but the node makes int64"
+    elif case == "topk":
+        nodes = [helper.make_node("TopK", ["x", "k"], ["v", "i"])]
+        outputs = [helper.make_tensor_value_info("v", TensorProto.FLOAT, [2]),
+                   helper.make_tensor_value_info("i", TensorProto.INT32, [2])]
+        fragment = r"declares 'i' INT32, but the node makes int64"
+    elif case == "split":
+        nodes = [helper.make_node("Split", ["x"], ["a", "b"], axis=0)]
+        outputs = [helper.make_tensor_value_info("a", TensorProto.FLOAT, [2]),
+                   helper.make_tensor_value_info("b", TensorProto.DOUBLE, [2])]
+        fragment = r"declares 'b' DOUBLE, but the node makes float32"
+    else:
+        nodes = [helper.make_node("Relu", ["x"], ["y"])]
+        outputs = [helper.make_tensor_value_info("y", TensorProto.UNDEFINED, [4])]
+        fragment = r"graph output 'y' is a tensor of element type 0"
+    graph = helper.make_graph(nodes, "g", [x], outputs,
+                              [numpy_helper.from_array(np.array([2], np.int64), "k")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    _refused_by_both(model, fragment)
+
+
+def test_dropout_7s_float_mask_is_accepted() -> None:
+    """Dropout-7's mask is its input's type (T), not bool as from Dropout-12."""
+    graph = helper.make_graph(
+        [helper.make_node("Dropout", ["x"], ["y", "mask"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+        [helper.make_tensor_value_info("mask", TensorProto.FLOAT, [4])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 7)], ir_version=8)
+    assert [n.op_type for n in dmlgraph.load(model).nodes] == ["Dropout"]
