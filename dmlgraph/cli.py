@@ -338,9 +338,8 @@ def cmd_dxdispatch(args: argparse.Namespace) -> int:
     from dmlgraph import tensorio
     from dmlgraph.dxdispatch import load_model, run_model
 
-    if args.output is not None:  # written as NumPy names it: .npz added when missing
-        suffixed = args.output.suffix == ".npz"
-        _check_output(args.output if suffixed else Path(f"{args.output}.npz"), args.model)
+    if args.output is not None:
+        _check_output(tensorio.npz_name(args.output), args.model)
     model = run_model(load_model(args.model), args.feature_level, echo=print)
     if args.output:
         arrays = {name: r.values() for name, r in model.resources.items()}

@@ -633,14 +633,12 @@ def _build_graph(
         if node.op_type == "Constant" and _constant_value(graph, node, outputs, where):
             continue
         if node.domain or node.op_type not in canonical.FORMS:  # those: ``check_types``
-            _check_input_types(node, tensors, opsets, where)
-            if declared_outputs and not declared_outputs.keys().isdisjoint(node.output):
-                _check_output_types(node, tensors, opsets, declared_outputs, where)
+            _check_types(node, tensors, opsets, declared_outputs, where)
         for out in node.output:
             if out and out in known:
                 graph.set_tensor(tensor_info(known[out], where))
                 if declared and out in declared:
-                    _check_declared(tensors[out], declared[out], where)
+                    _check_declared(out, tensors[out].dtype, declared[out], where)
         version = node.version
         attrs = {a.name: attribute_value(a, where) for a in node.attribute}
         if fold:
@@ -671,49 +669,41 @@ def _build_graph(
     return graph
 
 
-def _check_input_types(
-    node: NodeFields, tensors: Mapping[str, TensorInfo], opsets: Mapping[str, int], where: str
-) -> None:
-    """Refuse an input of a type the node's schema does not take, as onnxruntime refuses it
-    at load (``schema_types``). onnx's ``check_type`` is no guide: it refuses outputs
-    onnxruntime runs (a Cast-9 to bfloat16) and misses inputs whose data it fails to read
-    first (an int32 Reshape shape)."""
-    get = tensors.get  # a list, not a generator: asked for every node of the model
-    dtypes = tuple([None if (info := get(name)) is None else info.dtype for name in node.input])
-    problem = schema_types.node_problem(node.op_type, node.domain, opsets[node.domain], dtypes)
-    if problem is not None:
-        raise ModelValidationError(f"{where}: {problem}")
-
-
-def _check_output_types(
+def _check_types(
     node: NodeFields,
     tensors: Mapping[str, TensorInfo],
     opsets: Mapping[str, int],
     declared: Mapping[str, int],
     where: str,
 ) -> None:
-    """Refuse a graph output declared of another type than its node makes where the schema
-    says which (Relu's output is its input's type), as onnxruntime refuses it."""
-    dtypes = tuple(
-        info.dtype if name and (info := tensors.get(name)) is not None else None
-        for name in node.input
-    )
-    made = schema_types.output_dtypes(
-        node.op_type, node.domain, opsets[node.domain], dtypes, len(node.output)
-    )
-    for name, dtype in zip(node.output, made):
-        if name in declared and dtype is not None:
-            _check_declared(TensorInfo(name, dtype), declared[name], where)
+    """Refuse what onnxruntime refuses at load (``schema_types``): an input of a type the
+    node's schema does not take, or a graph output ``declared`` of another type than the node
+    makes where the schema says which (Relu's is its input's). onnx's ``check_type`` is no
+    guide: it refuses outputs onnxruntime runs (a Cast-9 to bfloat16) and misses inputs whose
+    data it fails to read first (an int32 Reshape shape)."""
+    get = tensors.get  # a list, not a generator: asked for every node of the model
+    dtypes = tuple([None if (info := get(name)) is None else info.dtype for name in node.input])
+    version = opsets[node.domain]
+    problem = schema_types.node_problem(node.op_type, node.domain, version, dtypes)
+    if problem is not None:
+        raise ModelValidationError(f"{where}: {problem}")
+    if declared and not declared.keys().isdisjoint(node.output):
+        made = schema_types.output_dtypes(
+            node.op_type, node.domain, version, dtypes, len(node.output)
+        )
+        for name, dtype in zip(node.output, made):
+            if name in declared:
+                _check_declared(name, dtype, declared[name], where)
 
 
-def _check_declared(info: TensorInfo, declared: int, where: str) -> None:
-    """Refuse a tensor the model's ``value_info`` types otherwise than its node makes it, as
-    onnxruntime refuses it."""
+def _check_declared(name: str, made: np.dtype | None, declared: int, where: str) -> None:
+    """Refuse a tensor the model types otherwise than its node makes it, as onnxruntime
+    refuses it."""
     said = ELEM_TYPE_TO_DTYPE.get(declared)
-    if said is not None and info.dtype is not None and said != info.dtype:
+    if said is not None and made is not None and said != made:
         raise ModelValidationError(
-            f"{where}: the model declares {info.name!r} {TensorProto.DataType.Name(declared)}"
-            f", but the node makes {info.dtype}"
+            f"{where}: the model declares {name!r} {TensorProto.DataType.Name(declared)}, "
+            f"but the node makes {made}"
         )
 
 

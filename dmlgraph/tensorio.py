@@ -339,14 +339,19 @@ def random_array(rng: np.random.Generator, dtype: np.dtype, shape: Sequence[int]
     return rng.integers(int(low), int(high), size=shape).astype(dtype)
 
 
+def npz_name(path: str | os.PathLike[str]) -> Path:
+    """The file ``save_npz`` writes for ``path``: ``.npz`` added where it lacks it, as NumPy
+    adds it."""
+    target = Path(path)
+    return target if target.suffix == ".npz" else target.with_name(target.name + ".npz")
+
+
 def save_npz(path: str | os.PathLike[str], arrays: Mapping[str, np.ndarray]) -> Path:
     """``np.savez`` by name, for any names (``np.savez(path, **arrays)`` takes a tensor named
     ``file`` or ``allow_pickle`` for its own argument), ``.npz`` added to a path without it,
     as it does. STRING tensors (object arrays) are written as NumPy strings, not pickles, so
     ``read`` (which loads no pickles) reads them back. Returns the path written."""
-    target = Path(path)
-    if target.suffix != ".npz":
-        target = target.with_name(target.name + ".npz")
+    target = npz_name(path)
     with zipfile.ZipFile(target, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
         for name, array in arrays.items():
             with archive.open(f"{name}.npy", "w", force_zip64=True) as member:

@@ -25,11 +25,18 @@ from dmlgraph.dtypes import DTYPE_TO_ELEM_TYPE, ELEM_TYPE_TO_DTYPE, PLAIN_DTYPES
 
 #: The unsigned integer type of each width, whose arrays carry another type's bits.
 _BITS: Mapping[int, np.dtype] = {1: np.dtype(np.uint8), 2: np.dtype(np.uint16)}
+
+
+def _native(dtype: np.dtype) -> bool:
+    """Whether onnxruntime's Python API takes and gives arrays of ``dtype`` as they are."""
+    return dtype in PLAIN_DTYPES or dtype.kind in "OUSc"
+
+
 #: onnxruntime's type strings of the types whose arrays need this module.
 _OTHER_TYPES: frozenset[str] = frozenset(
     f"tensor({np.dtype(dtype).name.replace('_', '')})"
     for dtype in ELEM_TYPE_TO_DTYPE.values()
-    if dtype not in PLAIN_DTYPES and dtype.kind not in "OUSc"
+    if not _native(dtype)
 )
 
 
@@ -52,7 +59,7 @@ def run(
     session's ``needs_values`` where the caller keeps it (a session runs many times)."""
     # not ascontiguousarray, which makes a scalar (rank 0) a 1-element vector
     arrays = {k: np.asarray(v, order="C") for k, v in feeds.items()}
-    other = any(a.dtype not in PLAIN_DTYPES and a.dtype.kind not in "OUSc" for a in arrays.values())
+    other = not all(_native(a.dtype) for a in arrays.values())
     if fetch_values is None:
         fetch_values = needs_values(session)
     if not other and not fetch_values:
@@ -62,7 +69,7 @@ def run(
 
 
 def _ort_value(name: str, array: np.ndarray) -> Any:
-    if array.dtype in PLAIN_DTYPES or array.dtype.kind in "OUSc":
+    if _native(array.dtype):
         return ort.OrtValue.ortvalue_from_numpy(array)
     bits = _BITS.get(array.dtype.itemsize)
     elem = DTYPE_TO_ELEM_TYPE.get(array.dtype)
