@@ -161,6 +161,17 @@ def _index_values(tensor: onnx.TensorProto) -> np.ndarray:
     return numpy_helper.to_array(tensor)
 
 
+def _shape_parameters(graph: onnx.GraphProto, parameters: set[str]) -> None:
+    """Slice parameters that are graph inputs (or outputs) declared without a shape,
+    declared rank 1 (as ONNX makes them): onnx's Slice inference takes a parameter without a
+    shape for an absent one (steps of 1, axes 0..n-1) and infers a wrong static shape."""
+    for value_info in chain(graph.input, graph.output):
+        if value_info.name in parameters and value_info.type.HasField("tensor_type"):
+            tensor_type = value_info.type.tensor_type
+            if not tensor_type.HasField("shape"):
+                tensor_type.shape.dim.add()
+
+
 def guard_slice_steps(graph: onnx.GraphProto, nodes: Sequence[Any] | None = None) -> None:
     """Keep Slice steps onnx's inference would misread out of a model made for inference
     (the IR keeps the model's): a constant step beyond ``_INFERENCE_STEP_LIMIT`` is read from
@@ -170,18 +181,18 @@ def guard_slice_steps(graph: onnx.GraphProto, nodes: Sequence[Any] | None = None
     it cannot know. Folding computes such a step at import and infers the Slice again.
     ``nodes``: the graph's nodes as read already (the importer's ``NodeFields``), the same
     in number and order, so the proto's fields are not read again."""
-    slices = []  # (index, node)
+    slices = []  # (index, node) of every Slice
     makers: dict[str, Any] = {}  # Constant nodes by output
     for index, node in enumerate(graph.node if nodes is None else nodes):
         op_type = node.op_type  # one pass: each read of a proto field costs
-        if op_type == "Slice":
-            inputs = node.input
-            if len(inputs) > 4 and inputs[4] and node.domain in ("", "ai.onnx"):
-                slices.append((index, node))
+        if op_type == "Slice" and node.domain in ("", "ai.onnx"):
+            slices.append((index, node))
         elif op_type == "Constant" and node.output:
             makers[node.output[0]] = node
     if not slices:
         return
+    _shape_parameters(graph, {name for _, node in slices for name in node.input[1:5]})
+    slices = [(index, node) for index, node in slices if len(node.input) > 4 and node.input[4]]
     steps = {node.input[4] for _, node in slices}
     constants: dict[str, np.ndarray] = {}  # the steps' values, where constants give them
     for tensor in graph.initializer:
@@ -201,8 +212,8 @@ def guard_slice_steps(graph: onnx.GraphProto, nodes: Sequence[Any] | None = None
     inputs = {value_info.name for value_info in graph.input}
     for index, node in slices:
         name = node.input[4]
-        if name in inputs:
-            continue
+        if name in inputs and name not in constants:  # an initializer listed as an input:
+            continue  # inference reads its value
         values = constants.get(name)
         if values is not None and values.dtype.kind in "iu" and np.abs(
             values.astype(np.float64)
@@ -212,9 +223,13 @@ def guard_slice_steps(graph: onnx.GraphProto, nodes: Sequence[Any] | None = None
         if values is not None and values.dtype.kind in "iu":
             clipped = np.clip(values, -_INFERENCE_STEP_LIMIT, _INFERENCE_STEP_LIMIT)
             if guarded not in constants:
-                graph.initializer.append(
-                    numpy_helper.from_array(clipped.astype(values.dtype), guarded)
-                )
+                tensor = numpy_helper.from_array(clipped.astype(values.dtype), guarded)
+                graph.initializer.append(tensor)
+                # listed as an input too: before IR 4, inference reads only initializers
+                # that are (and from 4 one that is, is still read as the default)
+                graph.input.append(onnx.helper.make_tensor_value_info(
+                    guarded, tensor.data_type, tensor.dims
+                ))
                 constants[guarded] = clipped
         elif guarded not in inputs:
             # rank 1 of unknown length: an input with no shape at all, onnx's Slice takes

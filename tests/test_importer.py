@@ -15,8 +15,10 @@ from hypothesis.extra import numpy as hnp
 from onnx import TensorProto, helper, numpy_helper
 
 import dmlgraph
+from backends import get_backend
 from dmlgraph import canonical, folding, importer, shape_kernels
 from dmlgraph.errors import ModelLoadError, ModelValidationError
+from lowering import lower
 
 REAL_MODELS = (
     "squeezenet1_1",
@@ -578,6 +580,19 @@ graph = helper.make_graph(
 model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=10)
 imported = load(model)
 assert imported.tensors["r"].shape == (2,), imported.tensors["r"]
+# a step initializer also listed as a graph input (every one is, before IR 4)
+for step in (2**31, 2**32):
+    names = ("s", "e", "a", "t")
+    graph = helper.make_graph(
+        [helper.make_node("Slice", ["x", *names], ["y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [5])]
+        + [helper.make_tensor_value_info(n, TensorProto.INT64, [1]) for n in names],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(np.array([v], np.int64), n)
+         for n, v in zip(names, (0, 5, 0, step))])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=3)
+    imported = load(model)
+    assert imported.tensors["y"].shape == (1,), imported.tensors["y"]
 print("ok")
 '''
     done = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True,
@@ -606,3 +621,39 @@ def test_a_slice_step_computed_from_a_symbolic_shape_keeps_its_shape_unknown(fol
     x = np.arange(8, dtype=np.float32).reshape(2, 4)
     report = dmlgraph.check(model, inputs={"x": x})
     assert report.passed and report.compared == 1
+
+
+@pytest.mark.parametrize("case", ["steps input", "axes input", "steps output"])
+def test_slice_parameters_declared_without_a_shape_are_read_as_rank_1(case) -> None:
+    """onnx's Slice inference takes a parameter declared without a shape for an absent one
+    (steps 1, axes 0..n-1): x[0:big:3] of [5, 3] was inferred [5, 3], and onnxruntime's
+    run of the fallback then refused the real [2, 3]. Oracle: NumPy slicing."""
+    x = np.arange(15, dtype=np.float32).reshape(5, 3)
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [5, 3])]
+    outputs = [helper.make_tensor_value_info("z", TensorProto.FLOAT, None)]
+    values = {"s": [0], "e": [2**62], "a": [0], "t": [3]}
+    feeds = {"x": x}
+    if case == "steps input":
+        inputs.append(helper.make_tensor_value_info("t", TensorProto.INT64, None))
+        feeds["t"] = np.array(values.pop("t"), np.int64)
+        expected = x[0::3]
+    elif case == "axes input":
+        inputs.append(helper.make_tensor_value_info("a", TensorProto.INT64, None))
+        values.update(e=[1], t=[1])
+        feeds["a"] = np.array([1], np.int64)
+        values.pop("a")
+        expected = x[:, 0:1]
+    else:  # the steps initializer is a graph output too, declared without a shape
+        outputs.append(onnx.helper.make_tensor_value_info("t", TensorProto.INT64, None))
+        expected = x[0::3]
+    graph = helper.make_graph(
+        [helper.make_node("Slice", ["x", "s", "e", "a", "t"], ["y"]),
+         helper.make_node("Relu", ["y"], ["z"])], "g", inputs, outputs,
+        [numpy_helper.from_array(np.array(v, np.int64), n) for n, v in values.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    shape = dmlgraph.load(model).tensors["y"].shape
+    assert shape is not None and all(
+        d == n for d, n in zip(shape, expected.shape) if isinstance(d, int)
+    ), shape
+    z = get_backend("numpy").run(lower(dmlgraph.load(model)), feeds)["z"]
+    assert z.tobytes() == np.ascontiguousarray(expected).tobytes()
