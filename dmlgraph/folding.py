@@ -42,7 +42,7 @@ from dmlgraph.errors import ModelValidationError
 from dmlgraph.exporter import node_proto, op_schema, to_onnx
 from dmlgraph.ir import Graph, Node, NodeId, RemovedNode, Shape, TensorInfo, shape_matches
 from dmlgraph.value_info import tensor_info
-from dmlgraph.value_info import described_type, tensor_bytes, type_bytes
+from dmlgraph.value_info import described_type, tensor_array, tensor_bytes, type_bytes
 
 #: Ops whose results differ from run to run: never folded.
 NONDETERMINISTIC_OPS: frozenset[str] = frozenset(
@@ -147,20 +147,6 @@ def canonicalize(graph: Graph) -> None:
 _INFERENCE_STEP_LIMIT = 2**31 - 1
 
 
-_RAW_INDEX_TYPES: dict[int, np.dtype] = {
-    onnx.TensorProto.INT64: np.dtype("<i8"), onnx.TensorProto.INT32: np.dtype("<i4")
-}
-
-
-def _index_values(tensor: onnx.TensorProto) -> np.ndarray:
-    """A tensor's values, read straight from ``raw_data`` for int64/int32 (numpy_helper's
-    general path costs tens of µs a tensor)."""
-    dtype = _RAW_INDEX_TYPES.get(tensor.data_type)
-    if dtype is not None and tensor.HasField("raw_data"):
-        return np.frombuffer(tensor.raw_data, dtype)
-    return numpy_helper.to_array(tensor)
-
-
 def _shape_parameters(graph: onnx.GraphProto, parameters: set[str]) -> None:
     """Slice parameters that are graph inputs (or outputs) declared without a shape,
     declared rank 1 (as ONNX makes them): onnx's Slice inference takes a parameter without a
@@ -197,14 +183,14 @@ def guard_slice_steps(graph: onnx.GraphProto, nodes: Sequence[Any] | None = None
     constants: dict[str, np.ndarray] = {}  # the steps' values, where constants give them
     for tensor in graph.initializer:
         if tensor.name in steps:
-            constants[tensor.name] = _index_values(tensor)
+            constants[tensor.name] = tensor_array(tensor, graph.name)
     for name in steps:
         maker = makers.get(name)
         if maker is None or len(maker.attribute) != 1:
             continue
         attr = maker.attribute[0]
         if attr.type == AttributeProto.TENSOR:
-            constants[name] = _index_values(attr.t)
+            constants[name] = tensor_array(attr.t, graph.name)
         elif attr.type == AttributeProto.INTS:
             constants[name] = np.array(attr.ints, np.int64)
         elif attr.type == AttributeProto.INT:

@@ -22,20 +22,19 @@ from __future__ import annotations
 
 import math
 import os
-import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import onnx
-from onnx import AttributeProto, TensorProto, helper, numpy_helper
+from onnx import AttributeProto, TensorProto, helper
 
 from dmlgraph import canonical, collector, folding, schema_types, shape_kernels
-from dmlgraph.dtypes import ELEM_TYPE_TO_DTYPE, PLAIN_DTYPES, to_numpy_dtype
+from dmlgraph.dtypes import ELEM_TYPE_TO_DTYPE
 from dmlgraph.errors import DmlgraphError, ModelLoadError, ModelValidationError, UnsupportedError
 from dmlgraph.ir import Graph, OnnxOp, Provenance, RemovedNode, TensorInfo
-from dmlgraph.value_info import tensor_info
+from dmlgraph.value_info import tensor_array, tensor_info
 
 ModelSource = str | os.PathLike[str] | bytes | onnx.ModelProto
 
@@ -502,7 +501,7 @@ def attribute_value(attr: AttributeProto, where: str) -> Any:
     if kind == AttributeProto.STRING:
         return _text(attr.s)
     if kind == AttributeProto.TENSOR:
-        return _array(attr.t, where)
+        return tensor_array(attr.t, where)
     if kind == AttributeProto.FLOATS:
         return tuple(float(v) for v in attr.floats)
     if kind == AttributeProto.INTS:
@@ -510,7 +509,7 @@ def attribute_value(attr: AttributeProto, where: str) -> Any:
     if kind == AttributeProto.STRINGS:
         return tuple(_text(v) for v in attr.strings)
     if kind == AttributeProto.TENSORS:
-        return tuple(_array(t, where) for t in attr.tensors)
+        return tuple(tensor_array(t, where) for t in attr.tensors)
     raise UnsupportedError(
         f"{where}: attribute {attr.name!r} has kind {AttributeProto.AttributeType.Name(kind)}, "
         "which dmlgraph does not import"
@@ -522,53 +521,6 @@ def _text(raw: bytes) -> str | bytes:
         return raw.decode("utf-8")
     except UnicodeDecodeError:
         return raw
-
-
-#: Element types whose ``raw_data`` is exactly the array's little-endian bytes: read with one
-#: ``frombuffer`` (numpy_helper's general path costs tens of µs a tensor, and models hold
-#: hundreds of small constants).
-_RAW_DTYPES: Mapping[int, np.dtype] = {
-    elem: dtype
-    for elem, dtype in ELEM_TYPE_TO_DTYPE.items()
-    if dtype in PLAIN_DTYPES
-}
-
-
-def _array(tensor: TensorProto, where: str) -> np.ndarray:
-    dtype = _RAW_DTYPES.get(tensor.data_type)
-    if (
-        dtype is not None
-        and sys.byteorder == "little"
-        and tensor.HasField("raw_data")
-        and tensor.data_location != TensorProto.EXTERNAL
-        and not tensor.HasField("segment")
-    ):
-        raw = tensor.raw_data  # a fresh bytes object: the array may keep it
-        dims = tuple(tensor.dims)
-        if len(raw) == math.prod(dims) * dtype.itemsize:
-            array = np.frombuffer(raw, dtype).reshape(dims)
-            array.flags.writeable = False
-            return array
-    to_numpy_dtype(tensor.data_type, f"{where}: tensor {tensor.name!r}")
-    try:
-        array = numpy_helper.to_array(tensor)
-    except Exception as exc:
-        raise ModelLoadError(f"{where}: tensor {tensor.name!r} cannot be read: {exc}") from None
-    if not _owned(array):
-        array = np.array(array)  # own the data: the proto's buffers are not ours to keep
-    array.flags.writeable = False
-    return array
-
-
-def _owned(array: np.ndarray) -> bool:
-    """Whether the array's memory is its own or an immutable ``bytes`` (``raw_data`` comes out
-    of protobuf as a fresh bytes object, so weights need no second copy)."""
-    base: object = array
-    while isinstance(base, np.ndarray):
-        if base.base is None:
-            return True
-        base = base.base
-    return isinstance(base, bytes)
 
 
 def _build_graph(
@@ -609,7 +561,8 @@ def _build_graph(
             vi.name for vi in proto.graph.input if vi.name in initializer_names
         )
     for tensor in proto.graph.initializer:
-        graph.set_tensor(TensorInfo(tensor.name, data=_array(tensor, f"{source}: initializer")))
+        data = tensor_array(tensor, f"{source}: initializer")
+        graph.set_tensor(TensorInfo(tensor.name, data=data))
     known = {vi.name: vi for vi in list(inferred.value_info) + list(inferred.output)}
     outputs = {o.name for o in proto.graph.output}
     changed: set[str] = set()  # tensors folded or re-inferred on the way
@@ -722,7 +675,7 @@ def _constant_value(graph: Graph, node: NodeFields, outputs: set[str], where: st
         or node.output[0] in graph.tensors
     ):
         return False
-    graph.set_tensor(TensorInfo(node.output[0], data=_array(node.attribute[0].t, where)))
+    graph.set_tensor(TensorInfo(node.output[0], data=tensor_array(node.attribute[0].t, where)))
     _record_folded(graph, node, node.version)
     return True
 

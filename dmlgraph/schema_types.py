@@ -3,12 +3,11 @@ model: each input has a type its formal parameter allows, and the inputs bound t
 parameter share one type. Outputs are not checked, as onnxruntime does not: it runs a Cast-9
 to bfloat16 or a ConstantOfShape-9 of bfloat16, whose schemas list no such output, and a
 Constant-1 of int64 (it makes Constants initializers first). onnx's ``check_type`` refuses
-all three, so the importer asks this module whether a model it refuses has a real input
-type error (``input_type_problem``)."""
+all three, so the importer asks this module instead (``node_problem``, and
+``output_dtypes`` for the types a model declares)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from typing import Any
 
@@ -110,21 +109,3 @@ def output_dtypes(
 _FIXED: dict[str, np.dtype] = {
     name: dtype for dtype in DTYPE_TO_ELEM_TYPE if (name := type_string(dtype)) is not None
 }
-
-
-def input_type_problem(
-    nodes: Iterable[Any],
-    dtypes: Mapping[str, np.dtype],
-    opsets: Mapping[str, int],
-) -> tuple[Any, str] | None:
-    """The first node (a NodeProto or the importer's ``NodeFields``) whose inputs break its
-    schema, with why; ``dtypes`` by tensor name, ``opsets`` by domain."""
-    for node in nodes:
-        domain = "" if node.domain == "ai.onnx" else node.domain
-        if domain not in opsets:
-            continue
-        found = tuple(dtypes.get(name) if name else None for name in node.input)
-        problem = node_problem(node.op_type, domain, opsets[domain], found)
-        if problem is not None:
-            return node, problem
-    return None

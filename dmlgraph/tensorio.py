@@ -321,9 +321,9 @@ def available_memory() -> float:
             for line in meminfo:
                 if line.startswith("MemAvailable:"):
                     return float(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return math.inf
+    except (OSError, ValueError, IndexError):  # not Linux, or a line it cannot parse
+        return math.inf
+    return math.inf  # a kernel older than MemAvailable
 
 
 def random_array(rng: np.random.Generator, dtype: np.dtype, shape: Sequence[int]) -> np.ndarray:

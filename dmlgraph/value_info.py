@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+import math
 import sys
+from collections.abc import Mapping
 from functools import lru_cache
 
 import numpy as np
 import onnx
-from onnx import helper, numpy_helper
+from onnx import TensorProto, helper, numpy_helper
 
-from dmlgraph.dtypes import DTYPE_TO_ELEM_TYPE, PLAIN_DTYPES, to_elem_type, to_numpy_dtype
-from dmlgraph.errors import UnsupportedError
+from dmlgraph.dtypes import (
+    DTYPE_TO_ELEM_TYPE,
+    ELEM_TYPE_TO_DTYPE,
+    PLAIN_DTYPES,
+    to_elem_type,
+    to_numpy_dtype,
+)
+from dmlgraph.errors import ModelLoadError, UnsupportedError
 from dmlgraph.ir import Dim, Shape, TensorInfo
 
 #: NumPy dtypes whose bytes are ONNX's ``raw_data`` as they are, and their element types.
@@ -88,3 +96,52 @@ def _dim(dim: onnx.TensorShapeProto.Dimension) -> Dim:
     if dim.HasField("dim_param") and dim.dim_param:
         return dim.dim_param
     return None
+
+
+#: Element types whose ``raw_data`` is exactly the array's little-endian bytes: read with one
+#: ``frombuffer`` (numpy_helper's general path costs tens of µs a tensor, and models hold
+#: hundreds of small constants).
+_RAW_DTYPES: Mapping[int, np.dtype] = {
+    elem: dtype
+    for elem, dtype in ELEM_TYPE_TO_DTYPE.items()
+    if dtype in PLAIN_DTYPES
+}
+
+
+def tensor_array(tensor: TensorProto, where: str) -> np.ndarray:
+    """A tensor's values as a read-only array, straight from ``raw_data`` where its bytes are
+    the array's; ``where`` starts the message of a tensor that cannot be read."""
+    dtype = _RAW_DTYPES.get(tensor.data_type)
+    if (
+        dtype is not None
+        and sys.byteorder == "little"
+        and tensor.HasField("raw_data")
+        and tensor.data_location != TensorProto.EXTERNAL
+        and not tensor.HasField("segment")
+    ):
+        raw = tensor.raw_data  # a fresh bytes object: the array may keep it
+        dims = tuple(tensor.dims)
+        if len(raw) == math.prod(dims) * dtype.itemsize:
+            array = np.frombuffer(raw, dtype).reshape(dims)
+            array.flags.writeable = False
+            return array
+    to_numpy_dtype(tensor.data_type, f"{where}: tensor {tensor.name!r}")
+    try:
+        array = numpy_helper.to_array(tensor)
+    except Exception as exc:
+        raise ModelLoadError(f"{where}: tensor {tensor.name!r} cannot be read: {exc}") from None
+    if not owned(array):
+        array = np.array(array)  # own the data: the proto's buffers are not ours to keep
+    array.flags.writeable = False
+    return array
+
+
+def owned(array: np.ndarray) -> bool:
+    """Whether the array's memory is its own or an immutable ``bytes`` (``raw_data`` comes out
+    of protobuf as a fresh bytes object, so weights need no second copy)."""
+    base: object = array
+    while isinstance(base, np.ndarray):
+        if base.base is None:
+            return True
+        base = base.base
+    return isinstance(base, bytes)

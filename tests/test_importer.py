@@ -16,7 +16,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import dmlgraph
 from backends import get_backend
-from dmlgraph import canonical, folding, importer, shape_kernels
+from dmlgraph import canonical, folding, importer, shape_kernels, value_info
 from dmlgraph.errors import ModelLoadError, ModelValidationError
 from lowering import lower
 
@@ -471,7 +471,7 @@ def test_raw_tensors_read_as_numpy_helper_reads_them(dtype, shape, data) -> None
     array = data.draw(hnp.arrays(dtype, tuple(shape)))
     tensor = numpy_helper.from_array(array, "w")
     assert tensor.HasField("raw_data")
-    read = importer._array(tensor, "here")
+    read = value_info.tensor_array(tensor, "here")
     expected = numpy_helper.to_array(tensor)
     assert read.dtype == expected.dtype and read.shape == expected.shape
     assert read.tobytes() == expected.tobytes()
@@ -482,15 +482,15 @@ def test_raw_tensor_of_the_wrong_length_is_refused_by_name() -> None:
     tensor = numpy_helper.from_array(np.arange(6, dtype=np.float32), "w")
     tensor.raw_data = tensor.raw_data[:-4]
     with pytest.raises(ModelLoadError, match="here: tensor 'w' cannot be read"):
-        importer._array(tensor, "here")
+        value_info.tensor_array(tensor, "here")
 
 
 def test_an_array_over_someone_elses_buffer_is_copied() -> None:
     buffer = bytearray(np.arange(4, dtype=np.int32).tobytes())
     borrowed = np.frombuffer(buffer, np.int32)
-    assert not importer._owned(borrowed)
-    assert importer._owned(np.frombuffer(bytes(buffer), np.int32)[1:])
-    assert importer._owned(np.arange(3))
+    assert not value_info.owned(borrowed)
+    assert value_info.owned(np.frombuffer(bytes(buffer), np.int32)[1:])
+    assert value_info.owned(np.arange(3))
 
 
 @settings(max_examples=60, deadline=None)

@@ -359,7 +359,7 @@ def test_object_arrays_are_left_to_numpy() -> None:
     while the destination still holds them."""
 
     class Payload:
-        pass
+        """An object a weak reference can follow."""
 
     src = np.array([Payload() for _ in range(4)], dtype=object)
     dst = np.empty(4, dtype=object)
