@@ -33,8 +33,8 @@ from onnx import AttributeProto, TensorProto, helper
 from dmlgraph import canonical, collector, folding, schema_types, shape_kernels
 from dmlgraph.dtypes import ELEM_TYPE_TO_DTYPE
 from dmlgraph.errors import DmlgraphError, ModelLoadError, ModelValidationError, UnsupportedError
-from dmlgraph.ir import Graph, OnnxOp, Provenance, RemovedNode, TensorInfo
-from dmlgraph.value_info import tensor_array, tensor_info
+from dmlgraph.ir import Graph, OnnxOp, Provenance, RemovedNode, TensorInfo, dims_text
+from dmlgraph.value_info import shape_dim, tensor_array, tensor_info
 
 ModelSource = str | os.PathLike[str] | bytes | onnx.ModelProto
 
@@ -475,7 +475,11 @@ def _skeleton(proto: onnx.ModelProto, nodes: Sequence[NodeFields]) -> onnx.Model
     graph.name = source.name
     graph.node.extend(source.node)
     graph.input.extend(source.input)
-    graph.output.extend(source.output)
+    for value_info in source.output:  # typed, not shaped: onnx keeps a declared shape over
+        bare = graph.output.add()  # the one its node makes, and infers onward from it
+        bare.CopyFrom(value_info)
+        if bare.type.HasField("tensor_type"):
+            bare.type.tensor_type.ClearField("shape")
     declared = {value_info.name for value_info in source.input}
     for tensor in source.initializer:
         if math.prod(tensor.dims) <= folding.INFERENCE_CONSTANT_LIMIT:
@@ -581,15 +585,23 @@ def _build_graph(
                 f"{source}: graph output {name!r} is a tensor of element type 0 (UNDEFINED); "
                 "give its type, or leave the type out"
             )
+    declared_shapes = {
+        o.name: o.type.tensor_type.shape for o in proto.graph.output
+        if o.type.HasField("tensor_type") and o.type.tensor_type.HasField("shape")
+    }
     for index, node in enumerate(nodes):
         where = _node_where(source, index, node)
+        notes: list[str] = []
         if node.op_type == "Constant" and _constant_value(graph, node, outputs, where):
             continue
         if node.domain or node.op_type not in canonical.FORMS:  # those: ``check_types``
             _check_types(node, tensors, opsets, declared_outputs, where)
         for out in node.output:
             if out and out in known:
-                graph.set_tensor(tensor_info(known[out], where))
+                info = tensor_info(known[out], where)
+                if out in declared_shapes:
+                    info = _with_declared_shape(info, declared_shapes[out], notes)
+                graph.set_tensor(info)
                 if declared and out in declared:
                     _check_declared(out, tensors[out].dtype, declared[out], where)
         version = node.version
@@ -614,12 +626,41 @@ def _build_graph(
                 not name or name in pending or graph.is_constant(name) for name in node.input
             ):
                 pending.update(node.output)
-        _add_node(graph, node, index, version, attrs, where)
+        _add_node(graph, node, index, version, attrs, where, notes)
     graph.outputs = [o.name for o in proto.graph.output]
     for value_info in inferred.output:
         if value_info.name not in graph.tensors:
-            graph.set_tensor(tensor_info(value_info, f"{source}: graph output"))
+            info = tensor_info(value_info, f"{source}: graph output")
+            if info.name in declared_shapes:
+                info = _with_declared_shape(info, declared_shapes[info.name], [])
+            graph.set_tensor(info)
     return graph
+
+
+def _with_declared_shape(
+    info: TensorInfo, declared: onnx.TensorShapeProto, notes: list[str]
+) -> TensorInfo:
+    """A graph output's computed info with what its declared shape adds: a size or a name
+    where the computed dimension has none (or the whole shape, where none was computed). A declaration
+    the node contradicts yields to the node, as in onnxruntime (which warns "Error merging
+    shape info for output ... Falling back to lenient merge"), with a note saying so."""
+    said = tuple(shape_dim(d) for d in declared.dim)
+    made = info.shape
+    if made is None:
+        return info.replace(shape=said)
+    if len(made) != len(said) or any(
+        type(m) is int and type(d) is int and m != d for m, d in zip(made, said)
+    ):
+        notes.append(
+            f"the model declares graph output {info.name!r} of shape {dims_text(said)}, "
+            f"but the node makes {dims_text(made)}: the node's shape is used, as in "
+            "onnxruntime"
+        )
+        return info
+    # a size from either; else the declared name (onnx's own are "unk__7")
+    merged = tuple(m if type(m) is int or d is None else d for m, d in zip(made, said))
+    return info if merged == made else info.replace(shape=merged)
+
 
 
 def _check_types(
@@ -722,6 +763,7 @@ def _add_node(
     version: int,
     attrs: dict[str, Any],
     where: str,
+    notes: Sequence[str] = (),
 ) -> None:
     domain = node.domain
     provenance = Provenance(node.name, node.op_type, domain, version)
@@ -738,4 +780,4 @@ def _add_node(
         )
     else:
         op = OnnxOp(node.op_type, version, domain, attrs)
-    graph.add_node(op, inputs, node.output, provenance)
+    graph.add_node(op, inputs, node.output, provenance, notes)

@@ -175,13 +175,17 @@ class TensorInfo:
         return hash((self.name, self.dtype, self.shape))
 
     def __repr__(self) -> str:
-        dims = (
-            "?"
-            if self.shape is None
-            else "[" + ",".join("?" if d is None else str(d) for d in self.shape) + "]"
-        )
+        dims = "?" if self.shape is None else dims_text(self.shape)
         const = " const" if self.data is not None else ""
         return f"TensorInfo({self.name!r}: {self.dtype}{dims}{const})"
+
+
+def dims_text(shape: Sequence[Any] | None) -> str:
+    """``[1,?,N]``: a shape as messages and pictures show it (``[?]`` when even the rank is
+    unknown)."""
+    if shape is None:
+        return "[?]"
+    return "[" + ",".join("?" if d is None else str(d) for d in shape) + "]"
 
 
 def _normal_shape(shape: Iterable[Any]) -> Shape:

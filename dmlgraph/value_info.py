@@ -50,7 +50,7 @@ def _tensor_info(value_info: onnx.ValueInfoProto, where: str) -> TensorInfo:
     dtype = to_numpy_dtype(tensor_type.elem_type, where) if tensor_type.elem_type else None
     shape: tuple[Dim, ...] | None = None
     if tensor_type.HasField("shape"):
-        shape = tuple(_dim(d) for d in tensor_type.shape.dim)
+        shape = tuple(shape_dim(d) for d in tensor_type.shape.dim)
     return TensorInfo(value_info.name, dtype=dtype, shape=shape)
 
 
@@ -90,7 +90,8 @@ def described_type(serialized: bytes) -> tuple[np.dtype | None, Shape | None]:
     return info.dtype, info.shape
 
 
-def _dim(dim: onnx.TensorShapeProto.Dimension) -> Dim:
+def shape_dim(dim: onnx.TensorShapeProto.Dimension) -> Dim:
+    """One ONNX dimension as a ``Dim``: a size, a symbolic name, or None."""
     if dim.HasField("dim_value"):
         return int(dim.dim_value) if dim.dim_value >= 0 else None
     if dim.HasField("dim_param") and dim.dim_param:

@@ -443,6 +443,8 @@ def test_alias_domains_given_as_bytes_are_checked_after_renaming(onnx_make_model
 def test_skeleton_inference_equals_inference_on_the_whole_model(name, onnx_models_dir) -> None:
     proto = onnx.load(onnx_models_dir / f"{name}.onnx")
     del proto.graph.value_info[:]
+    for output in proto.graph.output:  # the skeleton's outputs are typed, not shaped
+        output.type.tensor_type.ClearField("shape")
     large = [
         t.name for t in proto.graph.initializer
         if int(np.prod(t.dims)) > folding.INFERENCE_CONSTANT_LIMIT
@@ -657,3 +659,61 @@ def test_slice_parameters_declared_without_a_shape_are_read_as_rank_1(case) -> N
     ), shape
     z = get_backend("numpy").run(lower(dmlgraph.load(model)), feeds)["z"]
     assert z.tobytes() == np.ascontiguousarray(expected).tobytes()
+
+
+def _sliced_outputs(
+    make_model, declared_y, declared_z, *, ends_input: bool = False
+) -> onnx.ModelProto:
+    """y = x[1:4] (ends a graph input with ``ends_input``), z = Concat(y, y); their shapes
+    declared as given."""
+    nodes = [
+        helper.make_node("Slice", ["x", "starts", "ends"], ["y"], name="slice"),
+        helper.make_node("Concat", ["y", "y"], ["z"], name="concat", axis=0),
+    ]
+    initializers = [helper.make_tensor("starts", TensorProto.INT64, [1], [1])]
+    inputs = [("x", TensorProto.FLOAT, [8])]
+    if ends_input:
+        inputs.append(("ends", TensorProto.INT64, [1]))
+    else:
+        initializers.append(helper.make_tensor("ends", TensorProto.INT64, [1], [4]))
+    return make_model(
+        nodes,
+        inputs,
+        [("y", TensorProto.FLOAT, declared_y), ("z", TensorProto.FLOAT, declared_z)],
+        opset=13,
+        initializers=initializers,
+    )
+
+
+def test_a_declared_output_shape_the_node_contradicts_yields_to_the_node(
+    onnx_make_model, onnx_run
+) -> None:
+    """onnx's inference keeps a declared graph-output shape over the one its node makes, and
+    infers onward from it: y declared [5] made z [10]. onnxruntime warns and runs the node's
+    shapes; the IR must hold those, with a note on the node."""
+    model = _sliced_outputs(onnx_make_model, [5], None)
+    x = np.arange(8, dtype=np.float32)
+    y, z = onnx_run(model, {"x": x})
+    graph = dmlgraph.load(model)
+    assert graph.tensor("y").shape == y.shape == (3,)
+    assert graph.tensor("z").shape == z.shape == (6,)
+    (slice_node,) = [n for n in graph.nodes if n.op_type == "Slice"]
+    assert any("'y'" in note and "[5]" in note and "[3]" in note for note in slice_node.notes)
+    assert [n for n in graph.nodes if any("declares" in note for note in n.notes)] == [slice_node]
+
+
+def test_a_declared_output_shape_fills_what_inference_cannot_know(onnx_make_model) -> None:
+    """Run-time ends: onnx knows y's rank only; the declaration gives its size, and names
+    what it leaves symbolic (onnx would call it "unk__0"). No note: nothing disagrees."""
+    graph = dmlgraph.load(_sliced_outputs(onnx_make_model, [3], ["Z"], ends_input=True))
+    assert graph.tensor("y").shape == (3,)
+    assert graph.tensor("z").shape == ("Z",)
+    assert not any("declares" in note for node in graph.nodes for note in node.notes)
+
+
+def test_a_declared_symbolic_output_dimension_gives_way_to_a_computed_size(
+    onnx_make_model,
+) -> None:
+    graph = dmlgraph.load(_sliced_outputs(onnx_make_model, ["N"], ["M"]))
+    assert graph.tensor("y").shape == (3,)
+    assert graph.tensor("z").shape == (6,)

@@ -20,7 +20,7 @@ from dmlgraph.canonical import LOWERED_OPS
 from dmlgraph.dml.operators import OperatorDesc
 from dmlgraph.dml.schema import FieldKind
 from dmlgraph.dml.tensor import BufferTensorDesc
-from dmlgraph.ir import Graph, Node, OnnxOp, TensorInfo
+from dmlgraph.ir import Graph, Node, OnnxOp, TensorInfo, dims_text
 
 #: A note starting with this marks a known DirectML / onnxruntime divergence (dmlgraph.parity).
 DIVERGENCE = "divergence:"
@@ -95,12 +95,6 @@ class NodeView:
 
 
 # ----------------------------------------------------------------------------- text
-
-
-def dims_text(shape: Sequence[Any] | None) -> str:
-    if shape is None:
-        return "[?]"
-    return "[" + ",".join("?" if d is None else str(d) for d in shape) + "]"
 
 
 def tensor_text(info: TensorInfo) -> str:
