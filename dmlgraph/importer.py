@@ -375,18 +375,32 @@ def _unshaped(graph: onnx.GraphProto) -> list[onnx.ValueInfoProto]:
 
 
 def _for_checker(proto: onnx.ModelProto) -> onnx.ModelProto | None:
-    """A copy for the checker where a graph input or output without a shape field has an
-    empty one; None when none lacks it. ONNX lets a tensor type omit its shape (unknown
-    rank) and onnxruntime runs such a model, but onnx's checker requires the field on graph
-    inputs and outputs; without ``full_check`` it reads nothing from it. The import itself
-    keeps the shape unknown."""
-    if not _unshaped(proto.graph):
+    """A copy for the checker of what onnxruntime runs and onnx's checker refuses; None when
+    the model holds none of it:
+    - a graph input or output without a shape field gets an empty one. ONNX lets a tensor
+      type omit its shape (unknown rank), but the checker requires the field on graph inputs
+      and outputs; without ``full_check`` it reads nothing from it. The import keeps the
+      shape unknown;
+    - before IR version 4, an initializer not listed as a graph input is listed (IR 3 said
+      every initializer is one; onnxruntime runs it either way)."""
+    unlisted = _unlisted_initializers(proto)
+    if not unlisted and not _unshaped(proto.graph):
         return None
     copy = onnx.ModelProto()
     copy.CopyFrom(proto)
     for value_info in _unshaped(copy.graph):
         value_info.type.tensor_type.shape.SetInParent()
+    copy.graph.input.extend(
+        helper.make_tensor_value_info(t.name, t.data_type, t.dims) for t in unlisted
+    )
     return copy
+
+
+def _unlisted_initializers(proto: onnx.ModelProto) -> list[TensorProto]:
+    if proto.ir_version >= 4:
+        return []
+    listed = {value_info.name for value_info in proto.graph.input}
+    return [t for t in proto.graph.initializer if t.name not in listed]
 
 
 def _run_checker(model: onnx.ModelProto | bytes, source: str) -> None:

@@ -717,3 +717,29 @@ def test_a_declared_symbolic_output_dimension_gives_way_to_a_computed_size(
     graph = dmlgraph.load(_sliced_outputs(onnx_make_model, ["N"], ["M"]))
     assert graph.tensor("y").shape == (3,)
     assert graph.tensor("z").shape == (6,)
+
+
+def test_an_ir3_initializer_not_listed_as_an_input_is_imported(onnx_run) -> None:
+    """IR 3 says every initializer is a graph input too; onnx's checker refuses one that is
+    not listed, onnxruntime runs it. The checker sees a copy that lists it; the model given
+    is not changed."""
+    weight = np.arange(8, dtype=np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["x", "w"], ["a"]),
+         helper.make_node("Slice", ["a", "starts", "ends"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [8]),
+         helper.make_tensor_value_info("starts", TensorProto.INT64, [1])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])],
+        [numpy_helper.from_array(np.array([1], np.int64), "starts"),
+         numpy_helper.from_array(np.array([4], np.int64), "ends"),
+         numpy_helper.from_array(weight, "w")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 10)], ir_version=3)
+    given = model.SerializeToString()
+    with pytest.raises(onnx.checker.ValidationError, match="not in graph input"):
+        onnx.checker.check_model(model)
+    x = np.linspace(-1, 1, 8, dtype=np.float32)
+    (expected,) = onnx_run(model, {"x": x})
+    lowered = lower(dmlgraph.load(model), "6_4")
+    (actual,) = get_backend("numpy").run(lowered, {"x": x}).values()
+    np.testing.assert_array_equal(actual, expected)
+    assert model.SerializeToString() == given
