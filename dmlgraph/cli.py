@@ -84,7 +84,14 @@ def _check_output(output: Path | None, *read: Path | None) -> None:
 
 
 def _shapes(args: argparse.Namespace) -> dict[str, list[int]] | None:
-    return dict(args.input_shape) if args.input_shape else None
+    if not args.input_shape:
+        return None
+    shapes: dict[str, list[int]] = {}
+    for name, dims in args.input_shape:
+        if shapes.get(name, dims) != dims:
+            _refuse(f"--input-shape gives {name!r} two shapes: {shapes[name]} and {dims}")
+        shapes[name] = dims
+    return shapes
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -351,7 +358,7 @@ def cmd_dxdispatch(args: argparse.Namespace) -> int:
 def cmd_inspect(args: argparse.Namespace) -> int:
     from dmlgraph.inspect import describe
 
-    shapes = dict(args.input_shape) if args.input_shape else None
+    shapes = _shapes(args)
     print(describe(args.model, shapes))
     return 0
 

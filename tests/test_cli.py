@@ -29,6 +29,11 @@ def test_inspect_with_dynamic_input_shape_flag(capsys) -> None:
 @pytest.mark.parametrize("args, fragment", [
     (["inspect", "no/such/model.onnx"], "no/such/model.onnx"),
     (["inspect", str(MODELS / "squeezenet1_1.onnx"), "--input-shape", "nope:1,3"], "nope"),
+    *(
+        ([command, str(MODELS / "squeezenet1_1.onnx"), "--input-shape", "input.1:1,3,224,224",
+          "--input-shape", "input.1:2,3,224,224"], "'input.1' two shapes")
+        for command in ("inspect", "lower", "check", "run")  # viz reads them as lower does
+    ),
 ])
 def test_errors_are_one_line_and_exit_2(args, fragment, capsys) -> None:
     assert main(args) == 2

@@ -234,6 +234,29 @@ def test_bad_bound_outputs_are_refused(make, message, path: str) -> None:
     assert same_bits(x, before)
 
 
+@pytest.mark.parametrize("second", [slice(4, 22), slice(0, 18)])
+def test_bound_outputs_sharing_memory_are_refused(second: slice, path: str) -> None:
+    """Two bound outputs over one buffer: each result would overwrite part of the other (the
+    native replay checked outputs against inputs only, and wrote y's values over with z's)."""
+    model = _model(
+        [helper.make_node("Slice", ["x", "s0", "e0", "ax"], ["y"]),
+         helper.make_node("Concat", ["x", "x"], ["z"], axis=1)],
+        [_info("x", np.float32, (3, 3))],
+        [_info("y", np.float32, (2, 3)), _info("z", np.float32, (3, 6))],
+        [_ints("s0", [1]), _ints("e0", [3]), _ints("ax", [0])],
+    )
+    lowered = lower(load(model), "6_4")
+    x = np.arange(9, dtype=np.float32).reshape(3, 3)
+    buffer = np.zeros(30, np.float32)
+    outputs = {"y": buffer[:6].reshape(2, 3), "z": buffer[second].reshape(3, 6)}
+    with pytest.raises(BackendError, match="bound outputs 'y' and 'z' share memory"):
+        NumpyBackend().run(lowered, {"x": x}, outputs=outputs)
+    apart = {"y": buffer[:6].reshape(2, 3), "z": buffer[6:24].reshape(3, 6)}
+    NumpyBackend().run(lowered, {"x": x}, outputs=apart)
+    for name, expected in zip(("y", "z"), _ort(model, {"x": x})):
+        assert same_bits(apart[name], expected)
+
+
 def test_outputs_held_by_the_caller_are_never_reused(path: str) -> None:
     lowered = lower(load(_halves_concat()), "6_4")
     backend = NumpyBackend()

@@ -1309,7 +1309,7 @@ static PyObject *replay_call(Replay *self, PyObject *args, PyObject *kwargs) {
         const int taken = take_array(self, obj, p, output, &low[i], &high[i]);
         if (taken < 0) goto done;
         if (!taken) goto fallback;
-        for (Py_ssize_t j = 0; output && j < self->ninputs; j++)
+        for (Py_ssize_t j = 0; output && j < i; j++) /* inputs, and outputs bound before */
             if (overlaps(low[i], high[i], low[j], high[j])) goto fallback;
         PyTuple_SET_ITEM(values, i, Py_NewRef(obj));
     }

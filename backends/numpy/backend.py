@@ -95,6 +95,7 @@ class NumpyBackend:
                 return results
         arrays = check_feeds(graph, feeds)
         bound = check_outputs(graph, outputs or {})
+        earlier: dict[str, np.ndarray] = {}
         for name, array in bound.items():
             for feed, value in arrays.items():
                 if np.may_share_memory(array, value):
@@ -102,6 +103,13 @@ class NumpyBackend:
                         f"{graph.source}: bound output {name!r} shares memory with input "
                         f"{feed!r}; writing the result would change the input while it is read"
                     )
+            for other, value in earlier.items():
+                if np.may_share_memory(array, value):
+                    raise BackendError(
+                        f"{graph.source}: bound outputs {other!r} and {name!r} share memory; "
+                        "each result would overwrite part of the other"
+                    )
+            earlier[name] = array
         results, runs = plan.run(arrays, bound)
         self.last_record = RunRecord(self.name, self.fallback.engine, runs)
         return results
