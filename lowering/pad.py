@@ -64,6 +64,11 @@ def lower_pad(rw: Rewriter) -> None:
             f"the input and the result are empty (shapes {list(shape)} and {list(out_shape)}); "
             "DirectML cannot describe a zero-size tensor, so it is an empty constant",
         )
+        if mode is PaddingMode.WRAP:
+            rw.note(
+                "divergence: onnxruntime fails on a wrap Pad of an empty input (its CPU kernel "
+                "says \"Unexpected mode of 3\"); ONNX's result is the empty tensor"
+            )
         return
     if any(c < 0 for c in cropped) and (mode is not PaddingMode.CONSTANT or min(out_shape) < 0):
         # a constant pad's crop may reach into the other side's padding (onnxruntime pads,
