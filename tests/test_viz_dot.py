@@ -104,7 +104,7 @@ def test_labels_list_descriptor_fields() -> None:
         assert f'<TD ALIGN="LEFT">{field}</TD>' in slice1
     assert "[1, 1, -2, 2]" in slice1
     padding = lowered_dot("padding_constant", "6_4")
-    for field, value in (("PaddingMode", "CONSTANT"), ("PaddingValue", "9"),
+    for field, value in (("PaddingMode", "CONSTANT"), ("PaddingValue", "9.0"),
                          ("StartPadding", "[0, 0, 1, 2]"), ("EndPadding", "[0, 0, 3, 4]")):
         assert f'<TD ALIGN="LEFT">{field}</TD><TD ALIGN="LEFT">{value}</TD>' in padding
     join = lowered_dot("join_example2", "6_4")
@@ -132,7 +132,7 @@ def test_statuses_are_coloured_and_fallback_targets_stand_out(tmp_path: Path) ->
     assert 'BGCOLOR="#e9ecef"' in text  # Conv and friends on the fallback
     assert "lowered: lowered to one DML operator" in text and "fallback: left to" in text
     # weights of ONNX nodes are rows of their node, not nodes of their own
-    assert '"const:' not in text and "constant float32[" in text
+    assert '"const' not in text and "constant float32[" in text
 
 
 def test_svg_through_graphviz(tmp_path: Path) -> None:
@@ -192,3 +192,63 @@ def test_drawing_a_real_model_is_fast() -> None:
     to_dot(lowered)
     html_report(graph, lowered)
     assert time.perf_counter() - start < 1.0
+
+
+def _named_model(node_name: str, tensor_name: str, graph_name: str = "g"):
+    """x -> Slice (named ``node_name``) -> ``tensor_name`` -> Pad -> y, names as given."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    ints = lambda name, v: numpy_helper.from_array(np.array(v, np.int64), name)  # noqa: E731
+    graph = helper.make_graph(
+        [helper.make_node("Slice", ["x", "s", "e"], [tensor_name], name=node_name),
+         helper.make_node("Pad", [tensor_name, "p"], ["y"], name="pad")], graph_name,
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [6])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [6])],
+        [ints("s", [1]), ints("e", [5]), ints("p", [1, 1])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    onnx.checker.check_model(model)
+    return model
+
+
+@pytest.mark.parametrize("node_name, tensor_name, graph_name", [
+    ("a\x01b", "t\x00u", "g"),  # NUL failed Graphviz; \x01 made the SVG not XML
+    ('in"q\\uote\\', 'out"q\\uote\\', 'g"\\'),  # ids doubled backslashes (DOT keeps them)
+    ("n" * 20_000, "t" * 20_000, "g" * 20_000),  # Graphviz refuses strings over 16384
+], ids=["control", "backslashes", "long"])
+def test_any_name_draws_and_reads_as_it_is(node_name, tensor_name, graph_name, tmp_path) -> None:
+    """Ids are numbers, never names; names are in labels and tooltips, control characters
+    written as \\xNN and names past TEXT_LIMIT shortened, so Graphviz renders every model
+    and the SVG is XML."""
+    lowered = lower(load(_named_model(node_name, tensor_name, graph_name)), "6_4")
+    text = to_dot(lowered)
+    for line in statements(text):
+        assert STATEMENT.match(line), line
+    assert len(max(text.splitlines(), key=len)) < 16384
+    if dot_module.graphviz() is None:
+        pytest.skip("Graphviz's dot is not installed (looked for 'dot' on PATH)")
+    render_svg(text, tmp_path / "g.svg")
+    svg = ET.parse(tmp_path / "g.svg").getroot()
+    titles = {a.get("{http://www.w3.org/1999/xlink}title") for a in svg.iter()} - {None}
+    shown = dot_module.shown(tensor_name).replace("\x00", "\\x00")
+    assert shown in titles  # the edge's tooltip: the name, not an id's escaping
+
+
+def test_a_float64_padding_value_is_drawn_as_the_descriptor_holds_it() -> None:
+    """PADDING1 holds a float64 fill exactly; the drawing showed 9 digits of it."""
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+
+    fill = 0.1234567890123
+    graph = helper.make_graph(
+        [helper.make_node("Pad", ["x", "p", "v"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.DOUBLE, [3])],
+        [helper.make_tensor_value_info("y", TensorProto.DOUBLE, [5])],
+        [numpy_helper.from_array(np.array([1, 1], np.int64), "p"),
+         numpy_helper.from_array(np.array(fill), "v")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    lowered = lower(load(model), "6_4")
+    (pad,) = [n for n in lowered.nodes if n.op_type == "Padding1Desc"]
+    assert pad.op.to_json()["desc"]["PaddingValue"] == fill
+    assert f'<TD ALIGN="LEFT">PaddingValue</TD><TD ALIGN="LEFT">{fill!r}</TD>' in to_dot(lowered)

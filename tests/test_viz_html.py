@@ -246,3 +246,26 @@ def test_report_loads_in_headless_chromium(tmp_path: Path) -> None:
     drawn = dom.nodes()
     assert {f"o-n{n.id}" for n in graph.nodes} <= set(drawn)
     assert {f"l-n{n.id}" for n in lowered.nodes} <= set(drawn)
+
+
+def test_an_output_shows_its_worst_verdict_over_every_comparison() -> None:
+    """Against onnxruntime Y passed, against the stored outputs it failed: the output's box
+    says fail (it showed the first comparison's pass while the page said parity fails)."""
+    parity = {"comparisons": [
+        {"actual": "numpy", "expected": "onnxruntime", "passed": True,
+         "outputs": [{"name": "Y", "verdict": "pass"}]},
+        {"actual": "numpy", "expected": "stored", "passed": False,
+         "outputs": [{"name": "Y", "verdict": "fail"}]},
+    ]}
+    graph, lowered = graphs(SYMMETRIC, "6_4")
+    parsed = Page(html_report(graph, lowered, parity))
+    for key in ("o-out0", "l-out0"):
+        classes = parsed.nodes()[key]["class"].split()
+        assert "verdict-fail" in classes and "verdict-pass" not in classes
+
+
+def test_a_verdict_given_as_a_plain_record_cannot_break_out_of_its_attribute() -> None:
+    graph, lowered = graphs(SYMMETRIC, "6_4")
+    text = html_report(graph, lowered, [{"name": "Y", "verdict": 'x"onmouseover="alert(1)'}])
+    assert 'onmouseover="' not in text  # no attribute of its own
+    assert 'verdict-x"onmouseover="alert(1)' in Page(text).nodes()["l-out0"]["class"]

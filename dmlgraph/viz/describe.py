@@ -119,7 +119,7 @@ def number_text(value: float | int) -> str:
     if isinstance(value, float):
         if math.isnan(value) or math.isinf(value):
             return str(value)
-        return f"{value:.9g}"
+        return repr(value)  # as to_json() writes it: a float64 PADDING1 value in full
     return str(value)
 
 

@@ -44,21 +44,40 @@ class VizError(DmlgraphError):
 
 
 def quote(text: str) -> str:
-    """A DOT double-quoted string (ids, attribute values)."""
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+    """A DOT escString in double quotes (a tooltip, an edge label): backslash, quote and
+    newline escaped, control characters written as ``\\xNN`` (Graphviz fails on NUL, and
+    XML allows none of them), a very long text shortened (``shown``). Ids are never user
+    text: DOT does not unescape them, so no quoting could show every name as it is."""
+    text = shown(text).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    return '"' + _CONTROL.sub(lambda m: f"\\\\x{ord(m.group()):02x}", text) + '"'
 
 
 def escape(text: str) -> str:
     """Text for an HTML-like label (also turns non-ASCII into character references). C0
-    control characters, which XML allows in no form, are written as ``\\xNN``."""
+    control characters, which XML allows in no form, are written as ``\\xNN``; a very long
+    text is shortened (``shown``)."""
     text = (
-        text.replace("&", "&amp;")
+        shown(text)
+        .replace("&", "&amp;")
         .replace("<", "&lt;")
         .replace(">", "&gt;")
         .replace('"', "&quot;")
     )
     text = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
     return text.encode("ascii", "xmlcharrefreplace").decode("ascii")
+
+
+#: The most characters of one text a drawing shows. Graphviz refuses a quoted or HTML-like
+#: string over 16384 bytes, and a label holds several texts; a longer one (a name) is shown
+#: by its two ends and its length.
+TEXT_LIMIT = 300
+
+
+def shown(text: str) -> str:
+    if len(text) <= TEXT_LIMIT:
+        return text
+    keep = (TEXT_LIMIT - 40) // 2
+    return f"{text[:keep]}\u2026{text[-keep:]} ({len(text)} characters)"
 
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
@@ -134,7 +153,7 @@ def to_dot(graph: Graph, records: Sequence[Any] | None = None, *, title: str | N
     counts = status_counts(records)
     summary = ", ".join(f"{n} {s}" for s, n in counts.items())
     lines = [
-        f"digraph {quote(graph.name)} {{",
+        'digraph "dmlgraph" {',
         f"  graph [label=<<B>{escape(heading)}</B>"
         + (f"<BR/>{escape(summary)}" if summary else "")
         + f'>, labelloc="t", fontname={quote(FONT)}, rankdir="TB", nodesep="0.3", '
@@ -146,6 +165,13 @@ def to_dot(graph: Graph, records: Sequence[Any] | None = None, *, title: str | N
     edge_lines: list[str] = []
     drawn_constants: set[str] = set()
     producers = {out: view.node_id for view in views for out in graph.node(view.node_id).outputs}
+    ids: dict[tuple[str, str], str] = {}  # (kind, tensor) -> "input0", "const3", ...
+
+    def tensor_id(kind: str, name: str) -> str:
+        key = (kind, name)
+        if key not in ids:
+            ids[key] = f"{kind}{len(ids)}"
+        return ids[key]
 
     def tensor_node(kind: str, name: str) -> str:
         info = graph.tensor(name)
@@ -157,18 +183,19 @@ def to_dot(graph: Graph, records: Sequence[Any] | None = None, *, title: str | N
         else:
             attrs = 'shape="note", style="filled", fillcolor="#fafafa"'
             label = f"constant {label}"
-        return f"  {quote(f'{kind}:{name}')} [{attrs}, label=<{label}>];"
+        tooltip = quote(f"{'constant' if kind == 'const' else kind} {name}")
+        return f'  "{tensor_id(kind, name)}" [{attrs}, label=<{label}>, tooltip={tooltip}];'
 
     def source_of(name: str) -> str | None:
         if name in producers:
             return f"n{producers[name]}"
         if name in graph.inputs:
-            return f"input:{name}"
+            return tensor_id("input", name)
         if graph.is_constant(name):
             if name not in drawn_constants:
                 drawn_constants.add(name)
                 node_lines.append(tensor_node("const", name))
-            return f"const:{name}"
+            return tensor_id("const", name)
         return None
 
     for name in graph.inputs:
@@ -177,7 +204,7 @@ def to_dot(graph: Graph, records: Sequence[Any] | None = None, *, title: str | N
         node = graph.node(view.node_id)
         tooltip = f"{view.title} {view.name}".strip()
         node_lines.append(
-            f"  {quote(f'n{view.node_id}')} [label={node_label(view)}, tooltip={quote(tooltip)}];"
+            f'  "n{view.node_id}" [label={node_label(view)}, tooltip={quote(tooltip)}];'
         )
         inputs = [(port, name) for port, name in enumerate(node.inputs) if name]
         for port, name in inputs:
@@ -189,7 +216,7 @@ def to_dot(graph: Graph, records: Sequence[Any] | None = None, *, title: str | N
             text = tensor_text(graph.tensor(name))
             label = f"{port}: {text}" if len(inputs) > 1 else text
             edge_lines.append(
-                f"  {quote(source)} -> {quote(f'n{view.node_id}')} "
+                f'  "{source}" -> "n{view.node_id}" '
                 f"[label={quote(label)}, tooltip={quote(name)}];"
             )
     for name in dict.fromkeys(graph.outputs):
@@ -197,11 +224,11 @@ def to_dot(graph: Graph, records: Sequence[Any] | None = None, *, title: str | N
         source = source_of(name)
         if source is not None:
             edge_lines.append(
-                f"  {quote(source)} -> {quote(f'output:{name}')} [tooltip={quote(name)}];"
+                f'  "{source}" -> "{tensor_id("output", name)}" [tooltip={quote(name)}];'
             )
     used = [s for s in STATUS_STYLES if any(v.status == s for v in views)]
     if used:
-        node_lines.append(f"  {quote('legend')} [label={_legend(used)}];")
+        node_lines.append(f'  "legend" [label={_legend(used)}];')
     return "\n".join(lines + node_lines + edge_lines + ["}"]) + "\n"
 
 

@@ -279,7 +279,7 @@ def _svg(
     parts.append("</g>")
     for item in items:
         box: Box = boxes[item.key]
-        classes = " ".join(["node", f"k-{item.kind}", f"st-{item.status}", *item.flags])
+        classes = esc(" ".join(["node", f"k-{item.kind}", f"st-{item.status}", *item.flags]))
         radius = 18 if item.kind in ("input", "output") else 4
         parts.append(
             f'<g class="{classes}" data-key="{esc(item.key)}" '
@@ -387,6 +387,10 @@ def _json_script(data: Any) -> str:
     return f'<script type="application/json" id="details-data">{text}</script>'
 
 
+def _severity(verdict: str) -> int:
+    return {"": 0, "-": 0, "fail": 3, "False": 3, "known divergence": 2}.get(verdict, 1)
+
+
 def html_report(
     original: Graph, lowered: Graph, parity: Any = None, *, title: str | None = None
 ) -> str:
@@ -397,9 +401,11 @@ def html_report(
     for record in records:
         groups.setdefault(record_group(record), f"g{len(groups)}")
     sections = parity_sections(parity)
-    verdicts: dict[str, str] = {}
-    for section in sections[:1]:
-        verdicts = {row.name: row.verdict for row in section.rows}
+    verdicts: dict[str, str] = {}  # each output's worst verdict over the comparisons
+    for section in sections:
+        for row in section.rows:
+            if _severity(row.verdict) > _severity(verdicts.get(row.name, "")):
+                verdicts[row.name] = row.verdict
     onnx_views = describe_graph(original, records, original=True)
     dml_views = describe_graph(lowered, records)
     onnx_panel = _build_panel("o", original, onnx_views, groups, verdicts)
