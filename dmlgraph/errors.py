@@ -49,6 +49,11 @@ class DmlValidationError(DmlgraphError):
         super().__init__(message)
 
 
+class EnumValueError(DmlgraphError, ValueError):
+    """A name or number that is no member of a DirectML enum (a feature level, a data type,
+    a padding mode...). A ValueError too, as ``enum`` callers expect."""
+
+
 class GraphInvariantError(DmlgraphError):
     """The IR breaks one of its own invariants (a bug in a pass or in code that built the IR).
 

@@ -174,6 +174,23 @@ CASES: list[tuple[Callable[..., OperatorDesc], dict[str, Any], str, str]] = [
     (padding1_desc, {"input_tensor": T("FLOAT16", (2, 3)), "output_tensor": T("FLOAT16", (3, 6)),
                      "padding_value_data_type": "FLOAT16", "padding_value": 1e6},
      "PaddingValue", "overflows DML_TENSOR_DATA_TYPE_FLOAT16"),
+    (padding1_desc, {"input_tensor": T("FLOAT32", (2, 3)), "output_tensor": T("FLOAT32", (3, 6)),
+                     "padding_value_data_type": "FLOAT32", "padding_value": 10**400},
+     "PaddingValue", "overflows DML_TENSOR_DATA_TYPE_FLOAT32"),
+    # numbers that are not integers: int() truncated 1.9 to 1 without a word
+    (slice_desc, {"offsets": (0, 0, 1.9, 0)}, "Offsets[2]", "must be an integer"),
+    (slice_desc, {"strides": (1, 1, 2, True)}, "Strides[3]", "must be an integer"),
+    (slice_desc, {"offsets": "0010"}, "Offsets", "must be a sequence of integers"),
+    (slice_desc, {"input_tensor": T("FLOAT32", (1, 1, 4, 4.5))}, "InputTensor.Sizes[3]",
+     "must be an integer"),
+    (slice_desc, {"input_tensor": T("FLOAT32", None)}, "InputTensor.Sizes",
+     "must be a sequence of integers"),
+    (slice_desc, {"dimension_count": "4"}, "DimensionCount", "must be an integer"),
+    (join_desc, {"axis": 3.0}, "Axis", "must be an integer"),
+    (join_desc, {"input_tensors": None}, "InputTensors", "sequence of DML_BUFFER_TENSOR_DESC"),
+    (padding_desc, {"input_tensor": T("UINT4", (1, 1, 4, 4)),
+                    "output_tensor": T("UINT4", (1, 1, 8, 10))},
+     "InputTensor.DataType", "DML_OPERATOR_PADDING supports"),  # was a KeyError
 ]
 
 
@@ -234,3 +251,38 @@ def test_descriptors_are_frozen() -> None:
     desc = slice1_desc()
     with pytest.raises(dataclasses.FrozenInstanceError):
         desc.dimension_count = 3  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("value", ["1.5", None, True, 10**400])
+def test_a_padding_value_must_be_a_number_that_fits(value: object) -> None:
+    with pytest.raises(DmlValidationError, match="PaddingValue"):
+        padding_desc(padding_value=value)
+
+
+def test_numpy_scalars_are_numbers() -> None:
+    import numpy as np
+
+    desc = padding1_desc(padding_value=np.int64(2**62 + 1))
+    desc.validate("6_4")
+    assert int(desc.scalar()) == 2**62 + 1
+    floating = padding1_desc(input_tensor=T("FLOAT32", (2, 3)), output_tensor=T("FLOAT32", (3, 6)),
+                             padding_value_data_type="FLOAT32", padding_value=np.float32(1.5))
+    floating.validate("6_4")
+    assert float(floating.scalar()) == 1.5
+    sliced = slice_desc(offsets=tuple(np.int64(v) for v in (0, 0, 1, 0)))
+    sliced.validate("6_4")
+    assert all(type(v) is int for v in sliced.offsets)
+
+
+def test_an_unknown_enum_value_is_a_dmlgraph_error_and_a_value_error() -> None:
+    import numpy as np
+
+    from dmlgraph.dml import FeatureLevel
+    from dmlgraph.dml.enums import PaddingMode
+
+    for parse, value in ((FeatureLevel.parse, "7_0"), (FeatureLevel.parse, None),
+                         (PaddingMode.parse, "MIRROR"), (PaddingMode.parse, 9)):
+        with pytest.raises(DmlgraphError) as info:
+            parse(value)
+        assert isinstance(info.value, ValueError)
+    assert FeatureLevel.parse(np.int64(0x6400)) is FeatureLevel.L6_4

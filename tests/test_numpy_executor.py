@@ -293,6 +293,37 @@ def test_bad_arrays_are_refused(array, message) -> None:
         execute_operator(desc, [array], "2_1")
 
 
+def test_a_bound_output_of_another_shape_is_refused() -> None:
+    """As inputs are read: the desc's sizes (packed) or a flat buffer; a (5, 2) array for
+    sizes [2, 5] was written row-major and handed back in its own shape."""
+    desc = PaddingDesc(input_tensor=T("FLOAT32", (2, 3)), output_tensor=T("FLOAT32", (2, 5)),
+                       padding_mode="CONSTANT", padding_value=1.5, start_padding=(0, 1),
+                       end_padding=(0, 1))
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    with pytest.raises(ExecutionError, match=r"bound array shape \(5, 2\)"):
+        execute_operator(desc, [x], outputs=[np.zeros((5, 2), np.float32)])
+    flat = np.zeros(10, np.float32)
+    assert execute_operator(desc, [x], outputs=[flat])[0] is flat
+    np.testing.assert_array_equal(flat.reshape(2, 5), np.pad(x, [(0, 0), (1, 1)],
+                                                             constant_values=1.5))
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda d, x: execute_operator(d.to_json(), [x]), "not dict"),
+    (lambda d, x: execute_operator(d, None), "inputs must be a list"),
+    (lambda d, x: execute_operator(d, x), "inputs must be a list"),
+    (lambda d, x: execute_operator(d, [[[1.0], [1.0, 2.0]]]), "cannot be read as an array"),
+    (lambda d, x: execute_operator(d, [x], outputs=np.zeros((2, 5), np.float32)),
+     "outputs must be a list"),
+    (lambda d, x: execute_operator(d, [x], outputs=[[0.0] * 10]), "must be a numpy array"),
+])
+def test_arguments_of_the_wrong_kind_are_one_clear_error(call, message) -> None:
+    desc = PaddingDesc(input_tensor=T("FLOAT32", (2, 3)), output_tensor=T("FLOAT32", (2, 5)),
+                       padding_mode="EDGE", start_padding=(0, 1), end_padding=(0, 1))
+    with pytest.raises(ExecutionError, match=message):
+        call(desc, np.ones((2, 3), np.float32))
+
+
 def test_executor_validates_first() -> None:
     desc = PaddingDesc(input_tensor=T("INT8", (1, 1, 2, 2)), output_tensor=T("INT8", (1, 1, 2, 2)),
                        padding_mode="EDGE", start_padding=(0,) * 4, end_padding=(0,) * 4)

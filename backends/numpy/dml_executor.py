@@ -27,7 +27,10 @@ class ExecutionError(DmlgraphError):
 # -- reading and writing tensors through their descs -----------------------------------------
 def _read(desc: BufferTensorDesc, array: np.ndarray, label: str) -> np.ndarray:
     """The logical tensor (shape = desc.sizes) as bits, from a shaped array or a flat buffer."""
-    array = np.asarray(array)
+    try:
+        array = np.asarray(array)
+    except (TypeError, ValueError) as exc:  # a ragged list...
+        raise ExecutionError(f"{label}: cannot be read as an array: {exc}") from None
     expected = desc.data_type.numpy_dtype
     if array.dtype != expected:
         raise ExecutionError(
@@ -76,7 +79,12 @@ def _write(desc: BufferTensorDesc, bits: np.ndarray, out: np.ndarray | None, lab
     if desc.is_packed and out.shape == desc.sizes:
         out.view(desc.data_type.bits_dtype)[...] = bits
         return out
-    flat = out.reshape(-1).view(desc.data_type.bits_dtype)
+    if out.ndim != 1:  # as _read takes inputs: another shape would be written row-major
+        raise ExecutionError(
+            f"{label}: bound array shape {out.shape} is neither the tensor's sizes "
+            f"{list(desc.sizes)} (packed) nor a flat buffer"
+        )
+    flat = out.view(desc.data_type.bits_dtype)
     needed = _last_index(desc) + 1
     if flat.size < needed:
         raise ExecutionError(
@@ -114,6 +122,19 @@ def execute_operator(
     packed, else as flat buffers; ``outputs`` binds caller arrays to write into instead.
     Inputs are never modified.
     """
+    if not isinstance(desc, OperatorDesc):
+        raise ExecutionError(
+            f"execute_operator takes a DML operator descriptor (operator_from_json reads one "
+            f"from JSON), not {type(desc).__name__}"
+        )
+    for name, given in (("inputs", inputs), ("outputs", outputs)):
+        if (given is not None or name == "inputs") and (
+            isinstance(given, (np.ndarray, str)) or not isinstance(given, Sequence)
+        ):
+            raise ExecutionError(
+                f"{desc.name}: {name} must be a list of arrays, one per {name[:-1]} tensor, "
+                f"not {type(given).__name__}"
+            )
     desc.validate(feature_level)
     input_descs = desc.inputs
     if len(inputs) != len(input_descs):
@@ -127,4 +148,9 @@ def execute_operator(
     result = np.empty(output_desc.sizes, dtype=output_desc.data_type.bits_dtype)
     run_moves(operator_moves(desc, bits, result))
     bound = outputs[0] if outputs else None
+    if bound is not None and not isinstance(bound, np.ndarray):
+        raise ExecutionError(
+            f"{desc.name} output 0: a bound output must be a numpy array, not "
+            f"{type(bound).__name__}"
+        )
     return [_write(output_desc, result, bound, f"{desc.name} output 0")]

@@ -8,10 +8,13 @@ error messages use.
 from __future__ import annotations
 
 import enum
+import numbers
 import re
 from typing import TypeVar
 
 import numpy as np
+
+from dmlgraph.errors import EnumValueError
 
 _E = TypeVar("_E", bound="_DmlEnum")
 
@@ -33,13 +36,13 @@ class _DmlEnum(enum.IntEnum):
         """Accept a member, its numeric value, its full C name or its suffix."""
         if isinstance(value, cls):
             return value
-        if isinstance(value, bool):
-            raise ValueError(f"{value!r} is not a {cls.__name__}")
-        if isinstance(value, int):
+        if isinstance(value, (bool, np.bool_)):
+            raise EnumValueError(f"{value!r} is not a {cls.__name__}")
+        if isinstance(value, numbers.Integral):  # NumPy's integers too
             try:
-                return cls(value)
+                return cls(int(value))
             except ValueError:
-                raise ValueError(f"{value!r} is not a {cls.__name__} value") from None
+                raise EnumValueError(f"{int(value)!r} is not a {cls.__name__} value") from None
         if isinstance(value, str):
             text = value.strip()
             if text.startswith(cls.prefix()):
@@ -48,10 +51,10 @@ class _DmlEnum(enum.IntEnum):
                 return cls[text]
             except KeyError:
                 names = ", ".join(m.name for m in cls)
-                raise ValueError(
+                raise EnumValueError(
                     f"{value!r} is not a {cls.__name__} (one of {names})"
                 ) from None
-        raise ValueError(f"{value!r} is not a {cls.__name__}")
+        raise EnumValueError(f"{value!r} is not a {cls.__name__}")
 
 
 class FeatureLevel(_DmlEnum):
@@ -88,11 +91,11 @@ class FeatureLevel(_DmlEnum):
         """Accept "6_4", "6.4", "DML_FEATURE_LEVEL_6_4", 0x6400 (or "0x6400") or a member."""
         if isinstance(value, cls):
             return value
-        if isinstance(value, int) and not isinstance(value, bool):
+        if isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_)):
             try:
-                return cls(value)
+                return cls(int(value))  # NumPy's integers too
             except ValueError:
-                raise ValueError(_unknown_level(value)) from None
+                raise EnumValueError(_unknown_level(int(value))) from None
         if isinstance(value, str):
             text = value.strip()
             if re.fullmatch(r"0[xX][0-9a-fA-F]+", text):
@@ -105,7 +108,7 @@ class FeatureLevel(_DmlEnum):
                 member = cls.__members__.get(f"L{int(match[1])}_{int(match[2])}")
                 if member is not None:
                     return member
-        raise ValueError(_unknown_level(value))
+        raise EnumValueError(_unknown_level(value))
 
     def __str__(self) -> str:
         return self.full_name

@@ -15,6 +15,7 @@ driven by each descriptor's SCHEMA.
 from __future__ import annotations
 
 import math
+import sys
 from typing import Any, Mapping, TypeVar
 
 import numpy as np
@@ -170,6 +171,9 @@ class _Reader:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             rule = 'must be a number or "inf", "-inf", "nan"' if named_floats else "must be a number"
             raise self.fail(path, value, rule)
+        if isinstance(value, int) and abs(value) > sys.float_info.max:
+            raise self.fail(path, value, "is too big for a double (DxDispatch's JSON reader "
+                                         "refuses it)")
         return value
 
     def scalar(self, value: object, data_type: TensorDataType, path: str) -> float | int:

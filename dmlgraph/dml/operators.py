@@ -12,6 +12,7 @@ import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from functools import cache
+from collections.abc import Iterable
 from typing import Any, Callable, ClassVar, Iterator, Sequence
 
 import numpy as np
@@ -26,6 +27,7 @@ from dmlgraph.dml.enums import (
     TensorDataType,
     TensorFlags,
 )
+from dmlgraph.dml.scalars import int_tuple, is_integer, is_real
 from dmlgraph.dml.schema import FieldKind, FieldSpec
 from dmlgraph.dml.support import introduced, support_row
 from dmlgraph.dml.tensor import BufferTensorDesc
@@ -43,14 +45,20 @@ PADDING_MODE_INTRODUCED: dict[PaddingMode, FeatureLevel] = {
 }
 
 _INTEGER_RANGE: dict[TensorDataType, tuple[int, int]] = {
-    dt: (int(np.iinfo(dt.numpy_dtype).min), int(np.iinfo(dt.numpy_dtype).max))
-    for dt in TensorDataType
-    if dt.bit_width >= 8 and not dt.is_float and dt != TensorDataType.UNKNOWN
+    **{
+        dt: (int(np.iinfo(dt.numpy_dtype).min), int(np.iinfo(dt.numpy_dtype).max))
+        for dt in TensorDataType
+        if dt.bit_width >= 8 and not dt.is_float and dt != TensorDataType.UNKNOWN
+    },
+    TensorDataType.UINT4: (0, 15),  # no NumPy dtype; the support tables refuse them anyway,
+    TensorDataType.INT4: (-8, 7),  # after the rules are checked
 }
 
 
-def _ints(values: Sequence[int]) -> tuple[int, ...]:
-    return tuple(int(v) for v in values)
+def _count(values: object) -> int:
+    """A DimensionCount or InputCount left out: the length of its array (-1, which validate()
+    refuses, when that is no sequence)."""
+    return len(values) if isinstance(values, tuple) else -1
 
 
 @cache
@@ -120,6 +128,12 @@ class OperatorDesc(ABC):
 
     def _check_schema(self) -> None:
         """Rules every field of a kind obeys: tensor descs, counts, UINT and INT ranges."""
+        for spec in self.SCHEMA:
+            value = getattr(self, spec.attr)
+            if spec.kind in (K.UINT_ARRAY, K.INT_ARRAY) and not isinstance(value, tuple):
+                raise self.error(spec.c_name, value, "must be a sequence of integers")
+            if spec.kind is K.INPUT_TENSOR_ARRAY and not isinstance(value, tuple):
+                raise self.error(spec.c_name, value, "must be a sequence of DML_BUFFER_TENSOR_DESC")
         for label, desc, is_output in self.tensor_fields():
             if not isinstance(desc, BufferTensorDesc):
                 raise self.error(label, desc, "must be a DML_BUFFER_TENSOR_DESC")
@@ -133,6 +147,8 @@ class OperatorDesc(ABC):
         by_name = {spec.c_name: spec for spec in self.SCHEMA}
         for spec in self.SCHEMA:
             value = getattr(self, spec.attr)
+            if spec.kind in (K.COUNT, K.UINT) and not is_integer(value):
+                raise self.error(spec.c_name, value, "must be an integer")
             if spec.kind is K.COUNT:
                 if not 0 <= value <= UINT32_MAX:
                     raise self.error(spec.c_name, value, "must fit in UINT")
@@ -142,6 +158,8 @@ class OperatorDesc(ABC):
             elif spec.kind in (K.UINT_ARRAY, K.INT_ARRAY):
                 low, high = (0, UINT32_MAX) if spec.kind is K.UINT_ARRAY else (INT32_MIN, INT32_MAX)
                 for i, item in enumerate(value):
+                    if not is_integer(item):
+                        raise self.error(f"{spec.c_name}[{i}]", item, "must be an integer")
                     if not low <= item <= high:
                         kind = "UINT" if spec.kind is K.UINT_ARRAY else "INT"
                         raise self.error(f"{spec.c_name}[{i}]", item, f"must fit in {kind}")
@@ -234,9 +252,9 @@ class SliceDesc(OperatorDesc):
 
     def __post_init__(self) -> None:
         for name in ("offsets", "sizes", "strides"):
-            object.__setattr__(self, name, _ints(getattr(self, name)))
+            object.__setattr__(self, name, int_tuple(getattr(self, name)))
         if self.dimension_count == -1:
-            object.__setattr__(self, "dimension_count", len(self.offsets))
+            object.__setattr__(self, "dimension_count", _count(self.offsets))
 
     def _check_rules(self) -> None:
         self._same_type_and_rank(self.dimension_count)
@@ -290,9 +308,9 @@ class Slice1Desc(OperatorDesc):
 
     def __post_init__(self) -> None:
         for name in ("input_window_offsets", "input_window_sizes", "input_window_strides"):
-            object.__setattr__(self, name, _ints(getattr(self, name)))
+            object.__setattr__(self, name, int_tuple(getattr(self, name)))
         if self.dimension_count == -1:
-            object.__setattr__(self, "dimension_count", len(self.input_window_offsets))
+            object.__setattr__(self, "dimension_count", _count(self.input_window_offsets))
 
     def max_copied_elements(self, i: int) -> int:
         """1 + (InputWindowSizes[i] - 1) / |InputWindowStrides[i]| (the seed omits the abs;
@@ -348,9 +366,10 @@ class JoinDesc(OperatorDesc):
     axis: int
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "input_tensors", tuple(self.input_tensors))
+        if isinstance(self.input_tensors, Iterable):
+            object.__setattr__(self, "input_tensors", tuple(self.input_tensors))
         if self.input_count == -1:
-            object.__setattr__(self, "input_count", len(self.input_tensors))
+            object.__setattr__(self, "input_count", _count(self.input_tensors))
 
     def _check_rules(self) -> None:
         if self.input_count < 1:
@@ -401,9 +420,9 @@ class _PaddingRules:
     def _normalize_common(self) -> None:
         object.__setattr__(self, "padding_mode", PaddingMode.parse(self.padding_mode))
         for name in ("start_padding", "end_padding"):
-            object.__setattr__(self, name, _ints(getattr(self, name)))
+            object.__setattr__(self, name, int_tuple(getattr(self, name)))
         if self.dimension_count == -1:
-            object.__setattr__(self, "dimension_count", len(self.start_padding))
+            object.__setattr__(self, "dimension_count", _count(self.start_padding))
 
     def _check_rules(self) -> None:
         self._same_type_and_rank(self.dimension_count)
@@ -471,7 +490,14 @@ class PaddingDesc(_PaddingRules, OperatorDesc):
 
     def __post_init__(self) -> None:
         self._normalize_common()
-        value = float(self.padding_value)
+        if not is_real(self.padding_value):
+            raise self.error("PaddingValue", self.padding_value, "must be a number (a C FLOAT)")
+        try:
+            value = float(self.padding_value)
+        except OverflowError:  # an integer beyond any double
+            raise self.error(
+                "PaddingValue", self.padding_value, "must fit in a 32-bit FLOAT"
+            ) from None
         with np.errstate(over="ignore"):
             as_float32 = float(np.float32(value))
         if math.isinf(as_float32) and not math.isinf(value):
@@ -544,17 +570,20 @@ class Padding1Desc(_PaddingRules, OperatorDesc):
             )
         value = self.padding_value
         if data_type.is_float:
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
+            if not is_real(value):
                 raise self.error("PaddingValue", value, "must be a number")
-            with np.errstate(over="ignore"):
-                stored = float(np.array(value, dtype=data_type.numpy_dtype))
-            if math.isinf(stored) and not math.isinf(float(value)):
+            try:
+                with np.errstate(over="ignore"):
+                    stored = float(np.array(float(value), dtype=data_type.numpy_dtype))
+            except OverflowError:  # an integer beyond any double
+                stored = math.inf
+            if math.isinf(stored) and (is_integer(value) or not math.isinf(value)):
                 raise self.error(
                     "PaddingValue", value, f"overflows {data_type.full_name}"
                 )
             return
         low, high = _INTEGER_RANGE[data_type]
-        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        if not is_integer(value) or not low <= value <= high:
             raise self.error(
                 "PaddingValue",
                 value,

@@ -11,6 +11,7 @@ from dmlgraph.dml.enums import (
     TensorDataType,
     TensorFlags,
 )
+from dmlgraph.dml.scalars import int_tuple, is_integer
 from dmlgraph.errors import DmlValidationError
 
 UINT64_MAX = 2**64 - 1
@@ -36,10 +37,6 @@ def calc_buffer_tensor_size(
     return (size_in_bytes + 3) & ~3
 
 
-def _int_tuple(values: Sequence[int]) -> tuple[int, ...]:
-    return tuple(int(v) for v in values)
-
-
 @dataclass(frozen=True)
 class BufferTensorDesc:
     """DML_BUFFER_TENSOR_DESC. Sizes and strides are in elements, strides unsigned.
@@ -58,9 +55,9 @@ class BufferTensorDesc:
     def __post_init__(self) -> None:
         object.__setattr__(self, "data_type", TensorDataType.parse(self.data_type))
         object.__setattr__(self, "flags", TensorFlags.parse(self.flags))
-        object.__setattr__(self, "sizes", _int_tuple(self.sizes))
+        object.__setattr__(self, "sizes", int_tuple(self.sizes))
         if self.strides is not None:
-            object.__setattr__(self, "strides", _int_tuple(self.strides))
+            object.__setattr__(self, "strides", int_tuple(self.strides))
         if self.total_tensor_size_in_bytes == -1:
             object.__setattr__(self, "total_tensor_size_in_bytes", self.minimum_size_in_bytes)
 
@@ -89,7 +86,7 @@ class BufferTensorDesc:
 
     @property
     def minimum_size_in_bytes(self) -> int:
-        if any(size < 1 for size in self.sizes) or (
+        if not self._well_typed() or any(size < 1 for size in self.sizes) or (
             self.strides is not None and len(self.strides) != len(self.sizes)
         ):
             return 0  # invalid; validate() names the rule
@@ -97,11 +94,33 @@ class BufferTensorDesc:
             return 0
         return calc_buffer_tensor_size(self.data_type, self.sizes, self.strides)
 
+    def _well_typed(self) -> bool:
+        """Sizes and strides are tuples of integers (``int_tuple`` keeps anything else)."""
+        return all(
+            isinstance(values, tuple) and all(is_integer(v) for v in values)
+            for values in (self.sizes, self.strides if self.strides is not None else ())
+        )
+
     def validate(self, operator: str, field_name: str) -> None:
         """Check the tensor desc's own rules; errors name the operator field holding it."""
 
         def fail(sub: str, value: object, rule: str) -> DmlValidationError:
             return DmlValidationError(operator, f"{field_name}.{sub}", value, rule)
+
+        for sub, values in (("Sizes", self.sizes), ("Strides", self.strides)):
+            if sub == "Strides" and values is None:
+                continue
+            if not isinstance(values, tuple):
+                raise fail(sub, values, "must be a sequence of integers")
+            for i, value in enumerate(values):
+                if not is_integer(value):
+                    raise fail(f"{sub}[{i}]", value, "must be an integer")
+        for sub, value in (
+            ("TotalTensorSizeInBytes", self.total_tensor_size_in_bytes),
+            ("GuaranteedBaseOffsetAlignment", self.guaranteed_base_offset_alignment),
+        ):
+            if not is_integer(value):
+                raise fail(sub, value, "must be an integer")
 
         if self.data_type == TensorDataType.UNKNOWN:
             raise fail("DataType", self.data_type.full_name, "a tensor's DataType must be known")

@@ -1,0 +1,26 @@
+"""What a descriptor's number fields take: Python's or NumPy's integers and reals, never a
+bool or a string. One test for the dataclasses, their validation and the executor."""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Iterable
+
+import numpy as np
+
+
+def is_integer(value: object) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
+
+
+def is_real(value: object) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+
+
+def int_tuple(values: object) -> object:
+    """A sequence of integers as a tuple of Python ints. Anything else comes back as it is (a
+    tuple keeps each non-integer as it is) for ``validate()`` to refuse by its field's name:
+    ``int()`` would truncate 1.9 to 1 without a word."""
+    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+        return values
+    return tuple(int(v) if is_integer(v) else v for v in values)
