@@ -30,10 +30,9 @@ BACKENDS: Mapping[str, Callable[..., Backend]] = {"numpy": _numpy, "onnxruntime"
 
 def get_backend(name: str, **options: Any) -> Backend:
     """The backend called ``name`` ("numpy" or "onnxruntime")."""
-    try:
-        factory = BACKENDS[name]
-    except KeyError:
-        raise BackendError(f"unknown backend {name!r} (known: {', '.join(BACKENDS)})") from None
+    factory = BACKENDS.get(name) if isinstance(name, str) else None
+    if factory is None:
+        raise BackendError(f"unknown backend {name!r} (known: {', '.join(BACKENDS)})")
     return factory(**options)
 
 

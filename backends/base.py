@@ -75,6 +75,24 @@ class Backend(Protocol):
     def execute(self, graph: Graph, feeds: Mapping[str, np.ndarray]) -> RunResult: ...
 
 
+def check_arguments(
+    graph: object, feeds: object, outputs: object = None
+) -> None:
+    """A backend's run takes a Graph, a mapping of feeds and (numpy) one of bound outputs:
+    anything else is one clear error, not an AttributeError from deep inside."""
+    if not isinstance(graph, Graph):
+        raise BackendError(
+            f"run takes a Graph (dmlgraph.load, or lowering.lower of one), not "
+            f"{type(graph).__name__}"
+        )
+    for name, given in (("feeds", feeds), ("outputs", outputs)):
+        if (given is not None or name == "feeds") and not isinstance(given, Mapping):
+            raise BackendError(
+                f"{graph.source}: {name} map tensor names to arrays, not a "
+                f"{type(given).__name__}"
+            )
+
+
 def check_feeds(graph: Graph, feeds: Mapping[str, Any]) -> dict[str, np.ndarray]:
     """The feeds as arrays, once every graph input is present with its dtype and shape.
 
@@ -98,7 +116,12 @@ def check_feeds(graph: Graph, feeds: Mapping[str, Any]) -> dict[str, np.ndarray]
     for name in graph.inputs:
         array = feeds[name]
         if type(array) is not np.ndarray:
-            array = np.asarray(array)
+            try:
+                array = np.asarray(array)
+            except (TypeError, ValueError) as exc:  # a ragged list...
+                raise BackendError(
+                    f"{graph.source}: input {name!r} cannot be read as an array: {exc}"
+                ) from None
         info = graph.tensor(name)
         if info.dtype is not None and array.dtype != info.dtype:
             raise BackendError(

@@ -115,7 +115,7 @@ PARAMETER_PORTS: Mapping[str, Mapping[str, int]] = MappingProxyType(
     }
 )
 _ARITY = {"Slice": 5, "Pad": 4}
-_INT64_MAX = int(np.iinfo(np.int64).max)
+INT64_MAX = int(np.iinfo(np.int64).max)
 _INDEX_PARAMS = {"Slice": ("starts", "ends", "axes", "steps"), "Pad": ("pads", "axes")}
 
 
@@ -442,7 +442,7 @@ def check(graph: Graph, node: Node) -> None:
         values = [int(v) for v in pads_data.reshape(-1)]  # Python ints: the sums may overflow
         for axis, n in enumerate(shape):
             size = n + values[axis] + values[axis + len(shape)]
-            if size > _INT64_MAX:
+            if size > INT64_MAX:
                 raise ModelValidationError(
                     f"{where}: pads {values} make axis {axis} of size {size}, beyond the int64 "
                     "an ONNX dimension is"

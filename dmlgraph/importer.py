@@ -55,7 +55,8 @@ def load(
     """Import an ONNX model into a validated Graph.
 
     ``input_shapes`` fixes graph-input dimensions (``{"x": [1, 3, 224, 224]}``); a given size
-    must agree with any fixed size in the model. With ``fold`` (the default) shapes are inferred
+    must agree with any fixed size in the model, and a name frees one (the model's lowering
+    with that dimension dynamic). With ``fold`` (the default) shapes are inferred
     and every subgraph computable from constants and static shapes is folded; Slice/Pad
     parameters that stay run-time values get a note saying why.
     """
@@ -118,6 +119,8 @@ def _read(model: ModelSource) -> tuple[str, onnx.ModelProto, Path | None, bytes 
         source = str(path)
         try:
             data = path.read_bytes()
+        except ValueError as exc:  # a NUL in the path
+            raise ModelLoadError(f"{source!r}: cannot read the model file: {exc}") from None
         except OSError as exc:
             raise ModelLoadError(
                 f"{source}: cannot read the model file: {exc.strerror or exc}"
@@ -415,7 +418,17 @@ def _apply_input_shapes(
 ) -> None:
     initializers = {t.name for t in proto.graph.initializer}
     inputs = {i.name: i for i in proto.graph.input if i.name not in initializers}
+    if not isinstance(input_shapes, Mapping):
+        raise ModelValidationError(
+            f"{source}: input_shapes maps input names to shapes ({{'x': [1, 3, 224, 224]}}), "
+            f"not a {type(input_shapes).__name__}"
+        )
     for name, dims in input_shapes.items():
+        if isinstance(dims, (str, bytes)) or not isinstance(dims, Iterable):
+            raise ModelValidationError(
+                f"{source}: input_shapes[{name!r}] = {dims!r}: a shape is a sequence of sizes "
+                "and names"
+            )
         if name not in inputs:
             raise ModelValidationError(
                 f"{source}: input_shapes names {name!r}, which is not a graph input (inputs: "
@@ -433,11 +446,11 @@ def _apply_input_shapes(
             if (
                 isinstance(size, bool)
                 or not isinstance(size, (int, np.integer, str))
-                or (not isinstance(size, str) and size < 0)
+                or (not isinstance(size, str) and not 0 <= size <= canonical.INT64_MAX)
             ):
                 raise ModelValidationError(
-                    f"{source}: input_shapes[{name!r}][{axis}] = {size!r}: a size is an int >= 0 "
-                    "or a name"
+                    f"{source}: input_shapes[{name!r}][{axis}] = {size!r}: a size is an int "
+                    "from 0 to 2^63 - 1, or a name"
                 )
             if (
                 declared is not None
@@ -450,7 +463,7 @@ def _apply_input_shapes(
                     f"dimension to {declared[axis].dim_value}"
                 )
         tensor_type.ClearField("shape")
-        for size in dims:
+        for size in dims:  # a name frees a size the model fixes: its lowering, made dynamic
             dim = tensor_type.shape.dim.add()
             if isinstance(size, str):
                 dim.dim_param = size

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import enum
 import math
+import numbers
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -36,7 +37,7 @@ from dmlgraph.canonical import LOWERED_OPS
 from dmlgraph.dml.enums import FeatureLevel
 from dmlgraph.errors import DmlgraphError, UnsupportedError
 from dmlgraph.ir import Graph
-from dmlgraph.tensorio import native_order
+from dmlgraph.tensorio import TensorIOError, native_order
 
 #: The prefix of a note that marks a known DirectML / onnxruntime divergence.
 DIVERGENCE = "divergence:"
@@ -80,14 +81,20 @@ class Tolerances:
     def of(
         cls, atol: float | Mapping[str, float] | None, rtol: float | Mapping[str, float] | None
     ) -> Tolerances:
-        def as_map(value: float | Mapping[str, float] | None) -> dict[str, float]:
+        def number(kind: str, name: str, value: object) -> float:
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+                where = f" for {name!r}" if name else ""
+                raise DmlgraphError(f"{kind}{where}: {value!r} is not a number")
+            return float(value)
+
+        def as_map(kind: str, value: float | Mapping[str, float] | None) -> dict[str, float]:
             if value is None:
                 return {}
             if isinstance(value, Mapping):
-                return {str(k): float(v) for k, v in value.items()}
-            return {"": float(value)}
+                return {str(k): number(kind, str(k), v) for k, v in value.items()}
+            return {"": number(kind, "", value)}
 
-        return cls(as_map(atol), as_map(rtol))
+        return cls(as_map("atol", atol), as_map("rtol", rtol))
 
     def check(self, outputs: Sequence[str]) -> None:
         """Refuse a tolerance for a name that is no output (a typo would pass silently) or
@@ -548,6 +555,12 @@ def check(
         level = FeatureLevel.parse(feature_level)
     except ValueError as exc:
         raise UnsupportedError(str(exc)) from None
+    for name, given in (("inputs", inputs), ("expected", expected)):
+        if given is not None and not isinstance(given, (Mapping, str, os.PathLike)):
+            raise DmlgraphError(
+                f"{name} is an .npz or test-data folder path, or a mapping of names to "
+                f"arrays, not a {type(given).__name__}"
+            )
     graph = load(model, input_shapes)
     tolerances = Tolerances.of(atol, rtol)
     tolerances.check(graph.outputs)
@@ -608,6 +621,16 @@ def check(
     )
 
 
+def _arrays(given: Mapping[str, Any], what: str) -> dict[str, np.ndarray]:
+    arrays = {}
+    for name, value in given.items():
+        try:
+            arrays[name] = np.asarray(value)
+        except (TypeError, ValueError) as exc:  # a ragged list...
+            raise TensorIOError(f"{what}[{name!r}] cannot be read as an array: {exc}") from None
+    return arrays
+
+
 def _tensors(
     graph: Graph,
     inputs: TensorSource | None,
@@ -624,7 +647,7 @@ def _tensors(
     held: dict[str, np.ndarray] = {}  # the inputs ``expected`` holds
     where = "the expected arrays" if isinstance(expected, Mapping) else str(expected)
     if isinstance(expected, Mapping):
-        stored = {k: np.asarray(v) for k, v in expected.items()}
+        stored = _arrays(expected, "expected")
         held = {k: stored[k] for k in graph.inputs if k in stored}
     elif expected is not None:
         tensors = tensorio.read(expected, graph, stem=stem, require_inputs=False)
@@ -646,7 +669,7 @@ def _tensors(
     if inputs is None:
         feeds, source = tensorio.generate(graph, seed), f"generated (seed {seed})"
     elif isinstance(inputs, Mapping):
-        feeds, source = {k: np.asarray(v) for k, v in inputs.items()}, "given arrays"
+        feeds, source = _arrays(inputs, "inputs"), "given arrays"
     else:
         tensors = tensorio.read(inputs, graph, stem=stem)
         feeds, source = tensors.inputs, str(inputs)

@@ -11,7 +11,7 @@ import os
 
 from dmlgraph import collector
 from dmlgraph.dml.enums import FeatureLevel
-from dmlgraph.errors import UnsupportedError
+from dmlgraph.errors import DmlgraphError, UnsupportedError
 from dmlgraph.ir import Graph, OnnxOp
 from lowering.passes import DEFAULT_PASSES, Context, Origin, PassManager
 from lowering.report import LoweredGraph, NodeReport, Status
@@ -36,6 +36,10 @@ def lower(
     ``verify_each``: check the IR invariants after every pass, not only after the last (see
     ``PassManager``); None reads ``DMLGRAPH_VERIFY_EACH``.
     """
+    if not isinstance(graph, Graph):
+        raise DmlgraphError(
+            f"lower takes a Graph (dmlgraph.load(model) makes one), not {type(graph).__name__}"
+        )
     if verify_each is None:
         verify_each = os.environ.get(VERIFY_EACH_VARIABLE, "") == "1"
     with collector.paused():  # first: an allocation here would scan all of load's objects

@@ -305,6 +305,7 @@ class Simplify(Pass):
 
     def run(self, graph: LoweredGraph, ctx: Context) -> None:
         seen: dict[tuple[object, tuple[str, ...]], Node] = {}
+        shared: dict[tuple[NodeId, NodeId], int] = {}  # (origin, origin computing it) -> count
         for node_id in [n.id for n in graph.topological_order()]:
             node = graph.node(node_id)  # fresh: a merge may have rewired its inputs
             if not isinstance(node.op, OperatorDesc):
@@ -315,8 +316,16 @@ class Simplify(Pass):
                 seen.setdefault(key, node)
                 continue
             graph.remove_node(node.id)
-            ctx.origin_of.pop(node.id, None)
+            origin, keeper = ctx.origin_of.pop(node.id, None), ctx.origin_of.get(first.id)
+            if origin is not None and keeper is not None and origin != keeper:
+                shared[origin, keeper] = shared.get((origin, keeper), 0) + 1
             graph.replace_uses(node.outputs[0], first.outputs[0])
+        for (origin, keeper), count in shared.items():  # its notes counted them as its own
+            other = ctx.origins[keeper].node
+            ctx.origins[origin].notes.append(
+                f"{count} of its descriptors are the same operator on the same tensors as "
+                f"descriptors of {other.op_type} {other.name!r}, and are computed once there"
+            )
         for node in graph.remove_dead_nodes():
             ctx.origin_of.pop(node.id, None)
         graph.prune_tensors()

@@ -237,8 +237,12 @@ def test_input_shapes_keep_symbolic_names_and_accept_numpy_ints(onnx_make_model)
         ({"nope": [1, 3]}, "'nope', which is not a graph input"),
         ({"x": [1, 3, 4]}, "rank 3; the model declares rank 2"),
         ({"x": [1, 4]}, "fixes that dimension to 3"),
-        ({"x": [-1, 3]}, "a size is an int >= 0 or a name"),
-        ({"x": [1.5, 3]}, "a size is an int >= 0 or a name"),
+        ({"x": [-1, 3]}, "a size is an int from 0 to 2^63 - 1, or a name"),
+        ({"x": [1.5, 3]}, "a size is an int from 0 to 2^63 - 1, or a name"),
+        ({"x": [2**63, 3]}, "a size is an int from 0 to 2^63 - 1, or a name"),
+        ({"x": "N3"}, "a shape is a sequence of sizes and names"),  # was split into N, 3
+        ({"x": 5}, "a shape is a sequence of sizes and names"),
+        ([("x", [1, 3])], "input_shapes maps input names to shapes"),
     ],
 )
 def test_bad_input_shapes_are_refused(shapes, fragment, onnx_make_model) -> None:
@@ -251,6 +255,11 @@ def test_bad_input_shapes_are_refused(shapes, fragment, onnx_make_model) -> None
     with pytest.raises(ModelValidationError, match="input_shapes") as info:
         dmlgraph.load(model, input_shapes=shapes)
     assert fragment in str(info.value)
+
+
+def test_a_path_holding_a_nul_is_one_clear_error() -> None:
+    with pytest.raises(ModelLoadError, match="cannot read the model file"):
+        dmlgraph.load("model\x00.onnx")
 
 
 def _model_with_weight(onnx_make_model) -> tuple[onnx.ModelProto, np.ndarray]:

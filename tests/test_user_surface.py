@@ -208,7 +208,52 @@ def test_dot_labels_hold_no_control_characters(tmp_path: Path) -> None:
 
     model = _slice_model(data="x\x01y")
     text = to_dot(lower(dmlgraph.load(model)))
-    labels = re.findall(r"label=<(.*?)>\];", text)
+    labels = re.findall(r"label=<(.*?)>(?:\];|, tooltip=)", text)
     assert labels and not any(re.search(r"[\x00-\x08\x0b\x0c\x0e-\x1f]", label)
                               for label in labels)
     assert any("x\\x01y" in label for label in labels)
+
+
+_RAGGED = [[1.0, 2.0], [3.0]]
+
+
+@pytest.mark.parametrize("call, fragment", [
+    (lambda g, l, x: lower("model.onnx"), "lower takes a Graph"),
+    (lambda g, l, x: _backend("numpy").run(l, None), "feeds map tensor names to arrays"),
+    (lambda g, l, x: _backend("numpy").run(l, [x]), "feeds map tensor names to arrays"),
+    (lambda g, l, x: _backend("onnxruntime").run(g, [x]), "feeds map tensor names to arrays"),
+    (lambda g, l, x: _backend("numpy").run(l, {"x": _RAGGED}), "cannot be read as an array"),
+    (lambda g, l, x: _backend("onnxruntime").run(None, {"x": x}), "run takes a Graph"),
+    (lambda g, l, x: _backend("numpy").run(l, {"x": x}, outputs=[x]),
+     "outputs map tensor names to arrays"),
+    (lambda g, l, x: _backend(["numpy"]), "unknown backend"),
+    (lambda g, l, x: _backend("numpy", threads="4"), "threads must be an integer"),
+    (lambda g, l, x: _backend("numpy", fallback=3), "neither a name"),
+    (lambda g, l, x: dmlgraph.check(_slice_model(), inputs=[x]), "inputs is an .npz"),
+    (lambda g, l, x: dmlgraph.check(_slice_model(), inputs={"x": _RAGGED}),
+     "cannot be read as an array"),
+    (lambda g, l, x: dmlgraph.check(_slice_model(), atol={"y": None}),
+     "atol for 'y': None is not a number"),
+])
+def test_api_misuse_is_one_clear_dmlgraph_error(call, fragment) -> None:
+    """Arguments of the wrong kind met an AttributeError, a TypeError or NumPy's "truth value
+    of an array is ambiguous" from deep inside."""
+    graph = dmlgraph.load(_slice_model())
+    lowered = lower(graph)
+    x = np.zeros((4, 6), np.float32)
+    with pytest.raises(dmlgraph.DmlgraphError, match=re.escape(fragment)):
+        call(graph, lowered, x)
+
+
+def _backend(name, **options):
+    from backends import get_backend
+
+    return get_backend(name, **options)
+
+
+def test_descriptors_merged_with_another_nodes_are_named_in_the_notes() -> None:
+    """Simplify computes identical descriptors once: at FL 1_0 padding_symmetric's 'right'
+    said it takes 5 descriptors while 2 of its slices are 'left''s, and its report listed 3."""
+    (right,) = [r for r in lower(dmlgraph.load(MODELS / "seeds" / "padding_symmetric.onnx"),
+                                 "1_0").report() if r.name == "right"]
+    assert any("2 of its descriptors" in note and "'left'" in note for note in right.notes)

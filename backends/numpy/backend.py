@@ -16,7 +16,15 @@ from typing import Any
 
 import numpy as np
 
-from backends.base import BackendError, GraphCache, RunRecord, RunResult, check_feeds
+from backends.base import (
+    BackendError,
+    GraphCache,
+    RunRecord,
+    RunResult,
+    check_arguments,
+    check_feeds,
+)
+from dmlgraph.dml.scalars import is_integer
 from backends.numpy.fallback import Fallback, get_fallback
 from backends.numpy.plan import DML_ENGINE, Plan
 from backends.numpy.threads import default_threads
@@ -47,8 +55,8 @@ class NumpyBackend:
     ) -> None:
         self.fallback = get_fallback(fallback, providers)
         self.feature_level = None if feature_level is None else FeatureLevel.parse(feature_level)
-        if threads is not None and threads < 1:
-            raise BackendError(f"threads must be at least 1, got {threads}")
+        if threads is not None and (not is_integer(threads) or threads < 1):
+            raise BackendError(f"threads must be an integer of at least 1, not {threads!r}")
         self.threads = threads or default_threads()
         self._plans: GraphCache[Plan] = GraphCache()
         self.last_record: RunRecord | None = None
@@ -82,6 +90,7 @@ class NumpyBackend:
         outputs: Mapping[str, np.ndarray] | None = None,
     ) -> dict[str, np.ndarray]:
         """The outputs of ``execute`` (``last_record`` says what ran)."""
+        check_arguments(graph, feeds, outputs)
         plan = self.plan(graph)
         if plan.replay is not None:  # the run in one native call, where nothing is unusual
             results = plan.replay(feeds, outputs)

@@ -110,13 +110,17 @@ FALLBACKS: Mapping[str, Callable[[Sequence[str] | None], Fallback]] = {
 
 def get_fallback(fallback: str | Fallback, providers: Sequence[str] | None = None) -> Fallback:
     if not isinstance(fallback, str):
+        if not isinstance(getattr(fallback, "engine", None), str) or not callable(
+            getattr(fallback, "prepare", None)
+        ):
+            raise BackendError(
+                f"fallback {fallback!r} is neither a name ({', '.join(FALLBACKS)}) nor a "
+                "Fallback (an engine name and a prepare(graph) method)"
+            )
         return fallback
-    try:
-        return FALLBACKS[fallback](providers)
-    except KeyError:
-        raise BackendError(
-            f"unknown fallback {fallback!r} (known: {', '.join(FALLBACKS)})"
-        ) from None
+    if fallback not in FALLBACKS:
+        raise BackendError(f"unknown fallback {fallback!r} (known: {', '.join(FALLBACKS)})")
+    return FALLBACKS[fallback](providers)
 
 
 def _nodes(graph: Graph) -> str:

@@ -21,6 +21,7 @@ from backends.base import (
     NodeRun,
     RunRecord,
     RunResult,
+    check_arguments,
     check_feeds,
     first_line,
 )
@@ -48,6 +49,7 @@ class OnnxruntimeBackend:
         return translate(graph)
 
     def execute(self, graph: Graph, feeds: Mapping[str, Any]) -> RunResult:
+        check_arguments(graph, feeds)
         arrays = check_feeds(graph, feeds)
 
         def build() -> tuple[ort.InferenceSession, list[str]]:
