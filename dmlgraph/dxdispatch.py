@@ -24,8 +24,13 @@ from typing import Any, Callable
 
 import numpy as np
 
-from dmlgraph.dml.enums import MINIMUM_BUFFER_TENSOR_ALIGNMENT, FeatureLevel, TensorDataType
-from dmlgraph.dml.jsonio import NAMED_FLOATS, json_float, operator_from_json
+from dmlgraph.dml.enums import (
+    MINIMUM_BUFFER_TENSOR_ALIGNMENT,
+    UINT32_MAX,
+    FeatureLevel,
+    TensorDataType,
+)
+from dmlgraph.dml.jsonio import NAMED_FLOATS, json_float, lossless_double, operator_from_json
 from dmlgraph.dml.operators import OperatorDesc
 from dmlgraph.dml.schema import FieldKind
 from dmlgraph.dml.tensor import BufferTensorDesc
@@ -98,6 +103,11 @@ def _element(name: str, value: object, data_type: TensorDataType) -> float | int
             return NAMED_FLOATS[value.lower()]
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise DxDispatchError(f"resource '{name}': initial value {value!r} is not a number")
+        if not lossless_double(value):
+            raise DxDispatchError(
+                f"resource '{name}': initial value {value} is no double exactly (DxDispatch's "
+                "reader refuses an integer a double would round)"
+            )
         return json_float(value, data_type)
     if isinstance(value, bool) or not isinstance(value, int):
         raise DxDispatchError(
@@ -116,8 +126,10 @@ def _initial_values(name: str, spec: dict[str, Any], data_type: TensorDataType) 
         kind = "constant initializer" if "value" in values else "sequence initializer"
         _known_fields(values, kind, f"resource '{name}': initialValues")
         count = values["valueCount"]
-        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-            raise DxDispatchError(f"resource '{name}': valueCount must be a positive integer")
+        if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= UINT32_MAX:
+            raise DxDispatchError(  # DxDispatch reads it as a UINT32 (gsl::narrow)
+                f"resource '{name}': valueCount {count!r} must be an integer from 1 to 2^32 - 1"
+            )
         if "value" in values:
             return np.full(count, _element(name, values["value"], data_type), dtype=dtype)
         if "valueStart" in values and "valueDelta" in values:
@@ -135,8 +147,13 @@ def _parse_resource(name: str, spec: Any) -> Resource:
     if not isinstance(spec, dict) or spec.get("type", "buffer") != "buffer":
         raise DxDispatchError(f"resource '{name}': only buffer resources are supported")
     _known_fields(spec, "resource", f"resource '{name}'")
+    if "initialValuesDataType" not in spec:
+        raise DxDispatchError(
+            f"resource '{name}': initialValuesDataType is required (dmlgraph does not read "
+            "DxDispatch's mixed-type initialValues arrays)"
+        )
     try:
-        data_type = TensorDataType.parse(spec.get("initialValuesDataType", ""))
+        data_type = TensorDataType.parse(spec["initialValuesDataType"])
     except ValueError as exc:
         raise DxDispatchError(f"resource '{name}': initialValuesDataType: {exc}") from None
     try:
@@ -173,8 +190,20 @@ _RELAXED = re.compile(
 
 
 def parse_json(text: str) -> Any:
-    """JSON as DxDispatch reads it: comments and trailing commas allowed."""
-    return json.loads(_RELAXED.sub(lambda m: m.group() if m.group().startswith('"') else "", text))
+    """JSON as DxDispatch reads it with RapidJSON: comments and trailing commas allowed,
+    anything after the root value ignored (``kParseStopWhenDoneFlag``), and of a key given
+    twice, the first (``FindMember``)."""
+    relaxed = _RELAXED.sub(lambda m: m.group() if m.group().startswith('"') else "", text)
+    decoder = json.JSONDecoder(object_pairs_hook=_first_of_each_key)
+    value, _ = decoder.raw_decode(relaxed, len(relaxed) - len(relaxed.lstrip()))
+    return value
+
+
+def _first_of_each_key(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for key, value in pairs:
+        found.setdefault(key, value)
+    return found
 
 
 def load_model(source: str | Path | dict[str, Any]) -> DxDispatchModel:
@@ -256,10 +285,12 @@ def _bound_view(
 def _dispatch(model: DxDispatchModel, command: dict[str, Any], level: FeatureLevel) -> None:
     from backends.numpy import execute_operator  # the executor lives in the backends package
 
-    name = command.get("dispatchable")
-    if not isinstance(name, str) or name not in model.dispatchables:
-        raise DxDispatchError(f"dispatch command: unknown dispatchable {name!r}")
+    name = command["dispatchable"]  # known: _check_commands
     desc = model.dispatchables[name]
+    try:  # first: a tensor of a type with no NumPy element type cannot be bound
+        desc.validate(level)
+    except DmlgraphError as exc:
+        raise DxDispatchError(f"dispatch '{name}': {exc}") from None
     bindings = command.get("bindings", {})
     if not isinstance(bindings, dict):
         raise DxDispatchError(f"dispatch '{name}': bindings must be an object, not {bindings!r}")
@@ -315,23 +346,44 @@ def run_model(
     return model
 
 
-def _run_commands(
-    model: DxDispatchModel, level: FeatureLevel, echo: Callable[[str], None] | None
-) -> None:
+def _command_kind(command: Any) -> Any:
+    kind = command.get("type") if isinstance(command, dict) else None
+    return kind.lower() if isinstance(kind, str) else kind  # DxDispatch: _stricmp
+
+
+def _check_commands(model: DxDispatchModel) -> None:
+    """Every command's type, fields and names, before any runs, as DxDispatch parses them
+    all first (a bad last command printed nothing there, and everything before it here)."""
     for index, command in enumerate(model.commands):
-        kind = command.get("type") if isinstance(command, dict) else None
-        kind = kind.lower() if isinstance(kind, str) else kind  # DxDispatch: _stricmp
-        if kind in ("dispatch", "print"):
-            _known_fields(command, kind, f"command {index}")
+        kind = _command_kind(command)
+        if kind == "writefile":
+            raise DxDispatchError(
+                f"command {index}: writeFile is not run here (no file is written from a model; "
+                "`dmlgraph dxdispatch MODEL -o OUT.npz` saves every resource)"
+            )
+        if kind not in ("dispatch", "print"):
+            raise DxDispatchError(f"command {index}: unknown command type {kind!r}")
+        _known_fields(command, kind, f"command {index}")
         if kind == "dispatch":
-            _dispatch(model, command, level)
-        elif kind == "print":
+            name = command.get("dispatchable")
+            if not isinstance(name, str) or name not in model.dispatchables:
+                raise DxDispatchError(f"command {index}: unknown dispatchable {name!r}")
+        else:
             name = command.get("resource")
             if not isinstance(name, str) or name not in model.resources:
                 raise DxDispatchError(f"command {index}: print of unknown resource {name!r}")
-            line = f"Resource '{name}': {format_values(model.resources[name].values())}"
-            model.printed.append(line)
-            if echo:
-                echo(line)
-        else:
-            raise DxDispatchError(f"command {index}: unknown command type {kind!r}")
+
+
+def _run_commands(
+    model: DxDispatchModel, level: FeatureLevel, echo: Callable[[str], None] | None
+) -> None:
+    _check_commands(model)
+    for command in model.commands:
+        if _command_kind(command) == "dispatch":
+            _dispatch(model, command, level)
+            continue
+        name = command["resource"]
+        line = f"Resource '{name}': {format_values(model.resources[name].values())}"
+        model.printed.append(line)
+        if echo:
+            echo(line)

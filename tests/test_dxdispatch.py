@@ -238,3 +238,41 @@ def test_one_byte_integers_print_as_characters(tmp_path, capsys) -> None:
     """Executor.cpp writes each element with ``os << value``: an int8_t or uint8_t is a char."""
     model = _slice_model([72, 105, 33, 63], "UINT8")
     assert _run_text(tmp_path, json.dumps(model), capsys)[:2] == (0, "Resource 'out': H, i, !, ?\n")
+
+
+@pytest.mark.parametrize("edit, message", [
+    # a data type with no NumPy element type: a traceback from binding, before validation
+    (lambda m: [m["dispatchables"]["s"]["desc"][t].update(DataType="INT4")
+                for t in ("InputTensor", "OutputTensor")], "DML_OPERATOR_SLICE supports"),
+    (lambda m: m["dispatchables"]["s"]["desc"]["InputTensor"].update(DataType="UNKNOWN"),
+     "a tensor's DataType must be known"),
+    # ParseUInt32Field: gsl::narrow (it allocated 16 GiB here, and was killed)
+    (lambda m: m["resources"]["out"]["initialValues"].update(valueCount=2**32),
+     "valueCount 4294967296 must be an integer from 1 to 2^32 - 1"),
+    # ParseFloatingPointNumber: IsLosslessDouble
+    (lambda m: m["resources"]["in"].update(initialValues=[2**53 + 1, 2, 3, 4]),
+     "9007199254740993 is no double exactly"),
+    (lambda m: m["resources"]["in"].pop("initialValuesDataType"),
+     "initialValuesDataType is required"),
+    (lambda m: m["commands"].append({"type": "writeFile", "resource": "out",
+                                     "targetPath": "out.bin"}), "writeFile is not run here"),
+])
+def test_what_dxdispatch_refuses_is_refused_before_anything_runs(tmp_path, capsys, edit,
+                                                                  message) -> None:
+    """DxDispatch parses every command before it runs one: nothing is printed first."""
+    model = _slice_model([1, 2, 3, 4])
+    edit(model)
+    code, out, err = _run_text(tmp_path, json.dumps(model), capsys)
+    assert (code, out) == (2, "") and err.count("\n") == 1 and message in err, err
+    assert not (tmp_path / "out.bin").exists()
+
+
+def test_rapidjson_reads_the_first_of_a_repeated_key_and_stops_after_the_root(
+    tmp_path, capsys
+) -> None:
+    """FindMember finds the first member of a name; kParseStopWhenDoneFlag ignores what
+    follows the root value."""
+    text = json.dumps(_slice_model([1, 2, 3, 4]))
+    text = text.replace('"resource": "out"', '"resource": "out", "resource": "in"')
+    assert _run_text(tmp_path, text + "\n{trailing", capsys) == (
+        0, "Resource 'out': 1, 2, 3, 4\n", "")

@@ -15,7 +15,6 @@ driven by each descriptor's SCHEMA.
 from __future__ import annotations
 
 import math
-import sys
 from typing import Any, Mapping, TypeVar
 
 import numpy as np
@@ -117,6 +116,17 @@ def operator_to_json(desc: OperatorDesc) -> dict[str, Any]:
 NAMED_FLOATS: Mapping[str, float] = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
 
 
+def lossless_double(value: float | int) -> bool:
+    """Whether a JSON number is a double exactly, as RapidJSON's ``IsLosslessDouble`` asks
+    before DxDispatch reads an integer into a float field (2^53 + 1 is not)."""
+    if isinstance(value, float):
+        return True
+    try:
+        return int(float(value)) == value
+    except OverflowError:  # beyond any double
+        return False
+
+
 def json_float(number: float | int, data_type: TensorDataType) -> float:
     """A JSON number as DxDispatch stores it in a float type: a FLOAT16 through float
     (``half(ParseFloatingPointNumber<float>(v))``: two roundings), others as they are."""
@@ -171,9 +181,9 @@ class _Reader:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             rule = 'must be a number or "inf", "-inf", "nan"' if named_floats else "must be a number"
             raise self.fail(path, value, rule)
-        if isinstance(value, int) and abs(value) > sys.float_info.max:
-            raise self.fail(path, value, "is too big for a double (DxDispatch's JSON reader "
-                                         "refuses it)")
+        if not lossless_double(value):
+            raise self.fail(path, value, "is no double exactly (DxDispatch's reader refuses "
+                                         "an integer a double would round)")
         return value
 
     def scalar(self, value: object, data_type: TensorDataType, path: str) -> float | int:
