@@ -10,17 +10,29 @@ import numpy as np
 
 
 def is_integer(value: object) -> bool:
-    return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
+    kind = type(value)
+    if kind is int:  # first: lowering asks for every size and stride it builds
+        return True
+    return kind is not bool and isinstance(value, numbers.Integral) and kind is not np.bool_
 
 
 def is_real(value: object) -> bool:
-    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+    kind = type(value)
+    if kind is float or kind is int:
+        return True
+    return kind is not bool and isinstance(value, numbers.Real) and kind is not np.bool_
 
 
 def int_tuple(values: object) -> object:
     """A sequence of integers as a tuple of Python ints. Anything else comes back as it is (a
     tuple keeps each non-integer as it is) for ``validate()`` to refuse by its field's name:
     ``int()`` would truncate 1.9 to 1 without a word."""
+    if type(values) is tuple:
+        for v in values:  # a loop: most are tuples of ints already, kept as they are
+            if type(v) is not int:
+                break
+        else:
+            return values
     if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
         return values
     return tuple(int(v) if is_integer(v) else v for v in values)
