@@ -81,16 +81,19 @@ def check_arguments(
     """A backend's run takes a Graph, a mapping of feeds and (numpy) one of bound outputs:
     anything else is one clear error, not an AttributeError from deep inside."""
     if not isinstance(graph, Graph):
-        raise BackendError(
-            f"run takes a Graph (dmlgraph.load, or lowering.lower of one), not "
-            f"{type(graph).__name__}"
-        )
+        raise not_a_graph(graph)
     for name, given in (("feeds", feeds), ("outputs", outputs)):
         if (given is not None or name == "feeds") and not isinstance(given, Mapping):
             raise BackendError(
                 f"{graph.source}: {name} map tensor names to arrays, not a "
                 f"{type(given).__name__}"
             )
+
+
+def not_a_graph(graph: object) -> BackendError:
+    return BackendError(
+        f"run takes a Graph (dmlgraph.load, or lowering.lower of one), not {type(graph).__name__}"
+    )
 
 
 def check_feeds(graph: Graph, feeds: Mapping[str, Any]) -> dict[str, np.ndarray]:
@@ -153,6 +156,8 @@ def check_feeds(graph: Graph, feeds: Mapping[str, Any]) -> dict[str, np.ndarray]
 def fingerprint(graph: Graph) -> tuple[Any, ...]:
     """Changes whenever a node, a port, a tensor or the I/O lists change (``Graph.version``
     counts the first three), in time independent of the graph's size."""
+    if not isinstance(graph, Graph):  # read on every run: the plan's key
+        raise not_a_graph(graph)
     return (
         graph.version,
         tuple(graph.inputs),

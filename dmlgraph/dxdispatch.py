@@ -17,9 +17,11 @@ over the initialised elements, as an ostream does (INT8 and UINT8 as characters)
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any, Callable
 
 import numpy as np
@@ -32,7 +34,7 @@ from dmlgraph.dml.enums import (
 )
 from dmlgraph.dml.jsonio import NAMED_FLOATS, json_float, lossless_double, operator_from_json
 from dmlgraph.dml.operators import OperatorDesc
-from dmlgraph.dml.schema import FieldKind
+from dmlgraph.dml.schema import FieldKind, FieldSpec
 from dmlgraph.dml.tensor import BufferTensorDesc
 from dmlgraph.errors import DmlgraphError
 
@@ -191,19 +193,45 @@ _RELAXED = re.compile(
 
 def parse_json(text: str) -> Any:
     """JSON as DxDispatch reads it with RapidJSON: comments and trailing commas allowed,
-    anything after the root value ignored (``kParseStopWhenDoneFlag``), and of a key given
-    twice, the first (``FindMember``)."""
+    anything after the root value ignored (``kParseStopWhenDoneFlag``), no NaN or Infinity
+    literal and no number beyond a double (no ``kParseNanAndInfFlag``), and of a field given
+    twice, the first (``FindMember``); ``members`` gives a map's entries, the last of a
+    name winning, as DxDispatch fills its maps of resources, dispatchables and bindings."""
     relaxed = _RELAXED.sub(lambda m: m.group() if m.group().startswith('"') else "", text)
-    decoder = json.JSONDecoder(object_pairs_hook=_first_of_each_key)
+    decoder = json.JSONDecoder(
+        object_pairs_hook=_JsonObject, parse_constant=_no_constant, parse_float=_double
+    )
     value, _ = decoder.raw_decode(relaxed, len(relaxed) - len(relaxed.lstrip()))
     return value
 
 
-def _first_of_each_key(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    found: dict[str, Any] = {}
-    for key, value in pairs:
-        found.setdefault(key, value)
-    return found
+class _JsonObject(dict[str, Any]):
+    """A JSON object: the first value of each field (RapidJSON's ``FindMember``), and in
+    ``last`` every name's last value (a map DxDispatch fills member by member)."""
+
+    def __init__(self, pairs: list[tuple[str, Any]]) -> None:
+        super().__init__()
+        for key, value in pairs:
+            self.setdefault(key, value)
+        self.last = dict(pairs)
+
+
+def members(value: Any) -> Any:
+    """A map's entries as DxDispatch keeps them: a name given twice, its last value."""
+    return value.last if isinstance(value, _JsonObject) else value
+
+
+def _no_constant(name: str) -> float:
+    raise ValueError(f"{name} is no JSON number (DxDispatch's reader refuses it; write the "
+                     'string "nan" or "inf" where a FLOAT takes one)')
+
+
+def _double(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError(f"the number {text} is too big for a double (DxDispatch's reader "
+                         "refuses it)")
+    return value
 
 
 def load_model(source: str | Path | dict[str, Any]) -> DxDispatchModel:
@@ -232,9 +260,11 @@ def _read_model(doc: Any, source: str) -> DxDispatchModel:
                 f"the model's '{key}' is a JSON {type(doc[key]).__name__}, not an "
                 f"{'object' if container is dict else 'array'}"
             )
-    resources = {name: _parse_resource(name, spec) for name, spec in doc["resources"].items()}
+    resources = {
+        name: _parse_resource(name, spec) for name, spec in members(doc["resources"]).items()
+    }
     dispatchables: dict[str, OperatorDesc] = {}
-    for name, spec in doc["dispatchables"].items():
+    for name, spec in members(doc["dispatchables"]).items():
         kind = str(spec.get("type", "")).lower() if isinstance(spec, dict) else ""
         if kind in ("hlsl", "onnx", "dmlserializedgraph"):
             raise DxDispatchError(
@@ -248,11 +278,8 @@ def _read_model(doc: Any, source: str) -> DxDispatchModel:
     return DxDispatchModel(resources, dispatchables, list(doc["commands"]), source=source)
 
 
-def _bound_view(
-    model: DxDispatchModel, source: Any, desc: BufferTensorDesc, where: str
-) -> np.ndarray:
-    """A flat, writable view of the bound resource from the binding's byte offset on."""
-    data_type, guaranteed_alignment = desc.data_type, desc.guaranteed_base_offset_alignment
+def _binding(model: DxDispatchModel, source: Any, where: str) -> tuple[dict[str, Any], Resource]:
+    """A binding (a resource name, or an object naming one) and the resource it names."""
     if isinstance(source, list) and len(source) == 1:  # one resource, written as a list
         source = source[0]
     binding = {"name": source} if isinstance(source, str) else source
@@ -264,7 +291,40 @@ def _bound_view(
     _known_fields(binding, "binding", where)
     if binding["name"] not in model.resources:
         raise DxDispatchError(f"{where}: binds unknown resource '{binding['name']}'")
-    resource = model.resources[binding["name"]]
+    return binding, model.resources[binding["name"]]
+
+
+def _bind_points(
+    desc: OperatorDesc, bindings: Any, name: str
+) -> Iterator[tuple[FieldSpec, str, list[Any]]]:
+    """(tensor field, where, the sources bound to it) for every tensor of ``desc``."""
+    if not isinstance(bindings, dict):
+        raise DxDispatchError(f"dispatch '{name}': bindings must be an object, not {bindings!r}")
+    for spec in desc.SCHEMA:
+        if not spec.is_tensor:
+            continue
+        where = f"dispatch '{name}', bind point '{spec.c_name}'"
+        if spec.c_name not in bindings:
+            raise DxDispatchError(f"{where}: nothing bound for a required tensor")
+        bound = bindings[spec.c_name]
+        if spec.kind is not FieldKind.INPUT_TENSOR_ARRAY:
+            yield spec, where, [bound]
+            continue
+        sources = bound if isinstance(bound, list) else [bound]
+        count = len(getattr(desc, spec.attr))
+        if len(sources) != count:
+            raise DxDispatchError(
+                f"{where}: requires {count} resources, but {len(sources)} were bound"
+            )
+        yield spec, where, sources
+
+
+def _bound_view(
+    model: DxDispatchModel, source: Any, desc: BufferTensorDesc, where: str
+) -> np.ndarray:
+    """A flat, writable view of the bound resource from the binding's byte offset on."""
+    data_type, guaranteed_alignment = desc.data_type, desc.guaranteed_base_offset_alignment
+    binding, resource = _binding(model, source, where)
     element_size = _uint(binding.get("elementSizeInBytes", 0), where, "elementSizeInBytes")
     element_size = element_size or resource.data_type.numpy_dtype.itemsize
     offset = _uint(binding.get("elementOffset", 0), where, "elementOffset") * element_size
@@ -285,34 +345,16 @@ def _bound_view(
 def _dispatch(model: DxDispatchModel, command: dict[str, Any], level: FeatureLevel) -> None:
     from backends.numpy import execute_operator  # the executor lives in the backends package
 
-    name = command["dispatchable"]  # known: _check_commands
+    name = command["dispatchable"]  # known, valid and bound to known names: _check_commands
     desc = model.dispatchables[name]
-    try:  # first: a tensor of a type with no NumPy element type cannot be bound
-        desc.validate(level)
-    except DmlgraphError as exc:
-        raise DxDispatchError(f"dispatch '{name}': {exc}") from None
-    bindings = command.get("bindings", {})
-    if not isinstance(bindings, dict):
-        raise DxDispatchError(f"dispatch '{name}': bindings must be an object, not {bindings!r}")
     inputs: list[np.ndarray] = []
     outputs: list[np.ndarray] = []
-    for spec in desc.SCHEMA:
-        if not spec.is_tensor:
-            continue
-        where = f"dispatch '{name}', bind point '{spec.c_name}'"
-        if spec.c_name not in bindings:
-            raise DxDispatchError(f"{where}: nothing bound for a required tensor")
-        bound = bindings[spec.c_name]
+    for spec, where, sources in _bind_points(desc, members(command.get("bindings", {})), name):
         tensors = getattr(desc, spec.attr)
         if spec.kind is FieldKind.INPUT_TENSOR_ARRAY:
-            sources = bound if isinstance(bound, list) else [bound]
-            if len(sources) != len(tensors):
-                raise DxDispatchError(
-                    f"{where}: requires {len(tensors)} resources, but {len(sources)} were bound"
-                )
             inputs += [_bound_view(model, s, t, where) for s, t in zip(sources, tensors)]
         else:
-            view = _bound_view(model, bound, tensors, where)
+            view = _bound_view(model, sources[0], tensors, where)
             (inputs if spec.kind is FieldKind.INPUT_TENSOR else outputs).append(view)
     # Inputs are copied first: an output may alias an input's resource, as on a GPU it would
     # be a hazard; here the read happens before the write.
@@ -351,9 +393,15 @@ def _command_kind(command: Any) -> Any:
     return kind.lower() if isinstance(kind, str) else kind  # DxDispatch: _stricmp
 
 
-def _check_commands(model: DxDispatchModel) -> None:
-    """Every command's type, fields and names, before any runs, as DxDispatch parses them
-    all first (a bad last command printed nothing there, and everything before it here)."""
+def _check_commands(model: DxDispatchModel, level: FeatureLevel) -> None:
+    """Every dispatchable at the level, and every command's type, fields and names, before
+    any command runs, as DxDispatch parses the commands and initializes every dispatchable
+    first (a bad last command printed nothing there, and everything before it here)."""
+    for name, desc in model.dispatchables.items():
+        try:  # before binding, too: a tensor of a type with no NumPy element type
+            desc.validate(level)
+        except DmlgraphError as exc:
+            raise DxDispatchError(f"dispatchable '{name}': {exc}") from None
     for index, command in enumerate(model.commands):
         kind = _command_kind(command)
         if kind == "writefile":
@@ -368,6 +416,10 @@ def _check_commands(model: DxDispatchModel) -> None:
             name = command.get("dispatchable")
             if not isinstance(name, str) or name not in model.dispatchables:
                 raise DxDispatchError(f"command {index}: unknown dispatchable {name!r}")
+            bindings = members(command.get("bindings", {}))
+            for _, where, sources in _bind_points(model.dispatchables[name], bindings, name):
+                for source in sources:
+                    _binding(model, source, where)
         else:
             name = command.get("resource")
             if not isinstance(name, str) or name not in model.resources:
@@ -377,7 +429,7 @@ def _check_commands(model: DxDispatchModel) -> None:
 def _run_commands(
     model: DxDispatchModel, level: FeatureLevel, echo: Callable[[str], None] | None
 ) -> None:
-    _check_commands(model)
+    _check_commands(model, level)
     for command in model.commands:
         if _command_kind(command) == "dispatch":
             _dispatch(model, command, level)

@@ -256,6 +256,14 @@ def test_one_byte_integers_print_as_characters(tmp_path, capsys) -> None:
      "initialValuesDataType is required"),
     (lambda m: m["commands"].append({"type": "writeFile", "resource": "out",
                                      "targetPath": "out.bin"}), "writeFile is not run here"),
+    # the Model checks every binding's name; the Executor initializes every dispatchable
+    (lambda m: m["commands"].append({"type": "dispatch", "dispatchable": "s", "bindings": {
+        "InputTensor": "in", "OutputTensor": "nowhere"}}), "binds unknown resource 'nowhere'"),
+    (lambda m: m["dispatchables"].update(unused={"type": "SLICE", "desc": {
+        "InputTensor": {"DataType": "FLOAT32", "Sizes": [4]},
+        "OutputTensor": {"DataType": "FLOAT32", "Sizes": [3]},
+        "DimensionCount": 1, "Offsets": [0], "Sizes": [4], "Strides": [1]}}),
+     "dispatchable 'unused'"),
 ])
 def test_what_dxdispatch_refuses_is_refused_before_anything_runs(tmp_path, capsys, edit,
                                                                   message) -> None:
@@ -276,3 +284,22 @@ def test_rapidjson_reads_the_first_of_a_repeated_key_and_stops_after_the_root(
     text = text.replace('"resource": "out"', '"resource": "out", "resource": "in"')
     assert _run_text(tmp_path, text + "\n{trailing", capsys) == (
         0, "Resource 'out': 1, 2, 3, 4\n", "")
+
+
+def test_a_map_entry_given_twice_is_its_last(tmp_path, capsys) -> None:
+    """Resources, dispatchables and bindings are maps DxDispatch fills member by member
+    (Model.cpp: ``m_resourceDescsByName[name] = ...``): the last of a name wins there."""
+    text = json.dumps(_slice_model([1, 2, 3, 4]))
+    text = text.replace('"resources": {', '"resources": {"in": {"initialValuesDataType": '
+                        '"FLOAT32", "initialValues": [9, 9, 9, 9]}, ', 1)
+    text = text.replace('"OutputTensor": "out"', '"OutputTensor": "in", "OutputTensor": "out"')
+    assert _run_text(tmp_path, text, capsys) == (0, "Resource 'out': 1, 2, 3, 4\n", "")
+
+
+@pytest.mark.parametrize("literal", ["NaN", "Infinity", "-Infinity", "1e400"])
+def test_numbers_rapidjson_refuses_are_refused(tmp_path, capsys, literal) -> None:
+    """No kParseNanAndInfFlag: NaN and Infinity are syntax errors, 1e400 NumberTooBig
+    (they ran as nan and inf). Strings "nan" and "inf" are what a FLOAT takes."""
+    text = json.dumps(_slice_model([1, 2, 3, 4])).replace("[1, 2, 3, 4]", f"[{literal}, 2, 3, 4]")
+    code, out, err = _run_text(tmp_path, text, capsys)
+    assert (code, out) == (2, "") and "DxDispatch's reader refuses it" in err
