@@ -35,6 +35,7 @@ from dmlgraph.dtypes import ELEM_TYPE_TO_DTYPE
 from dmlgraph.errors import DmlgraphError, ModelLoadError, ModelValidationError, UnsupportedError
 from dmlgraph.ir import Graph, OnnxOp, Provenance, RemovedNode, TensorInfo, dims_text
 from dmlgraph.value_info import shape_dim, tensor_array, tensor_info
+from dmlgraph.value_info import value_info as value_info_of
 
 ModelSource = str | os.PathLike[str] | bytes | onnx.ModelProto
 
@@ -84,6 +85,9 @@ def _load(
         declared = _declared_types(proto.graph.value_info)
         del proto.graph.value_info[:]
         inferred = _infer_shapes(proto, nodes, source)
+        refined = _refined_outputs(proto, nodes, inferred)
+        if refined:  # declared sizes inference lacks, for the nodes reading those outputs
+            inferred = _infer_shapes(proto, nodes, source, refined)
         graph = _build_graph(proto, nodes, inferred, declared, source, fold=fold)
         if fold:
             folding.fold(graph, inferred=True)
@@ -472,7 +476,10 @@ def _apply_input_shapes(
 
 
 def _infer_shapes(
-    proto: onnx.ModelProto, nodes: Sequence[NodeFields], source: str
+    proto: onnx.ModelProto,
+    nodes: Sequence[NodeFields],
+    source: str,
+    refined: Mapping[str, onnx.ValueInfoProto] | None = None,
 ) -> onnx.GraphProto:
     """The inferred graph (its ``value_info`` and ``output``) of the model's skeleton: the same
     nodes, with initializers above ``folding.INFERENCE_CONSTANT_LIMIT`` elements declared as
@@ -480,7 +487,10 @@ def _infer_shapes(
     parsed again (inference reads only small, shape-carrying constants by value)."""
     try:
         return onnx.shape_inference.infer_shapes(
-            _skeleton(proto, nodes), check_type=False, strict_mode=False, data_prop=True
+            _skeleton(proto, nodes, refined or {}),
+            check_type=False,
+            strict_mode=False,
+            data_prop=True,
         ).graph
     except Exception as exc:
         raise ModelValidationError(f"{source}: ONNX shape inference fails: {exc}") from None
@@ -495,7 +505,35 @@ def _declared_types(value_infos: Iterable[onnx.ValueInfoProto]) -> dict[str, int
     }
 
 
-def _skeleton(proto: onnx.ModelProto, nodes: Sequence[NodeFields]) -> onnx.ModelProto:
+def _refined_outputs(
+    proto: onnx.ModelProto, nodes: Sequence[NodeFields], inferred: onnx.GraphProto
+) -> dict[str, onnx.ValueInfoProto]:
+    """Graph outputs that nodes read, whose declared shape adds a size or a name to the one
+    inferred without it (``_with_declared_shape``), as those value infos: inference given
+    them carries the declaration on to the readers, as it did before outputs went bare."""
+    read = {name for node in nodes for name in node.input}
+    declared = {
+        o.name: o.type.tensor_type.shape for o in proto.graph.output
+        if o.name in read and o.type.HasField("tensor_type")
+        and o.type.tensor_type.HasField("shape")
+    }
+    if not declared:
+        return {}
+    refined = {}
+    for value_info in inferred.output:
+        if value_info.name in declared:
+            made = tensor_info(value_info, "graph output")
+            merged = _with_declared_shape(made, declared[value_info.name], [])
+            if merged.shape != made.shape:
+                refined[value_info.name] = value_info_of(merged)
+    return refined
+
+
+def _skeleton(
+    proto: onnx.ModelProto,
+    nodes: Sequence[NodeFields],
+    refined: Mapping[str, onnx.ValueInfoProto],
+) -> onnx.ModelProto:
     skeleton = onnx.ModelProto(ir_version=proto.ir_version)
     skeleton.opset_import.extend(proto.opset_import)
     graph, source = skeleton.graph, proto.graph
@@ -504,8 +542,8 @@ def _skeleton(proto: onnx.ModelProto, nodes: Sequence[NodeFields]) -> onnx.Model
     graph.input.extend(source.input)
     for value_info in source.output:  # typed, not shaped: onnx keeps a declared shape over
         bare = graph.output.add()  # the one its node makes, and infers onward from it
-        bare.CopyFrom(value_info)
-        if bare.type.HasField("tensor_type"):
+        bare.CopyFrom(refined.get(value_info.name, value_info))
+        if bare.type.HasField("tensor_type") and value_info.name not in refined:
             bare.type.tensor_type.ClearField("shape")
     declared = {value_info.name for value_info in source.input}
     for tensor in source.initializer:

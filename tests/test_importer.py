@@ -712,11 +712,14 @@ def test_a_declared_output_shape_the_node_contradicts_yields_to_the_node(
 
 
 def test_a_declared_output_shape_fills_what_inference_cannot_know(onnx_make_model) -> None:
-    """Run-time ends: onnx knows y's rank only; the declaration gives its size, and names
-    what it leaves symbolic (onnx would call it "unk__0"). No note: nothing disagrees."""
+    """Run-time ends: onnx knows y's rank only; the declaration gives its size, which
+    reaches the Concat reading y (z is [6], not the "Z" declared). No note: nothing
+    disagrees."""
     graph = dmlgraph.load(_sliced_outputs(onnx_make_model, [3], ["Z"], ends_input=True))
     assert graph.tensor("y").shape == (3,)
-    assert graph.tensor("z").shape == ("Z",)
+    assert graph.tensor("z").shape == (6,)
+    named = dmlgraph.load(_sliced_outputs(onnx_make_model, ["N"], ["Z"], ends_input=True))
+    assert named.tensor("y").shape == ("N",)  # onnx's own name would be "unk__0"
     assert not any("declares" in note for node in graph.nodes for note in node.notes)
 
 
@@ -752,3 +755,21 @@ def test_an_ir3_initializer_not_listed_as_an_input_is_imported(onnx_run) -> None
     (actual,) = get_backend("numpy").run(lowered, {"x": x}).values()
     np.testing.assert_array_equal(actual, expected)
     assert model.SerializeToString() == given
+
+
+def test_a_declared_output_size_reaches_the_nodes_reading_it(onnx_make_model) -> None:
+    """onnx cannot size NonZero's output; the model declares it [1, 3], and a Slice reads
+    it: the declaration reaches the Slice's inference, as it did before outputs were
+    inferred bare (the Slice was [1, unk__1])."""
+    model = onnx_make_model(
+        [helper.make_node("NonZero", ["x"], ["t"]),
+         helper.make_node("Slice", ["t", "s", "e", "ax"], ["y"])],
+        [("x", TensorProto.FLOAT, [6])],
+        [("t", TensorProto.INT64, [1, 3]), ("y", TensorProto.INT64, None)],
+        opset=13,
+        initializers=[numpy_helper.from_array(np.array([v], np.int64), n)
+                      for n, v in (("s", 0), ("e", 2), ("ax", 1))],
+    )
+    graph = dmlgraph.load(model)
+    assert graph.tensor("t").shape == (1, 3)
+    assert graph.tensor("y").shape == (1, 2)
