@@ -14,7 +14,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 import numpy as np
 
-from dmlgraph.errors import DmlgraphError
+from dmlgraph.errors import DmlgraphError, as_array
 from dmlgraph.ir import Graph
 
 T = TypeVar("T")
@@ -119,12 +119,7 @@ def check_feeds(graph: Graph, feeds: Mapping[str, Any]) -> dict[str, np.ndarray]
     for name in graph.inputs:
         array = feeds[name]
         if type(array) is not np.ndarray:
-            try:
-                array = np.asarray(array)
-            except (TypeError, ValueError) as exc:  # a ragged list...
-                raise BackendError(
-                    f"{graph.source}: input {name!r} cannot be read as an array: {exc}"
-                ) from None
+            array = as_array(array, f"{graph.source}: input {name!r}", BackendError)
         info = graph.tensor(name)
         if info.dtype is not None and array.dtype != info.dtype:
             raise BackendError(

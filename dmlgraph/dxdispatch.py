@@ -32,7 +32,7 @@ from dmlgraph.dml.enums import (
     FeatureLevel,
     TensorDataType,
 )
-from dmlgraph.dml.jsonio import NAMED_FLOATS, json_float, lossless_double, operator_from_json
+from dmlgraph.dml.jsonio import json_float, json_number, operator_from_json
 from dmlgraph.dml.operators import OperatorDesc
 from dmlgraph.dml.schema import FieldKind, FieldSpec
 from dmlgraph.dml.tensor import BufferTensorDesc
@@ -101,16 +101,10 @@ def _known_fields(value: dict[str, Any], kind: str, where: str) -> None:
 def _element(name: str, value: object, data_type: TensorDataType) -> float | int:
     """One initial value as DxDispatch parses it for ``data_type``."""
     if data_type.is_float:
-        if isinstance(value, str) and value.lower() in NAMED_FLOATS:
-            return NAMED_FLOATS[value.lower()]
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise DxDispatchError(f"resource '{name}': initial value {value!r} is not a number")
-        if not lossless_double(value):
-            raise DxDispatchError(
-                f"resource '{name}': initial value {value} is no double exactly (DxDispatch's "
-                "reader refuses an integer a double would round)"
-            )
-        return json_float(value, data_type)
+        try:
+            return json_float(json_number(value), data_type)
+        except ValueError as exc:
+            raise DxDispatchError(f"resource '{name}': initial value {value!r} {exc}") from None
     if isinstance(value, bool) or not isinstance(value, int):
         raise DxDispatchError(
             f"resource '{name}': initial value {value!r} is not an integer, as "

@@ -6,6 +6,10 @@ message must stand alone: it names the file or node, the field, the value and th
 
 from __future__ import annotations
 
+from typing import Any
+
+import numpy as np
+
 
 class DmlgraphError(Exception):
     """Base class of every error dmlgraph raises on bad input or unsupported models."""
@@ -60,3 +64,12 @@ class GraphInvariantError(DmlgraphError):
     Distinct from ModelValidationError so a pass manager can tell "the model is bad" from
     "a pass broke the graph".
     """
+
+
+def as_array(value: Any, where: str, error: type[DmlgraphError]) -> np.ndarray:
+    """A value the user gave as an array, or ``error`` saying where it cannot be one (a
+    ragged list, an object NumPy cannot read) instead of NumPy's own exception."""
+    try:
+        return np.asarray(value)
+    except (TypeError, ValueError) as exc:
+        raise error(f"{where} cannot be read as an array: {exc}") from None

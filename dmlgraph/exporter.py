@@ -30,14 +30,16 @@ def ir_version_for_opset(opset: int) -> int:
 
 
 def target_ir_version(graph: Graph) -> int:
-    """``min(graph's IR version, max(ORT_SAFE_IR_VERSION, IR its opset requires))``.
+    """``min(graph's IR version, max(ORT_SAFE_IR_VERSION, IR its opset requires))``, and at
+    least 4.
 
     onnx >= 1.23 stamps IR 14, which onnxruntime 1.31 refuses. Lowering the stamp changes no
     meaning: later IR versions add element types and fields, and a graph that uses them fails
-    in an older runtime whatever its stamp says.
+    in an older runtime whatever its stamp says. Before IR 4 every initializer had to be
+    listed as a graph input as well, which the IR's constants are not.
     """
     needed = ir_version_for_opset(graph.opset_imports.get("", 1))
-    return min(graph.ir_version, max(ORT_SAFE_IR_VERSION, needed))
+    return max(4, min(graph.ir_version, max(ORT_SAFE_IR_VERSION, needed)))
 
 
 def to_onnx(

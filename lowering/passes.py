@@ -322,9 +322,12 @@ class Simplify(Pass):
             graph.replace_uses(node.outputs[0], first.outputs[0])
         for (origin, keeper), count in shared.items():  # its notes counted them as its own
             other = ctx.origins[keeper].node
+            who = f"{other.op_type} {other.name!r}" if other.name else (
+                f"the unnamed {other.op_type} (node id {other.id})"
+            )
             ctx.origins[origin].notes.append(
                 f"{count} of its descriptors are the same operator on the same tensors as "
-                f"descriptors of {other.op_type} {other.name!r}, and are computed once there"
+                f"descriptors of {who}, and are computed once there"
             )
         for node in graph.remove_dead_nodes():
             ctx.origin_of.pop(node.id, None)

@@ -144,7 +144,7 @@ def test_comments_trailing_commas_and_command_case_are_read(tmp_path, capsys) ->
     ([True, 2, 3, 4], "INT32", "initial value True is not an integer"),
     (["4", 2, 3, 4], "INT32", "initial value '4' is not an integer"),
     ({"valueStart": 1, "valueDelta": 0.5, "valueCount": 4}, "INT32", "0.5 is not an integer"),
-    (["x", 2, 3, 4], "FLOAT32", "initial value 'x' is not a number"),
+    (["x", 2, 3, 4], "FLOAT32", "initial value 'x' must be a number"),
 ])
 def test_integer_types_take_json_integers_only(tmp_path, capsys, values, data_type, message):
     """DxDispatch's integer parsers: "Expected a signed integer." (no truncation, no bools)."""

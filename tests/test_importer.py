@@ -755,6 +755,9 @@ def test_an_ir3_initializer_not_listed_as_an_input_is_imported(onnx_run) -> None
     (actual,) = get_backend("numpy").run(lowered, {"x": x}).values()
     np.testing.assert_array_equal(actual, expected)
     assert model.SerializeToString() == given
+    exported = dmlgraph.load(model).to_onnx()  # IR 4 at least: its constants are no inputs
+    onnx.checker.check_model(exported)
+    np.testing.assert_array_equal(onnx_run(exported, {"x": x})[0], expected)
 
 
 def test_a_declared_output_size_reaches_the_nodes_reading_it(onnx_make_model) -> None:

@@ -17,7 +17,7 @@ from backends.numpy.moves import operator_moves, run_moves
 from dmlgraph.dml.enums import FeatureLevel
 from dmlgraph.dml.operators import OperatorDesc
 from dmlgraph.dml.tensor import BufferTensorDesc
-from dmlgraph.errors import DmlgraphError
+from dmlgraph.errors import DmlgraphError, as_array
 
 
 class ExecutionError(DmlgraphError):
@@ -27,10 +27,7 @@ class ExecutionError(DmlgraphError):
 # -- reading and writing tensors through their descs -----------------------------------------
 def _read(desc: BufferTensorDesc, array: np.ndarray, label: str) -> np.ndarray:
     """The logical tensor (shape = desc.sizes) as bits, from a shaped array or a flat buffer."""
-    try:
-        array = np.asarray(array)
-    except (TypeError, ValueError) as exc:  # a ragged list...
-        raise ExecutionError(f"{label}: cannot be read as an array: {exc}") from None
+    array = as_array(array, label, ExecutionError)
     expected = desc.data_type.numpy_dtype
     if array.dtype != expected:
         raise ExecutionError(
@@ -136,6 +133,18 @@ def execute_operator(
                 f"not {type(given).__name__}"
             )
     desc.validate(feature_level)
+    if outputs is not None:
+        if len(outputs) > len(desc.outputs):
+            raise ExecutionError(
+                f"{desc.name}: {len(outputs)} bound outputs for {len(desc.outputs)} output "
+                "tensor"
+            )
+        for i, bound in enumerate(outputs):
+            if bound is not None and not isinstance(bound, np.ndarray):
+                raise ExecutionError(
+                    f"{desc.name} output {i}: a bound output must be a numpy array, not "
+                    f"{type(bound).__name__}"
+                )
     input_descs = desc.inputs
     if len(inputs) != len(input_descs):
         raise ExecutionError(
@@ -148,9 +157,4 @@ def execute_operator(
     result = np.empty(output_desc.sizes, dtype=output_desc.data_type.bits_dtype)
     run_moves(operator_moves(desc, bits, result))
     bound = outputs[0] if outputs else None
-    if bound is not None and not isinstance(bound, np.ndarray):
-        raise ExecutionError(
-            f"{desc.name} output 0: a bound output must be a numpy array, not "
-            f"{type(bound).__name__}"
-        )
     return [_write(output_desc, result, bound, f"{desc.name} output 0")]

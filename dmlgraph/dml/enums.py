@@ -8,12 +8,12 @@ error messages use.
 from __future__ import annotations
 
 import enum
-import numbers
 import re
 from typing import TypeVar
 
 import numpy as np
 
+from dmlgraph.dml.scalars import is_integer
 from dmlgraph.errors import EnumValueError
 
 _E = TypeVar("_E", bound="_DmlEnum")
@@ -38,7 +38,7 @@ class _DmlEnum(enum.IntEnum):
             return value
         if isinstance(value, (bool, np.bool_)):
             raise EnumValueError(f"{value!r} is not a {cls.__name__}")
-        if isinstance(value, numbers.Integral):  # NumPy's integers too
+        if is_integer(value):  # NumPy's integers too
             try:
                 return cls(int(value))
             except ValueError:
@@ -91,7 +91,7 @@ class FeatureLevel(_DmlEnum):
         """Accept "6_4", "6.4", "DML_FEATURE_LEVEL_6_4", 0x6400 (or "0x6400") or a member."""
         if isinstance(value, cls):
             return value
-        if isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_)):
+        if is_integer(value):
             try:
                 return cls(int(value))  # NumPy's integers too
             except ValueError:

@@ -116,6 +116,23 @@ def operator_to_json(desc: OperatorDesc) -> dict[str, Any]:
 NAMED_FLOATS: Mapping[str, float] = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
 
 
+def json_number(value: object, named_floats: bool = True) -> float | int:
+    """A JSON number as DxDispatch reads one into a float (``ParseFloatingPointNumber``):
+    with ``named_floats``, also "inf", "-inf" and "nan" in any case; ValueError says why
+    not."""
+    if isinstance(value, str) and named_floats and value.lower() in NAMED_FLOATS:
+        return NAMED_FLOATS[value.lower()]
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(
+            'must be a number or "inf", "-inf", "nan"' if named_floats else "must be a number"
+        )
+    if not lossless_double(value):
+        raise ValueError(
+            "is no double exactly (DxDispatch's reader refuses an integer a double would round)"
+        )
+    return value
+
+
 def lossless_double(value: float | int) -> bool:
     """Whether a JSON number is a double exactly, as RapidJSON's ``IsLosslessDouble`` asks
     before DxDispatch reads an integer into a float field (2^53 + 1 is not)."""
@@ -175,16 +192,10 @@ class _Reader:
         return value
 
     def number(self, value: object, path: str, named_floats: bool = True) -> float | int:
-        """A JSON number; FLOAT fields also take "inf", "-inf" and "nan" (any case)."""
-        if isinstance(value, str) and named_floats and value.lower() in NAMED_FLOATS:
-            return NAMED_FLOATS[value.lower()]
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            rule = 'must be a number or "inf", "-inf", "nan"' if named_floats else "must be a number"
-            raise self.fail(path, value, rule)
-        if not lossless_double(value):
-            raise self.fail(path, value, "is no double exactly (DxDispatch's reader refuses "
-                                         "an integer a double would round)")
-        return value
+        try:
+            return json_number(value, named_floats)
+        except ValueError as exc:
+            raise self.fail(path, value, str(exc)) from None
 
     def scalar(self, value: object, data_type: TensorDataType, path: str) -> float | int:
         """A DML_SCALAR_UNION: a number read as ``data_type``, or ``{"<Member>": value}``."""

@@ -27,7 +27,7 @@ from dmlgraph.dml.enums import (
     TensorDataType,
     TensorFlags,
 )
-from dmlgraph.dml.scalars import int_tuple, is_integer, is_real
+from dmlgraph.dml.scalars import as_double, int_tuple, is_integer, is_real
 from dmlgraph.dml.schema import FieldKind, FieldSpec
 from dmlgraph.dml.support import introduced, support_row
 from dmlgraph.dml.tensor import BufferTensorDesc
@@ -492,12 +492,9 @@ class PaddingDesc(_PaddingRules, OperatorDesc):
         self._normalize_common()
         if not is_real(self.padding_value):
             raise self.error("PaddingValue", self.padding_value, "must be a number (a C FLOAT)")
-        try:
-            value = float(self.padding_value)
-        except OverflowError:  # an integer beyond any double
-            raise self.error(
-                "PaddingValue", self.padding_value, "must fit in a 32-bit FLOAT"
-            ) from None
+        value = as_double(self.padding_value)
+        if value is None:  # finite, beyond any double
+            raise self.error("PaddingValue", self.padding_value, "must fit in a 32-bit FLOAT")
         with np.errstate(over="ignore"):
             as_float32 = float(np.float32(value))
         if math.isinf(as_float32) and not math.isinf(value):
@@ -572,12 +569,12 @@ class Padding1Desc(_PaddingRules, OperatorDesc):
         if data_type.is_float:
             if not is_real(value):
                 raise self.error("PaddingValue", value, "must be a number")
-            try:
-                with np.errstate(over="ignore"):
-                    stored = float(np.array(float(value), dtype=data_type.numpy_dtype))
-            except OverflowError:  # an integer beyond any double
-                stored = math.inf
-            if math.isinf(stored) and (is_integer(value) or not math.isinf(value)):
+            double = as_double(value)
+            if double is None:  # finite, beyond any double
+                raise self.error("PaddingValue", value, f"overflows {data_type.full_name}")
+            with np.errstate(over="ignore"):
+                stored = float(np.array(double, dtype=data_type.numpy_dtype))
+            if math.isinf(stored) and not math.isinf(double):
                 raise self.error(
                     "PaddingValue", value, f"overflows {data_type.full_name}"
                 )

@@ -3,6 +3,7 @@ bool or a string. One test for the dataclasses, their validation and the executo
 
 from __future__ import annotations
 
+import math
 import numbers
 from collections.abc import Iterable
 
@@ -36,3 +37,20 @@ def int_tuple(values: object) -> object:
     if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
         return values
     return tuple(int(v) if is_integer(v) else v for v in values)
+
+
+def as_double(value: object) -> float | None:
+    """A real number as a double; None when it is finite but no double holds it (an integer
+    of 400 digits, a long double of 1e400), which ``float()`` makes inf or refuses."""
+    try:
+        double = float(value)  # type: ignore[arg-type]
+    except OverflowError:
+        return None
+    if math.isinf(double):
+        try:
+            infinite = bool(np.isinf(value))  # type: ignore[call-overload]
+        except (TypeError, OverflowError):  # a Fraction, an int: never infinite
+            infinite = False
+        if not infinite:
+            return None
+    return double

@@ -114,7 +114,7 @@ def parity_sections(parity: Any) -> list[ParitySection]:
     if isinstance(parity, Mapping) and "outputs" in parity:
         parity = parity["outputs"]
     rows = tuple(_parity_row(o) for o in parity)
-    passed = all(r.verdict not in ("fail", "False") for r in rows)
+    passed = all(r.verdict not in FAILING for r in rows)
     return [ParitySection("parity", passed, rows)]
 
 
@@ -387,8 +387,15 @@ def _json_script(data: Any) -> str:
     return f'<script type="application/json" id="details-data">{text}</script>'
 
 
+#: Verdict words of a failed output (records from ``passed: False`` read "False").
+FAILING = ("fail", "False")
+
+
 def _severity(verdict: str) -> int:
-    return {"": 0, "-": 0, "fail": 3, "False": 3, "known divergence": 2}.get(verdict, 1)
+    """Fail over known divergence over the rest (an output shows its worst verdict)."""
+    if verdict in FAILING:
+        return 3
+    return {"": 0, "-": 0, "known divergence": 2}.get(verdict, 1)
 
 
 def html_report(
