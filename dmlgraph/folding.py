@@ -26,6 +26,7 @@ is still a run-time value gets a note naming the reason (``runtime_parameters``)
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
@@ -33,7 +34,7 @@ from typing import Any, Protocol
 
 import numpy as np
 import onnx
-from onnx import AttributeProto, numpy_helper
+from onnx import AttributeProto, TensorProto, numpy_helper
 from onnx.reference import ReferenceEvaluator
 from onnx.reference import op_run
 
@@ -499,7 +500,10 @@ def fold_constants(
             changed.update(infer_node(graph, node, memo))
         if (select is not None and not select(node)) or not _foldable(graph, node):
             continue
-        divergent = _slice_divergence(graph, node)
+        divergent = _slice_divergence(graph, node) or ort_divergence(
+            graph, node.op_type, node.op.domain, node.op.since_version, node.op.attrs,
+            node.inputs,
+        )
         if divergent:
             _note(node, NOT_FOLDED, divergent)
             continue
@@ -556,6 +560,113 @@ def _slice_divergence(graph: Graph, node: Node) -> str:
                 "the lowering, which notes the divergence"
             )
     return ""
+
+
+#: Integers onnxruntime computes through a double in these ops (std::pow, and reductions
+#: whose results it rounds or saturates) are exact up to 2^53 in magnitude; the bound is
+#: itself a double, so those reaching 2^52 are left alone.
+_DOUBLE_EXACT = 2**52
+
+
+def ort_divergence(
+    graph: Graph,
+    op_type: str,
+    domain: str,
+    version: int,
+    attrs: Mapping[str, Any],
+    inputs: Sequence[str],
+) -> str:
+    """Why onnxruntime computes this node otherwise than ONNX's evaluation of it, or refuses
+    it ("" when neither): folding leaves it to the fallback, where onnxruntime decides (each
+    case measured against onnxruntime 1.32's CPU kernels)."""
+    check = _DIVERGENCES.get(op_type) if domain == "" else None
+    if check is None:
+        return ""
+    values = [graph.constant(name) for name in inputs]
+    return check(values, attrs, version)
+
+
+def _clip_divergence(values: list[np.ndarray | None], attrs: Mapping[str, Any], version: int) -> str:
+    if version < 11:
+        low, high = attrs.get("min"), attrs.get("max")
+        if (low is not None and math.isnan(low)) or (high is not None and math.isnan(high)):
+            return "Clip-6 with a NaN bound, which onnxruntime refuses"
+        if low is not None and high is not None and low > high:
+            return "Clip-6 with min > max, which onnxruntime refuses"
+        return ""
+    for bound in values[1:3]:
+        if bound is not None and bound.dtype.kind == "f" and np.isnan(bound).any():
+            return "a NaN bound, which onnxruntime ignores (NumPy's minimum and maximum give NaN)"
+    return ""
+
+
+def _magnitude_divergence(op_type: str) -> Callable[..., str]:
+    """Integer Pow and sum/product reductions: onnxruntime rounds through a double."""
+
+    def check(values: list[np.ndarray | None], attrs: Mapping[str, Any], version: int) -> str:
+        data = values[0]
+        if data is None or data.dtype.kind not in "iu" or not data.size:
+            return ""
+        with np.errstate(all="ignore"):
+            x = np.abs(data.astype(np.float64))
+            if op_type == "Pow":
+                power = values[1]
+                if power is None:
+                    return ""
+                bound = float(np.max(x ** np.abs(power.astype(np.float64)), initial=0.0))
+            elif op_type in ("ReduceSum", "ReduceL1"):
+                bound = float(x.sum())
+            elif op_type == "ReduceSumSquare":
+                bound = float((x * x).sum())
+            else:  # ReduceProd
+                bound = float(np.prod(np.maximum(x, 1.0)))
+        if not bound < _DOUBLE_EXACT:
+            return (f"an integer {op_type} reaching beyond 2^53, which onnxruntime computes "
+                    "through a double (it rounds, and saturates on overflow)")
+        return ""
+
+    return check
+
+
+def _cast_divergence(values: list[np.ndarray | None], attrs: Mapping[str, Any], version: int) -> str:
+    data = values[0] if values else None
+    if data is not None and data.dtype.kind in "OUS":
+        return "a Cast of strings, which onnxruntime parses otherwise (\"0\" to bool is False)"
+    target = attrs.get("to")
+    float8 = {TensorProto.FLOAT8E4M3FN, TensorProto.FLOAT8E4M3FNUZ, TensorProto.FLOAT8E5M2,
+              TensorProto.FLOAT8E5M2FNUZ}
+    if target in float8 and attrs.get("saturate", 1) == 0:
+        return "a Cast to float8 without saturation, where onnxruntime and ONNX differ on overflow"
+    return ""
+
+
+def _division_divergence(
+    values: list[np.ndarray | None], attrs: Mapping[str, Any], version: int
+) -> str:
+    divisor = values[1] if len(values) > 1 else None
+    if divisor is not None and divisor.dtype.kind in "iu" and not divisor.all():
+        return "an integer division by zero, which onnxruntime refuses"
+    return ""
+
+
+def _range_divergence(values: list[np.ndarray | None], attrs: Mapping[str, Any], version: int) -> str:
+    if any(v is not None and v.ndim != 0 for v in values):
+        return "a Range of inputs that are not scalars, which onnxruntime refuses"
+    return ""
+
+
+_DIVERGENCES: Mapping[str, Callable[[list[np.ndarray | None], Mapping[str, Any], int], str]] = {
+    "Clip": _clip_divergence,
+    "Pow": _magnitude_divergence("Pow"),
+    "ReduceSum": _magnitude_divergence("ReduceSum"),
+    "ReduceL1": _magnitude_divergence("ReduceL1"),
+    "ReduceSumSquare": _magnitude_divergence("ReduceSumSquare"),
+    "ReduceProd": _magnitude_divergence("ReduceProd"),
+    "Cast": _cast_divergence,
+    "Div": _division_divergence,
+    "Mod": _division_divergence,
+    "Range": _range_divergence,
+}
 
 
 def _is_float_range(graph: Graph, node: Node) -> bool:

@@ -804,7 +804,9 @@ def _fold_at_import(
     ``folding.rejection`` refuses, is imported as a node: folding evaluates it with
     ``onnx.reference`` and notes why it cannot fold."""
     kernel = shape_kernels.kernel_for(node.op_type, node.domain, version)
-    if kernel is None:
+    if kernel is None or folding.ort_divergence(
+        graph, node.op_type, node.domain, version, attrs, node.input
+    ):
         return False
     for out in node.output:
         if out in outputs:

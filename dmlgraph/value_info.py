@@ -109,6 +109,10 @@ _RAW_DTYPES: Mapping[int, np.dtype] = {
 }
 
 
+#: Element types whose int32_data holds 16-bit patterns.
+_HALF_TYPES = frozenset({TensorProto.FLOAT16, TensorProto.BFLOAT16})
+
+
 def tensor_array(tensor: TensorProto, where: str) -> np.ndarray:
     """A tensor's values as a read-only array, straight from ``raw_data`` where its bytes are
     the array's; ``where`` starts the message of a tensor that cannot be read."""
@@ -127,6 +131,11 @@ def tensor_array(tensor: TensorProto, where: str) -> np.ndarray:
             array.flags.writeable = False
             return array
     to_numpy_dtype(tensor.data_type, f"{where}: tensor {tensor.name!r}")
+    if tensor.data_type in _HALF_TYPES and any(not 0 <= v <= 0xFFFF for v in tensor.int32_data):
+        raise ModelLoadError(  # as onnxruntime refuses it ("data overflow"); onnx truncates
+            f"{where}: tensor {tensor.name!r}: an int32_data value does not fit in the 16 bits "
+            f"of a {TensorProto.DataType.Name(tensor.data_type)}"
+        )
     try:
         array = numpy_helper.to_array(tensor)
     except Exception as exc:

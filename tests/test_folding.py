@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 import onnx
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from onnx import TensorProto, helper
+from onnx import TensorProto, helper, numpy_helper
 
 import dmlgraph
 from dmlgraph import canonical, folding
@@ -530,3 +531,104 @@ def test_a_float_range_is_left_to_the_fallback(onnx_make_model, onnx_run) -> Non
     from lowering import lower
 
     np.testing.assert_array_equal(get_backend("numpy").run(lower(graph), {})["y"], expected)
+
+
+def _from_constants(node: onnx.NodeProto, constants, elem: int, opset: int) -> onnx.ModelProto:
+    """``c = node(constants)``, ``y = Identity(c)``: c is folded if folding may (a float8
+    ``c`` is cast to float: onnxruntime's Python API returns no float8 array)."""
+    last = helper.make_node("Identity", ["c"], ["y"])
+    if elem == TensorProto.FLOAT8E5M2:
+        last, elem = helper.make_node("Cast", ["c"], ["y"], to=TensorProto.FLOAT), TensorProto.FLOAT
+    graph = helper.make_graph(
+        [node, last], "g", [],
+        [helper.make_tensor_value_info("y", elem, None)],
+        [numpy_helper.from_array(np.asarray(v), name) for name, v in constants],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=9)
+
+
+_F32, _I64 = np.float32, np.int64
+ORT_DIVERGENT = [
+    # Clip-13 with a NaN bound: onnxruntime ignores it, NumPy's maximum gives NaN
+    (helper.make_node("Clip", ["a", "lo", ""], ["c"]),
+     [("a", np.array([1, -3], _F32)), ("lo", np.array(np.nan, _F32))], TensorProto.FLOAT, 13),
+    # onnxruntime computes these through a double
+    (helper.make_node("Pow", ["a", "b"], ["c"]),
+     [("a", np.array([3], _I64)), ("b", np.array([39], _I64))], TensorProto.INT64, 13),
+    (helper.make_node("ReduceSum", ["a"], ["c"], keepdims=0),
+     [("a", np.array([2**53 + 1, 2], _I64))], TensorProto.INT64, 11),
+    (helper.make_node("ReduceL1", ["a"], ["c"], keepdims=0),
+     [("a", np.array([2**53 + 1, 0], _I64))], TensorProto.INT64, 13),
+    (helper.make_node("ReduceProd", ["a"], ["c"], keepdims=0),
+     [("a", np.array([2**30 + 1, 2**30 + 1], _I64))], TensorProto.INT64, 13),
+    (helper.make_node("ReduceSumSquare", ["a"], ["c"], keepdims=0),
+     [("a", np.array([2**30 + 1], _I64))], TensorProto.INT64, 13),
+    # onnxruntime parses strings otherwise than Python ("0" to bool is False)
+    (helper.make_node("Cast", ["a"], ["c"], to=TensorProto.BOOL),
+     [("a", np.array(["1", "0"], object))], TensorProto.BOOL, 13),
+    (helper.make_node("Cast", ["a"], ["c"], to=TensorProto.INT64),
+     [("a", np.array(["1_000"], object))], TensorProto.INT64, 13),
+    # saturate=0: onnxruntime gives NaN where ONNX gives inf
+    (helper.make_node("Cast", ["a"], ["c"], to=TensorProto.FLOAT8E5M2, saturate=0),
+     [("a", np.array([61440, -65504], _F32))], TensorProto.FLOAT8E5M2, 19),
+]
+ORT_REFUSED = [
+    (helper.make_node("Clip", ["a"], ["c"], min=float("nan")),
+     [("a", np.array([1, -3], _F32))], TensorProto.FLOAT, 6),
+    (helper.make_node("Clip", ["a"], ["c"], min=2.0, max=1.0),
+     [("a", np.array([1, -3], _F32))], TensorProto.FLOAT, 6),
+    (helper.make_node("Mod", ["a", "b"], ["c"]),
+     [("a", np.array([5], _I64)), ("b", np.array([0], _I64))], TensorProto.INT64, 13),
+    (helper.make_node("Div", ["a", "b"], ["c"]),
+     [("a", np.array([5], _I64)), ("b", np.array([0], _I64))], TensorProto.INT64, 13),
+    (helper.make_node("Range", ["a", "b", "d"], ["c"]),
+     [("a", np.array([0], _I64)), ("b", np.array([3], _I64)), ("d", np.array([1], _I64))],
+     TensorProto.INT64, 13),
+]
+
+
+@pytest.mark.parametrize("node, constants, elem, opset", ORT_DIVERGENT,
+                         ids=[f"{c[0].op_type}-{i}" for i, c in enumerate(ORT_DIVERGENT)])
+def test_what_onnxruntime_computes_otherwise_is_not_folded(node, constants, elem, opset,
+                                                           onnx_run) -> None:
+    """Folding evaluates by ONNX; where onnxruntime computes otherwise, the node stays for
+    the fallback, whose onnxruntime gives its own answer, bit for bit."""
+    from backends import get_backend
+    from lowering import lower
+
+    model = _from_constants(node, constants, elem, opset)
+    (expected,) = onnx_run(model, {})
+    graph = dmlgraph.load(model)
+    assert [n.op_type for n in graph.nodes][0] == node.op_type
+    assert any(note.startswith(folding.NOT_FOLDED) for note in graph.nodes[0].notes)
+    (actual,) = get_backend("numpy").run(lower(graph), {}).values()
+    assert actual.dtype == expected.dtype
+    assert actual.tobytes() == expected.tobytes()
+
+
+@pytest.mark.parametrize("node, constants, elem, opset", ORT_REFUSED,
+                         ids=[f"{c[0].op_type}-{i}" for i, c in enumerate(ORT_REFUSED)])
+def test_what_onnxruntime_refuses_is_not_folded(node, constants, elem, opset,
+                                                onnx_run) -> None:
+    """Folded, these ran where onnxruntime refuses the model; left to it, it refuses."""
+    from backends import BackendError, get_backend
+    from lowering import lower
+
+    model = _from_constants(node, constants, elem, opset)
+    with pytest.raises(Exception):
+        onnx_run(model, {})
+    graph = dmlgraph.load(model)
+    assert [n.op_type for n in graph.nodes][0] == node.op_type
+    with pytest.raises(BackendError, match="onnxruntime cannot load"):
+        get_backend("numpy").run(lower(graph), {})
+
+
+def test_a_float16_initializer_beyond_16_bits_is_refused() -> None:
+    """onnxruntime: "data overflow"; onnx's reader truncated 0x13C00 to 1.0."""
+    tensor = onnx.TensorProto(name="w", data_type=TensorProto.FLOAT16, dims=[1])
+    tensor.int32_data.extend([0x13C00])
+    model = _from_constants(helper.make_node("Identity", ["w"], ["c"]), [], TensorProto.FLOAT16,
+                            13)
+    model.graph.initializer.append(tensor)
+    with pytest.raises(dmlgraph.DmlgraphError, match="does not fit in the 16 bits"):
+        dmlgraph.load(model)
