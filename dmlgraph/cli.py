@@ -14,10 +14,13 @@ from typing import TYPE_CHECKING, Any, Callable, NoReturn, Sequence
 
 import numpy as np
 
+from dmlgraph import files
 from dmlgraph.dml.enums import FeatureLevel
 from dmlgraph.errors import DmlgraphError
 
 if TYPE_CHECKING:
+    from rich.table import Table
+
     from dmlgraph.ir import Graph
     from dmlgraph.parity import OutputComparison, ParityReport
 
@@ -40,6 +43,13 @@ def _input_shape(text: str) -> tuple[str, list[int]]:
             f"{text!r} is not NAME:D0,D1,... with non-negative integer dimensions"
         )
     return name, shape
+
+
+def _path(text: str) -> Path:
+    """A file or folder path; an empty one is an error (``Path("")`` is the current folder)."""
+    if not text:
+        raise argparse.ArgumentTypeError("an empty path names no file")
+    return Path(text)
 
 
 def _tolerance(text: str) -> tuple[str, float]:
@@ -73,25 +83,37 @@ def _check_inputs(args: argparse.Namespace) -> None:
         _refuse("--seed draws generated inputs; it does nothing with --inputs")
 
 
-def _check_output(output: Path | None, *read: Path | None) -> None:
-    """Refuse an output path that names a file this command reads: the model or its
-    tensors must never be overwritten."""
-    if output is None or not output.exists():
+def _check_output(output: Path | None, *read: Path | None, folder: bool = False) -> None:
+    """Refuse, before any work, an output path the command could not write (its folder
+    missing; a folder where a file goes, unless ``folder`` allows one) or that names a file
+    this command reads: the model or its tensors must never be overwritten."""
+    if output is None:
         return
+    if not output.parent.is_dir():
+        _refuse(f"{output}: cannot write: the folder {str(output.parent)!r} does not exist")
+    if not output.exists():
+        return
+    if output.is_dir() and not folder:
+        _refuse(f"{output}: cannot write: is a folder; name a file")
     for source in read:
         if source is not None and source.exists() and output.samefile(source):
             _refuse(f"{output}: is {source}, which this command reads; write the output elsewhere")
 
 
 def _shapes(args: argparse.Namespace) -> dict[str, list[int]] | None:
-    if not args.input_shape:
-        return None
-    shapes: dict[str, list[int]] = {}
-    for name, dims in args.input_shape:
-        if shapes.get(name, dims) != dims:
-            _refuse(f"--input-shape gives {name!r} two shapes: {shapes[name]} and {dims}")
-        shapes[name] = dims
-    return shapes
+    return _one_each(args.input_shape, "--input-shape", "shapes") if args.input_shape else None
+
+
+def _one_each(pairs: Sequence[tuple[str, Any]], option: str, what: str) -> dict[str, Any]:
+    """An option given per name, once per name: two values for one name are an error (the
+    last would win without a word)."""
+    values: dict[str, Any] = {}
+    for name, value in pairs:
+        if values.get(name, value) != value:
+            shown = repr(name) if name else "every output"
+            _refuse(f"{option} gives {shown} two {what}: {values[name]} and {value}")
+        values[name] = value
+    return values
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -112,7 +134,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.backend == "numpy" and args.fallback == "reference" and args.provider:
         _refuse("--provider chooses onnxruntime's providers; --fallback reference runs no "
                 "onnxruntime")
-    _check_output(args.output, args.model, args.inputs)
+    _check_output(args.output, args.model, args.inputs,
+                  folder=args.output is not None and not tensorio.is_npz(args.output))
     graph = load(args.model, _shapes(args))
     if args.output is not None:  # before running, not after
         tensorio.check_writable(args.output, graph)
@@ -164,8 +187,8 @@ def cmd_check(args: argparse.Namespace) -> int:
             expected=args.expected,
             input_shapes=_shapes(args),
             seed=args.seed,
-            atol=dict(args.atol) if args.atol else None,
-            rtol=dict(args.rtol) if args.rtol else None,
+            atol=_one_each(args.atol, "--atol", "tolerances") if args.atol else None,
+            rtol=_one_each(args.rtol, "--rtol", "tolerances") if args.rtol else None,
             fallback=args.fallback or "onnxruntime",
             providers=args.provider,
             cross_check=args.cross_check,
@@ -211,8 +234,7 @@ def _print_report(report: ParityReport) -> None:
         engines = ", ".join(f"{n} on {e}" for e, n in record.engines().items())
         say(f"ran: {record.backend} ({record.provider}){': ' + engines if engines else ''}")
     statuses = ("lowered", "decomposed", "folded", "eliminated", "fallback")
-    lowering = Table("op", *statuses, title="Slice / Concat / Pad after lowering",
-                     title_justify="left")
+    lowering = _table(("op", *statuses), title="Slice / Concat / Pad after lowering")
     for op, counts in report.lowering_summary().items():
         lowering.add_row(op, *(str(counts.get(s, 0)) for s in statuses))
     console.print(lowering)
@@ -220,14 +242,22 @@ def _print_report(report: ParityReport) -> None:
         if record.op_type in LOWERED_OPS and str(record.status) == "fallback":
             say(f"  fallback {record.op_type} {record.name}: {'; '.join(record.notes)}")
     for comparison in report.comparisons:
-        table = Table("output", "verdict", "dtype", "shape", "max abs", "max rel", "mismatches",
-                      "atol / rtol", "needs atol", "needs rtol",
-                      title=escape(f"{comparison.actual}\n  vs {comparison.expected}"),
-                      title_justify="left")
-        for o in comparison.outputs:
-            table.add_row(*(escape(cell) for cell in _cells(o)),
-                          style={"pass": "green", "fail": "bold red"}.get(str(o.verdict), "yellow"))
-        console.print(table)
+        columns = ("output", "verdict", "dtype", "shape", "max abs", "max rel", "mismatches",
+                   "atol / rtol", "needs atol", "needs rtol")
+        title = escape(f"{comparison.actual}\n  vs {comparison.expected}")
+        style = {"pass": "green", "fail": "bold red"}
+        if console.width >= NARROW:
+            table = _table(columns, title)
+            for o in comparison.outputs:
+                table.add_row(*(escape(cell) for cell in _cells(o)),
+                              style=style.get(str(o.verdict), "yellow"))
+            console.print(table)
+        else:  # one table of two columns per output: ten columns would be a letter wide
+            for o in comparison.outputs:
+                table = _table(("", ""), title, header=False)
+                for column, cell in zip(columns, _cells(o)):
+                    table.add_row(column, escape(cell), style=style.get(str(o.verdict), "yellow"))
+                console.print(table)
         if comparison.note:
             say(f"  note: {comparison.note}")
         for o in comparison.outputs:
@@ -244,6 +274,21 @@ def _print_report(report: ParityReport) -> None:
     else:
         console.print("[yellow]nothing compared[/]: every output is a known divergence (above), "
                       "so no parity is shown")
+
+
+#: Terminals narrower than this get ``check``'s comparison one output at a time.
+NARROW = 100
+
+
+def _table(columns: Sequence[str], title: str, *, header: bool = True) -> Table:
+    """A table whose cells wrap where the terminal is narrow (``lower``'s do too): the
+    default cut every cell of ``check``'s ten columns to "…" at 40 columns, verdict and all."""
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left", show_header=header)
+    for column in columns:
+        table.add_column(column, overflow="fold")
+    return table
 
 
 def _cells(o: OutputComparison) -> list[str]:
@@ -299,7 +344,7 @@ def cmd_lower(args: argparse.Namespace) -> int:
         return 0
     document = lowered_to_json(lowered)
     if args.output is not None:
-        args.output.write_text(json.dumps(document, indent=2) + "\n")
+        files.write_text(args.output, json.dumps(document, indent=2) + "\n")
     if args.json:
         print(json.dumps(document, indent=2))
     else:
@@ -381,7 +426,7 @@ def build_parser() -> argparse.ArgumentParser:
     inspect = commands.add_parser(
         "inspect", help="load a model, fold computed Slice/Pad parameters, summarise it"
     )
-    inspect.add_argument("model", type=Path, help="an .onnx file")
+    inspect.add_argument("model", type=_path, help="an .onnx file")
     inspect.add_argument("--input-shape", action="append", type=_input_shape,
                          metavar="NAME:D0,D1,..", help="fix a graph input's dynamic dimensions")
     inspect.set_defaults(run=cmd_inspect)
@@ -390,11 +435,11 @@ def build_parser() -> argparse.ArgumentParser:
         "lower", help="lower Slice/Concat/Pad to DirectML descriptors and report every node"
     )
     _add_lowering_arguments(lower)
-    lower.add_argument("-o", "--output", type=Path, metavar="OUT.json",
+    lower.add_argument("-o", "--output", type=_path, metavar="OUT.json",
                        help="write the lowered graph (descriptors, tensors, report) as JSON")
     lower.add_argument("--format", choices=("json", "dxdispatch"), default="json",
                        help="json: dmlgraph's own form (default); dxdispatch: a DxDispatch model")
-    lower.add_argument("--inputs", type=Path, metavar="IN",
+    lower.add_argument("--inputs", type=_path, metavar="IN",
                        help="dxdispatch: initial values of the graph inputs (.npz or test-data)")
     lower.add_argument("--json", action="store_true", help="print the JSON form")
     lower.add_argument("--all", action="store_true",
@@ -405,10 +450,10 @@ def build_parser() -> argparse.ArgumentParser:
         "viz", help="draw the lowered graph: DOT, SVG (with Graphviz) or a self-contained HTML"
     )
     _add_lowering_arguments(viz)
-    viz.add_argument("-o", "--output", type=Path, required=True, metavar="OUT.dot|.svg|.html")
+    viz.add_argument("-o", "--output", type=_path, required=True, metavar="OUT.dot|.svg|.html")
     viz.add_argument("--check", action="store_true",
                      help="run the parity check and show its results (HTML)")
-    viz.add_argument("--inputs", type=Path, metavar="IN", help="inputs for --check")
+    viz.add_argument("--inputs", type=_path, metavar="IN", help="inputs for --check")
     viz.add_argument("--seed", type=_seed, help="seed of generated inputs for --check (0)")
     viz.set_defaults(run=cmd_viz)
 
@@ -419,7 +464,7 @@ def build_parser() -> argparse.ArgumentParser:
                      "onnxruntime: the imported graph, or the lowered one with --lowered")
     run.add_argument("--lowered", action="store_true",
                      help="onnxruntime: run the lowered graph, translated back to ONNX")
-    run.add_argument("-o", "--output", type=Path, metavar="OUT",
+    run.add_argument("-o", "--output", type=_path, metavar="OUT",
                      help="save inputs and outputs to an .npz or a test-data folder")
     run.set_defaults(run=cmd_run)
 
@@ -427,7 +472,7 @@ def build_parser() -> argparse.ArgumentParser:
         "check", help="compare the lowered graph on the NumPy backend with onnxruntime"
     )
     _add_model_arguments(check)
-    check.add_argument("--expected", type=Path, metavar="OUT",
+    check.add_argument("--expected", type=_path, metavar="OUT",
                        help="also compare with the outputs stored in an .npz or test-data folder")
     check.add_argument("--atol", action="append", type=_tolerance, metavar="[NAME:]VALUE",
                        help="absolute tolerance, for all outputs or one (repeatable)")
@@ -441,17 +486,17 @@ def build_parser() -> argparse.ArgumentParser:
     dxdispatch = commands.add_parser(
         "dxdispatch", help="run a DxDispatch JSON model's DML operators on the NumPy executor"
     )
-    dxdispatch.add_argument("model", type=Path, help="a DxDispatch model .json")
+    dxdispatch.add_argument("model", type=_path, help="a DxDispatch model .json")
     dxdispatch.add_argument("--feature-level", type=_feature_level, default=FeatureLevel.L6_4,
                             help="DML_FEATURE_LEVEL to validate at (default 6_4)")
-    dxdispatch.add_argument("-o", "--output", type=Path, help="save every resource to an .npz")
+    dxdispatch.add_argument("-o", "--output", type=_path, help="save every resource to an .npz")
     dxdispatch.set_defaults(run=cmd_dxdispatch)
     return parser
 
 
 def _add_lowering_arguments(parser: argparse.ArgumentParser) -> None:
     """What every command that lowers a model takes: the model, the level, input shapes."""
-    parser.add_argument("model", type=Path, help="an .onnx file")
+    parser.add_argument("model", type=_path, help="an .onnx file")
     parser.add_argument("--feature-level", type=_feature_level,
                         help="DML_FEATURE_LEVEL to lower at (default 6_4)")
     parser.add_argument("--input-shape", action="append", type=_input_shape,
@@ -461,7 +506,7 @@ def _add_lowering_arguments(parser: argparse.ArgumentParser) -> None:
 def _add_model_arguments(parser: argparse.ArgumentParser) -> None:
     """What run and check share: the lowering arguments, inputs, the engines."""
     _add_lowering_arguments(parser)
-    parser.add_argument("--inputs", type=Path, metavar="IN",
+    parser.add_argument("--inputs", type=_path, metavar="IN",
                         help="an .npz (keys = tensor names) or an ONNX test-data folder; "
                         "default: random inputs from --seed")
     parser.add_argument("--seed", type=_seed, help="seed of generated inputs (0)")

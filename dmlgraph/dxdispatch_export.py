@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from dmlgraph import files
 from dmlgraph.canonical import LOWERED_OPS
 from dmlgraph.dml.binding import binds, buffer_size, from_buffer
 from dmlgraph.dml.enums import PaddingMode, TensorDataType
@@ -246,7 +247,7 @@ def write_dxdispatch(
     """Write ``to_dxdispatch(graph, inputs)`` to ``path``; returns one line saying what."""
     model = to_dxdispatch(graph, inputs)
     path = Path(path)
-    path.write_text(json.dumps(model, indent=2) + "\n", encoding="utf-8")
+    files.write_text(path, json.dumps(model, indent=2) + "\n")
     return (
         f"wrote {path}: {len(model['resources'])} resources, "
         f"{len(model['dispatchables'])} dispatchables, {len(model['commands'])} commands"

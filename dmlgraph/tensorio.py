@@ -16,9 +16,11 @@ range per dtype kind (``VALUE_RANGES``) that exercise signs without overflowing.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import re
+import shutil
 import zipfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -28,6 +30,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
+from dmlgraph import files
 from dmlgraph.canonical import PARAMETER_PORTS
 from dmlgraph.errors import DmlgraphError
 from dmlgraph.ir import Graph
@@ -73,7 +76,7 @@ def read(
         raise TensorIOError(f"{path}: no such file or folder")
     if path.is_dir():
         entries_in, entries_out = _read_folder(path)
-    elif path.suffix == ".npz":
+    elif is_npz(path):
         entries_in, entries_out = _read_npz(path, graph, stem)
     else:
         raise TensorIOError(f"{path}: not an .npz file or an ONNX test-data folder")
@@ -85,10 +88,28 @@ def read(
             f"{path}: holds no value for graph input(s) {missing} (it holds "
             f"{len(entries_in)} input(s))"
         )
-    return TensorSet(
-        {k: _typed(k, v, graph) for k, v in inputs.items()},
-        {k: _typed(k, v, graph) for k, v in outputs.items()},
-    )
+    typed = {k: _typed(k, v, graph) for k, v in inputs.items()}
+    for name, array in typed.items():
+        _check_input(path, graph, name, array)
+    return TensorSet(typed, {k: _typed(k, v, graph) for k, v in outputs.items()})
+
+
+def _check_input(path: Path, graph: Graph, name: str, array: np.ndarray) -> None:
+    """An input's dtype and fixed sizes, checked where the file is named (the backends check
+    them again, naming the model)."""
+    info = graph.tensor(name)
+    if info.dtype is not None and array.dtype != info.dtype:
+        raise TensorIOError(
+            f"{path}: input {name!r} is {array.dtype}; the graph expects {info.dtype}"
+        )
+    if info.shape is not None and (
+        array.ndim != len(info.shape)
+        or any(type(d) is int and d != n for d, n in zip(info.shape, array.shape))
+    ):
+        raise TensorIOError(
+            f"{path}: input {name!r} has shape {list(array.shape)}; the graph expects "
+            f"{list(info.shape)}"
+        )
 
 
 @dataclass(frozen=True)
@@ -120,8 +141,13 @@ def _read_folder(path: Path) -> tuple[list[_Entry], list[_Entry]]:
         for index in indexes:
             proto = onnx.TensorProto()
             try:
-                proto.ParseFromString(files[index].read_bytes())
-                array = np.array(numpy_helper.to_array(proto))
+                data = files[index].read_bytes()
+            except OSError as exc:
+                raise TensorIOError(f"{files[index]}: cannot read: {exc.strerror or exc}") from None
+            try:
+                proto.ParseFromString(data)
+                # external data lies beside the file, as ONNX's test runner reads it
+                array = np.array(numpy_helper.to_array(proto, base_dir=str(path)))
             except Exception as exc:
                 raise TensorIOError(
                     f"{files[index]}: not a serialized TensorProto: {type(exc).__name__}: {exc}"
@@ -175,13 +201,24 @@ def _bind(path: Path, entries: list[_Entry], graph: Graph, kind: str) -> dict[st
     """An entry goes to the graph tensor of its name, else to the one at its position."""
     names = graph.inputs if kind == "input" else graph.outputs
     bound: dict[str, np.ndarray] = {}
+    how: dict[str, str] = {}  # how each was bound, for the message of a second value
+
+    def bind(name: str, entry: _Entry, way: str) -> None:
+        if name in bound:
+            raise TensorIOError(
+                f"{path}: holds two values for {kind} {name!r} ({how[name]}, and {way}); "
+                "keep one"
+            )
+        bound[name], how[name] = entry.array, way
+
     for entry in entries:
         if entry.name in names:
-            bound[entry.name] = entry.array
+            bind(entry.name, entry, f"by name {entry.name!r}"
+                 + (f" at #{entry.index}" if entry.index is not None else ""))
         elif kind == "input" and entry.name in graph.initializer_inputs:  # by name, not place
             raise TensorIOError(f"{path}: {graph.not_an_input(entry.name)}")
         elif entry.index is not None and entry.index < len(names):
-            bound[names[entry.index]] = entry.array
+            bind(names[entry.index], entry, f"by position #{entry.index}")
         elif entry.index is not None:
             raise TensorIOError(
                 f"{path}: {kind} #{entry.index} has no graph {kind} to bind to (the graph has "
@@ -200,10 +237,20 @@ def _typed(name: str, array: np.ndarray, graph: Graph) -> np.ndarray:
     """ml_dtypes arrays come back from .npz as raw void bytes: view them as the graph's dtype;
     other arrays come in the machine's byte order (``native_order``)."""
     dtype = graph.tensor(name).dtype
-    if dtype is not None and array.dtype.kind == "V" and array.dtype.itemsize == dtype.itemsize:
+    if (
+        dtype is not None
+        and array.dtype.kind == "V"
+        and array.dtype.fields is None  # raw bytes; a record is no tensor
+        and array.dtype.itemsize == dtype.itemsize
+    ):
         return array.view(dtype)
-    if dtype == np.dtype(object) and array.dtype.kind in "US":  # STRING, stored as NumPy's
+    if dtype == np.dtype(object) and array.dtype.kind == "U":  # STRING, stored as NumPy's
         return array.astype(object)
+    if dtype == np.dtype(object) and array.dtype.kind == "S":  # bytes: ONNX strings are UTF-8
+        try:
+            return np.vectorize(lambda b: b.decode("utf-8"), otypes=[object])(array)
+        except UnicodeDecodeError as exc:
+            raise TensorIOError(f"tensor {name!r}: a string is not UTF-8: {exc}") from None
     return native_order(array)
 
 
@@ -221,7 +268,7 @@ def check_writable(path: str | Path, graph: Graph) -> None:
     goes, or test-data files it would not replace (another model's, which would be read
     with the new ones). Nothing to check for an .npz."""
     path = Path(path)
-    if path.suffix == ".npz":
+    if is_npz(path):
         return
     if path.exists() and not path.is_dir():
         raise TensorIOError(f"{path}: exists and is not a folder; use a .npz name or a folder")
@@ -247,7 +294,7 @@ def write(
 ) -> None:
     """Save inputs and outputs: a ``.npz`` keyed by name, else a test-data folder (created)."""
     path = Path(path)
-    if path.suffix == ".npz":
+    if is_npz(path):
         arrays = {**{n: inputs[n] for n in graph.inputs}, **{n: outputs[n] for n in graph.outputs}}
         try:
             save_npz(path, arrays)
@@ -255,16 +302,21 @@ def write(
             raise TensorIOError(f"{path}: cannot write: {exc.strerror or exc}") from None
         return
     check_writable(path, graph)
+    created = not path.exists()
     try:
-        path.mkdir(parents=True, exist_ok=True)
-        for kind, names, values in (
-            ("input", graph.inputs, inputs),
-            ("output", graph.outputs, outputs),
-        ):
-            for index, name in enumerate(names):
-                proto = numpy_helper.from_array(np.asarray(values[name]), name)
-                (path / f"{kind}_{index}.pb").write_bytes(proto.SerializeToString())
+        path.mkdir(exist_ok=True)  # its parent must exist: a typo makes no tree of folders
+        with contextlib.ExitStack() as stack:  # every file written before any replaces its own
+            for kind, names, values in (
+                ("input", graph.inputs, inputs),
+                ("output", graph.outputs, outputs),
+            ):
+                for index, name in enumerate(names):
+                    proto = numpy_helper.from_array(np.asarray(values[name]), name)
+                    temporary = stack.enter_context(files.replacing(path / f"{kind}_{index}.pb"))
+                    temporary.write_bytes(proto.SerializeToString())
     except OSError as exc:
+        if created:
+            shutil.rmtree(path, ignore_errors=True)
         raise TensorIOError(f"{path}: cannot write: {exc.strerror or exc}") from None
 
 
@@ -305,6 +357,10 @@ def generate(
             if math.prod(shape) * (8 + np.dtype(info.dtype).itemsize) > available_memory():
                 raise MemoryError
             feeds[name] = random_array(rng, info.dtype, shape)
+        except TensorIOError as exc:  # a type with no random values (strings)
+            raise TensorIOError(
+                f"{graph.source}: input {name!r}: {exc}; give its value with --inputs"
+            ) from None
         except MemoryError:
             raise TensorIOError(
                 f"{graph.source}: input {name!r} is {info.dtype}{list(shape)}, "
@@ -339,11 +395,16 @@ def random_array(rng: np.random.Generator, dtype: np.dtype, shape: Sequence[int]
     return rng.integers(int(low), int(high), size=shape).astype(dtype)
 
 
+def is_npz(path: Path) -> bool:
+    """An .npz name, in any case (``-o OUT.NPZ`` made a folder)."""
+    return path.suffix.lower() == ".npz"
+
+
 def npz_name(path: str | os.PathLike[str]) -> Path:
     """The file ``save_npz`` writes for ``path``: ``.npz`` added where it lacks it, as NumPy
     adds it."""
     target = Path(path)
-    return target if target.suffix == ".npz" else target.with_name(target.name + ".npz")
+    return target if is_npz(target) else target.with_name(target.name + ".npz")
 
 
 def save_npz(path: str | os.PathLike[str], arrays: Mapping[str, np.ndarray]) -> Path:
@@ -352,10 +413,13 @@ def save_npz(path: str | os.PathLike[str], arrays: Mapping[str, np.ndarray]) -> 
     as it does. STRING tensors (object arrays) are written as NumPy strings, not pickles, so
     ``read`` (which loads no pickles) reads them back. Returns the path written."""
     target = npz_name(path)
-    with zipfile.ZipFile(target, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
-        for name, array in arrays.items():
+    stored = {name: _storable(name, np.asanyarray(array)) for name, array in arrays.items()}
+    with files.replacing(target) as temporary, zipfile.ZipFile(
+        temporary, "w", zipfile.ZIP_STORED, allowZip64=True
+    ) as archive:
+        for name, array in stored.items():
             with archive.open(f"{name}.npy", "w", force_zip64=True) as member:
-                np.lib.format.write_array(member, _storable(name, np.asanyarray(array)))
+                np.lib.format.write_array(member, array)
     return target
 
 

@@ -219,3 +219,86 @@ def test_inputs_beyond_the_machines_memory_are_refused_before_they_are_drawn(
     monkeypatch.setattr(tensorio, "available_memory", lambda: 20_000_000.0)
     assert generate(graph, 0)["x"].shape == (1000, 1000)
     assert tensorio.available_memory() > 0
+
+
+def _one_input(dtype=np.float32, shape=(2, 3)) -> Graph:
+    graph = Graph(opset_imports={"": 19})
+    graph.add_input(TensorInfo("x", dtype, shape))
+    graph.add_node(OnnxOp("Identity", 1), ["x"], ["y"], Provenance("id", "Identity"))
+    graph.set_tensor(TensorInfo("y", dtype, shape))
+    graph.outputs = ["y"]
+    return graph
+
+
+def test_two_values_for_one_input_are_an_error(tmp_path) -> None:
+    """By name and by position (which one won hung on the order of the members), or two
+    test-data files of one name (the first was dropped)."""
+    x = np.zeros((2, 3), np.float32)
+    np.savez(tmp_path / "a.npz", x, x=x + 1)
+    np.savez(tmp_path / "b.npz", arr_0=x, x=x + 1)
+    (tmp_path / "td").mkdir()
+    for index in (0, 1):
+        (tmp_path / "td" / f"input_{index}.pb").write_bytes(
+            numpy_helper.from_array(x + index, "x").SerializeToString())
+    for source in ("a.npz", "b.npz", "td"):
+        with pytest.raises(TensorIOError, match="holds two values for input 'x'"):
+            read(tmp_path / source, _one_input())
+
+
+def test_strings_stored_as_bytes_are_read_as_text(tmp_path) -> None:
+    """np.savez stores bytes as dtype S: they fed onnxruntime as the text "b'bb'"."""
+    np.savez(tmp_path / "s.npz", x=np.array([b"bb", "cé".encode()]))
+    (x,) = read(tmp_path / "s.npz", _one_input(object, (2,))).inputs.values()
+    assert x.dtype == object and x.tolist() == ["bb", "cé"]
+    np.savez(tmp_path / "bad.npz", x=np.array([b"\xff"]))
+    with pytest.raises(TensorIOError, match="not UTF-8"):
+        read(tmp_path / "bad.npz", _one_input(object, (1,)))
+
+
+@pytest.mark.parametrize("array, fragment", [
+    (np.zeros((2, 3), [("a", "u1"), ("b", "u1")]), "the graph expects float16"),  # was bit-cast
+    (np.zeros((2, 3), np.float64), "is float64; the graph expects float16"),
+    (np.zeros((3, 2), np.float16), "has shape [3, 2]; the graph expects [2, 3]"),
+])
+def test_an_input_of_another_type_or_shape_is_refused_naming_the_file(array, fragment,
+                                                                     tmp_path) -> None:
+    np.savez(tmp_path / "in.npz", x=array)
+    with pytest.raises(TensorIOError) as info:
+        read(tmp_path / "in.npz", _one_input(np.float16))
+    assert str(tmp_path / "in.npz") in str(info.value) and fragment in str(info.value)
+
+
+def test_external_data_of_a_test_data_file_lies_beside_it(tmp_path, monkeypatch) -> None:
+    from onnx.external_data_helper import set_external_data
+
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    (tmp_path / "td").mkdir()
+    proto = numpy_helper.from_array(x, "x")
+    (tmp_path / "td" / "x.bin").write_bytes(proto.raw_data)
+    set_external_data(proto, "x.bin")
+    proto.ClearField("raw_data")
+    (tmp_path / "td" / "input_0.pb").write_bytes(proto.SerializeToString())
+    monkeypatch.chdir(tmp_path)  # not the folder: it was read from the working directory
+    np.testing.assert_array_equal(read(tmp_path / "td", _one_input()).inputs["x"], x)
+
+
+def test_a_failed_write_leaves_the_old_file_whole(tmp_path, monkeypatch) -> None:
+    """A full disk or a size limit in the middle of a write: the .npz that was there stays
+    (it was truncated), and a test-data folder the write made is removed."""
+    graph = _one_input()
+    old = {"x": np.ones((2, 3), np.float32), "y": np.ones((2, 3), np.float32)}
+    tensorio.save_npz(tmp_path / "out.npz", old)
+    before = (tmp_path / "out.npz").read_bytes()
+
+    def full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(np.lib.format, "write_array", full)
+    new = {"x": np.zeros((2, 3), np.float32)}
+    with pytest.raises(TensorIOError, match="No space left"):
+        write(tmp_path / "out.npz", graph, new, {"y": new["x"]})
+    assert (tmp_path / "out.npz").read_bytes() == before
+    monkeypatch.setattr(onnx.TensorProto, "SerializeToString", full)
+    with pytest.raises(TensorIOError, match="No space left"):
+        write(tmp_path / "td", graph, new, {"y": new["x"]})
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.npz"]  # no temporary left

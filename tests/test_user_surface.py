@@ -257,3 +257,64 @@ def test_descriptors_merged_with_another_nodes_are_named_in_the_notes() -> None:
     (right,) = [r for r in lower(dmlgraph.load(MODELS / "seeds" / "padding_symmetric.onnx"),
                                  "1_0").report() if r.name == "right"]
     assert any("2 of its descriptors" in note and "'left'" in note for note in right.notes)
+
+
+SLICE1 = str(MODELS / "seeds" / "slice_example1.onnx")
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["run", SLICE1, "-o", "{tmp}/missing/o.npz"], "the folder '{tmp}/missing' does not exist"),
+    (["run", SLICE1, "-o", "{tmp}/missing/o"], "the folder '{tmp}/missing' does not exist"),
+    (["lower", SLICE1, "-o", "{tmp}/missing/x.json"], "does not exist"),
+    (["viz", SLICE1, "-o", "{tmp}/missing/x.html"], "does not exist"),
+    (["lower", SLICE1, "-o", "{tmp}/folder.json"], "is a folder; name a file"),
+    (["dxdispatch", str(MODELS / "dxdispatch" / "example_join.json"), "-o",
+      "{tmp}/folder.json.npz"], "is a folder; name a file"),
+])
+def test_an_output_that_cannot_be_written_is_refused_before_any_work(args, fragment, tmp_path,
+                                                                    capsys) -> None:
+    """It ran (and printed its results) first, then failed; a folder's missing parents were
+    made, a file's were not."""
+    (tmp_path / "folder.json").mkdir()
+    (tmp_path / "folder.json.npz").mkdir()
+    assert main([a.replace("{tmp}", str(tmp_path)) for a in args]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and fragment.replace("{tmp}", str(tmp_path)) in err
+    assert not (tmp_path / "missing").exists()
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["run", SLICE1, "--inputs", ""], "an empty path names no file"),  # it read "."
+    (["lower", SLICE1, "--feature-level", "0x2101"], "feature level '0x2101'"),  # said 8449
+    (["check", SLICE1, "--atol", "Y:1", "--atol", "Y:0"], "--atol gives 'Y' two tolerances"),
+])
+def test_usage_errors_name_what_was_typed(args, fragment, capsys) -> None:
+    try:
+        code = main(args)
+    except SystemExit as exc:  # argparse's own errors
+        code = exc.code
+    assert code == 2 and fragment in capsys.readouterr().err
+
+
+def test_an_input_no_values_can_be_generated_for_is_named_with_a_hint(tmp_path, capsys) -> None:
+    graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.STRING, [2])],
+                              [helper.make_tensor_value_info("y", TensorProto.STRING, [2])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    assert main(["run", _saved(tmp_path, model)]) == 2
+    err = capsys.readouterr().err
+    assert "input 'x'" in err and "give its value with --inputs" in err
+
+
+def test_check_reads_on_a_narrow_terminal(tmp_path, capsys, monkeypatch) -> None:
+    """At 40 columns every cell of the ten-column table was cut to "…", verdict and all."""
+    import sys
+
+    x = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
+    np.savez(tmp_path / "wrong.npz", X=x, Y=x[:, :, 1:4, 2:4] + 1)
+    monkeypatch.setenv("COLUMNS", "40")
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    assert main(["check", SLICE1, "--expected", str(tmp_path / "wrong.npz")]) == 1
+    out = re.sub(r"\x1b\[[0-9;]*m", "", capsys.readouterr().out)  # a terminal's colours
+    assert "…" not in out
+    assert re.search(r"│ verdict +│ fail +│", out)

@@ -99,7 +99,10 @@ class FeatureLevel(_DmlEnum):
         if isinstance(value, str):
             text = value.strip()
             if re.fullmatch(r"0[xX][0-9a-fA-F]+", text):
-                return cls.parse(int(text, 16))
+                try:
+                    return cls(int(text, 16))
+                except ValueError:
+                    raise EnumValueError(_unknown_level(value)) from None
             upper = text.upper()
             if upper.startswith("DML_FEATURE_LEVEL_"):
                 upper = upper[len("DML_FEATURE_LEVEL_"):]

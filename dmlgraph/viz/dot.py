@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from dmlgraph import files
 from dmlgraph.errors import DmlgraphError
 from dmlgraph.ir import Graph
 from dmlgraph.viz.describe import (
@@ -239,7 +240,7 @@ def graphviz() -> str | None:
 
 def write_dot(dot: str, path: str | Path) -> Path:
     path = Path(path)
-    path.write_text(dot, encoding="utf-8")
+    files.write_text(path, dot)
     return path
 
 
@@ -254,20 +255,21 @@ def render_svg(dot: str, path: str | Path, *, dot_binary: str | None = None) -> 
             f"install graphviz, or write {path.with_suffix('.dot').name} (render it with "
             "dot -Tsvg) or a self-contained .html"
         )
-    try:
-        done = subprocess.run(
-            [binary, "-Tsvg", "-o", str(path)],
-            input=dot.encode("utf-8"),
-            capture_output=True,
-            check=False,
-            timeout=120,
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise VizError(f"{path}: running {binary} failed: {exc}") from None
-    if done.returncode != 0:
-        message = done.stderr.decode("utf-8", "replace").strip().splitlines()
-        raise VizError(
-            f"{path}: {binary} -Tsvg failed (exit {done.returncode}): "
-            f"{message[0] if message else 'no message'}"
-        )
+    with files.replacing(path) as temporary:
+        try:
+            done = subprocess.run(
+                [binary, "-Tsvg", "-o", str(temporary)],
+                input=dot.encode("utf-8"),
+                capture_output=True,
+                check=False,
+                timeout=120,
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise VizError(f"{path}: running {binary} failed: {exc}") from None
+        if done.returncode != 0:
+            message = done.stderr.decode("utf-8", "replace").strip().splitlines()
+            raise VizError(
+                f"{path}: {binary} -Tsvg failed (exit {done.returncode}): "
+                f"{message[0] if message else 'no message'}"
+            )
     return f"wrote {path}"

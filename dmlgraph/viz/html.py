@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dmlgraph import files
 from dmlgraph.ir import Graph
 from dmlgraph.viz.describe import (
     LOWERING_TARGETS,
@@ -485,7 +486,7 @@ def write_html(
 ) -> str:
     """Write the report to ``path``; returns one line saying so."""
     path = Path(path)
-    path.write_text(html_report(original, lowered, parity, title=title), encoding="utf-8")
+    files.write_text(path, html_report(original, lowered, parity, title=title))
     return f"wrote {path}"
 
 
