@@ -391,11 +391,11 @@ def _check_commands(model: DxDispatchModel, level: FeatureLevel) -> None:
     """Every dispatchable at the level, and every command's type, fields and names, before
     any command runs, as DxDispatch parses the commands and initializes every dispatchable
     first (a bad last command printed nothing there, and everything before it here)."""
-    for name, desc in model.dispatchables.items():
+    for key, desc in model.dispatchables.items():
         try:  # before binding, too: a tensor of a type with no NumPy element type
             desc.validate(level)
         except DmlgraphError as exc:
-            raise DxDispatchError(f"dispatchable '{name}': {exc}") from None
+            raise DxDispatchError(f"dispatchable '{key}': {exc}") from None
     for index, command in enumerate(model.commands):
         kind = _command_kind(command)
         if kind == "writefile":

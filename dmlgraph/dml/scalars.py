@@ -6,18 +6,19 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Iterable
+from typing import TypeGuard
 
 import numpy as np
 
 
-def is_integer(value: object) -> bool:
+def is_integer(value: object) -> TypeGuard[int]:  # NumPy's integers act as ints here
     kind = type(value)
     if kind is int:  # first: lowering asks for every size and stride it builds
         return True
     return kind is not bool and isinstance(value, numbers.Integral) and kind is not np.bool_
 
 
-def is_real(value: object) -> bool:
+def is_real(value: object) -> TypeGuard[float]:
     kind = type(value)
     if kind is float or kind is int:
         return True
