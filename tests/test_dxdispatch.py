@@ -303,3 +303,15 @@ def test_numbers_rapidjson_refuses_are_refused(tmp_path, capsys, literal) -> Non
     text = json.dumps(_slice_model([1, 2, 3, 4])).replace("[1, 2, 3, 4]", f"[{literal}, 2, 3, 4]")
     code, out, err = _run_text(tmp_path, text, capsys)
     assert (code, out) == (2, "") and "DxDispatch's reader refuses it" in err
+
+
+def test_an_integer_beyond_64_bits_is_a_double_already() -> None:
+    """RapidJSON holds an integer past UINT64 as a double (IsLosslessDouble: true), so
+    DxDispatch takes it rounded; one within 64 bits that a double rounds it refuses."""
+    from dmlgraph.dml.jsonio import lossless_double
+
+    assert lossless_double(2**70 + 1) and lossless_double(-(2**63))
+    assert not lossless_double(2**53 + 1) and not lossless_double(2**64 - 1)
+    assert not lossless_double(10**400)
+    model = run_model(load_model(_slice_model([2**70 + 1, 1, 2, 3])))
+    assert model.resources["out"].values()[0] == np.float32(2.0**70)

@@ -135,13 +135,17 @@ def json_number(value: object, named_floats: bool = True) -> float | int:
 
 def lossless_double(value: float | int) -> bool:
     """Whether a JSON number is a double exactly, as RapidJSON's ``IsLosslessDouble`` asks
-    before DxDispatch reads an integer into a float field (2^53 + 1 is not)."""
+    before DxDispatch reads an integer into a float field (2^53 + 1 is not; an integer
+    beyond 64 bits RapidJSON holds as a double already, so it is)."""
     if isinstance(value, float):
         return True
     try:
-        return int(float(value)) == value
-    except OverflowError:  # beyond any double
+        double = float(value)
+    except OverflowError:  # beyond any double: NumberTooBig
         return False
+    if not -(2**63) <= value < 2**64:  # RapidJSON reads such an integer as a double
+        return True
+    return int(double) == value
 
 
 def json_float(number: float | int, data_type: TensorDataType) -> float:
