@@ -219,7 +219,6 @@ def _print_report(report: ParityReport) -> None:
     """The report as rich tables: lowering, then one table per comparison."""
     from rich.console import Console
     from rich.markup import escape
-    from rich.table import Table
 
     from dmlgraph.canonical import LOWERED_OPS
 
@@ -328,6 +327,8 @@ def cmd_lower(args: argparse.Namespace) -> int:
     if args.output is not None and args.output.suffix.lower() != ".json":
         _refuse(f"{args.output}: lower writes JSON (--format {args.format}); name the output "
                 "*.json")
+    if dxdispatch and args.output is None:
+        _refuse("--format dxdispatch needs -o OUT.json")
     _check_output(args.output, args.model, args.inputs)
     graph = load(args.model, _shapes(args))
     lowered = lower(graph, args.feature_level)
@@ -335,8 +336,6 @@ def cmd_lower(args: argparse.Namespace) -> int:
         from dmlgraph import tensorio
         from dmlgraph.dxdispatch_export import write_dxdispatch
 
-        if args.output is None:
-            raise DmlgraphError("--format dxdispatch needs -o OUT.json")
         feeds = (
             tensorio.read(args.inputs, graph, stem=args.model.stem).inputs if args.inputs else None
         )
@@ -357,7 +356,7 @@ def cmd_lower(args: argparse.Namespace) -> int:
 
 def cmd_viz(args: argparse.Namespace) -> int:
     from dmlgraph.importer import load
-    from dmlgraph.viz import write_viz
+    from dmlgraph.viz import check_target, write_viz
     from lowering import lower
 
     html = args.output.suffix.lower() in (".html", ".htm")
@@ -368,6 +367,7 @@ def cmd_viz(args: argparse.Namespace) -> int:
         _refuse(f"--{'inputs' if args.inputs is not None else 'seed'} gives the inputs of "
                 "--check; add --check (and write .html)")
     _check_output(args.output, args.model, args.inputs)
+    check_target(args.output)
     graph = load(args.model, _shapes(args))
     lowered = lower(graph, args.feature_level)
     parity = None

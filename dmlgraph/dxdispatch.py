@@ -193,7 +193,10 @@ def parse_json(text: str) -> Any:
     name winning, as DxDispatch fills its maps of resources, dispatchables and bindings."""
     relaxed = _RELAXED.sub(lambda m: m.group() if m.group().startswith('"') else "", text)
     decoder = json.JSONDecoder(
-        object_pairs_hook=_JsonObject, parse_constant=_no_constant, parse_float=_double
+        object_pairs_hook=_JsonObject,
+        parse_constant=_no_constant,
+        parse_float=_double,
+        parse_int=_integer,
     )
     value, _ = decoder.raw_decode(relaxed, len(relaxed) - len(relaxed.lstrip()))
     return value
@@ -218,6 +221,13 @@ def members(value: Any) -> Any:
 def _no_constant(name: str) -> float:
     raise ValueError(f"{name} is no JSON number (DxDispatch's reader refuses it; write the "
                      'string "nan" or "inf" where a FLOAT takes one)')
+
+
+def _integer(text: str) -> int:
+    if len(text.lstrip("-")) > 309:  # past any double, and Python's 4300-digit limit
+        raise ValueError(f"the number {text[:20]}... ({len(text)} digits) is too big for a "
+                         "double (DxDispatch's reader refuses it)")
+    return int(text)
 
 
 def _double(text: str) -> float:

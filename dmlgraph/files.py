@@ -3,6 +3,7 @@ size limit) leaves the file that was there as it was, never half of a new one.""
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import tempfile
@@ -11,23 +12,47 @@ from contextlib import contextmanager
 from pathlib import Path
 
 
+def _read_umask() -> int:
+    mask = os.umask(0o22)  # reading it means setting it: done once, at import
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _read_umask()
+
+
 @contextmanager
 def replacing(path: str | os.PathLike[str]) -> Iterator[Path]:
-    """A temporary path beside ``path`` for the block to write; it replaces ``path`` when
-    the block ends, and is removed when it raises. The file gets the mode the old one had
-    (else the umask's), not the temporary file's 0600."""
-    target = Path(path)
-    handle, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part",
-                                    dir=target.parent)
+    """A path for the block to write ``path`` through: a temporary file beside it, which
+    replaces it when the block ends and is removed when the block raises. A link is written
+    through (the file it names is replaced), and the new file gets the old one's mode (else
+    the umask's), not the temporary file's 0600. Where a temporary file cannot stand in for
+    it (a file with other hard links, a folder that takes no new files), the file itself is
+    written, as a plain write would. Errors name ``path``, never the temporary file."""
+    target = Path(path).resolve() if Path(path).is_symlink() else Path(path)
+    exists = target.exists()
+    if exists and not target.is_dir() and not os.access(target, os.W_OK):
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(path))
+    if (exists and target.stat().st_nlink > 1) or not os.access(target.parent, os.W_OK):
+        yield target
+        return
+    try:
+        handle, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part",
+                                        dir=target.parent)
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror, str(path)) from None
     os.close(handle)
     temporary = Path(name)
     try:
         yield temporary
-        if target.exists():
+        if exists:
             shutil.copymode(target, temporary)
         else:
-            os.chmod(temporary, 0o666 & ~_umask())
+            os.chmod(temporary, 0o666 & ~_UMASK)
         os.replace(temporary, target)
+    except OSError as exc:
+        temporary.unlink(missing_ok=True)
+        raise OSError(exc.errno, exc.strerror, str(path)) from None
     except BaseException:
         temporary.unlink(missing_ok=True)
         raise
@@ -41,9 +66,3 @@ def write_text(path: str | os.PathLike[str], text: str) -> None:
 def write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
     with replacing(path) as temporary:
         temporary.write_bytes(data)
-
-
-def _umask() -> int:
-    mask = os.umask(0o22)  # reading it means setting it: put it back at once
-    os.umask(mask)
-    return mask

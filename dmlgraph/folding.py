@@ -500,9 +500,10 @@ def fold_constants(
             changed.update(infer_node(graph, node, memo))
         if (select is not None and not select(node)) or not _foldable(graph, node):
             continue
-        divergent = _slice_divergence(graph, node) or ort_divergence(
-            graph, node.op_type, node.op.domain, node.op.since_version, node.op.attrs,
-            node.inputs,
+        divergent = _slice_divergence(graph, node) or (
+            node.op_type in ORT_DIVERGENT_OPS
+            and ort_divergence(graph, node.op_type, node.op.domain, node.op.since_version,
+                               node.op.attrs, node.inputs)
         )
         if divergent:
             _note(node, NOT_FOLDED, divergent)
@@ -580,7 +581,7 @@ def ort_divergence(
     it ("" when neither): folding leaves it to the fallback, where onnxruntime decides (each
     case measured against onnxruntime 1.32's CPU kernels)."""
     check = _DIVERGENCES.get(op_type) if domain == "" else None
-    if check is None:
+    if check is None:  # callers ask ``op_type in ORT_DIVERGENT_OPS`` first: this runs per node
         return ""
     values = [graph.constant(name) for name in inputs]
     return check(values, attrs, version)
@@ -614,15 +615,17 @@ def _magnitude_divergence(op_type: str) -> Callable[..., str]:
                 if power is None:
                     return ""
                 bound = float(np.max(x ** np.abs(power.astype(np.float64)), initial=0.0))
-            elif op_type in ("ReduceSum", "ReduceL1"):
+            elif op_type in ("ReduceSum", "ReduceL1", "ReduceMean"):
                 bound = float(x.sum())
             elif op_type == "ReduceSumSquare":
                 bound = float((x * x).sum())
             else:  # ReduceProd
                 bound = float(np.prod(np.maximum(x, 1.0)))
-        if not bound < _DOUBLE_EXACT:
-            return (f"an integer {op_type} reaching beyond 2^53, which onnxruntime computes "
-                    "through a double (it rounds, and saturates on overflow)")
+        limit = min(_DOUBLE_EXACT, int(np.iinfo(data.dtype).max))
+        if not bound < limit:
+            return (f"an integer {op_type} reaching 2^52 or the limits of {data.dtype}, which "
+                    "onnxruntime computes through a double (it rounds, and saturates on "
+                    "overflow where NumPy wraps)")
         return ""
 
     return check
@@ -649,6 +652,13 @@ def _division_divergence(
     return ""
 
 
+def _mod_divergence(values: list[np.ndarray | None], attrs: Mapping[str, Any], version: int) -> str:
+    divisor = values[1] if len(values) > 1 else None
+    if divisor is not None and divisor.dtype.kind == "f" and attrs.get("fmod", 0) == 0:
+        return "a Mod of floats without fmod=1, which ONNX forbids and onnxruntime refuses"
+    return _division_divergence(values, attrs, version)
+
+
 def _range_divergence(values: list[np.ndarray | None], attrs: Mapping[str, Any], version: int) -> str:
     if any(v is not None and v.ndim != 0 for v in values):
         return "a Range of inputs that are not scalars, which onnxruntime refuses"
@@ -662,11 +672,16 @@ _DIVERGENCES: Mapping[str, Callable[[list[np.ndarray | None], Mapping[str, Any],
     "ReduceL1": _magnitude_divergence("ReduceL1"),
     "ReduceSumSquare": _magnitude_divergence("ReduceSumSquare"),
     "ReduceProd": _magnitude_divergence("ReduceProd"),
+    "ReduceMean": _magnitude_divergence("ReduceMean"),
     "Cast": _cast_divergence,
     "Div": _division_divergence,
-    "Mod": _division_divergence,
+    "Mod": _mod_divergence,
     "Range": _range_divergence,
 }
+
+
+#: The ops ``ort_divergence`` may have a reason for.
+ORT_DIVERGENT_OPS = frozenset(_DIVERGENCES)
 
 
 def _is_float_range(graph: Graph, node: Node) -> bool:

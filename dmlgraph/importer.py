@@ -804,8 +804,9 @@ def _fold_at_import(
     ``folding.rejection`` refuses, is imported as a node: folding evaluates it with
     ``onnx.reference`` and notes why it cannot fold."""
     kernel = shape_kernels.kernel_for(node.op_type, node.domain, version)
-    if kernel is None or folding.ort_divergence(
-        graph, node.op_type, node.domain, version, attrs, node.input
+    if kernel is None or (
+        node.op_type in folding.ORT_DIVERGENT_OPS
+        and folding.ort_divergence(graph, node.op_type, node.domain, version, attrs, node.input)
     ):
         return False
     for out in node.output:

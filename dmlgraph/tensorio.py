@@ -88,10 +88,14 @@ def read(
             f"{path}: holds no value for graph input(s) {missing} (it holds "
             f"{len(entries_in)} input(s))"
         )
-    typed = {k: _typed(k, v, graph) for k, v in inputs.items()}
+    try:
+        typed = {k: _typed(k, v, graph) for k, v in inputs.items()}
+        stored = {k: _typed(k, v, graph) for k, v in outputs.items()}
+    except TensorIOError as exc:
+        raise TensorIOError(f"{path}: {exc}") from None
     for name, array in typed.items():
         _check_input(path, graph, name, array)
-    return TensorSet(typed, {k: _typed(k, v, graph) for k, v in outputs.items()})
+    return TensorSet(typed, stored)
 
 
 def _check_input(path: Path, graph: Graph, name: str, array: np.ndarray) -> None:
@@ -278,6 +282,9 @@ def check_writable(path: str | Path, graph: Graph) -> None:
         children = list(path.iterdir()) if path.is_dir() else []
     except OSError as exc:
         raise TensorIOError(f"{path}: cannot list the folder: {exc.strerror or exc}") from None
+    odd = sorted(c.name for c in children if c.name in written and not c.is_file())
+    if odd:  # found only after other files were replaced, it left the folder half new
+        raise TensorIOError(f"{path}: {', '.join(odd)} is not a file; it cannot be replaced")
     stale = sorted(c.name for c in children if _POSITIONAL.match(c.name) and c.name not in written)
     if stale:
         raise TensorIOError(

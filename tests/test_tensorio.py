@@ -251,8 +251,24 @@ def test_strings_stored_as_bytes_are_read_as_text(tmp_path) -> None:
     (x,) = read(tmp_path / "s.npz", _one_input(object, (2,))).inputs.values()
     assert x.dtype == object and x.tolist() == ["bb", "cé"]
     np.savez(tmp_path / "bad.npz", x=np.array([b"\xff"]))
-    with pytest.raises(TensorIOError, match="not UTF-8"):
+    with pytest.raises(TensorIOError, match="not UTF-8") as info:
         read(tmp_path / "bad.npz", _one_input(object, (1,)))
+    assert str(tmp_path / "bad.npz") in str(info.value)
+
+
+def test_a_test_data_name_that_is_no_file_is_refused_before_anything_is_replaced(
+    tmp_path,
+) -> None:
+    """Found while the files were replaced, it left output_0.pb new and input_0.pb old."""
+    graph = _one_input()
+    (tmp_path / "td").mkdir()
+    (tmp_path / "td" / "input_0.pb").mkdir()
+    old = numpy_helper.from_array(np.full((2, 3), 7, np.float32), "y").SerializeToString()
+    (tmp_path / "td" / "output_0.pb").write_bytes(old)
+    new = {"x": np.zeros((2, 3), np.float32)}
+    with pytest.raises(TensorIOError, match="input_0.pb is not a file"):
+        write(tmp_path / "td", graph, new, {"y": new["x"]})
+    assert (tmp_path / "td" / "output_0.pb").read_bytes() == old
 
 
 @pytest.mark.parametrize("array, fragment", [

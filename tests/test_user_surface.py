@@ -287,6 +287,9 @@ def test_an_output_that_cannot_be_written_is_refused_before_any_work(args, fragm
     (["run", SLICE1, "--inputs", ""], "an empty path names no file"),  # it read "."
     (["lower", SLICE1, "--feature-level", "0x2101"], "feature level '0x2101'"),  # said 8449
     (["check", SLICE1, "--atol", "Y:1", "--atol", "Y:0"], "--atol gives 'Y' two tolerances"),
+    # before the model is read: a missing model must not be what they say
+    (["lower", "missing.onnx", "--format", "dxdispatch"], "needs -o OUT.json"),
+    (["viz", "missing.onnx", "-o", "out.png"], "cannot tell the format from '.png'"),
 ])
 def test_usage_errors_name_what_was_typed(args, fragment, capsys) -> None:
     try:

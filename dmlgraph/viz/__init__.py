@@ -11,12 +11,26 @@ from typing import Any
 
 from dmlgraph.ir import Graph
 from dmlgraph.viz.describe import STATUS_STYLES, NodeView, describe_graph
+from dmlgraph.viz import dot as _dot
 from dmlgraph.viz.dot import VizError, graphviz, render_svg, to_dot, write_dot
 from dmlgraph.viz.html import html_report, parity_sections, write_html
 
 #: Output suffix -> what ``write_viz`` writes.
 FORMATS = {".dot": "Graphviz DOT", ".gv": "Graphviz DOT", ".svg": "SVG (through Graphviz)",
            ".html": "HTML report", ".htm": "HTML report"}
+
+
+def check_target(path: str | Path) -> None:
+    """Refuse a drawing that could not be written, before any work: an unknown suffix, or
+    .svg without Graphviz's ``dot``."""
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix not in FORMATS:
+        known = ", ".join(FORMATS)
+        raise VizError(f"{path}: cannot tell the format from {suffix or 'no suffix'!r} "
+                       f"(use one of {known})")
+    if suffix == ".svg" and _dot.graphviz() is None:  # read where tests replace it
+        raise _dot.no_graphviz(path)
 
 
 def write_viz(
@@ -35,11 +49,8 @@ def write_viz(
     per-output records) adds a parity section to the HTML report.
     """
     path = Path(path)
+    check_target(path)
     suffix = path.suffix.lower()
-    if suffix not in FORMATS:
-        known = ", ".join(FORMATS)
-        raise VizError(f"{path}: cannot tell the format from {suffix or 'no suffix'!r} "
-                       f"(use one of {known})")
     if suffix in (".html", ".htm"):
         return write_html(original, lowered, path, parity, title=title)
     dot = to_dot(lowered, title=title)
@@ -55,6 +66,7 @@ __all__ = [
     "NodeView",
     "VizError",
     "describe_graph",
+    "check_target",
     "graphviz",
     "html_report",
     "parity_sections",

@@ -244,17 +244,21 @@ def write_dot(dot: str, path: str | Path) -> Path:
     return path
 
 
+def no_graphviz(path: Path) -> VizError:
+    return VizError(
+        f"{path}: Graphviz's dot is not installed (looked for 'dot' on PATH), so no SVG; "
+        f"install graphviz, or write {path.with_suffix('.dot').name} (render it with "
+        "dot -Tsvg) or a self-contained .html"
+    )
+
+
 def render_svg(dot: str, path: str | Path, *, dot_binary: str | None = None) -> str:
     """Write ``path`` (.svg) through Graphviz's ``dot``; without it, a VizError saying what
     to write instead. Returns one line saying what was written."""
     path = Path(path)
     binary = dot_binary or graphviz()
     if binary is None:
-        raise VizError(
-            f"{path}: Graphviz's dot is not installed (looked for 'dot' on PATH), so no SVG; "
-            f"install graphviz, or write {path.with_suffix('.dot').name} (render it with "
-            "dot -Tsvg) or a self-contained .html"
-        )
+        raise no_graphviz(path)
     with files.replacing(path) as temporary:
         try:
             done = subprocess.run(
