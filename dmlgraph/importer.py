@@ -31,6 +31,7 @@ import onnx
 from onnx import AttributeProto, TensorProto, helper
 
 from dmlgraph import canonical, collector, folding, schema_types, shape_kernels
+from dmlgraph.dml.scalars import is_integer
 from dmlgraph.dtypes import ELEM_TYPE_TO_DTYPE
 from dmlgraph.errors import DmlgraphError, ModelLoadError, ModelValidationError, UnsupportedError
 from dmlgraph.ir import Graph, OnnxOp, Provenance, RemovedNode, TensorInfo, dims_text
@@ -447,10 +448,8 @@ def _apply_input_shapes(
                 f"declares rank {len(declared)}"
             )
         for axis, size in enumerate(dims):
-            if (
-                isinstance(size, bool)
-                or not isinstance(size, (int, np.integer, str))
-                or (not isinstance(size, str) and not 0 <= size <= canonical.INT64_MAX)
+            if not isinstance(size, str) and (
+                not is_integer(size) or not 0 <= size <= canonical.INT64_MAX
             ):
                 raise ModelValidationError(
                     f"{source}: input_shapes[{name!r}][{axis}] = {size!r}: a size is an int "
