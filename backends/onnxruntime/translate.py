@@ -15,11 +15,13 @@ Not expressible, and said so per node: SYMMETRIC padding (ONNX Pad has no such m
 REFLECTION by the dimension or more (DirectML repeats it periodically; ONNX leaves it
 undefined and onnxruntime refuses it), and a type reinterpretation that splits IR elements or
 fills with bytes no single IR value has. onnxruntime's CPU kernels lack Pad for 16-bit
-integers and everything for bfloat16; those run on a wider type through exact Casts.
+integers, and older ones bfloat16 (``ort_lacks`` asks this one); those run on a wider type
+through exact Casts.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -52,7 +54,9 @@ PAD_MODES: Mapping[PaddingMode, str] = MappingProxyType(
     }
 )
 
-#: dtypes onnxruntime's CPU kernels lack, per op -> a wider dtype holding every value exactly.
+#: dtypes onnxruntime's CPU kernels may lack, per op -> a wider dtype holding every value
+#: exactly (a float32 detour quiets a bfloat16 NaN's payload, so it is taken only where this
+#: onnxruntime has no kernel: ``ort_lacks``).
 ORT_KERNEL_GAPS: Mapping[str, Mapping[np.dtype, np.dtype]] = MappingProxyType(
     {
         "Pad": {
@@ -64,6 +68,42 @@ ORT_KERNEL_GAPS: Mapping[str, Mapping[np.dtype, np.dtype]] = MappingProxyType(
         "Concat": {np.dtype(ml_dtypes.bfloat16): np.dtype(np.float32)},
     }
 )
+
+
+@functools.cache
+def ort_lacks(op_type: str, dtype: np.dtype, opset: int) -> bool:
+    """Whether this onnxruntime's CPU provider has no ``op_type`` kernel for ``dtype`` at
+    ``opset``: a one-node session, made once per case (onnxruntime 1.32 runs bfloat16 Slice
+    and Concat, and bfloat16 Pad from opset 21; it refuses int16 Pad when the session is
+    made)."""
+    import onnxruntime
+
+    elem = to_elem_type(dtype, "probe")
+    x = onnx.helper.make_tensor_value_info("x", elem, [2])
+    y = onnx.helper.make_tensor_value_info("y", elem, None)
+    ints = [onnx.helper.make_tensor(n, onnx.TensorProto.INT64, [len(v)], v)
+            for n, v in (("a", [0]), ("b", [1]), ("p", [1, 1]))]
+    node = {
+        "Slice": onnx.helper.make_node("Slice", ["x", "a", "b"], ["y"]),
+        "Concat": onnx.helper.make_node("Concat", ["x", "x"], ["y"], axis=0),
+        "Pad": onnx.helper.make_node("Pad", ["x", "p"], ["y"]),
+    }[op_type]
+    if opset < 13:  # before it, Slice's and Pad's parameters were attributes
+        return True
+    model = onnx.helper.make_model(
+        onnx.helper.make_graph([node], "probe", [x], [y], ints),
+        opset_imports=[onnx.helper.make_opsetid("", opset)],
+        ir_version=ir_version_for_opset(opset),
+    )
+    options = onnxruntime.SessionOptions()
+    options.log_severity_level = 4
+    try:
+        onnxruntime.InferenceSession(
+            model.SerializeToString(), options, providers=["CPUExecutionProvider"]
+        )
+    except Exception:  # NOT_IMPLEMENTED: "Could not find an implementation for ..."
+        return True
+    return False
 
 
 class NotExpressible(Exception):
@@ -256,6 +296,9 @@ class _Translator:
     # -- the node -------------------------------------------------------------------------
     def emit(self) -> None:
         desc = self.desc
+        strided = [label for label, view, _ in desc.tensor_fields() if not view.is_packed]
+        if strided:  # lowering makes none; the numpy backend refuses them between nodes too
+            raise NotExpressible(f"{strided[0]} has strides: ONNX tensors are packed")
         if isinstance(desc, (SliceDesc, Slice1Desc)):
             op_type, op, params = "Slice", self._op("Slice"), self._slice_params()
         elif isinstance(desc, JoinDesc):
@@ -265,6 +308,8 @@ class _Translator:
         carrier = self.carrier
         dtype = carrier.dtype
         wide = ORT_KERNEL_GAPS.get(op_type, {}).get(dtype)
+        if wide is not None and not ort_lacks(op_type, dtype, self.opset):
+            wide = None
         inputs = []
         for name, view in zip(self.node.inputs, desc.inputs):
             shape = carrier.shape(view.sizes)
