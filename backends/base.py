@@ -7,6 +7,7 @@ Parity reads the record to name known divergences and to show the user what was 
 
 from __future__ import annotations
 
+import os
 import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -163,9 +164,20 @@ def fingerprint(graph: Graph) -> tuple[Any, ...]:
 
 class GraphCache(Generic[T]):
     """Something built from a graph (a plan, a session), rebuilt when the graph changes and
-    dropped when the graph is freed."""
+    dropped when the graph is freed, and in a forked child: a plan a parent's thread was
+    running is left mid-run there (its lock held for ever), and onnxruntime's sessions do
+    not survive a fork."""
+
+    _live: weakref.WeakSet[GraphCache[Any]] = weakref.WeakSet()
+
+    @classmethod
+    def forget_all(cls) -> None:
+        for cache in list(cls._live):
+            cache._entries.clear()
+            cache._last = None
 
     def __init__(self) -> None:
+        GraphCache._live.add(self)
         self._entries: weakref.WeakKeyDictionary[Graph, tuple[tuple[Any, ...], T]] = (
             weakref.WeakKeyDictionary()
         )
@@ -189,3 +201,7 @@ class GraphCache(Generic[T]):
         """The last graph is gone: what was built from it goes with it."""
         if self._last is not None and self._last[0] is ref:
             self._last = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=GraphCache.forget_all)

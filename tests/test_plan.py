@@ -852,3 +852,67 @@ def test_a_fallback_that_gives_no_value_for_a_tensor_is_an_error() -> None:
     assert same_bits(backend.run(graph, {"x": x})["y"], x[::-1])
     with pytest.raises(BackendError, match=r"gave no value for \['r'\], made by node\(s\) \['relu'\]"):
         backend.run(graph, {"x": x})
+
+
+def test_run_time_lowerings_are_kept_for_the_most_recent_values_only(monkeypatch) -> None:
+    """Each parameter value keeps a lowering, a sub-plan and its pooled output: 300 values
+    of a 2 MB slice held 520 MB. The least recently run go past the limit."""
+    import backends.numpy.plan as plan_module
+
+    monkeypatch.setattr(plan_module, "RUNTIME_CACHE_LIMIT", 3)
+    model = _model(
+        [helper.make_node("Slice", ["x", "start", "e", "ax"], ["z"])],
+        [_info("x", np.float32, (8, 6)), _info("start", np.int64, (1,))],
+        [_info("z", np.float32, ("n", 6))],
+        [_ints("e", [8]), _ints("ax", [0])],
+    )
+    lowered = lower(load(model), "6_4")
+    backend = NumpyBackend()
+    x = np.arange(48, dtype=np.float32).reshape(8, 6)
+    for start in (0, 1, 2, 3, 4, 1, 5):
+        (z,) = backend.run(lowered, {"x": x, "start": np.array([start])}).values()
+        assert same_bits(z, x[start:])
+    (step,) = [s for s in backend.plan(lowered)._steps if isinstance(s, plan_module._RuntimeStep)]
+    port = step.node.inputs.index("start")
+    kept = [int(np.frombuffer(key[port][2], np.int64)[0]) for key in step.cache]
+    assert kept == [4, 1, 5]  # 1 was lowered again, after it went
+
+
+def test_a_child_forked_while_a_run_is_under_way_runs_the_graph() -> None:
+    """The running thread does not exist in the child, and the plan's lock it held did not
+    come free: the child's run waited for ever. A forked child forgets its plans."""
+    import multiprocessing
+    import threading
+
+    if "fork" not in multiprocessing.get_all_start_methods():
+        pytest.skip("no fork on this platform")
+    lowered = lower(load(_halves_concat(512, 1024)), "6_4")
+    backend = NumpyBackend()
+    x = np.random.default_rng(3).standard_normal((512, 1024)).astype(np.float32)
+    expected = np.concatenate([x[256:], x[:256]])
+    stop = threading.Event()
+
+    def busy() -> None:
+        while not stop.is_set():
+            backend.run(lowered, {"x": x})
+
+    worker = threading.Thread(target=busy, daemon=True)
+    worker.start()
+    try:
+        context = multiprocessing.get_context("fork")
+        results = context.Queue()
+
+        def child() -> None:
+            results.put(same_bits(backend.run(lowered, {"x": x})["y"], expected))
+
+        process = context.Process(target=child)
+        process.start()
+        process.join(60)
+        alive = process.is_alive()
+        if alive:
+            process.kill()
+        assert not alive, "the child hung"
+        assert process.exitcode == 0 and results.get(timeout=5)
+    finally:
+        stop.set()
+        worker.join()

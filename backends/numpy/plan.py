@@ -28,6 +28,7 @@ import enum
 import heapq
 import threading
 import weakref
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
@@ -156,7 +157,8 @@ def _bytes(array: np.ndarray) -> np.ndarray:
 
 
 class Plan:
-    """A graph compiled for the NumPy backend; ``run`` replays it (one run at a time)."""
+    """A graph compiled for the NumPy backend; ``run`` replays it (one run at a time; runs
+    from several threads wait for each other)."""
 
     def __init__(
         self, graph: Graph, level: FeatureLevel, fallback: Fallback, threads: int = 1
@@ -697,6 +699,11 @@ class _FallbackStep(_PythonStep):
             self.state.produced(name, value)
 
 
+#: Parameter values whose lowering a run-time Slice/Concat/Pad keeps, the most recently run:
+#: each keeps a sub-plan and its pooled output (300 values of a 2 MB slice held 520 MB).
+RUNTIME_CACHE_LIMIT = 16
+
+
 class _RuntimeStep(_PythonStep):
     """A Slice/Concat/Pad lowered when it runs, with the actual parameters and shapes."""
 
@@ -705,7 +712,7 @@ class _RuntimeStep(_PythonStep):
         self.level, self.fallback, self.threads = plan.level, plan.fallback, plan.threads
         self.lowering = RuntimeLowering(graph, node)
         self.readers = [(name, plan.ir_reader(name)) for name in node.inputs if name]
-        self.cache: dict[tuple[Any, ...], tuple[LoweredGraph, Plan]] = {}
+        self.cache: OrderedDict[tuple[Any, ...], tuple[LoweredGraph, Plan]] = OrderedDict()
         self.runs = ()
 
     def run(self) -> None:
@@ -716,7 +723,10 @@ class _RuntimeStep(_PythonStep):
         if key not in self.cache:
             sub = self.lowering.lower(arrays, self.level)
             self.cache[key] = (sub, Plan(sub, self.level, self.fallback, self.threads))
+            if len(self.cache) > RUNTIME_CACHE_LIMIT:  # the least recently run goes
+                self.cache.popitem(last=False)
             via = "lowered at run time"
+        self.cache.move_to_end(key)
         sub, sub_plan = self.cache[key]
         outputs, sub_runs = sub_plan.run({name: arrays[name] for name in sub.inputs})
         for name, sub_name in zip([o for o in node.outputs if o], sub.outputs):
