@@ -30,9 +30,11 @@ def default_threads() -> int:
 class Ours:
     """A model loaded, lowered at FL 6.4 and run on the numpy backend."""
 
-    def __init__(self, model: onnx.ModelProto | bytes | str | Path) -> None:
+    def __init__(self, model: onnx.ModelProto | bytes | str | Path, threads: int) -> None:
         self.graph: LoweredGraph = lower(load(model), FEATURE_LEVEL)
-        self.backend = get_backend("numpy")
+        # as many copy threads as onnxruntime and the copy bound get (the backend's own
+        # default takes every core the process may use, up to 8)
+        self.backend = get_backend("numpy", threads=threads)
         self.can_bind = accepts_outputs(self.backend.run)
 
     def run(self, feeds: Mapping[str, np.ndarray]) -> Arrays:

@@ -109,7 +109,7 @@ def probe(engine: str, kind: str, name: str, nbytes: int, runs: int, threads: in
     exact = _reset_peak()
     run: Callable[[dict[str, np.ndarray]], Any]
     if engine == "ours":
-        run = Ours(model).run  # type: ignore[arg-type]
+        run = Ours(model, threads).run  # type: ignore[arg-type]
     else:
         sess = session(model, threads)  # type: ignore[arg-type]
 

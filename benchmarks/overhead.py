@@ -41,7 +41,7 @@ def run(settings: Settings, progress: Progress = lambda _: None) -> Section:
     for case in chain_cases(settings.chain_length):
         progress(f"overhead: {case.name}")
         feeds = case.feeds()
-        ours = Ours(case.model)
+        ours = Ours(case.model, settings.threads)
         ort_all = session(case.model, settings.threads, optimize=True)
         ort_none = session(case.model, settings.threads, optimize=False)
         expected = dict(zip([o.name for o in ort_none.get_outputs()], ort_none.run(None, feeds)))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, is_dataclass
 from typing import Any
@@ -55,13 +56,18 @@ class Target:
         """The value farthest outside (or nearest to leaving) ``low..high``.
 
         With an upper limit only, the largest value; with a lower only, the smallest; with
-        both, the one farthest from 1 in ratio terms.
+        both, the one nearest to (or farthest past) its nearer limit, as a ratio to it: the
+        band 0.75..1.25 is not symmetric about 1 (0.79 is inside it and 1.26 outside, though
+        1.26 is nearer 1 as a ratio), so ``met`` holds exactly when every value is inside.
         """
         seen = [(case, v) for case, v in values if v is not None]
         if not seen:
             return cls(name, None, low, high)
         if low is not None and high is not None:
-            case, worst = max(seen, key=lambda cv: max(cv[1], 1 / cv[1]) if cv[1] > 0 else 1e9)
+            def outside(v: float) -> float:  # > 1: past a limit
+                return max(v / high, low / v) if v > 0 else math.inf
+
+            case, worst = max(seen, key=lambda cv: outside(cv[1]))
         elif low is not None:
             case, worst = min(seen, key=lambda cv: cv[1])
         else:

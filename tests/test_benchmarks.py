@@ -91,3 +91,14 @@ def test_command_line_writes_the_json(tmp_path: Path, monkeypatch: pytest.Monkey
     assert list(json.loads(path.read_text())["sections"]) == ["overhead"]
     with pytest.raises(SystemExit):
         main(["--only", "nonsense"])
+
+
+def test_a_band_target_is_met_only_when_every_value_is_inside() -> None:
+    """0.75..1.25 is not symmetric about 1 in ratio terms: 0.79 looked "worse" than 1.26
+    (1/0.79 > 1.26), so the verdict said met while 1.26 was outside."""
+    from benchmarks.results import Target
+
+    out = Target.worst_of("scaling", [("10k", 0.79), ("100k", 1.26)], low=0.75, high=1.25)
+    assert (out.worst, out.worst_case, out.met) == (1.26, "100k", False)
+    inside = Target.worst_of("scaling", [("10k", 0.79), ("100k", 1.2)], low=0.75, high=1.25)
+    assert inside.met and inside.worst == 1.2  # 0.96 of its limit; 0.79 is 0.95 of its own
