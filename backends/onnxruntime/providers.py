@@ -105,15 +105,22 @@ def share_cpu_arena() -> bool:
 
 
 def session_options(
-    providers: Sequence[str], *, shared_threads: bool = False, shared_arena: bool = False
+    providers: Sequence[str],
+    *,
+    shared_threads: bool = False,
+    shared_arena: bool = False,
+    spin: bool = True,
 ) -> ort.SessionOptions:
     """Quiet options; DirectML needs memory patterns off and sequential execution (ORT docs),
     and node placement is recorded where this onnxruntime can. ``shared_threads``: run on the
     process-wide pools (which must exist: ``share_global_thread_pools``); ``shared_arena``:
-    allocate on CPU from the environment's arena (``share_cpu_arena``) where there is one."""
+    allocate on CPU from the environment's arena (``share_cpu_arena``) where there is one;
+    ``spin=False``: intra-op threads sleep when idle instead of spinning."""
     options = ort.SessionOptions()
     if shared_threads:
         options.use_per_session_threads = False
+    if not spin:
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     if shared_arena and share_cpu_arena():
         options.add_session_config_entry("session.use_env_allocators", "1")
     options.log_severity_level = 4  # errors come back as exceptions, not as log lines
@@ -131,6 +138,7 @@ def make_session(
     *,
     shared_threads: bool = False,
     shared_arena: bool = False,
+    spin: bool = True,
 ) -> ort.InferenceSession:
     """An InferenceSession; onnxruntime's refusal becomes a BackendError naming ``where``.
     It runs on the process-wide thread pools when asked (``share_global_thread_pools``) or
@@ -140,12 +148,12 @@ def make_session(
     shared = bool(_global_pools) or (shared_threads and share_global_thread_pools())
     try:
         try:
-            return _session(content, providers, shared, shared_arena)
+            return _session(content, providers, shared, shared_arena, spin)
         except Exception as exc:
             if shared or _POOLS_TAKEN not in str(exc):
                 raise
             _global_pools = True  # someone else made them
-            return _session(content, providers, True, shared_arena)
+            return _session(content, providers, True, shared_arena, spin)
     except Exception as exc:  # onnxruntime raises its own pybind exception types
         raise BackendError(
             f"{where}: onnxruntime cannot load the model: {first_line(exc)}"
@@ -153,9 +161,9 @@ def make_session(
 
 
 def _session(
-    content: bytes | str, providers: Sequence[str], threads: bool, arena: bool
+    content: bytes | str, providers: Sequence[str], threads: bool, arena: bool, spin: bool
 ) -> ort.InferenceSession:
-    options = session_options(providers, shared_threads=threads, shared_arena=arena)
+    options = session_options(providers, shared_threads=threads, shared_arena=arena, spin=spin)
     return ort.InferenceSession(content, options, providers=list(providers))
 
 
