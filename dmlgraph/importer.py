@@ -510,12 +510,13 @@ def _refined_outputs(
     """Graph outputs that nodes read, whose declared shape adds a size or a name to the one
     inferred without it (``_with_declared_shape``), as those value infos: inference given
     them carries the declaration on to the readers, as it did before outputs went bare."""
-    read = {name for node in nodes for name in node.input}
     declared = {
         o.name: o.type.tensor_type.shape for o in proto.graph.output
-        if o.name in read and o.type.HasField("tensor_type")
-        and o.type.tensor_type.HasField("shape")
+        if o.type.HasField("tensor_type") and o.type.tensor_type.HasField("shape")
     }
+    if declared:  # the set of every node's inputs only where some output declares a shape
+        read = {name for node in nodes for name in node.input}
+        declared = {name: shape for name, shape in declared.items() if name in read}
     if not declared:
         return {}
     refined = {}
