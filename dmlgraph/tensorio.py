@@ -123,6 +123,10 @@ class _Entry:
     array: np.ndarray
     name: str = ""
     index: int | None = None
+    origin: str = ""  # the .npz key or the file it came from, for messages
+
+    def way(self, how: str) -> str:
+        return f"{how} ({self.origin})" if self.origin else how
 
 
 _NUMPY_POSITIONAL = re.compile(r"^arr_(\d+)$")  # the keys of np.savez(path, a, b)
@@ -156,7 +160,7 @@ def _read_folder(path: Path) -> tuple[list[_Entry], list[_Entry]]:
                 raise TensorIOError(
                     f"{files[index]}: not a serialized TensorProto: {type(exc).__name__}: {exc}"
                 ) from None
-            entries[kind].append(_Entry(array, proto.name, index))
+            entries[kind].append(_Entry(array, proto.name, index, f"file {files[index].name!r}"))
     return entries["input"], entries["output"]
 
 
@@ -184,7 +188,7 @@ def _read_npz(path: Path, graph: Graph, stem: str | None) -> tuple[list[_Entry],
         by_kind: dict[str, list[_Entry]] = {"in": [], "out": []}
         for key, m in keyed.items():
             if m["stem"] == stem:
-                by_kind[m["kind"]].append(_Entry(arrays[key], index=int(m["index"])))
+                by_kind[m["kind"]].append(_Entry(arrays[key], index=int(m["index"]), origin=f"key {key!r}"))
         return by_kind["in"], by_kind["out"]
     inputs: list[_Entry] = []
     outputs: list[_Entry] = []
@@ -192,7 +196,7 @@ def _read_npz(path: Path, graph: Graph, stem: str | None) -> tuple[list[_Entry],
         named = key in graph.inputs or key in graph.outputs  # a name wins over a position
         positional = None if named else _NUMPY_POSITIONAL.match(key)
         if positional:
-            inputs.append(_Entry(array, index=int(positional[1])))
+            inputs.append(_Entry(array, index=int(positional[1]), origin=f"key {key!r}"))
             continue
         if key in graph.outputs:
             outputs.append(_Entry(array, key))
@@ -210,19 +214,21 @@ def _bind(path: Path, entries: list[_Entry], graph: Graph, kind: str) -> dict[st
     def bind(name: str, entry: _Entry, way: str) -> None:
         if name in bound:
             raise TensorIOError(
-                f"{path}: holds two values for {kind} {name!r} ({how[name]}, and {way}); "
+                f"{path}: holds two values for {kind} {name!r}: {how[name]} and {way}; "
                 "keep one"
             )
         bound[name], how[name] = entry.array, way
 
     for entry in entries:
         if entry.name in names:
-            bind(entry.name, entry, f"by name {entry.name!r}"
-                 + (f" at #{entry.index}" if entry.index is not None else ""))
+            bind(entry.name, entry, entry.way(
+                f"by name {entry.name!r}"
+                + (f" at #{entry.index}" if entry.index is not None else "")
+            ))
         elif kind == "input" and entry.name in graph.initializer_inputs:  # by name, not place
             raise TensorIOError(f"{path}: {graph.not_an_input(entry.name)}")
         elif entry.index is not None and entry.index < len(names):
-            bind(names[entry.index], entry, f"by position #{entry.index}")
+            bind(names[entry.index], entry, entry.way(f"by position #{entry.index}"))
         elif entry.index is not None:
             raise TensorIOError(
                 f"{path}: {kind} #{entry.index} has no graph {kind} to bind to (the graph has "

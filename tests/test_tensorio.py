@@ -245,6 +245,22 @@ def test_two_values_for_one_input_are_an_error(tmp_path) -> None:
             read(tmp_path / source, _one_input())
 
 
+def test_two_values_for_one_position_name_their_keys(tmp_path) -> None:
+    """``m__in0`` and ``m__in00`` are both input #0: the message names both keys, not
+    "#0, and #0"."""
+    x = np.zeros((2, 3), np.float32)
+    np.savez(tmp_path / "m.npz", m__in0=x, m__in00=x + 1, m__out0=x)
+    with pytest.raises(TensorIOError, match="holds two values for input 'x'") as info:
+        read(tmp_path / "m.npz", _one_input(), stem="m")
+    assert "'m__in0'" in str(info.value) and "'m__in00'" in str(info.value)
+    (tmp_path / "td").mkdir()
+    for index in (0, 1):
+        (tmp_path / "td" / f"input_{index}.pb").write_bytes(
+            numpy_helper.from_array(x + index, "x").SerializeToString())
+    with pytest.raises(TensorIOError, match="file 'input_0.pb'.*file 'input_1.pb'"):
+        read(tmp_path / "td", _one_input())
+
+
 def test_strings_stored_as_bytes_are_read_as_text(tmp_path) -> None:
     """np.savez stores bytes as dtype S: they fed onnxruntime as the text "b'bb'"."""
     np.savez(tmp_path / "s.npz", x=np.array([b"bb", "cé".encode()]))
