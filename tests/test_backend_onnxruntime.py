@@ -280,6 +280,27 @@ def test_wrap_needs_opset_19() -> None:
         translate(graph)
 
 
+def test_a_reshape_at_opset_4_is_written_as_reshape_1() -> None:
+    """Legalization folds a rank-6 JOIN to rank 4 at 2_1; before opset 5, Reshape took its
+    shape as an attribute, so the translation writes that form (it was refused)."""
+    shape = [2, 3, 2, 2, 2, 2]
+    model = helper.make_model(
+        helper.make_graph(
+            [helper.make_node("Concat", ["x", "y"], ["z"], axis=1, name="cat")], "g",
+            [helper.make_tensor_value_info(n, TensorProto.FLOAT, shape) for n in "xy"],
+            [helper.make_tensor_value_info("z", TensorProto.FLOAT, None)]),
+        opset_imports=[helper.make_opsetid("", 4)], ir_version=3)
+    translated = translate(lower(load(model), "2_1"))
+    reshapes = [n for n in translated.graph.node if n.op_type == "Reshape"]
+    assert reshapes and all(len(n.input) == 1 and n.attribute[0].name == "shape"
+                            for n in reshapes)
+    onnx.checker.check_model(translated)
+    x, y = _random(np.float32, shape), _random(np.float32, shape)
+    (z,) = ort.InferenceSession(translated.SerializeToString(),
+                                providers=[CPU]).run(None, {"x": x, "y": y})
+    assert np.array_equal(z, np.concatenate([x, y], axis=1))
+
+
 def test_translation_keeps_unlowered_onnx_nodes_and_graph_io() -> None:
     graph = _graph(
         {"x": (np.float32, (2, 3))},

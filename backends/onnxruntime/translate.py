@@ -275,11 +275,12 @@ class _Translator:
         info = self.new_tensors.get(source) or self.graph.tensor(source)
         if info.static_shape == shape and target is None:
             return source
-        if self.opset < 5:
-            raise NotExpressible(f"opset {self.opset} has no Reshape with a shape input")
         if info.dtype is None:
             raise NotExpressible(f"tensor {source!r} has no known dtype")
         out = target or self._temp("view", info.dtype, shape)
+        if self.opset < 5:  # Reshape-1 takes the shape as an attribute
+            self._add(self._op("Reshape", {"shape": shape}), (source,), out)
+            return out
         shape_name = self._constant("shape", np.array(shape, dtype=np.int64))
         self._add(self._op("Reshape"), (source, shape_name), out)
         return out
