@@ -15,7 +15,7 @@ from onnx import helper, numpy_helper
 
 from dmlgraph import canonical
 from dmlgraph.errors import UnsupportedError
-from dmlgraph.ir import Graph, Node, OnnxOp
+from dmlgraph.ir import Graph, Node, OnnxOp, Shape, TensorInfo
 from dmlgraph.value_info import value_info as value_info_proto
 
 #: The newest IR version written for models whose opsets an IR-10 reader understands: what
@@ -67,16 +67,16 @@ def to_onnx(
 
     referenced = {name for proto in nodes for name in proto.input if name} | set(graph.outputs)
     initializers: list[onnx.TensorProto] = []
-    inputs = [value_info_proto(graph.tensors[n]) for n in graph.inputs]
+    inputs = [_value_info(graph.tensors[n]) for n in graph.inputs]
     for name in graph.constants:
         constant = graph.tensors[name]
         if name not in referenced or constant.data is None:
             continue
         if declare_constants_above is not None and constant.data.size > declare_constants_above:
-            inputs.append(value_info_proto(constant))
+            inputs.append(_value_info(constant))
         else:
             initializers.append(numpy_helper.from_array(constant.data, name))
-    outputs = [value_info_proto(graph.tensors[n]) for n in graph.outputs]
+    outputs = [_value_info(graph.tensors[n]) for n in graph.outputs]
     infos: list[onnx.ValueInfoProto] = []
     if value_info:
         io = set(graph.inputs) | set(graph.outputs)
@@ -84,7 +84,7 @@ def to_onnx(
             for out in node.outputs:
                 info = graph.tensors.get(out)
                 if out and out not in io and info is not None and info.dtype is not None:
-                    infos.append(value_info_proto(info))
+                    infos.append(_value_info(info))
 
     body = helper.make_graph(
         nodes, graph.name, inputs, outputs, initializers + extra_initializers, value_info=infos
@@ -106,11 +106,38 @@ def to_onnx(
     return model
 
 
-#: NodeProtos of plain (non-canonical) ops by (op, inputs, outputs, name, opset): folding
-#: exports the graph once per round, and building protos attribute by attribute is slow.
-#: Protos are copied when added to a graph, so sharing them is safe.
-_PROTOS: dict[tuple[Any, ...], onnx.NodeProto] = {}
+def _value_info(info: TensorInfo) -> onnx.ValueInfoProto:
+    """``value_info.value_info`` with its type built once per (dtype, shape): a model's
+    tensors share few types, and building each dim by dim was a quarter of exporting its
+    fallback segments."""
+    if info.dtype is None:
+        return value_info_proto(info)
+    try:
+        tensor_type = _tensor_type(info.dtype, info.shape)
+    except UnsupportedError:
+        return value_info_proto(info)  # raises, naming the tensor
+    proto = onnx.ValueInfoProto(name=info.name)
+    proto.type.CopyFrom(tensor_type)
+    return proto
+
+
+@lru_cache(maxsize=4096)
+def _tensor_type(dtype: np.dtype, shape: Shape | None) -> onnx.TypeProto:
+    """The TypeProto ``value_info`` writes for a dtype and shape (copied where it is used)."""
+    return value_info_proto(TensorInfo("", dtype=dtype, shape=shape)).type
+
+
+#: NodeProtos of plain (non-canonical) ops by (inputs, outputs, name, opset), with the op
+#: each was built for: folding exports the graph once per round, and building protos
+#: attribute by attribute is slow. Keyed by ports, not by the op, whose attributes are slow
+#: to hash: a node's op is checked by identity first, then by value. Protos are copied when
+#: added to a graph, so sharing them is safe.
+_PROTOS: dict[tuple[Any, ...], tuple[OnnxOp, onnx.NodeProto]] = {}
 _PROTO_CACHE_SIZE = 100_000
+#: AttributeProtos of plain ops by (op, opset), for the nodes ``_PROTOS`` lacks: a model has
+#: few ops (shufflenet: 144 ONNX nodes, 14 ops), and exporting its fallback segments built
+#: 338 attributes one by one the first time (protos 4.3 ms then, 1.9 ms now).
+_ATTRIBUTES: dict[tuple[Any, ...], tuple[onnx.AttributeProto, ...]] = {}
 
 
 def node_proto(
@@ -135,21 +162,7 @@ def node_proto(
     used_names.add(name)
     opset = graph.opset_imports[op.domain]
     if not canonical.is_canonical(op):  # a plain op's proto depends only on these
-        key = (op, node.inputs, node.outputs, name, opset)
-        cached = _PROTOS.get(key)
-        if cached is None:
-            if len(_PROTOS) >= _PROTO_CACHE_SIZE:
-                _PROTOS.clear()
-            schema = op_schema(op.op_type, op.domain, opset)
-            cached = helper.make_node(
-                op.op_type, list(node.inputs), list(node.outputs), name=name,
-                domain=op.domain or None,
-            )
-            cached.attribute.extend(
-                _attribute(k, v, schema) for k, v in sorted(op.attrs.items())
-            )
-            _PROTOS[key] = cached
-        return cached, {}
+        return _plain_proto(op, opset, node, name), {}
     op_type, inputs, attrs, new_constants = op.op_type, node.inputs, dict(op.attrs), {}
     if canonical.is_canonical(op):
         version = canonical.since_version(
@@ -168,6 +181,34 @@ def node_proto(
     )
     proto.attribute.extend(_attribute(key, value, schema) for key, value in sorted(attrs.items()))
     return proto, new_constants
+
+
+def _plain_proto(op: OnnxOp, opset: int, node: Node, name: str) -> onnx.NodeProto:
+    """A plain op's node proto, from ``_PROTOS`` (built on first use)."""
+    key = (node.inputs, node.outputs, name, opset)
+    cached = _PROTOS.get(key)
+    if cached is not None and (cached[0] is op or cached[0] == op):
+        return cached[1]
+    if len(_PROTOS) >= _PROTO_CACHE_SIZE:
+        _PROTOS.clear()
+        _ATTRIBUTES.clear()
+    proto = helper.make_node(
+        op.op_type, list(node.inputs), list(node.outputs), name=name, domain=op.domain or None
+    )
+    proto.attribute.extend(_plain_attributes(op, opset))
+    _PROTOS[key] = (op, proto)
+    return proto
+
+
+def _plain_attributes(op: OnnxOp, opset: int) -> tuple[onnx.AttributeProto, ...]:
+    """A plain op's attributes as protos, built once per (op, opset) (``_ATTRIBUTES``)."""
+    key = (op, opset)
+    found = _ATTRIBUTES.get(key)
+    if found is None:
+        schema = op_schema(op.op_type, op.domain, opset)
+        found = tuple(_attribute(k, v, schema) for k, v in sorted(op.attrs.items()))
+        _ATTRIBUTES[key] = found
+    return found
 
 
 @lru_cache(maxsize=4096)

@@ -739,9 +739,16 @@ class Graph:
         other.removed = list(self.removed)
         return other
 
-    def extract(self, node_ids: Iterable[NodeId], outputs: Sequence[str] | None = None) -> Graph:
+    def extract(
+        self,
+        node_ids: Iterable[NodeId],
+        outputs: Sequence[str] | None = None,
+        *,
+        keep_constants: bool = False,
+    ) -> Graph:
         """A new graph of just these nodes: tensors they read from outside become graph inputs
-        (without data), and ``outputs`` (default: every output of the nodes) its outputs."""
+        (without data), and ``outputs`` (default: every output of the nodes) its outputs.
+        ``keep_constants``: constants they read stay constants (shared, not copied) instead."""
         chosen = sorted(set(node_ids))
         sub = Graph(
             f"{self.name}_extract",
@@ -752,8 +759,12 @@ class Graph:
         produced = {o for i in chosen for o in self.node(i).outputs if o}
         for i in chosen:
             for name in self.node(i).inputs:
-                if name and name not in produced and name not in sub.tensors:
-                    sub.add_input(self._tensors[name].replace(data=None))
+                if name and name not in produced and name not in sub._tensors:
+                    info = self._tensors[name]
+                    if keep_constants and info.data is not None:
+                        sub.set_tensor(info)
+                    else:
+                        sub.add_input(info.replace(data=None))
         for i in chosen:
             node = self.node(i)
             for out in node.outputs:

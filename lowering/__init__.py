@@ -61,6 +61,7 @@ def _lower(graph: Graph, level: FeatureLevel, verify_each: bool) -> LoweredGraph
         ctx.origins[node.id] = Origin(node)
         ctx.origin_of[node.id] = node.id
     PassManager(tuple(p() for p in DEFAULT_PASSES), verify_each).run(lowered, ctx)
+    lowered.mark_validated()  # the passes end with Verify: every descriptor at ``level``
     lowered.set_lowered_records(_records(lowered, ctx))
     lowered.origin_ids = dict(ctx.origin_of)
     return lowered

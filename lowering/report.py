@@ -48,6 +48,18 @@ class LoweredGraph(Graph):
         self.feature_level: FeatureLevel = FeatureLevel.L6_4
         self.set_lowered_records([])
         self.origin_ids: dict[int, int] = {}
+        self.validated_at: tuple[int, FeatureLevel] | None = None
+
+    def mark_validated(self) -> None:
+        """Record that every descriptor validates at ``feature_level`` now (``lower`` checked
+        them): ``descriptors_valid`` holds until the graph changes."""
+        self.validated_at = (self.version, self.feature_level)
+
+    def descriptors_valid(self, level: FeatureLevel) -> bool:
+        """Whether every descriptor is known to validate at ``level``: ``lower`` validated
+        them there and the graph has not changed since (descriptors are frozen, and any
+        change of a node bumps ``version``), so a backend need not validate them again."""
+        return self.validated_at == (self.version, level)
 
     @classmethod
     def from_graph(cls, graph: Graph, feature_level: FeatureLevel) -> LoweredGraph:
@@ -55,6 +67,7 @@ class LoweredGraph(Graph):
         lowered.__dict__.update(graph.copy().__dict__)
         lowered.feature_level = feature_level
         lowered.set_lowered_records([])
+        lowered.validated_at = None
         #: lowered node id -> the id of the node of the given graph it came from
         lowered.origin_ids = {}
         return lowered
@@ -86,6 +99,8 @@ class LoweredGraph(Graph):
         other.origin_ids = dict(self.origin_ids)
         if self._records is not None:  # made, or set by hand: keep them as they are
             other.records = self._records
+        if self.descriptors_valid(self.feature_level):  # the same descriptors
+            other.mark_validated()
         return other
 
     def report(self) -> list[NodeReport]:

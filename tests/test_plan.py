@@ -3,6 +3,7 @@ output pool and threaded copies. Oracles: onnxruntime on the original ONNX model
 
 from __future__ import annotations
 
+import dataclasses
 from contextlib import contextmanager
 
 import numpy as np
@@ -916,3 +917,28 @@ def test_a_child_forked_while_a_run_is_under_way_runs_the_graph() -> None:
     finally:
         stop.set()
         worker.join()
+
+
+# ------------------------------------------------------------------------------ validation
+def _wrap_pad() -> onnx.ModelProto:
+    return _model(
+        [helper.make_node("Pad", ["x", "p"], ["y"], mode="wrap")],
+        [_info("x", np.float32, (2, 3))], [_info("y", np.float32, (2, 5))],
+        [_ints("p", [0, 1, 0, 1])],
+    )
+
+
+def test_the_plan_skips_validating_only_what_lower_validated_unchanged(path: str) -> None:
+    """``lower`` validated its descriptors at its level, so the plan need not again; a run at
+    another level, or a descriptor swapped in since, is validated (and refused) as before."""
+    lowered = lower(load(_wrap_pad()), "6_4")  # WRAP: DML_PADDING1 from 6_2
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    assert np.array_equal(NumpyBackend().run(lowered, {"x": x})["y"], np.pad(x, 1, "wrap")[1:3])
+    with pytest.raises(BackendError, match="DML_PADDING_MODE_WRAP"):
+        NumpyBackend(feature_level="6_1").run(lowered, {"x": x})
+    changed = lower(load(_halves_concat()), "6_4")
+    node = next(n for n in changed.nodes if n.op.name == "DML_OPERATOR_JOIN")
+    bad = dataclasses.replace(node.op, axis=1)  # the inputs' sizes no longer add up
+    changed.replace_node(node.id, op=bad)
+    with pytest.raises(BackendError, match="sizes off the join axis must equal"):
+        NumpyBackend().run(changed, {"x": np.zeros((4, 6), np.float32)})
