@@ -798,7 +798,20 @@ def kernel_values(
     results = kernel.fn(args, attrs, version)
     if results is None or len(results) != len(outputs):
         return None
-    return {out: value for out, value in zip(outputs, results) if out}
+    named: dict[str, np.ndarray] = {}
+    for out, value in zip(outputs, results):
+        if out:
+            named[out] = _frozen(value)
+    return named
+
+
+def _frozen(value: np.ndarray) -> np.ndarray:
+    """A kernel's result made read-only in place, so ``TensorInfo`` keeps it without a copy.
+    Safe: a kernel reads only read-only arrays (constants' data, ``shape_only_value``), so a
+    writeable result is memory the kernel itself allocated, which nothing else holds."""
+    if isinstance(value, np.ndarray) and value.flags.writeable:
+        value.flags.writeable = False
+    return value
 
 
 def kernel_inputs(
@@ -918,13 +931,15 @@ def rejection(
         value = values[out]
         if not isinstance(value, np.ndarray):
             return f"output {out!r} is a {type(value).__name__}, not a tensor"
-        info = tensors.get(out) or TensorInfo(out)
-        if info.dtype is not None and value.dtype != info.dtype:
+        info = tensors.get(out)  # None: nothing inferred to disagree with
+        if info is not None and info.dtype is not None and value.dtype != info.dtype:
             return (
                 f"folding computed output {out!r} with dtype {value.dtype}; "
                 f"inference says {info.dtype}"
             )
-        if info.shape is not None and not shape_matches(info.shape, value.shape):
+        if info is not None and info.shape is not None and not shape_matches(
+            info.shape, value.shape
+        ):
             return (
                 f"folding computed output {out!r} with shape {list(value.shape)}; "
                 f"inference says {list(info.shape)}"
