@@ -30,19 +30,20 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import onnx
 from onnx import AttributeProto, TensorProto, numpy_helper
-from onnx.reference import ReferenceEvaluator
-from onnx.reference import op_run
 
 from dmlgraph import canonical, shape_kernels
 from dmlgraph.errors import ModelValidationError
 from dmlgraph.exporter import node_proto, op_schema, to_onnx
 from dmlgraph.ir import Graph, Node, NodeId, RemovedNode, Shape, TensorInfo, shape_matches
 from dmlgraph.value_info import tensor_info
+
+if TYPE_CHECKING:  # imported where first used: it builds every op's schema (20-40 ms), and
+    from onnx.reference import ReferenceEvaluator  # most models fold with the kernels alone
 from dmlgraph.value_info import described_type, tensor_array, tensor_bytes, type_bytes
 
 #: Ops whose results differ from run to run: never folded.
@@ -849,6 +850,8 @@ def _run_reference(
             return results
     sub = graph.extract(node.id for node in nodes)
     feeds = _feeds(graph, sub.inputs, values)
+    from onnx.reference import ReferenceEvaluator
+
     outputs = ReferenceEvaluator(to_onnx(sub, value_info=False)).run(None, feeds)
     return {
         name: np.asarray(result) if isinstance(result, np.generic) else result
@@ -894,6 +897,8 @@ def _run_single(
     key = (opsets, form.SerializeToString())
     evaluator = _EVALUATORS.get(key)
     if evaluator is None:
+        from onnx.reference import ReferenceEvaluator, op_run
+
         try:
             evaluator = ReferenceEvaluator(form, opsets=dict(opsets))
         except op_run.RuntimeContextError:

@@ -12,7 +12,6 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
 import numpy as np
-from onnx.reference import ReferenceEvaluator
 
 from backends.base import BackendError, first_line
 from backends.onnxruntime import values
@@ -37,6 +36,8 @@ class ReferenceFallback:
     engine = "onnx.reference"
 
     def prepare(self, graph: Graph) -> Runner:
+        from onnx.reference import ReferenceEvaluator  # slow to import; most never use it
+
         try:
             evaluator = ReferenceEvaluator(graph.to_onnx())
         except Exception as exc:
