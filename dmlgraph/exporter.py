@@ -189,8 +189,8 @@ def _plain_proto(op: OnnxOp, opset: int, node: Node, name: str) -> onnx.NodeProt
     cached = _PROTOS.get(key)
     if cached is not None and (cached[0] is op or cached[0] == op):
         return cached[1]
-    if len(_PROTOS) >= _PROTO_CACHE_SIZE:
-        _PROTOS.clear()
+    if len(_PROTOS) >= _PROTO_CACHE_SIZE or len(_ATTRIBUTES) >= _PROTO_CACHE_SIZE:
+        _PROTOS.clear()  # an op changed on the same ports adds to _ATTRIBUTES alone
         _ATTRIBUTES.clear()
     proto = helper.make_node(
         op.op_type, list(node.inputs), list(node.outputs), name=name, domain=op.domain or None

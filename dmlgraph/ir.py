@@ -28,6 +28,7 @@ from typing import Any, Protocol
 import networkx as nx
 import numpy as np
 
+from dmlgraph.dml.scalars import same_bits_key
 from dmlgraph.errors import GraphInvariantError
 
 #: A dimension: a known size, a symbolic name (``"N"``), or None when nothing is known.
@@ -46,26 +47,30 @@ def _frozen_array(value: Any, dtype: np.dtype | None = None) -> np.ndarray:
 
 
 def _values_equal(a: Any, b: Any) -> bool:
-    """Equality that treats arrays by dtype, shape and content (NaNs equal) instead of raising."""
+    """Equality that treats arrays by dtype, shape and content instead of raising. Floats
+    compare by their bits (``same_bits_key``): an attribute of -0.0 is not one of 0.0, and a
+    NaN is the same NaN, so equal ops write the same protos."""
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
         if not (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)):
             return False
         if a.dtype != b.dtype or a.shape != b.shape:
             return False
-        if a.dtype.kind in "fc":
-            return bool(np.array_equal(a, b, equal_nan=True))
+        if a.dtype.kind in "fcV":  # ml_dtypes' floats are kind V
+            return a.tobytes() == b.tobytes()
         return bool(np.array_equal(a, b))
     if isinstance(a, tuple) and isinstance(b, tuple):
         return len(a) == len(b) and all(_values_equal(x, y) for x, y in zip(a, b))
-    return type(a) is type(b) and a == b
+    return type(a) is type(b) and same_bits_key(a) == same_bits_key(b)
 
 
 def _value_hash(value: Any) -> int:
     if isinstance(value, np.ndarray):
+        if value.dtype.hasobject:  # strings: by value (their bytes are pointers)
+            return hash((value.dtype.str, value.shape, tuple(value.ravel().tolist())))
         return hash((value.dtype.str, value.shape, value.tobytes()))
     if isinstance(value, tuple):
         return hash(tuple(_value_hash(v) for v in value))
-    return hash(value)
+    return hash(same_bits_key(value))
 
 
 @dataclass(frozen=True, eq=False, init=False, slots=True)

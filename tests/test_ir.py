@@ -104,6 +104,26 @@ def test_attributes_are_immutable_hashable_and_order_free() -> None:
     )
 
 
+def test_attributes_compare_floats_by_their_bits() -> None:
+    """-0.0 is not 0.0 (a LeakyRelu of alpha -0.0 computes other signs of zero, and took the
+    other's proto from the exporter's cache), a NaN is the same NaN, and strings hash by
+    value, so equal attributes hash alike."""
+    nan = np.frombuffer(np.uint32(0x7FC00001).tobytes(), np.float32)
+    pairs = [
+        ({"alpha": 0.0}, {"alpha": -0.0}),
+        ({"v": (1.0, 0.0)}, {"v": (1.0, -0.0)}),
+        ({"t": np.zeros(1, np.float32)}, {"t": -np.zeros(1, np.float32)}),
+        ({"t": np.zeros(1, ml_dtypes.bfloat16)}, {"t": -np.zeros(1, ml_dtypes.bfloat16)}),
+        ({"t": nan}, {"t": np.full(1, np.nan, np.float32)}),
+    ]
+    for a, b in pairs:
+        assert Attributes(a) != Attributes(b)
+    for same in ({"alpha": float("nan")}, {"t": nan}, {"s": np.array(["ab", "c"], object)}):
+        assert Attributes(same) == Attributes(dict(same))
+        assert hash(Attributes(same)) == hash(Attributes({k: (v.copy() if isinstance(
+            v, np.ndarray) else float(str(v))) for k, v in same.items()}))
+
+
 @pytest.mark.parametrize("elem", sorted(ELEM_TYPE_TO_DTYPE))
 def test_dtype_table_round_trips_and_agrees_with_onnx(elem: int) -> None:
     dtype = to_numpy_dtype(elem)

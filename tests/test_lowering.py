@@ -748,3 +748,41 @@ def test_a_pad_2_value_beyond_float16_is_inf_without_a_warning() -> None:
         warnings.simplefilter("error")
         (y,) = run_lowered(lower(load(model)), {"x": np.arange(3, dtype=np.float16)})
     assert y.tolist() == [np.inf, 0, 1, 2, np.inf]
+
+
+@pytest.mark.parametrize("level", ["2_1", "6_4"])  # DML_PADDING, and PADDING1
+def test_pads_filling_zero_and_minus_zero_stay_two_descriptors(level: str) -> None:
+    """Descriptors compare by their fields' bits: Simplify merged a PADDING filling -0.0 into
+    one filling 0.0 of the same input, and the JOIN of both showed +0.0 (onnxruntime: -0.0)."""
+    import onnxruntime as ort
+
+    fills = [numpy_helper.from_array(np.array(v, np.float32), n) for n, v in (("c0", 0.0),
+                                                                             ("c1", -0.0))]
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node("Pad", ["x", "p", "c0"], ["a"], name="plus"),
+         helper.make_node("Pad", ["x", "p", "c1"], ["b"], name="minus"),
+         helper.make_node("Concat", ["a", "b"], ["y"], axis=0)], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [8])],
+        [numpy_helper.from_array(np.array([1, 1], np.int64), "p"), *fills]),
+        opset_imports=[helper.make_opsetid("", 19)], ir_version=9)
+    x = np.array([1, 2], np.float32)
+    (expected,) = ort.InferenceSession(model.SerializeToString(),
+                                       providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    lowered = lower(load(model), level)
+    assert sum(n.op.name.startswith("DML_OPERATOR_PADDING") for n in lowered.nodes) == 2
+    assert same_bits(run_lowered(lowered, {"x": x})[0], expected)
+
+
+def test_ops_differing_in_the_sign_of_a_zero_are_exported_apart() -> None:
+    """The exporter caches protos per op: LeakyRelu(alpha=-0.0) was written with the alpha of
+    an earlier LeakyRelu(alpha=0.0), and its fallback computed other signs of zero."""
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node("LeakyRelu", ["x"], ["y0"], alpha=0.0),
+         helper.make_node("LeakyRelu", ["x"], ["y1"], alpha=-0.0)], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1]) for n in ("y0", "y1")]),
+        opset_imports=[helper.make_opsetid("", 16)], ir_version=8)
+    exported = load(model).to_onnx()
+    alphas = [n.attribute[0].f for n in exported.graph.node]
+    assert [math.copysign(1, a) for a in alphas] == [1, -1]

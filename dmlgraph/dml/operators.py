@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import cache
 from collections.abc import Iterable
 from typing import Any, Callable, ClassVar, Iterator, Sequence
@@ -27,7 +27,7 @@ from dmlgraph.dml.enums import (
     TensorDataType,
     TensorFlags,
 )
-from dmlgraph.dml.scalars import as_double, int_tuple, is_integer, is_real
+from dmlgraph.dml.scalars import as_double, int_tuple, is_integer, is_real, same_bits_key
 from dmlgraph.dml.schema import FieldKind, FieldSpec
 from dmlgraph.dml.support import introduced, support_row
 from dmlgraph.dml.tensor import BufferTensorDesc
@@ -62,6 +62,11 @@ def _count(values: object) -> int:
 
 
 @cache
+def _field_names(cls: type[OperatorDesc]) -> tuple[str, ...]:
+    return tuple(f.name for f in fields(cls))
+
+
+@cache
 def _tensor_specs(cls: type[OperatorDesc]) -> tuple[FieldSpec, ...]:
     """The tensor fields of a descriptor class's schema (asked for on every validation)."""
     return tuple(spec for spec in cls.SCHEMA if spec.is_tensor)
@@ -73,6 +78,19 @@ class OperatorDesc(ABC):
 
     OPERATOR: ClassVar[OperatorType]
     SCHEMA: ClassVar[tuple[FieldSpec, ...]]
+
+    # Equality by bits (the descriptors are declared ``eq=False``): a PADDING filling -0.0 is
+    # not one filling 0.0, which lowering's Simplify would otherwise merge into it.
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return self._bits() == other._bits()  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash(self._bits())
+
+    def _bits(self) -> tuple[object, ...]:
+        return tuple(same_bits_key(getattr(self, name)) for name in _field_names(type(self)))
 
     @property
     def name(self) -> str:
@@ -229,7 +247,7 @@ class OperatorDesc(ABC):
             )
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, eq=False)
 class SliceDesc(OperatorDesc):
     """DML_SLICE_OPERATOR_DESC (FL 1.0): ``Out[c] = In[Offsets + Strides * c]``."""
 
@@ -278,7 +296,7 @@ class SliceDesc(OperatorDesc):
                 )
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, eq=False)
 class Slice1Desc(OperatorDesc):
     """DML_SLICE1_OPERATOR_DESC (FL 2.1): a window read forwards or, for a negative stride,
     backwards from its end."""
@@ -348,7 +366,7 @@ class Slice1Desc(OperatorDesc):
                 )
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, eq=False)
 class JoinDesc(OperatorDesc):
     """DML_JOIN_OPERATOR_DESC (FL 1.0): concatenation along Axis; the inverse of SPLIT."""
 
@@ -464,7 +482,7 @@ class _PaddingRules:
         return []
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, eq=False)
 class PaddingDesc(_PaddingRules, OperatorDesc):
     """DML_PADDING_OPERATOR_DESC (FL 1.0). PaddingValue is a C FLOAT: it is stored as the
     float32 the struct would hold, and truncated toward zero for integer tensors."""
@@ -515,7 +533,7 @@ class PaddingDesc(_PaddingRules, OperatorDesc):
             )
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, eq=False)
 class Padding1Desc(_PaddingRules, OperatorDesc):
     """DML_PADDING1_OPERATOR_DESC (FL 5.0): PADDING with a typed DML_SCALAR_UNION value, exact
     for 64-bit integers and doubles."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import struct
 from collections.abc import Iterable
 from typing import TypeGuard
 
@@ -55,3 +56,13 @@ def as_double(value: object) -> float | None:
         if not infinite:
             return None
     return double
+
+
+def same_bits_key(value: object) -> object:
+    """A float as its bits, anything else as it is: a key under which 0.0 and -0.0 differ and
+    a NaN equals the same NaN (Python's ``==`` says the opposite of both). A descriptor's or an
+    attribute's float is bits that DirectML or onnxruntime copy, so two that compare equal
+    must copy the same bits."""
+    if type(value) is float:
+        return (float, struct.pack("<d", value))
+    return value
