@@ -459,7 +459,8 @@ def test_skeleton_inference_equals_inference_on_the_whole_model(name, onnx_model
         if int(np.prod(t.dims)) > folding.INFERENCE_CONSTANT_LIMIT
     ]
     assert large  # the skeleton leaves weights out
-    whole = onnx.shape_inference.infer_shapes(proto, strict_mode=False, data_prop=True).graph
+    data_prop = folding.propagates_data(importer._inputs_static(proto))
+    whole = onnx.shape_inference.infer_shapes(proto, strict_mode=False, data_prop=data_prop).graph
     skeleton = importer._infer_shapes(proto, [importer.NodeFields(n) for n in proto.graph.node], name)
 
     def types(graph: onnx.GraphProto) -> dict[str, bytes]:
@@ -525,7 +526,8 @@ def test_cached_types_say_what_onnx_helper_says(dtype, shape) -> None:
 
 def test_slice_steps_beyond_32_bits_neither_crash_nor_hang_inference() -> None:
     """onnx's data propagation cuts a Slice step to 32 bits: a rank-1 Slice with a constant
-    step of 2^31 crashed the process, 2^32 allocated without bound. Run in a child process,
+    step of 2^31 crashed the process, 2^32 allocated without bound, 2^31 - 1 from start 1
+    crashed it (a dimension "N" turns data propagation on). Run in a child process,
     so a regression fails this test instead of killing the run; NumPy slicing is the oracle,
     for constant data shapes and for a dimension known only at run time."""
     import subprocess
@@ -539,11 +541,13 @@ from onnx import TensorProto, helper, numpy_helper
 from dmlgraph import load
 from lowering import lower
 from backends import get_backend
-steps = (2**31, 2**32, 2**63 - 1, -(2**31) - 1, -(2**63))
+steps = (2**31 - 1, 2**31, 2**32, 2**63 - 1, -(2**31) - 1, -(2**63))
 # constant, or built as torch.onnx builds steps
 hows = ("constant", "unsqueezed", "concatenated", "value_ints", "value_int", "product")
-for step, how, dim in product(steps, hows, (5, "N")):
-    start, end = (4, -10) if step < 0 else (0, 5)
+# "5+M": x of 5 beside an input of a free size, which turns data propagation on
+for step, how, dim, shift in product(steps, hows, (5, "N", "5+M"), (0, 1)):
+    # from a start above 0, a clipped step of 2^31 - 1 still overflowed onnx's 32 bits
+    start, end = (4 - shift, -10) if step < 0 else (shift, 5)
     inits = [numpy_helper.from_array(np.array([v], np.int64), n)
              for n, v in (("s", start), ("e", end), ("a", 0))]
     nodes = [helper.make_node("Slice", ["x", "s", "e", "a", "t"], ["y"])]
@@ -568,13 +572,19 @@ for step, how, dim in product(steps, hows, (5, "N")):
         inits += [numpy_helper.from_array(np.array([step // 2], np.int64), "t0"),
                   numpy_helper.from_array(np.array([2], np.int64), "t1")]
         nodes.insert(0, helper.make_node("Mul", ["t0", "t1"], ["t"]))
-    graph = helper.make_graph(
-        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [dim])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [5 if dim == "5+M" else dim])]
+    outputs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)]
+    feeds = {"x": np.arange(5, dtype=np.float32)}
+    if dim == "5+M":
+        nodes.append(helper.make_node("Neg", ["w"], ["v"]))
+        inputs.append(helper.make_tensor_value_info("w", TensorProto.FLOAT, ["M"]))
+        outputs.append(helper.make_tensor_value_info("v", TensorProto.FLOAT, None))
+        feeds["w"] = np.ones(2, np.float32)
+    graph = helper.make_graph(nodes, "g", inputs, outputs, inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)],
                               ir_version=10)
-    x = np.arange(5, dtype=np.float32)
-    y = get_backend("numpy").run(lower(load(model)), {"x": x})["y"]
+    x = feeds["x"]
+    y = get_backend("numpy").run(lower(load(model)), feeds)["y"]
     assert y.tobytes() == x[start::step].tobytes(), (step, how, dim, y)
 # a step constant shared with a Range: the Range keeps its length (clipping it in place
 # gave it one element)
@@ -609,6 +619,40 @@ print("ok")
     done = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
+
+
+@pytest.mark.parametrize("dim", [3, "N"])
+def test_inference_propagates_data_only_where_an_input_has_a_free_dimension(
+    dim, monkeypatch
+) -> None:
+    """Data propagation carries N through shape arithmetic into a Reshape ([N, 2, 4], not
+    three unknowns); with every input static the kernels compute that arithmetic, and
+    propagation would only cost (it walks a rank-1 Slice input element by element: 3.6 s
+    for one of 16M)."""
+    ints = {"zero": 0, "ax0": [0], "two_four": [2, 4], "st": [0], "en": [1], "ax1": [1]}
+    graph = helper.make_graph(
+        [helper.make_node("Shape", ["x"], ["s"]),
+         helper.make_node("Gather", ["s", "zero"], ["n"], axis=0),
+         helper.make_node("Unsqueeze", ["n", "ax0"], ["nu"]),
+         helper.make_node("Concat", ["nu", "two_four"], ["shape"], axis=0),
+         helper.make_node("Reshape", ["x", "shape"], ["r"]),
+         helper.make_node("Slice", ["r", "st", "en", "ax1"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [dim, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(np.array(v, np.int64), n) for n, v in ints.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=8)
+    asked: list[bool] = []
+    infer = onnx.shape_inference.infer_shapes
+
+    def spy(*args, **kwargs):
+        asked.append(kwargs["data_prop"])
+        return infer(*args, **kwargs)
+
+    monkeypatch.setattr(onnx.shape_inference, "infer_shapes", spy)
+    imported = dmlgraph.load(model)
+    assert asked and set(asked) == {dim == "N"}
+    assert imported.tensors["r"].shape == (dim, 2, 4)
+    assert imported.tensors["y"].shape == (dim, 1, 4)
 
 
 @pytest.mark.parametrize("fold", [True, False])
