@@ -299,6 +299,26 @@ def test_a_reshape_at_opset_4_is_written_as_reshape_1() -> None:
     (z,) = ort.InferenceSession(translated.SerializeToString(),
                                 providers=[CPU]).run(None, {"x": x, "y": y})
     assert np.array_equal(z, np.concatenate([x, y], axis=1))
+    for value_info in (*model.graph.input, *model.graph.output):  # Reshape-1 takes floats
+        value_info.type.tensor_type.elem_type = TensorProto.INT32
+    with pytest.raises(UnsupportedError, match=r"Reshape-1\) takes float16, float32 or float64"):
+        translate(lower(load(model), "2_1"))
+
+
+def test_a_join_before_opset_4_is_named_rather_than_written_as_concat_1() -> None:
+    """onnxruntime has no Concat-1 kernel: a Pad-2 lowered at 1_0 (a JOIN of constant blocks)
+    was written as Concat-1, and onnxruntime said only "Could not find an implementation for
+    Concat(1) node with name 'Concat_5'"."""
+    model = helper.make_model(
+        helper.make_graph(
+            [helper.make_node("Pad", ["x"], ["y"], name="pad", pads=[2, 1], value=0.5)], "g",
+            [helper.make_tensor_value_info("x", TensorProto.DOUBLE, [3])],
+            [helper.make_tensor_value_info("y", TensorProto.DOUBLE, [6])]),
+        opset_imports=[helper.make_opsetid("", 2)], ir_version=3)
+    lowered = lower(load(model), "1_0")
+    assert [n.op.name for n in lowered.nodes] == ["DML_OPERATOR_JOIN"]
+    with pytest.raises(UnsupportedError, match="onnxruntime has no Concat before opset 4"):
+        translate(lowered)
 
 
 def test_translation_keeps_unlowered_onnx_nodes_and_graph_io() -> None:

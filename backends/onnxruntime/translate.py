@@ -106,6 +106,12 @@ def ort_lacks(op_type: str, dtype: np.dtype, opset: int) -> bool:
     return False
 
 
+#: The first opset whose Concat onnxruntime implements (it has no Concat-1 kernel).
+ORT_CONCAT_SINCE = 4
+#: Reshape-1's type constraint T (opsets 1-4).
+_RESHAPE_1_TYPES = frozenset(map(np.dtype, (np.float16, np.float32, np.float64)))
+
+
 class NotExpressible(Exception):
     """One DML node has no ONNX equivalent; the message says why."""
 
@@ -278,7 +284,12 @@ class _Translator:
         if info.dtype is None:
             raise NotExpressible(f"tensor {source!r} has no known dtype")
         out = target or self._temp("view", info.dtype, shape)
-        if self.opset < 5:  # Reshape-1 takes the shape as an attribute
+        if self.opset < 5:  # Reshape-1 takes the shape as an attribute, and floats alone
+            if info.dtype not in _RESHAPE_1_TYPES:
+                raise NotExpressible(
+                    f"opset {self.opset}'s Reshape (Reshape-1) takes float16, float32 or "
+                    f"float64, not {info.dtype}"
+                )
             self._add(self._op("Reshape", {"shape": shape}), (source,), out)
             return out
         shape_name = self._constant("shape", np.array(shape, dtype=np.int64))
@@ -303,6 +314,11 @@ class _Translator:
         if isinstance(desc, (SliceDesc, Slice1Desc)):
             op_type, op, params = "Slice", self._op("Slice"), self._slice_params()
         elif isinstance(desc, JoinDesc):
+            if self.opset < ORT_CONCAT_SINCE:
+                raise NotExpressible(
+                    f"onnxruntime has no Concat before opset {ORT_CONCAT_SINCE} (the graph "
+                    f"imports {self.opset}), so the JOIN cannot run there"
+                )
             op_type, op, params = "Concat", self._op("Concat", {"axis": desc.axis}), []
         else:
             op_type, (op, params) = "Pad", self._pad()
