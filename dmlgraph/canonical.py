@@ -210,12 +210,14 @@ def to_canonical(
             raise ModelValidationError(
                 f"{where}: attribute pads is missing; Pad-{version} requires it"
             )
-        # Typed like data when inference knew data's dtype; normalize() retypes it otherwise.
+        # Typed like data when inference knew data's dtype, a float type (Pad-2 takes those
+        # alone: ``check`` refuses the rest by their type, not by a cast's OverflowError);
+        # normalize() retypes it otherwise.
         value_dtype = graph.tensors[data].dtype if data in graph.tensors else None
+        if value_dtype is None or value_dtype.kind != "f":
+            value_dtype = np.dtype(np.float32)
         with np.errstate(over="ignore"):  # a float beyond float16's range is inf, as in C
-            value = np.asarray(
-                attrs.get("value", 0.0), dtype=np.float32 if value_dtype is None else value_dtype
-            )
+            value = np.asarray(attrs.get("value", 0.0), dtype=value_dtype)
         ports = [
             data,
             graph.add_constant(f"{const_base}:pads", pads, np.int64),

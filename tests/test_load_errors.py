@@ -476,6 +476,11 @@ BAD_TYPES = {
         ("data ('x') has dtype int32", "Pad-2 takes tensor(double), tensor(float), "
          "tensor(float16)"),
     ),
+    # its value was cast to uint8 first, an OverflowError (found by the fuzz)
+    "Pad-2 of uint8 data, a negative value": (
+        _typed("Pad", 2, TensorProto.UINT8, {}, pads=[0, 1, 0, 1], value=-3.0),
+        ("data ('x') has dtype uint8", "Pad-2 takes tensor(double)"),
+    ),
 }
 
 
