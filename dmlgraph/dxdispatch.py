@@ -37,6 +37,7 @@ from dmlgraph.dml.operators import OperatorDesc
 from dmlgraph.dml.schema import FieldKind, FieldSpec
 from dmlgraph.dml.tensor import BufferTensorDesc
 from dmlgraph.errors import DmlgraphError
+from dmlgraph.tensorio import available_memory
 
 
 class DxDispatchError(DmlgraphError):
@@ -166,9 +167,20 @@ def _parse_resource(name: str, spec: Any) -> Resource:
             f"resource '{name}': sizeInBytes {size} cannot hold its {len(raw)} bytes of initial "
             f"values at offset {offset}"
         )
+    if size > _UINT64_MAX:  # DxDispatch reads it as a UINT64
+        raise DxDispatchError(f"resource '{name}': sizeInBytes {size} is beyond UINT64")
+    free = available_memory()
+    if size > free:  # allocating it would fail, or take the machine's memory
+        raise DxDispatchError(
+            f"resource '{name}': sizeInBytes {size} is more memory than this machine has free "
+            f"({free:.0f} bytes)"
+        )
     data = bytearray(size)
     data[offset:offset + len(raw)] = raw
     return Resource(name, data, data_type, len(values))
+
+
+_UINT64_MAX = 2**64 - 1
 
 
 def _uint(value: object, where: str, field_name: str) -> int:

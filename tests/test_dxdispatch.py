@@ -249,6 +249,11 @@ def test_one_byte_integers_print_as_characters(tmp_path, capsys) -> None:
     # ParseUInt32Field: gsl::narrow (it allocated 16 GiB here, and was killed)
     (lambda m: m["resources"]["out"]["initialValues"].update(valueCount=2**32),
      "valueCount 4294967296 must be an integer from 1 to 2^32 - 1"),
+    # a valid UINT64 size: bytearray(2^63) raised OverflowError, 2^40 would take the memory
+    (lambda m: m["resources"]["out"].update(sizeInBytes=2**63),
+     "sizeInBytes 9223372036854775808 is more memory than this machine has free"),
+    (lambda m: m["resources"]["out"].update(sizeInBytes=2**64),
+     "sizeInBytes 18446744073709551616 is beyond UINT64"),
     # ParseFloatingPointNumber: IsLosslessDouble
     (lambda m: m["resources"]["in"].update(initialValues=[2**53 + 1, 2, 3, 4]),
      "9007199254740993 is no double exactly"),
