@@ -269,3 +269,27 @@ def test_a_verdict_given_as_a_plain_record_cannot_break_out_of_its_attribute() -
     text = html_report(graph, lowered, [{"name": "Y", "verdict": 'x"onmouseover="alert(1)'}])
     assert 'onmouseover="' not in text  # no attribute of its own
     assert 'verdict-x"onmouseover="alert(1)' in Page(text).nodes()["l-out0"]["class"]
+
+
+def test_control_characters_in_names_show_as_escapes_in_the_page() -> None:
+    """The page wrote names' control characters raw: a NUL is an HTML parse error (read as
+    U+FFFD) and its inline SVGs were not XML. They show as \\xNN, as in the DOT drawing."""
+    import xml.etree.ElementTree as ET
+
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+
+    graph = helper.make_graph(
+        [helper.make_node("Pad", ["x\x1b", "pads"], ["y\x00"], name="pad\x1b\x7f\x85")], "g",
+        [helper.make_tensor_value_info("x\x1b", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("y\x00", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(np.array([0, 1, 0, 1], np.int64), "pads")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    graph = load(model)
+    page = html_report(graph, lower(graph, "6_4"))
+    assert not re.search(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]", page)
+    assert "pad\\x1b\\x7f\\x85" in page
+    svgs = re.findall(r"<svg.*?</svg>", page, re.S)
+    assert svgs
+    for svg in svgs:
+        ET.fromstring(svg)  # XML: a raw control character would not parse

@@ -54,9 +54,8 @@ def quote(text: str) -> str:
 
 
 def escape(text: str) -> str:
-    """Text for an HTML-like label (also turns non-ASCII into character references). C0
-    control characters, which XML allows in no form, are written as ``\\xNN``; a very long
-    text is shortened (``shown``)."""
+    """Text for an HTML-like label (also turns non-ASCII into character references), control
+    characters written as ``\\xNN`` (``visible``); a very long text is shortened (``shown``)."""
     text = (
         shown(text)
         .replace("&", "&amp;")
@@ -64,8 +63,7 @@ def escape(text: str) -> str:
         .replace(">", "&gt;")
         .replace('"', "&quot;")
     )
-    text = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
-    return text.encode("ascii", "xmlcharrefreplace").decode("ascii")
+    return visible(text).encode("ascii", "xmlcharrefreplace").decode("ascii")
 
 
 #: The most characters of one text a drawing shows. Graphviz refuses a quoted or HTML-like
@@ -81,7 +79,14 @@ def shown(text: str) -> str:
     return f"{text[:keep]}\u2026{text[-keep:]} ({len(text)} characters)"
 
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
+#: Control characters (C0 but tab and newlines, DEL, C1): XML allows no C0 one in any form,
+#: and HTML parses each as an error (NUL becomes U+FFFD).
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+
+
+def visible(text: str) -> str:
+    """Control characters written as ``\\xNN``: what every drawing shows of them."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 def _wrapped(text: str, width: int = NOTE_WIDTH) -> str:

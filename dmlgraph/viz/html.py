@@ -39,6 +39,7 @@ from dmlgraph.viz.describe import (
     status_counts,
     tensor_text,
 )
+from dmlgraph.viz.dot import visible
 from dmlgraph.viz.layout import Box, Layout, chains, layered
 
 #: Past this many drawn nodes in a panel, fallback chains start collapsed.
@@ -46,7 +47,9 @@ COLLAPSE_ABOVE = 80
 #: Characters of a node's name shown in its box (the start is cut; the tail says most).
 NAME_CHARS = 27
 
-esc = html.escape
+def esc(text: str) -> str:
+    """Text for HTML and its inline SVG: escaped, control characters as ``\\xNN``."""
+    return html.escape(visible(text))
 
 
 # ----------------------------------------------------------------------------- parity input
