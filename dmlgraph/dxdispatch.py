@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from collections.abc import Iterator
@@ -210,7 +211,13 @@ def parse_json(text: str) -> Any:
         parse_float=_double,
         parse_int=_integer,
     )
-    value, _ = decoder.raw_decode(relaxed, len(relaxed) - len(relaxed.lstrip()))
+    try:
+        value, _ = decoder.raw_decode(relaxed, len(relaxed) - len(relaxed.lstrip()))
+    except RecursionError:  # Python's parser recurses per level, as RapidJSON's does
+        raise ValueError(
+            f"arrays or objects nest deeper than this parser reaches ({sys.getrecursionlimit()} "
+            "levels)"
+        ) from None
     return value
 
 

@@ -72,6 +72,14 @@ def test_truncated_json_is_exit_2(tmp_path, capsys) -> None:
     assert "cannot read a JSON model" in capsys.readouterr().err
 
 
+def test_json_nested_past_the_parser_is_exit_2(tmp_path, capsys) -> None:
+    """A RecursionError escaped as a traceback (exit 1)."""
+    path = tmp_path / "deep.json"
+    path.write_text("[" * 100_000 + "]" * 100_000)
+    assert main(["dxdispatch", str(path)]) == 2
+    assert "nest deeper than this parser reaches" in capsys.readouterr().err
+
+
 def test_sequence_accumulates_in_the_element_type() -> None:
     """valueDelta is added step by step in float32: 0.1 ten times is not 1.0 in float32."""
     model = load_model({
