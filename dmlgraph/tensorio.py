@@ -212,6 +212,8 @@ def _bind(path: Path, entries: list[_Entry], graph: Graph, kind: str) -> dict[st
     how: dict[str, str] = {}  # how each was bound, for the message of a second value
 
     def bind(name: str, entry: _Entry, way: str) -> None:
+        if name in bound and _listed_again(names, name, entry) and _same(bound[name], entry):
+            return  # an output the graph lists twice: each position holds its value
         if name in bound:
             raise TensorIOError(
                 f"{path}: holds two values for {kind} {name!r}: {how[name]} and {way}; "
@@ -241,6 +243,23 @@ def _bind(path: Path, entries: list[_Entry], graph: Graph, kind: str) -> dict[st
             )
             raise TensorIOError(f"{path}: {why}")
     return bound
+
+
+def _listed_again(names: Sequence[str], name: str, entry: _Entry) -> bool:
+    """Whether the entry sits at another position of a name the graph lists more than once
+    (ONNX lets a graph list an output twice; ``write`` writes it at each position)."""
+    return names.count(name) > 1 and entry.index is not None and (
+        entry.index < len(names) and names[entry.index] == name
+    )
+
+
+def _same(value: np.ndarray, entry: _Entry) -> bool:
+    other = entry.array
+    if value.dtype != other.dtype or value.shape != other.shape:
+        return False
+    if value.dtype.hasobject:
+        return bool(np.array_equal(value, other))
+    return value.tobytes() == other.tobytes()
 
 
 def _typed(name: str, array: np.ndarray, graph: Graph) -> np.ndarray:

@@ -261,6 +261,24 @@ def test_two_values_for_one_position_name_their_keys(tmp_path) -> None:
         read(tmp_path / "td", _one_input())
 
 
+def test_a_folder_of_an_output_listed_twice_reads_back(tmp_path) -> None:
+    """ONNX lets a graph list an output twice; ``write`` puts it at both positions, and
+    reading that folder back was refused as two values for one output. Two different values
+    there still are."""
+    graph = _one_input()
+    graph.outputs = ["y", "y"]
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    tensorio.write(tmp_path / "td", graph, {"x": x}, {"y": x + 1})
+    assert sorted(p.name for p in (tmp_path / "td").iterdir()) == [
+        "input_0.pb", "output_0.pb", "output_1.pb"]
+    read_back = read(tmp_path / "td", graph)
+    assert list(read_back.outputs) == ["y"] and np.array_equal(read_back.outputs["y"], x + 1)
+    (tmp_path / "td" / "output_1.pb").write_bytes(
+        numpy_helper.from_array(x + 2, "y").SerializeToString())
+    with pytest.raises(TensorIOError, match="holds two values for output 'y'"):
+        read(tmp_path / "td", graph)
+
+
 def test_strings_stored_as_bytes_are_read_as_text(tmp_path) -> None:
     """np.savez stores bytes as dtype S: they fed onnxruntime as the text "b'bb'"."""
     np.savez(tmp_path / "s.npz", x=np.array([b"bb", "cé".encode()]))
