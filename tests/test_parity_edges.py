@@ -121,6 +121,23 @@ def test_a_wrap_pad_of_an_empty_input_is_a_known_divergence(name: str, capsys) -
     assert y.shape == (0, 5)
 
 
+def test_onnxruntime_failing_on_a_node_no_output_reads_is_no_parity_failure() -> None:
+    """onnxruntime runs every node; the import drops those no output reads. A wrap Pad of an
+    empty input that nothing reads failed the check ("Unexpected mode of 3"): the reference
+    is then ``to_onnx`` of the import, and the note says why."""
+    model = _model([helper.make_node("Pad", ["X", "p"], ["dead"], mode="wrap", name="unused"),
+                    helper.make_node("Neg", ["Z"], ["W"])],
+                   [_info("X", [0, 3]), _info("Z", [2])], [_info("W", None)],
+                   [_ints("p", [0, 1, 0, 1])])
+    feeds = {"X": np.zeros((0, 3), np.float32), "Z": np.array([1, -2], np.float32)}
+    with pytest.raises(Exception, match="Unexpected mode"):
+        _ort(model, feeds)
+    report = check(model, inputs=feeds)
+    assert [o.verdict for o in report.comparisons[0].outputs] == [Verdict.PASS]
+    assert report.exit_code == 0
+    assert any("leaves out the nodes no output reads" in n for n in report.notes)
+
+
 def test_string_outputs_are_compared_exactly(tmp_path: Path) -> None:
     model = _model([helper.make_node("Slice", ["X", "s", "e"], ["Y"])],
                    [_info("X", [3], TensorProto.STRING)], [_info("Y", [None], TensorProto.STRING)],
