@@ -116,7 +116,7 @@ def check_feeds(graph: Graph, feeds: Mapping[str, Any]) -> dict[str, np.ndarray]
             + "; ".join(parts)
         )
     arrays: dict[str, np.ndarray] = {}
-    symbols: dict[str, tuple[int, str]] = {}
+    symbols: dict[str, tuple[int, str, int]] = {}  # name -> (size, input, axis)
     for name in graph.inputs:
         array = feeds[name]
         if type(array) is not np.ndarray:
@@ -137,13 +137,14 @@ def check_feeds(graph: Graph, feeds: Mapping[str, Any]) -> dict[str, np.ndarray]
                     f"{graph.source}: input {name!r} has shape {list(array.shape)}; the graph "
                     f"expects {list(info.shape)}"
                 )
-            for dim, size in zip(info.shape, array.shape):
+            for axis, (dim, size) in enumerate(zip(info.shape, array.shape)):
                 if isinstance(dim, str):
-                    seen = symbols.setdefault(dim, (size, name))
+                    seen = symbols.setdefault(dim, (size, name, axis))
                     if seen[0] != size:
                         raise BackendError(
                             f"{graph.source}: dimension {dim!r} is {seen[0]} in input "
-                            f"{seen[1]!r} but {size} in input {name!r}"
+                            f"{seen[1]!r} (axis {seen[2]}) but {size} in input {name!r} "
+                            f"(axis {axis})"
                         )
         arrays[name] = array
     return arrays

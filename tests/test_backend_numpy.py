@@ -225,9 +225,16 @@ def test_symbolic_dims_must_agree_across_inputs() -> None:
     graph = make_graph({"a": (np.float32, ("N", 2)), "b": (np.float32, ("N",))},
                        [(OnnxOp("Neg", 13), ["b"], ["y"], "neg")], {"y": (np.float32, ("N",))},
                        ["y"])
-    with pytest.raises(BackendError, match="dimension 'N' is 3 in input 'a' but 4 in input 'b'"):
+    with pytest.raises(BackendError, match=r"dimension 'N' is 3 in input 'a' \(axis 0\) but 4 "
+                       r"in input 'b' \(axis 0\)"):
         NumpyBackend().run(graph, {"a": np.zeros((3, 2), np.float32),
                                    "b": np.zeros(4, np.float32)})
+    # one input naming one dimension twice: the axes tell them apart
+    square = make_graph({"a": (np.float32, ("N", "N"))}, [(OnnxOp("Neg", 13), ["a"], ["y"], "neg")],
+                        {"y": (np.float32, ("N", "N"))}, ["y"])
+    with pytest.raises(BackendError, match=r"is 2 in input 'a' \(axis 0\) but 3 in input 'a' "
+                       r"\(axis 1\)"):
+        NumpyBackend().run(square, {"a": np.zeros((2, 3), np.float32)})
 
 
 def test_a_view_that_does_not_bind_its_tensor_is_refused() -> None:
