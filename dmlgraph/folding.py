@@ -41,10 +41,10 @@ from dmlgraph.errors import ModelValidationError
 from dmlgraph.exporter import node_proto, op_schema, to_onnx
 from dmlgraph.ir import Graph, Node, NodeId, RemovedNode, Shape, TensorInfo, shape_matches
 from dmlgraph.value_info import tensor_info
+from dmlgraph.value_info import described_type, tensor_array, tensor_bytes, type_bytes
 
 if TYPE_CHECKING:  # imported where first used: it builds every op's schema (20-40 ms), and
     from onnx.reference import ReferenceEvaluator  # most models fold with the kernels alone
-from dmlgraph.value_info import described_type, tensor_array, tensor_bytes, type_bytes
 
 #: Ops whose results differ from run to run: never folded.
 NONDETERMINISTIC_OPS: frozenset[str] = frozenset(
