@@ -490,24 +490,10 @@ def _infer_shapes(
             _skeleton(proto, nodes, refined or {}),
             check_type=False,
             strict_mode=False,
-            data_prop=folding.propagates_data(_inputs_static(proto)),
+            data_prop=True,
         ).graph
     except Exception as exc:
         raise ModelValidationError(f"{source}: ONNX shape inference fails: {exc}") from None
-
-
-def _inputs_static(proto: onnx.ModelProto) -> bool:
-    """Whether every graph input (initializers aside) is a tensor of fixed sizes."""
-    initializers = {t.name for t in proto.graph.initializer}
-    for value_info in proto.graph.input:
-        if value_info.name in initializers:
-            continue
-        kind = value_info.type.WhichOneof("value")
-        if kind != "tensor_type" or not value_info.type.tensor_type.HasField("shape"):
-            return False
-        if any(not d.HasField("dim_value") for d in value_info.type.tensor_type.shape.dim):
-            return False
-    return True
 
 
 def _declared_types(value_infos: Iterable[onnx.ValueInfoProto]) -> dict[str, int]:
