@@ -128,6 +128,7 @@ def _initial_values(name: str, spec: dict[str, Any], data_type: TensorDataType) 
             raise DxDispatchError(  # DxDispatch reads it as a UINT32 (gsl::narrow)
                 f"resource '{name}': valueCount {count!r} must be an integer from 1 to 2^32 - 1"
             )
+        _fits_in_memory(name, f"valueCount {count}", count * dtype.itemsize)
         if "value" in values:
             return np.full(count, _element(name, values["value"], data_type), dtype=dtype)
         if "valueStart" in values and "valueDelta" in values:
@@ -170,18 +171,24 @@ def _parse_resource(name: str, spec: Any) -> Resource:
         )
     if size > _UINT64_MAX:  # DxDispatch reads it as a UINT64
         raise DxDispatchError(f"resource '{name}': sizeInBytes {size} is beyond UINT64")
-    free = available_memory()
-    if size > free:  # allocating it would fail, or take the machine's memory
-        raise DxDispatchError(
-            f"resource '{name}': sizeInBytes {size} is more memory than this machine has free "
-            f"({free:.0f} bytes)"
-        )
+    _fits_in_memory(name, f"sizeInBytes {size}", size)
     data = bytearray(size)
     data[offset:offset + len(raw)] = raw
     return Resource(name, data, data_type, len(values))
 
 
 _UINT64_MAX = 2**64 - 1
+
+
+def _fits_in_memory(name: str, what: str, nbytes: int) -> None:
+    """Refuse a resource whose bytes the machine has not free: allocating them would fail
+    (a MemoryError) or take the machine's memory."""
+    free = available_memory()
+    if nbytes > free:
+        raise DxDispatchError(
+            f"resource '{name}': {what} is {nbytes} bytes, more memory than this machine has "
+            f"free ({free:.0f} bytes)"
+        )
 
 
 def _uint(value: object, where: str, field_name: str) -> int:

@@ -72,6 +72,21 @@ def test_truncated_json_is_exit_2(tmp_path, capsys) -> None:
     assert "cannot read a JSON model" in capsys.readouterr().err
 
 
+def test_initial_values_beyond_free_memory_are_refused_before_allocating(
+    tmp_path, capsys, monkeypatch
+) -> None:
+    """np.full ran before any size check: a valueCount of 2^32 - 1 doubles (32 GiB) raised a
+    MemoryError traceback (found by a review). The machine's free memory is faked small."""
+    import dmlgraph.dxdispatch as dxdispatch_module
+
+    monkeypatch.setattr(dxdispatch_module, "available_memory", lambda: 1_000_000.0)
+    model = _slice_model([1, 2, 3, 4])
+    model["resources"]["out"].update(initialValuesDataType="FLOAT64",
+                                     initialValues={"value": 1.0, "valueCount": 200_000})
+    code, out, err = _run_text(tmp_path, json.dumps(model), capsys)
+    assert (code, out) == (2, "") and "valueCount 200000 is 1600000 bytes, more memory" in err
+
+
 def test_json_nested_past_the_parser_is_exit_2(tmp_path, capsys) -> None:
     """A RecursionError escaped as a traceback (exit 1)."""
     path = tmp_path / "deep.json"
@@ -259,7 +274,8 @@ def test_one_byte_integers_print_as_characters(tmp_path, capsys) -> None:
      "valueCount 4294967296 must be an integer from 1 to 2^32 - 1"),
     # a valid UINT64 size: bytearray(2^63) raised OverflowError, 2^40 would take the memory
     (lambda m: m["resources"]["out"].update(sizeInBytes=2**63),
-     "sizeInBytes 9223372036854775808 is more memory than this machine has free"),
+     "sizeInBytes 9223372036854775808 is 9223372036854775808 bytes, more memory than"),
+
     (lambda m: m["resources"]["out"].update(sizeInBytes=2**64),
      "sizeInBytes 18446744073709551616 is beyond UINT64"),
     # ParseFloatingPointNumber: IsLosslessDouble
