@@ -118,6 +118,17 @@ def test_attributes_compare_floats_by_their_bits() -> None:
     ]
     for a, b in pairs:
         assert Attributes(a) != Attributes(b)
+    from dmlgraph.dml import BufferTensorDesc, Padding1Desc
+
+    def fill(value):
+        return Padding1Desc(
+            input_tensor=BufferTensorDesc("FLOAT64", (2,)),
+            output_tensor=BufferTensorDesc("FLOAT64", (4,)), padding_mode="CONSTANT",
+            padding_value_data_type="FLOAT64", padding_value=value, start_padding=(1,),
+            end_padding=(1,))
+
+    assert fill(np.float64(-0.0)) != fill(np.float64(0.0))  # NumPy's floats too
+    assert fill(np.float64(-0.0)) == fill(-0.0) and hash(fill(np.float64(-0.0))) == hash(fill(-0.0))
     for same in ({"alpha": float("nan")}, {"t": nan}, {"s": np.array(["ab", "c"], object)}):
         assert Attributes(same) == Attributes(dict(same))
         assert hash(Attributes(same)) == hash(Attributes({k: (v.copy() if isinstance(
