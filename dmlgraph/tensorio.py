@@ -188,7 +188,9 @@ def _read_npz(path: Path, graph: Graph, stem: str | None) -> tuple[list[_Entry],
         by_kind: dict[str, list[_Entry]] = {"in": [], "out": []}
         for key, m in keyed.items():
             if m["stem"] == stem:
-                by_kind[m["kind"]].append(_Entry(arrays[key], index=int(m["index"]), origin=f"key {key!r}"))
+                by_kind[m["kind"]].append(
+                    _Entry(arrays[key], index=int(m["index"]), origin=f"key {key!r}")
+                )
         return by_kind["in"], by_kind["out"]
     inputs: list[_Entry] = []
     outputs: list[_Entry] = []
