@@ -604,6 +604,32 @@ def _clip_divergence(values: list[np.ndarray | None], attrs: Mapping[str, Any], 
     return ""
 
 
+def _pad_divergence(values: list[np.ndarray | None], attrs: Mapping[str, Any], version: int) -> str:
+    """A reflect Pad by the dimension or more: NumPy and DirectML repeat the reflection,
+    onnxruntime refuses it ("pre-pad (5) exceeds maximum allowed (2)"); left unfolded, it is
+    lowered with its divergence named (a folded one hid it: ``check`` failed on the file)."""
+    mode = attrs.get("mode", "constant")
+    data = values[0] if values else None
+    if (mode.decode() if isinstance(mode, bytes) else mode) != "reflect" or data is None:
+        return ""
+    pads = attrs.get("pads") if version < 11 else (values[1] if len(values) > 1 else None)
+    if pads is None or not data.ndim:
+        return ""
+    given = values[3] if version >= 18 and len(values) > 3 else None
+    axes = range(data.ndim) if given is None else [int(a) % data.ndim for a in given.ravel()]
+    widths = [int(p) for p in np.asarray(pads).ravel()]
+    if len(widths) != 2 * len(axes):
+        return ""
+    for k, axis in enumerate(axes):
+        width = max(widths[k], widths[k + len(axes)])
+        if width > 0 and width >= data.shape[axis]:
+            return (
+                f"reflect by {width} on axis {axis} of size {data.shape[axis]}, which "
+                "onnxruntime refuses (ONNX leaves pads of the size or more undefined)"
+            )
+    return ""
+
+
 def _magnitude_divergence(op_type: str) -> Callable[..., str]:
     """Integer Pow and sum/product reductions: onnxruntime rounds through a double."""
 
@@ -670,6 +696,7 @@ def _range_divergence(values: list[np.ndarray | None], attrs: Mapping[str, Any],
 
 _DIVERGENCES: Mapping[str, Callable[[list[np.ndarray | None], Mapping[str, Any], int], str]] = {
     "Clip": _clip_divergence,
+    "Pad": _pad_divergence,
     "Pow": _magnitude_divergence("Pow"),
     "ReduceSum": _magnitude_divergence("ReduceSum"),
     "ReduceL1": _magnitude_divergence("ReduceL1"),

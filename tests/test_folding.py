@@ -659,3 +659,36 @@ def test_what_onnxruntime_computes_alike_is_still_folded(onnx_run) -> None:
         assert [n.op_type for n in graph.nodes] == ["Identity"], node.op_type
         (expected,) = onnx_run(model, {})
         assert graph.constant(graph.nodes[0].inputs[0]).tobytes() == expected.tobytes()
+
+
+@pytest.mark.parametrize("node, opset", [
+    (helper.make_node("Pad", ["a"], ["c"], mode="reflect", pads=[5, 5]), 2),
+    (helper.make_node("Pad", ["a", "p"], ["c"], mode="reflect"), 13),
+    (helper.make_node("Pad", ["a", "p", "", "ax"], ["c"], mode="reflect"), 18),
+], ids=["Pad-2", "Pad-13", "Pad-18 axes"])
+def test_a_reflect_pad_by_its_size_or_more_is_lowered_not_folded(node, opset, onnx_run) -> None:
+    """onnxruntime refuses it ("pre-pad (5) exceeds maximum allowed (2)"); folded by ONNX's
+    reference, it hid that from ``check``, which then failed on the file (found by a review).
+    Left unfolded, it is lowered with DirectML's periodic reflection, its divergence named;
+    within the size, it still folds."""
+    from backends import get_backend
+    from lowering import lower
+
+    from oracles import pad_oracle
+
+    x = np.array([1, 2, 3], _F32)
+    constants = [("a", x), ("p", np.array([5, 5], _I64)), ("ax", np.array([-1], _I64))]
+    model = _from_constants(node, constants, TensorProto.FLOAT, opset)
+    with pytest.raises(Exception, match="pre-pad"):
+        onnx_run(model, {})
+    graph = dmlgraph.load(model)
+    (pad,) = graph.find_nodes("Pad")
+    assert any(n.startswith(folding.NOT_FOLDED) and "reflect by 5" in n for n in pad.notes)
+    lowered = lower(graph)
+    assert any(n.startswith("divergence:") for r in lowered.report() for n in r.notes)
+    (y,) = get_backend("numpy").run(lowered, {}).values()
+    assert y.tobytes() == pad_oracle(x, [5, 5], "reflect", np.float32(0)).tobytes()
+    if opset >= 11:  # (onnx.reference runs no Pad-2: that one is never folded)
+        within = _from_constants(node, [("a", x), ("p", np.array([2, 2], _I64)),
+                                        ("ax", np.array([-1], _I64))], TensorProto.FLOAT, opset)
+        assert not dmlgraph.load(within).find_nodes("Pad")  # folded

@@ -125,8 +125,9 @@ def test_onnxruntime_failing_on_a_node_no_output_reads_is_no_parity_failure() ->
     """onnxruntime runs every node; the import drops those no output reads. A wrap Pad of an
     empty input that nothing reads failed the check ("Unexpected mode of 3"): the reference
     is then the file without such nodes, and the note says why. A node that a live output
-    reads is no such case, even where the import folded it: onnxruntime's failure there is
-    reported (a first version of this retry, on ``to_onnx()``, passed it: found by a review)."""
+    reads is no such case: a first version of this retry, on ``to_onnx()``, passed a reflect
+    Pad by more than its size that the import had folded (found by a review). Such a Pad is
+    no longer folded (onnxruntime refuses it) but lowered, its divergence named."""
     model = _model([helper.make_node("Pad", ["X", "p"], ["dead"], mode="wrap", name="unused"),
                     helper.make_node("Neg", ["Z"], ["W"])],
                    [_info("X", [0, 3]), _info("Z", [2])], [_info("W", None)],
@@ -143,8 +144,9 @@ def test_onnxruntime_failing_on_a_node_no_output_reads_is_no_parity_failure() ->
                   [_info("Z", [13])], [_info("W", None)],
                   [numpy_helper.from_array(np.array([1, 2, 3], np.float32), "c"),
                    _ints("p", [5, 5])])
-    with pytest.raises(DmlgraphError, match="pre-pad"):  # folded by the import; live
-        check(live, inputs={"Z": np.zeros(13, np.float32)})
+    report = check(live, inputs={"Z": np.zeros(13, np.float32)})  # live: no retry hides it
+    assert [o.verdict for o in report.comparisons[0].outputs] == [Verdict.KNOWN_DIVERGENCE]
+    assert not any("without the nodes no output reads" in n for n in report.notes)
 
 
 def test_string_outputs_are_compared_exactly(tmp_path: Path) -> None:
