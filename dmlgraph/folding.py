@@ -231,18 +231,114 @@ def guard_slice_steps(graph: onnx.GraphProto, nodes: Sequence[Any] | None = None
         graph.node[index].input[4] = guarded
 
 
+#: onnx's data propagation takes any rank-1 tensor of static length for shape data: that many
+#: unknown values, copied at every node reading it (a Slice of a [16M] input took 3.6 s to
+#: infer, onnxruntime's session 9 ms). A vector longer than this is no shape, so inference
+#: sees such an input's length as a name of its own (``hide_long_vectors``).
+LONG_VECTOR = INFERENCE_CONSTANT_LIMIT
+_HIDDEN_LENGTH = "dmlgraph::hidden-length::"
+
+
+def hide_long_vectors(
+    graph: onnx.GraphProto, nodes: Sequence[Any] | None = None
+) -> dict[str, onnx.ValueInfoProto | None]:
+    """In a model made for inference (after ``guard_slice_steps``, which indexes its nodes):
+    give the graph inputs that are vectors longer than ``LONG_VECTOR`` a length onnx cannot
+    read as shape data, and make Constant nodes of such vectors inputs alike. Returns the
+    names hidden, with a Constant's true value info (an input's is the model's). ``nodes``
+    as in ``guard_slice_steps``."""
+    hidden: dict[str, onnx.ValueInfoProto | None] = {}
+    for value_info in graph.input:
+        if value_info.type.HasField("tensor_type"):
+            dims = value_info.type.tensor_type.shape.dim
+            if len(dims) == 1 and dims[0].dim_value > LONG_VECTOR:
+                dims[0].dim_param = f"{_HIDDEN_LENGTH}{len(hidden)}"  # clears dim_value
+                hidden[value_info.name] = None
+    constants = []
+    for index, node in enumerate(graph.node if nodes is None else nodes):
+        if node.op_type == "Constant" and (vector := _long_vector(node)) is not None:
+            if node.domain in ("", "ai.onnx") and len(node.output) == 1:
+                constants.append((index, node.output[0], vector))
+    for index, name, (elem_type, length) in reversed(constants):
+        del graph.node[index]
+        graph.input.append(onnx.helper.make_tensor_value_info(
+            name, elem_type, [f"{_HIDDEN_LENGTH}{len(hidden)}"]
+        ))
+        hidden[name] = onnx.helper.make_tensor_value_info(name, elem_type, [length])
+    return hidden
+
+
+def _long_vector(node: Any) -> tuple[int, int] | None:
+    """(element type, length) of a Constant node's value when it is a vector longer than
+    ``LONG_VECTOR``."""
+    if len(node.attribute) != 1:
+        return None
+    attr = node.attribute[0]
+    if attr.ByteSize() <= LONG_VECTOR:  # a byte or more an element: too short (and cheap)
+        return None
+    if attr.name == "value" and attr.type == AttributeProto.TENSOR and len(attr.t.dims) == 1:
+        found = (attr.t.data_type, attr.t.dims[0])
+    elif attr.name in _LIST_CONSTANTS and attr.type == _LIST_CONSTANTS[attr.name][1]:
+        elem_type, field_name = _LIST_CONSTANTS[attr.name][0], _LIST_CONSTANTS[attr.name][2]
+        found = (elem_type, len(getattr(attr, field_name)))
+    else:
+        return None
+    return found if found[1] > LONG_VECTOR else None
+
+
+#: Constant's list attributes: name -> (the element type it makes, its attribute type, the
+#: attribute's field).
+_LIST_CONSTANTS = {
+    "value_ints": (TensorProto.INT64, AttributeProto.INTS, "ints"),
+    "value_floats": (TensorProto.FLOAT, AttributeProto.FLOATS, "floats"),
+    "value_strings": (TensorProto.STRING, AttributeProto.STRINGS, "strings"),
+}
+
+
+def infer_model(
+    model: onnx.ModelProto, source: str, nodes: Sequence[Any] | None = None
+) -> tuple[onnx.GraphProto, frozenset[str]]:
+    """onnx's shape inference (data propagation on) of a model made for inference, which it
+    changes (``hide_long_vectors``): the inferred graph, where no length hidden from
+    propagation is left (a dimension that had one is unknown: the importer infers its readers
+    again by node, ``infer_proto``, which has no such cost), and the names of the vectors
+    hidden. A Constant hidden gets its true value info back. ``nodes`` as in
+    ``guard_slice_steps``."""
+    hidden = hide_long_vectors(model.graph, nodes)
+    try:
+        inferred = onnx.shape_inference.infer_shapes(
+            model, check_type=False, strict_mode=False, data_prop=True
+        ).graph
+    except Exception as exc:
+        raise ModelValidationError(f"{source}: ONNX shape inference fails: {exc}") from None
+    if hidden:
+        for value_info in chain(inferred.value_info, inferred.output):
+            _forget_hidden(value_info.type)
+        inferred.value_info.extend(v for v in hidden.values() if v is not None)
+    return inferred, frozenset(hidden)
+
+
+def _forget_hidden(type_proto: onnx.TypeProto) -> None:
+    """Make unknown each dimension whose name ``hide_long_vectors`` made, in a tensor type or
+    one a sequence, optional or map holds."""
+    kind = type_proto.WhichOneof("value")
+    if kind in ("tensor_type", "sparse_tensor_type"):
+        for dim in getattr(type_proto, kind).shape.dim:
+            if dim.dim_param.startswith(_HIDDEN_LENGTH):
+                dim.ClearField("dim_param")
+    elif kind in ("sequence_type", "optional_type"):
+        _forget_hidden(getattr(type_proto, kind).elem_type)
+    elif kind == "map_type":
+        _forget_hidden(type_proto.map_type.value_type)
+
+
 def infer_shapes(graph: Graph) -> int:
     """Run onnx shape inference (data propagation on) and merge it in; returns tensors changed."""
     model = to_onnx(graph, value_info=False, declare_constants_above=INFERENCE_CONSTANT_LIMIT)
     guard_slice_steps(model.graph)
-    try:
-        inferred = onnx.shape_inference.infer_shapes(
-            model, check_type=False, strict_mode=False, data_prop=True
-        )
-    except Exception as exc:
-        raise ModelValidationError(f"{graph.source}: ONNX shape inference fails: {exc}") from None
+    inferred, _ = infer_model(model, graph.source)
     changed = 0
-    for value_info in chain(inferred.graph.value_info, inferred.graph.output):
+    for value_info in chain(inferred.value_info, inferred.output):
         old = graph.tensors.get(value_info.name)
         if old is None or old.data is not None or value_info.name in graph.inputs:
             continue

@@ -85,11 +85,11 @@ def _load(
         _run_checker(_for_checker(proto) or (proto if data is None else data), source)
         declared = _declared_types(proto.graph.value_info)
         del proto.graph.value_info[:]
-        inferred = _infer_shapes(proto, nodes, source)
+        inferred, hidden = _infer_shapes(proto, nodes, source)
         refined = _refined_outputs(proto, nodes, inferred)
         if refined:  # declared sizes inference lacks, for the nodes reading those outputs
-            inferred = _infer_shapes(proto, nodes, source, refined)
-        graph = _build_graph(proto, nodes, inferred, declared, source, fold=fold)
+            inferred, hidden = _infer_shapes(proto, nodes, source, refined)
+        graph = _build_graph(proto, nodes, inferred, declared, source, fold=fold, hidden=hidden)
         if fold:
             folding.fold(graph, inferred=True)
         else:
@@ -480,20 +480,13 @@ def _infer_shapes(
     nodes: Sequence[NodeFields],
     source: str,
     refined: Mapping[str, onnx.ValueInfoProto] | None = None,
-) -> onnx.GraphProto:
+) -> tuple[onnx.GraphProto, frozenset[str]]:
     """The inferred graph (its ``value_info`` and ``output``) of the model's skeleton: the same
     nodes, with initializers above ``folding.INFERENCE_CONSTANT_LIMIT`` elements declared as
     typed inputs, as folding's own inference does, so the weights are neither serialized nor
-    parsed again (inference reads only small, shape-carrying constants by value)."""
-    try:
-        return onnx.shape_inference.infer_shapes(
-            _skeleton(proto, nodes, refined or {}),
-            check_type=False,
-            strict_mode=False,
-            data_prop=True,
-        ).graph
-    except Exception as exc:
-        raise ModelValidationError(f"{source}: ONNX shape inference fails: {exc}") from None
+    parsed again (inference reads only small, shape-carrying constants by value); and the
+    long vectors hidden from its data propagation (``folding.infer_model``)."""
+    return folding.infer_model(_skeleton(proto, nodes, refined or {}), source, nodes)
 
 
 def _declared_types(value_infos: Iterable[onnx.ValueInfoProto]) -> dict[str, int]:
@@ -601,12 +594,14 @@ def _build_graph(
     source: str,
     *,
     fold: bool,
+    hidden: frozenset[str] = frozenset(),
 ) -> Graph:
     """The IR of a model, with the value infos of its inferred graph. With ``fold``, nodes a
     shape kernel computes from constants become constants on the way (``_fold_at_import``),
     and the nodes reading them have their outputs re-inferred, so a chain folds in one sweep;
     ``folding.fold`` finishes the rest (a Shape or Size of a tensor it will evaluate waits for
-    it: evaluation may prove the inferred shape wrong)."""
+    it: evaluation may prove the inferred shape wrong). The readers of the vectors ``hidden``
+    from data propagation are inferred again the same way, folding or not."""
     opsets = _normalized_opsets(proto)
     graph = Graph(
         proto.graph.name or "main",
@@ -635,7 +630,7 @@ def _build_graph(
         graph.set_tensor(TensorInfo(tensor.name, data=data))
     known = {vi.name: vi for vi in list(inferred.value_info) + list(inferred.output)}
     outputs = {o.name for o in proto.graph.output}
-    changed: set[str] = set()  # tensors folded or re-inferred on the way
+    changed = set(hidden)  # tensors folded or re-inferred on the way
     # tensors folding will compute (their nodes read only constants and such tensors): their
     # inferred shapes are not trusted here, since evaluation may prove them wrong
     pending: set[str] = set()
@@ -686,8 +681,9 @@ def _build_graph(
                     if folding.news_for_inference(before, tensors[out])
                 )
                 continue
-            if any(name in changed for name in node.input):  # folding made them known
-                changed.update(folding.infer_proto(graph, node, opsets[node.domain], memo=memo))
+        if changed and any(name in changed for name in node.input):  # now better known
+            changed.update(folding.infer_proto(graph, node, opsets[node.domain], memo=memo))
+        if fold:
             if node.input and all(
                 not name or name in pending or graph.is_constant(name) for name in node.input
             ):

@@ -460,7 +460,10 @@ def test_skeleton_inference_equals_inference_on_the_whole_model(name, onnx_model
     ]
     assert large  # the skeleton leaves weights out
     whole = onnx.shape_inference.infer_shapes(proto, strict_mode=False, data_prop=True).graph
-    skeleton = importer._infer_shapes(proto, [importer.NodeFields(n) for n in proto.graph.node], name)
+    skeleton, hidden = importer._infer_shapes(
+        proto, [importer.NodeFields(n) for n in proto.graph.node], name
+    )
+    assert not hidden  # no vector in these models is long
 
     def types(graph: onnx.GraphProto) -> dict[str, bytes]:
         return {
@@ -618,6 +621,98 @@ print("ok")
     done = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
+
+
+def _long_vector_model(n: int) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
+    """Vectors of length ``n`` as a graph input, a weight, and Constant nodes (a tensor and a
+    list), each read by nodes whose shapes follow from the length."""
+    rng = np.random.default_rng(7)
+    ints = numpy_helper.from_array(np.arange(n, dtype=np.int64))
+    nodes = [
+        helper.make_node("Constant", [], ["c"], value=ints),
+        helper.make_node("Constant", [], ["v"], value_floats=[0.5] * n),
+        helper.make_node("Slice", ["x", "one", "minus_one"], ["a"]),
+        helper.make_node("Concat", ["a", "a"], ["b"], axis=0),
+        helper.make_node("Pad", ["b", "pads"], ["p"], mode="reflect"),
+        helper.make_node("Add", ["x", "w"], ["q"]),
+        helper.make_node("Slice", ["c", "five", "big"], ["cs"]),
+        helper.make_node("Mul", ["v", "x"], ["r"]),
+        helper.make_node("Neg", ["x"], ["nx"]),  # its shape is x's, a hidden name and all
+    ]
+    initializers = [
+        numpy_helper.from_array(rng.standard_normal(n).astype(np.float32), "w"),
+        *(numpy_helper.from_array(np.array(v, np.int64), name) for name, v in
+          (("one", [1]), ("minus_one", [-1]), ("pads", [2, 3]), ("five", [5]),
+           ("big", [2**40]))),
+    ]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [n])],
+        [helper.make_tensor_value_info(name, elem, None) for name, elem in
+         (("p", TensorProto.FLOAT), ("q", TensorProto.FLOAT), ("cs", TensorProto.INT64),
+          ("r", TensorProto.FLOAT), ("nx", TensorProto.FLOAT))],
+        initializers,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)],
+                              ir_version=9)
+    return model, {"x": rng.standard_normal(n).astype(np.float32)}
+
+
+@pytest.mark.parametrize("fold", [True, False])
+def test_long_vectors_are_hidden_from_data_propagation(fold, monkeypatch, onnx_run) -> None:
+    """onnx's data propagation takes a static rank-1 tensor for shape data of that many
+    unknown values, copied at each node reading it: a Slice of a [16M] input took 3.6 s to
+    infer. No vector longer than ``folding.LONG_VECTOR`` (an input, a weight, a Constant of
+    either form) reaches it with a length it can read; the readers are inferred again by
+    node, so every shape is still static and right (NumPy the oracle), folding or not, and
+    the lowered graph computes what onnxruntime computes."""
+    n = folding.LONG_VECTOR + 3
+    model, feeds = _long_vector_model(n)
+    propagated: list[onnx.ModelProto] = []
+    infer = onnx.shape_inference.infer_shapes
+
+    def recording(model, *args, **kwargs):
+        if kwargs.get("data_prop"):
+            propagated.append(onnx.ModelProto.FromString(model.SerializeToString()))
+        return infer(model, *args, **kwargs)
+
+    monkeypatch.setattr(onnx.shape_inference, "infer_shapes", recording)
+    graph = dmlgraph.load(model, fold=fold)
+    assert propagated
+    for seen in propagated:
+        lengths = [
+            d.dim_value for vi in seen.graph.input
+            for d in vi.type.tensor_type.shape.dim if len(vi.type.tensor_type.shape.dim) == 1
+        ]
+        assert all(length <= folding.LONG_VECTOR for length in lengths), lengths
+        assert not [node for node in seen.graph.node if node.op_type == "Constant"]
+    x = feeds["x"]
+    a = x[1:-1]
+    b = np.concatenate([a, a])
+    expected = {"a": a, "b": b, "p": np.empty(len(b) + 5), "q": x, "cs": np.arange(n)[5:],
+                "r": x, "nx": x}
+    for name, value in expected.items():
+        if name in graph.tensors:
+            assert graph.tensors[name].shape == value.shape, graph.tensors[name]
+    assert {"a", "b", "p", "q", "r", "nx"} <= graph.tensors.keys()
+    got = get_backend("numpy").run(lower(graph), feeds)
+    want = dict(zip(("p", "q", "cs", "r", "nx"), onnx_run(model, feeds)))
+    assert {k: v.tobytes() for k, v in got.items()} == {k: v.tobytes() for k, v in want.items()}
+
+
+def test_inference_returns_no_length_it_hid() -> None:
+    """What inference infers from a hidden length is unknown, never the name standing for it
+    (the model names no dimension, so only onnx's own "unk__" names may come back)."""
+    model, _ = _long_vector_model(folding.LONG_VECTOR + 1)
+    inferred, hidden = folding.infer_model(model, "test")
+    assert hidden == {"x", "c", "v"}
+    names = [
+        d.dim_param for vi in [*inferred.value_info, *inferred.output]
+        for d in vi.type.tensor_type.shape.dim if d.dim_param
+    ]
+    assert all(name.startswith("unk__") for name in names), names
+    dims = {vi.name: [d.dim_value or None for d in vi.type.tensor_type.shape.dim]
+            for vi in [*inferred.value_info, *inferred.output]}
+    assert dims["a"] == dims["nx"] == [None] and dims["c"] == [folding.LONG_VECTOR + 1]
 
 
 @pytest.mark.parametrize("dim", [3, "N"])
