@@ -128,7 +128,9 @@ def _initial_values(name: str, spec: dict[str, Any], data_type: TensorDataType) 
             raise DxDispatchError(  # DxDispatch reads it as a UINT32 (gsl::narrow)
                 f"resource '{name}': valueCount {count!r} must be an integer from 1 to 2^32 - 1"
             )
-        _fits_in_memory(name, f"valueCount {count}", count * dtype.itemsize)
+        # the values, and then the resource's buffer they are copied into: twice their bytes
+        _fits_in_memory(name, f"valueCount {count}", 2 * count * dtype.itemsize,
+                        "its values and the buffer holding them")
         if "value" in values:
             return np.full(count, _element(name, values["value"], data_type), dtype=dtype)
         if "valueStart" in values and "valueDelta" in values:
@@ -161,32 +163,35 @@ def _parse_resource(name: str, spec: Any) -> Resource:
         raise DxDispatchError(f"resource '{name}': initialValues: {exc}") from None
     offset = _uint(spec.get("initialValuesOffsetInBytes", 0), f"resource '{name}'",
                    "initialValuesOffsetInBytes")
-    raw = values.tobytes()
-    size = _uint(spec.get("sizeInBytes", (len(raw) + 3) & ~3), f"resource '{name}'",
+    nbytes = values.nbytes
+    size = _uint(spec.get("sizeInBytes", (nbytes + 3) & ~3), f"resource '{name}'",
                  "sizeInBytes")
-    if size < offset + len(raw):  # the default is the data's size: an offset needs room
+    if size < offset + nbytes:  # the default is the data's size: an offset needs room
         raise DxDispatchError(
-            f"resource '{name}': sizeInBytes {size} cannot hold its {len(raw)} bytes of initial "
+            f"resource '{name}': sizeInBytes {size} cannot hold its {nbytes} bytes of initial "
             f"values at offset {offset}"
         )
     if size > _UINT64_MAX:  # DxDispatch reads it as a UINT64
         raise DxDispatchError(f"resource '{name}': sizeInBytes {size} is beyond UINT64")
     _fits_in_memory(name, f"sizeInBytes {size}", size)
-    data = bytearray(size)
-    data[offset:offset + len(raw)] = raw
+    data = bytearray(size)  # zero-filled, so the next resource's check sees it taken
+    data[offset:offset + nbytes] = memoryview(values).cast("B")  # no copy of the values
     return Resource(name, data, data_type, len(values))
 
 
 _UINT64_MAX = 2**64 - 1
 
 
-def _fits_in_memory(name: str, what: str, nbytes: int) -> None:
+def _fits_in_memory(name: str, what: str, nbytes: int, held: str = "") -> None:
     """Refuse a resource whose bytes the machine has not free: allocating them would fail
-    (a MemoryError) or take the machine's memory."""
+    (a MemoryError) or take the machine's memory. Resources read before are in memory
+    already, so the free memory read here is what is left for this one. ``held``: what the
+    bytes hold, when more than the resource's buffer."""
     free = available_memory()
     if nbytes > free:
+        needs = f"needs {nbytes} bytes ({held})" if held else f"is {nbytes} bytes"
         raise DxDispatchError(
-            f"resource '{name}': {what} is {nbytes} bytes, more memory than this machine has "
+            f"resource '{name}': {what} {needs}, more memory than this machine has "
             f"free ({free:.0f} bytes)"
         )
 

@@ -84,7 +84,17 @@ def test_initial_values_beyond_free_memory_are_refused_before_allocating(
     model["resources"]["out"].update(initialValuesDataType="FLOAT64",
                                      initialValues={"value": 1.0, "valueCount": 200_000})
     code, out, err = _run_text(tmp_path, json.dumps(model), capsys)
-    assert (code, out) == (2, "") and "valueCount 200000 is 1600000 bytes, more memory" in err
+    assert (code, out) == (2, "") and (
+        "valueCount 200000 needs 3200000 bytes (its values and the buffer holding them), "
+        "more memory" in err
+    )
+    # the values and the buffer they are copied into are both held: 1.6 MB of values need
+    # 3.2 MB, so 0.8 MB of values is the most a free 1 MB (faked) takes
+    for count, fits in ((62_500, True), (62_501, False)):
+        model["resources"]["out"]["initialValues"]["valueCount"] = count
+        model["resources"]["out"].pop("sizeInBytes", None)
+        code, out, err = _run_text(tmp_path, json.dumps(model), capsys)
+        assert ("more memory than this machine has free" in err) == (not fits), (count, err)
 
 
 def test_json_nested_past_the_parser_is_exit_2(tmp_path, capsys) -> None:
