@@ -175,7 +175,7 @@ def _parse_resource(name: str, spec: Any) -> Resource:
         raise DxDispatchError(f"resource '{name}': sizeInBytes {size} is beyond UINT64")
     _fits_in_memory(name, f"sizeInBytes {size}", size)
     data = bytearray(size)  # zero-filled, so the next resource's check sees it taken
-    data[offset:offset + nbytes] = memoryview(values).cast("B")  # no copy of the values
+    data[offset:offset + nbytes] = values.data.cast("B")  # no copy of the values
     return Resource(name, data, data_type, len(values))
 
 
