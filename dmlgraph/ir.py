@@ -407,7 +407,9 @@ class Graph:
         self._consumers: dict[str, dict[tuple[NodeId, int], None]] = {}
         self._next_id = 0
         self._version = 0
-        self._order: tuple[int, list[Node]] | None = None
+        # the topological order's node ids, by the count of node and edge changes it is of
+        self._order: tuple[int, tuple[NodeId, ...]] | None = None
+        self._structure = 0  # counts changes to nodes and edges (not to ops or tensor infos)
         #: Nodes removed by folding, in removal order (see ``RemovedNode``).
         self.removed: list[RemovedNode] = []
 
@@ -496,10 +498,12 @@ class Graph:
         """Nodes so that producers precede consumers; ties broken by id, so it is deterministic.
 
         Kahn's algorithm with the ready nodes in a heap (networkx's lexicographical order),
-        cached until the graph changes: folding and lowering ask for it many times."""
+        cached until a node or an edge changes: folding and lowering ask for it many times,
+        and most of their changes are to ops and tensor infos, which leave the order be."""
+        nodes = self._nodes
         cached = self._order
-        if cached is not None and cached[0] == self._version:
-            return list(cached[1])
+        if cached is not None and cached[0] == self._structure:
+            return [nodes[i] for i in cached[1]]
         adjacency = _adjacency(self._nx)
         pred, succ = adjacency._pred, adjacency._succ
         indegree = {n: sum(len(keys) for keys in pred[n].values()) for n in pred}
@@ -515,10 +519,8 @@ class Graph:
                     heapq.heappush(ready, successor)
         if len(order) != len(indegree):
             raise GraphInvariantError(f"{self.source}: the graph has a cycle")
-        nodes = self._nodes
-        result = [nodes[i] for i in order]
-        self._order = (self._version, result)
-        return list(result)
+        self._order = (self._structure, tuple(order))
+        return [nodes[i] for i in order]
 
     def find_nodes(self, op_type: str | None = None, name: str | None = None) -> list[Node]:
         """Nodes with the given op type and/or provenance name, in id order."""
@@ -578,6 +580,7 @@ class Graph:
             self._nodes[node_id] = new
             before_all, after_all = old.inputs, new.inputs
             if before_all != after_all:
+                self._structure += 1
                 count_before, count_after = len(before_all), len(after_all)
                 for port in range(max(count_before, count_after)):
                     before = before_all[port] if port < count_before else ""
@@ -671,6 +674,7 @@ class Graph:
 
     def _attach(self, node: Node) -> None:
         self._version += 1
+        self._structure += 1
         for src_port, out in enumerate(node.outputs):
             if not out:
                 continue
@@ -693,6 +697,7 @@ class Graph:
 
     def _detach(self, node: Node) -> None:
         self._version += 1
+        self._structure += 1
         self._detach_inputs(node)
         for out in node.outputs:
             if out and self._producer.get(out) == node.id:
@@ -748,6 +753,7 @@ class Graph:
         other._consumers = {t: dict(r) for t, r in self._consumers.items()}
         other._next_id = self._next_id
         other.removed = list(self.removed)
+        other._structure, other._order = self._structure, self._order  # the same nodes, edges
         return other
 
     def extract(

@@ -186,6 +186,45 @@ def test_replace_uses_remove_dead_and_prune() -> None:
     graph.validate()
 
 
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["add", "remove", "rewire", "retype", "note"]),
+                          st.integers(0, 50), st.integers(0, 50)), max_size=25))
+def test_topological_order_follows_every_change(changes) -> None:
+    """The order is cached by the count of node and edge changes: after each of a sequence
+    of adds, removals, rewirings and op or tensor changes (which keep the cache), it is
+    networkx's lexicographical topological order of the graph as it is, with the nodes as
+    they are now (a replaced node is the new one)."""
+    graph = Graph("g", opset_imports={"": 17})
+    graph.add_input(TensorInfo("x", np.float32, (2,)))
+    made = ["x"]
+    for kind, a, b in changes:
+        order = graph.topological_order()  # fills the cache before each change
+        assert [n.id for n in order] == list(nx.lexicographical_topological_sort(graph.nx))
+        assert all(n is graph.node(n.id) for n in order)
+        nodes = graph.nodes
+        if kind == "add" or not nodes:
+            name = f"t{len(made)}"
+            graph.add_node(OnnxOp("Add", 14), [made[a % len(made)], made[b % len(made)]],
+                           [name], _prov(name, "Add"))
+            made.append(name)
+            continue
+        node = nodes[a % len(nodes)]
+        if kind == "remove":
+            graph.remove_node(node.id)
+        elif kind == "rewire":  # to any tensor whose maker does not read this node's result
+            target = made[b % len(made)]
+            maker = graph.producer(target)
+            if maker is None or not nx.has_path(graph.nx, node.id, maker.id):
+                graph.set_input(node.id, b % 2, target)
+        elif kind == "retype":
+            graph.replace_node(node.id, op=OnnxOp("Mul", 14))
+        else:
+            graph.set_tensor(TensorInfo(node.outputs[0], np.float32, (2,)))
+    order = graph.topological_order()
+    assert [n.id for n in order] == list(nx.lexicographical_topological_sort(graph.nx))
+    assert all(n is graph.node(n.id) for n in order)
+
+
 def test_replace_node_keeps_id_and_rewires() -> None:
     graph = _chain()
     neg = graph.find_nodes("Neg")[0]
