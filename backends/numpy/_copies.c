@@ -23,30 +23,161 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
-#include <pthread.h>
-#include <sched.h>
-#include <stdatomic.h>
 #include <stdint.h>
 #include <limits.h>
 #include <string.h>
-#include <time.h>
 
 #define MAX_RANK 16
 #define MAX_WORKERS 15
 /* how long a copy thread spins for the next batch before it sleeps */
 #define SPIN_NS 2000000LL
 
+/* ------------------------------------------------------------------ platform */
+
+/* Threads, locks, a clock and two counters per copy thread: pthreads where there are, Win32
+ * on Windows (mingw too, whose pthreads are a separate DLL). Atomics are C11's where the
+ * compiler has them; MSVC has them only behind /experimental:c11atomics, so there the few
+ * operations used are winnt.h's ordered reads and writes. */
+#ifdef _WIN32
+#ifndef WIN32_LEAN_AND_MEAN
+#define WIN32_LEAN_AND_MEAN
+#endif
+#include <windows.h>
+#include <process.h>
+
+typedef SRWLOCK Mutex;
+typedef CONDITION_VARIABLE Cond;
+#define MUTEX_INIT SRWLOCK_INIT
+#define mutex_init(m) InitializeSRWLock(m)
+#define mutex_lock(m) AcquireSRWLockExclusive(m)
+#define mutex_trylock(m) (TryAcquireSRWLockExclusive(m) != 0) /* 1: taken */
+#define mutex_unlock(m) ReleaseSRWLockExclusive(m)
+#define cond_init(c) InitializeConditionVariable(c)
+#define cond_wait(c, m) SleepConditionVariableSRW(c, m, INFINITE, 0)
+#define cond_signal(c) WakeConditionVariable(c)
+#define thread_yield() SwitchToThread()
+typedef unsigned Thread; /* its id: the handle is closed at once */
+typedef unsigned thread_result;
+#define THREAD_CALL __stdcall
+
+/* 0 when started: a thread nobody joins (the CRT's start, so it may use the CRT). */
+static int start_detached(Thread *thread, thread_result(THREAD_CALL *run)(void *), void *arg) {
+    const uintptr_t handle = _beginthreadex(NULL, 0, run, arg, 0, thread);
+    if (!handle) return -1;
+    CloseHandle((HANDLE)handle);
+    return 0;
+}
+
+static long long now_ns(void) {
+    LARGE_INTEGER t, f;
+    QueryPerformanceFrequency(&f); /* fixed at boot, and read without entering the kernel */
+    QueryPerformanceCounter(&t);
+    /* in two parts: ticks * 1e9 would overflow after 15 minutes up at 10 MHz */
+    return t.QuadPart / f.QuadPart * 1000000000LL + t.QuadPart % f.QuadPart * 1000000000LL /
+                                                        f.QuadPart;
+}
+#else
+#include <pthread.h>
+#include <sched.h>
+#include <time.h>
+
+typedef pthread_mutex_t Mutex;
+typedef pthread_cond_t Cond;
+#define MUTEX_INIT PTHREAD_MUTEX_INITIALIZER
+#define mutex_init(m) pthread_mutex_init(m, NULL)
+#define mutex_lock(m) pthread_mutex_lock(m)
+#define mutex_trylock(m) (pthread_mutex_trylock(m) == 0) /* 1: taken */
+#define mutex_unlock(m) pthread_mutex_unlock(m)
+#define cond_init(c) pthread_cond_init(c, NULL)
+#define cond_wait(c, m) pthread_cond_wait(c, m)
+#define cond_signal(c) pthread_cond_signal(c)
+#define thread_yield() sched_yield()
+typedef pthread_t Thread;
+typedef void *thread_result;
+#define THREAD_CALL
+
+static int start_detached(Thread *thread, thread_result (*run)(void *), void *arg) {
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    const int failed = pthread_create(thread, &attr, run, arg);
+    pthread_attr_destroy(&attr);
+    return failed;
+}
+
+static long long now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+#endif
+
+#ifdef _MSC_VER
+/* 32 bits: one plain load or store on every Windows target (x86 too); the counters are only
+ * compared for equality, so they may wrap. */
+typedef volatile LONG Counter;
+typedef unsigned long count_t;
+#define load_relaxed(p) ((count_t)ReadNoFence(p))
+#define load_acquire(p) ((count_t)ReadAcquire(p))
+#define store_release(p, v) WriteRelease(p, (LONG)(v))
+#define store_fenced(p, v) InterlockedExchange(p, (LONG)(v))
+#else
+#include <stdatomic.h>
+typedef _Atomic uint64_t Counter;
+typedef uint64_t count_t;
+#define load_relaxed(p) atomic_load_explicit(p, memory_order_relaxed)
+#define load_acquire(p) atomic_load_explicit(p, memory_order_acquire)
+#define store_release(p, v) atomic_store_explicit(p, v, memory_order_release)
+#define store_fenced(p, v) atomic_store(p, v)
+#endif
+
 #if defined(__x86_64__) || defined(__i386__)
 #define RELAX() __builtin_ia32_pause()
 #elif defined(__aarch64__)
 #define RELAX() __asm__ __volatile__("yield")
+#elif defined(_WIN32)
+#define RELAX() YieldProcessor() /* MSVC: pause on x86, yield on ARM64 */
 #else
 #define RELAX() ((void)0)
 #endif
 
-typedef uint16_t __attribute__((aligned(1), may_alias)) u16;
-typedef uint32_t __attribute__((aligned(1), may_alias)) u32;
-typedef uint64_t __attribute__((aligned(1), may_alias)) u64;
+/* SSE2: GCC and clang say so; MSVC has it on every x64 target (ARM64EC only emulates it) and
+ * on x86 by default (/arch:SSE2). */
+#if defined(__SSE2__) || (defined(_M_X64) && !defined(_M_ARM64EC)) || \
+    (defined(_M_IX86_FP) && _M_IX86_FP >= 2)
+#define HAS_SSE2 1
+#endif
+
+#if defined(__GNUC__) || defined(__clang__)
+/* items read and written at any byte, through pointers of other types */
+#define LOOSE __attribute__((aligned(1), may_alias))
+#define MUL_OVERFLOWS(a, b, r) __builtin_mul_overflow(a, b, r)
+#define ADD_OVERFLOWS(a, b, r) __builtin_add_overflow(a, b, r)
+#else
+/* MSVC assumes no type-based aliasing, and its targets (x86, x64, ARM64) load unaligned */
+#define LOOSE
+/* as the builtins, for the Py_ssize_t sizes they are used on: 1 (and *r unset) on overflow */
+static inline int mul_overflows(Py_ssize_t a, Py_ssize_t b, Py_ssize_t *r) {
+    if (a > 0 ? (b > 0 ? a > PY_SSIZE_T_MAX / b : b < PY_SSIZE_T_MIN / a)
+              : (b > 0 ? a < PY_SSIZE_T_MIN / b : a != 0 && b < PY_SSIZE_T_MAX / a))
+        return 1;
+    *r = a * b;
+    return 0;
+}
+static inline int add_overflows(Py_ssize_t a, Py_ssize_t b, Py_ssize_t *r) {
+    if (b > 0 ? a > PY_SSIZE_T_MAX - b : a < PY_SSIZE_T_MIN - b) return 1;
+    *r = a + b;
+    return 0;
+}
+#define MUL_OVERFLOWS(a, b, r) mul_overflows(a, b, r)
+#define ADD_OVERFLOWS(a, b, r) add_overflows(a, b, r)
+#endif
+
+typedef uint16_t LOOSE u16;
+typedef uint32_t LOOSE u32;
+typedef uint64_t LOOSE u64;
+
+/* ------------------------------------------------------------------ moves */
 
 typedef struct {
     char *dst;
@@ -123,7 +254,7 @@ TYPED_ROW(u64)
  * about to overwrite (write-allocate moves 3 bytes per byte copied, streaming 2; glibc's
  * memcpy avoids it the same way for large copies). Scalar before the first and after the
  * last aligned 16 bytes; the caller fences before it says the batch is done. */
-#ifdef __SSE2__
+#ifdef HAS_SSE2
 #include <emmintrin.h>
 #define STREAMS 1
 
@@ -549,14 +680,14 @@ done:
 /* ------------------------------------------------------------------ copy threads */
 
 typedef struct {
-    pthread_t thread;
-    _Atomic uint64_t go;   /* the batch asked for */
-    _Atomic uint64_t done; /* the batch finished */
+    Thread thread;
+    Counter go;   /* the batch asked for */
+    Counter done; /* the batch finished */
     const Group *groups;
     const Move *moves;
     Py_ssize_t count;
-    pthread_mutex_t lock;
-    pthread_cond_t wake;
+    Mutex lock;
+    Cond wake;
     int sleeping;
 } Worker;
 
@@ -568,68 +699,57 @@ static const Py_ssize_t stream_bytes = 8 << 20;
 static Worker workers[MAX_WORKERS];
 static int started;
 /* one batch at a time uses the copy threads; another runs on its own thread */
-static pthread_mutex_t pool = PTHREAD_MUTEX_INITIALIZER;
+static Mutex pool = MUTEX_INIT;
 
-static long long now_ns(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
-}
-
-static void *work(void *arg) {
+static thread_result THREAD_CALL work(void *arg) {
     Worker *w = (Worker *)arg;
     for (;;) {
-        const uint64_t seen = atomic_load_explicit(&w->done, memory_order_relaxed);
+        const count_t seen = load_relaxed(&w->done);
         long long until = 0;
-        for (unsigned spins = 0;
-             atomic_load_explicit(&w->go, memory_order_acquire) == seen; spins++) {
+        for (unsigned spins = 0; load_acquire(&w->go) == seen; spins++) {
             if ((spins & 1023) == 0) {
                 long long t = now_ns();
                 if (!until) until = t + SPIN_NS;
                 if (t > until) {
-                    pthread_mutex_lock(&w->lock);
+                    mutex_lock(&w->lock);
                     w->sleeping = 1;
-                    while (atomic_load_explicit(&w->go, memory_order_acquire) == seen)
-                        pthread_cond_wait(&w->wake, &w->lock);
+                    while (load_acquire(&w->go) == seen) cond_wait(&w->wake, &w->lock);
                     w->sleeping = 0;
-                    pthread_mutex_unlock(&w->lock);
+                    mutex_unlock(&w->lock);
                     break;
                 }
             }
             RELAX();
         }
         run_groups(w->groups, w->count, w->moves);
-        atomic_store_explicit(&w->done, seen + 1, memory_order_release);
+        store_release(&w->done, seen + 1);
     }
-    return NULL;
+    return 0;
 }
 
 /* Start copy threads up to ``count``; how many there are. Called with ``pool`` held. */
 static int ensure_workers(int count) {
     while (started < count) {
         Worker *w = &workers[started];
-        atomic_store(&w->go, 0);
-        atomic_store(&w->done, 0);
+        store_fenced(&w->go, 0);
+        store_fenced(&w->done, 0);
         w->sleeping = 0;
-        pthread_mutex_init(&w->lock, NULL);
-        pthread_cond_init(&w->wake, NULL);
-        pthread_attr_t attr;
-        pthread_attr_init(&attr);
-        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        int failed = pthread_create(&w->thread, &attr, work, w);
-        pthread_attr_destroy(&attr);
-        if (failed) break;
+        mutex_init(&w->lock);
+        cond_init(&w->wake);
+        if (start_detached(&w->thread, work, w)) break;
         started++;
     }
     return started;
 }
 
+#ifndef _WIN32 /* no fork there */
 /* In a forked child the parent's copy threads do not exist. */
 static void forget_workers(void) {
     started = 0;
-    pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+    Mutex fresh = MUTEX_INIT;
     pool = fresh;
 }
+#endif
 
 /* ------------------------------------------------------------------ Program */
 
@@ -853,10 +973,10 @@ static PyObject *program_new(PyTypeObject *type, PyObject *args, PyObject *kwarg
             for (Py_ssize_t j = g->first; j < moved; j++) {
                 Move *m = &self->moves[j];
                 Py_ssize_t bytes; /* saturated: zero-stride destinations can be huge */
-                if (__builtin_mul_overflow(g->slabs, m->rows, &bytes) ||
-                    __builtin_mul_overflow(bytes, m->shape[m->rank - 1], &bytes) ||
-                    __builtin_mul_overflow(bytes, m->itemsize, &bytes) ||
-                    __builtin_add_overflow(self->nbytes, bytes, &self->nbytes))
+                if (MUL_OVERFLOWS(g->slabs, m->rows, &bytes) ||
+                    MUL_OVERFLOWS(bytes, m->shape[m->rank - 1], &bytes) ||
+                    MUL_OVERFLOWS(bytes, m->itemsize, &bytes) ||
+                    ADD_OVERFLOWS(self->nbytes, bytes, &self->nbytes))
                     self->nbytes = PY_SSIZE_T_MAX;
                 m->piece = g->lead > 0 && m->rows == 1 && m->rank == 1 &&
                            m->dstride[0] == m->itemsize && m->sstride[0] == m->itemsize;
@@ -881,8 +1001,8 @@ static PyObject *program_new(PyTypeObject *type, PyObject *args, PyObject *kwarg
             const Py_ssize_t row = m->shape[m->rank - 1] * m->itemsize;
             m->stream = row >= STREAM_ROW_BYTES;
             Py_ssize_t bytes; /* saturated, as nbytes is */
-            if (__builtin_mul_overflow(m->rows, row, &bytes) ||
-                __builtin_add_overflow(slab, bytes, &slab))
+            if (MUL_OVERFLOWS(m->rows, row, &bytes) ||
+                ADD_OVERFLOWS(slab, bytes, &slab))
                 slab = PY_SSIZE_T_MAX;
         }
         const int all = slab >= STREAM_ROW_BYTES * g->count;
@@ -905,34 +1025,32 @@ fail:
 static void program_run(Program *self) {
     const int helpers = self->nlists - 1;
     Py_BEGIN_ALLOW_THREADS
-    int pooled = helpers > 0 && pthread_mutex_trylock(&pool) == 0;
+    int pooled = helpers > 0 && mutex_trylock(&pool);
     int handed = pooled ? ensure_workers(helpers) : 0;
     if (handed > helpers) handed = helpers;
-    uint64_t batch[MAX_WORKERS];
+    count_t batch[MAX_WORKERS];
     for (int k = 0; k < handed; k++) {
         Worker *w = &workers[k];
         w->groups = self->groups + self->starts[k + 1];
         w->moves = self->moves;
         w->count = self->starts[k + 2] - self->starts[k + 1];
-        batch[k] = atomic_load_explicit(&w->done, memory_order_relaxed) + 1;
-        pthread_mutex_lock(&w->lock);
-        atomic_store_explicit(&w->go, batch[k], memory_order_release);
-        if (w->sleeping) pthread_cond_signal(&w->wake);
-        pthread_mutex_unlock(&w->lock);
+        batch[k] = load_relaxed(&w->done) + 1;
+        mutex_lock(&w->lock);
+        store_release(&w->go, batch[k]);
+        if (w->sleeping) cond_signal(&w->wake);
+        mutex_unlock(&w->lock);
     }
     run_groups(self->groups, self->starts[1], self->moves);
     for (int k = handed + 1; k < self->nlists; k++) /* no thread for these: run them here */
         run_groups(self->groups + self->starts[k], self->starts[k + 1] - self->starts[k],
                    self->moves);
     for (int k = 0; k < handed; k++) {
-        for (unsigned spins = 0;
-             atomic_load_explicit(&workers[k].done, memory_order_acquire) != batch[k];
-             spins++) {
-            if (spins > 100000) sched_yield();
+        for (unsigned spins = 0; load_acquire(&workers[k].done) != batch[k]; spins++) {
+            if (spins > 100000) thread_yield();
             else RELAX();
         }
     }
-    if (pooled) pthread_mutex_unlock(&pool);
+    if (pooled) mutex_unlock(&pool);
     Py_END_ALLOW_THREADS
 }
 
@@ -1423,6 +1541,8 @@ PyMODINIT_FUNC PyInit__copies(void) {
     PyModule_AddIntConstant(m, "MAX_THREADS", MAX_WORKERS + 1);
     PyModule_AddIntConstant(m, "STREAM_BYTES", (long)stream_bytes);
     PyModule_AddIntConstant(m, "STREAMS", STREAMS);
+#ifndef _WIN32
     pthread_atfork(NULL, NULL, forget_workers);
+#endif
     return m;
 }
