@@ -234,38 +234,36 @@ def guard_slice_steps(graph: onnx.GraphProto, nodes: Sequence[Any] | None = None
 #: onnx's data propagation takes any rank-1 tensor of static length for shape data: that many
 #: unknown values, copied at every node reading it (a Slice of a [16M] input took 3.6 s to
 #: infer, onnxruntime's session 9 ms). A vector longer than this is no shape, so inference
-#: sees such an input's length as a name of its own (``hide_long_vectors``).
+#: sees such an input's length as a name of its own (``infer_model``).
 LONG_VECTOR = INFERENCE_CONSTANT_LIMIT
 _HIDDEN_LENGTH = "dmlgraph::hidden-length::"
 
 
-def hide_long_vectors(
-    graph: onnx.GraphProto, nodes: Sequence[Any] | None = None
-) -> dict[str, onnx.ValueInfoProto | None]:
-    """In a model made for inference (after ``guard_slice_steps``, which indexes its nodes):
-    give the graph inputs that are vectors longer than ``LONG_VECTOR`` a length onnx cannot
-    read as shape data, and make Constant nodes of such vectors inputs alike. Returns the
-    names hidden, with a Constant's true value info (an input's is the model's). ``nodes``
-    as in ``guard_slice_steps``."""
-    hidden: dict[str, onnx.ValueInfoProto | None] = {}
-    for value_info in graph.input:
+@dataclass(frozen=True)
+class _LongVectors:
+    """A model's vectors longer than ``LONG_VECTOR`` that inference would read: graph inputs
+    (by position) and Constant nodes (by index, with their output, element type, length)."""
+
+    inputs: tuple[tuple[int, int], ...]  # (position in graph.input, length)
+    constants: tuple[tuple[int, str, int, int], ...]
+
+    def __bool__(self) -> bool:
+        return bool(self.inputs or self.constants)
+
+
+def _long_vectors(graph: onnx.GraphProto, nodes: Sequence[Any] | None) -> _LongVectors:
+    inputs = []
+    for position, value_info in enumerate(graph.input):
         if value_info.type.HasField("tensor_type"):
             dims = value_info.type.tensor_type.shape.dim
             if len(dims) == 1 and dims[0].dim_value > LONG_VECTOR:
-                dims[0].dim_param = f"{_HIDDEN_LENGTH}{len(hidden)}"  # clears dim_value
-                hidden[value_info.name] = None
+                inputs.append((position, dims[0].dim_value))
     constants = []
     for index, node in enumerate(graph.node if nodes is None else nodes):
         if node.op_type == "Constant" and (vector := _long_vector(node)) is not None:
             if node.domain in ("", "ai.onnx") and len(node.output) == 1:
-                constants.append((index, node.output[0], vector))
-    for index, name, (elem_type, length) in reversed(constants):
-        del graph.node[index]
-        graph.input.append(onnx.helper.make_tensor_value_info(
-            name, elem_type, [f"{_HIDDEN_LENGTH}{len(hidden)}"]
-        ))
-        hidden[name] = onnx.helper.make_tensor_value_info(name, elem_type, [length])
-    return hidden
+                constants.append((index, node.output[0], *vector))
+    return _LongVectors(tuple(inputs), tuple(constants))
 
 
 def _long_vector(node: Any) -> tuple[int, int] | None:
@@ -274,7 +272,7 @@ def _long_vector(node: Any) -> tuple[int, int] | None:
     if len(node.attribute) != 1:
         return None
     attr = node.attribute[0]
-    if attr.ByteSize() <= LONG_VECTOR:  # a byte or more an element: too short (and cheap)
+    if attr.ByteSize() * 2 <= LONG_VECTOR:  # half a byte or more an element (int4): too short
         return None
     if attr.name == "value" and attr.type == AttributeProto.TENSOR and len(attr.t.dims) == 1:
         found = (attr.t.data_type, attr.t.dims[0])
@@ -295,41 +293,117 @@ _LIST_CONSTANTS = {
 }
 
 
+def _hide(graph: onnx.GraphProto, found: _LongVectors) -> tuple[frozenset[str], dict[str, int]]:
+    """Give the long vectors' lengths names of their own (a Constant becomes an input so
+    named): onnx passes a name on only where a dimension equals it, and takes no named
+    length for shape data. Returns the vectors' names and each name's length."""
+    names: list[str] = []
+    lengths: dict[str, int] = {}
+    for position, length in found.inputs:
+        dim = graph.input[position].type.tensor_type.shape.dim[0]
+        dim.dim_param = f"{_HIDDEN_LENGTH}{len(lengths)}"  # clears dim_value
+        lengths[dim.dim_param] = length
+        names.append(graph.input[position].name)
+    for index, name, elem_type, length in reversed(found.constants):
+        del graph.node[index]
+        param = f"{_HIDDEN_LENGTH}{len(lengths)}"
+        graph.input.append(onnx.helper.make_tensor_value_info(name, elem_type, [param]))
+        lengths[param] = length
+        names.append(name)
+    return frozenset(names), lengths
+
+
 def infer_model(
     model: onnx.ModelProto, source: str, nodes: Sequence[Any] | None = None
 ) -> tuple[onnx.GraphProto, frozenset[str]]:
-    """onnx's shape inference (data propagation on) of a model made for inference, which it
-    changes (``hide_long_vectors``): the inferred graph, where no length hidden from
-    propagation is left (a dimension that had one is unknown: the importer infers its readers
-    again by node, ``infer_proto``, which has no such cost), and the names of the vectors
-    hidden. A Constant hidden gets its true value info back. ``nodes`` as in
-    ``guard_slice_steps``."""
-    hidden = hide_long_vectors(model.graph, nodes)
+    """onnx's shape inference, data propagation on, of a model made for inference (after
+    ``guard_slice_steps``; it is changed): the inferred graph, and the names of the vectors
+    longer than ``LONG_VECTOR`` it hid from propagation (graph inputs and Constant nodes).
+    Where there are such vectors, inference runs twice: without propagation on the model as
+    it is (cheap), and with it on the model with the vectors' lengths named; each name is
+    then its length again, and of the two a dimension takes the more specific (a size, then a
+    name the model gave, as ``_merge_type`` says). ``nodes`` as in ``guard_slice_steps``."""
+    found = _long_vectors(model.graph, nodes)
+    exact = _inferred(model, source, propagate=False) if found else None
+    hidden, lengths = _hide(model.graph, found) if found else (frozenset(), {})
+    inferred = _inferred(model, source, propagate=True)
+    if exact is not None:
+        _merge_inferred(inferred, exact, lengths)
+    return inferred, hidden
+
+
+def _inferred(model: onnx.ModelProto, source: str, *, propagate: bool) -> onnx.GraphProto:
     try:
-        inferred = onnx.shape_inference.infer_shapes(
-            model, check_type=False, strict_mode=False, data_prop=True
+        return onnx.shape_inference.infer_shapes(
+            model, check_type=False, strict_mode=False, data_prop=propagate
         ).graph
     except Exception as exc:
         raise ModelValidationError(f"{source}: ONNX shape inference fails: {exc}") from None
-    if hidden:
-        for value_info in chain(inferred.value_info, inferred.output):
-            _forget_hidden(value_info.type)
-        inferred.value_info.extend(v for v in hidden.values() if v is not None)
-    return inferred, frozenset(hidden)
 
 
-def _forget_hidden(type_proto: onnx.TypeProto) -> None:
-    """Make unknown each dimension whose name ``hide_long_vectors`` made, in a tensor type or
-    one a sequence, optional or map holds."""
+def _merge_inferred(
+    propagated: onnx.GraphProto, exact: onnx.GraphProto, lengths: Mapping[str, int]
+) -> None:
+    """Into ``propagated`` (inferred with the lengths named): each named length as its size,
+    and what ``exact`` (inferred without propagation, lengths as they are) knows better."""
+    by_name = {vi.name: vi for vi in chain(exact.value_info, exact.output)}
+    seen = set()
+    for value_info in chain(propagated.value_info, propagated.output):
+        seen.add(value_info.name)
+        _name_lengths(value_info.type, lengths)
+        other = by_name.get(value_info.name)
+        if other is not None:
+            _merge_type(value_info.type, other.type)
+    propagated.value_info.extend(  # a Constant hidden: an input there, a node's output here
+        vi for vi in exact.value_info if vi.name not in seen
+    )
+
+
+def _name_lengths(type_proto: onnx.TypeProto, lengths: Mapping[str, int]) -> None:
+    """Each dimension named for a hidden length becomes that length, in a tensor type or one
+    a sequence, optional or map holds."""
     kind = type_proto.WhichOneof("value")
     if kind in ("tensor_type", "sparse_tensor_type"):
         for dim in getattr(type_proto, kind).shape.dim:
-            if dim.dim_param.startswith(_HIDDEN_LENGTH):
-                dim.ClearField("dim_param")
+            if dim.dim_param in lengths:
+                dim.dim_value = lengths[dim.dim_param]  # clears dim_param
     elif kind in ("sequence_type", "optional_type"):
-        _forget_hidden(getattr(type_proto, kind).elem_type)
+        _name_lengths(getattr(type_proto, kind).elem_type, lengths)
     elif kind == "map_type":
-        _forget_hidden(type_proto.map_type.value_type)
+        _name_lengths(type_proto.map_type.value_type, lengths)
+
+
+def _merge_type(into: onnx.TypeProto, other: onnx.TypeProto) -> None:
+    """``into`` made as specific as ``other`` where that is more: an element type it lacks, a
+    shape it lacks, and per dimension a size over a name, a name the model gave over one
+    onnx made up ("unk__3"), ``other``'s over ``into``'s at a tie. A different kind, or a
+    shape of another rank (neither happens where both are right), yields to ``other``."""
+    kind = into.WhichOneof("value")
+    if kind != other.WhichOneof("value"):
+        into.CopyFrom(other)
+    elif kind in ("tensor_type", "sparse_tensor_type"):
+        mine, theirs = getattr(into, kind), getattr(other, kind)
+        if not mine.elem_type:
+            mine.elem_type = theirs.elem_type
+        if not theirs.HasField("shape"):
+            return
+        if not mine.HasField("shape") or len(mine.shape.dim) != len(theirs.shape.dim):
+            mine.shape.CopyFrom(theirs.shape)
+            return
+        for dim, better in zip(mine.shape.dim, theirs.shape.dim):
+            if _specificity(better) <= _specificity(dim):
+                dim.CopyFrom(better)
+    elif kind in ("sequence_type", "optional_type"):
+        _merge_type(getattr(into, kind).elem_type, getattr(other, kind).elem_type)
+    elif kind == "map_type":
+        _merge_type(into.map_type.value_type, other.map_type.value_type)
+
+
+def _specificity(dim: onnx.TensorShapeProto.Dimension) -> int:
+    """0 for a size, 1 for a name the model gave, 2 for one onnx made up or none."""
+    if dim.HasField("dim_value"):
+        return 0
+    return 1 if dim.dim_param and not dim.dim_param.startswith("unk__") else 2
 
 
 def infer_shapes(graph: Graph) -> int:
