@@ -295,8 +295,8 @@ _LIST_CONSTANTS = {
 
 def _hide(graph: onnx.GraphProto, found: _LongVectors) -> tuple[frozenset[str], dict[str, int]]:
     """Give the long vectors' lengths names of their own (a Constant becomes an input so
-    named): onnx passes a name on only where a dimension equals it, and takes no named
-    length for shape data. Returns the vectors' names and each name's length."""
+    named): onnx takes no named length for shape data. Returns the vectors' names and each
+    name's length."""
     names: list[str] = []
     lengths: dict[str, int] = {}
     for position, length in found.inputs:
@@ -318,17 +318,21 @@ def infer_model(
 ) -> tuple[onnx.GraphProto, frozenset[str]]:
     """onnx's shape inference, data propagation on, of a model made for inference (after
     ``guard_slice_steps``; it is changed): the inferred graph, and the names of the vectors
-    longer than ``LONG_VECTOR`` it hid from propagation (graph inputs and Constant nodes).
+    longer than ``LONG_VECTOR`` it hid from propagation (graph inputs and Constant nodes),
+    with the tensors whose types the merge below made more specific (their readers'
+    inference may learn from them what propagation could not).
     Where there are such vectors, inference runs twice: without propagation on the model as
     it is (cheap), and with it on the model with the vectors' lengths named; each name is
-    then its length again, and of the two a dimension takes the more specific (a size, then a
-    name the model gave, as ``_merge_type`` says). ``nodes`` as in ``guard_slice_steps``."""
+    then unknown, and of the two a dimension takes the more specific (a size, then a name
+    the model gave, as ``_merge_type`` says). What only propagation over a hidden length
+    would tell (a Shape of it read as a Reshape's shape) is left to folding, which computes
+    the Shape and infers its readers again. ``nodes`` as in ``guard_slice_steps``."""
     found = _long_vectors(model.graph, nodes)
     exact = _inferred(model, source, propagate=False) if found else None
     hidden, lengths = _hide(model.graph, found) if found else (frozenset(), {})
     inferred = _inferred(model, source, propagate=True)
     if exact is not None:
-        _merge_inferred(inferred, exact, lengths)
+        hidden |= _merge_inferred(inferred, exact, lengths)
     return inferred, hidden
 
 
@@ -343,34 +347,40 @@ def _inferred(model: onnx.ModelProto, source: str, *, propagate: bool) -> onnx.G
 
 def _merge_inferred(
     propagated: onnx.GraphProto, exact: onnx.GraphProto, lengths: Mapping[str, int]
-) -> None:
-    """Into ``propagated`` (inferred with the lengths named): each named length as its size,
-    and what ``exact`` (inferred without propagation, lengths as they are) knows better."""
+) -> frozenset[str]:
+    """Into ``propagated`` (inferred with the lengths named): each named length unknown, and
+    what ``exact`` (inferred without propagation, lengths as they are) knows better. Returns
+    the tensors whose types that changed."""
     by_name = {vi.name: vi for vi in chain(exact.value_info, exact.output)}
-    seen = set()
+    seen, changed = set(), set()
     for value_info in chain(propagated.value_info, propagated.output):
         seen.add(value_info.name)
-        _name_lengths(value_info.type, lengths)
+        before = value_info.type.SerializeToString()
+        _forget_lengths(value_info.type, lengths)
         other = by_name.get(value_info.name)
         if other is not None:
             _merge_type(value_info.type, other.type)
+        if value_info.type.SerializeToString() != before:
+            changed.add(value_info.name)
     propagated.value_info.extend(  # a Constant hidden: an input there, a node's output here
         vi for vi in exact.value_info if vi.name not in seen
     )
+    return frozenset(changed)
 
 
-def _name_lengths(type_proto: onnx.TypeProto, lengths: Mapping[str, int]) -> None:
-    """Each dimension named for a hidden length becomes that length, in a tensor type or one
-    a sequence, optional or map holds."""
+def _forget_lengths(type_proto: onnx.TypeProto, lengths: Mapping[str, int]) -> None:
+    """Each dimension named for a hidden length becomes unknown, in a tensor type or one a
+    sequence, optional or map holds. Not the length itself: onnx passes a name on where the
+    dimension need not equal it (a Slice of ["L"] from 0 to INT64_MIN is ["L"], not [0])."""
     kind = type_proto.WhichOneof("value")
     if kind in ("tensor_type", "sparse_tensor_type"):
         for dim in getattr(type_proto, kind).shape.dim:
             if dim.dim_param in lengths:
-                dim.dim_value = lengths[dim.dim_param]  # clears dim_param
+                dim.ClearField("dim_param")
     elif kind in ("sequence_type", "optional_type"):
-        _name_lengths(getattr(type_proto, kind).elem_type, lengths)
+        _forget_lengths(getattr(type_proto, kind).elem_type, lengths)
     elif kind == "map_type":
-        _name_lengths(type_proto.map_type.value_type, lengths)
+        _forget_lengths(type_proto.map_type.value_type, lengths)
 
 
 def _merge_type(into: onnx.TypeProto, other: onnx.TypeProto) -> None:
@@ -391,7 +401,7 @@ def _merge_type(into: onnx.TypeProto, other: onnx.TypeProto) -> None:
             mine.shape.CopyFrom(theirs.shape)
             return
         for dim, better in zip(mine.shape.dim, theirs.shape.dim):
-            if _specificity(better) <= _specificity(dim):
+            if _specificity(_dim_value(better)) <= _specificity(_dim_value(dim)):
                 dim.CopyFrom(better)
     elif kind in ("sequence_type", "optional_type"):
         _merge_type(getattr(into, kind).elem_type, getattr(other, kind).elem_type)
@@ -399,11 +409,18 @@ def _merge_type(into: onnx.TypeProto, other: onnx.TypeProto) -> None:
         _merge_type(into.map_type.value_type, other.map_type.value_type)
 
 
-def _specificity(dim: onnx.TensorShapeProto.Dimension) -> int:
-    """0 for a size, 1 for a name the model gave, 2 for one onnx made up or none."""
-    if dim.HasField("dim_value"):
+def _dim_value(dim: onnx.TensorShapeProto.Dimension) -> int | str | None:
+    return dim.dim_value if dim.HasField("dim_value") else dim.dim_param or None
+
+
+def _specificity(dim: int | str | None) -> int:
+    """How much a dimension says, less is more: 0 a size, 1 a name the model gave, 2 a name
+    onnx made up ("unk__3": unknown, but the same as other dimensions so named), 3 none."""
+    if isinstance(dim, int):
         return 0
-    return 1 if dim.dim_param and not dim.dim_param.startswith("unk__") else 2
+    if dim is None:
+        return 3
+    return 2 if dim.startswith("unk__") else 1
 
 
 def infer_shapes(graph: Graph) -> int:
@@ -426,7 +443,8 @@ def infer_shapes(graph: Graph) -> int:
 
 
 def _merge(old: TensorInfo, new: TensorInfo) -> TensorInfo:
-    """The more specific of two descriptions: known beats unknown, a size beats a name."""
+    """The more specific of two descriptions: known beats unknown, a size beats a name, a
+    name the model gave beats one onnx made up (``_specificity``)."""
     return _merged(old, new.dtype, new.shape)
 
 
@@ -436,8 +454,8 @@ def _merged(old: TensorInfo, dtype: np.dtype | None, shape: Shape | None) -> Ten
     if shape is None or old.shape is None or len(shape) != len(old.shape):
         shape = shape if shape is not None else old.shape
     else:
-        shape = tuple(
-            n if isinstance(n, int) else o if o is not None else n
+        shape = tuple(  # a new size is the later word; else the more specific
+            n if isinstance(n, int) or _specificity(n) < _specificity(o) else o
             for o, n in zip(old.shape, shape)
         )
     if dtype == old.dtype and shape == old.shape:
