@@ -318,9 +318,7 @@ def infer_model(
 ) -> tuple[onnx.GraphProto, frozenset[str]]:
     """onnx's shape inference, data propagation on, of a model made for inference (after
     ``guard_slice_steps``; it is changed): the inferred graph, and the names of the vectors
-    longer than ``LONG_VECTOR`` it hid from propagation (graph inputs and Constant nodes),
-    with the tensors whose types the merge below made more specific (their readers'
-    inference may learn from them what propagation could not).
+    longer than ``LONG_VECTOR`` it hid from propagation (graph inputs and Constant nodes).
     Where there are such vectors, inference runs twice: without propagation on the model as
     it is (cheap), and with it on the model with the vectors' lengths named; each name is
     then unknown, and of the two a dimension takes the more specific (a size, then a name
@@ -332,7 +330,7 @@ def infer_model(
     hidden, lengths = _hide(model.graph, found) if found else (frozenset(), {})
     inferred = _inferred(model, source, propagate=True)
     if exact is not None:
-        hidden |= _merge_inferred(inferred, exact, lengths)
+        _merge_inferred(inferred, exact, lengths)
     return inferred, hidden
 
 
@@ -347,25 +345,20 @@ def _inferred(model: onnx.ModelProto, source: str, *, propagate: bool) -> onnx.G
 
 def _merge_inferred(
     propagated: onnx.GraphProto, exact: onnx.GraphProto, lengths: Mapping[str, int]
-) -> frozenset[str]:
+) -> None:
     """Into ``propagated`` (inferred with the lengths named): each named length unknown, and
-    what ``exact`` (inferred without propagation, lengths as they are) knows better. Returns
-    the tensors whose types that changed."""
+    what ``exact`` (inferred without propagation, lengths as they are) knows better."""
     by_name = {vi.name: vi for vi in chain(exact.value_info, exact.output)}
-    seen, changed = set(), set()
+    seen = set()
     for value_info in chain(propagated.value_info, propagated.output):
         seen.add(value_info.name)
-        before = value_info.type.SerializeToString()
         _forget_lengths(value_info.type, lengths)
         other = by_name.get(value_info.name)
         if other is not None:
             _merge_type(value_info.type, other.type)
-        if value_info.type.SerializeToString() != before:
-            changed.add(value_info.name)
     propagated.value_info.extend(  # a Constant hidden: an input there, a node's output here
         vi for vi in exact.value_info if vi.name not in seen
     )
-    return frozenset(changed)
 
 
 def _forget_lengths(type_proto: onnx.TypeProto, lengths: Mapping[str, int]) -> None:
