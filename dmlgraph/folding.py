@@ -353,6 +353,8 @@ def _merge_inferred(
     for value_info in chain(propagated.value_info, propagated.output):
         seen.add(value_info.name)
         _forget_lengths(value_info.type, lengths)
+        # each pass numbers its own unknowns from unk__0: the same name in both is two dims
+        _rename_made_up(value_info.type, _PROPAGATED_PASS)
         other = by_name.get(value_info.name)
         if other is not None:
             _merge_type(value_info.type, other.type)
@@ -361,19 +363,47 @@ def _merge_inferred(
     )
 
 
+#: What ``_merge_inferred`` puts after "unk__" in the names onnx made up in the propagated
+#: pass, so that they cannot be taken for the other pass's.
+_PROPAGATED_PASS = "p"
+
+
+def _rename_made_up(type_proto: onnx.TypeProto, tag: str) -> None:
+    """Each name onnx made up ("unk__3") as its own ("unk__p3"), in a tensor type or one a
+    sequence, optional or map holds."""
+    for dims in _type_dims(type_proto):
+        for dim in dims:
+            if dim.dim_param.startswith(_MADE_UP):
+                dim.dim_param = _MADE_UP + tag + dim.dim_param[len(_MADE_UP):]
+
+
+def _type_dims(type_proto: onnx.TypeProto) -> list[Any]:
+    """The dimension lists of a type: a tensor's, or those of the types it holds."""
+    kind = type_proto.WhichOneof("value")
+    if kind in ("tensor_type", "sparse_tensor_type"):
+        return [getattr(type_proto, kind).shape.dim]
+    if kind in ("sequence_type", "optional_type"):
+        return _type_dims(getattr(type_proto, kind).elem_type)
+    if kind == "map_type":
+        return _type_dims(type_proto.map_type.value_type)
+    return []
+
+
+def _forget_made_up(type_proto: onnx.TypeProto) -> None:
+    for dims in _type_dims(type_proto):
+        for dim in dims:
+            if dim.dim_param.startswith(_MADE_UP):
+                dim.ClearField("dim_param")
+
+
 def _forget_lengths(type_proto: onnx.TypeProto, lengths: Mapping[str, int]) -> None:
     """Each dimension named for a hidden length becomes unknown, in a tensor type or one a
     sequence, optional or map holds. Not the length itself: onnx passes a name on where the
     dimension need not equal it (a Slice of ["L"] from 0 to INT64_MIN is ["L"], not [0])."""
-    kind = type_proto.WhichOneof("value")
-    if kind in ("tensor_type", "sparse_tensor_type"):
-        for dim in getattr(type_proto, kind).shape.dim:
+    for dims in _type_dims(type_proto):
+        for dim in dims:
             if dim.dim_param in lengths:
                 dim.ClearField("dim_param")
-    elif kind in ("sequence_type", "optional_type"):
-        _forget_lengths(getattr(type_proto, kind).elem_type, lengths)
-    elif kind == "map_type":
-        _forget_lengths(type_proto.map_type.value_type, lengths)
 
 
 def _merge_type(into: onnx.TypeProto, other: onnx.TypeProto) -> None:
@@ -413,7 +443,11 @@ def _specificity(dim: int | str | None) -> int:
         return 0
     if dim is None:
         return 3
-    return 2 if dim.startswith("unk__") else 1
+    return 2 if dim.startswith(_MADE_UP) else 1
+
+
+#: How onnx's inference names a dimension it knows nothing of but its sameness to others.
+_MADE_UP = "unk__"
 
 
 def infer_shapes(graph: Graph) -> int:
@@ -428,6 +462,9 @@ def infer_shapes(graph: Graph) -> int:
             continue
         if old.dtype is not None and old.is_static:
             continue  # nothing inference says can make it more specific
+        # this pass numbers its unknowns from unk__0 too, knowing none of the graph's names
+        # (tensor infos travel without value infos): its made-up names would alias those
+        _forget_made_up(value_info.type)
         merged = _merge(old, tensor_info(value_info, graph.source))
         if merged != old:
             graph.set_tensor(merged)

@@ -631,6 +631,9 @@ def _build_graph(
     known = {vi.name: vi for vi in list(inferred.value_info) + list(inferred.output)}
     outputs = {o.name for o in proto.graph.output}
     changed = set(hidden)  # tensors folded or re-inferred on the way
+    # without folding, what a Shape or Size of a static tensor gives, for its readers'
+    # inference: data propagation tells it, save where the tensor's length was hidden from it
+    shapes: dict[str, np.ndarray] = {}
     # tensors folding will compute (their nodes read only constants and such tensors): their
     # inferred shapes are not trusted here, since evaluation may prove them wrong
     pending: set[str] = set()
@@ -682,7 +685,14 @@ def _build_graph(
                 )
                 continue
         if changed and any(name in changed for name in node.input):  # now better known
-            changed.update(folding.infer_proto(graph, node, opsets[node.domain], memo=memo))
+            extra = {name: shapes[name] for name in node.input if name in shapes}
+            changed.update(
+                folding.infer_proto(graph, node, opsets[node.domain], extra or None, memo=memo)
+            )
+        if hidden and not fold and node.op_type in folding.SHAPE_ONLY_OPS and not node.domain:
+            read = _shape_value(graph, node, version, attrs)
+            shapes.update(read)
+            changed.update(read)
         if fold:
             if node.input and all(
                 not name or name in pending or graph.is_constant(name) for name in node.input
@@ -819,6 +829,17 @@ def _fold_at_import(
         graph.set_tensor(TensorInfo(out, data=value))
     _record_folded(graph, node, version)
     return True
+
+
+def _shape_value(
+    graph: Graph, node: NodeFields, version: int, attrs: Mapping[str, Any]
+) -> dict[str, np.ndarray]:
+    """What a Shape or Size node gives, by its shape kernel, where its input's shape is
+    static; else nothing."""
+    kernel = shape_kernels.kernel_for(node.op_type, node.domain, version)
+    if kernel is None:
+        return {}
+    return folding.kernel_values(graph, kernel, version, attrs, node.input, node.output) or {}
 
 
 def _add_node(

@@ -753,16 +753,15 @@ def test_inference_with_long_vectors_hidden_agrees_with_inference_without() -> N
 
 @pytest.mark.parametrize("fold", [True, False])
 def test_shapes_read_from_a_long_vector_reach_the_ir(fold) -> None:
-    """In the IR: folding computes x's Shape and infers its readers again, so its length
-    reaches the ConstantOfShape and the Reshape; without folding they stay unknown (nothing
-    else carries it), never another size; the Add keeps "N" either way (found by a review:
-    it lost it to onnx's "unk__")."""
+    """In the IR, folding or not, x's length reaches the ConstantOfShape and the Reshape
+    through its Shape (computed, and its readers inferred again, as folding does; without
+    folding they were unknown, found by a review), and the Add keeps "N" (it lost it to
+    onnx's "unk__", found by a review)."""
     model = _with_shape_readers(_long_vector_model(folding.LONG_VECTOR + 1)[0])
     graph = dmlgraph.load(model, fold=fold)
     n = folding.LONG_VECTOR + 1
     shapes = [_unknown_as_none(graph.tensors[name].shape) for name in ("filled", "zr", "zn", "zz")]
-    assert shapes == ([(n,), (n,), ("N",), ("N",)] if fold else
-                      [(None,), (None,), ("N",), ("N",)])
+    assert shapes == [(n,), (n,), ("N",), ("N",)]
 
 
 def _unknown_as_none(shape: tuple | None) -> tuple | None:
@@ -770,6 +769,48 @@ def _unknown_as_none(shape: tuple | None) -> tuple | None:
     if shape is None:
         return None
     return tuple(None if isinstance(d, str) and d.startswith("unk__") else d for d in shape)
+
+
+def test_two_inferences_made_up_names_stay_apart(onnx_run) -> None:
+    """Each of the two inferences numbers its unknowns from "unk__0": a tensor whose rank only
+    propagation knew kept its names beside the other pass's, and one name stood for 2 in s
+    and 6 in c (found by a review). onnxruntime gives the sizes: no name may stand for two."""
+    def constant(name, value):
+        return helper.make_node("Constant", [], [name],
+                                value=numpy_helper.from_array(np.array(value, np.int64)))
+
+    nodes = [helper.make_node("Shape", ["sm"], ["shs"]),
+             helper.make_node("ConstantOfShape", ["shs"], ["a"]),
+             helper.make_node("NonZero", ["m"], ["nz"]),
+             helper.make_node("Shape", ["x"], ["shx"]),
+             helper.make_node("Shape", ["shx"], ["shshx"]),
+             constant("one", [1]), constant("zero", [0]),
+             helper.make_node("Add", ["shshx", "one"], ["ends"]),
+             helper.make_node("Slice", ["t", "zero", "ends"], ["s"]),
+             helper.make_node("ConstantOfShape", ["s"], ["c"])]
+    info = helper.make_tensor_value_info
+    graph = helper.make_graph(
+        nodes, "g",
+        [info("x", TensorProto.FLOAT, [folding.LONG_VECTOR + 904]),
+         info("sm", TensorProto.FLOAT, [5]), info("m", TensorProto.FLOAT, [4]),
+         info("t", TensorProto.INT64, [2])],
+        [info(name, elem, None) for name, elem in
+         (("nz", TensorProto.INT64), ("a", TensorProto.FLOAT), ("s", TensorProto.INT64),
+          ("c", TensorProto.FLOAT))])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    feeds = {"x": np.ones(folding.LONG_VECTOR + 904, np.float32),
+             "sm": np.ones(5, np.float32), "m": np.array([1, 0, 1, 1], np.float32),
+             "t": np.array([6, 2], np.int64)}
+    sizes = dict(zip(("nz", "a", "s", "c"), (r.shape for r in onnx_run(model, feeds))))
+    for fold in (True, False):
+        imported = dmlgraph.load(model, fold=fold)
+        named: dict[str, int] = {}
+        for name, shape in sizes.items():
+            for dim, size in zip(imported.tensors[name].shape, shape):
+                if isinstance(dim, str):
+                    assert named.setdefault(dim, size) == size, (fold, name, dim)
+                elif dim is not None:
+                    assert dim == size, (fold, name)
 
 
 @pytest.mark.parametrize("fold", [True, False])
