@@ -369,41 +369,39 @@ _PROPAGATED_PASS = "p"
 
 
 def _rename_made_up(type_proto: onnx.TypeProto, tag: str) -> None:
-    """Each name onnx made up ("unk__3") as its own ("unk__p3"), in a tensor type or one a
-    sequence, optional or map holds."""
-    for dims in _type_dims(type_proto):
-        for dim in dims:
-            if dim.dim_param.startswith(_MADE_UP):
-                dim.dim_param = _MADE_UP + tag + dim.dim_param[len(_MADE_UP):]
-
-
-def _type_dims(type_proto: onnx.TypeProto) -> list[Any]:
-    """The dimension lists of a type: a tensor's, or those of the types it holds."""
-    kind = type_proto.WhichOneof("value")
-    if kind in ("tensor_type", "sparse_tensor_type"):
-        return [getattr(type_proto, kind).shape.dim]
-    if kind in ("sequence_type", "optional_type"):
-        return _type_dims(getattr(type_proto, kind).elem_type)
-    if kind == "map_type":
-        return _type_dims(type_proto.map_type.value_type)
-    return []
+    """Each name onnx made up ("unk__3") as its own ("unk__p3")."""
+    _rename_dims(type_proto, lambda name: (
+        _MADE_UP + tag + name[len(_MADE_UP):] if name.startswith(_MADE_UP) else name
+    ))
 
 
 def _forget_made_up(type_proto: onnx.TypeProto) -> None:
-    for dims in _type_dims(type_proto):
-        for dim in dims:
-            if dim.dim_param.startswith(_MADE_UP):
-                dim.ClearField("dim_param")
+    """Each name onnx made up ("unk__3") unknown."""
+    _rename_dims(type_proto, lambda name: "" if name.startswith(_MADE_UP) else name)
 
 
 def _forget_lengths(type_proto: onnx.TypeProto, lengths: Mapping[str, int]) -> None:
-    """Each dimension named for a hidden length becomes unknown, in a tensor type or one a
-    sequence, optional or map holds. Not the length itself: onnx passes a name on where the
-    dimension need not equal it (a Slice of ["L"] from 0 to INT64_MIN is ["L"], not [0])."""
-    for dims in _type_dims(type_proto):
-        for dim in dims:
-            if dim.dim_param in lengths:
-                dim.ClearField("dim_param")
+    """Each dimension named for a hidden length unknown. Not the length itself: onnx passes
+    a name on where the dimension need not equal it (a Slice of ["L"] from 0 to INT64_MIN is
+    ["L"], not [0])."""
+    _rename_dims(type_proto, lambda name: "" if name in lengths else name)
+
+
+def _rename_dims(type_proto: onnx.TypeProto, rename: Callable[[str], str]) -> None:
+    """Each named dimension of a type (a tensor's, or those of the types a sequence, optional
+    or map holds) renamed; to "", unknown."""
+    kind = type_proto.WhichOneof("value")
+    if kind in ("tensor_type", "sparse_tensor_type"):
+        for dim in getattr(type_proto, kind).shape.dim:
+            if dim.dim_param and (name := rename(dim.dim_param)) != dim.dim_param:
+                if name:
+                    dim.dim_param = name
+                else:
+                    dim.ClearField("dim_param")
+    elif kind in ("sequence_type", "optional_type"):
+        _rename_dims(getattr(type_proto, kind).elem_type, rename)
+    elif kind == "map_type":
+        _rename_dims(type_proto.map_type.value_type, rename)
 
 
 def _merge_type(into: onnx.TypeProto, other: onnx.TypeProto) -> None:
