@@ -22,6 +22,11 @@ from dataclasses import dataclass, replace
 
 import onnx
 
+try:
+    import resource
+except ImportError:  # Windows: no CPU split or page faults
+    resource = None  # type: ignore[assignment]
+
 from backends import get_backend
 from benchmarks.cases import real_model_feeds, real_model_path, synthetic_graph
 from benchmarks.engines import FEATURE_LEVEL, fallbacks, session
@@ -60,6 +65,23 @@ class ModelRow:
 
 
 @dataclass(frozen=True)
+class Run:
+    """One load + lower, and where its time went."""
+
+    seconds: float
+    load_s: float
+    lower_s: float
+    gc_s: float  # inside the garbage collector
+    gc_full_collections: int
+    # the process's CPU time in user and kernel mode, and the page faults it took (None where
+    # the platform has no ``resource``): a graph larger than the memory freed by earlier runs
+    # faults in fresh pages, whose cost the kernel bills to system time
+    user_s: float | None
+    system_s: float | None
+    faults: int | None
+
+
+@dataclass(frozen=True)
 class SyntheticRow:
     nodes: int
     ours: Timing  # load + lower
@@ -73,6 +95,14 @@ class SyntheticRow:
     ort_us_per_node: float
     scaling: float | None  # us_per_node / the smallest size's, timed around it (None for it)
     ratio: float | None  # ours / ort_session
+    # the fastest run's CPU time per node, in user and in kernel mode, and its page faults
+    # per node (None without ``resource``); user_scaling is the user time per node against
+    # the smallest size's, timed around it as ``scaling`` is: what the code's own work does
+    # as the graph grows, apart from the kernel's cost of fresh memory
+    user_us_per_node: float | None = None
+    system_us_per_node: float | None = None
+    faults_per_node: float | None = None
+    user_scaling: float | None = None
 
 
 @contextmanager
@@ -146,46 +176,69 @@ def measure_synthetic(nodes: int, repeats: int, settings: Settings) -> Synthetic
     case = synthetic_graph(nodes)
     data = case.model.SerializeToString()
     count = len(case.model.graph.node)
-    splits = [_load_and_lower(data) for _ in range(max(1, repeats))]
-    samples = [total for total, *_ in splits]
-    _, load_s, lower_s, collected = min(splits, key=lambda s: s[0])
-    ours = Timing.of(samples)
+    runs = [_load_and_lower(data) for _ in range(max(1, repeats))]
+    ours = Timing.of([run.seconds for run in runs])
+    fastest = min(runs, key=lambda run: run.seconds)
     gc.collect()
     ort_session = measure(lambda: session(data, settings.threads), repeats, warmup=0,
                           pause_gc=False)
     return SyntheticRow(
         nodes=count,
         ours=ours,
-        load_s=load_s,
-        lower_s=lower_s,
-        gc_s=collected["seconds"],
-        gc_full_collections=int(collected["full"]),
+        load_s=fastest.load_s,
+        lower_s=fastest.lower_s,
+        gc_s=fastest.gc_s,
+        gc_full_collections=fastest.gc_full_collections,
         ort_session=ort_session,
         us_per_node=ours.median / count * 1e6,
-        us_per_node_without_gc=(ours.min - collected["seconds"]) / count * 1e6,
+        us_per_node_without_gc=(ours.min - fastest.gc_s) / count * 1e6,
         ort_us_per_node=ort_session.median / count * 1e6,
         scaling=None,
         ratio=ratio(ours.median, ort_session.median),
+        user_us_per_node=_per_node(fastest.user_s, count),
+        system_us_per_node=_per_node(fastest.system_s, count),
+        faults_per_node=None if fastest.faults is None else fastest.faults / count,
     )
 
 
-def _load_and_lower(data: bytes) -> tuple[float, float, float, dict[str, float]]:
-    """One load + lower of a serialized model, after a collection: (seconds in all, in
-    ``load``, in ``lower``, the collector's share during it)."""
+def _per_node(seconds: float | None, nodes: int) -> float | None:
+    return None if seconds is None else seconds / nodes * 1e6
+
+
+def _load_and_lower(data: bytes) -> Run:
+    """One load + lower of a serialized model, after a collection."""
     gc.collect()
     with gc_watch() as collected:
+        used = _usage()
         start = time.perf_counter()
         graph = load(data)
         loaded = time.perf_counter()
         lower(graph, FEATURE_LEVEL)
         done = time.perf_counter()
-    return done - start, loaded - start, done - loaded, dict(collected)
+        after = _usage()
+    user = system = faults = None
+    if used is not None and after is not None:
+        user, system = after[0] - used[0], after[1] - used[1]
+        faults = int(after[2] - used[2])
+    return Run(done - start, loaded - start, done - loaded, collected["seconds"],
+               int(collected["full"]), user, system, faults)
 
 
-def _us_per_node(nodes: int) -> float:
-    """One load + lower of the synthetic graph of ``nodes`` nodes, in µs per node."""
+def _usage() -> tuple[float, float, int] | None:
+    """The process's user and system CPU seconds and minor page faults so far."""
+    if resource is None:
+        return None
+    used = resource.getrusage(resource.RUSAGE_SELF)
+    return used.ru_utime, used.ru_stime, used.ru_minflt
+
+
+def _per_node_run(nodes: int) -> tuple[float, float | None]:
+    """One load + lower of the synthetic graph of ``nodes`` nodes: µs per node, and user
+    CPU µs per node (None without ``resource``)."""
     model = synthetic_graph(nodes).model
-    return _load_and_lower(model.SerializeToString())[0] / len(model.graph.node) * 1e6
+    run = _load_and_lower(model.SerializeToString())
+    count = len(model.graph.node)
+    return run.seconds / count * 1e6, _per_node(run.user_s, count)
 
 
 Profile = dict[str, tuple[int, float, float]]  # function -> (calls, own s, cumulative s)
@@ -249,13 +302,20 @@ def run(settings: Settings, progress: Progress = lambda _: None) -> Section:
         # which this VM's speed can drift by 30%, so its time per node is compared with the
         # smallest's around it rather than with one taken minutes earlier
         small = synthetic[0].nodes
-        before = _us_per_node(small)
+        before = _per_node_run(small)
         row = measure_synthetic(nodes, repeats, settings)
-        base = (before + _us_per_node(small)) / 2
-        synthetic.append(replace(row, scaling=row.us_per_node / base))
+        after = _per_node_run(small)
+        base = (before[0] + after[0]) / 2
+        user_base = None if None in (before[1], after[1]) else (before[1] + after[1]) / 2
+        synthetic.append(replace(
+            row,
+            scaling=row.us_per_node / base,
+            user_scaling=ratio(row.user_us_per_node, user_base),
+        ))
         gc.collect()
 
     notes = [f"{m.model}: {f}" for m in models for f in m.fallbacks]
+    notes += scaling_notes(synthetic)
     found = targets(models, synthetic)
     extra: dict[str, object] = {}
     slow = [r for r in synthetic if r.ours.median > settings.profile_over_s]
@@ -285,7 +345,36 @@ def targets(models: list[ModelRow], synthetic: list[SyntheticRow]) -> tuple[Targ
             high=high,
         ),
         Target.worst_of(
+            "lowering: user CPU time per node vs smallest synthetic graph",
+            [(f"{r.nodes:,} nodes", r.user_scaling) for r in synthetic[1:]],
+        ),
+        Target.worst_of(
             "lowering: ours / ORT session, synthetic graphs",
             [(f"{r.nodes:,} nodes", r.ratio) for r in synthetic],
         ),
     )
+
+
+def scaling_notes(synthetic: list[SyntheticRow]) -> list[str]:
+    """Where the time per node went, for each graph past the scaling band: its user and
+    system CPU time and page faults per node against the smallest graph's (informational:
+    the smallest graph reuses memory freed by earlier runs, a large one faults in fresh
+    pages, whose cost the kernel bills to system time)."""
+    low, high = SCALING_BAND
+    if not synthetic:
+        return []
+    small = synthetic[0]
+
+    def split(r: SyntheticRow) -> str:
+        if r.user_us_per_node is None or r.system_us_per_node is None:
+            return f"{r.us_per_node:.1f} µs/node"
+        return (f"{r.us_per_node:.1f} µs/node (user {r.user_us_per_node:.1f}, system "
+                f"{r.system_us_per_node:.1f}, {r.faults_per_node:.2f} page faults/node)")
+
+    return [
+        f"scaling at {r.nodes:,} nodes is {r.scaling:.2f}x: {split(r)} against {small.nodes:,} "
+        f"nodes' {split(small)}; user time alone scales "
+        + ("n/a" if r.user_scaling is None else f"{r.user_scaling:.2f}x")
+        for r in synthetic[1:]
+        if r.scaling is not None and not low <= r.scaling <= high
+    ]

@@ -63,6 +63,12 @@ def test_overhead_lowering_and_memory_rows(document: dict) -> None:
     assert [m["model"] for m in lowering["models"]] == list(TINY.models)
     assert len(lowering["synthetic"]) == len(TINY.synthetic_nodes)
     assert lowering["synthetic"][1]["scaling"] is not None
+    for row in lowering["synthetic"]:  # the CPU split is the timed run's, not its set-up's
+        cpu = row["user_us_per_node"] + row["system_us_per_node"]
+        wall = (row["load_s"] + row["lower_s"]) / row["nodes"] * 1e6
+        assert 0 < row["user_us_per_node"] and row["faults_per_node"] >= 0
+        assert cpu <= wall * 1.1 + 2000 / row["nodes"]  # + 2 ms of clock granularity
+    assert lowering["synthetic"][1]["user_scaling"] is not None
     profile = sections["lowering"]["profile"]
     assert profile["top_by_cumulative"] and profile["growth_per_node"]
     runs = sections["memory"]["tables"]["runs"]
@@ -102,3 +108,23 @@ def test_a_band_target_is_met_only_when_every_value_is_inside() -> None:
     assert (out.worst, out.worst_case, out.met) == (1.26, "100k", False)
     inside = Target.worst_of("scaling", [("10k", 0.79), ("100k", 1.2)], low=0.75, high=1.25)
     assert inside.met and inside.worst == 1.2  # 0.96 of its limit; 0.79 is 0.95 of its own
+
+
+def test_a_scaling_miss_says_where_the_time_went() -> None:
+    from benchmarks.lowering import SyntheticRow, scaling_notes
+    from benchmarks.timing import Timing
+
+    def row(nodes: int, us: float, user: float, system: float, faults: float,
+            scaling: float | None, user_scaling: float | None) -> SyntheticRow:
+        t = Timing.of([us * nodes / 1e6])
+        return SyntheticRow(nodes, t, 0.0, 0.0, 0.0, 0, t, us, us, us, scaling, 1.0,
+                            user, system, faults, user_scaling)
+
+    rows = [row(1000, 80.0, 79.0, 1.0, 0.05, None, None),
+            row(10_000, 96.0, 86.0, 10.0, 1.9, 1.2, 1.09),  # inside the band: no note
+            row(100_000, 112.0, 88.0, 24.0, 2.1, 1.4, 1.11)]
+    (note,) = scaling_notes(rows)
+    assert note == (
+        "scaling at 100,000 nodes is 1.40x: 112.0 µs/node (user 88.0, system 24.0, 2.10 page "
+        "faults/node) against 1,000 nodes' 80.0 µs/node (user 79.0, system 1.0, 0.05 page "
+        "faults/node); user time alone scales 1.11x")
