@@ -11,13 +11,18 @@ best match it. Bytes moved = input bytes the node needs
 
 Ratios here are of speed, as the targets are stated (theirs' median time / ours: above 1, ours
 is faster): at 16 MB and up, ours must be at least as fast as onnxruntime and reach 0.8 of the
-memcpy bound. onnxruntime's idle intra-op threads spin for a while after each run and would
-take a core from dmlgraph's copy threads on a small machine, so the engines are never timed in
-turns with each other: ours (both modes) with every memcpy way in turns, one call each per
-round in a shuffled order (``measure_together``), and onnxruntime's two modes the same way,
-the two groups alternating ``SEGMENTS`` times with a pause between (``measure_alternating``).
-This VM's memory bandwidth drifts within a minute; so timed, the drift cannot favour one side
-of a ratio, against the bound or against onnxruntime.
+memcpy bound. All are timed alike, as groups of calls that read one source and write two
+destinations in turns: an engine's two modes over the case's inputs, one call each per round
+in a shuffled order (``measure_together``), and each memcpy way on its own, alternating between
+two destinations of its own; the groups alternate ``SEGMENTS`` times with a pause between
+(``measure_alternating``). Groups are never timed in turns with each other: onnxruntime's idle
+intra-op threads spin for a while after each run and would take a core from dmlgraph's copy
+threads on a small machine; and a call finds in cache what the call before it left there, so
+at 16 MB (this VM's last-level cache is 32 MB) a group whose calls share their source runs
+faster than one mixed with calls over other memory (measured: onnxruntime's two modes, in turns
+with each other, against dmlgraph's mixed with four memcpy ways over buffers of their own,
+favoured onnxruntime by up to 1.35x on an 8-input Concat). This VM's memory bandwidth drifts
+within a minute; so timed, the drift cannot favour one side of a ratio either.
 """
 
 from __future__ import annotations
@@ -72,40 +77,59 @@ class MemcpyBound:
     native copier (``threads.Program``, where it is built) on one thread and on ``workers``.
     The fastest is the bound: below a few hundred KB a hand-over costs more than the copy.
 
-    Each way copies its own buffers: timed in turns, ways that shared them read a source the
-    way before had just read, which at 16 MB (this VM's L3 is 32 MB) ran 15% faster than the
-    same copy after a call touching other memory, as every call of an engine is (measured)."""
+    Each way reads one source and writes two destinations in turns, as an engine's two modes
+    read one case's inputs and write two outputs (see the module's docstring)."""
 
     def __init__(self, workers: int, bytes_moved: int) -> None:
         self.elements = max(workers, bytes_moved // 2 // 4)
         self.workers = workers
-        self.ways: dict[str, Callable[[], None]] = {
-            "1": partial(np.copyto, *self._pair()),
-            f"{workers}": Batch([[part] for part in self._parts()]),
+        self.source = np.ones(self.elements, dtype=np.float32)
+        makers: dict[str, Callable[[np.ndarray], Callable[[], object]]] = {
+            "1": lambda dst: partial(np.copyto, dst, self.source),
+            f"{workers}": lambda dst: Batch([[part] for part in self._parts(dst)]),
         }
         if Program is not None:
-            self.ways["1 native"] = Program([[self._pair()]])
-            self.ways[f"{workers} native"] = Program([[part] for part in self._parts()])
+            makers["1 native"] = lambda dst: Program([[(dst, self.source)]])
+            makers[f"{workers} native"] = lambda dst: Program(
+                [[part] for part in self._parts(dst)])
+        #: way -> its two destinations, every page touched before timing
+        self.destinations: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self.ways: dict[str, Callable[[], None]] = {}
+        for name, make in makers.items():
+            pair = (np.full(self.elements, 2.0, dtype=np.float32),
+                    np.full(self.elements, 2.0, dtype=np.float32))
+            self.destinations[name] = pair
+            self.ways[name] = _InTurns(make(pair[0]), make(pair[1]))
 
-    def _pair(self) -> tuple[np.ndarray, np.ndarray]:
-        """(destination, source) of its own: every page touched before timing."""
-        return (np.full(self.elements, 2.0, dtype=np.float32),
-                np.ones(self.elements, dtype=np.float32))
-
-    def _parts(self) -> list[tuple[np.ndarray, np.ndarray]]:
-        dst, src = self._pair()
+    def _parts(self, dst: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
         bounds = np.linspace(0, self.elements, self.workers + 1).astype(int)
-        return [(dst[a:b], src[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
+        return [(dst[a:b], self.source[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
 
     def timed(self) -> dict[str, Callable[[], None]]:
         """The ways, named for timing ("memcpy 2 native"...)."""
         return {f"memcpy {name}": way for name, way in self.ways.items()}
+
+    def groups(self) -> list[dict[str, Callable[[], None]]]:
+        """Each way a timing group of its own (``measure_alternating``)."""
+        return [{name: way} for name, way in self.timed().items()]
 
     def best(self, timings: Mapping[str, Timing]) -> tuple[Timing, str]:
         """The fastest way by median, and how it copied (threads, "native" for the native
         copier), among ``timings``, which hold every way as ``timed`` names it."""
         name = min(self.timed(), key=lambda n: timings[n].median)
         return timings[name], name.removeprefix("memcpy ")
+
+
+class _InTurns:
+    """Two calls made in turns, one per call: a way's copies into its two destinations."""
+
+    def __init__(self, first: Callable[[], object], second: Callable[[], object]) -> None:
+        self.calls = (first, second)
+        self.turn = 0
+
+    def __call__(self) -> None:
+        self.calls[self.turn]()
+        self.turn ^= 1
 
 
 def _gbps(timing: Timing | None, nbytes: int) -> float | None:
@@ -150,7 +174,8 @@ def measure_case(case: Case, settings: Settings, repeats: int, label: str = "") 
 
     measured = measure_alternating(
         [
-            {**ours_fns, **bound.timed()},
+            ours_fns,
+            *bound.groups(),
             {"ort_alloc": partial(sess.run, None, feeds), "ort_bound": ort_bound.run},
         ],
         repeats, w, SEGMENTS, SETTLE_S,

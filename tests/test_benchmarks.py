@@ -128,3 +128,22 @@ def test_a_scaling_miss_says_where_the_time_went() -> None:
         "scaling at 100,000 nodes is 1.40x: 112.0 µs/node (user 88.0, system 24.0, 2.10 page "
         "faults/node) against 1,000 nodes' 80.0 µs/node (user 79.0, system 1.0, 0.05 page "
         "faults/node); user time alone scales 1.11x")
+
+
+def test_each_memcpy_way_reads_one_source_into_two_destinations_in_turns() -> None:
+    """The bound is timed as the engines are: one source, two destinations written in turns
+    (an engine's alloc and bound modes), each way a timing group of its own."""
+    from benchmarks.execution import MemcpyBound
+
+    bound = MemcpyBound(2, 4096)
+    assert [list(g) for g in bound.groups()] == [[name] for name in bound.timed()]
+    bound.source[:] = np.arange(bound.elements, dtype=np.float32)
+    for name, way in bound.ways.items():
+        first, second = bound.destinations[name]
+        assert first is not second
+        first[:] = second[:] = -1.0
+        way()
+        assert np.array_equal(first, bound.source), name
+        assert (second == -1.0).all(), name
+        way()
+        assert np.array_equal(second, bound.source), name
