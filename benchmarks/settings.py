@@ -25,7 +25,7 @@ class Settings:
     chain_repeats: int = 10
     #: lowering: real models (file stems under models/) and repeats; synthetic graph sizes
     models: tuple[str, ...] = REAL_MODELS
-    model_repeats: int = 5
+    model_repeats: int = 15
     synthetic_nodes: tuple[int, ...] = (1_000, 10_000, 100_000)
     synthetic_repeats: tuple[int, ...] = (3, 1, 1)
     #: lowering: a synthetic size whose load+lower exceeds this many seconds is profiled
