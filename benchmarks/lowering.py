@@ -306,7 +306,9 @@ def run(settings: Settings, progress: Progress = lambda _: None) -> Section:
         row = measure_synthetic(nodes, repeats, settings)
         after = _per_node_run(small)
         base = (before[0] + after[0]) / 2
-        user_base = None if None in (before[1], after[1]) else (before[1] + after[1]) / 2
+        user_base = None
+        if before[1] is not None and after[1] is not None:
+            user_base = (before[1] + after[1]) / 2
         synthetic.append(replace(
             row,
             scaling=row.us_per_node / base,

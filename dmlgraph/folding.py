@@ -717,7 +717,7 @@ def fold_constants(
                 node = canonical.normalize(graph, node)
                 canonical.check(graph, node)
             changed.update(infer_node(graph, node, memo))
-        if (select is not None and not select(node)) or not _foldable(graph, node):
+        if (select is not None and not select(node)) or not foldable(graph, node):
             continue
         divergent = _slice_divergence(graph, node) or (
             node.op_type in ORT_DIVERGENT_OPS
@@ -986,7 +986,10 @@ def _forget_shapes(graph: Graph, outputs: Iterable[str]) -> list[str]:
     return forgotten
 
 
-def _foldable(graph: Graph, node: Node) -> bool:
+def foldable(graph: Graph, node: Node) -> bool:
+    """Whether ``fold_constants`` would try to fold the node: an ONNX node of a foldable
+    domain, deterministic, not noted as unfoldable, computing no graph output, its inputs
+    known (``input_available``)."""
     if (
         not node.is_onnx
         or node.op.domain not in FOLDABLE_DOMAINS

@@ -410,6 +410,9 @@ class Graph:
         # the topological order's node ids, by the count of node and edge changes it is of
         self._order: tuple[int, tuple[NodeId, ...]] | None = None
         self._structure = 0  # counts changes to nodes and edges (not to ops or tensor infos)
+        # the version and graph inputs and outputs at which folding last reached its fixed
+        # point (``mark_folded``); None: never, or not known
+        self._folded: tuple[int, tuple[str, ...], tuple[str, ...]] | None = None
         #: Nodes removed by folding, in removal order (see ``RemovedNode``).
         self.removed: list[RemovedNode] = []
 
@@ -665,6 +668,18 @@ class Graph:
             raise GraphInvariantError(
                 f"{self.source}: {node.label} cannot produce graph input {out!r}"
             )
+
+    def mark_folded(self) -> None:
+        """Say that folding has reached its fixed point on the graph as it is now: nothing in
+        it is computable from constants that folding would compute."""
+        self._folded = (self._version, tuple(self.inputs), tuple(self.outputs))
+
+    @property
+    def is_folded(self) -> bool:
+        """Whether ``mark_folded`` was said of the graph as it is now: no node or tensor info
+        changed since, nor the graph's inputs or outputs (a node computing a graph output is
+        not folded, so dropping an output can make it foldable)."""
+        return self._folded == (self._version, tuple(self.inputs), tuple(self.outputs))
 
     @property
     def version(self) -> int:

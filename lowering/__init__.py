@@ -52,7 +52,7 @@ def lower(
 
 def _lower(graph: Graph, level: FeatureLevel, verify_each: bool) -> LoweredGraph:
     lowered = LoweredGraph.from_graph(graph, level)
-    ctx = Context()
+    ctx = Context(folded=graph.is_folded, verify=verify_each)
     for node in lowered.nodes:
         if not isinstance(node.op, OnnxOp):
             raise UnsupportedError(

@@ -58,6 +58,10 @@ class Context:
     aliases: dict[str, str] = field(default_factory=dict)
     #: descriptors validated at the graph's level, by id (the values keep the ids alive)
     validated: dict[int, object] = field(default_factory=dict)
+    #: the graph given to ``lower`` is as folding left it (``Graph.is_folded``)
+    folded: bool = False
+    #: check the IR invariants after every pass, and what a pass skips (``verify_each``)
+    verify: bool = False
 
     def adopt(self, node: Node, origin: NodeId) -> None:
         self.origin_of[node.id] = origin
@@ -87,9 +91,20 @@ class FoldConstants(Pass):
     name = "fold"
 
     def run(self, graph: LoweredGraph, ctx: Context) -> None:
+        if ctx.folded:  # the importer's folding reached its fixed point on this graph
+            if ctx.verify:
+                left = [n.label for n in graph.nodes if folding.foldable(graph, n)]
+                if left:
+                    raise GraphInvariantError(
+                        f"the graph is marked folded, but these nodes fold: {left}")
+            return
         before = {node.id for node in graph.nodes}
+        removed = len(graph.removed)
         while folding.fold_constants(graph):
             graph.remove_dead_nodes()
+        # folding recorded them as the importer's, but their origins report them (below):
+        # left there, the report listed each twice, once as "computed ... at import"
+        del graph.removed[removed:]
         for node_id in before - {node.id for node in graph.nodes}:
             origin = ctx.origins[ctx.origin_of.pop(node_id)]
             origin.status = Status.FOLDED

@@ -786,3 +786,92 @@ def test_ops_differing_in_the_sign_of_a_zero_are_exported_apart() -> None:
     exported = load(model).to_onnx()
     alphas = [n.attribute[0].f for n in exported.graph.node]
     assert [math.copysign(1, a) for a in alphas] == [1, -1]
+
+
+# ----------------------------------------------------------------------------- folding skipped
+def test_lowering_does_not_fold_again_what_the_importer_folded(
+    monkeypatch: pytest.MonkeyPatch, onnx_models_dir
+) -> None:
+    """A graph as ``load`` left it is at folding's fixed point, so lowering skips its own
+    search for constants (an eighth of lowering time on shufflenet); what it makes is what
+    the search would have made."""
+    import dmlgraph.folding
+
+    for name in REAL_MODELS:
+        graph = load(onnx_models_dir / f"{name}.onnx")
+        assert graph.is_folded
+        searched = graph.copy()
+        searched._folded = None  # as if never marked
+        expected = lower(searched, "6_4")
+        with monkeypatch.context() as m:
+            m.setattr(dmlgraph.folding, "fold_constants", _must_not_run)
+            got = lower(graph, "6_4", verify_each=False)
+        assert [(r.name, r.status, r.dml_ops, r.notes) for r in got.report()] == [
+            (r.name, r.status, r.dml_ops, r.notes) for r in expected.report()
+        ], name
+        assert [n.op for n in got.topological_order()] == [
+            n.op for n in expected.topological_order()
+        ], name
+
+
+def _must_not_run(*args: object, **kwargs: object) -> list[str]:
+    raise AssertionError("lowering searched for constants to fold in a folded graph")
+
+
+def test_lowering_folds_what_became_constant_after_import() -> None:
+    """An input made a constant after ``load``: lowering folds the Slice reading it."""
+    from dmlgraph.ir import TensorInfo
+
+    graph = load(_slice_then_neg())
+    graph.inputs.remove("x")
+    graph.set_tensor(TensorInfo("x", data=X))
+    assert not graph.is_folded
+    lowered = lower(graph, "6_4")
+    # one record per node: the Slice was also listed as "computed from constants at import"
+    assert [r.op_type for r in lowered.report()] == ["Slice", "Neg"]
+    record = lowered.report()[0]
+    assert record.status is Status.FOLDED and not record.at_import
+    assert record.notes == ("computed from constants before lowering",)
+    assert same_bits(lowered.constant("s"), X[:, :, 1:3])
+
+
+def _slice_then_neg() -> onnx.ModelProto:
+    """x -> Slice(x[:, :, 1:3]) -> s -> Neg -> y."""
+    nodes = [helper.make_node("Slice", ["x", "b", "e", "a"], ["s"]),
+             helper.make_node("Neg", ["s"], ["y"])]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(X.shape))],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(i64(1), "b"), numpy_helper.from_array(i64(3), "e"),
+         numpy_helper.from_array(i64(2), "a")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+
+
+def test_lowering_folds_a_node_that_no_longer_computes_a_graph_output() -> None:
+    """A node computing a graph output is not folded; once the output is dropped, it is."""
+    nodes = [helper.make_node("Neg", ["c"], ["n"]), helper.make_node("Add", ["x", "n"], ["y"])]
+    graph_proto = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2]),
+         helper.make_tensor_value_info("n", TensorProto.FLOAT, [2])],
+        [numpy_helper.from_array(np.array([1.0, 2.0], np.float32), "c")])
+    model = helper.make_model(graph_proto, opset_imports=[helper.make_opsetid("", 21)])
+    graph = load(model)
+    assert [n.op_type for n in graph.nodes] == ["Neg", "Add"]  # n is a graph output
+    graph.outputs = ["y"]
+    assert not graph.is_folded
+    lowered = lower(graph, "6_4")
+    assert [n.op_type for n in lowered.nodes] == ["Add"]
+    assert same_bits(lowered.constant("n"), np.array([-1.0, -2.0], np.float32))
+
+
+def test_a_graph_marked_folded_that_is_not_fails_verification() -> None:
+    """With ``verify_each``, lowering checks the mark it trusts: nothing left would fold."""
+    from dmlgraph.ir import TensorInfo
+
+    graph = load(_slice_then_neg())
+    graph.inputs.remove("x")
+    graph.set_tensor(TensorInfo("x", data=X))
+    graph.mark_folded()  # wrongly: the Slice now reads only constants
+    with pytest.raises(GraphInvariantError, match="marked folded, but these nodes fold"):
+        lower(graph, "6_4", verify_each=True)
