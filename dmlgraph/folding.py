@@ -26,8 +26,9 @@ is still a run-time value gets a note naming the reason (``runtime_parameters``)
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
 from typing import TYPE_CHECKING, Any, Protocol
@@ -77,50 +78,77 @@ RUNTIME_PARAMETER = "runtime parameter"
 
 @dataclass
 class FoldReport:
-    """What ``fold`` did: rounds run, nodes folded away and removed as dead (by label)."""
+    """What ``fold`` did: rounds run, nodes folded away and removed as dead (by label, and by
+    id: labels repeat where nodes have no name)."""
 
     rounds: int = 0
     folded: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     runtime_parameters: dict[NodeId, dict[str, str]] = field(default_factory=dict)
+    folded_ids: list[NodeId] = field(default_factory=list)
+    #: the nodes removed as dead, by id, as ``graph.removed`` records them
+    dead: dict[NodeId, RemovedNode] = field(default_factory=dict)
 
 
-def fold(graph: Graph, *, max_rounds: int = 1000, inferred: bool = False) -> FoldReport:
+#: Why a node removed as dead is gone: nodes that were folded read its result, or none did.
+ONLY_FOR_FOLDED = "its result was only needed by folded nodes"
+UNUSED = "nothing reads its result"
+
+
+def fold(
+    graph: Graph,
+    *,
+    max_rounds: int = 1000,
+    inferred: bool = False,
+    read: Callable[[], Collection[str]] | None = None,
+) -> FoldReport:
     """Infer shapes and fold constants to a fixed point, then mark run-time Slice/Pad parameters.
 
     For graphs of ONNX ops (before lowering). ``inferred``: the graph's shapes are already
-    inferred (the importer's), so whole-graph inference does not run first.
+    inferred (the importer's), so whole-graph inference does not run first. ``read``: the
+    tensors the model's nodes read, asked for only when a node is dead (default: those the
+    graph's nodes read now), which tells a node dead because folded nodes were its only
+    readers from one nothing ever read.
     """
     report = FoldReport()
+    if read is None:
+        now = {name for node in graph.nodes for name in node.inputs if name}
+        read = lambda: now  # noqa: E731
+    read = functools.cache(read)  # made once, when a node is found dead
     if not inferred:
         infer_shapes(graph)
     canonicalize(graph)
     while report.rounds < max_rounds:
         report.rounds += 1
+        before = {node.id for node in graph.nodes}
         folded = fold_constants(graph, infer=True)
         report.folded.extend(folded)
+        report.folded_ids.extend(sorted(before - {node.id for node in graph.nodes}))
         if not folded:
             break
-        report.removed.extend(_remove_dead(graph))
+        _remove_dead(graph, read, report)
         if not infer_shapes(graph):
             break  # whole-graph inference learns nothing the pass did not: a fixed point
         canonicalize(graph)
     # no canonicalize here: each round ends canonical (the pass re-normalizes the nodes whose
     # inputs it changed; a round whose inference changed more canonicalizes all)
-    report.removed.extend(_remove_dead(graph))
+    _remove_dead(graph, read, report)
     graph.prune_tensors()
     report.runtime_parameters = mark_runtime_parameters(graph)
     return report
 
 
-def _remove_dead(graph: Graph) -> list[str]:
-    """Remove nodes whose results nothing reads any more; record them as folded."""
-    dead = graph.remove_dead_nodes()
-    for node in dead:
-        graph.removed.append(
-            RemovedNode(node.provenance, "folded", "its result was only needed by folded nodes")
-        )
-    return [n.label for n in dead]
+def _remove_dead(graph: Graph, read: Callable[[], Collection[str]], report: FoldReport) -> None:
+    """Remove nodes whose results nothing reads any more: folded away with the nodes that
+    read them, or eliminated where no node of the model ever read them."""
+    for node in graph.remove_dead_nodes():
+        if any(name in read() for name in node.outputs):
+            record = RemovedNode(node.provenance, "folded", ONLY_FOR_FOLDED)
+        else:
+            record = RemovedNode(node.provenance, "eliminated", UNUSED)
+        graph.removed.append(record)
+        report.removed.append(node.label)
+        report.dead[node.id] = record
 
 
 def prepare(graph: Graph) -> None:

@@ -91,7 +91,7 @@ def _load(
             inferred, hidden = _infer_shapes(proto, nodes, source, refined)
         graph = _build_graph(proto, nodes, inferred, declared, source, fold=fold, hidden=hidden)
         if fold:
-            folding.fold(graph, inferred=True)
+            folding.fold(graph, inferred=True, read=lambda: _read_by_nodes(nodes))
         else:
             folding.prepare(graph)
     except DmlgraphError:
@@ -322,6 +322,11 @@ class NodeFields:
 
     def SerializeToString(self) -> bytes:  # noqa: N802  (protobuf's name)
         return self.proto.SerializeToString()
+
+
+def _read_by_nodes(nodes: Sequence[NodeFields]) -> set[str]:
+    """The tensors the model's nodes read."""
+    return {name for node in nodes for name in node.input if name}
 
 
 def _node_where(source: str, index: int, node: NodeFields) -> str:

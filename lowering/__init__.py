@@ -51,8 +51,11 @@ def lower(
 
 
 def _lower(graph: Graph, level: FeatureLevel, verify_each: bool) -> LoweredGraph:
+    folded = graph.is_folded
+    if not folded:  # built by hand or edited since ``load``: folding reads it whole first
+        graph.validate()
     lowered = LoweredGraph.from_graph(graph, level)
-    ctx = Context(folded=graph.is_folded, verify=verify_each)
+    ctx = Context(folded=folded, verify=verify_each)
     for node in lowered.nodes:
         if not isinstance(node.op, OnnxOp):
             raise UnsupportedError(

@@ -85,8 +85,10 @@ class Pass(ABC):
 
 
 class FoldConstants(Pass):
-    """Fold nodes whose inputs are all constants (the importer folds; graphs built by hand
-    or edited since may still have some)."""
+    """Fold what is computable from constants, as the importer does (``folding.fold``): a
+    graph loaded without folding, built by hand or edited since may have some, and a Slice or
+    Pad whose parameters become constant only now must also be brought to its canonical form
+    (a Pad's pads spread over its ``axes``) before its rule reads them."""
 
     name = "fold"
 
@@ -98,17 +100,27 @@ class FoldConstants(Pass):
                     raise GraphInvariantError(
                         f"the graph is marked folded, but these nodes fold: {left}")
             return
-        before = {node.id for node in graph.nodes}
         removed = len(graph.removed)
-        while folding.fold_constants(graph):
-            graph.remove_dead_nodes()
+        report = folding.fold(graph)
         # folding recorded them as the importer's, but their origins report them (below):
         # left there, the report listed each twice, once as "computed ... at import"
         del graph.removed[removed:]
-        for node_id in before - {node.id for node in graph.nodes}:
-            origin = ctx.origins[ctx.origin_of.pop(node_id)]
-            origin.status = Status.FOLDED
-            origin.notes.append("computed from constants before lowering")
+        for node_id in report.folded_ids:
+            self._gone(ctx, node_id, Status.FOLDED, "computed from constants before lowering")
+        for node_id, record in report.dead.items():
+            self._gone(ctx, node_id, Status(record.status), record.note)
+        for node in graph.nodes:  # canonical now, as the importer leaves them
+            ctx.origins[ctx.origin_of[node.id]].node = node
+
+    @staticmethod
+    def _gone(ctx: Context, node_id: NodeId, status: Status, note: str) -> None:
+        origin = ctx.origins[ctx.origin_of.pop(node_id)]
+        origin.status = status
+        origin.notes[:] = [note]
+
+
+#: Why a node left the graph without becoming anything: no graph output depends on it.
+DEAD = folding.UNUSED
 
 
 class LowerOnnx(Pass):
@@ -344,8 +356,15 @@ class Simplify(Pass):
                 f"{count} of its descriptors are the same operator on the same tensors as "
                 f"descriptors of {who}, and are computed once there"
             )
+        dead: set[NodeId] = set()
         for node in graph.remove_dead_nodes():
-            ctx.origin_of.pop(node.id, None)
+            origin_id = ctx.origin_of.pop(node.id, None)
+            if origin_id is not None:
+                dead.add(origin_id)
+        for origin_id in dead - set(ctx.origin_of.values()):  # none of its nodes remain
+            gone = ctx.origins[origin_id]
+            gone.status = Status.ELIMINATED
+            gone.notes[:] = [DEAD]
         graph.prune_tensors()
 
 

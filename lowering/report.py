@@ -15,7 +15,7 @@ class Status(str, enum.Enum):
     LOWERED = "lowered"  # became one DirectML operator
     DECOMPOSED = "decomposed"  # became several DirectML operators (and maybe constants)
     FOLDED = "folded"  # became a constant (folded at import, or an empty result)
-    ELIMINATED = "eliminated"  # a no-op: its output is its input
+    ELIMINATED = "eliminated"  # a no-op (its output is its input), or nothing reads its result
     FALLBACK = "fallback"  # stays an ONNX node (in part or whole); the notes say why
 
     def __str__(self) -> str:

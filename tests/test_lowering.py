@@ -25,6 +25,7 @@ from dmlgraph.dml import (
     SliceDesc,
     TensorDataType,
 )
+from dmlgraph.dml.enums import FeatureLevel
 from dmlgraph.errors import GraphInvariantError, ModelValidationError, UnsupportedError
 from dmlgraph.ir import OnnxOp
 from lowering import LoweredGraph, Status, lower
@@ -541,7 +542,7 @@ def test_without_verify_each_the_invariants_are_checked_after_the_last_pass() ->
                 graph.outputs.append("nowhere")
 
     graph = LoweredGraph.from_graph(load(pad_model(X, [0, 0, 1, 0, 0, 1], "edge")), "6_4")
-    ctx = Context()
+    ctx = Context(folded=True)  # as ``lower`` makes it for a graph fresh from ``load``
     for node in graph.nodes:
         ctx.origins[node.id], ctx.origin_of[node.id] = Origin(node), node.id
     passes = (Vandal(),) + tuple(p() for p in DEFAULT_PASSES[:2])
@@ -882,3 +883,198 @@ def test_a_graph_marked_folded_that_is_not_fails_verification() -> None:
     graph.mark_folded()  # wrongly: the Slice now reads only constants
     with pytest.raises(GraphInvariantError, match="marked folded, but these nodes fold"):
         lower(graph, "6_4", verify_each=True)
+
+
+# ----------------------------------------------------------------------------- lowering folds
+# Graphs loaded with fold=False, built by hand, or edited after ``load`` reach lowering with
+# constants still to fold: lowering folds them as the importer does (canonical forms, shapes
+# evaluation corrects, dead nodes). Oracles: onnxruntime on the same model, and NumPy.
+def _onnxruntime(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> np.ndarray:
+    import onnxruntime
+
+    model.ir_version = min(model.ir_version, 10)
+    session = onnxruntime.InferenceSession(model.SerializeToString(),
+                                           providers=["CPUExecutionProvider"])
+    return session.run(None, feeds)[0]
+
+
+def _pad_with_computed_pads(shape, begin, end, axes) -> onnx.ModelProto:
+    """Pad-21 with ``axes``, its pads a Concat of two initializers."""
+    nodes = [helper.make_node("Concat", ["pb", "pe"], ["pads"], axis=0),
+             helper.make_node("Pad", ["x", "pads", "", "axes"], ["y"], mode="constant")]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(i64(*begin), "pb"), numpy_helper.from_array(i64(*end), "pe"),
+         numpy_helper.from_array(i64(*axes), "axes")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+
+
+@pytest.mark.parametrize("fold", [True, False])
+@pytest.mark.parametrize(
+    "shape, begin, end, axes",
+    [([2, 3], [1, 0], [2, 0], [1, 0]),  # axes out of order: was (5, 3) for (2, 6)
+     ([2, 3, 4], [1], [2], [2])],  # some axes: was an IndexError
+)
+def test_a_pad_whose_pads_lowering_folds_reads_them_by_its_axes(fold, shape, begin, end, axes):
+    model = _pad_with_computed_pads(shape, begin, end, axes)
+    x = np.arange(math.prod(shape), dtype=np.float32).reshape(shape)
+    got = run_lowered(lower(load(model, fold=fold), "6_4"), {"x": x})[0]
+    assert same_bits(got, _onnxruntime(model, {"x": x}))
+
+
+@pytest.mark.parametrize("fold", [True, False])
+def test_a_pad_whose_pads_become_constant_after_load_reads_them_by_its_axes(fold) -> None:
+    from dmlgraph.ir import TensorInfo
+
+    graph_proto = helper.make_graph(
+        [helper.make_node("Pad", ["x", "pads", "", "axes"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3]),
+         helper.make_tensor_value_info("pads", TensorProto.INT64, [4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(i64(1, 0), "axes")])
+    graph = load(helper.make_model(graph_proto, opset_imports=[helper.make_opsetid("", 21)]),
+                 fold=fold)
+    graph.inputs.remove("pads")
+    graph.set_tensor(TensorInfo("pads", data=i64(1, 0, 2, 0)))  # axis 1: (1, 2); axis 0: none
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    got = run_lowered(lower(graph, "6_4"), {"x": x})[0]
+    assert same_bits(got, np.pad(x, [(0, 0), (1, 2)]))
+
+
+def test_a_slice_whose_parameters_lowering_folds_is_canonical_first() -> None:
+    """Without folding at import, starts/ends of a length inference cannot tell (a NonZero
+    chain) leave the Slice without axes/steps: lowering raised a TypeError."""
+    nodes = [helper.make_node("NonZero", ["c"], ["nz"]),
+             helper.make_node("Squeeze", ["nz", "zero"], ["st"]),
+             helper.make_node("Add", ["st", "two"], ["en"]),
+             helper.make_node("Slice", ["x", "st", "en"], ["y"])]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 6])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(i64(0, 5), "c"), numpy_helper.from_array(i64(0), "zero"),
+         numpy_helper.from_array(i64(2), "two")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    x = np.arange(24, dtype=np.float32).reshape(4, 6)
+    got = run_lowered(lower(load(model, fold=False), "6_4"), {"x": x})[0]
+    assert same_bits(got, x[1:3])
+
+
+def test_a_zero_step_lowering_folds_is_refused_clearly() -> None:
+    """A computed step of 0: a ZeroDivisionError without folding at import."""
+    nodes = [helper.make_node("Mul", ["one", "zero"], ["step"]),
+             helper.make_node("Slice", ["x", "st", "en", "ax", "step"], ["y"], name="s")]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 6])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(i64(v), n)
+         for n, v in (("st", 1), ("en", 3), ("ax", 1), ("one", 1), ("zero", 0))])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    with pytest.raises(ModelValidationError, match=r"node 's' \(Slice\).*a step must not be 0"):
+        lower(load(model, fold=False), "6_4")
+
+
+def test_a_float_range_shape_lowering_folds_is_the_evaluated_one() -> None:
+    """onnx infers 69 elements for this Range; it makes 68. Lowering's folding adopted the
+    inferred length for Shape without folding at import: a silently wrong [69]."""
+    nodes = [helper.make_node("Range", ["s", "l", "d"], ["r"]),
+             helper.make_node("Shape", ["r"], ["sr"]),
+             helper.make_node("Identity", ["sr"], ["y"])]
+    inits = [numpy_helper.from_array(np.array(v, np.float32), n)
+             for n, v in (("s", -7.2131205), ("l", 6.3868794), ("d", 0.2))]
+    graph = helper.make_graph(nodes, "g", [], [helper.make_tensor_value_info(
+        "y", TensorProto.INT64, [1])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    expected = _onnxruntime(model, {})
+    assert expected.tolist() == [68]
+    for fold in (True, False):
+        assert run_lowered(lower(load(model, fold=fold), "6_4"), {})[0].tolist() == [68]
+
+
+def test_hand_built_slices_and_pads_are_made_canonical_by_lowering() -> None:
+    """A Slice without axes/steps (TypeError) and a Pad-25 with axes (IndexError), built with
+    the Graph API."""
+    from dmlgraph.ir import Graph, Provenance, TensorInfo
+
+    x = np.arange(24, dtype=np.float32).reshape(4, 6)
+    sliced = Graph(opset_imports={"": 13})
+    sliced.add_input(TensorInfo("x", np.float32, (4, 6)))
+    sliced.set_tensor(TensorInfo("st", data=i64(1)))
+    sliced.set_tensor(TensorInfo("en", data=i64(3)))
+    sliced.add_node(OnnxOp("Slice", 13), ["x", "st", "en"], ["y"],
+                    Provenance("s", "Slice", "", 13))
+    sliced.outputs = ["y"]
+    assert same_bits(run_lowered(lower(sliced, "6_4"), {"x": x})[0], x[1:3])
+    padded = Graph(opset_imports={"": 21})
+    padded.add_input(TensorInfo("x", np.float32, (4, 6)))
+    padded.set_tensor(TensorInfo("p", data=i64(1, 2)))
+    padded.set_tensor(TensorInfo("a", data=i64(1)))
+    padded.add_node(OnnxOp("Pad", 21, attrs={"mode": "constant"}), ["x", "p", "", "a"], ["y"],
+                    Provenance("p", "Pad", "", 21))
+    padded.outputs = ["y"]
+    assert same_bits(run_lowered(lower(padded, "6_4"), {"x": x})[0],
+                     np.pad(x, [(0, 0), (1, 2)]))
+
+
+@pytest.mark.parametrize("fold", [True, False])
+def test_nodes_nothing_needs_are_reported_eliminated(fold) -> None:
+    """Dropped outputs and a node nothing reads: each "eliminated", not "folded: computed from
+    constants" (a Concat of the graph input), "decomposed" into nothing, or "fallback"."""
+    x_info = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 6])
+    nodes = [helper.make_node("Relu", ["x"], ["y"], name="relu"),
+             helper.make_node("Concat", ["x", "x"], ["z"], name="concat", axis=0),
+             helper.make_node("Neg", ["c"], ["n"], name="neg_c"),
+             helper.make_node("Neg", ["x"], ["unused"], name="neg_x")]
+    graph_proto = helper.make_graph(
+        nodes, "g", [x_info], [helper.make_tensor_value_info(n, TensorProto.FLOAT, None)
+                               for n in ("y", "z", "n")],
+        [numpy_helper.from_array(np.full((4, 6), 2, np.float32), "c")])
+    graph = load(helper.make_model(graph_proto, opset_imports=[helper.make_opsetid("", 21)]),
+                 fold=fold)
+    graph.outputs = ["y"]
+    report = {r.name: (r.status, r.notes, r.at_import) for r in lower(graph, "6_4").report()}
+    unused = ("nothing reads its result",)
+    assert report["concat"] == (Status.ELIMINATED, unused, False)
+    assert report["neg_x"] == (Status.ELIMINATED, unused, fold)  # fold: gone at import
+    assert report["neg_c"] == (Status.FOLDED, ("computed from constants before lowering",),
+                               False)
+    assert report["relu"][0] is Status.FALLBACK
+
+
+def test_simplify_reports_the_nodes_it_drops_as_eliminated() -> None:
+    """Simplify drops what nothing reads: their origins say so, not what an earlier pass made
+    of them (a JOIN reported "decomposed" into no operator, a Neg "fallback")."""
+    x_info = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 6])
+    nodes = [helper.make_node("Relu", ["x"], ["y"], name="relu"),
+             helper.make_node("Concat", ["x", "x"], ["z"], name="concat", axis=0),
+             helper.make_node("Neg", ["x"], ["n"], name="neg")]
+    graph_proto = helper.make_graph(
+        nodes, "g", [x_info], [helper.make_tensor_value_info(n, TensorProto.FLOAT, None)
+                               for n in ("y", "z", "n")])
+    graph = LoweredGraph.from_graph(
+        load(helper.make_model(graph_proto, opset_imports=[helper.make_opsetid("", 21)])),
+        FeatureLevel.parse("6_4"))
+    graph.outputs = ["y"]  # concat and neg are dead from here on
+    ctx = Context(folded=True)  # the fold pass would drop them first
+    for node in graph.nodes:
+        ctx.origins[node.id], ctx.origin_of[node.id] = Origin(node), node.id
+    PassManager(tuple(p() for p in DEFAULT_PASSES)).run(graph, ctx)
+    by_name = {o.node.name: o for o in ctx.origins.values()}
+    assert [n.name for n in graph.nodes] == ["relu"]
+    for name in ("concat", "neg"):
+        assert by_name[name].status is Status.ELIMINATED, name
+        assert by_name[name].notes == ["nothing reads its result"], name
+
+
+def test_a_node_only_folded_nodes_read_is_reported_folded_with_them() -> None:
+    """Relu(x) read only by a Shape that folds: gone with it, "folded" (not "eliminated")."""
+    nodes = [helper.make_node("Relu", ["x"], ["r"], name="relu"),
+             helper.make_node("Shape", ["r"], ["s"], name="shape"),
+             helper.make_node("Reshape", ["x", "s"], ["y"], name="reshape")]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 6])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+    report = {r.name: (r.status, r.notes) for r in lower(load(model), "6_4").report()}
+    assert report["relu"] == (Status.FOLDED, ("its result was only needed by folded nodes",))
+    assert report["shape"][0] is Status.FOLDED

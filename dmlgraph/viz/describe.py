@@ -44,7 +44,7 @@ STATUS_STYLES: Mapping[str, StatusStyle] = {
     "notes": StatusStyle("#fff3bf", "#b7791f", False, "lowered, with legalization notes"),
     "fallback": StatusStyle("#e9ecef", "#6c757d", False, "left to the ONNX fallback"),
     "folded": StatusStyle("#dbe9f6", "#5b7fa6", True, "folded to a constant"),
-    "eliminated": StatusStyle("#f1e4f3", "#8e5b95", True, "eliminated (a no-op)"),
+    "eliminated": StatusStyle("#f1e4f3", "#8e5b95", True, "eliminated (a no-op, or unused)"),
 }
 STATUSES: tuple[str, ...] = tuple(STATUS_STYLES)
 
