@@ -119,10 +119,6 @@ class FoldConstants(Pass):
         origin.notes[:] = [note]
 
 
-#: Why a node left the graph without becoming anything: no graph output depends on it.
-DEAD = folding.UNUSED
-
-
 class LowerOnnx(Pass):
     """Each ONNX node with a rule becomes logical ops, a constant or an alias; otherwise it
     stays ONNX with the reason."""
@@ -364,7 +360,7 @@ class Simplify(Pass):
         for origin_id in dead - set(ctx.origin_of.values()):  # none of its nodes remain
             gone = ctx.origins[origin_id]
             gone.status = Status.ELIMINATED
-            gone.notes[:] = [DEAD]
+            gone.notes[:] = [folding.UNUSED]
         graph.prune_tensors()
 
 
