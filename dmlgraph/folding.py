@@ -118,6 +118,7 @@ def fold(
     if not inferred:
         infer_shapes(graph)
     canonicalize(graph)
+    fixed = False
     while report.rounds < max_rounds:
         report.rounds += 1
         before = {node.id for node in graph.nodes}
@@ -125,16 +126,20 @@ def fold(
         report.folded.extend(folded)
         report.folded_ids.extend(sorted(before - {node.id for node in graph.nodes}))
         if not folded:
+            fixed = True
             break
         _remove_dead(graph, read, report)
         if not infer_shapes(graph):
-            break  # whole-graph inference learns nothing the pass did not: a fixed point
+            fixed = True  # whole-graph inference learns nothing the pass did not
+            break
         canonicalize(graph)
     # no canonicalize here: each round ends canonical (the pass re-normalizes the nodes whose
     # inputs it changed; a round whose inference changed more canonicalizes all)
     _remove_dead(graph, read, report)
     graph.prune_tensors()
     report.runtime_parameters = mark_runtime_parameters(graph)
+    if fixed:  # ``lower`` need not look for constants to fold until the graph changes
+        graph.mark_folded()
     return report
 
 

@@ -101,8 +101,6 @@ def _load(
             f"{source}: cannot import the model: {type(exc).__name__}: {exc}"
         ) from None
     graph.validate()
-    if fold:  # ``lower`` need not look for constants to fold until the graph changes
-        graph.mark_folded()
     return graph
 
 

@@ -1078,3 +1078,17 @@ def test_a_node_only_folded_nodes_read_is_reported_folded_with_them() -> None:
     report = {r.name: (r.status, r.notes) for r in lower(load(model), "6_4").report()}
     assert report["relu"] == (Status.FOLDED, ("its result was only needed by folded nodes",))
     assert report["shape"][0] is Status.FOLDED
+
+
+def test_a_graph_folding_finished_with_is_not_folded_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``folding.fold`` marks the fixed point it reaches (the numpy backend folds the graph
+    of a Slice/Pad lowered at run time, then lowers it: it was folded twice, whole-graph
+    inference included)."""
+    import dmlgraph.folding
+
+    graph = load(_slice_then_neg(), fold=False)
+    assert not graph.is_folded
+    dmlgraph.folding.fold(graph)
+    assert graph.is_folded
+    monkeypatch.setattr(dmlgraph.folding, "fold", _must_not_run)
+    lower(graph, "6_4")
