@@ -314,12 +314,11 @@ def _normalize_pad(graph: Graph, node: Node) -> Node:
             node = _set_param(graph, node, "constant_value", value.astype(dtype))
     pads = graph.constant(node.input(1))
     pads_length = _param_length(graph, node, "pads")
-    if not node.input(3):
-        count = rank
-        if count is None and pads_length is not None and pads_length % 2 == 0:
-            count = pads_length // 2
-        if count is not None and pads_length in (None, 2 * count):
-            node = _set_param(graph, node, "axes", np.arange(count, dtype=np.int64))
+    # Without axes a Pad pads every axis: they are written out once the rank is known, never
+    # guessed from the pads (axes 0..k-1 pad the leading k axes of data of any rank, where
+    # ONNX refuses 2k pads for data of another rank than k)
+    if not node.input(3) and rank is not None and pads_length in (None, 2 * rank):
+        node = _set_param(graph, node, "axes", np.arange(rank, dtype=np.int64))
     axes = graph.constant(node.input(3))
     if axes is None or rank is None:
         return node
@@ -685,10 +684,8 @@ def _pads_for_every_axis(graph: Graph, node: Node) -> np.ndarray | bool | None:
     axes = graph.constant(node.input(3))
     data = graph.tensors.get(node.input(0))
     rank = None if data is None else data.rank
-    if axes is None:
+    if axes is None or rank is None:  # axes 0..k-1 pad the leading k axes of any rank
         return None
-    if rank is None:  # axes 0..k-1 imply rank k: a Pad without axes pads every axis
-        return True if np.array_equal(axes, np.arange(axes.size)) else None
     fixed = _nonnegative_axes(axes, rank)
     if fixed is None:
         return None

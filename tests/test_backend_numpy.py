@@ -6,11 +6,12 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import pytest
-from onnx import TensorProto, helper
+from onnx import TensorProto, helper, numpy_helper
 
 from backends import BackendError, get_backend
 from backends.numpy import NumpyBackend, OnnxruntimeFallback, ReferenceFallback
 from dmlgraph import load
+from dmlgraph.errors import ModelValidationError
 from dmlgraph.dml import BufferTensorDesc as T
 from dmlgraph.dml import JoinDesc, Padding1Desc, PaddingDesc, Slice1Desc, SliceDesc
 from dmlgraph.ir import Graph, OnnxOp, Provenance, TensorInfo
@@ -428,3 +429,30 @@ def test_fallback_sessions_do_not_spin(monkeypatch) -> None:
     entry = session.get_session_options().get_session_config_entry(
         "session.intra_op.allow_spinning")
     assert entry == "0"
+
+
+@pytest.mark.parametrize("pads_as_input", [False, True])
+def test_a_pad_without_axes_on_data_of_unknown_rank_pads_every_axis(pads_as_input) -> None:
+    """Without axes, Pad's pads cover every axis: 4 pads suit only rank-2 data (onnxruntime
+    refuses rank 3). Import wrote axes [0, 1] from the pads' length, and data of rank 3 came
+    out padded on its leading two axes, shape (4, 3, 2); 6 pads on rank-2 data were refused
+    for axes the model never gave."""
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, None)]  # rank unknown
+    inits = []
+    if pads_as_input:
+        inputs.append(helper.make_tensor_value_info("p", TensorProto.INT64, [4]))
+    else:
+        inits.append(numpy_helper.from_array(np.array([1, 0, 0, 1], np.int64), "p"))
+    graph = helper.make_graph([helper.make_node("Pad", ["x", "p"], ["y"], mode="edge")], "g",
+                              inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
+    lowered = lower(load(model), "6_4")
+    backend = NumpyBackend()
+    pads = {"p": np.array([1, 0, 0, 1], np.int64)} if pads_as_input else {}
+    x2 = np.arange(6, dtype=np.float32).reshape(3, 2)
+    assert_same_bits(backend.run(lowered, {"x": x2, **pads})["y"],
+                     np.pad(x2, [(1, 0), (0, 1)], mode="edge"))
+    x3 = np.arange(12, dtype=np.float32).reshape(3, 2, 2)
+    with pytest.raises(ModelValidationError, match="pads has 4 values for data of rank 3"):
+        backend.run(lowered, {"x": x3, **pads})

@@ -570,3 +570,22 @@ def test_int32_slice_parameters_read_at_run_time_keep_one_index_type(constant, l
     expected = x[:, -3:5] if axis else x[-3:5]
     y = get_backend("numpy").run(lower(dmlgraph.load(model), level), feeds)["y"]
     assert y.shape == expected.shape and y.tobytes() == np.ascontiguousarray(expected).tobytes()
+
+
+def test_a_pads_axes_are_not_folded_into_pads_for_data_of_unknown_rank() -> None:
+    """Axes [0, 1] pad the leading two axes of data of any rank; Pad-11 (no axes) needs pads
+    for every axis, which an unknown rank cannot give: refused, not written as 4 pads (which
+    suit only rank-2 data)."""
+    from dmlgraph.errors import UnsupportedError
+
+    graph_proto = helper.make_graph(
+        [helper.make_node("Pad", ["x", "p", "", "a"], ["y"], name="pad")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, None)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(np.array([1, 0, 0, 1], np.int64), "p"),
+         numpy_helper.from_array(np.array([0, 1], np.int64), "a")])
+    graph = dmlgraph.load(helper.make_model(graph_proto,
+                                            opset_imports=[helper.make_opsetid("", 19)]))
+    (node,) = graph.nodes
+    with pytest.raises(UnsupportedError, match="cannot be folded into the pads"):
+        canonical.emit(graph, node, 11)
