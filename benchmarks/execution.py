@@ -19,10 +19,11 @@ two destinations of its own; the groups alternate ``SEGMENTS`` times with a paus
 intra-op threads spin for a while after each run and would take a core from dmlgraph's copy
 threads on a small machine; and a call finds in cache what the call before it left there, so
 at 16 MB (this VM's last-level cache is 32 MB) a group whose calls share their source runs
-faster than one mixed with calls over other memory (measured: onnxruntime's two modes, in turns
-with each other, against dmlgraph's mixed with four memcpy ways over buffers of their own,
-favoured onnxruntime by up to 1.35x on an 8-input Concat). This VM's memory bandwidth drifts
-within a minute; so timed, the drift cannot favour one side of a ratio either.
+faster than one mixed with calls over other memory (measured on an 8-input Concat at 16 MB,
+outputs bound: 0.57-0.73x onnxruntime with dmlgraph's two modes timed in turns with four memcpy
+ways over buffers of their own, and onnxruntime's with each other only; 0.89-1.18x timed alike,
+in five runs). This VM's memory bandwidth drifts within a minute; so timed, the drift cannot
+favour one side of a ratio either.
 """
 
 from __future__ import annotations
