@@ -1082,8 +1082,8 @@ def test_a_node_only_folded_nodes_read_is_reported_folded_with_them() -> None:
 
 def test_a_graph_folding_finished_with_is_not_folded_again(monkeypatch: pytest.MonkeyPatch) -> None:
     """``folding.fold`` marks the fixed point it reaches (the numpy backend folds the graph
-    of a Slice/Pad lowered at run time, then lowers it: it was folded twice, whole-graph
-    inference included)."""
+    of a Slice/Pad lowered at run time, then lowers it: unmarked, lowering would fold it
+    again, whole-graph inference included)."""
     import dmlgraph.folding
 
     graph = load(_slice_then_neg(), fold=False)
