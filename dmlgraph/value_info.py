@@ -127,6 +127,8 @@ def tensor_array(tensor: TensorProto, where: str) -> np.ndarray:
         raw = tensor.raw_data  # a fresh bytes object: the array may keep it
         dims = tuple(tensor.dims[:])  # a slice: half the cost of iterating the field
         if len(raw) == math.prod(dims) * dtype.itemsize:
+            if dtype == np.bool_:
+                return _bools(raw, dims)
             # one constructor call (frombuffer + reshape cost 3x); read-only, as bytes are
             return np.ndarray(dims, dtype, raw)
     to_numpy_dtype(tensor.data_type, f"{where}: tensor {tensor.name!r}")
@@ -143,6 +145,18 @@ def tensor_array(tensor: TensorProto, where: str) -> np.ndarray:
         array = np.array(array)  # own the data: the proto's buffers are not ours to keep
     array.flags.writeable = False
     return array
+
+
+def _bools(raw: bytes, dims: tuple[int, ...]) -> np.ndarray:
+    """A bool tensor's raw bytes as bools: a byte other than 0 or 1 is true, as onnxruntime
+    reads it into an initializer (the emulator moves bytes, so a 2 would stay a 2 and read
+    as 2 after a Cast to an integer)."""
+    values = np.frombuffer(raw, np.uint8)
+    if (values > 1).any():
+        array = (values != 0).reshape(dims)
+        array.flags.writeable = False
+        return array
+    return np.ndarray(dims, np.bool_, raw)
 
 
 def owned(array: np.ndarray) -> bool:

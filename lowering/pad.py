@@ -86,6 +86,12 @@ def lower_pad(rw: Rewriter) -> None:
             f"the result is empty (shape {list(out_shape)}); DirectML cannot describe a "
             "zero-size tensor, so it is an empty constant",
         )
+        if mode is not PaddingMode.CONSTANT and 0 in cropped:
+            rw.note(
+                f"divergence: onnxruntime refuses a Pad in mode {mode_name!r} whose pads crop an axis to "
+                "no elements (its CPU kernel says \"zero effective input extent\"), even where "
+                "the result is empty; ONNX's result is the empty tensor"
+            )
         return
     if cropped and min(cropped) <= 0:
         axis = next(a for a, c in enumerate(cropped) if c <= 0)

@@ -1026,3 +1026,31 @@ def test_a_declared_output_size_reaches_the_nodes_reading_it(onnx_make_model) ->
     graph = dmlgraph.load(model)
     assert graph.tensor("t").shape == (1, 3)
     assert graph.tensor("y").shape == (1, 2)
+
+
+@pytest.mark.parametrize("constant_node", [False, True])
+def test_bool_tensor_bytes_other_than_0_and_1_are_true(constant_node) -> None:
+    """raw_data [2, 0, 1, 255] of a bool tensor: onnxruntime reads [1, 0, 1, 1]. The array was
+    made over the bytes, so a lowered Concat moved the 2 and the 255, and a Cast to int32
+    after it gave 2 and 255."""
+    import onnxruntime
+
+    raw = helper.make_tensor("c", TensorProto.BOOL, [4], vals=bytes([2, 0, 1, 255]), raw=True)
+    nodes = [helper.make_node("Concat", ["c", "x"], ["j"], axis=0),
+             helper.make_node("Cast", ["j"], ["y"], to=TensorProto.INT32)]
+    inits = []
+    if constant_node:
+        nodes.insert(0, helper.make_node("Constant", [], ["c"], value=raw))
+    else:
+        inits.append(raw)
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.BOOL, [1])],
+        [helper.make_tensor_value_info("y", TensorProto.INT32, None)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+    model.ir_version = 10
+    feeds = {"x": np.array([True])}
+    expected = onnxruntime.InferenceSession(
+        model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+    assert expected.tolist() == [1, 0, 1, 1, 1]
+    got = get_backend("numpy").run(lower(dmlgraph.load(model), "6_4"), feeds)["y"]
+    assert got.tolist() == [1, 0, 1, 1, 1]

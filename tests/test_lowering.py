@@ -1092,3 +1092,20 @@ def test_a_graph_folding_finished_with_is_not_folded_again(monkeypatch: pytest.M
     assert graph.is_folded
     monkeypatch.setattr(dmlgraph.folding, "fold", _must_not_run)
     lower(graph, "6_4")
+
+
+@pytest.mark.parametrize("mode", ["edge", "reflect", "wrap"])
+def test_a_crop_to_no_elements_with_an_empty_result_is_a_noted_divergence(mode) -> None:
+    """Pads [-2, 0, 0, 1] on [2, 3]: the result is empty, (0, 4), as ONNX defines it, but
+    onnxruntime refuses every non-constant mode ("zero effective input extent"): noted."""
+    model = pad_model(np.ones((2, 3), np.float32), [-2, 0, 0, 1], mode)
+    lowered, record = lowered_one(model, "6_4")
+    assert record.status is Status.FOLDED
+    assert lowered.constant("y").shape == (0, 4)
+    assert any(n.startswith("divergence:") and "zero effective input extent" in n
+               for n in record.notes)
+    with pytest.raises(Exception, match="zero effective input extent"):
+        _onnxruntime(model, {"x": np.ones((2, 3), np.float32)})
+    _, constant = lowered_one(pad_model(np.ones((2, 3), np.float32), [-2, 0, 0, 1],
+                                        "constant"), "6_4")
+    assert not any(n.startswith("divergence:") for n in constant.notes)
