@@ -330,3 +330,60 @@ def test_slice_through_index_0_of_constant_data_is_not_folded_away_from_its_note
     assert y.verdict is Verdict.KNOWN_DIVERGENCE and y.expected_shape == (4,)
     assert "node 'rev': divergence:" in y.divergences[0]
     assert report.exit_code == 0
+
+
+def _slice_int64_max_end_reversed() -> onnx.ModelProto:
+    """A static Slice onnxruntime reads otherwise than ONNX (a noted divergence): ends
+    INT64_MAX with step -1 (ONNX: empty, [4, 0]; onnxruntime: through index 0)."""
+    inits = [numpy_helper.from_array(np.array([v], np.int64), n)
+             for n, v in (("s", 3), ("e", 2**63 - 1), ("a", 1), ("p", -1))]
+    graph = helper.make_graph(
+        [helper.make_node("Slice", ["x", "s", "e", "a", "p"], ["d"], name="div")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 6])],
+        [helper.make_tensor_value_info("d", TensorProto.FLOAT, None)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 10
+    return model
+
+
+def test_the_cross_check_does_not_excuse_an_emulator_error_on_a_divergent_node(monkeypatch):
+    """The divergence is between onnxruntime and ONNX on the original Slice; onnxruntime on the
+    lowered graph runs its translation, with ONNX's meaning. An emulator wrong there was
+    labelled "known divergence" and the check passed."""
+    import dataclasses
+
+    import backends.numpy.backend as numpy_backend
+
+    execute = numpy_backend.NumpyBackend.execute
+
+    def wrong(self, graph, feeds, outputs=None):
+        result = execute(self, graph, feeds, outputs)
+        return dataclasses.replace(result, outputs={"d": np.full((4, 4), 123.0, np.float32)})
+
+    report = check(_slice_int64_max_end_reversed(), cross_check=True)
+    assert report.passed  # the emulator itself is right
+    monkeypatch.setattr(numpy_backend.NumpyBackend, "execute", wrong)
+    report = check(_slice_int64_max_end_reversed(), cross_check=True)
+    crossed = report.comparisons[-1]
+    assert "translated" in crossed.expected
+    assert crossed.outputs[0].verdict == "fail"
+    assert not report.passed and report.exit_code != 0
+
+
+def test_no_engine_can_write_into_the_inputs_the_report_names(monkeypatch) -> None:
+    """The same feed arrays went to the emulator and then to onnxruntime: an emulator that
+    wrote into them before computing passed, both sides computing from its values."""
+    import backends.numpy.backend as numpy_backend
+
+    execute = numpy_backend.NumpyBackend.execute
+
+    def clobbering(self, graph, feeds, outputs=None):
+        for array in feeds.values():
+            array[...] = 7.0
+        return execute(self, graph, feeds, outputs)
+
+    monkeypatch.setattr(numpy_backend.NumpyBackend, "execute", clobbering)
+    x = np.arange(24, dtype=np.float32).reshape(4, 6)
+    with pytest.raises(ValueError, match="read-only"):
+        check(_slice_int64_max_end_reversed(), inputs={"x": x})
+    assert np.array_equal(x, np.arange(24, dtype=np.float32).reshape(4, 6))
