@@ -88,9 +88,9 @@ def lower_pad(rw: Rewriter) -> None:
         )
         if mode is not PaddingMode.CONSTANT and 0 in cropped:
             rw.note(
-                f"divergence: onnxruntime refuses a Pad in mode {mode_name!r} whose pads crop an axis to "
-                "no elements (its CPU kernel says \"zero effective input extent\"), even where "
-                "the result is empty; ONNX's result is the empty tensor"
+                f"divergence: onnxruntime refuses a Pad in mode {mode_name!r} whose pads crop "
+                "an axis to no elements (its CPU kernel says \"zero effective input extent\"), "
+                "even where the result is empty; ONNX's result is the empty tensor"
             )
         return
     if cropped and min(cropped) <= 0:
