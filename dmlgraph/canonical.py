@@ -566,6 +566,11 @@ def _check_axes(axes: np.ndarray, rank: int | None, where: str) -> None:
 
 
 def _check_concat(graph: Graph, node: Node, where: str) -> None:
+    if "" in node.inputs:  # onnx's checker lets it pass; the ports are not optional
+        raise ModelValidationError(
+            f"{where}: input {node.inputs.index('')} is empty (''); Concat's inputs are not "
+            "optional: name a tensor"
+        )
     infos = [graph.tensors[n] for n in node.inputs if n in graph.tensors]
     ranks = {info.rank for info in infos if info.rank is not None}
     if len(ranks) > 1:

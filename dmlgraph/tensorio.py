@@ -55,7 +55,7 @@ VALUE_RANGES: Mapping[str, tuple[float, float]] = {
     "i": (-8, 8),
     "u": (0, 16),
 }
-_POSITIONAL = re.compile(r"^(input|output)_(\d+)\.pb$")
+_POSITIONAL = re.compile(r"^(input|output)_([0-9]+)\.pb$")  # ASCII digits only
 _STEM_KEY = re.compile(r"^(?P<stem>.+)__(?P<kind>in|out)(?P<index>\d+)$")
 
 
@@ -134,10 +134,17 @@ _NUMPY_POSITIONAL = re.compile(r"^arr_(\d+)$")  # the keys of np.savez(path, a, 
 
 def _read_folder(path: Path) -> tuple[list[_Entry], list[_Entry]]:
     found: dict[str, dict[int, Path]] = {"input": {}, "output": {}}
-    for child in path.iterdir():
+    for child in sorted(path.iterdir()):
         match = _POSITIONAL.match(child.name)
         if match:
-            found[match[1]][int(match[2])] = child
+            index = int(match[2])
+            other = found[match[1]].get(index)
+            if other is not None:  # input_0.pb and input_00.pb: which one was meant?
+                raise TensorIOError(
+                    f"{path}: {other.name} and {child.name} are both {match[1]} {index}; "
+                    "keep one"
+                )
+            found[match[1]][index] = child
     if not found["input"] and not found["output"]:
         raise TensorIOError(f"{path}: an ONNX test-data folder holds input_0.pb ...; none found")
     entries: dict[str, list[_Entry]] = {}
@@ -174,7 +181,12 @@ def _read_npz(path: Path, graph: Graph, stem: str | None) -> tuple[list[_Entry],
         raise TensorIOError(f"{path}: not an .npz file (an .npz is a zip archive of .npy files)")
     try:
         with np.load(path, allow_pickle=False) as data:
+            if len(set(data.files)) != len(data.files):  # the zip's last member would win
+                twice = sorted({key for key in data.files if data.files.count(key) > 1})
+                raise TensorIOError(f"{path}: the .npz holds {twice} more than once; keep one")
             arrays = {key: data[key] for key in data.files}
+    except TensorIOError:
+        raise
     except Exception as exc:
         raise TensorIOError(f"{path}: cannot read the .npz: {type(exc).__name__}: {exc}") from None
     keyed = {key: m for key in arrays if (m := _STEM_KEY.match(key))}
@@ -448,6 +460,12 @@ def save_npz(path: str | os.PathLike[str], arrays: Mapping[str, np.ndarray]) -> 
     ``read`` (which loads no pickles) reads them back. Returns the path written."""
     target = npz_name(path)
     stored = {name: _storable(name, np.asanyarray(array)) for name, array in arrays.items()}
+    for name in stored:  # a zip member's name is at most 65535 bytes (zipfile: struct.error)
+        if len(f"{name}.npy".encode("utf-8", "surrogatepass")) > 0xFFFF:
+            raise TensorIOError(
+                f"{target}: tensor {name[:40]!r}... has a name of {len(name)} characters; an "
+                ".npz names a member in at most 65535 bytes: write a test-data folder instead"
+            )
     with files.replacing(target) as temporary, zipfile.ZipFile(
         temporary, "w", zipfile.ZIP_STORED, allowZip64=True
     ) as archive:

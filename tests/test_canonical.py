@@ -589,3 +589,19 @@ def test_a_pads_axes_are_not_folded_into_pads_for_data_of_unknown_rank() -> None
     (node,) = graph.nodes
     with pytest.raises(UnsupportedError, match="cannot be folded into the pads"):
         canonical.emit(graph, node, 11)
+
+
+def test_a_concat_input_left_empty_is_refused_by_name() -> None:
+    """onnx's checker passes Concat(['A', '']); lowering said a pass broke an invariant ("no
+    tensor named ''"), as if dmlgraph had a bug."""
+    from dmlgraph.errors import ModelValidationError
+
+    graph = helper.make_graph(
+        [helper.make_node("Concat", ["A", ""], ["Y"], name="cat", axis=3)], "g",
+        [helper.make_tensor_value_info("A", TensorProto.FLOAT, [1, 1, 2, 3])],
+        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [1, 1, 2, 3])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    onnx.checker.check_model(model)
+    with pytest.raises(ModelValidationError,
+                       match=r"node 'cat' \(Concat\): input 1 is empty \(''\)"):
+        dmlgraph.load(model)

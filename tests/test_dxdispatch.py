@@ -354,3 +354,24 @@ def test_an_integer_beyond_64_bits_is_a_double_already() -> None:
     assert not lossless_double(10**400)
     model = run_model(load_model(_slice_model([2**70 + 1, 1, 2, 3])))
     assert model.resources["out"].values()[0] == np.float32(2.0**70)
+
+
+def test_initial_values_are_held_twice_at_most_while_read() -> None:
+    """The values and the resource's buffer: the memory check counts 2x. A bytearray slice
+    assignment from a memoryview copied the values first, a third copy (200 MB of values
+    peaked at 570 MB, and a size the check let through was killed for memory)."""
+    import tracemalloc
+
+    count = 4_000_000  # 16 MB of FLOAT32
+    doc = {"resources": {"R": {"initialValuesDataType": "FLOAT32",
+                               "initialValues": {"valueCount": count, "value": 1.5}}},
+           "dispatchables": {}, "commands": []}
+    tracemalloc.start()
+    try:
+        model = load_model(doc)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 2.5 * 4 * count
+    (resource,) = model.resources.values() if isinstance(model.resources, dict) else model.resources
+    assert np.frombuffer(resource.data, np.float32)[[0, -1]].tolist() == [1.5, 1.5]

@@ -352,3 +352,39 @@ def test_a_failed_write_leaves_the_old_file_whole(tmp_path, monkeypatch) -> None
     with pytest.raises(TensorIOError, match="No space left"):
         write(tmp_path / "td", graph, new, {"y": new["x"]})
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.npz"]  # no temporary left
+
+
+def test_a_test_data_folder_with_two_files_for_one_input_is_refused(tmp_path) -> None:
+    """input_0.pb and input_00.pb both read as input 0: whichever the folder listed last was
+    used, silently."""
+    for name, value in (("input_0.pb", 1.0), ("input_00.pb", 100.0)):
+        tensor = numpy_helper.from_array(np.full((2,), value, np.float32), "x")
+        (tmp_path / name).write_bytes(tensor.SerializeToString())
+    graph = Graph(opset_imports={"": 13})
+    graph.add_input(TensorInfo("x", np.float32, (2,)))
+    with pytest.raises(TensorIOError, match="input_0.pb and input_00.pb are both input 0"):
+        read(tmp_path, graph)
+
+
+def test_an_npz_holding_one_name_twice_is_refused(tmp_path) -> None:
+    """Two x.npy members: NumPy keeps the last, silently."""
+    import io
+    import zipfile
+
+    path = tmp_path / "in.npz"
+    with zipfile.ZipFile(path, "w") as archive, pytest.warns(UserWarning, match="Duplicate"):
+        for value in (1.0, 100.0):
+            buffer = io.BytesIO()
+            np.lib.format.write_array(buffer, np.full((2,), value, np.float32))
+            archive.writestr("x.npy", buffer.getvalue())
+    graph = Graph(opset_imports={"": 13})
+    graph.add_input(TensorInfo("x", np.float32, (2,)))
+    with pytest.raises(TensorIOError, match=r"holds \['x'\] more than once"):
+        read(path, graph)
+
+
+def test_an_npz_cannot_name_a_tensor_past_65535_bytes(tmp_path) -> None:
+    """zipfile raised struct.error, a traceback from `run -o out.npz`."""
+    with pytest.raises(TensorIOError, match="at most 65535 bytes"):
+        tensorio.save_npz(tmp_path / "out.npz", {"i" * 70_000: np.zeros(2, np.float32)})
+    assert not (tmp_path / "out.npz").exists()
