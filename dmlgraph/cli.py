@@ -95,9 +95,21 @@ def _check_output(output: Path | None, *read: Path | None, folder: bool = False)
         return
     if output.is_dir() and not folder:
         _refuse(f"{output}: cannot write: is a folder; name a file")
-    for source in read:
-        if source is not None and source.exists() and output.samefile(source):
-            _refuse(f"{output}: is {source}, which this command reads; write the output elsewhere")
+    from dmlgraph import tensorio
+    from dmlgraph.importer import external_data_files
+
+    # what a folder's test-data files would overwrite, through a link or not
+    targets = [output] + (sorted(tensorio.positional_files(output)) if output.is_dir() else [])
+    given = [s for s in read if s is not None and s.exists()]
+    sources = {s: str(s) for s in given}
+    sources |= {f: f"{f} in {s}" for s in given if s.is_dir() for f in tensorio.positional_files(s)}
+    sources |= {f: f"{s}'s external data {f.name}" for s in given if s.is_file()
+                for f in external_data_files(s)}
+    for target in targets:
+        for source, what in sources.items():
+            if target.exists() and target.samefile(source):
+                _refuse(f"{target}: is {what}, which this command reads; write the output "
+                        "elsewhere")
 
 
 def _shapes(args: argparse.Namespace) -> dict[str, list[int]] | None:

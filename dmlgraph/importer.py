@@ -200,6 +200,22 @@ def _node_tensors(nodes: Iterable[onnx.NodeProto]) -> Iterator[TensorProto]:
                     yield from _all_tensors(sub)
 
 
+def external_data_files(path: Path) -> list[Path]:
+    """The files a model at ``path`` keeps tensors in (its external data), as ``load`` would
+    read them; none where the model cannot be read (``load`` says why)."""
+    try:
+        proto = onnx.load(path, load_external_data=False)
+    except Exception:
+        return []
+    found = set()
+    for tensor in _model_tensors(proto):
+        if tensor.data_location == TensorProto.EXTERNAL:
+            location = {e.key: e.value for e in tensor.external_data}.get("location", "")
+            if location and (path.parent / location).is_file():
+                found.add(path.parent / location)
+    return sorted(found)
+
+
 def _load_external_data(proto: onnx.ModelProto, base_dir: Path | None, source: str) -> bool:
     """Read external tensor data, refusing any location outside the model's folder; True when
     some tensor had external data."""

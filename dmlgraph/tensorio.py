@@ -132,6 +132,15 @@ class _Entry:
 _NUMPY_POSITIONAL = re.compile(r"^arr_(\d+)$")  # the keys of np.savez(path, a, b)
 
 
+def positional_files(folder: Path) -> list[Path]:
+    """The test-data files (input_0.pb, output_0.pb ...) a folder holds; none where it cannot
+    be listed."""
+    try:
+        return [child for child in folder.iterdir() if _POSITIONAL.match(child.name)]
+    except OSError:
+        return []
+
+
 def _read_folder(path: Path) -> tuple[list[_Entry], list[_Entry]]:
     found: dict[str, dict[int, Path]] = {"input": {}, "output": {}}
     for child in sorted(path.iterdir()):

@@ -96,3 +96,52 @@ def test_an_input_too_large_to_generate_is_an_error_not_a_traceback(
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     assert f"input 'a' is float32[{2**45}, 2], {2**48} bytes: too large to generate" in err
+
+
+def _slice_model(tmp_path: Path, **save: object) -> Path:
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    inits = [numpy_helper.from_array(np.arange(16, dtype=np.float32).reshape(2, 8), "w")] + [
+        numpy_helper.from_array(np.array([v], np.int64), n) for n, v in
+        (("s", 0), ("e", 4), ("a", 1))]
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["x", "w"], ["t"]),
+         helper.make_node("Slice", ["t", "s", "e", "a"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    path = tmp_path / "m.onnx"
+    onnx.save(model, path, **save)  # type: ignore[arg-type]
+    return path
+
+
+def test_an_output_naming_the_models_external_data_is_refused(tmp_path: Path, capsys) -> None:
+    """`lower m.onnx -o w.json` where m.onnx keeps its tensors in w.json overwrote them."""
+    model = _slice_model(tmp_path, save_as_external_data=True, all_tensors_to_one_file=True,
+                         location="w.json", size_threshold=0)
+    before = (tmp_path / "w.json").read_bytes()
+    assert main(["lower", str(model), "-o", str(tmp_path / "w.json")]) == 2
+    assert f"is {model}'s external data w.json, which this command reads" in (
+        capsys.readouterr().err)
+    assert (tmp_path / "w.json").read_bytes() == before
+
+
+@pytest.mark.parametrize("link", ["symlink", "hardlink"])
+def test_a_test_data_file_linked_to_the_model_is_refused(tmp_path: Path, capsys, link) -> None:
+    """`run m.onnx -o FOLDER` where FOLDER/output_0.pb (or input_0.pb) links to the model
+    wrote the output into the model."""
+    import os
+
+    model = _slice_model(tmp_path)
+    before = model.read_bytes()
+    folder = tmp_path / "out"
+    folder.mkdir()
+    made = folder / "output_0.pb"
+    (made.symlink_to if link == "symlink" else made.hardlink_to)(model)
+    assert main(["run", str(model), "-o", str(folder)]) == 2
+    err = capsys.readouterr().err
+    assert f"{made}: is {model}, which this command reads" in err
+    assert model.read_bytes() == before
+    assert os.path.samefile(made, model)
