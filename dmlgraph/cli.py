@@ -83,10 +83,14 @@ def _check_inputs(args: argparse.Namespace) -> None:
         _refuse("--seed draws generated inputs; it does nothing with --inputs")
 
 
-def _check_output(output: Path | None, *read: Path | None, folder: bool = False) -> None:
+def _check_output(
+    output: Path | None, *read: Path | None, folder: bool = False, onnx_model: bool = True
+) -> None:
     """Refuse, before any work, an output path the command could not write (its folder
     missing; a folder where a file goes, unless ``folder`` allows one) or that names a file
-    this command reads: the model or its tensors must never be overwritten."""
+    this command reads: the model or its tensors must never be overwritten. ``read``: the
+    model first, then the other files the command reads; ``onnx_model``: the first is an ONNX
+    model, whose external data it reads too (a DxDispatch model has none)."""
     if output is None:
         return
     if not output.parent.is_dir():
@@ -103,8 +107,9 @@ def _check_output(output: Path | None, *read: Path | None, folder: bool = False)
     given = [s for s in read if s is not None and s.exists()]
     sources = {s: str(s) for s in given}
     sources |= {f: f"{f} in {s}" for s in given if s.is_dir() for f in tensorio.positional_files(s)}
-    sources |= {f: f"{s}'s external data {f.name}" for s in given if s.is_file()
-                for f in external_data_files(s)}
+    model = read[0] if onnx_model else None  # its external data: read only for a model
+    if model is not None and model.is_file():
+        sources |= {f: f"{model}'s external data {f.name}" for f in external_data_files(model)}
     for target in targets:
         for source, what in sources.items():
             if target.exists() and target.samefile(source):
@@ -403,7 +408,7 @@ def cmd_dxdispatch(args: argparse.Namespace) -> int:
     from dmlgraph.dxdispatch import load_model, run_model
 
     if args.output is not None:
-        _check_output(tensorio.npz_name(args.output), args.model)
+        _check_output(tensorio.npz_name(args.output), args.model, onnx_model=False)
     model = run_model(load_model(args.model), args.feature_level, echo=print)
     if args.output:
         arrays = {name: r.values() for name, r in model.resources.items()}

@@ -210,10 +210,15 @@ def external_data_files(path: Path) -> list[Path]:
     found = set()
     for tensor in _model_tensors(proto):
         if tensor.data_location == TensorProto.EXTERNAL:
-            location = {e.key: e.value for e in tensor.external_data}.get("location", "")
+            location = _external_entries(tensor).get("location", "")
             if location and (path.parent / location).is_file():
                 found.add(path.parent / location)
     return sorted(found)
+
+
+def _external_entries(tensor: TensorProto) -> dict[str, str]:
+    """A tensor's external-data fields (location, offset, length) by key."""
+    return {e.key: e.value for e in tensor.external_data}
 
 
 def _load_external_data(proto: onnx.ModelProto, base_dir: Path | None, source: str) -> bool:
@@ -224,7 +229,7 @@ def _load_external_data(proto: onnx.ModelProto, base_dir: Path | None, source: s
         if tensor.data_location != TensorProto.EXTERNAL:
             continue
         changed = True
-        entries = {e.key: e.value for e in tensor.external_data}
+        entries = _external_entries(tensor)
         where = f"{source}: tensor {tensor.name!r}"
         location = entries.get("location", "")
         if base_dir is None:
