@@ -228,8 +228,11 @@ def _progress(what: str) -> Any:
     return Console(stderr=True).status(what)
 
 
-def _number(value: float | None) -> str:
-    return "-" if value is None else f"{value:.3g}"
+def _number(value: float | int | None) -> str:
+    """A float to 3 digits; an int (an integer output's exact error) in full."""
+    if value is None:
+        return "-"
+    return str(value) if isinstance(value, int) else f"{value:.3g}"
 
 
 def _print_report(report: ParityReport) -> None:
@@ -317,9 +320,10 @@ def _cells(o: OutputComparison) -> list[str]:
     shape = str(list(o.expected_shape)) if o.actual_shape == o.expected_shape else (
         f"{list(o.actual_shape)} vs {list(o.expected_shape)}")
     nan = f" ({o.nan_mismatches} NaN)" if o.nan_mismatches else ""
+    counted = "shapes differ" if o.mismatches is None else f"{o.mismatches}/{o.size}{nan}"
     tolerance = "exact" if o.exact else f"{o.tolerance.atol:g} / {o.tolerance.rtol:g}"
     return [o.name, str(o.verdict), dtype, shape, _number(o.max_abs_error),
-            _number(o.max_rel_error), f"{o.mismatches}/{o.size}{nan}", tolerance,
+            _number(o.max_rel_error), counted, tolerance,
             _number(o.required_atol), _number(o.required_rtol)]
 
 

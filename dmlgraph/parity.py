@@ -134,9 +134,9 @@ class OutputComparison:
     exact: bool
     tolerance: Tolerance
     size: int
-    mismatches: int
+    mismatches: int | None  # None: the shapes differ, so no element was compared
     nan_mismatches: int
-    max_abs_error: float | None
+    max_abs_error: float | int | None  # an int for integer outputs: exact at any size
     max_rel_error: float | None
     required_atol: float | None
     required_rtol: float | None
@@ -179,7 +179,7 @@ def compare_output(
         return OutputComparison(
             **base,
             verdict=Verdict.FAIL,
-            mismatches=int(expected.size),
+            mismatches=None,
             nan_mismatches=0,
             max_abs_error=None,
             max_rel_error=None,
@@ -208,16 +208,33 @@ def compare_output(
 
 
 def _exact_stats(actual: np.ndarray, expected: np.ndarray) -> dict[str, Any]:
-    """Integers, bools and strings: every element equal; errors are shown for numbers,
+    """Integers, bools and strings: every element equal; errors are shown for numbers (the
+    absolute one exact, as an int: through float64, 2^62 + 1 against 2^62 differed by 0),
     tolerances do not apply."""
     count = int(np.count_nonzero(actual != expected))
     if not expected.size or expected.dtype.kind not in "biu" or actual.dtype.kind not in "biu":
         return _stats(count, 0, None, None, None, None)
-    a, e = actual.astype(np.float64), expected.astype(np.float64)
-    diff = np.abs(a - e)
+    diff = _integer_distance(actual, expected)
     with np.errstate(divide="ignore", invalid="ignore"):
-        rel = np.where(diff == 0, 0.0, diff / np.abs(e))
-    return _stats(count, 0, float(diff.max()), float(rel.max()), None, None)
+        rel = np.where(
+            diff == 0, 0.0, diff.astype(np.float64) / np.abs(expected.astype(np.float64))
+        )
+    return _stats(count, 0, int(diff.max()), float(rel.max()), None, None)
+
+
+def _integer_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """|a - b| elementwise, exact, for integer or bool arrays: as uint64 (the difference of
+    two int64s fits one, and wraps back to it), or as Python ints where a uint64 meets a
+    signed type (no NumPy integer holds both)."""
+    kinds = {a.dtype.kind, b.dtype.kind}
+    wide_unsigned = np.dtype(np.uint64) in (a.dtype, b.dtype)
+    if wide_unsigned and kinds != {"u"}:
+        x, y = a.astype(object), b.astype(object)
+        return np.asarray(np.where(x >= y, x - y, y - x), dtype=object)
+    common = np.uint64 if wide_unsigned else np.int64
+    x, y = a.astype(common), b.astype(common)
+    high, low = np.maximum(x, y), np.minimum(x, y)
+    return high.astype(np.uint64) - low.astype(np.uint64)
 
 
 def _float_stats(
@@ -225,8 +242,10 @@ def _float_stats(
 ) -> dict[str, Any]:
     if not expected.size:
         return _stats(0, 0, None, None, 0.0, 0.0)
-    a = actual.astype(np.float64)
-    e = expected.astype(np.float64)
+    # complex outputs: the distance in the complex plane (a float64 cast kept real parts)
+    work = np.complex128 if np.iscomplexobj(actual) or np.iscomplexobj(expected) else np.float64
+    a = actual.astype(work)
+    e = expected.astype(work)
     nan_a, nan_e = np.isnan(a), np.isnan(e)
     nan_mismatch = nan_a != nan_e if nan_equal else nan_a | nan_e
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
@@ -474,7 +493,7 @@ class ParityReport:
 
 
 def _output_json(o: OutputComparison) -> dict[str, Any]:
-    def number(x: float | None) -> float | str | None:
+    def number(x: float | None) -> float | str | None:  # an int stays one, exact
         return x if x is None or math.isfinite(x) else str(x)
 
     return {

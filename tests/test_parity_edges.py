@@ -287,3 +287,48 @@ def test_the_reference_fallback_never_hands_back_the_callers_array() -> None:
     assert not np.may_share_memory(x, y)
     y[:] = 7
     assert x.tolist() == [0, 1, 2]
+
+
+# ----------------------------------------------------------------------------- report numbers
+# The verdicts were right; the numbers shown with them were not (each case's own arithmetic).
+
+
+def test_an_integer_outputs_error_is_exact_beyond_float64s_precision() -> None:
+    from dmlgraph.parity import Tolerance, compare_output
+
+    big = 2**62
+    o = compare_output(
+        "y", np.array([big + 1, 5], np.int64), np.array([big, 5], np.int64), Tolerance(0, 0)
+    )
+    assert (o.mismatches, o.max_abs_error) == (1, 1)  # through float64 it read 0.0
+    lo, hi = np.iinfo(np.int64).min, np.iinfo(np.int64).max
+    o = compare_output("y", np.array([lo]), np.array([hi]), Tolerance(0, 0))
+    assert o.max_abs_error == 2**64 - 1  # the widest gap two int64s have, exact
+    o = compare_output(
+        "y", np.array([2**64 - 1], np.uint64), np.array([-1], np.int64), Tolerance(0, 0)
+    )
+    assert o.max_abs_error == 2**64 and o.mismatches == 1
+
+
+def test_a_complex_outputs_imaginary_part_counts() -> None:
+    from dmlgraph.parity import Tolerance, compare_output
+
+    o = compare_output(
+        "y", np.array([1 + 3j], np.complex64), np.array([1 + 0j], np.complex64),
+        Tolerance(1e-5, 1e-5),
+    )
+    assert o.verdict is Verdict.FAIL and o.max_abs_error == 3.0 and o.mismatches == 1
+    o = compare_output(
+        "y", np.array([1 + np.nan * 1j], np.complex64), np.array([1 + 0j], np.complex64),
+        Tolerance(1e-5, 1e-5),
+    )
+    assert (o.mismatches, o.nan_mismatches) == (1, 1)
+
+
+def test_a_shape_mismatch_counts_no_elements_even_against_an_empty_output(capsys) -> None:
+    from dmlgraph.cli import _cells
+    from dmlgraph.parity import Tolerance, compare_output
+
+    o = compare_output("y", np.zeros(2), np.zeros(0), Tolerance(1e-5, 1e-5))
+    assert o.verdict is Verdict.FAIL and o.mismatches is None  # was "0/0": nothing failing
+    assert "shapes differ" in _cells(o)
