@@ -76,14 +76,20 @@ def to_onnx(
             inputs.append(_value_info(constant))
         else:
             initializers.append(numpy_helper.from_array(constant.data, name))
-    outputs = [_value_info(graph.tensors[n]) for n in graph.outputs]
+    stale = graph.stale_tensors()  # an edit may have made these wrong: left to inference
+    outputs = [
+        _value_info(TensorInfo(n) if n in stale else graph.tensors[n]) for n in graph.outputs
+    ]
     infos: list[onnx.ValueInfoProto] = []
     if value_info:
         io = set(graph.inputs) | set(graph.outputs)
         for node in order:
             for out in node.outputs:
                 info = graph.tensors.get(out)
-                if out and out not in io and info is not None and info.dtype is not None:
+                if (
+                    out and out not in io and out not in stale
+                    and info is not None and info.dtype is not None
+                ):
                     infos.append(_value_info(info))
 
     body = helper.make_graph(

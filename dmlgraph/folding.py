@@ -116,7 +116,14 @@ def fold(
         read = lambda: now  # noqa: E731
     read = functools.cache(read)  # made once, when a node is found dead
     if not inferred:
-        infer_shapes(graph)
+        infer_shapes(graph)  # first: it derives anew what an edit made stale
+    with graph.untracked():  # folding keeps values: its edits make no info stale
+        return _fold(graph, max_rounds, read, report)
+
+
+def _fold(
+    graph: Graph, max_rounds: int, read: Callable[[], Collection[str]], report: FoldReport
+) -> FoldReport:
     canonicalize(graph)
     fixed = False
     while report.rounds < max_rounds:
@@ -482,7 +489,18 @@ _MADE_UP = "unk__"
 
 
 def infer_shapes(graph: Graph) -> int:
-    """Run onnx shape inference (data propagation on) and merge it in; returns tensors changed."""
+    """Run onnx shape inference (data propagation on) and merge it in; returns tensors changed.
+    Infos an edit made stale (``Graph.stale_tensors``) are forgotten first, so inference
+    derives them anew rather than adding to them."""
+    stale = graph.stale_tensors()
+    with graph.untracked():  # its own merges are no edits
+        for name in stale:
+            graph.set_tensor(TensorInfo(name))
+        graph.clear_stale()
+        return _infer_and_merge(graph) + len(stale)
+
+
+def _infer_and_merge(graph: Graph) -> int:
     model = to_onnx(graph, value_info=False, declare_constants_above=INFERENCE_CONSTANT_LIMIT)
     guard_slice_steps(model.graph)
     inferred, _ = infer_model(model, graph.source)

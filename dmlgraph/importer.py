@@ -101,6 +101,7 @@ def _load(
             f"{source}: cannot import the model: {type(exc).__name__}: {exc}"
         ) from None
     graph.validate()
+    graph.track_edits()  # its infos are inference's: a later edit marks those it changes
     return graph
 
 

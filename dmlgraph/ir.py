@@ -21,6 +21,7 @@ import heapq
 import math
 import operator
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Protocol
@@ -413,6 +414,11 @@ class Graph:
         # the version and graph inputs and outputs at which folding last reached its fixed
         # point (``mark_folded``); None: never, or not known
         self._folded: tuple[int, tuple[str, ...], tuple[str, ...]] | None = None
+        # once ``track_edits`` says the tensor infos are inference's (``load`` ends with it),
+        # an edit marks the infos it may have made wrong (``stale_tensors``), which the next
+        # whole-graph inference (``folding.infer_shapes``, as ``lower`` runs it) derives anew
+        self._tracking = False
+        self._stale: set[str] = set()
         #: Nodes removed by folding, in removal order (see ``RemovedNode``).
         self.removed: list[RemovedNode] = []
 
@@ -436,6 +442,14 @@ class Graph:
                 f"{self.source}: tensor {info.name!r} is produced by {node.label}; "
                 "remove the node before making the tensor a constant"
             )
+        if self._tracking:
+            old = self._tensors.get(info.name)
+            if old is not None and old != info:  # what its readers made of it may change
+                self._stale.update(
+                    out
+                    for node_id, _ in self._consumers.get(info.name, {})
+                    for out in self._nodes[node_id].outputs
+                )
         self._tensors[info.name] = info
         self._version += 1
         return info
@@ -557,6 +571,8 @@ class Graph:
         for out in node.outputs:
             if out not in self._tensors:
                 self._tensors[out] = TensorInfo(out)
+        if self._tracking:  # a tensor it now makes may have been known as another's
+            self._stale.update(out for out in node.outputs if out)
         _nx_add_node(self._nx, node.id, node)
         self._nodes[node.id] = node
         self._attach(node)
@@ -577,6 +593,10 @@ class Graph:
         )
         if new.id != old.id:
             raise GraphInvariantError(f"{self.source}: replace_node cannot change a node's id")
+        if self._tracking and (
+            new.op != old.op or new.inputs != old.inputs or new.outputs != old.outputs
+        ):
+            self._stale.update(out for out in new.outputs if out)
         if new.outputs == old.outputs:  # a new op, or inputs rewired: only those ports change
             self._version += 1
             _adjacency(self._nx)._node[node_id]["node"] = new
@@ -668,6 +688,46 @@ class Graph:
             raise GraphInvariantError(
                 f"{self.source}: {node.label} cannot produce graph input {out!r}"
             )
+
+    def track_edits(self, on: bool = True) -> None:
+        """Say whether edits from now on mark the tensor infos they may make wrong: on where
+        the infos are inference's (a loaded graph), so that a node rewired to a tensor of
+        another shape does not leave its readers lowered for the old one."""
+        self._tracking = on
+
+    @property
+    def tracks_edits(self) -> bool:
+        return self._tracking
+
+    @contextmanager
+    def untracked(self) -> Iterator[None]:
+        """Edits that keep every value (folding, canonical forms) mark nothing stale."""
+        tracking, self._tracking = self._tracking, False
+        try:
+            yield
+        finally:
+            self._tracking = tracking
+
+    def stale_tensors(self) -> set[str]:
+        """The tensors whose recorded info an edit since the last inference may have made
+        wrong: the outputs of the nodes edited, or reading a tensor whose info changed, and of
+        every node downstream of them."""
+        if not self._stale:
+            return set()
+        found: set[str] = set()
+        todo = list(self._stale)
+        while todo:
+            name = todo.pop()
+            if name in found or name not in self._producer:
+                continue
+            found.add(name)
+            for node_id, _ in self._consumers.get(name, {}):
+                todo.extend(out for out in self._nodes[node_id].outputs if out)
+        return found
+
+    def clear_stale(self) -> None:
+        """Say that the tensor infos follow from the graph as it is (inference has run)."""
+        self._stale.clear()
 
     def mark_folded(self) -> None:
         """Say that folding has reached its fixed point on the graph as it is now: nothing in
@@ -769,6 +829,7 @@ class Graph:
         other._next_id = self._next_id
         other.removed = list(self.removed)
         other._structure, other._order = self._structure, self._order  # the same nodes, edges
+        other._tracking, other._stale = self._tracking, set(self._stale)
         return other
 
     def extract(

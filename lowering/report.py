@@ -65,6 +65,7 @@ class LoweredGraph(Graph):
     def from_graph(cls, graph: Graph, feature_level: FeatureLevel) -> LoweredGraph:
         lowered = cls.__new__(cls)
         lowered.__dict__.update(graph.copy().__dict__)
+        lowered.track_edits(False)  # the passes' rewrites keep values; stale marks stay
         lowered.feature_level = feature_level
         lowered.set_lowered_records([])
         lowered.validated_at = None

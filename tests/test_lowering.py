@@ -1109,3 +1109,64 @@ def test_a_crop_to_no_elements_with_an_empty_result_is_a_noted_divergence(mode) 
     _, constant = lowered_one(pad_model(np.ones((2, 3), np.float32), [-2, 0, 0, 1],
                                         "constant"), "6_4")
     assert not any(n.startswith("divergence:") for n in constant.notes)
+
+
+# ----------------------------------------------------------------------------- edits after load
+# An edit to a loaded graph can change the shapes of everything downstream: lowering must
+# derive them anew, not lower the readers for the shapes ``load`` inferred. Oracles: NumPy,
+# and onnxruntime on the edited graph's export.
+def _relu_then_concat() -> onnx.ModelProto:
+    """x [4, 6] -> Relu (a) -> Concat(a, a) on axis 0 (y); z [2, 3] is a second input."""
+    nodes = [helper.make_node("Relu", ["x"], ["a"], name="relu"),
+             helper.make_node("Concat", ["a", "a"], ["y"], axis=0, name="cat")]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 6]),
+                     helper.make_tensor_value_info("z", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+
+
+@pytest.mark.parametrize("fold", [True, False])
+def test_a_node_rewired_after_load_has_its_readers_lowered_for_the_new_shape(fold) -> None:
+    graph = load(_relu_then_concat(), fold=fold)
+    relu = graph.find_nodes("Relu")[0]
+    graph.set_input(relu.id, 0, "z")
+    x = np.ones((4, 6), np.float32)
+    z = np.arange(-3, 3, dtype=np.float32).reshape(2, 3)
+    lowered = lower(graph, "6_4")
+    assert lowered.tensors["y"].shape == (4, 3)  # was (8, 6): the JOIN made for x's shape
+    got = run_lowered(lowered, {"x": x, "z": z})[0]
+    assert same_bits(got, np.concatenate([np.maximum(z, 0)] * 2))
+    assert graph.tensors["y"].shape == (8, 6)  # the user's graph is left as it was
+    exported = _onnxruntime(graph.to_onnx(), {"x": x, "z": z})  # no stale value infos
+    assert same_bits(exported, got)
+
+
+def test_a_graph_input_given_another_shape_after_load_reshapes_what_reads_it() -> None:
+    from dmlgraph.ir import TensorInfo
+
+    graph = load(_relu_then_concat())
+    graph.set_tensor(TensorInfo("x", np.float32, (3, 5)))
+    x = np.arange(15, dtype=np.float32).reshape(3, 5) - 7
+    lowered = lower(graph, "6_4")
+    assert lowered.tensors["y"].shape == (6, 5)
+    got = run_lowered(lowered, {"x": x, "z": np.zeros((2, 3), np.float32)})[0]
+    assert same_bits(got, np.concatenate([np.maximum(x, 0)] * 2))
+
+
+def test_a_slice_given_other_ends_after_load_is_lowered_for_them() -> None:
+    nodes = [helper.make_node("Slice", ["x", "s", "e"], ["a"], name="slice"),
+             helper.make_node("Pad", ["a", "p"], ["y"], name="pad")]
+    graph_proto = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(i64(1), "s"), numpy_helper.from_array(i64(7), "e"),
+         numpy_helper.from_array(i64(1, 2), "p")])
+    graph = load(helper.make_model(graph_proto, opset_imports=[helper.make_opsetid("", 18)]))
+    node = graph.find_nodes("Slice")[0]
+    ends = graph.add_constant("new_ends", i64(3))
+    graph.set_input(node.id, 2, ends)
+    x = np.arange(8, dtype=np.float32)
+    lowered = lower(graph, "6_4")
+    got = run_lowered(lowered, {"x": x})[0]
+    assert same_bits(got, np.pad(x[1:3], (1, 2)))
