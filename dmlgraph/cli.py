@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, NoReturn, Sequence
@@ -32,13 +33,17 @@ def _feature_level(text: str) -> FeatureLevel:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+#: A number as the command line takes it: ASCII digits, no "_" (Python's int("1_0") is 10),
+#: no other script's digits; for floats, a point and an exponent (and inf, nan).
+_INTEGER = re.compile(r"[0-9]+")
+_FLOAT = re.compile(r"\+?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?|\+?inf(inity)?|nan", re.I)
+
+
 def _input_shape(text: str) -> tuple[str, list[int]]:
     name, sep, dims = text.rpartition(":")
-    try:
-        shape = [int(d) for d in dims.split(",")] if dims else []
-    except ValueError:
-        shape = None
-    if not sep or not name or shape is None or any(d < 0 for d in shape):
+    parts = [d.strip() for d in dims.split(",")] if dims else []
+    shape = [int(d) for d in parts] if all(_INTEGER.fullmatch(d) for d in parts) else None
+    if not sep or not name or shape is None:
         raise argparse.ArgumentTypeError(
             f"{text!r} is not NAME:D0,D1,... with non-negative integer dimensions"
         )
@@ -55,20 +60,14 @@ def _path(text: str) -> Path:
 def _tolerance(text: str) -> tuple[str, float]:
     """``VALUE`` (the default) or ``NAME:VALUE`` (one output)."""
     name, _, value = text.rpartition(":")
-    try:
-        number = float(value)
-    except ValueError:
-        number = -1.0
+    number = float(value) if _FLOAT.fullmatch(value.strip()) else -1.0
     if not number >= 0:
         raise argparse.ArgumentTypeError(f"{text!r} is not [NAME:]VALUE with a VALUE >= 0")
     return name, number
 
 
 def _seed(text: str) -> int:
-    try:
-        seed = int(text)
-    except ValueError:
-        seed = -1
+    seed = int(text) if _INTEGER.fullmatch(text.strip()) else -1
     if seed < 0:
         raise argparse.ArgumentTypeError(f"{text!r} is not an integer >= 0 (NumPy's seeds)")
     return seed
@@ -95,6 +94,7 @@ def _check_output(
         return
     if not output.parent.is_dir():
         _refuse(f"{output}: cannot write: the folder {str(output.parent)!r} does not exist")
+    _probe_folder(output, output if folder and output.is_dir() else output.parent)
     if not output.exists():
         return
     if output.is_dir() and not folder:
@@ -115,6 +115,18 @@ def _check_output(
             if target.exists() and target.samefile(source):
                 _refuse(f"{target}: is {what}, which this command reads; write the output "
                         "elsewhere")
+
+
+def _probe_folder(output: Path, folder: Path) -> None:
+    """Refuse a folder no file can be made in (read-only, /proc) before the work, rather than
+    after it: a file made and removed there at once tells."""
+    import tempfile
+
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        _refuse(f"{output}: cannot write in {str(folder)!r}: {exc.strerror or exc}")
 
 
 def _shapes(args: argparse.Namespace) -> dict[str, list[int]] | None:
@@ -601,8 +613,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     error = ""
     try:
         code = run(args)
-    except (DmlgraphError, OSError) as exc:
+    except DmlgraphError as exc:
         error = str(exc)
+    except OSError as exc:  # "PATH: reason", not Python's "[Errno 2] reason: 'PATH'"
+        where = f"{exc.filename}: " if exc.filename is not None else ""
+        error = f"{where}{exc.strerror or exc}"
     except MemoryError as exc:
         error = f"out of memory ({str(exc) or 'the tensors are too large for this machine'})"
     finally:

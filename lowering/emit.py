@@ -229,7 +229,8 @@ def _try_slice(plan: Plan, x: str, in_shape: Shape, op: LogicalSlice, out: str) 
             plan.add(_slice_desc(op, layout, view, in_shape, out_shape), [x], out)
             _view_note(plan, kind, view, layout, in_shape)
             return ""
-    return "; ".join(_why_not(plan, kind, in_shape, touched) for kind in kinds)
+    # each kind's reason, once: a type no view holds reads the same for SLICE and SLICE1
+    return "; ".join(dict.fromkeys(_why_not(plan, kind, in_shape, touched) for kind in kinds))
 
 
 def plan_slice(plan: Plan, x: str, in_shape: Shape, op: LogicalSlice, out: str) -> None:
@@ -404,7 +405,7 @@ def _try_pad(plan: Plan, x: str, in_shape: Shape, op: LogicalPad, out: str) -> s
                 f"{kind.full_name}'s PaddingValue cannot hold the fill value "
                 f"{op.value.item()!r} of {plan.dtype} exactly in any view its row accepts"
             )
-    return "; ".join(reasons)
+    return "; ".join(dict.fromkeys(reasons))  # each once (a type no view holds: one reason)
 
 
 def plan_pad(plan: Plan, x: str, in_shape: Shape, op: LogicalPad, out: str) -> None:

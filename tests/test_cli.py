@@ -41,7 +41,8 @@ def test_errors_are_one_line_and_exit_2(args, fragment, capsys) -> None:
     assert err.startswith("dmlgraph: error:") and err.count("\n") == 1 and fragment in err
 
 
-@pytest.mark.parametrize("bad", ["x", "x:1,a", ":1,2", "x:-1"])
+# "1_0" and "\u0663": Python's int() reads 10 and 3, which no user typing a size meant
+@pytest.mark.parametrize("bad", ["x", "x:1,a", ":1,2", "x:-1", "x:1_0", "x:\u0663"])
 def test_malformed_input_shape_is_a_usage_error(bad, capsys) -> None:
     with pytest.raises(SystemExit) as info:
         main(["inspect", str(MODELS / "squeezenet1_1.onnx"), "--input-shape", bad])

@@ -56,14 +56,15 @@ def _model(tmp_path: Path, name: str = "m.onnx") -> Path:
     return path
 
 
+@pytest.mark.parametrize("seed", ["-1", "1_0"])  # int("1_0") is 10
 @pytest.mark.parametrize("command", ["run", "check", "viz"])
-def test_a_negative_seed_is_a_usage_error(command, tmp_path, capsys) -> None:
-    args = [command, str(SEED), "--seed", "-1"] + (["-o", str(tmp_path / "v.html")]
+def test_a_negative_seed_is_a_usage_error(command, seed, tmp_path, capsys) -> None:
+    args = [command, str(SEED), "--seed", seed] + (["-o", str(tmp_path / "v.html")]
                                                    if command == "viz" else [])
     with pytest.raises(SystemExit) as info:
         main(args)
     assert info.value.code == 2
-    _one_line_error(capsys, "--seed", "'-1' is not an integer >= 0")
+    _one_line_error(capsys, "--seed", f"{seed!r} is not an integer >= 0")
 
 
 def test_a_negative_seed_through_the_api_is_a_dmlgraph_error() -> None:
@@ -447,3 +448,31 @@ def test_dropout_7s_float_mask_is_accepted() -> None:
         [helper.make_tensor_value_info("mask", TensorProto.FLOAT, [4])])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 7)], ir_version=8)
     assert [n.op_type for n in dmlgraph.load(model).nodes] == ["Dropout"]
+
+
+# ----------------------------------------------------------------------------- unwritable
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc")
+@pytest.mark.parametrize("command, name", [("lower", "x.json"), ("run", "x.npz"),
+                                           ("viz", "x.html")])
+def test_an_output_in_a_folder_nothing_can_be_made_in_is_refused_first(
+    command, name, tmp_path, capsys
+) -> None:
+    """/proc takes no new file, even from root: refused before the work (``run`` printed its
+    outputs first), as one line naming the path (``lower`` printed "[Errno 2] ...")."""
+    assert main([command, str(_model(tmp_path)), "-o", f"/proc/{name}"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.count("\n") == 1 and f"/proc/{name}: cannot write in '/proc'" in (
+        captured.err)
+
+
+def test_an_os_error_is_said_as_its_path_and_reason(monkeypatch, tmp_path, capsys) -> None:
+    from dmlgraph import cli
+
+    def fail(args) -> int:
+        raise FileNotFoundError(2, "No such file or directory", "/some/where.json")
+
+    monkeypatch.setattr(cli, "cmd_lower", fail)
+    assert main(["lower", str(_model(tmp_path))]) == 2
+    err = _one_line_error(capsys)
+    assert err == "dmlgraph: error: /some/where.json: No such file or directory\n"

@@ -744,6 +744,23 @@ def test_a_string_pad_fills_with_the_empty_string_by_default() -> None:
     assert y.tolist() == ["", "a", "b", ""]
 
 
+@pytest.mark.parametrize("op", ["Slice", "Pad"])
+def test_a_string_nodes_reason_is_said_once(op) -> None:
+    """SLICE and SLICE1 (PADDING and PADDING1) fail a string tensor for the same reason: the
+    note said it once per operator."""
+    params = {"Slice": [i64(1), i64(2)], "Pad": [i64(1, 1)]}[op]
+    names = [f"p{k}" for k in range(len(params))]
+    graph = helper.make_graph(
+        [helper.make_node(op, ["x", *names], ["y"], name="n")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.STRING, [3])],
+        [helper.make_tensor_value_info("y", TensorProto.STRING, None)],
+        [numpy_helper.from_array(p, n) for p, n in zip(params, names)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=8)
+    (record,) = [r for r in lower(load(model), "6_4").report() if r.name == "n"]
+    assert record.status is Status.FALLBACK
+    assert " ".join(record.notes).count("DirectML has no object (string) tensors") == 1
+
+
 def test_a_pad_2_value_beyond_float16_is_inf_without_a_warning() -> None:
     import warnings
 
