@@ -157,6 +157,30 @@ def form_for(op_type: str, version: int, where: str) -> Form:
         ) from None
 
 
+#: Pad's ``mode`` where none is given (every version of ONNX's Pad).
+DEFAULT_PAD_MODE = "constant"
+
+
+def pad_mode(op: OnnxOp) -> str:
+    """A Pad op's mode: a graph built by hand may leave the attribute out, as ONNX may."""
+    mode = op.attrs.get("mode", DEFAULT_PAD_MODE)
+    return mode.decode("utf-8", "replace") if isinstance(mode, bytes) else str(mode)
+
+
+def concat_axis(node: Node, where: str) -> int:
+    """A Concat's axis: its attribute, or Concat-1's default (1); from Concat-4 ONNX requires
+    it, and a node built by hand without it is refused, naming the node."""
+    axis = node.op.attrs.get("axis")
+    if axis is None:
+        form = FORMS["Concat"].get(node.op.since_version)
+        axis = form.default_axis if isinstance(form, ConcatForm) else None
+        if axis is None:
+            raise ModelValidationError(
+                f"{where}: attribute axis is missing; Concat-{node.op.since_version} requires it"
+            )
+    return int(axis)
+
+
 # ----------------------------------------------------------------------------- import
 
 
@@ -197,8 +221,7 @@ def to_canonical(
             )
         return OnnxOp("Concat", canon_version, attrs={"axis": int(axis)}), tuple(inputs)
     # Pad
-    mode = attrs.get("mode", "constant")
-    mode = mode.decode("utf-8", "replace") if isinstance(mode, bytes) else str(mode)
+    mode = pad_mode(OnnxOp("Pad", version, attrs=attrs))
     if mode not in form.modes:
         raise ModelValidationError(
             f"{where}: mode = {mode!r}: Pad-{version} accepts modes {', '.join(sorted(form.modes))}"
@@ -242,10 +265,13 @@ def normalize(graph: Graph, node: Node) -> Node:
     op_type = node.op.op_type
     if op_type == "Concat":
         rank = _concat_rank(graph, node)
-        axis = node.op.attrs["axis"]
+        given = node.op.attrs.get("axis")
+        axis = concat_axis(node, graph.describe(node))
         if rank is not None and -rank <= axis < 0:
+            axis += rank
+        if axis != given:
             node = graph.replace_node(
-                node.id, op=OnnxOp("Concat", node.op.since_version, attrs={"axis": axis + rank})
+                node.id, op=OnnxOp("Concat", node.op.since_version, attrs={"axis": axis})
             )
         return node
     ports = PARAMETER_PORTS[op_type]
@@ -483,6 +509,7 @@ def check_types(graph: Graph, node: Node) -> None:
     version = node.provenance.since_version
     if version not in FORMS[op_type]:  # a graph built by hand names no model version
         version = node.op.since_version
+        form_for(op_type, version, graph.describe(node))  # one it has, or a clear error
     tensors = graph.tensors
     names = (*node.inputs, *node.outputs)
     dtypes = tuple(
@@ -588,7 +615,7 @@ def _check_concat(graph: Graph, node: Node, where: str) -> None:
     if not ranks:
         return
     rank = ranks.pop()
-    axis = node.op.attrs["axis"]
+    axis = concat_axis(node, where)
     if not -rank <= axis < rank:
         raise ModelValidationError(
             f"{where}: axis = {axis} is out of range [-{rank}, {rank - 1}] for rank {rank}"
@@ -631,7 +658,7 @@ def emit(graph: Graph, node: Node, version: int) -> Emitted:
     op_type = node.op.op_type
     form = form_for(op_type, version, where)
     if isinstance(form, ConcatForm):
-        return Emitted("Concat", node.inputs, {"axis": node.op.attrs["axis"]}, {})
+        return Emitted("Concat", node.inputs, {"axis": concat_axis(node, where)}, {})
     if isinstance(form, SliceForm):
         if not form.params_as_attributes:
             return Emitted("Slice", _trim(node.inputs), {}, {})
@@ -652,7 +679,7 @@ def emit(graph: Graph, node: Node, version: int) -> Emitted:
             )
         return Emitted("Slice", (node.input(0),), attrs, {})
     # Pad
-    mode = node.op.attrs["mode"]
+    mode = pad_mode(node.op)
     if mode not in form.modes:
         raise UnsupportedError(f"{where}: mode {mode!r} cannot be written as Pad-{version}")
     pads_name, new_constants = node.input(1), {}

@@ -586,8 +586,8 @@ class Graph:
         new = Node(
             get("id", old.id),
             get("op", old.op),
-            get("inputs", old.inputs),
-            get("outputs", old.outputs),
+            tuple(get("inputs", old.inputs)),  # any sequence, held as add_node holds it
+            tuple(get("outputs", old.outputs)),
             get("provenance", old.provenance),
             get("notes", old.notes),
         )
@@ -812,7 +812,9 @@ class Graph:
             ir_version=self.ir_version,
             source=self.source,
         )
-        other.model_info = dict(self.model_info)
+        other.model_info = {  # metadata_props is a dict of its own: copied, not shared
+            k: dict(v) if isinstance(v, dict) else v for k, v in self.model_info.items()
+        }
         other.initializer_inputs = self.initializer_inputs
         other.inputs = list(self.inputs)
         other.outputs = list(self.outputs)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from dmlgraph.canonical import concat_axis
 from dmlgraph.errors import ModelValidationError
 from lowering.logical import LogicalJoin
 from lowering.registry import Rewriter, rule
@@ -23,7 +24,7 @@ def lower_concat(rw: Rewriter) -> None:
         )
     shapes = [rw.static_shape(x, f"input {i}") for i, x in enumerate(node.inputs)]
     rank = len(shapes[0])
-    axis = node.op.attrs["axis"]
+    axis = concat_axis(node, rw.where)
     axis = axis + rank if axis < 0 else axis
     for i, shape in enumerate(shapes):
         if len(shape) != rank or any(

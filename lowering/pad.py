@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from dmlgraph.canonical import PARAMETER_PORTS, default_pad_value
+from dmlgraph.canonical import PARAMETER_PORTS, default_pad_value, pad_mode
 from dmlgraph.dml.enums import PaddingMode
 from dmlgraph.errors import ModelValidationError
 from dmlgraph.folding import FOLD_GROWTH_LIMIT_BYTES
@@ -40,7 +40,7 @@ def lower_pad(rw: Rewriter) -> None:
     shape = rw.static_shape(data, "input")
     dtype = rw.dtype(data)
     rank = len(shape)
-    mode_name = node.op.attrs.get("mode", "constant")
+    mode_name = pad_mode(node.op)
     mode = MODES[mode_name]
     pads_data = graph.constant(node.input(1))
     if pads_data is None:  # ONNX requires pads; only a graph built by hand can lack them

@@ -114,7 +114,8 @@ def find_rule(graph: Graph, node: Node) -> Rule | None:
     An op type with rules but none for this version fails loudly: a newer version may mean
     something the rules do not implement (TVM once fed Pad-18 to its Pad-11 handler).
     """
-    version = node.provenance.since_version
+    # a node built by hand may name no model version (Provenance's default 0): its op's
+    version = node.provenance.since_version or node.op.since_version
     domain = node.op.domain
     known = [r for r in RULES if (r.domain, r.op_type) == (domain, node.op.op_type)]
     if not known:

@@ -456,3 +456,22 @@ def test_a_dropped_graph_needs_no_collector(onnx_models_dir) -> None:
     finally:
         if enabled:
             gc.enable()
+
+
+def test_a_copy_shares_no_metadata_with_its_original() -> None:
+    graph = _chain()
+    graph.model_info = {"producer_name": "p", "metadata_props": {"author": "alice"}}
+    other = graph.copy()
+    other.model_info["metadata_props"]["author"] = "bob"  # the dict inside was shared
+    assert graph.model_info["metadata_props"] == {"author": "alice"}
+
+
+def test_replace_node_holds_any_sequence_as_a_tuple() -> None:
+    """A list given to replace_node was stored as it was: lower and to_onnx then failed
+    with "unhashable type: 'list'"."""
+    graph = _chain()
+    (neg,) = graph.find_nodes("Neg")
+    node = graph.replace_node(neg.id, inputs=["a"], outputs=["y"])
+    assert node.inputs == ("a",) and node.outputs == ("y",)
+    graph.validate()
+    graph.to_onnx()

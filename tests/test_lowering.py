@@ -1187,3 +1187,52 @@ def test_a_slice_given_other_ends_after_load_is_lowered_for_them() -> None:
     lowered = lower(graph, "6_4")
     got = run_lowered(lowered, {"x": x})[0]
     assert same_bits(got, np.pad(x[1:3], (1, 2)))
+
+
+# ----------------------------------------------------------------------------- built by hand
+# A Slice, Concat or Pad built with the Graph API as ONNX writes it, attributes left to their
+# defaults. Oracles: NumPy, and onnxruntime's refusals.
+def _hand_built(op: OnnxOp, inputs, provenance_version: int | None = None):
+    from dmlgraph.ir import Graph, Provenance, TensorInfo
+
+    graph = Graph(opset_imports={"": 21})
+    graph.add_input(TensorInfo("x", np.float32, (2, 3)))
+    graph.add_constant("p", i64(0, 1, 0, 2))
+    version = op.since_version if provenance_version is None else provenance_version
+    graph.add_node(op, inputs, ["y"], Provenance("n", op.op_type, "", version))
+    graph.outputs = ["y"]
+    return graph
+
+
+X23 = np.arange(6, dtype=np.float32).reshape(2, 3)
+
+
+def test_a_hand_built_pad_without_mode_pads_with_constants() -> None:
+    graph = _hand_built(OnnxOp("Pad", 19), ["x", "p"])  # ONNX's default mode: "constant"
+    assert same_bits(run_lowered(lower(graph, "6_4"), {"x": X23})[0], np.pad(X23, [(0, 0), (1, 2)]))
+    from backends import get_backend  # and as ONNX, on onnxruntime (it was a KeyError)
+
+    y = get_backend("onnxruntime").run(graph, {"x": X23})["y"]
+    assert same_bits(y, np.pad(X23, [(0, 0), (1, 2)]))
+
+
+def test_a_hand_built_concat_1_without_axis_joins_on_axis_1_and_later_ones_are_refused():
+    graph = _hand_built(OnnxOp("Concat", 1), ["x", "x"])
+    got = run_lowered(lower(graph, "6_4"), {"x": X23})[0]
+    assert same_bits(got, np.concatenate([X23, X23], axis=1))  # Concat-1's default axis
+    with pytest.raises(ModelValidationError, match="attribute axis is missing; Concat-13"):
+        lower(_hand_built(OnnxOp("Concat", 13), ["x", "x"]), "6_4")
+
+
+def test_a_hand_built_op_of_a_version_onnx_lacks_is_refused_by_name() -> None:
+    graph = _hand_built(OnnxOp("Pad", 20, attrs={"mode": "constant"}), ["x", "p"])
+    with pytest.raises(UnsupportedError, match=r"node 'n' \(Pad\): Pad since_version 20 is "
+                                               r"not supported \(dmlgraph knows Pad 2, 11"):
+        lower(graph, "6_4")  # was a KeyError: 20
+
+
+def test_a_hand_built_node_naming_no_model_version_is_lowered_by_its_op() -> None:
+    graph = _hand_built(OnnxOp("Concat", 13, attrs={"axis": 0}), ["x", "x"],
+                        provenance_version=0)  # Provenance's default
+    got = run_lowered(lower(graph, "6_4"), {"x": X23})[0]  # was "since_version 0 has no rule"
+    assert same_bits(got, np.concatenate([X23, X23]))
