@@ -561,8 +561,12 @@ def _skeleton(
     graph.name = source.name
     graph.node.extend(source.node)
     graph.input.extend(source.input)
+    inputs = {value_info.name: value_info for value_info in source.input}
     for value_info in source.output:  # typed, not shaped: onnx keeps a declared shape over
         bare = graph.output.add()  # the one its node makes, and infers onward from it
+        if value_info.name in inputs:  # no node makes it: a bare one made onnx forget the
+            bare.CopyFrom(inputs[value_info.name])  # input's shape for all its readers
+            continue
         bare.CopyFrom(refined.get(value_info.name, value_info))
         if bare.type.HasField("tensor_type") and value_info.name not in refined:
             bare.type.tensor_type.ClearField("shape")
