@@ -252,3 +252,53 @@ def test_a_float64_padding_value_is_drawn_as_the_descriptor_holds_it() -> None:
     (pad,) = [n for n in lowered.nodes if n.op_type == "Padding1Desc"]
     assert pad.op.to_json()["desc"]["PaddingValue"] == fill
     assert f'<TD ALIGN="LEFT">PaddingValue</TD><TD ALIGN="LEFT">{fill!r}</TD>' in to_dot(lowered)
+
+
+def _pad_then_relu(input_name: str, relu_name: str):
+    """``input_name`` -> Pad (lowered) -> Relu named ``relu_name`` (left ONNX) -> y."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    graph = helper.make_graph(
+        [helper.make_node("Pad", [input_name, "p"], ["a"], name="pad"),
+         helper.make_node("Relu", ["a"], ["y"], name=relu_name)], "g",
+        [helper.make_tensor_value_info(input_name, TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])],
+        [numpy_helper.from_array(np.array([1, 1], np.int64), "p")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=10)
+    onnx.checker.check_model(model, full_check=True)
+    return model
+
+
+@pytest.mark.parametrize("input_name, relu_name, codes", [
+    ("x\ufffe", "r\uffff", ["\\ufffe", "\\uffff"]),  # XML has neither: dot refused the DOT
+    ("\n", "\t", ["\\x0a", "\\x09"]),  # Graphviz dropped them and failed on <B></B>
+], ids=["noncharacters", "whitespace"])
+def test_names_xml_cannot_hold_draw_by_their_codes(input_name, relu_name, codes,
+                                                    tmp_path) -> None:
+    if dot_module.graphviz() is None:
+        pytest.skip("Graphviz's dot is not installed (looked for 'dot' on PATH)")
+    text = to_dot(lower(load(_pad_then_relu(input_name, relu_name)), "6_4"))
+    for name, code in zip((input_name, relu_name), codes):
+        shown = name.replace(name[-1], code)  # the input's label, the fallback node's row
+        assert f"<B>{shown}</B>" in text or f">{shown}</FONT>" in text, shown
+    render_svg(text, tmp_path / "g.svg")
+    ET.parse(tmp_path / "g.svg")  # XML
+
+
+def test_a_model_file_name_that_is_not_utf8_draws(tmp_path: Path) -> None:
+    """Python decodes the undecodable byte of a file name to a lone surrogate: the HTML
+    report raised UnicodeEncodeError, and the DOT held "&#56575;", which dot refuses."""
+    import onnx
+
+    path = Path(os.fsdecode(os.fsencode(tmp_path) + b"/model\xff.onnx"))
+    onnx.save(_named_model("s", "t"), path)
+    graph = load(path)
+    lowered = lower(graph, "6_4")
+    text = to_dot(lowered)
+    assert "model\\xff.onnx" in text and "&#5" not in text
+    write_viz(tmp_path / "g.html", graph, lowered)
+    assert "model\\xff.onnx" in (tmp_path / "g.html").read_text(encoding="utf-8")
+    if dot_module.graphviz() is not None:
+        render_svg(text, tmp_path / "g.svg")

@@ -50,7 +50,7 @@ def quote(text: str) -> str:
     XML allows none of them), a very long text shortened (``shown``). Ids are never user
     text: DOT does not unescape them, so no quoting could show every name as it is."""
     text = shown(text).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-    return '"' + _CONTROL.sub(lambda m: f"\\\\x{ord(m.group()):02x}", text) + '"'
+    return '"' + _CONTROL.sub(lambda m: "\\\\" + _code(m.group()), text) + '"'
 
 
 def escape(text: str) -> str:
@@ -79,14 +79,25 @@ def shown(text: str) -> str:
     return f"{text[:keep]}\u2026{text[-keep:]} ({len(text)} characters)"
 
 
-#: Control characters (C0 but tab and newlines, DEL, C1): XML allows no C0 one in any form,
-#: and HTML parses each as an error (NUL becomes U+FFFD).
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+#: Characters a drawing shows by their code: control characters (C0, DEL, C1: XML allows no
+#: C0 one but tab and newlines in any form, HTML parses each as an error, and Graphviz drops
+#: tabs and newlines, failing on a label left empty), lone surrogates (an undecodable byte
+#: of a file name: no UTF-8 holds them) and U+FFFE and U+FFFF (XML allows neither).
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
+
+
+def _code(char: str) -> str:
+    """``xNN`` (the byte a surrogate stands for, as Python decodes file names), or ``uNNNN``."""
+    code = ord(char)
+    if 0xDC80 <= code <= 0xDCFF:
+        code -= 0xDC00
+    return f"x{code:02x}" if code <= 0xFF else f"u{code:04x}"
 
 
 def visible(text: str) -> str:
-    """Control characters written as ``\\xNN``: what every drawing shows of them."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    """Characters no drawing can hold as they are (``_CONTROL``) written as ``\\xNN`` or
+    ``\\uNNNN``: what every drawing shows of them."""
+    return _CONTROL.sub(lambda m: "\\" + _code(m.group()), text)
 
 
 def _wrapped(text: str, width: int = NOTE_WIDTH) -> str:
