@@ -18,6 +18,7 @@ import numpy as np
 from dmlgraph import files
 from dmlgraph.dml.enums import FeatureLevel
 from dmlgraph.errors import DmlgraphError
+from dmlgraph.printable import visible
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -189,7 +190,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     print(f"model: {args.model} ({what}); inputs: {source}")
     print(f"backend: {result.record.backend} ({result.record.provider}); nodes: {engines or '-'}")
     for name, value in outputs.items():
-        print(f"  output {name}: {value.dtype}{list(value.shape)} {_preview(value)}")
+        print(f"  output {visible(name)}: {value.dtype}{list(value.shape)} {_preview(value)}")
     if args.output:
         tensorio.write(args.output, graph, feeds, outputs)
         print(f"saved {len(feeds)} input(s) and {len(outputs)} output(s) to {args.output}")
@@ -256,8 +257,8 @@ def _print_report(report: ParityReport) -> None:
 
     console = Console(file=sys.stdout, width=None if sys.stdout.isatty() else 140)
 
-    def say(text: str) -> None:
-        console.print(text, highlight=False, markup=False)
+    def say(text: str) -> None:  # names, notes: the model's text, control codes shown
+        console.print(visible(text), highlight=False, markup=False)
 
     say(f"model: {report.model}  feature level: {report.feature_level.short}  "
         f"inputs: {report.inputs}")
@@ -280,14 +281,14 @@ def _print_report(report: ParityReport) -> None:
         if console.width >= NARROW:
             table = _table(columns, title)
             for o in comparison.outputs:
-                table.add_row(*(escape(cell) for cell in _cells(o)),
+                table.add_row(*(escape(visible(cell)) for cell in _cells(o)),
                               style=style.get(str(o.verdict), "yellow"))
             console.print(table)
         else:  # one table of two columns per output: ten columns would be a letter wide
             for o in comparison.outputs:
                 table = _table(("", ""), title, header=False)
                 for column, cell in zip(columns, _cells(o)):
-                    table.add_row(column, escape(cell), style=style.get(str(o.verdict), "yellow"))
+                    table.add_row(column, escape(visible(cell)), style=style.get(str(o.verdict), "yellow"))
                 console.print(table)
         if comparison.note:
             say(f"  note: {comparison.note}")

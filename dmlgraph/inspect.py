@@ -16,6 +16,7 @@ from dmlgraph.canonical import LOWERED_OPS, PARAMETER_PORTS
 from dmlgraph.folding import fold
 from dmlgraph.importer import load
 from dmlgraph.ir import Graph, Node
+from dmlgraph.printable import visible
 
 
 def _shape(graph: Graph, name: str) -> str:
@@ -64,4 +65,4 @@ def describe(model: str | Path, input_shapes: Mapping[str, Sequence[int]] | None
     for node in targets:
         lines.append(f"  {node.op_type:<6} {node.name}: {_parameters(graph, node)}")
         lines += [f"         note: {note}" for note in node.notes]
-    return "\n".join(lines)
+    return "\n".join(visible(line) for line in lines)  # names are the model's text

@@ -16,6 +16,7 @@ from rich.table import Table
 
 from dmlgraph.canonical import LOWERED_OPS
 from dmlgraph.ir import Graph, OnnxOp
+from dmlgraph.printable import visible
 from lowering.report import LoweredGraph, Status
 
 #: The op types the report lists unless every node is asked for.
@@ -93,9 +94,10 @@ def print_report(lowered: LoweredGraph, console: Console, *, every_node: bool = 
         ops = Counter(op.removeprefix("DML_OPERATOR_") for op in r.dml_ops)
         made = ", ".join(f"{op} x{n}" if n > 1 else op for op, n in ops.items())
         style = _STYLE[r.status]
-        table.add_row(  # names and notes are the model's text, not markup
-            escape(r.name or "(unnamed)"), escape(r.op_type),
-            f"[{style}]{r.status.value}[/{style}]", made, escape("\n".join(r.notes)),
+        table.add_row(  # names and notes are the model's text: not markup, nor control codes
+            escape(visible(r.name or "(unnamed)")), escape(visible(r.op_type)),
+            f"[{style}]{r.status.value}[/{style}]", made,
+            escape("\n".join(visible(note) for note in r.notes)),
         )
     console.print(table)
     dml = Counter(n.op.name for n in lowered.nodes if not isinstance(n.op, OnnxOp))

@@ -146,3 +146,23 @@ def test_a_test_data_file_linked_to_the_model_is_refused(tmp_path: Path, capsys,
     assert f"{made}: is {model}, which this command reads" in err
     assert model.read_bytes() == before
     assert os.path.samefile(made, model)
+
+
+def test_names_reach_the_terminal_with_control_codes_shown(tmp_path, capsys) -> None:
+    """A model's names are anyone's text: ESC [31m recoloured the terminal, a newline broke
+    the table's row; they print as \\x1b and \\x0a, as the drawings show them."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    name = "ca\x1b[31mt\nline2"
+    graph = helper.make_graph(
+        [helper.make_node("Concat", ["x", "x"], [name], axis=0, name=name)], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+        [helper.make_tensor_value_info(name, TensorProto.FLOAT, None)])
+    path = tmp_path / "m.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)],
+                                ir_version=10), path)
+    for command in (["lower"], ["inspect"], ["run"], ["check"]):
+        assert main([*command, str(path)]) == 0
+        out = capsys.readouterr().out
+        assert "\x1b" not in out and "ca\\x1b[31mt\\x0aline2" in out, command

@@ -13,7 +13,6 @@ node id, constants in order of first use, no timestamps, no absolute paths.
 
 from __future__ import annotations
 
-import re
 import shutil
 import subprocess
 import textwrap
@@ -24,6 +23,7 @@ from typing import Any
 from dmlgraph import files
 from dmlgraph.errors import DmlgraphError
 from dmlgraph.ir import Graph
+from dmlgraph.printable import CONTROL, code, visible
 from dmlgraph.viz.describe import (
     STATUS_STYLES,
     NodeView,
@@ -50,7 +50,7 @@ def quote(text: str) -> str:
     XML allows none of them), a very long text shortened (``shown``). Ids are never user
     text: DOT does not unescape them, so no quoting could show every name as it is."""
     text = shown(text).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-    return '"' + _CONTROL.sub(lambda m: "\\\\" + _code(m.group()), text) + '"'
+    return '"' + CONTROL.sub(lambda m: "\\\\" + code(m.group()), text) + '"'
 
 
 def escape(text: str) -> str:
@@ -77,27 +77,6 @@ def shown(text: str) -> str:
         return text
     keep = (TEXT_LIMIT - 40) // 2
     return f"{text[:keep]}\u2026{text[-keep:]} ({len(text)} characters)"
-
-
-#: Characters a drawing shows by their code: control characters (C0, DEL, C1: XML allows no
-#: C0 one but tab and newlines in any form, HTML parses each as an error, and Graphviz drops
-#: tabs and newlines, failing on a label left empty), lone surrogates (an undecodable byte
-#: of a file name: no UTF-8 holds them) and U+FFFE and U+FFFF (XML allows neither).
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
-
-
-def _code(char: str) -> str:
-    """``xNN`` (the byte a surrogate stands for, as Python decodes file names), or ``uNNNN``."""
-    code = ord(char)
-    if 0xDC80 <= code <= 0xDCFF:
-        code -= 0xDC00
-    return f"x{code:02x}" if code <= 0xFF else f"u{code:04x}"
-
-
-def visible(text: str) -> str:
-    """Characters no drawing can hold as they are (``_CONTROL``) written as ``\\xNN`` or
-    ``\\uNNNN``: what every drawing shows of them."""
-    return _CONTROL.sub(lambda m: "\\" + _code(m.group()), text)
 
 
 def _wrapped(text: str, width: int = NOTE_WIDTH) -> str:

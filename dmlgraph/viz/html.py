@@ -39,7 +39,7 @@ from dmlgraph.viz.describe import (
     status_counts,
     tensor_text,
 )
-from dmlgraph.viz.dot import visible
+from dmlgraph.printable import visible
 from dmlgraph.viz.layout import Box, Layout, chains, layered
 
 #: Past this many drawn nodes in a panel, fallback chains start collapsed.

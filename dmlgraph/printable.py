@@ -1,0 +1,31 @@
+"""Text from a model (names, notes) as a terminal or a drawing can show it.
+
+A model is anyone's file: its names may hold an escape sequence (ESC [31m recolours a
+terminal, others retitle the window), newlines that break a table's rows, lone surrogates
+(Python's decoding of an undecodable byte of a file name) or characters XML cannot hold.
+Every place dmlgraph shows such text, it shows these characters by their codes.
+"""
+
+from __future__ import annotations
+
+import re
+
+#: Characters shown by their code: control characters (C0, DEL, C1: XML allows no C0 one but
+#: tab and newlines in any form, HTML parses each as an error, Graphviz drops tabs and
+#: newlines and fails on a label left empty, and a terminal obeys them), lone surrogates (no
+#: UTF-8 holds them) and U+FFFE and U+FFFF (XML allows neither).
+CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
+
+
+def code(char: str) -> str:
+    """``xNN`` (for a surrogate, the byte it stands for, as Python decodes file names), or
+    ``uNNNN``."""
+    value = ord(char)
+    if 0xDC80 <= value <= 0xDCFF:
+        value -= 0xDC00
+    return f"x{value:02x}" if value <= 0xFF else f"u{value:04x}"
+
+
+def visible(text: str) -> str:
+    """``text`` with each ``CONTROL`` character written as ``\\xNN`` or ``\\uNNNN``."""
+    return CONTROL.sub(lambda m: "\\" + code(m.group()), text)
