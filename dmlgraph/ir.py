@@ -870,6 +870,8 @@ class Graph:
             order = {name: k for k, name in enumerate(self._tensors)}
             outputs = sorted(produced, key=order.__getitem__)
         sub.outputs = list(outputs)
+        sub._stale = self.stale_tensors() & produced  # what an edit made stale stays so
+        sub._tracking = self._tracking
         return sub
 
     def validate(self) -> None:

@@ -1157,6 +1157,8 @@ def test_a_node_rewired_after_load_has_its_readers_lowered_for_the_new_shape(fol
     assert graph.tensors["y"].shape == (8, 6)  # the user's graph is left as it was
     exported = _onnxruntime(graph.to_onnx(), {"x": x, "z": z})  # no stale value infos
     assert same_bits(exported, got)
+    extracted = graph.extract([node.id for node in graph.nodes])  # the marks go with it
+    assert lower(extracted, "6_4").tensors["y"].shape == (4, 3)
 
 
 def test_a_graph_input_given_another_shape_after_load_reshapes_what_reads_it() -> None:
