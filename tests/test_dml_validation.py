@@ -191,6 +191,26 @@ CASES: list[tuple[Callable[..., OperatorDesc], dict[str, Any], str, str]] = [
     (padding_desc, {"input_tensor": T("UINT4", (1, 1, 4, 4)),
                     "output_tensor": T("UINT4", (1, 1, 8, 10))},
      "InputTensor.DataType", "DML_OPERATOR_PADDING supports"),  # was a KeyError
+    # rules a review found no test for (each removed, the suite still passed)
+    (slice_desc, {"input_tensor": T("FLOAT32", (1, 1, 1, 7)),
+                  "output_tensor": T("FLOAT32", (1, 1, 1, 3)), "dimension_count": 3,
+                  "offsets": (0, 0, 0), "sizes": (1, 1, 1), "strides": (1, 1, 1)},
+     "DimensionCount", "must match the tensors' DimensionCount (4)"),  # seeds 000, 001, 004
+    (slice_desc, {"input_tensor": T("FLOAT32", (1, 1, 4, 4), strides=(16, 16, 4, -1))},
+     "InputTensor.Strides[3]", "strides are UINT"),
+    (slice_desc, {"input_tensor": T("FLOAT32", (1, 1, 4, 4),
+                                    total_tensor_size_in_bytes=2**64)},
+     "InputTensor.TotalTensorSizeInBytes", "UINT64: at most 2^64 - 1"),  # said "at least 64"
+    (slice_desc, {"input_tensor": T("FLOAT32", (1, 1, 4, 4), total_tensor_size_in_bytes=66)},
+     "InputTensor.TotalTensorSizeInBytes", "multiple of 4"),  # DMLCalcBufferTensorSize's rule
+    (slice_desc, {"input_tensor": T("FLOAT32", (1, 1, 4, 4), total_tensor_size_in_bytes=64.0)},
+     "InputTensor.TotalTensorSizeInBytes", "must be an integer"),
+    (slice_desc, {"input_tensor": T("FLOAT32", (1, 1, 4, 4),
+                                    guaranteed_base_offset_alignment=16.0)},
+     "InputTensor.GuaranteedBaseOffsetAlignment", "must be an integer"),
+    (slice_desc, {"input_tensor": (1, 1, 4, 4)}, "InputTensor", "must be a DML_BUFFER_TENSOR_DESC"),
+    (join_desc, {"axis": -1}, "Axis", "must fit in UINT"),
+    (join_desc, {"input_count": 2**32}, "InputCount", "must fit in UINT"),
 ]
 
 
@@ -286,3 +306,18 @@ def test_an_unknown_enum_value_is_a_dmlgraph_error_and_a_value_error() -> None:
             parse(value)
         assert isinstance(info.value, ValueError)
     assert FeatureLevel.parse(np.int64(0x6400)) is FeatureLevel.L6_4
+
+
+@pytest.mark.parametrize("make, field, value", [
+    (lambda v: padding_desc(padding_mode=v), "DML_OPERATOR_PADDING.PaddingMode", 5),
+    (lambda v: padding1_desc(padding_value_data_type=v),
+     "DML_OPERATOR_PADDING1.PaddingValueDataType", 99),
+    (lambda v: T(v, (4,)), "DML_BUFFER_TENSOR_DESC.DataType", 14),
+    (lambda v: T("FLOAT32", (4,), flags=v), "DML_BUFFER_TENSOR_DESC.Flags", 2),
+])
+def test_an_enum_value_out_of_range_names_its_field(make, field, value) -> None:
+    """The error said "99 is not a TensorDataType value", naming no field."""
+    from dmlgraph.errors import EnumValueError
+
+    with pytest.raises(EnumValueError, match=rf"^{field}: {value} is not a "):
+        make(value)

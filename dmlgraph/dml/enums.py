@@ -32,10 +32,16 @@ class _DmlEnum(enum.IntEnum):
         return f"{self.prefix()}{self.name}"
 
     @classmethod
-    def parse(cls: type[_E], value: object) -> _E:
-        """Accept a member, its numeric value, its full C name or its suffix."""
+    def parse(cls: type[_E], value: object, field: str = "") -> _E:
+        """Accept a member, its numeric value, its full C name or its suffix. ``field`` (the
+        descriptor field it is read for) starts the error's message."""
         if isinstance(value, cls):
             return value
+        if field:
+            try:
+                return cls.parse(value)
+            except EnumValueError as exc:
+                raise EnumValueError(f"{field}: {exc}") from None
         if isinstance(value, (bool, np.bool_)):
             raise EnumValueError(f"{value!r} is not a {cls.__name__}")
         if is_integer(value):  # NumPy's integers too
@@ -87,8 +93,18 @@ class FeatureLevel(_DmlEnum):
         return self.name[1:]
 
     @classmethod
-    def parse(cls, value: object) -> FeatureLevel:
-        """Accept "6_4", "6.4", "DML_FEATURE_LEVEL_6_4", 0x6400 (or "0x6400") or a member."""
+    def parse(cls, value: object, field: str = "") -> FeatureLevel:
+        """Accept "6_4", "6.4", "DML_FEATURE_LEVEL_6_4", 0x6400 (or "0x6400") or a member;
+        ``field`` starts the error's message, as for the other enums."""
+        try:
+            return cls._parse_level(value)
+        except EnumValueError as exc:
+            if not field:
+                raise
+            raise EnumValueError(f"{field}: {exc}") from None
+
+    @classmethod
+    def _parse_level(cls, value: object) -> FeatureLevel:
         if isinstance(value, cls):
             return value
         if is_integer(value):

@@ -433,10 +433,15 @@ class _PaddingRules:
     start_padding: tuple[int, ...]
     end_padding: tuple[int, ...]
     error: Callable[..., DmlValidationError]
+    OPERATOR: ClassVar[OperatorType]
     _same_type_and_rank: Callable[[int | None], None]
 
     def _normalize_common(self) -> None:
-        object.__setattr__(self, "padding_mode", PaddingMode.parse(self.padding_mode))
+        object.__setattr__(
+            self, "padding_mode", PaddingMode.parse(
+                self.padding_mode, f"{self.OPERATOR.full_name}.PaddingMode"
+            )
+        )
         for name in ("start_padding", "end_padding"):
             object.__setattr__(self, name, int_tuple(getattr(self, name)))
         if self.dimension_count == -1:
@@ -565,7 +570,9 @@ class Padding1Desc(_PaddingRules, OperatorDesc):
 
     def __post_init__(self) -> None:
         self._normalize_common()
-        data_type = TensorDataType.parse(self.padding_value_data_type)
+        data_type = TensorDataType.parse(
+            self.padding_value_data_type, f"{self.name}.PaddingValueDataType"
+        )
         object.__setattr__(self, "padding_value_data_type", data_type)
         value = self.padding_value
         if not data_type.is_float and isinstance(value, float) and value.is_integer():

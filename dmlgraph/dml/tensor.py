@@ -53,8 +53,11 @@ class BufferTensorDesc:
     guaranteed_base_offset_alignment: int = 0
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "data_type", TensorDataType.parse(self.data_type))
-        object.__setattr__(self, "flags", TensorFlags.parse(self.flags))
+        field = "DML_BUFFER_TENSOR_DESC"  # its operator's field is not known yet
+        object.__setattr__(
+            self, "data_type", TensorDataType.parse(self.data_type, f"{field}.DataType")
+        )
+        object.__setattr__(self, "flags", TensorFlags.parse(self.flags, f"{field}.Flags"))
         object.__setattr__(self, "sizes", int_tuple(self.sizes))
         if self.strides is not None:
             object.__setattr__(self, "strides", int_tuple(self.strides))
@@ -157,11 +160,21 @@ class BufferTensorDesc:
                         f"Strides[{i}]", stride, "strides are UINT: 0 to 2^32 - 1 elements"
                     )
         minimum = self.minimum_size_in_bytes
-        if not minimum <= self.total_tensor_size_in_bytes <= UINT64_MAX:
+        total = self.total_tensor_size_in_bytes
+        if total < minimum:
             raise fail(
                 "TotalTensorSizeInBytes",
-                self.total_tensor_size_in_bytes,
+                total,
                 f"must be at least DMLCalcBufferTensorSize = {minimum} bytes",
+            )
+        if total > UINT64_MAX:
+            raise fail("TotalTensorSizeInBytes", total, "is a UINT64: at most 2^64 - 1 bytes")
+        if total % 4:
+            raise fail(
+                "TotalTensorSizeInBytes",
+                total,
+                "must be a multiple of 4 (DirectML requires every bound buffer's total size to "
+                "be DWORD-aligned, as DMLCalcBufferTensorSize rounds it)",
             )
         alignment = self.guaranteed_base_offset_alignment
         element_bytes = max(1, self.data_type.bit_width // 8)
