@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import inspect
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +13,7 @@ import onnx
 import onnxruntime as ort
 
 from backends import get_backend
+from backends.numpy.backend import NumpyBackend
 from dmlgraph import load
 from lowering import LoweredGraph, Status, lower
 
@@ -43,6 +44,12 @@ class Ours:
     def run_into(self, feeds: Mapping[str, np.ndarray], outputs: Mapping[str, np.ndarray]) -> None:
         """Run writing into the caller's ``outputs`` (only when ``can_bind``)."""
         self.backend.run(self.graph, feeds, outputs=dict(outputs))  # type: ignore[call-arg]
+
+    def joined_in_place(self) -> int:
+        """JOIN inputs the compiled plan writes in place: copies it does not make."""
+        backend = self.backend
+        assert isinstance(backend, NumpyBackend)
+        return backend.plan(self.graph).summary.joined_in_place
 
     def lowered_as(self) -> str:
         """What the model's Slice/Concat/Pad nodes became, e.g. "lowered: DML_OPERATOR_PAD"."""
@@ -111,6 +118,18 @@ class OrtBound:
 
     def run(self) -> None:
         self.sess.run_with_iobinding(self.binding)
+
+
+def change_in_place(feeds: Mapping[str, np.ndarray], outputs: Iterable[np.ndarray] = ()) -> None:
+    """New values in the same feed arrays (each reversed), and every byte of ``outputs`` set
+    to 0xA5: a run checked after timing must compute the new answer, where one that did
+    nothing would find the old right answer still in place (the check before timing cannot
+    tell such a run from a fast one)."""
+    for array in feeds.values():
+        flat = array.reshape(-1)  # a view: the feeds are contiguous
+        flat[...] = flat[::-1].copy()
+    for array in outputs:
+        array.reshape(-1).view(np.uint8)[...] = 0xA5
 
 
 def bit_identical(a: np.ndarray, b: np.ndarray) -> bool:

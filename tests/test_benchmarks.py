@@ -147,3 +147,64 @@ def test_each_memcpy_way_reads_one_source_into_two_destinations_in_turns() -> No
         assert (second == -1.0).all(), name
         way()
         assert np.array_equal(second, bound.source), name
+
+
+# ----------------------------------------------------------------------------- the arithmetic
+# The tiny run above is below every target's size: these give the targets made-up numbers.
+
+
+def test_a_faster_engine_has_a_speed_ratio_above_one_and_meets_the_targets() -> None:
+    from benchmarks.execution import TARGET_FROM_BYTES, speed_ratios, targets
+
+    medians = {"ours_alloc": 1.0, "ours_bound": 0.5, "ort_alloc": 2.0, "ort_bound": 2.0,
+               "memcpy": 0.9}
+    ratios = speed_ratios(medians)
+    assert ratios["ours/ort alloc"] == 2.0 and ratios["ours/ort bound"] == 4.0
+    assert ratios["ours/memcpy alloc"] == pytest.approx(0.9)
+    row = type("Row", (), {"case": "c", "output_bytes": TARGET_FROM_BYTES, "ratios": ratios})
+    found = {t.name: t for t in targets([row])}  # type: ignore[list-item]
+    assert all(t.met for t in found.values()), found
+    slower = dict(ratios, **{"ours/ort alloc": ratio_of(medians, ours=3.0)})
+    row.ratios = slower
+    assert not all(t.met for t in targets([row]))  # type: ignore[list-item]
+
+
+def ratio_of(medians: dict, *, ours: float) -> float | None:
+    from benchmarks.execution import speed_ratios
+
+    return speed_ratios(dict(medians, ours_alloc=ours))["ours/ort alloc"]
+
+
+def test_the_memcpy_bound_copies_half_the_bytes_a_case_moves() -> None:
+    from benchmarks.execution import MemcpyBound
+
+    for case in execution_cases(1 << 20):
+        bound = MemcpyBound(2, case.bytes_moved)
+        assert bound.elements * 4 * 2 == case.bytes_moved  # read once, written once
+
+
+def test_measure_times_the_call_not_the_freeing_of_its_result() -> None:
+    import time
+
+    from benchmarks.timing import measure, measure_together
+
+    class SlowToFree:
+        def __del__(self) -> None:
+            time.sleep(0.05)
+
+    assert measure(SlowToFree, 2, warmup=0).median < 0.04
+    assert measure_together({"a": SlowToFree}, 2, warmup=0)["a"].median < 0.04
+
+
+def test_a_run_that_computes_nothing_fails_the_check_after_timing() -> None:
+    """A run that leaves its last outputs in place passes the check before timing; new values
+    in the feeds and poisoned outputs make it fail the one after."""
+    from benchmarks.engines import change_in_place
+
+    feeds = {"x": np.arange(6, dtype=np.float32)}
+    out = feeds["x"] * 2
+    do_nothing = lambda: {"y": out}  # noqa: E731
+    verify("before", do_nothing(), {"y": feeds["x"] * 2})
+    change_in_place(feeds, [out])
+    with pytest.raises(MismatchError):
+        verify("after", do_nothing(), {"y": feeds["x"] * 2})
