@@ -77,6 +77,12 @@ def lower_slice(rw: Rewriter) -> None:
                 "as 'through index 0'"
             )
     out_shape = tuple(sizes)
+    if not shape:
+        rw.note(
+            "divergence: a scalar has no axis to slice (starts and ends are empty), so the "
+            "result is the input, as ONNX's reference gives it; onnxruntime fails on it at run "
+            "time (\"Cannot slice scalars\")"
+        )
     if 0 in out_shape:
         rw.become_constant(
             np.zeros(out_shape, dtype=rw.dtype(data)),

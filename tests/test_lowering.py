@@ -696,6 +696,34 @@ def test_a_pad_of_a_scalar_is_the_scalar_and_a_declared_divergence(graph_output)
     assert report.passed and report.compared == 0  # onnxruntime cannot run it
 
 
+@pytest.mark.parametrize("graph_output", [True, False])
+def test_a_slice_of_a_scalar_is_the_scalar_and_a_declared_divergence(graph_output) -> None:
+    """starts and ends of a rank-0 tensor are empty: the result is the input (ONNX's
+    reference); onnxruntime fails "Cannot slice scalars", and check stopped on its error where
+    the same Pad was named a known divergence."""
+    nodes = [helper.make_node("Slice", ["x", "st", "en"], ["y"], name="slice")]
+    if not graph_output:
+        nodes.append(helper.make_node("Neg", ["y"], ["z"], name="neg"))
+    out = "y" if graph_output else "z"
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [])],
+        [helper.make_tensor_value_info(out, TensorProto.FLOAT, [])],
+        [numpy_helper.from_array(np.zeros(0, np.int64), "st"),
+         numpy_helper.from_array(np.zeros(0, np.int64), "en")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=7)
+    lowered = lower(load(model), "6_4")
+    (record,) = [r for r in lowered.report() if r.op_type == "Slice"]
+    assert any(n.startswith("divergence: a scalar has no axis to slice") for n in record.notes)
+    x = np.array(2.5, np.float32)
+    from onnx.reference import ReferenceEvaluator
+
+    want = ReferenceEvaluator(model).run(None, {"x": x})[0]
+    result = run_lowered(lowered, {"x": x})[0]
+    assert result.shape == () and same_bits(result, want)
+    report = check(model, inputs={"x": x})
+    assert report.passed and report.compared == 0  # onnxruntime cannot run it
+
+
 @pytest.mark.parametrize("mode", ["constant", "edge", "reflect", "wrap"])
 @pytest.mark.parametrize("shape, pads, expected", [
     ((0,), [1, -1], (0,)),
