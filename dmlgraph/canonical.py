@@ -303,6 +303,8 @@ def _normalize_slice(graph: Graph, node: Node, index: np.dtype) -> Node:
     count = _param_length(graph, node, "starts")
     if count is None:
         count = _param_length(graph, node, "ends")
+    if count is not None and rank is not None and count > rank and not node.input(3):
+        return node  # axes 0..count-1 would blame axes the model never wrote: ``check`` says
     if count is not None and not node.input(3):
         node = _set_param(graph, node, "axes", np.arange(count, dtype=index))
     if count is not None and not node.input(4):
@@ -433,6 +435,12 @@ def check(graph: Graph, node: Node) -> None:
         if axes is not None:
             _check_axes(axes, rank, where)
     if node.op.op_type == "Slice":
+        count = lengths.get("starts", lengths.get("ends"))
+        if count is not None and not node.input(3) and rank is not None and count > rank:
+            raise ModelValidationError(
+                f"{where}: starts and ends have {count} values for data of rank {rank}; "
+                "without axes they slice the leading axes, at most one value each"
+            )
         if len(set(lengths.values())) > 1:
             listed = ", ".join(f"{f}={n}" for f, n in lengths.items())
             raise ModelValidationError(
@@ -615,6 +623,10 @@ def _check_concat(graph: Graph, node: Node, where: str) -> None:
     if not ranks:
         return
     rank = ranks.pop()
+    if rank == 0:  # no axis to join on ("axis = 0 is out of range [-0, -1]" said it oddly)
+        raise ModelValidationError(
+            f"{where}: Concat joins tensors of rank 1 or more; these are scalars"
+        )
     axis = concat_axis(node, where)
     if not -rank <= axis < rank:
         raise ModelValidationError(

@@ -605,3 +605,37 @@ def test_a_concat_input_left_empty_is_refused_by_name() -> None:
     with pytest.raises(ModelValidationError,
                        match=r"node 'cat' \(Concat\): input 1 is empty \(''\)"):
         dmlgraph.load(model)
+
+
+@pytest.mark.parametrize("opset", [9, 13])
+def test_too_many_starts_without_axes_is_said_of_the_starts(opset) -> None:
+    """The error named axes [0, 1, 2, 3], dmlgraph's own defaults, not the model's."""
+    from dmlgraph.errors import ModelValidationError
+
+    four = np.zeros(4, np.int64)
+    if opset == 9:
+        node = helper.make_node("Slice", ["x"], ["y"], name="s", starts=[0] * 4, ends=[1] * 4)
+        inits = []
+    else:
+        node = helper.make_node("Slice", ["x", "st", "en"], ["y"], name="s")
+        inits = [numpy_helper.from_array(four, "st"), numpy_helper.from_array(four, "en")]
+    graph = helper.make_graph(
+        [node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 5])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
+                              ir_version=7)
+    with pytest.raises(ModelValidationError,
+                       match=r"'s' \(Slice\): starts and ends have 4 values for data of rank 3"):
+        dmlgraph.load(model)
+
+
+def test_a_concat_of_scalars_is_refused_as_such() -> None:
+    from dmlgraph.errors import ModelValidationError
+
+    graph = helper.make_graph(
+        [helper.make_node("Concat", ["x", "x"], ["y"], name="cat", axis=0)], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    with pytest.raises(ModelValidationError, match="rank 1 or more; these are scalars"):
+        dmlgraph.load(model)  # it said "axis = 0 is out of range [-0, -1] for rank 0"
