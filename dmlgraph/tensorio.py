@@ -197,7 +197,13 @@ def _read_npz(path: Path, graph: Graph, stem: str | None) -> tuple[list[_Entry],
     except TensorIOError:
         raise
     except Exception as exc:
-        raise TensorIOError(f"{path}: cannot read the .npz: {type(exc).__name__}: {exc}") from None
+        hint = ""
+        if "descr" in str(exc) and "<f1" in str(exc):  # np.save of ml_dtypes' float8_e5m2
+            hint = (" (NumPy cannot read back the float8_e5m2 arrays np.save writes: save "
+                    "them as raw bytes, array.view('V1'), or with dmlgraph.tensorio.save_npz)")
+        raise TensorIOError(
+            f"{path}: cannot read the .npz: {type(exc).__name__}: {exc}{hint}"
+        ) from None
     keyed = {key: m for key in arrays if (m := _STEM_KEY.match(key))}
     if keyed and len(keyed) == len(arrays) and not set(graph.inputs) & set(arrays):
         stems = sorted({m["stem"] for m in keyed.values()})
@@ -485,6 +491,8 @@ def save_npz(path: str | os.PathLike[str], arrays: Mapping[str, np.ndarray]) -> 
 
 
 def _storable(name: str, array: np.ndarray) -> np.ndarray:
+    if array.dtype.type.__module__ == "ml_dtypes":  # as raw bytes, which ``_typed`` views back:
+        return array.view(f"V{array.dtype.itemsize}")  # np.load refuses float8_e5m2's "<f1"
     if array.dtype != object:
         return array
     for kind in (str, bytes):
