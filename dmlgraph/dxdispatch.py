@@ -25,6 +25,7 @@ from pathlib import Path
 from collections.abc import Iterator
 from typing import Any, Callable
 
+import ml_dtypes
 import numpy as np
 
 from dmlgraph.dml.enums import (
@@ -111,6 +112,12 @@ def _element(name: str, value: object, data_type: TensorDataType) -> float | int
         raise DxDispatchError(
             f"resource '{name}': initial value {value!r} is not an integer, as "
             f"{data_type.full_name} needs"
+        )
+    limits = ml_dtypes.iinfo(data_type.numpy_dtype)
+    if not int(limits.min) <= value <= int(limits.max):  # NumPy said "too large for C long"
+        raise DxDispatchError(
+            f"resource '{name}': initial value {value} is outside {data_type.full_name}'s "
+            f"range, {int(limits.min)} to {int(limits.max)}"
         )
     return value
 

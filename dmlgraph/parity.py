@@ -244,8 +244,9 @@ def _float_stats(
         return _stats(0, 0, None, None, 0.0, 0.0)
     # complex outputs: the distance in the complex plane (a float64 cast kept real parts)
     work = np.complex128 if np.iscomplexobj(actual) or np.iscomplexobj(expected) else np.float64
-    a = actual.astype(work)
-    e = expected.astype(work)
+    with np.errstate(invalid="ignore"):  # a signalling NaN warned as it widened
+        a = actual.astype(work)
+        e = expected.astype(work)
     nan_a, nan_e = np.isnan(a), np.isnan(e)
     nan_mismatch = nan_a != nan_e if nan_equal else nan_a | nan_e
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):

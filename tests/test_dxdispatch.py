@@ -178,6 +178,11 @@ def test_comments_trailing_commas_and_command_case_are_read(tmp_path, capsys) ->
     (["4", 2, 3, 4], "INT32", "initial value '4' is not an integer"),
     ({"valueStart": 1, "valueDelta": 0.5, "valueCount": 4}, "INT32", "0.5 is not an integer"),
     (["x", 2, 3, 4], "FLOAT32", "initial value 'x' must be a number"),
+    # NumPy's words were "Python int too large to convert to C long"
+    ([2**64, 2, 3, 4], "INT32", "initial value 18446744073709551616 is outside "
+                                "DML_TENSOR_DATA_TYPE_INT32's range, -2147483648 to 2147483647"),
+    ([-1, 2, 3, 4], "UINT32", "outside DML_TENSOR_DATA_TYPE_UINT32's range, 0 to 4294967295"),
+    ({"value": 2**31, "valueCount": 4}, "INT32", "initial value 2147483648 is outside"),
 ])
 def test_integer_types_take_json_integers_only(tmp_path, capsys, values, data_type, message):
     """DxDispatch's integer parsers: "Expected a signed integer." (no truncation, no bools)."""
