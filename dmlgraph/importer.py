@@ -32,7 +32,7 @@ from onnx import AttributeProto, TensorProto, helper
 
 from dmlgraph import canonical, collector, folding, schema_types, shape_kernels
 from dmlgraph.dml.scalars import is_integer
-from dmlgraph.dtypes import ELEM_TYPE_TO_DTYPE
+from dmlgraph.dtypes import ELEM_TYPE_TO_DTYPE, PLAIN_DTYPES
 from dmlgraph.errors import DmlgraphError, ModelLoadError, ModelValidationError, UnsupportedError
 from dmlgraph.ir import Graph, OnnxOp, Provenance, RemovedNode, TensorInfo, dims_text
 from dmlgraph.value_info import shape_dim, tensor_array, tensor_info
@@ -702,6 +702,15 @@ def _build_graph(
         version = node.version
         attrs = {a.name: attribute_value(a, where) for a in node.attribute}
         if fold:
+            if (
+                node.op_type in canonical.FORMS
+                and not node.domain
+                and _unplain(node, tensors)
+                and all(not name or graph.is_constant(name) for name in node.input)
+            ):
+                # its kernel moves any dtype, and a folded node never reaches canonical's
+                # type check: a bfloat16 Slice-11 (bfloat16 came with Slice-13) is refused here
+                _check_types(node, tensors, opsets, declared_outputs, where)
             known_before = [tensors.get(out) for out in node.output]
             reads_pending_shape = (
                 node.op_type in folding.SHAPE_ONLY_OPS
@@ -738,6 +747,16 @@ def _build_graph(
                 info = _with_declared_shape(info, declared_shapes[info.name], [])
             graph.set_tensor(info)
     return graph
+
+
+def _unplain(node: NodeFields, tensors: Mapping[str, TensorInfo]) -> bool:
+    """Whether a node reads a tensor of a dtype beyond NumPy's own (``PLAIN_DTYPES``: every
+    version of Slice and Concat that a kernel folds takes those)."""
+    for name in node.input:
+        info = tensors.get(name) if name else None
+        if info is not None and info.dtype is not None and info.dtype not in PLAIN_DTYPES:
+            return True
+    return False
 
 
 def _with_declared_shape(

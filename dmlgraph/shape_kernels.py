@@ -31,7 +31,7 @@ KernelFn = Callable[[Inputs, Mapping[str, Any], int], Result]
 
 # The dtypes a kernel computes on are ``PLAIN_DTYPES``: NumPy's own, whose arithmetic matches
 # ONNX's (integers wrap, floats are IEEE). ml_dtypes types (bfloat16, float8, int4...) and
-# strings go to the reference.
+# strings go to the reference, except through kernels that only move elements (``_moved``).
 _NUMBERS = PLAIN_DTYPES - {np.dtype("bool")}
 _FLOATS = frozenset(np.dtype(t) for t in ("float16", "float32", "float64"))
 _INDICES = frozenset(np.dtype(t) for t in ("int32", "int64"))
@@ -78,6 +78,15 @@ class Kernel:
 def _plain(array: np.ndarray | None, of: frozenset[np.dtype] = PLAIN_DTYPES) -> np.ndarray | None:
     """``array`` when it is given and of a dtype in ``of``; else None."""
     return array if array is not None and array.dtype in of else None
+
+
+def _moved(array: np.ndarray | None) -> np.ndarray | None:
+    """``array`` of any dtype, for kernels that only move elements (Slice, Concat, Gather,
+    Reshape...): no arithmetic, so ml_dtypes types and strings move as NumPy's own do. Left
+    to ``onnx.reference``, a bfloat16 Slice came out by Python's slicing, not ONNX's (a
+    start of -10 and an end of -20 with step -1 over 4 elements gave [], not [element 0]),
+    and folding adopted that shape."""
+    return array
 
 
 def _port(inputs: Inputs, port: int) -> np.ndarray | None:
@@ -144,12 +153,12 @@ def _size(inputs: Inputs, attrs: Mapping[str, Any], version: int) -> Result:
 
 
 def _identity(inputs: Inputs, attrs: Mapping[str, Any], version: int) -> Result:
-    data = _plain(_port(inputs, 0))
+    data = _moved(_port(inputs, 0))
     return None if data is None else (data,)
 
 
 def _gather(inputs: Inputs, attrs: Mapping[str, Any], version: int) -> Result:
-    data, indices = _plain(_port(inputs, 0)), _plain(_port(inputs, 1), of=_INDICES)
+    data, indices = _moved(_port(inputs, 0)), _plain(_port(inputs, 1), of=_INDICES)
     if data is None or indices is None or data.ndim == 0:
         return None
     given = attrs.get("axis", 0)
@@ -170,7 +179,7 @@ def _gather(inputs: Inputs, attrs: Mapping[str, Any], version: int) -> Result:
 
 
 def _unsqueeze(inputs: Inputs, attrs: Mapping[str, Any], version: int) -> Result:
-    data = _plain(_port(inputs, 0))
+    data = _moved(_port(inputs, 0))
     axes = list(attrs.get("axes", ())) if version < 13 else _ints(_port(inputs, 1))
     if data is None or not axes or (version < 11 and min(axes) < 0):
         return None
@@ -183,7 +192,7 @@ def _unsqueeze(inputs: Inputs, attrs: Mapping[str, Any], version: int) -> Result
 
 
 def _squeeze(inputs: Inputs, attrs: Mapping[str, Any], version: int) -> Result:
-    data = _plain(_port(inputs, 0))
+    data = _moved(_port(inputs, 0))
     if data is None:
         return None
     if version < 13:
@@ -202,7 +211,7 @@ def _squeeze(inputs: Inputs, attrs: Mapping[str, Any], version: int) -> Result:
 
 
 def _concat(inputs: Inputs, attrs: Mapping[str, Any], version: int) -> Result:
-    parts = [_plain(a) for a in inputs]
+    parts = [_moved(a) for a in inputs]
     arrays = [a for a in parts if a is not None]
     if not arrays or len(arrays) != len(parts) or "axis" not in attrs:
         return None
@@ -230,7 +239,7 @@ def _slice(inputs: Inputs, attrs: Mapping[str, Any], version: int) -> Result:
     a positive step both clamp to [0, dim], for a negative step the start to [0, dim - 1] and
     the end to [-1, dim - 1] (-1: through index 0). A negative step with an end of
     ``ORT_REVERSE_TO_START_ENDS``, which onnxruntime reads differently, goes to the reference."""
-    data = _plain(_port(inputs, 0))
+    data = _moved(_port(inputs, 0))
     starts, ends = _plain(_port(inputs, 1), of=_INDICES), _plain(_port(inputs, 2), of=_INDICES)
     axes_in, steps_in = _port(inputs, 3), _port(inputs, 4)
     if data is None or data.ndim == 0 or starts is None or ends is None:
@@ -258,7 +267,7 @@ def _slice(inputs: Inputs, attrs: Mapping[str, Any], version: int) -> Result:
 
 
 def _reshape(inputs: Inputs, attrs: Mapping[str, Any], version: int) -> Result:
-    data, target = _plain(_port(inputs, 0)), _ints(_port(inputs, 1))
+    data, target = _moved(_port(inputs, 0)), _ints(_port(inputs, 1))
     if data is None or target is None:
         return None
     allowzero = attrs.get("allowzero", 0) if version >= 14 else 0
@@ -285,7 +294,7 @@ def _reshape(inputs: Inputs, attrs: Mapping[str, Any], version: int) -> Result:
 
 
 def _transpose(inputs: Inputs, attrs: Mapping[str, Any], version: int) -> Result:
-    data = _plain(_port(inputs, 0))
+    data = _moved(_port(inputs, 0))
     if data is None:
         return None
     perm = tuple(attrs.get("perm", reversed(range(data.ndim))))

@@ -692,3 +692,53 @@ def test_a_reflect_pad_by_its_size_or_more_is_lowered_not_folded(node, opset, on
         within = _from_constants(node, [("a", x), ("p", np.array([2, 2], _I64)),
                                         ("ax", np.array([-1], _I64))], TensorProto.FLOAT, opset)
         assert not dmlgraph.load(within).find_nodes("Pad")  # folded
+
+
+# ----------------------------------------------------------------------------- any dtype moves
+def _bfloat16_slice_model(opset: int, starts: int, ends: int, step: int) -> onnx.ModelProto:
+    """A bfloat16 constant sliced, its Shape and values read by float nodes."""
+    import ml_dtypes
+
+    data = numpy_helper.from_array(np.array([5, 6, 7, 8], dtype=ml_dtypes.bfloat16), "c")
+    params = [numpy_helper.from_array(np.array([v], np.int64), n)
+              for n, v in (("s", starts), ("e", ends), ("a", 0), ("st", step))]
+    nodes = [helper.make_node("Slice", ["c", "s", "e", "a", "st"], ["y"], name="slice"),
+             helper.make_node("Shape", ["y"], ["shape"]),
+             helper.make_node("Cast", ["shape"], ["shape_f"], to=TensorProto.FLOAT),
+             helper.make_node("Cast", ["y"], ["y_f"], to=TensorProto.FLOAT),
+             helper.make_node("Concat", ["shape_f", "y_f"], ["cat"], axis=0),
+             helper.make_node("Add", ["cat", "x"], ["out"])]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, None)], [data] + params)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
+                             ir_version=8)
+
+
+@pytest.mark.parametrize("starts, ends, step", [(-10, -20, -1), (1, 3, 1), (3, -10, -2)])
+def test_a_bfloat16_slice_folds_by_onnx_clamping(starts, ends, step) -> None:
+    """Left to onnx.reference, which slices as Python does, [-10:-20:-1] of 4 elements was []
+    (ONNX: [element 0]), and folding adopted that shape: Shape read [0] where onnxruntime
+    reads [1]. The kernel now moves any dtype. Oracle: onnxruntime."""
+    import onnxruntime as ort
+
+    from backends import get_backend
+    from lowering import lower
+
+    model = _bfloat16_slice_model(13, starts, ends, step)
+    x = np.zeros(1, np.float32)
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    want = session.run(None, {"x": x})[0]
+    graph = dmlgraph.load(model)
+    assert not graph.find_nodes("Slice")  # folded by the kernel
+    got = get_backend("numpy").run(lower(graph, "6_4"), {"x": x})["out"]
+    assert np.array_equal(got, want)
+
+
+def test_a_bfloat16_slice_of_a_version_without_bfloat16_is_refused_though_foldable() -> None:
+    """bfloat16 came with Slice-13: onnxruntime refuses a Slice-11 of it, and a folded node
+    never reaches canonical's type check, so the importer checks it before folding."""
+    from dmlgraph.errors import ModelValidationError
+
+    with pytest.raises(ModelValidationError, match=r"is tensor\(bfloat16\); Slice-11 takes"):
+        dmlgraph.load(_bfloat16_slice_model(11, 1, 3, 1))
