@@ -354,7 +354,7 @@ def _normalize_pad(graph: Graph, node: Node) -> Node:
     if fixed is None:
         return node
     if pads is not None and pads.ndim == 1 and pads.size == 2 * fixed.size:
-        full = _expand_pads(pads, fixed, rank)
+        full = expand_pads(pads, fixed, rank)
         fixed = np.arange(rank, dtype=np.int64)
         if not np.array_equal(full, pads):
             node = _set_param(graph, node, "pads", full)
@@ -737,10 +737,10 @@ def _pads_for_every_axis(graph: Graph, node: Node) -> np.ndarray | bool | None:
         return True
     if pads is None or pads.size != 2 * fixed.size:
         return None
-    return _expand_pads(pads, fixed, rank)
+    return expand_pads(pads, fixed, rank)
 
 
-def _expand_pads(pads: np.ndarray, axes: np.ndarray, rank: int) -> np.ndarray:
+def expand_pads(pads: np.ndarray, axes: np.ndarray, rank: int) -> np.ndarray:
     """Pads ``[begins of axes..., ends of axes...]`` rewritten for every axis 0..rank-1."""
     full = np.zeros(2 * rank, dtype=np.int64)
     full[axes] = pads[: axes.size]

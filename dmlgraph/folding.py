@@ -40,7 +40,8 @@ from onnx import AttributeProto, TensorProto, numpy_helper
 from dmlgraph import canonical, shape_kernels
 from dmlgraph.errors import ModelValidationError
 from dmlgraph.exporter import node_proto, op_schema, to_onnx
-from dmlgraph.ir import Graph, Node, NodeId, RemovedNode, Shape, TensorInfo, shape_matches
+from dmlgraph.ir import Graph, Node, NodeId, OnnxOp, RemovedNode, Shape, TensorInfo, shape_matches
+from dmlgraph.ort_pad import pad_divergences
 from dmlgraph.value_info import tensor_info
 from dmlgraph.value_info import described_type, tensor_array, tensor_bytes, type_bytes
 
@@ -872,29 +873,30 @@ def _clip_divergence(values: list[np.ndarray | None], attrs: Mapping[str, Any], 
 
 
 def _pad_divergence(values: list[np.ndarray | None], attrs: Mapping[str, Any], version: int) -> str:
-    """A reflect Pad by the dimension or more: NumPy and DirectML repeat the reflection,
-    onnxruntime refuses it ("pre-pad (5) exceeds maximum allowed (2)"); left unfolded, it is
-    lowered with its divergence named (a folded one hid it: ``check`` failed on the file)."""
-    mode = attrs.get("mode", "constant")
+    """A constant Pad where onnxruntime departs from ONNX (``ort_pad``, the list lowering
+    notes from): left unfolded, it is lowered with its divergence named (folded, it hid it,
+    and ``check`` failed on the file: a reflect by the size or more, a wrap of an empty
+    input)."""
     data = values[0] if values else None
-    if (mode.decode() if isinstance(mode, bytes) else mode) != "reflect" or data is None:
+    form = canonical.FORMS["Pad"].get(version)
+    if data is None or not isinstance(form, canonical.PadForm):
         return ""
-    pads = attrs.get("pads") if version < 11 else (values[1] if len(values) > 1 else None)
-    if pads is None or not data.ndim:
+    pads = attrs.get("pads") if form.params_as_attributes else (
+        values[1] if len(values) > 1 else None)
+    if pads is None:
         return ""
-    given = values[3] if version >= 18 and len(values) > 3 else None
-    axes = range(data.ndim) if given is None else [int(a) % data.ndim for a in given.ravel()]
-    widths = [int(p) for p in np.asarray(pads).ravel()]
-    if len(widths) != 2 * len(axes):
+    widths = np.asarray(pads, dtype=np.int64).ravel()
+    given = values[3] if form.has_axes and len(values) > 3 else None
+    if given is not None:  # pads for those axes alone: spread over every axis
+        axes = np.asarray([int(a) % data.ndim for a in given.ravel()] if data.ndim else [])
+        if widths.size != 2 * axes.size or len(set(axes.tolist())) != axes.size:
+            return ""
+        widths = canonical.expand_pads(widths, axes, data.ndim)
+    if widths.size != 2 * data.ndim:
         return ""
-    for k, axis in enumerate(axes):
-        width = max(widths[k], widths[k + len(axes)])
-        if width > 0 and width >= data.shape[axis]:
-            return (
-                f"reflect by {width} on axis {axis} of size {data.shape[axis]}, which "
-                "onnxruntime refuses (ONNX leaves pads of the size or more undefined)"
-            )
-    return ""
+    mode = canonical.pad_mode(OnnxOp("Pad", version, attrs=attrs))
+    found = pad_divergences(data.shape, mode, [int(w) for w in widths])
+    return "; ".join(d.text for d in found)
 
 
 def _magnitude_divergence(op_type: str) -> Callable[..., str]:

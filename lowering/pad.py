@@ -18,6 +18,8 @@ from dmlgraph.canonical import PARAMETER_PORTS, default_pad_value, pad_mode
 from dmlgraph.dml.enums import PaddingMode
 from dmlgraph.errors import ModelValidationError
 from dmlgraph.folding import FOLD_GROWTH_LIMIT_BYTES
+from dmlgraph.ort_pad import PadDivergenceKind as Kind
+from dmlgraph.ort_pad import pad_divergences
 from lowering.logical import LogicalPad, LogicalSlice
 from lowering.registry import Rewriter, Unlowerable, rule
 from lowering.slice import runtime_reason
@@ -52,6 +54,10 @@ def lower_pad(rw: Rewriter) -> None:
     else:
         value = np.asarray(value_data).reshape(-1)[:1].reshape(()).astype(dtype)
     begins, ends = pads[:rank], pads[rank:]
+    divergences = {d.kind: d for d in pad_divergences(shape, mode_name, pads)}
+    for kind in (Kind.SCALAR, Kind.WRAP_EMPTY, Kind.ZERO_EXTENT):  # said as they are
+        if kind in divergences:
+            rw.note(f"divergence: {divergences[kind].text}")
     crop_begin = [max(0, -p) for p in begins]
     crop_end = [max(0, -p) for p in ends]
     cropped = tuple(n - b - e for n, b, e in zip(shape, crop_begin, crop_end))
@@ -64,11 +70,6 @@ def lower_pad(rw: Rewriter) -> None:
             f"the input and the result are empty (shapes {list(shape)} and {list(out_shape)}); "
             "DirectML cannot describe a zero-size tensor, so it is an empty constant",
         )
-        if mode is PaddingMode.WRAP:
-            rw.note(
-                "divergence: onnxruntime fails on a wrap Pad of an empty input (its CPU kernel "
-                "says \"Unexpected mode of 3\"); ONNX's result is the empty tensor"
-            )
         return
     if any(c < 0 for c in cropped) and (mode is not PaddingMode.CONSTANT or min(out_shape) < 0):
         # a constant pad's crop may reach into the other side's padding (onnxruntime pads,
@@ -86,12 +87,6 @@ def lower_pad(rw: Rewriter) -> None:
             f"the result is empty (shape {list(out_shape)}); DirectML cannot describe a "
             "zero-size tensor, so it is an empty constant",
         )
-        if mode is not PaddingMode.CONSTANT and 0 in cropped:
-            rw.note(
-                f"divergence: onnxruntime refuses a Pad in mode {mode_name!r} whose pads crop "
-                "an axis to no elements (its CPU kernel says \"zero effective input extent\"), "
-                "even where the result is empty; ONNX's result is the empty tensor"
-            )
         return
     if cropped and min(cropped) <= 0:
         axis = next(a for a, c in enumerate(cropped) if c <= 0)
@@ -114,12 +109,6 @@ def lower_pad(rw: Rewriter) -> None:
         return
     pad_axes = [a for a in range(rank) if add_begin[a] or add_end[a]]
     crop = any(crop_begin) or any(crop_end)
-    if rank == 0:
-        rw.note(
-            "divergence: a scalar has no axis to pad (pads is empty), so the result is the "
-            "input; onnxruntime fails on it at run time (its check that pads holds 2 * rank "
-            "values fails for rank 0)"
-        )
     if not crop and not pad_axes:
         if node.outputs[0] not in graph.outputs:
             rw.become_alias(data, "all pads are 0: the output is the input")
@@ -133,23 +122,17 @@ def lower_pad(rw: Rewriter) -> None:
     current, current_shape = data, shape
     stages: list[tuple[PaddingMode, list[int]]] = []
     if mode is PaddingMode.REFLECTION:
-        single = [a for a in pad_axes if cropped[a] == 1]
+        single = divergences.get(Kind.REFLECT_SIZE_1)
         if single:
             rw.note(
-                f"divergence: reflect on axis {single} of size 1 has nothing to mirror; padded "
-                "in EDGE mode, which repeats the element as NumPy does (onnxruntime refuses it)"
+                f"divergence: {single.text}; padded in EDGE mode, which repeats the element "
+                "as NumPy does"
             )
-            stages.append((PaddingMode.EDGE, single))
+            stages.append((PaddingMode.EDGE, list(single.axes)))
         stages.append((mode, [a for a in pad_axes if cropped[a] > 1]))
-        over = [
-            a for a in pad_axes if cropped[a] > 1 and max(add_begin[a], add_end[a]) >= cropped[a]
-        ]
-        if over:
-            rw.note(
-                f"divergence: reflect pads on axis {over} reach the dimension or beyond; ONNX "
-                "leaves that undefined and onnxruntime refuses it; lowered with DirectML's "
-                "periodic reflection"
-            )
+        beyond = divergences.get(Kind.REFLECT_BEYOND)
+        if beyond:
+            rw.note(f"divergence: {beyond.text}; lowered with DirectML's periodic reflection")
     else:
         stages.append((mode, pad_axes))
     stages = [(m, axes) for m, axes in stages if axes] or [(mode, [])]
