@@ -39,6 +39,7 @@ from dmlgraph.dtypes import to_elem_type
 from dmlgraph.errors import DmlgraphError, UnsupportedError
 from dmlgraph.exporter import ir_version_for_opset, to_onnx
 from dmlgraph.ir import Graph, Node, OnnxOp, Provenance, TensorInfo
+from dmlgraph.ort_pad import pad_divergences
 
 INT64_MIN = -(2**63)
 #: Opset given to a graph that imports none (a hand-built lowered graph): wrap needs 19.
@@ -408,14 +409,15 @@ class _Translator:
                     f"repeats parts of {self.carrier.dtype} elements"
                 )
             starts[-1], ends[-1] = self.carrier.count(starts[-1]), self.carrier.count(ends[-1])
-        if mode is PaddingMode.REFLECTION:
-            for axis, (s, e, n) in enumerate(zip(starts, ends, in_shape)):
-                if max(s, e) >= n:
-                    raise NotExpressible(
-                        f"REFLECTION by {max(s, e)} on axis {axis} of size {n}: DirectML "
-                        "repeats the reflection periodically, ONNX leaves pads >= size "
-                        "undefined and onnxruntime refuses them"
-                    )
+        if mode is PaddingMode.REFLECTION:  # onnxruntime's departures, as lowering notes them
+            found = pad_divergences(in_shape, "reflect", starts + ends)
+            if found:
+                axis = found[0].axes[0]
+                raise NotExpressible(
+                    f"REFLECTION by {max(starts[axis], ends[axis])} on axis {axis} of size "
+                    f"{in_shape[axis]}: DirectML repeats the reflection periodically; "
+                    f"{found[0].text}"
+                )
         params = [("pads", np.array(starts + ends, dtype=np.int64))]
         if mode is PaddingMode.CONSTANT:
             params.append(("fill", self._fill_value()))
