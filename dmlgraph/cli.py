@@ -193,7 +193,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"  output {visible(name)}: {value.dtype}{list(value.shape)} {_preview(value)}")
     if args.output:
         tensorio.write(args.output, graph, feeds, outputs)
-        print(f"saved {len(feeds)} input(s) and {len(outputs)} output(s) to {args.output}")
+        where = args.output if tensorio.is_npz(args.output) else (
+            f"the test-data folder {args.output}{os.sep}")  # a name without .npz is a folder
+        print(f"saved {len(feeds)} input(s) and {len(outputs)} output(s) to {where}")
     return 0
 
 
@@ -425,7 +427,10 @@ def cmd_dxdispatch(args: argparse.Namespace) -> int:
     from dmlgraph.dxdispatch import load_model, run_model
 
     if args.output is not None:
-        _check_output(tensorio.npz_name(args.output), args.model, onnx_model=False)
+        if not tensorio.is_npz(args.output):  # NumPy's habit of adding .npz hid the name given
+            _refuse(f"{args.output}: dxdispatch saves its resources as an .npz; name the "
+                    "output *.npz")
+        _check_output(args.output, args.model, onnx_model=False)
     model = run_model(load_model(args.model), args.feature_level, echo=print)
     if args.output:
         arrays = {name: r.values() for name, r in model.resources.items()}
@@ -449,12 +454,30 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {' '.join(message.split())}; see {self.prog} --help\n")
 
 
+def _version() -> str:
+    """dmlgraph's version and the versions of what it checks against."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    def of(package: str) -> str:
+        try:
+            return version(package)
+        except PackageNotFoundError:
+            return "not installed"
+
+    import onnx
+    import onnxruntime  # its package may be onnxruntime-directml, -gpu...: asked, not looked up
+
+    return (f"dmlgraph {of('dmlgraph')} (onnx {onnx.__version__}, onnxruntime "
+            f"{onnxruntime.__version__}, numpy {np.__version__})")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="dmlgraph",
         description="Lower ONNX Slice, Concat and Pad to DirectML descriptors, run them, check "
         "parity.",
     )
+    parser.add_argument("--version", action="version", version=_version())
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     inspect = commands.add_parser(
@@ -532,7 +555,8 @@ def _add_lowering_arguments(parser: argparse.ArgumentParser) -> None:
     """What every command that lowers a model takes: the model, the level, input shapes."""
     parser.add_argument("model", type=_path, help="an .onnx file")
     parser.add_argument("--feature-level", type=_feature_level,
-                        help="DML_FEATURE_LEVEL to lower at (default 6_4)")
+                        help="DML_FEATURE_LEVEL to lower at, as 6_4, 6.4, "
+                        "DML_FEATURE_LEVEL_6_4 or 0x6400 (default 6_4)")
     parser.add_argument("--input-shape", action="append", type=_input_shape,
                         metavar="NAME:D0,D1,..", help="fix a graph input's dynamic dimensions")
 

@@ -39,6 +39,7 @@ from dmlgraph.dml.operators import OperatorDesc
 from dmlgraph.dml.schema import FieldKind, FieldSpec
 from dmlgraph.dml.tensor import BufferTensorDesc
 from dmlgraph.errors import DmlgraphError
+from dmlgraph.sniff import described
 from dmlgraph.tensorio import available_memory
 
 
@@ -284,8 +285,17 @@ def load_model(source: str | Path | dict[str, Any]) -> DxDispatchModel:
     if isinstance(source, dict):
         return _read_model(source, "")
     try:
-        doc = parse_json(Path(source).read_text())
-    except (OSError, ValueError) as exc:
+        raw = Path(source).read_bytes()
+    except OSError as exc:
+        raise DxDispatchError(
+            f"{source}: cannot read the model file: {exc.strerror or exc}"
+        ) from None
+    try:
+        doc = parse_json(raw.decode("utf-8"))
+    except ValueError as exc:  # UnicodeDecodeError too
+        kind = described(raw)
+        if kind.startswith(("an ONNX", "a zip")):  # text gets the JSON parser's own words
+            raise DxDispatchError(f"{source}: is {kind}, not a DxDispatch JSON model") from None
         raise DxDispatchError(f"{source}: cannot read a JSON model: {exc}") from None
     try:
         return _read_model(doc, str(source))

@@ -248,10 +248,14 @@ def write_dxdispatch(
     model = to_dxdispatch(graph, inputs)
     path = Path(path)
     files.write_text(path, json.dumps(model, indent=2) + "\n")
-    return (
-        f"wrote {path}: {len(model['resources'])} resources, "
-        f"{len(model['dispatchables'])} dispatchables, {len(model['commands'])} commands"
+    counts = ", ".join(
+        f"{n} {what}{'' if n == 1 else 's'}"
+        for what, n in (("resource", len(model["resources"])),
+                        ("dispatchable", len(model["dispatchables"])),
+                        ("command", len(model["commands"])))
     )
+    zeros = "" if inputs is not None else "; the graph inputs hold zeros (give --inputs)"
+    return f"wrote {path}: {counts}{zeros}"
 
 
 def read_outputs(model: Any, graph: Graph) -> dict[str, np.ndarray]:

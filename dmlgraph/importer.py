@@ -30,7 +30,7 @@ import numpy as np
 import onnx
 from onnx import AttributeProto, TensorProto, helper
 
-from dmlgraph import canonical, collector, folding, schema_types, shape_kernels
+from dmlgraph import canonical, collector, folding, schema_types, shape_kernels, sniff
 from dmlgraph.dml.scalars import is_integer
 from dmlgraph.dtypes import ELEM_TYPE_TO_DTYPE, PLAIN_DTYPES
 from dmlgraph.errors import DmlgraphError, ModelLoadError, ModelValidationError, UnsupportedError
@@ -144,11 +144,24 @@ def _parse(data: bytes, source: str) -> onnx.ModelProto:
     try:
         proto.ParseFromString(data)
     except Exception as exc:  # google.protobuf DecodeError, RuntimeWarning-as-error, ...
+        _refuse_other_kinds(data, source)
         raise ModelLoadError(
             f"{source}: not a valid ONNX protobuf ({len(data)} bytes; truncated or corrupt?): {exc}"
         ) from None
-    _require_model(proto, source)
+    try:
+        _require_model(proto, source)
+    except ModelLoadError:
+        _refuse_other_kinds(data, source)
+        raise
     return proto
+
+
+def _refuse_other_kinds(data: bytes, source: str) -> None:
+    """A file that is plainly something else (JSON, text, a zip) is named as what it is,
+    not as a corrupt model."""
+    kind = sniff.described(data)
+    if kind and not kind.startswith("an ONNX"):
+        raise ModelLoadError(f"{source}: is {kind}, not an ONNX model")
 
 
 def _require_model(proto: onnx.ModelProto, source: str) -> None:

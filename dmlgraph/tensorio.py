@@ -262,8 +262,8 @@ def _bind(path: Path, entries: list[_Entry], graph: Graph, kind: str) -> dict[st
             bind(names[entry.index], entry, entry.way(f"by position #{entry.index}"))
         elif entry.index is not None:
             raise TensorIOError(
-                f"{path}: {kind} #{entry.index} has no graph {kind} to bind to (the graph has "
-                f"{len(names)}: {list(names)})"
+                f"{path}: {entry.way(f'{kind} #{entry.index}')} has no graph {kind} to bind to "
+                f"(the graph has {len(names)}: {list(names)})"
             )
         else:
             why = graph.not_an_input(entry.name) or (

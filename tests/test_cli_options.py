@@ -476,3 +476,75 @@ def test_an_os_error_is_said_as_its_path_and_reason(monkeypatch, tmp_path, capsy
     assert main(["lower", str(_model(tmp_path))]) == 2
     err = _one_line_error(capsys)
     assert err == "dmlgraph: error: /some/where.json: No such file or directory\n"
+
+
+# ----------------------------------------------------------------------------- the wrong file
+@pytest.mark.parametrize("command", ["lower", "inspect", "run", "check"])
+def test_a_file_of_another_kind_given_as_a_model_is_named_as_what_it_is(command, tmp_path,
+                                                                        capsys) -> None:
+    """Each was "not a valid ONNX protobuf (...; truncated or corrupt?)"."""
+    dxdispatch = MODELS / "dxdispatch" / "example_join.json"
+    empty = tmp_path / "empty.onnx"
+    empty.write_bytes(b"")
+    for path, kind in ((dxdispatch, "is a JSON file (a DxDispatch model runs with `dmlgraph "
+                                    "dxdispatch MODEL.json`), not an ONNX model"),
+                       (REFERENCE, "is a zip archive (an .npz of tensors goes to --inputs or "
+                                   "--expected), not an ONNX model"),
+                       (MODELS / "MANIFEST.md", "is a text file, not an ONNX model"),
+                       (empty, "is an empty file, not an ONNX model")):
+        assert main([command, str(path)]) == 2
+        _one_line_error(capsys, f"{path}: {kind}")
+
+
+def test_an_onnx_model_given_to_dxdispatch_says_how_to_make_one(capsys) -> None:
+    """It was "cannot read a JSON model: 'utf-8' codec can't decode byte 0xee"."""
+    assert main(["dxdispatch", str(SEED)]) == 2
+    _one_line_error(capsys, f"{SEED}: is an ONNX model (make a DxDispatch model of it with "
+                            "`dmlgraph lower MODEL --format dxdispatch -o MODEL.json`)")
+    assert main(["dxdispatch", str(SEED.with_name("nope.json"))]) == 2
+    _one_line_error(capsys, "nope.json: cannot read the model file: No such file or directory")
+
+
+def test_dxdispatch_saves_only_to_an_npz_name(tmp_path, capsys) -> None:
+    """-o x.json wrote x.json.npz, and -o MODEL.json wrote MODEL.json.npz beside it."""
+    model = MODELS / "dxdispatch" / "example_join.json"
+    assert main(["dxdispatch", str(model), "-o", str(tmp_path / "x.json")]) == 2
+    _one_line_error(capsys, "name the output *.npz")
+    assert not list(tmp_path.iterdir())
+
+
+def test_a_dxdispatch_export_without_inputs_says_they_are_zeros(tmp_path, capsys) -> None:
+    out = tmp_path / "m.json"
+    assert main(["lower", str(SEED), "--format", "dxdispatch", "-o", str(out)]) == 0
+    assert "the graph inputs hold zeros (give --inputs)" in capsys.readouterr().out
+    assert main(["lower", str(SEED), "--format", "dxdispatch", "--inputs", str(SEED_IO),
+                 "-o", str(out)]) == 0
+    assert "zeros" not in capsys.readouterr().out
+
+
+def test_run_says_a_name_without_npz_is_a_test_data_folder(tmp_path, capsys) -> None:
+    assert main(["run", str(SEED), "-o", str(tmp_path / "out.txt")]) == 0
+    assert f"to the test-data folder {tmp_path / 'out.txt'}{os.sep}" in capsys.readouterr().out
+    assert (tmp_path / "out.txt").is_dir()
+
+
+def test_version_names_what_it_checks_against(capsys) -> None:
+    import onnxruntime
+
+    with pytest.raises(SystemExit) as info:
+        main(["--version"])
+    assert info.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith("dmlgraph ") and f"onnxruntime {onnxruntime.__version__}" in out
+
+
+def test_a_test_data_file_without_a_graph_input_is_named(tmp_path, capsys) -> None:
+    """It said "input #1 has no graph input to bind to": which file?"""
+    model = _model(tmp_path)
+    folder = tmp_path / "td"
+    folder.mkdir()
+    for index in range(2):
+        (folder / f"input_{index}.pb").write_bytes(
+            numpy_helper.from_array(np.zeros((2, 3), np.float32)).SerializeToString())
+    assert main(["run", str(model), "--inputs", str(folder)]) == 2
+    _one_line_error(capsys, "input #1 (file 'input_1.pb') has no graph input to bind to")
