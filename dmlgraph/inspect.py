@@ -31,7 +31,9 @@ def _value(graph: Graph, tensor: str) -> str:
     data = graph.constant(tensor)
     if data is None:
         return "run-time"
-    return np.array2string(np.asarray(data), separator=",", threshold=16).replace("\n", "")
+    if data.size <= 16:  # as Python lists them: array2string pads "[-2, 2]" for the sign
+        return str(np.asarray(data).tolist())
+    return np.array2string(np.asarray(data), separator=", ", threshold=16).replace("\n", "")
 
 
 def _parameters(graph: Graph, node: Node) -> str:

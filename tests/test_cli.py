@@ -16,7 +16,7 @@ def test_inspect_lists_folded_parameters(capsys) -> None:
     out = capsys.readouterr().out
     assert "input  hidden_states.1: float32[1,1,2000]" in out
     # The first reflect Pad of the encoder pads the time axis by 3 on each side once folded.
-    assert "/e/layers.0/Pad: mode=reflect pads=[0,0,3,0,0,3]" in out
+    assert "/e/layers.0/Pad: mode=reflect pads=[0, 0, 3, 0, 0, 3]" in out
     assert "run-time" not in out
 
 
