@@ -158,9 +158,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                 "lowered graph)")
     if args.backend == "onnxruntime" and args.fallback is not None:
         _refuse("--fallback is for --backend numpy (onnxruntime runs every node itself)")
-    if args.backend == "onnxruntime" and not args.lowered and "feature_level" in args.given:
-        _refuse("--feature-level lowers the graph; --backend onnxruntime runs the imported "
-                "one unless --lowered")
+    if args.backend == "onnxruntime" and "feature_level" in args.given:
+        args.lowered = True  # a level names a lowering: that one runs, translated back
     if args.backend == "numpy" and args.fallback == "reference" and args.provider:
         _refuse("--provider chooses onnxruntime's providers; --fallback reference runs no "
                 "onnxruntime")
