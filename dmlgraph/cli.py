@@ -289,7 +289,8 @@ def _print_report(report: ParityReport) -> None:
             for o in comparison.outputs:
                 table = _table(("", ""), title, header=False)
                 for column, cell in zip(columns, _cells(o)):
-                    table.add_row(column, escape(visible(cell)), style=style.get(str(o.verdict), "yellow"))
+                    table.add_row(column, escape(visible(cell)),
+                                  style=style.get(str(o.verdict), "yellow"))
                 console.print(table)
         if comparison.note:
             say(f"  note: {comparison.note}")

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -269,13 +270,14 @@ def _load_external_data(proto: onnx.ModelProto, base_dir: Path | None, source: s
             raise ModelLoadError(
                 f"{where}: external data file {location!r} does not exist in {str(root)!r}"
             )
-        try:
-            offset = int(entries.get("offset", 0))
-            length = int(entries["length"]) if "length" in entries else None
-        except ValueError:
-            raise ModelLoadError(
-                f"{where}: external data offset/length are not integers: {entries}"
-            ) from None
+        if not all(_DECIMAL.fullmatch(entries.get(k, "0")) for k in ("offset", "length")):
+            raise ModelLoadError(  # int() took "+16", " 16" and "1_6"; onnxruntime does not
+                f"{where}: external data offset/length are not decimal integers: {entries}"
+            )
+        offset = int(entries.get("offset", 0))
+        # no length: the tensor's own bytes from the offset, as onnxruntime reads it (a file
+        # may hold several tensors; reading to its end failed "cannot reshape array")
+        length = int(entries["length"]) if "length" in entries else _raw_bytes(tensor)
         size = target.stat().st_size
         if (
             offset < 0
@@ -297,15 +299,87 @@ def _load_external_data(proto: onnx.ModelProto, base_dir: Path | None, source: s
 # ----------------------------------------------------------------------------- checks
 
 
+_DECIMAL = re.compile(r"[0-9]+")
+#: Element types ONNX packs below a byte, and their bits.
+_PACKED_BITS: dict[int, int] = {
+    TensorProto.INT4: 4, TensorProto.UINT4: 4, TensorProto.FLOAT4E2M1: 4,
+}
+
+
+def _raw_bytes(tensor: TensorProto) -> int | None:
+    """The bytes of a tensor's raw data, from its dims and type; None for strings (no fixed
+    size) and unknown types."""
+    count = math.prod(tensor.dims)
+    bits = _PACKED_BITS.get(tensor.data_type)
+    if bits is not None:
+        return (count * bits + 7) // 8
+    dtype = ELEM_TYPE_TO_DTYPE.get(tensor.data_type)
+    if dtype is None or dtype == np.dtype(object):
+        return None
+    return count * dtype.itemsize
+
+
 def _inline_functions(proto: onnx.ModelProto, source: str) -> onnx.ModelProto:
+    """The model with its local functions inlined (``onnx.inliner``), after filling in what
+    the inliner leaves out, as onnxruntime reads a function: a caller's omitted attributes
+    take the function's defaults (``attribute_proto``; the inliner dropped them, and a Pad
+    whose mode defaulted to "edge" padded with zeros), the opsets a function alone imports
+    join the model's, and a function written for another ai.onnx opset is converted to the
+    model's (the inliner left its calls in place, refused as an unknown domain)."""
+    _fill_function_defaults(proto)
+    _merge_function_opsets(proto, source)
     try:
         import onnx.inliner
 
-        return onnx.inliner.inline_local_functions(proto)
+        inlined = onnx.inliner.inline_local_functions(proto, convert_version=True)
     except Exception as exc:
         raise ModelLoadError(
             f"{source}: cannot inline the model's local functions: {exc}"
         ) from None
+    local = {(f.domain, f.name) for f in proto.functions}
+    for node in inlined.graph.node:
+        if (node.domain, node.op_type) in local:
+            raise UnsupportedError(
+                f"{source}: node {node.name!r} calls local function "
+                f"{node.domain}::{node.op_type}, which onnx's inliner could not inline"
+            )
+    return inlined
+
+
+def _fill_function_defaults(proto: onnx.ModelProto) -> None:
+    """Each call of a local function gets the function's default for every attribute it
+    omits (the private copy ``_read`` made is changed)."""
+    defaults = {
+        (f.domain, f.name): list(f.attribute_proto) for f in proto.functions if f.attribute_proto
+    }
+    if not defaults:
+        return
+    bodies = [proto.graph.node, *(f.node for f in proto.functions)]
+    for nodes in bodies:
+        for node in nodes:
+            given = defaults.get((node.domain, node.op_type))
+            if given is None:
+                continue
+            present = {a.name for a in node.attribute}
+            node.attribute.extend(a for a in given if a.name not in present)
+
+
+def _merge_function_opsets(proto: onnx.ModelProto, source: str) -> None:
+    """The opsets a local function imports and the model does not, added to the model's (its
+    nodes keep their versions once inlined); ai.onnx at another version is converted by the
+    inliner, any other domain at two versions is refused."""
+    model = {_DOMAIN_ALIASES.get(o.domain, o.domain): int(o.version) for o in proto.opset_import}
+    for function in proto.functions:
+        for entry in function.opset_import:
+            domain = _DOMAIN_ALIASES.get(entry.domain, entry.domain)
+            if domain not in model:
+                model[domain] = int(entry.version)
+                proto.opset_import.append(onnx.helper.make_opsetid(entry.domain, entry.version))
+            elif model[domain] != entry.version and domain != "":
+                raise UnsupportedError(
+                    f"{source}: local function {function.domain}::{function.name} imports "
+                    f"domain {domain!r} at opset {entry.version}, the model at {model[domain]}"
+                )
 
 
 def _normalize_domains(proto: onnx.ModelProto, source: str) -> bool:
@@ -479,6 +553,12 @@ def _apply_input_shapes(
             raise ModelValidationError(
                 f"{source}: input_shapes names {name!r}, which is not a graph input (inputs: "
                 f"{sorted(inputs)})"
+            )
+        if not inputs[name].type.HasField("tensor_type"):  # writing one would replace its type
+            kind = inputs[name].type.WhichOneof("value") or "no type"
+            raise ModelValidationError(
+                f"{source}: input_shapes names {name!r}, which has {kind}; dmlgraph handles "
+                "tensors only"
             )
         tensor_type = inputs[name].type.tensor_type
         dims = list(dims)

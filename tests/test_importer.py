@@ -1079,3 +1079,112 @@ def test_a_graph_input_listed_as_an_output_keeps_its_shape_for_its_readers() -> 
     session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     want = session.run(None, {"x": x})
     assert np.array_equal(got["y"], want[0]) and np.array_equal(got["x"], want[1])
+
+
+# ----------------------------------------------------------------------------- local functions
+# What onnx's inliner leaves out, filled in as onnxruntime reads a function. Oracle:
+# onnxruntime on the same model.
+def _ort_and_ours(model: onnx.ModelProto, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    import onnxruntime as ort
+
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    want = session.run(None, {"x": x})[0]
+    got = get_backend("numpy").run(lower(dmlgraph.load(model), "6_4"), {"x": x})
+    return want, next(iter(got.values()))
+
+
+def _calling(function: onnx.FunctionProto, nodes, shape, opsets, inits=()) -> onnx.ModelProto:
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                                         shape)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              list(inits))
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid(d, v) for d, v in opsets],
+                              ir_version=8)
+    model.functions.append(function)
+    return model
+
+
+def test_a_function_attribute_left_out_takes_its_default() -> None:
+    """The inliner dropped attribute_proto: a Pad whose mode defaulted to "edge" padded with
+    zeros, silently."""
+    from onnx import AttributeProto
+
+    pad = helper.make_node("Pad", ["a", "pp"], ["b"])
+    pad.attribute.append(AttributeProto(name="mode", ref_attr_name="m",
+                                        type=AttributeProto.STRING))
+    function = helper.make_function(
+        "local", "PadD", ["a"], ["b"],
+        [helper.make_node("Constant", [], ["pp"], value_ints=[0, 1, 0, 2]), pad],
+        [helper.make_opsetid("", 18)])
+    function.attribute_proto.append(helper.make_attribute("m", "edge"))
+    model = _calling(function, [helper.make_node("PadD", ["x"], ["y"], domain="local")],
+                     [2, 3], [("", 18), ("local", 1)])
+    want, got = _ort_and_ours(model, np.arange(1, 7, dtype=np.float32).reshape(2, 3))
+    assert np.array_equal(want, got) and got[0, 0] == 1  # edge, not 0
+
+
+def test_a_function_of_another_onnx_opset_is_converted_and_inlined() -> None:
+    """The inliner left the call in place; it was refused as "domain 'local' is not
+    supported"."""
+    function = helper.make_function("local", "S", ["a"], ["b"], [
+        helper.make_node("Constant", [], ["st"], value_ints=[1]),
+        helper.make_node("Constant", [], ["en"], value_ints=[3]),
+        helper.make_node("Slice", ["a", "st", "en"], ["b"])], [helper.make_opsetid("", 13)])
+    model = _calling(function, [helper.make_node("S", ["x"], ["y"], domain="local")], [4, 2],
+                     [("", 18), ("local", 1)])
+    want, got = _ort_and_ours(model, np.arange(8, dtype=np.float32).reshape(4, 2))
+    assert np.array_equal(want, got)
+
+
+def test_an_opset_only_a_function_imports_joins_the_models() -> None:
+    function = helper.make_function(
+        "local", "ML", ["a"], ["b"],
+        [helper.make_node("Normalizer", ["a"], ["b"], domain="ai.onnx.ml", norm="MAX")],
+        [helper.make_opsetid("", 18), helper.make_opsetid("ai.onnx.ml", 3)])
+    model = _calling(function, [helper.make_node("ML", ["x"], ["n"], domain="local"),
+                                helper.make_node("Pad", ["n", "p"], ["y"])], [2, 3],
+                     [("", 18), ("local", 1)],
+                     [numpy_helper.from_array(np.array([0, 1, 0, 1], np.int64), "p")])
+    want, got = _ort_and_ours(model, np.arange(1, 7, dtype=np.float32).reshape(2, 3))
+    assert np.array_equal(want, got)  # was "the model imports no opset for 'ai.onnx.ml'"
+
+
+def test_external_data_without_a_length_reads_the_tensors_own_bytes(tmp_path) -> None:
+    """A file holding other bytes after the tensor: it was read to the end ("cannot reshape
+    array of size 26 into shape (4,6)")."""
+    import onnxruntime as ort
+
+    weights = np.arange(24, dtype=np.float32).reshape(4, 6)
+    (tmp_path / "w.bin").write_bytes(b"\0" * 16 + weights.tobytes() + b"\xff" * 8)
+    w = numpy_helper.from_array(weights, "W")
+    w.ClearField("raw_data")
+    w.data_location = TensorProto.EXTERNAL
+    w.external_data.add(key="location", value="w.bin")
+    w.external_data.add(key="offset", value="16")
+    graph = helper.make_graph([helper.make_node("Add", ["x", "W"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 6])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [w])
+    path = tmp_path / "m.onnx"
+    path.write_bytes(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)],
+                                       ir_version=8).SerializeToString())
+    x = np.ones((4, 6), np.float32)
+    want = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    got = get_backend("numpy").run(lower(dmlgraph.load(path), "6_4"), {"x": x})["y"]
+    assert np.array_equal(got, want[0])
+    graph.initializer[0].external_data[1].value = "+16"  # int() took it; onnxruntime does not
+    path.write_bytes(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)],
+                                       ir_version=8).SerializeToString())
+    with pytest.raises(ModelLoadError, match="not decimal integers"):
+        dmlgraph.load(path)
+
+
+def test_input_shapes_for_a_sequence_input_says_it_is_one() -> None:
+    """It wrote a tensor shape over the sequence type, and the checker then said "Field
+    'elem_type' of 'type' is required but missing"."""
+    seq = helper.make_tensor_sequence_value_info("s", TensorProto.FLOAT, None)
+    graph = helper.make_graph([helper.make_node("SequenceLength", ["s"], ["y"])], "g", [seq],
+                              [helper.make_tensor_value_info("y", TensorProto.INT64, [])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=8)
+    with pytest.raises(ModelValidationError, match="'s', which has sequence_type; dmlgraph "
+                                                   "handles tensors only"):
+        dmlgraph.load(model, input_shapes={"s": [2, 6]})
