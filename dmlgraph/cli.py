@@ -124,8 +124,7 @@ def _probe_folder(output: Path, folder: Path) -> None:
     import tempfile
 
     try:
-        with tempfile.TemporaryFile(dir=folder):
-            pass
+        tempfile.TemporaryFile(dir=folder).close()
     except OSError as exc:
         _refuse(f"{output}: cannot write in {str(folder)!r}: {exc.strerror or exc}")
 

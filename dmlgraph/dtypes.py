@@ -83,6 +83,20 @@ PLAIN_DTYPES: frozenset[np.dtype] = frozenset(
 )
 
 
+def element_bits(dtype: np.dtype) -> int:
+    """The bits ONNX stores an element of ``dtype`` in: fewer than its NumPy item for the
+    sub-byte types ml_dtypes holds one a byte (int4, float4_e2m1fn), packed two a byte in
+    ``raw_data`` and by onnxruntime."""
+    dtype = np.dtype(dtype)
+    if dtype.kind not in "c":  # complex: ml_dtypes.finfo reads it as its real part
+        for info in (ml_dtypes.iinfo, ml_dtypes.finfo):
+            try:
+                return min(int(info(dtype).bits), 8 * dtype.itemsize)
+            except (TypeError, ValueError):
+                continue
+    return 8 * dtype.itemsize
+
+
 def to_numpy_dtype(elem_type: int, where: str = "") -> np.dtype:
     """The NumPy dtype of an ONNX element type; UnsupportedError names ``where`` if unknown."""
     try:

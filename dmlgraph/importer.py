@@ -33,7 +33,7 @@ from onnx import AttributeProto, TensorProto, helper
 
 from dmlgraph import canonical, collector, folding, schema_types, shape_kernels, sniff
 from dmlgraph.dml.scalars import is_integer
-from dmlgraph.dtypes import ELEM_TYPE_TO_DTYPE, PLAIN_DTYPES
+from dmlgraph.dtypes import ELEM_TYPE_TO_DTYPE, PLAIN_DTYPES, element_bits
 from dmlgraph.errors import DmlgraphError, ModelLoadError, ModelValidationError, UnsupportedError
 from dmlgraph.ir import Graph, OnnxOp, Provenance, RemovedNode, TensorInfo, dims_text
 from dmlgraph.value_info import shape_dim, tensor_array, tensor_info
@@ -300,23 +300,15 @@ def _load_external_data(proto: onnx.ModelProto, base_dir: Path | None, source: s
 
 
 _DECIMAL = re.compile(r"[0-9]+")
-#: Element types ONNX packs below a byte, and their bits.
-_PACKED_BITS: dict[int, int] = {
-    TensorProto.INT4: 4, TensorProto.UINT4: 4, TensorProto.FLOAT4E2M1: 4,
-}
 
 
 def _raw_bytes(tensor: TensorProto) -> int | None:
-    """The bytes of a tensor's raw data, from its dims and type; None for strings (no fixed
-    size) and unknown types."""
-    count = math.prod(tensor.dims)
-    bits = _PACKED_BITS.get(tensor.data_type)
-    if bits is not None:
-        return (count * bits + 7) // 8
+    """The bytes of a tensor's raw data, from its dims and type (sub-byte types packed); None
+    for strings (no fixed size) and unknown types."""
     dtype = ELEM_TYPE_TO_DTYPE.get(tensor.data_type)
     if dtype is None or dtype == np.dtype(object):
         return None
-    return count * dtype.itemsize
+    return (math.prod(tensor.dims) * element_bits(dtype) + 7) // 8
 
 
 def _inline_functions(proto: onnx.ModelProto, source: str) -> onnx.ModelProto:

@@ -21,6 +21,7 @@ import numpy as np
 
 from dmlgraph.dml.enums import FeatureLevel, OperatorType, TensorDataType
 from dmlgraph.dml.support import SupportRow, support_row
+from dmlgraph.dtypes import element_bits
 
 _T = TensorDataType
 #: Integer types by width in bytes: (unsigned, signed).
@@ -30,8 +31,6 @@ _INTEGERS: dict[int, tuple[TensorDataType, TensorDataType]] = {
     4: (_T.UINT32, _T.INT32),
     8: (_T.UINT64, _T.INT64),
 }
-#: Sub-byte types: the IR holds them one per byte, DirectML packs them; never viewed.
-_SUB_BYTE = frozenset({"int4", "uint4", "int2", "uint2", "float4_e2m1fn"})
 
 
 @dataclass(frozen=True)
@@ -68,7 +67,7 @@ def unsupported_dtype(dtype: np.dtype) -> str:
     dtype = np.dtype(dtype)
     if dtype.kind in "OSU":
         return f"DirectML has no {dtype} (string) tensors"
-    if dtype.name in _SUB_BYTE:
+    if element_bits(dtype) < 8 * dtype.itemsize:  # the IR holds one a byte, DirectML packs
         return f"{dtype} is a sub-byte type that Slice, JOIN and PADDING do not accept"
     if dtype.itemsize not in (1, 2, 4, 8, 16):
         return f"{dtype} has an element size of {dtype.itemsize} bytes, no DML type fits it"

@@ -16,12 +16,11 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 import onnxruntime as ort
 
 from backends.base import BackendError
-from dmlgraph.dtypes import DTYPE_TO_ELEM_TYPE, ELEM_TYPE_TO_DTYPE, PLAIN_DTYPES
+from dmlgraph.dtypes import DTYPE_TO_ELEM_TYPE, ELEM_TYPE_TO_DTYPE, PLAIN_DTYPES, element_bits
 
 #: The unsigned integer type of each width, whose arrays carry another type's bits.
 _BITS: Mapping[int, np.dtype] = {1: np.dtype(np.uint8), 2: np.dtype(np.uint16)}
@@ -82,12 +81,7 @@ def _ort_value(name: str, array: np.ndarray) -> Any:
 
 def _packed(dtype: np.dtype) -> bool:
     """ml_dtypes' sub-byte types (int4, float4_e2m1fn, int2...), packed by onnxruntime."""
-    for info in (ml_dtypes.iinfo, ml_dtypes.finfo):
-        try:
-            return int(info(dtype).bits) < 8 * dtype.itemsize
-        except (TypeError, ValueError):
-            continue
-    return False
+    return element_bits(dtype) < 8 * dtype.itemsize
 
 
 def _array(value: Any) -> np.ndarray:
