@@ -551,11 +551,16 @@ def test_without_verify_each_the_invariants_are_checked_after_the_last_pass() ->
         PassManager(passes).run(graph, ctx)
 
 
-def test_every_emitted_descriptor_is_onnx_free_and_validates(onnx_models_dir) -> None:
+def test_every_emitted_descriptor_validates_and_no_slice_or_concat_stays_onnx(
+    onnx_models_dir,
+) -> None:
     lowered = lower(load(onnx_models_dir / "shufflenet_v2_x0_5.onnx"), "2_1")
-    for node in lowered.nodes:
-        if not isinstance(node.op, OnnxOp):
-            node.op.validate("2_1")
+    descriptors = [node.op for node in lowered.nodes if not isinstance(node.op, OnnxOp)]
+    assert len(descriptors) >= 42  # its 26 Slices and 16 Concats, each one or more
+    for desc in descriptors:
+        desc.validate("2_1")
+    left = {node.op.op_type for node in lowered.nodes if isinstance(node.op, OnnxOp)}
+    assert not left & {"Slice", "Concat", "Pad"}
 
 
 def test_eight_bit_data_at_fl_1_0_moves_whole_uint16_pairs_along_the_innermost_axis() -> None:

@@ -49,6 +49,18 @@ def test_an_element_fails_only_when_both_tolerances_are_exceeded(expected, actua
     assert result.mismatches == (verdict is Verdict.FAIL)
 
 
+def test_the_atol_that_would_pass_ignores_errors_within_rtol() -> None:
+    """The largest absolute error (1.0, at 1e6) is within rtol: the atol that would pass is
+    the largest among the elements beyond rtol (0.1, at 1.0), not 1.0. A review's mutant that
+    took the largest of all survived every test."""
+    expected = np.array([1e6, 1.0])
+    actual = np.array([1e6 + 1.0, 1.1])
+    result = compare_output("y", actual, expected, Tolerance(1e-5, 1e-5))
+    assert result.max_abs_error == pytest.approx(1.0)
+    assert result.required_atol == pytest.approx(0.1)
+    assert compare_output("y", actual, expected, Tolerance(0.1001, 1e-5)).verdict is Verdict.PASS
+
+
 def test_errors_and_the_minimum_tolerance_that_would_pass() -> None:
     expected = np.array([1.0, 10.0, 0.0, -4.0])
     actual = np.array([1.5, 10.0, 1e-6, -4.002])
