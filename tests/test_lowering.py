@@ -1256,3 +1256,27 @@ def test_a_hand_built_node_naming_no_model_version_is_lowered_by_its_op() -> Non
                         provenance_version=0)  # Provenance's default
     got = run_lowered(lower(graph, "6_4"), {"x": X23})[0]  # was "since_version 0 has no rule"
     assert same_bits(got, np.concatenate([X23, X23]))
+
+
+@pytest.mark.parametrize("level, joined, backwards", [("1_0", 7, 0), ("2_1", 5, 2)])
+def test_reflect_by_pieces_reads_mirrored_runs_backwards_from_2_1(
+    level: str, joined: int, backwards: int
+) -> None:
+    """An axis of 4 reflected by 5 before and 4 after, by pieces: DML_SPEC.md's map reads
+    [1, 2, 3, 2, 1] before the input and [2, 1, 0, 1] after it. From FL 2.1 (SLICE1) a run
+    read backwards is one piece: [1 2 3][2 1] x [2 1 0][1], 5 JOIN inputs, 2 of them strided
+    -1; below, a backward step ends a run: [1 2 3][2][1] x [2][1][0 1], 7 inputs. (No ONNX
+    model reaches this at 2.1: PADDING takes every reflect there; the count is the rule.)"""
+    from lowering.emit import Plan, _pad_by_pieces
+    from lowering.logical import LogicalPad
+
+    plan = Plan(FeatureLevel.parse(level), np.dtype(np.float32), lambda _: False)
+    op = LogicalPad(PaddingMode.REFLECTION, np.array(0, np.float32), (0, 5), (0, 4))
+    _pad_by_pieces(plan, "x", (2, 4), 1, op, "y")
+    (join,) = [step.desc for step in plan.steps if isinstance(step.desc, JoinDesc)]
+    assert join.input_count == joined
+    strides = [
+        step.desc.input_window_strides[-1] for step in plan.steps
+        if isinstance(step.desc, Slice1Desc)
+    ]
+    assert sum(s < 0 for s in strides) == backwards
