@@ -647,10 +647,17 @@ def _skeleton(
     graph.node.extend(source.node)
     graph.input.extend(source.input)
     inputs = {value_info.name: value_info for value_info in source.input}
+    initializers = {tensor.name: tensor for tensor in source.initializer}
     for value_info in source.output:  # typed, not shaped: onnx keeps a declared shape over
         bare = graph.output.add()  # the one its node makes, and infers onward from it
         if value_info.name in inputs:  # no node makes it: a bare one made onnx forget the
             bare.CopyFrom(inputs[value_info.name])  # input's shape for all its readers
+            continue
+        tensor = initializers.get(value_info.name)
+        if tensor is not None:  # nor an initializer, whose dims are its shape
+            bare.CopyFrom(
+                helper.make_tensor_value_info(tensor.name, tensor.data_type, tensor.dims)
+            )
             continue
         bare.CopyFrom(refined.get(value_info.name, value_info))
         if bare.type.HasField("tensor_type") and value_info.name not in refined:

@@ -1081,6 +1081,32 @@ def test_a_graph_input_listed_as_an_output_keeps_its_shape_for_its_readers() -> 
     assert np.array_equal(got["y"], want[0]) and np.array_equal(got["x"], want[1])
 
 
+@pytest.mark.parametrize("rows", [2, 2049])  # 2049 x 2: above inference's inline limit
+def test_an_initializer_listed_as_an_output_keeps_its_shape_for_its_readers(rows: int) -> None:
+    """Listed as an output declared without a shape, the initializer went to onnx's inference
+    bare too, and Identity(k) came out of unknown shape, so an array could not be bound to
+    it. Oracle: onnxruntime's session says [rows, 2], and runs it."""
+    import onnxruntime as ort
+
+    k = np.arange(rows * 2, dtype=np.float32).reshape(rows, 2)
+    graph = helper.make_graph(
+        [helper.make_node("Identity", ["k"], ["kid"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("kid", TensorProto.FLOAT, None),
+         helper.make_tensor_value_info("k", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(k, "k")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=10)
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    (said,) = [o.shape for o in session.get_outputs() if o.name == "kid"]
+    assert said == [rows, 2]
+    imported = dmlgraph.load(model)
+    assert imported.tensors["kid"].shape == tuple(said)
+    bound = np.zeros((rows, 2), np.float32)
+    feeds = {"x": np.zeros(2, np.float32)}
+    get_backend("numpy").run(lower(imported, "6_4"), feeds, outputs={"kid": bound})
+    assert np.array_equal(bound, session.run(["kid"], feeds)[0])
+
+
 # ----------------------------------------------------------------------------- local functions
 # What onnx's inliner leaves out, filled in as onnxruntime reads a function. Oracle:
 # onnxruntime on the same model.
