@@ -443,8 +443,16 @@ def _check_nodes(proto: onnx.ModelProto, nodes: Sequence[NodeFields], source: st
                 f"{source}: {domain or 'ai.onnx'} opset {opsets[domain]} is newer than the "
                 f"newest this onnx knows ({newest}); dmlgraph will not guess how its ops behave"
             )
+    named: dict[str, int] = {}  # node name -> index, for names onnxruntime requires unique
     for index, node in enumerate(nodes):
         op_type, domain = node.op_type, node.domain
+        if node.name and (op_type != "Constant" or domain):
+            first = named.setdefault(node.name, index)
+            if first != index:  # onnxruntime: "two nodes with same node name" (a Constant
+                raise ModelValidationError(  # becomes an initializer before it looks)
+                    f"{_node_where(source, index, node)}: node #{first} has the same name; "
+                    "node names must be unique, as onnxruntime requires"
+                )
         try:  # protobuf gives bytes for bad UTF-8, and joining bytes fails (one C call a node)
             "".join((op_type, domain, node.name, *node.input, *node.output))
         except TypeError:
@@ -766,8 +774,11 @@ def _build_graph(
         o.name: o.type.tensor_type.elem_type for o in proto.graph.output
         if o.type.HasField("tensor_type")
     }
+    listed = initializer_names.union(vi.name for vi in proto.graph.input)
     for name, elem in declared_outputs.items():
-        if not elem:  # onnxruntime: "Invalid tensor data type 0" (no type field at all is fine)
+        # onnxruntime: "Invalid tensor data type 0" for what a node makes (no type field at
+        # all is fine); an input or initializer listed so it runs, typed by itself
+        if not elem and name not in listed:
             raise ModelValidationError(
                 f"{source}: graph output {name!r} is a tensor of element type 0 (UNDEFINED); "
                 "give its type, or leave the type out"

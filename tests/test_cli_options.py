@@ -438,6 +438,58 @@ def test_graph_output_types_onnxruntime_refuses_are_refused(case) -> None:
     _refused_by_both(model, fragment)
 
 
+def test_node_names_onnxruntime_requires_unique_are_refused() -> None:
+    """Two Relus named "n": onnxruntime refuses the model ("two nodes with same node name"),
+    so its DirectML provider never lowers it, and neither does dmlgraph."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])
+    nodes = [helper.make_node("Relu", ["x"], ["a"], name="n"),
+             helper.make_node("Relu", ["a"], ["y"], name="n")]
+    graph = helper.make_graph(nodes, "g", [x], [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    _refused_by_both(model, r"node 'n' \(Relu, #1\): node #0 has the same name")
+
+
+@pytest.mark.parametrize("names", [("", ""), ("c", "c")])
+def test_node_names_onnxruntime_lets_repeat_are_accepted(names: tuple[str, str]) -> None:
+    """Unnamed nodes, and a Constant named as another node (onnxruntime makes Constants
+    initializers before it looks): onnxruntime (the oracle) runs both."""
+    import onnxruntime as ort
+
+    value = numpy_helper.from_array(np.array([1, 2], np.float32), "v")
+    nodes = [helper.make_node("Constant", [], ["k"], name=names[0], value=value),
+             helper.make_node("Add", ["x", "k"], ["y"], name=names[1])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    x = np.array([3, 4], np.float32)
+    (want,) = ort.InferenceSession(model.SerializeToString(),
+                                   providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    got = get_backend("numpy").run(lower(dmlgraph.load(model), "6_4"), {"x": x})["y"]
+    assert np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("listed", ["x", "k"])
+def test_an_input_or_initializer_listed_as_an_output_of_element_type_0_runs(listed: str) -> None:
+    """Element type 0 is refused on what a node makes (above); on a graph input or an
+    initializer listed as an output, onnxruntime (the oracle) runs the model, typed by the
+    tensor itself."""
+    import onnxruntime as ort
+
+    untyped = onnx.ValueInfoProto(name=listed)
+    untyped.type.tensor_type.elem_type = TensorProto.UNDEFINED
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["x", "k"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2]), untyped],
+        [numpy_helper.from_array(np.array([1, 2], np.float32), "k")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    x = np.array([3, 4], np.float32)
+    want = ort.InferenceSession(model.SerializeToString(),
+                                providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    got = get_backend("numpy").run(lower(dmlgraph.load(model), "6_4"), {"x": x})
+    assert all(np.array_equal(got[name], w) for name, w in zip(["y", listed], want))
+
+
 def test_dropout_7s_float_mask_is_accepted() -> None:
     """Dropout-7's mask is its input's type (T), not bool as from Dropout-12."""
     graph = helper.make_graph(
