@@ -1049,13 +1049,13 @@ def foldable(graph: Graph, node: Node) -> bool:
         or node.op_type in NONDETERMINISTIC_OPS
     ):
         return False
-    if any(n.startswith(NOT_FOLDED) for n in node.notes) or any(
-        o in graph.outputs for o in node.outputs
-    ):
+    if any(n.startswith(NOT_FOLDED) for n in node.notes):
         return False
+    # the outputs (a list) last: asked of every node of a graph whose every tensor is an
+    # output, first, it made folding quadratic
     return all(
         input_available(graph, node.op_type, port, name) for port, name in enumerate(node.inputs)
-    )
+    ) and not any(o in graph.outputs for o in node.outputs)
 
 
 def input_available(graph: Graph, op_type: str, port: int, name: str) -> bool:

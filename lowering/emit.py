@@ -74,12 +74,17 @@ class Plan:
     temps: dict[str, Shape] = field(default_factory=dict)
     constants: dict[str, np.ndarray] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    #: per base, the suffix its last name took: names are only ever added, so the next one
+    #: is past it (probing from 0 made a JOIN of k pieces cost k^2 look-ups)
+    suffixes: dict[str, int] = field(default_factory=dict, repr=False, compare=False)
 
     def name(self, base: str) -> str:
-        candidate, k = base, 0
+        k = self.suffixes.get(base, 0)
+        candidate = f"{base}_{k}" if k else base
         while self.taken(candidate) or candidate in self.temps or candidate in self.constants:
             k += 1
             candidate = f"{base}_{k}"
+        self.suffixes[base] = k
         return candidate
 
     def temp(self, base: str, shape: Shape) -> str:

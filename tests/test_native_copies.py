@@ -324,6 +324,44 @@ def test_a_relocatable_program_needs_the_addresses_of_the_roots_it_moves() -> No
         Program([[(out, x)]], roots=[5])
 
 
+def test_a_program_reads_its_roots_addresses_at_their_slots() -> None:
+    """A program of two roots of a plan's many reads their addresses where its slots say,
+    in the plan's list of all of them; a call whose list is too short, and slots that do
+    not place the roots, are refused."""
+    x, out = np.arange(8, dtype=np.uint32), np.zeros(8, np.uint32)
+    address = copy_threads.address
+    program = Program([[(out, x)]], roots=[(address(out), out.nbytes), (address(x), 32)],
+                      slots=[5, 2])
+    src, dst = np.arange(8, 16, dtype=np.uint32), np.zeros(8, np.uint32)
+    addresses = [None] * 7
+    addresses[5], addresses[2] = address(dst), address(src)
+    program(addresses)
+    assert dst.tolist() == src.tolist() and out.tolist() == [0] * 8  # built over, not moved
+    with pytest.raises(ValueError, match="at least 6 root addresses expected, got 5"):
+        program(addresses[:5])
+    with pytest.raises(ValueError, match="root 2 .* no address"):
+        program([None, None, None, None, None, address(dst)])
+    with pytest.raises(ValueError, match="2 slots expected"):
+        Program([[(out, x)]], roots=[(address(out), 32), (address(x), 32)], slots=[0])
+    with pytest.raises(ValueError, match="negative"):
+        Program([[(out, x)]], roots=[(address(out), 32)], slots=[-1])
+    with pytest.raises(TypeError, match="give the roots"):
+        Program([[(out, x)]], slots=[0])
+
+
+def test_a_replay_refuses_a_program_reading_addresses_it_does_not_bind() -> None:
+    """A replay binds a plan's roots; a program reading a slot beyond them is refused when
+    the replay is made, not read past at a run."""
+    import threading
+
+    x, out = np.arange(8, dtype=np.uint32), np.zeros(8, np.uint32)
+    address = copy_threads.address
+    program = Program([[(out, x)]], roots=[(address(out), 32)], slots=[3])
+    with pytest.raises(ValueError, match="reads 4 root addresses, the replay binds 2"):
+        copy_threads.Replay((), (), (program,), (None, None), threading.Lock(),
+                            np.empty((2, 3), np.float32))
+
+
 @pytest.mark.parametrize("stream", [True, False])
 @pytest.mark.parametrize("dtype", [np.uint8, np.uint16, np.uint32, np.uint64], ids=str)
 @pytest.mark.parametrize("border", ["reflect", "edge", "fill", "wrap"])

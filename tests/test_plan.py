@@ -18,6 +18,7 @@ from backends import BackendError
 from backends.numpy import NumpyBackend
 from backends.numpy import threads as copy_threads
 from backends.numpy.memory import Lifetime, assign_buffers
+from dmlgraph.dml.enums import FeatureLevel
 from dmlgraph import load
 from lowering import lower
 from oracles import same_bits
@@ -942,3 +943,120 @@ def test_the_plan_skips_validating_only_what_lower_validated_unchanged(path: str
     changed.replace_node(node.id, op=bad)
     with pytest.raises(BackendError, match="sizes off the join axis must equal"):
         NumpyBackend().run(changed, {"x": np.zeros((4, 6), np.float32)})
+
+
+# ------------------------------------------------------------------------------ plan size
+# A plan's compile and its runs must cost in proportion to the graph: each of these made one
+# of them quadratic (a 4000-input JOIN took 5 s to compile, a graph of 8000 outputs 12 s).
+@st.composite
+def phase_over_one_buffer(draw):
+    """Moves over strided views of one buffer (some reversed, some empty, some overlapping),
+    with a value that is not an array as a source now and then."""
+    buffer = np.zeros(64, np.int32)
+
+    def view():
+        start = draw(st.integers(0, 63))
+        stop = draw(st.integers(0, 64))
+        step = draw(st.sampled_from([1, 2, 3, -1, -2]))
+        return buffer[start:stop:step]
+
+    moves = []
+    for _ in range(draw(st.integers(1, 6))):
+        destination = view()
+        source = draw(st.one_of(st.just(np.int32(7)), st.builds(lambda: view())))
+        moves.append((destination, source))
+    return moves
+
+
+@given(phase_over_one_buffer())
+def test_a_phase_reads_what_it_writes_by_numpys_bounds(phase) -> None:
+    """Whether a source may share memory with a destination, as np.may_share_memory says of
+    every pair (the oracle), from one sorted pass over the written bytes."""
+    want = any(np.may_share_memory(d, s) for d, _ in phase for _, s in phase)
+    assert copy_threads._reads_written(phase) == want
+
+
+@st.composite
+def roots_and_views(draw):
+    """Roots over a few buffers, some sharing memory (as constants may), and views of them."""
+    buffers = [np.zeros(draw(st.integers(0, 16)), np.uint8) for _ in range(3)]
+    shared = buffers[0][draw(st.integers(0, 8)):]  # a second root over the first's bytes
+    proxies = [*buffers, shared] if draw(st.booleans()) else buffers
+    candidates = draw(st.lists(st.integers(0, len(proxies) - 1), min_size=1, max_size=8))
+    views = [
+        proxies[draw(st.integers(0, len(proxies) - 1))][draw(st.integers(0, 16)):]
+        for _ in range(4)
+    ]
+    return proxies, candidates, views
+
+
+@given(roots_and_views())
+def test_the_root_of_a_view_is_the_first_candidate_holding_it(case) -> None:
+    """The root locator answers as a scan of the candidates in order would (the oracle,
+    written here), whether the roots' memory is disjoint (bisection) or not."""
+    from backends.numpy.plan import Plan, RootKind, _Root
+    from backends.numpy.views import address
+
+    proxies, candidates, views = case
+    plan = Plan.__new__(Plan)
+    plan._roots = [_Root(RootKind.CONSTANT, p.size, p) for p in proxies]
+    locate = plan.root_locator(candidates)
+    for view in views:
+        at = address(view)
+        want = next(
+            (r for r in candidates
+             if address(proxies[r]) <= at < address(proxies[r]) + max(proxies[r].size, 1)),
+            None,
+        )
+        assert locate(view) == want
+
+
+@pytest.mark.skipif(copy_threads.Program is None, reason="the native copier is not built here")
+def test_a_native_program_knows_only_the_roots_its_moves_touch(monkeypatch) -> None:
+    """A chain whose every tensor is a graph output (the usual way to debug a model): each
+    program is given the two or three roots of its own tensors, not the plan's 120; before,
+    every build and every call went through all of them. Results: onnxruntime's."""
+    import backends.numpy.plan as plan_module
+
+    given_roots: list[int] = []
+    real = plan_module.Program
+
+    class Programs(type):  # the plan's isinstance checks still see real Programs
+        def __instancecheck__(cls, made: object) -> bool:
+            return isinstance(made, real)
+
+    class Recording(metaclass=Programs):
+        def __new__(cls, lists, stream=None, roots=None, slots=None):
+            given_roots.append(len(roots or ()))
+            return real(lists, stream=stream, roots=roots, slots=slots)
+
+    monkeypatch.setattr(plan_module, "Program", Recording)
+    nodes, outputs, current = [], [], "x"
+    for i in range(40):
+        nodes += [helper.make_node("Pad", [current, "pads"], [f"p{i}"], mode="edge"),
+                  helper.make_node("Slice", [f"p{i}", "s", "e", "ax"], [f"q{i}"])]
+        outputs += [f"p{i}", f"q{i}"]
+        current = f"q{i}"
+    model = _model(nodes, [_info("x", np.float32, (2, 3))],
+                   [_info(name, np.float32, (2, 5) if name[0] == "p" else (2, 3))
+                    for name in outputs],
+                   [_ints("pads", [0, 1, 0, 1]), _ints("s", [1]), _ints("e", [4]),
+                    _ints("ax", [1])])
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    got = NumpyBackend().run(lower(load(model), "6_4"), {"x": x})
+    assert given_roots and max(given_roots) <= 3
+    assert all(same_bits(got[name], want) for name, want in zip(outputs, _ort(model, {"x": x})))
+
+
+def test_naming_a_decomposition_s_pieces_asks_each_name_once() -> None:
+    """A Slice read backwards at FL 1.0 is a JOIN of 256 single-element slices: naming them
+    asks whether a name is taken about once each (it probed from suffix 0 for each piece: 33
+    thousand look-ups). The names are the same."""
+    from lowering import emit
+
+    asked: list[str] = []
+    plan = emit.Plan(FeatureLevel.parse("1_0"), np.dtype(np.float32),
+                     lambda name: asked.append(name) or name == "y.piece")
+    names = [plan.temp("y.piece", (1,)) for _ in range(256)]
+    assert names == [f"y.piece_{k}" for k in range(1, 257)]
+    assert len(asked) <= 2 * 256

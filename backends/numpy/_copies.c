@@ -16,7 +16,10 @@
  * used. With ``roots`` (item r: None, or (address, size) of a buffer the moves were built
  * over) the program is relocatable: each call names where every root lies now,
  * ``program(addresses)``, and moves between those buffers instead (a plan's inputs and
- * outputs, bound per run, need no views rebuilt). Its calls must not overlap.
+ * outputs, bound per run, need no views rebuilt). Its calls must not overlap. ``slots``
+ * (item r: where in ``addresses`` root r's address is; r by default) lets a program of a
+ * few roots read a plan's list of all of them: a program given every root of a plan cost
+ * each call, and each build, time in proportion to the plan's size.
  *
  * Replay(...): a compiled plan's whole run in one call (see ``replay_call``).
  */
@@ -765,6 +768,8 @@ typedef struct {
     Py_ssize_t nbytes;
     Py_ssize_t nmoves; /* for ``relocate`` */
     int nroots; /* relocatable: each call says where roots[0:nroots] lie (``relocate``) */
+    Py_ssize_t *slots; /* root r's address is item slots[r] of a call's addresses */
+    Py_ssize_t span;   /* a call's addresses have at least this many items */
     int busy;   /* a relocating call is running: another would move its pointers */
 } Program;
 
@@ -860,15 +865,55 @@ static void program_dealloc(Program *self) {
     PyMem_Free(self->moves);
     PyMem_Free(self->groups);
     PyMem_Free(self->starts);
+    PyMem_Free(self->slots);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
+/* ``slots``: None (root r at item r), or one index a root into a call's addresses. */
+static int parse_slots(PyObject *given, int nroots, Py_ssize_t **slots, Py_ssize_t *span) {
+    *slots = PyMem_Calloc((size_t)(nroots ? nroots : 1), sizeof(Py_ssize_t));
+    if (!*slots) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    *span = nroots;
+    if (given == Py_None) {
+        for (int r = 0; r < nroots; r++) (*slots)[r] = r;
+        return 0;
+    }
+    PyObject *seq = PySequence_Fast(given, "slots are a sequence of indices");
+    if (!seq) return -1;
+    if (PySequence_Fast_GET_SIZE(seq) != nroots) {
+        PyErr_Format(PyExc_ValueError, "%d slots expected (one a root), got %zd", nroots,
+                     PySequence_Fast_GET_SIZE(seq));
+        Py_DECREF(seq);
+        return -1;
+    }
+    *span = 0;
+    for (int r = 0; r < nroots; r++) {
+        const Py_ssize_t slot = PyLong_AsSsize_t(PySequence_Fast_GET_ITEM(seq, r));
+        if (slot < 0) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "a slot is negative");
+            Py_DECREF(seq);
+            return -1;
+        }
+        (*slots)[r] = slot;
+        if (slot >= *span) *span = slot + 1;
+    }
+    Py_DECREF(seq);
+    return 0;
+}
+
 static PyObject *program_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
-    PyObject *given, *stream = Py_None, *roots = Py_None;
-    static char *names[] = {"lists", "stream", "roots", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|OO:Program", names, &given, &stream,
-                                     &roots))
+    PyObject *given, *stream = Py_None, *roots = Py_None, *slots = Py_None;
+    static char *names[] = {"lists", "stream", "roots", "slots", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|OOO:Program", names, &given, &stream,
+                                     &roots, &slots))
         return NULL;
+    if (slots != Py_None && roots == Py_None) {
+        PyErr_SetString(PyExc_TypeError, "slots place roots: give the roots too");
+        return NULL;
+    }
     if (stream != Py_None && stream != Py_True && stream != Py_False) {
         PyErr_SetString(PyExc_TypeError, "stream is None (by size), True or False");
         return NULL;
@@ -900,6 +945,7 @@ static PyObject *program_new(PyTypeObject *type, PyObject *args, PyObject *kwarg
         return NULL;
     }
     self->nroots = nroots;
+    if (parse_slots(slots, nroots, &self->slots, &self->span) < 0) goto fail;
     self->nlists = (int)nlists;
     self->starts = PyMem_Calloc((size_t)nlists + 1, sizeof(Py_ssize_t));
     Py_ssize_t ngroups = 0, nmoves = 0;
@@ -1090,9 +1136,9 @@ static PyObject *program_call(Program *self, PyObject *args, PyObject *kwargs) {
     }
     PyObject *given = PySequence_Fast(PyTuple_GET_ITEM(args, 0), "addresses are a sequence");
     if (!given) return NULL;
-    if (PySequence_Fast_GET_SIZE(given) != self->nroots) {
-        PyErr_Format(PyExc_ValueError, "%d root addresses expected, got %zd", self->nroots,
-                     PySequence_Fast_GET_SIZE(given));
+    if (PySequence_Fast_GET_SIZE(given) < self->span) {
+        PyErr_Format(PyExc_ValueError, "at least %zd root addresses expected, got %zd",
+                     self->span, PySequence_Fast_GET_SIZE(given));
         Py_DECREF(given);
         return NULL;
     }
@@ -1104,16 +1150,18 @@ static PyObject *program_call(Program *self, PyObject *args, PyObject *kwargs) {
     PyObject **items = PySequence_Fast_ITEMS(given);
     int failed = 0;
     for (int r = 0; r < self->nroots && !failed; r++) {
-        if (items[r] == Py_None) continue;
-        bases[r] = PyLong_AsVoidPtr(items[r]);
+        PyObject *item = items[self->slots[r]];
+        if (item == Py_None) continue;
+        bases[r] = PyLong_AsVoidPtr(item);
         failed = PyErr_Occurred() != NULL;
     }
-    /* a root some move lies in must be given */
+    /* a root some move lies in must be given (named by its item in the addresses) */
     for (Py_ssize_t j = 0; j < self->nmoves && !failed; j++) {
         const Move *m = &self->moves[j];
         if ((m->droot >= 0 && !bases[m->droot]) || (m->sroot >= 0 && !bases[m->sroot])) {
-            PyErr_Format(PyExc_ValueError, "root %d is moved from or to but has no address",
-                         m->droot >= 0 && !bases[m->droot] ? m->droot : m->sroot);
+            const int r = m->droot >= 0 && !bases[m->droot] ? m->droot : m->sroot;
+            PyErr_Format(PyExc_ValueError, "root %zd is moved from or to but has no address",
+                         self->slots[r]);
             failed = 1;
         }
     }
@@ -1197,6 +1245,7 @@ typedef struct {
     Py_ssize_t ninputs, noutputs;
     PyObject *programs; /* a tuple of Programs, run in order */
     int nroots;
+    int most; /* the most roots a program relocates: its bases are gathered by its slots */
     char **fixed; /* where each root lies when no port binds it (a plan's own buffers) */
     PyObject *acquire, *release; /* the plan's lock's methods */
     PyObject *array_type; /* feeds and outputs of exactly the probe's type are taken */
@@ -1339,9 +1388,10 @@ static PyObject *replay_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
             PyErr_SetString(PyExc_TypeError, "programs are Programs");
             return NULL;
         }
-        if (((Program *)program)->nroots && ((Program *)program)->nroots != nroots) {
-            PyErr_Format(PyExc_ValueError, "a program relocates %d roots, the replay binds %d",
-                         ((Program *)program)->nroots, nroots);
+        if (((Program *)program)->span > nroots) {
+            PyErr_Format(PyExc_ValueError,
+                         "a program reads %zd root addresses, the replay binds %d",
+                         ((Program *)program)->span, nroots);
             return NULL;
         }
     }
@@ -1378,6 +1428,10 @@ static PyObject *replay_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
     }
     self->programs = Py_NewRef(programs);
     self->nroots = nroots;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(programs); i++) {
+        const int n = ((Program *)PyTuple_GET_ITEM(programs, i))->nroots;
+        if (n > self->most) self->most = n;
+    }
     self->acquire = PyObject_GetAttrString(lock, "acquire");
     self->release = PyObject_GetAttrString(lock, "release");
     if (!self->acquire || !self->release) {
@@ -1404,8 +1458,9 @@ static PyObject *replay_call(Replay *self, PyObject *args, PyObject *kwargs) {
     const Py_ssize_t nports = self->ninputs + self->noutputs;
     PyObject *result = NULL, *values = PyTuple_New(nports);
     char **bases = PyMem_Calloc((size_t)(self->nroots ? self->nroots : 1), sizeof(char *));
+    char **local = PyMem_Calloc((size_t)(self->most ? self->most : 1), sizeof(char *));
     char **low = PyMem_Calloc((size_t)(nports ? nports : 1), 2 * sizeof(char *));
-    if (!values || !bases || !low) {
+    if (!values || !bases || !local || !low) {
         if (values) PyErr_NoMemory();
         goto done;
     }
@@ -1465,7 +1520,8 @@ static PyObject *replay_call(Replay *self, PyObject *args, PyObject *kwargs) {
     int failed = 0;
     for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(self->programs) && !failed; k++) {
         Program *program = (Program *)PyTuple_GET_ITEM(self->programs, k);
-        if (program->nroots) failed = program_run_at(program, bases) < 0;
+        for (int r = 0; r < program->nroots; r++) local[r] = bases[program->slots[r]];
+        if (program->nroots) failed = program_run_at(program, local) < 0;
         else program_run(program);
     }
     PyObject *released = PyObject_CallNoArgs(self->release);
@@ -1485,6 +1541,7 @@ fallback:
 done:
     Py_XDECREF(values);
     PyMem_Free(bases);
+    PyMem_Free(local);
     PyMem_Free(low);
     return result;
 }

@@ -19,6 +19,7 @@ class Program:
         lists: Sequence[Sequence[Any]],
         stream: bool | None = None,
         roots: Sequence[tuple[int, int] | None] | None = None,
+        slots: Sequence[int] | None = None,
     ) -> Program: ...
     def __call__(self, bases: Sequence[int | None] = ..., /) -> None: ...
     @property

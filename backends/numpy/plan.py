@@ -28,6 +28,7 @@ import enum
 import heapq
 import threading
 import weakref
+from bisect import bisect_right
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -178,6 +179,9 @@ class Plan:
     def _compile(self, graph: Graph) -> None:
         schedule = _schedule(graph)
         self._outputs = list(dict.fromkeys(graph.outputs))
+        # as sets, for the questions asked of every tensor (lists made them quadratic)
+        self._output_set = frozenset(self._outputs)
+        self._input_set = frozenset(graph.inputs)
         producer_step: dict[str, int] = {}
         readers: dict[str, list[int]] = {}
         for index, (_, nodes) in enumerate(schedule):
@@ -259,7 +263,7 @@ class Plan:
                 return None
             programs.append(program)
         output_roots = dict(self._output_roots)
-        if any(name not in output_roots or name in graph.inputs for name in self._outputs):
+        if any(name not in output_roots or name in self._input_set for name in self._outputs):
             return None
         input_roots = dict(self._input_roots)
         ports = []
@@ -307,10 +311,10 @@ class Plan:
                     "a DML node's tensors must have them"
                 )
             nbytes = int(np.prod(info.static_shape, dtype=np.int64)) * np.dtype(info.dtype).itemsize
-            if name in graph.inputs:
+            if name in self._input_set:
                 kind = RootKind.INPUT
             elif name in self._dml_made:
-                kind = RootKind.OUTPUT if name in self._outputs else RootKind.ARENA
+                kind = RootKind.OUTPUT if name in self._output_set else RootKind.ARENA
             else:
                 kind = RootKind.PRODUCED
             index = self._new_root(kind, nbytes)
@@ -378,7 +382,7 @@ class Plan:
     def _placeable(self, graph: Graph, join: Node, name: str) -> bool:
         return (
             name in self._dml_made
-            and name not in self._outputs
+            and name not in self._output_set
             and len(graph.consumers(name)) == 1
             and graph.tensor(name).is_static
         )
@@ -413,27 +417,51 @@ class Plan:
             return _RuntimeStep(self, graph, nodes[0])
         return _FallbackStep(self, graph, nodes)
 
-    def root_of(self, view: np.ndarray, candidates: list[int]) -> int | None:
-        """Which of the candidate roots' proxies holds the view's element 0."""
-        at = address(view)
-        for index in candidates:
-            proxy = self._roots[index].proxy
-            start = address(proxy)
-            if start <= at < start + max(proxy.size, 1):
-                return index
-        return None
+    def root_locator(self, candidates: list[int]) -> Callable[[np.ndarray], int | None]:
+        """Which of the candidate roots' proxies holds a view's element 0 (the first in
+        ``candidates`` order). By bisection where the proxies are disjoint, as all but
+        constants' are: a JOIN of thousands of inputs scanned every root for every move."""
+        order = list(dict.fromkeys(candidates))
+        spans = sorted(
+            (address(proxy), max(proxy.size, 1), index)
+            for index in order
+            for proxy in (self._roots[index].proxy,)
+        )
+        starts = [start for start, _, _ in spans]
+        disjoint = all(a[0] + a[1] <= b[0] for a, b in zip(spans, spans[1:]))
+
+        def locate(view: np.ndarray) -> int | None:
+            at = address(view)
+            if disjoint:
+                k = bisect_right(starts, at) - 1
+                if k >= 0 and at < spans[k][0] + spans[k][1]:
+                    return spans[k][2]
+                return None
+            for index in order:  # constants may share memory: the first, as listed
+                proxy = self._roots[index].proxy
+                start = address(proxy)
+                if start <= at < start + max(proxy.size, 1):
+                    return index
+            return None
+
+        return locate
 
     def instructions(self, phases: list[Phase], roots: list[int]) -> list[Instruction]:
         """An operator's phases of moves as calls (``distribute_phases``): over real memory
         when all their roots are the plan's own, else rebuilt from recipes each run."""
         recipes: list[_Recipes] = []
         static = True
+        root_of = self.root_locator(roots)
+        touched: set[int] = set()
         for phase in phases:
             recipes.append([])
             for destination, source in phase.moves:
-                dst_root = self.root_of(destination, roots)
-                src_root = self.root_of(source, roots)
+                dst_root = root_of(destination)
+                src_root = root_of(source)
                 assert dst_root is not None
+                touched.add(dst_root)
+                if src_root is not None:
+                    touched.add(src_root)
                 dst = (dst_root, Recipe.of(destination, self._roots[dst_root].proxy))
                 src = (
                     source
@@ -446,28 +474,30 @@ class Plan:
         rows = [phase.rows for phase in phases]
         if static:
             return _calls(self.threads, [_materialize(self._state.frame, r) for r in recipes], rows)
-        relocatable = self._relocatable(phases)
+        relocatable = self._relocatable(phases, touched)
         if relocatable is not None:
             return relocatable
         return [_BoundPhases(self._state, self.threads, recipes, rows)]
 
-    def _relocatable(self, phases: list[Phase]) -> list[Instruction] | None:
+    def _relocatable(self, phases: list[Phase], touched: set[int]) -> list[Instruction] | None:
         """Natively, the phases as programs built over the compile-time memory that each
         call moves to where the per-run roots lie in this run (the run state's
         ``addresses``): no views rebuilt when a run binds new memory. None where a list is
-        not a native program."""
+        not a native program. A program knows only the roots its moves ``touched`` (by their
+        slots in ``addresses``): given every root of the plan, each build and each call cost
+        time in proportion to the plan (quadratic in a graph of many outputs)."""
         if not (threads.native and Program is not None):
             return None
-        roots = [  # the arena's too: moves are built over proxies, not its buffers
-            None if root.kind is RootKind.CONSTANT else (address(root.proxy), root.nbytes)
-            for root in self._roots
-        ]
+        slots = sorted(  # the arena's too: moves are built over proxies, not its buffers
+            r for r in touched if self._roots[r].kind is not RootKind.CONSTANT
+        )
+        roots = [(address(self._roots[r].proxy), self._roots[r].nbytes) for r in slots]
         calls: list[Instruction] = []
         for lists in distribute_phases(phases, self.threads):
             if len(lists) > MAX_THREADS:
                 return None
             try:
-                program = Program(lists, roots=roots)
+                program = Program(lists, roots=roots, slots=slots)
             except (TypeError, ValueError, BufferError):
                 return None
             calls.append(partial(program, self._state.addresses))
@@ -481,7 +511,7 @@ class Plan:
             value = graph.constant(name)
             if value is not None:
                 return lambda: value
-            if name in graph.inputs or name not in self._dml_made:
+            if name in self._input_set or name not in self._dml_made:
                 return partial(state.value, name)
         home = self._homes[name]
         info = graph.tensor(name)
@@ -549,7 +579,7 @@ class Plan:
                 )
             np.copyto(target, value)
             return target
-        if name in self.graph.inputs or self.graph.is_constant(name):
+        if name in self._input_set or self.graph.is_constant(name):
             return np.array(value)  # a copy: the caller's feed or the graph's constant
         return value
 

@@ -19,6 +19,7 @@ import _thread
 import math
 import os
 import threading
+from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from functools import partial
 
@@ -211,7 +212,7 @@ def _lockstep_axes(phase: Sequence[Move], axis: int) -> int:
     shapes = [d.shape for d, _ in phase]
     itemsize = phase[0][0].itemsize
     lead = axis + 1
-    if any(np.may_share_memory(d, s) for d, _ in phase for _, s in phase):
+    if _reads_written(phase):
         return lead
     while lead < min(len(shape) for shape in shapes) and all(
         shape[lead] == shapes[0][lead] for shape in shapes
@@ -221,6 +222,41 @@ def _lockstep_axes(phase: Sequence[Move], axis: int) -> int:
             break
         lead += 1
     return lead
+
+
+def _bounds(array: object) -> tuple[int, int] | None:
+    """The bytes ``[low, high)`` an array may touch, as ``np.may_share_memory`` bounds it;
+    None for an empty one, or a value that is not an array (converted, it shares nothing)."""
+    if not isinstance(array, np.ndarray) or array.size == 0:
+        return None
+    low = high = address(array)
+    for size, stride in zip(array.shape, array.strides):
+        if stride < 0:
+            low += stride * (size - 1)
+        else:
+            high += stride * (size - 1)
+    return low, high + array.itemsize
+
+
+def _reads_written(phase: Sequence[Move]) -> bool:
+    """Whether some move's source may share memory with some destination of the phase (by
+    bounds, as ``np.may_share_memory``): the written bytes merged and sorted once, then each
+    source looked up, rather than every pair (a JOIN of thousands of inputs took seconds)."""
+    written: list[list[int]] = []
+    for low, high in sorted(b for b in (_bounds(d) for d, _ in phase) if b is not None):
+        if written and low <= written[-1][1]:
+            written[-1][1] = max(written[-1][1], high)
+        else:
+            written.append([low, high])
+    starts = [low for low, _ in written]
+    for _, source in phase:
+        bounds = _bounds(source)
+        if bounds is None:
+            continue
+        k = bisect_left(starts, bounds[1]) - 1  # the last written span starting before its end
+        if k >= 0 and written[k][1] > bounds[0]:
+            return True
+    return False
 
 
 def run_list(moves: Sequence[Move]) -> None:
