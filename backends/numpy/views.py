@@ -30,12 +30,28 @@ def reform(array: np.ndarray, dtype: np.dtype, shape: tuple[int, ...]) -> np.nda
         count *= d
     if count != data.size:
         return None
-    view = data.view()
+    view = _reshaped(data, tuple(shape) + (dtype.itemsize,))
+    return None if view is None else view.view(dtype)[..., 0]
+
+
+#: NumPy 2.1 gave ``reshape`` a ``copy`` argument; 2.5 deprecates setting ``shape``, the way
+#: to the same answer before it.
+_RESHAPE_TAKES_COPY = np.lib.NumpyVersion(np.__version__) >= "2.1.0"
+
+
+def _reshaped(array: np.ndarray, shape: tuple[int, ...]) -> np.ndarray | None:
+    """The array as ``shape`` without a copy; None where that needs one."""
+    if _RESHAPE_TAKES_COPY:
+        try:
+            return array.reshape(shape, copy=False)
+        except ValueError:
+            return None
+    view = array.view()
     try:
-        view.shape = tuple(shape) + (dtype.itemsize,)
-    except AttributeError:  # numpy: the new shape needs a copy
+        view.shape = shape
+    except AttributeError:
         return None
-    return view.view(dtype)[..., 0]
+    return view
 
 
 def _interface_address(array: np.ndarray) -> int:
