@@ -774,10 +774,15 @@ def _build_graph(
         o.name: o.type.tensor_type.elem_type for o in proto.graph.output
         if o.type.HasField("tensor_type")
     }
-    listed = initializer_names.union(vi.name for vi in proto.graph.input)
+    listed = initializer_names.union(
+        (vi.name for vi in proto.graph.input),
+        (out for node in nodes if node.op_type == "Constant" and not node.domain
+         for out in node.output),
+    )
     for name, elem in declared_outputs.items():
         # onnxruntime: "Invalid tensor data type 0" for what a node makes (no type field at
-        # all is fine); an input or initializer listed so it runs, typed by itself
+        # all is fine); an input or initializer listed so it runs, typed by itself, and so
+        # does a Constant's output (onnxruntime makes Constants initializers first)
         if not elem and name not in listed:
             raise ModelValidationError(
                 f"{source}: graph output {name!r} is a tensor of element type 0 (UNDEFINED); "

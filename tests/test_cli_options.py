@@ -468,17 +468,20 @@ def test_node_names_onnxruntime_lets_repeat_are_accepted(names: tuple[str, str])
     assert np.array_equal(got, want)
 
 
-@pytest.mark.parametrize("listed", ["x", "k"])
+@pytest.mark.parametrize("listed", ["x", "k", "c"])
 def test_an_input_or_initializer_listed_as_an_output_of_element_type_0_runs(listed: str) -> None:
-    """Element type 0 is refused on what a node makes (above); on a graph input or an
-    initializer listed as an output, onnxruntime (the oracle) runs the model, typed by the
-    tensor itself."""
+    """Element type 0 is refused on what a node makes (above); on a graph input, an
+    initializer or a Constant's output (onnxruntime makes Constants initializers first)
+    listed as an output, onnxruntime (the oracle) runs the model, typed by the tensor
+    itself."""
     import onnxruntime as ort
 
     untyped = onnx.ValueInfoProto(name=listed)
     untyped.type.tensor_type.elem_type = TensorProto.UNDEFINED
+    value = numpy_helper.from_array(np.array([5, 6], np.float32), "v")
     graph = helper.make_graph(
-        [helper.make_node("Add", ["x", "k"], ["y"])], "g",
+        [helper.make_node("Add", ["x", "k"], ["y"]),
+         helper.make_node("Constant", [], ["c"], value=value)], "g",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2]), untyped],
         [numpy_helper.from_array(np.array([1, 2], np.float32), "k")])
