@@ -399,3 +399,65 @@ def test_no_engine_can_write_into_the_inputs_the_report_names(monkeypatch) -> No
     with pytest.raises(ValueError, match="read-only"):
         check(_slice_int64_max_end_reversed(), inputs={"x": x})
     assert np.array_equal(x, np.arange(24, dtype=np.float32).reshape(4, 6))
+
+
+# ----------------------------------------------------------------------------- in chunks
+_VALUES = [0.0, -0.0, 1.0, -2.5, 1e-6, 3e38, float("inf"), float("-inf"), float("nan")]
+
+
+@pytest.mark.parametrize("kind", ["float32", "complex64", "int64", "uint64 against int64",
+                                  "str"])
+@pytest.mark.parametrize("seed", range(6))
+def test_a_comparison_in_chunks_gives_the_whole_arrays_numbers(kind, seed, monkeypatch) -> None:
+    """Outputs are compared a chunk at a time, its counts added and its maxima taken: every
+    number is the one the whole arrays give at once (the oracle: the same comparison with
+    one chunk), NaNs in some chunks and not others included."""
+    import dmlgraph.parity as parity
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 60))
+    with np.errstate(all="ignore"):  # past float32's range: inf; inf * 0: NaN (wanted)
+        expected, actual = _pair(kind, rng, n)
+    tolerance = Tolerance(1e-3, 1e-3)
+    monkeypatch.setattr(parity, "COMPARE_CHUNK", 1 << 30)
+    whole = compare_output("y", actual, expected, tolerance)
+    monkeypatch.setattr(parity, "COMPARE_CHUNK", 7)
+    chunked = compare_output("y", actual, expected, tolerance)
+    assert repr(chunked) == repr(whole)  # NaN errors, as NaN, equal
+
+
+def _pair(kind: str, rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+    if kind in ("float32", "complex64"):
+        def pick() -> np.ndarray:
+            return rng.choice(_VALUES, n) * rng.choice([1.0, 1.0001, 2.0], n)
+
+        expected, actual = pick().astype(np.float32), pick().astype(np.float32)
+        if kind == "complex64":
+            expected = (expected + 1j * pick()).astype(np.complex64)
+            actual = (actual + 1j * pick()).astype(np.complex64)
+    elif kind == "str":
+        expected = rng.choice(["a", "b", ""], n)
+        actual = rng.choice(["a", "b", ""], n)
+    else:
+        expected = rng.integers(-(2**62), 2**62, n)
+        actual = rng.integers(0, 2**63, n, dtype=np.uint64) if "uint64" in kind else (
+            expected + rng.integers(-2, 3, n))
+    return expected, actual
+
+
+def test_comparing_an_output_takes_less_memory_than_the_output() -> None:
+    """Compared whole, a 16 MB float32 output took 11 times its size in float64 temporaries
+    (a 256 MB output: 3.7 GB for ``check``); a chunk at a time, under its size."""
+    import tracemalloc
+
+    expected = np.random.default_rng(0).random(1 << 22, dtype=np.float32)
+    actual = expected.copy()
+    actual[::1000] += 1e-3
+    tracemalloc.start()
+    try:
+        result = compare_output("y", actual, expected, Tolerance(1e-5, 1e-5))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert result.mismatches == len(range(0, 1 << 22, 1000))
+    assert peak < expected.nbytes
