@@ -24,6 +24,7 @@ import math
 import os
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -83,7 +84,9 @@ def _load(
         if input_shapes:  # first: they may give an input the shape the checker requires
             _apply_input_shapes(proto, input_shapes, source)
             data = None
-        _run_checker(_for_checker(proto) or (proto if data is None else data), source)
+        with _for_checker(proto) as changed:
+            _run_checker(proto if changed or data is None else data, source)
+        data = None  # the file's bytes: the proto holds all of it now, and they were 1x more
         declared = _declared_types(proto.graph.value_info)
         del proto.graph.value_info[:]
         inferred, hidden = _infer_shapes(proto, nodes, source)
@@ -497,26 +500,31 @@ def _unshaped(graph: onnx.GraphProto) -> list[onnx.ValueInfoProto]:
     ]
 
 
-def _for_checker(proto: onnx.ModelProto) -> onnx.ModelProto | None:
-    """A copy for the checker of what onnxruntime runs and onnx's checker refuses; None when
-    the model holds none of it:
+@contextmanager
+def _for_checker(proto: onnx.ModelProto) -> Iterator[bool]:
+    """The model as the checker should see what onnxruntime runs and onnx's checker refuses,
+    for the block, then as it was; yields whether it changed anything:
     - a graph input or output without a shape field gets an empty one. ONNX lets a tensor
       type omit its shape (unknown rank), but the checker requires the field on graph inputs
       and outputs; without ``full_check`` it reads nothing from it. The import keeps the
       shape unknown;
     - before IR version 4, an initializer not listed as a graph input is listed (IR 3 said
-      every initializer is one; onnxruntime runs it either way)."""
+      every initializer is one; onnxruntime runs it either way).
+    In place and undone, not on a copy: a copy held the weights once more."""
     unlisted = _unlisted_initializers(proto)
-    if not unlisted and not _unshaped(proto.graph):
-        return None
-    copy = onnx.ModelProto()
-    copy.CopyFrom(proto)
-    for value_info in _unshaped(copy.graph):
-        value_info.type.tensor_type.shape.SetInParent()
-    copy.graph.input.extend(
-        helper.make_tensor_value_info(t.name, t.data_type, t.dims) for t in unlisted
-    )
-    return copy
+    unshaped = _unshaped(proto.graph)
+    listed = len(proto.graph.input)
+    try:
+        for value_info in unshaped:
+            value_info.type.tensor_type.shape.SetInParent()
+        proto.graph.input.extend(
+            helper.make_tensor_value_info(t.name, t.data_type, t.dims) for t in unlisted
+        )
+        yield bool(unlisted or unshaped)
+    finally:
+        for value_info in unshaped:
+            value_info.type.tensor_type.ClearField("shape")
+        del proto.graph.input[listed:]
 
 
 def _unlisted_initializers(proto: onnx.ModelProto) -> list[TensorProto]:
