@@ -449,13 +449,6 @@ def _check_nodes(proto: onnx.ModelProto, nodes: Sequence[NodeFields], source: st
     named: dict[str, int] = {}  # node name -> index, for names onnxruntime requires unique
     for index, node in enumerate(nodes):
         op_type, domain = node.op_type, node.domain
-        if node.name and (op_type != "Constant" or domain):
-            first = named.setdefault(node.name, index)
-            if first != index:  # onnxruntime: "two nodes with same node name" (a Constant
-                raise ModelValidationError(  # becomes an initializer before it looks)
-                    f"{_node_where(source, index, node)}: node #{first} has the same name; "
-                    "node names must be unique, as onnxruntime requires"
-                )
         try:  # protobuf gives bytes for bad UTF-8, and joining bytes fails (one C call a node)
             "".join((op_type, domain, node.name, *node.input, *node.output))
         except TypeError:
@@ -463,6 +456,13 @@ def _check_nodes(proto: onnx.ModelProto, nodes: Sequence[NodeFields], source: st
                 f"{source}: node #{index} has a name, op type or tensor name that is not "
                 "valid UTF-8 (corrupt file?)"
             ) from None
+        if node.name and (op_type != "Constant" or domain):
+            first = named.setdefault(node.name, index)
+            if first != index:  # onnxruntime: "two nodes with same node name" (a Constant
+                raise ModelValidationError(  # becomes an initializer before it looks)
+                    f"{_node_where(source, index, node)}: node #{first} has the same name; "
+                    "node names must be unique, as onnxruntime requires"
+                )
         # the messages' node description is made only for a message
         if domain not in SUPPORTED_DOMAINS:
             raise UnsupportedError(
@@ -782,16 +782,17 @@ def _build_graph(
         o.name: o.type.tensor_type.elem_type for o in proto.graph.output
         if o.type.HasField("tensor_type")
     }
+    untyped = [name for name, elem in declared_outputs.items() if not elem]
+    # onnxruntime: "Invalid tensor data type 0" for what a node makes (no type field at all
+    # is fine); an input or initializer listed so it runs, typed by itself, and so does a
+    # Constant's output (onnxruntime makes Constants initializers first)
     listed = initializer_names.union(
         (vi.name for vi in proto.graph.input),
         (out for node in nodes if node.op_type == "Constant" and not node.domain
          for out in node.output),
-    )
-    for name, elem in declared_outputs.items():
-        # onnxruntime: "Invalid tensor data type 0" for what a node makes (no type field at
-        # all is fine); an input or initializer listed so it runs, typed by itself, and so
-        # does a Constant's output (onnxruntime makes Constants initializers first)
-        if not elem and name not in listed:
+    ) if untyped else set()
+    for name in untyped:
+        if name not in listed:
             raise ModelValidationError(
                 f"{source}: graph output {name!r} is a tensor of element type 0 (UNDEFINED); "
                 "give its type, or leave the type out"
