@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -15,13 +16,25 @@ from backends.base import Backend, BackendError, NodeRun, RunRecord, RunResult
 def _numpy(**options: Any) -> Backend:
     from backends.numpy.backend import NumpyBackend
 
-    return NumpyBackend(**options)
+    return _made("numpy", NumpyBackend, options)
 
 
 def _onnxruntime(**options: Any) -> Backend:
     from backends.onnxruntime.backend import OnnxruntimeBackend
 
-    return OnnxruntimeBackend(**options)
+    return _made("onnxruntime", OnnxruntimeBackend, options)
+
+
+def _made(name: str, backend: Callable[..., Backend], options: Mapping[str, Any]) -> Backend:
+    """The backend made with ``options``; an option its constructor does not take is named
+    with those it does (the constructor's TypeError said "unexpected keyword argument")."""
+    signature = inspect.signature(backend)
+    try:
+        signature.bind(**options)
+    except TypeError as exc:
+        takes = ", ".join(signature.parameters) or "none"
+        raise BackendError(f"the {name} backend's options are {takes}: {exc}") from None
+    return backend(**options)
 
 
 #: Backend name -> factory; options go to the backend's constructor.

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 import onnx
 
+from dmlgraph.dml.scalars import is_integer
 from dmlgraph.errors import ModelValidationError, UnsupportedError
 from dmlgraph.ir import Graph, Node, OnnxOp
 from dmlgraph.schema_types import type_string
@@ -178,6 +179,16 @@ def concat_axis(node: Node, where: str) -> int:
             raise ModelValidationError(
                 f"{where}: attribute axis is missing; Concat-{node.op.since_version} requires it"
             )
+    return _concat_axis_value(axis, where)
+
+
+def _concat_axis_value(axis: object, where: str) -> int:
+    """A Concat's axis attribute as an int: an INT attribute, as ONNX types it (a float was
+    truncated, so 3.7 joined on axis 3)."""
+    if not is_integer(axis) or not -INT64_MAX - 1 <= axis <= INT64_MAX:
+        raise ModelValidationError(
+            f"{where}: attribute axis = {axis!r} is not an int64, as ONNX's INT attribute is"
+        )
     return int(axis)
 
 
@@ -219,7 +230,8 @@ def to_canonical(
             raise ModelValidationError(
                 f"{where}: attribute axis is missing; Concat-{version} requires it"
             )
-        return OnnxOp("Concat", canon_version, attrs={"axis": int(axis)}), tuple(inputs)
+        axis = _concat_axis_value(axis, where)
+        return OnnxOp("Concat", canon_version, attrs={"axis": axis}), tuple(inputs)
     # Pad
     mode = pad_mode(OnnxOp("Pad", version, attrs=attrs))
     if mode not in form.modes:

@@ -29,7 +29,7 @@ from typing import Any, Protocol
 import networkx as nx
 import numpy as np
 
-from dmlgraph.dml.scalars import same_bits_key
+from dmlgraph.dml.scalars import is_integer, same_bits_key
 from dmlgraph.errors import GraphInvariantError
 
 #: A dimension: a known size, a symbolic name (``"N"``), or None when nothing is known.
@@ -101,12 +101,18 @@ class TensorInfo:
         # read-only ndarray) are kept as they are.
         if data is None:
             if dtype is not None and not isinstance(dtype, np.dtype):
-                dtype = np.dtype(dtype)
+                dtype = _dtype_of(name, dtype)
             if shape is not None:
-                shape = _normal_shape(shape)
+                try:
+                    shape = _normal_shape(shape)
+                except GraphInvariantError as exc:
+                    raise GraphInvariantError(f"tensor {name!r}: {exc}") from None
         else:  # the data fixes both; given ones must agree
             if type(data) is not np.ndarray or data.flags.writeable:
-                data = _frozen_array(data)
+                try:
+                    data = _frozen_array(data)
+                except (TypeError, ValueError) as exc:  # ragged lists, objects NumPy refuses
+                    raise GraphInvariantError(f"tensor {name!r}: data is no array: {exc}") from None
             if dtype is not None and data.dtype != np.dtype(dtype):
                 raise GraphInvariantError(
                     f"tensor {name!r}: data dtype {data.dtype} differs from dtype "
@@ -208,7 +214,17 @@ def _normal_shape(shape: Iterable[Any]) -> Shape:
                 break
         else:
             return shape
+    if isinstance(shape, (str, bytes)) or not isinstance(shape, Iterable):
+        # a string iterated into one-character names printed as sizes: "1122" read [1,1,2,2]
+        raise GraphInvariantError(f"shape {shape!r} is not a sequence of dimensions")
     return tuple(_dim(d) for d in shape)
+
+
+def _dtype_of(name: str, dtype: Any) -> np.dtype:
+    try:
+        return np.dtype(dtype)
+    except TypeError as exc:
+        raise GraphInvariantError(f"tensor {name!r}: dtype {dtype!r} is not one: {exc}") from None
 
 
 def _dim(d: Any) -> Dim:
@@ -632,6 +648,11 @@ class Graph:
     def set_input(self, node_id: NodeId, port: int, tensor: str) -> Node:
         """Point one input port at another tensor ("" omits it); pads absent ports with ""."""
         node = self.node(node_id)
+        if not is_integer(port) or port < 0:
+            raise GraphInvariantError(  # -1 was Python's last item: another port, silently
+                f"{self.source}: {node.label}: input port {port!r} is not an int from 0"
+            )
+        port = int(port)
         inputs = list(node.inputs) + [""] * max(0, port + 1 - len(node.inputs))
         inputs[port] = tensor
         while inputs and inputs[-1] == "":

@@ -234,6 +234,17 @@ _RAGGED = [[1.0, 2.0], [3.0]]
      "cannot be read as an array"),
     (lambda g, l, x: dmlgraph.check(_slice_model(), atol={"y": None}),
      "atol for 'y': None is not a number"),
+    (lambda g, l, x: _backend("numpy", thread=2),
+     "the numpy backend's options are fallback, feature_level, providers, threads"),
+    (lambda g, l, x: _backend("onnxruntime", fallback="reference"),
+     "the onnxruntime backend's options are providers"),
+    (lambda g, l, x: _backend("onnxruntime", providers=5), "providers = 5: give onnxruntime"),
+    (lambda g, l, x: _backend("numpy", providers=[None]), "providers = [None]: give"),
+    (lambda g, l, x: g.set_input(g.nodes[0].id, -1, "x"), "input port -1 is not an int from 0"),
+    (lambda g, l, x: g.update_tensor("x", shape="46"),
+     "tensor 'x': shape '46' is not a sequence of dimensions"),
+    (lambda g, l, x: dmlgraph.TensorInfo("t", dtype="foo"), "tensor 't': dtype 'foo' is not one"),
+    (lambda g, l, x: dmlgraph.TensorInfo("t", data=_RAGGED), "tensor 't': data is no array"),
 ])
 def test_api_misuse_is_one_clear_dmlgraph_error(call, fragment) -> None:
     """Arguments of the wrong kind met an AttributeError, a TypeError or NumPy's "truth value
@@ -321,3 +332,47 @@ def test_check_reads_on_a_narrow_terminal(tmp_path, capsys, monkeypatch) -> None
     out = re.sub(r"\x1b\[[0-9;]*m", "", capsys.readouterr().out)  # a terminal's colours
     assert "…" not in out
     assert re.search(r"│ verdict +│ fail +│", out)
+
+
+@pytest.mark.parametrize("axis", [3.7, "x", (1,), 2**70])
+def test_a_concat_axis_that_is_not_an_int64_is_refused(axis) -> None:
+    """An axis set by hand: 3.7 was truncated and lowered to a JOIN on axis 3; the others
+    raised Python's or onnx's own errors."""
+    graph = dmlgraph.load(_two_input_concat())
+    node = graph.find_nodes("Concat")[0]
+    graph.replace_node(node.id, op=dmlgraph.OnnxOp("Concat", node.op.since_version, "",
+                                                   {"axis": axis}))
+    with pytest.raises(ModelValidationError, match=re.escape(f"attribute axis = {axis!r} is not "
+                                                             "an int64")):
+        lower(graph)
+
+
+def test_a_descriptor_field_of_another_enum_is_refused_not_read_by_its_number() -> None:
+    """IntEnum members are ints: TensorDataType.FLOAT32 (1) was taken for PaddingMode.EDGE,
+    PaddingMode.REFLECTION (2) for FLOAT16, PaddingMode.EDGE for a tensor flag."""
+    from dmlgraph.dml import BufferTensorDesc, FeatureLevel, PaddingDesc, PaddingMode
+    from dmlgraph.dml import TensorDataType
+    from dmlgraph.errors import EnumValueError
+
+    def tensor(*sizes):
+        return BufferTensorDesc(TensorDataType.FLOAT32, sizes)
+
+    with pytest.raises(EnumValueError, match="TensorDataType.FLOAT32: 1> is not a PaddingMode"):
+        PaddingDesc(input_tensor=tensor(2, 2), output_tensor=tensor(4, 4),
+                    padding_mode=TensorDataType.FLOAT32, start_padding=(1, 1),
+                    end_padding=(1, 1)).validate("6_4")
+    with pytest.raises(EnumValueError, match="is not a TensorDataType"):
+        BufferTensorDesc(PaddingMode.REFLECTION, (4,))
+    with pytest.raises(EnumValueError, match="is not a TensorFlags"):
+        BufferTensorDesc(TensorDataType.FLOAT32, (4,), flags=PaddingMode.EDGE)
+    with pytest.raises(EnumValueError):
+        FeatureLevel.parse(TensorDataType.FLOAT32)
+    assert PaddingMode.parse(1) is PaddingMode.EDGE  # a plain number still names a member
+
+
+def _two_input_concat() -> onnx.ModelProto:
+    graph = helper.make_graph(
+        [helper.make_node("Concat", ["a", "b"], ["y"], axis=0)], "g",
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, [2, 3]) for n in "ab"],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 3])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)

@@ -7,7 +7,7 @@ the list so nodes a GPU provider refuses still run.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from functools import cache
 
 import onnx
@@ -36,6 +36,19 @@ def provider_name(name: str) -> str:
     return ALIASES.get(name.lower(), name)
 
 
+def _names(requested: object) -> list[str]:
+    """Provider names as a list of strings; a BackendError for anything else (a number, a
+    mapping, a list holding None)."""
+    if isinstance(requested, Iterable) and not isinstance(requested, (bytes, Mapping)):
+        names = list(requested)
+        if all(isinstance(name, str) for name in names):
+            return names
+    raise BackendError(
+        f"providers = {requested!r}: give onnxruntime provider names, as a list of strings "
+        "or one string (CPU, CUDA, DML, or their onnxruntime names)"
+    )
+
+
 def available_providers() -> list[str]:
     return list(ort.get_available_providers())
 
@@ -46,8 +59,11 @@ def select_providers(
     """The providers for a session: ``requested`` (checked) or the preferred available one,
     then CPU. Raises BackendError naming a requested provider this build lacks."""
     have = list(available) if available is not None else available_providers()
-    if requested:
-        requested = [provider_name(p) for p in requested]
+    if isinstance(requested, str):  # one name: "CPU" was read as the providers C, P and U
+        requested = [requested]
+    names = [] if requested is None else _names(requested)
+    if names:
+        requested = [provider_name(p) for p in names]
         unknown = [p for p in requested if p not in have]
         if unknown:
             raise BackendError(

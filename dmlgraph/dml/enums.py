@@ -42,8 +42,8 @@ class _DmlEnum(enum.IntEnum):
                 return cls.parse(value)
             except EnumValueError as exc:
                 raise EnumValueError(f"{field}: {exc}") from None
-        if isinstance(value, (bool, np.bool_)):
-            raise EnumValueError(f"{value!r} is not a {cls.__name__}")
+        if isinstance(value, (bool, np.bool_, enum.Enum)):  # another enum's member is no
+            raise EnumValueError(f"{value!r} is not a {cls.__name__}")  # number of this one
         if is_integer(value):  # NumPy's integers too
             try:
                 return cls(int(value))
@@ -107,8 +107,8 @@ class FeatureLevel(_DmlEnum):
     def _parse_level(cls, value: object) -> FeatureLevel:
         if isinstance(value, cls):
             return value
-        if is_integer(value):
-            try:
+        if is_integer(value) and not isinstance(value, enum.Enum):  # another enum's member
+            try:  # is no level
                 return cls(int(value))  # NumPy's integers too
             except ValueError:
                 raise EnumValueError(_unknown_level(int(value))) from None
