@@ -818,6 +818,11 @@ class Graph:
     # ---------------------------------------------------------------- graph I/O
     def add_input(self, info: TensorInfo) -> str:
         """Register a graph input (a tensor without data) at the end of the input list."""
+        if not isinstance(info, TensorInfo):
+            raise GraphInvariantError(
+                f"{self.source}: add_input takes a TensorInfo (TensorInfo(name, dtype, shape)), "
+                f"not {type(info).__name__}"
+            )
         if info.data is not None:
             raise GraphInvariantError(f"{self.source}: graph input {info.name!r} cannot carry data")
         self.set_tensor(info)
@@ -1002,9 +1007,13 @@ class Graph:
             )
 
     def to_onnx(self, *, ir_version: int | None = None) -> Any:
-        """This graph as an onnx.ModelProto that onnxruntime loads (see dmlgraph.exporter)."""
+        """This graph as an onnx.ModelProto that onnxruntime loads (see dmlgraph.exporter),
+        after ``validate``: an edit that broke an invariant (an output no tensor, a node
+        reading an unknown tensor) was written out as a model onnxruntime refuses, or raised
+        a KeyError."""
         from dmlgraph.exporter import to_onnx
 
+        self.validate()
         return to_onnx(self, ir_version=ir_version)
 
     def not_an_input(self, name: str) -> str:

@@ -245,6 +245,10 @@ _RAGGED = [[1.0, 2.0], [3.0]]
      "tensor 'x': shape '46' is not a sequence of dimensions"),
     (lambda g, l, x: dmlgraph.TensorInfo("t", dtype="foo"), "tensor 't': dtype 'foo' is not one"),
     (lambda g, l, x: dmlgraph.TensorInfo("t", data=_RAGGED), "tensor 't': data is no array"),
+    (lambda g, l, x: g.add_input("q"), "add_input takes a TensorInfo"),
+    (lambda g, l, x: (g.outputs.append("zz"), g.to_onnx()), "graph output 'zz'"),
+    (lambda g, l, x: __import__("dmlgraph.viz").viz.write_viz("/no/such/folder/x.html", g, l),
+     "/no/such/folder/x.html: cannot write: No such file or directory"),
 ])
 def test_api_misuse_is_one_clear_dmlgraph_error(call, fragment) -> None:
     """Arguments of the wrong kind met an AttributeError, a TypeError or NumPy's "truth value

@@ -51,12 +51,15 @@ def write_viz(
     path = Path(path)
     check_target(path)
     suffix = path.suffix.lower()
-    if suffix in (".html", ".htm"):
-        return write_html(original, lowered, path, parity, title=title)
-    dot = to_dot(lowered, title=title)
-    if suffix == ".svg":
-        return render_svg(dot, path)
-    write_dot(dot, path)
+    try:
+        if suffix in (".html", ".htm"):
+            return write_html(original, lowered, path, parity, title=title)
+        dot = to_dot(lowered, title=title)
+        if suffix == ".svg":
+            return render_svg(dot, path)
+        write_dot(dot, path)
+    except OSError as exc:  # a missing folder, no permission: as tensorio says it
+        raise VizError(f"{path}: cannot write: {exc.strerror or exc}") from None
     return f"wrote {path}"
 
 
