@@ -28,6 +28,7 @@ from backends.base import (
 from backends.onnxruntime import values
 from backends.onnxruntime.providers import make_session, placements, select_providers
 from backends.onnxruntime.translate import translate
+from dmlgraph.errors import as_array
 from dmlgraph.ir import Graph
 
 
@@ -79,9 +80,16 @@ class OnnxruntimeBackend:
         self, session: ort.InferenceSession, feeds: Mapping[str, Any], where: str = "<model>"
     ) -> RunResult:
         """Run a session; feeds it does not take are left out."""
+        if not isinstance(feeds, Mapping):  # as run() refuses them
+            raise BackendError(f"{where}: feeds map tensor names to arrays, not a "
+                               f"{type(feeds).__name__}")
         names = [o.name for o in session.get_outputs()]
         expected = {i.name for i in session.get_inputs()}
-        arrays = {k: np.asarray(v) for k, v in feeds.items() if k in expected}
+        arrays = {
+            k: v if type(v) is np.ndarray else as_array(v, f"{where}: input {k!r}", BackendError)
+            for k, v in feeds.items()
+            if k in expected
+        }
         return RunResult(self._run(session, names, arrays, where), self._record(session))
 
     def execute_model(
