@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import sys
 from dataclasses import dataclass, field
@@ -284,6 +285,10 @@ def load_model(source: str | Path | dict[str, Any]) -> DxDispatchModel:
     """Read a DxDispatch model from a path or an already parsed dict."""
     if isinstance(source, dict):
         return _read_model(source, "")
+    if not isinstance(source, (str, os.PathLike)):
+        raise DxDispatchError(
+            f"load_model takes a path or a parsed dict, not {type(source).__name__}"
+        )
     try:
         raw = Path(source).read_bytes()
     except OSError as exc:

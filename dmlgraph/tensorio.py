@@ -33,7 +33,8 @@ from onnx import numpy_helper
 from dmlgraph import files
 from dmlgraph.canonical import PARAMETER_PORTS
 from dmlgraph.errors import DmlgraphError
-from dmlgraph.ir import Graph
+from dmlgraph.dml.scalars import is_integer
+from dmlgraph.ir import Graph, TensorInfo, dims_text
 
 
 class TensorIOError(DmlgraphError):
@@ -71,6 +72,7 @@ def read(
 ) -> TensorSet:
     """What ``path`` holds for ``graph``: its inputs (all of them, unless not required) and
     any outputs. ``stem`` selects ``STEM__inK`` keys of a multi-model .npz."""
+    _check_arguments("read", path, graph)
     path = Path(path)
     if not path.exists():
         raise TensorIOError(f"{path}: no such file or folder")
@@ -354,6 +356,14 @@ def write(
     outputs: Mapping[str, np.ndarray],
 ) -> None:
     """Save inputs and outputs: a ``.npz`` keyed by name, else a test-data folder (created)."""
+    _check_arguments("write", path, graph)
+    for kind, names, given in (("inputs", graph.inputs, inputs), ("outputs", graph.outputs, outputs)):
+        if not isinstance(given, Mapping):
+            raise TensorIOError(f"write: {kind} map tensor names to arrays, not a "
+                                f"{type(given).__name__}")
+        missing = [name for name in names if name not in given]
+        if missing:
+            raise TensorIOError(f"{path}: no {kind[:-1]} array for {missing} to write")
     path = Path(path)
     if is_npz(path):
         arrays = {**{n: inputs[n] for n in graph.inputs}, **{n: outputs[n] for n in graph.outputs}}
@@ -392,6 +402,10 @@ def generate(
     Every dimension must be known: from the graph, or from ``shapes``. An input that feeds a
     Slice/Pad parameter directly is refused: random indices say nothing; give its value.
     """
+    if not isinstance(graph, Graph):
+        raise TensorIOError(
+            f"generate takes a Graph (dmlgraph.load(model)), not {type(graph).__name__}"
+        )
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise TensorIOError(f"seed {seed!r}: a seed is an integer >= 0 (NumPy's seeds)")
     rng = np.random.default_rng(seed)
@@ -405,7 +419,10 @@ def generate(
                     f"{node.label}; random values would be meaningless: give it with --inputs"
                 )
         info = graph.tensor(name)
-        shape = tuple(shapes[name]) if shapes and name in shapes else info.static_shape
+        shape = (
+            _given_shape(graph, info, shapes[name]) if shapes and name in shapes
+            else info.static_shape
+        )
         if shape is None or info.dtype is None:
             raise TensorIOError(
                 f"{graph.source}: input {name!r} is {info.dtype}"
@@ -429,6 +446,35 @@ def generate(
                 "generate here; give smaller shapes with --input-shape or values with --inputs"
             ) from None
     return feeds
+
+
+def _given_shape(graph: Graph, info: TensorInfo, given: object) -> tuple[int, ...]:
+    """A shape given for an input: sizes from 0, of the input's rank, agreeing with the sizes
+    it fixes (a [7] for a [1, 1, 2, 2] input was generated, and refused only by the run)."""
+    sizes = tuple(given) if isinstance(given, Sequence) and not isinstance(given, str) else None
+    declared = info.shape
+    if (
+        sizes is None
+        or not all(is_integer(d) and d >= 0 for d in sizes)
+        or (declared is not None and (
+            len(sizes) != len(declared)
+            or any(type(d) is int and d != s for d, s in zip(declared, sizes))
+        ))
+    ):
+        raise TensorIOError(
+            f"{graph.source}: shape {given!r} for input {info.name!r}: give sizes from 0 for "
+            f"its dimensions {dims_text(declared)}"
+        )
+    return tuple(int(d) for d in sizes)
+
+
+def _check_arguments(what: str, path: object, graph: object) -> None:
+    if not isinstance(path, (str, os.PathLike)):
+        raise TensorIOError(f"{what} takes a path, not {type(path).__name__}")
+    if not isinstance(graph, Graph):
+        raise TensorIOError(
+            f"{what} takes a Graph (dmlgraph.load(model)), not {type(graph).__name__}"
+        )
 
 
 def available_memory() -> float:

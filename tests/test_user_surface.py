@@ -246,6 +246,17 @@ _RAGGED = [[1.0, 2.0], [3.0]]
     (lambda g, l, x: dmlgraph.TensorInfo("t", dtype="foo"), "tensor 't': dtype 'foo' is not one"),
     (lambda g, l, x: dmlgraph.TensorInfo("t", data=_RAGGED), "tensor 't': data is no array"),
     (lambda g, l, x: g.add_input("q"), "add_input takes a TensorInfo"),
+    (lambda g, l, x: _tensorio().read(None, g), "read takes a path, not NoneType"),
+    (lambda g, l, x: _tensorio().read("x.npz", "model.onnx"), "read takes a Graph"),
+    (lambda g, l, x: _tensorio().generate("model.onnx"), "generate takes a Graph"),
+    (lambda g, l, x: _tensorio().generate(g, 0, shapes={"x": [7]}),
+     "shape [7] for input 'x': give sizes from 0 for its dimensions [4,6]"),
+    (lambda g, l, x: _tensorio().write("/tmp/never_written.npz", g, {}, {}),
+     "no input array for ['x'] to write"),
+    (lambda g, l, x: _tensorio().write("/tmp/never_written.npz", g, [x], [x]),
+     "write: inputs map tensor names to arrays, not a list"),
+    (lambda g, l, x: __import__("dmlgraph.dxdispatch").dxdispatch.load_model(None),
+     "load_model takes a path or a parsed dict, not NoneType"),
     (lambda g, l, x: _backend("onnxruntime").execute_model(g.to_onnx(), [x]),
      "feeds map tensor names to arrays, not a list"),
     (lambda g, l, x: _backend("onnxruntime").execute_model(g.to_onnx(), {"x": _RAGGED}),
@@ -262,6 +273,12 @@ def test_api_misuse_is_one_clear_dmlgraph_error(call, fragment) -> None:
     x = np.zeros((4, 6), np.float32)
     with pytest.raises(dmlgraph.DmlgraphError, match=re.escape(fragment)):
         call(graph, lowered, x)
+
+
+def _tensorio():
+    from dmlgraph import tensorio
+
+    return tensorio
 
 
 def _backend(name, **options):
