@@ -246,6 +246,10 @@ _RAGGED = [[1.0, 2.0], [3.0]]
     (lambda g, l, x: dmlgraph.TensorInfo("t", dtype="foo"), "tensor 't': dtype 'foo' is not one"),
     (lambda g, l, x: dmlgraph.TensorInfo("t", data=_RAGGED), "tensor 't': data is no array"),
     (lambda g, l, x: g.add_input("q"), "add_input takes a TensorInfo"),
+    (lambda g, l, x: _descriptor("slice", offsets=None).to_json(),
+     "Offsets = None: must be a sequence of integers"),
+    (lambda g, l, x: _descriptor("padding1", padding_value="x").to_json(),
+     "PaddingValue = 'x': must be a number"),
     (lambda g, l, x: _tensorio().read(None, g), "read takes a path, not NoneType"),
     (lambda g, l, x: _tensorio().read("x.npz", "model.onnx"), "read takes a Graph"),
     (lambda g, l, x: _tensorio().generate("model.onnx"), "generate takes a Graph"),
@@ -273,6 +277,21 @@ def test_api_misuse_is_one_clear_dmlgraph_error(call, fragment) -> None:
     x = np.zeros((4, 6), np.float32)
     with pytest.raises(dmlgraph.DmlgraphError, match=re.escape(fragment)):
         call(graph, lowered, x)
+
+
+def _descriptor(kind: str, **fields):
+    """A 2x2 <-> 4x4 SLICE or PADDING1 with ``fields`` replaced."""
+    from dmlgraph.dml import BufferTensorDesc, Padding1Desc, SliceDesc, TensorDataType
+
+    small, large = (BufferTensorDesc(TensorDataType.FLOAT32, s) for s in ((2, 2), (4, 4)))
+    if kind == "slice":
+        base = dict(input_tensor=large, output_tensor=small, offsets=(0, 0), sizes=(2, 2),
+                    strides=(1, 1))
+        return SliceDesc(**{**base, **fields})
+    base = dict(input_tensor=small, output_tensor=large, padding_mode="CONSTANT",
+                padding_value_data_type="FLOAT32", padding_value=0.0, start_padding=(1, 1),
+                end_padding=(1, 1))
+    return Padding1Desc(**{**base, **fields})
 
 
 def _tensorio():

@@ -97,9 +97,11 @@ class OperatorDesc(ABC):
         return self.OPERATOR.full_name
 
     def to_json(self) -> dict[str, Any]:
-        """The DxDispatch dispatchable form ``{"type": ..., "desc": {...}}``."""
+        """The DxDispatch dispatchable form ``{"type": ..., "desc": {...}}``, of fields of
+        their kinds (``_check_schema``: a None offsets raised a TypeError while writing)."""
         from dmlgraph.dml.jsonio import operator_to_json  # jsonio reads these classes
 
+        self._check_schema()
         return operator_to_json(self)
 
     # -- tensors -------------------------------------------------------------------------
@@ -152,6 +154,8 @@ class OperatorDesc(ABC):
                 raise self.error(spec.c_name, value, "must be a sequence of integers")
             if spec.kind is K.INPUT_TENSOR_ARRAY and not isinstance(value, tuple):
                 raise self.error(spec.c_name, value, "must be a sequence of DML_BUFFER_TENSOR_DESC")
+            if spec.kind in (K.FLOAT, K.SCALAR_UNION) and not is_real(value):
+                raise self.error(spec.c_name, value, "must be a number")
         for label, desc, is_output in self.tensor_fields():
             if not isinstance(desc, BufferTensorDesc):
                 raise self.error(label, desc, "must be a DML_BUFFER_TENSOR_DESC")
@@ -580,6 +584,8 @@ class Padding1Desc(_PaddingRules, OperatorDesc):
 
     def scalar(self) -> np.ndarray:
         """The value as the 0-d array the scalar union holds (its bits are what DML reads)."""
+        if not is_real(self.padding_value):  # NumPy's own error, or a string parsed as one
+            raise self.error("PaddingValue", self.padding_value, "must be a number")
         return np.array(self.padding_value, dtype=self.padding_value_data_type.numpy_dtype)
 
     def _check_value(self) -> None:
