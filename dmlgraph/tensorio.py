@@ -402,10 +402,7 @@ def generate(
     Every dimension must be known: from the graph, or from ``shapes``. An input that feeds a
     Slice/Pad parameter directly is refused: random indices say nothing; give its value.
     """
-    if not isinstance(graph, Graph):
-        raise TensorIOError(
-            f"generate takes a Graph (dmlgraph.load(model)), not {type(graph).__name__}"
-        )
+    _require_graph("generate", graph)
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise TensorIOError(f"seed {seed!r}: a seed is an integer >= 0 (NumPy's seeds)")
     rng = np.random.default_rng(seed)
@@ -471,6 +468,10 @@ def _given_shape(graph: Graph, info: TensorInfo, given: object) -> tuple[int, ..
 def _check_arguments(what: str, path: object, graph: object) -> None:
     if not isinstance(path, (str, os.PathLike)):
         raise TensorIOError(f"{what} takes a path, not {type(path).__name__}")
+    _require_graph(what, graph)
+
+
+def _require_graph(what: str, graph: object) -> None:
     if not isinstance(graph, Graph):
         raise TensorIOError(
             f"{what} takes a Graph (dmlgraph.load(model)), not {type(graph).__name__}"
