@@ -16,7 +16,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -140,6 +140,7 @@ def _legend(used: Sequence[str]) -> str:
 def to_dot(graph: Graph, records: Sequence[Any] | None = None, *, title: str | None = None) -> str:
     """The DOT text of ``graph``. ``records``: the lowering report (default: the graph's own
     when it is a LoweredGraph); it decides each node's status."""
+    check_drawable("to_dot", {"graph": graph}, title)
     records = report_of(graph) if records is None else list(records)
     views = describe_graph(graph, records)
     level = getattr(graph, "feature_level", None)
@@ -231,6 +232,17 @@ def to_dot(graph: Graph, records: Sequence[Any] | None = None, *, title: str | N
 def graphviz() -> str | None:
     """The path of Graphviz's ``dot``, or None when it is not installed."""
     return shutil.which("dot")
+
+
+def check_drawable(what: str, graphs: Mapping[str, object], title: object) -> None:
+    """Graphs where a drawing takes graphs, and a title of text: a path given for a graph
+    met an AttributeError deep inside ("'str' object has no attribute ...")."""
+    for name, graph in graphs.items():
+        if not isinstance(graph, Graph):
+            raise VizError(f"{what}: {name} is a Graph (dmlgraph.load, lowering.lower), not "
+                           f"{type(graph).__name__}")
+    if title is not None and not isinstance(title, str):
+        raise VizError(f"{what}: title is text, not {type(title).__name__}")
 
 
 def write_dot(dot: str, path: str | Path) -> Path:

@@ -40,6 +40,7 @@ from dmlgraph.viz.describe import (
     tensor_text,
 )
 from dmlgraph.printable import visible
+from dmlgraph.viz.dot import check_drawable
 from dmlgraph.viz.layout import Box, Layout, chains, layered
 
 #: Past this many drawn nodes in a panel, fallback chains start collapsed.
@@ -407,6 +408,7 @@ def html_report(
 ) -> str:
     """The report page for ``original`` (the graph given to ``lower``) and ``lowered``
     (its result). ``parity``: see ``parity_sections``."""
+    check_drawable("html_report", {"original": original, "lowered": lowered}, title)
     records = report_of(lowered)
     groups: dict[str, str] = {}
     for record in records:
