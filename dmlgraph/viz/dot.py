@@ -142,6 +142,8 @@ def to_dot(graph: Graph, records: Sequence[Any] | None = None, *, title: str | N
     when it is a LoweredGraph); it decides each node's status."""
     check_drawable("to_dot", {"graph": graph}, title)
     records = report_of(graph) if records is None else list(records)
+    if not all(hasattr(r, "status") and hasattr(r, "dml_ops") for r in records):
+        raise VizError("to_dot: records are the lowering report's (LoweredGraph.report())")
     views = describe_graph(graph, records)
     level = getattr(graph, "feature_level", None)
     heading = title or display_name(graph)

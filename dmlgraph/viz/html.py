@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,7 +40,7 @@ from dmlgraph.viz.describe import (
     tensor_text,
 )
 from dmlgraph.printable import visible
-from dmlgraph.viz.dot import check_drawable
+from dmlgraph.viz.dot import VizError, check_drawable
 from dmlgraph.viz.layout import Box, Layout, chains, layered
 
 #: Past this many drawn nodes in a panel, fallback chains start collapsed.
@@ -118,7 +118,13 @@ def parity_sections(parity: Any) -> list[ParitySection]:
         return sections
     if isinstance(parity, Mapping) and "outputs" in parity:
         parity = parity["outputs"]
-    rows = tuple(_parity_row(o) for o in parity)
+    records = list(parity) if isinstance(parity, Iterable) and not isinstance(parity, str) else None
+    if records is None or not all(isinstance(o, Mapping) for o in records):
+        raise VizError(
+            "parity: a ParityReport, its JSON form or a list of per-output records (dicts), "
+            f"not {type(parity).__name__}"
+        )
+    rows = tuple(_parity_row(o) for o in records)
     passed = all(r.verdict not in FAILING for r in rows)
     return [ParitySection("parity", passed, rows)]
 
