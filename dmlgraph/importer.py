@@ -64,6 +64,8 @@ def load(
     and every subgraph computable from constants and static shapes is folded; Slice/Pad
     parameters that stay run-time values get a note saying why.
     """
+    if not isinstance(fold, bool):  # "no" is true
+        raise ModelLoadError(f"fold is True or False, not {fold!r}")
     with collector.paused():
         return _load(model, input_shapes, fold)
 

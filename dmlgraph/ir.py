@@ -1011,8 +1011,17 @@ class Graph:
         after ``validate``: an edit that broke an invariant (an output no tensor, a node
         reading an unknown tensor) was written out as a model onnxruntime refuses, or raised
         a KeyError."""
+        import onnx
+
         from dmlgraph.exporter import to_onnx
 
+        if ir_version is not None and (
+            not is_integer(ir_version) or not 1 <= ir_version <= onnx.IR_VERSION
+        ):
+            raise GraphInvariantError(
+                f"{self.source}: ir_version {ir_version!r} is not an ONNX IR version this onnx "
+                f"writes (1 to {onnx.IR_VERSION})"
+            )
         self.validate()
         return to_onnx(self, ir_version=ir_version)
 

@@ -640,6 +640,8 @@ def check(
         level = FeatureLevel.parse(feature_level)
     except ValueError as exc:
         raise UnsupportedError(str(exc)) from None
+    if not isinstance(cross_check, bool):  # "no" is true
+        raise DmlgraphError(f"cross_check is True or False, not {cross_check!r}")
     for name, given in (("inputs", inputs), ("expected", expected)):
         if given is not None and not isinstance(given, (Mapping, str, os.PathLike)):
             raise DmlgraphError(
