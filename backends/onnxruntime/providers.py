@@ -37,8 +37,11 @@ def provider_name(name: str) -> str:
 
 
 def _names(requested: object) -> list[str]:
-    """Provider names as a list of strings; a BackendError for anything else (a number, a
-    mapping, a list holding None)."""
+    """Provider names as a list of strings, one string as one name ("CPU" was read as the
+    providers C, P and U); a BackendError for anything else (a number, a mapping, a list
+    holding None)."""
+    if isinstance(requested, str):
+        return [requested]
     if isinstance(requested, Iterable) and not isinstance(requested, (bytes, Mapping)):
         names = list(requested)
         if all(isinstance(name, str) for name in names):
@@ -59,18 +62,16 @@ def select_providers(
     """The providers for a session: ``requested`` (checked) or the preferred available one,
     then CPU. Raises BackendError naming a requested provider this build lacks."""
     have = list(available) if available is not None else available_providers()
-    if isinstance(requested, str):  # one name: "CPU" was read as the providers C, P and U
-        requested = [requested]
     names = [] if requested is None else _names(requested)
     if names:
-        requested = [provider_name(p) for p in names]
-        unknown = [p for p in requested if p not in have]
+        wanted = [provider_name(p) for p in names]
+        unknown = [p for p in wanted if p not in have]
         if unknown:
             raise BackendError(
                 f"onnxruntime provider(s) {unknown} not available in this build "
                 f"(available: {have})"
             )
-        chosen = list(dict.fromkeys(requested))
+        chosen = list(dict.fromkeys(wanted))
     else:
         chosen = [next((p for p in PREFERENCE if p in have), CPU)]
     if CPU not in chosen and CPU in have:
