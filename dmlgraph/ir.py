@@ -390,6 +390,49 @@ class Node:
         return self.inputs[port] if port < len(self.inputs) else ""
 
 
+class TensorNames(list[str]):
+    """A list of tensor names (a graph's inputs or outputs) whose ``in`` is a set look-up.
+    The IR asks whether a tensor is a graph input or output for every node it adds or folds:
+    a list's scan made a graph of thousands of inputs load in quadratic time (8,000 inputs:
+    0.9 s of 1.2). Every mutator drops the set, so the list stays the one source of truth."""
+
+    __slots__ = ("_members",)
+
+    def __init__(self, names: Iterable[str] = ()) -> None:
+        super().__init__(names)
+        self._members: frozenset[str] | None = None
+
+    def __contains__(self, name: object) -> bool:
+        members = self._members
+        if members is None:
+            members = self._members = frozenset(self)
+        try:
+            return name in members
+        except TypeError:  # an unhashable value is no name
+            return super().__contains__(name)
+
+    def _changed(self) -> None:
+        self._members = None
+
+
+def _dropping_members(method: Any) -> Any:
+    def mutate(self: TensorNames, *args: Any) -> Any:
+        self._members = None
+        return method(self, *args)
+
+    mutate.__name__ = method.__name__
+    mutate.__doc__ = method.__doc__
+    return mutate
+
+
+for _name in (
+    "append", "extend", "insert", "remove", "pop", "clear",
+    "__setitem__", "__delitem__", "__iadd__", "__imul__",
+):
+    setattr(TensorNames, _name, _dropping_members(getattr(list, _name)))
+del _name
+
+
 class Graph:
     """The IR of one model. See the module docstring for the invariants ``validate`` checks."""
 
@@ -409,8 +452,8 @@ class Graph:
         self.source = source
         #: Model-level ONNX fields kept for to_onnx: producer_name, doc_string, metadata_props...
         self.model_info: dict[str, Any] = {}
-        self.inputs: list[str] = []
-        self.outputs: list[str] = []
+        self._inputs = TensorNames()
+        self._outputs = TensorNames()
         #: Initializers the model also lists as graph inputs: from IR version 4, ONNX makes
         #: them defaults a feed may override (onnxruntime does); dmlgraph folds them as the
         #: constants they hold, so they are not in ``inputs`` and take no feed.
@@ -437,6 +480,24 @@ class Graph:
         self._stale: set[str] = set()
         #: Nodes removed by folding, in removal order (see ``RemovedNode``).
         self.removed: list[RemovedNode] = []
+
+    @property
+    def inputs(self) -> TensorNames:
+        """The graph inputs' tensor names, in order (a list; ``in`` is a set look-up)."""
+        return self._inputs
+
+    @inputs.setter
+    def inputs(self, names: Iterable[str]) -> None:
+        self._inputs = TensorNames(names)
+
+    @property
+    def outputs(self) -> TensorNames:
+        """The graph outputs' tensor names, in order (a list; ``in`` is a set look-up)."""
+        return self._outputs
+
+    @outputs.setter
+    def outputs(self, names: Iterable[str]) -> None:
+        self._outputs = TensorNames(names)
 
     # ---------------------------------------------------------------- tensors
     @property

@@ -475,3 +475,95 @@ def test_replace_node_holds_any_sequence_as_a_tuple() -> None:
     assert node.inputs == ("a",) and node.outputs == ("y",)
     graph.validate()
     graph.to_onnx()
+
+
+# ----------------------------------------------------------------------------- graph inputs/outputs
+
+
+_MUTATIONS = st.lists(
+    st.one_of(
+        st.tuples(st.just("append"), st.sampled_from("abcd")),
+        st.tuples(st.just("extend"), st.lists(st.sampled_from("abcd"), max_size=3)),
+        st.tuples(st.just("insert"), st.integers(-3, 3), st.sampled_from("abcd")),
+        st.tuples(st.just("remove"), st.sampled_from("abcd")),
+        st.tuples(st.just("pop"), st.integers(-2, 2)),
+        st.tuples(st.just("setitem"), st.integers(-2, 2), st.sampled_from("abcd")),
+        st.tuples(st.just("setslice"), st.lists(st.sampled_from("abcd"), max_size=3)),
+        st.tuples(st.just("delitem"), st.integers(-2, 2)),
+        st.tuples(st.just("iadd"), st.lists(st.sampled_from("abcd"), max_size=2)),
+        st.tuples(st.just("imul"), st.integers(0, 2)),
+        st.tuples(st.just("clear")),
+        st.tuples(st.just("assign"), st.lists(st.sampled_from("abcd"), max_size=3)),
+    ),
+    max_size=12,
+)
+
+
+def _mutate(target: list[str], step: tuple) -> list[str]:
+    kind, *args = step
+    if kind == "append":
+        target.append(args[0])
+    elif kind == "extend":
+        target.extend(args[0])
+    elif kind == "insert":
+        target.insert(args[0], args[1])
+    elif kind == "remove" and args[0] in list(target):
+        target.remove(args[0])
+    elif kind == "pop" and target:
+        target.pop(args[0] % len(target))
+    elif kind == "setitem" and target:
+        target[args[0] % len(target)] = args[1]
+    elif kind == "setslice":
+        target[1:] = args[0]
+    elif kind == "delitem" and target:
+        del target[args[0] % len(target)]
+    elif kind == "iadd":
+        target += args[0]
+    elif kind == "imul":
+        target *= args[0]
+    elif kind == "clear":
+        target.clear()
+    return target
+
+
+@settings(max_examples=200, deadline=None)
+@given(_MUTATIONS)
+def test_graph_inputs_membership_follows_every_list_mutation(steps: list[tuple]) -> None:
+    """``name in graph.inputs`` is a set look-up (a list scan made a graph of thousands of
+    inputs load in quadratic time); it must answer as the plain list would after any edit."""
+    graph = Graph()
+    plain: list[str] = []
+    for step in steps:
+        if step[0] == "assign":
+            graph.inputs = list(step[1])
+            plain = list(step[1])
+        else:
+            _mutate(graph.inputs, step)
+            _mutate(plain, step)
+        assert graph.inputs == plain
+        for name in "abcde":
+            assert (name in graph.inputs) == (name in plain)
+
+
+def test_adding_nodes_does_not_scan_the_graph_inputs() -> None:
+    """Each node added asks whether its outputs are graph inputs: by a set look-up, not by
+    comparing against every input (counted through names that count their comparisons)."""
+    compared = [0]
+
+    class Counted(str):
+        __hash__ = str.__hash__
+
+        def __eq__(self, other: object) -> bool:
+            compared[0] += 1
+            return str.__eq__(self, other)
+
+    graph = Graph(opset_imports={"": 17})
+    for i in range(200):
+        graph.add_input(TensorInfo(Counted(f"x{i}"), np.float32, (2,)))
+    compared[0] = 0
+    for i in range(200):
+        graph.add_node(OnnxOp("Relu", 14), [f"x{i}"], [f"y{i}"], _prov(f"relu{i}"))
+    graph.outputs = [f"y{i}" for i in range(200)]
+    graph.validate()
+    # a scan compares each of 200 outputs with each of 200 inputs: 40,000 comparisons
+    assert compared[0] < 2_000
