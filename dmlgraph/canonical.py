@@ -34,7 +34,7 @@ import onnx
 
 from dmlgraph.dml.scalars import is_integer
 from dmlgraph.errors import ModelValidationError, UnsupportedError
-from dmlgraph.ir import Graph, Node, OnnxOp
+from dmlgraph.ir import INT64_MAX, Graph, Node, OnnxOp
 from dmlgraph.schema_types import type_string
 
 # ----------------------------------------------------------------------------- version tables
@@ -116,7 +116,6 @@ PARAMETER_PORTS: Mapping[str, Mapping[str, int]] = MappingProxyType(
     }
 )
 _ARITY = {"Slice": 5, "Pad": 4}
-INT64_MAX = int(np.iinfo(np.int64).max)
 _INDEX_PARAMS = {"Slice": ("starts", "ends", "axes", "steps"), "Pad": ("pads", "axes")}
 
 
@@ -660,6 +659,14 @@ def _check_concat(graph: Graph, node: Node, where: str) -> None:
             raise ModelValidationError(
                 f"{where}: inputs differ in dimension {dim}, which is not the concat axis {axis} "
                 f"({listed})"
+            )
+    joined = [info.shape[axis] for info in infos if info.shape is not None]
+    if len(joined) == len(node.inputs) and all(type(n) is int for n in joined):
+        size = sum(joined)  # type: ignore[arg-type]
+        if size > INT64_MAX:  # as Pad's: onnx's inference gives up, the lowering wrapped
+            raise ModelValidationError(
+                f"{where}: inputs of sizes {joined} on axis {axis} make it of size {size}, "
+                "beyond the int64 an ONNX dimension is"
             )
 
 

@@ -36,7 +36,7 @@ from dmlgraph import canonical, collector, folding, schema_types, shape_kernels,
 from dmlgraph.dml.scalars import is_integer
 from dmlgraph.dtypes import ELEM_TYPE_TO_DTYPE, PLAIN_DTYPES, element_bits
 from dmlgraph.errors import DmlgraphError, ModelLoadError, ModelValidationError, UnsupportedError
-from dmlgraph.ir import Graph, OnnxOp, Provenance, RemovedNode, TensorInfo, dims_text
+from dmlgraph.ir import INT64_MAX, Graph, OnnxOp, Provenance, RemovedNode, TensorInfo, dims_text
 from dmlgraph.value_info import shape_dim, tensor_array, tensor_info
 from dmlgraph.value_info import value_info as value_info_of
 
@@ -580,7 +580,7 @@ def _apply_input_shapes(
             )
         for axis, size in enumerate(dims):
             if not isinstance(size, str) and (
-                not is_integer(size) or not 0 <= size <= canonical.INT64_MAX
+                not is_integer(size) or not 0 <= size <= INT64_MAX
             ):
                 raise ModelValidationError(
                     f"{source}: input_shapes[{name!r}][{axis}] = {size!r}: a size is an int "
@@ -761,7 +761,7 @@ def _build_graph(
     initializer_names = {t.name for t in proto.graph.initializer}
     for value_info in proto.graph.input:
         if value_info.name not in initializer_names:
-            graph.add_input(tensor_info(value_info, f"{source}: graph input"))
+            graph.add_input(_countable(tensor_info(value_info, f"{source}: graph input"), source))
     if proto.ir_version >= 4:  # before it, every initializer was listed as an input
         graph.initializer_inputs = tuple(
             vi.name for vi in proto.graph.input if vi.name in initializer_names
@@ -866,6 +866,19 @@ def _build_graph(
                 info = _with_declared_shape(info, declared_shapes[info.name], [])
             graph.set_tensor(info)
     return graph
+
+
+def _countable(info: TensorInfo, source: str) -> TensorInfo:
+    """A graph input whose static sizes multiply to an int64, as a tensor's element count is
+    in ONNX and onnxruntime (``TensorShape::Size``); beyond it, onnx's inference wraps the
+    sizes it derives (a Flatten of [2^63 - 1, 4])."""
+    shape = info.static_shape
+    if shape is not None and math.prod(shape) > INT64_MAX:
+        raise ModelValidationError(
+            f"{source}: graph input {info.name!r} of shape {dims_text(shape)} holds "
+            f"{math.prod(shape)} elements, beyond the int64 a tensor's element count is"
+        )
+    return info
 
 
 def _unplain(node: NodeFields, tensors: Mapping[str, TensorInfo]) -> bool:

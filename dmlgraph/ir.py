@@ -36,6 +36,8 @@ from dmlgraph.errors import GraphInvariantError
 Dim = int | str | None
 Shape = tuple[Dim, ...]
 NodeId = int
+#: The largest ONNX int64: dimensions, indices and versions are ONNX int64s.
+INT64_MAX = int(np.iinfo(np.int64).max)
 
 
 def _frozen_array(value: Any, dtype: np.dtype | None = None) -> np.ndarray:
@@ -326,6 +328,24 @@ class OnnxOp:
     attrs: Mapping[str, Any] = field(default_factory=Attributes)  # stored as Attributes
 
     def __post_init__(self) -> None:
+        if type(self.op_type) is not str or not self.op_type:
+            raise GraphInvariantError(f"OnnxOp: op_type {self.op_type!r} is not an op's name")
+        if type(self.domain) is not str:
+            raise GraphInvariantError(
+                f"OnnxOp {self.op_type}: domain {self.domain!r} is not text"
+            )
+        version = self.since_version
+        if type(version) is not int:  # "14", 14.5, True or None ran as whatever they read
+            if not is_integer(version):
+                raise GraphInvariantError(
+                    f"OnnxOp {self.op_type}: since_version {version!r} is not an integer"
+                )
+            object.__setattr__(self, "since_version", int(version))
+        if not 1 <= self.since_version <= INT64_MAX:
+            raise GraphInvariantError(
+                f"OnnxOp {self.op_type}: since_version {self.since_version} is not an opset "
+                "version (1 to 2^63 - 1)"
+            )
         if not isinstance(self.attrs, Attributes):
             object.__setattr__(self, "attrs", Attributes(self.attrs))
 

@@ -745,6 +745,41 @@ def test_pads_beyond_an_int64_dimension_are_one_clear_error(pads) -> None:
         lower(load(model))
 
 
+@pytest.mark.parametrize("sizes", [[2**63 - 1, 1], [2**62, 2**62]])
+def test_a_concat_beyond_an_int64_dimension_is_one_clear_error(sizes) -> None:
+    """As Pad's: onnx's inference gave up (a shape with a made-up name), and the lowered
+    graph's output was of size 2^64 - 2, past the int64 an ONNX dimension is."""
+    graph = helper.make_graph(
+        [helper.make_node("Concat", ["a", "b"], ["y"], axis=0, name="join")], "g",
+        [helper.make_tensor_value_info(name, TensorProto.FLOAT, [size])
+         for name, size in zip("ab", sizes)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=10)
+    with pytest.raises(ModelValidationError,
+                       match=rf"'join' .*make it of size {sum(sizes)}, beyond the int64"):
+        lower(load(model))
+
+
+@pytest.mark.parametrize("shape", [[2**63 - 1, 4], [2**62, 2]])
+def test_an_input_of_more_elements_than_an_int64_counts_is_one_clear_error(shape) -> None:
+    """A tensor's element count is an int64 (onnxruntime's TensorShape::Size): a Flatten of
+    [2^63 - 1, 4] was imported with a wrapped size."""
+    graph = helper.make_graph(
+        [helper.make_node("Flatten", ["x"], ["y"], axis=0)], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["a", "b"])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=10)
+    count = shape[0] * shape[1]
+    with pytest.raises(ModelValidationError,
+                       match=rf"graph input 'x' .* holds {count} elements, beyond the int64"):
+        load(model, input_shapes={"x": shape})
+    declared = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)],
+                                 ir_version=10)
+    declared.graph.input[0].CopyFrom(helper.make_tensor_value_info("x", TensorProto.FLOAT, shape))
+    with pytest.raises(ModelValidationError, match=rf"holds {count} elements"):
+        load(declared)
+
+
 def test_a_string_pad_fills_with_the_empty_string_by_default() -> None:
     """ONNX's default constant_value is 0, False or "": the IR's default for strings was the
     integer 0 in an object array, which onnx cannot serialize for the fallback."""

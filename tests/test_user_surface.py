@@ -265,6 +265,22 @@ _RAGGED = [[1.0, 2.0], [3.0]]
      "Offsets = None: must be a sequence of integers"),
     (lambda g, l, x: _descriptor("padding1", padding_value="x").to_json(),
      "PaddingValue = 'x': must be a number"),
+    (lambda g, l, x: hash(_descriptor("slice", offsets=[[0], 0])),
+     "DML_OPERATOR_SLICE: Offsets[0] = [0]: must be an integer"),
+    (lambda g, l, x: hash(_descriptor("padding1", padding_value=[0.0])),
+     "PaddingValue = [0.0]: must be a number"),
+    (lambda g, l, x: hash(_descriptor("slice", input_tensor=_tensor_desc([[4], 4]))),
+     "DML_OPERATOR_SLICE: InputTensor.Sizes[0] = [4]: must be an integer"),
+    (lambda g, l, x: hash(_tensor_desc([4, [4]])),
+     "DML_BUFFER_TENSOR_DESC: Sizes[1] = [4]: must be an integer"),
+    (lambda g, l, x: dmlgraph.OnnxOp("Relu", "14"), "since_version '14' is not an integer"),
+    (lambda g, l, x: dmlgraph.OnnxOp("Relu", 14.5), "since_version 14.5 is not an integer"),
+    (lambda g, l, x: dmlgraph.OnnxOp("Relu", True), "since_version True is not an integer"),
+    (lambda g, l, x: dmlgraph.OnnxOp("Relu", None), "since_version None is not an integer"),
+    (lambda g, l, x: dmlgraph.OnnxOp("Relu", 0), "since_version 0 is not an opset version"),
+    (lambda g, l, x: dmlgraph.OnnxOp("Relu", 2**63), "is not an opset version (1 to 2^63 - 1)"),
+    (lambda g, l, x: dmlgraph.OnnxOp(None, 14), "op_type None is not an op's name"),
+    (lambda g, l, x: dmlgraph.OnnxOp("Relu", 14, None), "domain None is not text"),
     (lambda g, l, x: _tensorio().read(None, g), "read takes a path, not NoneType"),
     (lambda g, l, x: _tensorio().read("x.npz", "model.onnx"), "read takes a Graph"),
     (lambda g, l, x: _tensorio().generate("model.onnx"), "generate takes a Graph"),
@@ -307,6 +323,12 @@ def _descriptor(kind: str, **fields):
                 padding_value_data_type="FLOAT32", padding_value=0.0, start_padding=(1, 1),
                 end_padding=(1, 1))
     return Padding1Desc(**{**base, **fields})
+
+
+def _tensor_desc(sizes):
+    from dmlgraph.dml import BufferTensorDesc, TensorDataType
+
+    return BufferTensorDesc(TensorDataType.FLOAT32, sizes)
 
 
 def _tensorio():

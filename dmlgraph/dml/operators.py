@@ -66,6 +66,10 @@ def _field_names(cls: type[OperatorDesc]) -> tuple[str, ...]:
     return tuple(f.name for f in fields(cls))
 
 
+def _field_values(desc: OperatorDesc) -> dict[str, object]:
+    return {name: getattr(desc, name) for name in _field_names(type(desc))}
+
+
 @cache
 def _tensor_specs(cls: type[OperatorDesc]) -> tuple[FieldSpec, ...]:
     """The tensor fields of a descriptor class's schema (asked for on every validation)."""
@@ -87,7 +91,13 @@ class OperatorDesc(ABC):
         return self._bits() == other._bits()  # type: ignore[attr-defined]
 
     def __hash__(self) -> int:
-        return hash(self._bits())
+        try:
+            return hash(self._bits())
+        except (TypeError, DmlValidationError):  # a list where a tuple belongs, or such a
+            self._check_schema()  # tensor desc: the schema names the field and the rule
+            raise DmlValidationError(
+                self.name, "(fields)", _field_values(self), "a field holds an unhashable value"
+            ) from None
 
     def _bits(self) -> tuple[object, ...]:
         return tuple(same_bits_key(getattr(self, name)) for name in _field_names(type(self)))

@@ -64,6 +64,25 @@ class BufferTensorDesc:
         if self.total_tensor_size_in_bytes == -1:
             object.__setattr__(self, "total_tensor_size_in_bytes", self.minimum_size_in_bytes)
 
+    def __hash__(self) -> int:
+        # written out (the generated one hashes the same fields) to name a field holding an
+        # unhashable value, a list where a sequence of integers belongs, by its rule
+        fields = (
+            self.data_type,
+            self.sizes,
+            self.strides,
+            self.flags,
+            self.total_tensor_size_in_bytes,
+            self.guaranteed_base_offset_alignment,
+        )
+        try:
+            return hash(fields)
+        except TypeError:
+            self.validate("DML_BUFFER_TENSOR_DESC", "")
+            raise DmlValidationError(
+                "DML_BUFFER_TENSOR_DESC", "(fields)", fields, "a field holds an unhashable value"
+            ) from None
+
     @property
     def dimension_count(self) -> int:
         return len(self.sizes)
@@ -108,7 +127,9 @@ class BufferTensorDesc:
         """Check the tensor desc's own rules; errors name the operator field holding it."""
 
         def fail(sub: str, value: object, rule: str) -> DmlValidationError:
-            return DmlValidationError(operator, f"{field_name}.{sub}", value, rule)
+            return DmlValidationError(
+                operator, f"{field_name}.{sub}" if field_name else sub, value, rule
+            )
 
         for sub, values in (("Sizes", self.sizes), ("Strides", self.strides)):
             if sub == "Strides" and values is None:
