@@ -470,13 +470,28 @@ def _version() -> str:
             f"{onnxruntime.__version__}, numpy {np.__version__})")
 
 
+class _VersionAction(argparse.Action):
+    """``--version``, whose text is made only when asked for: reading the installed versions
+    (importlib.metadata, and onnxruntime's import) cost every command 50 ms."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS,
+                 default: Any = argparse.SUPPRESS, help: str | None = None) -> None:
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        print(_version())
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="dmlgraph",
         description="Lower ONNX Slice, Concat and Pad to DirectML descriptors, run them, check "
         "parity.",
     )
-    parser.add_argument("--version", action="version", version=_version())
+    parser.add_argument("--version", action=_VersionAction,
+                        help="show the versions of dmlgraph, onnx, onnxruntime and NumPy")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     inspect = commands.add_parser(
