@@ -166,3 +166,25 @@ def test_names_reach_the_terminal_with_control_codes_shown(tmp_path, capsys) -> 
         assert main([*command, str(path)]) == 0
         out = capsys.readouterr().out
         assert "\x1b" not in out and "ca\\x1b[31mt\\x0aline2" in out, command
+
+
+def test_lower_and_inspect_leave_onnxruntime_unimported() -> None:
+    """Nothing of onnxruntime is needed to lower or inspect; importing it (to word
+    ``--version`` for a parser that might never show it) cost every command 40 ms."""
+    import subprocess
+    import sys
+
+    model = MODELS / "seeds" / "slice_example1.onnx"
+    script = (
+        "import sys\n"
+        "from dmlgraph.cli import main\n"
+        "for command in ('lower', 'inspect'):\n"
+        "    try:\n"
+        f"        main([command, {str(model)!r}])\n"
+        "    except SystemExit as exc:\n"
+        "        assert not exc.code, exc.code\n"
+        "assert 'onnxruntime' not in sys.modules, 'onnxruntime was imported'\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          cwd=Path(__file__).parent.parent)
+    assert done.returncode == 0, done.stderr
