@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -380,3 +381,111 @@ def test_initial_values_are_held_twice_at_most_while_read() -> None:
     assert peak < 2.5 * 4 * count
     (resource,) = model.resources.values() if isinstance(model.resources, dict) else model.resources
     assert np.frombuffer(resource.data, np.float32)[[0, -1]].tolist() == [1.5, 1.5]
+
+
+# ----------------------------------------------------------------------------- fast paths
+
+
+from hypothesis import example, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_NUMBERS = st.one_of(
+    st.integers(-(2**70), 2**70),
+    st.integers(-300, 300),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.floats(-1e6, 1e6, allow_nan=False),
+    st.sampled_from([2**53, 2**53 + 1, -(2**53) - 1, 1e300, -1e300, 65519.99999, -0.0,
+                     5e-324, "inf", "-nan", "1", True, None]),
+)
+_DATA_TYPES = ["FLOAT32", "FLOAT16", "FLOAT64", "INT8", "UINT8", "INT16", "UINT16", "INT32",
+               "UINT32", "INT64", "UINT64"]
+
+
+def _each_element(values, data_type):
+    """The reading element by element: what the whole-array reading must equal."""
+    from dmlgraph.dml.enums import TensorDataType
+    from dmlgraph.dxdispatch import _element
+
+    kind = TensorDataType.parse(data_type)
+    with np.errstate(over="ignore"):
+        return np.array([_element("r", v, kind) for v in values], dtype=kind.numpy_dtype)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_NUMBERS, min_size=1, max_size=12), st.sampled_from(_DATA_TYPES))
+@example([65519.99999, 1.0], "FLOAT16")  # through float: inf; straight to half: 65504
+@example([1 + 2**-11 + 2**-30], "FLOAT16")  # through float: a tie, to 1; straight: up
+@example([2**53, -(2**53), 0.5], "FLOAT64")
+@example([2**64 - 1, 0], "UINT64")
+def test_initial_values_read_whole_as_element_by_element(values, data_type) -> None:
+    """initialValues arrays are converted by NumPy where every value is plain (a 4 MB
+    resource took 6 s element by element): the same bits, or the same error."""
+    from dmlgraph.dxdispatch import _parse_resource
+
+    try:
+        expected = _each_element(values, data_type)
+    except DxDispatchError as exc:
+        with pytest.raises(DxDispatchError, match=re.escape(str(exc).split(": ", 1)[1])):
+            _parse_resource("r", {"initialValuesDataType": data_type, "initialValues": values})
+        return
+    resource = _parse_resource("r", {"initialValuesDataType": data_type, "initialValues": values})
+    got = resource.values()
+    assert got.dtype == expected.dtype and got.tobytes() == expected.tobytes()
+
+
+_JSON_NUMBERS = st.sampled_from(
+    ["1", "-0", "2.5", "1e308", "1e309", "-1e400", "1e-400", "9" * 309, "9" * 310,
+     "-" + "9" * 400, "1" * 5000, "0.1", "123456789012345678901234567890"]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_JSON_NUMBERS, min_size=1, max_size=4), st.booleans(), st.booleans(),
+       st.booleans())
+def test_plain_json_is_read_as_the_exact_reading_reads_it(numbers, twice, comma, nest) -> None:
+    """parse_json reads plain JSON at json's speed and checks its numbers after: what it
+    gives, or refuses, must be what the exact reading (a Python call per number) does,
+    whether a number sits in an array, a nested array, or a field given twice."""
+    from dmlgraph.dxdispatch import _EXACT_DECODER, _RELAXED, _decode, parse_json
+
+    array = "[" + ", ".join(numbers) + ("," if comma else "") + "]"
+    if nest:
+        array = f"[{array}, [[{numbers[0]}]]]"
+    text = f'{{"a": {array}, "b": 1' + (f', "a": {numbers[-1]}, "a": 2' if twice else "") + "}"
+
+    def exact():
+        relaxed = _RELAXED.sub(lambda m: m.group() if m.group().startswith('"') else "", text)
+        return _decode(relaxed, _EXACT_DECODER)
+
+    try:
+        expected = exact()
+    except ValueError as exc:
+        with pytest.raises(ValueError) as info:
+            parse_json(text)
+        assert str(info.value) == str(exc)
+        return
+    got = parse_json(text)
+    assert got == expected and got.last == expected.last
+
+
+@pytest.mark.parametrize("values", [
+    np.frombuffer(np.random.default_rng(3).bytes(4000), np.float32),
+    np.frombuffer(np.random.default_rng(4).bytes(2000), np.float16),
+    np.array([np.nan, np.inf, -np.inf, -0.0, 1e-45, 3.4e38], np.float64),
+    np.arange(-128, 128, dtype=np.int8),
+    np.arange(256, dtype=np.uint8),
+    np.array([-(2**63), 2**63 - 1, 0], np.int64),
+    np.array([2**64 - 1, 0], np.uint64),
+])
+def test_printed_values_are_ostream_defaults(values) -> None:
+    """Formatted a list at a time: %g (6 significant digits) of each float as a double, and
+    one-byte integers as the Latin-1 characters of their bytes."""
+    from dmlgraph.dxdispatch import format_values
+
+    if values.dtype.kind == "f":
+        expected = ", ".join("%g" % float(v) for v in values)
+    elif values.dtype.itemsize == 1:
+        expected = ", ".join(chr(int(v) & 0xFF) for v in values)
+    else:
+        expected = ", ".join(str(int(v)) for v in values)
+    assert format_values(values) == expected
