@@ -342,7 +342,8 @@ def test_pad_wrap_before_pad_19(onnx_make_model) -> None:
         ModelValidationError,
         _pad(onnx_make_model, [0, 1, 0, 1], mode="wrap", opset=18),
         "mode = 'wrap'",
-        "Pad-18 accepts modes constant, edge, reflect",
+        "Pad-18 accepts modes constant, edge, reflect; 'wrap' came with Pad-19: export the "
+        "model at opset 19 or later",
     )
 
 
