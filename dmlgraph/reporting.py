@@ -99,7 +99,8 @@ def print_report(lowered: LoweredGraph, console: Console, *, every_node: bool = 
             f"[{style}]{r.status.value}[/{style}]", made,
             escape("\n".join(visible(note) for note in r.notes)),
         )
-    console.print(table)
+    if records:  # every node folded at import: no rows, so no empty table's frame
+        console.print(table)
     dml = Counter(n.op.name for n in lowered.nodes if not isinstance(n.op, OnnxOp))
     if dml:
         listed = ", ".join(f"{n} {op}" for op, n in sorted(dml.items()))

@@ -69,3 +69,25 @@ def test_lower_errors_are_one_line_and_exit_2(args, fragment, capsys, tmp_path, 
     assert main(args) == 2
     err = capsys.readouterr().err
     assert fragment in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_lower_of_a_model_whose_slices_all_fold_prints_no_empty_table(tmp_path, capsys) -> None:
+    """Every Slice folded at import: the summary says so, and no table frame follows with
+    no rows in it."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    graph = helper.make_graph(
+        [helper.make_node("Slice", ["c", "s", "e"], ["t"], name="fold_me"),
+         helper.make_node("Add", ["x", "t"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])],
+        [numpy_helper.from_array(np.arange(4, dtype=np.float32), "c"),
+         numpy_helper.from_array(np.array([1]), "s"), numpy_helper.from_array(np.array([3]), "e")])
+    path = tmp_path / "folds.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)],
+                                ir_version=8), path)
+    assert main(["lower", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "1 Slice/Concat/Pad nodes: 1 folded" in out and "1 folded at import" in out
+    assert "┏" not in out and "node" not in out.split("\n", 2)[-1]
