@@ -234,7 +234,10 @@ def to_canonical(
     # Pad
     mode = pad_mode(OnnxOp("Pad", version, attrs=attrs))
     if mode not in form.modes:
-        later = [v for v, f in FORMS["Pad"].items() if v > version and mode in f.modes]
+        later = [
+            v for v, f in FORMS["Pad"].items()
+            if v > version and isinstance(f, PadForm) and mode in f.modes
+        ]
         hint = (  # torch's exporter writes circular pads as 'wrap' at opset 18
             f"; {mode!r} came with Pad-{later[0]}: export the model at opset {later[0]} or "
             "later (onnxruntime runs it here with that meaning)"
