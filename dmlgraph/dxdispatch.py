@@ -279,7 +279,7 @@ def parse_json(text: str) -> Any:
                 _check_plain(value)
             return value
         except (ValueError, _UnplainNumber):  # JSONDecodeError is a ValueError
-            pass
+            pass  # read again below, the exact way, which accepts it or words the error
     relaxed = _RELAXED.sub(lambda m: m.group() if m.group().startswith('"') else "", text)
     return _decode(relaxed, _EXACT_DECODER)
 

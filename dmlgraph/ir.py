@@ -431,9 +431,6 @@ class TensorNames(list[str]):
         except TypeError:  # an unhashable value is no name
             return super().__contains__(name)
 
-    def _changed(self) -> None:
-        self._members = None
-
 
 def _dropping_members(method: Any) -> Any:
     def mutate(self: TensorNames, *args: Any) -> Any:
