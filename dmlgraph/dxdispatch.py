@@ -299,8 +299,10 @@ class _UnplainNumber(Exception):
     """A number ``_double`` or ``_integer`` refuses, met by the plain reading."""
 
 
-#: The integers ``_integer`` refuses: more than 309 digits.
-_INTEGER_LIMIT = 10**309
+#: The most digits ``_integer`` reads: more are past any double (and Python's 4300-digit
+#: limit), which the plain reading finds as magnitudes of 10^309 and up.
+_INTEGER_DIGITS = 309
+_INTEGER_LIMIT = 10**_INTEGER_DIGITS
 
 
 def _check_plain(values: Any) -> None:
@@ -353,7 +355,7 @@ def _no_constant(name: str) -> float:
 
 
 def _integer(text: str) -> int:
-    if len(text.lstrip("-")) > 309:  # past any double, and Python's 4300-digit limit
+    if len(text.lstrip("-")) > _INTEGER_DIGITS:
         raise ValueError(f"the number {text[:20]}... ({len(text)} digits) is too big for a "
                          "double (DxDispatch's reader refuses it)")
     return int(text)
@@ -365,6 +367,7 @@ def _double(text: str) -> float:
         raise ValueError(f"the number {text} is too big for a double (DxDispatch's reader "
                          "refuses it)")
     return value
+
 
 _PLAIN_DECODER = json.JSONDecoder(object_pairs_hook=_plain_object, parse_constant=_no_constant)
 _EXACT_DECODER = json.JSONDecoder(
