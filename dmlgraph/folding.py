@@ -31,6 +31,7 @@ import math
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
@@ -760,6 +761,7 @@ def fold_constants(
     corrected: set[str] = set()  # shapes evaluation proved wrong, and those inferred from them
     folded: list[str] = []
     memo: InferenceMemo = {}
+    partial: dict[str, np.ndarray] = {}  # shape vectors known in part (``partial_fold``)
     for node in graph.topological_order():
         if infer and changed and any(name in changed for name in node.inputs):
             if corrected and any(name in corrected for name in node.inputs):
@@ -769,8 +771,16 @@ def fold_constants(
                 node = canonical.normalize(graph, node)
                 canonical.check(graph, node)
             changed.update(infer_node(graph, node, memo))
-        if (select is not None and not select(node)) or not foldable(graph, node):
+        if select is not None and not select(node):
             continue
+        values = None
+        if not foldable(graph, node):
+            values = partial_fold(
+                graph, node.op_type, node.op.domain, node.op.since_version, node.op.attrs,
+                node.inputs, node.outputs, partial,
+            )
+            if values is None or node.outputs[0] in graph.outputs:
+                continue
         divergent = _slice_divergence(graph, node) or (
             node.op_type in ORT_DIVERGENT_OPS
             and ort_divergence(graph, node.op_type, node.op.domain, node.op.since_version,
@@ -780,8 +790,7 @@ def fold_constants(
             _note(node, NOT_FOLDED, divergent)
             continue
         kernel = shape_kernels.kernel_for(node.op_type, node.op.domain, node.op.since_version)
-        values = None
-        if kernel is not None:
+        if values is None and kernel is not None:
             values = kernel_values(
                 graph, kernel, node.op.since_version, node.op.attrs, node.inputs, node.outputs
             )
@@ -1105,6 +1114,89 @@ def kernel_values(
         if out:
             named[out] = _frozen(value)
     return named
+
+
+#: Ops that only move the elements of their data: over a shape vector known in part
+#: (``partial_values``) each result element is an element it moved, so a result made only of
+#: known ones is the value the node computes at run time. Port None: every input is data
+#: (Concat); else only that port is, the others (indices, starts, axes) must be constants.
+PARTIAL_OPS: Mapping[str, int | None] = MappingProxyType(
+    {"Shape": 0, "Identity": 0, "Gather": 0, "Slice": 0, "Squeeze": 0, "Unsqueeze": 0,
+     "Concat": None}
+)
+#: An element of a partial vector that is not known: a dimension is never negative.
+UNKNOWN_DIM = -1
+_INT64 = np.dtype("int64")
+
+
+def partial_values(
+    graph: Graph,
+    op_type: str,
+    version: int,
+    attrs: Mapping[str, Any],
+    inputs: Sequence[str],
+    partial: Mapping[str, np.ndarray],
+) -> np.ndarray | None:
+    """What a ``PARTIAL_OPS`` node makes of shape vectors known in part: its int64 output with
+    each element not known as ``UNKNOWN_DIM``, or None where the node reads none (or reads
+    anything else that is not constant, or its kernel declines). A Shape of a tensor whose
+    rank is known gives one; ``partial`` holds those already made, by tensor name.
+
+    So ``pos_embedding[:, :x.shape[1]]`` of an ``x`` of shape [batch, 197, 768] folds, as
+    the static dimension it reads is known; the batch's dimension stays a run-time value."""
+    data_port = PARTIAL_OPS.get(op_type, -1)
+    kernel = shape_kernels.kernel_for(op_type, "", version)
+    if data_port == -1 or kernel is None or not inputs:
+        return None
+    if op_type == "Shape":
+        info = graph.tensors.get(inputs[0])
+        if info is None or info.shape is None or info.data is not None:
+            return None
+        dims = info.shape[shape_kernels.shape_range(len(info.shape), attrs)]
+        value = np.array([d if type(d) is int else UNKNOWN_DIM for d in dims], dtype=_INT64)
+    else:
+        args: list[np.ndarray | None] = []
+        reads = False
+        for port, name in enumerate(inputs):
+            known = partial.get(name) if name and (data_port is None or port == data_port) else None
+            if known is not None:
+                reads = True
+                args.append(known)
+            elif not name:
+                args.append(None)
+            elif (constant := graph.constant(name)) is not None:
+                args.append(constant)
+            else:
+                return None
+        results = kernel.fn(args, attrs, version) if reads else None
+        if results is None or len(results) != 1 or results[0].dtype != _INT64:
+            return None
+        value = results[0]
+    return _frozen(value)
+
+
+def partial_fold(
+    graph: Graph,
+    op_type: str,
+    domain: str,
+    version: int,
+    attrs: Mapping[str, Any],
+    inputs: Sequence[str],
+    outputs: Sequence[str],
+    partial: dict[str, np.ndarray],
+) -> dict[str, np.ndarray] | None:
+    """A node's output by ``partial_values`` where every element of it is known, for folding
+    to check and adopt as it adopts a kernel's; else None, and a result known in part is
+    kept in ``partial`` for the nodes reading it. Import and ``fold_constants`` both ask."""
+    if domain or op_type not in PARTIAL_OPS or len(outputs) != 1 or not outputs[0]:
+        return None
+    value = partial_values(graph, op_type, version, attrs, inputs, partial)
+    if value is None:
+        return None
+    if (value == UNKNOWN_DIM).any():
+        partial[outputs[0]] = value
+        return None
+    return {outputs[0]: value}
 
 
 def _frozen(value: np.ndarray) -> np.ndarray:

@@ -778,6 +778,8 @@ def _build_graph(
     # tensors folding will compute (their nodes read only constants and such tensors): their
     # inferred shapes are not trusted here, since evaluation may prove them wrong
     pending: set[str] = set()
+    # shape vectors known in part (``folding.partial_values``), by tensor name
+    partial: dict[str, np.ndarray] = {}
     memo: folding.InferenceMemo = {}
     tensors = graph.tensors
     declared_outputs = {
@@ -836,7 +838,10 @@ def _build_graph(
                 and bool(node.input)
                 and node.input[0] in pending
             )
-            if not reads_pending_shape and _fold_at_import(graph, node, version, attrs, outputs):
+            if not reads_pending_shape and (
+                _fold_at_import(graph, node, version, attrs, outputs)
+                or _fold_partial(graph, node, version, attrs, outputs, partial)
+            ):
                 changed.update(
                     out
                     for out, before in zip(node.output, known_before)
@@ -1009,6 +1014,29 @@ def _fold_at_import(
         return False
     for out, value in named.items():
         graph.set_tensor(TensorInfo(out, data=value))
+    _record_folded(graph, node, version)
+    return True
+
+
+def _fold_partial(
+    graph: Graph,
+    node: NodeFields,
+    version: int,
+    attrs: Mapping[str, Any],
+    outputs: set[str],
+    partial: dict[str, np.ndarray],
+) -> bool:
+    """A node that picks only known dimensions out of shape vectors known in part
+    (``folding.partial_fold``) becomes a constant, as ``_fold_at_import`` makes one; True
+    when it did."""
+    named = folding.partial_fold(
+        graph, node.op_type, node.domain, version, attrs, node.input, node.output, partial
+    )
+    if named is None or node.output[0] in outputs or folding.rejection(
+        graph, node.input, node.output, named
+    ):
+        return False
+    graph.set_tensor(TensorInfo(node.output[0], data=named[node.output[0]]))
     _record_folded(graph, node, version)
     return True
 

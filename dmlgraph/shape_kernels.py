@@ -133,18 +133,24 @@ def _axes(axes: Sequence[int], rank: int) -> tuple[int, ...] | None:
 # ----------------------------------------------------------------------------- shapes
 
 
+def shape_range(rank: int, attrs: Mapping[str, Any]) -> slice:
+    """The dimensions a Shape node gives of a rank-``rank`` input: Shape-15's start/end, where
+    a negative one counts from the back, then both clamp to [0, rank]."""
+    if not attrs:
+        return slice(0, rank)
+    start, end = attrs.get("start", 0), attrs.get("end", rank)
+    start = min(max(start + rank if start < 0 else start, 0), rank)
+    end = min(max(end + rank if end < 0 else end, 0), rank)
+    return slice(start, end)
+
+
 def _shape(inputs: Inputs, attrs: Mapping[str, Any], version: int) -> Result:
     data = _port(inputs, 0)
     if data is None:
         return None
-    rank = data.ndim
     if not attrs:
         return (np.array(data.shape, dtype=_INT64),)
-    # Shape-15's start/end: negative counts from the back, then clamped to [0, rank]
-    start, end = attrs.get("start", 0), attrs.get("end", rank)
-    start = min(max(start + rank if start < 0 else start, 0), rank)
-    end = min(max(end + rank if end < 0 else end, 0), rank)
-    return (np.array(data.shape[start:end], dtype=_INT64),)
+    return (np.array(data.shape[shape_range(data.ndim, attrs)], dtype=_INT64),)
 
 
 def _size(inputs: Inputs, attrs: Mapping[str, Any], version: int) -> Result:

@@ -764,3 +764,134 @@ def test_a_constant_wrap_pad_of_an_empty_input_is_not_folded_but_named() -> None
                for n in pad.notes)
     report = dmlgraph.check(model, inputs={"x": np.array(1.5, _F32)})
     assert report.passed  # onnxruntime fails on it: a known divergence, not an error
+
+
+# ----------------------------------------------------------------------------- partial shapes
+
+
+def _shape_picks(onnx_make_model, shape, picks, *, shape_attrs=None, rows: bool = True):
+    """``out = picks(Shape(x))`` as exporters write ``x.shape[i]``: ``picks`` is a list of
+    (op, extra inputs, attributes) applied in turn to the Shape's output. With ``rows`` (a
+    pick of one element) it also ends a Slice of a constant table, as
+    ``pos_embedding[:, :x.shape[1]]`` does."""
+    nodes = [helper.make_node("Shape", ["x"], ["v0"], **(shape_attrs or {}))]
+    inits = []
+    for k, (op, extra, attrs) in enumerate(picks):
+        names = []
+        for j, value in enumerate(extra):
+            names.append(f"c{k}_{j}")
+            inits.append(numpy_helper.from_array(np.asarray(value, dtype=np.int64), names[-1]))
+        inputs = [f"v{k}", *names] if op != "Concat" else [*names, f"v{k}"]
+        nodes.append(helper.make_node(op, inputs, [f"v{k + 1}"], **attrs))
+    last = f"v{len(picks)}"
+    nodes.append(helper.make_node("Identity", [last], ["out"]))
+    outputs = [("out", INT64, None)]
+    if rows:  # its output read by an Identity: a graph output itself would stay computed
+        nodes += [
+            helper.make_node("Slice", ["table", "zero", last, "zero"], ["rows"], name="rows"),
+            helper.make_node("Identity", ["rows"], ["rows_out"]),
+        ]
+        inits += [
+            numpy_helper.from_array(np.arange(64, dtype=np.float32).reshape(16, 4), "table"),
+            numpy_helper.from_array(np.zeros(1, dtype=np.int64), "zero"),
+        ]
+        outputs.append(("rows_out", FLOAT, None))
+    return onnx_make_model(
+        nodes, [("x", FLOAT, list(shape))], outputs, opset=17, initializers=inits
+    )
+
+
+# (shape of x, Shape's attributes, picks, the value they give when it is known, else None)
+PARTIAL_CASES = {
+    "gather a static dim": (["B", 7, 3], {}, [("Gather", [[1]], {"axis": 0})], [7]),
+    "gather from the back": (["B", 7, 3], {}, [("Gather", [[-1]], {"axis": 0})], [3]),
+    "gather the dynamic dim": (["B", 7, 3], {}, [("Gather", [[0]], {"axis": 0})], None),
+    "shape-15 end past the dynamic dims": (["B", "T", 5], {"start": -1}, [], [5]),
+    "shape-15 range over a dynamic dim": (["B", "T", 5], {"start": 1}, [], None),
+    "slice then gather": (
+        ["B", 6, "T", 2], {},
+        [("Slice", [[1], [4]], {}), ("Gather", [[0]], {"axis": 0})], [6],
+    ),
+    "slice keeps a dynamic dim": (["B", 6, "T", 2], {}, [("Slice", [[1], [3]], {})], None),
+    "concat then gather": (
+        ["B", 9], {},
+        [("Concat", [[4]], {"axis": 0}), ("Gather", [[2]], {"axis": 0})], [9],
+    ),
+    "squeeze and unsqueeze": (
+        ["B", 5], {},
+        [("Gather", [[1]], {"axis": 0}), ("Squeeze", [[0]], {}), ("Unsqueeze", [[0]], {})],
+        [5],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", PARTIAL_CASES)
+def test_a_static_dim_of_a_partly_dynamic_tensor_folds(case, onnx_make_model, onnx_run) -> None:
+    """``x.shape[1]`` of an ``x`` of shape [B, 7, 3] is 7 whatever B is: onnxruntime folds a
+    Shape's static range, and dmlgraph folds every pick of known dims (a Slice of a weight
+    by it, as ``pos_embedding[:, :x.shape[1]]``, then folds away entirely). A pick that
+    reaches a dynamic dim stays a run-time value, with the reason."""
+    shape, shape_attrs, picks, expected = PARTIAL_CASES[case]
+    rows = expected is not None or case == "gather the dynamic dim"
+    model = _shape_picks(onnx_make_model, shape, picks, shape_attrs=shape_attrs, rows=rows)
+    graphs = [dmlgraph.load(model), dmlgraph.load(model, fold=False)]
+    folding.fold(graphs[1])  # as ``inspect`` folds: the same rule, after import
+    for graph in graphs:
+        remaining = {node.op_type for node in graph.nodes}
+        out = graph.constant(graph.find_nodes("Identity")[0].input(0))
+        if expected is None:
+            assert "Shape" in remaining and out is None
+            if rows:
+                (slice_node,) = graph.find_nodes("Slice")
+                assert "depends on the shape of 'x', which is not static" in " ".join(
+                    slice_node.notes
+                )
+        else:  # the graph outputs' Identities stay (an output stays computed)
+            assert remaining == {"Identity"}, remaining
+            assert out is not None and out.tolist() == expected
+            assert graph.constant("rows") is not None
+    # the oracle: onnxruntime, on the model and on the folded graph, for several sizes
+    for size in (1, 4):
+        concrete = [size if isinstance(d, str) else d for d in shape]
+        x = np.zeros(concrete, dtype=np.float32)
+        want = onnx_run(model, {"x": x})
+        if expected is not None:
+            assert want[0].tolist() == expected
+        for graph in graphs:
+            got = onnx_run(graph.to_onnx(), {"x": x})
+            assert all(np.array_equal(g, w) for g, w in zip(got, want, strict=True))
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    dims=st.lists(st.one_of(st.integers(0, 6), st.sampled_from(["B", "T"])), min_size=1,
+                  max_size=4),
+    start=st.one_of(st.none(), st.integers(-5, 5)),
+    end=st.one_of(st.none(), st.integers(-5, 5)),
+    index=st.integers(-5, 4),
+    sizes=st.tuples(st.integers(1, 3), st.integers(1, 3)),
+)
+def test_property_a_shape_pick_folds_exactly_when_it_reads_static_dims(
+    dims, start, end, index, sizes, onnx_make_model, onnx_run
+) -> None:
+    attrs = {k: v for k, v in (("start", start), ("end", end)) if v is not None}
+    rank = len(dims)
+    picked = list(range(rank))[slice(*[min(max(v + rank if v < 0 else v, 0), rank)
+                                       for v in (start or 0, rank if end is None else end)])]
+    picks = []
+    if picked:  # Gather one of them (an index outside is an error onnxruntime raises)
+        index = index % len(picked) - (len(picked) if index < 0 else 0)
+        picks = [("Gather", [[index]], {"axis": 0})]
+        picked = [picked[index]]
+    model = _shape_picks(onnx_make_model, dims, picks, shape_attrs=attrs, rows=len(picked) == 1)
+    graph = dmlgraph.load(model)
+    value = graph.constant(graph.find_nodes("Identity")[0].input(0))
+    static = all(isinstance(dims[k], int) for k in picked)
+    assert (value is not None) == static
+    concrete = [dict(zip("BT", sizes)).get(d, d) if isinstance(d, str) else d for d in dims]
+    if value is not None:  # NumPy's slicing of the concrete shape: the independent oracle
+        assert value.tolist() == [concrete[k] for k in picked]
+    x = np.zeros(concrete, dtype=np.float32)
+    want = onnx_run(model, {"x": x})
+    got = onnx_run(graph.to_onnx(), {"x": x})
+    assert all(np.array_equal(g, w) for g, w in zip(got, want, strict=True))
