@@ -838,9 +838,8 @@ def _build_graph(
                 and bool(node.input)
                 and node.input[0] in pending
             )
-            if not reads_pending_shape and (
-                _fold_at_import(graph, node, version, attrs, outputs)
-                or _fold_partial(graph, node, version, attrs, outputs, partial)
+            if not reads_pending_shape and _fold_at_import(
+                graph, node, version, attrs, outputs, partial
             ):
                 changed.update(
                     out
@@ -991,52 +990,35 @@ def _fold_at_import(
     version: int,
     attrs: Mapping[str, Any],
     outputs: set[str],
+    partial: dict[str, np.ndarray],
 ) -> bool:
-    """A node that a shape kernel computes from constants (or a static shape, for Shape/Size)
-    becomes constants before it enters the IR, as ``folding`` would make it, without
-    ``onnx.reference``'s per-node cost; True when it did. What the kernel declines, or
-    ``folding.rejection`` refuses, is imported as a node: folding evaluates it with
-    ``onnx.reference`` and notes why it cannot fold."""
+    """A node that a shape kernel computes from constants (or a static shape, for Shape/Size;
+    or the known part of shape vectors known in part, ``folding.partial_fold``, which keeps
+    in ``partial`` what is still known in part) becomes constants before it enters the IR,
+    as ``folding`` would make it, without ``onnx.reference``'s per-node cost; True when it
+    did. What the kernel declines, or ``folding.rejection`` refuses, is imported as a node:
+    folding evaluates it with ``onnx.reference`` and notes why it cannot fold."""
     kernel = shape_kernels.kernel_for(node.op_type, node.domain, version)
     if kernel is None or (
         node.op_type in folding.ORT_DIVERGENT_OPS
         and folding.ort_divergence(graph, node.op_type, node.domain, version, attrs, node.input)
     ):
         return False
-    for out in node.output:
-        if out in outputs:
-            return False
     # None as well when an input is not known (``folding.input_available``)
     named = folding.kernel_values(graph, kernel, version, attrs, node.input, node.output)
     if named is None:
+        named = folding.partial_fold(
+            graph, node.op_type, node.domain, version, attrs, node.input, node.output, partial
+        )
+    if named is None:
         return False
+    for out in node.output:
+        if out in outputs:
+            return False
     if folding.rejection(graph, node.input, node.output, named):
         return False
     for out, value in named.items():
         graph.set_tensor(TensorInfo(out, data=value))
-    _record_folded(graph, node, version)
-    return True
-
-
-def _fold_partial(
-    graph: Graph,
-    node: NodeFields,
-    version: int,
-    attrs: Mapping[str, Any],
-    outputs: set[str],
-    partial: dict[str, np.ndarray],
-) -> bool:
-    """A node that picks only known dimensions out of shape vectors known in part
-    (``folding.partial_fold``) becomes a constant, as ``_fold_at_import`` makes one; True
-    when it did."""
-    named = folding.partial_fold(
-        graph, node.op_type, node.domain, version, attrs, node.input, node.output, partial
-    )
-    if named is None or node.output[0] in outputs or folding.rejection(
-        graph, node.input, node.output, named
-    ):
-        return False
-    graph.set_tensor(TensorInfo(node.output[0], data=named[node.output[0]]))
     _record_folded(graph, node, version)
     return True
 
