@@ -761,7 +761,7 @@ def fold_constants(
     corrected: set[str] = set()  # shapes evaluation proved wrong, and those inferred from them
     folded: list[str] = []
     memo: InferenceMemo = {}
-    partial: dict[str, np.ndarray] = {}  # shape vectors known in part (``partial_fold``)
+    partial = PartialShapes(graph.outputs)  # shape vectors known in part (``partial_fold``)
     for node in graph.topological_order():
         if infer and changed and any(name in changed for name in node.inputs):
             if corrected and any(name in corrected for name in node.inputs):
@@ -1129,18 +1129,55 @@ UNKNOWN_DIM = -1
 _INT64 = np.dtype("int64")
 
 
+@dataclass
+class PartialShapes:
+    """One folding sweep's shape vectors known in part, by tensor name (``values``), and
+    whether each tensor asked about is a graph output or computed from one (``_downstream``).
+
+    Such a tensor's sizes may be a graph output's declared shape, which nothing checks at run
+    time (onnxruntime warns and goes on), so its Shape gives nothing known in part. A Shape
+    whose input is wholly static folds all the same, as onnxruntime folds it."""
+
+    outputs: Collection[str]  # the graph's outputs
+    values: dict[str, np.ndarray] = field(default_factory=dict)
+    _downstream: dict[str, bool] = field(default_factory=dict)
+
+    def after_output(self, graph: Graph, name: str) -> bool:
+        """Whether ``name`` is a graph output, or a node computes it from one (through the
+        nodes of ``graph``, each asked once a sweep)."""
+        known = self._downstream
+        stack = [name]
+        while stack:  # depth first, without recursion: chains are thousands of nodes long
+            top = stack[-1]
+            if top in known:
+                stack.pop()
+                continue
+            if top in self.outputs:
+                known[top] = True
+                stack.pop()
+                continue
+            producer = graph.producer(top)
+            pending = [i for i in producer.inputs if i and i not in known] if producer else []
+            if pending:
+                stack.extend(pending)
+                continue
+            known[top] = producer is not None and any(known[i] for i in producer.inputs if i)
+            stack.pop()
+        return known[name]
+
+
 def partial_values(
     graph: Graph,
     op_type: str,
     version: int,
     attrs: Mapping[str, Any],
     inputs: Sequence[str],
-    partial: Mapping[str, np.ndarray],
+    partial: PartialShapes,
 ) -> np.ndarray | None:
     """What a ``PARTIAL_OPS`` node makes of shape vectors known in part: its int64 output with
     each element not known as ``UNKNOWN_DIM``, or None where the node reads none (or reads
     anything else that is not constant, or its kernel declines). A Shape of a tensor whose
-    rank is known gives one; ``partial`` holds those already made, by tensor name.
+    rank is known gives one (save after a graph output: ``PartialShapes``).
 
     So ``pos_embedding[:, :x.shape[1]]`` of an ``x`` of shape [batch, 197, 768] folds, as
     the static dimension it reads is known; the batch's dimension stays a run-time value."""
@@ -1150,7 +1187,12 @@ def partial_values(
         return None
     if op_type == "Shape":
         info = graph.tensors.get(inputs[0])
-        if info is None or info.shape is None or info.data is not None:
+        if (
+            info is None
+            or info.shape is None
+            or info.data is not None
+            or partial.after_output(graph, inputs[0])
+        ):
             return None
         dims = info.shape[shape_kernels.shape_range(len(info.shape), attrs)]
         value = np.array([d if type(d) is int else UNKNOWN_DIM for d in dims], dtype=_INT64)
@@ -1158,7 +1200,11 @@ def partial_values(
         args: list[np.ndarray | None] = []
         reads = False
         for port, name in enumerate(inputs):
-            known = partial.get(name) if name and (data_port is None or port == data_port) else None
+            known = (
+                partial.values.get(name)
+                if name and (data_port is None or port == data_port)
+                else None
+            )
             if known is not None:
                 reads = True
                 args.append(known)
@@ -1183,7 +1229,7 @@ def partial_fold(
     attrs: Mapping[str, Any],
     inputs: Sequence[str],
     outputs: Sequence[str],
-    partial: dict[str, np.ndarray],
+    partial: PartialShapes,
 ) -> dict[str, np.ndarray] | None:
     """A node's output by ``partial_values`` where every element of it is known, for folding
     to check and adopt as it adopts a kernel's; else None, and a result known in part is
@@ -1194,7 +1240,7 @@ def partial_fold(
     if value is None:
         return None
     if (value == UNKNOWN_DIM).any():
-        partial[outputs[0]] = value
+        partial.values[outputs[0]] = value
         return None
     return {outputs[0]: value}
 

@@ -778,8 +778,7 @@ def _build_graph(
     # tensors folding will compute (their nodes read only constants and such tensors): their
     # inferred shapes are not trusted here, since evaluation may prove them wrong
     pending: set[str] = set()
-    # shape vectors known in part (``folding.partial_values``), by tensor name
-    partial: dict[str, np.ndarray] = {}
+    partial = folding.PartialShapes(outputs)  # shape vectors known in part
     memo: folding.InferenceMemo = {}
     tensors = graph.tensors
     declared_outputs = {
@@ -990,7 +989,7 @@ def _fold_at_import(
     version: int,
     attrs: Mapping[str, Any],
     outputs: set[str],
-    partial: dict[str, np.ndarray],
+    partial: folding.PartialShapes,
 ) -> bool:
     """A node that a shape kernel computes from constants (or a static shape, for Shape/Size;
     or the known part of shape vectors known in part, ``folding.partial_fold``, which keeps

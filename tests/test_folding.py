@@ -895,3 +895,43 @@ def test_property_a_shape_pick_folds_exactly_when_it_reads_static_dims(
     want = onnx_run(model, {"x": x})
     got = onnx_run(graph.to_onnx(), {"x": x})
     assert all(np.array_equal(g, w) for g, w in zip(got, want, strict=True))
+
+
+@pytest.mark.parametrize("through", [0, 1, 3])
+def test_a_declared_output_shape_is_not_folded_in_part(through, onnx_make_model, onnx_run) -> None:
+    """A graph output's declared shape is not checked at run time (onnxruntime warns and
+    goes on), so a Shape of that output, or of a tensor computed from it, gives nothing
+    known in part: declared [B, 10, 16] over a computed [B, T, 16], ``y.shape[1]`` stays a
+    run-time value (onnxruntime computes T there). A wholly static declaration folds, as
+    onnxruntime folds it."""
+    relus = [helper.make_node("Relu", ["y" if k == 0 else f"r{k}"], [f"r{k + 1}"])
+             for k in range(through)]
+    read = f"r{through}" if through else "y"
+
+    def model(declared):
+        return onnx_make_model(
+            [helper.make_node("Relu", ["x"], ["y"]), *relus,
+             helper.make_node("Shape", [read], ["s"]),
+             helper.make_node("Gather", ["s", "one"], ["t"], axis=0),
+             helper.make_node("Unsqueeze", ["t", "zero"], ["tt"]),
+             helper.make_node("Slice", ["pe", "zero", "tt", "zero"], ["p"]),
+             helper.make_node("Add", [read, "p"], ["z"])],
+            [("x", FLOAT, ["B", "T", 16])],
+            [("y", FLOAT, declared), ("z", FLOAT, None)],
+            opset=17,
+            initializers=[
+                numpy_helper.from_array(np.ones((64, 16), np.float32), "pe"),
+                _scalar("one", 1), _i64("zero", 0),
+            ],
+        )
+
+    partly = model(["B", 10, 16])
+    for graph in (dmlgraph.load(partly), dmlgraph.load(partly, fold=False)):
+        folding.fold(graph)
+        assert graph.find_nodes("Shape") and graph.find_nodes("Gather")
+        assert graph.constant("t") is None
+    x = np.ones((2, 10, 16), np.float32)  # the declaration holds here: both agree
+    assert np.array_equal(onnx_run(dmlgraph.load(partly).to_onnx(), {"x": x})[1],
+                          onnx_run(partly, {"x": x})[1])
+    wholly = dmlgraph.load(model([2, 10, 16]))
+    assert not wholly.find_nodes("Shape") and wholly.constant("p").shape == (10, 16)
