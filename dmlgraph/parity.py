@@ -14,7 +14,9 @@ manner of Polygraphy's comparator:
 Known divergences: a node note starting ``divergence:`` (on a lowered node, in the lowering
 report, or on a node lowered at run time) marks a place where DirectML and onnxruntime are
 known to differ. A mismatch, or a reference that cannot run, on an output such a node reaches
-is labelled a known divergence, naming the node and note, and does not fail the check.
+is labelled a known divergence, naming the node and note, and does not fail the check. So is
+a mismatch that only onnxruntime's graph optimizations make: an output the reference fails
+is compared again against onnxruntime with them off (``_optimizer_divergences``).
 """
 
 from __future__ import annotations
@@ -818,12 +820,14 @@ def _against_reference(
     any other failure is raised."""
     original = model.SerializeToString() if isinstance(model, onnx.ModelProto) else model
     reference = "onnxruntime on the original model"
+    ran: Any = original  # the model the reference's session was made of
     result = None
     try:
         try:
             session = ort.session(original, graph.source)
         except DmlgraphError as exc:
-            session = ort.session(graph.to_onnx(), graph.source)
+            ran = graph.to_onnx()
+            session = ort.session(ran, graph.source)
             notes.append(f"onnxruntime refused the model file ({exc}); the reference is "
                          "to_onnx() of the imported graph")
             reference = "onnxruntime on the imported graph"
@@ -839,6 +843,7 @@ def _against_reference(
         # of an empty input that nothing read failed the check): the file without them
         try:
             result = ort.execute_session(ort.session(live, graph.source), feeds, graph.source)
+            ran = live
             notes.append(f"onnxruntime failed on the model file ({failure}); the reference is "
                          "the file without the nodes no output reads")
             reference = "onnxruntime on the model file without the nodes no output reads"
@@ -855,20 +860,21 @@ def _against_reference(
                      "to_onnx() of the imported graph, which names its unnamed nodes")
         reference = "onnxruntime on the imported graph"
         try:
-            session = ort.session(graph.to_onnx(), graph.source)
+            ran = graph.to_onnx()
+            session = ort.session(ran, graph.source)
             result = ort.execute_session(session, feeds, graph.source)
         except DmlgraphError as exc:
             if any(d.named_in(str(exc)) for d in divergences):
                 failure = exc  # else the model file's failure is the one to report
     if result is not None:
         runs.append(result.record)
-        return Comparison(
-            label,
-            f"{reference} ({result.record.provider})",
-            # by name: a model may list an output twice, and the result holds it once
-            compare_outputs(names, values, [result.outputs[n] for n in names], tolerances,
-                            divergences),
-        )
+        # by name: a model may list an output twice, and the result holds it once
+        outputs = compare_outputs(names, values, [result.outputs[n] for n in names],
+                                  tolerances, divergences)
+        if any(o.verdict is Verdict.FAIL for o in outputs):
+            outputs = _optimizer_divergences(ort, ran, graph, feeds, values, tolerances,
+                                             outputs, runs, notes)
+        return Comparison(label, f"{reference} ({result.record.provider})", outputs)
     # each failure at a divergent node prunes the outputs it reaches, until the rest run
     matched: list[KnownDivergence] = []
     expected: list[np.ndarray | None] = [None] * len(names)
@@ -904,3 +910,55 @@ def _against_reference(
     if unreached:
         note += "; the outputs it does not reach were compared on the graph pruned to them"
     return Comparison(label, reference, outputs, note=note)
+
+
+#: Why an output onnxruntime computes otherwise only with its graph optimizations is not a
+#: failure (``_optimizer_divergences``); read after "known divergence at".
+OPTIMIZER_DIVERGENCE = (
+    "onnxruntime's graph optimizations: with them off (ORT_DISABLE_ALL) onnxruntime computes "
+    "what dmlgraph does, so its optimized graph computes otherwise than the model (an "
+    "onnxruntime optimizer divergence)"
+)
+
+
+def _optimizer_divergences(
+    ort: Any,
+    model: Any,
+    graph: Graph,
+    feeds: Mapping[str, np.ndarray],
+    values: Sequence[np.ndarray],
+    tolerances: Tolerances,
+    outputs: tuple[OutputComparison, ...],
+    runs: list[Any],
+    notes: list[str],
+) -> tuple[OutputComparison, ...]:
+    """``outputs`` (one per output, against onnxruntime with its default optimizations), each
+    failing one that onnxruntime without graph optimizations computes as dmlgraph does made a
+    known divergence (``OPTIMIZER_DIVERGENCE``): then onnxruntime disagrees with itself, and
+    its plain run, the model's nodes as written, is the better oracle. Found by this project's
+    torch campaign: a reversed ``index_select`` (Range(n - 1, -1, -1) feeding a Gather) that
+    onnxruntime 1.32's GatherToSliceFusion makes a Slice ending at -1, an empty result."""
+    try:
+        plain = ort.execute_session(ort.session(model, graph.source, optimize=False), feeds,
+                                    graph.source)
+    except DmlgraphError:
+        return outputs  # the failure stands as it is
+    runs.append(replace(plain.record, backend=f"{plain.record.backend}, graph optimizations off"))
+    changed = []
+    result = []
+    for index, o in enumerate(outputs):
+        if o.verdict is Verdict.FAIL:
+            expected = plain.outputs[o.name]
+            again = compare_output(o.name, values[index], expected,
+                                   tolerances.for_output(o.name, expected.dtype))
+            if again.verdict is Verdict.PASS:
+                o = replace(o, verdict=Verdict.KNOWN_DIVERGENCE,
+                            divergences=(*o.divergences, OPTIMIZER_DIVERGENCE))
+                changed.append(o.name)
+        result.append(o)
+    if changed:
+        notes.append(
+            f"onnxruntime's graph optimizations change {', '.join(map(repr, changed))}: "
+            "with them off it computes what dmlgraph does"
+        )
+    return tuple(result)

@@ -461,3 +461,65 @@ def test_comparing_an_output_takes_less_memory_than_the_output() -> None:
         tracemalloc.stop()
     assert result.mismatches == len(range(0, 1 << 22, 1000))
     assert peak < expected.nbytes
+
+
+# ----------------------------------------------------------------------------- optimizer
+
+
+def _reversed_index_select() -> onnx.ModelProto:
+    """``x.index_select(1, torch.arange(x.shape[1] - 1, -1, -1))`` as the TorchScript exporter
+    writes it for a dynamic batch: Range(n - 1, -1, -1) feeding a Gather. onnxruntime 1.32's
+    GatherToSliceFusion makes it a Slice ending at -1 (from the back: an empty result)."""
+    ints = {"one": 1, "minus_one": -1}
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"]),
+        helper.make_node("Gather", ["s", "one"], ["n"], axis=0),
+        helper.make_node("Sub", ["n", "one"], ["last"]),
+        helper.make_node("Range", ["last", "minus_one", "minus_one"], ["r"]),
+        helper.make_node("Gather", ["x", "r"], ["y"], axis=1),
+    ]
+    graph = helper.make_graph(
+        nodes, "reversed", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["B", 10, 6])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(np.array(v, np.int64), k) for k, v in ints.items()])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+def test_what_only_onnxruntime_s_optimizations_change_is_an_optimizer_divergence(
+    onnx_run, monkeypatch
+) -> None:
+    """Where onnxruntime with its graph optimizations disagrees with itself without them, and
+    dmlgraph agrees with the plain run (the model's nodes as written), the output is a known
+    divergence naming the optimizations; an emulator that agrees with neither still fails."""
+    import dataclasses
+
+    import backends.numpy.backend as numpy_backend
+    from dmlgraph.parity import OPTIMIZER_DIVERGENCE
+
+    model = _reversed_index_select()
+    x = np.arange(120, dtype=np.float32).reshape(2, 10, 6)
+    plain = onnx_run(model, {"x": x}, optimize=False)[0]
+    assert np.array_equal(plain, x[:, ::-1])  # the oracle: NumPy
+    optimized = onnx_run(model, {"x": x})[0]
+    report = check(model, inputs={"x": x})
+    (output,) = report.comparisons[0].outputs
+    if np.array_equal(optimized, plain):  # an onnxruntime without the bug: nothing to excuse
+        assert output.verdict == Verdict.PASS
+    else:
+        assert optimized.shape == (2, 0, 6)  # the bug as measured with onnxruntime 1.32
+        assert output.verdict == Verdict.KNOWN_DIVERGENCE
+        assert output.divergences == (OPTIMIZER_DIVERGENCE,)
+        assert any("graph optimizations change 'y'" in note for note in report.notes)
+        assert any("graph optimizations off" in run.backend for run in report.runs)
+    assert report.passed and report.exit_code == 0
+
+    execute = numpy_backend.NumpyBackend.execute
+
+    def wrong(self, graph, feeds, outputs=None):
+        result = execute(self, graph, feeds, outputs)
+        return dataclasses.replace(result, outputs={"y": result.outputs["y"] + 1})
+
+    monkeypatch.setattr(numpy_backend.NumpyBackend, "execute", wrong)
+    report = check(model, inputs={"x": x})
+    assert report.comparisons[0].outputs[0].verdict == Verdict.FAIL
+    assert not report.passed and report.exit_code == 1

@@ -69,12 +69,17 @@ class OnnxruntimeBackend:
         return self.execute(graph, feeds).outputs
 
     def session(
-        self, model: onnx.ModelProto | bytes | str | os.PathLike[str], where: str = ""
+        self,
+        model: onnx.ModelProto | bytes | str | os.PathLike[str],
+        where: str = "",
+        *,
+        optimize: bool = True,
     ) -> ort.InferenceSession:
-        """A session for a model as given (a path keeps external data reachable)."""
+        """A session for a model as given (a path keeps external data reachable); with
+        ``optimize=False``, without onnxruntime's graph optimizations."""
         where = where or (str(model) if isinstance(model, (str, os.PathLike)) else "<model>")
         content = str(model) if isinstance(model, os.PathLike) else model
-        return make_session(content, self.providers, where)
+        return make_session(content, self.providers, where, optimize=optimize)
 
     def execute_session(
         self, session: ort.InferenceSession, feeds: Mapping[str, Any], where: str = "<model>"

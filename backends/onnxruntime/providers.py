@@ -127,13 +127,17 @@ def session_options(
     shared_threads: bool = False,
     shared_arena: bool = False,
     spin: bool = True,
+    optimize: bool = True,
 ) -> ort.SessionOptions:
     """Quiet options; DirectML needs memory patterns off and sequential execution (ORT docs),
     and node placement is recorded where this onnxruntime can. ``shared_threads``: run on the
     process-wide pools (which must exist: ``share_global_thread_pools``); ``shared_arena``:
     allocate on CPU from the environment's arena (``share_cpu_arena``) where there is one;
-    ``spin=False``: intra-op threads sleep when idle instead of spinning."""
+    ``spin=False``: intra-op threads sleep when idle instead of spinning; ``optimize=False``:
+    no graph optimizations (``ORT_DISABLE_ALL``), the model's nodes as written."""
     options = ort.SessionOptions()
+    if not optimize:
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     if shared_threads:
         options.use_per_session_threads = False
     if not spin:
@@ -156,6 +160,7 @@ def make_session(
     shared_threads: bool = False,
     shared_arena: bool = False,
     spin: bool = True,
+    optimize: bool = True,
 ) -> ort.InferenceSession:
     """An InferenceSession; onnxruntime's refusal becomes a BackendError naming ``where``.
     It runs on the process-wide thread pools when asked (``share_global_thread_pools``) or
@@ -165,12 +170,12 @@ def make_session(
     shared = bool(_global_pools) or (shared_threads and share_global_thread_pools())
     try:
         try:
-            return _session(content, providers, shared, shared_arena, spin)
+            return _session(content, providers, shared, shared_arena, spin, optimize)
         except Exception as exc:
             if shared or _POOLS_TAKEN not in str(exc):
                 raise
             _global_pools = True  # someone else made them
-            return _session(content, providers, True, shared_arena, spin)
+            return _session(content, providers, True, shared_arena, spin, optimize)
     except Exception as exc:  # onnxruntime raises its own pybind exception types
         raise BackendError(
             f"{where}: onnxruntime cannot load the model: {first_line(exc)}"
@@ -178,9 +183,16 @@ def make_session(
 
 
 def _session(
-    content: bytes | str, providers: Sequence[str], threads: bool, arena: bool, spin: bool
+    content: bytes | str,
+    providers: Sequence[str],
+    threads: bool,
+    arena: bool,
+    spin: bool,
+    optimize: bool,
 ) -> ort.InferenceSession:
-    options = session_options(providers, shared_threads=threads, shared_arena=arena, spin=spin)
+    options = session_options(
+        providers, shared_threads=threads, shared_arena=arena, spin=spin, optimize=optimize
+    )
     return ort.InferenceSession(content, options, providers=list(providers))
 
 
