@@ -775,6 +775,8 @@ def fold_constants(
             continue
         values = None
         if not foldable(graph, node):
+            if not node.is_onnx or any(n.startswith(NOT_FOLDED) for n in node.notes):
+                continue
             values = partial_fold(
                 graph, node.op_type, node.op.domain, node.op.since_version, node.op.attrs,
                 node.inputs, node.outputs, partial,
@@ -1129,34 +1131,61 @@ UNKNOWN_DIM = -1
 _INT64 = np.dtype("int64")
 
 
+#: Ops whose output shape onnx's inference gives as onnxruntime's kernels make it, whatever
+#: the sizes: elementwise ops, matrix products, convolutions, normalizations and the layout
+#: ops. A partly dynamic tensor's static sizes are trusted only through these
+#: (``PartialShapes.unsure``): elsewhere the two may differ (MaxPool with ceil_mode=1 over
+#: [B, 1, 5], kernel 2, stride 2, pads 1: onnx infers 4 columns, onnxruntime makes 3), and
+#: where a Shape is wholly static onnxruntime folds inference's value too, but here it
+#: computes the tensor's. Pools, resizes, splits and every other op stop the trust.
+SHAPE_EXACT_OPS: frozenset[str] = frozenset({
+    # elementwise, one input
+    "Abs", "Acos", "Acosh", "Asin", "Asinh", "Atan", "Atanh", "Cast", "CastLike", "Ceil",
+    "Celu", "Clip", "Cos", "Cosh", "Elu", "Erf", "Exp", "Floor", "Gelu", "HardSigmoid",
+    "HardSwish", "Identity", "IsInf", "IsNaN", "LeakyRelu", "Log", "Mish", "Neg", "Not",
+    "Reciprocal", "Relu", "Round", "Selu", "Shrink", "Sigmoid", "Sign", "Sin", "Sinh",
+    "Softplus", "Softsign", "Sqrt", "Tan", "Tanh", "ThresholdedRelu",
+    # elementwise, broadcasting
+    "Add", "And", "Div", "Equal", "Greater", "GreaterOrEqual", "Less", "LessOrEqual", "Max",
+    "Mean", "Min", "Mod", "Mul", "Or", "Pow", "PRelu", "Sub", "Sum", "Where", "Xor",
+    # products, convolution, normalizations
+    "MatMul", "Gemm", "Conv", "BatchNormalization", "InstanceNormalization",
+    "LayerNormalization", "GroupNormalization", "Softmax", "LogSoftmax",
+    "GlobalAveragePool", "GlobalMaxPool",
+    # layout (a Slice only where onnxruntime reads its parameters as ONNX does)
+    "Transpose", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Concat", "Expand", "Gather",
+    "Slice", "Pad",
+})
+
+
 @dataclass
 class PartialShapes:
     """One folding sweep's shape vectors known in part, by tensor name (``values``), and
-    whether each tensor asked about is a graph output or computed from one (``_downstream``).
-
-    Such a tensor's sizes may be a graph output's declared shape, which nothing checks at run
-    time (onnxruntime warns and goes on), so its Shape gives nothing known in part. A Shape
-    whose input is wholly static folds all the same, as onnxruntime folds it."""
+    whether each tensor asked about has static sizes onnxruntime may not give it
+    (``unsure``)."""
 
     outputs: Collection[str]  # the graph's outputs
     values: dict[str, np.ndarray] = field(default_factory=dict)
-    _downstream: dict[str, bool] = field(default_factory=dict)
+    _unsure: dict[str, bool] = field(default_factory=dict)
 
-    def after_output(self, graph: Graph, name: str) -> bool:
-        """Whether ``name`` is a graph output, or a node computes it from one (through the
-        nodes of ``graph``, each asked once a sweep)."""
-        known = self._downstream
+    def unsure(self, graph: Graph, name: str) -> bool:
+        """Whether the sizes inference gives ``name`` may differ from the tensor's at run time:
+        a graph output (its declared shape is checked by nothing: onnxruntime warns and goes
+        on), or a tensor a node computes unless the node's op is in ``SHAPE_EXACT_OPS`` and
+        every tensor it reads is sure. Graph inputs (whose sizes onnxruntime checks) and
+        constants are sure. Each tensor is asked once a sweep."""
+        known = self._unsure
         stack = [name]
         while stack:  # depth first, without recursion: chains are thousands of nodes long
             top = stack[-1]
             if top in known:
                 stack.pop()
                 continue
-            if top in self.outputs:
+            producer = graph.producer(top)
+            if top in self.outputs or (producer is not None and not _shape_exact(graph, producer)):
                 known[top] = True
                 stack.pop()
                 continue
-            producer = graph.producer(top)
             pending = [i for i in producer.inputs if i and i not in known] if producer else []
             if pending:
                 stack.extend(pending)
@@ -1164,6 +1193,16 @@ class PartialShapes:
             known[top] = producer is not None and any(known[i] for i in producer.inputs if i)
             stack.pop()
         return known[name]
+
+
+def _shape_exact(graph: Graph, node: Node) -> bool:
+    """Whether onnx's inference sizes ``node``'s outputs as onnxruntime does
+    (``SHAPE_EXACT_OPS``; a Slice only with constant parameters onnxruntime reads alike)."""
+    if not node.is_onnx or node.op.domain or node.op_type not in SHAPE_EXACT_OPS:
+        return False
+    if node.op_type == "Slice":
+        return canonical.is_canonical(node.op) and not _slice_divergence(graph, node)
+    return True
 
 
 def partial_values(
@@ -1177,7 +1216,8 @@ def partial_values(
     """What a ``PARTIAL_OPS`` node makes of shape vectors known in part: its int64 output with
     each element not known as ``UNKNOWN_DIM``, or None where the node reads none (or reads
     anything else that is not constant, or its kernel declines). A Shape of a tensor whose
-    rank is known gives one (save after a graph output: ``PartialShapes``).
+    rank is known gives one, where onnxruntime gives it the sizes inference does
+    (``PartialShapes.unsure``).
 
     So ``pos_embedding[:, :x.shape[1]]`` of an ``x`` of shape [batch, 197, 768] folds, as
     the static dimension it reads is known; the batch's dimension stays a run-time value."""
@@ -1191,7 +1231,7 @@ def partial_values(
             info is None
             or info.shape is None
             or info.data is not None
-            or partial.after_output(graph, inputs[0])
+            or partial.unsure(graph, inputs[0])
         ):
             return None
         dims = info.shape[shape_kernels.shape_range(len(info.shape), attrs)]

@@ -827,10 +827,10 @@ PARTIAL_CASES = {
 
 @pytest.mark.parametrize("case", PARTIAL_CASES)
 def test_a_static_dim_of_a_partly_dynamic_tensor_folds(case, onnx_make_model, onnx_run) -> None:
-    """``x.shape[1]`` of an ``x`` of shape [B, 7, 3] is 7 whatever B is: onnxruntime folds a
-    Shape's static range, and dmlgraph folds every pick of known dims (a Slice of a weight
-    by it, as ``pos_embedding[:, :x.shape[1]]``, then folds away entirely). A pick that
-    reaches a dynamic dim stays a run-time value, with the reason."""
+    """``x.shape[1]`` of an ``x`` of shape [B, 7, 3] is 7 whatever B is: dmlgraph folds every
+    pick of known dims (a Slice of a weight by it, as ``pos_embedding[:, :x.shape[1]]``, then
+    folds away entirely). A pick that reaches a dynamic dim stays a run-time value, with the
+    reason."""
     shape, shape_attrs, picks, expected = PARTIAL_CASES[case]
     rows = expected is not None or case == "gather the dynamic dim"
     model = _shape_picks(onnx_make_model, shape, picks, shape_attrs=shape_attrs, rows=rows)
@@ -935,3 +935,52 @@ def test_a_declared_output_shape_is_not_folded_in_part(through, onnx_make_model,
                           onnx_run(partly, {"x": x})[1])
     wholly = dmlgraph.load(model([2, 10, 16]))
     assert not wholly.find_nodes("Shape") and wholly.constant("p").shape == (10, 16)
+
+
+UNSURE_PRODUCERS = {
+    # (the node making y from x of shape [B, 1, 5] and constants, whether y.shape[2] folds)
+    "matmul": (helper.make_node("MatMul", ["x", "w"], ["y"]), True),
+    "transpose": (helper.make_node("Transpose", ["x"], ["y"], perm=[0, 1, 2]), True),
+    # onnx infers 4 columns, onnxruntime makes 3: a window starting in the padding is dropped
+    "maxpool ceil_mode": (helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2],
+                                           strides=[2], pads=[1, 1], ceil_mode=1), False),
+    # onnx infers 0 columns, onnxruntime reads the end as "through index 0": 5
+    "reversed slice to INT32_MAX": (helper.make_node("Slice", ["x", "m1", "big", "ax2", "m1"],
+                                                     ["y"]), False),
+    "reversed slice to INT64_MIN": (helper.make_node("Slice", ["x", "m1", "low", "ax2", "m1"],
+                                                     ["y"]), True),
+}
+
+
+@pytest.mark.parametrize("case", UNSURE_PRODUCERS)
+def test_a_partly_dynamic_tensor_s_sizes_are_trusted_only_through_exact_ops(
+    case, onnx_make_model, onnx_run
+) -> None:
+    """A Shape of a partly dynamic tensor folds only where onnxruntime gives the tensor the
+    sizes onnx infers (``folding.SHAPE_EXACT_OPS``): onnxruntime computes such a Shape at
+    run time, from the tensor it made, and onnx's inference of a MaxPool with ceil_mode or of
+    a reversed Slice to INT32_MAX is not what its kernels make."""
+    producer, folds = UNSURE_PRODUCERS[case]
+    model = onnx_make_model(
+        [producer, helper.make_node("Shape", ["y"], ["s"]),
+         helper.make_node("Gather", ["s", "two"], ["t"], axis=0),
+         helper.make_node("Identity", ["t"], ["out"])],
+        [("x", FLOAT, ["B", 1, 5])],
+        [("out", INT64, None)],
+        opset=17,
+        initializers=[
+            numpy_helper.from_array(np.ones((5, 5), np.float32), "w"),
+            _scalar("two", 2), _i64("ax2", 2), _i64("m1", -1), _i64("big", 2**31 - 1),
+            _i64("low", -2**63),
+        ],
+    )
+    x = np.zeros((3, 1, 5), np.float32)
+    (want,) = onnx_run(model, {"x": x})
+    for graph in (dmlgraph.load(model), dmlgraph.load(model, fold=False)):
+        folding.fold(graph)
+        value = graph.constant(graph.find_nodes("Identity")[0].input(0))
+        assert (value is not None) == folds
+        if value is not None:
+            assert value.tolist() == want.tolist()
+    report = dmlgraph.check(model, inputs={"x": x})
+    assert report.passed

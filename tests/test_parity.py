@@ -523,3 +523,48 @@ def test_what_only_onnxruntime_s_optimizations_change_is_an_optimizer_divergence
     report = check(model, inputs={"x": x})
     assert report.comparisons[0].outputs[0].verdict == Verdict.FAIL
     assert not report.passed and report.exit_code == 1
+
+
+def test_an_error_within_onnxruntime_s_own_rounding_is_not_excused_as_its_optimizations() -> None:
+    """Only where onnxruntime's two runs differ beyond the tolerance is the optimized one
+    discounted: an output of dmlgraph's just past the tolerance of the optimized run and
+    within the plain run's, the two runs agreeing within it (as fusions round apart), fails."""
+    from backends import RunResult
+    from dmlgraph.parity import OPTIMIZER_DIVERGENCE, _optimizer_divergences
+
+    class PlainRun:  # onnxruntime without graph optimizations, computing ``plain``
+        def __init__(self, plain):
+            self.plain = plain
+
+        def session(self, model, where, optimize=True):
+            assert optimize is False
+            return "plain"
+
+        def execute_session(self, session, feeds, where):
+            return RunResult({"y": self.plain}, RunRecord("onnxruntime", "CPU", ()))
+
+    tolerances = Tolerances.of(None, None)
+    ours = f32(1.0 - 0.8e-5)
+    for optimized, plain, excused in [
+        (f32(1.0 + 0.8e-5), f32(1.0), False),  # the runs agree within 1e-5: no excuse
+        (f32(2.0), f32(1.0), True),  # they differ, and ours is the plain run's
+        (f32(2.0), f32(3.0), False),  # they differ, and ours is neither's
+    ]:
+        failing = compare_outputs(["y"], [ours], [optimized], tolerances)
+        assert failing[0].verdict == Verdict.FAIL
+        notes: list[str] = []
+        runs: list = []
+        (result,) = _optimizer_divergences(PlainRun(plain), b"", load(_doubled()), {},
+                                           {"y": optimized}, [ours], tolerances, failing,
+                                           runs, notes)
+        assert (result.verdict == Verdict.KNOWN_DIVERGENCE) == excused
+        assert (result.divergences == (OPTIMIZER_DIVERGENCE,)) == excused
+        assert bool(notes) == excused and len(runs) == 1
+
+
+def _doubled() -> onnx.ModelProto:
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["x", "x"], ["y"])], "doubled",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
