@@ -1155,6 +1155,9 @@ SHAPE_EXACT_OPS: frozenset[str] = frozenset({
     # layout (a Slice only where onnxruntime reads its parameters as ONNX does)
     "Transpose", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Concat", "Expand", "Gather",
     "Slice", "Pad",
+    # shapes as values: exact where their input's sizes are (a Reshape to a shape computed
+    # from them is sized by the values inference propagated)
+    "Shape", "Size", "ConstantOfShape",
 })
 
 
