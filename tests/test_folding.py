@@ -949,6 +949,13 @@ UNSURE_PRODUCERS = {
                                                      ["y"]), False),
     "reversed slice to INT64_MIN": (helper.make_node("Slice", ["x", "m1", "low", "ax2", "m1"],
                                                      ["y"]), True),
+    # a Reshape to a shape computed from x's own: sure as x's sizes are
+    "reshape by its own shape": ([helper.make_node("Shape", ["x"], ["xs"]),
+                                  helper.make_node("Reshape", ["x", "xs"], ["y"])], True),
+    "reshape by a pooled shape": ([helper.make_node("MaxPool", ["x"], ["p"], kernel_shape=[2],
+                                                    strides=[2], pads=[1, 1], ceil_mode=1),
+                                   helper.make_node("Shape", ["p"], ["ps"]),
+                                   helper.make_node("Reshape", ["p", "ps"], ["y"])], False),
 }
 
 
@@ -962,7 +969,8 @@ def test_a_partly_dynamic_tensor_s_sizes_are_trusted_only_through_exact_ops(
     a reversed Slice to INT32_MAX is not what its kernels make."""
     producer, folds = UNSURE_PRODUCERS[case]
     model = onnx_make_model(
-        [producer, helper.make_node("Shape", ["y"], ["s"]),
+        [*(producer if isinstance(producer, list) else [producer]),
+         helper.make_node("Shape", ["y"], ["s"]),
          helper.make_node("Gather", ["s", "two"], ["t"], axis=0),
          helper.make_node("Identity", ["t"], ["out"])],
         [("x", FLOAT, ["B", 1, 5])],
