@@ -1279,10 +1279,16 @@ def partial_fold(
     kept in ``partial`` for the nodes reading it. Import and ``fold_constants`` both ask."""
     if domain or op_type not in PARTIAL_OPS or len(outputs) != 1 or not outputs[0]:
         return None
+    if op_type != "Shape":  # asked of every node that did not fold: most read no partial
+        for name in inputs:  # a loop, not any(...) over a generator
+            if name in partial.values:
+                break
+        else:
+            return None
     value = partial_values(graph, op_type, version, attrs, inputs, partial)
     if value is None:
         return None
-    if (value == UNKNOWN_DIM).any():
+    if UNKNOWN_DIM in value.ravel().tolist():  # a few elements: a list beats a reduction
         partial.values[outputs[0]] = value
         return None
     return {outputs[0]: value}
