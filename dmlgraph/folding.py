@@ -1146,13 +1146,16 @@ SHAPE_EXACT_OPS: frozenset[str] = frozenset({
     "Reciprocal", "Relu", "Round", "Selu", "Shrink", "Sigmoid", "Sign", "Sin", "Sinh",
     "Softplus", "Softsign", "Sqrt", "Tan", "Tanh", "ThresholdedRelu",
     # elementwise, broadcasting
+    # (not PRelu: onnx sizes its output as X, onnxruntime broadcasts the slope both ways,
+    # [B, 1] by a slope of [1, 4] making [B, 4])
     "Add", "And", "Div", "Equal", "Greater", "GreaterOrEqual", "Less", "LessOrEqual", "Max",
-    "Mean", "Min", "Mod", "Mul", "Or", "Pow", "PRelu", "Sub", "Sum", "Where", "Xor",
+    "Mean", "Min", "Mod", "Mul", "Or", "Pow", "Sub", "Sum", "Where", "Xor",
     # products, convolution, normalizations
     "MatMul", "Gemm", "Conv", "BatchNormalization", "InstanceNormalization",
     "LayerNormalization", "GroupNormalization", "Softmax", "LogSoftmax",
     "GlobalAveragePool", "GlobalMaxPool",
-    # layout (a Slice only where onnxruntime reads its parameters as ONNX does)
+    # layout (a Slice only where onnxruntime reads its parameters as ONNX does, a Squeeze
+    # only with axes named: onnx squeezes nothing for an empty list, onnxruntime every 1)
     "Transpose", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Concat", "Expand", "Gather",
     "Slice", "Pad",
     # shapes as values: exact where their input's sizes are (a Reshape to a shape computed
@@ -1205,6 +1208,11 @@ def _shape_exact(graph: Graph, node: Node) -> bool:
         return False
     if node.op_type == "Slice":
         return canonical.is_canonical(node.op) and not _slice_divergence(graph, node)
+    if node.op_type == "Squeeze":
+        if node.op.since_version < 13:
+            return bool(node.op.attrs.get("axes"))
+        axes = graph.constant(node.input(1)) if len(node.inputs) > 1 else None
+        return axes is not None and axes.size > 0
     return True
 
 

@@ -956,6 +956,12 @@ UNSURE_PRODUCERS = {
                                                     strides=[2], pads=[1, 1], ceil_mode=1),
                                    helper.make_node("Shape", ["p"], ["ps"]),
                                    helper.make_node("Reshape", ["p", "ps"], ["y"])], False),
+    # y.shape[1] from here on. onnx sizes a PRelu as X, onnxruntime broadcasts its slope too:
+    # [B, 4, 5]
+    "prelu": (helper.make_node("PRelu", ["x", "slope"], ["y"]), False, 1),
+    # onnx squeezes nothing for an empty axes list, onnxruntime every size-1 axis: [B, 5]
+    "squeeze by no axes": (helper.make_node("Squeeze", ["x", "none"], ["y"]), False, 1),
+    "squeeze by axis 1": (helper.make_node("Squeeze", ["x", "one"], ["y"]), True, 1),
 }
 
 
@@ -967,11 +973,11 @@ def test_a_partly_dynamic_tensor_s_sizes_are_trusted_only_through_exact_ops(
     sizes onnx infers (``folding.SHAPE_EXACT_OPS``): onnxruntime computes such a Shape at
     run time, from the tensor it made, and onnx's inference of a MaxPool with ceil_mode or of
     a reversed Slice to INT32_MAX is not what its kernels make."""
-    producer, folds = UNSURE_PRODUCERS[case]
+    producer, folds, *index = UNSURE_PRODUCERS[case]
     model = onnx_make_model(
         [*(producer if isinstance(producer, list) else [producer]),
          helper.make_node("Shape", ["y"], ["s"]),
-         helper.make_node("Gather", ["s", "two"], ["t"], axis=0),
+         helper.make_node("Gather", ["s", "one_0d" if index else "two"], ["t"], axis=0),
          helper.make_node("Identity", ["t"], ["out"])],
         [("x", FLOAT, ["B", 1, 5])],
         [("out", INT64, None)],
@@ -979,7 +985,9 @@ def test_a_partly_dynamic_tensor_s_sizes_are_trusted_only_through_exact_ops(
         initializers=[
             numpy_helper.from_array(np.ones((5, 5), np.float32), "w"),
             _scalar("two", 2), _i64("ax2", 2), _i64("m1", -1), _i64("big", 2**31 - 1),
-            _i64("low", -2**63),
+            _i64("low", -2**63), _scalar("one_0d", 1), _i64("one", 1),
+            numpy_helper.from_array(np.ones((4, 1), np.float32), "slope"),
+            numpy_helper.from_array(np.zeros(0, np.int64), "none"),
         ],
     )
     x = np.zeros((3, 1, 5), np.float32)
