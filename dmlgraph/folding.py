@@ -1119,7 +1119,7 @@ def kernel_values(
 
 
 #: Ops that only move the elements of their data: over a shape vector known in part
-#: (``partial_values``) each result element is an element it moved, so a result made only of
+#: (``_partial_values``) each result element is an element it moved, so a result made only of
 #: known ones is the value the node computes at run time. Port None: every input is data
 #: (Concat); else only that port is, the others (indices, starts, axes) must be constants.
 PARTIAL_OPS: Mapping[str, int | None] = MappingProxyType(
@@ -1216,7 +1216,7 @@ def _shape_exact(graph: Graph, node: Node) -> bool:
     return True
 
 
-def partial_values(
+def _partial_values(
     graph: Graph,
     op_type: str,
     version: int,
@@ -1282,7 +1282,7 @@ def partial_fold(
     outputs: Sequence[str],
     partial: PartialShapes,
 ) -> dict[str, np.ndarray] | None:
-    """A node's output by ``partial_values`` where every element of it is known, for folding
+    """A node's output by ``_partial_values`` where every element of it is known, for folding
     to check and adopt as it adopts a kernel's; else None, and a result known in part is
     kept in ``partial`` for the nodes reading it. Import and ``fold_constants`` both ask."""
     if domain or op_type not in PARTIAL_OPS or len(outputs) != 1 or not outputs[0]:
@@ -1293,7 +1293,7 @@ def partial_fold(
                 break
         else:
             return None
-    value = partial_values(graph, op_type, version, attrs, inputs, partial)
+    value = _partial_values(graph, op_type, version, attrs, inputs, partial)
     if value is None:
         return None
     if UNKNOWN_DIM in value.ravel().tolist():  # a few elements: a list beats a reduction

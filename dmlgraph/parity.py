@@ -938,9 +938,10 @@ def _optimizer_divergences(
     otherwise than with them beyond the output's tolerance, made a known divergence
     (``OPTIMIZER_DIVERGENCE``): then onnxruntime disagrees with itself, and its plain run,
     the model's nodes as written, is the better oracle. (An error of dmlgraph's just past the
-    tolerance of one run and within the other's, which fusions round apart, is not excused.) Found by this project's
-    torch campaign: a reversed ``index_select`` (Range(n - 1, -1, -1) feeding a Gather) that
-    onnxruntime 1.32's GatherToSliceFusion makes a Slice ending at -1, an empty result."""
+    tolerance of one run and within the other's, which fusions round apart, is not excused.)
+    Found by this project's torch campaign: a reversed ``index_select`` (Range(n - 1, -1, -1)
+    feeding a Gather) that onnxruntime 1.32's GatherToSliceFusion makes a Slice ending at -1,
+    an empty result."""
     try:
         plain = ort.execute_session(ort.session(model, graph.source, optimize=False), feeds,
                                     graph.source)
