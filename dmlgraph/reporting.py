@@ -80,8 +80,9 @@ def print_report(lowered: LoweredGraph, console: Console, *, every_node: bool = 
     counts = Counter(r.status for r in records)
     summary = ", ".join(f"{counts[s]} {s.value}" for s in Status if counts[s])
     scope = "nodes" if every_node else "Slice/Concat/Pad nodes"
-    console.print(
-        f"[bold]{lowered.feature_level.full_name}[/bold]: {len(records)} {scope}: {summary}"
+    console.print(  # a model with none says so, not "0 ... nodes: " and nothing
+        f"[bold]{lowered.feature_level.full_name}[/bold]: {len(records)} {scope}"
+        + (f": {summary}" if summary else "")
     )
     hidden = [r for r in records if r.at_import]
     if hidden and not every_node:

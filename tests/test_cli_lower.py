@@ -91,3 +91,21 @@ def test_lower_of_a_model_whose_slices_all_fold_prints_no_empty_table(tmp_path, 
     out = capsys.readouterr().out
     assert "1 Slice/Concat/Pad nodes: 1 folded" in out and "1 folded at import" in out
     assert "┏" not in out and "node" not in out.split("\n", 2)[-1]
+
+
+def test_lower_of_a_model_without_slice_concat_or_pad_says_so_and_no_more(tmp_path, capsys):
+    """A dangling "0 Slice/Concat/Pad nodes: " headed an empty report (seen on a torch export
+    whose one index_select is a Gather)."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    path = tmp_path / "relu.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)],
+                                ir_version=8), path)
+    assert main(["lower", str(path)]) == 0
+    assert capsys.readouterr().out.strip() == "DML_FEATURE_LEVEL_6_4: 0 Slice/Concat/Pad nodes"
+
