@@ -1155,7 +1155,9 @@ SHAPE_EXACT_OPS: frozenset[str] = frozenset({
     "LayerNormalization", "GroupNormalization", "Softmax", "LogSoftmax",
     "GlobalAveragePool", "GlobalMaxPool",
     # layout (a Slice only where onnxruntime reads its parameters as ONNX does, a Squeeze
-    # only with axes named: onnx squeezes nothing for an empty list, onnxruntime every 1)
+    # only with axes named: onnx squeezes nothing for an empty list, onnxruntime every 1; a
+    # Concat only of inputs not empty: onnx sizes [B, T] ++ [0, 1] as [?, 1], onnxruntime
+    # skips the empty one, [B, T])
     "Transpose", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Concat", "Expand", "Gather",
     "Slice", "Pad",
     # shapes as values: exact where their input's sizes are (a Reshape to a shape computed
@@ -1203,11 +1205,16 @@ class PartialShapes:
 
 def _shape_exact(graph: Graph, node: Node) -> bool:
     """Whether onnx's inference sizes ``node``'s outputs as onnxruntime does
-    (``SHAPE_EXACT_OPS``; a Slice only with constant parameters onnxruntime reads alike)."""
+    (``SHAPE_EXACT_OPS``, with the conditions its comments give)."""
     if not node.is_onnx or node.op.domain or node.op_type not in SHAPE_EXACT_OPS:
         return False
     if node.op_type == "Slice":
         return canonical.is_canonical(node.op) and not _slice_divergence(graph, node)
+    if node.op_type == "Concat":  # onnxruntime skips an empty input; onnx sizes the rest by it
+        for name in node.inputs:
+            info = graph.tensors.get(name)
+            if info is None or info.shape is None or 0 in info.shape:
+                return False
     if node.op_type == "Squeeze":
         if node.op.since_version < 13:
             return bool(node.op.attrs.get("axes"))

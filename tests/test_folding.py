@@ -1000,3 +1000,27 @@ def test_a_partly_dynamic_tensor_s_sizes_are_trusted_only_through_exact_ops(
             assert value.tolist() == want.tolist()
     report = dmlgraph.check(model, inputs={"x": x})
     assert report.passed
+
+
+def test_a_concat_of_an_empty_input_is_not_trusted_for_sizes(onnx_make_model, onnx_run) -> None:
+    """onnx sizes [B, T] ++ [0, 1] on axis 0 as [?, 1], taking T from the empty input;
+    onnxruntime skips that input, so the result is [B, T] and its Shape reads T at run time.
+    Found by this stop's fuzzing: the partial fold gave 1. (Running it, dmlgraph refuses the
+    Concat, whose inputs differ off the axis, as ONNX says they must not.)"""
+    model = onnx_make_model(
+        [helper.make_node("Concat", ["x", "empty"], ["c"], axis=0),
+         helper.make_node("Shape", ["c"], ["s"]),
+         helper.make_node("Gather", ["s", "one"], ["d"], axis=0),
+         helper.make_node("Identity", ["d"], ["out"])],
+        [("x", FLOAT, ["B", "T"])],
+        [("out", INT64, None)],
+        opset=18,
+        initializers=[numpy_helper.from_array(np.zeros((0, 1), np.float32), "empty"),
+                      _i64("one", 1)],
+    )
+    graph = dmlgraph.load(model)
+    assert graph.constant(graph.find_nodes("Identity")[0].input(0)) is None
+    x = np.ones((2, 3), np.float32)
+    assert onnx_run(model, {"x": x})[0].tolist() == [3]
+    with pytest.raises(dmlgraph.DmlgraphError, match="inputs differ in dimension 1"):
+        dmlgraph.check(model, inputs={"x": x})
