@@ -1156,8 +1156,8 @@ SHAPE_EXACT_OPS: frozenset[str] = frozenset({
     "GlobalAveragePool", "GlobalMaxPool",
     # layout (a Slice only where onnxruntime reads its parameters as ONNX does, a Squeeze
     # only with axes named: onnx squeezes nothing for an empty list, onnxruntime every 1; a
-    # Concat only of inputs not empty: onnx sizes [B, T] ++ [0, 1] as [?, 1], onnxruntime
-    # skips the empty one, [B, T])
+    # Concat only of inputs sized alike: onnx sizes [B, T] ++ [0, 1] as [?, 1], onnxruntime
+    # skips the empty one, [B, T]; ``_concat_sized_alike``)
     "Transpose", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Concat", "Expand", "Gather",
     "Slice", "Pad",
     # shapes as values: exact where their input's sizes are (a Reshape to a shape computed
@@ -1210,16 +1210,38 @@ def _shape_exact(graph: Graph, node: Node) -> bool:
         return False
     if node.op_type == "Slice":
         return canonical.is_canonical(node.op) and not _slice_divergence(graph, node)
-    if node.op_type == "Concat":  # onnxruntime skips an empty input; onnx sizes the rest by it
-        for name in node.inputs:
-            info = graph.tensors.get(name)
-            if info is None or info.shape is None or 0 in info.shape:
-                return False
+    if node.op_type == "Concat":
+        return _concat_sized_alike(graph, node)
     if node.op_type == "Squeeze":
         if node.op.since_version < 13:
             return bool(node.op.attrs.get("axes"))
         axes = graph.constant(node.input(1)) if len(node.inputs) > 1 else None
         return axes is not None and axes.size > 0
+    return True
+
+
+def _concat_sized_alike(graph: Graph, node: Node) -> bool:
+    """Whether onnxruntime sizes a Concat as onnx does: onnxruntime skips an empty input, while
+    onnx sizes the dims off the axis by every input, so no input may be empty, statically
+    (a 0 size) or at run time where it alone gives a dim its size ([T, S] ++ [B, 3] on axis 0:
+    onnx infers [?, 3], onnxruntime makes [T, S] when B is 0). Off the axis, a dim is static
+    in every input alike, or in none."""
+    shapes = []
+    for name in node.inputs:
+        info = graph.tensors.get(name)
+        if info is None or info.shape is None or 0 in info.shape:
+            return False
+        shapes.append(info.shape)
+    axis = node.op.attrs.get("axis")
+    rank = len(shapes[0]) if shapes else 0
+    if not isinstance(axis, int) or not -rank <= axis < rank:
+        return False
+    for k in range(rank):
+        if k == axis % rank:
+            continue
+        sizes = {shape[k] if k < len(shape) else None for shape in shapes}
+        if len(sizes) > 1 and any(type(size) is int for size in sizes):
+            return False
     return True
 
 

@@ -1024,3 +1024,30 @@ def test_a_concat_of_an_empty_input_is_not_trusted_for_sizes(onnx_make_model, on
     assert onnx_run(model, {"x": x})[0].tolist() == [3]
     with pytest.raises(dmlgraph.DmlgraphError, match="inputs differ in dimension 1"):
         dmlgraph.check(model, inputs={"x": x})
+
+
+def test_a_concat_whose_off_axis_size_one_input_alone_gives_is_not_trusted(
+    onnx_make_model, onnx_run
+) -> None:
+    """[T, S] ++ [B, 3] on axis 0: onnx infers [?, 3]; with B = 0 onnxruntime skips the empty
+    input and makes [T, S]. Found by this stop's fuzzing (the fold gave 3, onnxruntime S).
+    Inputs sized alike off the axis keep the trust: [B, 4] ++ [T, 4] folds dim 1."""
+    def model(second):
+        return onnx_make_model(
+            [helper.make_node("Concat", ["x0", "x1"], ["c"], axis=0),
+             helper.make_node("Shape", ["c"], ["s"]),
+             helper.make_node("Gather", ["s", "one"], ["d"], axis=0),
+             helper.make_node("Identity", ["d"], ["out"])],
+            [("x0", FLOAT, ["T", "S"] if second == 3 else ["T", 4]), ("x1", FLOAT, ["B", second])],
+            [("out", INT64, None)],
+            opset=18,
+            initializers=[_i64("one", 1)],
+        )
+
+    alone = model(3)
+    graph = dmlgraph.load(alone)
+    assert graph.constant(graph.find_nodes("Identity")[0].input(0)) is None
+    feeds = {"x0": np.ones((2, 5), np.float32), "x1": np.ones((0, 3), np.float32)}
+    assert onnx_run(alone, feeds)[0].tolist() == [5]
+    alike = dmlgraph.load(model(4))
+    assert alike.constant(alike.find_nodes("Identity")[0].input(0)).tolist() == [4]
