@@ -775,7 +775,7 @@ def fold_constants(
             continue
         values = None
         if not foldable(graph, node):
-            if not node.is_onnx or any(n.startswith(NOT_FOLDED) for n in node.notes):
+            if not _may_fold(node):
                 continue
             values = partial_fold(
                 graph, node.op_type, node.op.domain, node.op.since_version, node.op.attrs,
@@ -1054,19 +1054,25 @@ def foldable(graph: Graph, node: Node) -> bool:
     """Whether ``fold_constants`` would try to fold the node: an ONNX node of a foldable
     domain, deterministic, not noted as unfoldable, computing no graph output, its inputs
     known (``input_available``)."""
-    if (
-        not node.is_onnx
-        or node.op.domain not in FOLDABLE_DOMAINS
-        or node.op_type in NONDETERMINISTIC_OPS
-    ):
-        return False
-    if any(n.startswith(NOT_FOLDED) for n in node.notes):
+    if not _may_fold(node):
         return False
     # the outputs (a list) last: asked of every node of a graph whose every tensor is an
     # output, first, it made folding quadratic
     return all(
         input_available(graph, node.op_type, port, name) for port, name in enumerate(node.inputs)
     ) and not any(o in graph.outputs for o in node.outputs)
+
+
+def _may_fold(node: Node) -> bool:
+    """An ONNX node of a foldable domain, deterministic, not noted as unfoldable: what
+    ``foldable`` asks first, and all that ``fold_constants`` asks of a node it folds through
+    shape vectors known in part (``partial_fold``), whose inputs are not all known."""
+    return (
+        node.is_onnx
+        and node.op.domain in FOLDABLE_DOMAINS
+        and node.op_type not in NONDETERMINISTIC_OPS
+        and not any(n.startswith(NOT_FOLDED) for n in node.notes)
+    )
 
 
 def input_available(graph: Graph, op_type: str, port: int, name: str) -> bool:
@@ -1261,9 +1267,9 @@ def _partial_values(
 
     So ``pos_embedding[:, :x.shape[1]]`` of an ``x`` of shape [batch, 197, 768] folds, as
     the static dimension it reads is known; the batch's dimension stays a run-time value."""
-    data_port = PARTIAL_OPS.get(op_type, -1)
+    data_port = PARTIAL_OPS[op_type]  # ``partial_fold`` asks only of those
     kernel = shape_kernels.kernel_for(op_type, "", version)
-    if data_port == -1 or kernel is None or not inputs:
+    if kernel is None or not inputs:
         return None
     if op_type == "Shape":
         info = graph.tensors.get(inputs[0])
