@@ -774,7 +774,7 @@ def fold_constants(
         if select is not None and not select(node):
             continue
         values = None
-        if not foldable(graph, node):
+        if not foldable(graph, node, partial):
             if not _may_fold(node):
                 continue
             values = partial_fold(
@@ -794,7 +794,8 @@ def fold_constants(
         kernel = shape_kernels.kernel_for(node.op_type, node.op.domain, node.op.since_version)
         if values is None and kernel is not None:
             values = kernel_values(
-                graph, kernel, node.op.since_version, node.op.attrs, node.inputs, node.outputs
+                graph, kernel, node.op.since_version, node.op.attrs, node.inputs, node.outputs,
+                partial,
             )
         if values is None:
             try:
@@ -1050,16 +1051,17 @@ def _forget_shapes(graph: Graph, outputs: Iterable[str]) -> list[str]:
     return forgotten
 
 
-def foldable(graph: Graph, node: Node) -> bool:
+def foldable(graph: Graph, node: Node, trust: PartialShapes | None = None) -> bool:
     """Whether ``fold_constants`` would try to fold the node: an ONNX node of a foldable
     domain, deterministic, not noted as unfoldable, computing no graph output, its inputs
-    known (``input_available``)."""
+    known (``input_available``; ``trust``: a sweep's answers to ``PartialShapes.unsure``)."""
     if not _may_fold(node):
         return False
     # the outputs (a list) last: asked of every node of a graph whose every tensor is an
     # output, first, it made folding quadratic
     return all(
-        input_available(graph, node.op_type, port, name) for port, name in enumerate(node.inputs)
+        input_available(graph, node.op_type, port, name, trust)
+        for port, name in enumerate(node.inputs)
     ) and not any(o in graph.outputs for o in node.outputs)
 
 
@@ -1075,19 +1077,30 @@ def _may_fold(node: Node) -> bool:
     )
 
 
-def input_available(graph: Graph, op_type: str, port: int, name: str) -> bool:
+def input_available(
+    graph: Graph, op_type: str, port: int, name: str, trust: PartialShapes | None = None
+) -> bool:
     """Whether folding knows input ``port`` (tensor ``name``) of an ``op_type`` node: omitted,
-    constant, or the input of Shape/Size with a static shape (``shape_only_value``)."""
+    constant, or the input of Shape/Size with a static shape (``shape_only_value``) that
+    onnxruntime gives the tensor at run time too (not ``PartialShapes.unsure``: ``trust``
+    keeps a sweep's answers; without it they are found anew).
+
+    The last, since a shape is static here where it is not in onnxruntime's session: sizes
+    fixed by ``--input-shape``, or made static by dmlgraph's own folding (a Reshape to a
+    folded shape). Folded from inference there, the Shape of a MaxPool with ceil_mode gave
+    onnx's 4 columns where onnxruntime's kernel, and the spec, make 3."""
     if not name or graph.is_constant(name):
         return True
     info = graph.tensors.get(name)
-    return (
-        op_type in SHAPE_ONLY_OPS
-        and port == 0
-        and info is not None
-        and info.is_static
-        and info.dtype is not None
-    )
+    if (
+        op_type not in SHAPE_ONLY_OPS
+        or port != 0
+        or info is None
+        or not info.is_static
+        or info.dtype is None
+    ):
+        return False
+    return not (trust or PartialShapes(graph.outputs)).unsure(graph, name)
 
 
 def shape_only_value(info: TensorInfo) -> np.ndarray:
@@ -1106,12 +1119,14 @@ def kernel_values(
     attrs: Mapping[str, Any],
     inputs: Sequence[str],
     outputs: Sequence[str],
+    trust: PartialShapes | None = None,
 ) -> dict[str, np.ndarray] | None:
     """A foldable node's outputs by its ``shape_kernels`` kernel at since_version
-    ``version``, or None where the kernel declines (then ``onnx.reference`` evaluates it). The
-    kernels follow the spec where onnx.reference does not (Slice's clamping with negative
-    steps, Shape's end below -rank), as onnxruntime does."""
-    args = kernel_inputs(graph, kernel.op_type, inputs)
+    ``version``, or None where the kernel declines (then ``onnx.reference`` evaluates it) or
+    an input is not known (``kernel_inputs``). The kernels follow the spec where
+    onnx.reference does not (Slice's clamping with negative steps, Shape's end below -rank),
+    as onnxruntime does."""
+    args = kernel_inputs(graph, kernel.op_type, inputs, trust)
     if args is None:
         return None
     results = kernel.fn(args, attrs, version)
@@ -1139,11 +1154,10 @@ _INT64 = np.dtype("int64")
 
 #: Ops whose output shape onnx's inference gives as onnxruntime's kernels make it, whatever
 #: the sizes: elementwise ops, matrix products, convolutions, normalizations and the layout
-#: ops. A partly dynamic tensor's static sizes are trusted only through these
+#: ops. A tensor's static sizes are trusted (a Shape of it folded) only through these
 #: (``PartialShapes.unsure``): elsewhere the two may differ (MaxPool with ceil_mode=1 over
-#: [B, 1, 5], kernel 2, stride 2, pads 1: onnx infers 4 columns, onnxruntime makes 3), and
-#: where a Shape is wholly static onnxruntime folds inference's value too, but here it
-#: computes the tensor's. Pools, resizes, splits and every other op stop the trust.
+#: [B, 1, 5], kernel 2, stride 2, pads 1: onnx infers 4 columns, onnxruntime makes 3).
+#: Resizes, splits and every other op stop the trust.
 SHAPE_EXACT_OPS: frozenset[str] = frozenset({
     # elementwise, one input
     "Abs", "Acos", "Acosh", "Asin", "Asinh", "Atan", "Atanh", "Cast", "CastLike", "Ceil",
@@ -1160,6 +1174,16 @@ SHAPE_EXACT_OPS: frozenset[str] = frozenset({
     "MatMul", "Gemm", "Conv", "BatchNormalization", "InstanceNormalization",
     "LayerNormalization", "GroupNormalization", "Softmax", "LogSoftmax",
     "GlobalAveragePool", "GlobalMaxPool",
+    # pools without ceil_mode (``_POOLS``): with it, onnx keeps a last window that would
+    # start in the end padding, which the spec and onnxruntime drop
+    "MaxPool", "AveragePool", "LpPool",
+    # recurrences (sizes from X and hidden_size; onnxruntime checks W and R against them),
+    # reductions (empty axes too: with noop_with_empty_axes or without, onnx and onnxruntime
+    # agree), and ops sizing their outputs from their input's sizes and attributes alone
+    "LSTM", "GRU", "RNN", "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd",
+    "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare", "ArgMax",
+    "ArgMin", "CumSum", "Dropout", "Hardmax", "LRN", "DepthToSpace", "SpaceToDepth", "Tile",
+    "Split",
     # layout (a Slice only where onnxruntime reads its parameters as ONNX does, a Squeeze
     # only with axes named: onnx squeezes nothing for an empty list, onnxruntime every 1; a
     # Concat only of inputs sized alike: onnx sizes [B, T] ++ [0, 1] as [?, 1], onnxruntime
@@ -1170,6 +1194,10 @@ SHAPE_EXACT_OPS: frozenset[str] = frozenset({
     # from them is sized by the values inference propagated)
     "Shape", "Size", "ConstantOfShape",
 })
+
+
+#: The windowed pools of ``SHAPE_EXACT_OPS``: exact only without ceil_mode.
+_POOLS = frozenset({"MaxPool", "AveragePool", "LpPool"})
 
 
 @dataclass
@@ -1214,6 +1242,8 @@ def _shape_exact(graph: Graph, node: Node) -> bool:
     (``SHAPE_EXACT_OPS``, with the conditions its comments give)."""
     if not node.is_onnx or node.op.domain or node.op_type not in SHAPE_EXACT_OPS:
         return False
+    if node.op_type in _POOLS:
+        return not node.op.attrs.get("ceil_mode", 0)
     if node.op_type == "Slice":
         return canonical.is_canonical(node.op) and not _slice_divergence(graph, node)
     if node.op_type == "Concat":
@@ -1347,7 +1377,7 @@ def _frozen(value: np.ndarray) -> np.ndarray:
 
 
 def kernel_inputs(
-    graph: Graph, op_type: str, inputs: Sequence[str]
+    graph: Graph, op_type: str, inputs: Sequence[str], trust: PartialShapes | None = None
 ) -> list[np.ndarray | None] | None:
     """A kernel's arguments for an ``op_type`` node reading ``inputs``: constants' data, None
     for an omitted input, a ``shape_only_value`` for Shape/Size's data; None when an input is
@@ -1361,7 +1391,7 @@ def kernel_inputs(
         info = tensors.get(name)
         if info is not None and info.data is not None:
             args.append(info.data)
-        elif input_available(graph, op_type, port, name):
+        elif input_available(graph, op_type, port, name, trust):
             args.append(shape_only_value(tensors[name]))
         else:
             return None
@@ -1565,6 +1595,14 @@ def _root_cause(graph: Graph, name: str, producer: Node | None) -> str:
         if info is None or not info.is_static:
             shape = "unknown" if info is None or info.shape is None else list(info.shape)
             return f"depends on the shape of {producer.inputs[0]!r}, which is not static ({shape})"
+        if info.dtype is not None and not input_available(
+            graph, producer.op_type, 0, producer.inputs[0]
+        ):
+            return (
+                f"depends on the shape of {producer.inputs[0]!r}, which onnx infers as "
+                f"{list(info.shape or ())} through an op that onnxruntime may size otherwise "
+                "at run time, or a graph output (folding.SHAPE_EXACT_OPS)"
+            )
     outputs = [o for o in producer.outputs if o in graph.outputs]
     if outputs and all(
         input_available(graph, producer.op_type, p, n) for p, n in enumerate(producer.inputs)

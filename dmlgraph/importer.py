@@ -1004,7 +1004,9 @@ def _fold_at_import(
     ):
         return False
     # None as well when an input is not known (``folding.input_available``)
-    named = folding.kernel_values(graph, kernel, version, attrs, node.input, node.output)
+    named = folding.kernel_values(
+        graph, kernel, version, attrs, node.input, node.output, partial
+    )
     if named is None:
         named = folding.partial_fold(
             graph, node.op_type, node.domain, version, attrs, node.input, node.output, partial
@@ -1026,11 +1028,17 @@ def _shape_value(
     graph: Graph, node: NodeFields, version: int, attrs: Mapping[str, Any]
 ) -> dict[str, np.ndarray]:
     """What a Shape or Size node gives, by its shape kernel, where its input's shape is
-    static; else nothing."""
+    static; else nothing. For its readers' inference, as onnx's data propagation gives it,
+    whether or not onnxruntime gives that tensor the same shape (``folding.input_available``
+    asks that of a fold)."""
     kernel = shape_kernels.kernel_for(node.op_type, node.domain, version)
-    if kernel is None:
+    info = graph.tensors.get(node.input[0]) if len(node.input) == 1 else None
+    if kernel is None or info is None or not info.is_static or info.dtype is None:
         return {}
-    return folding.kernel_values(graph, kernel, version, attrs, node.input, node.output) or {}
+    results = kernel.fn([folding.shape_only_value(info)], attrs, version)
+    if results is None or len(results) != len(node.output):
+        return {}
+    return {out: value for out, value in zip(node.output, results) if out}
 
 
 def _add_node(

@@ -68,6 +68,14 @@ def _computed_slice_and_pad(onnx_make_model, shape, opset: int = 17) -> onnx.Mod
     )
 
 
+def _numpy_run_all(graph: dmlgraph.Graph, feeds) -> dict[str, np.ndarray]:
+    """The NumPy backend's outputs of the graph lowered at 6_4, by name."""
+    from backends import get_backend
+    from lowering import lower
+
+    return dict(get_backend("numpy").run(lower(graph, "6_4"), feeds))
+
+
 def _expected(x: np.ndarray) -> np.ndarray:
     length = x.shape[-1]
     sliced = x[..., : -(-length // 2)]
@@ -502,7 +510,11 @@ def test_a_shape_evaluation_proves_wrong_is_not_folded_into_a_shape(
     y, z, w = onnx_run(model, {})
     assert y.tolist() == z.tolist() == [68] and w.shape == (136,)
     graph = dmlgraph.load(model)
-    assert graph.constant("sr").tolist() == graph.constant("sn").tolist() == [68]
+    # the Range stays for onnxruntime (``_is_float_range``), and so do the Shapes of it: its
+    # length is onnxruntime's to compute (``SHAPE_EXACT_OPS`` has no Range)
+    assert graph.constant("sr") is None and graph.constant("sn") is None
+    outputs = _numpy_run_all(graph, {})
+    assert outputs["y"].tolist() == outputs["z"].tolist() == [68]
     assert graph.tensor("r").shape == (68,) and graph.tensor("w").shape == (136,)
     (range_node,) = graph.find_nodes("Range")
     assert any(n.startswith(folding.SHAPE_EVALUATED) and "[68]" in n and "[69]" in n
@@ -902,8 +914,9 @@ def test_a_declared_output_shape_is_not_folded_in_part(through, onnx_make_model,
     """A graph output's declared shape is not checked at run time (onnxruntime warns and
     goes on), so a Shape of that output, or of a tensor computed from it, gives nothing
     known in part: declared [B, 10, 16] over a computed [B, T, 16], ``y.shape[1]`` stays a
-    run-time value (onnxruntime computes T there). A wholly static declaration folds, as
-    onnxruntime folds it."""
+    run-time value (onnxruntime computes T there). Nor does a wholly static declaration,
+    [2, 10, 16], fold it: onnxruntime's optimizer folds that one, but its kernels make the
+    tensor the nodes compute, and a Shape left here runs on them."""
     relus = [helper.make_node("Relu", ["y" if k == 0 else f"r{k}"], [f"r{k + 1}"])
              for k in range(through)]
     read = f"r{through}" if through else "y"
@@ -933,8 +946,10 @@ def test_a_declared_output_shape_is_not_folded_in_part(through, onnx_make_model,
     x = np.ones((2, 10, 16), np.float32)  # the declaration holds here: both agree
     assert np.array_equal(onnx_run(dmlgraph.load(partly).to_onnx(), {"x": x})[1],
                           onnx_run(partly, {"x": x})[1])
-    wholly = dmlgraph.load(model([2, 10, 16]))
-    assert not wholly.find_nodes("Shape") and wholly.constant("p").shape == (10, 16)
+    wholly = model([2, 10, 16])
+    graph = dmlgraph.load(wholly)
+    assert graph.find_nodes("Shape") and graph.constant("t") is None
+    assert np.array_equal(_numpy_run_all(graph, {"x": x})["z"], onnx_run(wholly, {"x": x})[1])
 
 
 UNSURE_PRODUCERS = {
@@ -962,6 +977,14 @@ UNSURE_PRODUCERS = {
     # onnx squeezes nothing for an empty axes list, onnxruntime every size-1 axis: [B, 5]
     "squeeze by no axes": (helper.make_node("Squeeze", ["x", "none"], ["y"]), False, 1),
     "squeeze by axis 1": (helper.make_node("Squeeze", ["x", "one"], ["y"]), True, 1),
+    # without ceil_mode, onnx and onnxruntime size a pool alike: (5 + 2 - 2) // 2 + 1 = 3
+    "maxpool": (helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2], strides=[2],
+                                 pads=[1, 1]), True),
+    "averagepool": (helper.make_node("AveragePool", ["x"], ["y"], kernel_shape=[2],
+                                     strides=[2], pads=[1, 1]), True),
+    "reducesum": (helper.make_node("ReduceSum", ["x", "ax2"], ["y"], keepdims=1), True),
+    "tile": (helper.make_node("Tile", ["x", "reps"], ["y"]), True),
+    "split": (helper.make_node("Split", ["x", "split23"], ["y", "y2"], axis=2), True),
 }
 
 
@@ -988,6 +1011,7 @@ def test_a_partly_dynamic_tensor_s_sizes_are_trusted_only_through_exact_ops(
             _i64("low", -2**63), _scalar("one_0d", 1), _i64("one", 1),
             numpy_helper.from_array(np.ones((4, 1), np.float32), "slope"),
             numpy_helper.from_array(np.zeros(0, np.int64), "none"),
+            _i64("reps", [1, 1, 2]), _i64("split23", [2, 3]),
         ],
     )
     x = np.zeros((3, 1, 5), np.float32)
@@ -1051,3 +1075,162 @@ def test_a_concat_whose_off_axis_size_one_input_alone_gives_is_not_trusted(
     assert onnx_run(alone, feeds)[0].tolist() == [5]
     alike = dmlgraph.load(model(4))
     assert alike.constant(alike.find_nodes("Identity")[0].input(0)).tolist() == [4]
+
+
+#: (producer of p from x, which is [B, 1, 5] or [B, 5]): onnx's inference sizes p otherwise
+#: than onnxruntime's kernel makes it. Each tensor's shape is static here, and not in
+#: onnxruntime's session, where a Shape of p is computed at run time.
+_UNSURE_STATIC = {
+    # onnx infers 4 columns; the spec and onnxruntime drop a window starting in the padding
+    "maxpool ceil_mode": helper.make_node("MaxPool", ["z"], ["p"], kernel_shape=[2],
+                                          strides=[2], pads=[1, 1], ceil_mode=1),
+    "averagepool ceil_mode": helper.make_node("AveragePool", ["z"], ["p"], kernel_shape=[2],
+                                              strides=[2], pads=[1, 1], ceil_mode=1),
+    # onnx clamps the end to dim - 1 (0 elements), onnxruntime reads it as "through index 0"
+    "reversed slice to INT64_MAX": helper.make_node("Slice", ["z", "m1", "big", "ax2", "m1"],
+                                                    ["p"]),
+}
+
+
+def _numpy_run(graph: dmlgraph.Graph, feeds) -> np.ndarray:
+    """The NumPy backend's one output of the graph lowered at 6_4."""
+    (out,) = _numpy_run_all(graph, feeds).values()
+    return out
+
+
+def _unsure_static_model(onnx_make_model, case: str, how: str) -> onnx.ModelProto:
+    """Shape(p) * 1, with p made from z by ``_UNSURE_STATIC[case]``. ``how`` makes z's shape
+    wholly static here alone: "input shape" (x is [B, 1, 5], z is x, B fixed by
+    ``input_shapes``), "folded reshape" (x is [N, 5]; z is x reshaped to a shape that folding
+    computes, [1, 1] ++ x.shape[1:2], which onnxruntime computes at run time)."""
+    nodes = [] if how == "input shape" else [
+        helper.make_node("Shape", ["x"], ["xs"]),
+        helper.make_node("Slice", ["xs", "one", "two"], ["w"]),
+        helper.make_node("Concat", ["ones", "w"], ["t"], axis=0),
+        helper.make_node("Reshape", ["x", "t"], ["z"]),
+    ]
+    if how == "input shape":
+        nodes.append(helper.make_node("Identity", ["x"], ["z"]))
+    return onnx_make_model(
+        [*nodes, _UNSURE_STATIC[case],
+         helper.make_node("Shape", ["p"], ["q"]),
+         helper.make_node("Mul", ["q", "one"], ["y"])],
+        [("x", FLOAT, ["B", 1, 5] if how == "input shape" else ["N", 5])],
+        [("y", INT64, None)],
+        opset=13,
+        initializers=[_i64("one", 1), _i64("two", 2), _i64("ones", [1, 1]), _i64("m1", -1),
+                      _i64("big", 2**63 - 1), _i64("ax2", 2)],
+    )
+
+
+@pytest.mark.parametrize("how", ["input shape", "folded reshape"])
+@pytest.mark.parametrize("case", _UNSURE_STATIC)
+def test_a_wholly_static_shape_is_folded_only_where_onnxruntime_makes_it_so(
+    case, how, onnx_make_model, onnx_run
+) -> None:
+    """A Shape of a tensor whose shape is static here but not in onnxruntime's session (fixed
+    by ``input_shapes``, or by dmlgraph's own folding) folds only through ops that onnx sizes
+    as onnxruntime's kernels do: the fold took onnx's 4 columns of a MaxPool with ceil_mode
+    where onnxruntime (and the spec, and onnx.reference) make 3, and 0 elements of a reversed
+    Slice to INT64_MAX where onnxruntime makes 5; ``check`` failed, naming nothing. Now the
+    Shape runs, and the fallback's session does not fold it either."""
+    from onnx.reference import ReferenceEvaluator
+
+    model = _unsure_static_model(onnx_make_model, case, how)
+    x = np.arange(5, dtype=np.float32).reshape((1, 1, 5) if how == "input shape" else (1, 5))
+    shapes = {"x": list(x.shape)} if how == "input shape" else None
+    graph = dmlgraph.load(model, shapes)
+    assert graph.find_nodes("Shape"), "the Shape of p must not fold"
+    (want,) = onnx_run(model, {"x": x})
+    report = dmlgraph.check(model, inputs={"x": x}, input_shapes=shapes)
+    assert report.passed
+    if case != "reversed slice to INT64_MAX":  # there onnxruntime departs from the spec:
+        # the Slice is lowered by ONNX's rule, and check names the divergence
+        assert want.tolist() == [1, 1, 3]
+        assert ReferenceEvaluator(model).run(None, {"x": x})[0].tolist() == [1, 1, 3]
+        assert _numpy_run(dmlgraph.load(model, shapes), {"x": x}).tolist() == [1, 1, 3]
+    else:
+        assert want.tolist()[-1] == 5
+        assert "INT64_MAX" in report.comparisons[0].outputs[0].divergences[0]
+
+
+def test_a_shape_static_in_the_model_itself_is_computed_as_the_spec_says(
+    onnx_make_model, onnx_run
+) -> None:
+    """A MaxPool with ceil_mode over a wholly static [1, 1, 5]: onnxruntime's optimized session
+    folds the Shape from onnx's inference (4 columns), its kernel and the spec make 3.
+    dmlgraph computes 3, and check names onnxruntime's optimizer as the one that departs."""
+    model = onnx_make_model(
+        [_UNSURE_STATIC["maxpool ceil_mode"], helper.make_node("Shape", ["p"], ["q"]),
+         helper.make_node("Mul", ["q", "one"], ["y"])],
+        [("z", FLOAT, [1, 1, 5])],
+        [("y", INT64, None)],
+        opset=13,
+        initializers=[_i64("one", 1)],
+    )
+    z = np.arange(5, dtype=np.float32).reshape(1, 1, 5)
+    assert onnx_run(model, {"z": z})[0].tolist() == [1, 1, 4]  # the optimizer's fold
+    assert onnx_run(model, {"z": z}, optimize=False)[0].tolist() == [1, 1, 3]
+    assert _numpy_run(dmlgraph.load(model), {"z": z}).tolist() == [1, 1, 3]
+    from dmlgraph.parity import OPTIMIZER_DIVERGENCE
+
+    report = dmlgraph.check(model, inputs={"z": z})
+    assert report.passed
+    assert report.comparisons[0].outputs[0].divergences == (OPTIMIZER_DIVERGENCE,)
+
+
+def test_a_concat_with_an_input_folded_empty_is_refused_not_sized_by_inference(
+    onnx_make_model,
+) -> None:
+    """a [2, K] ++ b, where b = ConstantOfShape([0] ++ x2.shape[1:2]) folds to [0, 3]: onnx
+    merges K with 3 and sized the Concat [2, 3], and the Shape of it folded so (onnxruntime
+    skips the empty input: [2, 5]). ONNX requires the inputs alike off the axis, so dmlgraph
+    refuses the Concat, as it does when the Shape is the graph output."""
+    model = onnx_make_model(
+        [helper.make_node("Shape", ["x2"], ["s2"]),
+         helper.make_node("Slice", ["s2", "one", "two"], ["w2"]),
+         helper.make_node("Concat", ["zero", "w2"], ["t2"], axis=0),
+         helper.make_node("ConstantOfShape", ["t2"], ["b"],
+                          value=helper.make_tensor("v", FLOAT, [1], [0.0])),
+         helper.make_node("Concat", ["a", "b"], ["c"], axis=0),
+         helper.make_node("Shape", ["c"], ["q"]),
+         helper.make_node("Mul", ["q", "one"], ["y"])],
+        [("a", FLOAT, [2, "K"]), ("x2", FLOAT, ["M", 3])],
+        [("y", INT64, None)],
+        opset=13,
+        initializers=[_i64("one", 1), _i64("two", 2), _i64("zero", 0)],
+    )
+    assert dmlgraph.load(model).find_nodes("Shape")
+    feeds = {"a": np.ones((2, 5), np.float32), "x2": np.ones((1, 3), np.float32)}
+    with pytest.raises(dmlgraph.DmlgraphError, match="inputs differ in dimension 1"):
+        dmlgraph.check(model, inputs=feeds)
+
+
+def test_a_slice_reading_an_unsure_static_shape_says_why_its_parameter_waits(
+    onnx_make_model, onnx_run
+) -> None:
+    """pe[:pooled.shape[2]] with x's batch fixed by ``input_shapes``: the Slice's end stays a
+    run-time value, and its note says the shape is static only through an op onnxruntime may
+    size otherwise (so a user reading ``lower`` sees why it did not fold)."""
+    model = onnx_make_model(
+        [_UNSURE_STATIC["maxpool ceil_mode"],
+         helper.make_node("Shape", ["p"], ["q"]),
+         helper.make_node("Gather", ["q", "two"], ["n"], axis=0),
+         helper.make_node("Unsqueeze", ["n", "zero"], ["e"]),
+         helper.make_node("Slice", ["pe", "zero", "e", "zero"], ["y"])],
+        [("z", FLOAT, ["B", 1, 5])],
+        [("y", FLOAT, None)],
+        opset=13,
+        initializers=[numpy_helper.from_array(np.arange(8, dtype=np.float32), "pe"),
+                      _scalar("two", 2), _i64("zero", 0)],
+    )
+    graph = dmlgraph.load(model, {"z": [1, 1, 5]})
+    (slice_node,) = graph.find_nodes("Slice")
+    reason = folding.runtime_parameters(graph, slice_node)["ends"]
+    assert reason == (
+        "depends on the shape of 'p', which onnx infers as [1, 1, 4] through an op that "
+        "onnxruntime may size otherwise at run time, or a graph output (folding.SHAPE_EXACT_OPS)"
+    )
+    z = np.zeros((1, 1, 5), np.float32)
+    assert onnx_run(model, {"z": z})[0].tolist() == [0.0, 1.0, 2.0]
+    assert _numpy_run(graph, {"z": z}).tolist() == [0.0, 1.0, 2.0]

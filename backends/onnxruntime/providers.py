@@ -79,6 +79,14 @@ def select_providers(
     return chosen
 
 
+#: onnxruntime's optimizer that folds constants, and a Shape or Size of a tensor whose shape
+#: its inference gives as static, from that shape rather than the tensor's. A session that
+#: runs what dmlgraph left of a graph goes without it: dmlgraph has folded every constant it
+#: trusts, and what it left (``folding.input_available``) is left because inference may size
+#: the tensor otherwise than the kernel makes it (a MaxPool with ceil_mode: onnx says 4
+#: columns, the kernel and the spec 3).
+NO_FOLDING: tuple[str, ...] = ("ConstantFolding",)
+
 #: Whether this process's onnxruntime has its global thread pools (None: not known yet).
 _global_pools: bool | None = None
 #: onnxruntime's refusal of a session with its own pools once the global ones exist.
@@ -161,21 +169,24 @@ def make_session(
     shared_arena: bool = False,
     spin: bool = True,
     optimize: bool = True,
+    fold: bool = True,
 ) -> ort.InferenceSession:
     """An InferenceSession; onnxruntime's refusal becomes a BackendError naming ``where``.
     It runs on the process-wide thread pools when asked (``share_global_thread_pools``) or
-    when they exist, as onnxruntime then allows nothing else."""
+    when they exist, as onnxruntime then allows nothing else. ``fold=False``: without
+    onnxruntime's constant folding (``NO_FOLDING``), its other optimizations kept."""
     global _global_pools
     content = model.SerializeToString() if isinstance(model, onnx.ModelProto) else model
     shared = bool(_global_pools) or (shared_threads and share_global_thread_pools())
+    disabled = None if fold else list(NO_FOLDING)
     try:
         try:
-            return _session(content, providers, shared, shared_arena, spin, optimize)
+            return _session(content, providers, shared, shared_arena, spin, optimize, disabled)
         except Exception as exc:
             if shared or _POOLS_TAKEN not in str(exc):
                 raise
             _global_pools = True  # someone else made them
-            return _session(content, providers, True, shared_arena, spin, optimize)
+            return _session(content, providers, True, shared_arena, spin, optimize, disabled)
     except Exception as exc:  # onnxruntime raises its own pybind exception types
         raise BackendError(
             f"{where}: onnxruntime cannot load the model: {first_line(exc)}"
@@ -189,11 +200,14 @@ def _session(
     arena: bool,
     spin: bool,
     optimize: bool,
+    disabled: list[str] | None,
 ) -> ort.InferenceSession:
     options = session_options(
         providers, shared_threads=threads, shared_arena=arena, spin=spin, optimize=optimize
     )
-    return ort.InferenceSession(content, options, providers=list(providers))
+    return ort.InferenceSession(
+        content, options, providers=list(providers), disabled_optimizers=disabled
+    )
 
 
 def placements(session: ort.InferenceSession) -> list[tuple[str, str, str]]:
