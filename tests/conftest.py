@@ -24,6 +24,25 @@ MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
 # invariant is caught where it does (users get one check at the end: it is faster)
 os.environ.setdefault("DMLGRAPH_VERIFY_EACH", "1")
 
+#: The suite's oracle is onnxruntime's CPU provider: its divergences from ONNX are what the
+#: tests name (measured on its kernels), and the default preference would take CUDA or
+#: DirectML where onnxruntime-gpu or -directml is installed. Setting this variable to a
+#: provider's name (CUDA, DML) runs the suite's default sessions there instead, to see where
+#: that provider departs; tests of the CPU provider's own divergences then fail.
+TEST_PROVIDER_VARIABLE = "DMLGRAPH_TEST_PROVIDER"
+
+
+@pytest.fixture(autouse=True)
+def _default_provider(monkeypatch: pytest.MonkeyPatch) -> None:
+    """onnxruntime offers the tests only that provider and the CPU's (a test that fakes the
+    available ones sets its own over this)."""
+    from backends.onnxruntime.providers import CPU, provider_name
+
+    kept = {provider_name(os.environ.get(TEST_PROVIDER_VARIABLE) or "CPU"), CPU}
+    available = ort.get_available_providers
+    monkeypatch.setattr(ort, "get_available_providers",
+                        lambda: [p for p in available() if p in kept])
+
 
 def run_ort(
     model: onnx.ModelProto | str | Path, feeds: Mapping[str, np.ndarray], optimize: bool = True

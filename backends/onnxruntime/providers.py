@@ -79,6 +79,14 @@ def select_providers(
     return chosen
 
 
+#: Options dmlgraph gives a provider, by name. The CUDA provider multiplies float32 in TF32
+#: by default (use_tf32=1: products from 10-bit mantissas), which on an H200 put
+#: squeezenet's outputs 6.6e-4 from the CPU's and failed ``check`` at float32's 1e-5, on
+#: every bundled model but one: parity would measure TF32, not the lowering.
+PROVIDER_OPTIONS: Mapping[str, Mapping[str, str]] = {
+    "CUDAExecutionProvider": {"use_tf32": "0"},
+}
+
 #: onnxruntime's optimizer that folds constants, and a Shape or Size of a tensor whose shape
 #: its inference gives as static, from that shape rather than the tensor's. A session that
 #: runs what dmlgraph left of a graph goes without it: dmlgraph has folded every constant it
@@ -206,8 +214,16 @@ def _session(
         providers, shared_threads=threads, shared_arena=arena, spin=spin, optimize=optimize
     )
     return ort.InferenceSession(
-        content, options, providers=list(providers), disabled_optimizers=disabled
+        content, options, providers=with_options(providers), disabled_optimizers=disabled
     )
+
+
+def with_options(providers: Sequence[str]) -> list[str | tuple[str, dict[str, str]]]:
+    """``providers`` as InferenceSession takes them, each with its ``PROVIDER_OPTIONS``."""
+    return [
+        (name, dict(PROVIDER_OPTIONS[name])) if name in PROVIDER_OPTIONS else name
+        for name in providers
+    ]
 
 
 def placements(session: ort.InferenceSession) -> list[tuple[str, str, str]]:
