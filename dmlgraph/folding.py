@@ -761,7 +761,7 @@ def fold_constants(
     corrected: set[str] = set()  # shapes evaluation proved wrong, and those inferred from them
     folded: list[str] = []
     memo: InferenceMemo = {}
-    partial = PartialShapes(graph.outputs)  # shape vectors known in part (``partial_fold``)
+    partial = PartialShapes(graph.declared_sizes)  # shape vectors known in part (``partial_fold``)
     for node in graph.topological_order():
         if infer and changed and any(name in changed for name in node.inputs):
             if corrected and any(name in corrected for name in node.inputs):
@@ -1100,7 +1100,7 @@ def input_available(
         or info.dtype is None
     ):
         return False
-    return not (trust or PartialShapes(graph.outputs)).unsure(graph, name)
+    return not (trust or PartialShapes(graph.declared_sizes)).unsure(graph, name)
 
 
 def shape_only_value(info: TensorInfo) -> np.ndarray:
@@ -1174,16 +1174,17 @@ SHAPE_EXACT_OPS: frozenset[str] = frozenset({
     "MatMul", "Gemm", "Conv", "BatchNormalization", "InstanceNormalization",
     "LayerNormalization", "GroupNormalization", "Softmax", "LogSoftmax",
     "GlobalAveragePool", "GlobalMaxPool",
-    # pools without ceil_mode (``_POOLS``): with it, onnx keeps a last window that would
-    # start in the end padding, which the spec and onnxruntime drop
-    "MaxPool", "AveragePool", "LpPool",
-    # recurrences (sizes from X and hidden_size; onnxruntime checks W and R against them),
-    # reductions (empty axes too: with noop_with_empty_axes or without, onnx and onnxruntime
-    # agree), and ops sizing their outputs from their input's sizes and attributes alone
+    # windowed pools, as ``_pool_exact`` allows, and ConvTranspose with explicit pads
+    "MaxPool", "AveragePool", "LpPool", "ConvTranspose",
+    # recurrences, batch first only (``_RECURRENCES``); reductions (empty axes too: with
+    # noop_with_empty_axes or without, onnx and onnxruntime agree); ops sizing their outputs
+    # from their inputs' sizes and attributes alone (Resize by ``_resize_exact``)
     "LSTM", "GRU", "RNN", "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd",
     "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare", "ArgMax",
-    "ArgMin", "CumSum", "Dropout", "Hardmax", "LRN", "DepthToSpace", "SpaceToDepth", "Tile",
-    "Split",
+    "ArgMin", "CumSum", "Dropout", "Hardmax", "LRN", "LpNormalization",
+    "MeanVarianceNormalization", "DepthToSpace", "SpaceToDepth", "Tile", "Split", "TopK",
+    "Trilu", "GatherElements", "GatherND", "ScatterElements", "ScatterND", "QuantizeLinear",
+    "DequantizeLinear", "Einsum", "GridSample", "RoiAlign", "Resize", "Upsample",
     # layout (a Slice only where onnxruntime reads its parameters as ONNX does, a Squeeze
     # only with axes named: onnx squeezes nothing for an empty list, onnxruntime every 1; a
     # Concat only of inputs sized alike: onnx sizes [B, T] ++ [0, 1] as [?, 1], onnxruntime
@@ -1196,8 +1197,35 @@ SHAPE_EXACT_OPS: frozenset[str] = frozenset({
 })
 
 
-#: The windowed pools of ``SHAPE_EXACT_OPS``: exact only without ceil_mode.
+#: The windowed pools of ``SHAPE_EXACT_OPS`` (``_pool_exact``).
 _POOLS = frozenset({"MaxPool", "AveragePool", "LpPool"})
+#: Recurrences: exact with the sequence first (layout 0); onnxruntime refuses layout 1.
+_RECURRENCES = frozenset({"LSTM", "GRU", "RNN"})
+
+
+def _pool_exact(attrs: Mapping[str, Any]) -> bool:
+    """Whether onnx sizes a pool as onnxruntime does: not with ceil_mode (onnx keeps a last
+    window that would start in the end padding, which the spec and onnxruntime drop), not
+    with SAME padding and a dilation (onnxruntime sizes the padding by the undilated kernel:
+    a kernel of 3 dilated by 2 over 5 makes 3 columns, onnx infers 5), and not with a pad as
+    large as the kernel (which onnxruntime refuses)."""
+    if attrs.get("ceil_mode", 0):
+        return False
+    dilations = attrs.get("dilations") or ()
+    if attrs.get("auto_pad", "NOTSET") in ("SAME_UPPER", "SAME_LOWER") and any(
+        d != 1 for d in dilations
+    ):
+        return False
+    kernel = attrs.get("kernel_shape") or ()
+    pads = attrs.get("pads") or ()
+    return all(p < kernel[k % len(kernel)] for k, p in enumerate(pads)) if kernel else not pads
+
+
+def _resize_exact(node: Node) -> bool:
+    """A Resize (or Upsample) sized by scales or sizes alone: onnx and onnxruntime both take
+    floor(size * scale) in float32. Not with keep_aspect_ratio_policy (Resize-18), whose
+    rounding the two do in different precisions."""
+    return node.op.attrs.get("keep_aspect_ratio_policy", "stretch") == "stretch"
 
 
 @dataclass
@@ -1206,16 +1234,17 @@ class PartialShapes:
     whether each tensor asked about has static sizes onnxruntime may not give it
     (``unsure``)."""
 
-    outputs: Collection[str]  # the graph's outputs
+    declared: Collection[str]  # the graph's ``declared_sizes``
     values: dict[str, np.ndarray] = field(default_factory=dict)
     _unsure: dict[str, bool] = field(default_factory=dict)
 
     def unsure(self, graph: Graph, name: str) -> bool:
         """Whether the sizes inference gives ``name`` may differ from the tensor's at run time:
-        a graph output (its declared shape is checked by nothing: onnxruntime warns and goes
-        on), or a tensor a node computes unless the node's op is in ``SHAPE_EXACT_OPS`` and
-        every tensor it reads is sure. Graph inputs (whose sizes onnxruntime checks) and
-        constants are sure. Each tensor is asked once a sweep."""
+        a graph output whose shape the model's declaration added to (which nothing checks at
+        run time: onnxruntime warns and goes on), or a tensor a node computes unless the
+        node's op is in ``SHAPE_EXACT_OPS`` and every tensor it reads is sure. Graph inputs
+        (whose sizes onnxruntime checks) and constants are sure. Each tensor is asked once a
+        sweep."""
         known = self._unsure
         stack = [name]
         while stack:  # depth first, without recursion: chains are thousands of nodes long
@@ -1224,7 +1253,9 @@ class PartialShapes:
                 stack.pop()
                 continue
             producer = graph.producer(top)
-            if top in self.outputs or (producer is not None and not _shape_exact(graph, producer)):
+            if top in self.declared or (
+                producer is not None and not _shape_exact(graph, producer)
+            ):
                 known[top] = True
                 stack.pop()
                 continue
@@ -1243,7 +1274,13 @@ def _shape_exact(graph: Graph, node: Node) -> bool:
     if not node.is_onnx or node.op.domain or node.op_type not in SHAPE_EXACT_OPS:
         return False
     if node.op_type in _POOLS:
-        return not node.op.attrs.get("ceil_mode", 0)
+        return _pool_exact(node.op.attrs)
+    if node.op_type in _RECURRENCES:
+        return not node.op.attrs.get("layout", 0)
+    if node.op_type == "ConvTranspose":  # explicit pads: SAME with dilations as for pools
+        return node.op.attrs.get("auto_pad", "NOTSET") in ("NOTSET", "VALID")
+    if node.op_type in ("Resize", "Upsample"):
+        return _resize_exact(node)
     if node.op_type == "Slice":
         return canonical.is_canonical(node.op) and not _slice_divergence(graph, node)
     if node.op_type == "Concat":
@@ -1601,7 +1638,8 @@ def _root_cause(graph: Graph, name: str, producer: Node | None) -> str:
             return (
                 f"depends on the shape of {producer.inputs[0]!r}, which onnx infers as "
                 f"{list(info.shape or ())} through an op that onnxruntime may size otherwise "
-                "at run time, or a graph output (folding.SHAPE_EXACT_OPS)"
+                "at run time, or a graph output sized by its declaration "
+                "(folding.SHAPE_EXACT_OPS)"
             )
     outputs = [o for o in producer.outputs if o in graph.outputs]
     if outputs and all(

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import os
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -95,7 +95,9 @@ def _load(
         refined = _refined_outputs(proto, nodes, inferred)
         if refined:  # declared sizes inference lacks, for the nodes reading those outputs
             inferred, hidden = _infer_shapes(proto, nodes, source, refined)
-        graph = _build_graph(proto, nodes, inferred, declared, source, fold=fold, hidden=hidden)
+        graph = _build_graph(
+            proto, nodes, inferred, declared, source, fold=fold, hidden=hidden, refined=refined
+        )
         if fold:
             folding.fold(graph, inferred=True, read=lambda: _read_by_nodes(nodes))
         else:
@@ -736,13 +738,16 @@ def _build_graph(
     *,
     fold: bool,
     hidden: frozenset[str] = frozenset(),
+    refined: Collection[str] = (),
 ) -> Graph:
     """The IR of a model, with the value infos of its inferred graph. With ``fold``, nodes a
     shape kernel computes from constants become constants on the way (``_fold_at_import``),
     and the nodes reading them have their outputs re-inferred, so a chain folds in one sweep;
     ``folding.fold`` finishes the rest (a Shape or Size of a tensor it will evaluate waits for
     it: evaluation may prove the inferred shape wrong). The readers of the vectors ``hidden``
-    from data propagation are inferred again the same way, folding or not."""
+    from data propagation are inferred again the same way, folding or not. The outputs
+    ``refined`` (inference was given their declared sizes: ``_refined_outputs``) start the
+    graph's ``declared_sizes``."""
     opsets = _normalized_opsets(proto)
     graph = Graph(
         proto.graph.name or "main",
@@ -750,6 +755,7 @@ def _build_graph(
         ir_version=int(proto.ir_version),
         source=source,
     )
+    graph.declared_sizes.update(refined)  # outputs inference was given declared sizes of
     graph.model_info = {
         "producer_name": proto.producer_name,
         "producer_version": proto.producer_version,
@@ -778,7 +784,8 @@ def _build_graph(
     # tensors folding will compute (their nodes read only constants and such tensors): their
     # inferred shapes are not trusted here, since evaluation may prove them wrong
     pending: set[str] = set()
-    partial = folding.PartialShapes(outputs)  # shape vectors known in part
+    # shape vectors known in part; the declared sizes, filled below, are asked as they come
+    partial = folding.PartialShapes(graph.declared_sizes)
     memo: folding.InferenceMemo = {}
     tensors = graph.tensors
     declared_outputs = {
@@ -815,7 +822,7 @@ def _build_graph(
             if out and out in known:
                 info = tensor_info(known[out], where)
                 if out in declared_shapes:
-                    info = _with_declared_shape(info, declared_shapes[out], notes)
+                    info = _declared(graph, info, declared_shapes[out], notes)
                 graph.set_tensor(info)
                 if declared and out in declared:
                     _check_declared(out, tensors[out].dtype, declared[out], where)
@@ -866,9 +873,20 @@ def _build_graph(
         if value_info.name not in graph.tensors:
             info = tensor_info(value_info, f"{source}: graph output")
             if info.name in declared_shapes:
-                info = _with_declared_shape(info, declared_shapes[info.name], [])
+                info = _declared(graph, info, declared_shapes[info.name], [])
             graph.set_tensor(info)
     return graph
+
+
+def _declared(
+    graph: Graph, info: TensorInfo, declared: onnx.TensorShapeProto, notes: list[str]
+) -> TensorInfo:
+    """``_with_declared_shape``, recording in ``Graph.declared_sizes`` an output whose shape
+    the declaration added to."""
+    merged = _with_declared_shape(info, declared, notes)
+    if merged.shape != info.shape:
+        graph.declared_sizes.add(info.name)
+    return merged
 
 
 def _countable(info: TensorInfo, source: str) -> TensorInfo:

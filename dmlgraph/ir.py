@@ -497,6 +497,10 @@ class Graph:
         self._stale: set[str] = set()
         #: Nodes removed by folding, in removal order (see ``RemovedNode``).
         self.removed: list[RemovedNode] = []
+        #: Graph outputs whose shape took a size or a name from the model's declaration, not
+        #: from their node (the importer's ``_with_declared_shape``): nothing checks those at
+        #: run time, so folding trusts no size of them (``folding.PartialShapes``).
+        self.declared_sizes: set[str] = set()
 
     @property
     def inputs(self) -> TensorNames:
@@ -920,6 +924,7 @@ class Graph:
             k: dict(v) if isinstance(v, dict) else v for k, v in self.model_info.items()
         }
         other.initializer_inputs = self.initializer_inputs
+        other.declared_sizes = set(self.declared_sizes)
         other.inputs = list(self.inputs)
         other.outputs = list(self.outputs)
         other._tensors = dict(self._tensors)

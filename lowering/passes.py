@@ -95,7 +95,7 @@ class FoldConstants(Pass):
     def run(self, graph: LoweredGraph, ctx: Context) -> None:
         if ctx.folded:  # the importer's folding reached its fixed point on this graph
             if ctx.verify:
-                trust = folding.PartialShapes(graph.outputs)
+                trust = folding.PartialShapes(graph.declared_sizes)
                 left = [n.label for n in graph.nodes if folding.foldable(graph, n, trust)]
                 if left:
                     raise GraphInvariantError(

@@ -985,6 +985,14 @@ UNSURE_PRODUCERS = {
     "reducesum": (helper.make_node("ReduceSum", ["x", "ax2"], ["y"], keepdims=1), True),
     "tile": (helper.make_node("Tile", ["x", "reps"], ["y"]), True),
     "split": (helper.make_node("Split", ["x", "split23"], ["y", "y2"], axis=2), True),
+    "resize": (helper.make_node("Resize", ["x", "", "scales"], ["y"]), True),
+    "convtranspose": (helper.make_node("ConvTranspose", ["x", "wt"], ["y"], strides=[2],
+                                       pads=[1, 0], output_padding=[1]), True),
+    "trilu": (helper.make_node("Trilu", ["x"], ["y"]), True),
+    "topk": ([helper.make_node("TopK", ["x", "k2"], ["y", "yi"], axis=2)], True),
+    # onnxruntime sizes SAME padding by the undilated kernel: 3 columns, onnx infers 5
+    "maxpool same dilated": (helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[3],
+                                              dilations=[2], auto_pad="SAME_UPPER"), False),
 }
 
 
@@ -1011,7 +1019,9 @@ def test_a_partly_dynamic_tensor_s_sizes_are_trusted_only_through_exact_ops(
             _i64("low", -2**63), _scalar("one_0d", 1), _i64("one", 1),
             numpy_helper.from_array(np.ones((4, 1), np.float32), "slope"),
             numpy_helper.from_array(np.zeros(0, np.int64), "none"),
-            _i64("reps", [1, 1, 2]), _i64("split23", [2, 3]),
+            _i64("reps", [1, 1, 2]), _i64("split23", [2, 3]), _i64("k2", [2]),
+            numpy_helper.from_array(np.array([1, 1, 1.5], np.float32), "scales"),
+            numpy_helper.from_array(np.ones((1, 1, 3), np.float32), "wt"),
         ],
     )
     x = np.zeros((3, 1, 5), np.float32)
@@ -1229,8 +1239,53 @@ def test_a_slice_reading_an_unsure_static_shape_says_why_its_parameter_waits(
     reason = folding.runtime_parameters(graph, slice_node)["ends"]
     assert reason == (
         "depends on the shape of 'p', which onnx infers as [1, 1, 4] through an op that "
-        "onnxruntime may size otherwise at run time, or a graph output (folding.SHAPE_EXACT_OPS)"
+        "onnxruntime may size otherwise at run time, or a graph output sized by its "
+        "declaration (folding.SHAPE_EXACT_OPS)"
     )
     z = np.zeros((1, 1, 5), np.float32)
     assert onnx_run(model, {"z": z})[0].tolist() == [0.0, 1.0, 2.0]
     assert _numpy_run(graph, {"z": z}).tolist() == [0.0, 1.0, 2.0]
+
+
+def test_a_graph_output_sized_by_its_node_is_trusted_like_any_tensor(
+    onnx_make_model, onnx_run
+) -> None:
+    """A Relu returned as an intermediate feature, and read on: its shape is its node's (the
+    declaration adds nothing), so x.view(x.size(0), -1) of it folds, as it did before
+    graph outputs stopped the trust; a declared size its node lacks still stops it
+    (``test_a_declared_output_shape_is_not_folded_in_part``)."""
+    model = onnx_make_model(
+        [helper.make_node("Relu", ["x"], ["feat"]),
+         helper.make_node("Shape", ["feat"], ["s"]),
+         helper.make_node("Gather", ["s", "zero"], ["n"], axis=0),
+         helper.make_node("Unsqueeze", ["n", "zero1"], ["n1"]),
+         helper.make_node("Concat", ["n1", "m1"], ["t"], axis=0),
+         helper.make_node("Reshape", ["feat", "t"], ["y"])],
+        [("x", FLOAT, [2, 3, 4])],
+        [("feat", FLOAT, [2, 3, 4]), ("y", FLOAT, None)],
+        opset=17,
+        initializers=[_scalar("zero", 0), _i64("zero1", 0), _i64("m1", -1)],
+    )
+    graph = dmlgraph.load(model)
+    assert not graph.find_nodes("Shape") and graph.constant("t").tolist() == [2, -1]
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    assert np.array_equal(_numpy_run_all(graph, {"x": x})["y"], onnx_run(model, {"x": x})[1])
+
+
+def test_a_pool_onnxruntime_refuses_is_not_folded_away(onnx_make_model) -> None:
+    """An AveragePool whose pad is as large as its kernel, read only by a Shape: onnxruntime
+    refuses it ("Pad should be smaller than kernel"). Folded from inference, the pool
+    disappeared and check said parity holds on a model onnxruntime cannot load."""
+    model = onnx_make_model(
+        [helper.make_node("AveragePool", ["x"], ["p"], kernel_shape=[2], pads=[2, 2]),
+         helper.make_node("Shape", ["p"], ["q"]),
+         helper.make_node("Mul", ["q", "one"], ["y"])],
+        [("x", FLOAT, ["B", 1, 5])],
+        [("y", INT64, None)],
+        opset=17,
+        initializers=[_i64("one", 1)],
+    )
+    assert dmlgraph.load(model, {"x": [1, 1, 5]}).find_nodes("AveragePool")
+    with pytest.raises(dmlgraph.DmlgraphError, match="Pad should be smaller than kernel"):
+        dmlgraph.check(model, inputs={"x": np.zeros((1, 1, 5), np.float32)},
+                       input_shapes={"x": [1, 1, 5]})
