@@ -1166,9 +1166,10 @@ SHAPE_EXACT_OPS: frozenset[str] = frozenset({
     "Reciprocal", "Relu", "Round", "Selu", "Shrink", "Sigmoid", "Sign", "Sin", "Sinh",
     "Softplus", "Softsign", "Sqrt", "Tan", "Tanh", "ThresholdedRelu",
     # elementwise, broadcasting
-    # (not PRelu: onnx sizes its output as X, onnxruntime broadcasts the slope both ways,
-    # [B, 1] by a slope of [1, 4] making [B, 4])
-    "Add", "And", "Div", "Equal", "Greater", "GreaterOrEqual", "Less", "LessOrEqual", "Max",
+    # (a PRelu only where its slope broadcasts to X: onnx sizes the output as X,
+    # onnxruntime broadcasts both ways, [B, 1] by a slope of [1, 4] making [B, 4];
+    # ``_slope_within``)
+    "PRelu", "Add", "And", "Div", "Equal", "Greater", "GreaterOrEqual", "Less", "LessOrEqual", "Max",
     "Mean", "Min", "Mod", "Mul", "Or", "Pow", "Sub", "Sum", "Where", "Xor",
     # products, convolution, normalizations
     "MatMul", "Gemm", "Conv", "BatchNormalization", "InstanceNormalization",
@@ -1219,6 +1220,18 @@ def _pool_exact(attrs: Mapping[str, Any]) -> bool:
     kernel = attrs.get("kernel_shape") or ()
     pads = attrs.get("pads") or ()
     return all(p < kernel[k % len(kernel)] for k, p in enumerate(pads)) if kernel else not pads
+
+
+def _slope_within(graph: Graph, node: Node) -> bool:
+    """Whether a PRelu's slope broadcasts to X without growing it: right-aligned, each of its
+    sizes 1 or X's own static size there."""
+    x, slope = (graph.tensors.get(name) for name in node.inputs[:2])
+    if x is None or slope is None or x.shape is None or slope.shape is None:
+        return False
+    if len(slope.shape) > len(x.shape):
+        return False
+    tail = x.shape[len(x.shape) - len(slope.shape):]
+    return all(s == 1 or (type(s) is int and s == d) for s, d in zip(slope.shape, tail))
 
 
 def _resize_exact(node: Node) -> bool:
@@ -1281,6 +1294,8 @@ def _shape_exact(graph: Graph, node: Node) -> bool:
         return node.op.attrs.get("auto_pad", "NOTSET") in ("NOTSET", "VALID")
     if node.op_type in ("Resize", "Upsample"):
         return _resize_exact(node)
+    if node.op_type == "PRelu":
+        return _slope_within(graph, node)
     if node.op_type == "Slice":
         return canonical.is_canonical(node.op) and not _slice_divergence(graph, node)
     if node.op_type == "Concat":

@@ -974,6 +974,8 @@ UNSURE_PRODUCERS = {
     # y.shape[1] from here on. onnx sizes a PRelu as X, onnxruntime broadcasts its slope too:
     # [B, 4, 5]
     "prelu": (helper.make_node("PRelu", ["x", "slope"], ["y"]), False, 1),
+    # a slope within X's sizes ([1, 1] against [B, 1, 5]): the output is X's shape
+    "prelu within": (helper.make_node("PRelu", ["x", "slope11"], ["y"]), True, 1),
     # onnx squeezes nothing for an empty axes list, onnxruntime every size-1 axis: [B, 5]
     "squeeze by no axes": (helper.make_node("Squeeze", ["x", "none"], ["y"]), False, 1),
     "squeeze by axis 1": (helper.make_node("Squeeze", ["x", "one"], ["y"]), True, 1),
@@ -1020,6 +1022,7 @@ def test_a_partly_dynamic_tensor_s_sizes_are_trusted_only_through_exact_ops(
             numpy_helper.from_array(np.ones((4, 1), np.float32), "slope"),
             numpy_helper.from_array(np.zeros(0, np.int64), "none"),
             _i64("reps", [1, 1, 2]), _i64("split23", [2, 3]), _i64("k2", [2]),
+            numpy_helper.from_array(np.ones((1, 1), np.float32), "slope11"),
             numpy_helper.from_array(np.array([1, 1, 1.5], np.float32), "scales"),
             numpy_helper.from_array(np.ones((1, 1, 3), np.float32), "wt"),
         ],
