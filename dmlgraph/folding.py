@@ -1234,11 +1234,70 @@ def _slope_within(graph: Graph, node: Node) -> bool:
     return all(s == 1 or (type(s) is int and s == d) for s, d in zip(slope.shape, tail))
 
 
-def _resize_exact(node: Node) -> bool:
-    """A Resize (or Upsample) sized by scales or sizes alone: onnx and onnxruntime both take
-    floor(size * scale) in float32. Not with keep_aspect_ratio_policy (Resize-18), whose
-    rounding the two do in different precisions."""
-    return node.op.attrs.get("keep_aspect_ratio_policy", "stretch") == "stretch"
+def _resize_exact(graph: Graph, node: Node) -> bool:
+    """Whether onnx sizes a Resize (or Upsample) as onnxruntime does: by constant ``sizes``,
+    or by constant scales where each resized size is static and floor(size * scale) is the
+    same in float32 (onnxruntime's) and in double (onnx's: 10 * 0.7 is 7 in float32, 6 in
+    double), or the scale is 1. Not with keep_aspect_ratio_policy (Resize-18)."""
+    attrs = node.op.attrs
+    if attrs.get("keep_aspect_ratio_policy", "stretch") != "stretch":
+        return False
+    x = graph.tensors.get(node.inputs[0]) if node.inputs else None
+    if x is None or x.shape is None:
+        return False
+    version = node.op.since_version
+    if node.op_type == "Upsample":
+        scales = attrs.get("scales") if version < 9 else graph.constant(node.input(1))
+    elif version < 11:
+        scales = graph.constant(node.input(1))
+    else:
+        sizes = graph.constant(node.input(3)) if len(node.inputs) > 3 and node.input(3) else None
+        if sizes is not None and sizes.size:
+            return True
+        scales = graph.constant(node.input(2)) if len(node.inputs) > 2 and node.input(2) else None
+    if scales is None:
+        return False
+    values = np.asarray(scales, dtype=np.float32).reshape(-1).tolist()
+    axes = attrs.get("axes") or range(len(x.shape))
+    if len(values) != len(axes):
+        return False
+    for axis, scale in zip(axes, values):
+        if scale == 1.0:
+            continue
+        size = x.shape[axis % len(x.shape)] if -len(x.shape) <= axis < len(x.shape) else None
+        if type(size) is not int:
+            return False
+        single = np.floor(np.float32(size) * np.float32(scale))
+        if int(single) != math.floor(size * scale):  # ``scale``: the float32's exact value
+            return False
+    return True
+
+
+def _einsum_exact(graph: Graph, node: Node) -> bool:
+    """Whether onnx sizes an Einsum as onnxruntime does: onnx gives a label the size of the
+    first operand that has it, onnxruntime broadcasts a 1 against another size (ij,ij->ij of
+    [N, 1] and [1, 3]: onnx [N, 1], onnxruntime [N, 3]). Exact where no explicit label is 1
+    in one operand and not in another (labels under ``...`` broadcast alike in both)."""
+    equation = node.op.attrs.get("equation")
+    if not isinstance(equation, str):
+        return False
+    terms = equation.replace(" ", "").split("->")[0].split(",")
+    if len(terms) != len(node.inputs):
+        return False
+    sizes: dict[str, set[Any]] = {}
+    for term, name in zip(terms, node.inputs):
+        info = graph.tensors.get(name)
+        if info is None or info.shape is None:
+            return False
+        head, _, tail = term.partition("...")
+        shape = info.shape
+        if len(head) + len(tail) > len(shape):
+            return False
+        dims = list(zip(head, shape[: len(head)]))
+        dims += list(zip(tail, shape[len(shape) - len(tail):])) if tail else []
+        for label, size in dims:
+            sizes.setdefault(label, set()).add(size)
+    return all(not (1 in found and len(found) > 1) for found in sizes.values())
 
 
 @dataclass
@@ -1290,10 +1349,17 @@ def _shape_exact(graph: Graph, node: Node) -> bool:
         return _pool_exact(node.op.attrs)
     if node.op_type in _RECURRENCES:
         return not node.op.attrs.get("layout", 0)
-    if node.op_type == "ConvTranspose":  # explicit pads: SAME with dilations as for pools
-        return node.op.attrs.get("auto_pad", "NOTSET") in ("NOTSET", "VALID")
+    if node.op_type == "ConvTranspose":
+        # explicit pads (SAME with dilations, as for pools), and no output_shape: one smaller
+        # than the input, onnx gives up on the spatial dims ([N, C]), onnxruntime crops
+        attrs = node.op.attrs
+        return attrs.get("auto_pad", "NOTSET") in ("NOTSET", "VALID") and not attrs.get(
+            "output_shape"
+        )
     if node.op_type in ("Resize", "Upsample"):
-        return _resize_exact(node)
+        return _resize_exact(graph, node)
+    if node.op_type == "Einsum":
+        return _einsum_exact(graph, node)
     if node.op_type == "PRelu":
         return _slope_within(graph, node)
     if node.op_type == "Slice":

@@ -988,6 +988,13 @@ UNSURE_PRODUCERS = {
     "tile": (helper.make_node("Tile", ["x", "reps"], ["y"]), True),
     "split": (helper.make_node("Split", ["x", "split23"], ["y", "y2"], axis=2), True),
     "resize": (helper.make_node("Resize", ["x", "", "scales"], ["y"]), True),
+    # 5 * 1.4 is 7 in float32 (onnxruntime's), 6.99999988 in double (onnx's): 6 columns
+    "resize rounding apart": (helper.make_node("Resize", ["x", "", "scales14"], ["y"]), False),
+    "resize by sizes": (helper.make_node("Resize", ["x", "", "", "sizes"], ["y"]), True),
+    # onnx sizes i by the first operand (1), onnxruntime broadcasts it against 3
+    "einsum broadcasting a 1": (helper.make_node("Einsum", ["x", "e3"], ["y"],
+                                                 equation="bij,bij->bij"), False, 1),
+    "einsum": (helper.make_node("Einsum", ["x", "e5"], ["y"], equation="bij,jk->bik"), True),
     "convtranspose": (helper.make_node("ConvTranspose", ["x", "wt"], ["y"], strides=[2],
                                        pads=[1, 0], output_padding=[1]), True),
     "trilu": (helper.make_node("Trilu", ["x"], ["y"]), True),
@@ -1024,6 +1031,10 @@ def test_a_partly_dynamic_tensor_s_sizes_are_trusted_only_through_exact_ops(
             _i64("reps", [1, 1, 2]), _i64("split23", [2, 3]), _i64("k2", [2]),
             numpy_helper.from_array(np.ones((1, 1), np.float32), "slope11"),
             numpy_helper.from_array(np.array([1, 1, 1.5], np.float32), "scales"),
+            numpy_helper.from_array(np.array([1, 1, 1.4], np.float32), "scales14"),
+            _i64("sizes", [3, 1, 7]),
+            numpy_helper.from_array(np.ones((1, 3, 5), np.float32), "e3"),
+            numpy_helper.from_array(np.ones((5, 4), np.float32), "e5"),
             numpy_helper.from_array(np.ones((1, 1, 3), np.float32), "wt"),
         ],
     )
@@ -1292,3 +1303,25 @@ def test_a_pool_onnxruntime_refuses_is_not_folded_away(onnx_make_model) -> None:
     with pytest.raises(dmlgraph.DmlgraphError, match="Pad should be smaller than kernel"):
         dmlgraph.check(model, inputs={"x": np.zeros((1, 1, 5), np.float32)},
                        input_shapes={"x": [1, 1, 5]})
+
+
+def test_a_conv_transpose_to_a_smaller_output_shape_is_not_trusted(
+    onnx_make_model, onnx_run
+) -> None:
+    """output_shape [4] for an input of 5 columns: onnx gives up on the spatial dims and
+    infers [N, 2], onnxruntime crops to [N, 2, 4] (found by a sweep of 2,352 such configs)."""
+    model = onnx_make_model(
+        [helper.make_node("ConvTranspose", ["x", "w"], ["p"], strides=[2], output_shape=[4]),
+         helper.make_node("Shape", ["p"], ["q"]),
+         helper.make_node("Mul", ["q", "one"], ["y"])],
+        [("x", FLOAT, ["N", 2, 5])],
+        [("y", INT64, None)],
+        opset=17,
+        initializers=[numpy_helper.from_array(np.ones((2, 2, 3), np.float32), "w"),
+                      _i64("one", 1)],
+    )
+    x = np.ones((3, 2, 5), np.float32)
+    shapes = {"x": [3, 2, 5]}
+    assert dmlgraph.load(model, shapes).find_nodes("Shape")
+    assert onnx_run(model, {"x": x})[0].tolist() == [3, 2, 4]
+    assert dmlgraph.check(model, inputs={"x": x}, input_shapes=shapes).passed
