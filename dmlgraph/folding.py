@@ -1169,15 +1169,16 @@ SHAPE_EXACT_OPS: frozenset[str] = frozenset({
     # (a PRelu only where its slope broadcasts to X: onnx sizes the output as X,
     # onnxruntime broadcasts both ways, [B, 1] by a slope of [1, 4] making [B, 4];
     # ``_slope_within``)
-    "PRelu", "Add", "And", "Div", "Equal", "Greater", "GreaterOrEqual", "Less", "LessOrEqual", "Max",
-    "Mean", "Min", "Mod", "Mul", "Or", "Pow", "Sub", "Sum", "Where", "Xor",
+    "PRelu", "Add", "And", "Div", "Equal", "Greater", "GreaterOrEqual", "Less",
+    "LessOrEqual", "Max", "Mean", "Min", "Mod", "Mul", "Or", "Pow", "Sub", "Sum", "Where",
+    "Xor",
     # products, convolution, normalizations
     "MatMul", "Gemm", "Conv", "BatchNormalization", "InstanceNormalization",
     "LayerNormalization", "GroupNormalization", "Softmax", "LogSoftmax",
     "GlobalAveragePool", "GlobalMaxPool",
     # windowed pools, as ``_pool_exact`` allows, and ConvTranspose with explicit pads
     "MaxPool", "AveragePool", "LpPool", "ConvTranspose",
-    # recurrences, batch first only (``_RECURRENCES``); reductions (empty axes too: with
+    # recurrences, sequence first only (``_recurrence_exact``); reductions (empty axes too: with
     # noop_with_empty_axes or without, onnx and onnxruntime agree); ops sizing their outputs
     # from their inputs' sizes and attributes alone (Resize by ``_resize_exact``)
     "LSTM", "GRU", "RNN", "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd",
@@ -1198,18 +1199,13 @@ SHAPE_EXACT_OPS: frozenset[str] = frozenset({
 })
 
 
-#: The windowed pools of ``SHAPE_EXACT_OPS`` (``_pool_exact``).
-_POOLS = frozenset({"MaxPool", "AveragePool", "LpPool"})
-#: Recurrences: exact with the sequence first (layout 0); onnxruntime refuses layout 1.
-_RECURRENCES = frozenset({"LSTM", "GRU", "RNN"})
-
-
-def _pool_exact(attrs: Mapping[str, Any]) -> bool:
+def _pool_exact(graph: Graph, node: Node) -> bool:
     """Whether onnx sizes a pool as onnxruntime does: not with ceil_mode (onnx keeps a last
     window that would start in the end padding, which the spec and onnxruntime drop), not
     with SAME padding and a dilation (onnxruntime sizes the padding by the undilated kernel:
     a kernel of 3 dilated by 2 over 5 makes 3 columns, onnx infers 5), and not with a pad as
     large as the kernel (which onnxruntime refuses)."""
+    attrs = node.op.attrs
     if attrs.get("ceil_mode", 0):
         return False
     dilations = attrs.get("dilations") or ()
@@ -1246,15 +1242,15 @@ def _resize_exact(graph: Graph, node: Node) -> bool:
     if x is None or x.shape is None:
         return False
     version = node.op.since_version
-    if node.op_type == "Upsample":
-        scales = attrs.get("scales") if version < 9 else graph.constant(node.input(1))
-    elif version < 11:
-        scales = graph.constant(node.input(1))
+    if node.op_type == "Upsample" and version < 9:
+        scales = attrs.get("scales")
+    elif node.op_type == "Upsample" or version < 11:
+        scales = graph.constant(node.input(1)) if node.input(1) else None
     else:
-        sizes = graph.constant(node.input(3)) if len(node.inputs) > 3 and node.input(3) else None
+        sizes = graph.constant(node.input(3)) if node.input(3) else None
         if sizes is not None and sizes.size:
             return True
-        scales = graph.constant(node.input(2)) if len(node.inputs) > 2 and node.input(2) else None
+        scales = graph.constant(node.input(2)) if node.input(2) else None
     if scales is None:
         return False
     values = np.asarray(scales, dtype=np.float32).reshape(-1).tolist()
@@ -1342,36 +1338,40 @@ class PartialShapes:
 
 def _shape_exact(graph: Graph, node: Node) -> bool:
     """Whether onnx's inference sizes ``node``'s outputs as onnxruntime does
-    (``SHAPE_EXACT_OPS``, with the conditions its comments give)."""
+    (``SHAPE_EXACT_OPS``, on the condition ``_EXACT_WHEN`` gives for some)."""
     if not node.is_onnx or node.op.domain or node.op_type not in SHAPE_EXACT_OPS:
         return False
-    if node.op_type in _POOLS:
-        return _pool_exact(node.op.attrs)
-    if node.op_type in _RECURRENCES:
-        return not node.op.attrs.get("layout", 0)
-    if node.op_type == "ConvTranspose":
-        # explicit pads (SAME with dilations, as for pools), and no output_shape: one smaller
-        # than the input, onnx gives up on the spatial dims ([N, C]), onnxruntime crops
-        attrs = node.op.attrs
-        return attrs.get("auto_pad", "NOTSET") in ("NOTSET", "VALID") and not attrs.get(
-            "output_shape"
-        )
-    if node.op_type in ("Resize", "Upsample"):
-        return _resize_exact(graph, node)
-    if node.op_type == "Einsum":
-        return _einsum_exact(graph, node)
-    if node.op_type == "PRelu":
-        return _slope_within(graph, node)
-    if node.op_type == "Slice":
-        return canonical.is_canonical(node.op) and not _slice_divergence(graph, node)
-    if node.op_type == "Concat":
-        return _concat_sized_alike(graph, node)
-    if node.op_type == "Squeeze":
-        if node.op.since_version < 13:
-            return bool(node.op.attrs.get("axes"))
-        axes = graph.constant(node.input(1)) if len(node.inputs) > 1 else None
-        return axes is not None and axes.size > 0
-    return True
+    condition = _EXACT_WHEN.get(node.op_type)
+    return condition is None or condition(graph, node)
+
+
+def _slice_exact(graph: Graph, node: Node) -> bool:
+    """A Slice onnxruntime reads as ONNX does (no ``_slice_divergence``)."""
+    return canonical.is_canonical(node.op) and not _slice_divergence(graph, node)
+
+
+def _squeeze_exact(graph: Graph, node: Node) -> bool:
+    """A Squeeze with axes named: onnx squeezes nothing for an empty list, onnxruntime every
+    size-1 axis."""
+    if node.op.since_version < 13:
+        return bool(node.op.attrs.get("axes"))
+    axes = graph.constant(node.input(1)) if len(node.inputs) > 1 else None
+    return axes is not None and axes.size > 0
+
+
+def _recurrence_exact(graph: Graph, node: Node) -> bool:
+    """An LSTM, GRU or RNN with the sequence first (onnxruntime refuses layout 1)."""
+    return not node.op.attrs.get("layout", 0)
+
+
+def _conv_transpose_exact(graph: Graph, node: Node) -> bool:
+    """A ConvTranspose with explicit pads (SAME with a dilation, as for pools) and no
+    output_shape: to one smaller than the input, onnx gives up on the spatial dims ([N, C]),
+    onnxruntime crops."""
+    attrs = node.op.attrs
+    return attrs.get("auto_pad", "NOTSET") in ("NOTSET", "VALID") and not attrs.get(
+        "output_shape"
+    )
 
 
 def _concat_sized_alike(graph: Graph, node: Node) -> bool:
@@ -1397,6 +1397,25 @@ def _concat_sized_alike(graph: Graph, node: Node) -> bool:
         if len(sizes) > 1 and any(type(size) is int for size in sizes):
             return False
     return True
+
+
+#: The conditions on which some ops of ``SHAPE_EXACT_OPS`` are exact (``_shape_exact``).
+_EXACT_WHEN: Mapping[str, Callable[[Graph, Node], bool]] = MappingProxyType({
+    "MaxPool": _pool_exact,
+    "AveragePool": _pool_exact,
+    "LpPool": _pool_exact,
+    "LSTM": _recurrence_exact,
+    "GRU": _recurrence_exact,
+    "RNN": _recurrence_exact,
+    "ConvTranspose": _conv_transpose_exact,
+    "Resize": _resize_exact,
+    "Upsample": _resize_exact,
+    "Einsum": _einsum_exact,
+    "PRelu": _slope_within,
+    "Slice": _slice_exact,
+    "Concat": _concat_sized_alike,
+    "Squeeze": _squeeze_exact,
+})
 
 
 def _partial_values(
