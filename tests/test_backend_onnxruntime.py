@@ -75,12 +75,12 @@ def test_cuda_sessions_multiply_in_float32_not_tf32(monkeypatch) -> None:
                           [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])]),
         opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
-    for fold in (True, False):
+    for rewrites in (True, False):
         with pytest.raises(BackendError, match="no GPU here"):
-            providers.make_session(model, [CUDA, CPU], "m", fold=fold)
+            providers.make_session(model, [CUDA, CPU], "m", shape_rewrites=rewrites)
     assert made == [
         ([(CUDA, {"use_tf32": "0"}), CPU], None),
-        ([(CUDA, {"use_tf32": "0"}), CPU], ["ConstantFolding"]),
+        ([(CUDA, {"use_tf32": "0"}), CPU], list(providers.SHAPE_REWRITES)),
     ]
 
 

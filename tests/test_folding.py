@@ -1325,3 +1325,49 @@ def test_a_conv_transpose_to_a_smaller_output_shape_is_not_trusted(
     assert dmlgraph.load(model, shapes).find_nodes("Shape")
     assert onnx_run(model, {"x": x})[0].tolist() == [3, 2, 4]
     assert dmlgraph.check(model, inputs={"x": x}, input_shapes=shapes).passed
+
+
+def test_the_sessions_over_dmlgraph_s_graphs_do_not_rewrite_by_inferred_shapes(
+    onnx_make_model, onnx_run
+) -> None:
+    """Two shapes onnx infers otherwise than onnxruntime's kernels make them, static here by
+    ``input_shapes``: a Squeeze by an empty axes list after a Reshape to [1, 1, K] (onnx
+    squeezes nothing, the kernel every 1), which the fallback's onnxruntime merged into a
+    Reshape to onnx's [1, 1, K] (ReshapeFusion); and a Resize of 10 rows by 0.7 (onnx 6, the
+    kernel 7), whose Shape the cross-check's session over the lowered graph folded
+    (ConstantFolding). Found by a helper's sweep; both now compute the kernels' sizes."""
+    squeeze = onnx_make_model(
+        [helper.make_node("Shape", ["x"], ["s"]),
+         helper.make_node("Slice", ["s", "one", "two"], ["w"]),
+         helper.make_node("Concat", ["lead", "w"], ["t"], axis=0),
+         helper.make_node("Reshape", ["x", "t"], ["z"]),
+         helper.make_node("Squeeze", ["z", "none"], ["p"]),
+         helper.make_node("Shape", ["p"], ["q"]),
+         helper.make_node("Mul", ["q", "one"], ["y"])],
+        [("x", FLOAT, ["N", "K"])],
+        [("y", INT64, None)],
+        opset=13,
+        initializers=[_i64("one", 1), _i64("two", 2), _i64("lead", [1, 1]),
+                      numpy_helper.from_array(np.zeros(0, np.int64), "none")],
+    )
+    x = np.arange(5, dtype=np.float32).reshape(1, 5)
+    assert onnx_run(squeeze, {"x": x})[0].tolist() == [5]
+    graph = dmlgraph.load(squeeze, {"x": [1, 5]})
+    assert _numpy_run(graph, {"x": x}).tolist() == [5]
+    assert dmlgraph.check(squeeze, inputs={"x": x}, input_shapes={"x": [1, 5]}).passed
+
+    resize = onnx_make_model(
+        [helper.make_node("Resize", ["x", "", "scales"], ["r"]),
+         helper.make_node("Shape", ["r"], ["q"]),
+         helper.make_node("Mul", ["q", "one"], ["y"])],
+        [("x", FLOAT, ["N", 2, 10, 3])],
+        [("y", INT64, None)],
+        opset=13,
+        initializers=[_i64("one", 1),
+                      numpy_helper.from_array(np.array([1, 1, 0.7, 0.7], np.float32), "scales")],
+    )
+    x = np.ones((1, 2, 10, 3), np.float32)
+    assert onnx_run(resize, {"x": x})[0].tolist() == [1, 2, 7, 2]
+    report = dmlgraph.check(resize, inputs={"x": x}, input_shapes={"x": [1, 2, 10, 3]},
+                            cross_check=True)
+    assert report.passed and len(report.comparisons) >= 2

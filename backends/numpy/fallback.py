@@ -89,8 +89,8 @@ class OnnxruntimeFallback:
             # lower of shufflenet right after a run: 0.80 s instead of 0.04)
             spin=False,
             # what dmlgraph left unfolded computes at run time, as the segment's tensors are
-            # (``providers.NO_FOLDING``)
-            fold=False,
+            # (``providers.SHAPE_REWRITES``)
+            shape_rewrites=False,
         )
         outputs = list(graph.outputs)
         fetch_values = values.needs_values(session)

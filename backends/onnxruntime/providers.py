@@ -87,13 +87,17 @@ PROVIDER_OPTIONS: Mapping[str, Mapping[str, str]] = {
     "CUDAExecutionProvider": {"use_tf32": "0"},
 }
 
-#: onnxruntime's optimizer that folds constants, and a Shape or Size of a tensor whose shape
-#: its inference gives as static, from that shape rather than the tensor's. A session that
-#: runs what dmlgraph left of a graph goes without it: dmlgraph has folded every constant it
-#: trusts, and what it left (``folding.input_available``) is left because inference may size
-#: the tensor otherwise than the kernel makes it (a MaxPool with ceil_mode: onnx says 4
-#: columns, the kernel and the spec 3).
-NO_FOLDING: tuple[str, ...] = ("ConstantFolding",)
+#: onnxruntime's optimizers that rewrite a graph by the shapes its inference gives:
+#: ConstantFolding folds a Shape or Size of a tensor inference sizes wholly, ReshapeFusion
+#: merges a Reshape and what follows into a Reshape to the inferred shape, ExpandElimination
+#: drops an Expand to the inferred shape. A session over a graph dmlgraph made (a fallback's
+#: segment, a lowered graph translated back) goes without them: dmlgraph folded every shape
+#: it trusts, and left the others to run (``folding.input_available``) because inference may
+#: size them otherwise than the kernels make them (a MaxPool with ceil_mode: onnx says 4
+#: columns, the kernel and the spec 3; ReshapeFusion turned a Squeeze by an empty axes list
+#: into a Reshape to onnx's [1, 1, K], where the kernel squeezes to [K]). onnxruntime ignores
+#: a name it does not know.
+SHAPE_REWRITES: tuple[str, ...] = ("ConstantFolding", "ReshapeFusion", "ExpandElimination")
 
 #: Whether this process's onnxruntime has its global thread pools (None: not known yet).
 _global_pools: bool | None = None
@@ -177,16 +181,17 @@ def make_session(
     shared_arena: bool = False,
     spin: bool = True,
     optimize: bool = True,
-    fold: bool = True,
+    shape_rewrites: bool = True,
 ) -> ort.InferenceSession:
     """An InferenceSession; onnxruntime's refusal becomes a BackendError naming ``where``.
     It runs on the process-wide thread pools when asked (``share_global_thread_pools``) or
-    when they exist, as onnxruntime then allows nothing else. ``fold=False``: without
-    onnxruntime's constant folding (``NO_FOLDING``), its other optimizations kept."""
+    when they exist, as onnxruntime then allows nothing else. ``shape_rewrites=False``:
+    without the optimizers that rewrite by inferred shapes (``SHAPE_REWRITES``), the others
+    kept."""
     global _global_pools
     content = model.SerializeToString() if isinstance(model, onnx.ModelProto) else model
     shared = bool(_global_pools) or (shared_threads and share_global_thread_pools())
-    disabled = None if fold else list(NO_FOLDING)
+    disabled = None if shape_rewrites else list(SHAPE_REWRITES)
     try:
         try:
             return _session(content, providers, shared, shared_arena, spin, optimize, disabled)
