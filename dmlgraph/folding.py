@@ -1338,8 +1338,12 @@ class PartialShapes:
 
 def _shape_exact(graph: Graph, node: Node) -> bool:
     """Whether onnx's inference sizes ``node``'s outputs as onnxruntime does
-    (``SHAPE_EXACT_OPS``, on the condition ``_EXACT_WHEN`` gives for some)."""
-    if not node.is_onnx or node.op.domain or node.op_type not in SHAPE_EXACT_OPS:
+    (``SHAPE_EXACT_OPS``, on the condition ``_EXACT_WHEN`` gives for some). A node lowering
+    made (a logical or DirectML op) is sized by its descriptor, whose input sizes are checked
+    at run time: exact."""
+    if not node.is_onnx:
+        return True
+    if node.op.domain or node.op_type not in SHAPE_EXACT_OPS:
         return False
     condition = _EXACT_WHEN.get(node.op_type)
     return condition is None or condition(graph, node)

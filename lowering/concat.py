@@ -37,6 +37,7 @@ def lower_concat(rw: Rewriter) -> None:
     out_shape = list(shapes[0])
     out_shape[axis] = sum(s[axis] for s in shapes)
     if 0 in out_shape:
+        rw.rely_on_sizes(node.inputs, "an empty result")
         rw.become_constant(
             np.zeros(out_shape, dtype=rw.dtype(node.inputs[0])),
             f"the result is empty (shape {out_shape}); DirectML cannot describe a zero-size "
@@ -44,6 +45,7 @@ def lower_concat(rw: Rewriter) -> None:
         )
         return
     kept = [(x, s) for x, s in zip(node.inputs, shapes) if s[axis] > 0]
+    rw.rely_on_sizes((x for x, s in zip(node.inputs, shapes) if s[axis] == 0), "dropping an input")
     if len(kept) < len(shapes):
         dropped = [f"{x!r}" for x, s in zip(node.inputs, shapes) if s[axis] == 0]
         rw.note(

@@ -65,6 +65,7 @@ def lower_pad(rw: Rewriter) -> None:
     if 0 in shape and 0 in out_shape and min(out_shape) >= 0:
         # no element to pad, none in the result: onnxruntime gives the empty result in every
         # mode, whatever the crops would remove from the input's other axes
+        rw.rely_on_sizes((data,), "an empty or all-padding result")
         rw.become_constant(
             np.zeros(out_shape, dtype=dtype),
             f"the input and the result are empty (shapes {list(shape)} and {list(out_shape)}); "
@@ -82,6 +83,7 @@ def lower_pad(rw: Rewriter) -> None:
     add_begin = tuple(max(0, p) for p in begins)
     add_end = tuple(max(0, p) for p in ends)
     if 0 in out_shape:
+        rw.rely_on_sizes((data,), "an empty or all-padding result")
         rw.become_constant(
             np.zeros(out_shape, dtype=dtype),
             f"the result is empty (shape {list(out_shape)}); DirectML cannot describe a "
@@ -105,6 +107,7 @@ def lower_pad(rw: Rewriter) -> None:
                 f"{why}, {nbytes} bytes, more than the {FOLD_GROWTH_LIMIT_BYTES} bytes of "
                 "constant data dmlgraph adds for a node"
             )
+        rw.rely_on_sizes((data,), "an empty or all-padding result")
         rw.become_constant(np.full(out_shape, value, dtype=dtype), why)
         return
     pad_axes = [a for a in range(rank) if add_begin[a] or add_end[a]]

@@ -127,6 +127,8 @@ class LowerOnnx(Pass):
     name = "lower"
 
     def run(self, graph: LoweredGraph, ctx: Context) -> None:
+        # asked only where a rule decides by sizes alone (``Rewriter.rely_on_sizes``)
+        trust = folding.PartialShapes(graph.declared_sizes)
         for node_id in [n.id for n in graph.topological_order()]:
             node = graph.node(node_id)  # fresh: an alias may have rewired its inputs
             origin = ctx.origins[ctx.origin_of[node.id]]
@@ -138,7 +140,7 @@ class LowerOnnx(Pass):
                     "runs on the backend's fallback"
                 )
                 continue
-            rw = Rewriter(graph, node)
+            rw = Rewriter(graph, node, trust=trust)
             try:
                 rule.fn(rw)
             except Unlowerable as exc:

@@ -9,12 +9,14 @@ inputs. The rewriter records and applies nothing until the rule returns, so a ru
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
 
 from dmlgraph.errors import UnsupportedError
+from dmlgraph.folding import PartialShapes
 from dmlgraph.ir import Graph, Node
 from lowering.logical import LogicalOp
 from lowering.report import Status
@@ -38,10 +40,31 @@ class Rewriter:
     alias: str | None = None
     status: Status | None = None
     notes: list[str] = field(default_factory=list)
+    #: the lower pass's answers to whether onnxruntime may size a tensor otherwise than its
+    #: static sizes here (``folding.PartialShapes.unsure``); None: sizes are trusted
+    trust: PartialShapes | None = None
 
     @property
     def where(self) -> str:
         return self.graph.describe(self.node)
+
+    def rely_on_sizes(self, tensors: Iterable[str], decision: str) -> None:
+        """Refuse (``Unlowerable``) a ``decision`` that follows from the inferred sizes of
+        ``tensors`` alone, where onnxruntime may size one otherwise: an emitted descriptor's
+        sizes are checked against the tensor at run time, but an input dropped as empty, or
+        a node become a constant or an alias of its input, leaves nothing to check. (A PRelu
+        whose slope grows X, sized [B, 1] by onnx and [B, 4] by onnxruntime, split in two:
+        the Concat of the halves dropped the second as empty and gave [B, 2].)"""
+        if self.trust is None:
+            return
+        for tensor in tensors:
+            if not self.graph.is_constant(tensor) and self.trust.unsure(self.graph, tensor):
+                raise Unlowerable(
+                    f"{decision} follows from the size onnx infers for {tensor!r}, which "
+                    "onnxruntime may size otherwise at run time (it is computed through an "
+                    "op outside folding.SHAPE_EXACT_OPS); left to the fallback, which computes "
+                    "it"
+                )
 
     def static_shape(self, tensor: str, role: str) -> Shape:
         info = self.graph.tensor(tensor)

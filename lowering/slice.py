@@ -84,6 +84,7 @@ def lower_slice(rw: Rewriter) -> None:
             "time (\"Cannot slice scalars\")"
         )
     if 0 in out_shape:
+        rw.rely_on_sizes((data,), "an empty result")
         rw.become_constant(
             np.zeros(out_shape, dtype=rw.dtype(data)),
             f"the result is empty (shape {list(out_shape)}); DirectML cannot describe a "
@@ -98,6 +99,7 @@ def lower_slice(rw: Rewriter) -> None:
                 "output"
             )
         else:
+            rw.rely_on_sizes((data,), "selecting everything")
             rw.become_alias(data, "the slice selects everything: its output is its input")
             return
     rw.emit(op, (data,), out_shape, last=True)

@@ -1371,3 +1371,40 @@ def test_the_sessions_over_dmlgraph_s_graphs_do_not_rewrite_by_inferred_shapes(
     report = dmlgraph.check(resize, inputs={"x": x}, input_shapes={"x": [1, 2, 10, 3]},
                             cross_check=True)
     assert report.passed and len(report.comparisons) >= 2
+
+
+@pytest.mark.parametrize("tail", ["split", "slice"])
+def test_lowering_drops_nothing_for_sizes_onnxruntime_may_not_give(
+    tail, onnx_make_model, onnx_run
+) -> None:
+    """A PRelu whose slope grows X: onnx sizes [B, 1] -> [B, 1], onnxruntime makes [B, 4].
+    Split in two, onnx sizes the halves [B, 1] and [B, 0], and the Concat of them dropped the
+    'empty' one: run gave [2, 2] for onnxruntime's [2, 4]. Sliced from 1, both 'empty', it
+    became an empty constant: [2, 0] for [2, 6]. Found by a helper's sweep (32 such models,
+    each with its batch fixed); the Concat now stays for the fallback, with the reason."""
+    middle = (
+        [helper.make_node("Split", ["a"], ["p", "q"], axis=1, num_outputs=2),
+         helper.make_node("Concat", ["p", "q"], ["y"], axis=1)]
+        if tail == "split" else
+        [helper.make_node("Slice", ["a", "one", "big", "one"], ["p"]),
+         helper.make_node("Concat", ["p", "p"], ["y"], axis=1)]
+    )
+    model = onnx_make_model(
+        [helper.make_node("PRelu", ["x", "slope"], ["a"]), *middle],
+        [("x", FLOAT, ["B", 1])],
+        [("y", FLOAT, None)],
+        opset=18,
+        initializers=[numpy_helper.from_array(np.ones((1, 4), np.float32), "slope"),
+                      _i64("one", 1), _i64("big", 2**63 - 1)],
+    )
+    x = np.arange(1, 3, dtype=np.float32).reshape(2, 1)
+    (want,) = onnx_run(model, {"x": x})
+    assert want.shape == ((2, 4) if tail == "split" else (2, 6))
+    graph = dmlgraph.load(model, {"x": [2, 1]})
+    assert np.array_equal(_numpy_run(graph, {"x": x}), want)
+    from lowering import lower
+
+    (concat,) = [r for r in lower(graph, "6_4").report() if r.op_type == "Concat"]
+    assert concat.status.value == "fallback"
+    assert any("onnxruntime may size otherwise" in note for note in concat.notes)
+    assert dmlgraph.check(model, inputs={"x": x}, input_shapes={"x": [2, 1]}).passed
