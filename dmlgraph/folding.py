@@ -1335,6 +1335,20 @@ class PartialShapes:
             stack.pop()
         return known[name]
 
+    def cause(self, graph: Graph, name: str) -> str:
+        """What makes ``name`` unsure, for messages: the first node upstream whose sizes
+        onnxruntime may make otherwise, or a graph output sized by its declaration ("" when
+        ``name`` is sure)."""
+        while self.unsure(graph, name):
+            producer = graph.producer(name)
+            if name in self.declared or producer is None:
+                return (f"graph output {name!r}, sized by the model's declaration (which "
+                        "nothing checks at run time)")
+            if not _shape_exact(graph, producer):
+                return f"{producer.label}, which onnxruntime may size otherwise at run time"
+            name = next(i for i in producer.inputs if i and self.unsure(graph, i))
+        return ""
+
 
 def _shape_exact(graph: Graph, node: Node) -> bool:
     """Whether onnx's inference sizes ``node``'s outputs as onnxruntime does
@@ -1736,14 +1750,11 @@ def _root_cause(graph: Graph, name: str, producer: Node | None) -> str:
         if info is None or not info.is_static:
             shape = "unknown" if info is None or info.shape is None else list(info.shape)
             return f"depends on the shape of {producer.inputs[0]!r}, which is not static ({shape})"
-        if info.dtype is not None and not input_available(
-            graph, producer.op_type, 0, producer.inputs[0]
-        ):
+        cause = PartialShapes(graph.declared_sizes).cause(graph, producer.inputs[0])
+        if info.dtype is not None and cause:
             return (
                 f"depends on the shape of {producer.inputs[0]!r}, which onnx infers as "
-                f"{list(info.shape or ())} through an op that onnxruntime may size otherwise "
-                "at run time, or a graph output sized by its declaration "
-                "(folding.SHAPE_EXACT_OPS)"
+                f"{list(info.shape or ())} through {cause} (folding.SHAPE_EXACT_OPS)"
             )
     outputs = [o for o in producer.outputs if o in graph.outputs]
     if outputs and all(

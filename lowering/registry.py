@@ -61,9 +61,8 @@ class Rewriter:
             if not self.graph.is_constant(tensor) and self.trust.unsure(self.graph, tensor):
                 raise Unlowerable(
                     f"{decision} follows from the size onnx infers for {tensor!r}, which "
-                    "onnxruntime may size otherwise at run time (it is computed through an "
-                    "op outside folding.SHAPE_EXACT_OPS); left to the fallback, which computes "
-                    "it"
+                    f"comes through {self.trust.cause(self.graph, tensor)} "
+                    "(folding.SHAPE_EXACT_OPS); left to the fallback, which computes it"
                 )
 
     def static_shape(self, tensor: str, role: str) -> Shape:

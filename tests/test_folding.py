@@ -1252,9 +1252,8 @@ def test_a_slice_reading_an_unsure_static_shape_says_why_its_parameter_waits(
     (slice_node,) = graph.find_nodes("Slice")
     reason = folding.runtime_parameters(graph, slice_node)["ends"]
     assert reason == (
-        "depends on the shape of 'p', which onnx infers as [1, 1, 4] through an op that "
-        "onnxruntime may size otherwise at run time, or a graph output sized by its "
-        "declaration (folding.SHAPE_EXACT_OPS)"
+        "depends on the shape of 'p', which onnx infers as [1, 1, 4] through node '' "
+        "(MaxPool), which onnxruntime may size otherwise at run time (folding.SHAPE_EXACT_OPS)"
     )
     z = np.zeros((1, 1, 5), np.float32)
     assert onnx_run(model, {"z": z})[0].tolist() == [0.0, 1.0, 2.0]
@@ -1406,5 +1405,6 @@ def test_lowering_drops_nothing_for_sizes_onnxruntime_may_not_give(
 
     (concat,) = [r for r in lower(graph, "6_4").report() if r.op_type == "Concat"]
     assert concat.status.value == "fallback"
-    assert any("onnxruntime may size otherwise" in note for note in concat.notes)
+    assert any("comes through node '' (PRelu), which onnxruntime may size otherwise"
+               in note for note in concat.notes)
     assert dmlgraph.check(model, inputs={"x": x}, input_shapes={"x": [2, 1]}).passed
