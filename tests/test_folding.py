@@ -1383,13 +1383,14 @@ def test_lowering_drops_nothing_for_sizes_onnxruntime_may_not_give(
     each with its batch fixed); the Concat now stays for the fallback, with the reason."""
     middle = (
         [helper.make_node("Split", ["a"], ["p", "q"], axis=1, num_outputs=2),
-         helper.make_node("Concat", ["p", "q"], ["y"], axis=1)]
+         helper.make_node("Concat", ["p", "q"], ["c"], axis=1)]
         if tail == "split" else
         [helper.make_node("Slice", ["a", "one", "big", "one"], ["p"]),
-         helper.make_node("Concat", ["p", "p"], ["y"], axis=1)]
+         helper.make_node("Concat", ["p", "p"], ["c"], axis=1)]
     )
     model = onnx_make_model(
-        [helper.make_node("PRelu", ["x", "slope"], ["a"]), *middle],
+        [helper.make_node("PRelu", ["x", "slope"], ["a"]), *middle,
+         helper.make_node("Identity", ["c"], ["y"])],
         [("x", FLOAT, ["B", 1])],
         [("y", FLOAT, None)],
         opset=18,
@@ -1408,3 +1409,8 @@ def test_lowering_drops_nothing_for_sizes_onnxruntime_may_not_give(
     assert any("comes through node '' (PRelu), which onnxruntime may size otherwise"
                in note for note in concat.notes)
     assert dmlgraph.check(model, inputs={"x": x}, input_shapes={"x": [2, 1]}).passed
+    # under a dynamic batch the Concat ran on onnxruntime all along, but its segment declared
+    # onnx's [B, 1] for the PRelu's [2, 4], which onnxruntime refused ("Got invalid
+    # dimensions for input"): an unsure input is declared without a shape now
+    assert np.array_equal(_numpy_run(dmlgraph.load(model), {"x": x}), want)
+    assert dmlgraph.check(model, inputs={"x": x}).passed

@@ -51,6 +51,7 @@ from backends.numpy.threads import (
     distribute_phases,
 )
 from backends.numpy.views import Recipe, address, as_bytes, reform
+from dmlgraph import folding
 from dmlgraph.dml.binding import binds
 from dmlgraph.dml.enums import FeatureLevel
 from dmlgraph.dml.operators import JoinDesc, OperatorDesc
@@ -173,6 +174,8 @@ class Plan:
         #: (then its steps skip validating them again: 2 ms of shufflenet's 72 steps)
         check = getattr(graph, "descriptors_valid", None)
         self.descriptors_valid = bool(check is not None and check(level))
+        #: which tensors' inferred sizes onnxruntime may not give them (``segment_graph``)
+        self.trust = folding.PartialShapes(graph.declared_sizes)
         self._compile(graph)
 
     # ------------------------------------------------------------------ compiling
@@ -712,7 +715,7 @@ class _FallbackStep(_PythonStep):
 
     def __init__(self, plan: Plan, graph: Graph, nodes: list[Node]) -> None:
         self.state, self.fallback, self.nodes = plan._state, plan.fallback, nodes
-        self.segment = segment_graph(graph, nodes)
+        self.segment = segment_graph(graph, nodes, plan.trust)
         self.readers = [(name, plan.ir_reader(name)) for name in self.segment.inputs]
         self.runner: Runner | None = None
         engine = plan.fallback.engine
@@ -816,9 +819,14 @@ def _schedule(graph: Graph) -> list[tuple[str, list[Node]]]:
     return steps
 
 
-def segment_graph(graph: Graph, nodes: list[Node]) -> Graph:
+def segment_graph(
+    graph: Graph, nodes: list[Node], trust: folding.PartialShapes | None = None
+) -> Graph:
     """The nodes as a graph of their own: outside tensors they read become inputs, except
-    constants (kept, so an engine can fold them); outputs are what anything else reads."""
+    constants (kept, so an engine can fold them); outputs are what anything else reads. An
+    input whose inferred sizes onnxruntime may not give it (``trust``) is declared without a
+    shape: declared, onnxruntime refused the tensor its own kernel made ("Got invalid
+    dimensions for input"), a PRelu's [B, 4] where onnx said [B, 1]."""
     inside = {node.id for node in nodes}
     outputs = [
         out
@@ -830,4 +838,9 @@ def segment_graph(graph: Graph, nodes: list[Node]) -> Graph:
             or any(consumer.id not in inside for consumer, _ in graph.consumers(out))
         )
     ]
-    return graph.extract(inside, outputs, keep_constants=True)
+    segment = graph.extract(inside, outputs, keep_constants=True)
+    if trust is not None:
+        for name in segment.inputs:
+            if trust.unsure(graph, name):
+                segment.set_tensor(segment.tensor(name).replace(shape=None))
+    return segment
