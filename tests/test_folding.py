@@ -1414,3 +1414,32 @@ def test_lowering_drops_nothing_for_sizes_onnxruntime_may_not_give(
     # dimensions for input"): an unsure input is declared without a shape now
     assert np.array_equal(_numpy_run(dmlgraph.load(model), {"x": x}), want)
     assert dmlgraph.check(model, inputs={"x": x}).passed
+
+
+def test_a_fallback_segment_keeps_the_rank_it_was_canonicalized_for(onnx_make_model) -> None:
+    """A ConvTranspose to an output_shape smaller than its input: onnx infers [N, 2] (it gives
+    up on the spatial dim), onnxruntime makes [N, 2, 3]. The reversed Slice on axis -1 of it
+    is canonicalized to axis 1 of the inferred rank 2, and the segment after the JOIN reads
+    its result: declaring that input's rank, the segment makes onnxruntime refuse the rank-3
+    tensor, where declared without a shape it ran, reshaped the wrongly reversed values, and
+    check failed (found by a helper's re-run of its sweep). The Slice's own segment still
+    reverses axis 1: ``check`` fails there, noted among what is missing."""
+    rng = np.random.default_rng(0)
+    model = onnx_make_model(
+        [helper.make_node("ConvTranspose", ["x", "w"], ["a"], strides=[2], output_shape=[3]),
+         helper.make_node("Slice", ["a", "m1", "low", "m1", "m1"], ["b"]),
+         helper.make_node("Shape", ["b"], ["s"]),
+         helper.make_node("Gather", ["s", "zero"], ["d"], axis=0),
+         helper.make_node("Unsqueeze", ["d", "zero1"], ["du"]),
+         helper.make_node("Concat", ["du", "m1"], ["shp"], axis=0),
+         helper.make_node("Reshape", ["b", "shp"], ["y"])],
+        [("x", FLOAT, ["N", 2, 5])],
+        [("y", FLOAT, None)],
+        opset=17,
+        initializers=[numpy_helper.from_array(rng.standard_normal((2, 2, 3), np.float32), "w"),
+                      _i64("m1", -1), _i64("low", -2**63), _scalar("zero", 0),
+                      _i64("zero1", 0)],
+    )
+    x = rng.standard_normal((1, 2, 5), np.float32)
+    with pytest.raises(dmlgraph.DmlgraphError, match="Invalid rank for input"):
+        dmlgraph.check(model, inputs={"x": x})

@@ -824,9 +824,11 @@ def segment_graph(
 ) -> Graph:
     """The nodes as a graph of their own: outside tensors they read become inputs, except
     constants (kept, so an engine can fold them); outputs are what anything else reads. An
-    input whose inferred sizes onnxruntime may not give it (``trust``) is declared without a
-    shape: declared, onnxruntime refused the tensor its own kernel made ("Got invalid
-    dimensions for input"), a PRelu's [B, 4] where onnx said [B, 1]."""
+    input whose inferred sizes onnxruntime may not give it (``trust``) is declared with its
+    rank alone: with its sizes, onnxruntime refused the tensor its own kernel made ("Got
+    invalid dimensions for input"), a PRelu's [B, 4] where onnx said [B, 1]. The rank stays
+    declared, as canonical forms read it (a Slice's axis -1 made 1 of a rank onnx said was
+    2, of a ConvTranspose's [N, 2, 3]): a tensor of another rank is refused."""
     inside = {node.id for node in nodes}
     outputs = [
         out
@@ -841,6 +843,7 @@ def segment_graph(
     segment = graph.extract(inside, outputs, keep_constants=True)
     if trust is not None:
         for name in segment.inputs:
-            if trust.unsure(graph, name):
-                segment.set_tensor(segment.tensor(name).replace(shape=None))
+            info = segment.tensor(name)
+            if info.shape is not None and trust.unsure(graph, name):
+                segment.set_tensor(info.replace(shape=(None,) * len(info.shape)))
     return segment
