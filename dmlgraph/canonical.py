@@ -23,7 +23,7 @@ back in the syntax of a given version, for ``to_onnx``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from types import MappingProxyType
@@ -276,19 +276,32 @@ def to_canonical(
 # ----------------------------------------------------------------------------- normalize
 
 
-def normalize(graph: Graph, node: Node) -> Node:
+def normalize(
+    graph: Graph, node: Node, rank_unsure: Callable[[str], bool] | None = None
+) -> Node:
     """Fill defaults and normalize parameters as far as known dtypes, ranks and constants allow.
 
     Idempotent; leaves anything it cannot decide (or that ``check`` will refuse) as it is.
+    ``rank_unsure`` says of a tensor whether onnxruntime may give it another rank than
+    inference did (``folding.PartialShapes.rank_unsure``): axes counted from the end stay so
+    for those, and a Pad's axes are not written out, since the node may run on onnxruntime
+    as written (a fallback) where the rank is another; lowering reads them by the inferred
+    rank, which the backend checks at run time.
     """
     if not is_canonical(node.op):
         return node
     op_type = node.op.op_type
+
+    def unsure() -> bool:
+        """Whether a tensor whose rank the node's parameters count by may have another."""
+        read = node.inputs if op_type == "Concat" else node.inputs[:1]
+        return rank_unsure is not None and any(rank_unsure(name) for name in read if name)
+
     if op_type == "Concat":
         rank = _concat_rank(graph, node)
         given = node.op.attrs.get("axis")
         axis = concat_axis(node, graph.describe(node))
-        if rank is not None and -rank <= axis < 0:
+        if rank is not None and -rank <= axis < 0 and not unsure():
             axis += rank
         if axis != given:
             node = graph.replace_node(
@@ -302,8 +315,8 @@ def normalize(graph: Graph, node: Node) -> Node:
         if value is not None and value.dtype != index and value.dtype.kind in "iu":
             node = _set_param(graph, node, field, value.astype(index))
     if op_type == "Slice":
-        return _normalize_slice(graph, node, index)
-    return _normalize_pad(graph, node)
+        return _normalize_slice(graph, node, index, unsure)
+    return _normalize_pad(graph, node, unsure)
 
 
 def _index_dtype(graph: Graph, node: Node) -> np.dtype:
@@ -319,7 +332,9 @@ def _index_dtype(graph: Graph, node: Node) -> np.dtype:
     return np.dtype(np.int64)
 
 
-def _normalize_slice(graph: Graph, node: Node, index: np.dtype) -> Node:
+def _normalize_slice(
+    graph: Graph, node: Node, index: np.dtype, rank_unsure: Callable[[], bool]
+) -> Node:
     rank = graph.tensors[node.inputs[0]].rank if node.inputs[0] in graph.tensors else None
     count = _param_length(graph, node, "starts")
     if count is None:
@@ -331,7 +346,7 @@ def _normalize_slice(graph: Graph, node: Node, index: np.dtype) -> Node:
     if count is not None and not node.input(4):
         node = _set_param(graph, node, "steps", np.ones(count, dtype=index))
     axes = graph.constant(node.input(3))
-    if axes is not None and rank is not None and (axes < 0).any():
+    if axes is not None and rank is not None and (axes < 0).any() and not rank_unsure():
         fixed = _nonnegative_axes(axes, rank)
         if fixed is not None:
             node = _set_param(graph, node, "axes", fixed.astype(index))
@@ -345,9 +360,9 @@ def default_pad_value(dtype: np.dtype) -> np.ndarray:
     return np.zeros((), dtype=dtype)
 
 
-def _normalize_pad(graph: Graph, node: Node) -> Node:
+def _normalize_pad(graph: Graph, node: Node, rank_unsure: Callable[[], bool]) -> Node:
     data = graph.tensors.get(node.inputs[0])
-    rank = None if data is None else data.rank
+    rank = None if data is None or data.rank is None or rank_unsure() else data.rank
     dtype = None if data is None else data.dtype
     value = graph.constant(node.input(2))
     if dtype is not None and not node.input(2):

@@ -175,11 +175,17 @@ def prepare(graph: Graph) -> None:
 
 def canonicalize(graph: Graph) -> None:
     """``canonical.check_types``, ``canonical.normalize`` then ``canonical.check`` every
-    Slice, Concat and Pad."""
+    Slice, Concat and Pad (counting axes from the end by no rank onnxruntime may make
+    otherwise: ``PartialShapes.rank_unsure``)."""
+    trust = PartialShapes(graph.declared_sizes)
+
+    def rank_unsure(name: str) -> bool:
+        return trust.rank_unsure(graph, name)
+
     for node in graph.topological_order():
         if canonical.is_canonical(node.op):
             canonical.check_types(graph, node)
-            canonical.check(graph, canonical.normalize(graph, node))
+            canonical.check(graph, canonical.normalize(graph, node, rank_unsure))
 
 
 # ----------------------------------------------------------------------------- shapes
@@ -768,7 +774,9 @@ def fold_constants(
                 corrected.update(_forget_shapes(graph, node.outputs))
             if canonical.is_canonical(node.op):
                 canonical.check_types(graph, node)  # a dtype inference gave only now
-                node = canonical.normalize(graph, node)
+                node = canonical.normalize(
+                    graph, node, lambda name: partial.rank_unsure(graph, name)
+                )
                 canonical.check(graph, node)
             changed.update(infer_node(graph, node, memo))
         if select is not None and not select(node):
@@ -1300,11 +1308,12 @@ def _einsum_exact(graph: Graph, node: Node) -> bool:
 class PartialShapes:
     """One folding sweep's shape vectors known in part, by tensor name (``values``), and
     whether each tensor asked about has static sizes onnxruntime may not give it
-    (``unsure``)."""
+    (``unsure``), or even another rank (``rank_unsure``)."""
 
     declared: Collection[str]  # the graph's ``declared_sizes``
     values: dict[str, np.ndarray] = field(default_factory=dict)
     _unsure: dict[str, bool] = field(default_factory=dict)
+    _rank_unsure: dict[str, bool] = field(default_factory=dict)
 
     def unsure(self, graph: Graph, name: str) -> bool:
         """Whether the sizes inference gives ``name`` may differ from the tensor's at run time:
@@ -1313,7 +1322,21 @@ class PartialShapes:
         node's op is in ``SHAPE_EXACT_OPS`` and every tensor it reads is sure. Graph inputs
         (whose sizes onnxruntime checks) and constants are sure. Each tensor is asked once a
         sweep."""
-        known = self._unsure
+        return self._walk(graph, name, self._unsure, _shape_exact)
+
+    def rank_unsure(self, graph: Graph, name: str) -> bool:
+        """Whether the rank inference gives ``name`` may differ from the tensor's at run time:
+        as ``unsure``, but only the nodes ``_RANK_DIVERGENT_WHEN`` names stop the trust (and
+        declared graph outputs, whose rank the declaration may have given)."""
+        return self._walk(graph, name, self._rank_unsure, _rank_exact)
+
+    def _walk(
+        self,
+        graph: Graph,
+        name: str,
+        known: dict[str, bool],
+        exact: Callable[[Graph, Node], bool],
+    ) -> bool:
         stack = [name]
         while stack:  # depth first, without recursion: chains are thousands of nodes long
             top = stack[-1]
@@ -1321,9 +1344,7 @@ class PartialShapes:
                 stack.pop()
                 continue
             producer = graph.producer(top)
-            if top in self.declared or (
-                producer is not None and not _shape_exact(graph, producer)
-            ):
+            if top in self.declared or (producer is not None and not exact(graph, producer)):
                 known[top] = True
                 stack.pop()
                 continue
@@ -1434,6 +1455,37 @@ _EXACT_WHEN: Mapping[str, Callable[[Graph, Node], bool]] = MappingProxyType({
     "Concat": _concat_sized_alike,
     "Squeeze": _squeeze_exact,
 })
+
+
+def _prelu_grows_rank(graph: Graph, node: Node) -> bool:
+    """A PRelu whose slope may have more axes than X: onnx sizes the output as X, onnxruntime
+    broadcasts both ways."""
+    x, slope = (graph.tensors.get(name) for name in node.inputs[:2])
+    return x is None or slope is None or x.rank is None or slope.rank is None or (
+        slope.rank > x.rank
+    )
+
+
+#: The ops after which onnx's inference may give a tensor another rank than onnxruntime's
+#: kernel makes, on the condition each maps to (``PartialShapes.rank_unsure``). A
+#: ConvTranspose to an output_shape smaller than its input: onnx gives up on the spatial dims
+#: ([N, C]), onnxruntime crops ([N, C, 3]); a Squeeze without named axes (onnx squeezes
+#: nothing for an empty list, onnxruntime every size-1 axis, which sizes onnx may have wrong
+#: decide); a PRelu whose slope has more axes than X. Every other op makes its rank from its
+#: inputs' ranks and its attributes alike in both.
+_RANK_DIVERGENT_WHEN: Mapping[str, Callable[[Graph, Node], bool]] = MappingProxyType({
+    "ConvTranspose": lambda graph, node: bool(node.op.attrs.get("output_shape")),
+    "Squeeze": lambda graph, node: not _squeeze_exact(graph, node),
+    "PRelu": _prelu_grows_rank,
+})
+
+
+def _rank_exact(graph: Graph, node: Node) -> bool:
+    """Whether onnx's inference gives ``node``'s outputs the ranks onnxruntime makes."""
+    if not node.is_onnx or node.op.domain:
+        return True
+    condition = _RANK_DIVERGENT_WHEN.get(node.op_type)
+    return condition is None or not condition(graph, node)
 
 
 def _partial_values(

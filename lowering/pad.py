@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from dmlgraph.canonical import PARAMETER_PORTS, default_pad_value, pad_mode
+from dmlgraph.canonical import PARAMETER_PORTS, default_pad_value, expand_pads, pad_mode
 from dmlgraph.dml.enums import PaddingMode
 from dmlgraph.errors import ModelValidationError
 from dmlgraph.folding import FOLD_GROWTH_LIMIT_BYTES
@@ -47,6 +47,9 @@ def lower_pad(rw: Rewriter) -> None:
     pads_data = graph.constant(node.input(1))
     if pads_data is None:  # ONNX requires pads; only a graph built by hand can lack them
         raise Unlowerable("pads is missing")
+    given = graph.constant(node.input(3)) if node.input(3) else None
+    if given is not None:  # left counted from the end where the rank is unsure (normalize)
+        pads_data = expand_pads(pads_data.reshape(-1), given % max(rank, 1), rank)
     pads = [int(p) for p in pads_data.reshape(-1)]
     value_data = graph.constant(node.input(2)) if node.input(2) else None
     if value_data is None or value_data.size == 0:

@@ -1416,14 +1416,16 @@ def test_lowering_drops_nothing_for_sizes_onnxruntime_may_not_give(
     assert dmlgraph.check(model, inputs={"x": x}).passed
 
 
-def test_a_fallback_segment_keeps_the_rank_it_was_canonicalized_for(onnx_make_model) -> None:
+def test_a_fallback_segment_reads_a_rank_onnx_infers_wrongly_as_onnxruntime_makes_it(
+    onnx_make_model, onnx_run
+) -> None:
     """A ConvTranspose to an output_shape smaller than its input: onnx infers [N, 2] (it gives
     up on the spatial dim), onnxruntime makes [N, 2, 3]. The reversed Slice on axis -1 of it
-    is canonicalized to axis 1 of the inferred rank 2, and the segment after the JOIN reads
-    its result: declaring that input's rank, the segment makes onnxruntime refuse the rank-3
-    tensor, where declared without a shape it ran, reshaped the wrongly reversed values, and
-    check failed (found by a helper's re-run of its sweep). The Slice's own segment still
-    reverses axis 1: ``check`` fails there, noted among what is missing."""
+    was canonicalized to axis 1 of the inferred rank 2, so its segment reversed the wrong
+    axis, and the segment after the JOIN, declaring its input's rank 2, made onnxruntime
+    refuse the rank-3 tensor (found by a helper's re-run of its sweep). The axis now stays
+    -1, and the segment's input is declared without a shape: the model runs as onnxruntime
+    runs it."""
     rng = np.random.default_rng(0)
     model = onnx_make_model(
         [helper.make_node("ConvTranspose", ["x", "w"], ["a"], strides=[2], output_shape=[3]),
@@ -1441,5 +1443,102 @@ def test_a_fallback_segment_keeps_the_rank_it_was_canonicalized_for(onnx_make_mo
                       _i64("zero1", 0)],
     )
     x = rng.standard_normal((1, 2, 5), np.float32)
-    with pytest.raises(dmlgraph.DmlgraphError, match="Invalid rank for input"):
-        dmlgraph.check(model, inputs={"x": x})
+    (want,) = onnx_run(model, {"x": x})
+    assert want.shape == (1, 6)
+    assert np.array_equal(_numpy_run(dmlgraph.load(model), {"x": x}), want)
+    assert dmlgraph.check(model, inputs={"x": x}).passed
+
+
+_FROM_THE_END = {  # a node reading a, counting its axis from the end
+    "slice": [helper.make_node("Slice", ["a", "m1", "low", "m1", "m1"], ["y"])],
+    "pad": [helper.make_node("Pad", ["a", "pads", "", "m1"], ["y"], mode="reflect")],
+    "concat": [helper.make_node("Concat", ["a", "a"], ["y"], axis=-1)],
+}
+
+
+def _rank_diverging(source: str, rng: np.random.Generator) -> tuple[onnx.NodeProto, ...]:
+    """A node making a of another rank than onnx infers, with its weight: a ConvTranspose
+    to an output_shape smaller than its input (onnx [N, 2], onnxruntime [N, 2, 3] from x of
+    [N, 2, 5]), a PRelu whose slope has more axes than X (onnx [N, 2], onnxruntime
+    [3, N, 2] from x of [N, 2]), or a Squeeze by an empty axes list."""
+    if source == "squeeze":  # by an empty list: onnx [N, 1, 3], onnxruntime [3] for N = 1
+        return (
+            helper.make_node("Squeeze", ["x", "w"], ["a"]),
+            numpy_helper.from_array(np.zeros(0, np.int64), "w"),
+        )
+    if source == "convtranspose":
+        return (
+            helper.make_node("ConvTranspose", ["x", "w"], ["a"], strides=[2], output_shape=[3]),
+            numpy_helper.from_array(rng.standard_normal((2, 2, 3), np.float32), "w"),
+        )
+    return (
+        helper.make_node("PRelu", ["x", "w"], ["a"]),
+        numpy_helper.from_array(rng.standard_normal((3, 1, 1), np.float32), "w"),
+    )
+
+
+_X_SHAPES = {"convtranspose": [1, 2, 5], "prelu": [1, 2], "squeeze": [1, 1, 3]}
+
+
+@pytest.mark.parametrize("source", sorted(_X_SHAPES))
+@pytest.mark.parametrize("case", sorted(_FROM_THE_END))
+@pytest.mark.parametrize("sized", [False, True])
+def test_axes_counted_from_the_end_of_a_rank_onnx_may_infer_wrongly(
+    source, case, sized, onnx_make_model, onnx_run
+) -> None:
+    """Axis -1 of a tensor onnx says is [N, 2] and onnxruntime makes of rank 3. Canonicalized
+    by onnx's rank, the axis was 1: ``run`` gave the Slice's and the Pad's result along the
+    wrong axis, silently, and a Concat of [N, 4] where onnxruntime makes rank 3 (after the
+    Squeeze, onnxruntime refused axis 2 of its rank-1 tensor). It stays -1
+    now (``PartialShapes.rank_unsure``): with the batch dynamic the node runs on onnxruntime
+    as written; with it fixed, it is lowered by the inferred rank, and the backend refuses
+    the tensor of another rank, saying why."""
+    rng = np.random.default_rng(1)
+    node, weight = _rank_diverging(source, rng)
+    x_shape = _X_SHAPES[source]
+    model = onnx_make_model(
+        [node, *_FROM_THE_END[case]],
+        [("x", FLOAT, ["N", *x_shape[1:]])],
+        [("y", FLOAT, None)],
+        opset=18,
+        initializers=[weight, _i64("m1", -1), _i64("low", -2**63), _i64("pads", [1, 1])],
+    )
+    x = rng.standard_normal(x_shape, np.float32)
+    (want,) = onnx_run(model, {"x": x})
+    assert want.ndim == (1 if source == "squeeze" else 3)
+    shapes = {"x": x_shape} if sized else None
+    graph = dmlgraph.load(model, shapes)
+    if sized:
+        with pytest.raises(dmlgraph.DmlgraphError, match="onnx infers this node's output wrongly"):
+            _numpy_run(graph, {"x": x})
+        return
+    assert np.array_equal(_numpy_run(graph, {"x": x}), want)
+    assert dmlgraph.check(model, inputs={"x": x}).passed
+
+
+def test_a_pad_by_an_axis_from_the_end_of_a_declared_output_is_lowered_by_its_rank(
+    onnx_make_model, onnx_run
+) -> None:
+    """A graph output sized by its declaration may have another rank at run time, so a Pad
+    reading it keeps its axes [-1] (``canonical.normalize``): lowering spreads its pads over
+    the inferred rank itself, padding the last axis, where before it read the pads [1, 2] as
+    the begins of two axes."""
+    model = onnx_make_model(
+        [helper.make_node("Relu", ["x"], ["a"]),
+         helper.make_node("Pad", ["a", "pads", "", "m1"], ["y"], mode="edge")],
+        [("x", FLOAT, ["N", 3])],
+        [("a", FLOAT, [2, 3]), ("y", FLOAT, None)],
+        opset=18,
+        initializers=[_i64("pads", [1, 2]), _i64("m1", -1)],
+    )
+    graph = dmlgraph.load(model)
+    (pad,) = graph.find_nodes("Pad")
+    assert graph.constant(pad.input(3)).tolist() == [-1]
+    from lowering import lower
+
+    lowered = lower(graph, "6_4")
+    assert [r.status.value for r in lowered.report() if r.op_type == "Pad"] == ["lowered"]
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    got = _numpy_run_all(graph, {"x": x})
+    assert np.array_equal(got["y"], onnx_run(model, {"x": x})[1])
+    assert got["y"].shape == (2, 6)

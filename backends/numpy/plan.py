@@ -826,9 +826,10 @@ def segment_graph(
     constants (kept, so an engine can fold them); outputs are what anything else reads. An
     input whose inferred sizes onnxruntime may not give it (``trust``) is declared with its
     rank alone: with its sizes, onnxruntime refused the tensor its own kernel made ("Got
-    invalid dimensions for input"), a PRelu's [B, 4] where onnx said [B, 1]. The rank stays
-    declared, as canonical forms read it (a Slice's axis -1 made 1 of a rank onnx said was
-    2, of a ConvTranspose's [N, 2, 3]): a tensor of another rank is refused."""
+    invalid dimensions for input"), a PRelu's [B, 4] where onnx said [B, 1]. One whose rank
+    onnxruntime may make otherwise too (a ConvTranspose's [N, 2, 3] where onnx said [N, 2])
+    is declared without a shape: canonical forms count no axis by such a rank
+    (``canonical.normalize``), and the segment runs on what onnxruntime makes."""
     inside = {node.id for node in nodes}
     outputs = [
         out
@@ -844,6 +845,8 @@ def segment_graph(
     if trust is not None:
         for name in segment.inputs:
             info = segment.tensor(name)
-            if info.shape is not None and trust.unsure(graph, name):
-                segment.set_tensor(info.replace(shape=(None,) * len(info.shape)))
+            if info.shape is None or not trust.unsure(graph, name):
+                continue
+            sizes = None if trust.rank_unsure(graph, name) else (None,) * len(info.shape)
+            segment.set_tensor(info.replace(shape=sizes))
     return segment
