@@ -1314,6 +1314,9 @@ class PartialShapes:
     values: dict[str, np.ndarray] = field(default_factory=dict)
     _unsure: dict[str, bool] = field(default_factory=dict)
     _rank_unsure: dict[str, bool] = field(default_factory=dict)
+    # whether a node or a declared output that nodes read may give another rank: else no
+    # tensor's is asked
+    _ranks_diverge: bool | None = None
 
     def unsure(self, graph: Graph, name: str) -> bool:
         """Whether the sizes inference gives ``name`` may differ from the tensor's at run time:
@@ -1328,7 +1331,14 @@ class PartialShapes:
         """Whether the rank inference gives ``name`` may differ from the tensor's at run time:
         as ``unsure``, but only the nodes ``_RANK_DIVERGENT_WHEN`` names stop the trust (and
         declared graph outputs, whose rank the declaration may have given)."""
-        return self._walk(graph, name, self._rank_unsure, _rank_exact)
+        if self._ranks_diverge is None:
+            self._ranks_diverge = any(
+                name in graph.tensors and graph.consumers(name) for name in self.declared
+            ) or any(
+                node.op_type in _RANK_DIVERGENT_WHEN and not _rank_exact(graph, node)
+                for node in graph.nodes
+            )
+        return self._ranks_diverge and self._walk(graph, name, self._rank_unsure, _rank_exact)
 
     def _walk(
         self,
