@@ -1208,13 +1208,13 @@ SHAPE_EXACT_OPS: frozenset[str] = frozenset({
 
 
 def _pool_exact(graph: Graph, node: Node) -> bool:
-    """Whether onnx sizes a pool as onnxruntime does: not with ceil_mode (onnx keeps a last
-    window that would start in the end padding, which the spec and onnxruntime drop), not
-    with SAME padding and a dilation (onnxruntime sizes the padding by the undilated kernel:
-    a kernel of 3 dilated by 2 over 5 makes 3 columns, onnx infers 5), and not with a pad as
-    large as the kernel (which onnxruntime refuses)."""
+    """Whether onnx sizes a pool as onnxruntime does: with ceil_mode only where its sizes are
+    the spec's (``_ceil_windows_alike``), not with SAME padding and a dilation (onnxruntime
+    sizes the padding by the undilated kernel: a kernel of 3 dilated by 2 over 5 makes 3
+    columns, onnx infers 5), and not with a pad as large as the kernel (which onnxruntime
+    refuses)."""
     attrs = node.op.attrs
-    if attrs.get("ceil_mode", 0):
+    if attrs.get("ceil_mode", 0) and not _ceil_windows_alike(graph, node):
         return False
     dilations = attrs.get("dilations") or ()
     if attrs.get("auto_pad", "NOTSET") in ("SAME_UPPER", "SAME_LOWER") and any(
@@ -1224,6 +1224,38 @@ def _pool_exact(graph: Graph, node: Node) -> bool:
     kernel = attrs.get("kernel_shape") or ()
     pads = attrs.get("pads") or ()
     return all(p < kernel[k % len(kernel)] for k, p in enumerate(pads)) if kernel else not pads
+
+
+def _ceil_pool_size(size: int, kernel: int, stride: int, dilation: int, begin: int, end: int) -> int:
+    """A pooled size with ceil_mode, as the spec and onnxruntime make it: the windows
+    rounded up, less a last one that would start in the end padding (onnx's inference keeps
+    it: [B, 1, 5] pooled by 2 with pads of 1 has 3 columns, onnx infers 4)."""
+    count = -(-(size + begin + end - dilation * (kernel - 1) - 1) // stride) + 1
+    return count - 1 if (count - 1) * stride >= size + begin else count
+
+
+def _ceil_windows_alike(graph: Graph, node: Node) -> bool:
+    """Whether a pool with ceil_mode and explicit pads has the sizes onnx infers
+    (``_ceil_pool_size`` of its static spatial sizes)."""
+    attrs = node.op.attrs
+    x = graph.tensors.get(node.inputs[0]) if node.inputs else None
+    y = graph.tensors.get(node.outputs[0]) if node.outputs else None
+    kernel = attrs.get("kernel_shape") or ()
+    if attrs.get("auto_pad", "NOTSET") != "NOTSET" or x is None or y is None or not kernel:
+        return False
+    sizes, made = x.static_shape, y.static_shape
+    rank = len(kernel)
+    if sizes is None or made is None or len(sizes) != rank + 2 or len(made) != rank + 2:
+        return False
+    strides = attrs.get("strides") or (1,) * rank
+    dilations = attrs.get("dilations") or (1,) * rank
+    pads = attrs.get("pads") or (0,) * (2 * rank)
+    return all(
+        made[2 + i] == _ceil_pool_size(
+            sizes[2 + i], kernel[i], strides[i], dilations[i], pads[i], pads[rank + i]
+        )
+        for i in range(rank)
+    )
 
 
 def _slope_within(graph: Graph, node: Node) -> bool:
