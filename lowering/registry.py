@@ -73,7 +73,18 @@ class Rewriter:
                 f"{role} {tensor!r} has shape {dims}; DirectML descriptors need static sizes "
                 "(give them with --input-shape NAME:D0,D1,..)"
             )
-        return info.static_shape  # type: ignore[return-value]
+        shape: Shape = info.static_shape  # type: ignore[assignment]
+        if self.trust is not None and not self.graph.is_constant(tensor) and self.trust.unsure(
+            self.graph, tensor
+        ):
+            cause = self.trust.cause(self.graph, tensor)
+            said = f"comes through {cause}"
+            if not any(said in note for note in self.notes):
+                self.note(
+                    f"{role} {tensor!r} is described as onnx infers it, {list(shape)}; it "
+                    f"{said}: the backend checks its size at run time, and refuses another"
+                )
+        return shape
 
     def dtype(self, tensor: str) -> np.dtype:
         dtype = self.graph.tensor(tensor).dtype

@@ -1587,3 +1587,33 @@ def test_a_shape_after_a_pool_with_ceil_mode_folds_where_onnx_sizes_it_as_onnxru
     graph = dmlgraph.load(model, {"x": [1, 1, size]})
     assert (not graph.find_nodes("Shape")) == alike
     assert _numpy_run(graph, {"x": x}).tolist() == want.tolist()
+
+
+@pytest.mark.parametrize("case", [0, 4])  # onnx sizes the pool as onnxruntime does; not
+def test_a_descriptor_sized_by_an_unsure_inference_says_so(case, onnx_make_model) -> None:
+    """A Slice of a pool with ceil_mode whose size onnx infers as 4 where the spec and
+    onnxruntime make 3: lowered, its descriptor reads onnx's [1, 1, 4], and the report said
+    nothing of it; it names the pool now (the run refuses the tensor of 3, saying why)."""
+    op, size, kernel, stride, dilation, pads = _CEIL_POOLS[case]
+    model = onnx_make_model(
+        [helper.make_node(op, ["x"], ["p"], kernel_shape=[kernel], strides=[stride],
+                          pads=pads, ceil_mode=1),
+         helper.make_node("Slice", ["p", "one", "big", "two"], ["y"])],
+        [("x", FLOAT, [1, 1, size])],
+        [("y", FLOAT, None)],
+        opset=19,
+        initializers=[_i64("one", [1]), _i64("big", [100]), _i64("two", [2])],
+    )
+    from lowering import lower
+
+    (row,) = [r for r in lower(dmlgraph.load(model), "6_4").report() if r.op_type == "Slice"]
+    assert row.status.value == "lowered"
+    said = [n for n in row.notes if "is described as onnx infers it" in n]
+    if case == 0:
+        assert not said
+        return
+    assert said == [
+        "input 'p' is described as onnx infers it, [1, 1, 4]; it comes through node '' "
+        "(MaxPool), which onnxruntime may size otherwise at run time: the backend checks its "
+        "size at run time, and refuses another"
+    ]
