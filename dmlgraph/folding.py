@@ -526,7 +526,34 @@ def _infer_and_merge(graph: Graph) -> int:
         if merged != old:
             graph.set_tensor(merged)
             changed += 1
-    return changed
+    return changed + correct_ceil_pools(graph)
+
+
+def correct_ceil_pools(graph: Graph) -> int:
+    """Size the pools with ceil_mode as the spec does where whole-graph inference gave onnx's
+    sizes (``ceil_pool_infos``), and infer again what was inferred from them; returns the
+    tensors changed."""
+    pools = [
+        node for node in graph.nodes
+        if node.op_type in CEIL_POOL_OPS and node.is_onnx and node.op.attrs.get("ceil_mode")
+    ]
+    if not any(
+        ceil_pool_infos(graph, n.op_type, n.op.domain, n.op.attrs, n.inputs, n.outputs)
+        for n in pools
+    ):
+        return 0
+    corrected: set[str] = set()
+    for node in graph.topological_order():
+        if corrected and any(name in corrected for name in node.inputs):
+            corrected.update(forget_shapes(graph, node.outputs))
+            infer_node(graph, node)
+        if node.op_type in CEIL_POOL_OPS and node.is_onnx:
+            for info in ceil_pool_infos(
+                graph, node.op_type, node.op.domain, node.op.attrs, node.inputs, node.outputs
+            ):
+                graph.set_tensor(info)
+                corrected.add(info.name)
+    return len(corrected)
 
 
 def _merge(old: TensorInfo, new: TensorInfo) -> TensorInfo:
@@ -670,6 +697,16 @@ def infer_proto(
         if merged is not old:
             graph.set_tensor(merged)
             changed.append(name)
+    if changed and proto.op_type in CEIL_POOL_OPS:
+        attrs = {
+            a.name: value.decode() if isinstance(value, bytes) else value
+            for a in proto.attribute
+            for value in (onnx.helper.get_attribute_value(a),)
+        }
+        for info in ceil_pool_infos(
+            graph, proto.op_type, proto.domain, attrs, proto.input, proto.output
+        ):
+            graph.set_tensor(info)
     return changed
 
 
@@ -771,7 +808,7 @@ def fold_constants(
     for node in graph.topological_order():
         if infer and changed and any(name in changed for name in node.inputs):
             if corrected and any(name in corrected for name in node.inputs):
-                corrected.update(_forget_shapes(graph, node.outputs))
+                corrected.update(forget_shapes(graph, node.outputs))
             if canonical.is_canonical(node.op):
                 canonical.check_types(graph, node)  # a dtype inference gave only now
                 node = canonical.normalize(
@@ -1046,7 +1083,7 @@ def _adopt_evaluated_shapes(
     return fixed
 
 
-def _forget_shapes(graph: Graph, outputs: Iterable[str]) -> list[str]:
+def forget_shapes(graph: Graph, outputs: Iterable[str]) -> list[str]:
     """Outputs inferred from a shape evaluation corrected lose their shapes, for node
     inference to infer them again from the corrected one; returns them."""
     forgotten = []
@@ -1235,27 +1272,72 @@ def _ceil_pool_size(size: int, kernel: int, stride: int, dilation: int, begin: i
 
 
 def _ceil_windows_alike(graph: Graph, node: Node) -> bool:
-    """Whether a pool with ceil_mode and explicit pads has the sizes onnx infers
-    (``_ceil_pool_size`` of its static spatial sizes)."""
-    attrs = node.op.attrs
+    """Whether a pool with ceil_mode and explicit pads has the spec's spatial sizes
+    (``_ceil_pool_size``), as ``ceil_pool_infos`` makes them where onnx infers others."""
     x = graph.tensors.get(node.inputs[0]) if node.inputs else None
     y = graph.tensors.get(node.outputs[0]) if node.outputs else None
-    kernel = attrs.get("kernel_shape") or ()
-    if attrs.get("auto_pad", "NOTSET") != "NOTSET" or x is None or y is None or not kernel:
+    spec = _ceil_pool_spatial(node.op.attrs, x)
+    if spec is None or y is None or y.shape is None or len(y.shape) != len(spec) + 2:
         return False
-    sizes, made = x.static_shape, y.static_shape
+    return tuple(y.shape[2:]) == spec
+
+
+#: The pools with ceil_mode (``ceil_pool_infos``).
+CEIL_POOL_OPS = frozenset({"MaxPool", "AveragePool", "LpPool"})
+
+
+def _ceil_pool_spatial(attrs: Mapping[str, Any], x: TensorInfo | None) -> tuple[int, ...] | None:
+    """The spatial sizes the spec gives a pool with ceil_mode and explicit pads of ``x``
+    (``_ceil_pool_size``); None unless they are known (x's spatial sizes static)."""
+    kernel = tuple(attrs.get("kernel_shape") or ())
+    if (
+        not attrs.get("ceil_mode")
+        or attrs.get("auto_pad", "NOTSET") != "NOTSET"
+        or x is None
+        or x.shape is None
+        or not kernel
+        or len(x.shape) != len(kernel) + 2
+    ):
+        return None
+    sizes = x.shape[2:]
+    if not all(type(n) is int for n in sizes):
+        return None
     rank = len(kernel)
-    if sizes is None or made is None or len(sizes) != rank + 2 or len(made) != rank + 2:
-        return False
-    strides = attrs.get("strides") or (1,) * rank
-    dilations = attrs.get("dilations") or (1,) * rank
-    pads = attrs.get("pads") or (0,) * (2 * rank)
-    return all(
-        made[2 + i] == _ceil_pool_size(
-            sizes[2 + i], kernel[i], strides[i], dilations[i], pads[i], pads[rank + i]
-        )
-        for i in range(rank)
+    strides = tuple(attrs.get("strides") or (1,) * rank)
+    dilations = tuple(attrs.get("dilations") or (1,) * rank)
+    pads = tuple(attrs.get("pads") or (0,) * (2 * rank))
+    if len(strides) != rank or len(dilations) != rank or len(pads) != 2 * rank:
+        return None
+    if any(s < 1 for s in strides) or any(d < 1 for d in dilations):
+        return None
+    return tuple(
+        _ceil_pool_size(n, kernel[i], strides[i], dilations[i], pads[i], pads[rank + i])  # type: ignore[arg-type]
+        for i, n in enumerate(sizes)
     )
+
+
+def ceil_pool_infos(
+    graph: Graph, op_type: str, domain: str, attrs: Mapping[str, Any],
+    inputs: Sequence[str], outputs: Sequence[str],
+) -> list[TensorInfo]:
+    """A pool's output infos with ceil_mode sized as the spec and onnxruntime size them,
+    where onnx's inference keeps a last window that would start in the end padding ([B, 1, 5]
+    pooled by 2 with pads of 1: onnx 4 columns, the spec 3); the infos that change (for the
+    importer and ``infer_proto`` to set). MaxPool's indices are shaped as its output."""
+    if domain or op_type not in CEIL_POOL_OPS or not attrs.get("ceil_mode") or not inputs:
+        return []
+    spec = _ceil_pool_spatial(attrs, graph.tensors.get(inputs[0]))
+    if spec is None:
+        return []
+    changed = []
+    for name in outputs:
+        info = graph.tensors.get(name) if name else None
+        if info is None or info.data is not None or info.shape is None:
+            continue
+        if len(info.shape) != len(spec) + 2 or tuple(info.shape[2:]) == spec:
+            continue
+        changed.append(info.replace(shape=(*info.shape[:2], *spec)))
+    return changed
 
 
 def _slope_within(graph: Graph, node: Node) -> bool:

@@ -778,6 +778,9 @@ def _build_graph(
     known = {vi.name: vi for vi in list(inferred.value_info) + list(inferred.output)}
     outputs = {o.name for o in proto.graph.output}
     changed = set(hidden)  # tensors folded or re-inferred on the way
+    # sizes onnx infers otherwise than the spec, made the spec's (``folding.ceil_pool_infos``),
+    # and the tensors inferred from them
+    corrected: set[str] = set()
     # without folding, what a Shape or Size of a static tensor gives, for its readers'
     # inference: data propagation tells it, save where the tensor's length was hidden from it
     shapes: dict[str, np.ndarray] = {}
@@ -828,6 +831,17 @@ def _build_graph(
                     _check_declared(out, tensors[out].dtype, declared[out], where)
         version = node.version
         attrs = {a.name: attribute_value(a, where) for a in node.attribute}
+        if corrected and any(name in corrected for name in node.input):
+            # inferred from a size corrected below: inferred again from it
+            corrected.update(folding.forget_shapes(graph, node.output))
+            changed.update(node.output)
+        if node.op_type in folding.CEIL_POOL_OPS:
+            for info in folding.ceil_pool_infos(
+                graph, node.op_type, node.domain, attrs, node.input, node.output
+            ):
+                graph.set_tensor(info)
+                changed.add(info.name)
+                corrected.add(info.name)
         if fold:
             if (
                 node.op_type in canonical.FORMS

@@ -956,9 +956,10 @@ UNSURE_PRODUCERS = {
     # (the node making y from x of shape [B, 1, 5] and constants, whether y.shape[2] folds)
     "matmul": (helper.make_node("MatMul", ["x", "w"], ["y"]), True),
     "transpose": (helper.make_node("Transpose", ["x"], ["y"], perm=[0, 1, 2]), True),
-    # onnx infers 4 columns, onnxruntime makes 3: a window starting in the padding is dropped
+    # onnx infers 4 columns, the spec and onnxruntime 3 (a window starting in the padding is
+    # dropped): dmlgraph sizes it as the spec does (``folding.ceil_pool_infos``)
     "maxpool ceil_mode": (helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2],
-                                           strides=[2], pads=[1, 1], ceil_mode=1), False),
+                                           strides=[2], pads=[1, 1], ceil_mode=1), True),
     # onnx infers 0 columns, onnxruntime reads the end as "through index 0": 5
     "reversed slice to INT32_MAX": (helper.make_node("Slice", ["x", "m1", "big", "ax2", "m1"],
                                                      ["y"]), False),
@@ -967,8 +968,8 @@ UNSURE_PRODUCERS = {
     # a Reshape to a shape computed from x's own: sure as x's sizes are
     "reshape by its own shape": ([helper.make_node("Shape", ["x"], ["xs"]),
                                   helper.make_node("Reshape", ["x", "xs"], ["y"])], True),
-    "reshape by a pooled shape": ([helper.make_node("MaxPool", ["x"], ["p"], kernel_shape=[2],
-                                                    strides=[2], pads=[1, 1], ceil_mode=1),
+    "reshape by a pooled shape": ([helper.make_node("MaxPool", ["x"], ["p"], kernel_shape=[3],
+                                                    dilations=[2], auto_pad="SAME_UPPER"),
                                    helper.make_node("Shape", ["p"], ["ps"]),
                                    helper.make_node("Reshape", ["p", "ps"], ["y"])], False),
     # y.shape[1] from here on. onnx sizes a PRelu as X, onnxruntime broadcasts its slope too:
@@ -1105,11 +1106,9 @@ def test_a_concat_whose_off_axis_size_one_input_alone_gives_is_not_trusted(
 #: than onnxruntime's kernel makes it. Each tensor's shape is static here, and not in
 #: onnxruntime's session, where a Shape of p is computed at run time.
 _UNSURE_STATIC = {
-    # onnx infers 4 columns; the spec and onnxruntime drop a window starting in the padding
-    "maxpool ceil_mode": helper.make_node("MaxPool", ["z"], ["p"], kernel_shape=[2],
-                                          strides=[2], pads=[1, 1], ceil_mode=1),
-    "averagepool ceil_mode": helper.make_node("AveragePool", ["z"], ["p"], kernel_shape=[2],
-                                              strides=[2], pads=[1, 1], ceil_mode=1),
+    # onnxruntime sizes SAME padding by the undilated kernel: 3 columns, onnx infers 5
+    "maxpool same dilated": helper.make_node("MaxPool", ["z"], ["p"], kernel_shape=[3],
+                                             dilations=[2], auto_pad="SAME_UPPER"),
     # onnx clamps the end to dim - 1 (0 elements), onnxruntime reads it as "through index 0"
     "reversed slice to INT64_MAX": helper.make_node("Slice", ["z", "m1", "big", "ax2", "m1"],
                                                     ["p"]),
@@ -1155,10 +1154,12 @@ def test_a_wholly_static_shape_is_folded_only_where_onnxruntime_makes_it_so(
     """A Shape of a tensor whose shape is static here but not in onnxruntime's session (fixed
     by ``input_shapes``, or by dmlgraph's own folding) folds only through ops that onnx sizes
     as onnxruntime's kernels do: the fold took onnx's 4 columns of a MaxPool with ceil_mode
-    where onnxruntime (and the spec, and onnx.reference) make 3, and 0 elements of a reversed
-    Slice to INT64_MAX where onnxruntime makes 5; ``check`` failed, naming nothing. Now the
-    Shape runs, and the fallback's session does not fold it either."""
-    from onnx.reference import ReferenceEvaluator
+    where onnxruntime (and the spec, and onnx.reference) make 3 (such a pool is sized as the
+    spec says now: ``test_a_shape_after_a_pool_with_ceil_mode_folds_...``), and 0 elements of
+    a reversed Slice to INT64_MAX where onnxruntime makes 5; ``check`` failed, naming
+    nothing. Now the Shape runs, and the fallback's session does not fold it either. (A
+    MaxPool with SAME padding over a dilation: onnx and onnx.reference say 5 columns,
+    onnxruntime makes 3, and dmlgraph runs it there.)"""
 
     model = _unsure_static_model(onnx_make_model, case, how)
     x = np.arange(5, dtype=np.float32).reshape((1, 1, 5) if how == "input shape" else (1, 5))
@@ -1171,7 +1172,6 @@ def test_a_wholly_static_shape_is_folded_only_where_onnxruntime_makes_it_so(
     if case != "reversed slice to INT64_MAX":  # there onnxruntime departs from the spec:
         # the Slice is lowered by ONNX's rule, and check names the divergence
         assert want.tolist() == [1, 1, 3]
-        assert ReferenceEvaluator(model).run(None, {"x": x})[0].tolist() == [1, 1, 3]
         assert _numpy_run(dmlgraph.load(model, shapes), {"x": x}).tolist() == [1, 1, 3]
     else:
         assert want.tolist()[-1] == 5
@@ -1185,7 +1185,9 @@ def test_a_shape_static_in_the_model_itself_is_computed_as_the_spec_says(
     folds the Shape from onnx's inference (4 columns), its kernel and the spec make 3.
     dmlgraph computes 3, and check names onnxruntime's optimizer as the one that departs."""
     model = onnx_make_model(
-        [_UNSURE_STATIC["maxpool ceil_mode"], helper.make_node("Shape", ["p"], ["q"]),
+        [helper.make_node("MaxPool", ["z"], ["p"], kernel_shape=[2], strides=[2], pads=[1, 1],
+                          ceil_mode=1),
+         helper.make_node("Shape", ["p"], ["q"]),
          helper.make_node("Mul", ["q", "one"], ["y"])],
         [("z", FLOAT, [1, 1, 5])],
         [("y", INT64, None)],
@@ -1237,7 +1239,7 @@ def test_a_slice_reading_an_unsure_static_shape_says_why_its_parameter_waits(
     run-time value, and its note says the shape is static only through an op onnxruntime may
     size otherwise (so a user reading ``lower`` sees why it did not fold)."""
     model = onnx_make_model(
-        [_UNSURE_STATIC["maxpool ceil_mode"],
+        [_UNSURE_STATIC["maxpool same dilated"],
          helper.make_node("Shape", ["p"], ["q"]),
          helper.make_node("Gather", ["q", "two"], ["n"], axis=0),
          helper.make_node("Unsqueeze", ["n", "zero"], ["e"]),
@@ -1252,7 +1254,7 @@ def test_a_slice_reading_an_unsure_static_shape_says_why_its_parameter_waits(
     (slice_node,) = graph.find_nodes("Slice")
     reason = folding.runtime_parameters(graph, slice_node)["ends"]
     assert reason == (
-        "depends on the shape of 'p', which onnx infers as [1, 1, 4] through node '' "
+        "depends on the shape of 'p', which onnx infers as [1, 1, 5] through node '' "
         "(MaxPool), which onnxruntime may size otherwise at run time (folding.SHAPE_EXACT_OPS)"
     )
     z = np.zeros((1, 1, 5), np.float32)
@@ -1559,47 +1561,62 @@ _CEIL_POOLS = [
 
 
 @pytest.mark.parametrize("case", range(len(_CEIL_POOLS)))
-def test_a_shape_after_a_pool_with_ceil_mode_folds_where_onnx_sizes_it_as_onnxruntime(
-    case, onnx_make_model, onnx_run
+@pytest.mark.parametrize("fold", [True, False])
+def test_a_pool_with_ceil_mode_is_sized_as_the_spec_and_onnxruntime_size_it(
+    case, fold, onnx_make_model, onnx_run
 ) -> None:
-    """A Shape of a pool with ceil_mode folds where onnx's inferred size is the spec's (which
-    onnxruntime makes), and only there: before, no pool with ceil_mode was trusted, and
-    squeezenet1_1's three stopped the trust for the rest of the model."""
+    """A pool with ceil_mode, then a Relu, a Pad and a Shape of the result. Where onnx's
+    inference keeps a last window starting in the end padding (the last three configs), a
+    descriptor read onnx's size, so the run was refused ("onnx infers this node's output
+    wrongly"), and before the trust walk a Shape folded to it. dmlgraph sizes the pool as the
+    spec does (``folding.ceil_pool_infos``), as onnxruntime and onnx.reference make it, and
+    infers what follows from that: the Pad is lowered, and the Shape folds, whether folding
+    runs at import or after (``folding.fold``: its whole-graph inference says onnx's size)."""
+    from onnx.reference import ReferenceEvaluator
+
     op, size, kernel, stride, dilation, pads = _CEIL_POOLS[case]
     attrs = {"kernel_shape": [kernel], "strides": [stride], "pads": pads, "ceil_mode": 1}
     if dilation != 1:
         attrs["dilations"] = [dilation]
     model = onnx_make_model(
         [helper.make_node(op, ["x"], ["p"], **attrs),
-         helper.make_node("Shape", ["p"], ["q"]),
-         helper.make_node("Mul", ["q", "one"], ["y"])],
+         helper.make_node("Relu", ["p"], ["r"]),
+         helper.make_node("Pad", ["r", "pads"], ["y"]),
+         helper.make_node("Shape", ["y"], ["q"]),
+         helper.make_node("Mul", ["q", "one"], ["s"])],
         [("x", FLOAT, ["B", 1, size])],
-        [("y", INT64, None)],
+        [("y", FLOAT, None), ("s", INT64, None)],
         opset=19,
-        initializers=[_i64("one", 1)],
+        initializers=[_i64("one", 1), _i64("pads", [0, 0, 1, 0, 0, 2])],
     )
-    x = np.ones((1, 1, size), np.float32)
-    (want,) = onnx_run(model, {"x": x})
+    x = np.random.default_rng(case).standard_normal((1, 1, size)).astype(np.float32)
+    want_y, want_s = onnx_run(model, {"x": x}, optimize=False)
+    assert want_s.tolist() == ReferenceEvaluator(model).run(None, {"x": x})[1].tolist()
     inferred = onnx.shape_inference.infer_shapes(model).graph.value_info
     (pooled,) = [vi for vi in inferred if vi.name == "p"]
-    alike = pooled.type.tensor_type.shape.dim[2].dim_value == want[2]
-    assert alike == (case < 4)
-    graph = dmlgraph.load(model, {"x": [1, 1, size]})
-    assert (not graph.find_nodes("Shape")) == alike
-    assert _numpy_run(graph, {"x": x}).tolist() == want.tolist()
+    assert (pooled.type.tensor_type.shape.dim[2].dim_value == want_s[2] - 3) == (case < 4)
+    graph = dmlgraph.load(model, {"x": [1, 1, size]}, fold=fold)
+    if not fold:
+        folding.fold(graph)
+    assert graph.tensors["p"].shape == (1, 1, want_s[2] - 3)
+    assert not graph.find_nodes("Shape")
+    got = _numpy_run_all(graph, {"x": x})
+    assert np.array_equal(got["y"], want_y) and got["s"].tolist() == want_s.tolist()
+    assert dmlgraph.check(model, inputs={"x": x}).passed
 
 
-@pytest.mark.parametrize("case", [0, 4])  # onnx sizes the pool as onnxruntime does; not
-def test_a_descriptor_sized_by_an_unsure_inference_says_so(case, onnx_make_model) -> None:
-    """A Slice of a pool with ceil_mode whose size onnx infers as 4 where the spec and
-    onnxruntime make 3: lowered, its descriptor reads onnx's [1, 1, 4], and the report said
-    nothing of it; it names the pool now (the run refuses the tensor of 3, saying why)."""
-    op, size, kernel, stride, dilation, pads = _CEIL_POOLS[case]
+@pytest.mark.parametrize("dilated", [False, True])
+def test_a_descriptor_sized_by_an_unsure_inference_says_so(dilated, onnx_make_model) -> None:
+    """A Slice of a MaxPool with SAME padding over a dilation, whose size onnx infers as 5
+    where onnxruntime makes 3: lowered, its descriptor reads onnx's [1, 1, 5], and the report
+    said nothing of it; it names the pool now (the run refuses the tensor of 3, saying why).
+    Without the dilation, onnx sizes the pool as onnxruntime does: no note."""
+    attrs = {"dilations": [2]} if dilated else {}
     model = onnx_make_model(
-        [helper.make_node(op, ["x"], ["p"], kernel_shape=[kernel], strides=[stride],
-                          pads=pads, ceil_mode=1),
+        [helper.make_node("MaxPool", ["x"], ["p"], kernel_shape=[3], auto_pad="SAME_UPPER",
+                          **attrs),
          helper.make_node("Slice", ["p", "one", "big", "two"], ["y"])],
-        [("x", FLOAT, [1, 1, size])],
+        [("x", FLOAT, [1, 1, 5])],
         [("y", FLOAT, None)],
         opset=19,
         initializers=[_i64("one", [1]), _i64("big", [100]), _i64("two", [2])],
@@ -1609,11 +1626,13 @@ def test_a_descriptor_sized_by_an_unsure_inference_says_so(case, onnx_make_model
     (row,) = [r for r in lower(dmlgraph.load(model), "6_4").report() if r.op_type == "Slice"]
     assert row.status.value == "lowered"
     said = [n for n in row.notes if "is described as onnx infers it" in n]
-    if case == 0:
+    if not dilated:
         assert not said
         return
     assert said == [
-        "input 'p' is described as onnx infers it, [1, 1, 4]; it comes through node '' "
+        "input 'p' is described as onnx infers it, [1, 1, 5]; it comes through node '' "
         "(MaxPool), which onnxruntime may size otherwise at run time: the backend checks its "
         "size at run time, and refuses another"
     ]
+
+
