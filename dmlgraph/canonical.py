@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import onnx
@@ -36,6 +36,15 @@ from dmlgraph.dml.scalars import is_integer
 from dmlgraph.errors import ModelValidationError, UnsupportedError
 from dmlgraph.ir import INT64_MAX, Graph, Node, OnnxOp
 from dmlgraph.schema_types import type_string
+
+
+class Trust(Protocol):
+    """Whether onnxruntime may give a tensor other sizes, or another rank, than inference
+    gave it (``folding.PartialShapes``): rules that read those stand aside for such tensors."""
+
+    def unsure(self, graph: Graph, name: str) -> bool: ...
+
+    def rank_unsure(self, graph: Graph, name: str) -> bool: ...
 
 # ----------------------------------------------------------------------------- version tables
 
@@ -276,17 +285,14 @@ def to_canonical(
 # ----------------------------------------------------------------------------- normalize
 
 
-def normalize(
-    graph: Graph, node: Node, rank_unsure: Callable[[str], bool] | None = None
-) -> Node:
+def normalize(graph: Graph, node: Node, trust: Trust | None = None) -> Node:
     """Fill defaults and normalize parameters as far as known dtypes, ranks and constants allow.
 
     Idempotent; leaves anything it cannot decide (or that ``check`` will refuse) as it is.
-    ``rank_unsure`` says of a tensor whether onnxruntime may give it another rank than
-    inference did (``folding.PartialShapes.rank_unsure``): axes counted from the end stay so
-    for those, and a Pad's axes are not written out, since the node may run on onnxruntime
-    as written (a fallback) where the rank is another; lowering reads them by the inferred
-    rank, which the backend checks at run time.
+    Where ``trust`` says onnxruntime may give a tensor the node reads another rank than
+    inference did, axes counted from the end stay so, and a Pad's axes are not written out,
+    since the node may run on onnxruntime as written (a fallback) where the rank is another;
+    lowering reads them by the inferred rank, which the backend checks at run time.
     """
     if not is_canonical(node.op):
         return node
@@ -294,8 +300,7 @@ def normalize(
 
     def unsure() -> bool:
         """Whether a tensor whose rank the node's parameters count by may have another."""
-        read = node.inputs if op_type == "Concat" else node.inputs[:1]
-        return rank_unsure is not None and any(rank_unsure(name) for name in read if name)
+        return _rank_unsure(graph, node, trust)
 
     if op_type == "Concat":
         rank = _concat_rank(graph, node)
@@ -317,6 +322,13 @@ def normalize(
     if op_type == "Slice":
         return _normalize_slice(graph, node, index, unsure)
     return _normalize_pad(graph, node, unsure)
+
+
+def _rank_unsure(graph: Graph, node: Node, trust: Trust | None) -> bool:
+    """Whether a tensor whose rank the node's parameters count by (a Concat's inputs, else
+    the data) may have another at run time (``Trust``)."""
+    read = node.inputs if node.op_type == "Concat" else node.inputs[:1]
+    return trust is not None and any(trust.rank_unsure(graph, name) for name in read if name)
 
 
 def _index_dtype(graph: Graph, node: Node) -> np.dtype:
@@ -440,20 +452,22 @@ def _concat_rank(graph: Graph, node: Node) -> int | None:
 # ----------------------------------------------------------------------------- check
 
 
-def check(graph: Graph, node: Node) -> None:
+def check(graph: Graph, node: Node, trust: Trust | None = None) -> None:
     """Refuse a malformed Slice, Concat or Pad with a ModelValidationError naming the node.
 
-    Checks what is known: lengths from constants or static shapes, ranks from shape inference.
+    Checks what is known: lengths from constants or static shapes, ranks from shape inference
+    (but not a rank or sizes ``trust`` says onnxruntime may make otherwise: a ConvTranspose's
+    [N, 2, 3] where onnx says [N, 2] takes a Slice on axis -3).
     """
     if not is_canonical(node.op):
         return
     where = graph.describe(node)
     if node.op.op_type == "Concat":
-        _check_concat(graph, node, where)
+        _check_concat(graph, node, where, trust)
         return
     ports = PARAMETER_PORTS[node.op.op_type]
     data = graph.tensors.get(node.input(0))
-    rank = None if data is None else data.rank
+    rank = None if data is None or _rank_unsure(graph, node, trust) else data.rank
     lengths: dict[str, int] = {}
     for field in _INDEX_PARAMS[node.op.op_type]:
         name = node.input(ports[field])
@@ -508,8 +522,13 @@ def check(graph: Graph, node: Node) -> None:
             f"{where}: constant_value has {value.size} values; it must be a scalar"
         )
     pads_data = graph.constant(node.input(1))
-    shape = data.static_shape if data is not None else None
-    if pads_data is not None and shape is not None and pads_data.size == 2 * len(shape):
+    shape = data.static_shape if data is not None and rank is not None else None
+    if (
+        pads_data is not None
+        and shape is not None
+        and pads_data.size == 2 * len(shape)
+        and not (trust is not None and trust.unsure(graph, node.inputs[0]))
+    ):
         values = [int(v) for v in pads_data.reshape(-1)]  # Python ints: the sums may overflow
         for axis, n in enumerate(shape):
             size = n + values[axis] + values[axis + len(shape)]
@@ -636,13 +655,15 @@ def _check_axes(axes: np.ndarray, rank: int | None, where: str) -> None:
         raise ModelValidationError(f"{where}: axes = {axes.tolist()}: an axis appears twice")
 
 
-def _check_concat(graph: Graph, node: Node, where: str) -> None:
+def _check_concat(graph: Graph, node: Node, where: str, trust: Trust | None) -> None:
     if "" in node.inputs:  # onnx's checker lets it pass; the ports are not optional
         raise ModelValidationError(
             f"{where}: input {node.inputs.index('')} is empty (''); Concat's inputs are not "
             "optional: name a tensor"
         )
     infos = [graph.tensors[n] for n in node.inputs if n in graph.tensors]
+    if trust is not None and any(trust.unsure(graph, info.name) for info in infos):
+        infos = [info.replace(shape=None) for info in infos]  # dtypes alone are sure
     ranks = {info.rank for info in infos if info.rank is not None}
     if len(ranks) > 1:
         listed = ", ".join(

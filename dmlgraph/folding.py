@@ -178,14 +178,10 @@ def canonicalize(graph: Graph) -> None:
     Slice, Concat and Pad (counting axes from the end by no rank onnxruntime may make
     otherwise: ``PartialShapes.rank_unsure``)."""
     trust = PartialShapes(graph.declared_sizes)
-
-    def rank_unsure(name: str) -> bool:
-        return trust.rank_unsure(graph, name)
-
     for node in graph.topological_order():
         if canonical.is_canonical(node.op):
             canonical.check_types(graph, node)
-            canonical.check(graph, canonical.normalize(graph, node, rank_unsure))
+            canonical.check(graph, canonical.normalize(graph, node, trust), trust)
 
 
 # ----------------------------------------------------------------------------- shapes
@@ -811,10 +807,8 @@ def fold_constants(
                 corrected.update(forget_shapes(graph, node.outputs))
             if canonical.is_canonical(node.op):
                 canonical.check_types(graph, node)  # a dtype inference gave only now
-                node = canonical.normalize(
-                    graph, node, lambda name: partial.rank_unsure(graph, name)
-                )
-                canonical.check(graph, node)
+                node = canonical.normalize(graph, node, partial)
+                canonical.check(graph, node, partial)
             changed.update(infer_node(graph, node, memo))
         if select is not None and not select(node):
             continue

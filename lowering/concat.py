@@ -9,7 +9,6 @@ from __future__ import annotations
 import numpy as np
 
 from dmlgraph.canonical import concat_axis
-from dmlgraph.errors import ModelValidationError
 from lowering.logical import LogicalJoin
 from lowering.registry import Rewriter, rule
 
@@ -30,9 +29,10 @@ def lower_concat(rw: Rewriter) -> None:
         if len(shape) != rank or any(
             a != axis and d != shapes[0][a] for a, d in enumerate(shape)
         ):
-            raise ModelValidationError(
-                f"{rw.where}: input {i} {node.inputs[i]!r} has shape {list(shape)}; every input "
-                f"must match input 0 {list(shapes[0])} except along axis {axis}"
+            rw.refuse(
+                node.inputs,
+                f"input {i} {node.inputs[i]!r} has shape {list(shape)}; every input must "
+                f"match input 0 {list(shapes[0])} except along axis {axis}",
             )
     out_shape = list(shapes[0])
     out_shape[axis] = sum(s[axis] for s in shapes)

@@ -16,7 +16,6 @@ import numpy as np
 
 from dmlgraph.canonical import PARAMETER_PORTS, default_pad_value, expand_pads, pad_mode
 from dmlgraph.dml.enums import PaddingMode
-from dmlgraph.errors import ModelValidationError
 from dmlgraph.folding import FOLD_GROWTH_LIMIT_BYTES
 from dmlgraph.ort_pad import PadDivergenceKind as Kind
 from dmlgraph.ort_pad import pad_divergences
@@ -79,9 +78,10 @@ def lower_pad(rw: Rewriter) -> None:
         # a constant pad's crop may reach into the other side's padding (onnxruntime pads,
         # then crops: [5] padded by [3, -2] is [9, 9]); nothing else may remove more
         axis = next(a for a, c in enumerate(cropped) if c < 0)
-        raise ModelValidationError(
-            f"{rw.where}: pads {pads} remove {crop_begin[axis] + crop_end[axis]} elements "
-            f"from axis {axis}, which has {shape[axis]}"
+        rw.refuse(
+            (data,),
+            f"pads {pads} remove {crop_begin[axis] + crop_end[axis]} elements from axis "
+            f"{axis}, which has {shape[axis]}",
         )
     add_begin = tuple(max(0, p) for p in begins)
     add_end = tuple(max(0, p) for p in ends)
@@ -96,9 +96,10 @@ def lower_pad(rw: Rewriter) -> None:
     if cropped and min(cropped) <= 0:
         axis = next(a for a, c in enumerate(cropped) if c <= 0)
         if mode is not PaddingMode.CONSTANT:
-            raise ModelValidationError(
-                f"{rw.where}: mode {mode_name!r} cannot pad axis {axis}: after the crop of "
-                f"pads {pads} it has no elements to repeat"
+            rw.refuse(
+                (data,),
+                f"mode {mode_name!r} cannot pad axis {axis}: after the crop of pads {pads} it "
+                "has no elements to repeat",
             )
         nbytes = math.prod(out_shape) * dtype.itemsize
         why = (

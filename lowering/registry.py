@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, NoReturn
 
 import numpy as np
 
-from dmlgraph.errors import UnsupportedError
+from dmlgraph.errors import ModelValidationError, UnsupportedError
 from dmlgraph.folding import PartialShapes
 from dmlgraph.ir import Graph, Node
 from lowering.logical import LogicalOp
@@ -64,6 +64,22 @@ class Rewriter:
                     f"comes through {self.trust.cause(self.graph, tensor)} "
                     "(folding.SHAPE_EXACT_OPS); left to the fallback, which computes it"
                 )
+
+    def refuse(self, tensors: Iterable[str], problem: str) -> NoReturn:
+        """Refuse the model (``ModelValidationError``: "``where``: ``problem``") for what the
+        sizes of ``tensors`` make invalid; where onnxruntime may size one otherwise, leave
+        the node to the fallback instead (``Unlowerable``), which computes what onnxruntime
+        does (after a Squeeze by an empty axes list, onnx's [1, 8, 1] has no elements on
+        axis 2 to repeat, onnxruntime's [8] has 8)."""
+        if self.trust is not None:
+            for tensor in tensors:
+                if not self.graph.is_constant(tensor) and self.trust.unsure(self.graph, tensor):
+                    raise Unlowerable(
+                        f"by the sizes onnx infers, {problem}; but {tensor!r} comes through "
+                        f"{self.trust.cause(self.graph, tensor)}: left to the fallback, which "
+                        "computes it"
+                    )
+        raise ModelValidationError(f"{self.where}: {problem}")
 
     def static_shape(self, tensor: str, role: str) -> Shape:
         info = self.graph.tensor(tensor)

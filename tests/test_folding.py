@@ -1636,3 +1636,58 @@ def test_a_descriptor_sized_by_an_unsure_inference_says_so(dilated, onnx_make_mo
     ]
 
 
+
+
+def test_a_slice_on_an_axis_beyond_onnx_s_rank_is_not_refused(onnx_make_model, onnx_run) -> None:
+    """A Slice on axis -3 of a ConvTranspose's output, which onnx says is [N, 1] and
+    onnxruntime makes [N, 1, 4]: ``canonical.check`` refused it ("axes = [-3]: [-3] out of
+    range [-2, 1]") by onnx's rank, blaming a model onnxruntime runs (found by a helper's
+    sweep of 9,372 such models). It runs on the fallback now, as written."""
+    model = onnx_make_model(
+        [helper.make_node("ConvTranspose", ["x", "w"], ["y"], output_shape=[4]),
+         helper.make_node("Shape", ["y"], ["s"]),
+         helper.make_node("Gather", ["s", "m3"], ["e"], axis=0),
+         helper.make_node("Slice", ["y", "zero", "e", "m3"], ["out"])],
+        [("x", FLOAT, ["N", 1, 5])],
+        [("out", FLOAT, None)],
+        opset=17,
+        initializers=[numpy_helper.from_array(np.ones((1, 1, 1), np.float32), "w"),
+                      _i64("m3", [-3]), _i64("zero", [0])],
+    )
+    x = np.arange(5, dtype=np.float32).reshape(1, 1, 5)
+    (want,) = onnx_run(model, {"x": x})
+    assert want.shape == (1, 1, 4)
+    for shapes in (None, {"x": [1, 1, 5]}):
+        assert np.array_equal(_numpy_run(dmlgraph.load(model, shapes), {"x": x}), want)
+        assert dmlgraph.check(model, inputs={"x": x}, input_shapes=shapes).passed
+
+
+def test_a_pad_of_sizes_onnx_infers_otherwise_is_left_to_the_fallback(
+    onnx_make_model, onnx_run
+) -> None:
+    """A Squeeze by an empty axes list (onnx: [1, 8, 1], onnxruntime: [8]), then an edge
+    Pad of axis -1 by [1, -1]. Lowering refused the model ("mode 'edge' cannot pad axis 2:
+    after the crop ... no elements to repeat") by onnx's sizes; it leaves the Pad to the
+    fallback now, saying why, and the model runs as onnxruntime runs it."""
+    model = onnx_make_model(
+        [helper.make_node("Squeeze", ["x", "none"], ["y"]),
+         helper.make_node("Pad", ["y", "pads", "", "m1"], ["out"], mode="edge")],
+        [("x", FLOAT, ["N", 8, 1])],
+        [("out", FLOAT, None)],
+        opset=20,
+        initializers=[numpy_helper.from_array(np.zeros(0, np.int64), "none"),
+                      _i64("pads", [1, -1]), _i64("m1", [-1])],
+    )
+    x = np.arange(8, dtype=np.float32).reshape(1, 8, 1)
+    (want,) = onnx_run(model, {"x": x})
+    assert want.tolist() == [0, 0, 1, 2, 3, 4, 5, 6]
+    graph = dmlgraph.load(model, {"x": [1, 8, 1]})
+    from lowering import lower
+
+    (row,) = [r for r in lower(graph, "6_4").report() if r.op_type == "Pad"]
+    assert row.status.value == "fallback"
+    assert any("by the sizes onnx infers, mode 'edge' cannot pad axis 2" in note
+               and "node '' (Squeeze), which onnxruntime may size otherwise" in note
+               for note in row.notes)
+    assert np.array_equal(_numpy_run(graph, {"x": x}), want)
+    assert dmlgraph.check(model, inputs={"x": x}, input_shapes={"x": [1, 8, 1]}).passed
