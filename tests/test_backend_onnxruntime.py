@@ -534,3 +534,61 @@ def test_pools_the_caller_made_are_used() -> None:
     asked = made + "\nassert providers.share_global_thread_pools()"
     assert _pool_child(asked, True) == "2 [False, False] True"
     assert _pool_child(made, False) == "2 [False, False] True"
+
+
+def _pool_model(rows: int | str, kernel: int = 3) -> onnx.ModelProto:
+    """A MaxPool of kernel [kernel, 2] over [N, 8, rows, 8] (8 channels: onnxruntime's NCHWc
+    blocks), then a Concat of it with itself (so ``check`` has a Concat to lower): empty on
+    rows when ``rows`` < ``kernel``."""
+    graph = helper.make_graph(
+        [helper.make_node("MaxPool", ["x"], ["p"], kernel_shape=[kernel, 2], strides=[1, 2]),
+         helper.make_node("Concat", ["p", "p"], ["y"], axis=1)],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 8, rows, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
+    model.ir_version = 9
+    return model
+
+
+def test_which_pools_go_without_the_layout_rewrite_that_crashes_on_empty_outputs() -> None:
+    from backends.onnxruntime.providers import _pools_may_be_empty
+
+    assert not _pools_may_be_empty(_pool_model(5))  # 3 rows out
+    assert _pools_may_be_empty(_pool_model(2))  # none
+    assert _pools_may_be_empty(_pool_model("H"))  # not known
+    assert _pools_may_be_empty(_pool_model(2).SerializeToString())
+    no_pool = _pool_model(5)
+    no_pool.graph.node[0].op_type = "Relu"
+    del no_pool.graph.node[0].attribute[:]
+    assert not _pools_may_be_empty(no_pool)
+
+
+def test_a_pool_with_an_empty_output_does_not_kill_the_process(tmp_path) -> None:
+    """onnxruntime's NCHWc layout rewrite (ORT_ENABLE_ALL) dies of SIGFPE on a MaxPool whose
+    output has no rows; dmlgraph's fallback session and check's reference session over such
+    a model died with it (found by a helper's sweep). They go without that rewrite now, and
+    give onnxruntime's unoptimized empty result. In a child process: the crash kills it."""
+    model = _pool_model(2)
+    path = tmp_path / "pool.onnx"
+    onnx.save(model, path)
+    x = np.ones((2, 8, 2, 8), np.float32)
+    np.savez(tmp_path / "in.npz", x=x)
+    plain = ort.SessionOptions()
+    plain.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    want = ort.InferenceSession(model.SerializeToString(), plain,
+                                providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    assert want.shape == (2, 16, 0, 4)
+    code = (
+        "import sys, numpy as np, dmlgraph\n"
+        "from backends import get_backend\nfrom lowering import lower\n"
+        f"x = np.load({str(tmp_path / 'in.npz')!r})['x']\n"
+        f"g = dmlgraph.load({str(path)!r})\n"
+        "print(get_backend('numpy').run(lower(g, '6_4'), {'x': x})['y'].shape)\n"
+        f"print(dmlgraph.check({str(path)!r}, inputs={{'x': x}}).passed)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["(2,", "16,", "0,", "4)", "True"]

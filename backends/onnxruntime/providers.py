@@ -99,6 +99,14 @@ PROVIDER_OPTIONS: Mapping[str, Mapping[str, str]] = {
 #: a name it does not know.
 SHAPE_REWRITES: tuple[str, ...] = ("ConstantFolding", "ReshapeFusion", "ExpandElimination")
 
+#: onnxruntime's NCHWc layout transformer (an ORT_ENABLE_ALL optimizer) kills the process
+#: (SIGFPE) when a pool it rewrote makes an empty output (onnxruntime 1.31: a MaxPool of
+#: kernel 3 over 2 rows; the unoptimized session gives the empty result). A session over a
+#: model with a pool whose spatial output sizes are not all known to be positive goes
+#: without it (``_pools_may_be_empty``); others keep its faster convolutions.
+LAYOUT_REWRITE = "NchwcTransformer"
+_POOL_OPS = frozenset({"MaxPool", "AveragePool", "LpPool"})
+
 #: Whether this process's onnxruntime has its global thread pools (None: not known yet).
 _global_pools: bool | None = None
 #: onnxruntime's refusal of a session with its own pools once the global ones exist.
@@ -191,19 +199,56 @@ def make_session(
     global _global_pools
     content = model.SerializeToString() if isinstance(model, onnx.ModelProto) else model
     shared = bool(_global_pools) or (shared_threads and share_global_thread_pools())
-    disabled = None if shape_rewrites else list(SHAPE_REWRITES)
+    disabled = [] if shape_rewrites else list(SHAPE_REWRITES)
+    if optimize and _pools_may_be_empty(model):
+        disabled.append(LAYOUT_REWRITE)
     try:
         try:
-            return _session(content, providers, shared, shared_arena, spin, optimize, disabled)
+            return _session(
+                content, providers, shared, shared_arena, spin, optimize, disabled or None
+            )
         except Exception as exc:
             if shared or _POOLS_TAKEN not in str(exc):
                 raise
             _global_pools = True  # someone else made them
-            return _session(content, providers, True, shared_arena, spin, optimize, disabled)
+            return _session(
+                content, providers, True, shared_arena, spin, optimize, disabled or None
+            )
     except Exception as exc:  # onnxruntime raises its own pybind exception types
         raise BackendError(
             f"{where}: onnxruntime cannot load the model: {first_line(exc)}"
         ) from None
+
+
+def _pools_may_be_empty(model: onnx.ModelProto | bytes | str) -> bool:
+    """Whether a pool of the model may make an output empty on a spatial axis: one whose
+    spatial sizes are not all positive and known, from the model's value infos or else from
+    onnx's inference (``LAYOUT_REWRITE``). A model that cannot be read says yes."""
+    try:
+        if not isinstance(model, onnx.ModelProto):
+            model = (
+                onnx.load_model_from_string(model) if isinstance(model, bytes)
+                else onnx.load(model, load_external_data=False)
+            )
+        if any(n.op_type in _POOL_OPS for f in model.functions for n in f.node):
+            return True
+        pools = [n.output[0] for n in model.graph.node if n.op_type in _POOL_OPS and n.output]
+        if not pools:
+            return False
+        infos = {vi.name: vi for vi in (*model.graph.value_info, *model.graph.output)}
+        if any(name not in infos for name in pools):
+            inferred = onnx.shape_inference.infer_shapes(model).graph
+            infos = {vi.name: vi for vi in (*inferred.value_info, *inferred.output)}
+    except Exception:
+        return True
+    for name in pools:
+        info = infos.get(name)
+        tensor = info.type.tensor_type if info is not None else None
+        if tensor is None or not tensor.HasField("shape") or len(tensor.shape.dim) < 3:
+            return True
+        if any(not d.HasField("dim_value") or d.dim_value < 1 for d in tensor.shape.dim[2:]):
+            return True
+    return False
 
 
 def _session(
