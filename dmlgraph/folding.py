@@ -1257,7 +1257,9 @@ def _pool_exact(graph: Graph, node: Node) -> bool:
     return all(p < kernel[k % len(kernel)] for k, p in enumerate(pads)) if kernel else not pads
 
 
-def _ceil_pool_size(size: int, kernel: int, stride: int, dilation: int, begin: int, end: int) -> int:
+def _ceil_pool_size(
+    size: int, kernel: int, stride: int, dilation: int, begin: int, end: int
+) -> int:
     """A pooled size with ceil_mode, as the spec and onnxruntime make it: the windows
     rounded up, less a last one that would start in the end padding (onnx's inference keeps
     it: [B, 1, 5] pooled by 2 with pads of 1 has 3 columns, onnx infers 4)."""
@@ -1305,8 +1307,9 @@ def _ceil_pool_spatial(attrs: Mapping[str, Any], x: TensorInfo | None) -> tuple[
     if any(s < 1 for s in strides) or any(d < 1 for d in dilations):
         return None
     return tuple(
-        _ceil_pool_size(n, kernel[i], strides[i], dilations[i], pads[i], pads[rank + i])  # type: ignore[arg-type]
+        _ceil_pool_size(n, kernel[i], strides[i], dilations[i], pads[i], pads[rank + i])
         for i, n in enumerate(sizes)
+        if type(n) is int  # all are (above): for the type checker
     )
 
 
@@ -1588,9 +1591,9 @@ def _prelu_grows_rank(graph: Graph, node: Node) -> bool:
 #: kernel makes, on the condition each maps to (``PartialShapes.rank_unsure``). A
 #: ConvTranspose to an output_shape smaller than its input: onnx gives up on the spatial dims
 #: ([N, C]), onnxruntime crops ([N, C, 3]); a Squeeze without named axes (onnx squeezes
-#: nothing for an empty list, onnxruntime every size-1 axis, which sizes onnx may have wrong
-#: decide); a PRelu whose slope has more axes than X. Every other op makes its rank from its
-#: inputs' ranks and its attributes alike in both.
+#: nothing for an empty list, onnxruntime every size-1 axis, by sizes onnx may have wrong);
+#: a PRelu whose slope has more axes than X. Every other op makes its rank from its inputs'
+#: ranks and its attributes alike in both.
 _RANK_DIVERGENT_WHEN: Mapping[str, Callable[[Graph, Node], bool]] = MappingProxyType({
     "ConvTranspose": lambda graph, node: bool(node.op.attrs.get("output_shape")),
     "Squeeze": lambda graph, node: not _squeeze_exact(graph, node),

@@ -48,6 +48,18 @@ class Rewriter:
     def where(self) -> str:
         return self.graph.describe(self.node)
 
+    def _unsure_through(self, tensor: str) -> str:
+        """What onnxruntime may size otherwise upstream of ``tensor``, whose sizes here are
+        inference's (``PartialShapes.cause``); "" for sizes that hold, and when the lower
+        pass trusts every size (``trust`` None)."""
+        if (
+            self.trust is None
+            or self.graph.is_constant(tensor)
+            or not self.trust.unsure(self.graph, tensor)
+        ):
+            return ""
+        return self.trust.cause(self.graph, tensor)
+
     def rely_on_sizes(self, tensors: Iterable[str], decision: str) -> None:
         """Refuse (``Unlowerable``) a ``decision`` that follows from the inferred sizes of
         ``tensors`` alone, where onnxruntime may size one otherwise: an emitted descriptor's
@@ -55,14 +67,13 @@ class Rewriter:
         a node become a constant or an alias of its input, leaves nothing to check. (A PRelu
         whose slope grows X, sized [B, 1] by onnx and [B, 4] by onnxruntime, split in two:
         the Concat of the halves dropped the second as empty and gave [B, 2].)"""
-        if self.trust is None:
-            return
         for tensor in tensors:
-            if not self.graph.is_constant(tensor) and self.trust.unsure(self.graph, tensor):
+            cause = self._unsure_through(tensor)
+            if cause:
                 raise Unlowerable(
                     f"{decision} follows from the size onnx infers for {tensor!r}, which "
-                    f"comes through {self.trust.cause(self.graph, tensor)} "
-                    "(folding.SHAPE_EXACT_OPS); left to the fallback, which computes it"
+                    f"comes through {cause} (folding.SHAPE_EXACT_OPS); left to the fallback, "
+                    "which computes it"
                 )
 
     def refuse(self, tensors: Iterable[str], problem: str) -> NoReturn:
@@ -71,17 +82,19 @@ class Rewriter:
         the node to the fallback instead (``Unlowerable``), which computes what onnxruntime
         does (after a Squeeze by an empty axes list, onnx's [1, 8, 1] has no elements on
         axis 2 to repeat, onnxruntime's [8] has 8)."""
-        if self.trust is not None:
-            for tensor in tensors:
-                if not self.graph.is_constant(tensor) and self.trust.unsure(self.graph, tensor):
-                    raise Unlowerable(
-                        f"by the sizes onnx infers, {problem}; but {tensor!r} comes through "
-                        f"{self.trust.cause(self.graph, tensor)}: left to the fallback, which "
-                        "computes it"
-                    )
+        for tensor in tensors:
+            cause = self._unsure_through(tensor)
+            if cause:
+                raise Unlowerable(
+                    f"by the sizes onnx infers, {problem}; but {tensor!r} comes through "
+                    f"{cause}: left to the fallback, which computes it"
+                )
         raise ModelValidationError(f"{self.where}: {problem}")
 
     def static_shape(self, tensor: str, role: str) -> Shape:
+        """The static sizes of ``tensor`` (``Unlowerable`` where some are not known), noting
+        where they are inference's and onnxruntime may make others: a descriptor is sized by
+        them, and the backend checks them at run time."""
         info = self.graph.tensor(tensor)
         if info.dtype is None or not info.is_static:
             dims = "unknown" if info.shape is None else list(info.shape)
@@ -90,16 +103,13 @@ class Rewriter:
                 "(give them with --input-shape NAME:D0,D1,..)"
             )
         shape: Shape = info.static_shape  # type: ignore[assignment]
-        if self.trust is not None and not self.graph.is_constant(tensor) and self.trust.unsure(
-            self.graph, tensor
-        ):
-            cause = self.trust.cause(self.graph, tensor)
-            said = f"comes through {cause}"
-            if not any(said in note for note in self.notes):
-                self.note(
-                    f"{role} {tensor!r} is described as onnx infers it, {list(shape)}; it "
-                    f"{said}: the backend checks its size at run time, and refuses another"
-                )
+        cause = self._unsure_through(tensor)
+        said = f"comes through {cause}"
+        if cause and not any(said in note for note in self.notes):
+            self.note(
+                f"{role} {tensor!r} is described as onnx infers it, {list(shape)}; it {said}: "
+                "the backend checks its size at run time, and refuses another"
+            )
         return shape
 
     def dtype(self, tensor: str) -> np.dtype:
