@@ -1511,12 +1511,22 @@ def _slice_exact(graph: Graph, node: Node) -> bool:
 
 
 def _squeeze_exact(graph: Graph, node: Node) -> bool:
-    """A Squeeze with axes named: onnx squeezes nothing for an empty list, onnxruntime every
-    size-1 axis."""
+    """A Squeeze with axes named; or without, of a static input (onnx squeezes its size-1
+    axes, as onnxruntime does); or by an empty list, of a static input with no axis of size
+    1 (onnx squeezes nothing for an empty list, onnxruntime every size-1 axis)."""
     if node.op.since_version < 13:
-        return bool(node.op.attrs.get("axes"))
-    axes = graph.constant(node.input(1)) if len(node.inputs) > 1 else None
-    return axes is not None and axes.size > 0
+        given = node.op.attrs.get("axes")
+        listed = given is not None
+    else:
+        listed = len(node.inputs) > 1 and bool(node.inputs[1])
+        given = graph.constant(node.input(1)) if listed else None
+        if listed and given is None:  # axes known at run time only
+            return False
+    if given is not None and len(given) > 0:
+        return True
+    info = graph.tensors.get(node.inputs[0]) if node.inputs else None
+    shape = info.static_shape if info is not None else None
+    return shape is not None and not (listed and 1 in shape)
 
 
 def _recurrence_exact(graph: Graph, node: Node) -> bool:

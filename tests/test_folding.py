@@ -1691,3 +1691,32 @@ def test_a_pad_of_sizes_onnx_infers_otherwise_is_left_to_the_fallback(
                for note in row.notes)
     assert np.array_equal(_numpy_run(graph, {"x": x}), want)
     assert dmlgraph.check(model, inputs={"x": x}, input_shapes={"x": [1, 8, 1]}).passed
+
+
+@pytest.mark.parametrize(
+    ("axes", "shape", "folds"),
+    [(None, [1, 3, 1], True),  # no axes: onnx squeezes the 1s of a static shape too
+     ("empty", [2, 3, 4], True),  # an empty list, and no 1 to squeeze: alike
+     ("empty", [1, 3, 1], False)],  # onnx squeezes nothing, onnxruntime both 1s
+)
+def test_a_squeeze_without_axes_is_trusted_where_onnx_squeezes_as_onnxruntime(
+    axes, shape, folds, onnx_make_model, onnx_run
+) -> None:
+    """A Shape of a Squeeze without named axes, its input's sizes fixed by ``input_shapes``:
+    it folds where onnx squeezes what onnxruntime does (before, no such Squeeze was trusted),
+    and runs where they differ, giving onnxruntime's shape either way."""
+    model = onnx_make_model(
+        [helper.make_node("Squeeze", ["x"] + (["none"] if axes else []), ["p"]),
+         helper.make_node("Shape", ["p"], ["q"]),
+         helper.make_node("Mul", ["q", "one"], ["y"])],
+        [("x", FLOAT, ["B", *shape[1:]])],
+        [("y", INT64, None)],
+        opset=13,
+        initializers=[_i64("one", 1), numpy_helper.from_array(np.zeros(0, np.int64), "none")],
+    )
+    x = np.ones(shape, np.float32)
+    (want,) = onnx_run(model, {"x": x})
+    graph = dmlgraph.load(model, {"x": shape})
+    assert (not graph.find_nodes("Shape")) == folds
+    assert _numpy_run(graph, {"x": x}).tolist() == want.tolist()
+    assert dmlgraph.check(model, inputs={"x": x}, input_shapes={"x": shape}).passed
