@@ -1227,8 +1227,9 @@ SHAPE_EXACT_OPS: frozenset[str] = frozenset({
     "Trilu", "GatherElements", "GatherND", "ScatterElements", "ScatterND", "QuantizeLinear",
     "DequantizeLinear", "Einsum", "GridSample", "RoiAlign", "Resize", "Upsample",
     # layout (a Slice only where onnxruntime reads its parameters as ONNX does, a Squeeze
-    # only with axes named: onnx squeezes nothing for an empty list, onnxruntime every 1; a
-    # Concat only of inputs sized alike: onnx sizes [B, T] ++ [0, 1] as [?, 1], onnxruntime
+    # without named axes only of a static input, with no 1 for an empty list, which onnx
+    # squeezes nothing of and onnxruntime every 1 (``_squeeze_exact``); a Concat only of
+    # inputs sized alike: onnx sizes [B, T] ++ [0, 1] as [?, 1], onnxruntime
     # skips the empty one, [B, T]; ``_concat_sized_alike``)
     "Transpose", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Concat", "Expand", "Gather",
     "Slice", "Pad",
