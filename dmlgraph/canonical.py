@@ -39,10 +39,8 @@ from dmlgraph.schema_types import type_string
 
 
 class Trust(Protocol):
-    """Whether onnxruntime may give a tensor other sizes, or another rank, than inference
-    gave it (``folding.PartialShapes``): rules that read those stand aside for such tensors."""
-
-    def unsure(self, graph: Graph, name: str) -> bool: ...
+    """Whether onnxruntime may give a tensor another rank than inference gave it
+    (``folding.PartialShapes``): rules that count by the rank stand aside for such tensors."""
 
     def rank_unsure(self, graph: Graph, name: str) -> bool: ...
 
@@ -456,14 +454,14 @@ def check(graph: Graph, node: Node, trust: Trust | None = None) -> None:
     """Refuse a malformed Slice, Concat or Pad with a ModelValidationError naming the node.
 
     Checks what is known: lengths from constants or static shapes, ranks from shape inference
-    (but not a rank or sizes ``trust`` says onnxruntime may make otherwise: a ConvTranspose's
+    (but not a rank ``trust`` says onnxruntime may make otherwise: a ConvTranspose's
     [N, 2, 3] where onnx says [N, 2] takes a Slice on axis -3).
     """
     if not is_canonical(node.op):
         return
     where = graph.describe(node)
     if node.op.op_type == "Concat":
-        _check_concat(graph, node, where, trust)
+        _check_concat(graph, node, where)
         return
     ports = PARAMETER_PORTS[node.op.op_type]
     data = graph.tensors.get(node.input(0))
@@ -523,12 +521,7 @@ def check(graph: Graph, node: Node, trust: Trust | None = None) -> None:
         )
     pads_data = graph.constant(node.input(1))
     shape = data.static_shape if data is not None and rank is not None else None
-    if (
-        pads_data is not None
-        and shape is not None
-        and pads_data.size == 2 * len(shape)
-        and not (trust is not None and trust.unsure(graph, node.inputs[0]))
-    ):
+    if pads_data is not None and shape is not None and pads_data.size == 2 * len(shape):
         values = [int(v) for v in pads_data.reshape(-1)]  # Python ints: the sums may overflow
         for axis, n in enumerate(shape):
             size = n + values[axis] + values[axis + len(shape)]
@@ -655,15 +648,13 @@ def _check_axes(axes: np.ndarray, rank: int | None, where: str) -> None:
         raise ModelValidationError(f"{where}: axes = {axes.tolist()}: an axis appears twice")
 
 
-def _check_concat(graph: Graph, node: Node, where: str, trust: Trust | None) -> None:
+def _check_concat(graph: Graph, node: Node, where: str) -> None:
     if "" in node.inputs:  # onnx's checker lets it pass; the ports are not optional
         raise ModelValidationError(
             f"{where}: input {node.inputs.index('')} is empty (''); Concat's inputs are not "
             "optional: name a tensor"
         )
     infos = [graph.tensors[n] for n in node.inputs if n in graph.tensors]
-    if trust is not None and any(trust.unsure(graph, info.name) for info in infos):
-        infos = [info.replace(shape=None) for info in infos]  # dtypes alone are sure
     ranks = {info.rank for info in infos if info.rank is not None}
     if len(ranks) > 1:
         listed = ", ".join(
