@@ -23,7 +23,7 @@ back in the syntax of a given version, for ``to_onnx``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from types import MappingProxyType
@@ -39,8 +39,11 @@ from dmlgraph.schema_types import type_string
 
 
 class Trust(Protocol):
-    """Whether onnxruntime may give a tensor another rank than inference gave it
-    (``folding.PartialShapes``): rules that count by the rank stand aside for such tensors."""
+    """Whether onnxruntime may give a tensor other sizes (``unsure``), or another rank
+    (``rank_unsure``), than inference gave it (``folding.PartialShapes``): rules that count
+    by those stand aside for such tensors."""
+
+    def unsure(self, graph: Graph, name: str) -> bool: ...
 
     def rank_unsure(self, graph: Graph, name: str) -> bool: ...
 
@@ -290,21 +293,17 @@ def normalize(graph: Graph, node: Node, trust: Trust | None = None) -> Node:
     Where ``trust`` says onnxruntime may give a tensor the node reads another rank than
     inference did, axes counted from the end stay so, and a Pad's axes are not written out,
     since the node may run on onnxruntime as written (a fallback) where the rank is another;
-    lowering reads them by the inferred rank, which the backend checks at run time.
+    lowering reads them by the inferred rank, which the backend checks at run time. Nor is a
+    parameter's length read from sizes it says onnxruntime may make otherwise.
     """
     if not is_canonical(node.op):
         return node
     op_type = node.op.op_type
-
-    def unsure() -> bool:
-        """Whether a tensor whose rank the node's parameters count by may have another."""
-        return _rank_unsure(graph, node, trust)
-
     if op_type == "Concat":
         rank = _concat_rank(graph, node)
         given = node.op.attrs.get("axis")
         axis = concat_axis(node, graph.describe(node))
-        if rank is not None and -rank <= axis < 0 and not unsure():
+        if rank is not None and -rank <= axis < 0 and not _rank_unsure(graph, node, trust):
             axis += rank
         if axis != given:
             node = graph.replace_node(
@@ -318,8 +317,8 @@ def normalize(graph: Graph, node: Node, trust: Trust | None = None) -> Node:
         if value is not None and value.dtype != index and value.dtype.kind in "iu":
             node = _set_param(graph, node, field, value.astype(index))
     if op_type == "Slice":
-        return _normalize_slice(graph, node, index, unsure)
-    return _normalize_pad(graph, node, unsure)
+        return _normalize_slice(graph, node, index, trust)
+    return _normalize_pad(graph, node, trust)
 
 
 def _rank_unsure(graph: Graph, node: Node, trust: Trust | None) -> bool:
@@ -342,13 +341,11 @@ def _index_dtype(graph: Graph, node: Node) -> np.dtype:
     return np.dtype(np.int64)
 
 
-def _normalize_slice(
-    graph: Graph, node: Node, index: np.dtype, rank_unsure: Callable[[], bool]
-) -> Node:
+def _normalize_slice(graph: Graph, node: Node, index: np.dtype, trust: Trust | None) -> Node:
     rank = graph.tensors[node.inputs[0]].rank if node.inputs[0] in graph.tensors else None
-    count = _param_length(graph, node, "starts")
+    count = _param_length(graph, node, "starts", trust)
     if count is None:
-        count = _param_length(graph, node, "ends")
+        count = _param_length(graph, node, "ends", trust)
     if count is not None and rank is not None and count > rank and not node.input(3):
         return node  # axes 0..count-1 would blame axes the model never wrote: ``check`` says
     if count is not None and not node.input(3):
@@ -356,7 +353,12 @@ def _normalize_slice(
     if count is not None and not node.input(4):
         node = _set_param(graph, node, "steps", np.ones(count, dtype=index))
     axes = graph.constant(node.input(3))
-    if axes is not None and rank is not None and (axes < 0).any() and not rank_unsure():
+    if (
+        axes is not None
+        and rank is not None
+        and (axes < 0).any()
+        and not _rank_unsure(graph, node, trust)
+    ):
         fixed = _nonnegative_axes(axes, rank)
         if fixed is not None:
             node = _set_param(graph, node, "axes", fixed.astype(index))
@@ -370,9 +372,10 @@ def default_pad_value(dtype: np.dtype) -> np.ndarray:
     return np.zeros((), dtype=dtype)
 
 
-def _normalize_pad(graph: Graph, node: Node, rank_unsure: Callable[[], bool]) -> Node:
+def _normalize_pad(graph: Graph, node: Node, trust: Trust | None) -> Node:
     data = graph.tensors.get(node.inputs[0])
-    rank = None if data is None or data.rank is None or rank_unsure() else data.rank
+    unsure = data is None or data.rank is None or _rank_unsure(graph, node, trust)
+    rank = None if unsure or data is None else data.rank
     dtype = None if data is None else data.dtype
     value = graph.constant(node.input(2))
     if dtype is not None and not node.input(2):
@@ -387,7 +390,7 @@ def _normalize_pad(graph: Graph, node: Node, rank_unsure: Callable[[], bool]) ->
         with np.errstate(over="ignore", invalid="ignore"):
             node = _set_param(graph, node, "constant_value", value.astype(dtype))
     pads = graph.constant(node.input(1))
-    pads_length = _param_length(graph, node, "pads")
+    pads_length = _param_length(graph, node, "pads", trust)
     # Without axes a Pad pads every axis: they are written out once the rank is known, never
     # guessed from the pads (axes 0..k-1 pad the leading k axes of data of any rank, where
     # ONNX refuses 2k pads for data of another rank than k)
@@ -428,12 +431,16 @@ def _set_param(graph: Graph, node: Node, field: str, value: np.ndarray) -> Node:
     return graph.set_input(node.id, PARAMETER_PORTS[node.op_type][field], name)
 
 
-def _param_length(graph: Graph, node: Node, field: str) -> int | None:
-    """The length of a 1-D parameter input: from its data, else its static shape."""
+def _param_length(graph: Graph, node: Node, field: str, trust: Trust | None) -> int | None:
+    """The length of a 1-D parameter input: from its data, else its static shape (not one
+    ``trust`` says onnxruntime may make otherwise: ends from a Shape of a PRelu whose slope
+    grows X, sliced from -5, have 0 values by onnx's rank 4, 1 by onnxruntime's 5)."""
     name = node.input(PARAMETER_PORTS[node.op_type][field])
     if not name or name not in graph.tensors:
         return None
     info = graph.tensors[name]
+    if info.data is None and trust is not None and trust.unsure(graph, name):
+        return None
     if info.shape is not None and len(info.shape) == 1 and isinstance(info.shape[0], int):
         return info.shape[0]
     return None
@@ -476,7 +483,7 @@ def check(graph: Graph, node: Node, trust: Trust | None = None) -> None:
             raise ModelValidationError(
                 f"{where}: {field} has shape {list(info.shape or ())}; it must be 1-D"
             )
-        length = _param_length(graph, node, field)
+        length = _param_length(graph, node, field, trust)
         if length is not None:
             lengths[field] = length
         axes = info.data if field == "axes" else None

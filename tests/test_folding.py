@@ -1720,3 +1720,31 @@ def test_a_squeeze_without_axes_is_trusted_where_onnx_squeezes_as_onnxruntime(
     assert (not graph.find_nodes("Shape")) == folds
     assert _numpy_run(graph, {"x": x}).tolist() == want.tolist()
     assert dmlgraph.check(model, inputs={"x": x}, input_shapes={"x": shape}).passed
+
+
+@pytest.mark.parametrize("sized", [False, True])
+def test_a_parameter_s_length_onnx_infers_otherwise_is_not_refused(
+    sized, onnx_make_model, onnx_run
+) -> None:
+    """A PRelu whose slope has more axes than X (onnx [N, 3, 1, 3], onnxruntime
+    [1, N, 3, 1, 3]); a Slice's ends are its shape sliced from -5 to -4: onnx's inference
+    says 0 values (its shape has 4), onnxruntime's has 1. ``canonical.check`` refused the
+    Slice ("starts, ends, axes and steps must have one length") by onnx's length (16 models
+    of a helper's sweep); the length stands aside now, and the Slice runs as written."""
+    model = onnx_make_model(
+        [helper.make_node("PRelu", ["x", "slope"], ["a"]),
+         helper.make_node("Shape", ["a"], ["s"]),
+         helper.make_node("Slice", ["s", "m5", "m4"], ["e"]),
+         helper.make_node("Slice", ["a", "zero", "e", "m5"], ["y"])],
+        [("x", FLOAT, ["N", 3, 1, 3])],
+        [("y", FLOAT, None)],
+        opset=14,
+        initializers=[numpy_helper.from_array(np.full((1, 1, 1, 1, 1), 0.5, np.float32), "slope"),
+                      _i64("m5", [-5]), _i64("m4", [-4]), _i64("zero", [0])],
+    )
+    x = np.random.default_rng(3).standard_normal((1, 3, 1, 3)).astype(np.float32)
+    (want,) = onnx_run(model, {"x": x})
+    assert want.shape == (1, 1, 3, 1, 3)
+    shapes = {"x": [1, 3, 1, 3]} if sized else None
+    assert np.array_equal(_numpy_run(dmlgraph.load(model, shapes), {"x": x}), want)
+    assert dmlgraph.check(model, inputs={"x": x}, input_shapes=shapes).passed
