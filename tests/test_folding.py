@@ -1748,3 +1748,44 @@ def test_a_parameter_s_length_onnx_infers_otherwise_is_not_refused(
     shapes = {"x": [1, 3, 1, 3]} if sized else None
     assert np.array_equal(_numpy_run(dmlgraph.load(model, shapes), {"x": x}), want)
     assert dmlgraph.check(model, inputs={"x": x}, input_shapes=shapes).passed
+
+
+def _quantized(op: str) -> tuple[list[onnx.NodeProto], list[onnx.TensorProto]]:
+    """x ([B, 2, 5] float) made uint8 by a QuantizeLinear, then ``op`` making p."""
+    u8 = lambda name, v: numpy_helper.from_array(np.array(v, np.uint8), name)  # noqa: E731
+    f32 = lambda name, v: numpy_helper.from_array(np.array(v, np.float32), name)  # noqa: E731
+    quantize = helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["q"])
+    common = [f32("xs", 0.1), u8("xz", 128)]
+    if op == "QLinearConv":
+        return [quantize, helper.make_node("QLinearConv", ["q", "xs", "xz", "w", "ws", "wz",
+                                                           "xs", "xz"], ["p"])], [
+            *common, u8("w", np.full((3, 2, 2), 130)), f32("ws", 0.05), u8("wz", 128)]
+    if op == "MatMulInteger":
+        return [quantize, helper.make_node("MatMulInteger", ["q", "w", "xz", "wz"], ["p"])], [
+            *common, u8("w", np.full((5, 4), 3)), u8("wz", 1)]
+    if op == "BitShift":
+        return [quantize, helper.make_node("BitShift", ["q", "one8"], ["p"],
+                                           direction="RIGHT")], [*common, u8("one8", 1)]
+    return [helper.make_node("DynamicQuantizeLinear", ["x"], ["p", "ps", "pz"])], []
+
+
+@pytest.mark.parametrize("op", ["QLinearConv", "MatMulInteger", "BitShift",
+                                "DynamicQuantizeLinear"])
+def test_a_shape_after_a_quantized_op_folds(op, onnx_make_model, onnx_run) -> None:
+    """A Shape after a quantized product or a bitwise op, the batch fixed by
+    ``input_shapes``: before, no such op was trusted, so the Shape ran; onnx sizes them as
+    onnxruntime does (a helper's sweep), so it folds, to onnxruntime's value."""
+    nodes, inits = _quantized(op)
+    model = onnx_make_model(
+        [*nodes, helper.make_node("Shape", ["p"], ["s"]),
+         helper.make_node("Mul", ["s", "one"], ["y"])],
+        [("x", FLOAT, ["B", 2, 5])],
+        [("y", INT64, None)],
+        opset=16,
+        initializers=[*inits, _i64("one", 1)],
+    )
+    x = np.random.default_rng(5).standard_normal((3, 2, 5)).astype(np.float32)
+    (want,) = onnx_run(model, {"x": x})
+    graph = dmlgraph.load(model, {"x": [3, 2, 5]})
+    assert not graph.find_nodes("Shape")
+    assert _numpy_run(graph, {"x": x}).tolist() == want.tolist()
