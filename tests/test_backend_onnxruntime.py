@@ -592,3 +592,40 @@ def test_a_pool_with_an_empty_output_does_not_kill_the_process(tmp_path) -> None
                           timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split() == ["(2,", "16,", "0,", "4)", "True"]
+
+
+def test_a_dequantize_without_zero_point_runs_as_the_model_says() -> None:
+    """onnxruntime's QDQ propagation re-quantizes across a MaxPool by a DequantizeLinear's
+    scale, as uint8 when it has no zero point: an int8 tensor's negatives came out 0 (found
+    by a helper's sweep, 50 of 2,382 runs). dmlgraph's fallback ran that way and check,
+    whose reference is optimized too, passed. The fallback goes without that rewrite now and
+    gives the model's values; check names onnxruntime's optimizer as the one that departs."""
+    import dmlgraph
+    from dmlgraph.parity import OPTIMIZER_DIVERGENCE
+
+    graph = helper.make_graph(
+        [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"]),
+         helper.make_node("DequantizeLinear", ["q", "s2"], ["d"]),  # int8, no zero point
+         helper.make_node("MaxPool", ["d"], ["y"], kernel_shape=[1])],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 1, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(np.array(0.05, np.float32), "s"),
+         numpy_helper.from_array(np.array(6, np.int8), "z"),
+         numpy_helper.from_array(np.array(0.1, np.float32), "s2")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 9
+    x = np.array([[[1.5, -2.1, -0.5, 3.6]]], np.float32)
+    plain = ort.SessionOptions()
+    plain.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    want = ort.InferenceSession(model.SerializeToString(), plain,
+                                providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    optimized = ort.InferenceSession(model.SerializeToString(),
+                                     providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    assert (want < 0).any() and not (optimized < 0).any()
+    got = get_backend("numpy").run(lower(load(model), "6_4"), {"x": x})["y"]
+    assert np.array_equal(got, want)
+    report = dmlgraph.check(model, inputs={"x": x})
+    assert report.passed
+    assert report.comparisons[0].outputs[0].divergences == (OPTIMIZER_DIVERGENCE,)
