@@ -801,6 +801,15 @@ def _same_values(a: np.ndarray, b: np.ndarray) -> bool:
         return False
 
 
+def _unoptimized(ort: Any, model: ModelSource, source: str) -> Any:
+    """onnxruntime's session over the model without graph optimizations; None where it
+    refuses that too."""
+    try:
+        return ort.session(model, source, optimize=False)
+    except DmlgraphError:
+        return None
+
+
 def _against_reference(
     ort: Any,
     model: ModelSource,
@@ -826,11 +835,19 @@ def _against_reference(
         try:
             session = ort.session(original, graph.source)
         except DmlgraphError as exc:
-            ran = graph.to_onnx()
-            session = ort.session(ran, graph.source)
-            notes.append(f"onnxruntime refused the model file ({exc}); the reference is "
-                         "to_onnx() of the imported graph")
-            reference = "onnxruntime on the imported graph"
+            session = _unoptimized(ort, original, graph.source)
+            if session is not None:  # its optimizers broke the model (a QuantizeLinear one
+                # inserted, mistyped: "output_dtype INT8 does not match y_zero_point type")
+                notes.append(f"onnxruntime's optimized session refused the model file "
+                             f"({exc}); the reference is its session without graph "
+                             "optimizations")
+                reference = "onnxruntime on the original model, unoptimized"
+            else:
+                ran = graph.to_onnx()
+                session = ort.session(ran, graph.source)
+                notes.append(f"onnxruntime refused the model file ({exc}); the reference is "
+                             "to_onnx() of the imported graph")
+                reference = "onnxruntime on the imported graph"
         result = ort.execute_session(session, feeds, graph.source)
     except DmlgraphError as exc:
         failure = exc

@@ -100,13 +100,13 @@ PROVIDER_OPTIONS: Mapping[str, Mapping[str, str]] = {
 SHAPE_REWRITES: tuple[str, ...] = ("ConstantFolding", "ReshapeFusion", "ExpandElimination")
 
 #: onnxruntime's QDQ propagation (ORT_ENABLE_BASIC and up) moves a DequantizeLinear across a
-#: MaxPool, Slice, Reshape, Pad or Concat by inserting a QuantizeLinear of its scale, but not
-#: of its zero point's type when it has none: a DequantizeLinear of int8 without a zero
-#: point came out with its negatives made 0 (onnxruntime 1.32; at opset 21 the session
-#: refused to load, "output_dtype INT8 does not match y_zero_point type UINT8"). A session
-#: over a graph dmlgraph made that holds such a DequantizeLinear goes without it, so the
-#: fallback computes what the model does; ``check``'s reference keeps it, and ``check`` then
-#: names onnxruntime's optimizer as the one that departs.
+#: MaxPool, Slice, Reshape, Pad or Concat by inserting a QuantizeLinear of its scale, and
+#: types it wrongly for int8 (onnxruntime 1.32): without a zero point, as the default uint8,
+#: so the negatives came out 0 (opset 18); with one, at opset 21, the session refused to
+#: load ("output_dtype INT8 does not match y_zero_point type UINT8"). A session over a graph
+#: dmlgraph made that holds a DequantizeLinear goes without it, so the fallback computes
+#: what the model does; ``check``'s reference keeps it, and ``check`` then names
+#: onnxruntime's optimizer as the one that departs.
 QDQ_REWRITE = "QDQPropagationTransformer"
 
 #: onnxruntime's NCHWc layout transformer (an ORT_ENABLE_ALL optimizer) kills the process
@@ -205,13 +205,13 @@ def make_session(
     It runs on the process-wide thread pools when asked (``share_global_thread_pools``) or
     when they exist, as onnxruntime then allows nothing else. ``shape_rewrites=False`` (a
     graph dmlgraph made): without the optimizers that rewrite by inferred shapes
-    (``SHAPE_REWRITES``), nor the one that miscomputes a DequantizeLinear without a zero
-    point (``QDQ_REWRITE``), the others kept."""
+    (``SHAPE_REWRITES``), nor the one that mistypes an int8 DequantizeLinear it moves
+    (``QDQ_REWRITE``), the others kept."""
     global _global_pools
     content = model.SerializeToString() if isinstance(model, onnx.ModelProto) else model
     shared = bool(_global_pools) or (shared_threads and share_global_thread_pools())
     disabled = [] if shape_rewrites else list(SHAPE_REWRITES)
-    if not shape_rewrites and _dequantizes_without_zero_point(model):
+    if not shape_rewrites and _dequantizes(model):
         disabled.append(QDQ_REWRITE)
     if optimize and _pools_may_be_empty(model):
         disabled.append(LAYOUT_REWRITE)
@@ -233,15 +233,12 @@ def make_session(
         ) from None
 
 
-def _dequantizes_without_zero_point(model: onnx.ModelProto | bytes | str) -> bool:
-    """Whether a DequantizeLinear of the model (a graph dmlgraph made, as a ModelProto) has
-    no zero point (``QDQ_REWRITE``)."""
+def _dequantizes(model: onnx.ModelProto | bytes | str) -> bool:
+    """Whether the model (a graph dmlgraph made, as a ModelProto) holds a DequantizeLinear
+    (``QDQ_REWRITE``)."""
     if not isinstance(model, onnx.ModelProto):
         return False  # a model as the user gave it: onnxruntime's own optimizations apply
-    return any(
-        node.op_type == "DequantizeLinear" and (len(node.input) < 3 or not node.input[2])
-        for node in model.graph.node
-    )
+    return any(node.op_type == "DequantizeLinear" for node in model.graph.node)
 
 
 def _pools_may_be_empty(model: onnx.ModelProto | bytes | str) -> bool:
