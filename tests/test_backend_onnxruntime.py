@@ -80,7 +80,8 @@ def test_cuda_sessions_multiply_in_float32_not_tf32(monkeypatch) -> None:
             providers.make_session(model, [CUDA, CPU], "m", shape_rewrites=rewrites)
     assert made == [
         ([(CUDA, {"use_tf32": "0"}), CPU], None),
-        ([(CUDA, {"use_tf32": "0"}), CPU], list(providers.SHAPE_REWRITES)),
+        ([(CUDA, {"use_tf32": "0"}), CPU],
+         [*providers.SHAPE_REWRITES, *providers.VALUE_REWRITES]),
     ]
 
 
@@ -645,3 +646,68 @@ def test_an_int8_dequantize_runs_as_the_model_says(opset: int) -> None:
     report = dmlgraph.check(model, inputs={"x": x})
     assert report.passed
     assert report.comparisons[0].outputs[0].divergences == (OPTIMIZER_DIVERGENCE,)
+
+
+def _value_rewrite_case(case: str) -> tuple[onnx.ModelProto, dict[str, np.ndarray],
+                                            dict[str, np.ndarray]]:
+    """A model an onnxruntime 1.32 optimizer computes otherwise than the model says, its
+    feeds, and its outputs by NumPy (found by a helper's sweep of 120,000 models)."""
+    f32 = lambda name, v: numpy_helper.from_array(np.array(v, np.float32), name)  # noqa: E731
+    if case == "transpose":  # a Transpose's input that is also a graph output, quantized
+        x = np.array([[0.3, 1.26, -2.0, 100.0]], np.float32)
+        nodes = [helper.make_node("Relu", ["x"], ["r"]),
+                 helper.make_node("Transpose", ["r"], ["t"], perm=[0, 1]),
+                 helper.make_node("QuantizeLinear", ["t", "s", "z"], ["q"], axis=-1),
+                 helper.make_node("DequantizeLinear", ["q", "s", "z"], ["y"], axis=-1)]
+        inits = [f32("s", [0.5]), numpy_helper.from_array(np.array([0], np.int8), "z")]
+        relu = np.maximum(x, 0)
+        want = {"r": relu, "y": np.clip(np.round(relu / 0.5), -128, 127) * 0.5}
+        outputs, opset = ["r", "y"], 18
+    else:  # a layer norm whose variance is a mean of cubes, fused as a LayerNormalization
+        x = np.array([[[1.0, 2.0, 4.0, 9.0]], [[-3.0, 0.5, 0.25, 8.0]]], np.float32)
+        nodes = [helper.make_node("ReduceMean", ["x"], ["m"], axes=[-1]),
+                 helper.make_node("Sub", ["x", "m"], ["d"]),
+                 helper.make_node("Pow", ["d", "e"], ["p"]),
+                 helper.make_node("ReduceMean", ["p"], ["v"], axes=[-1]),
+                 helper.make_node("Add", ["v", "eps"], ["ve"]),
+                 helper.make_node("Sqrt", ["ve"], ["sd"]),
+                 helper.make_node("Div", ["d", "sd"], ["n"]),
+                 helper.make_node("Mul", ["n", "g"], ["ng"]),
+                 helper.make_node("Add", ["ng", "b"], ["y"])]
+        g, b = np.array([1.0, 2.0, 0.5, 1.0], np.float32), np.array([0, 0.1, 0.2, 0.3], np.float32)
+        inits = [f32("e", 3.0), f32("eps", 1e-5), f32("g", g), f32("b", b)]
+        d = x - x.mean(-1, keepdims=True)
+        with np.errstate(invalid="ignore"):
+            want = {"y": d / np.sqrt((d ** 3).mean(-1, keepdims=True) + 1e-5) * g + b}
+        outputs, opset = ["y"], 17
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x.shape))],
+        [helper.make_tensor_value_info(name, TensorProto.FLOAT, None) for name in outputs],
+        inits,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 9
+    return model, {"x": x}, want
+
+
+@pytest.mark.parametrize("case", ["transpose", "layernorm"])
+def test_the_fallback_goes_without_optimizers_that_change_values(case: str) -> None:
+    """onnxruntime's optimized session computes these models otherwise than they say (its
+    transpose optimizer quantized a graph output; its layer-norm fusion fused a mean of
+    cubes); dmlgraph's fallback, optimized the same way, did too, silently. It goes without
+    those optimizers (``providers.VALUE_REWRITES``) and computes what the model says; check,
+    whose reference keeps them, names onnxruntime's optimizer as the one that departs."""
+    import dmlgraph
+    from dmlgraph.parity import OPTIMIZER_DIVERGENCE
+
+    model, feeds, want = _value_rewrite_case(case)
+    optimized = ort.InferenceSession(model.SerializeToString(),
+                                     providers=["CPUExecutionProvider"]).run(None, feeds)
+    assert not all(np.allclose(o, want[n.name], equal_nan=True)
+                   for o, n in zip(optimized, model.graph.output))
+    got = get_backend("numpy").run(lower(load(model), "6_4"), feeds)
+    for name, value in want.items():
+        np.testing.assert_allclose(got[name], value, rtol=1e-6, equal_nan=True)
+    report = dmlgraph.check(model, inputs=feeds)
+    assert report.passed
+    assert any(o.divergences == (OPTIMIZER_DIVERGENCE,) for o in report.comparisons[0].outputs)

@@ -99,15 +99,25 @@ PROVIDER_OPTIONS: Mapping[str, Mapping[str, str]] = {
 #: a name it does not know.
 SHAPE_REWRITES: tuple[str, ...] = ("ConstantFolding", "ReshapeFusion", "ExpandElimination")
 
-#: onnxruntime's QDQ propagation (ORT_ENABLE_BASIC and up) moves a DequantizeLinear across a
-#: MaxPool, Slice, Reshape, Pad or Concat by inserting a QuantizeLinear of its scale, and
-#: types it wrongly for int8 (onnxruntime 1.32): without a zero point, as the default uint8,
-#: so the negatives came out 0 (opset 18); with one, at opset 21, the session refused to
-#: load ("output_dtype INT8 does not match y_zero_point type UINT8"). A session over a graph
-#: dmlgraph made that holds a DequantizeLinear goes without it, so the fallback computes
-#: what the model does; ``check``'s reference keeps it, and ``check`` then names
-#: onnxruntime's optimizer as the one that departs.
-QDQ_REWRITE = "QDQPropagationTransformer"
+#: onnxruntime's optimizers that change what a graph computes (onnxruntime 1.32; a helper's
+#: sweep of 120,000 random models, each divergence bisected to the optimizer, the
+#: unoptimized session agreeing with NumPy and the spec): QDQ propagation re-quantizes as
+#: uint8 an int8 DequantizeLinear without a zero point (negatives came out 0; at opset 21,
+#: with one, the session refuses to load); the transpose optimizer, under both of its names,
+#: quantizes a Transpose's input that is also a graph output; the layer-norm fusions fuse a
+#: variance by Pow(d, 3) and ignore ReduceMean's keepdims=0; DivMulFusion drops the rank a
+#: Div broadcasts to; the QDQ pair remover, bias quantization and selector fusions move
+#: values off the model's quantization grid (a float Conv bias of -0.39 rounded to 0); and
+#: GemmTransposeFusion and PreShapeNodeElimination make models that fail to load. A session
+#: over a graph dmlgraph made goes without them, so a fallback computes what the model does;
+#: ``check``'s reference keeps them, and ``check`` names onnxruntime's optimizer where it
+#: departs (``parity``). Without a node they rewrite, disabling them changes nothing.
+VALUE_REWRITES: tuple[str, ...] = (
+    "QDQPropagationTransformer", "TransposeOptimizer", "TransposeOptimizer_CPUExecutionProvider",
+    "LayerNormFusionL1", "LayerNormFusionL2", "SimplifiedLayerNormFusion", "DivMulFusion",
+    "DoubleQDQPairsRemover", "WeightBiasQuantization", "QDQSelectorActionTransformer",
+    "GemmTransposeFusion", "PreShapeNodeElimination",
+)
 
 #: onnxruntime's NCHWc layout transformer (an ORT_ENABLE_ALL optimizer) kills the process
 #: (SIGFPE) when a pool it rewrote makes an empty output (onnxruntime 1.31: a MaxPool of
@@ -205,14 +215,12 @@ def make_session(
     It runs on the process-wide thread pools when asked (``share_global_thread_pools``) or
     when they exist, as onnxruntime then allows nothing else. ``shape_rewrites=False`` (a
     graph dmlgraph made): without the optimizers that rewrite by inferred shapes
-    (``SHAPE_REWRITES``), nor the one that mistypes an int8 DequantizeLinear it moves
-    (``QDQ_REWRITE``), the others kept."""
+    (``SHAPE_REWRITES``), nor those that change what it computes (``VALUE_REWRITES``), the
+    others kept."""
     global _global_pools
     content = model.SerializeToString() if isinstance(model, onnx.ModelProto) else model
     shared = bool(_global_pools) or (shared_threads and share_global_thread_pools())
-    disabled = [] if shape_rewrites else list(SHAPE_REWRITES)
-    if not shape_rewrites and _dequantizes(model):
-        disabled.append(QDQ_REWRITE)
+    disabled = [] if shape_rewrites else [*SHAPE_REWRITES, *VALUE_REWRITES]
     if optimize and _pools_may_be_empty(model):
         disabled.append(LAYOUT_REWRITE)
     try:
@@ -231,14 +239,6 @@ def make_session(
         raise BackendError(
             f"{where}: onnxruntime cannot load the model: {first_line(exc)}"
         ) from None
-
-
-def _dequantizes(model: onnx.ModelProto | bytes | str) -> bool:
-    """Whether the model (a graph dmlgraph made, as a ModelProto) holds a DequantizeLinear
-    (``QDQ_REWRITE``)."""
-    if not isinstance(model, onnx.ModelProto):
-        return False  # a model as the user gave it: onnxruntime's own optimizations apply
-    return any(node.op_type == "DequantizeLinear" for node in model.graph.node)
 
 
 def _pools_may_be_empty(model: onnx.ModelProto | bytes | str) -> bool:
