@@ -120,7 +120,7 @@ VALUE_REWRITES: tuple[str, ...] = (
 )
 
 #: onnxruntime's NCHWc layout transformer (an ORT_ENABLE_ALL optimizer) kills the process
-#: (SIGFPE) when a pool it rewrote makes an empty output (onnxruntime 1.31: a MaxPool of
+#: (SIGFPE) when a pool it rewrote makes an empty output (onnxruntime 1.32: a MaxPool of
 #: kernel 3 over 2 rows; the unoptimized session gives the empty result). A session over a
 #: model with a pool whose spatial output sizes are not all known to be positive goes
 #: without it (``_pools_may_be_empty``); others keep its faster convolutions.
