@@ -711,3 +711,44 @@ def test_the_fallback_goes_without_optimizers_that_change_values(case: str) -> N
     report = dmlgraph.check(model, inputs=feeds)
     assert report.passed
     assert any(o.divergences == (OPTIMIZER_DIVERGENCE,) for o in report.comparisons[0].outputs)
+
+
+def test_check_s_reference_is_unoptimized_where_the_optimized_run_fails() -> None:
+    """A GlobalAveragePool between a DequantizeLinear and a QuantizeLinear of scale 0.001:
+    onnxruntime's optimized session fuses it into a QLinearGlobalAveragePool that fails at
+    run time ("parameter out of computation range"), where the model's own nodes run (a
+    helper's sweep). check exited 2 with that failure; its reference is onnxruntime's
+    unoptimized session now, with a note, and dmlgraph's fallback (without that fusion,
+    ``providers.VALUE_REWRITES``) computes the same."""
+    import dmlgraph
+
+    f32 = lambda name, v: numpy_helper.from_array(np.array(v, np.float32), name)  # noqa: E731
+    graph = helper.make_graph(
+        [helper.make_node("QuantizeLinear", ["x", "s"], ["q0"]),
+         helper.make_node("DequantizeLinear", ["q0", "s"], ["d0"]),
+         helper.make_node("GlobalAveragePool", ["d0"], ["a"]),
+         helper.make_node("QuantizeLinear", ["a", "s2", "z2"], ["q1"]),
+         helper.make_node("DequantizeLinear", ["q1", "s2", "z2"], ["y"])],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 1])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [f32("s", 1.0), f32("s2", 0.001), numpy_helper.from_array(np.array(-1, np.int8), "z2")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 9
+    x = np.array([[[-0.59], [0.16], [-1.28], [-0.55], [1.72], [-0.16], [1.31], [0.05]]],
+                 np.float32)
+    with pytest.raises(Exception, match="out of computation range"):
+        ort.InferenceSession(model.SerializeToString(),
+                             providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    plain = ort.SessionOptions()
+    plain.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    want = ort.InferenceSession(model.SerializeToString(), plain,
+                                providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    got = get_backend("numpy").run(lower(load(model), "6_4"), {"x": x})["y"]
+    assert np.array_equal(got, want)
+    report = dmlgraph.check(model, inputs={"x": x})
+    assert report.passed
+    assert report.comparisons[0].expected.startswith(
+        "onnxruntime on the original model, unoptimized")
+    assert any("optimized session failed on the model file" in n for n in report.notes)
