@@ -374,8 +374,9 @@ def default_pad_value(dtype: np.dtype) -> np.ndarray:
 
 def _normalize_pad(graph: Graph, node: Node, trust: Trust | None) -> Node:
     data = graph.tensors.get(node.inputs[0])
-    unsure = data is None or data.rank is None or _rank_unsure(graph, node, trust)
-    rank = None if unsure or data is None else data.rank
+    rank = None if data is None else data.rank
+    if rank is not None and _rank_unsure(graph, node, trust):
+        rank = None
     dtype = None if data is None else data.dtype
     value = graph.constant(node.input(2))
     if dtype is not None and not node.input(2):

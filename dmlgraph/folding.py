@@ -1304,8 +1304,8 @@ def _ceil_pool_spatial(attrs: Mapping[str, Any], x: TensorInfo | None) -> tuple[
         or len(x.shape) != len(kernel) + 2
     ):
         return None
-    sizes = x.shape[2:]
-    if not all(type(n) is int for n in sizes):
+    sizes = [n for n in x.shape[2:] if type(n) is int]
+    if len(sizes) != len(kernel):
         return None
     rank = len(kernel)
     strides = tuple(attrs.get("strides") or (1,) * rank)
@@ -1318,7 +1318,6 @@ def _ceil_pool_spatial(attrs: Mapping[str, Any], x: TensorInfo | None) -> tuple[
     return tuple(
         _ceil_pool_size(n, kernel[i], strides[i], dilations[i], pads[i], pads[rank + i])
         for i, n in enumerate(sizes)
-        if type(n) is int  # all are (above): for the type checker
     )
 
 
