@@ -25,6 +25,23 @@ class BackendError(DmlgraphError):
     """A graph cannot run on a backend: bad feeds, an engine failure, an inexpressible node."""
 
 
+class SizeMismatch(BackendError):
+    """A node made a tensor of another type than the one the lowered graph was planned for:
+    onnx's inference sized it otherwise than the engine computing it (``tensor``, what
+    ``maker`` made, and what inference said)."""
+
+    def __init__(
+        self,
+        message: str,
+        tensor: str,
+        maker: str,
+        made: tuple[np.dtype, tuple[int, ...]],
+        inferred: tuple[np.dtype, tuple[int, ...]],
+    ) -> None:
+        super().__init__(message)
+        self.tensor, self.maker, self.made, self.inferred = tensor, maker, made, inferred
+
+
 def first_line(exc: BaseException) -> str:
     """An engine's exception as one line (the CLI prints errors on one line)."""
     text = str(exc).strip()
@@ -51,6 +68,10 @@ class RunRecord:
     backend: str
     provider: str
     nodes: tuple[NodeRun, ...]
+    notes: tuple[str, ...] = ()  # what the run did otherwise than the graph says
+    # whether the graph ran lowered again (a size proved inference wrong): then ``nodes``
+    # name their ids in the graph it was lowered from, not in the graph given
+    relowered: bool = False
 
     def engines(self) -> dict[str, int]:
         """Node count per engine, for a one-line summary."""

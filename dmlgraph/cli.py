@@ -187,6 +187,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     engines = ", ".join(f"{n} {e}" for e, n in result.record.engines().items())
     print(f"model: {args.model} ({what}); inputs: {source}")
     print(f"backend: {result.record.backend} ({result.record.provider}); nodes: {engines or '-'}")
+    for note in result.record.notes:
+        print(f"  note: {visible(note)}")
     for name, value in outputs.items():
         print(f"  output {visible(name)}: {value.dtype}{list(value.shape)} {_preview(value)}")
     if args.output:
@@ -265,6 +267,8 @@ def _print_report(report: ParityReport) -> None:
     for record in report.runs:
         engines = ", ".join(f"{n} on {e}" for e, n in record.engines().items())
         say(f"ran: {record.backend} ({record.provider}){': ' + engines if engines else ''}")
+        for note in getattr(record, "notes", ()):
+            say(f"  note: {note}")
     statuses = ("lowered", "decomposed", "folded", "eliminated", "fallback")
     lowering = _table(("op", *statuses), title="Slice / Concat / Pad after lowering")
     for op, counts in report.lowering_summary().items():

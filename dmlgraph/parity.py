@@ -385,11 +385,20 @@ def known_divergences(
     for run in runs:
         for node_run in getattr(run, "nodes", ()):
             for note in node_run.notes:
-                if note.startswith(DIVERGENCE):
-                    ids = ids_of(lowered, node_run.node_id, node_run.node)
-                    op_type = lowered.node(ids[0]).provenance.op_type if ids else node_run.op
-                    origin = origin_ids.get(ids[0]) if ids else None
-                    add(node_run.node, op_type, origin, note, _reached(lowered, ids))
+                if not note.startswith(DIVERGENCE):
+                    continue
+                if getattr(run, "relowered", False):
+                    # the graph lowered again (a size proved inference wrong:
+                    # ``NumpyBackend._run_resized``): ids of the imported graph's nodes
+                    ids = ids_of(imported, node_run.node_id, node_run.node)
+                    op_type = imported.node(ids[0]).provenance.op_type if ids else node_run.op
+                    add(node_run.node, op_type, ids[0] if ids else None, note,
+                        _reached(imported, ids))
+                    continue
+                ids = ids_of(lowered, node_run.node_id, node_run.node)
+                op_type = lowered.node(ids[0]).provenance.op_type if ids else node_run.op
+                origin = origin_ids.get(ids[0]) if ids else None
+                add(node_run.node, op_type, origin, note, _reached(lowered, ids))
     return [
         KnownDivergence(name, note, frozenset(out), op_type, origin)
         for (name, note, op_type, origin), out in found.items()
@@ -528,7 +537,8 @@ class ParityReport:
                 for d in self.divergences
             ],
             "runs": [
-                {"backend": r.backend, "provider": r.provider, "engines": r.engines()}
+                {"backend": r.backend, "provider": r.provider, "engines": r.engines(),
+                 "notes": list(getattr(r, "notes", ()))}
                 for r in self.runs
             ],
         }

@@ -108,7 +108,7 @@ class Rewriter:
         if cause and not any(said in note for note in self.notes):
             self.note(
                 f"{role} {tensor!r} is described as onnx infers it, {list(shape)}; it {said}: "
-                "the backend checks its size at run time, and refuses another"
+                "the backend checks its size at run time, and lowers the node again for another"
             )
         return shape
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from typing import Any
 
 from dmlgraph.dml.enums import FeatureLevel
 from dmlgraph.ir import Graph
@@ -49,6 +50,7 @@ class LoweredGraph(Graph):
         self.set_lowered_records([])
         self.origin_ids: dict[int, int] = {}
         self.validated_at: tuple[int, FeatureLevel] | None = None
+        self._source: tuple[Graph, tuple[Any, ...]] | None = None
 
     def mark_validated(self) -> None:
         """Record that every descriptor validates at ``feature_level`` now (``lower`` checked
@@ -71,7 +73,18 @@ class LoweredGraph(Graph):
         lowered.validated_at = None
         #: lowered node id -> the id of the node of the given graph it came from
         lowered.origin_ids = {}
+        lowered._source = (graph, _state(graph))
         return lowered
+
+    @property
+    def source_graph(self) -> Graph | None:
+        """The graph this one was lowered from, as it was then; None once it has changed (or
+        for a graph not made by ``lower``). A backend lowers it again where a tensor's size
+        at run time proves onnx's inference wrong (``backends.numpy.runtime.resized``)."""
+        if self._source is None:
+            return None
+        graph, state = self._source
+        return graph if _state(graph) == state else None
 
     def set_lowered_records(self, records: list[NodeReport]) -> None:
         """The records of the nodes ``lower`` saw; those of the nodes the importer folded
@@ -106,3 +119,8 @@ class LoweredGraph(Graph):
 
     def report(self) -> list[NodeReport]:
         return list(self.records)
+
+
+def _state(graph: Graph) -> tuple[Any, ...]:
+    """What changes when a graph does: its version, inputs and outputs."""
+    return (graph.version, tuple(graph.inputs), tuple(graph.outputs))

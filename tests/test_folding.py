@@ -1493,8 +1493,9 @@ def test_axes_counted_from_the_end_of_a_rank_onnx_may_infer_wrongly(
     wrong axis, silently, and a Concat of [N, 4] where onnxruntime makes rank 3 (after the
     Squeeze, onnxruntime refused axis 2 of its rank-1 tensor). It stays -1
     now (``PartialShapes.rank_unsure``): with the batch dynamic the node runs on onnxruntime
-    as written; with it fixed, it is lowered by the inferred rank, and the backend refuses
-    the tensor of another rank, saying why."""
+    as written; with it fixed, it is lowered by the inferred rank, and when the tensor
+    arrives of another rank, the backend lowers the graph again with those sizes left to run
+    time (before, it refused the run, exit 2)."""
     rng = np.random.default_rng(1)
     node, weight = _rank_diverging(source, rng)
     x_shape = _X_SHAPES[source]
@@ -1510,12 +1511,11 @@ def test_axes_counted_from_the_end_of_a_rank_onnx_may_infer_wrongly(
     assert want.ndim == (1 if source == "squeeze" else 3)
     shapes = {"x": x_shape} if sized else None
     graph = dmlgraph.load(model, shapes)
-    if sized:
-        with pytest.raises(dmlgraph.DmlgraphError, match="onnx infers this node's output wrongly"):
-            _numpy_run(graph, {"x": x})
-        return
     assert np.array_equal(_numpy_run(graph, {"x": x}), want)
-    assert dmlgraph.check(model, inputs={"x": x}).passed
+    report = dmlgraph.check(model, input_shapes=shapes, inputs={"x": x})
+    assert report.passed
+    (record, _) = report.runs
+    assert bool(record.notes) == sized  # the batch fixed: lowered by the inferred rank
 
 
 def test_a_pad_by_an_axis_from_the_end_of_a_declared_output_is_lowered_by_its_rank(
@@ -1606,10 +1606,13 @@ def test_a_pool_with_ceil_mode_is_sized_as_the_spec_and_onnxruntime_size_it(
 
 
 @pytest.mark.parametrize("dilated", [False, True])
-def test_a_descriptor_sized_by_an_unsure_inference_says_so(dilated, onnx_make_model) -> None:
+def test_a_descriptor_sized_by_an_unsure_inference_says_so(
+    dilated, onnx_make_model, onnx_run
+) -> None:
     """A Slice of a MaxPool with SAME padding over a dilation, whose size onnx infers as 5
     where onnxruntime makes 3: lowered, its descriptor reads onnx's [1, 1, 5], and the report
-    said nothing of it; it names the pool now (the run refuses the tensor of 3, saying why).
+    said nothing of it; it names the pool now. The run lowers the Slice again for the tensor
+    of 3 (it refused it before, exit 2) and gives onnxruntime's result.
     Without the dilation, onnx sizes the pool as onnxruntime does: no note."""
     attrs = {"dilations": [2]} if dilated else {}
     model = onnx_make_model(
@@ -1621,19 +1624,33 @@ def test_a_descriptor_sized_by_an_unsure_inference_says_so(dilated, onnx_make_mo
         opset=19,
         initializers=[_i64("one", [1]), _i64("big", [100]), _i64("two", [2])],
     )
+    from backends import get_backend
     from lowering import lower
 
-    (row,) = [r for r in lower(dmlgraph.load(model), "6_4").report() if r.op_type == "Slice"]
+    lowered = lower(dmlgraph.load(model), "6_4")
+    (row,) = [r for r in lowered.report() if r.op_type == "Slice"]
     assert row.status.value == "lowered"
     said = [n for n in row.notes if "is described as onnx infers it" in n]
+    x = np.arange(5, dtype=np.float32).reshape(1, 1, 5)
+    (want,) = onnx_run(model, {"x": x})
+    result = get_backend("numpy").execute(lowered, {"x": x})
+    assert np.array_equal(result.outputs["y"], want)
     if not dilated:
-        assert not said
+        assert not said and not result.record.notes
         return
     assert said == [
         "input 'p' is described as onnx infers it, [1, 1, 5]; it comes through node '' "
         "(MaxPool), which onnxruntime may size otherwise at run time: the backend checks its "
-        "size at run time, and refuses another"
+        "size at run time, and lowers the node again for another"
     ]
+    assert want.shape == (1, 1, 2)  # columns 1 and 2 of the pool's [1, 1, 3]
+    (note,) = result.record.notes
+    assert "node '' (MaxPool) made 'p' as float32[1, 1, 3], where onnx infers " \
+        "float32[1, 1, 5]" in note
+    assert result.record.relowered
+    assert result.record.engines() == {
+        "numpy DirectML emulator": 1, "onnxruntime:CPUExecutionProvider": 1
+    }
 
 
 

@@ -163,6 +163,25 @@ def test_divergence_notes_reach_only_the_outputs_downstream() -> None:
     }
 
 
+def test_divergence_notes_of_a_relowered_run_name_the_imported_graph_s_nodes() -> None:
+    """A run that lowered the graph again names its nodes by their ids in the imported graph
+    (``RunRecord.relowered``): id 1 there is 'b', reaching z; read as an id of the lowered
+    graph, where 1 is 'a', it reached y instead."""
+    imported = _chain_graph()
+    lowered = Graph(opset_imports={"": 19})  # ids of other nodes: 0 reads x, makes z
+    lowered.add_input(TensorInfo("x", np.float32, (2,)))
+    lowered.add_node(OnnxOp("Abs", 13), ["x"], ["z"], Provenance("b", "Abs"))
+    lowered.add_node(OnnxOp("Neg", 13), ["x"], ["y"], Provenance("a", "Neg"))
+    lowered.outputs = ["y", "z"]
+    (b_id,) = [n.id for n in imported.nodes if n.name == "b"]
+    runs = [RunRecord("numpy", "-", (NodeRun("b", "Abs", "e", "",
+                                             ("divergence: relowered",), node_id=b_id),),
+                      relowered=True)]
+    found = {(d.node, d.note): d.outputs for d in known_divergences(imported, lowered, runs)
+             if d.note == "divergence: relowered"}
+    assert found == {("b", "divergence: relowered"): frozenset({1})}
+
+
 def _model(nodes, inits, outputs=("y", "z"), shape=(2, 3), opset=17, ir=8) -> onnx.ModelProto:
     graph = helper.make_graph(
         nodes, "m", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(shape))],

@@ -12,6 +12,7 @@ re-creates its kernels (``runtime.py``).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -21,15 +22,18 @@ from backends.base import (
     GraphCache,
     RunRecord,
     RunResult,
+    SizeMismatch,
     check_arguments,
     check_feeds,
 )
 from backends.numpy.fallback import Fallback, get_fallback
 from backends.numpy.plan import DML_ENGINE, Plan
+from backends.numpy.runtime import resized
 from backends.numpy.threads import default_threads
 from dmlgraph.dml.enums import FeatureLevel
 from dmlgraph.dml.scalars import is_integer
 from dmlgraph.ir import Graph
+from lowering.report import LoweredGraph
 
 __all__ = ["DML_ENGINE", "NumpyBackend"]
 
@@ -121,9 +125,82 @@ class NumpyBackend:
                         "each result would overwrite part of the other"
                     )
             earlier[name] = array
-        results, runs = plan.run(arrays, bound)
+        try:
+            results, runs = plan.run(arrays, bound)
+        except SizeMismatch as mismatch:
+            return self._run_resized(graph, plan, arrays, bound, mismatch)
         self.last_record = RunRecord(self.name, self.fallback.engine, runs)
         return results
+
+    def _run_resized(
+        self,
+        graph: Graph,
+        plan: Plan,
+        arrays: dict[str, np.ndarray],
+        bound: dict[str, np.ndarray],
+        mismatch: SizeMismatch,
+    ) -> dict[str, np.ndarray]:
+        """A run where a node made a tensor of other sizes than onnx inferred, for which the
+        descriptors were sized: the graph's source lowered again with the sizes onnxruntime
+        may make otherwise (then every size) left to run time (``runtime.resized``), as
+        onnxruntime's DirectML provider sizes its kernels by the shapes that arrive. The
+        first such graph that runs gives the results; none: the mismatch is the error."""
+        if not isinstance(graph, LoweredGraph) or graph.source_graph is None:
+            raise SizeMismatch(
+                f"{mismatch}; nor can it be lowered again by the sizes made: the graph it "
+                "was lowered from is not at hand (built by hand, or it has changed since it "
+                "was lowered); lower it again",
+                mismatch.tensor, mismatch.maker, mismatch.made, mismatch.inferred,
+            )
+        for everything in (False, True):
+            if everything not in plan.resized:
+                plan.resized[everything] = resized(graph, self.level_for(graph), everything)
+            again = plan.resized[everything]
+            if again is None:
+                continue
+            try:
+                made, runs = self.plan(again).run(arrays)
+            except SizeMismatch as another:
+                mismatch = another
+                continue
+            results = {
+                name: _into(bound.get(name), made[twin], name, graph.source)
+                for name, twin in zip(graph.outputs, again.outputs)
+            }
+            (dtype, shape), (said, said_shape) = mismatch.made, mismatch.inferred
+            left = "every tensor a node computes" if everything else (
+                "the tensors onnxruntime may size otherwise (folding.SHAPE_EXACT_OPS)")
+            note = (
+                f"{mismatch.maker} made {mismatch.tensor!r} as {dtype}{list(shape)}, where "
+                f"onnx infers {said}{list(said_shape)}: the descriptors sized by inference "
+                f"could not run, so the graph was lowered again with the sizes of {left} "
+                "left to run time, and its Slice/Concat/Pad nodes reading them lowered when "
+                "they ran, by the sizes that arrived"
+            )
+            origins = again.origin_ids
+            runs = tuple(
+                run if run.node_id is None
+                else replace(run, node_id=origins.get(run.node_id, run.node_id))
+                for run in runs
+            )
+            self.last_record = RunRecord(
+                self.name, self.fallback.engine, runs, (note,), relowered=True
+            )
+            return results
+        raise mismatch
+
+
+def _into(target: np.ndarray | None, value: np.ndarray, name: str, source: str) -> np.ndarray:
+    """A result, written into the array bound to its output where there is one."""
+    if target is None:
+        return value
+    if target.shape != value.shape or target.dtype != value.dtype:
+        raise BackendError(
+            f"{source}: output {name!r} is {value.dtype}{list(value.shape)} in this run; the "
+            f"array bound to it is {target.dtype}{list(target.shape)}"
+        )
+    np.copyto(target, value)
+    return target
 
 
 def check_outputs(graph: Graph, outputs: Mapping[str, Any]) -> dict[str, np.ndarray]:

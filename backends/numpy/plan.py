@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from backends.base import BackendError, NodeRun, RunRecord
+from backends.base import BackendError, NodeRun, RunRecord, SizeMismatch
 from backends.numpy.memory import Lifetime, OutputPool, assign_buffers
 from backends.numpy.moves import Move, Phase, operator_moves
 from backends.numpy.runtime import RuntimeLowering, needs_runtime_lowering
@@ -137,10 +137,11 @@ class _RunState:
         root, dtype, shape, maker = bound
         if value.dtype != dtype or value.shape != shape:
             # the plan laid out DirectML's reads for the inferred type: never read past it
-            raise BackendError(
+            raise SizeMismatch(
                 f"{maker} made {name!r} as {value.dtype}{list(value.shape)}, but ONNX shape "
                 f"inference says {dtype}{list(shape)}, for which the plan was made: onnx "
-                "infers this node's output wrongly, so the lowered graph cannot run"
+                "infers this node's output wrongly, so the lowered graph cannot run",
+                name, maker, (value.dtype, value.shape), (dtype, shape),
             )
         self.bind(root, _bytes(value))
 
@@ -176,6 +177,9 @@ class Plan:
         self.descriptors_valid = bool(check is not None and check(level))
         #: which tensors' inferred sizes onnxruntime may not give them (``segment_graph``)
         self.trust = folding.PartialShapes(graph.declared_sizes)
+        #: the graph lowered again where a run proved onnx's inference wrong, by whether
+        #: every size was left to run time (``NumpyBackend._run_resized``); None: it could not
+        self.resized: dict[bool, LoweredGraph | None] = {}
         self._compile(graph)
 
     # ------------------------------------------------------------------ compiling

@@ -103,3 +103,32 @@ class RuntimeLowering:
         from lowering import lower
 
         return lower(self.graph_for(arrays), level)
+
+
+def resized(lowered: LoweredGraph, level: FeatureLevel, everything: bool) -> LoweredGraph | None:
+    """``lowered``'s source lowered again, where a run proved onnx's inference wrong
+    (``SizeMismatch``): the tensors whose sizes onnxruntime may make otherwise
+    (``folding.PartialShapes.unsure``), or with ``everything`` all tensors nodes compute,
+    lose their shapes, so the Slices, Concats and Pads reading them are lowered when they
+    run, by the sizes that arrive, and the rest stay as lowered before. None where the
+    source is not at hand (changed since it was lowered), or where nothing would change."""
+    source = lowered.source_graph
+    if source is None:
+        return None
+    graph = source.copy()
+    trust = folding.PartialShapes(graph.declared_sizes)
+    computed = [
+        out
+        for node in graph.topological_order()
+        for out in node.outputs
+        if out and (everything or trust.unsure(graph, out))
+    ]
+    folded = source.is_folded
+    with graph.untracked():  # no stale marks: re-inference would say the same again
+        if not folding.forget_shapes(graph, computed):
+            return None
+    if folded:  # nothing folds that did not before (a Shape of an unsure tensor never did),
+        graph.mark_folded()  # and folding again would infer the forgotten sizes again
+    from lowering import lower
+
+    return lower(graph, level)
