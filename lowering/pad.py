@@ -95,15 +95,17 @@ def lower_pad(rw: Rewriter) -> None:
         return
     if cropped and min(cropped) <= 0:
         axis = next(a for a, c in enumerate(cropped) if c <= 0)
+        # empty as given, or made so by negative pads
+        empty = "is empty" if shape[axis] == 0 else f"is empty after the crop of pads {pads}"
         if mode is not PaddingMode.CONSTANT:
             rw.refuse(
                 (data,),
-                f"mode {mode_name!r} cannot pad axis {axis}: after the crop of pads {pads} it "
-                "has no elements to repeat",
+                f"mode {mode_name!r} cannot pad axis {axis}: it {empty}, with no elements "
+                "to repeat",
             )
         nbytes = math.prod(out_shape) * dtype.itemsize
         why = (
-            f"axis {axis} is empty after the crop, so the result is all padding: a constant "
+            f"axis {axis} {empty}, so the result is all padding: a constant "
             f"of shape {list(out_shape)}"
         )
         if nbytes > FOLD_GROWTH_LIMIT_BYTES:  # folding's bound on the constant data it adds

@@ -467,12 +467,24 @@ def test_a_constant_pads_crop_may_reach_into_the_other_sides_padding() -> None:
     "pads,mode,message",
     [
         ([0, 0, -5, 0, 0, 0], "constant", "remove 5 elements from axis 2, which has 4"),
-        ([0, 0, -4, 0, 0, 2], "edge", "after the crop"),
+        ([0, 0, -4, 0, 0, 2], "edge", r"mode 'edge' cannot pad axis 2: it is empty after "
+         r"the crop of pads \[0, 0, -4, 0, 0, 2\], with no elements to repeat"),
     ],
 )
 def test_bad_pads_name_the_node_and_the_rule(pads: list[int], mode: str, message: str) -> None:
     with pytest.raises(ModelValidationError, match=message):
         lower(load(pad_model(X, pads, mode)))
+
+
+@pytest.mark.parametrize("mode", ["reflect", "edge", "wrap"])
+def test_an_axis_empty_as_given_is_not_said_to_be_cropped(mode: str) -> None:
+    """A repeating Pad of an axis that is empty to begin with, by positive pads: the message
+    said "after the crop of pads [2, 1]" where nothing was cropped (a helper's sweep)."""
+    x = np.zeros((0, 3), np.float32)
+    with pytest.raises(ModelValidationError, match=rf"mode '{mode}' cannot pad axis 0: it is "
+                       "empty, with no elements to repeat") as caught:
+        lower(load(pad_model(x, [2, 0, 1, 0], mode)))
+    assert "crop" not in str(caught.value)
 
 
 # ----------------------------------------------------------------------------- whole models
