@@ -15,7 +15,8 @@ from onnx import helper, numpy_helper
 
 from dmlgraph import canonical
 from dmlgraph.errors import UnsupportedError
-from dmlgraph.ir import Graph, Node, OnnxOp, Shape, TensorInfo
+from dmlgraph.ir import Graph, Node, OnnxOp, Shape, Subgraph, TensorInfo, implicit_inputs
+from dmlgraph.subgraphs import graph_proto
 from dmlgraph.value_info import value_info as value_info_proto
 
 #: The newest IR version written for models whose opsets an IR-10 reader understands: what
@@ -65,7 +66,8 @@ def to_onnx(
         nodes.append(proto)
         extra_initializers.extend(numpy_helper.from_array(v, k) for k, v in new_constants.items())
 
-    referenced = {name for proto in nodes for name in proto.input if name} | set(graph.outputs)
+    # a subgraph reads the enclosing graph's tensors by name: its node's implicit inputs
+    referenced = {name for node in order for name in node.inputs if name} | set(graph.outputs)
     initializers: list[onnx.TensorProto] = []
     inputs = [_value_info(graph.tensors[n]) for n in graph.inputs]
     for name in graph.constants:
@@ -167,6 +169,8 @@ def node_proto(
         name = f"{name}_{node.id}"
     used_names.add(name)
     opset = graph.opset_imports[op.domain]
+    if op.holds_subgraphs:
+        return _control_flow_proto(op, opset, node, name), {}
     if not canonical.is_canonical(op):  # a plain op's proto depends only on these
         return _plain_proto(op, opset, node, name), {}
     op_type, inputs, attrs, new_constants = op.op_type, node.inputs, dict(op.attrs), {}
@@ -203,6 +207,30 @@ def _plain_proto(op: OnnxOp, opset: int, node: Node, name: str) -> onnx.NodeProt
     )
     proto.attribute.extend(_plain_attributes(op, opset))
     _PROTOS[key] = (op, proto)
+    return proto
+
+
+def _control_flow_proto(op: OnnxOp, opset: int, node: Node, name: str) -> onnx.NodeProto:
+    """A node holding subgraphs: its explicit inputs only (the implicit ones, which the IR
+    lists after them, are read by name inside), its subgraphs reading the enclosing graph's
+    tensors by the names the node's inputs have now (a pass may have renamed one)."""
+    implicit = implicit_inputs(op)
+    explicit = len(node.inputs) - len(implicit)
+    renamed = dict(zip(implicit, node.inputs[explicit:]))
+    proto = helper.make_node(
+        op.op_type, list(node.inputs[:explicit]), list(node.outputs), name=name,
+        domain=op.domain or None,
+    )
+    schema = op_schema(op.op_type, op.domain, opset)
+    for key, value in sorted(op.attrs.items()):
+        if isinstance(value, Subgraph):
+            proto.attribute.append(helper.make_attribute(key, graph_proto(value, renamed)))
+        elif isinstance(value, tuple) and value and isinstance(value[0], Subgraph):
+            proto.attribute.append(
+                helper.make_attribute(key, [graph_proto(v, renamed) for v in value])
+            )
+        else:
+            proto.attribute.append(_attribute(key, value, schema))
     return proto
 
 

@@ -41,7 +41,16 @@ from onnx import AttributeProto, TensorProto, numpy_helper
 from dmlgraph import canonical, shape_kernels
 from dmlgraph.errors import ModelValidationError
 from dmlgraph.exporter import node_proto, op_schema, to_onnx
-from dmlgraph.ir import Graph, Node, NodeId, OnnxOp, RemovedNode, Shape, TensorInfo, shape_matches
+from dmlgraph.ir import (
+    Graph,
+    Node,
+    NodeId,
+    OnnxOp,
+    RemovedNode,
+    Shape,
+    TensorInfo,
+    shape_matches,
+)
 from dmlgraph.ort_pad import pad_divergences
 from dmlgraph.value_info import tensor_info
 from dmlgraph.value_info import described_type, tensor_array, tensor_bytes, type_bytes
@@ -1113,6 +1122,10 @@ def _may_fold(node: Node) -> bool:
         and node.op.domain in FOLDABLE_DOMAINS
         and node.op_type not in NONDETERMINISTIC_OPS
         and not any(n.startswith(NOT_FOLDED) for n in node.notes)
+        # control flow runs on the fallback, whole: onnx.reference would compute its
+        # subgraphs' Slices otherwise than the spec (clamping with negative steps), which
+        # folding's own kernels follow, and onnxruntime folds none of it either
+        and not node.op.holds_subgraphs
     )
 
 
@@ -1936,6 +1949,8 @@ def _root_cause(graph: Graph, name: str, producer: Node | None) -> str:
         return f"{producer.label} cannot be evaluated by dmlgraph's folding"
     if producer.op_type in NONDETERMINISTIC_OPS:
         return f"{producer.label} is random"
+    if producer.op.holds_subgraphs:
+        return f"{producer.label} is control flow, which runs on the fallback (never folded)"
     if producer.op_type in SHAPE_ONLY_OPS:
         info = graph.tensors.get(producer.inputs[0])
         if info is None or not info.is_static:

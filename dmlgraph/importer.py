@@ -2,7 +2,7 @@
 
 Steps, each failing with a DmlgraphError that names the file and, where there is one, the node:
 read and parse; load external data (only from inside the model's folder); refuse unknown
-domains, opsets newer than this onnx knows and control-flow subgraphs; run the ONNX checker;
+domains (in subgraphs too) and opsets newer than this onnx knows; run the ONNX checker;
 fix dynamic input dimensions from ``input_shapes``; infer shapes (onnx, data propagation);
 build the IR with canonical Slice/Concat/Pad; normalize and check those; fold constants.
 
@@ -14,6 +14,9 @@ Decisions:
 - Domains: "" (alias "ai.onnx") and "ai.onnx.ml"; anything else is UnsupportedError.
 - Initializers also listed as graph inputs (the IR < 4 convention) are constants, not inputs.
 - Model-local functions are inlined with ``onnx.inliner`` before anything else looks at nodes.
+- Control flow (If, Loop, Scan) is imported whole: its subgraphs are attribute values
+  (``ir.Subgraph``) that run on the fallback with their node, and the enclosing graph's
+  tensors they read are the node's implicit inputs (``subgraphs``).
 - A Constant node with a tensor ``value`` becomes a constant tensor as it is read (recorded as
   folded); other Constant forms, and Constants that are graph outputs, are left to folding.
 """
@@ -32,11 +35,28 @@ import numpy as np
 import onnx
 from onnx import AttributeProto, TensorProto, helper
 
-from dmlgraph import canonical, collector, folding, schema_types, shape_kernels, sniff
+from dmlgraph import (
+    canonical,
+    collector,
+    folding,
+    schema_types,
+    shape_kernels,
+    sniff,
+    subgraphs,
+)
 from dmlgraph.dml.scalars import is_integer
 from dmlgraph.dtypes import ELEM_TYPE_TO_DTYPE, PLAIN_DTYPES, element_bits
 from dmlgraph.errors import DmlgraphError, ModelLoadError, ModelValidationError, UnsupportedError
-from dmlgraph.ir import INT64_MAX, Graph, OnnxOp, Provenance, RemovedNode, TensorInfo, dims_text
+from dmlgraph.ir import (
+    INT64_MAX,
+    Graph,
+    OnnxOp,
+    Provenance,
+    RemovedNode,
+    TensorInfo,
+    dims_text,
+    implicit_inputs,
+)
 from dmlgraph.value_info import shape_dim, tensor_array, tensor_info
 from dmlgraph.value_info import value_info as value_info_of
 
@@ -45,9 +65,6 @@ ModelSource = str | os.PathLike[str] | bytes | onnx.ModelProto
 #: Node domains dmlgraph accepts; "ai.onnx" is the default domain's long name.
 SUPPORTED_DOMAINS: frozenset[str] = frozenset({"", "ai.onnx.ml"})
 _DOMAIN_ALIASES: Mapping[str, str] = {"ai.onnx": ""}
-
-#: Attribute kinds that hold a subgraph; dmlgraph does not import control flow.
-_SUBGRAPH_KINDS = frozenset({AttributeProto.GRAPH, AttributeProto.GRAPHS})
 
 
 def load(
@@ -487,13 +504,27 @@ def _check_nodes(proto: onnx.ModelProto, nodes: Sequence[NodeFields], source: st
             canonical.form_for(op_type, version, where)  # raises: dmlgraph lacks the form
         node.version = version
         for attr in node.attribute:
-            if attr.type in _SUBGRAPH_KINDS:
-                raise UnsupportedError(
-                    f"{_node_where(source, index, node)}: attribute {attr.name!r} holds a "
-                    "subgraph; dmlgraph does not import control flow"
-                )
+            if attr.type in subgraphs.SUBGRAPH_KINDS:
+                _check_subgraph_domains(attr, opsets, _node_where(source, index, node))
     if proto.graph.sparse_initializer:
         raise UnsupportedError(f"{source}: sparse initializers are not supported")
+
+
+def _check_subgraph_domains(attr: AttributeProto, opsets: Mapping[str, int], where: str) -> None:
+    """Refuse a subgraph node of a domain dmlgraph does not import, as the main graph's are
+    (onnxruntime would run it only where it has the op; its run would fail, not the load)."""
+    graphs = [attr.g] if attr.type == AttributeProto.GRAPH else list(attr.graphs)
+    for graph in graphs:
+        for node in subgraphs.nested_nodes(graph):
+            domain = _DOMAIN_ALIASES.get(node.domain, node.domain)
+            if domain not in SUPPORTED_DOMAINS or domain not in opsets:
+                raise UnsupportedError(
+                    f"{where}: attribute {attr.name!r} holds a subgraph whose node "
+                    f"{node.name!r} ({node.op_type}) is of domain {node.domain!r}, which "
+                    "dmlgraph does not import"
+                    + ("" if domain not in SUPPORTED_DOMAINS else " (the model imports no "
+                       "opset for it)")
+                )
 
 
 def _unshaped(graph: onnx.GraphProto) -> list[onnx.ValueInfoProto]:
@@ -716,6 +747,10 @@ def attribute_value(attr: AttributeProto, where: str) -> Any:
         return tuple(_text(v) for v in attr.strings)
     if kind == AttributeProto.TENSORS:
         return tuple(tensor_array(t, where) for t in attr.tensors)
+    if kind == AttributeProto.GRAPH:
+        return subgraphs.subgraph_of(attr.g)
+    if kind == AttributeProto.GRAPHS:
+        return tuple(subgraphs.subgraph_of(g) for g in attr.graphs)
     raise UnsupportedError(
         f"{where}: attribute {attr.name!r} has kind {AttributeProto.AttributeType.Name(kind)}, "
         "which dmlgraph does not import"
@@ -1097,4 +1132,6 @@ def _add_node(
         )
     else:
         op = OnnxOp(node.op_type, version, domain, attrs)
+        if op.holds_subgraphs:  # the enclosing graph's tensors its subgraphs read
+            inputs = inputs + implicit_inputs(op)
     graph.add_node(op, inputs, node.output, provenance, notes)

@@ -248,6 +248,49 @@ def shape_matches(shape: Shape, concrete: Sequence[int]) -> bool:
     return True
 
 
+@dataclass(frozen=True, slots=True)
+class Subgraph:
+    """A control-flow op's subgraph attribute (If's branches, Loop's and Scan's body), held
+    whole and run by the fallback with its node: ``data`` is the serialized GraphProto,
+    ``outer`` the tensors of the enclosing graph it reads by name (first use first; its
+    node's implicit inputs, ``implicit_inputs``) and ``ops`` the op types of its nodes,
+    nested subgraphs' included (reports say which Slice/Concat/Pad it holds). Equal and
+    hashed by its bytes."""
+
+    data: bytes
+    outer: tuple[str, ...]
+    ops: tuple[str, ...]
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Subgraph) and self.data == other.data
+
+    def __hash__(self) -> int:
+        return hash(self.data)
+
+    def __repr__(self) -> str:
+        return f"Subgraph({len(self.ops)} nodes, reads {list(self.outer)})"
+
+
+def subgraphs(op: Any) -> tuple[Subgraph, ...]:
+    """The subgraphs an op holds (none but for control flow), in attribute order."""
+    if not isinstance(op, OnnxOp) or not op.holds_subgraphs:
+        return ()
+    found: list[Subgraph] = []
+    for value in op.attrs.values():
+        if isinstance(value, Subgraph):
+            found.append(value)
+        elif isinstance(value, tuple):
+            found += [v for v in value if isinstance(v, Subgraph)]
+    return tuple(found)
+
+
+def implicit_inputs(op: Any) -> tuple[str, ...]:
+    """The enclosing graph's tensors an op's subgraphs read by name: its node lists them after
+    the explicit inputs (``Node.inputs``), so the graph orders, keeps alive and hands them
+    over as any input; ONNX protos leave them out (``exporter.node_proto``)."""
+    return tuple(dict.fromkeys(name for sub in subgraphs(op) for name in sub.outer))
+
+
 class Attributes(Mapping[str, Any]):
     """An immutable, hashable attribute mapping with a fixed (sorted) key order.
 
@@ -255,13 +298,20 @@ class Attributes(Mapping[str, Any]):
     of those; equality compares arrays by dtype, shape and content.
     """
 
-    __slots__ = ("_items",)
+    __slots__ = ("_items", "holds_subgraphs")
 
     def __init__(self, items: Mapping[str, Any] | Iterable[tuple[str, Any]] = ()) -> None:
         pairs = items.items() if isinstance(items, Mapping) else items
         frozen = [(k if type(k) is str else str(k), _freeze_value(v)) for k, v in pairs]
         frozen.sort(key=_first)
         self._items: tuple[tuple[str, Any], ...] = tuple(frozen)
+        #: whether a value is a ``Subgraph`` (or a tuple of them): asked of every node, once
+        self.holds_subgraphs = False
+        for _, value in frozen:
+            kind = type(value)
+            if kind is Subgraph or (kind is tuple and value and type(value[0]) is Subgraph):
+                self.holds_subgraphs = True
+                break
 
     def __getitem__(self, key: str) -> Any:
         for k, v in self._items:
@@ -352,6 +402,11 @@ class OnnxOp:
     @property
     def name(self) -> str:
         return self.op_type if not self.domain else f"{self.domain}::{self.op_type}"
+
+    @property
+    def holds_subgraphs(self) -> bool:
+        """Whether an attribute is a ``Subgraph`` (control flow)."""
+        return self.attrs.holds_subgraphs  # type: ignore[attr-defined, no-any-return]
 
 
 @dataclass(frozen=True, slots=True)

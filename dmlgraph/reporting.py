@@ -17,6 +17,7 @@ from rich.table import Table
 from dmlgraph.canonical import LOWERED_OPS
 from dmlgraph.ir import Graph, OnnxOp
 from dmlgraph.printable import visible
+from dmlgraph.subgraphs import HOLDS
 from lowering.report import LoweredGraph, Status
 
 #: The op types the report lists unless every node is asked for.
@@ -84,6 +85,12 @@ def print_report(lowered: LoweredGraph, console: Console, *, every_node: bool = 
         f"[bold]{lowered.feature_level.full_name}[/bold]: {len(records)} {scope}"
         + (f": {summary}" if summary else "")
     )
+    if not every_node:  # control flow holding some: its row says they run with it
+        holders = [r for r in lowered.report() if r.op_type not in TARGETS
+                   and any(note.startswith(HOLDS) for note in r.notes)]
+        if holders:
+            console.print(f"(and {len(holders)} control-flow node(s) holding more, listed)")
+            records += holders
     hidden = [r for r in records if r.at_import]
     if hidden and not every_node:
         console.print(f"({len(hidden)} folded at import are not listed; --all lists every node)")

@@ -17,6 +17,7 @@ from dmlgraph.dml.binding import binds
 from dmlgraph.dml.operators import OperatorDesc
 from dmlgraph.errors import DmlValidationError, GraphInvariantError
 from dmlgraph.ir import Node, NodeId, OnnxOp, TensorInfo
+from dmlgraph.subgraphs import held_note
 from lowering import concat, pad, slice  # noqa: F401  (register the rules)
 from lowering.emit import CannotLower, Plan, Step, plan_join, plan_pad, plan_slice
 from lowering.logical import LogicalJoin, LogicalPad, LogicalSlice
@@ -139,6 +140,9 @@ class LowerOnnx(Pass):
                     f"no lowering rule: dmlgraph lowers Slice, Concat and Pad; {node.op_type} "
                     "runs on the backend's fallback"
                 )
+                held = held_note(node.op)
+                if held:
+                    origin.notes.append(held)
                 continue
             rw = Rewriter(graph, node, trust=trust)
             try:

@@ -99,8 +99,9 @@ class Rewriter:
         if info.dtype is None or not info.is_static:
             dims = "unknown" if info.shape is None else list(info.shape)
             raise Unlowerable(
-                f"{role} {tensor!r} has shape {dims}; DirectML descriptors need static sizes "
-                "(give them with --input-shape NAME:D0,D1,..)"
+                f"{role} {tensor!r} has shape {dims}; DirectML descriptors need static sizes, "
+                "so the backend lowers this node when it runs, by the sizes that arrive "
+                "(--input-shape NAME:D0,D1,.. fixes a graph input's)"
             )
         shape: Shape = info.static_shape  # type: ignore[assignment]
         cause = self._unsure_through(tensor)

@@ -127,9 +127,11 @@ def test_unknown_op_in_the_default_domain(onnx_make_model) -> None:
     _refused(UnsupportedError, model, "'mystery'", "no ONNX schema for op 'NoSuchOp'", "opset 17")
 
 
-def test_control_flow_subgraph_is_refused(onnx_make_model) -> None:
+def test_a_subgraph_node_of_another_domain_is_refused(onnx_make_model) -> None:
+    """Control flow imports whole, but a node inside it of a domain dmlgraph does not import
+    is refused as one in the main graph is, naming both."""
     branch = helper.make_graph(
-        [helper.make_node("Identity", ["x"], ["z"])],
+        [helper.make_node("Gelu", ["x"], ["z"], name="contrib", domain="com.microsoft")],
         "branch",
         [],
         [helper.make_tensor_value_info("z", FLOAT, [2])],
@@ -143,8 +145,10 @@ def test_control_flow_subgraph_is_refused(onnx_make_model) -> None:
         [("c", TensorProto.BOOL, []), ("x", FLOAT, [2])],
         [("y", FLOAT, [2])],
         opset=17,
+        extra_opsets={"com.microsoft": 1},
     )
-    _refused(UnsupportedError, model, "'the_if' (If", "_branch' holds a subgraph")
+    _refused(UnsupportedError, model, "'the_if' (If", "attribute 'else_branch' holds a "
+             "subgraph whose node 'contrib' (Gelu) is of domain 'com.microsoft'")
 
 
 def test_non_tensor_graph_input_is_refused(onnx_make_model) -> None:

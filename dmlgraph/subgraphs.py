@@ -1,0 +1,113 @@
+"""Control flow's subgraphs (If's branches, Loop's and Scan's bodies) as the IR holds them.
+
+dmlgraph lowers the main graph's Slice, Concat and Pad nodes; a control-flow node runs whole on
+the fallback, subgraphs and all, as any op without a lowering rule does. What the IR must know
+of a subgraph is what ONNX leaves implicit: the tensors of the enclosing graph it reads by
+name. Its node lists them after its explicit inputs (``ir.implicit_inputs``), so ordering,
+liveness, dead-node removal and fallback segments treat them as the inputs they are; a proto
+written back leaves them out again, renaming them inside the subgraph where a pass renamed
+them outside (an eliminated Slice's output read as its input).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import onnx
+from onnx import AttributeProto
+
+from dmlgraph.canonical import LOWERED_OPS
+from dmlgraph.ir import Subgraph, subgraphs
+
+#: How a report note on a control-flow node begins where its subgraphs hold Slice, Concat or
+#: Pad nodes (``held_note``): reports list such a node with the Slice/Concat/Pad rows.
+HOLDS = "its subgraphs hold"
+
+#: Attribute kinds that hold subgraphs.
+SUBGRAPH_KINDS = frozenset({AttributeProto.GRAPH, AttributeProto.GRAPHS})
+
+
+def subgraph_of(graph: onnx.GraphProto) -> Subgraph:
+    """A GraphProto as the IR holds it (``ir.Subgraph``)."""
+    return Subgraph(graph.SerializeToString(), tuple(outer_names(graph)), tuple(
+        node.op_type for node in nested_nodes(graph)
+    ))
+
+
+def outer_names(graph: onnx.GraphProto, inherited: frozenset[str] = frozenset()) -> list[str]:
+    """The names ``graph`` reads and does not define (its inputs, initializers and node
+    outputs, before their first use), nested subgraphs' included, in first-use order; names
+    in ``inherited`` are defined by an enclosing subgraph."""
+    defined = {value.name for value in graph.input}
+    defined.update(tensor.name for tensor in graph.initializer)
+    defined.update(sparse.values.name for sparse in graph.sparse_initializer)
+    found: dict[str, None] = {}
+    for node in graph.node:
+        for name in node.input:
+            if name and name not in defined and name not in inherited:
+                found[name] = None
+        for attr in node.attribute:
+            for sub in _attribute_graphs(attr):
+                for name in outer_names(sub, inherited | defined):
+                    found[name] = None
+        defined.update(name for name in node.output if name)
+    # (a subgraph output naming an enclosing graph's tensor itself is not read here: onnx's
+    # checker, which the import runs first, refuses it)
+    return list(found)
+
+
+def nested_nodes(graph: onnx.GraphProto) -> Iterator[onnx.NodeProto]:
+    """Every node of ``graph`` and of the subgraphs its nodes hold, at any depth."""
+    for node in graph.node:
+        yield node
+        for attr in node.attribute:
+            for sub in _attribute_graphs(attr):
+                yield from nested_nodes(sub)
+
+
+def _attribute_graphs(attr: AttributeProto) -> list[onnx.GraphProto]:
+    if attr.type == AttributeProto.GRAPH:
+        return [attr.g]
+    if attr.type == AttributeProto.GRAPHS:
+        return list(attr.graphs)
+    return []
+
+
+def held_note(op: Any) -> str:
+    """What a control-flow op's subgraphs hold of the ops dmlgraph lowers, for its report
+    ("" for none): they run on the fallback with it."""
+    held = Counter(name for sub in subgraphs(op) for name in sub.ops if name in LOWERED_OPS)
+    if not held:
+        return ""
+    listed = ", ".join(f"{n} {name}" for name, n in sorted(held.items()))
+    return (
+        f"{HOLDS} {listed}: they run on the fallback with it (dmlgraph lowers the main "
+        "graph's Slice, Concat and Pad nodes)"
+    )
+
+
+def graph_proto(sub: Subgraph, renamed: Mapping[str, str]) -> onnx.GraphProto:
+    """The subgraph as a GraphProto, its outer names ``renamed`` (old -> new) wherever it
+    reads them: a pass renamed them in the enclosing graph."""
+    graph = onnx.GraphProto.FromString(sub.data)
+    if renamed:
+        _rename(graph, {old: new for old, new in renamed.items() if old != new}, frozenset())
+    return graph
+
+
+def _rename(graph: onnx.GraphProto, renamed: Mapping[str, str], inherited: frozenset[str]) -> None:
+    """Rename the outer names ``graph``'s nodes read (not those it or an enclosing subgraph
+    defines)."""
+    defined = set(inherited)
+    defined.update(value.name for value in graph.input)
+    defined.update(tensor.name for tensor in graph.initializer)
+    for node in graph.node:
+        for port, name in enumerate(node.input):
+            if name in renamed and name not in defined:
+                node.input[port] = renamed[name]
+        for attr in node.attribute:
+            for sub in _attribute_graphs(attr):
+                _rename(sub, renamed, frozenset(defined))
+        defined.update(name for name in node.output if name)

@@ -1,0 +1,263 @@
+"""Control flow (If, Loop, Scan): imported whole, run on the fallback with its subgraphs, the
+main graph's Slice/Concat/Pad lowered around it. Oracle: onnxruntime on the original model.
+
+Before, a model with any subgraph was refused at load ("dmlgraph does not import control
+flow"), whatever else it held."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import dmlgraph
+from backends import get_backend
+from dmlgraph.cli import main
+from dmlgraph.ir import Subgraph, implicit_inputs
+from dmlgraph.subgraphs import outer_names, subgraph_of
+from lowering import Status, lower
+
+FLOAT, INT64, BOOL = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL
+
+
+def _i64(name: str, values) -> onnx.TensorProto:
+    return numpy_helper.from_array(np.array(values, np.int64), name)
+
+
+def _vi(name: str, elem: int, shape) -> onnx.ValueInfoProto:
+    return helper.make_tensor_value_info(name, elem, shape)
+
+
+def _model(nodes, inputs, outputs, initializers=()) -> onnx.ModelProto:
+    graph = helper.make_graph(nodes, "cf", inputs, outputs, list(initializers))
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 9
+    onnx.checker.check_model(model)
+    return model
+
+
+def _ort(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    session = ort.InferenceSession(model.SerializeToString(), options,
+                                   providers=["CPUExecutionProvider"])
+    return session.run(None, feeds)
+
+
+def _if_model() -> onnx.ModelProto:
+    """A Slice lowered ahead of an If whose branches read its output by name: a Concat of
+    it, or a reflect Pad of it; a Concat of the If's result after it."""
+    then_branch = helper.make_graph(
+        [helper.make_node("Concat", ["s", "s"], ["t"], axis=1)], "then", [],
+        [_vi("t", FLOAT, [None, None])])
+    else_branch = helper.make_graph(
+        [helper.make_node("Pad", ["s", "inner_pads"], ["e"], mode="reflect")], "else", [],
+        [_vi("e", FLOAT, [None, None])], [_i64("inner_pads", [0, 1, 0, 1])])
+    return _model(
+        [helper.make_node("Slice", ["x", "st", "en", "ax"], ["s"], name="slice"),
+         helper.make_node("If", ["c"], ["r"], name="branch", then_branch=then_branch,
+                          else_branch=else_branch),
+         helper.make_node("Concat", ["r", "r"], ["y"], axis=0, name="cat")],
+        [_vi("x", FLOAT, [2, 6]), _vi("c", BOOL, [])],
+        [_vi("y", FLOAT, [None, None])],
+        [_i64("st", [1]), _i64("en", [5]), _i64("ax", [1])],
+    )
+
+
+def _loop_model() -> onnx.ModelProto:
+    """A Loop whose body slices the graph input x by the main graph's initializers and
+    concatenates the piece to what it carries; an edge Pad of its result after it."""
+    body = helper.make_graph(
+        [helper.make_node("Slice", ["x", "st", "en", "ax"], ["piece"]),
+         helper.make_node("Concat", ["acc", "piece"], ["acc_out"], axis=0),
+         helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+         helper.make_node("Identity", ["piece"], ["scan_out"])],
+        "body",
+        [_vi("i", INT64, []), _vi("cond_in", BOOL, []), _vi("acc", FLOAT, [None, None])],
+        [_vi("cond_out", BOOL, []), _vi("acc_out", FLOAT, [None, None]),
+         _vi("scan_out", FLOAT, [None, None])])
+    return _model(
+        [helper.make_node("Slice", ["x", "st", "en", "ax"], ["init"], name="first"),
+         helper.make_node("Loop", ["trip", "", "init"], ["acc_final", "scans"], name="loop",
+                          body=body),
+         helper.make_node("Pad", ["acc_final", "pads"], ["y"], mode="edge", name="pad")],
+        [_vi("x", FLOAT, [2, 6])],
+        [_vi("y", FLOAT, [None, None]), _vi("scans", FLOAT, [None, None, None])],
+        [_i64("st", [1]), _i64("en", [5]), _i64("ax", [1]), _i64("trip", 3),
+         _i64("pads", [1, 0, 0, 2])],
+    )
+
+
+X = np.arange(12, dtype=np.float32).reshape(2, 6)
+
+
+@pytest.mark.parametrize("cond", [True, False])
+@pytest.mark.parametrize("fallback", ["onnxruntime", "reference"])
+def test_an_if_reading_a_lowered_slice_runs_as_onnxruntime_runs_it(cond, fallback) -> None:
+    model = _if_model()
+    feeds = {"x": X, "c": np.array(cond)}
+    (want,) = _ort(model, feeds)
+    graph = dmlgraph.load(model)
+    (branch,) = graph.find_nodes("If")
+    assert branch.inputs == ("c", "s")  # its explicit input, then what its branches read
+    lowered = lower(graph, "6_4")
+    rows = {r.name: r for r in lowered.report()}
+    assert rows["slice"].status is Status.LOWERED and rows["slice"].dml_ops == (
+        "DML_OPERATOR_SLICE",)
+    assert rows["branch"].status is Status.FALLBACK
+    assert any(note.startswith("its subgraphs hold 1 Concat, 1 Pad: they run on the fallback")
+               for note in rows["branch"].notes)
+    result = get_backend("numpy", fallback=fallback).execute(lowered, feeds)
+    assert np.array_equal(result.outputs["y"], want)
+    engines = {run.node: run.engine for run in result.record.nodes}
+    assert engines["branch"] != "numpy DirectML emulator"
+    assert engines["cat"] == "numpy DirectML emulator"  # lowered when it ran
+    report = dmlgraph.check(model, inputs=feeds, cross_check=True)
+    assert report.passed and len(report.comparisons) == 2
+
+
+def test_a_loop_reading_the_main_graph_s_tensors_runs_as_onnxruntime_runs_it() -> None:
+    """The body reads x and the initializers st, en, ax by name. A fallback segment made of
+    the Loop declared only its explicit inputs, and onnxruntime refused the segment ("input
+    'st' ... must be topologically sorted"): they are its implicit inputs now."""
+    model = _loop_model()
+    want = _ort(model, {"x": X})
+    graph = dmlgraph.load(model)
+    (loop,) = graph.find_nodes("Loop")
+    assert loop.inputs == ("trip", "", "init", "x", "st", "en", "ax")
+    got = get_backend("numpy").run(lower(graph, "6_4"), {"x": X})
+    assert np.array_equal(got["y"], want[0]) and np.array_equal(got["scans"], want[1])
+    assert dmlgraph.check(model, inputs={"x": X}).passed
+
+
+@pytest.mark.parametrize("cond", [True, False])
+def test_a_subgraph_reads_the_tensor_an_eliminated_slice_became(cond) -> None:
+    """A Slice of everything is eliminated: its output becomes its input, x, in every
+    reader, the If's implicit input too. The branches still read 's' by name: written back,
+    they read 'x'."""
+    then_branch = helper.make_graph(
+        [helper.make_node("Pad", ["s", "inner"], ["t"], mode="reflect")], "then", [],
+        [_vi("t", FLOAT, [None, None])], [_i64("inner", [0, 1, 0, 1])])
+    else_branch = helper.make_graph(
+        [helper.make_node("Identity", ["s"], ["e"])], "else", [],
+        [_vi("e", FLOAT, [None, None])])
+    model = _model(
+        [helper.make_node("Slice", ["x", "st", "en", "ax"], ["s"], name="all"),
+         helper.make_node("If", ["c"], ["r"], name="branch", then_branch=then_branch,
+                          else_branch=else_branch)],
+        [_vi("x", FLOAT, [2, 6]), _vi("c", BOOL, [])],
+        [_vi("r", FLOAT, [None, None])],
+        [_i64("st", [0]), _i64("en", [2**63 - 1]), _i64("ax", [1])],
+    )
+    feeds = {"x": X, "c": np.array(cond)}
+    (want,) = _ort(model, feeds)
+    lowered = lower(dmlgraph.load(model), "6_4")
+    (branch,) = lowered.find_nodes("If")
+    assert branch.inputs == ("c", "x") and "s" not in lowered.tensors
+    assert np.array_equal(get_backend("numpy").run(lowered, feeds)["r"], want)
+    assert dmlgraph.check(model, inputs=feeds, cross_check=True).passed
+
+
+def test_a_scan_and_a_nested_subgraph_read_the_outermost_graph() -> None:
+    """A Scan whose body holds an If whose branch reads the main graph's w: w is an implicit
+    input of the Scan (the If's body names it two scopes down); the body's own state and
+    scan input are not."""
+    inner = helper.make_graph(
+        [helper.make_node("Concat", ["row", "w"], ["joined"], axis=0)], "inner", [],
+        [_vi("joined", FLOAT, [None])])
+    other = helper.make_graph(
+        [helper.make_node("Concat", ["w", "row"], ["joined2"], axis=0)], "other", [],
+        [_vi("joined2", FLOAT, [None])])
+    body = helper.make_graph(
+        [helper.make_node("If", ["flag"], ["picked"], then_branch=inner, else_branch=other),
+         helper.make_node("Identity", ["flag"], ["flag_out"])],
+        "body", [_vi("flag", BOOL, []), _vi("row", FLOAT, [3])],
+        [_vi("flag_out", BOOL, []), _vi("picked", FLOAT, [None])])
+    model = _model(
+        [helper.make_node("Scan", ["f", "x"], ["f_final", "ys"], name="scan", body=body,
+                          num_scan_inputs=1),
+         helper.make_node("Pad", ["ys", "pads"], ["y"], mode="constant", name="pad")],
+        [_vi("x", FLOAT, [4, 3]), _vi("f", BOOL, [])],
+        [_vi("y", FLOAT, [None, None]), _vi("f_final", BOOL, [])],
+        [numpy_helper.from_array(np.array([9, 8], np.float32), "w"),
+         _i64("pads", [0, 1, 0, 1])],
+    )
+    feeds = {"x": np.arange(12, dtype=np.float32).reshape(4, 3), "f": np.array(False)}
+    want = _ort(model, feeds)
+    graph = dmlgraph.load(model)
+    (scan,) = graph.find_nodes("Scan")
+    assert scan.inputs == ("f", "x", "w")
+    got = get_backend("numpy").run(lower(graph, "6_4"), feeds)
+    assert np.array_equal(got["y"], want[0]) and got["f_final"] == want[1]
+
+
+def test_outer_names_leave_out_what_a_scope_defines() -> None:
+    """A subgraph's own inputs, initializers and node outputs (before or after a nested
+    subgraph reads them) are not the enclosing graph's; names read twice count once."""
+    nested = helper.make_graph(
+        [helper.make_node("Add", ["a", "local"], ["n_out"])], "nested", [],
+        [_vi("n_out", FLOAT, [1])])
+    graph = helper.make_graph(
+        [helper.make_node("Mul", ["own_input", "outer_1"], ["local"]),
+         helper.make_node("If", ["outer_2"], ["a_out"], then_branch=nested,
+                          else_branch=nested),
+         helper.make_node("Add", ["outer_1", "own_init"], ["b"])],
+        "g", [_vi("own_input", FLOAT, [1])], [_vi("b", FLOAT, [1])],
+        [numpy_helper.from_array(np.zeros(1, np.float32), "own_init")])
+    assert outer_names(graph) == ["outer_1", "outer_2", "a"]
+    sub = subgraph_of(graph)
+    # the If's two branches are one graph, counted in each
+    assert sub.outer == ("outer_1", "outer_2", "a")
+    assert sub.ops == ("Mul", "If", "Add", "Add", "Add")
+    assert sub == subgraph_of(graph) and hash(sub) == hash(subgraph_of(graph))
+    op = dmlgraph.ir.OnnxOp("If", 16, attrs={"then_branch": sub, "else_branch": sub})
+    assert op.holds_subgraphs and implicit_inputs(op) == ("outer_1", "outer_2", "a")
+    assert not dmlgraph.ir.OnnxOp("Relu", 14).holds_subgraphs
+    assert isinstance(op.attrs["then_branch"], Subgraph)
+
+
+def test_control_flow_is_not_folded_and_says_why() -> None:
+    """An If on a constant condition whose branches read constants computes the Pad's pads:
+    onnx.reference would fold it, computing its subgraphs' Slices otherwise than the spec;
+    it runs on the fallback, and the Pad, lowered when it runs, says why."""
+    then_branch = helper.make_graph(
+        [helper.make_node("Concat", ["k", "k"], ["t"], axis=0)], "then", [],
+        [_vi("t", INT64, [None])])
+    else_branch = helper.make_graph(
+        [helper.make_node("Identity", ["k"], ["e"])], "else", [], [_vi("e", INT64, [None])])
+    model = _model(
+        [helper.make_node("If", ["c"], ["pads"], name="branch", then_branch=then_branch,
+                          else_branch=else_branch),
+         helper.make_node("Pad", ["x", "pads"], ["y"], name="pad")],
+        [_vi("x", FLOAT, [2, 6])], [_vi("y", FLOAT, [None, None])],
+        [_i64("k", [1, 2]), numpy_helper.from_array(np.array(True), "c")],
+    )
+    (want,) = _ort(model, {"x": X})
+    lowered = lower(dmlgraph.load(model), "6_4")
+    (row,) = [r for r in lowered.report() if r.name == "pad"]
+    assert row.status is Status.FALLBACK
+    assert any("node 'branch' (If) is control flow, which runs on the fallback (never folded)"
+               in note for note in row.notes)
+    assert np.array_equal(get_backend("numpy").run(lowered, {"x": X})["y"], want)
+
+
+def test_the_cli_lowers_runs_checks_and_draws_a_model_with_control_flow(
+    tmp_path, capsys
+) -> None:
+    path = tmp_path / "loop.onnx"
+    onnx.save(_loop_model(), path)
+    assert main(["lower", str(path)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "(and 1 control-flow node(s) holding more, listed)" in out
+    assert "its subgraphs hold 1 Concat, 1 Slice" in out
+    assert main(["lower", str(path), "-o", str(tmp_path / "loop.json")]) == 0
+    written = json.loads((tmp_path / "loop.json").read_text())
+    assert [r["op_type"] for r in written["report"]] == ["Slice", "Loop", "Pad"]
+    assert main(["check", str(path)]) == 0
+    assert "parity holds" in capsys.readouterr().out
+    assert main(["viz", str(path), "-o", str(tmp_path / "loop.html")]) == 0
+    assert "Loop" in (tmp_path / "loop.html").read_text()
