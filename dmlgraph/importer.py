@@ -513,8 +513,7 @@ def _check_nodes(proto: onnx.ModelProto, nodes: Sequence[NodeFields], source: st
 def _check_subgraph_domains(attr: AttributeProto, opsets: Mapping[str, int], where: str) -> None:
     """Refuse a subgraph node of a domain dmlgraph does not import, as the main graph's are
     (onnxruntime would run it only where it has the op; its run would fail, not the load)."""
-    graphs = [attr.g] if attr.type == AttributeProto.GRAPH else list(attr.graphs)
-    for graph in graphs:
+    for graph in subgraphs.attribute_graphs(attr):
         for node in subgraphs.nested_nodes(graph):
             domain = _DOMAIN_ALIASES.get(node.domain, node.domain)
             if domain not in SUPPORTED_DOMAINS or domain not in opsets:

@@ -49,7 +49,7 @@ def outer_names(graph: onnx.GraphProto, inherited: frozenset[str] = frozenset())
             if name and name not in defined and name not in inherited:
                 found[name] = None
         for attr in node.attribute:
-            for sub in _attribute_graphs(attr):
+            for sub in attribute_graphs(attr):
                 for name in outer_names(sub, inherited | defined):
                     found[name] = None
         defined.update(name for name in node.output if name)
@@ -63,11 +63,12 @@ def nested_nodes(graph: onnx.GraphProto) -> Iterator[onnx.NodeProto]:
     for node in graph.node:
         yield node
         for attr in node.attribute:
-            for sub in _attribute_graphs(attr):
+            for sub in attribute_graphs(attr):
                 yield from nested_nodes(sub)
 
 
-def _attribute_graphs(attr: AttributeProto) -> list[onnx.GraphProto]:
+def attribute_graphs(attr: AttributeProto) -> list[onnx.GraphProto]:
+    """The subgraphs an attribute holds (none but for GRAPH and GRAPHS kinds)."""
     if attr.type == AttributeProto.GRAPH:
         return [attr.g]
     if attr.type == AttributeProto.GRAPHS:
@@ -108,6 +109,6 @@ def _rename(graph: onnx.GraphProto, renamed: Mapping[str, str], inherited: froze
             if name in renamed and name not in defined:
                 node.input[port] = renamed[name]
         for attr in node.attribute:
-            for sub in _attribute_graphs(attr):
+            for sub in attribute_graphs(attr):
                 _rename(sub, renamed, frozenset(defined))
         defined.update(name for name in node.output if name)
