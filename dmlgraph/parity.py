@@ -645,6 +645,7 @@ def check(
     """
     from backends.numpy import NumpyBackend
     from backends.onnxruntime import OnnxruntimeBackend
+    from backends.onnxruntime.providers import layout_rewrite_safe
     from dmlgraph.importer import load
     from lowering import lower
 
@@ -667,7 +668,8 @@ def check(
     stem = Path(model).stem if isinstance(model, (str, os.PathLike)) else None
     feeds, stored, source = _tensors(graph, inputs, expected, seed, stem)
 
-    ort = OnnxruntimeBackend(providers)
+    # one NCHWc decision for every session over the model (``providers.LAYOUT_REWRITE``)
+    ort = OnnxruntimeBackend(providers, layout=layout_rewrite_safe(graph))
     # read-only for every engine: one that wrote into its feeds would hand the next ones the
     # values it computed from, and the comparison would pass on inputs the report never named
     feeds = {name: _read_only(array) for name, array in feeds.items()}

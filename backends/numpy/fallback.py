@@ -77,7 +77,9 @@ class OnnxruntimeFallback:
         self.engine = f"onnxruntime:{self.providers[0]}"
         self.shared_threads = shared_threads
 
-    def prepare(self, graph: Graph) -> Runner:
+    def prepare(self, graph: Graph, layout: bool | None = None) -> Runner:
+        """``layout``: whether the session may use onnxruntime's NCHWc rewrite, as decided
+        for the whole model (``providers.layout_rewrite_safe``); None decides by ``graph``."""
         session = make_session(
             graph.to_onnx(),
             self.providers,
@@ -91,6 +93,7 @@ class OnnxruntimeFallback:
             # what dmlgraph left unfolded computes at run time, as the segment's tensors are
             # (``providers.SHAPE_REWRITES``)
             shape_rewrites=False,
+            layout=layout,
         )
         outputs = list(graph.outputs)
         fetch_values = values.needs_values(session)

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from backends.base import BackendError, NodeRun, RunRecord, SizeMismatch
+from backends.numpy.fallback import OnnxruntimeFallback
 from backends.numpy.memory import Lifetime, OutputPool, assign_buffers
 from backends.numpy.moves import Move, Phase, operator_moves
 from backends.numpy.runtime import RuntimeLowering, needs_runtime_lowering
@@ -51,6 +52,7 @@ from backends.numpy.threads import (
     distribute_phases,
 )
 from backends.numpy.views import Recipe, address, as_bytes, reform
+from backends.onnxruntime.providers import layout_rewrite_safe
 from dmlgraph import folding
 from dmlgraph.dml.binding import binds
 from dmlgraph.dml.enums import FeatureLevel
@@ -180,7 +182,16 @@ class Plan:
         #: the graph lowered again where a run proved onnx's inference wrong, by whether
         #: every size was left to run time (``NumpyBackend._run_resized``); None: it could not
         self.resized: dict[bool, LoweredGraph | None] = {}
+        self._layout: bool | None = None
         self._compile(graph)
+
+    def layout_rewrite(self) -> bool:
+        """Whether the fallback's onnxruntime sessions may use its NCHWc rewrite: decided
+        once, for the whole model (``providers.layout_rewrite_safe``), when a segment first
+        runs."""
+        if self._layout is None:
+            self._layout = layout_rewrite_safe(self.graph)
+        return self._layout
 
     # ------------------------------------------------------------------ compiling
     def _compile(self, graph: Graph) -> None:
@@ -719,6 +730,7 @@ class _FallbackStep(_PythonStep):
 
     def __init__(self, plan: Plan, graph: Graph, nodes: list[Node]) -> None:
         self.state, self.fallback, self.nodes = plan._state, plan.fallback, nodes
+        self.layout = plan.layout_rewrite
         self.segment = segment_graph(graph, nodes, plan.trust)
         self.readers = [(name, plan.ir_reader(name)) for name in self.segment.inputs]
         self.runner: Runner | None = None
@@ -729,7 +741,10 @@ class _FallbackStep(_PythonStep):
 
     def run(self) -> None:
         if self.runner is None:
-            self.runner = self.fallback.prepare(self.segment)
+            if isinstance(self.fallback, OnnxruntimeFallback):  # one NCHWc decision a model
+                self.runner = self.fallback.prepare(self.segment, self.layout())
+            else:
+                self.runner = self.fallback.prepare(self.segment)
         results = self.runner({name: read() for name, read in self.readers})
         missing = [name for name in self.segment.outputs if name not in results]
         if missing:  # DML nodes would read an earlier run's memory for them

@@ -26,7 +26,12 @@ from backends.base import (
     first_line,
 )
 from backends.onnxruntime import values
-from backends.onnxruntime.providers import make_session, placements, select_providers
+from backends.onnxruntime.providers import (
+    layout_rewrite_safe,
+    make_session,
+    placements,
+    select_providers,
+)
 from backends.onnxruntime.translate import translate
 from dmlgraph.errors import as_array
 from dmlgraph.ir import Graph
@@ -38,8 +43,14 @@ class OnnxruntimeBackend:
 
     name = "onnxruntime"
 
-    def __init__(self, providers: Sequence[str] | None = None) -> None:
+    def __init__(
+        self, providers: Sequence[str] | None = None, *, layout: bool | None = None
+    ) -> None:
         self.providers = select_providers(providers)
+        #: whether sessions made from model files (``session``) may use onnxruntime's NCHWc
+        #: rewrite, as decided for the graph the model was imported as
+        #: (``providers.layout_rewrite_safe``); None: decided from each model alone
+        self.layout = layout
         self._sessions: GraphCache[tuple[ort.InferenceSession, list[str]]] = GraphCache()
         self.last_record: RunRecord | None = None
 
@@ -57,7 +68,8 @@ class OnnxruntimeBackend:
             model = self.model_for(graph)
             # a graph dmlgraph made runs as written: the shapes it left are computed
             # (``providers.SHAPE_REWRITES``)
-            session = make_session(model, self.providers, graph.source, shape_rewrites=False)
+            session = make_session(model, self.providers, graph.source, shape_rewrites=False,
+                                   layout=layout_rewrite_safe(graph))
             return session, [
                 o.name for o in model.graph.output
             ]
@@ -82,7 +94,8 @@ class OnnxruntimeBackend:
         ``optimize=False``, without onnxruntime's graph optimizations."""
         where = where or (str(model) if isinstance(model, (str, os.PathLike)) else "<model>")
         content = str(model) if isinstance(model, os.PathLike) else model
-        return make_session(content, self.providers, where, optimize=optimize)
+        return make_session(content, self.providers, where, optimize=optimize,
+                            layout=self.layout)
 
     def execute_session(
         self, session: ort.InferenceSession, feeds: Mapping[str, Any], where: str = "<model>"

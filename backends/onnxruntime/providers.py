@@ -14,6 +14,8 @@ import onnx
 import onnxruntime as ort
 
 from backends.base import BackendError, first_line
+from dmlgraph import folding
+from dmlgraph.ir import Graph, subgraphs
 
 #: Providers in order of preference; the first available one leads the session's list.
 PREFERENCE: tuple[str, ...] = (
@@ -123,7 +125,9 @@ VALUE_REWRITES: tuple[str, ...] = (
 #: (SIGFPE) when a pool it rewrote makes an empty output (onnxruntime 1.32: a MaxPool of
 #: kernel 3 over 2 rows; the unoptimized session gives the empty result). A session over a
 #: model with a pool whose spatial output sizes are not all known to be positive goes
-#: without it (``_pools_may_be_empty``); others keep its faster convolutions.
+#: without it (``_pools_may_be_empty``, ``layout_rewrite_safe``); others keep its faster
+#: convolutions. Its convolutions round otherwise, so every session over one model (the
+#: fallback's segments, ``check``'s reference, the cross-check) must decide alike.
 LAYOUT_REWRITE = "NchwcTransformer"
 _POOL_OPS = frozenset({"MaxPool", "AveragePool", "LpPool"})
 
@@ -210,18 +214,20 @@ def make_session(
     spin: bool = True,
     optimize: bool = True,
     shape_rewrites: bool = True,
+    layout: bool | None = None,
 ) -> ort.InferenceSession:
     """An InferenceSession; onnxruntime's refusal becomes a BackendError naming ``where``.
     It runs on the process-wide thread pools when asked (``share_global_thread_pools``) or
     when they exist, as onnxruntime then allows nothing else. ``shape_rewrites=False`` (a
     graph dmlgraph made): without the optimizers that rewrite by inferred shapes
     (``SHAPE_REWRITES``), nor those that change what it computes (``VALUE_REWRITES``), the
-    others kept."""
+    others kept. ``layout``: whether ``LAYOUT_REWRITE`` may run, as decided for the whole
+    model (``layout_rewrite_safe``); None decides from ``model`` alone."""
     global _global_pools
     content = model.SerializeToString() if isinstance(model, onnx.ModelProto) else model
     shared = bool(_global_pools) or (shared_threads and share_global_thread_pools())
     disabled = [] if shape_rewrites else [*SHAPE_REWRITES, *VALUE_REWRITES]
-    if optimize and _pools_may_be_empty(model):
+    if optimize and (layout is False or (layout is None and _pools_may_be_empty(model))):
         disabled.append(LAYOUT_REWRITE)
     try:
         try:
@@ -239,6 +245,35 @@ def make_session(
         raise BackendError(
             f"{where}: onnxruntime cannot load the model: {first_line(exc)}"
         ) from None
+
+
+def layout_rewrite_safe(graph: Graph) -> bool:
+    """Whether sessions over ``graph``'s model may use ``LAYOUT_REWRITE``: no pool of it
+    (nor any in a subgraph) may make an empty output, by the sizes dmlgraph knows of the
+    graph it was lowered from and trusts onnxruntime to make (``PartialShapes.unsure``).
+    Decided for the model, not per session: a fallback segment without a pool kept the
+    rewrite while the reference over the whole model went without it, and their
+    convolutions differed by 4e-4 (retinanet) to 7e-3 (maskrcnn), failing ``check``."""
+    source = getattr(graph, "source_graph", None) or graph
+    trust = folding.PartialShapes(source.declared_sizes)
+    for node in source.nodes:
+        if not node.is_onnx:
+            continue
+        if node.op.holds_subgraphs and any(
+            op in _POOL_OPS for sub in subgraphs(node.op) for op in sub.ops
+        ):
+            return False
+        if node.op_type not in _POOL_OPS or not node.outputs:
+            continue
+        info = source.tensors.get(node.outputs[0])
+        shape = info.shape if info is not None else None  # the batch may be dynamic
+        if shape is None or len(shape) < 3 or any(
+            type(size) is not int or size < 1 for size in shape[2:]
+        ):
+            return False
+        if trust.unsure(source, node.outputs[0]):
+            return False
+    return True
 
 
 def _pools_may_be_empty(model: onnx.ModelProto | bytes | str) -> bool:
