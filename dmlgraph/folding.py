@@ -1446,6 +1446,7 @@ class PartialShapes:
     values: dict[str, np.ndarray] = field(default_factory=dict)
     _unsure: dict[str, bool] = field(default_factory=dict)
     _rank_unsure: dict[str, bool] = field(default_factory=dict)
+    _vector_unsure: dict[str, bool] = field(default_factory=dict)
     # whether a node or a declared output that nodes read may give another rank: else no
     # tensor's is asked
     _ranks_diverge: bool | None = None
@@ -1456,8 +1457,43 @@ class PartialShapes:
         run time: onnxruntime warns and goes on), or a tensor a node computes unless the
         node's op is in ``SHAPE_EXACT_OPS`` and every tensor it reads is sure. Graph inputs
         (whose sizes onnxruntime checks) and constants are sure. Each tensor is asked once a
-        sweep."""
+        sweep. (Unsure too: whatever is computed from such a tensor, its values included,
+        as a Reshape's sizes are from a Shape of it; ``vector_unsure`` asks less.)"""
         return self._walk(graph, name, self._unsure, _shape_exact)
+
+    def vector_unsure(self, graph: Graph, name: str) -> bool:
+        """Whether the sizes of ``name`` itself may differ from the tensor's at run time,
+        whatever its values: as ``unsure``, but a Shape's vector is sure where its input's
+        rank is (its length is that rank), a Size's scalar always, and so are the ops that
+        only move such elements (``PARTIAL_OPS``, their other inputs constant). What a
+        fallback segment declares of an input: a Concat of two elements of a Shape of an
+        unsure tensor and two constants was declared of unknown length, and onnxruntime's
+        Resize refused it as its ``sizes`` ("Number of elements of input 'sizes' (0) must be
+        same as rank of input 'X' (4)": a helper's torchvision exports, dynamic sizes)."""
+        return self._walk(graph, name, self._vector_unsure, _shape_exact, self._moved)
+
+    def _moved(self, graph: Graph, producer: Node) -> bool | None:
+        """``vector_unsure``'s answer for a producer's outputs where it is not the walk's:
+        by the input's rank for Shape, sure for Size, ``unsure``'s for what is not a
+        ``PARTIAL_OPS`` node of constant parameters nor a descriptor; None: as its inputs
+        are."""
+        op_type = producer.op_type
+        if not producer.is_onnx:  # a descriptor, sized by its inputs (checked at run time)
+            return None
+        if not producer.op.domain and producer.inputs:
+            if op_type == "Shape":
+                return self.rank_unsure(graph, producer.inputs[0])
+            if op_type == "Size":
+                return False
+            data_port = PARTIAL_OPS.get(op_type, -1)
+            if data_port != -1 and all(
+                not name or graph.is_constant(name)
+                for port, name in enumerate(producer.inputs)
+                if data_port is not None and port != data_port
+            ):
+                return None
+        made = next((out for out in producer.outputs if out), "")
+        return self.unsure(graph, made) if made else True
 
     def rank_unsure(self, graph: Graph, name: str) -> bool:
         """Whether the rank inference gives ``name`` may differ from the tensor's at run time:
@@ -1478,7 +1514,10 @@ class PartialShapes:
         name: str,
         known: dict[str, bool],
         exact: Callable[[Graph, Node], bool],
+        decided: Callable[[Graph, Node], bool | None] | None = None,
     ) -> bool:
+        """``known[name]``, found walking producers back; ``decided`` answers for some
+        producers' outputs by itself (None: walk on)."""
         stack = [name]
         while stack:  # depth first, without recursion: chains are thousands of nodes long
             top = stack[-1]
@@ -1488,6 +1527,11 @@ class PartialShapes:
             producer = graph.producer(top)
             if top in self.declared or (producer is not None and not exact(graph, producer)):
                 known[top] = True
+                stack.pop()
+                continue
+            answer = None if decided is None or producer is None else decided(graph, producer)
+            if answer is not None:
+                known[top] = answer
                 stack.pop()
                 continue
             pending = [i for i in producer.inputs if i and i not in known] if producer else []

@@ -1166,3 +1166,37 @@ def test_a_mismatch_is_refused_once_the_source_graph_has_changed() -> None:
     with pytest.raises(BackendError, match="onnx infers this node's output wrongly.*has "
                        "changed since it was lowered"):
         NumpyBackend().run(lowered, {"x": np.zeros((1, 2, 5), np.float32)})
+
+
+def test_a_shape_vector_keeps_its_length_in_a_fallback_segment() -> None:
+    """A Resize to ``sizes`` made of two elements of the Shape of a Resize by scales (which
+    onnx may size otherwise) and two constants, with H and W dynamic: dmlgraph lowers the
+    Slice and the Concat, and the segment holding the second Resize declared ``sizes`` of
+    unknown length, which onnxruntime's Resize refused ("Number of elements of input 'sizes'
+    (0) must be same as rank of input 'X' (4)"; a helper's torchvision exports). A Shape's
+    length is its input's rank, whatever its sizes (``PartialShapes.vector_unsure``)."""
+    from backends.numpy.plan import segment_graph
+    from dmlgraph import folding
+
+    model = _model(
+        [helper.make_node("Resize", ["x", "", "sc"], ["r"], mode="nearest"),
+         helper.make_node("Shape", ["r"], ["s"]),
+         helper.make_node("Slice", ["s", "st", "en"], ["nc"]),
+         helper.make_node("Concat", ["nc", "hw"], ["sizes"], axis=0),
+         helper.make_node("Resize", ["r", "", "", "sizes"], ["y"], mode="nearest")],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, "H", "W"])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [helper.make_tensor("sc", TensorProto.FLOAT, [4], [1, 1, 2, 2]),
+         _ints("st", [0]), _ints("en", [2]), _ints("hw", [3, 5])],
+    )
+    x = np.random.default_rng(0).random((1, 2, 4, 6), dtype=np.float32)
+    (want,) = _ort(model, {"x": x})
+    lowered = lower(load(model), "6_4")
+    assert {n.op_type for n in lowered.nodes} >= {"SliceDesc", "JoinDesc"}
+    trust = folding.PartialShapes(lowered.declared_sizes)
+    assert trust.unsure(lowered, "sizes") and not trust.vector_unsure(lowered, "sizes")
+    (resize,) = [n for n in lowered.nodes if n.op_type == "Resize" and "sizes" in n.inputs]
+    segment = segment_graph(lowered, [resize], trust)
+    assert segment.tensor("sizes").shape == (4,) and segment.tensor("r").shape == (
+        None, None, None, None)  # the data, whose sizes onnx may have wrong: its rank alone
+    assert same_bits(NumpyBackend().run(lowered, {"x": x})["y"], want)

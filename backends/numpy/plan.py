@@ -182,16 +182,12 @@ class Plan:
         #: the graph lowered again where a run proved onnx's inference wrong, by whether
         #: every size was left to run time (``NumpyBackend._run_resized``); None: it could not
         self.resized: dict[bool, LoweredGraph | None] = {}
-        self._layout: bool | None = None
+        #: whether the fallback's onnxruntime sessions may use its NCHWc rewrite: decided
+        #: once, for the whole model (``providers.layout_rewrite_safe``)
+        self.layout_rewrite = isinstance(fallback, OnnxruntimeFallback) and layout_rewrite_safe(
+            graph
+        )
         self._compile(graph)
-
-    def layout_rewrite(self) -> bool:
-        """Whether the fallback's onnxruntime sessions may use its NCHWc rewrite: decided
-        once, for the whole model (``providers.layout_rewrite_safe``), when a segment first
-        runs."""
-        if self._layout is None:
-            self._layout = layout_rewrite_safe(self.graph)
-        return self._layout
 
     # ------------------------------------------------------------------ compiling
     def _compile(self, graph: Graph) -> None:
@@ -742,7 +738,7 @@ class _FallbackStep(_PythonStep):
     def run(self) -> None:
         if self.runner is None:
             if isinstance(self.fallback, OnnxruntimeFallback):  # one NCHWc decision a model
-                self.runner = self.fallback.prepare(self.segment, self.layout())
+                self.runner = self.fallback.prepare(self.segment, self.layout)
             else:
                 self.runner = self.fallback.prepare(self.segment)
         results = self.runner({name: read() for name, read in self.readers})
@@ -843,8 +839,8 @@ def segment_graph(
 ) -> Graph:
     """The nodes as a graph of their own: outside tensors they read become inputs, except
     constants (kept, so an engine can fold them); outputs are what anything else reads. An
-    input whose inferred sizes onnxruntime may not give it (``trust``) is declared with its
-    rank alone: with its sizes, onnxruntime refused the tensor its own kernel made ("Got
+    input whose inferred sizes onnxruntime may not give it (``trust.vector_unsure``: a
+    Shape's vector keeps its length) is declared with its rank alone: with its sizes, onnxruntime refused the tensor its own kernel made ("Got
     invalid dimensions for input"), a PRelu's [B, 4] where onnx said [B, 1]. One whose rank
     onnxruntime may make otherwise too (a ConvTranspose's [N, 2, 3] where onnx said [N, 2])
     is declared without a shape: canonical forms count no axis by such a rank
@@ -864,7 +860,7 @@ def segment_graph(
     if trust is not None:
         for name in segment.inputs:
             info = segment.tensor(name)
-            if info.shape is None or not trust.unsure(graph, name):
+            if info.shape is None or not trust.vector_unsure(graph, name):
                 continue
             sizes = None if trust.rank_unsure(graph, name) else (None,) * len(info.shape)
             segment.set_tensor(info.replace(shape=sizes))
