@@ -1200,3 +1200,23 @@ def test_a_shape_vector_keeps_its_length_in_a_fallback_segment() -> None:
     assert segment.tensor("sizes").shape == (4,) and segment.tensor("r").shape == (
         None, None, None, None)  # the data, whose sizes onnx may have wrong: its rank alone
     assert same_bits(NumpyBackend().run(lowered, {"x": x})["y"], want)
+
+
+def test_a_node_lowered_at_run_time_to_nothing_says_so_in_the_record() -> None:
+    """A Slice whose ends arrive at run time and select nothing becomes an empty constant
+    when lowered: no engine runs it. The record named its engine "none", and ``check``
+    printed "1 on none"."""
+    from backends.numpy.plan import NOTHING_RAN
+
+    model = _model(
+        [helper.make_node("Slice", ["x", "st", "e", "ax"], ["y"], name="cut")],
+        [_info("x", np.float32, (2, 3)), _info("e", np.int64, (1,))],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [_ints("st", [1]), _ints("ax", [1])],
+    )
+    feeds = {"x": np.ones((2, 3), np.float32), "e": np.array([1], np.int64)}
+    (want,) = _ort(model, feeds)
+    result = NumpyBackend().execute(lower(load(model), "6_4"), feeds)
+    assert want.shape == (2, 0) and result.outputs["y"].shape == (2, 0)
+    assert result.record.engines() == {NOTHING_RAN: 1}
+    assert NOTHING_RAN == "nothing (folded or eliminated when lowered at run time)"

@@ -67,6 +67,8 @@ if TYPE_CHECKING:
 
 #: How run records name the engine of DML nodes.
 DML_ENGINE = "numpy DirectML emulator"
+#: ... and of a node lowered at run time to a constant (an empty result) or to its input.
+NOTHING_RAN = "nothing (folded or eliminated when lowered at run time)"
 
 class RootKind(enum.Enum):
     """Where a root buffer's memory comes from."""
@@ -786,7 +788,9 @@ class _RuntimeStep(_PythonStep):
             self.state.produced(name, outputs[sub_name])
         # what the lowering said of the node (divergences included) goes with every run of it
         said = tuple(note for record in sub.report() for note in record.notes)
-        runs = [] if sub_runs else [NodeRun(node.name, node.op_type, "none", via, said, node.id)]
+        runs = [] if sub_runs else [  # a constant (an empty result) or its input, unmoved
+            NodeRun(node.name, node.op_type, NOTHING_RAN, via, said, node.id)
+        ]
         runs += [  # the sub-graph's nodes ran for this node of the graph
             NodeRun(r.node, r.op, r.engine, via, tuple(dict.fromkeys(said + r.notes)), node.id)
             for r in sub_runs
