@@ -19,7 +19,7 @@ import onnx
 from onnx import AttributeProto
 
 from dmlgraph.canonical import LOWERED_OPS
-from dmlgraph.ir import Subgraph, subgraphs
+from dmlgraph.ir import OnnxOp, Subgraph, subgraphs
 
 #: How a report note on a control-flow node begins where its subgraphs hold Slice, Concat or
 #: Pad nodes (``held_note``): reports list such a node with the Slice/Concat/Pad rows.
@@ -79,6 +79,8 @@ def attribute_graphs(attr: AttributeProto) -> list[onnx.GraphProto]:
 def held_note(op: Any) -> str:
     """What a control-flow op's subgraphs hold of the ops dmlgraph lowers, for its report
     ("" for none): they run on the fallback with it."""
+    if not isinstance(op, OnnxOp) or not op.holds_subgraphs:  # asked of every unlowered node
+        return ""
     held = Counter(name for sub in subgraphs(op) for name in sub.ops if name in LOWERED_OPS)
     if not held:
         return ""
