@@ -93,24 +93,68 @@ def held_note(op: Any) -> str:
 
 def graph_proto(sub: Subgraph, renamed: Mapping[str, str]) -> onnx.GraphProto:
     """The subgraph as a GraphProto, its outer names ``renamed`` (old -> new) wherever it
-    reads them: a pass renamed them in the enclosing graph."""
+    reads them: a pass renamed them in the enclosing graph. A name the subgraph defines
+    itself (an input, an initializer, a node output, at any depth) that is one of the new
+    names is renamed first, within its scope, so that it does not capture the reads: a Loop
+    body's carried input named x, as the graph input an eliminated Slice's output became,
+    read the body's own x (ONNX lets a subgraph's names shadow the enclosing graph's)."""
     graph = onnx.GraphProto.FromString(sub.data)
+    renamed = {old: new for old, new in renamed.items() if old != new}
     if renamed:
-        _rename(graph, {old: new for old, new in renamed.items() if old != new}, frozenset())
+        targets = frozenset(renamed.values())
+        taken = set(_all_names(graph)) | targets | set(renamed)
+        _rewrite(graph, renamed, targets, taken)
     return graph
 
 
-def _rename(graph: onnx.GraphProto, renamed: Mapping[str, str], inherited: frozenset[str]) -> None:
-    """Rename the outer names ``graph``'s nodes read (not those it or an enclosing subgraph
-    defines)."""
-    defined = set(inherited)
-    defined.update(value.name for value in graph.input)
-    defined.update(tensor.name for tensor in graph.initializer)
+def _all_names(graph: onnx.GraphProto) -> Iterator[str]:
+    """Every name a graph and its subgraphs define or read."""
+    yield from (value.name for value in graph.input)
+    yield from (value.name for value in graph.output)
+    yield from (tensor.name for tensor in graph.initializer)
     for node in graph.node:
-        for port, name in enumerate(node.input):
-            if name in renamed and name not in defined:
-                node.input[port] = renamed[name]
+        yield from node.input
+        yield from node.output
         for attr in node.attribute:
             for sub in attribute_graphs(attr):
-                _rename(sub, renamed, frozenset(defined))
-        defined.update(name for name in node.output if name)
+                yield from _all_names(sub)
+
+
+def _rewrite(
+    graph: onnx.GraphProto, outer: Mapping[str, str], targets: frozenset[str], taken: set[str]
+) -> None:
+    """Rename, in ``graph`` and its subgraphs, the enclosing names it reads by ``outer``
+    (old -> new) and each name it defines that is in ``targets`` to a fresh one (added to
+    ``taken``). A definition of an old name shadows its renaming below it."""
+    scope = dict(outer)  # how a name read here is written
+
+    def define(name: str) -> str:
+        if name in targets:
+            fresh, k = f"{name}__local", 1
+            while fresh in taken:
+                k += 1
+                fresh = f"{name}__local{k}"
+            taken.add(fresh)
+            scope[name] = fresh
+            return fresh
+        scope.pop(name, None)  # this scope's own: an enclosing renaming no longer applies
+        return name
+
+    for value in graph.input:
+        value.name = define(value.name)
+    for tensor in graph.initializer:
+        tensor.name = define(tensor.name)
+    for node in graph.node:
+        for port, name in enumerate(node.input):
+            if name in scope:
+                node.input[port] = scope[name]
+        for attr in node.attribute:
+            for sub in attribute_graphs(attr):
+                _rewrite(sub, scope, targets, taken)
+        for port, name in enumerate(node.output):
+            if name:
+                node.output[port] = define(name)
+    for value in graph.output:
+        value.name = scope.get(value.name, value.name)
+    for value in graph.value_info:
+        value.name = scope.get(value.name, value.name)

@@ -283,3 +283,55 @@ def test_torch_s_scripted_control_flow_computes_what_torch_does(model, case, lev
     (y,) = get_backend("numpy").run(lowered, {"x": x}).values()
     assert y.shape == want.shape and np.array_equal(y, want)
     assert dmlgraph.check(path, feature_level=level, inputs={"x": x}).passed
+
+
+def test_a_renamed_outer_read_is_not_captured_by_a_subgraph_s_own_name() -> None:
+    """A Loop body whose carried input is named x, as the graph input is, reads s, a Slice
+    of all of x that lowering eliminates (s becomes x). Written back, the body read x: its
+    own carried value, not the graph input, and ``run`` gave zeros where onnxruntime gives
+    multiples of 3 (a reviewer's reproducer). The body's own x is renamed first now."""
+    body = helper.make_graph(
+        [helper.make_node("Add", ["x", "s"], ["x_out"]),
+         helper.make_node("Identity", ["cin"], ["cout"])],
+        "body", [_vi("i", INT64, []), _vi("cin", BOOL, []), _vi("x", FLOAT, [2, 6])],
+        [_vi("cout", BOOL, []), _vi("x_out", FLOAT, [2, 6])])
+    model = _model(
+        [helper.make_node("Slice", ["x", "z", "big", "ax"], ["s"], name="all"),
+         helper.make_node("Loop", ["trip", "", "init"], ["y"], body=body, name="loop")],
+        [_vi("x", FLOAT, [2, 6]), _vi("init", FLOAT, [2, 6])], [_vi("y", FLOAT, [2, 6])],
+        [_i64("z", [0]), _i64("big", [2**62]), _i64("ax", [1]), _i64("trip", 3)],
+    )
+    feeds = {"x": X, "init": np.zeros((2, 6), np.float32)}
+    (want,) = _ort(model, feeds)
+    assert np.array_equal(want, 3 * X)
+    lowered = lower(dmlgraph.load(model), "6_4")
+    (loop,) = lowered.find_nodes("Loop")
+    assert loop.inputs == ("trip", "", "init", "x")  # s became x
+    assert np.array_equal(get_backend("numpy").run(lowered, feeds)["y"], want)
+    assert dmlgraph.check(model, inputs=feeds, cross_check=True).passed
+
+
+def test_rewritten_subgraphs_rename_only_what_reads_the_enclosing_graph() -> None:
+    """``graph_proto``'s renaming, scope by scope: a nested If reads the outer s (renamed to
+    x) and defines its own s (kept, and what reads it after keeps reading it); the body's
+    own x, and a nested x, become fresh names."""
+    from dmlgraph.subgraphs import graph_proto
+
+    nested = helper.make_graph(
+        [helper.make_node("Neg", ["s"], ["x"]),  # reads the outer s, defines an x
+         helper.make_node("Identity", ["x"], ["n_out"])],
+        "nested", [], [_vi("n_out", FLOAT, [1])])
+    body = helper.make_graph(
+        [helper.make_node("If", ["c"], ["from_if"], then_branch=nested, else_branch=nested),
+         helper.make_node("Abs", ["x"], ["s"]),  # the body's own s from here on
+         helper.make_node("Add", ["s", "from_if"], ["out"])],
+        "body", [_vi("x", FLOAT, [1])], [_vi("out", FLOAT, [1])])
+    written = graph_proto(subgraph_of(body), {"s": "x"})
+    assert [v.name for v in written.input] == ["x__local"]
+    if_node, abs_node, add_node = written.node
+    then = next(a.g for a in if_node.attribute if a.name == "then_branch")
+    (fresh,) = then.node[0].output  # each branch's x its own fresh name
+    assert list(then.node[0].input) == ["x"] and fresh.startswith("x__local")
+    assert fresh != "x__local" and list(then.node[1].input) == [fresh]
+    assert list(abs_node.input) == ["x__local"] and list(abs_node.output) == ["s"]
+    assert list(add_node.input) == ["s", "from_if"]
