@@ -17,6 +17,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import dmlgraph
 from backends import get_backend
+from dmlgraph import folding
 from dmlgraph.cli import main
 from dmlgraph.ir import Subgraph, implicit_inputs
 from dmlgraph.subgraphs import outer_names, subgraph_of
@@ -33,11 +34,12 @@ def _vi(name: str, elem: int, shape) -> onnx.ValueInfoProto:
     return helper.make_tensor_value_info(name, elem, shape)
 
 
-def _model(nodes, inputs, outputs, initializers=()) -> onnx.ModelProto:
+def _model(nodes, inputs, outputs, initializers=(), *, checked=True) -> onnx.ModelProto:
     graph = helper.make_graph(nodes, "cf", inputs, outputs, list(initializers))
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
     model.ir_version = 9
-    onnx.checker.check_model(model)
+    if checked:  # (onnx's checker wants a shape field on every graph output)
+        onnx.checker.check_model(model)
     return model
 
 
@@ -335,3 +337,34 @@ def test_rewritten_subgraphs_rename_only_what_reads_the_enclosing_graph() -> Non
     assert fresh != "x__local" and list(then.node[1].input) == [fresh]
     assert list(abs_node.input) == ["x__local"] and list(abs_node.output) == ["s"]
     assert list(add_node.input) == ["s", "from_if"]
+
+
+@pytest.mark.parametrize("consumer", ["Slice", "Concat"])
+def test_an_axis_from_the_end_of_a_control_flow_output_stays_so(consumer) -> None:
+    """An If branch declares its output [2, 6] and makes [1, 2, 6]: onnxruntime merges the
+    two leniently and runs it. Axis -1 of the If's output was counted by onnx's rank 2 (axis
+    1): the run lowered the graph again for the size that arrived, but along the wrong axis,
+    silently (a reviewer's reproducer). A control-flow output's rank is unsure now
+    (``folding._RANK_DIVERGENT_WHEN``): the axis stays -1."""
+    then_branch = helper.make_graph(
+        [helper.make_node("Unsqueeze", ["x", "zero"], ["t"])], "then", [],
+        [_vi("t", FLOAT, [2, 6])])
+    else_branch = helper.make_graph(
+        [helper.make_node("Identity", ["x"], ["e"])], "else", [], [_vi("e", FLOAT, [2, 6])])
+    after = (helper.make_node("Slice", ["r", "st", "en", "ax"], ["y"], name="after")
+             if consumer == "Slice" else
+             helper.make_node("Concat", ["r", "r"], ["y"], axis=-1, name="after"))
+    model = _model(
+        [helper.make_node("If", ["c"], ["r"], then_branch=then_branch,
+                          else_branch=else_branch, name="if"), after],
+        [_vi("x", FLOAT, [2, 6]), _vi("c", BOOL, [])], [_vi("y", FLOAT, None)],
+        [_i64("st", [1]), _i64("en", [3]), _i64("ax", [-1]), _i64("zero", [0])],
+        checked=False,
+    )
+    feeds = {"x": X, "c": np.array(True)}
+    (want,) = _ort(model, feeds)
+    assert want.shape == ((1, 2, 2) if consumer == "Slice" else (1, 2, 12))
+    graph = dmlgraph.load(model)
+    assert folding.PartialShapes(graph.declared_sizes).rank_unsure(graph, "r")
+    result = get_backend("numpy").execute(lower(graph, "6_4"), feeds)
+    assert np.array_equal(result.outputs["y"], want)
