@@ -67,6 +67,7 @@ def _lower(graph: Graph, level: FeatureLevel, verify_each: bool) -> LoweredGraph
     lowered.mark_validated()  # the passes end with Verify: every descriptor at ``level``
     lowered.set_lowered_records(_records(lowered, ctx))
     lowered.origin_ids = dict(ctx.origin_of)
+    lowered.lowered_from_source()
     return lowered
 
 

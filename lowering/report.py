@@ -50,7 +50,7 @@ class LoweredGraph(Graph):
         self.set_lowered_records([])
         self.origin_ids: dict[int, int] = {}
         self.validated_at: tuple[int, FeatureLevel] | None = None
-        self._source: tuple[Graph, tuple[Any, ...]] | None = None
+        self._source: tuple[Graph, tuple[Any, ...], tuple[Any, ...] | None] | None = None
 
     def mark_validated(self) -> None:
         """Record that every descriptor validates at ``feature_level`` now (``lower`` checked
@@ -73,18 +73,26 @@ class LoweredGraph(Graph):
         lowered.validated_at = None
         #: lowered node id -> the id of the node of the given graph it came from
         lowered.origin_ids = {}
-        lowered._source = (graph, _state(graph))
+        lowered._source = (graph, _state(graph), None)
         return lowered
+
+    def lowered_from_source(self) -> None:
+        """Record that the graph is, as it is now, its source lowered (``lower``'s last
+        step): ``source_graph`` holds until either changes."""
+        if self._source is not None:
+            self._source = (*self._source[:2], _state(self))
 
     @property
     def source_graph(self) -> Graph | None:
-        """The graph this one was lowered from, as it was then; None once it has changed (or
-        for a graph not made by ``lower``). A backend lowers it again where a tensor's size
-        at run time proves onnx's inference wrong (``backends.numpy.runtime.resized``)."""
+        """The graph this one was lowered from, as it was then; None once either has changed
+        (or for a graph not made by ``lower``). A backend lowers it again where a tensor's
+        size at run time proves onnx's inference wrong (``backends.numpy.runtime.resized``);
+        the outputs of the two correspond by position, so an edit of this one's (outputs
+        reordered) would have swapped them."""
         if self._source is None:
             return None
-        graph, state = self._source
-        return graph if _state(graph) == state else None
+        graph, state, lowered = self._source
+        return graph if _state(graph) == state and _state(self) == lowered else None
 
     def set_lowered_records(self, records: list[NodeReport]) -> None:
         """The records of the nodes ``lower`` saw; those of the nodes the importer folded

@@ -1156,15 +1156,21 @@ def test_every_size_is_left_to_run_time_where_the_unsure_ones_do_not_suffice(
     assert "every tensor a node computes" in result.record.notes[0]
 
 
-def test_a_mismatch_is_refused_once_the_source_graph_has_changed() -> None:
-    """The lowering's source, edited after ``lower``, no longer says what was lowered: the
-    run refuses the mismatch, as before, saying why it cannot lower it again."""
+@pytest.mark.parametrize("edited", ["source", "lowered"])
+def test_a_mismatch_is_refused_once_either_graph_has_changed(edited: str) -> None:
+    """The lowering's source, edited after ``lower``, no longer says what was lowered; nor
+    does the lowered graph, edited: with its outputs reordered, the run lowered again gave
+    each output the other's value (a reviewer's reproducer), since the two graphs' outputs
+    correspond by position. The run refuses the mismatch, as before, saying why it cannot
+    lower it again."""
     model = _dilated_pool_model()
+    model.graph.output.append(_info("x", np.float32, (1, 2, 5)))
     graph = load(model)
     lowered = lower(graph, "6_4")
-    graph.outputs = ["y", "p"]
-    with pytest.raises(BackendError, match="onnx infers this node's output wrongly.*has "
-                       "changed since it was lowered"):
+    changed = graph if edited == "source" else lowered
+    changed.outputs = list(reversed(changed.outputs))
+    with pytest.raises(BackendError, match="onnx infers this node's output wrongly.*or its "
+                       "source has changed since it was lowered"):
         NumpyBackend().run(lowered, {"x": np.zeros((1, 2, 5), np.float32)})
 
 

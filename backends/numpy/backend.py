@@ -148,8 +148,8 @@ class NumpyBackend:
         if not isinstance(graph, LoweredGraph) or graph.source_graph is None:
             raise SizeMismatch(
                 f"{mismatch}; nor can it be lowered again by the sizes made: the graph it "
-                "was lowered from is not at hand (built by hand, or it has changed since it "
-                "was lowered); lower it again",
+                "was lowered from is not at hand (the lowered graph was built by hand, or it "
+                "or its source has changed since it was lowered); lower it again",
                 mismatch.tensor, mismatch.maker, mismatch.made, mismatch.inferred,
             )
         for everything in (False, True):
