@@ -648,6 +648,7 @@ def check(
     from backends.onnxruntime.providers import layout_rewrite_safe
     from dmlgraph.importer import load
     from lowering import lower
+    from lowering.report import LoweredGraph
 
     try:
         level = FeatureLevel.parse(feature_level)
@@ -673,7 +674,8 @@ def check(
     # read-only for every engine: one that wrote into its feeds would hand the next ones the
     # values it computed from, and the comparison would pass on inputs the report never named
     feeds = {name: _read_only(array) for name, array in feeds.items()}
-    actual = NumpyBackend(fallback, providers=providers).execute(lowered, feeds)
+    numpy = NumpyBackend(fallback, providers=providers)
+    actual = numpy.execute(lowered, feeds)
     runs: list[Any] = [actual.record]
     divergences = known_divergences(graph, lowered, runs)
     names = list(graph.outputs)
@@ -697,8 +699,12 @@ def check(
             )
         )
     if cross_check:
+        # the graph the numpy run ran: lowered again where the run proved inference wrong,
+        # whose descriptors are the ones to check (the first's are sized for another tensor)
+        ran = numpy.last_ran if isinstance(numpy.last_ran, LoweredGraph) else lowered
+        again = " (lowered again by the sizes the run made)" if ran is not lowered else ""
         try:
-            crossed = ort.execute(lowered, feeds)
+            crossed = ort.execute(ran, feeds)
         except DmlgraphError as exc:
             notes.append(f"cross-check skipped: {exc}")
         else:
@@ -706,10 +712,10 @@ def check(
             comparisons.append(
                 Comparison(
                     label,
-                    "onnxruntime on the lowered graph translated to ONNX "
+                    f"onnxruntime on the lowered graph{again} translated to ONNX "
                     f"({crossed.record.provider})",
-                    compare_outputs(names, values, [crossed.outputs[n] for n in lowered.outputs],
-                                    tolerances, _kept_as_onnx(divergences, lowered)),
+                    compare_outputs(names, values, [crossed.outputs[n] for n in ran.outputs],
+                                    tolerances, _kept_as_onnx(divergences, ran)),
                 )
             )
     return ParityReport(

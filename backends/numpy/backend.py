@@ -11,6 +11,7 @@ re-creates its kernels (``runtime.py``).
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -64,6 +65,14 @@ class NumpyBackend:
         self.threads = threads or default_threads()
         self._plans: GraphCache[Plan] = GraphCache()
         self.last_record: RunRecord | None = None
+        self._last_ran: weakref.ref[Graph] | None = None
+
+    @property
+    def last_ran(self) -> Graph | None:
+        """The graph the last run ran: the one given, or it lowered again where the run
+        proved onnx's inference wrong (``_run_resized``), for a cross-check to translate;
+        held weakly (None once it is gone), as plans are."""
+        return self._last_ran() if self._last_ran is not None else None
 
     def level_for(self, graph: Graph) -> FeatureLevel:
         return self.feature_level or getattr(graph, "feature_level", None) or FeatureLevel.L6_4
@@ -106,7 +115,7 @@ class NumpyBackend:
                     assert plan.static_runs is not None  # a replay has only DML steps
                     record = RunRecord(self.name, self.fallback.engine, plan.static_runs)
                     plan.replay_record = record
-                self.last_record = record
+                self.last_record, self._last_ran = record, weakref.ref(graph)
                 return results
         arrays = check_feeds(graph, feeds)
         bound = check_outputs(graph, outputs or {})
@@ -130,6 +139,7 @@ class NumpyBackend:
         except SizeMismatch as mismatch:
             return self._run_resized(graph, plan, arrays, bound, mismatch)
         self.last_record = RunRecord(self.name, self.fallback.engine, runs)
+        self._last_ran = weakref.ref(graph)
         return results
 
     def _run_resized(
@@ -186,6 +196,7 @@ class NumpyBackend:
             self.last_record = RunRecord(
                 self.name, self.fallback.engine, runs, (note,), relowered=True
             )
+            self._last_ran = weakref.ref(again)
             return results
         raise mismatch
 
