@@ -790,6 +790,7 @@ def _build_graph(
         source=source,
     )
     graph.declared_sizes.update(refined)  # outputs inference was given declared sizes of
+    graph.reserve_names(_invented_like(nodes))
     graph.model_info = {
         "producer_name": proto.producer_name,
         "producer_version": proto.producer_version,
@@ -924,6 +925,18 @@ def _build_graph(
                 info = _declared(graph, info, declared_shapes[info.name], [])
             graph.set_tensor(info)
     return graph
+
+
+def _invented_like(nodes: Sequence[NodeFields]) -> set[str]:
+    """The model's names that a name dmlgraph invents could be: those with a colon, as every
+    invented one has (``canonical.constant_base``), its subgraphs' included."""
+    names = {name for node in nodes for name in (*node.input, *node.output) if ":" in name}
+    for node in nodes:
+        for attr in node.attribute:
+            if attr.type in subgraphs.SUBGRAPH_KINDS:
+                for graph in subgraphs.attribute_graphs(attr):
+                    names.update(name for name in subgraphs.all_names(graph) if ":" in name)
+    return names
 
 
 def _declared(

@@ -538,6 +538,9 @@ class Graph:
         self._producer: dict[str, NodeId] = {}
         self._consumers: dict[str, dict[tuple[NodeId, int], None]] = {}
         self._next_id = 0
+        #: names the model uses that are not (yet) tensors here: a later node's output, or
+        #: a name defined inside a subgraph; ``unique_name`` avoids them (``reserve_names``)
+        self._reserved: set[str] = set()
         self._version = 0
         # the topological order's node ids, by the count of node and edge changes it is of
         self._order: tuple[int, tuple[NodeId, ...]] | None = None
@@ -611,13 +614,23 @@ class Graph:
         return self.set_tensor(self.tensor(name).replace(**changes))
 
     def unique_name(self, base: str) -> str:
-        """``base`` if no tensor has that name, else ``base_1``, ``base_2``..."""
-        if base not in self._tensors:
+        """``base`` if no tensor has that name (nor a reserved one), else ``base_1``,
+        ``base_2``..."""
+        taken, reserved = self._tensors, self._reserved
+        if base not in taken and base not in reserved:
             return base
         k = 1
-        while f"{base}_{k}" in self._tensors:
+        while f"{base}_{k}" in taken or f"{base}_{k}" in reserved:
             k += 1
         return f"{base}_{k}"
+
+    def reserve_names(self, names: Iterable[str]) -> None:
+        """Names ``unique_name`` must not give though no tensor has them yet: the importer
+        invents a canonical Slice's or Pad's constants (``sl:starts``) before it meets a
+        later node's output of that name (onnxruntime runs such a model; the graph had a
+        cycle), and a subgraph may define one (onnxruntime refused the segment holding both:
+        "Graph must be in single static assignment (SSA) form")."""
+        self._reserved.update(names)
 
     def add_constant(self, base_name: str, value: Any, dtype: Any = None) -> str:
         """Register a new constant under a fresh name derived from ``base_name``; returns it."""
@@ -993,6 +1006,7 @@ class Graph:
         other._producer = dict(self._producer)
         other._consumers = {t: dict(r) for t, r in self._consumers.items()}
         other._next_id = self._next_id
+        other._reserved = self._reserved  # never changed after the import: shared
         other.removed = list(self.removed)
         other._structure, other._order = self._structure, self._order  # the same nodes, edges
         other._tracking, other._stale = self._tracking, set(self._stale)

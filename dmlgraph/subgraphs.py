@@ -102,12 +102,12 @@ def graph_proto(sub: Subgraph, renamed: Mapping[str, str]) -> onnx.GraphProto:
     renamed = {old: new for old, new in renamed.items() if old != new}
     if renamed:
         targets = frozenset(renamed.values())
-        taken = set(_all_names(graph)) | targets | set(renamed)
+        taken = set(all_names(graph)) | targets | set(renamed)
         _rewrite(graph, renamed, targets, taken)
     return graph
 
 
-def _all_names(graph: onnx.GraphProto) -> Iterator[str]:
+def all_names(graph: onnx.GraphProto) -> Iterator[str]:
     """Every name a graph and its subgraphs define or read."""
     yield from (value.name for value in graph.input)
     yield from (value.name for value in graph.output)
@@ -117,7 +117,7 @@ def _all_names(graph: onnx.GraphProto) -> Iterator[str]:
         yield from node.output
         for attr in node.attribute:
             for sub in attribute_graphs(attr):
-                yield from _all_names(sub)
+                yield from all_names(sub)
 
 
 def _rewrite(

@@ -368,3 +368,60 @@ def test_an_axis_from_the_end_of_a_control_flow_output_stays_so(consumer) -> Non
     assert folding.PartialShapes(graph.declared_sizes).rank_unsure(graph, "r")
     result = get_backend("numpy").execute(lower(graph, "6_4"), feeds)
     assert np.array_equal(result.outputs["y"], want)
+
+
+@pytest.mark.parametrize("where", ["later node", "subgraph"])
+def test_an_invented_constant_name_avoids_the_model_s_own(where) -> None:
+    """The importer names a canonical Slice's constants after the node ('sl:starts' for an
+    opset-9 Slice's attributes, 'sl:axes' for the axes it fills in). A later node's output
+    of that name, not yet a tensor when the Slice was read, took it over: "the graph has a
+    cycle". One an If branch defines was written beside it in a fallback segment, which
+    onnxruntime refused ("Graph must be in single static assignment (SSA) form"; a
+    reviewer's reproducers). Names the model uses anywhere are reserved now."""
+    if where == "later node":
+        x = np.array([-1, 2, -3, 4, 5], np.float32)
+        graph = helper.make_graph(
+            [helper.make_node("Slice", ["x"], ["s"], name="sl", starts=[1], ends=[4], axes=[0]),
+             helper.make_node("Relu", ["s"], ["sl:starts"])],
+            "g", [_vi("x", FLOAT, [5])], [_vi("sl:starts", FLOAT, [3])])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 9)])
+        model.ir_version = 7
+        feeds = {"x": x}
+    else:
+        then_branch = helper.make_graph(
+            [helper.make_node("Neg", ["x"], ["sl:axes"]),
+             helper.make_node("Neg", ["sl:axes"], ["t"])], "then", [], [_vi("t", FLOAT, [2, 6])])
+        else_branch = helper.make_graph(
+            [helper.make_node("Identity", ["x"], ["e"])], "else", [], [_vi("e", FLOAT, [2, 6])])
+        model = _model(
+            [helper.make_node("If", ["c"], ["y"], then_branch=then_branch,
+                              else_branch=else_branch, name="if"),
+             helper.make_node("Slice", ["y", "z", "big"], ["s"], name="sl"),
+             helper.make_node("Relu", ["s"], ["out"])],
+            [_vi("x", FLOAT, [2, 6]), _vi("c", BOOL, [])], [_vi("out", FLOAT, None)],
+            [_i64("z", [0]), _i64("big", [99])], checked=False)
+        feeds = {"x": X, "c": np.array(True)}
+    (want,) = _ort(model, feeds)
+    graph = dmlgraph.load(model)
+    (slice_node,) = graph.find_nodes("Slice")
+    own = "sl:starts" if where == "later node" else "sl:axes"  # the model's own tensor
+    assert own not in slice_node.inputs and f"{own}_1" in slice_node.inputs
+    (got,) = get_backend("numpy").run(lower(graph, "6_4"), feeds).values()
+    assert np.array_equal(got, want)
+
+
+def test_a_graph_loaded_without_folding_is_lowered_again_too() -> None:
+    """With ``load(model, fold=False)`` the run's lowering again folded the copy, and
+    folding infers the whole graph anew: it gave back the size it had just forgotten, and
+    the run refused the Squeeze's [2, 3] as before (a reviewer's reproducer). The copy is
+    folded first, then its unsure sizes forgotten."""
+    model = _model(
+        [helper.make_node("Squeeze", ["x", "noaxes"], ["q"]),
+         helper.make_node("Concat", ["q", "q"], ["y"], axis=0, name="cat")],
+        [_vi("x", FLOAT, [2, 1, 3])], [_vi("y", FLOAT, None)],
+        [numpy_helper.from_array(np.zeros(0, np.int64), "noaxes")], checked=False)
+    feeds = {"x": np.arange(6, dtype=np.float32).reshape(2, 1, 3)}
+    (want,) = _ort(model, feeds)
+    assert want.shape == (4, 3)
+    result = get_backend("numpy").execute(lower(dmlgraph.load(model, fold=False), "6_4"), feeds)
+    assert np.array_equal(result.outputs["y"], want) and result.record.relowered

@@ -116,6 +116,8 @@ def resized(lowered: LoweredGraph, level: FeatureLevel, everything: bool) -> Low
     if source is None:
         return None
     graph = source.copy()
+    if not graph.is_folded:  # as ``lower`` would fold it, but first: folding infers the
+        folding.fold(graph)  # whole graph again, and would give back the sizes forgotten
     trust = folding.PartialShapes(graph.declared_sizes)
     computed = [
         out
@@ -123,12 +125,12 @@ def resized(lowered: LoweredGraph, level: FeatureLevel, everything: bool) -> Low
         for out in node.outputs
         if out and (everything or trust.unsure(graph, out))
     ]
-    folded = source.is_folded
     with graph.untracked():  # no stale marks: re-inference would say the same again
         if not folding.forget_shapes(graph, computed):
             return None
-    if folded:  # nothing folds that did not before (a Shape of an unsure tensor never did),
-        graph.mark_folded()  # and folding again would infer the forgotten sizes again
+    # nothing folds that did not before (a Shape of an unsure tensor never did), and folding
+    # again would infer the forgotten sizes again
+    graph.mark_folded()
     from lowering import lower
 
     return lower(graph, level)
