@@ -51,6 +51,10 @@ class LoweredGraph(Graph):
         self.origin_ids: dict[int, int] = {}
         self.validated_at: tuple[int, FeatureLevel] | None = None
         self._source: tuple[Graph, tuple[Any, ...], tuple[Any, ...] | None] | None = None
+        #: the NCHWc decision of the model this graph lowers (``providers.
+        #: layout_rewrite_safe``) where its source alone would not tell it: a graph a run
+        #: lowered again, whose source has lost the sizes the decision reads
+        self.layout_decided: bool | None = None
 
     def mark_validated(self) -> None:
         """Record that every descriptor validates at ``feature_level`` now (``lower`` checked
@@ -74,6 +78,7 @@ class LoweredGraph(Graph):
         #: lowered node id -> the id of the node of the given graph it came from
         lowered.origin_ids = {}
         lowered._source = (graph, _state(graph), None)
+        lowered.layout_decided = None
         return lowered
 
     def lowered_from_source(self) -> None:

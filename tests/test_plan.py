@@ -1153,6 +1153,11 @@ def test_every_size_is_left_to_run_time_where_the_unsure_ones_do_not_suffice(
     assert np.array_equal(result.outputs["y"], want)
     resized = backend.plan(lowered).resized
     assert resized[False] is None and resized[True] is not None
+    # its sessions' NCHWc decision is the model's (check's reference's), not one made from
+    # a copy that lost every size, pools' included
+    from backends.onnxruntime.providers import layout_rewrite_safe
+
+    assert layout_rewrite_safe(lowered) and backend.plan(resized[True]).layout_rewrite
     assert "every tensor a node computes" in result.record.notes[0]
 
 

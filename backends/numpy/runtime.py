@@ -131,6 +131,9 @@ def resized(lowered: LoweredGraph, level: FeatureLevel, everything: bool) -> Low
     # nothing folds that did not before (a Shape of an unsure tensor never did), and folding
     # again would infer the forgotten sizes again
     graph.mark_folded()
+    from backends.onnxruntime.providers import layout_rewrite_safe
     from lowering import lower
 
-    return lower(graph, level)
+    again = lower(graph, level)
+    again.layout_decided = layout_rewrite_safe(lowered)  # the model's, not the copy's
+    return again
