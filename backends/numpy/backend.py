@@ -28,7 +28,7 @@ from backends.base import (
     check_feeds,
 )
 from backends.numpy.fallback import Fallback, get_fallback
-from backends.numpy.plan import DML_ENGINE, Plan
+from backends.numpy.plan import DML_ENGINE, Plan, write_bound
 from backends.numpy.runtime import resized
 from backends.numpy.threads import default_threads
 from dmlgraph.dml.enums import FeatureLevel
@@ -174,7 +174,8 @@ class NumpyBackend:
                 mismatch = another
                 continue
             results = {
-                name: _into(bound.get(name), made[twin], name, graph.source)
+                name: write_bound(bound[name], made[twin], name, graph.source)
+                if name in bound else made[twin]
                 for name, twin in zip(graph.outputs, again.outputs)
             }
             (dtype, shape), (said, said_shape) = mismatch.made, mismatch.inferred
@@ -199,19 +200,6 @@ class NumpyBackend:
             self._last_ran = weakref.ref(again)
             return results
         raise mismatch
-
-
-def _into(target: np.ndarray | None, value: np.ndarray, name: str, source: str) -> np.ndarray:
-    """A result, written into the array bound to its output where there is one."""
-    if target is None:
-        return value
-    if target.shape != value.shape or target.dtype != value.dtype:
-        raise BackendError(
-            f"{source}: output {name!r} is {value.dtype}{list(value.shape)} in this run; the "
-            f"array bound to it is {target.dtype}{list(target.shape)}"
-        )
-    np.copyto(target, value)
-    return target
 
 
 def check_outputs(graph: Graph, outputs: Mapping[str, Any]) -> dict[str, np.ndarray]:
