@@ -1210,20 +1210,26 @@ _INT64 = np.dtype("int64")
 #: (``PartialShapes.unsure``): elsewhere the two may differ (MaxPool with ceil_mode=1 over
 #: [B, 1, 5], kernel 2, stride 2, pads 1: onnx infers 4 columns, onnxruntime makes 3).
 #: Resizes, splits and every other op stop the trust.
-SHAPE_EXACT_OPS: frozenset[str] = frozenset({
-    # elementwise, one input
+#: Elementwise ops: their outputs' sizes are their inputs' (broadcast), whatever the values,
+#: so the arithmetic of shape vectors (a Cast, a Mul by a scale, a Floor) keeps their
+#: lengths (``PartialShapes.vector_unsure``).
+ELEMENTWISE_OPS: frozenset[str] = frozenset({
+    # one input
     "Abs", "Acos", "Acosh", "Asin", "Asinh", "Atan", "Atanh", "Cast", "CastLike", "Ceil",
     "Celu", "Clip", "Cos", "Cosh", "Elu", "Erf", "Exp", "Floor", "Gelu", "HardSigmoid",
     "HardSwish", "Identity", "IsInf", "IsNaN", "LeakyRelu", "Log", "Mish", "Neg", "Not",
     "Reciprocal", "Relu", "Round", "Selu", "Shrink", "Sigmoid", "Sign", "Sin", "Sinh",
     "Softplus", "Softsign", "Sqrt", "Tan", "Tanh", "ThresholdedRelu",
-    # elementwise, broadcasting
+    # broadcasting
     # (a PRelu only where its slope broadcasts to X: onnx sizes the output as X,
     # onnxruntime broadcasts both ways, [B, 1] by a slope of [1, 4] making [B, 4];
     # ``_slope_within``)
     "PRelu", "Add", "And", "Div", "Equal", "Greater", "GreaterOrEqual", "Less",
     "LessOrEqual", "Max", "Mean", "Min", "Mod", "Mul", "Or", "Pow", "Sub", "Sum", "Where",
     "Xor",
+})
+
+SHAPE_EXACT_OPS: frozenset[str] = ELEMENTWISE_OPS | frozenset({
     # products, convolution, normalizations
     "MatMul", "Gemm", "Conv", "BatchNormalization", "InstanceNormalization",
     "LayerNormalization", "GroupNormalization", "Softmax", "LogSoftmax",
@@ -1465,7 +1471,8 @@ class PartialShapes:
         """Whether the sizes of ``name`` itself may differ from the tensor's at run time,
         whatever its values: as ``unsure``, but a Shape's vector is sure where its input's
         rank is (its length is that rank), a Size's scalar always, and so are the ops that
-        only move such elements (``PARTIAL_OPS``, their other inputs constant). What a
+        only move such elements (``PARTIAL_OPS``, their other inputs constant) or compute
+        elementwise with them (``ELEMENTWISE_OPS``: a size scaled and floored). What a
         fallback segment declares of an input: a Concat of two elements of a Shape of an
         unsure tensor and two constants was declared of unknown length, and onnxruntime's
         Resize refused it as its ``sizes`` ("Number of elements of input 'sizes' (0) must be
@@ -1485,6 +1492,8 @@ class PartialShapes:
                 return self.rank_unsure(graph, producer.inputs[0])
             if op_type == "Size":
                 return False
+            if op_type in ELEMENTWISE_OPS:
+                return None
             data_port = PARTIAL_OPS.get(op_type, -1)
             if data_port != -1 and all(
                 not name or graph.is_constant(name)

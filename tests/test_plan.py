@@ -1179,26 +1179,40 @@ def test_a_mismatch_is_refused_once_either_graph_has_changed(edited: str) -> Non
         NumpyBackend().run(lowered, {"x": np.zeros((1, 2, 5), np.float32)})
 
 
-def test_a_shape_vector_keeps_its_length_in_a_fallback_segment() -> None:
+@pytest.mark.parametrize("scaled", [False, True])
+def test_a_shape_vector_keeps_its_length_in_a_fallback_segment(scaled: bool) -> None:
     """A Resize to ``sizes`` made of two elements of the Shape of a Resize by scales (which
     onnx may size otherwise) and two constants, with H and W dynamic: dmlgraph lowers the
     Slice and the Concat, and the segment holding the second Resize declared ``sizes`` of
     unknown length, which onnxruntime's Resize refused ("Number of elements of input 'sizes'
     (0) must be same as rank of input 'X' (4)"; a helper's torchvision exports). A Shape's
-    length is its input's rank, whatever its sizes (``PartialShapes.vector_unsure``)."""
+    length is its input's rank, whatever its sizes (``PartialShapes.vector_unsure``), and
+    arithmetic on it keeps that length: ``scaled``, the last two sizes are the Shape's own,
+    times 1.5, floored (as torchvision's FPN computes them; its dynamic export failed so
+    after the first fix)."""
     from backends.numpy.plan import segment_graph
     from dmlgraph import folding
 
+    if scaled:  # hw = int64(floor(float(s[2:4]) * 1.5))
+        hw = [helper.make_node("Slice", ["s", "en", "four"], ["hw_in"]),
+              helper.make_node("Cast", ["hw_in"], ["hw_f"], to=TensorProto.FLOAT),
+              helper.make_node("Mul", ["hw_f", "scale"], ["hw_m"]),
+              helper.make_node("Floor", ["hw_m"], ["hw_fl"]),
+              helper.make_node("Cast", ["hw_fl"], ["hw"], to=TensorProto.INT64)]
+        constants = [_ints("four", [4]), helper.make_tensor("scale", TensorProto.FLOAT, [], [1.5])]
+    else:
+        hw, constants = [], [_ints("hw", [3, 5])]
     model = _model(
         [helper.make_node("Resize", ["x", "", "sc"], ["r"], mode="nearest"),
          helper.make_node("Shape", ["r"], ["s"]),
          helper.make_node("Slice", ["s", "st", "en"], ["nc"]),
+         *hw,
          helper.make_node("Concat", ["nc", "hw"], ["sizes"], axis=0),
          helper.make_node("Resize", ["r", "", "", "sizes"], ["y"], mode="nearest")],
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, "H", "W"])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
         [helper.make_tensor("sc", TensorProto.FLOAT, [4], [1, 1, 2, 2]),
-         _ints("st", [0]), _ints("en", [2]), _ints("hw", [3, 5])],
+         _ints("st", [0]), _ints("en", [2]), *constants],
     )
     x = np.random.default_rng(0).random((1, 2, 4, 6), dtype=np.float32)
     (want,) = _ort(model, {"x": x})
