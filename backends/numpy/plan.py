@@ -184,12 +184,19 @@ class Plan:
         #: the graph lowered again where a run proved onnx's inference wrong, by whether
         #: every size was left to run time (``NumpyBackend._run_resized``); None: it could not
         self.resized: dict[bool, LoweredGraph | None] = {}
-        #: whether the fallback's onnxruntime sessions may use its NCHWc rewrite: decided
-        #: once, for the whole model (``providers.layout_rewrite_safe``)
-        self.layout_rewrite = isinstance(fallback, OnnxruntimeFallback) and layout_rewrite_safe(
-            graph
-        )
+        self._layout: bool | None = None  # ``layout_rewrite``, once asked
         self._compile(graph)
+
+    @property
+    def layout_rewrite(self) -> bool:
+        """Whether the fallback's onnxruntime sessions may use its NCHWc rewrite: decided
+        once, for the whole model (``providers.layout_rewrite_safe``), when a fallback step
+        first asks (a plan of descriptors alone never walks its graph for it)."""
+        if self._layout is None:
+            self._layout = isinstance(self.fallback, OnnxruntimeFallback) and (
+                layout_rewrite_safe(self.graph)
+            )
+        return self._layout
 
     # ------------------------------------------------------------------ compiling
     def _compile(self, graph: Graph) -> None:
@@ -846,13 +853,13 @@ def _schedule(graph: Graph) -> list[tuple[str, list[Node]]]:
 def segment_graph(
     graph: Graph, nodes: list[Node], trust: folding.PartialShapes | None = None
 ) -> Graph:
-    """The nodes as a graph of their own: outside tensors they read become inputs, except
-    constants (kept, so an engine can fold them); outputs are what anything else reads. An
-    input whose inferred sizes onnxruntime may not give it (``trust.vector_unsure``: a
-    Shape's vector keeps its length) is declared with its rank alone: with its sizes, onnxruntime refused the tensor its own kernel made ("Got
-    invalid dimensions for input"), a PRelu's [B, 4] where onnx said [B, 1]. One whose rank
-    onnxruntime may make otherwise too (a ConvTranspose's [N, 2, 3] where onnx said [N, 2])
-    is declared without a shape: canonical forms count no axis by such a rank
+    """The nodes as a graph of their own: outside tensors they read become inputs, except constants
+    (kept, so an engine can fold them); outputs are what anything else reads. An input whose
+    inferred sizes onnxruntime may not give it (``trust.vector_unsure``: a Shape's vector keeps
+    its length) is declared with its rank alone: with its sizes, onnxruntime refused the tensor
+    its own kernel made ("Got invalid dimensions for input"), a PRelu's [B, 4] where onnx said
+    [B, 1]. One whose rank onnxruntime may make otherwise too (a ConvTranspose's [N, 2, 3] where
+    onnx said [N, 2]) is declared without a shape: canonical forms count no axis by such a rank
     (``canonical.normalize``), and the segment runs on what onnxruntime makes."""
     inside = {node.id for node in nodes}
     outputs = [
