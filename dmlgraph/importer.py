@@ -928,14 +928,17 @@ def _build_graph(
 
 
 def _invented_like(nodes: Sequence[NodeFields]) -> set[str]:
-    """The model's names that a name dmlgraph invents could be: those with a colon, as every
-    invented one has (``canonical.constant_base``), its subgraphs' included."""
+    """The model's names that a name dmlgraph invents could be and that are not yet tensors
+    when it does: the main graph's with a colon, as the constants invented while it is read
+    have (``canonical.constant_base``), and every name a subgraph uses, which is never one
+    (lowering's ``s.piece`` beside a branch's own ``s.piece`` made a graph onnxruntime
+    refused as it is not in SSA form)."""
     names = {name for node in nodes for name in (*node.input, *node.output) if ":" in name}
     for node in nodes:
         for attr in node.attribute:
             if attr.type in subgraphs.SUBGRAPH_KINDS:
                 for graph in subgraphs.attribute_graphs(attr):
-                    names.update(name for name in subgraphs.all_names(graph) if ":" in name)
+                    names.update(subgraphs.all_names(graph))
     return names
 
 

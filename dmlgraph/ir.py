@@ -613,6 +613,11 @@ class Graph:
     def update_tensor(self, name: str, **changes: Any) -> TensorInfo:
         return self.set_tensor(self.tensor(name).replace(**changes))
 
+    def name_taken(self, name: str) -> bool:
+        """Whether a tensor has the name, or the model uses it elsewhere (``reserve_names``):
+        what every name dmlgraph invents must avoid."""
+        return name in self._tensors or name in self._reserved
+
     def unique_name(self, base: str) -> str:
         """``base`` if no tensor has that name (nor a reserved one), else ``base_1``,
         ``base_2``..."""

@@ -217,7 +217,7 @@ class Legalize(Pass):
                 if known is not None:
                     self._commit(graph, ctx, origin_id, nodes, _replanned(known, node))
                     continue
-            plan = Plan(graph.feature_level, dtype, lambda n: n in graph.tensors)
+            plan = Plan(graph.feature_level, dtype, graph.name_taken)
             try:
                 for node in nodes:
                     shapes = _static_shapes(graph, node)

@@ -124,7 +124,7 @@ class Rewriter:
         if not last:
             base, k = f"{out}.{type(op).__name__.removeprefix('Logical').lower()}", 0
             out = base
-            while out in self.graph.tensors or out in self.temps:
+            while self.graph.name_taken(out) or out in self.temps:
                 k += 1
                 out = f"{base}_{k}"
             self.temps[out] = shape

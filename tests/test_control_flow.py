@@ -410,6 +410,34 @@ def test_an_invented_constant_name_avoids_the_model_s_own(where) -> None:
     assert np.array_equal(got, want)
 
 
+@pytest.mark.parametrize("inner", ["s.piece", "/view"])
+def test_names_lowering_and_its_translation_invent_avoid_a_subgraph_s(inner) -> None:
+    """At FL 1_0 a reversed Slice 's' becomes pieces written to 's.piece', 's.piece_1'...,
+    and translating the lowered graph back to ONNX (``run --lowered``, ``check
+    --cross-check``) views tensors as '/view'. Beside an If branch defining either name, the
+    translated model was refused by onnxruntime ("Graph must be in single static assignment
+    (SSA) form"; a reviewer's reproducers): only subgraph names with a colon were reserved,
+    and lowering and translation asked only the graph's own tensors."""
+    then_branch = helper.make_graph(
+        [helper.make_node("Neg", ["s"], [inner]), helper.make_node("Abs", [inner], ["t"])],
+        "then", [], [_vi("t", FLOAT, None)])
+    else_branch = helper.make_graph(
+        [helper.make_node("Abs", ["s"], ["e"])], "else", [], [_vi("e", FLOAT, None)])
+    model = _model(
+        [helper.make_node("Slice", ["x", "st", "en", "ax", "stp"], ["s"]),
+         helper.make_node("If", ["c"], ["y"], then_branch=then_branch, else_branch=else_branch)],
+        [_vi("x", FLOAT, [2, 3]), _vi("c", BOOL, [])], [_vi("y", FLOAT, None)],
+        [_i64("st", [-1]), _i64("en", [-100]), _i64("ax", [1]), _i64("stp", [-1])],
+        checked=False)
+    feeds = {"x": np.arange(6, dtype=np.float32).reshape(2, 3), "c": np.array(True)}
+    (want,) = _ort(model, feeds)
+    lowered = lower(dmlgraph.load(model), "1_0")
+    assert inner not in lowered.tensors
+    for backend in ("numpy", "onnxruntime"):
+        (got,) = get_backend(backend).run(lowered, feeds).values()
+        assert np.array_equal(got, want), backend
+
+
 def test_a_graph_loaded_without_folding_is_lowered_again_too() -> None:
     """With ``load(model, fold=False)`` the run's lowering again folded the copy, and
     folding infers the whole graph anew: it gave back the size it had just forgotten, and

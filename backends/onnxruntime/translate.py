@@ -254,7 +254,9 @@ class _Translator:
     # -- emission helpers -----------------------------------------------------------------
     def _name(self, base: str) -> str:
         name, k = base, 0
-        while name in self.graph.tensors or name in self.new_tensors or name in self.new_constants:
+        while (
+            self.graph.name_taken(name) or name in self.new_tensors or name in self.new_constants
+        ):
             k += 1
             name = f"{base}_{k}"
         return name
