@@ -16,6 +16,7 @@ import onnxruntime as ort
 from backends.base import BackendError, first_line
 from dmlgraph import folding
 from dmlgraph.ir import Graph, subgraphs
+from dmlgraph.subgraphs import nested_nodes
 
 #: Providers in order of preference; the first available one leads the session's list.
 PREFERENCE: tuple[str, ...] = (
@@ -98,8 +99,15 @@ PROVIDER_OPTIONS: Mapping[str, Mapping[str, str]] = {
 #: size them otherwise than the kernels make them (a MaxPool with ceil_mode: onnx says 4
 #: columns, the kernel and the spec 3; ReshapeFusion turned a Squeeze by an empty axes list
 #: into a Reshape to onnx's [1, 1, K], where the kernel squeezes to [K]). onnxruntime ignores
-#: a name it does not know.
+#: a name it does not know. ConstantFolding is kept where the graph holds no Shape or Size
+#: (``_reads_shapes``): it then folds only what constants compute, as the run would, and the
+#: reference folds alike. Without it, a weight dmlgraph left unfolded (an Expand grown past
+#: ``folding.FOLD_GROWTH_LIMIT_BYTES``) stayed a computed tensor in the segment and a
+#: constant in ``check``'s reference, whose Conv, MatMul, Gemm and ConvTranspose then ran
+#: other kernels (prepacked, NCHWc) and rounded otherwise: 4.9e-4 apart, failing ``check``.
 SHAPE_REWRITES: tuple[str, ...] = ("ConstantFolding", "ReshapeFusion", "ExpandElimination")
+#: The ops whose result ConstantFolding takes from inferred shapes rather than values.
+_SHAPE_READERS = frozenset({"Shape", "Size"})
 
 #: onnxruntime's optimizers that change what a graph computes (onnxruntime 1.32; a helper's
 #: sweep of 120,000 random models, each divergence bisected to the optimizer, the
@@ -226,7 +234,10 @@ def make_session(
     global _global_pools
     content = model.SerializeToString() if isinstance(model, onnx.ModelProto) else model
     shared = bool(_global_pools) or (shared_threads and share_global_thread_pools())
-    disabled = [] if shape_rewrites else [*SHAPE_REWRITES, *VALUE_REWRITES]
+    disabled = [] if shape_rewrites else [
+        *(r for r in SHAPE_REWRITES if r != "ConstantFolding" or _reads_shapes(model)),
+        *VALUE_REWRITES,
+    ]
     if optimize and (layout is False or (layout is None and _pools_may_be_empty(model))):
         disabled.append(LAYOUT_REWRITE)
     try:
@@ -277,6 +288,26 @@ def layout_rewrite_safe(graph: Graph) -> bool:
         if trust.unsure(source, node.outputs[0]):
             return False
     return True
+
+
+def _reads_shapes(model: onnx.ModelProto | bytes | str) -> bool:
+    """Whether a node of the model (its subgraphs and functions included) reads a tensor's
+    shape (``_SHAPE_READERS``): onnxruntime's ConstantFolding would fold it by the shape
+    inference gives (``SHAPE_REWRITES``). A model that cannot be read says yes."""
+    try:
+        if not isinstance(model, onnx.ModelProto):
+            model = (
+                onnx.load_model_from_string(model) if isinstance(model, bytes)
+                else onnx.load(model, load_external_data=False)
+            )
+    except Exception:
+        return True
+    functions = [onnx.helper.make_graph(f.node, f.name, [], []) for f in model.functions]
+    return any(
+        node.op_type in _SHAPE_READERS
+        for graph in (model.graph, *functions)
+        for node in nested_nodes(graph)
+    )
 
 
 def _pools_may_be_empty(model: onnx.ModelProto | bytes | str) -> bool:
