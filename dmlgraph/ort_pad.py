@@ -15,6 +15,7 @@ from dataclasses import dataclass
 class PadDivergenceKind(enum.Enum):
     SCALAR = "scalar"
     WRAP_EMPTY = "wrap of an empty input"
+    EMPTY_AXIS = "edge or reflect of an axis of size 0"
     ZERO_EXTENT = "a crop to no elements"
     REFLECT_SIZE_1 = "reflect on size 1"
     REFLECT_BEYOND = "reflect by the size or more"
@@ -43,12 +44,21 @@ def pad_divergences(shape: Sequence[int], mode: str, pads: Sequence[int]) -> lis
     cropped = [n - max(0, -b) - max(0, -e) for n, b, e in zip(shape, begins, ends)]
     out = [n + b + e for n, b, e in zip(shape, begins, ends)]
     if 0 in shape and 0 in out and min(out) >= 0:
-        if mode != "wrap":
+        if mode == "wrap":
+            return [PadDivergence(
+                PadDivergenceKind.WRAP_EMPTY,
+                "onnxruntime fails on a wrap Pad of an empty input (its CPU kernel says "
+                "\"Unexpected mode of 3\"); ONNX's result is the empty tensor",
+            )]
+        grown = tuple(a for a in range(rank) if shape[a] == 0 and out[a] > 0)
+        if mode == "constant" or not grown:
             return []
-        return [PadDivergence(
-            PadDivergenceKind.WRAP_EMPTY,
-            "onnxruntime fails on a wrap Pad of an empty input (its CPU kernel says "
-            "\"Unexpected mode of 3\"); ONNX's result is the empty tensor",
+        return [PadDivergence(  # numpy's rule, which onnxruntime keeps
+            PadDivergenceKind.EMPTY_AXIS,
+            f"onnxruntime refuses a Pad in mode {mode!r} that pads axis {list(grown)} of size "
+            f"0 (its CPU kernel says \"Cannot use '{mode}' mode to pad dimension with a value "
+            "of 0\"), even where the result is empty; ONNX's result is the empty tensor",
+            grown,
         )]
     if 0 in out:
         if mode == "constant" or 0 not in cropped:

@@ -57,7 +57,7 @@ def lower_pad(rw: Rewriter) -> None:
         value = np.asarray(value_data).reshape(-1)[:1].reshape(()).astype(dtype)
     begins, ends = pads[:rank], pads[rank:]
     divergences = {d.kind: d for d in pad_divergences(shape, mode_name, pads)}
-    for kind in (Kind.SCALAR, Kind.WRAP_EMPTY, Kind.ZERO_EXTENT):  # said as they are
+    for kind in (Kind.SCALAR, Kind.WRAP_EMPTY, Kind.EMPTY_AXIS, Kind.ZERO_EXTENT):  # as they are
         if kind in divergences:
             rw.note(f"divergence: {divergences[kind].text}")
     crop_begin = [max(0, -p) for p in begins]
@@ -65,8 +65,9 @@ def lower_pad(rw: Rewriter) -> None:
     cropped = tuple(n - b - e for n, b, e in zip(shape, crop_begin, crop_end))
     out_shape = tuple(n + b + e for n, b, e in zip(shape, begins, ends))
     if 0 in shape and 0 in out_shape and min(out_shape) >= 0:
-        # no element to pad, none in the result: onnxruntime gives the empty result in every
-        # mode, whatever the crops would remove from the input's other axes
+        # no element to pad, none in the result: ONNX's result is empty in every mode,
+        # whatever the crops would remove from the input's other axes (onnxruntime refuses
+        # some: ``pad_divergences``)
         rw.rely_on_sizes((data,), "an empty or all-padding result")
         rw.become_constant(
             np.zeros(out_shape, dtype=dtype),

@@ -121,6 +121,35 @@ def test_a_wrap_pad_of_an_empty_input_is_a_known_divergence(name: str, capsys) -
     assert y.shape == (0, 5)
 
 
+@pytest.mark.parametrize("mode", ["edge", "reflect"])
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_an_edge_or_reflect_pad_growing_an_empty_axis_into_an_empty_result_is_named(
+    mode: str, dynamic: bool
+) -> None:
+    """onnxruntime's CPU Pad refuses an edge or reflect Pad that grows an axis of size 0
+    (numpy's rule: "Cannot use 'edge' mode to pad dimension with a value of 0"), even where
+    another axis of size 0 leaves the result empty, as ONNX's result then is. ``check``
+    exited 2 with onnxruntime's error (a helper's sweep); a Pad that grows no empty axis
+    ([2, 0] padded on axis 0) onnxruntime runs, and is compared."""
+    x = np.zeros((0, 0), np.float32)
+    shape = ["N", "M"] if dynamic else [0, 0]
+    model = _model([helper.make_node("Pad", ["X", "p"], ["Y"], mode=mode, name="pad")],
+                   [_info("X", shape)], [_info("Y", None)], [_ints("p", [0, 3, 0, 0])])
+    with pytest.raises(Exception, match=f"Cannot use '{mode}' mode"):
+        _ort(model, {"X": x})
+    report = check(model, inputs={"X": x})
+    assert [o.verdict for o in report.comparisons[0].outputs] == [Verdict.KNOWN_DIVERGENCE]
+    assert report.exit_code == 0
+    (y,) = get_backend("numpy").run(lower(load(model)), {"X": x}).values()
+    assert y.shape == (0, 3)
+    runs = _model([helper.make_node("Pad", ["X", "p"], ["Y"], mode=mode, name="pad")],
+                  [_info("X", [2, 0])], [_info("Y", None)], [_ints("p", [1, 0, 1, 0])])
+    x = np.zeros((2, 0), np.float32)
+    assert _ort(runs, {"X": x})[0].shape == (4, 0)
+    report = check(runs, inputs={"X": x})
+    assert [o.verdict for o in report.comparisons[0].outputs] == [Verdict.PASS]
+
+
 def test_onnxruntime_failing_on_a_node_no_output_reads_is_no_parity_failure() -> None:
     """onnxruntime runs every node; the import drops those no output reads. A wrap Pad of an
     empty input that nothing reads failed the check ("Unexpected mode of 3"): the reference
