@@ -28,7 +28,12 @@ def replacing(path: str | os.PathLike[str]) -> Iterator[Path]:
     through (the file it names is replaced), and the new file gets the old one's mode (else
     the umask's), not the temporary file's 0600. Where a temporary file cannot stand in for
     it (a file with other hard links, a folder that takes no new files), the file itself is
-    written, as a plain write would. Errors name ``path``, never the temporary file."""
+    written, as a plain write would. Errors name ``path``, never the temporary file. A name
+    ending in a slash is a folder's, which no file is written as (``Path`` drops the slash,
+    and ``-o out.json/`` made a file)."""
+    if names_folder(path):
+        raise IsADirectoryError(errno.EISDIR, "ends with a slash, so it names a folder; a file "
+                                "is written here: drop the slash", str(path))
     target = Path(path).resolve() if Path(path).is_symlink() else Path(path)
     exists = target.exists()
     if exists and not target.is_dir() and not os.access(target, os.W_OK):
@@ -56,6 +61,12 @@ def replacing(path: str | os.PathLike[str]) -> Iterator[Path]:
     except BaseException:
         temporary.unlink(missing_ok=True)
         raise
+
+
+def names_folder(path: str | os.PathLike[str]) -> bool:
+    """Whether the path as given ends with a separator: the user named a folder."""
+    text = os.fspath(path)
+    return isinstance(text, str) and text.endswith(("/", os.sep))
 
 
 def write_text(path: str | os.PathLike[str], text: str) -> None:

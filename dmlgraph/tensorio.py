@@ -327,6 +327,11 @@ def check_writable(path: str | Path, graph: Graph) -> None:
     """Refuse a test-data folder ``write`` could not make whole: a file where the folder
     goes, or test-data files it would not replace (another model's, which would be read
     with the new ones). Nothing to check for an .npz."""
+    if files.names_folder(path) and is_npz(Path(path)):  # Path drops the slash
+        raise TensorIOError(
+            f"{path}: ends with a slash, so it names a folder, but an .npz name is written as "
+            "a file: drop the slash, or name the test-data folder without .npz"
+        )
     path = Path(path)
     if is_npz(path):
         return
@@ -341,6 +346,13 @@ def check_writable(path: str | Path, graph: Graph) -> None:
     odd = sorted(c.name for c in children if c.name in written and not c.is_file())
     if odd:  # found only after other files were replaced, it left the folder half new
         raise TensorIOError(f"{path}: {', '.join(odd)} is not a file; it cannot be replaced")
+    linked = sorted(c.name for c in children if c.name in written and c.is_symlink())
+    if linked:  # written through, a file outside the folder was replaced by tensor bytes
+        raise TensorIOError(
+            f"{path}: {', '.join(linked)} is a symbolic link; dmlgraph writes test data into "
+            "the folder's own files, never through a link to a file elsewhere: remove it, or "
+            "write to a new or empty folder"
+        )
     stale = sorted(c.name for c in children if _POSITIONAL.match(c.name) and c.name not in written)
     if stale:
         raise TensorIOError(
@@ -364,6 +376,7 @@ def write(
         missing = [name for name in names if name not in given]
         if missing:
             raise TensorIOError(f"{path}: no {kind[:-1]} array for {missing} to write")
+    check_writable(path, graph)
     path = Path(path)
     if is_npz(path):
         arrays = {**{n: inputs[n] for n in graph.inputs}, **{n: outputs[n] for n in graph.outputs}}
@@ -372,7 +385,6 @@ def write(
         except OSError as exc:
             raise TensorIOError(f"{path}: cannot write: {exc.strerror or exc}") from None
         return
-    check_writable(path, graph)
     created = not path.exists()
     try:
         path.mkdir(exist_ok=True)  # its parent must exist: a typo makes no tree of folders

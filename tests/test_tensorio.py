@@ -396,3 +396,36 @@ def test_an_npz_cannot_name_a_tensor_past_65535_bytes(tmp_path) -> None:
     with pytest.raises(TensorIOError, match="at most 65535 bytes"):
         tensorio.save_npz(tmp_path / "out.npz", {"i" * 70_000: np.zeros(2, np.float32)})
     assert not (tmp_path / "out.npz").exists()
+
+
+def test_a_test_data_folder_s_link_is_not_written_through(tmp_path) -> None:
+    """``run -o FOLDER`` replaced what a link in the folder named: input_0.pb linking to
+    ../precious.txt overwrote that file with tensor bytes (a helper's reproducer). The folder
+    is refused now, before anything is written, and the linked file is left as it was."""
+    graph = _one_input()
+    precious = tmp_path / "precious.txt"
+    precious.write_text("precious")
+    folder = tmp_path / "td"
+    folder.mkdir()
+    (folder / "input_0.pb").symlink_to(precious)
+    x = np.ones((2, 3), np.float32)
+    with pytest.raises(TensorIOError, match="input_0.pb is a symbolic link"):
+        write(folder, graph, {"x": x}, {"y": x})
+    assert precious.read_text() == "precious"
+    assert sorted(p.name for p in folder.iterdir()) == ["input_0.pb"]
+
+
+def test_a_file_name_ending_in_a_slash_is_refused(tmp_path) -> None:
+    """``Path`` drops a trailing slash: ``x.npz/`` and ``out.json/`` were written as files,
+    though the slash names a folder."""
+    from dmlgraph import files
+
+    graph = _one_input()
+    x = np.ones((2, 3), np.float32)
+    with pytest.raises(TensorIOError, match="ends with a slash"):
+        write(f"{tmp_path}/x.npz/", graph, {"x": x}, {"y": x})
+    with pytest.raises(IsADirectoryError, match="ends with a slash"):
+        files.write_text(f"{tmp_path}/out.json/", "{}")
+    assert list(tmp_path.iterdir()) == []
+    write(f"{tmp_path}/td/", graph, {"x": x}, {"y": x})  # a folder's name: a test-data folder
+    assert sorted(p.name for p in (tmp_path / "td").iterdir()) == ["input_0.pb", "output_0.pb"]
