@@ -25,6 +25,7 @@ import zipfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnx
@@ -195,7 +196,13 @@ def _read_npz(path: Path, graph: Graph, stem: str | None) -> tuple[list[_Entry],
             if len(set(data.files)) != len(data.files):  # the zip's last member would win
                 twice = sorted({key for key in data.files if data.files.count(key) > 1})
                 raise TensorIOError(f"{path}: the .npz holds {twice} more than once; keep one")
-            arrays = {key: data[key] for key in data.files}
+            wanted = _wanted_keys(data.files, graph, stem)
+            _check_npz_memory(path, data, wanted)
+            # a key nothing reads is refused below by its name: its data is never unpacked
+            arrays = {
+                key: data[key] if key in wanted else np.empty(0, np.uint8)
+                for key in data.files
+            }
     except TensorIOError:
         raise
     except Exception as exc:
@@ -234,6 +241,56 @@ def _read_npz(path: Path, graph: Graph, stem: str | None) -> tuple[list[_Entry],
         if key in graph.inputs or key not in graph.outputs:
             inputs.append(_Entry(array, key))
     return inputs, outputs
+
+
+def _wanted_keys(keys: Sequence[str], graph: Graph, stem: str | None) -> set[str]:
+    """The keys of an .npz whose arrays ``read`` may bind: in a multi-model file, the
+    model's own; else a graph input's or output's name, or a position (``arr_K``). The rest
+    are refused by name, or not read, without their data."""
+    keyed = {key: m for key in keys if (m := _STEM_KEY.match(key))}
+    if keyed and len(keyed) == len(keys) and not set(graph.inputs) & set(keys):
+        return {key for key, m in keyed.items() if m["stem"] == stem}
+    names = set(graph.inputs) | set(graph.outputs)
+    return {key for key in keys if key in names or _NUMPY_POSITIONAL.match(key)}
+
+
+def _check_npz_memory(path: Path, data: Any, keys: set[str]) -> None:
+    """Refuse, from the members' headers, arrays that would not fit in the memory this
+    machine has free: an .npz compresses, and a 2 MB file held a 2 GB array that was
+    unpacked before its key was even looked at."""
+    sizes: dict[str, int] = {}
+    for key in keys:
+        member = f"{key}.npy" if f"{key}.npy" in data.zip.namelist() else key
+        try:
+            with data.zip.open(member) as file:
+                version = np.lib.format.read_magic(file)
+                read_header = (
+                    np.lib.format.read_array_header_1_0 if version == (1, 0)
+                    else np.lib.format.read_array_header_2_0 if version == (2, 0)
+                    else None
+                )
+                if read_header is None:  # a newer format: NumPy's own read checks it
+                    continue
+                shape, _, dtype = read_header(file)
+        except Exception:  # NumPy's own read below says what is wrong with it
+            continue
+        sizes[key] = math.prod(shape) * dtype.itemsize
+    free = available_memory()
+    if sum(sizes.values()) > free:
+        key = max(sizes, key=sizes.__getitem__)
+        raise TensorIOError(
+            f"{path}: holds {_bytes_text(sum(sizes.values()))} of arrays (key {key!r}: "
+            f"{_bytes_text(sizes[key])}), more than this machine has free "
+            f"({_bytes_text(free)})"
+        )
+
+
+def _bytes_text(count: float) -> str:
+    """A byte count as people read it: 2.1 GB."""
+    for unit, scale in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+        if count >= scale:
+            return f"{count / scale:.1f} {unit}"
+    return f"{int(count)} bytes"
 
 
 def _bind(path: Path, entries: list[_Entry], graph: Graph, kind: str) -> dict[str, np.ndarray]:

@@ -429,3 +429,39 @@ def test_a_file_name_ending_in_a_slash_is_refused(tmp_path) -> None:
     assert list(tmp_path.iterdir()) == []
     write(f"{tmp_path}/td/", graph, {"x": x}, {"y": x})  # a folder's name: a test-data folder
     assert sorted(p.name for p in (tmp_path / "td").iterdir()) == ["input_0.pb", "output_0.pb"]
+
+
+def test_an_npz_is_measured_by_its_headers_before_it_is_unpacked(tmp_path, monkeypatch) -> None:
+    """An .npz compresses: a 2 MB file held a 2 GB array, unpacked whole before its key was
+    looked at (a helper's reproducer peaked at 2.16 GB to say the key was no input). Arrays
+    ``read`` may bind are measured from their headers against the free memory; a key it
+    cannot bind is refused by its name without its data being unpacked."""
+    import io
+    import zipfile
+
+    graph = _one_input()
+    big = np.zeros((1024, 2048), np.float32)  # 8 MB, a few KB compressed
+    monkeypatch.setattr(tensorio, "available_memory", lambda: 1e6)
+    np.savez_compressed(tmp_path / "x.npz", x=big)
+    assert (tmp_path / "x.npz").stat().st_size < 100_000
+    with pytest.raises(TensorIOError, match=r"holds 8.4 MB of arrays \(key 'x'.*free \(1.0 MB\)"):
+        read(tmp_path / "x.npz", graph)
+    with zipfile.ZipFile(tmp_path / "lie.npz", "w") as archive:  # a header alone: 4 TB
+        header = io.BytesIO()
+        np.lib.format.write_array_header_1_0(
+            header, {"descr": "<f4", "fortran_order": False, "shape": (10**6, 10**6)})
+        archive.writestr("x.npy", header.getvalue() + bytes(64))
+    with pytest.raises(TensorIOError, match=r"holds 4.0 TB of arrays"):
+        read(tmp_path / "lie.npz", graph)
+    read_keys = []
+    original = np.lib.npyio.NpzFile.__getitem__
+
+    def reading(self, key):
+        read_keys.append(key)
+        return original(self, key)
+
+    monkeypatch.setattr(np.lib.npyio.NpzFile, "__getitem__", reading)
+    np.savez_compressed(tmp_path / "z.npz", x=np.ones((2, 3), np.float32), Z=big)
+    with pytest.raises(TensorIOError, match="'Z' is neither a graph input nor a graph output"):
+        read(tmp_path / "z.npz", graph)
+    assert read_keys == ["x"]
