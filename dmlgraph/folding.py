@@ -312,11 +312,70 @@ def _long_vectors(graph: onnx.GraphProto, nodes: Sequence[Any] | None) -> _LongV
             if len(dims) == 1 and dims[0].dim_value > LONG_VECTOR:
                 inputs.append((position, dims[0].dim_value))
     constants = []
-    for index, node in enumerate(graph.node if nodes is None else nodes):
+    listed = graph.node if nodes is None else nodes
+    values: dict[str, np.ndarray] | None = None  # the initializers, read once if asked
+    for index, node in enumerate(listed):
+        if node.domain not in ("", "ai.onnx") or len(node.output) != 1:
+            continue
         if node.op_type == "Constant" and (vector := _long_vector(node)) is not None:
-            if node.domain in ("", "ai.onnx") and len(node.output) == 1:
-                constants.append((index, node.output[0], *vector))
+            constants.append((index, node.output[0], *vector))
+        elif node.op_type in _VECTOR_MAKERS:
+            if values is None:
+                values = _small_initializers(graph)
+            made = _VECTOR_MAKERS[node.op_type](node, values)
+            if made is not None and made[1] > LONG_VECTOR:
+                constants.append((index, node.output[0], *made))
     return _LongVectors(tuple(inputs), tuple(constants))
+
+
+def _small_initializers(graph: onnx.GraphProto) -> dict[str, np.ndarray]:
+    """The graph's initializers of at most a few elements: the operands of
+    ``_VECTOR_MAKERS``."""
+    return {
+        tensor.name: numpy_helper.to_array(tensor)
+        for tensor in graph.initializer
+        if math.prod(tensor.dims) <= 4 and tensor.data_location != TensorProto.EXTERNAL
+    }
+
+
+def _maker_operands(
+    node: Any, values: Mapping[str, np.ndarray], count: int
+) -> list[np.ndarray] | None:
+    if len(node.input) < count or any(name not in values for name in node.input[:count]):
+        return None
+    return [values[name] for name in node.input[:count]]
+
+
+def _constant_of_shape_vector(
+    node: Any, values: Mapping[str, np.ndarray]
+) -> tuple[int, int] | None:
+    operands = _maker_operands(node, values, 1)
+    if operands is None or operands[0].shape != (1,):
+        return None
+    elem_type = TensorProto.FLOAT
+    for attr in node.attribute:
+        if attr.name == "value" and attr.type == AttributeProto.TENSOR:
+            elem_type = attr.t.data_type
+    return elem_type, int(operands[0][0])
+
+
+def _range_vector(node: Any, values: Mapping[str, np.ndarray]) -> tuple[int, int] | None:
+    operands = _maker_operands(node, values, 3)
+    if operands is None or any(v.ndim != 0 for v in operands) or operands[2] == 0:
+        return None
+    start, limit, delta = (float(v) for v in operands)
+    elem_type = onnx.helper.np_dtype_to_tensor_dtype(operands[0].dtype)
+    return elem_type, max(0, math.ceil((limit - start) / delta))
+
+
+#: Ops that make a vector of a length their small constant operands give (initializers):
+#: onnx's data propagation walks a long one element by element as it reads it (a Slice of
+#: ConstantOfShape([2^28]) took 21 GB and 75 s to load: a helper's reproducer). They are
+#: hidden from propagation as long Constant nodes are. op -> (element type, length).
+_VECTOR_MAKERS: Mapping[str, Callable[[Any, Mapping[str, np.ndarray]], tuple[int, int] | None]] = {
+    "ConstantOfShape": _constant_of_shape_vector,
+    "Range": _range_vector,
+}
 
 
 def _long_vector(node: Any) -> tuple[int, int] | None:
@@ -838,6 +897,9 @@ def fold_constants(
         )
         if divergent:
             _note(node, NOT_FOLDED, divergent)
+            continue
+        if values is None and (grows := growth_rejection(graph, node.inputs, node.outputs)):
+            _note(node, NOT_FOLDED, grows)
             continue
         kernel = shape_kernels.kernel_for(node.op_type, node.op.domain, node.op.since_version)
         if values is None and kernel is not None:
@@ -1898,17 +1960,43 @@ def _run_single(
     }
 
 
+def _growth_budget(tensors: Mapping[str, TensorInfo], inputs: Iterable[str]) -> int:
+    """The bytes of constant data a fold may add: ``FOLD_GROWTH_LIMIT_BYTES`` more than its
+    constant inputs hold."""
+    budget = FOLD_GROWTH_LIMIT_BYTES
+    for name in inputs:
+        data = tensors[name].data if name and name in tensors else None
+        if data is not None:
+            budget += data.nbytes
+    return budget
+
+
+def growth_rejection(graph: Graph, inputs: Sequence[str], outputs: Sequence[str]) -> str:
+    """``rejection``'s growth limit asked of the sizes inferred for the outputs, before the
+    node is evaluated ("" when they are not known or within it): evaluated first, a
+    ConstantOfShape of [2^28] allocated 1 GB, and one of [10^6, 10^6] failed the import with
+    a MemoryError, for a result the limit then refused."""
+    tensors = graph.tensors
+    budget: int | None = None
+    for out in outputs:
+        info = tensors.get(out) if out else None
+        if info is None or info.dtype is None or info.static_shape is None:
+            continue
+        nbytes = math.prod(info.static_shape) * np.dtype(info.dtype).itemsize
+        if budget is None:
+            budget = _growth_budget(tensors, inputs)
+        if nbytes > budget:
+            return f"output {out!r} would add {nbytes} bytes of constant data (limit {budget})"
+    return ""
+
+
 def rejection(
     graph: Graph, inputs: Iterable[str], outputs: Iterable[str], values: Mapping[str, np.ndarray]
 ) -> str:
     """Why a node computed from ``inputs`` to ``values`` must not be folded ("" when it may
     be): its results disagree with the inferred types, or would grow the model too much."""
     tensors = graph.tensors  # loops, not generators: import asks for every folded node
-    budget = FOLD_GROWTH_LIMIT_BYTES
-    for name in inputs:
-        data = tensors[name].data if name and name in tensors else None
-        if data is not None:
-            budget += data.nbytes
+    budget = _growth_budget(tensors, inputs)
     for out in outputs:
         if not out:
             continue

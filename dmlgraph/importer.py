@@ -1083,7 +1083,7 @@ def _fold_at_import(
     if kernel is None or (
         node.op_type in folding.ORT_DIVERGENT_OPS
         and folding.ort_divergence(graph, node.op_type, node.domain, version, attrs, node.input)
-    ):
+    ) or (node.op_type in _GROWING_OPS and folding.growth_rejection(graph, node.input, node.output)):
         return False
     # None as well when an input is not known (``folding.input_available``)
     named = folding.kernel_values(
@@ -1104,6 +1104,11 @@ def _fold_at_import(
         graph.set_tensor(TensorInfo(out, data=value))
     _record_folded(graph, node, version)
     return True
+
+
+#: Ops whose results may be far larger than their inputs: their inferred sizes are asked
+#: against the growth limit before a kernel computes them (``folding.growth_rejection``).
+_GROWING_OPS = frozenset({"ConstantOfShape", "Expand", "Tile", "Range", "Pad", "Resize"})
 
 
 def _shape_value(

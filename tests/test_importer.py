@@ -699,6 +699,61 @@ def test_long_vectors_are_hidden_from_data_propagation(fold, monkeypatch, onnx_r
     assert {k: v.tobytes() for k, v in got.items()} == {k: v.tobytes() for k, v in want.items()}
 
 
+@pytest.mark.parametrize("maker", ["ConstantOfShape", "Range"])
+def test_a_long_vector_a_node_makes_from_constants_is_hidden_too(
+    maker, monkeypatch, onnx_run
+) -> None:
+    """A ConstantOfShape of [n] or a Range to n, read by a Slice: onnx's data propagation
+    walked the vector element by element (a 203-byte model of ConstantOfShape([2^28]) took
+    21 GB and 75 s to load; a helper's reproducer). Such a vector is hidden from propagation
+    as a long Constant is, and the model computes what onnxruntime does."""
+    n = 2**20
+    made = (helper.make_node("ConstantOfShape", ["s"], ["c"],
+                             value=numpy_helper.from_array(np.array([3], np.int64)))
+            if maker == "ConstantOfShape" else helper.make_node("Range", ["z", "s0", "one"], ["c"]))
+    graph = helper.make_graph(
+        [made, helper.make_node("Slice", ["c", "st", "en"], ["d"]),
+         helper.make_node("Add", ["d", "x"], ["y"])],
+        "g", [helper.make_tensor_value_info("x", TensorProto.INT64, [4])],
+        [helper.make_tensor_value_info("y", TensorProto.INT64, None)],
+        [numpy_helper.from_array(np.array(v, np.int64), name) for name, v in
+         (("s", [n]), ("s0", n), ("z", 0), ("one", 1), ("st", [2]), ("en", [6]))])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=9)
+    propagated: list[onnx.ModelProto] = []
+    infer = onnx.shape_inference.infer_shapes
+
+    def recording(model, *args, **kwargs):
+        if kwargs.get("data_prop"):
+            propagated.append(onnx.ModelProto.FromString(model.SerializeToString()))
+        return infer(model, *args, **kwargs)
+
+    monkeypatch.setattr(onnx.shape_inference, "infer_shapes", recording)
+    loaded = dmlgraph.load(model)
+    assert propagated and all(
+        not [node for node in seen.graph.node if node.op_type == maker] for seen in propagated)
+    assert loaded.tensors["c"].shape == (n,)
+    feeds = {"x": np.arange(4, dtype=np.int64)}
+    (got,) = get_backend("numpy").run(lower(loaded), feeds).values()
+    np.testing.assert_array_equal(got, onnx_run(model, feeds)[0])
+
+
+def test_a_constant_too_large_to_fold_is_not_computed_to_find_out() -> None:
+    """A ConstantOfShape of [10^6, 10^6] (4 TB) failed the import with a MemoryError: the
+    kernel computed it before the growth limit refused it. Its inferred size is asked first
+    now; it stays a node, noted, and its reader a node."""
+    graph = helper.make_graph(
+        [helper.make_node("ConstantOfShape", ["s"], ["c"], name="cos"),
+         helper.make_node("Concat", ["c", "x"], ["y"], axis=0, name="cat")],
+        "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 10**6])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(np.array([10**6, 10**6], np.int64), "s")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=9)
+    loaded = dmlgraph.load(model)
+    (node,) = loaded.find_nodes("ConstantOfShape")
+    assert any("would add 4000000000000 bytes of constant data" in n for n in node.notes)
+    assert loaded.tensors["y"].shape == (10**6 + 1, 10**6)
+
+
 def _with_shape_readers(model: onnx.ModelProto) -> onnx.ModelProto:
     """The long-vector model, plus x's length carried as shape data (Shape -> ConstantOfShape,
     a Reshape of z to it), a one-element slice of x broadcast with z of length "N", and z
