@@ -7,6 +7,7 @@ Parity reads the record to name known divergences and to show the user what was 
 
 from __future__ import annotations
 
+import math
 import os
 import weakref
 from collections.abc import Callable, Mapping
@@ -17,6 +18,8 @@ import numpy as np
 
 from dmlgraph.errors import DmlgraphError, as_array
 from dmlgraph.ir import Graph
+from dmlgraph import tensorio
+from dmlgraph.tensorio import bytes_text
 
 T = TypeVar("T")
 
@@ -40,6 +43,42 @@ class SizeMismatch(BackendError):
     ) -> None:
         super().__init__(message)
         self.tensor, self.maker, self.made, self.inferred = tensor, maker, made, inferred
+
+
+def refuse_beyond_memory(graph: Graph, planned: int = 0) -> None:
+    """Refuse, before anything is allocated, a run that cannot fit in the memory this machine
+    has free: a tensor of static size larger than it, the graph's outputs together, or the
+    ``planned`` bytes a backend allocates at once. Allocated outright, a Pad to 10^12
+    elements failed in onnxruntime's arena with its C++ message, and 15.7 GB in NumPy named
+    no node; the message names the node, the tensor, its type and size."""
+    free = tensorio.available_memory()
+    largest, where = 0, ""
+    for node in graph.nodes:
+        for name in node.outputs:
+            info = graph.tensors.get(name) if name else None
+            if info is None or info.dtype is None or info.static_shape is None:
+                continue
+            nbytes = math.prod(info.static_shape) * np.dtype(info.dtype).itemsize
+            if nbytes > largest:
+                largest, where = nbytes, (
+                    f"{graph.describe(node)} makes {name!r}, {info.dtype} "
+                    f"{list(info.static_shape)}: {bytes_text(nbytes)}"
+                )
+    if largest > free:
+        raise BackendError(f"{where}, more than this machine has free ({bytes_text(free)})")
+    outputs = 0
+    for name in dict.fromkeys(graph.outputs):
+        info = graph.tensors.get(name)
+        if info is not None and info.dtype is not None and info.static_shape is not None:
+            outputs += math.prod(info.static_shape) * np.dtype(info.dtype).itemsize
+    needed = max(outputs, planned)
+    if needed > free:
+        what = "its outputs take" if outputs >= planned else "its run allocates"
+        raise BackendError(
+            f"{graph.source}: {what} {bytes_text(needed)} at once (the largest tensor: "
+            f"{where.removeprefix(graph.source + ': ')}), more than this machine has free "
+            f"({bytes_text(free)})"
+        )
 
 
 def first_line(exc: BaseException) -> str:

@@ -279,14 +279,16 @@ def _check_npz_memory(path: Path, data: Any, keys: set[str]) -> None:
     if sum(sizes.values()) > free:
         key = max(sizes, key=sizes.__getitem__)
         raise TensorIOError(
-            f"{path}: holds {_bytes_text(sum(sizes.values()))} of arrays (key {key!r}: "
-            f"{_bytes_text(sizes[key])}), more than this machine has free "
-            f"({_bytes_text(free)})"
+            f"{path}: holds {bytes_text(sum(sizes.values()))} of arrays (key {key!r}: "
+            f"{bytes_text(sizes[key])}), more than this machine has free "
+            f"({bytes_text(free)})"
         )
 
 
-def _bytes_text(count: float) -> str:
-    """A byte count as people read it: 2.1 GB."""
+def bytes_text(count: float) -> str:
+    """A byte count as people read it: 2.1 GB (infinite where the memory is not known)."""
+    if math.isinf(count):
+        return "unknown"
     for unit, scale in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
         if count >= scale:
             return f"{count / scale:.1f} {unit}"

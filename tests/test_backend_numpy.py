@@ -456,3 +456,35 @@ def test_a_pad_without_axes_on_data_of_unknown_rank_pads_every_axis(pads_as_inpu
     x3 = np.arange(12, dtype=np.float32).reshape(3, 2, 2)
     with pytest.raises(ModelValidationError, match="pads has 4 values for data of rank 3"):
         backend.run(lowered, {"x": x3, **pads})
+
+
+def _big_pad(pads, mode: str = "constant") -> onnx.ModelProto:
+    graph = helper.make_graph(
+        [helper.make_node("Pad", ["X", "p"], ["Y"], name="bigpad", mode=mode)], "g",
+        [helper.make_tensor_value_info("X", TensorProto.FLOAT, [1, 1, 4, 4])],
+        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(np.array(pads, np.int64), "p")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=8)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "onnxruntime"])
+def test_a_run_beyond_the_free_memory_is_refused_naming_the_node(backend, monkeypatch) -> None:
+    """A Pad to 10^12 elements (4 TB; it falls back, past DirectML's sizes) failed in
+    onnxruntime's arena with its C++ message ("bfc_arena.cc:360 ... Failed to allocate
+    memory"); a lowered one of 15.7 GB was allocated outright, and under a limit NumPy's
+    MemoryError named no node (a helper's reproducers). Both are refused before anything is
+    allocated, naming the node, the tensor, its type, shape and size."""
+    from dmlgraph import tensorio
+
+    x = {"X": np.ones((1, 1, 4, 4), np.float32)}
+    huge = lower(load(_big_pad([0, 0, 0, 0, 0, 0, 999996, 999996])))
+    with pytest.raises(BackendError, match=r"node 'bigpad' \(Pad\) makes 'Y', float32 "
+                       r"\[1, 1, 1000000, 1000000\]: 4.0 TB, more than this machine has free"):
+        get_backend(backend).run(huge, x)
+    monkeypatch.setattr(tensorio, "available_memory", lambda: 50e6)
+    lowered = lower(load(_big_pad([0, 0, 0, 0, 0, 0, 4000, 4000])))  # 64 MB, a DML PADDING
+    assert [n.op_type for n in lowered.nodes] == ["PaddingDesc"]
+    with pytest.raises(BackendError, match=r"node 'bigpad' \(DML_OPERATOR_PADDING\) makes 'Y', "
+                       r"float32 \[1, 1, 4004, 4004\]: 64.1 MB, more than this machine has free "
+                       r"\(50.0 MB\)"):
+        get_backend(backend).run(lowered, x)

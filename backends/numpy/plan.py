@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from backends.base import BackendError, NodeRun, RunRecord, SizeMismatch
+from backends.base import BackendError, NodeRun, RunRecord, SizeMismatch, refuse_beyond_memory
 from backends.numpy.fallback import OnnxruntimeFallback
 from backends.numpy.memory import Lifetime, OutputPool, assign_buffers
 from backends.numpy.moves import Move, Phase, operator_moves
@@ -425,6 +425,8 @@ class Plan:
         lifetimes = [Lifetime(spans[r][0], spans[r][1], self._roots[r].nbytes) for r in arena]
         assigned, sizes = assign_buffers(lifetimes)
         self._arena = (len(sizes), sum(sizes), sum(lifetime.nbytes for lifetime in lifetimes))
+        outputs = sum(root.nbytes for root in self._roots if root.kind is RootKind.OUTPUT)
+        refuse_beyond_memory(self.graph, planned=sum(sizes) + outputs)
         buffers = [np.empty(size, dtype=np.uint8) for size in sizes]
         self._arena_views = {
             r: buffers[b][: self._roots[r].nbytes] for r, b in zip(arena, assigned)

@@ -24,6 +24,7 @@ from backends.base import (
     check_arguments,
     check_feeds,
     first_line,
+    refuse_beyond_memory,
 )
 from backends.onnxruntime import values
 from backends.onnxruntime.providers import (
@@ -65,6 +66,7 @@ class OnnxruntimeBackend:
         arrays = check_feeds(graph, feeds)
 
         def build() -> tuple[ort.InferenceSession, list[str]]:
+            refuse_beyond_memory(graph)
             model = self.model_for(graph)
             # a graph dmlgraph made runs as written: the shapes it left are computed
             # (``providers.SHAPE_REWRITES``)
