@@ -59,6 +59,8 @@ VALUE_RANGES: Mapping[str, tuple[float, float]] = {
 }
 _POSITIONAL = re.compile(r"^(input|output)_([0-9]+)\.pb$")  # ASCII digits only
 _STEM_KEY = re.compile(r"^(?P<stem>.+)__(?P<kind>in|out)(?P<index>\d+)$")
+#: The keys of this project's torch fixtures (models/MANIFEST.md): several cases a model.
+_CASE_KEY = re.compile(r"^(?P<stem>.+?)__(?P<case>\d+)__(?:in|eager)__.+$")
 
 
 # ----------------------------------------------------------------------------- reading
@@ -196,6 +198,7 @@ def _read_npz(path: Path, graph: Graph, stem: str | None) -> tuple[list[_Entry],
             if len(set(data.files)) != len(data.files):  # the zip's last member would win
                 twice = sorted({key for key in data.files if data.files.count(key) > 1})
                 raise TensorIOError(f"{path}: the .npz holds {twice} more than once; keep one")
+            _refuse_cases(path, data.files, graph)
             wanted = _wanted_keys(data.files, graph, stem)
             _check_npz_memory(path, data, wanted)
             # a key nothing reads is refused below by its name: its data is never unpacked
@@ -241,6 +244,20 @@ def _read_npz(path: Path, graph: Graph, stem: str | None) -> tuple[list[_Entry],
         if key in graph.inputs or key not in graph.outputs:
             inputs.append(_Entry(array, key))
     return inputs, outputs
+
+
+def _refuse_cases(path: Path, keys: Sequence[str], graph: Graph) -> None:
+    """An .npz of test cases keyed ``MODEL__CASE__in__NAME`` (the torch fixtures) holds
+    several values for one input: say so, rather than that its first key is no input."""
+    cases = [m for key in keys if (m := _CASE_KEY.match(key))]
+    if not cases or len(cases) != len(keys) or set(graph.inputs) & set(keys):
+        return
+    models = sorted({m["stem"] for m in cases})
+    raise TensorIOError(
+        f"{path}: holds test cases keyed MODEL__CASE__in__NAME (models {models}), several "
+        "values an input, which --inputs does not choose between; give an .npz keyed by "
+        "tensor names (models/MANIFEST.md says how to take one case out)"
+    )
 
 
 def _wanted_keys(keys: Sequence[str], graph: Graph, stem: str | None) -> set[str]:

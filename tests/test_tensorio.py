@@ -465,3 +465,21 @@ def test_an_npz_is_measured_by_its_headers_before_it_is_unpacked(tmp_path, monke
     with pytest.raises(TensorIOError, match="'Z' is neither a graph input nor a graph output"):
         read(tmp_path / "z.npz", graph)
     assert read_keys == ["x"]
+
+
+def test_an_npz_of_test_cases_says_so(tmp_path) -> None:
+    """The torch fixtures key several cases a model (``MODEL__CASE__in__x``): ``--inputs``
+    on one said its first key "is neither a graph input nor a graph output" (a helper's
+    try as a new user). It says what the file holds, and a case taken out as MANIFEST.md
+    shows reads."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent / "models" / "torch"
+    graph = dmlgraph.load(root / "attention.onnx")
+    with pytest.raises(TensorIOError, match="holds test cases keyed MODEL__CASE__in__NAME"):
+        read(root / "torch_io.npz", graph)
+    cases = np.load(root / "torch_io.npz")
+    np.savez(tmp_path / "case.npz", x=cases["attention__1__in__x"],
+             y=cases["attention__1__eager__y"])
+    taken = read(tmp_path / "case.npz", graph)
+    assert list(taken.inputs) == ["x"] and list(taken.outputs) == ["y"]
