@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dmlgraph import folding
+from dmlgraph import canonical, folding
 from dmlgraph.dml.binding import binds
 from dmlgraph.dml.operators import OperatorDesc
 from dmlgraph.errors import DmlValidationError, GraphInvariantError
@@ -276,22 +276,29 @@ class Legalize(Pass):
         origin = ctx.origins[origin_id]
         original = origin.node
         inputs = tuple(ctx.resolve(name) if name else name for name in original.inputs)
+        op = original.op
+        scalar = _of_a_scalar(graph, original)
+        if scalar:  # the identity ONNX says it is, which onnxruntime runs
+            opset = graph.opset_imports.get("", 1)
+            op = OnnxOp("Identity", canonical.since_version("Identity", "", opset, reason))
+            inputs = inputs[:1]
         if len(nodes) == 1 and nodes[0].outputs == original.outputs:
             graph.replace_node(  # the ONNX node takes its logical op's place (and id) back
                 nodes[0].id,
-                op=original.op,
+                op=op,
                 inputs=inputs,
                 provenance=original.provenance,
                 notes=list(original.notes),
             )
         else:
             Legalize._drop(graph, ctx, nodes)
-            new = graph.add_node(
-                original.op, inputs, original.outputs, original.provenance, original.notes
-            )
+            new = graph.add_node(op, inputs, original.outputs, original.provenance, original.notes)
             ctx.adopt(new, origin_id)
         origin.status = Status.FALLBACK
         origin.notes.append(f"not lowered at {graph.feature_level.full_name}: {reason}")
+        if scalar:
+            origin.notes.append(SCALAR_IDENTITY)
+            return  # its divergence stays: check's reference fails on the node
         for note in list(origin.notes):
             if note.startswith("divergence:"):
                 origin.notes.remove(note)  # it stays ONNX: runtimes agree on their own graph
@@ -299,6 +306,23 @@ class Legalize(Pass):
     def ensures(self, graph: LoweredGraph, ctx: Context) -> str:
         left = [n.label for n in graph.nodes if isinstance(n.op, LOGICAL)]
         return f"logical ops left after legalization: {left}" if left else ""
+
+
+#: Why a Slice or Pad of a scalar left to the fallback runs as an Identity.
+SCALAR_IDENTITY = (
+    "runs on the fallback as an ONNX Identity: a Slice or Pad of a scalar (no axis, empty "
+    "parameters) is its input, and onnxruntime fails on the node itself"
+)
+
+
+def _of_a_scalar(graph: LoweredGraph, node: Node) -> bool:
+    """A canonical Slice or Pad whose data is a scalar: ONNX's identity (``pad_divergences``
+    and the Slice rule note onnxruntime's failure on it), left ONNX at a level with no copy
+    for its type (an int8 scalar at FL 1_0 failed the run in onnxruntime)."""
+    if node.op_type not in ("Slice", "Pad") or not node.inputs:
+        return False
+    info = graph.tensors.get(node.inputs[0])
+    return info is not None and info.shape == ()
 
 
 def _own_tensors_only(plan: Plan, node: Node) -> bool:
