@@ -2,7 +2,9 @@
 
 Follows DxDispatch's own reading of a model (DxDispatch/src/model/JsonParsers.cpp and
 dxdispatch/Executor.cpp): the JSON may hold comments and trailing commas (RapidJSON's
-kParseCommentsFlag | kParseTrailingCommasFlag); resources are byte buffers filled from
+kParseCommentsFlag | kParseTrailingCommasFlag); an enum value newer than its parser
+(``jsonio.DXDISPATCH_UNKNOWN_VALUES``: DML_PADDING_MODE_WRAP) is refused, as DxDispatch could
+not read the model; resources are byte buffers filled from
 ``initialValues`` (an array, ``{value, valueCount}`` or ``{valueStart, valueDelta,
 valueCount}`` accumulated in the element type; integer types take JSON integers only, FLOAT16
 rounds through float), ``sizeInBytes`` defaults to the initial data rounded up to 4 bytes and
@@ -35,7 +37,12 @@ from dmlgraph.dml.enums import (
     FeatureLevel,
     TensorDataType,
 )
-from dmlgraph.dml.jsonio import json_float, json_number, operator_from_json
+from dmlgraph.dml.jsonio import (
+    dxdispatch_unknown_value,
+    json_float,
+    json_number,
+    operator_from_json,
+)
 from dmlgraph.dml.operators import OperatorDesc
 from dmlgraph.dml.schema import FieldKind, FieldSpec
 from dmlgraph.dml.tensor import BufferTensorDesc
@@ -432,6 +439,9 @@ def _read_model(doc: Any, source: str) -> DxDispatchModel:
             dispatchables[name] = operator_from_json(spec)
         except DmlgraphError as exc:
             raise DxDispatchError(f"dispatchable '{name}': {exc}") from None
+        unknown = dxdispatch_unknown_value(dispatchables[name])
+        if unknown is not None:  # operator_from_json reads dmlgraph's own JSON, which has it
+            raise DxDispatchError(f"dispatchable '{name}': {unknown[0]}")
     return DxDispatchModel(resources, dispatchables, list(doc["commands"]), source=source)
 
 

@@ -489,3 +489,50 @@ def test_printed_values_are_ostream_defaults(values) -> None:
     else:
         expected = ", ".join(str(int(v)) for v in values)
     assert format_values(values) == expected
+
+
+def _pad_model(mode: str) -> dict:
+    """[1, 2, 3, 4] padded by one element on each side in ``mode``, then printed."""
+    return {
+        "resources": {
+            "in": {"initialValuesDataType": "FLOAT32", "initialValues": [1, 2, 3, 4]},
+            "out": {"initialValuesDataType": "FLOAT32",
+                    "initialValues": {"value": 0, "valueCount": 6}},
+        },
+        "dispatchables": {"p": {"type": "DML_OPERATOR_PADDING", "desc": {
+            "InputTensor": {"DataType": "FLOAT32", "Sizes": [4]},
+            "OutputTensor": {"DataType": "FLOAT32", "Sizes": [6]},
+            "PaddingMode": f"DML_PADDING_MODE_{mode}", "PaddingValue": 9,
+            "DimensionCount": 1, "StartPadding": [1], "EndPadding": [1]}}},
+        "commands": [
+            {"type": "dispatch", "dispatchable": "p",
+             "bindings": {"InputTensor": "in", "OutputTensor": "out"}},
+            {"type": "print", "resource": "out"},
+        ],
+    }
+
+
+@pytest.mark.parametrize("mode, printed", [
+    # DML_SPEC.md §3's index maps, i = out - 1, n = 4
+    ("CONSTANT", "9, 1, 2, 3, 4, 9"),
+    ("EDGE", "1, 1, 2, 3, 4, 4"),
+    ("REFLECTION", "2, 1, 2, 3, 4, 3"),
+    ("SYMMETRIC", "1, 1, 2, 3, 4, 4"),
+    ("WRAP", None),
+])
+def test_a_padding_mode_newer_than_dxdispatchs_parser_is_refused(tmp_path, capsys, mode,
+                                                                 printed) -> None:
+    """DML_SPEC.md §6: DxDispatch's JSON parser predates DML_PADDING_MODE_WRAP, so it could
+    not read such a model. `lower --format dxdispatch` refused to write one while
+    `dmlgraph dxdispatch` ran it (exit 0); dmlgraph's own JSON still holds WRAP."""
+    from dmlgraph.dml import operator_from_json
+
+    model = _pad_model(mode)
+    code, out, err = _run_text(tmp_path, json.dumps(model), capsys)
+    if printed is not None:
+        assert (code, out, err) == (0, f"Resource 'out': {printed}\n", "")
+        return
+    assert (code, out) == (2, "") and err.count("\n") == 1, err
+    assert ("dispatchable 'p': DML_OPERATOR_PADDING: PaddingMode = 'DML_PADDING_MODE_WRAP': "
+            "newer than DxDispatch's JSON parser, which cannot read it") in err
+    assert operator_from_json(model["dispatchables"]["p"]).padding_mode.name == "WRAP"
