@@ -464,9 +464,17 @@ def _binding(model: DxDispatchModel, source: Any, where: str) -> tuple[dict[str,
 def _bind_points(
     desc: OperatorDesc, bindings: Any, name: str
 ) -> Iterator[tuple[FieldSpec, str, list[Any]]]:
-    """(tensor field, where, the sources bound to it) for every tensor of ``desc``."""
+    """(tensor field, where, the sources bound to it) for every tensor of ``desc``. A bind
+    point ``desc`` lacks is refused: bound nowhere, it would silently do nothing."""
     if not isinstance(bindings, dict):
         raise DxDispatchError(f"dispatch '{name}': bindings must be an object, not {bindings!r}")
+    points = [spec.c_name for spec in desc.SCHEMA if spec.is_tensor]
+    unknown = [point for point in bindings if point not in points]
+    if unknown:
+        raise DxDispatchError(
+            f"dispatch '{name}': {desc.OPERATOR.full_name} has no bind point '{unknown[0]}' "
+            f"(its bind points: {', '.join(points)})"
+        )
     for spec in desc.SCHEMA:
         if not spec.is_tensor:
             continue

@@ -536,3 +536,15 @@ def test_a_padding_mode_newer_than_dxdispatchs_parser_is_refused(tmp_path, capsy
     assert ("dispatchable 'p': DML_OPERATOR_PADDING: PaddingMode = 'DML_PADDING_MODE_WRAP': "
             "newer than DxDispatch's JSON parser, which cannot read it") in err
     assert operator_from_json(model["dispatchables"]["p"]).padding_mode.name == "WRAP"
+
+
+@pytest.mark.parametrize("point", ["Bogus", "InputTensors", "inputTensor"])
+def test_a_bind_point_the_operator_lacks_is_refused(tmp_path, capsys, point) -> None:
+    """DML_SLICE's tensors are InputTensor and OutputTensor (DML_SPEC.md §3): a binding to
+    any other name binds nothing, and was accepted silently (exit 0)."""
+    model = _slice_model([1, 2, 3, 4])
+    model["commands"][0]["bindings"][point] = "in"
+    code, out, err = _run_text(tmp_path, json.dumps(model), capsys)
+    assert (code, out) == (2, "") and err.count("\n") == 1, err
+    assert (f"dispatch 's': DML_OPERATOR_SLICE has no bind point '{point}' (its bind points: "
+            "InputTensor, OutputTensor)") in err
