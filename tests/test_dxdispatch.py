@@ -548,3 +548,62 @@ def test_a_bind_point_the_operator_lacks_is_refused(tmp_path, capsys, point) -> 
     assert (code, out) == (2, "") and err.count("\n") == 1, err
     assert (f"dispatch 's': DML_OPERATOR_SLICE has no bind point '{point}' (its bind points: "
             "InputTensor, OutputTensor)") in err
+
+
+def _one_buffer_slice(input_sizes: int, input_offset: int, output_offset: int) -> dict:
+    """A SLICE of the first 4 elements of its input, input and output bound to one 8-element
+    resource "buf" (1..8) at the given element offsets."""
+    model = _slice_model(list(range(1, 9)))
+    model["resources"] = {"buf": model["resources"]["in"]}
+    desc = model["dispatchables"]["s"]["desc"]
+    desc["InputTensor"]["Sizes"] = [input_sizes]
+    model["commands"] = [
+        {"type": "dispatch", "dispatchable": "s", "bindings": {
+            "InputTensor": {"name": "buf", "elementOffset": input_offset},
+            "OutputTensor": {"name": "buf", "elementOffset": output_offset}}},
+        {"type": "print", "resource": "buf"},
+    ]
+    return model
+
+
+def _join_into_an_input() -> dict:
+    """The JOIN example writing its 10 elements into A, which its first and last inputs read."""
+    model = json.loads((DATA / "example_join.json").read_text())
+    model["commands"][0]["bindings"]["OutputTensor"] = "A"
+    return model
+
+
+@pytest.mark.parametrize("model, message", [
+    (_one_buffer_slice(4, 0, 0), "OutputTensor and InputTensor overlap in 'buf' (bytes 0 to 16 "
+                                 "and 0 to 16): DML_OPERATOR_SLICE"),
+    (_one_buffer_slice(8, 0, 4), "OutputTensor and InputTensor overlap in 'buf' (bytes 16 to 32 "
+                                 "and 0 to 32): DML_OPERATOR_SLICE"),
+    (_join_into_an_input(), "OutputTensor and InputTensors[0] overlap in 'A' (bytes 0 to 40 and "
+                            "0 to 12): DML_OPERATOR_JOIN"),
+    ({**_pad_model("EDGE"), "commands": [{"type": "dispatch", "dispatchable": "p", "bindings": {
+        "InputTensor": "out", "OutputTensor": "out"}}]},
+     "OutputTensor and InputTensor overlap in 'out' (bytes 0 to 24 and 0 to 16): "
+     "DML_OPERATOR_PADDING"),
+], ids=["slice, same bytes", "slice, bytes in common", "join", "padding"])
+def test_an_output_aliasing_an_input_is_refused(tmp_path, capsys, model, message) -> None:
+    """DirectML says of each operator that supports in-place execution that its output may
+    alias its input; the SLICE, JOIN and PADDING pages (seeds 002-004) say no such thing.
+    Input and output bound to one resource ran, reading before writing (exit 0)."""
+    code, out, err = _run_text(tmp_path, json.dumps(model), capsys)
+    assert (code, out) == (2, "") and err.count("\n") == 1, err
+    assert f"{message} does not support in-place execution" in err
+
+
+def test_inputs_may_share_bytes_and_an_output_may_share_a_resource_beside_them(
+    tmp_path, capsys
+) -> None:
+    """Only an output over an input's bytes aliases: two inputs read one resource, and an
+    output after the input's 16 bytes of "buf" is a buffer of its own."""
+    model = _one_buffer_slice(4, 0, 4)
+    assert _run_text(tmp_path, json.dumps(model), capsys) == (
+        0, "Resource 'buf': 1, 2, 3, 4, 1, 2, 3, 4\n", "")
+    model = json.loads((DATA / "example_join.json").read_text())
+    model["commands"][0]["bindings"]["InputTensors"][1] = model["commands"][0]["bindings"][
+        "InputTensors"][0]  # A[0:3], A[0:2], A[4:9]
+    assert _run_text(tmp_path, json.dumps(model), capsys) == (
+        0, "Resource 'Out': 1, 2, 3, 1, 2, 5, 6, 7, 8, 9\n", "")
