@@ -15,7 +15,8 @@ tensor's GuaranteedBaseOffsetAlignment), an output's bytes (TotalTensorSizeInByt
 offset) overlapping an input's only for an operator that runs in place (none here), and
 ``elementCount`` is ignored for DML operators;
 command types are compared ignoring case; ``print`` writes ``Resource 'NAME': v0, v1, ...``
-over the initialised elements, as an ostream does (INT8 and UINT8 as characters).
+over the initialised elements, as an ostream does (INT8 and UINT8 as characters; the command
+line shows control characters among them, and in names, by their codes).
 """
 
 from __future__ import annotations
@@ -601,7 +602,8 @@ def run_model(
     feature_level: FeatureLevel | str | int = FeatureLevel.L6_4,
     echo: Callable[[str], None] | None = None,
 ) -> DxDispatchModel:
-    """Execute the commands in order; ``print`` lines are collected (and echoed if asked)."""
+    """Execute the commands in order; ``print`` lines are collected (and echoed if asked),
+    the model's text in them exact (the command line shows it through ``printable.visible``)."""
     level = FeatureLevel.parse(feature_level)
     try:
         _run_commands(model, level, echo)

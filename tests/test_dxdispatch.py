@@ -607,3 +607,34 @@ def test_inputs_may_share_bytes_and_an_output_may_share_a_resource_beside_them(
         "InputTensors"][0]  # A[0:3], A[0:2], A[4:9]
     assert _run_text(tmp_path, json.dumps(model), capsys) == (
         0, "Resource 'Out': 1, 2, 3, 1, 2, 5, 6, 7, 8, 9\n", "")
+
+
+def test_a_models_text_reaches_the_terminal_with_control_codes_shown(tmp_path, capsys) -> None:
+    """Resource names, one-byte values printed as characters and the output's file name
+    reached the terminal raw (ESC [31m recoloured it, a newline split the line, U+202E turned
+    it around); they show as the other commands show them, ``printed`` keeping them exact."""
+    name = "out\x1b[31mRED\nline2\x07\u202e"
+    model = _slice_model([27, 0x9B, 7, 65], "UINT8")  # ESC, CSI, BEL, "A"
+    model["resources"][name] = model["resources"].pop("out")
+    model["commands"][0]["bindings"]["OutputTensor"] = name
+    model["commands"][1]["resource"] = name
+    path = tmp_path / "model.json"
+    path.write_text(json.dumps(model))
+    saved = tmp_path / "o\x1b]0;title\x07.npz"
+    assert main(["dxdispatch", str(path), "-o", str(saved)]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines() == [
+        "Resource 'out\\x1b[31mRED\\x0aline2\\x07\\u202e': \\x1b, \\x9b, \\x07, A",
+        f"saved 2 resources to {tmp_path}/o\\x1b]0;title\\x07.npz",
+    ]
+    assert run_model(load_model(path)).printed == [f"Resource '{name}': \x1b, \x9b, \x07, A"]
+    assert np.load(saved)[name].tolist() == [27, 0x9B, 7, 65]
+
+
+def test_an_error_naming_a_models_text_shows_its_control_codes(tmp_path, capsys) -> None:
+    """The one error line quoted a resource's name raw: ESC [31m recoloured the terminal."""
+    model = _slice_model([1, 2, 3, 4])
+    model["commands"][0]["bindings"]["OutputTensor"] = "no\x1b[31mpe\u202e"
+    code, out, err = _run_text(tmp_path, json.dumps(model), capsys)
+    assert (code, out) == (2, "") and err.count("\n") == 1
+    assert "binds unknown resource 'no\\x1b[31mpe\\u202e'" in err and "\x1b" not in err
