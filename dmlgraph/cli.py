@@ -434,11 +434,14 @@ def cmd_dxdispatch(args: argparse.Namespace) -> int:
             _refuse(f"{args.output}: dxdispatch saves its resources as an .npz; name the "
                     "output *.npz")
         _check_output(args.output, args.model, onnx_model=False)
-    model = run_model(load_model(args.model), args.feature_level, echo=print)
+    # the model's text (resource names, one-byte values printed as characters) and a file
+    # name reach the terminal as every command shows them
+    model = run_model(load_model(args.model), args.feature_level,
+                      echo=lambda line: print(visible(line)))
     if args.output:
         arrays = {name: r.values() for name, r in model.resources.items()}
         written = tensorio.save_npz(args.output, arrays)
-        print(f"saved {len(arrays)} resources to {written}")
+        print(visible(f"saved {len(arrays)} resources to {written}"))
     return 0
 
 
@@ -674,8 +677,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                     error, code = f"cannot write the output: {exc.strerror or exc}", None
     if code is not None:
         return code
-    # one line: messages may quote other tools' (the ONNX checker's context lines)
-    print(f"dmlgraph: error: {' '.join(error.split())}", file=sys.stderr)
+    # one line: messages may quote other tools' (the ONNX checker's context lines), and a
+    # model's text (a resource's name) shown as every command shows it
+    print(f"dmlgraph: error: {visible(' '.join(error.split()))}", file=sys.stderr)
     return 2
 
 

@@ -2,16 +2,21 @@
 
 Follows DxDispatch's own reading of a model (DxDispatch/src/model/JsonParsers.cpp and
 dxdispatch/Executor.cpp): the JSON may hold comments and trailing commas (RapidJSON's
-kParseCommentsFlag | kParseTrailingCommasFlag); resources are byte buffers filled from
+kParseCommentsFlag | kParseTrailingCommasFlag); an enum value newer than its parser
+(``jsonio.DXDISPATCH_UNKNOWN_VALUES``: DML_PADDING_MODE_WRAP) is refused, as DxDispatch could
+not read the model; resources are byte buffers filled from
 ``initialValues`` (an array, ``{value, valueCount}`` or ``{valueStart, valueDelta,
 valueCount}`` accumulated in the element type; integer types take JSON integers only, FLOAT16
 rounds through float), ``sizeInBytes`` defaults to the initial data rounded up to 4 bytes and
 must hold the data at ``initialValuesOffsetInBytes``; a binding's ``elementOffset`` counts
 elements of ``elementSizeInBytes`` (absent or 0: the resource's element size), its byte
 offset aligned as DML_BUFFER_BINDING requires (DML_MINIMUM_BUFFER_TENSOR_ALIGNMENT, or the
-tensor's GuaranteedBaseOffsetAlignment), and ``elementCount`` is ignored for DML operators;
+tensor's GuaranteedBaseOffsetAlignment), an output's bytes (TotalTensorSizeInBytes from its
+offset) overlapping an input's only for an operator that runs in place (none here), and
+``elementCount`` is ignored for DML operators;
 command types are compared ignoring case; ``print`` writes ``Resource 'NAME': v0, v1, ...``
-over the initialised elements, as an ostream does (INT8 and UINT8 as characters).
+over the initialised elements, as an ostream does (INT8 and UINT8 as characters; the command
+line shows control characters among them, and in names, by their codes).
 """
 
 from __future__ import annotations
@@ -35,7 +40,12 @@ from dmlgraph.dml.enums import (
     FeatureLevel,
     TensorDataType,
 )
-from dmlgraph.dml.jsonio import json_float, json_number, operator_from_json
+from dmlgraph.dml.jsonio import (
+    dxdispatch_unknown_value,
+    json_float,
+    json_number,
+    operator_from_json,
+)
 from dmlgraph.dml.operators import OperatorDesc
 from dmlgraph.dml.schema import FieldKind, FieldSpec
 from dmlgraph.dml.tensor import BufferTensorDesc
@@ -432,6 +442,9 @@ def _read_model(doc: Any, source: str) -> DxDispatchModel:
             dispatchables[name] = operator_from_json(spec)
         except DmlgraphError as exc:
             raise DxDispatchError(f"dispatchable '{name}': {exc}") from None
+        unknown = dxdispatch_unknown_value(dispatchables[name])
+        if unknown is not None:  # operator_from_json reads dmlgraph's own JSON, which has it
+            raise DxDispatchError(f"dispatchable '{name}': {unknown[0]}")
     return DxDispatchModel(resources, dispatchables, list(doc["commands"]), source=source)
 
 
@@ -454,9 +467,17 @@ def _binding(model: DxDispatchModel, source: Any, where: str) -> tuple[dict[str,
 def _bind_points(
     desc: OperatorDesc, bindings: Any, name: str
 ) -> Iterator[tuple[FieldSpec, str, list[Any]]]:
-    """(tensor field, where, the sources bound to it) for every tensor of ``desc``."""
+    """(tensor field, where, the sources bound to it) for every tensor of ``desc``. A bind
+    point ``desc`` lacks is refused: bound nowhere, it would silently do nothing."""
     if not isinstance(bindings, dict):
         raise DxDispatchError(f"dispatch '{name}': bindings must be an object, not {bindings!r}")
+    points = [spec.c_name for spec in desc.SCHEMA if spec.is_tensor]
+    unknown = [point for point in bindings if point not in points]
+    if unknown:
+        raise DxDispatchError(
+            f"dispatch '{name}': {desc.OPERATOR.full_name} has no bind point '{unknown[0]}' "
+            f"(its bind points: {', '.join(points)})"
+        )
     for spec in desc.SCHEMA:
         if not spec.is_tensor:
             continue
@@ -476,27 +497,79 @@ def _bind_points(
         yield spec, where, sources
 
 
-def _bound_view(
-    model: DxDispatchModel, source: Any, desc: BufferTensorDesc, where: str
-) -> np.ndarray:
-    """A flat, writable view of the bound resource from the binding's byte offset on."""
-    data_type, guaranteed_alignment = desc.data_type, desc.guaranteed_base_offset_alignment
+@dataclass(frozen=True)
+class _Bound:
+    """A tensor bound for a dispatch: its bind point, and the resource and byte offset."""
+
+    point: str  # "InputTensor", "InputTensors[1]"
+    tensor: BufferTensorDesc
+    resource: Resource
+    offset: int
+
+    @property
+    def end(self) -> int:
+        """Past the last byte the tensor may touch: its TotalTensorSizeInBytes from its offset."""
+        return self.offset + self.tensor.total_tensor_size_in_bytes
+
+    def overlaps(self, other: _Bound) -> bool:
+        return self.resource is other.resource and (
+            self.offset < other.end and other.offset < self.end
+        )
+
+    def view(self) -> np.ndarray:
+        """A flat, writable view of the resource from the offset on."""
+        dtype = self.tensor.data_type.numpy_dtype
+        count = (len(self.resource.data) - self.offset) // dtype.itemsize
+        return np.frombuffer(self.resource.data, dtype=dtype, count=count, offset=self.offset)
+
+
+def _bound(
+    model: DxDispatchModel, source: Any, tensor: BufferTensorDesc, point: str, where: str
+) -> _Bound:
+    """Where ``source`` binds ``tensor``: the byte offset, aligned as DML_BUFFER_BINDING needs."""
     binding, resource = _binding(model, source, where)
     element_size = _uint(binding.get("elementSizeInBytes", 0), where, "elementSizeInBytes")
     element_size = element_size or resource.data_type.numpy_dtype.itemsize
     offset = _uint(binding.get("elementOffset", 0), where, "elementOffset") * element_size
-    alignment = guaranteed_alignment or MINIMUM_BUFFER_TENSOR_ALIGNMENT
+    alignment = tensor.guaranteed_base_offset_alignment or MINIMUM_BUFFER_TENSOR_ALIGNMENT
     if offset % alignment:
         raise DxDispatchError(
             f"{where}: binds '{resource.name}' at byte {offset}, which is not a multiple of "
             f"{alignment} (DML_BUFFER_BINDING's Offset: DML_MINIMUM_BUFFER_TENSOR_ALIGNMENT, "
             "or the tensor's GuaranteedBaseOffsetAlignment)"
         )
-    itemsize = data_type.numpy_dtype.itemsize
-    count = (len(resource.data) - offset) // itemsize
-    if count < 1:
+    if len(resource.data) - offset < tensor.data_type.numpy_dtype.itemsize:
         raise DxDispatchError(f"{where}: offset {offset} bytes leaves no room in '{resource.name}'")
-    return np.frombuffer(resource.data, dtype=data_type.numpy_dtype, count=count, offset=offset)
+    return _Bound(point, tensor, resource, offset)
+
+
+def _bound_tensors(
+    model: DxDispatchModel, desc: OperatorDesc, bindings: Any, name: str
+) -> tuple[list[_Bound], list[_Bound]]:
+    """The inputs and the outputs of a dispatch of ``desc``, each where it is bound. An
+    output overlapping an input is refused unless the operator supports in-place execution
+    (``OperatorDesc.IN_PLACE``)."""
+    inputs: list[_Bound] = []
+    outputs: list[_Bound] = []
+    for spec, where, sources in _bind_points(desc, bindings, name):
+        tensors = getattr(desc, spec.attr)
+        if spec.kind is not FieldKind.INPUT_TENSOR_ARRAY:
+            (outputs if spec.kind is FieldKind.OUTPUT_TENSOR else inputs).append(
+                _bound(model, sources[0], tensors, spec.c_name, where))
+            continue
+        inputs += [_bound(model, source, tensor, f"{spec.c_name}[{i}]", where)
+                   for i, (source, tensor) in enumerate(zip(sources, tensors))]
+    for output in outputs:
+        for input_ in inputs:
+            if output.overlaps(input_) and not desc.IN_PLACE:
+                raise DxDispatchError(
+                    f"dispatch '{name}': {output.point} and {input_.point} overlap in "
+                    f"'{output.resource.name}' (bytes {output.offset} to {output.end} and "
+                    f"{input_.offset} to {input_.end}): {desc.OPERATOR.full_name} does not "
+                    "support in-place execution (DirectML says so of each operator that "
+                    "does), so its output may not alias an input"
+                )
+    return inputs, outputs
 
 
 def _dispatch(model: DxDispatchModel, command: dict[str, Any], level: FeatureLevel) -> None:
@@ -504,19 +577,11 @@ def _dispatch(model: DxDispatchModel, command: dict[str, Any], level: FeatureLev
 
     name = command["dispatchable"]  # known, valid and bound to known names: _check_commands
     desc = model.dispatchables[name]
-    inputs: list[np.ndarray] = []
-    outputs: list[np.ndarray] = []
-    for spec, where, sources in _bind_points(desc, members(command.get("bindings", {})), name):
-        tensors = getattr(desc, spec.attr)
-        if spec.kind is FieldKind.INPUT_TENSOR_ARRAY:
-            inputs += [_bound_view(model, s, t, where) for s, t in zip(sources, tensors)]
-        else:
-            view = _bound_view(model, sources[0], tensors, where)
-            (inputs if spec.kind is FieldKind.INPUT_TENSOR else outputs).append(view)
-    # Inputs are copied first: an output may alias an input's resource, as on a GPU it would
-    # be a hazard; here the read happens before the write.
+    # no output overlaps an input (_bound_tensors), so they are read and written in place
+    inputs, outputs = _bound_tensors(model, desc, members(command.get("bindings", {})), name)
     try:
-        execute_operator(desc, [np.array(x) for x in inputs], level, outputs=outputs)
+        execute_operator(desc, [bound.view() for bound in inputs], level,
+                         outputs=[bound.view() for bound in outputs])
     except DmlgraphError as exc:
         raise DxDispatchError(f"dispatch '{name}': {exc}") from None
 
@@ -537,7 +602,8 @@ def run_model(
     feature_level: FeatureLevel | str | int = FeatureLevel.L6_4,
     echo: Callable[[str], None] | None = None,
 ) -> DxDispatchModel:
-    """Execute the commands in order; ``print`` lines are collected (and echoed if asked)."""
+    """Execute the commands in order; ``print`` lines are collected (and echoed if asked),
+    the model's text in them exact (the command line shows it through ``printable.visible``)."""
     level = FeatureLevel.parse(feature_level)
     try:
         _run_commands(model, level, echo)
@@ -552,8 +618,8 @@ def _command_kind(command: Any) -> Any:
 
 
 def _check_commands(model: DxDispatchModel, level: FeatureLevel) -> None:
-    """Every dispatchable at the level, and every command's type, fields and names, before
-    any command runs, as DxDispatch parses the commands and initializes every dispatchable
+    """Every dispatchable at the level, and every command's type, fields, names and
+    bindings (offsets, an output over an input), before any command runs, as DxDispatch parses the commands and initializes every dispatchable
     first (a bad last command printed nothing there, and everything before it here)."""
     for key, desc in model.dispatchables.items():
         try:  # before binding, too: a tensor of a type with no NumPy element type
@@ -574,10 +640,8 @@ def _check_commands(model: DxDispatchModel, level: FeatureLevel) -> None:
             name = command.get("dispatchable")
             if not isinstance(name, str) or name not in model.dispatchables:
                 raise DxDispatchError(f"command {index}: unknown dispatchable {name!r}")
-            bindings = members(command.get("bindings", {}))
-            for _, where, sources in _bind_points(model.dispatchables[name], bindings, name):
-                for source in sources:
-                    _binding(model, source, where)
+            _bound_tensors(model, model.dispatchables[name],
+                           members(command.get("bindings", {})), name)
         else:
             name = command.get("resource")
             if not isinstance(name, str) or name not in model.resources:

@@ -24,8 +24,9 @@ compact ``{"value", "valueCount"}`` form.
 DxDispatch runs DML operators, not ONNX ones: a graph with nodes left for the ONNX fallback
 is refused with one error naming them (lower at a higher feature level, or export only graphs
 that lower completely). Its JSON parser predates DML_PADDING_MODE_WRAP (DML_SPEC.md §6), so a
-WRAP padding is refused too: below FL 6.4 the lowering makes wrap of SLICEs and a JOIN.
-(dmlgraph's own reader takes WRAP, so the JSON ``lower -o`` writes reads back.)
+WRAP padding is refused too (``jsonio.DXDISPATCH_UNKNOWN_VALUES``, which ``dmlgraph
+dxdispatch`` refuses alike): below FL 6.4 the lowering makes wrap of SLICEs and a JOIN.
+(dmlgraph's own JSON takes WRAP, so the JSON ``lower -o`` writes reads back.)
 """
 
 from __future__ import annotations
@@ -40,7 +41,8 @@ import numpy as np
 from dmlgraph import files
 from dmlgraph.canonical import LOWERED_OPS
 from dmlgraph.dml.binding import binds, buffer_size, from_buffer
-from dmlgraph.dml.enums import PaddingMode, TensorDataType
+from dmlgraph.dml.enums import TensorDataType
+from dmlgraph.dml.jsonio import dxdispatch_unknown_value
 from dmlgraph.dml.operators import OperatorDesc
 from dmlgraph.dml.schema import FieldKind
 from dmlgraph.errors import UnsupportedError
@@ -48,8 +50,6 @@ from dmlgraph.ir import Graph, Node
 
 #: How many fallback nodes the refusal names before it counts the rest.
 NAMED_NODES = 5
-#: Padding modes newer than DxDispatch's JSON parser (DML_SPEC.md §6).
-UNPARSED_PADDING_MODES = frozenset({PaddingMode.WRAP})
 
 
 class DxDispatchExportError(UnsupportedError):
@@ -196,13 +196,10 @@ def to_dxdispatch(
         where[name] = "graph input"
     for node in order:
         desc: OperatorDesc = node.op
-        mode = getattr(desc, "padding_mode", None)
-        if mode in UNPARSED_PADDING_MODES:
-            raise DxDispatchExportError(
-                f"{graph.describe(node)}: {mode.full_name} is newer than DxDispatch's JSON "
-                "parser, which could not read the model; lower at FL 6_3 or below, where wrap "
-                "is SLICEs and a JOIN"
-            )
+        unreadable = dxdispatch_unknown_value(desc)
+        if unreadable is not None:
+            error, way_out = unreadable
+            raise DxDispatchExportError(f"{graph.describe(node)}: {error}; {way_out}")
         tensors = [(n, d, "input") for n, d in zip(node.inputs, desc.inputs)]
         tensors += [(n, d, "output") for n, d in zip(node.outputs, desc.outputs)]
         for port, (name, view, kind) in enumerate(tensors):

@@ -1,8 +1,10 @@
 """Text from a model (names, notes) as a terminal or a drawing can show it.
 
 A model is anyone's file: its names may hold an escape sequence (ESC [31m recolours a
-terminal, others retitle the window), newlines that break a table's rows, lone surrogates
-(Python's decoding of an undecodable byte of a file name) or characters XML cannot hold.
+terminal, others retitle the window), newlines that break a table's rows, bidirectional
+controls that show text in another order than it has (U+202E turns the rest of a line
+around), lone surrogates (Python's decoding of an undecodable byte of a file name) or
+characters XML cannot hold.
 Every place dmlgraph shows such text, it shows these characters by their codes.
 """
 
@@ -12,9 +14,14 @@ import re
 
 #: Characters shown by their code: control characters (C0, DEL, C1: XML allows no C0 one but
 #: tab and newlines in any form, HTML parses each as an error, Graphviz drops tabs and
-#: newlines and fails on a label left empty, and a terminal obeys them), lone surrogates (no
-#: UTF-8 holds them) and U+FFFE and U+FFFF (XML allows neither).
-CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
+#: newlines and fails on a label left empty, and a terminal obeys them), Unicode's
+#: bidirectional controls (the marks ALM, LRM, RLM; the embeddings, overrides and isolates
+#: U+202A-U+202E, U+2066-U+2069: a terminal or a browser reorders text around them), lone
+#: surrogates (no UTF-8 holds them) and U+FFFE and U+FFFF (XML allows neither).
+CONTROL = re.compile(
+    "[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff"
+    "\ufffe\uffff]"
+)
 
 
 def code(char: str) -> str:

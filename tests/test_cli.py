@@ -168,6 +168,31 @@ def test_names_reach_the_terminal_with_control_codes_shown(tmp_path, capsys) -> 
         assert "\x1b" not in out and "ca\\x1b[31mt\\x0aline2" in out, command
 
 
+def _bidi_controls() -> set[str]:
+    """Unicode's Bidi_Control characters: the explicit embeddings, overrides and isolates (by
+    their bidirectional class) and the three marks (by name)."""
+    import unicodedata
+
+    explicit = {"LRE", "RLE", "LRO", "RLO", "PDF", "LRI", "RLI", "FSI", "PDI"}
+    found = {chr(c) for c in range(0x110000)
+             if not 0xD800 <= c <= 0xDFFF and unicodedata.bidirectional(chr(c)) in explicit}
+    marks = ("ARABIC LETTER MARK", "LEFT-TO-RIGHT MARK", "RIGHT-TO-LEFT MARK")
+    return found | {unicodedata.lookup(mark) for mark in marks}
+
+
+def test_bidirectional_controls_are_shown_by_their_codes() -> None:
+    """U+202E (RIGHT-TO-LEFT OVERRIDE) in a name printed the rest of the line backwards (it
+    passed raw, where U+FFFE was escaped); every bidi control shows as its code, and the
+    letters of right-to-left scripts stay as they are."""
+    from dmlgraph.printable import visible
+
+    controls = _bidi_controls()
+    assert len(controls) == 12, sorted(map(ord, controls))
+    for char in controls:
+        assert visible(f"a{char}b") == f"a\\u{ord(char):04x}b"
+    assert visible("\u05d0\u0628 \u00e9") == "\u05d0\u0628 \u00e9"
+
+
 def test_lower_and_inspect_leave_onnxruntime_unimported() -> None:
     """Nothing of onnxruntime is needed to lower or inspect; importing it (to word
     ``--version`` for a parser that might never show it) cost every command 40 ms."""

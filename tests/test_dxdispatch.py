@@ -489,3 +489,152 @@ def test_printed_values_are_ostream_defaults(values) -> None:
     else:
         expected = ", ".join(str(int(v)) for v in values)
     assert format_values(values) == expected
+
+
+def _pad_model(mode: str) -> dict:
+    """[1, 2, 3, 4] padded by one element on each side in ``mode``, then printed."""
+    return {
+        "resources": {
+            "in": {"initialValuesDataType": "FLOAT32", "initialValues": [1, 2, 3, 4]},
+            "out": {"initialValuesDataType": "FLOAT32",
+                    "initialValues": {"value": 0, "valueCount": 6}},
+        },
+        "dispatchables": {"p": {"type": "DML_OPERATOR_PADDING", "desc": {
+            "InputTensor": {"DataType": "FLOAT32", "Sizes": [4]},
+            "OutputTensor": {"DataType": "FLOAT32", "Sizes": [6]},
+            "PaddingMode": f"DML_PADDING_MODE_{mode}", "PaddingValue": 9,
+            "DimensionCount": 1, "StartPadding": [1], "EndPadding": [1]}}},
+        "commands": [
+            {"type": "dispatch", "dispatchable": "p",
+             "bindings": {"InputTensor": "in", "OutputTensor": "out"}},
+            {"type": "print", "resource": "out"},
+        ],
+    }
+
+
+@pytest.mark.parametrize("mode, printed", [
+    # DML_SPEC.md §3's index maps, i = out - 1, n = 4
+    ("CONSTANT", "9, 1, 2, 3, 4, 9"),
+    ("EDGE", "1, 1, 2, 3, 4, 4"),
+    ("REFLECTION", "2, 1, 2, 3, 4, 3"),
+    ("SYMMETRIC", "1, 1, 2, 3, 4, 4"),
+    ("WRAP", None),
+])
+def test_a_padding_mode_newer_than_dxdispatchs_parser_is_refused(tmp_path, capsys, mode,
+                                                                 printed) -> None:
+    """DML_SPEC.md §6: DxDispatch's JSON parser predates DML_PADDING_MODE_WRAP, so it could
+    not read such a model. `lower --format dxdispatch` refused to write one while
+    `dmlgraph dxdispatch` ran it (exit 0); dmlgraph's own JSON still holds WRAP."""
+    from dmlgraph.dml import operator_from_json
+
+    model = _pad_model(mode)
+    code, out, err = _run_text(tmp_path, json.dumps(model), capsys)
+    if printed is not None:
+        assert (code, out, err) == (0, f"Resource 'out': {printed}\n", "")
+        return
+    assert (code, out) == (2, "") and err.count("\n") == 1, err
+    assert ("dispatchable 'p': DML_OPERATOR_PADDING: PaddingMode = 'DML_PADDING_MODE_WRAP': "
+            "newer than DxDispatch's JSON parser, which cannot read it") in err
+    assert operator_from_json(model["dispatchables"]["p"]).padding_mode.name == "WRAP"
+
+
+@pytest.mark.parametrize("point", ["Bogus", "InputTensors", "inputTensor"])
+def test_a_bind_point_the_operator_lacks_is_refused(tmp_path, capsys, point) -> None:
+    """DML_SLICE's tensors are InputTensor and OutputTensor (DML_SPEC.md §3): a binding to
+    any other name binds nothing, and was accepted silently (exit 0)."""
+    model = _slice_model([1, 2, 3, 4])
+    model["commands"][0]["bindings"][point] = "in"
+    code, out, err = _run_text(tmp_path, json.dumps(model), capsys)
+    assert (code, out) == (2, "") and err.count("\n") == 1, err
+    assert (f"dispatch 's': DML_OPERATOR_SLICE has no bind point '{point}' (its bind points: "
+            "InputTensor, OutputTensor)") in err
+
+
+def _one_buffer_slice(input_sizes: int, input_offset: int, output_offset: int) -> dict:
+    """A SLICE of the first 4 elements of its input, input and output bound to one 8-element
+    resource "buf" (1..8) at the given element offsets."""
+    model = _slice_model(list(range(1, 9)))
+    model["resources"] = {"buf": model["resources"]["in"]}
+    desc = model["dispatchables"]["s"]["desc"]
+    desc["InputTensor"]["Sizes"] = [input_sizes]
+    model["commands"] = [
+        {"type": "dispatch", "dispatchable": "s", "bindings": {
+            "InputTensor": {"name": "buf", "elementOffset": input_offset},
+            "OutputTensor": {"name": "buf", "elementOffset": output_offset}}},
+        {"type": "print", "resource": "buf"},
+    ]
+    return model
+
+
+def _join_into_an_input() -> dict:
+    """The JOIN example writing its 10 elements into A, which its first and last inputs read."""
+    model = json.loads((DATA / "example_join.json").read_text())
+    model["commands"][0]["bindings"]["OutputTensor"] = "A"
+    return model
+
+
+@pytest.mark.parametrize("model, message", [
+    (_one_buffer_slice(4, 0, 0), "OutputTensor and InputTensor overlap in 'buf' (bytes 0 to 16 "
+                                 "and 0 to 16): DML_OPERATOR_SLICE"),
+    (_one_buffer_slice(8, 0, 4), "OutputTensor and InputTensor overlap in 'buf' (bytes 16 to 32 "
+                                 "and 0 to 32): DML_OPERATOR_SLICE"),
+    (_join_into_an_input(), "OutputTensor and InputTensors[0] overlap in 'A' (bytes 0 to 40 and "
+                            "0 to 12): DML_OPERATOR_JOIN"),
+    ({**_pad_model("EDGE"), "commands": [{"type": "dispatch", "dispatchable": "p", "bindings": {
+        "InputTensor": "out", "OutputTensor": "out"}}]},
+     "OutputTensor and InputTensor overlap in 'out' (bytes 0 to 24 and 0 to 16): "
+     "DML_OPERATOR_PADDING"),
+], ids=["slice, same bytes", "slice, bytes in common", "join", "padding"])
+def test_an_output_aliasing_an_input_is_refused(tmp_path, capsys, model, message) -> None:
+    """DirectML says of each operator that supports in-place execution that its output may
+    alias its input; the SLICE, JOIN and PADDING pages (seeds 002-004) say no such thing.
+    Input and output bound to one resource ran, reading before writing (exit 0)."""
+    code, out, err = _run_text(tmp_path, json.dumps(model), capsys)
+    assert (code, out) == (2, "") and err.count("\n") == 1, err
+    assert f"{message} does not support in-place execution" in err
+
+
+def test_inputs_may_share_bytes_and_an_output_may_share_a_resource_beside_them(
+    tmp_path, capsys
+) -> None:
+    """Only an output over an input's bytes aliases: two inputs read one resource, and an
+    output after the input's 16 bytes of "buf" is a buffer of its own."""
+    model = _one_buffer_slice(4, 0, 4)
+    assert _run_text(tmp_path, json.dumps(model), capsys) == (
+        0, "Resource 'buf': 1, 2, 3, 4, 1, 2, 3, 4\n", "")
+    model = json.loads((DATA / "example_join.json").read_text())
+    model["commands"][0]["bindings"]["InputTensors"][1] = model["commands"][0]["bindings"][
+        "InputTensors"][0]  # A[0:3], A[0:2], A[4:9]
+    assert _run_text(tmp_path, json.dumps(model), capsys) == (
+        0, "Resource 'Out': 1, 2, 3, 1, 2, 5, 6, 7, 8, 9\n", "")
+
+
+def test_a_models_text_reaches_the_terminal_with_control_codes_shown(tmp_path, capsys) -> None:
+    """Resource names, one-byte values printed as characters and the output's file name
+    reached the terminal raw (ESC [31m recoloured it, a newline split the line, U+202E turned
+    it around); they show as the other commands show them, ``printed`` keeping them exact."""
+    name = "out\x1b[31mRED\nline2\x07\u202e"
+    model = _slice_model([27, 0x9B, 7, 65], "UINT8")  # ESC, CSI, BEL, "A"
+    model["resources"][name] = model["resources"].pop("out")
+    model["commands"][0]["bindings"]["OutputTensor"] = name
+    model["commands"][1]["resource"] = name
+    path = tmp_path / "model.json"
+    path.write_text(json.dumps(model))
+    saved = tmp_path / "o\x1b]0;title\x07.npz"
+    assert main(["dxdispatch", str(path), "-o", str(saved)]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines() == [
+        "Resource 'out\\x1b[31mRED\\x0aline2\\x07\\u202e': \\x1b, \\x9b, \\x07, A",
+        f"saved 2 resources to {tmp_path}/o\\x1b]0;title\\x07.npz",
+    ]
+    assert run_model(load_model(path)).printed == [f"Resource '{name}': \x1b, \x9b, \x07, A"]
+    assert np.load(saved)[name].tolist() == [27, 0x9B, 7, 65]
+
+
+def test_an_error_naming_a_models_text_shows_its_control_codes(tmp_path, capsys) -> None:
+    """The one error line quoted a resource's name raw: ESC [31m recoloured the terminal."""
+    model = _slice_model([1, 2, 3, 4])
+    model["commands"][0]["bindings"]["OutputTensor"] = "no\x1b[31mpe\u202e"
+    code, out, err = _run_text(tmp_path, json.dumps(model), capsys)
+    assert (code, out) == (2, "") and err.count("\n") == 1
+    assert "binds unknown resource 'no\\x1b[31mpe\\u202e'" in err and "\x1b" not in err

@@ -10,6 +10,10 @@ an object naming the union member (``{"Float32": 1.5}``, ``{"UInt16": 15360}`` f
 bits). Every operator field is required, as in DxDispatch. Writing uses full enum names and
 the shortened tensor desc, leaving out tensor fields that hold their defaults. Everything is
 driven by each descriptor's SCHEMA.
+
+DxDispatch's parser predates some enum values (``DXDISPATCH_UNKNOWN_VALUES``): a DxDispatch
+model holding one is refused, by the exporter and by ``dmlgraph dxdispatch`` alike, while
+dmlgraph's own JSON (``lower -o``) holds every value.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from typing import Any, Mapping, TypeVar
 import numpy as np
 
 from dmlgraph.dml import enums
-from dmlgraph.dml.enums import OperatorType, TensorDataType, TensorFlags, TensorType
+from dmlgraph.dml.enums import OperatorType, PaddingMode, TensorDataType, TensorFlags, TensorType
 from dmlgraph.dml.operators import DESCRIPTOR_CLASSES, OperatorDesc
 from dmlgraph.dml.schema import FieldKind, FieldSpec
 from dmlgraph.dml.tensor import BufferTensorDesc
@@ -349,3 +353,33 @@ def operator_from_json(dispatchable: Mapping[str, Any]) -> OperatorDesc:
         parsed[spec.c_name] = reader.field(spec, body, parsed)
         kwargs[spec.attr] = parsed[spec.c_name]
     return cls(**kwargs)
+
+
+# -- what DxDispatch's parser knows ----------------------------------------------------------
+#: Enum values newer than DxDispatch's JSON parser, by enum (DML_SPEC.md §6: it predates
+#: DML_PADDING_MODE_WRAP), each with what the lowering writes instead. DxDispatch could not
+#: read a model holding one. Keyed by enum first: IntEnum members of equal value compare equal
+#: (PaddingMode.WRAP == TensorDataType.UINT16).
+DXDISPATCH_UNKNOWN_VALUES: Mapping[type[enums._DmlEnum], Mapping[enums._DmlEnum, str]] = {
+    PaddingMode: {
+        PaddingMode.WRAP: "lower at FL 6_3 or below, where wrap is SLICEs and a JOIN",
+    },
+}
+
+
+def dxdispatch_unknown_value(desc: OperatorDesc) -> tuple[DmlValidationError, str] | None:
+    """The first enum field of ``desc`` holding a value DxDispatch's JSON parser does not know,
+    as an error naming the field and its value, with the way out the lowering has; None where
+    DxDispatch reads every field."""
+    for spec in desc.SCHEMA:
+        if spec.kind is not K.ENUM:
+            continue
+        value = getattr(desc, spec.attr)
+        unknown = DXDISPATCH_UNKNOWN_VALUES.get(type(value), {})
+        if value in unknown:
+            error = DmlValidationError(
+                desc.OPERATOR.full_name, spec.c_name, value.full_name,
+                "newer than DxDispatch's JSON parser, which cannot read it",
+            )
+            return error, unknown[value]
+    return None

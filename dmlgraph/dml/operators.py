@@ -82,6 +82,10 @@ class OperatorDesc(ABC):
 
     OPERATOR: ClassVar[OperatorType]
     SCHEMA: ClassVar[tuple[FieldSpec, ...]]
+    #: Whether an output may be bound over an input's bytes. DirectML's page of each operator
+    #: that supports in-place execution says so; the SLICE, SLICE1, JOIN, PADDING and
+    #: PADDING1 pages do not.
+    IN_PLACE: ClassVar[bool] = False
 
     # Equality by bits (the descriptors are declared ``eq=False``): a PADDING filling -0.0 is
     # not one filling 0.0, which lowering's Simplify would otherwise merge into it.
