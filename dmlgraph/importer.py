@@ -1083,7 +1083,10 @@ def _fold_at_import(
     if kernel is None or (
         node.op_type in folding.ORT_DIVERGENT_OPS
         and folding.ort_divergence(graph, node.op_type, node.domain, version, attrs, node.input)
-    ) or (node.op_type in _GROWING_OPS and folding.growth_rejection(graph, node.input, node.output)):
+    ) or (
+        node.op_type in _GROWING_OPS
+        and folding.growth_rejection(graph, node.input, node.output)
+    ):
         return False
     # None as well when an input is not known (``folding.input_available``)
     named = folding.kernel_values(
