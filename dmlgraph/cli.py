@@ -402,9 +402,14 @@ def cmd_viz(args: argparse.Namespace) -> int:
     if args.check and not html:
         _refuse(f"{args.output}: --check shows its results in the HTML report; write .html")
     _check_inputs(args)
-    if not args.check and (args.inputs is not None or "seed" in args.given):
-        _refuse(f"--{'inputs' if args.inputs is not None else 'seed'} gives the inputs of "
-                "--check; add --check (and write .html)")
+    for flag, used, why in (
+        ("--inputs", args.inputs is not None, "gives the inputs of"),
+        ("--seed", "seed" in args.given, "gives the inputs of"),
+        ("--fallback", args.fallback is not None, "chooses an engine of"),
+        ("--provider", bool(args.provider), "chooses an engine of"),
+    ):
+        if used and not args.check:
+            _refuse(f"{flag} {why} --check; add --check (and write .html)")
     _check_output(args.output, args.model, args.inputs)
     check_target(args.output)
     graph = load(args.model, _shapes(args))
@@ -420,6 +425,8 @@ def cmd_viz(args: argparse.Namespace) -> int:
                 inputs=args.inputs,
                 input_shapes=_shapes(args),
                 seed=args.seed,
+                fallback=args.fallback or "onnxruntime",
+                providers=args.provider,
             )
     print(write_viz(args.output, graph, lowered, parity))
     return 0 if parity is None else parity.exit_code
@@ -528,8 +535,7 @@ def build_parser() -> argparse.ArgumentParser:
     viz.add_argument("-o", "--output", type=_path, required=True, metavar="OUT.dot|.svg|.html")
     viz.add_argument("--check", action="store_true",
                      help="run the parity check and show its results (HTML)")
-    viz.add_argument("--inputs", type=_path, metavar="IN", help="inputs for --check")
-    viz.add_argument("--seed", type=_seed, help="seed of generated inputs for --check (0)")
+    _add_engine_arguments(viz, " (with --check)")
     viz.set_defaults(run=cmd_viz)
 
     run = commands.add_parser("run", help="run a model on a backend and print its outputs")
@@ -582,15 +588,22 @@ def _add_lowering_arguments(parser: argparse.ArgumentParser) -> None:
 def _add_model_arguments(parser: argparse.ArgumentParser) -> None:
     """What run and check share: the lowering arguments, inputs, the engines."""
     _add_lowering_arguments(parser)
+    _add_engine_arguments(parser)
+
+
+def _add_engine_arguments(parser: argparse.ArgumentParser, only: str = "") -> None:
+    """The inputs and engines of a run: run's, check's, and viz's for its --check (``only``
+    says so in the help)."""
     parser.add_argument("--inputs", type=_path, metavar="IN",
                         help="an .npz (keys = tensor names) or an ONNX test-data folder; "
-                        "default: random inputs from --seed")
-    parser.add_argument("--seed", type=_seed, help="seed of generated inputs (0)")
+                        f"default: random inputs from --seed{only}")
+    parser.add_argument("--seed", type=_seed, help=f"seed of generated inputs (0){only}")
     parser.add_argument("--fallback", choices=("onnxruntime", "reference"),
-                        help="engine of the ONNX nodes the lowering leaves (default onnxruntime)")
+                        help="engine of the ONNX nodes the lowering leaves (default "
+                        f"onnxruntime){only}")
     parser.add_argument("--provider", action="append", metavar="NAME",
                         help="onnxruntime execution provider to use: its full name or CPU, "
-                        "CUDA, DML (repeatable; default: DirectML, else CUDA, else CPU)")
+                        f"CUDA, DML (repeatable; default: DirectML, else CUDA, else CPU){only}")
 
 
 def _silence(stream: Any) -> None:

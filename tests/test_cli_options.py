@@ -120,6 +120,10 @@ def test_run_refuses_a_folder_that_already_holds_test_data(tmp_path, capsys) -> 
     (["run", "{m}", "--seed", "3", "--inputs", "{d}/nowhere.npz"], "--seed draws generated"),
     (["check", "{m}", "--seed", "3", "--inputs", "{d}/nowhere.npz"], "--seed draws generated"),
     (["viz", "{m}", "--seed", "3", "-o", "{d}/v.html"], "--seed gives the inputs of --check"),
+    (["viz", "{m}", "--fallback", "reference", "-o", "{d}/v.html"],
+     "--fallback chooses an engine of --check; add --check"),
+    (["viz", "{m}", "--provider", "CPU", "-o", "{d}/v.html"],
+     "--provider chooses an engine of --check; add --check"),
     (["viz", "{m}", "--check", "--seed", "3", "--inputs", "{d}/nowhere.npz", "-o", "{d}/v.html"],
      "--seed draws generated"),
 ])
@@ -129,6 +133,16 @@ def test_options_that_would_do_nothing_are_errors(args, fragment, tmp_path, caps
     assert main(argv) == 2
     _one_line_error(capsys, fragment)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.onnx"]  # nothing written
+
+
+def test_viz_check_takes_the_engines_check_takes(tmp_path, capsys) -> None:
+    """README lists --fallback and --provider for ``viz --check`` as for ``check``: viz
+    refused both ("unrecognized arguments"). They reach the check viz runs."""
+    page = tmp_path / "v.html"
+    assert main(["viz", str(SEED), "--check", "--fallback", "reference", "-o", str(page)]) == 0
+    assert "fallback onnx.reference)" in page.read_text()  # the comparison's own label
+    assert main(["viz", str(SEED), "--check", "--provider", "Nope", "-o", str(page)]) == 2
+    _one_line_error(capsys, "provider(s) ['Nope'] not available")
 
 
 def test_check_expected_alone_runs_the_inputs_stored_with_the_outputs(capsys) -> None:
