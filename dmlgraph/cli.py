@@ -79,8 +79,15 @@ def _refuse(message: str) -> NoReturn:
 
 
 def _check_inputs(args: argparse.Namespace) -> None:
-    if "seed" in args.given and args.inputs is not None:
+    """--seed draws generated inputs: an error where the inputs come from a file. check's
+    --expected runs the inputs stored with its outputs (or --inputs), never generated ones."""
+    if "seed" not in args.given:
+        return
+    if args.inputs is not None:
         _refuse("--seed draws generated inputs; it does nothing with --inputs")
+    if getattr(args, "expected", None) is not None:
+        _refuse("--seed draws generated inputs; it does nothing with --expected, whose outputs "
+                "are compared on the inputs stored with them")
 
 
 def _check_output(

@@ -119,6 +119,8 @@ def test_run_refuses_a_folder_that_already_holds_test_data(tmp_path, capsys) -> 
     (["run", "{m}", "--fallback", "reference", "--provider", "CPU"], "--provider chooses"),
     (["run", "{m}", "--seed", "3", "--inputs", "{d}/nowhere.npz"], "--seed draws generated"),
     (["check", "{m}", "--seed", "3", "--inputs", "{d}/nowhere.npz"], "--seed draws generated"),
+    (["check", "{m}", "--seed", "3", "--expected", "{d}/nowhere.npz"],
+     "--seed draws generated inputs; it does nothing with --expected"),
     (["viz", "{m}", "--seed", "3", "-o", "{d}/v.html"], "--seed gives the inputs of --check"),
     (["viz", "{m}", "--fallback", "reference", "-o", "{d}/v.html"],
      "--fallback chooses an engine of --check; add --check"),
