@@ -370,6 +370,9 @@ def cmd_lower(args: argparse.Namespace) -> int:
     ):
         if used:
             _refuse(f"{flag} {why}; it does not go with --format {args.format}")
+    if args.all and args.json:  # the JSON report holds every node, whatever --all says
+        _refuse("--all lists every node in the printed table; --json prints every node "
+                "already")
     if args.output is not None and args.output.suffix.lower() != ".json":
         _refuse(f"{args.output}: lower writes JSON (--format {args.format}); name the output "
                 "*.json")
@@ -532,7 +535,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="dxdispatch: initial values of the graph inputs (.npz or test-data)")
     lower.add_argument("--json", action="store_true", help="print the JSON form")
     lower.add_argument("--all", action="store_true",
-                       help="list every node, not just Slice/Concat/Pad")
+                       help="list every node in the table, not just Slice/Concat/Pad "
+                       "(--json lists every node)")
     lower.set_defaults(run=cmd_lower)
 
     viz = commands.add_parser(

@@ -110,6 +110,7 @@ def test_run_refuses_a_folder_that_already_holds_test_data(tmp_path, capsys) -> 
     (["lower", "{m}", "--format", "dxdispatch", "--json", "-o", "{d}/x.json"],
      "--json prints the lowering report"),
     (["lower", "{m}", "--format", "dxdispatch", "--all", "-o", "{d}/x.json"], "--all lists"),
+    (["lower", "{m}", "--json", "--all"], "--all lists every node in the printed table; --json"),
     (["lower", "{m}", "--inputs", "{d}/nowhere.npz"], "--inputs gives a DxDispatch model"),
     (["viz", "{m}", "--inputs", "{d}/nowhere.npz", "-o", "{d}/v.html"], "add --check"),
     (["viz", "{m}", "--check", "-o", "{d}/v.dot"], "--check shows its results in the HTML"),
