@@ -59,11 +59,15 @@ def _path(text: str) -> Path:
 
 
 def _tolerance(text: str) -> tuple[str, float]:
-    """``VALUE`` (the default) or ``NAME:VALUE`` (one output)."""
-    name, _, value = text.rpartition(":")
+    """``VALUE`` (the default, name "") or ``NAME:VALUE`` (one output); ``:VALUE`` names no
+    output, and is not taken for the default."""
+    name, colon, value = text.rpartition(":")
     number = float(value) if _FLOAT.fullmatch(value.strip()) else -1.0
     if not number >= 0:
         raise argparse.ArgumentTypeError(f"{text!r} is not [NAME:]VALUE with a VALUE >= 0")
+    if colon and not name:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} names no output before ':'; give VALUE alone for every output")
     return name, number
 
 

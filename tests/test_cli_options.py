@@ -183,6 +183,15 @@ def test_a_tolerance_for_no_output_is_an_error(flag, tmp_path, capsys) -> None:
     assert main(["check", str(_model(tmp_path)), flag, "y:1e-3"]) == 0
 
 
+@pytest.mark.parametrize("flag", ["--atol", "--rtol"])
+def test_a_tolerance_with_an_empty_name_is_a_usage_error(flag, capsys) -> None:
+    """":1" was taken for every output's tolerance, as "1" is."""
+    with pytest.raises(SystemExit) as info:
+        main(["check", str(SEED), flag, ":1"])
+    assert info.value.code == 2
+    _one_line_error(capsys, flag, "':1' names no output before ':'")
+
+
 def test_a_negative_tolerance_through_the_api_is_a_dmlgraph_error() -> None:
     with pytest.raises(dmlgraph.DmlgraphError, match="a tolerance is a number >= 0"):
         dmlgraph.check(SEED, atol=-1.0)
