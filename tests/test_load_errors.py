@@ -55,6 +55,29 @@ def test_file_cut_in_half(name: str, tmp_path: Path, onnx_models_dir: Path) -> N
     assert error.__cause__ is None and error.__suppress_context__  # no protobuf traceback attached
 
 
+@pytest.mark.parametrize("size", [20, 100])
+def test_a_truncated_model_that_decodes_as_utf8_is_not_called_text(size: int, tmp_path: Path,
+                                                                   onnx_models_dir: Path) -> None:
+    """A seed model's first 100 bytes (field tags, then its doc string) decode as UTF-8: it
+    was "a text file, not an ONNX model". Text holds no control characters but tab, newline,
+    CR and form feed; protobuf's tags and lengths are such bytes."""
+    data = (onnx_models_dir / "seeds" / "slice1_example2.onnx").read_bytes()[:size]
+    data.decode("utf-8")  # the case: it decodes
+    path = tmp_path / "cut.onnx"
+    path.write_bytes(data)
+    message = str(_refused(ModelLoadError, path, str(path), "truncated or corrupt?"))
+    assert "text file" not in message
+
+
+@pytest.mark.parametrize("text", ["a\tb\r\n\fc\n", "x" * 4095 + "é and more"])
+def test_text_is_named_as_text(text: str, tmp_path: Path) -> None:
+    """Tabs and form feeds are text; so is a character that the 4096 bytes read to tell
+    cut in two (it was called unknown, then "not a valid ONNX protobuf")."""
+    path = tmp_path / "notes.onnx"
+    path.write_text(text, encoding="utf-8")
+    _refused(ModelLoadError, path, f"{path}: is a text file, not an ONNX model")
+
+
 @pytest.mark.parametrize("seed", range(5))
 @pytest.mark.parametrize("size", [1, 17, 1000, 100_000])
 def test_random_bytes_file(seed: int, size: int, tmp_path: Path) -> None:
