@@ -283,6 +283,29 @@ def test_slice_length_mismatch(onnx_make_model) -> None:
     )
 
 
+@pytest.mark.parametrize("starts, ends, axes, steps, said", [
+    ([0, 0], [1], None, None, "got starts=2, ends=1; axes and steps are not given"),
+    ([0, 0], [1], [0, 1], None, "got starts=2, ends=1, axes=2; steps is not given"),
+    ([0], [1], [0], [1, 1], "got starts=1, ends=1, axes=1, steps=2"),
+])
+def test_slice_length_mismatch_names_only_what_the_model_gave(starts, ends, axes, steps, said,
+                                                               onnx_make_model) -> None:
+    """It said "axes=2, steps=2" of a Slice with neither: the lengths of dmlgraph's own
+    defaults (0..n-1, ones), filled in from starts."""
+    message = str(_refused(ModelValidationError,
+                           _slice(onnx_make_model, starts, ends, axes, steps), "'bad_slice'",
+                           f"starts, ends, axes and steps must have one length; {said}"))
+    assert message.endswith(said)
+
+
+def test_slice_1_length_mismatch_names_no_steps(onnx_make_model) -> None:
+    """Slice-1 has no steps input, and this one no axes attribute."""
+    node = helper.make_node("Slice", ["x"], ["y"], name="s1", starts=[0, 0], ends=[1])
+    model = onnx_make_model([node], [("x", FLOAT, [2, 3, 4])], [("y", FLOAT, None)], opset=9)
+    _refused(ModelValidationError, model, "'s1' (Slice): starts, ends and axes must have one "
+             "length; got starts=2, ends=1; axes is not given")
+
+
 def test_slice_parameter_not_1d(onnx_make_model) -> None:
     model = _slice(onnx_make_model, [0], [2], [0])
     model.graph.initializer[0].dims[:] = [1, 1]
