@@ -478,6 +478,20 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {' '.join(message.split())}; see {self.prog} --help\n")
 
 
+class _CommandParser(_Parser):
+    """A subcommand's parser: it refuses the arguments it does not know itself, so the error
+    points at its own help ("see dmlgraph viz --help"); argparse leaves them to the top
+    parser, whose help lists no command's options."""
+
+    def parse_known_args(  # type: ignore[override]  # typeshed types it by overloads
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        parsed, extras = super().parse_known_args(args, namespace)
+        if extras:
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return parsed, extras
+
+
 def _version() -> str:
     """dmlgraph's version and the versions of what it checks against."""
     from importlib.metadata import PackageNotFoundError, version
@@ -517,7 +531,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action=_VersionAction,
                         help="show the versions of dmlgraph, onnx, onnxruntime and NumPy")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                                     parser_class=_CommandParser)
 
     inspect = commands.add_parser(
         "inspect", help="load a model, fold computed Slice/Pad parameters, summarise it"

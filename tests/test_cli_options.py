@@ -67,6 +67,21 @@ def test_a_negative_seed_is_a_usage_error(command, seed, tmp_path, capsys) -> No
     _one_line_error(capsys, "--seed", f"{seed!r} is not an integer >= 0")
 
 
+@pytest.mark.parametrize("args, help_of", [
+    (["viz", str(SEED), "-o", "v.html", "--atol", "1"], "dmlgraph viz"),  # check's option
+    (["lower", str(SEED), "extra"], "dmlgraph lower"),
+    (["--bogus", "inspect", str(SEED)], "dmlgraph"),  # before the command: the top's own
+])
+def test_an_unknown_argument_points_at_the_help_that_lists_the_options(args, help_of,
+                                                                       capsys) -> None:
+    """It said "see dmlgraph --help", whose help lists no command's options."""
+    with pytest.raises(SystemExit) as info:
+        main(args)
+    assert info.value.code == 2
+    _one_line_error(capsys, f"{help_of}: error: unrecognized arguments: ",
+                    f"; see {help_of} --help")
+
+
 def test_a_negative_seed_through_the_api_is_a_dmlgraph_error() -> None:
     with pytest.raises(dmlgraph.DmlgraphError, match="a seed is an integer >= 0"):
         dmlgraph.check(SEED, seed=-1)
