@@ -599,6 +599,17 @@ def test_an_onnx_model_given_to_dxdispatch_says_how_to_make_one(capsys) -> None:
     _one_line_error(capsys, "nope.json: cannot read the model file: No such file or directory")
 
 
+def test_a_dxdispatch_model_with_a_byte_order_mark_is_refused_naming_it(tmp_path,
+                                                                       capsys) -> None:
+    """DxDispatch parses the file's bytes with RapidJSON, which skips no BOM: it refuses the
+    model, and so does dmlgraph, saying why (it said "Expecting value: line 1 column 1")."""
+    path = tmp_path / "bom.json"
+    path.write_bytes(b"\xef\xbb\xbf" + (MODELS / "dxdispatch" / "example_join.json").read_bytes())
+    assert main(["dxdispatch", str(path)]) == 2
+    _one_line_error(capsys, f"{path}: starts with a UTF-8 byte-order mark, which DxDispatch "
+                            "refuses")
+
+
 def test_dxdispatch_saves_only_to_an_npz_name(tmp_path, capsys) -> None:
     """-o x.json wrote x.json.npz, and -o MODEL.json wrote MODEL.json.npz beside it."""
     model = MODELS / "dxdispatch" / "example_join.json"
