@@ -343,9 +343,10 @@ def _index_dtype(graph: Graph, node: Node) -> np.dtype:
 
 def _normalize_slice(graph: Graph, node: Node, index: np.dtype, trust: Trust | None) -> Node:
     rank = graph.tensors[node.inputs[0]].rank if node.inputs[0] in graph.tensors else None
-    count = _param_length(graph, node, "starts", trust)
-    if count is None:
-        count = _param_length(graph, node, "ends", trust)
+    lengths = {f: _param_length(graph, node, f, trust) for f in _INDEX_PARAMS["Slice"]}
+    if len({n for n in lengths.values() if n is not None}) > 1:
+        return node  # defaults of either length would be blamed as the model's: ``check`` says
+    count = lengths["starts"] if lengths["starts"] is not None else lengths["ends"]
     if count is not None and rank is not None and count > rank and not node.input(3):
         return node  # axes 0..count-1 would blame axes the model never wrote: ``check`` says
     if count is not None and not node.input(3):
@@ -498,10 +499,7 @@ def check(graph: Graph, node: Node, trust: Trust | None = None) -> None:
                 "without axes they slice the leading axes, at most one value each"
             )
         if len(set(lengths.values())) > 1:
-            listed = ", ".join(f"{f}={n}" for f, n in lengths.items())
-            raise ModelValidationError(
-                f"{where}: starts, ends, axes and steps must have one length; got {listed}"
-            )
+            raise ModelValidationError(f"{where}: {_slice_lengths(node, lengths)}")
         steps = graph.constant(node.input(4))
         if steps is not None and (steps == 0).any():
             raise ModelValidationError(f"{where}: steps = {steps.tolist()}: a step must not be 0")
@@ -538,6 +536,24 @@ def check(graph: Graph, node: Node, trust: Trust | None = None) -> None:
                     f"{where}: pads {values} make axis {axis} of size {size}, beyond the int64 "
                     "an ONNX dimension is"
                 )
+
+
+def _slice_lengths(node: Node, lengths: Mapping[str, int]) -> str:
+    """The rule a Slice's parameter lengths break, naming only what the model gave: axes and
+    steps it left out are said to be, not given the lengths their defaults would have."""
+    form = FORMS["Slice"].get(node.provenance.since_version)
+    slice_1 = isinstance(form, SliceForm) and form.params_as_attributes  # it has no steps
+    fields = _INDEX_PARAMS["Slice"][:3] if slice_1 else _INDEX_PARAMS["Slice"]
+    ports = PARAMETER_PORTS["Slice"]
+    listed = ", ".join(f"{f}={n}" for f, n in lengths.items())
+    absent = [f for f in fields if not node.input(ports[f])]
+    unknown = [f for f in fields if node.input(ports[f]) and f not in lengths]
+    said = "".join(
+        f"; {' and '.join(group)} {'is' if len(group) == 1 else 'are'} {what}"
+        for group, what in ((absent, "not given"), (unknown, "known only at run time"))
+        if group
+    )
+    return f"{', '.join(fields[:-1])} and {fields[-1]} must have one length; got {listed}{said}"
 
 
 #: A formal input or output of a schema: (name, type parameter, the type strings it allows).

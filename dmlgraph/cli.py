@@ -59,11 +59,15 @@ def _path(text: str) -> Path:
 
 
 def _tolerance(text: str) -> tuple[str, float]:
-    """``VALUE`` (the default) or ``NAME:VALUE`` (one output)."""
-    name, _, value = text.rpartition(":")
+    """``VALUE`` (the default, name "") or ``NAME:VALUE`` (one output); ``:VALUE`` names no
+    output, and is not taken for the default."""
+    name, colon, value = text.rpartition(":")
     number = float(value) if _FLOAT.fullmatch(value.strip()) else -1.0
     if not number >= 0:
         raise argparse.ArgumentTypeError(f"{text!r} is not [NAME:]VALUE with a VALUE >= 0")
+    if colon and not name:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} names no output before ':'; give VALUE alone for every output")
     return name, number
 
 
@@ -79,8 +83,15 @@ def _refuse(message: str) -> NoReturn:
 
 
 def _check_inputs(args: argparse.Namespace) -> None:
-    if "seed" in args.given and args.inputs is not None:
+    """--seed draws generated inputs: an error where the inputs come from a file. check's
+    --expected runs the inputs stored with its outputs (or --inputs), never generated ones."""
+    if "seed" not in args.given:
+        return
+    if args.inputs is not None:
         _refuse("--seed draws generated inputs; it does nothing with --inputs")
+    if getattr(args, "expected", None) is not None:
+        _refuse("--seed draws generated inputs; it does nothing with --expected, whose outputs "
+                "are compared on the inputs stored with them")
 
 
 def _check_output(
@@ -363,6 +374,9 @@ def cmd_lower(args: argparse.Namespace) -> int:
     ):
         if used:
             _refuse(f"{flag} {why}; it does not go with --format {args.format}")
+    if args.all and args.json:  # the JSON report holds every node, whatever --all says
+        _refuse("--all lists every node in the printed table; --json prints every node "
+                "already")
     if args.output is not None and args.output.suffix.lower() != ".json":
         _refuse(f"{args.output}: lower writes JSON (--format {args.format}); name the output "
                 "*.json")
@@ -402,9 +416,14 @@ def cmd_viz(args: argparse.Namespace) -> int:
     if args.check and not html:
         _refuse(f"{args.output}: --check shows its results in the HTML report; write .html")
     _check_inputs(args)
-    if not args.check and (args.inputs is not None or "seed" in args.given):
-        _refuse(f"--{'inputs' if args.inputs is not None else 'seed'} gives the inputs of "
-                "--check; add --check (and write .html)")
+    for flag, used, why in (
+        ("--inputs", args.inputs is not None, "gives the inputs of"),
+        ("--seed", "seed" in args.given, "gives the inputs of"),
+        ("--fallback", args.fallback is not None, "chooses an engine of"),
+        ("--provider", bool(args.provider), "chooses an engine of"),
+    ):
+        if used and not args.check:
+            _refuse(f"{flag} {why} --check; add --check (and write .html)")
     _check_output(args.output, args.model, args.inputs)
     check_target(args.output)
     graph = load(args.model, _shapes(args))
@@ -420,6 +439,8 @@ def cmd_viz(args: argparse.Namespace) -> int:
                 inputs=args.inputs,
                 input_shapes=_shapes(args),
                 seed=args.seed,
+                fallback=args.fallback or "onnxruntime",
+                providers=args.provider,
             )
     print(write_viz(args.output, graph, lowered, parity))
     return 0 if parity is None else parity.exit_code
@@ -458,6 +479,20 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {' '.join(message.split())}; see {self.prog} --help\n")
+
+
+class _CommandParser(_Parser):
+    """A subcommand's parser: it refuses the arguments it does not know itself, so the error
+    points at its own help ("see dmlgraph viz --help"); argparse leaves them to the top
+    parser, whose help lists no command's options."""
+
+    def parse_known_args(  # type: ignore[override]  # typeshed types it by overloads
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        parsed, extras = super().parse_known_args(args, namespace)
+        if extras:
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return parsed, extras
 
 
 def _version() -> str:
@@ -499,7 +534,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action=_VersionAction,
                         help="show the versions of dmlgraph, onnx, onnxruntime and NumPy")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                                     parser_class=_CommandParser)
 
     inspect = commands.add_parser(
         "inspect", help="load a model, fold computed Slice/Pad parameters, summarise it"
@@ -521,7 +557,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="dxdispatch: initial values of the graph inputs (.npz or test-data)")
     lower.add_argument("--json", action="store_true", help="print the JSON form")
     lower.add_argument("--all", action="store_true",
-                       help="list every node, not just Slice/Concat/Pad")
+                       help="list every node in the table, not just Slice/Concat/Pad "
+                       "(--json lists every node)")
     lower.set_defaults(run=cmd_lower)
 
     viz = commands.add_parser(
@@ -531,8 +568,7 @@ def build_parser() -> argparse.ArgumentParser:
     viz.add_argument("-o", "--output", type=_path, required=True, metavar="OUT.dot|.svg|.html")
     viz.add_argument("--check", action="store_true",
                      help="run the parity check and show its results (HTML)")
-    viz.add_argument("--inputs", type=_path, metavar="IN", help="inputs for --check")
-    viz.add_argument("--seed", type=_seed, help="seed of generated inputs for --check (0)")
+    _add_engine_arguments(viz, " (with --check)")
     viz.set_defaults(run=cmd_viz)
 
     run = commands.add_parser("run", help="run a model on a backend and print its outputs")
@@ -585,15 +621,22 @@ def _add_lowering_arguments(parser: argparse.ArgumentParser) -> None:
 def _add_model_arguments(parser: argparse.ArgumentParser) -> None:
     """What run and check share: the lowering arguments, inputs, the engines."""
     _add_lowering_arguments(parser)
+    _add_engine_arguments(parser)
+
+
+def _add_engine_arguments(parser: argparse.ArgumentParser, only: str = "") -> None:
+    """The inputs and engines of a run: run's, check's, and viz's for its --check (``only``
+    says so in the help)."""
     parser.add_argument("--inputs", type=_path, metavar="IN",
                         help="an .npz (keys = tensor names) or an ONNX test-data folder; "
-                        "default: random inputs from --seed")
-    parser.add_argument("--seed", type=_seed, help="seed of generated inputs (0)")
+                        f"default: random inputs from --seed{only}")
+    parser.add_argument("--seed", type=_seed, help=f"seed of generated inputs (0){only}")
     parser.add_argument("--fallback", choices=("onnxruntime", "reference"),
-                        help="engine of the ONNX nodes the lowering leaves (default onnxruntime)")
+                        help="engine of the ONNX nodes the lowering leaves (default "
+                        f"onnxruntime){only}")
     parser.add_argument("--provider", action="append", metavar="NAME",
                         help="onnxruntime execution provider to use: its full name or CPU, "
-                        "CUDA, DML (repeatable; default: DirectML, else CUDA, else CPU)")
+                        f"CUDA, DML (repeatable; default: DirectML, else CUDA, else CPU){only}")
 
 
 def _silence(stream: Any) -> None:

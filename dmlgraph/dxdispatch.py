@@ -21,6 +21,7 @@ line shows control characters among them, and in names, by their codes).
 
 from __future__ import annotations
 
+import codecs
 import json
 import math
 import os
@@ -408,6 +409,11 @@ def load_model(source: str | Path | dict[str, Any]) -> DxDispatchModel:
         kind = described(raw)
         if kind.startswith(("an ONNX", "a zip")):  # text gets the JSON parser's own words
             raise DxDispatchError(f"{source}: is {kind}, not a DxDispatch JSON model") from None
+        if raw.startswith(codecs.BOM_UTF8):  # "Expecting value: line 1 column 1 (char 0)"
+            raise DxDispatchError(
+                f"{source}: starts with a UTF-8 byte-order mark, which DxDispatch refuses (its "
+                "RapidJSON parses the file's bytes as they are); save it without one"
+            ) from None
         raise DxDispatchError(f"{source}: cannot read a JSON model: {exc}") from None
     try:
         return _read_model(doc, str(source))

@@ -290,9 +290,10 @@ def _load_external_data(proto: onnx.ModelProto, base_dir: Path | None, source: s
                 f"{where}: external data location {location!r} escapes the model's folder "
                 f"{str(root)!r}"
             )
-        if not target.is_file():
+        if not target.is_file():  # '.' is the model's folder itself
+            what = "is a folder, not a file," if target.is_dir() else "does not exist"
             raise ModelLoadError(
-                f"{where}: external data file {location!r} does not exist in {str(root)!r}"
+                f"{where}: external data file {location!r} {what} in {str(root)!r}"
             )
         if not all(_DECIMAL.fullmatch(entries.get(k, "0")) for k in ("offset", "length")):
             raise ModelLoadError(  # int() took "+16", " 16" and "1_6"; onnxruntime does not

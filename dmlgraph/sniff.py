@@ -4,6 +4,9 @@ given as a model) rather than call it corrupt."""
 
 from __future__ import annotations
 
+import codecs
+import re
+
 #: Each kind, and the command or option that takes it.
 _ONNX_HINT = "an ONNX model (make a DxDispatch model of it with `dmlgraph lower MODEL --format " \
     "dxdispatch -o MODEL.json`)"
@@ -15,16 +18,33 @@ def described(data: bytes) -> str:
     """What ``data`` looks like, as a phrase ("a JSON file (...)"), or "" when unknown."""
     if data.startswith(b"PK\x03\x04"):
         return _ZIP_HINT
-    head = data[:4096].lstrip()
+    head = data[:_SAMPLE].lstrip()
     if head.startswith((b"{", b"//", b"/*")):
         return _JSON_HINT
     if _is_onnx(data):
         return _ONNX_HINT
+    if not head:
+        return "an empty file"
+    return "a text file" if _is_text(head, whole=len(data) <= _SAMPLE) else ""
+
+
+#: How much of a file is read to tell what it holds.
+_SAMPLE = 4096
+
+#: C0 control characters text does not hold (tab, newline, form feed and CR it does): a
+#: protobuf's field tags and lengths are such bytes, and a truncated model's may decode as
+#: UTF-8 (100 bytes of a model's header and doc string do).
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0e-\x1f]")
+
+
+def _is_text(head: bytes, whole: bool) -> bool:
+    """UTF-8 without control characters; a character the sample cuts short counts as text
+    unless ``whole`` (the sample is the whole file)."""
     try:
-        head.decode("utf-8")
+        text = codecs.getincrementaldecoder("utf-8")().decode(head, final=whole)
     except UnicodeDecodeError:
-        return ""
-    return "a text file" if head else "an empty file"
+        return False
+    return not _CONTROL.search(text)
 
 
 def _is_onnx(data: bytes) -> bool:

@@ -67,6 +67,21 @@ def test_a_negative_seed_is_a_usage_error(command, seed, tmp_path, capsys) -> No
     _one_line_error(capsys, "--seed", f"{seed!r} is not an integer >= 0")
 
 
+@pytest.mark.parametrize("args, help_of", [
+    (["viz", str(SEED), "-o", "v.html", "--atol", "1"], "dmlgraph viz"),  # check's option
+    (["lower", str(SEED), "extra"], "dmlgraph lower"),
+    (["--bogus", "inspect", str(SEED)], "dmlgraph"),  # before the command: the top's own
+])
+def test_an_unknown_argument_points_at_the_help_that_lists_the_options(args, help_of,
+                                                                       capsys) -> None:
+    """It said "see dmlgraph --help", whose help lists no command's options."""
+    with pytest.raises(SystemExit) as info:
+        main(args)
+    assert info.value.code == 2
+    _one_line_error(capsys, f"{help_of}: error: unrecognized arguments: ",
+                    f"; see {help_of} --help")
+
+
 def test_a_negative_seed_through_the_api_is_a_dmlgraph_error() -> None:
     with pytest.raises(dmlgraph.DmlgraphError, match="a seed is an integer >= 0"):
         dmlgraph.check(SEED, seed=-1)
@@ -110,6 +125,7 @@ def test_run_refuses_a_folder_that_already_holds_test_data(tmp_path, capsys) -> 
     (["lower", "{m}", "--format", "dxdispatch", "--json", "-o", "{d}/x.json"],
      "--json prints the lowering report"),
     (["lower", "{m}", "--format", "dxdispatch", "--all", "-o", "{d}/x.json"], "--all lists"),
+    (["lower", "{m}", "--json", "--all"], "--all lists every node in the printed table; --json"),
     (["lower", "{m}", "--inputs", "{d}/nowhere.npz"], "--inputs gives a DxDispatch model"),
     (["viz", "{m}", "--inputs", "{d}/nowhere.npz", "-o", "{d}/v.html"], "add --check"),
     (["viz", "{m}", "--check", "-o", "{d}/v.dot"], "--check shows its results in the HTML"),
@@ -119,7 +135,13 @@ def test_run_refuses_a_folder_that_already_holds_test_data(tmp_path, capsys) -> 
     (["run", "{m}", "--fallback", "reference", "--provider", "CPU"], "--provider chooses"),
     (["run", "{m}", "--seed", "3", "--inputs", "{d}/nowhere.npz"], "--seed draws generated"),
     (["check", "{m}", "--seed", "3", "--inputs", "{d}/nowhere.npz"], "--seed draws generated"),
+    (["check", "{m}", "--seed", "3", "--expected", "{d}/nowhere.npz"],
+     "--seed draws generated inputs; it does nothing with --expected"),
     (["viz", "{m}", "--seed", "3", "-o", "{d}/v.html"], "--seed gives the inputs of --check"),
+    (["viz", "{m}", "--fallback", "reference", "-o", "{d}/v.html"],
+     "--fallback chooses an engine of --check; add --check"),
+    (["viz", "{m}", "--provider", "CPU", "-o", "{d}/v.html"],
+     "--provider chooses an engine of --check; add --check"),
     (["viz", "{m}", "--check", "--seed", "3", "--inputs", "{d}/nowhere.npz", "-o", "{d}/v.html"],
      "--seed draws generated"),
 ])
@@ -129,6 +151,16 @@ def test_options_that_would_do_nothing_are_errors(args, fragment, tmp_path, caps
     assert main(argv) == 2
     _one_line_error(capsys, fragment)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.onnx"]  # nothing written
+
+
+def test_viz_check_takes_the_engines_check_takes(tmp_path, capsys) -> None:
+    """README lists --fallback and --provider for ``viz --check`` as for ``check``: viz
+    refused both ("unrecognized arguments"). They reach the check viz runs."""
+    page = tmp_path / "v.html"
+    assert main(["viz", str(SEED), "--check", "--fallback", "reference", "-o", str(page)]) == 0
+    assert "fallback onnx.reference)" in page.read_text()  # the comparison's own label
+    assert main(["viz", str(SEED), "--check", "--provider", "Nope", "-o", str(page)]) == 2
+    _one_line_error(capsys, "provider(s) ['Nope'] not available")
 
 
 def test_check_expected_alone_runs_the_inputs_stored_with_the_outputs(capsys) -> None:
@@ -164,6 +196,15 @@ def test_a_tolerance_for_no_output_is_an_error(flag, tmp_path, capsys) -> None:
     assert main(["check", str(_model(tmp_path)), flag, "nosuch:1e-3"]) == 2
     _one_line_error(capsys, "'nosuch': the graph has no output of that name", "['y']")
     assert main(["check", str(_model(tmp_path)), flag, "y:1e-3"]) == 0
+
+
+@pytest.mark.parametrize("flag", ["--atol", "--rtol"])
+def test_a_tolerance_with_an_empty_name_is_a_usage_error(flag, capsys) -> None:
+    """":1" was taken for every output's tolerance, as "1" is."""
+    with pytest.raises(SystemExit) as info:
+        main(["check", str(SEED), flag, ":1"])
+    assert info.value.code == 2
+    _one_line_error(capsys, flag, "':1' names no output before ':'")
 
 
 def test_a_negative_tolerance_through_the_api_is_a_dmlgraph_error() -> None:
@@ -556,6 +597,17 @@ def test_an_onnx_model_given_to_dxdispatch_says_how_to_make_one(capsys) -> None:
                             "`dmlgraph lower MODEL --format dxdispatch -o MODEL.json`)")
     assert main(["dxdispatch", str(SEED.with_name("nope.json"))]) == 2
     _one_line_error(capsys, "nope.json: cannot read the model file: No such file or directory")
+
+
+def test_a_dxdispatch_model_with_a_byte_order_mark_is_refused_naming_it(tmp_path,
+                                                                       capsys) -> None:
+    """DxDispatch parses the file's bytes with RapidJSON, which skips no BOM: it refuses the
+    model, and so does dmlgraph, saying why (it said "Expecting value: line 1 column 1")."""
+    path = tmp_path / "bom.json"
+    path.write_bytes(b"\xef\xbb\xbf" + (MODELS / "dxdispatch" / "example_join.json").read_bytes())
+    assert main(["dxdispatch", str(path)]) == 2
+    _one_line_error(capsys, f"{path}: starts with a UTF-8 byte-order mark, which DxDispatch "
+                            "refuses")
 
 
 def test_dxdispatch_saves_only_to_an_npz_name(tmp_path, capsys) -> None:

@@ -308,6 +308,8 @@ def _with_location(tmp_path: Path, onnx_make_model, location: str) -> Path:
         ("sub/../../outside.weights", "escapes the model's folder"),
         ("ABSOLUTE", "is absolute"),
         ("missing.weights", "does not exist"),
+        (".", "external data file '.' is a folder, not a file, in"),  # it said "does not exist"
+        ("sub", "external data file 'sub' is a folder, not a file, in"),
     ],
 )
 def test_external_data_locations_outside_the_folder_are_refused(
@@ -317,6 +319,7 @@ def test_external_data_locations_outside_the_folder_are_refused(
     if location == "ABSOLUTE":
         location = str(tmp_path / "outside.weights")
     path = _with_location(tmp_path, onnx_make_model, location)
+    (path.parent / "sub").mkdir()
     with pytest.raises(ModelLoadError) as info:
         dmlgraph.load(path)
     assert fragment in str(info.value) and str(path) in str(info.value) and "'w'" in str(info.value)

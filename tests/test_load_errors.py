@@ -55,6 +55,29 @@ def test_file_cut_in_half(name: str, tmp_path: Path, onnx_models_dir: Path) -> N
     assert error.__cause__ is None and error.__suppress_context__  # no protobuf traceback attached
 
 
+@pytest.mark.parametrize("size", [20, 100])
+def test_a_truncated_model_that_decodes_as_utf8_is_not_called_text(size: int, tmp_path: Path,
+                                                                   onnx_models_dir: Path) -> None:
+    """A seed model's first 100 bytes (field tags, then its doc string) decode as UTF-8: it
+    was "a text file, not an ONNX model". Text holds no control characters but tab, newline,
+    CR and form feed; protobuf's tags and lengths are such bytes."""
+    data = (onnx_models_dir / "seeds" / "slice1_example2.onnx").read_bytes()[:size]
+    data.decode("utf-8")  # the case: it decodes
+    path = tmp_path / "cut.onnx"
+    path.write_bytes(data)
+    message = str(_refused(ModelLoadError, path, str(path), "truncated or corrupt?"))
+    assert "text file" not in message
+
+
+@pytest.mark.parametrize("text", ["a\tb\r\n\fc\n", "x" * 4095 + "é and more"])
+def test_text_is_named_as_text(text: str, tmp_path: Path) -> None:
+    """Tabs and form feeds are text; so is a character that the 4096 bytes read to tell
+    cut in two (it was called unknown, then "not a valid ONNX protobuf")."""
+    path = tmp_path / "notes.onnx"
+    path.write_text(text, encoding="utf-8")
+    _refused(ModelLoadError, path, f"{path}: is a text file, not an ONNX model")
+
+
 @pytest.mark.parametrize("seed", range(5))
 @pytest.mark.parametrize("size", [1, 17, 1000, 100_000])
 def test_random_bytes_file(seed: int, size: int, tmp_path: Path) -> None:
@@ -258,6 +281,29 @@ def test_slice_length_mismatch(onnx_make_model) -> None:
         "ends=1",
         "one length",
     )
+
+
+@pytest.mark.parametrize("starts, ends, axes, steps, said", [
+    ([0, 0], [1], None, None, "got starts=2, ends=1; axes and steps are not given"),
+    ([0, 0], [1], [0, 1], None, "got starts=2, ends=1, axes=2; steps is not given"),
+    ([0], [1], [0], [1, 1], "got starts=1, ends=1, axes=1, steps=2"),
+])
+def test_slice_length_mismatch_names_only_what_the_model_gave(starts, ends, axes, steps, said,
+                                                               onnx_make_model) -> None:
+    """It said "axes=2, steps=2" of a Slice with neither: the lengths of dmlgraph's own
+    defaults (0..n-1, ones), filled in from starts."""
+    message = str(_refused(ModelValidationError,
+                           _slice(onnx_make_model, starts, ends, axes, steps), "'bad_slice'",
+                           f"starts, ends, axes and steps must have one length; {said}"))
+    assert message.endswith(said)
+
+
+def test_slice_1_length_mismatch_names_no_steps(onnx_make_model) -> None:
+    """Slice-1 has no steps input, and this one no axes attribute."""
+    node = helper.make_node("Slice", ["x"], ["y"], name="s1", starts=[0, 0], ends=[1])
+    model = onnx_make_model([node], [("x", FLOAT, [2, 3, 4])], [("y", FLOAT, None)], opset=9)
+    _refused(ModelValidationError, model, "'s1' (Slice): starts, ends and axes must have one "
+             "length; got starts=2, ends=1; axes is not given")
 
 
 def test_slice_parameter_not_1d(onnx_make_model) -> None:
