@@ -58,6 +58,28 @@ def _path(text: str) -> Path:
     return Path(text)
 
 
+def _file_path(text: str) -> Path:
+    """An output file's path: ``Path`` drops a trailing slash, and ``-o out.json/`` wrote a
+    file, where the slash names a folder."""
+    if text.endswith(("/", os.sep)):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} ends with a slash, so it names a folder; this command writes a file"
+        )
+    return _path(text)
+
+
+def _run_output(text: str) -> Path:
+    """``run -o``: a folder (test-data files) or an .npz file, which a trailing slash is not
+    (``Path`` drops it: ``-o x.npz/`` wrote a file)."""
+    path = _path(text)
+    if text.endswith(("/", os.sep)) and path.suffix.lower() == ".npz":
+        raise argparse.ArgumentTypeError(
+            f"{text!r} ends with a slash, so it names a folder, but an .npz name is written as "
+            "a file: drop the slash, or name the test-data folder without .npz"
+        )
+    return path
+
+
 def _tolerance(text: str) -> tuple[str, float]:
     """``VALUE`` (the default, name "") or ``NAME:VALUE`` (one output); ``:VALUE`` names no
     output, and is not taken for the default."""
@@ -549,7 +571,7 @@ def build_parser() -> argparse.ArgumentParser:
         "lower", help="lower Slice/Concat/Pad to DirectML descriptors and report every node"
     )
     _add_lowering_arguments(lower)
-    lower.add_argument("-o", "--output", type=_path, metavar="OUT.json",
+    lower.add_argument("-o", "--output", type=_file_path, metavar="OUT.json",
                        help="write the lowered graph (descriptors, tensors, report) as JSON")
     lower.add_argument("--format", choices=("json", "dxdispatch"), default="json",
                        help="json: dmlgraph's own form (default); dxdispatch: a DxDispatch model")
@@ -565,7 +587,7 @@ def build_parser() -> argparse.ArgumentParser:
         "viz", help="draw the lowered graph: DOT, SVG (with Graphviz) or a self-contained HTML"
     )
     _add_lowering_arguments(viz)
-    viz.add_argument("-o", "--output", type=_path, required=True, metavar="OUT.dot|.svg|.html")
+    viz.add_argument("-o", "--output", type=_file_path, required=True, metavar="OUT.dot|.svg|.html")
     viz.add_argument("--check", action="store_true",
                      help="run the parity check and show its results (HTML)")
     _add_engine_arguments(viz, " (with --check)")
@@ -578,7 +600,7 @@ def build_parser() -> argparse.ArgumentParser:
                      "onnxruntime: the imported graph, or the lowered one with --lowered")
     run.add_argument("--lowered", action="store_true",
                      help="onnxruntime: run the lowered graph, translated back to ONNX")
-    run.add_argument("-o", "--output", type=_path, metavar="OUT",
+    run.add_argument("-o", "--output", type=_run_output, metavar="OUT",
                      help="save inputs and outputs to an .npz or a test-data folder")
     run.set_defaults(run=cmd_run)
 
@@ -603,7 +625,7 @@ def build_parser() -> argparse.ArgumentParser:
     dxdispatch.add_argument("model", type=_path, help="a DxDispatch model .json")
     dxdispatch.add_argument("--feature-level", type=_feature_level, default=FeatureLevel.L6_4,
                             help="DML_FEATURE_LEVEL to validate at (default 6_4)")
-    dxdispatch.add_argument("-o", "--output", type=_path, help="save every resource to an .npz")
+    dxdispatch.add_argument("-o", "--output", type=_file_path, help="save every resource to an .npz")
     dxdispatch.set_defaults(run=cmd_dxdispatch)
     return parser
 

@@ -663,3 +663,21 @@ def test_run_on_onnxruntime_at_a_feature_level_runs_that_lowering(tmp_path, caps
     assert main(["run", str(model), "--backend", "onnxruntime", "--feature-level", "1_0"]) == 0
     out = capsys.readouterr().out
     assert "lowered at FL 1_0" in out
+
+
+@pytest.mark.parametrize("args, name", [
+    (["run", str(SEED), "-o", "{tmp}/x.npz/"], "x.npz"),
+    (["lower", str(SEED), "-o", "{tmp}/out.json/"], "out.json"),
+    (["viz", str(SEED), "-o", "{tmp}/v.html/"], "v.html"),
+])
+def test_a_file_output_ending_in_a_slash_is_a_usage_error(args, name, tmp_path, capsys) -> None:
+    """``Path`` drops a trailing slash: ``run -o x.npz/`` and ``lower -o out.json/`` wrote
+    files, where the slash names a folder (a helper's try as a new user). A test-data
+    folder's name may end in one."""
+    with pytest.raises(SystemExit) as info:
+        main([a.format(tmp=tmp_path) for a in args])
+    assert info.value.code == 2
+    _one_line_error(capsys, "ends with a slash, so it names a folder")
+    assert not (tmp_path / name).exists()
+    assert main(["run", str(SEED), "-o", f"{tmp_path}/td/"]) == 0
+    assert (tmp_path / "td" / "input_0.pb").is_file()
