@@ -218,7 +218,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     result = backend.execute(target, feeds)
     outputs = {name: result.outputs[t] for name, t in zip(graph.outputs, target.outputs)}
     engines = ", ".join(f"{n} {e}" for e, n in result.record.engines().items())
-    print(f"model: {args.model} ({what}); inputs: {source}")
+    print(visible(f"model: {args.model} ({what}); inputs: {source}"))
     print(f"backend: {result.record.backend} ({result.record.provider}); nodes: {engines or '-'}")
     for note in result.record.notes:
         print(f"  note: {visible(note)}")
@@ -228,7 +228,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         tensorio.write(args.output, graph, feeds, outputs)
         where = args.output if tensorio.is_npz(args.output) else (
             f"the test-data folder {args.output}{os.sep}")  # a name without .npz is a folder
-        print(f"saved {len(feeds)} input(s) and {len(outputs)} output(s) to {where}")
+        print(visible(f"saved {len(feeds)} input(s) and {len(outputs)} output(s) to {where}"))
     return 0
 
 
@@ -414,7 +414,7 @@ def cmd_lower(args: argparse.Namespace) -> int:
         feeds = (
             tensorio.read(args.inputs, graph, stem=args.model.stem).inputs if args.inputs else None
         )
-        print(write_dxdispatch(lowered, args.output, feeds))
+        print(visible(write_dxdispatch(lowered, args.output, feeds)))
         return 0
     document = lowered_to_json(lowered)
     if args.output is not None:
@@ -425,7 +425,7 @@ def cmd_lower(args: argparse.Namespace) -> int:
         console = Console(file=sys.stdout, width=None if sys.stdout.isatty() else 140)
         print_report(lowered, console, every_node=args.all)
         if args.output is not None:
-            console.print(f"wrote {args.output}", markup=False)
+            console.print(visible(f"wrote {args.output}"), markup=False, highlight=False)
     return 0
 
 
@@ -464,7 +464,7 @@ def cmd_viz(args: argparse.Namespace) -> int:
                 fallback=args.fallback or "onnxruntime",
                 providers=args.provider,
             )
-    print(write_viz(args.output, graph, lowered, parity))
+    print(visible(write_viz(args.output, graph, lowered, parity)))
     return 0 if parity is None else parity.exit_code
 
 

@@ -681,3 +681,17 @@ def test_a_file_output_ending_in_a_slash_is_a_usage_error(args, name, tmp_path, 
     assert not (tmp_path / name).exists()
     assert main(["run", str(SEED), "-o", f"{tmp_path}/td/"]) == 0
     assert (tmp_path / "td" / "input_0.pb").is_file()
+
+
+@pytest.mark.parametrize("command", ["run", "lower", "viz"])
+def test_a_file_name_typed_on_the_command_line_is_shown_escaped(command, tmp_path,
+                                                                capsys) -> None:
+    """A file name is anyone's text: ``run``, ``lower`` and ``viz`` printed the names they
+    read and wrote raw ("saved ... to", "wrote ..."), so an ESC in one recoloured the
+    terminal (a helper's try as a new user)."""
+    model = tmp_path / "m\x1b[31m.onnx"
+    model.write_bytes(SEED.read_bytes())
+    out = {"run": "o\x1b[31m.npz", "lower": "o\x1b[31m.json", "viz": "o\x1b[31m.html"}[command]
+    assert main([command, str(model), "-o", str(tmp_path / out)]) == 0
+    printed = capsys.readouterr().out
+    assert "\x1b" not in printed and "\\x1b[31m" in printed
