@@ -660,6 +660,20 @@ def _long_vector_model(n: int) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
     return model, {"x": rng.standard_normal(n).astype(np.float32)}
 
 
+def _record_propagated(monkeypatch) -> list[onnx.ModelProto]:
+    """The models onnx's shape inference is given with data propagation on, as they come."""
+    propagated: list[onnx.ModelProto] = []
+    infer = onnx.shape_inference.infer_shapes
+
+    def recording(model, *args, **kwargs):
+        if kwargs.get("data_prop"):
+            propagated.append(onnx.ModelProto.FromString(model.SerializeToString()))
+        return infer(model, *args, **kwargs)
+
+    monkeypatch.setattr(onnx.shape_inference, "infer_shapes", recording)
+    return propagated
+
+
 @pytest.mark.parametrize("fold", [True, False])
 def test_long_vectors_are_hidden_from_data_propagation(fold, monkeypatch, onnx_run) -> None:
     """onnx's data propagation takes a static rank-1 tensor for shape data of that many
@@ -670,15 +684,7 @@ def test_long_vectors_are_hidden_from_data_propagation(fold, monkeypatch, onnx_r
     the lowered graph computes what onnxruntime computes."""
     n = folding.LONG_VECTOR + 3
     model, feeds = _long_vector_model(n)
-    propagated: list[onnx.ModelProto] = []
-    infer = onnx.shape_inference.infer_shapes
-
-    def recording(model, *args, **kwargs):
-        if kwargs.get("data_prop"):
-            propagated.append(onnx.ModelProto.FromString(model.SerializeToString()))
-        return infer(model, *args, **kwargs)
-
-    monkeypatch.setattr(onnx.shape_inference, "infer_shapes", recording)
+    propagated = _record_propagated(monkeypatch)
     graph = dmlgraph.load(model, fold=fold)
     assert propagated
     for seen in propagated:
@@ -722,15 +728,7 @@ def test_a_long_vector_a_node_makes_from_constants_is_hidden_too(
         [numpy_helper.from_array(np.array(v, np.int64), name) for name, v in
          (("s", [n]), ("s0", n), ("z", 0), ("one", 1), ("st", [2]), ("en", [6]))])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=9)
-    propagated: list[onnx.ModelProto] = []
-    infer = onnx.shape_inference.infer_shapes
-
-    def recording(model, *args, **kwargs):
-        if kwargs.get("data_prop"):
-            propagated.append(onnx.ModelProto.FromString(model.SerializeToString()))
-        return infer(model, *args, **kwargs)
-
-    monkeypatch.setattr(onnx.shape_inference, "infer_shapes", recording)
+    propagated = _record_propagated(monkeypatch)
     loaded = dmlgraph.load(model)
     assert propagated and all(
         not [node for node in seen.graph.node if node.op_type == maker] for seen in propagated)
