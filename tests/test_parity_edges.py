@@ -390,7 +390,7 @@ def test_a_scalar_slice_or_pad_left_to_the_fallback_runs_as_the_identity(op: str
     model = _model([node], [helper.make_tensor_value_info("X", TensorProto.INT8, [])],
                    [helper.make_tensor_value_info("Y", TensorProto.INT8, None)],
                    [_ints("e", [])], opset=13)
-    with pytest.raises(Exception):
+    with pytest.raises(Exception, match="Cannot slice scalars|data_rank > 0"):
         _ort(model, {"X": x})
     lowered = lower(load(model), "1_0")
     (row,) = lowered.report()
