@@ -18,7 +18,7 @@ import numpy as np
 
 from dmlgraph.errors import DmlgraphError, as_array
 from dmlgraph.ir import Graph
-from dmlgraph import tensorio
+from dmlgraph import folding, tensorio
 from dmlgraph.tensorio import bytes_text
 
 T = TypeVar("T")
@@ -52,25 +52,32 @@ def refuse_beyond_memory(graph: Graph, planned: int = 0) -> None:
     elements failed in onnxruntime's arena with its C++ message, and 15.7 GB in NumPy named
     no node; the message names the node, the tensor, its type and size."""
     free = tensorio.available_memory()
+    trust = folding.PartialShapes(graph.declared_sizes)
+    sizes: dict[str, int] = {}  # static tensors, of sizes the engine is sure to make
+
+    def size(name: str) -> int:
+        if name not in sizes:
+            info = graph.tensors.get(name)
+            sizes[name] = 0 if (
+                info is None or info.dtype is None or info.static_shape is None
+            ) else math.prod(info.static_shape) * np.dtype(info.dtype).itemsize
+            if sizes[name] > free and trust.unsure(graph, name):  # a declaration's: the
+                sizes[name] = 0  # node makes what it makes (a Reshape to [2, 2])
+        return sizes[name]
+
     largest, where = 0, ""
     for node in graph.nodes:
         for name in node.outputs:
-            info = graph.tensors.get(name) if name else None
-            if info is None or info.dtype is None or info.static_shape is None:
-                continue
-            nbytes = math.prod(info.static_shape) * np.dtype(info.dtype).itemsize
+            nbytes = size(name) if name else 0
             if nbytes > largest:
+                info = graph.tensors[name]
                 largest, where = nbytes, (
                     f"{graph.describe(node)} makes {name!r}, {info.dtype} "
-                    f"{list(info.static_shape)}: {bytes_text(nbytes)}"
+                    f"{list(info.static_shape or ())}: {bytes_text(nbytes)}"
                 )
     if largest > free:
         raise BackendError(f"{where}, more than this machine has free ({bytes_text(free)})")
-    outputs = 0
-    for name in dict.fromkeys(graph.outputs):
-        info = graph.tensors.get(name)
-        if info is not None and info.dtype is not None and info.static_shape is not None:
-            outputs += math.prod(info.static_shape) * np.dtype(info.dtype).itemsize
+    outputs = sum(size(name) for name in dict.fromkeys(graph.outputs))
     needed = max(outputs, planned)
     if needed > free:
         what = "its outputs take" if outputs >= planned else "its run allocates"

@@ -313,7 +313,8 @@ def _print_report(report: ParityReport) -> None:
     for comparison in report.comparisons:
         columns = ("output", "verdict", "dtype", "shape", "max abs", "max rel", "mismatches",
                    "atol / rtol", "needs atol", "needs rtol")
-        title = escape(f"{comparison.actual}\n  vs {comparison.expected}")
+        # the file names in it shown as every command shows them
+        title = escape(f"{visible(comparison.actual)}\n  vs {visible(comparison.expected)}")
         style = {"pass": "green", "fail": "bold red"}
         if console.width >= NARROW:
             table = _table(columns, title)

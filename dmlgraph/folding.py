@@ -75,6 +75,11 @@ SHAPE_ONLY_OPS: frozenset[str] = frozenset({"Shape", "Size"})
 FOLDABLE_DOMAINS: frozenset[str] = frozenset({"", "ai.onnx.ml"})
 #: A folded result may exceed the bytes of its constant inputs by at most this much.
 FOLD_GROWTH_LIMIT_BYTES = 1 << 20
+#: A node whose inferred results take more bytes than this is not evaluated to learn whether
+#: it may fold (``growth_rejection``). Below it, one past ``FOLD_GROWTH_LIMIT_BYTES`` is still
+#: evaluated: its result corrects the sizes onnx infers (a float Range onnxruntime makes 287060
+#: long, onnx 287059, was refused unevaluated and its Slice lowered one element off).
+EVALUATION_LIMIT_BYTES = 1 << 26
 #: During shape inference, constants with more elements than this travel as typed inputs
 #: (weights need not be serialized; shape-carrying tensors are small).
 INFERENCE_CONSTANT_LIMIT = 4096
@@ -359,22 +364,15 @@ def _constant_of_shape_vector(
     return elem_type, int(operands[0][0])
 
 
-def _range_vector(node: Any, values: Mapping[str, np.ndarray]) -> tuple[int, int] | None:
-    operands = _maker_operands(node, values, 3)
-    if operands is None or any(v.ndim != 0 for v in operands) or operands[2] == 0:
-        return None
-    start, limit, delta = (float(v) for v in operands)
-    elem_type = onnx.helper.np_dtype_to_tensor_dtype(operands[0].dtype)
-    return elem_type, max(0, math.ceil((limit - start) / delta))
-
-
 #: Ops that make a vector of a length their small constant operands give (initializers):
 #: onnx's data propagation walks a long one element by element as it reads it (a Slice of
 #: ConstantOfShape([2^28]) took 21 GB and 75 s to load: a helper's reproducer). They are
-#: hidden from propagation as long Constant nodes are. op -> (element type, length).
+#: hidden from propagation as long Constant nodes are: a Shape of one folds, as the length is
+#: the operand's. op -> (element type, length). A Range is not: hidden, a Reshape to the
+#: Shape of one lost its size, which only propagation knew (folding leaves a Range's Shape
+#: to run time, as onnx sizes a float Range otherwise than onnxruntime).
 _VECTOR_MAKERS: Mapping[str, Callable[[Any, Mapping[str, np.ndarray]], tuple[int, int] | None]] = {
     "ConstantOfShape": _constant_of_shape_vector,
-    "Range": _range_vector,
 }
 
 
@@ -1972,21 +1970,21 @@ def _growth_budget(tensors: Mapping[str, TensorInfo], inputs: Iterable[str]) -> 
 
 
 def growth_rejection(graph: Graph, inputs: Sequence[str], outputs: Sequence[str]) -> str:
-    """``rejection``'s growth limit asked of the sizes inferred for the outputs, before the
-    node is evaluated ("" when they are not known or within it): evaluated first, a
-    ConstantOfShape of [2^28] allocated 1 GB, and one of [10^6, 10^6] failed the import with
-    a MemoryError, for a result the limit then refused."""
+    """Why a node is not evaluated to fold it ("" when it may be): the sizes inferred for
+    its outputs exceed ``EVALUATION_LIMIT_BYTES`` and the growth limit, so ``rejection``
+    would refuse the result. Evaluated first, a ConstantOfShape of [2^28] allocated 1 GB, and
+    one of [10^6, 10^6] failed the import with a MemoryError."""
     tensors = graph.tensors
-    budget: int | None = None
     for out in outputs:
         info = tensors.get(out) if out else None
         if info is None or info.dtype is None or info.static_shape is None:
             continue
         nbytes = math.prod(info.static_shape) * np.dtype(info.dtype).itemsize
-        if budget is None:
-            budget = _growth_budget(tensors, inputs)
-        if nbytes > budget:
-            return f"output {out!r} would add {nbytes} bytes of constant data (limit {budget})"
+        if nbytes > EVALUATION_LIMIT_BYTES and nbytes > _growth_budget(tensors, inputs):
+            return (
+                f"output {out!r} would add {nbytes} bytes of constant data, too many to "
+                f"compute to find out (limit {EVALUATION_LIMIT_BYTES})"
+            )
     return ""
 
 

@@ -488,3 +488,19 @@ def test_a_run_beyond_the_free_memory_is_refused_naming_the_node(backend, monkey
                        r"float32 \[1, 1, 4004, 4004\]: 64.1 MB, more than this machine has free "
                        r"\(50.0 MB\)"):
         get_backend(backend).run(lowered, x)
+
+
+def test_a_declared_output_size_the_node_does_not_make_is_not_refused() -> None:
+    """A Reshape to a shape given at run time, its output declared [10^6, 10^6]: the memory
+    check took the declaration for the size and refused a run that makes [2, 2] (a
+    reviewer's reproducer). A declared size the node may not make is not counted."""
+    graph = helper.make_graph(
+        [helper.make_node("Reshape", ["x", "s"], ["y"], name="rs")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4]),
+         helper.make_tensor_value_info("s", TensorProto.INT64, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [10**6, 10**6])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=10)
+    feeds = {"x": np.arange(4, dtype=np.float32), "s": np.array([2, 2], np.int64)}
+    for backend in ("numpy", "onnxruntime"):
+        (y,) = get_backend(backend).run(lower(load(model)), feeds).values()
+        np.testing.assert_array_equal(y, feeds["x"].reshape(2, 2))

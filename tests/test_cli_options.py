@@ -695,3 +695,14 @@ def test_a_file_name_typed_on_the_command_line_is_shown_escaped(command, tmp_pat
     assert main([command, str(model), "-o", str(tmp_path / out)]) == 0
     printed = capsys.readouterr().out
     assert "\x1b" not in printed and "\\x1b[31m" in printed
+
+
+def test_check_shows_the_expected_file_s_name_escaped(tmp_path, capsys) -> None:
+    """``check --expected`` printed the file's name raw in its table's title (a reviewer's
+    reproducer): an ESC in it recoloured the terminal."""
+    stored = tmp_path / "a\x1b[31mred.npz"
+    assert main(["run", str(SEED), "-o", str(stored)]) == 0
+    capsys.readouterr()
+    assert main(["check", str(SEED), "--expected", str(stored)]) == 0
+    printed = capsys.readouterr().out
+    assert "\x1b" not in printed and "\\x1b[31mred.npz" in printed
