@@ -346,3 +346,28 @@ def test_a_padding_value_beyond_float16_is_inf_without_a_warning() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert constant_bits(desc).view(np.float16) == np.inf
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(-3, 3), max_size=40))
+def test_a_border_s_sources_split_into_maximal_arithmetic_pieces(values) -> None:
+    """``moves._runs`` splits a border's source coordinates into pieces (first position,
+    count, first source, step) that give every coordinate back, each piece as long as its
+    step lasts (the next begins where a greedy walk would). It walks by piece now, not by
+    element: a border of 10^7 took 3.5 s to plan."""
+    from backends.numpy.moves import _runs
+
+    sources = np.array(values, dtype=np.int64)
+    pieces = _runs(sources)
+    rebuilt = [first + step * k for _, count, first, step in pieces for k in range(count)]
+    assert rebuilt == values
+    position = 0
+    for start, count, _, step in pieces:
+        assert start == position
+        position += count
+        end = start + count
+        if count > 1:
+            assert all(values[i + 1] - values[i] == step for i in range(start, end - 1))
+        if end < len(values) and count > 1:  # it stops where the step changes
+            assert values[end] - values[end - 1] != step
+    assert position == len(values)

@@ -12,6 +12,7 @@ the plan can spread them over threads.
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -83,16 +84,23 @@ def constant_bits(desc: PaddingDesc | Padding1Desc) -> np.ndarray:
 
 def _runs(sources: np.ndarray) -> list[tuple[int, int, int, int]]:
     """Split a run of source coordinates into arithmetic pieces: (first position, count,
-    first source, step). Index maps step by -1, 0 or +1, so the pieces are few."""
+    first source, step), each as long as it goes. Index maps step by -1, 0 or +1, so the
+    pieces are few; the walk is by piece, the coordinates' differences taken at once (a
+    border of 10^7 walked element by element took 3.5 s)."""
+    n = len(sources)
+    steps = np.diff(sources)
+    # where the step changes: a piece from i runs through the first such k > i
+    changes = (np.flatnonzero(steps[1:] != steps[:-1]) + 1).tolist()
     pieces: list[tuple[int, int, int, int]] = []
-    i, n = 0, len(sources)
+    i = 0
     while i < n:
-        step = int(sources[i + 1] - sources[i]) if i + 1 < n else 1
-        j = i + 1
-        while j < n and sources[j] - sources[j - 1] == step:
-            j += 1
-        pieces.append((i, j - i, int(sources[i]), step))
-        i = j
+        if i + 1 >= n:
+            pieces.append((i, 1, int(sources[i]), 1))
+            break
+        k = bisect.bisect_right(changes, i)
+        last = changes[k] if k < len(changes) else n - 1
+        pieces.append((i, last - i + 1, int(sources[i]), int(steps[i])))
+        i = last + 1
     return pieces
 
 
@@ -147,9 +155,10 @@ def _padding(desc: PaddingDesc | Padding1Desc, x: np.ndarray, out: np.ndarray) -
                     moves.append((at(border), fill))
             return moves
         sources = source_indices(mode, n, start, end)
-        positions = np.array(
-            list(range(start)) + list(range(start + n, start + n + end)), dtype=np.int64
-        )
+        positions = np.concatenate([
+            np.arange(start, dtype=np.int64),
+            np.arange(start + n, start + n + end, dtype=np.int64),
+        ])
         # consecutive border positions only: the two borders never share a piece
         for side in (positions[positions < start], positions[positions >= start + n]):
             if not side.size:
