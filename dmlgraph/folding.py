@@ -1035,7 +1035,7 @@ def _magnitude_divergence(op_type: str) -> Callable[..., str]:
                 bound = float(np.max(x ** np.abs(power.astype(np.float64)), initial=0.0))
             elif op_type in ("ReduceSum", "ReduceL1", "ReduceMean"):
                 bound = float(x.sum())
-            elif op_type == "ReduceSumSquare":
+            elif op_type in ("ReduceSumSquare", "ReduceL2"):
                 bound = float((x * x).sum())
             else:  # ReduceProd
                 bound = float(np.prod(np.maximum(x, 1.0)))
@@ -1077,6 +1077,38 @@ def _mod_divergence(values: list[np.ndarray | None], attrs: Mapping[str, Any], v
     return _division_divergence(values, attrs, version)
 
 
+def _nan_divergence(op_type: str) -> Callable[..., str]:
+    """Ops whose NaN onnx.reference places otherwise than onnxruntime: Hardmax of [NaN, 1]
+    is [1, 0] by NumPy's argmax and [0, 1] on onnxruntime; Sign of a float16 NaN is NaN by
+    NumPy and 0 on onnxruntime (a helper's sweep)."""
+
+    def check(values: list[np.ndarray | None], attrs: Mapping[str, Any], version: int) -> str:
+        data = values[0] if values else None
+        if data is not None and data.dtype.kind == "f" and np.isnan(data).any():
+            return f"a {op_type} of NaN, which onnxruntime computes otherwise than NumPy"
+        return ""
+
+    return check
+
+
+def _log_softmax_divergence(
+    values: list[np.ndarray | None], attrs: Mapping[str, Any], version: int
+) -> str:
+    """onnx.reference takes the log of the softmax, which underflows to -inf where the
+    inputs lie further apart than the exponent spans; onnxruntime subtracts the log of the
+    sum (LogSoftmax of [-6.8, 1e30]: -inf by onnx.reference, -1e30 on onnxruntime)."""
+    data = values[0] if values else None
+    if data is None or data.dtype.kind != "f" or not data.size:
+        return ""
+    with np.errstate(all="ignore"):
+        wide = data.astype(np.float64)
+        spread = float(np.max(wide) - np.min(wide))
+    if not spread <= -math.log(float(np.finfo(data.dtype).tiny)):
+        return ("a LogSoftmax of inputs further apart than the exponent spans, which "
+                "onnx.reference computes as -inf and onnxruntime does not")
+    return ""
+
+
 def _range_divergence(values: list[np.ndarray | None], attrs: Mapping[str, Any], version: int) -> str:
     if any(v is not None and v.ndim != 0 for v in values):
         return "a Range of inputs that are not scalars, which onnxruntime refuses"
@@ -1092,6 +1124,10 @@ _DIVERGENCES: Mapping[str, Callable[[list[np.ndarray | None], Mapping[str, Any],
     "ReduceSumSquare": _magnitude_divergence("ReduceSumSquare"),
     "ReduceProd": _magnitude_divergence("ReduceProd"),
     "ReduceMean": _magnitude_divergence("ReduceMean"),
+    "ReduceL2": _magnitude_divergence("ReduceL2"),
+    "Hardmax": _nan_divergence("Hardmax"),
+    "Sign": _nan_divergence("Sign"),
+    "LogSoftmax": _log_softmax_divergence,
     "Cast": _cast_divergence,
     "Div": _division_divergence,
     "Mod": _mod_divergence,
