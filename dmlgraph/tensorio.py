@@ -162,26 +162,26 @@ def _read_folder(path: Path) -> tuple[list[_Entry], list[_Entry]]:
     if not found["input"] and not found["output"]:
         raise TensorIOError(f"{path}: an ONNX test-data folder holds input_0.pb ...; none found")
     entries: dict[str, list[_Entry]] = {}
-    for kind, files in found.items():
-        indexes = sorted(files)
+    for kind, numbered in found.items():
+        indexes = sorted(numbered)
         if indexes != list(range(len(indexes))):
             raise TensorIOError(f"{path}: {kind} files are numbered {indexes}; expected 0..n-1")
         entries[kind] = []
         for index in indexes:
             proto = onnx.TensorProto()
             try:
-                data = files[index].read_bytes()
+                data = numbered[index].read_bytes()
             except OSError as exc:
-                raise TensorIOError(f"{files[index]}: cannot read: {exc.strerror or exc}") from None
+                raise TensorIOError(f"{numbered[index]}: cannot read: {exc.strerror or exc}") from None
             try:
                 proto.ParseFromString(data)
                 # external data lies beside the file, as ONNX's test runner reads it
                 array = np.array(numpy_helper.to_array(proto, base_dir=str(path)))
             except Exception as exc:
                 raise TensorIOError(
-                    f"{files[index]}: not a serialized TensorProto: {type(exc).__name__}: {exc}"
+                    f"{numbered[index]}: not a serialized TensorProto: {type(exc).__name__}: {exc}"
                 ) from None
-            entries[kind].append(_Entry(array, proto.name, index, f"file {files[index].name!r}"))
+            entries[kind].append(_Entry(array, proto.name, index, f"file {numbered[index].name!r}"))
     return entries["input"], entries["output"]
 
 
