@@ -24,6 +24,7 @@ from __future__ import annotations
 import enum
 import math
 import os
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -31,6 +32,7 @@ from types import MappingProxyType
 from typing import Any
 
 import ml_dtypes
+import networkx as nx
 import numpy as np
 import onnx
 
@@ -403,6 +405,28 @@ def known_divergences(
         KnownDivergence(name, note, frozenset(out), op_type, origin)
         for (name, note, op_type, origin), out in found.items()
     ]
+
+
+#: How onnxruntime names the node a run failed at.
+_FAILED_AT = re.compile(r"running \S+ node\. Name:'([^']*)'")
+
+
+def _upstream(
+    graph: Graph, divergences: Sequence[KnownDivergence], failure: str
+) -> list[KnownDivergence]:
+    """The divergences at nodes whose results reach the node onnxruntime's run ``failure``
+    names (by name, as the file holds it): its inputs there are not the model's, so its
+    failure is theirs. An Add of [0] and the [4] a divergent Slice made on onnxruntime (ONNX:
+    [0]) failed, and ``check`` with it (exit 2; a helper's sweep)."""
+    found = _FAILED_AT.search(failure)
+    failed = graph.find_nodes(name=found[1]) if found and found[1] else []
+    if not failed:
+        return []
+    before: set[int] = set()
+    for node in failed:
+        before |= nx.ancestors(graph.nx, node.id)
+    names = {graph.node(i).name for i in before}
+    return [d for d in divergences if d.node_id in before or (d.node and d.node in names)]
 
 
 def _without_dead_nodes(model: Any) -> bytes | None:
@@ -931,6 +955,8 @@ def _against_reference(
     unreached: list[int] = []
     while True:
         found = [d for d in divergences if d not in matched and d.named_in(str(failure))]
+        if not found:
+            found = [d for d in _upstream(graph, divergences, str(failure)) if d not in matched]
         if not found:
             raise failure
         matched += found

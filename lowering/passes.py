@@ -391,7 +391,10 @@ class Simplify(Pass):
         for origin_id in dead - set(ctx.origin_of.values()):  # none of its nodes remain
             gone = ctx.origins[origin_id]
             gone.status = Status.ELIMINATED
-            gone.notes[:] = [folding.UNUSED]
+            # a divergence stays: the model file still runs the node (onnxruntime refused a
+            # reflect Pad by its size or more that only a Slice to nothing read, and
+            # ``check`` failed on it, the note gone)
+            gone.notes[:] = [folding.UNUSED, *(n for n in gone.notes if n.startswith("divergence:"))]
         graph.prune_tensors()
 
 

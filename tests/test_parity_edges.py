@@ -401,3 +401,41 @@ def test_a_scalar_slice_or_pad_left_to_the_fallback_runs_as_the_identity(op: str
     report = check(model, inputs={"X": x}, feature_level="1_0", cross_check=True)
     assert [o.verdict for o in report.comparisons[0].outputs] == [Verdict.KNOWN_DIVERGENCE]
     assert report.exit_code == 0
+
+
+def test_a_divergent_pad_only_an_empty_slice_reads_is_still_named() -> None:
+    """A reflect Pad by its size (onnxruntime refuses it) read only by a Slice to nothing:
+    lowering dropped the Pad as dead and its divergence note with it, so onnxruntime's
+    failure on the file failed ``check`` (exit 2; a helper's sweep). The note stays."""
+    model = _model([helper.make_node("Pad", ["X", "p"], ["P"], name="pad", mode="reflect"),
+                    helper.make_node("Slice", ["P", "s", "e"], ["Y"], name="slice")],
+                   [_info("X", [5])], [_info("Y", None)],
+                   [_ints("p", [0, 5]), _ints("s", [0]), _ints("e", [0])], opset=13)
+    x = np.arange(5, dtype=np.float32)
+    with pytest.raises(Exception, match="Pad"):
+        _ort(model, {"X": x})
+    report = check(model, inputs={"X": x})
+    assert [o.verdict for o in report.comparisons[0].outputs] == [Verdict.KNOWN_DIVERGENCE]
+    assert report.exit_code == 0
+
+
+def test_onnxruntime_failing_downstream_of_a_divergence_is_that_divergence() -> None:
+    """A Slice with a negative step and an end of INT64_MAX (ONNX: empty; onnxruntime: four
+    elements) added to an empty input: valid by ONNX, and onnxruntime's Add fails on [4] +
+    [0]. Its failure names the Add, not the Slice, and failed ``check`` (exit 2; a helper's
+    sweep); a failure at a node a divergence reaches is that divergence's."""
+    model = _model([helper.make_node("Slice", ["X", "s", "e", "a", "t"], ["S"], name="slice"),
+                    helper.make_node("Add", ["S", "Z"], ["Y"], name="add")],
+                   [_info("X", [5]), _info("Z", [0])], [_info("Y", None)],
+                   [_ints("s", [3]), _ints("e", [2**63 - 1]), _ints("a", [0]), _ints("t", [-1])],
+                   opset=13)
+    feeds = {"X": np.arange(5, dtype=np.float32), "Z": np.zeros(0, np.float32)}
+    with pytest.raises(Exception, match="Name:'add'"):
+        _ort(model, feeds)
+    (y,) = get_backend("numpy").run(lower(load(model)), feeds).values()
+    assert y.shape == (0,)
+    report = check(model, inputs=feeds)
+    (output,) = report.comparisons[0].outputs
+    assert output.verdict is Verdict.KNOWN_DIVERGENCE
+    assert any("'slice'" in d for d in output.divergences)
+    assert report.exit_code == 0
