@@ -17,6 +17,7 @@ from dmlgraph.dml.binding import binds
 from dmlgraph.dml.operators import OperatorDesc
 from dmlgraph.errors import DmlValidationError, GraphInvariantError
 from dmlgraph.ir import Node, NodeId, OnnxOp, TensorInfo
+from dmlgraph.ort_pad import PadDivergenceKind, pad_divergences
 from dmlgraph.subgraphs import held_note
 from lowering import concat, pad, slice  # noqa: F401  (register the rules)
 from lowering.emit import CannotLower, Plan, Step, plan_join, plan_pad, plan_slice
@@ -277,11 +278,10 @@ class Legalize(Pass):
         original = origin.node
         inputs = tuple(ctx.resolve(name) if name else name for name in original.inputs)
         op = original.op
-        scalar = _of_a_scalar(graph, original)
-        if scalar:  # the identity ONNX says it is, which onnxruntime runs
-            opset = graph.opset_imports.get("", 1)
-            op = OnnxOp("Identity", canonical.since_version("Identity", "", opset, reason))
-            inputs = inputs[:1]
+        runs_as = _as_onnxruntime_runs_it(graph, original)
+        if runs_as is not None:
+            op, kept, _ = runs_as
+            inputs = inputs[:kept]
         if len(nodes) == 1 and nodes[0].outputs == original.outputs:
             graph.replace_node(  # the ONNX node takes its logical op's place (and id) back
                 nodes[0].id,
@@ -296,8 +296,8 @@ class Legalize(Pass):
             ctx.adopt(new, origin_id)
         origin.status = Status.FALLBACK
         origin.notes.append(f"not lowered at {graph.feature_level.full_name}: {reason}")
-        if scalar:
-            origin.notes.append(SCALAR_IDENTITY)
+        if runs_as is not None:
+            origin.notes.append(runs_as[2])
             return  # its divergence stays: check's reference fails on the node
         for note in list(origin.notes):
             if note.startswith("divergence:"):
@@ -313,16 +313,50 @@ SCALAR_IDENTITY = (
     "runs on the fallback as an ONNX Identity: a Slice or Pad of a scalar (no axis, empty "
     "parameters) is its input, and onnxruntime fails on the node itself"
 )
+#: Why a reflect Pad of single elements left to the fallback runs in edge mode.
+REFLECT_AS_EDGE = (
+    "runs on the fallback as an edge Pad: it reflects single elements, which repeats them "
+    "as the lowering does, and onnxruntime refuses the reflect Pad itself"
+)
 
 
-def _of_a_scalar(graph: LoweredGraph, node: Node) -> bool:
-    """A canonical Slice or Pad whose data is a scalar: ONNX's identity (``pad_divergences``
-    and the Slice rule note onnxruntime's failure on it), left ONNX at a level with no copy
-    for its type (an int8 scalar at FL 1_0 failed the run in onnxruntime)."""
+def _as_onnxruntime_runs_it(
+    graph: LoweredGraph, node: Node
+) -> tuple[OnnxOp, int, str] | None:
+    """For a canonical Slice or Pad left ONNX whose divergence is onnxruntime refusing what
+    the lowering computes: the op it runs as on the fallback, how many of its inputs that
+    reads, and the note saying so (None for the node as it is). A Slice or Pad of a scalar
+    is the Identity; a reflect Pad whose every padded axis holds one element after its crop
+    is an edge Pad (``pad_divergences``: REFLECT_SIZE_1). Left as written where a level has
+    no copy for the type (int8 at FL 1_0), they failed the run in onnxruntime."""
     if node.op_type not in ("Slice", "Pad") or not node.inputs:
-        return False
+        return None
     info = graph.tensors.get(node.inputs[0])
-    return info is not None and info.shape == ()
+    if info is None or info.shape is None:
+        return None
+    opset = graph.opset_imports.get("", 1)
+    if info.shape == ():
+        version = canonical.since_version("Identity", "", opset, graph.describe(node))
+        return OnnxOp("Identity", version), 1, SCALAR_IDENTITY
+    if node.op_type != "Pad" or canonical.pad_mode(node.op) != "reflect":
+        return None
+    shape, pads = info.static_shape, graph.constant(node.input(1))
+    axes = graph.constant(node.input(3)) if node.input(3) else None
+    if shape is None or pads is None or (node.input(3) and axes is None):
+        return None
+    if axes is not None:  # as the Pad rule spreads them (``lowering.pad``)
+        pads = canonical.expand_pads(pads.reshape(-1), axes % max(len(shape), 1), len(shape))
+    widths = [int(p) for p in pads.reshape(-1)]
+    found = {d.kind: d for d in pad_divergences(shape, "reflect", widths)}
+    single = found.get(PadDivergenceKind.REFLECT_SIZE_1)
+    padded = {a for a in range(len(shape)) if widths[a] > 0 or widths[a + len(shape)] > 0}
+    if set(found) != {PadDivergenceKind.REFLECT_SIZE_1} or single is None:
+        return None
+    if padded != set(single.axes):
+        return None
+    attrs = {**node.op.attrs, "mode": "edge"}
+    return OnnxOp("Pad", node.op.since_version, node.op.domain, attrs), len(node.inputs), (
+        REFLECT_AS_EDGE)
 
 
 def _own_tensors_only(plan: Plan, node: Node) -> bool:

@@ -439,3 +439,24 @@ def test_onnxruntime_failing_downstream_of_a_divergence_is_that_divergence() -> 
     assert output.verdict is Verdict.KNOWN_DIVERGENCE
     assert any("'slice'" in d for d in output.divergences)
     assert report.exit_code == 0
+
+
+def test_a_reflect_pad_of_single_elements_left_to_the_fallback_runs_in_edge_mode() -> None:
+    """uint8 [6] cropped to one element and reflected by 3: the lowering pads it in EDGE
+    mode (nothing to mirror), but FL 1_0 has no copy for uint8, and the fallback ran the
+    reflect Pad, which onnxruntime refuses ("Pad reflect requires axis length >= 2 after
+    slicing"; a helper's sweep). It runs as an edge Pad there now."""
+    model = _model([helper.make_node("Pad", ["X", "p"], ["Y"], name="pad", mode="reflect")],
+                   [_info("X", [6], TensorProto.UINT8)], [_info("Y", None, TensorProto.UINT8)],
+                   [_ints("p", [3, -5])], opset=13)
+    x = np.arange(6, dtype=np.uint8)
+    with pytest.raises(Exception, match="reflect requires axis length >= 2"):
+        _ort(model, {"X": x})
+    lowered = lower(load(model), "1_0")
+    (node,) = lowered.nodes
+    assert node.op_type == "Pad" and node.op.attrs["mode"] == "edge"
+    (y,) = get_backend("numpy").run(lowered, {"X": x}).values()
+    assert y.tolist() == [0, 0, 0, 0]
+    report = check(model, inputs={"X": x}, feature_level="1_0", cross_check=True)
+    assert [o.verdict for o in report.comparisons[0].outputs] == [Verdict.KNOWN_DIVERGENCE]
+    assert report.exit_code == 0
