@@ -1024,6 +1024,16 @@ def _magnitude_divergence(op_type: str) -> Callable[..., str]:
 
     def check(values: list[np.ndarray | None], attrs: Mapping[str, Any], version: int) -> str:
         data = values[0]
+        if (
+            data is not None and data.size and op_type in ("ReduceL2", "ReduceSumSquare")
+            and data.dtype.kind in "fV" and data.dtype.itemsize == 2
+        ):  # onnxruntime sums a float16's squares in float32; onnx.reference overflowed
+            with np.errstate(all="ignore"):
+                squares = float(np.square(data.astype(np.float64)).sum())
+            if not squares <= float(np.finfo(data.dtype).max):
+                return (f"a {data.dtype} {op_type} whose squares' sum overflows the type, "
+                        "which onnxruntime sums in float32")
+            return ""
         if data is None or data.dtype.kind not in "iu" or not data.size:
             return ""
         with np.errstate(all="ignore"):
@@ -1077,15 +1087,22 @@ def _mod_divergence(values: list[np.ndarray | None], attrs: Mapping[str, Any], v
     return _division_divergence(values, attrs, version)
 
 
-def _nan_divergence(op_type: str) -> Callable[..., str]:
-    """Ops whose NaN onnx.reference places otherwise than onnxruntime: Hardmax of [NaN, 1]
-    is [1, 0] by NumPy's argmax and [0, 1] on onnxruntime; Sign of a float16 NaN is NaN by
-    NumPy and 0 on onnxruntime (a helper's sweep)."""
+def _nan_divergence(op_type: str, infinite: bool = False) -> Callable[..., str]:
+    """Ops whose NaN onnx.reference places otherwise than onnxruntime (helpers' sweeps):
+    Hardmax of [NaN, 1] is [1, 0] by NumPy's argmax and [0, 1] on onnxruntime; Sign of a
+    float16 NaN is NaN by NumPy and 0 on onnxruntime; ArgMax of [1, NaN, 3] is 1 and 2;
+    ReduceMax of [1, NaN] is NaN and 1. With ``infinite``, an infinity too (ReduceLogSumExp
+    of [-inf, -inf]: NaN by onnx.reference, -inf on onnxruntime)."""
 
     def check(values: list[np.ndarray | None], attrs: Mapping[str, Any], version: int) -> str:
         data = values[0] if values else None
-        if data is not None and data.dtype.kind == "f" and np.isnan(data).any():
-            return f"a {op_type} of NaN, which onnxruntime computes otherwise than NumPy"
+        if data is None or data.dtype.kind not in "fV" or not data.size:
+            return ""
+        with np.errstate(all="ignore"):
+            wide = data.astype(np.float64)
+        if np.isnan(wide).any() or (infinite and np.isinf(wide).any()):
+            what = "NaN or an infinity" if infinite else "NaN"
+            return f"a {op_type} of {what}, which onnxruntime computes otherwise than NumPy"
         return ""
 
     return check
@@ -1127,6 +1144,11 @@ _DIVERGENCES: Mapping[str, Callable[[list[np.ndarray | None], Mapping[str, Any],
     "ReduceL2": _magnitude_divergence("ReduceL2"),
     "Hardmax": _nan_divergence("Hardmax"),
     "Sign": _nan_divergence("Sign"),
+    "ArgMax": _nan_divergence("ArgMax"),
+    "ArgMin": _nan_divergence("ArgMin"),
+    "ReduceMax": _nan_divergence("ReduceMax"),
+    "ReduceMin": _nan_divergence("ReduceMin"),
+    "ReduceLogSumExp": _nan_divergence("ReduceLogSumExp", infinite=True),
     "LogSoftmax": _log_softmax_divergence,
     "Cast": _cast_divergence,
     "Div": _division_divergence,

@@ -425,10 +425,9 @@ class Simplify(Pass):
         for origin_id in dead - set(ctx.origin_of.values()):  # none of its nodes remain
             gone = ctx.origins[origin_id]
             gone.status = Status.ELIMINATED
-            # a divergence stays: the model file still runs the node (onnxruntime refused a
-            # reflect Pad by its size or more that only a Slice to nothing read, and
-            # ``check`` failed on it, the note gone)
-            gone.notes[:] = [folding.UNUSED, *(n for n in gone.notes if n.startswith("divergence:"))]
+            # its divergence notes go with it: traced through the model's graph, they would
+            # excuse outputs its values never reach (a Slice to nothing read it)
+            gone.notes[:] = [folding.UNUSED]
         graph.prune_tensors()
 
 

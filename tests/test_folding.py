@@ -1813,28 +1813,33 @@ def test_a_shape_after_a_quantized_op_folds(op, onnx_make_model, onnx_run) -> No
     ("Hardmax", {}, np.array([[np.nan, 1.0]], np.float32), 18),
     ("Sign", {}, np.array([[np.nan, 1.0]], np.float16), 18),
     ("ReduceL2", {"keepdims": 1}, np.array([[2**62, 3]], np.int64), 13),
+    ("ReduceL2", {"keepdims": 1}, np.array([[300, 400]], np.float16), 13),
+    ("ArgMax", {"axis": 1}, np.array([[1, np.nan, 3]], np.float32), 13),
+    ("ArgMin", {"axis": 1}, np.array([[3, np.nan, 1]], np.float32), 13),
+    ("ReduceMax", {"keepdims": 1}, np.array([[1, np.nan]], np.float32), 13),
+    ("ReduceLogSumExp", {"keepdims": 1}, np.array([[-np.inf, -np.inf]], np.float32), 13),
 ])
 def test_constants_onnx_reference_computes_otherwise_are_left_to_onnxruntime(
     op, attrs, data, opset, onnx_run
 ) -> None:
-    """Folded by onnx.reference, these constants differed from onnxruntime's (a helper's
-    sweep): LogSoftmax of [-6.8, 1e30] (-inf against -1e30), Hardmax of [NaN, 1] ([1, 0]
+    """Folded by onnx.reference, these constants differed from onnxruntime's (helpers'
+    sweeps): LogSoftmax of [-6.8, 1e30] (-inf against -1e30), Hardmax of [NaN, 1] ([1, 0]
     against [0, 1]), Sign of a float16 NaN (NaN against 0), ReduceL2 of int64 [2^62, 3] (3,
-    wrapped, against 2^62). They are left for onnxruntime to compute, as its session does."""
-    elem = helper.np_dtype_to_tensor_dtype(data.dtype)
+    wrapped, against 2^62) and of float16 [300, 400] (inf against 500), ArgMax and ArgMin
+    past a NaN, ReduceMax of a NaN, ReduceLogSumExp of -inf (NaN against -inf). They are
+    left for onnxruntime to compute, as its session does."""
     graph = helper.make_graph(
         [helper.make_node(op, ["w"], ["c"], name="const", **attrs),
-         helper.make_node("Add", ["x", "c"], ["y"], name="use")], "g",
-        [helper.make_tensor_value_info("x", elem, list(data.shape))],
-        [helper.make_tensor_value_info("y", elem, None)],
+         helper.make_node("Identity", ["c"], ["y"], name="use")], "g", [],
+        [helper.make_tensor_value_info("y", TensorProto.INT64 if op.startswith("Arg") else
+                                       helper.np_dtype_to_tensor_dtype(data.dtype), None)],
         [numpy_helper.from_array(data, "w")])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
                               ir_version=10)
-    feeds = {"x": np.zeros(data.shape, data.dtype)}
-    (want,) = onnx_run(model, feeds)
+    (want,) = onnx_run(model, {})
     loaded = dmlgraph.load(model)
     (node,) = loaded.find_nodes(op)
     assert any(n.startswith(folding.NOT_FOLDED) for n in node.notes)
-    got = _numpy_run(loaded, feeds)
+    got = _numpy_run(loaded, {})
     np.testing.assert_array_equal(got, want)
-    assert dmlgraph.check(model, inputs=feeds).passed
+    assert dmlgraph.check(model, inputs={}).passed
