@@ -276,8 +276,9 @@ def _check_npz_memory(path: Path, data: Any, keys: set[str]) -> None:
     machine has free: an .npz compresses, and a 2 MB file held a 2 GB array that was
     unpacked before its key was even looked at."""
     sizes: dict[str, int] = {}
+    members = set(data.zip.namelist())  # read once: an .npz may hold thousands of keys
     for key in keys:
-        member = f"{key}.npy" if f"{key}.npy" in data.zip.namelist() else key
+        member = f"{key}.npy" if f"{key}.npy" in members else key
         try:
             with data.zip.open(member) as file:
                 version = np.lib.format.read_magic(file)
