@@ -37,9 +37,10 @@ _FLOATS = frozenset(np.dtype(t) for t in ("float16", "float32", "float64"))
 _INDICES = frozenset(np.dtype(t) for t in ("int32", "int64"))
 _INT64 = np.dtype("int64")
 _FLOAT16, _FLOAT64 = np.dtype("float16"), np.dtype("float64")
-#: Slice ends that onnxruntime reads as "through index 0" with a negative step, by name: ONNX
-#: clamps them to dim - 1 like any large end, so the slice stops short of it (measured,
-#: onnxruntime 1.32: INT32_MAX - 1, INT32_MAX + 1 and INT64_MAX - 1 follow ONNX).
+#: Slice ends that onnxruntime's CPU kernel reads as "through index 0" with a negative step, by
+#: name: ONNX clamps them to dim - 1 like any large end, so the slice stops short of it
+#: (measured, onnxruntime 1.32: INT32_MAX - 1, INT32_MAX + 1 and INT64_MAX - 1 follow ONNX).
+#: Its DirectML provider's SliceHelper makes such a window empty, as ONNX does (read, not run).
 ORT_REVERSE_TO_START_ENDS: Mapping[int, str] = MappingProxyType(
     {2**31 - 1: "INT32_MAX", 2**63 - 1: "INT64_MAX"}
 )

@@ -73,8 +73,8 @@ def lower_slice(rw: Rewriter) -> None:
         if sentinel:
             rw.note(
                 f"divergence: axis {axis} has step {step} and end {sentinel}; ONNX clamps "
-                "that end to dim - 1, so the slice stops before it, while onnxruntime reads it "
-                "as 'through index 0'"
+                "that end to dim - 1, so the slice stops before it, while onnxruntime's CPU "
+                "kernel reads it as 'through index 0'"
             )
     out_shape = tuple(sizes)
     if not shape:
