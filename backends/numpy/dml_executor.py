@@ -57,6 +57,14 @@ def _read(desc: BufferTensorDesc, array: np.ndarray, label: str) -> np.ndarray:
     )
 
 
+def _addressed(desc: BufferTensorDesc, array: np.ndarray) -> np.ndarray:
+    """The part of an array a tensor desc reads or writes: all of a shaped one, the addressed
+    elements of a flat buffer (two tensors may share a buffer where their elements do not)."""
+    if array.ndim == 1 and not (desc.is_packed and array.shape == desc.sizes):
+        return array[: _last_index(desc) + 1]
+    return array
+
+
 def _last_index(desc: BufferTensorDesc) -> int:
     return sum((n - 1) * s for n, s in zip(desc.sizes, desc.effective_strides))
 
@@ -154,7 +162,16 @@ def execute_operator(
         _read(d, a, f"{desc.name} input {i}") for i, (d, a) in enumerate(zip(input_descs, inputs))
     ]
     (output_desc,) = desc.outputs
+    bound = outputs[0] if outputs else None
+    if bound is not None and not desc.IN_PLACE:
+        written = _addressed(output_desc, bound)
+        for i, (d, a) in enumerate(zip(input_descs, inputs)):
+            if isinstance(a, np.ndarray) and np.may_share_memory(written, _addressed(d, a)):
+                raise ExecutionError(
+                    f"{desc.name}: bound output 0 shares memory with input {i}; "
+                    f"{desc.name} does not run in place (OperatorDesc.IN_PLACE), and "
+                    "writing the result would change the input"
+                )
     result = np.empty(output_desc.sizes, dtype=output_desc.data_type.bits_dtype)
     run_moves(operator_moves(desc, bits, result))
-    bound = outputs[0] if outputs else None
     return [_write(output_desc, result, bound, f"{desc.name} output 0")]
