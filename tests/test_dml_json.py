@@ -89,6 +89,24 @@ def test_round_trip_through_json_text(desc) -> None:
     assert _same(back, desc)
 
 
+def test_numpy_integers_in_fields_write_plain_json() -> None:
+    """NumPy integers validate as ints do, so they must write as ints: an np.int64 Axis or an
+    np.uint64 TotalTensorSizeInBytes reached to_json()'s dict, and json.dumps raised."""
+    desc = JoinDesc(input_count=np.uint32(2),
+                    input_tensors=[T("INT32", (1, 2)),
+                                   T("INT32", (1, 2), total_tensor_size_in_bytes=np.uint64(16),
+                                     guaranteed_base_offset_alignment=np.int32(16))],
+                    output_tensor=T("INT32", (1, 4)), axis=np.int64(1))
+    desc.validate("4_1")
+    text = json.dumps(desc.to_json())
+    assert json.loads(text)["desc"]["Axis"] == 1
+    assert json.loads(text)["desc"]["InputTensors"][1]["TotalTensorSizeInBytes"] == 16
+    assert operator_from_json(json.loads(text)) == desc
+    slice_ = SliceDesc(input_tensor=T("INT8", (4,)), output_tensor=T("INT8", (2,)),
+                       dimension_count=np.uint8(1), offsets=[1], sizes=[2], strides=[1])
+    assert json.loads(json.dumps(slice_.to_json()))["desc"]["DimensionCount"] == 1
+
+
 def test_written_form_uses_full_names_and_shorthand() -> None:
     written = SAMPLES[2].to_json()
     assert written["type"] == "DML_OPERATOR_JOIN"

@@ -27,7 +27,14 @@ from dmlgraph.dml.enums import (
     TensorDataType,
     TensorFlags,
 )
-from dmlgraph.dml.scalars import as_double, int_tuple, is_integer, is_real, same_bits_key
+from dmlgraph.dml.scalars import (
+    as_double,
+    int_tuple,
+    is_integer,
+    is_real,
+    plain_int,
+    same_bits_key,
+)
 from dmlgraph.dml.schema import FieldKind, FieldSpec
 from dmlgraph.dml.support import introduced, support_row
 from dmlgraph.dml.tensor import BufferTensorDesc
@@ -117,6 +124,13 @@ class OperatorDesc(ABC):
 
         self._check_schema()
         return operator_to_json(self)
+
+    def _plain_integers(self) -> None:
+        """Its count and UINT fields' NumPy integers as Python ints, as ``int_tuple`` makes
+        its arrays'."""
+        for spec in self.SCHEMA:
+            if spec.kind in (K.COUNT, K.UINT):
+                object.__setattr__(self, spec.attr, plain_int(getattr(self, spec.attr)))
 
     # -- tensors -------------------------------------------------------------------------
     def tensor_fields(self) -> Iterator[tuple[str, BufferTensorDesc, bool]]:
@@ -287,6 +301,7 @@ class SliceDesc(OperatorDesc):
     strides: tuple[int, ...]
 
     def __post_init__(self) -> None:
+        self._plain_integers()
         for name in ("offsets", "sizes", "strides"):
             object.__setattr__(self, name, int_tuple(getattr(self, name)))
         if self.dimension_count == -1:
@@ -343,6 +358,7 @@ class Slice1Desc(OperatorDesc):
     input_window_strides: tuple[int, ...]
 
     def __post_init__(self) -> None:
+        self._plain_integers()
         for name in ("input_window_offsets", "input_window_sizes", "input_window_strides"):
             object.__setattr__(self, name, int_tuple(getattr(self, name)))
         if self.dimension_count == -1:
@@ -402,6 +418,7 @@ class JoinDesc(OperatorDesc):
     axis: int
 
     def __post_init__(self) -> None:
+        self._plain_integers()
         if isinstance(self.input_tensors, Iterable):
             object.__setattr__(self, "input_tensors", tuple(self.input_tensors))
         if self.input_count == -1:
@@ -453,8 +470,10 @@ class _PaddingRules:
     error: Callable[..., DmlValidationError]
     OPERATOR: ClassVar[OperatorType]
     _same_type_and_rank: Callable[[int | None], None]
+    _plain_integers: Callable[[], None]
 
     def _normalize_common(self) -> None:
+        self._plain_integers()
         object.__setattr__(
             self, "padding_mode", PaddingMode.parse(
                 self.padding_mode, f"{self.OPERATOR.full_name}.PaddingMode"
