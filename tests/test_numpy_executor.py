@@ -317,6 +317,21 @@ def test_bad_arrays_are_refused(array, message) -> None:
         execute_operator(desc, [array], "2_1")
 
 
+def test_a_shaped_array_for_a_strided_desc_is_told_to_be_flat() -> None:
+    """The message said "array shape (3, 2) is neither the tensor's sizes [3, 2] (packed) nor
+    a flat buffer" of an array shaped as the sizes: a strided desc reads a flat buffer only."""
+    desc = SliceDesc(input_tensor=T("INT32", (3, 2), strides=(1, 3)),
+                     output_tensor=T("INT32", (3, 2), strides=(1, 3)), offsets=(0, 0),
+                     sizes=(3, 2), strides=(1, 1))
+    shaped = np.arange(6, dtype=np.int32).reshape(3, 2)
+    with pytest.raises(ExecutionError, match=r"input 0: array shape \(3, 2\) is not a flat "
+                       r"buffer, .* Strides \[1, 3\] \(not packed\) .* at least 6 elements"):
+        execute_operator(desc, [shaped])
+    with pytest.raises(ExecutionError, match=r"output 0: bound array shape \(3, 2\) is not a "
+                       r"flat buffer"):
+        execute_operator(desc, [shaped.reshape(-1)], outputs=[np.zeros((3, 2), np.int32)])
+
+
 def test_a_bound_output_of_another_shape_is_refused() -> None:
     """As inputs are read: the desc's sizes (packed) or a flat buffer; a (5, 2) array for
     sizes [2, 5] was written row-major and handed back in its own shape."""

@@ -51,9 +51,23 @@ def _read(desc: BufferTensorDesc, array: np.ndarray, label: str) -> np.ndarray:
             strides=tuple(s * flat.itemsize for s in desc.effective_strides),
             writeable=False,
         )
-    raise ExecutionError(
-        f"{label}: array shape {array.shape} is neither the tensor's sizes "
-        f"{list(desc.sizes)} (packed) nor a flat buffer"
+    raise _not_a_buffer(desc, "array", array.shape, label)
+
+
+def _not_a_buffer(
+    desc: BufferTensorDesc, what: str, shape: tuple[int, ...], label: str
+) -> ExecutionError:
+    """An array neither shaped as a packed desc's sizes nor flat. For a strided desc only a
+    flat buffer will do: "neither the tensor's sizes [2, 3]" of a (2, 3) array said otherwise."""
+    if desc.is_packed:
+        return ExecutionError(
+            f"{label}: {what} shape {shape} is neither the tensor's sizes "
+            f"{list(desc.sizes)} (packed) nor a flat buffer"
+        )
+    return ExecutionError(
+        f"{label}: {what} shape {shape} is not a flat buffer, the only form a tensor desc "
+        f"with Strides {list(desc.effective_strides)} (not packed) is read and written "
+        f"through: pass a 1-D array of at least {_last_index(desc) + 1} elements"
     )
 
 
@@ -85,10 +99,7 @@ def _write(desc: BufferTensorDesc, bits: np.ndarray, out: np.ndarray | None, lab
         out.view(desc.data_type.bits_dtype)[...] = bits
         return out
     if out.ndim != 1:  # as _read takes inputs: another shape would be written row-major
-        raise ExecutionError(
-            f"{label}: bound array shape {out.shape} is neither the tensor's sizes "
-            f"{list(desc.sizes)} (packed) nor a flat buffer"
-        )
+        raise _not_a_buffer(desc, "bound array", out.shape, label)
     flat = out.view(desc.data_type.bits_dtype)
     needed = _last_index(desc) + 1
     if flat.size < needed:
