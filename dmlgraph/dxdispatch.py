@@ -11,9 +11,10 @@ rounds through float), ``sizeInBytes`` defaults to the initial data rounded up t
 must hold the data at ``initialValuesOffsetInBytes``; a binding's ``elementOffset`` counts
 elements of ``elementSizeInBytes`` (absent or 0: the resource's element size), its byte
 offset aligned as DML_BUFFER_BINDING requires (DML_MINIMUM_BUFFER_TENSOR_ALIGNMENT, or the
-tensor's GuaranteedBaseOffsetAlignment), an output's bytes (TotalTensorSizeInBytes from its
-offset) overlapping an input's only for an operator that runs in place (none here), and
-``elementCount`` is ignored for DML operators;
+tensor's GuaranteedBaseOffsetAlignment) with the tensor's TotalTensorSizeInBytes after it
+(the least a buffer holding the tensor may have), an output's bytes (TotalTensorSizeInBytes
+from its offset) overlapping an input's only for an operator that runs in place (none here),
+and ``elementCount`` is ignored for DML operators;
 command types are compared ignoring case; ``print`` writes ``Resource 'NAME': v0, v1, ...``
 over the initialised elements, as an ostream does (INT8 and UINT8 as characters; the command
 line shows control characters among them, and in names, by their codes).
@@ -546,6 +547,13 @@ def _bound(
         )
     if len(resource.data) - offset < tensor.data_type.numpy_dtype.itemsize:
         raise DxDispatchError(f"{where}: offset {offset} bytes leaves no room in '{resource.name}'")
+    if len(resource.data) - offset < tensor.total_tensor_size_in_bytes:
+        raise DxDispatchError(
+            f"{where}: '{resource.name}' holds {len(resource.data) - offset} bytes from byte "
+            f"{offset}, fewer than the tensor's TotalTensorSizeInBytes "
+            f"({tensor.total_tensor_size_in_bytes}), the least a buffer holding it may have "
+            "(DML_BUFFER_TENSOR_DESC)"
+        )
     return _Bound(point, tensor, resource, offset)
 
 

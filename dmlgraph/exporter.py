@@ -158,7 +158,8 @@ def node_proto(
     if not isinstance(op, OnnxOp):
         raise UnsupportedError(
             f"{graph.describe(node)} holds a {type(op).__name__}, not an ONNX op; "
-            "to_onnx() writes graphs of ONNX ops only"
+            "to_onnx() writes graphs of ONNX ops only (backends.onnxruntime.translate writes a "
+            "lowered graph's DML nodes as ONNX ops)"
         )
     if op.domain not in graph.opset_imports:
         raise UnsupportedError(

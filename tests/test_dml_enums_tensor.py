@@ -59,6 +59,13 @@ def test_feature_level_rejects_unknown(bad) -> None:
         FeatureLevel.parse(bad)
 
 
+def test_a_float_feature_level_is_told_to_be_a_string() -> None:
+    """lower(graph, 2.1) said only "unknown DirectML feature level 2.1", though "2.1" works."""
+    with pytest.raises(ValueError, match=r"level 2\.1 \(known: .*; write a level as a string, "
+                                         r"'2\.1'\)"):
+        FeatureLevel.parse(2.1)
+
+
 def test_feature_levels_are_ordered() -> None:
     assert FeatureLevel.L2_1 < FeatureLevel.L3_0 < FeatureLevel.L6_4
 

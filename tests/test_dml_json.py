@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -87,6 +88,57 @@ def test_round_trip_through_json_text(desc) -> None:
     text = json.dumps(desc.to_json(), allow_nan=False)  # strict JSON: no bare NaN
     back = operator_from_json(json.loads(text))
     assert _same(back, desc)
+
+
+def test_numpy_integers_in_fields_write_plain_json() -> None:
+    """NumPy integers validate as ints do, so they must write as ints: an np.int64 Axis or an
+    np.uint64 TotalTensorSizeInBytes reached to_json()'s dict, and json.dumps raised."""
+    desc = JoinDesc(input_count=np.uint32(2),
+                    input_tensors=[T("INT32", (1, 2)),
+                                   T("INT32", (1, 2), total_tensor_size_in_bytes=np.uint64(16),
+                                     guaranteed_base_offset_alignment=np.int32(16))],
+                    output_tensor=T("INT32", (1, 4)), axis=np.int64(1))
+    desc.validate("4_1")
+    text = json.dumps(desc.to_json())
+    assert json.loads(text)["desc"]["Axis"] == 1
+    assert json.loads(text)["desc"]["InputTensors"][1]["TotalTensorSizeInBytes"] == 16
+    assert operator_from_json(json.loads(text)) == desc
+    slice_ = SliceDesc(input_tensor=T("INT8", (4,)), output_tensor=T("INT8", (2,)),
+                       dimension_count=np.uint8(1), offsets=[1], sizes=[2], strides=[1])
+    assert json.loads(json.dumps(slice_.to_json()))["desc"]["DimensionCount"] == 1
+
+
+def _padding1(data_type: str, value: object) -> Padding1Desc:
+    return Padding1Desc(input_tensor=T(data_type, (2,)), output_tensor=T(data_type, (4,)),
+                        padding_mode="CONSTANT", padding_value_data_type=data_type,
+                        padding_value=value, start_padding=(1,), end_padding=(1,))
+
+
+def test_padding1_values_the_union_holds_alike_are_one_descriptor() -> None:
+    """The union holds 3 and 3.0 as the same FLOAT32; the descriptors compared unequal (and
+    hashed apart), and a FLOAT16 0.1 read back from its JSON (through float, as DxDispatch
+    reads it) was another descriptor than the one written."""
+    assert _padding1("FLOAT32", 3) == _padding1("FLOAT32", 3.0)
+    assert hash(_padding1("FLOAT32", 3)) == hash(_padding1("FLOAT32", 3.0))
+    assert _padding1("INT8", 3) == _padding1("INT8", 3.0) == _padding1("INT8", np.int8(3))
+    half = _padding1("FLOAT16", 0.1)
+    assert half.padding_value == 0.0999755859375  # float16 0x2E66, the nearest to 0.1
+    assert operator_from_json(json.loads(json.dumps(half.to_json()))) == half
+
+
+@pytest.mark.parametrize("data_type, value, written", [
+    ("INT64", np.int64(-3), -3),
+    ("FLOAT32", np.float32(1.5), 1.5),
+    ("FLOAT64", Fraction(1, 4), 0.25),
+    ("FLOAT32", np.uint8(7), 7.0),
+])
+def test_padding1_values_of_numpy_or_fractions_write_plain_json(data_type, value, written):
+    """json.dumps raised TypeError on the np.int64, np.float32 or Fraction kept as given."""
+    desc = _padding1(data_type, value)
+    desc.validate("5_0")
+    body = json.loads(json.dumps(desc.to_json()))["desc"]
+    assert body["PaddingValue"] == written and type(body["PaddingValue"]) is type(written)
+    assert operator_from_json({"type": "PADDING1", "desc": body}) == desc
 
 
 def test_written_form_uses_full_names_and_shorthand() -> None:

@@ -248,6 +248,25 @@ def test_an_aligned_offset_a_zero_element_size_and_a_one_item_list_bind(tmp_path
 
 
 @pytest.mark.parametrize("edit, message", [
+    (lambda m: m["dispatchables"]["s"]["desc"]["OutputTensor"].update(
+        TotalTensorSizeInBytes=64),
+     "bind point 'OutputTensor': 'out' holds 16 bytes from byte 0, fewer than the tensor's "
+     "TotalTensorSizeInBytes (64)"),
+    (lambda m: m["commands"][0]["bindings"]["InputTensor"].update(elementOffset=4),
+     "bind point 'InputTensor': 'in' holds 12 bytes from byte 16, fewer than the tensor's "
+     "TotalTensorSizeInBytes (16)"),
+])
+def test_a_binding_smaller_than_its_tensors_total_size_is_refused(tmp_path, capsys, edit,
+                                                                  message) -> None:
+    """TotalTensorSizeInBytes is "a minimum size in bytes for the buffer that will contain
+    this tensor" (DML_BUFFER_TENSOR_DESC): a 64-byte output in a 16-byte resource ran."""
+    model = _slice_model(list(range(1, 8)))  # "in": 7 floats, 28 bytes; "out": 16 bytes
+    edit(model)
+    code, out, err = _run_text(tmp_path, json.dumps(model), capsys)
+    assert code == 2 and out == "" and err.count("\n") == 1 and message in err
+
+
+@pytest.mark.parametrize("edit, message", [
     (lambda m: m.update(resources=[]), "'resources' is a JSON list, not an object"),
     (lambda m: m.update(dispatchables=[]), "'dispatchables' is a JSON list, not an object"),
     (lambda m: m["dispatchables"]["s"].update(type=" SLICE"), "unsupported operator"),

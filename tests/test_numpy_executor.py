@@ -280,6 +280,30 @@ def test_inputs_are_not_modified() -> None:
     np.testing.assert_array_equal(x, before)
 
 
+def test_a_bound_output_over_an_input_is_refused_and_the_input_kept() -> None:
+    """None of these operators runs in place (``OperatorDesc.IN_PLACE``), as the backend and
+    ``dmlgraph dxdispatch`` refuse it: an EDGE pad written over its own input changed the
+    input to [0, 0, 1, 2]."""
+    buffer = np.arange(6, dtype=np.float32)
+    desc = PaddingDesc(input_tensor=T("FLOAT32", (1, 1, 1, 4)),
+                       output_tensor=T("FLOAT32", (1, 1, 1, 6)), padding_mode="EDGE",
+                       start_padding=(0, 0, 0, 1), end_padding=(0, 0, 0, 1))
+    with pytest.raises(ExecutionError, match="bound output 0 shares memory with input 0"):
+        execute_operator(desc, [buffer[:4]], outputs=[buffer])
+    assert buffer.tolist() == [0, 1, 2, 3, 4, 5]
+
+
+def test_an_input_and_output_in_disjoint_parts_of_one_buffer_run() -> None:
+    """Only the addressed elements count: a flat input in the first half of a buffer and the
+    output bound to the second half do not overlap."""
+    buffer = np.array([1, 2, 3, 4, 0, 0, 0, 0, 0, 0], np.int32)
+    desc = PaddingDesc(input_tensor=T("INT32", (4,)), output_tensor=T("INT32", (6,)),
+                       padding_mode="CONSTANT", padding_value=7, start_padding=(1,),
+                       end_padding=(1,))
+    execute_operator(desc, [buffer[:4]], outputs=[buffer[4:]])
+    assert buffer.tolist() == [1, 2, 3, 4, 7, 1, 2, 3, 4, 7]
+
+
 @pytest.mark.parametrize("array, message", [
     (np.zeros((1, 1, 4, 4), np.float64), "does not match DataType"),
     (np.zeros((1, 4, 4), np.float32), "neither the tensor's sizes"),
@@ -291,6 +315,21 @@ def test_bad_arrays_are_refused(array, message) -> None:
                       input_window_sizes=(1, 1, 4, 3), input_window_strides=(1, 1, 2, 2))
     with pytest.raises(ExecutionError, match=message):
         execute_operator(desc, [array], "2_1")
+
+
+def test_a_shaped_array_for_a_strided_desc_is_told_to_be_flat() -> None:
+    """The message said "array shape (3, 2) is neither the tensor's sizes [3, 2] (packed) nor
+    a flat buffer" of an array shaped as the sizes: a strided desc reads a flat buffer only."""
+    desc = SliceDesc(input_tensor=T("INT32", (3, 2), strides=(1, 3)),
+                     output_tensor=T("INT32", (3, 2), strides=(1, 3)), offsets=(0, 0),
+                     sizes=(3, 2), strides=(1, 1))
+    shaped = np.arange(6, dtype=np.int32).reshape(3, 2)
+    with pytest.raises(ExecutionError, match=r"input 0: array shape \(3, 2\) is not a flat "
+                       r"buffer, .* Strides \[1, 3\] \(not packed\) .* at least 6 elements"):
+        execute_operator(desc, [shaped])
+    with pytest.raises(ExecutionError, match=r"output 0: bound array shape \(3, 2\) is not a "
+                       r"flat buffer"):
+        execute_operator(desc, [shaped.reshape(-1)], outputs=[np.zeros((3, 2), np.int32)])
 
 
 def test_a_bound_output_of_another_shape_is_refused() -> None:

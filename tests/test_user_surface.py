@@ -297,6 +297,9 @@ _RAGGED = [[1.0, 2.0], [3.0]]
     (lambda g, l, x: _backend("onnxruntime").execute_model(g.to_onnx(), {"x": _RAGGED}),
      "input 'x' cannot be read as an array"),
     (lambda g, l, x: (g.outputs.append("zz"), g.to_onnx()), "graph output 'zz'"),
+    (lambda g, l, x: l.to_onnx(),  # which named no way to get the lowered graph's ONNX
+     "to_onnx() writes graphs of ONNX ops only (backends.onnxruntime.translate writes a "
+     "lowered graph's DML nodes as ONNX ops)"),
     (lambda g, l, x: __import__("dmlgraph.viz").viz.write_viz("/no/such/folder/x.html", g, l),
      "/no/such/folder/x.html: cannot write: No such file or directory"),
 ])

@@ -51,10 +51,32 @@ def _read(desc: BufferTensorDesc, array: np.ndarray, label: str) -> np.ndarray:
             strides=tuple(s * flat.itemsize for s in desc.effective_strides),
             writeable=False,
         )
-    raise ExecutionError(
-        f"{label}: array shape {array.shape} is neither the tensor's sizes "
-        f"{list(desc.sizes)} (packed) nor a flat buffer"
+    raise _not_a_buffer(desc, "array", array.shape, label)
+
+
+def _not_a_buffer(
+    desc: BufferTensorDesc, what: str, shape: tuple[int, ...], label: str
+) -> ExecutionError:
+    """An array neither shaped as a packed desc's sizes nor flat. For a strided desc only a
+    flat buffer will do: "neither the tensor's sizes [2, 3]" of a (2, 3) array said otherwise."""
+    if desc.is_packed:
+        return ExecutionError(
+            f"{label}: {what} shape {shape} is neither the tensor's sizes "
+            f"{list(desc.sizes)} (packed) nor a flat buffer"
+        )
+    return ExecutionError(
+        f"{label}: {what} shape {shape} is not a flat buffer, the only form a tensor desc "
+        f"with Strides {list(desc.effective_strides)} (not packed) is read and written "
+        f"through: pass a 1-D array of at least {_last_index(desc) + 1} elements"
     )
+
+
+def _addressed(desc: BufferTensorDesc, array: np.ndarray) -> np.ndarray:
+    """The part of an array a tensor desc reads or writes: all of a shaped one, the addressed
+    elements of a flat buffer (two tensors may share a buffer where their elements do not)."""
+    if array.ndim == 1 and not (desc.is_packed and array.shape == desc.sizes):
+        return array[: _last_index(desc) + 1]
+    return array
 
 
 def _last_index(desc: BufferTensorDesc) -> int:
@@ -77,10 +99,7 @@ def _write(desc: BufferTensorDesc, bits: np.ndarray, out: np.ndarray | None, lab
         out.view(desc.data_type.bits_dtype)[...] = bits
         return out
     if out.ndim != 1:  # as _read takes inputs: another shape would be written row-major
-        raise ExecutionError(
-            f"{label}: bound array shape {out.shape} is neither the tensor's sizes "
-            f"{list(desc.sizes)} (packed) nor a flat buffer"
-        )
+        raise _not_a_buffer(desc, "bound array", out.shape, label)
     flat = out.view(desc.data_type.bits_dtype)
     needed = _last_index(desc) + 1
     if flat.size < needed:
@@ -154,7 +173,16 @@ def execute_operator(
         _read(d, a, f"{desc.name} input {i}") for i, (d, a) in enumerate(zip(input_descs, inputs))
     ]
     (output_desc,) = desc.outputs
+    bound = outputs[0] if outputs else None
+    if bound is not None and not desc.IN_PLACE:
+        written = _addressed(output_desc, bound)
+        for i, (d, a) in enumerate(zip(input_descs, inputs)):
+            if isinstance(a, np.ndarray) and np.may_share_memory(written, _addressed(d, a)):
+                raise ExecutionError(
+                    f"{desc.name}: bound output 0 shares memory with input {i}; "
+                    f"{desc.name} does not run in place (OperatorDesc.IN_PLACE), and "
+                    "writing the result would change the input"
+                )
     result = np.empty(output_desc.sizes, dtype=output_desc.data_type.bits_dtype)
     run_moves(operator_moves(desc, bits, result))
-    bound = outputs[0] if outputs else None
     return [_write(output_desc, result, bound, f"{desc.name} output 0")]

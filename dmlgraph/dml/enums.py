@@ -135,7 +135,9 @@ class FeatureLevel(_DmlEnum):
 
 def _unknown_level(value: object) -> str:
     known = ", ".join(level.short for level in FeatureLevel)
-    return f"unknown DirectML feature level {value!r} (known: {known})"
+    # a float names no level (3.1 and 3.10 are one float): say how to write the one meant
+    hint = f"; write a level as a string, '{value}'" if isinstance(value, float) else ""
+    return f"unknown DirectML feature level {value!r} (known: {known}{hint})"
 
 
 class TensorDataType(_DmlEnum):

@@ -27,7 +27,14 @@ from dmlgraph.dml.enums import (
     TensorDataType,
     TensorFlags,
 )
-from dmlgraph.dml.scalars import as_double, int_tuple, is_integer, is_real, same_bits_key
+from dmlgraph.dml.scalars import (
+    as_double,
+    int_tuple,
+    is_integer,
+    is_real,
+    plain_int,
+    same_bits_key,
+)
 from dmlgraph.dml.schema import FieldKind, FieldSpec
 from dmlgraph.dml.support import introduced, support_row
 from dmlgraph.dml.tensor import BufferTensorDesc
@@ -117,6 +124,13 @@ class OperatorDesc(ABC):
 
         self._check_schema()
         return operator_to_json(self)
+
+    def _plain_integers(self) -> None:
+        """Its count and UINT fields' NumPy integers as Python ints, as ``int_tuple`` makes
+        its arrays'."""
+        for spec in self.SCHEMA:
+            if spec.kind in (K.COUNT, K.UINT):
+                object.__setattr__(self, spec.attr, plain_int(getattr(self, spec.attr)))
 
     # -- tensors -------------------------------------------------------------------------
     def tensor_fields(self) -> Iterator[tuple[str, BufferTensorDesc, bool]]:
@@ -287,6 +301,7 @@ class SliceDesc(OperatorDesc):
     strides: tuple[int, ...]
 
     def __post_init__(self) -> None:
+        self._plain_integers()
         for name in ("offsets", "sizes", "strides"):
             object.__setattr__(self, name, int_tuple(getattr(self, name)))
         if self.dimension_count == -1:
@@ -343,6 +358,7 @@ class Slice1Desc(OperatorDesc):
     input_window_strides: tuple[int, ...]
 
     def __post_init__(self) -> None:
+        self._plain_integers()
         for name in ("input_window_offsets", "input_window_sizes", "input_window_strides"):
             object.__setattr__(self, name, int_tuple(getattr(self, name)))
         if self.dimension_count == -1:
@@ -402,6 +418,7 @@ class JoinDesc(OperatorDesc):
     axis: int
 
     def __post_init__(self) -> None:
+        self._plain_integers()
         if isinstance(self.input_tensors, Iterable):
             object.__setattr__(self, "input_tensors", tuple(self.input_tensors))
         if self.input_count == -1:
@@ -453,8 +470,10 @@ class _PaddingRules:
     error: Callable[..., DmlValidationError]
     OPERATOR: ClassVar[OperatorType]
     _same_type_and_rank: Callable[[int | None], None]
+    _plain_integers: Callable[[], None]
 
     def _normalize_common(self) -> None:
+        self._plain_integers()
         object.__setattr__(
             self, "padding_mode", PaddingMode.parse(
                 self.padding_mode, f"{self.OPERATOR.full_name}.PaddingMode"
@@ -559,7 +578,9 @@ class PaddingDesc(_PaddingRules, OperatorDesc):
 @dataclass(frozen=True, kw_only=True, eq=False)
 class Padding1Desc(_PaddingRules, OperatorDesc):
     """DML_PADDING1_OPERATOR_DESC (FL 5.0): PADDING with a typed DML_SCALAR_UNION value, exact
-    for 64-bit integers and doubles."""
+    for 64-bit integers and doubles. The value is stored as the union holds it: a Python int
+    for integer types, a float rounded to a float type (so 3 and 3.0 are one FLOAT32
+    descriptor, and a FLOAT16 0.1 survives JSON, which DxDispatch reads through float)."""
 
     OPERATOR: ClassVar[OperatorType] = OperatorType.PADDING1
     SCHEMA: ClassVar[tuple[FieldSpec, ...]] = (
@@ -592,9 +613,7 @@ class Padding1Desc(_PaddingRules, OperatorDesc):
             self.padding_value_data_type, f"{self.name}.PaddingValueDataType"
         )
         object.__setattr__(self, "padding_value_data_type", data_type)
-        value = self.padding_value
-        if not data_type.is_float and isinstance(value, float) and value.is_integer():
-            object.__setattr__(self, "padding_value", int(value))
+        object.__setattr__(self, "padding_value", _union_value(self.padding_value, data_type))
 
     def scalar(self) -> np.ndarray:
         """The value as the 0-d array the scalar union holds (its bits are what DML reads)."""
@@ -631,6 +650,27 @@ class Padding1Desc(_PaddingRules, OperatorDesc):
                 value,
                 f"must be an integer in {data_type.full_name} [{low}, {high}]",
             )
+
+
+def _union_value(value: object, data_type: TensorDataType) -> object:
+    """A PADDING1 value as its DML_SCALAR_UNION member holds it: NumPy's numbers and
+    fractions as Python's, integers as ints, reals as doubles rounded to a float type. What
+    that cannot hold (a string, 3.5 for INT8, 1e5 for FLOAT16, 10**400) is kept as it is for
+    ``_check_value`` to name."""
+    if is_integer(value):
+        value = int(value)
+    if is_real(value) and (data_type.is_float or not is_integer(value)):
+        double = as_double(value)
+        value = value if double is None else double
+    if type(value) is not float:
+        return value
+    if not data_type.is_float:
+        return int(value) if value.is_integer() else value
+    if not math.isfinite(value):  # a NaN keeps its bits, which rounding could change
+        return value
+    with np.errstate(over="ignore"):
+        stored = float(np.array(value, dtype=data_type.numpy_dtype))
+    return stored if math.isfinite(stored) else value
 
 
 DESCRIPTOR_CLASSES: dict[OperatorType, type[OperatorDesc]] = {

@@ -41,6 +41,13 @@ def int_tuple(values: object) -> object:
     return tuple(int(v) if is_integer(v) else v for v in values)
 
 
+def plain_int(value: object) -> object:
+    """An integer, NumPy's too, as a Python int; anything else as it is, for ``validate()``
+    to refuse by its field's name. A NumPy integer kept in a field reached ``to_json()``'s
+    dict, which ``json.dumps`` cannot write."""
+    return int(value) if type(value) is not int and is_integer(value) else value
+
+
 def as_double(value: object) -> float | None:
     """A real number as a double; None when it is finite but no double holds it (an integer
     of 400 digits, a long double of 1e400), which ``float()`` makes inf or refuses."""

@@ -11,7 +11,7 @@ from dmlgraph.dml.enums import (
     TensorDataType,
     TensorFlags,
 )
-from dmlgraph.dml.scalars import int_tuple, is_integer
+from dmlgraph.dml.scalars import int_tuple, is_integer, plain_int
 from dmlgraph.errors import DmlValidationError
 
 UINT64_MAX = 2**64 - 1
@@ -61,6 +61,8 @@ class BufferTensorDesc:
         object.__setattr__(self, "sizes", int_tuple(self.sizes))
         if self.strides is not None:
             object.__setattr__(self, "strides", int_tuple(self.strides))
+        for name in ("total_tensor_size_in_bytes", "guaranteed_base_offset_alignment"):
+            object.__setattr__(self, name, plain_int(getattr(self, name)))
         if self.total_tensor_size_in_bytes == -1:
             object.__setattr__(self, "total_tensor_size_in_bytes", self.minimum_size_in_bytes)
 
