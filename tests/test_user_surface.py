@@ -385,6 +385,8 @@ def test_an_output_that_cannot_be_written_is_refused_before_any_work(args, fragm
     # before the model is read: a missing model must not be what they say
     (["lower", "missing.onnx", "--format", "dxdispatch"], "needs -o OUT.json"),
     (["viz", "missing.onnx", "-o", "out.png"], "cannot tell the format from '.png'"),
+    # a suffix alone is a hidden file's name: it was "cannot tell the format from 'no suffix'"
+    (["viz", "missing.onnx", "-o", ".html"], "'.html' names a hidden file with no suffix"),
 ])
 def test_usage_errors_name_what_was_typed(args, fragment, capsys) -> None:
     try:

@@ -27,6 +27,9 @@ def check_target(path: str | Path) -> None:
     suffix = path.suffix.lower()
     if suffix not in FORMATS:
         known = ", ".join(FORMATS)
+        if not suffix and path.name.lower() in FORMATS:  # Path(".html").suffix is ""
+            raise VizError(f"{path}: {path.name!r} names a hidden file with no suffix, not a "
+                           f"format; give the file a name, as 'graph{path.name}'")
         raise VizError(f"{path}: cannot tell the format from {suffix or 'no suffix'!r} "
                        f"(use one of {known})")
     if suffix == ".svg" and _dot.graphviz() is None:  # read where tests replace it
