@@ -162,6 +162,25 @@ def test_onnx_nodes_run_on_either_fallback(fallback: str) -> None:
                       else OnnxruntimeFallback)
 
 
+@pytest.mark.parametrize("start", [-8, -100, -(2**63)])
+def test_a_slice_left_to_the_reference_clamps_as_onnx_says(start: int) -> None:
+    """A reversed uint8 Slice is left ONNX at FL 1.0 and ran on onnx.reference, which slices
+    Python's way: a start before the beginning with a negative step gave nothing, where
+    Slice-13's text clamps it to index 0 (one element), as onnxruntime does."""
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node("Slice", ["x", "s", "e", "a", "p"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.UINT8, [3, 7])],
+        [helper.make_tensor_value_info("y", TensorProto.UINT8, None)],
+        [numpy_helper.from_array(np.array(v, np.int64), n)
+         for n, v in (("s", [start]), ("e", [-8]), ("a", [1]), ("p", [-1]))],
+    ), opset_imports=[helper.make_opsetid("", 13)])
+    lowered = lower(load(model), "1_0")
+    x = np.arange(21, dtype=np.uint8).reshape(3, 7)
+    result = NumpyBackend("reference").execute(lowered, {"x": x})
+    assert {r.engine for r in result.record.nodes} == {"onnx.reference"}
+    assert_same_bits(result.outputs["y"], x[:, :1])  # index 0 down to -1 (exclusive)
+
+
 def test_consecutive_onnx_nodes_form_one_segment() -> None:
     """Two independent ONNX chains around one DML node: the schedule runs each kind while it
     can, so the fallback prepares two models, not one per node."""

@@ -287,6 +287,28 @@ def test_dropped_outputs_are_recycled(path: str) -> None:
     assert len(addresses) == 1
 
 
+@pytest.mark.parametrize("change", [
+    lambda y: y.setflags(write=False),  # the usual way to freeze a result
+    lambda y: setattr(y, "shape", (24,)),
+    lambda y: setattr(y, "shape", (6, 4)),
+    lambda y: setattr(y, "dtype", np.int32),
+])
+def test_a_returned_array_changed_in_place_then_dropped_is_not_reused(change, path) -> None:
+    """The replay hands out its pooled arrays themselves: one whose flags, shape or dtype the
+    caller changed and then dropped came back from the pool unlike its output, and every later
+    run raised "an output factory made an array unlike its port"."""
+    lowered = lower(load(_halves_concat()), "6_4")
+    backend = NumpyBackend()
+    x = np.arange(24, dtype=np.float32).reshape(4, 6)
+    want = np.concatenate([x[2:], x[:2]])
+    first = backend.run(lowered, {"x": x})["y"]
+    change(first)
+    del first
+    for _ in range(2):
+        y = backend.run(lowered, {"x": x})["y"]
+        assert same_bits(y, want) and y.flags.writeable
+
+
 # ------------------------------------------------------------------------------ threads
 @pytest.mark.parametrize("copier", COPIERS)
 @pytest.mark.parametrize("mode", ["constant", "reflect", "edge", "wrap"])

@@ -1493,7 +1493,17 @@ static PyObject *replay_call(Replay *self, PyObject *args, PyObject *kwargs) {
         PyObject *obj = NULL;
         for (Py_ssize_t k = 0; k < PyList_GET_SIZE(p->pool) && !obj; k++) {
             PyObject *pooled = PyList_GET_ITEM(p->pool, k);
-            if (Py_REFCNT(pooled) == 1) obj = Py_NewRef(pooled); /* no caller, no view */
+            if (Py_REFCNT(pooled) != 1) continue; /* a caller or a view holds it */
+            /* the array itself went to a caller, who may have changed its flags, shape or
+             * dtype in place (``setflags(write=False)``) before dropping it: such a one is
+             * dropped from the pool, not handed out again unlike its port */
+            const int fits = take_array(self, pooled, p, 1, &low[i], &high[i]);
+            if (fits < 0) goto done;
+            if (fits) {
+                obj = Py_NewRef(pooled);
+            } else if (PySequence_DelItem(p->pool, k--) < 0) {
+                goto done;
+            }
         }
         if (!obj) {
             obj = PyObject_CallNoArgs(p->factory);

@@ -17,6 +17,7 @@ from backends.base import BackendError, first_line
 from backends.onnxruntime import values
 from backends.onnxruntime.providers import make_session, select_providers
 from dmlgraph.ir import Graph
+from dmlgraph.shape_kernels import KERNELS
 
 Runner = Callable[[Mapping[str, np.ndarray]], dict[str, np.ndarray]]
 
@@ -39,7 +40,7 @@ class ReferenceFallback:
         from onnx.reference import ReferenceEvaluator  # slow to import; most never use it
 
         try:
-            evaluator = ReferenceEvaluator(graph.to_onnx())
+            evaluator = ReferenceEvaluator(graph.to_onnx(), new_ops=_spec_ops(graph))
         except Exception as exc:
             raise BackendError(
                 f"{graph.source}: onnx.reference cannot load {_nodes(graph)}: {first_line(exc)}"
@@ -59,6 +60,28 @@ class ReferenceFallback:
             return {name: np.array(value) for name, value in zip(outputs, results)}
 
         return run
+
+
+def _spec_ops(graph: Graph) -> list[type]:
+    """onnx.reference's ops replaced where it computes otherwise than the ONNX spec: its Slice
+    slices Python's way, so a start before the beginning with a negative step gave nothing
+    where Slice-10..13 clamp it to index 0 (README: "Folding follows the ONNX spec"). The
+    replacement is folding's kernel (``shape_kernels``), which onnxruntime agrees with; what
+    the kernel declines stays the reference's."""
+    if graph.opset_imports.get("", 1) < 10:
+        return []  # Slice-1 takes its parameters as attributes: the reference's own
+    from onnx.reference.ops.op_slice import SliceCommon
+
+    kernel = KERNELS["Slice"]
+
+    class Slice(SliceCommon):  # the op's name: the evaluator finds the class by it
+        op_domain = ""
+
+        def _run(self, data, starts, ends, axes=None, steps=None):  # type: ignore[no-untyped-def]
+            made = kernel.fn((data, starts, ends, axes, steps), {}, kernel.last)
+            return made if made is not None else super()._run(data, starts, ends, axes, steps)
+
+    return [Slice]
 
 
 class OnnxruntimeFallback:
