@@ -1,8 +1,9 @@
 """Control flow's subgraphs (If's branches, Loop's and Scan's bodies) as the IR holds them.
 
-dmlgraph lowers the main graph's Slice, Concat and Pad nodes; a control-flow node runs whole on
-the fallback, subgraphs and all, as any op without a lowering rule does. What the IR must know
-of a subgraph is what ONNX leaves implicit: the tensors of the enclosing graph it reads by
+dmlgraph lowers the main graph's Slice, Concat and Pad nodes ahead of time, and the NumPy
+backend an If's or Loop's subgraphs' when it runs them (``backends.numpy.control``; a Scan runs
+whole on the fallback, as any op without a lowering rule does). What the IR must know of a
+subgraph is what ONNX leaves implicit: the tensors of the enclosing graph it reads by
 name. Its node lists them after its explicit inputs (``ir.implicit_inputs``), so ordering,
 liveness, dead-node removal and fallback segments treat them as the inputs they are; a proto
 written back leaves them out again, renaming them inside the subgraph where a pass renamed
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator, Mapping
+from types import MappingProxyType
 from typing import Any
 
 import onnx
@@ -76,18 +78,34 @@ def attribute_graphs(attr: AttributeProto) -> list[onnx.GraphProto]:
     return []
 
 
+#: Control-flow ops (domain "") whose subgraphs the NumPy backend lowers when it runs them
+#: (``backends.numpy.control``), by the attributes that hold those subgraphs. Scan is not
+#: one: its node runs whole on the fallback.
+LOWERED_WHEN_RUN: Mapping[str, tuple[str, ...]] = MappingProxyType(
+    {"If": ("then_branch", "else_branch"), "Loop": ("body",)}
+)
+
+
 def held_note(op: Any) -> str:
     """What a control-flow op's subgraphs hold of the ops dmlgraph lowers, for its report
-    ("" for none): they run on the fallback with it."""
+    ("" for none), and when they are lowered: by the NumPy backend as it runs an If or Loop
+    (``LOWERED_WHEN_RUN``; their sizes are known only then), else never (Scan's run on the
+    fallback with it)."""
     if not isinstance(op, OnnxOp) or not op.holds_subgraphs:  # asked of every unlowered node
         return ""
     held = Counter(name for sub in subgraphs(op) for name in sub.ops if name in LOWERED_OPS)
     if not held:
         return ""
     listed = ", ".join(f"{n} {name}" for name, n in sorted(held.items()))
+    if op.domain == "" and op.op_type in LOWERED_WHEN_RUN:
+        return (
+            f"{HOLDS} {listed}: the numpy backend lowers them when it runs the "
+            f"{'branch taken' if op.op_type == 'If' else 'body'}, by the sizes that arrive "
+            "(its run record lists what they became)"
+        )
     return (
-        f"{HOLDS} {listed}: they run on the fallback with it (dmlgraph lowers the main "
-        "graph's Slice, Concat and Pad nodes)"
+        f"{HOLDS} {listed}: they run on the fallback with it (dmlgraph lowers the Slice, "
+        "Concat and Pad nodes of the main graph and of If and Loop subgraphs)"
     )
 
 

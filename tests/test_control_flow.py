@@ -1,5 +1,6 @@
-"""Control flow (If, Loop, Scan): imported whole, run on the fallback with its subgraphs, the
-main graph's Slice/Concat/Pad lowered around it. Oracle: onnxruntime on the original model.
+"""Control flow (If, Loop, Scan): imported whole, the main graph's Slice/Concat/Pad lowered
+around it; the NumPy backend runs If and Loop with their subgraphs lowered when they run, Scan
+on the fallback. Oracle: onnxruntime on the original model.
 
 Before, a model with any subgraph was refused at load ("dmlgraph does not import control
 flow"), whatever else it held."""
@@ -112,13 +113,20 @@ def test_an_if_reading_a_lowered_slice_runs_as_onnxruntime_runs_it(cond, fallbac
     assert rows["slice"].status is Status.LOWERED and rows["slice"].dml_ops == (
         "DML_OPERATOR_SLICE",)
     assert rows["branch"].status is Status.FALLBACK
-    assert any(note.startswith("its subgraphs hold 1 Concat, 1 Pad: they run on the fallback")
+    assert any(note.startswith("its subgraphs hold 1 Concat, 1 Pad: the numpy backend lowers "
+                               "them when it runs the branch taken")
                for note in rows["branch"].notes)
     result = get_backend("numpy", fallback=fallback).execute(lowered, feeds)
     assert np.array_equal(result.outputs["y"], want)
-    engines = {run.node: run.engine for run in result.record.nodes}
-    assert engines["branch"] != "numpy DirectML emulator"
-    assert engines["cat"] == "numpy DirectML emulator"  # lowered when it ran
+    engines = {(run.node, run.op): run for run in result.record.nodes}
+    assert engines["cat", "DML_OPERATOR_JOIN"].engine == "numpy DirectML emulator"
+    # the branch taken ran lowered, the node's own Concat or Pad as a DirectML operator
+    taken, op = (
+        ("then_branch", "DML_OPERATOR_JOIN") if cond else ("else_branch", "DML_OPERATOR_PADDING")
+    )
+    (ran,) = [r for r in result.record.nodes if r.via.startswith(f"If 'branch' {taken}")]
+    assert ran.op == op and ran.engine == "numpy DirectML emulator"
+    assert ran.node_id == branch.id
     report = dmlgraph.check(model, inputs=feeds, cross_check=True)
     assert report.passed and len(report.comparisons) == 2
 
@@ -453,3 +461,130 @@ def test_a_graph_loaded_without_folding_is_lowered_again_too() -> None:
     assert want.shape == (4, 3)
     result = get_backend("numpy").execute(lower(dmlgraph.load(model, fold=False), "6_4"), feeds)
     assert np.array_equal(result.outputs["y"], want) and result.record.relowered
+
+
+def _lowered_runs(record, op_type: str, name: str) -> dict[str, str]:
+    """DML operator -> engine, of the runs made inside the control-flow node ``name``."""
+    return {r.op: r.engine for r in record.nodes if r.via.startswith(f"{op_type} '{name}'")}
+
+
+def test_a_loop_body_s_slice_and_concat_run_as_directml_operators() -> None:
+    """The body's Slice and Concat are lowered when the Loop runs (their sizes are known
+    only then) and run on the emulator, as onnxruntime's DirectML provider runs a body's
+    nodes; before, the whole Loop ran on the fallback, and nothing proved them."""
+    model = _loop_model()
+    want = _ort(model, {"x": X})
+    lowered = lower(dmlgraph.load(model), "6_4")
+    result = get_backend("numpy").execute(lowered, {"x": X})
+    assert np.array_equal(result.outputs["y"], want[0])
+    assert np.array_equal(result.outputs["scans"], want[1])
+    ran = _lowered_runs(result.record, "Loop", "loop")
+    assert ran["DML_OPERATOR_SLICE"] == ran["DML_OPERATOR_JOIN"] == "numpy DirectML emulator"
+
+
+def _while_model(trip: int | None, steps: int) -> onnx.ModelProto:
+    """A Loop that concatenates a reversed slice of x to what it carries while i < steps
+    (its body's condition), at most ``trip`` times, and stacks each iteration's piece padded
+    by i-independent pads; the carried tensor grows every iteration."""
+    body = helper.make_graph(
+        [helper.make_node("Slice", ["x", "st", "en", "ax", "neg"], ["piece"]),
+         helper.make_node("Concat", ["acc", "piece"], ["acc_out"], axis=1),
+         helper.make_node("Add", ["i", "one"], ["next"]),
+         helper.make_node("Less", ["next", "limit"], ["cond_out"]),
+         helper.make_node("Pad", ["piece", "pads"], ["scan_out"], mode="reflect")],
+        "body",
+        [_vi("i", INT64, []), _vi("cond_in", BOOL, []), _vi("acc", FLOAT, [2, None])],
+        [_vi("cond_out", BOOL, []), _vi("acc_out", FLOAT, [2, None]),
+         _vi("scan_out", FLOAT, [None, None])],
+        [_i64("one", 1), _i64("limit", steps), _i64("neg", [-1]), _i64("pads", [0, 2, 0, 1])])
+    trip_name = "" if trip is None else "trip"
+    inits = [_i64("st", [4]), _i64("en", [1]), _i64("ax", [1])]
+    if trip is not None:
+        inits.append(_i64("trip", trip))
+    return _model(
+        [helper.make_node("Loop", [trip_name, "go", "x"], ["acc_final", "scans"], name="loop",
+                          body=body)],
+        [_vi("x", FLOAT, [2, 6]), _vi("go", BOOL, [])],
+        [_vi("acc_final", FLOAT, [2, None]), _vi("scans", FLOAT, [None, None, None])],
+        inits,
+    )
+
+
+@pytest.mark.parametrize("trip, steps", [(None, 20), (5, 20), (30, 20)])
+def test_a_loop_runs_while_its_body_s_condition_holds(trip, steps) -> None:
+    """The body's condition ends the loop (steps), or the trip count does, whichever comes
+    first; the carried tensor grows each iteration, so the body is lowered for 20 sizes,
+    more than the 16 a node keeps (the least recently run go)."""
+    model = _while_model(trip, steps)
+    feeds = {"x": X, "go": np.array(True)}
+    want = _ort(model, feeds)
+    result = get_backend("numpy").execute(lower(dmlgraph.load(model), "6_4"), feeds)
+    assert want[0].shape == (2, 6 + 3 * min(steps, trip or steps))
+    assert np.array_equal(result.outputs["acc_final"], want[0])
+    assert np.array_equal(result.outputs["scans"], want[1])
+    ran = _lowered_runs(result.record, "Loop", "loop")
+    assert ran["DML_OPERATOR_SLICE1"] == ran["DML_OPERATOR_PADDING"] == "numpy DirectML emulator"
+
+
+@pytest.mark.parametrize("feeds", [{"go": False}, {"go": True, "trip": 0}])
+def test_a_loop_that_makes_scan_outputs_in_no_iteration_runs_on_the_fallback(feeds) -> None:
+    """No iteration says what shape a scan output's elements have: the Loop runs whole on
+    the fallback, as onnxruntime runs it, and its record says why."""
+    model = _while_model(None if "trip" not in feeds else 5, 20)
+    if "trip" in feeds:  # the trip count as an input, 0 this run
+        del model.graph.initializer[-1]
+        model.graph.input.append(_vi("trip", INT64, []))
+    feeds = {"x": X, **{k: np.array(v) for k, v in feeds.items()}}
+    want = _ort(model, feeds)
+    result = get_backend("numpy").execute(lower(dmlgraph.load(model), "6_4"), feeds)
+    assert np.array_equal(result.outputs["acc_final"], want[0])
+    assert result.outputs["scans"].shape == want[1].shape
+    (whole,) = [r for r in result.record.nodes if r.node == "loop"]
+    assert whole.engine.startswith("onnxruntime") and whole.notes[-1] == (
+        "ran whole on the fallback, not lowered: its scan outputs are made by no iteration, "
+        "so their shape is unknown")
+
+
+def test_a_body_the_importer_refuses_runs_whole_on_the_fallback() -> None:
+    """A body holding a sequence (which dmlgraph does not import) runs whole on the fallback
+    as before, and its record says why."""
+    body = helper.make_graph(
+        [helper.make_node("SequenceConstruct", ["acc", "acc"], ["seq"]),
+         helper.make_node("ConcatFromSequence", ["seq"], ["acc_out"], axis=0),
+         helper.make_node("Identity", ["cond_in"], ["cond_out"])],
+        "body",
+        [_vi("i", INT64, []), _vi("cond_in", BOOL, []), _vi("acc", FLOAT, [None, 6])],
+        [_vi("cond_out", BOOL, []), _vi("acc_out", FLOAT, [None, 6])])
+    model = _model(
+        [helper.make_node("Loop", ["trip", "", "x"], ["y"], name="loop", body=body)],
+        [_vi("x", FLOAT, [2, 6])], [_vi("y", FLOAT, [None, 6])], [_i64("trip", 2)])
+    (want,) = _ort(model, {"x": X})
+    result = get_backend("numpy").execute(lower(dmlgraph.load(model), "6_4"), {"x": X})
+    assert np.array_equal(result.outputs["y"], want)
+    (whole,) = [r for r in result.record.nodes if r.node == "loop"]
+    assert whole.notes[-1].startswith(
+        "ran whole on the fallback, not lowered: its body cannot be lowered on its own: ")
+
+
+def test_a_divergence_inside_a_branch_is_named_for_what_the_if_reaches() -> None:
+    """A then branch slicing x[:, -1:INT64_MAX:-1]: ONNX makes [2, 0], onnxruntime's CPU
+    kernel [2, 6] (a known divergence). Lowered when the If runs, the branch's note goes with
+    its run, and ``check`` names it at the If for the output it reaches."""
+    then_branch = helper.make_graph(
+        [helper.make_node("Slice", ["x", "st", "en", "ax", "neg"], ["t"])], "then", [],
+        [_vi("t", FLOAT, None)],
+        [_i64("st", [-1]), _i64("en", [2**63 - 1]), _i64("ax", [1]), _i64("neg", [-1])])
+    else_branch = helper.make_graph(
+        [helper.make_node("Identity", ["x"], ["e"])], "else", [], [_vi("e", FLOAT, None)])
+    model = _model(
+        [helper.make_node("If", ["c"], ["y"], then_branch=then_branch, else_branch=else_branch,
+                          name="if")],
+        [_vi("x", FLOAT, [2, "n"]), _vi("c", BOOL, [])], [_vi("y", FLOAT, None)],
+        checked=False)
+    feeds = {"x": X, "c": np.array(True)}
+    assert _ort(model, feeds)[0].shape == (2, 6)
+    assert get_backend("numpy").run(lower(dmlgraph.load(model), "6_4"), feeds)["y"].shape == (2, 0)
+    report = dmlgraph.check(model, inputs=feeds)
+    assert report.passed
+    (divergence,) = report.divergences
+    assert divergence.node == "if" and "end INT64_MAX" in divergence.note

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from backends.base import BackendError, NodeRun, RunRecord, SizeMismatch, refuse_beyond_memory
+from backends.numpy.control import ControlFlow, Declined, runs_here
 from backends.numpy.fallback import OnnxruntimeFallback
 from backends.numpy.memory import Lifetime, OutputPool, assign_buffers
 from backends.numpy.moves import Move, Phase, operator_moves
@@ -440,6 +441,8 @@ class Plan:
             return _DmlStep(self, graph, nodes[0], in_place)
         if kind == "runtime":
             return _RuntimeStep(self, graph, nodes[0])
+        if kind == "control":
+            return _ControlStep(self, graph, nodes[0])
         return _FallbackStep(self, graph, nodes)
 
     def root_locator(self, candidates: list[int]) -> Callable[[np.ndarray], int | None]:
@@ -812,10 +815,49 @@ class _RuntimeStep(_PythonStep):
         self.runs = tuple(runs)
 
 
+class _ControlStep(_PythonStep):
+    """An If or Loop whose branch or body runs lowered, by a plan of its own (``control``);
+    where it cannot (``Declined``), the fallback runs the node whole, and its record says
+    why."""
+
+    def __init__(self, plan: Plan, graph: Graph, node: Node) -> None:
+        self.state, self.node = plan._state, node
+        self.level, self.fallback, self.threads = plan.level, plan.fallback, plan.threads
+        self.control = ControlFlow(graph, node, RUNTIME_CACHE_LIMIT)
+        self.readers = [(name, plan.ir_reader(name)) for name in node.inputs if name]
+        self.whole = _FallbackStep(plan, graph, [node])
+        self.runs = ()
+
+    def _plan(self, lowered: Graph) -> Plan:
+        return Plan(lowered, self.level, self.fallback, self.threads)
+
+    def run(self) -> None:
+        node = self.node
+        arrays = {name: read() for name, read in self.readers}
+        try:
+            outputs, runs = self.control.run(arrays, self.level, self._plan)
+        except Declined as why:
+            self.whole.run()
+            note = f"ran whole on the fallback, not lowered: {why}"
+            self.runs = tuple(
+                NodeRun(r.node, r.op, r.engine, r.via, (*r.notes, note), r.node_id)
+                for r in self.whole.runs
+            )
+            return
+        for name, value in zip(node.outputs, outputs):
+            if name:
+                self.state.produced(name, value)
+        self.runs = tuple(runs) or (
+            NodeRun(node.name, node.op_type, NOTHING_RAN, "", tuple(node.notes), node.id),
+        )
+
+
 # ---------------------------------------------------------------------- scheduling
 def _kind(graph: Graph, node: Node) -> str:
     if not node.is_onnx:
         return "dml"
+    if runs_here(node):
+        return "control"
     return "runtime" if needs_runtime_lowering(graph, node) else "onnx"
 
 
@@ -830,7 +872,7 @@ def _schedule(graph: Graph) -> list[tuple[str, list[Node]]]:
         node.id: sum(1 for name in node.inputs if name and graph.producer(name) is not None)
         for node in graph.nodes
     }
-    ready: dict[str, list[int]] = {"dml": [], "runtime": [], "onnx": []}
+    ready: dict[str, list[int]] = {"dml": [], "runtime": [], "control": [], "onnx": []}
     for n, degree in indegree.items():
         if degree == 0:
             heapq.heappush(ready[kinds[n]], n)

@@ -1,0 +1,279 @@
+"""If and Loop run by the NumPy backend itself, their branches and bodies lowered when they run.
+
+onnxruntime's DirectML provider partitions a control-flow node's subgraphs as it partitions
+the main graph, so a Slice, Concat or Pad inside a Loop body runs as a DirectML operator
+there. The NumPy backend does the same: the branch an If takes, or a Loop's body, becomes a
+model of its own (the enclosing graph's tensors it reads as inputs of the sizes that arrive,
+or as initializers where they are constants), imported, lowered at the plan's feature level
+and run by a plan of its own, kept for the 16 most recently run input types
+(``RUNTIME_CACHE_LIMIT``). A Loop iterates as the ONNX spec says: ``M`` trips at most while
+``cond`` holds, the carried values fed back, the scan outputs stacked on a new axis 0.
+
+Where that cannot be done, the node runs whole on the fallback, as every control-flow node
+did before, and its run record says why (``Declined``): a subgraph reading or making
+sequences or optionals, a subgraph dmlgraph's importer refuses, a Loop with neither ``M``
+nor ``cond`` (it ends only by its body's condition, which the fallback checks as fast as it
+can), a Loop that makes scan outputs in zero iterations (their element shape is nowhere to be
+read), or a size the body's lowering was planned for that an engine made otherwise. Scan is
+left to the fallback always.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+from backends.base import BackendError, NodeRun, SizeMismatch
+from dmlgraph.dml.enums import FeatureLevel
+from dmlgraph.dtypes import DTYPE_TO_ELEM_TYPE
+from dmlgraph.errors import DmlgraphError
+from dmlgraph.ir import Graph, Node, Subgraph, implicit_inputs
+from dmlgraph.parity import DIVERGENCE
+from dmlgraph.subgraphs import LOWERED_WHEN_RUN, graph_proto
+
+if TYPE_CHECKING:
+    from backends.numpy.plan import Plan
+    from lowering.report import LoweredGraph
+
+
+class Declined(Exception):
+    """The node cannot run lowered this time; the fallback runs it whole (the reason)."""
+
+
+def runs_here(node: Node) -> bool:
+    """Whether the backend runs this node's subgraphs lowered (an If or Loop of ONNX's)."""
+    return node.is_onnx and node.op.domain == "" and node.op_type in LOWERED_WHEN_RUN
+
+
+class ControlFlow:
+    """An If's or Loop's subgraphs as models, lowered and planned by the types they run with.
+
+    Holds what it needs of the enclosing graph, not the graph (a plan holds this, and the
+    backend's cache of plans is keyed weakly by the graph)."""
+
+    def __init__(self, graph: Graph, node: Node, cache_limit: int) -> None:
+        op = node.op
+        self.op_type, self.name = node.op_type, node.name or node.op_type
+        self.where = f"{graph.source}: {graph.describe(node)}"
+        self.opset_imports, self.ir_version = dict(graph.opset_imports), graph.ir_version
+        implicit = implicit_inputs(op)
+        self.explicit = len(node.inputs) - len(implicit)
+        self.explicit_names = tuple(node.inputs[: self.explicit])
+        self.node_id = node.id
+        # the subgraphs read the enclosing graph's tensors by their original names; a pass
+        # may have renamed one since (the node's inputs say what it is called now)
+        self.outer = dict(zip(implicit, node.inputs[self.explicit :]))
+        self.constants = {
+            old: value
+            for old, new in self.outer.items()
+            if (value := graph.constant(new)) is not None
+        }
+        self.subgraphs: dict[str, Subgraph] = {
+            attr: op.attrs[attr] for attr in LOWERED_WHEN_RUN[self.op_type]
+        }
+        self.cache_limit = cache_limit
+        self.cache: OrderedDict[tuple[Any, ...], tuple[LoweredGraph, Plan, tuple[str, ...]]] = (
+            OrderedDict()
+        )
+        self.said: dict[tuple[Any, ...], tuple[str, ...]] = {}  # divergence notes, by key
+
+    # ------------------------------------------------------------------ running
+    def run(
+        self,
+        arrays: Mapping[str, np.ndarray],
+        level: FeatureLevel,
+        make_plan: Callable[[Graph], Plan],
+    ) -> tuple[list[np.ndarray], list[NodeRun]]:
+        """The node's outputs for its inputs (by their names now), and what ran for it."""
+        for name, value in arrays.items():
+            if not isinstance(value, np.ndarray):
+                raise Declined(f"input {name!r} is a {type(value).__name__}, not a tensor")
+        outer = {old: arrays[new] for old, new in self.outer.items() if old not in self.constants}
+        explicit = list(arrays_for(arrays, self.explicit_names))
+        if self.op_type == "If":
+            return self._if(explicit, outer, level, make_plan)
+        return self._loop(explicit, outer, level, make_plan)
+
+    def _if(
+        self,
+        explicit: list[np.ndarray | None],
+        outer: Mapping[str, np.ndarray],
+        level: FeatureLevel,
+        make_plan: Callable[[Graph], Plan],
+    ) -> tuple[list[np.ndarray], list[NodeRun]]:
+        cond = explicit[0]
+        if cond is None or cond.size != 1:
+            raise BackendError(
+                f"{self.where}: its condition holds {0 if cond is None else cond.size} "
+                "elements; If takes one"
+            )
+        branch = "then_branch" if bool(cond.reshape(-1)[0]) else "else_branch"
+        outputs, runs = self._run_subgraph(branch, {}, outer, level, make_plan)
+        return outputs, _unique(runs)
+
+    def _loop(
+        self,
+        explicit: list[np.ndarray | None],
+        outer: Mapping[str, np.ndarray],
+        level: FeatureLevel,
+        make_plan: Callable[[Graph], Plan],
+    ) -> tuple[list[np.ndarray], list[NodeRun]]:
+        trips, cond, carried = explicit[0], explicit[1], list(explicit[2:])
+        if trips is None and cond is None:
+            raise Declined("it has neither a trip count nor a condition")
+        for what, value in (("trip count", trips), ("condition", cond)):
+            if value is not None and value.size != 1:
+                raise BackendError(
+                    f"{self.where}: its {what} holds {value.size} elements; Loop takes one"
+                )
+        body = onnx.GraphProto.FromString(self.subgraphs["body"].data)
+        names = [value.name for value in body.input]
+        scans_count = len(body.output) - 1 - len(carried)
+        limit = None if trips is None else int(trips.reshape(-1)[0])
+        going = True if cond is None else bool(cond.reshape(-1)[0])
+        if scans_count and (not going or (limit is not None and limit <= 0)):
+            raise Declined("its scan outputs are made by no iteration, so their shape is unknown")
+        scans: list[list[np.ndarray]] = [[] for _ in range(scans_count)]
+        runs: list[NodeRun] = []
+        values = [v for v in carried if v is not None]
+        trip = 0
+        while going and (limit is None or trip < limit):
+            feeds = {names[0]: np.array(trip, dtype=np.int64), names[1]: np.array(going)}
+            feeds.update(zip(names[2:], values))
+            outputs, body_runs = self._run_subgraph("body", feeds, outer, level, make_plan)
+            runs += body_runs
+            if cond is not None:  # without one, the body's condition is ignored (a for loop)
+                made = outputs[0]
+                if made.size != 1:
+                    raise BackendError(
+                        f"{self.where}: its body made a condition of {made.size} elements"
+                    )
+                going = bool(made.reshape(-1)[0])
+            values = outputs[1 : 1 + len(values)]
+            for kept, value in zip(scans, outputs[1 + len(values) :]):
+                kept.append(value)
+            trip += 1
+        try:
+            stacked = [np.stack(kept) for kept in scans]
+        except ValueError as exc:
+            raise BackendError(
+                f"{self.where}: its scan outputs differ in shape from one iteration to the "
+                f"next ({exc})"
+            ) from None
+        return [np.array(v) for v in values] + stacked, _unique(runs)
+
+    def _run_subgraph(
+        self,
+        attr: str,
+        feeds: Mapping[str, np.ndarray],
+        outer: Mapping[str, np.ndarray],
+        level: FeatureLevel,
+        make_plan: Callable[[Graph], Plan],
+    ) -> tuple[list[np.ndarray], list[NodeRun]]:
+        arrays = {**outer, **feeds}
+        key = (attr, *((name, a.dtype.str, a.shape) for name, a in sorted(arrays.items())))
+        held = f"{self.op_type} {self.name!r} {attr}"
+        if key not in self.cache:
+            lowered = self._lowered(attr, arrays, level)
+            plan = make_plan(lowered)
+            self.cache[key] = (lowered, plan, tuple(lowered.outputs))
+            self.said[key] = tuple(dict.fromkeys(
+                note for record in lowered.report() for note in record.notes
+                if note.startswith(DIVERGENCE)
+            ))
+            if len(self.cache) > self.cache_limit:  # the least recently run goes
+                self.said.pop(self.cache.popitem(last=False)[0], None)
+        self.cache.move_to_end(key)
+        lowered, plan, outputs = self.cache[key]
+        try:
+            results, sub_runs = plan.run({name: arrays[name] for name in lowered.inputs})
+        except SizeMismatch as exc:
+            raise Declined(f"its {attr}'s lowering was planned for other sizes ({exc})") from None
+        # what the lowering said of a node as divergences goes with every run of the
+        # subgraph: ``check`` names them for the outputs this node reaches
+        said = self.said.get(key, ())
+        runs = [
+            NodeRun(
+                r.node, r.op, r.engine,
+                f"{held}: {r.via}" if r.via else f"{held}, lowered at run time",
+                tuple(dict.fromkeys(r.notes + said)), self.node_id,
+            )
+            for r in sub_runs
+        ]
+        if not runs:  # its results are constants or its inputs: nothing moved them
+            from backends.numpy.plan import NOTHING_RAN
+
+            runs = [NodeRun(self.name, self.op_type, NOTHING_RAN, f"{held}, lowered at run time",
+                            said, self.node_id)]
+        return [results[name] for name in outputs], runs
+
+    def _lowered(
+        self, attr: str, arrays: Mapping[str, np.ndarray], level: FeatureLevel
+    ) -> LoweredGraph:
+        from dmlgraph.importer import load
+        from lowering import lower
+
+        model = self._model(attr, arrays)
+        try:
+            return lower(load(model), level)
+        except DmlgraphError as exc:
+            raise Declined(f"its {attr} cannot be lowered on its own: {exc}") from None
+
+    def _model(self, attr: str, arrays: Mapping[str, np.ndarray]) -> onnx.ModelProto:
+        """The subgraph as a model: its own inputs and the enclosing tensors it reads typed as
+        they arrive, the enclosing constants it reads as initializers."""
+        graph = graph_proto(self.subgraphs[attr], {})
+        for value in graph.input:
+            value.type.CopyFrom(_type(arrays[value.name], value.name))
+        own = {value.name for value in graph.input}
+        own.update(tensor.name for tensor in graph.initializer)
+        for name in self.subgraphs[attr].outer:
+            if name in own:
+                continue
+            if name in self.constants:
+                graph.initializer.append(numpy_helper.from_array(self.constants[name], name))
+            else:
+                made = graph.input.add()
+                made.name = name
+                made.type.CopyFrom(_type(arrays[name], name))
+        graph.name = f"{self.name}.{attr}"
+        return helper.make_model(
+            graph,
+            opset_imports=[helper.make_opsetid(d, v) for d, v in self.opset_imports.items()],
+            ir_version=self.ir_version,
+        )
+
+
+def arrays_for(
+    arrays: Mapping[str, np.ndarray], names: Sequence[str]
+) -> list[np.ndarray | None]:
+    """The arrays of an op's explicit inputs, None for an input left out ("")."""
+    return [arrays[name] if name else None for name in names]
+
+
+def _type(array: np.ndarray, name: str) -> onnx.TypeProto:
+    elem = DTYPE_TO_ELEM_TYPE.get(array.dtype)
+    if elem is None:
+        raise Declined(f"{name!r} is of dtype {array.dtype}, which ONNX has no type for")
+    return helper.make_tensor_type_proto(elem, list(array.shape))
+
+
+def _unique(runs: list[NodeRun]) -> list[NodeRun]:
+    """One record per node and engine, however many iterations ran it, notes merged."""
+    merged: dict[tuple[str, str, str, str], NodeRun] = {}
+    for r in runs:
+        key = (r.node, r.op, r.engine, r.via)
+        seen = merged.get(key)
+        if seen is None:
+            merged[key] = r
+        elif not set(r.notes) <= set(seen.notes):
+            merged[key] = NodeRun(
+                r.node, r.op, r.engine, r.via, tuple(dict.fromkeys(seen.notes + r.notes)),
+                r.node_id,
+            )
+    return list(merged.values())
