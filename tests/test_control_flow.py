@@ -588,3 +588,19 @@ def test_a_divergence_inside_a_branch_is_named_for_what_the_if_reaches() -> None
     assert report.passed
     (divergence,) = report.divergences
     assert divergence.node == "if" and "end INT64_MAX" in divergence.note
+
+
+@pytest.mark.parametrize("trip, steps", [(5, 2), (5, 1), (3, 20)])
+def test_a_loop_without_a_cond_input_stops_where_its_body_s_condition_says(trip, steps) -> None:
+    """The spec's pseudo-code says a Loop with a trip count and no ``cond`` input ignores its
+    body's condition (a for loop); onnxruntime and onnx.reference stop when it goes false
+    all the same, so the backend does (it ran the whole trip count before)."""
+    model = _while_model(trip, steps)
+    model.graph.node[0].input[1] = ""
+    del model.graph.input[1]  # go
+    want = _ort(model, {"x": X})
+    assert want[0].shape == (2, 6 + 3 * min(steps, trip))
+    result = get_backend("numpy").execute(lower(dmlgraph.load(model), "6_4"), {"x": X})
+    assert np.array_equal(result.outputs["acc_final"], want[0])
+    assert np.array_equal(result.outputs["scans"], want[1])
+    assert "DML_OPERATOR_JOIN" in _lowered_runs(result.record, "Loop", "loop")

@@ -147,13 +147,14 @@ class ControlFlow:
             feeds.update(zip(names[2:], values))
             outputs, body_runs = self._run_subgraph("body", feeds, outer, level, make_plan)
             runs += body_runs
-            if cond is not None:  # without one, the body's condition is ignored (a for loop)
-                made = outputs[0]
-                if made.size != 1:
-                    raise BackendError(
-                        f"{self.where}: its body made a condition of {made.size} elements"
-                    )
-                going = bool(made.reshape(-1)[0])
+            # the body's condition ends the loop even without a ``cond`` input: the spec's
+            # pseudo-code says it is ignored then, but onnxruntime and onnx.reference stop
+            made = outputs[0]
+            if made.size != 1:
+                raise BackendError(
+                    f"{self.where}: its body made a condition of {made.size} elements"
+                )
+            going = bool(made.reshape(-1)[0])
             values = outputs[1 : 1 + len(values)]
             for kept, value in zip(scans, outputs[1 + len(values) :]):
                 kept.append(value)
