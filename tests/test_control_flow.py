@@ -604,3 +604,27 @@ def test_a_loop_without_a_cond_input_stops_where_its_body_s_condition_says(trip,
     assert np.array_equal(result.outputs["acc_final"], want[0])
     assert np.array_equal(result.outputs["scans"], want[1])
     assert "DML_OPERATOR_JOIN" in _lowered_runs(result.record, "Loop", "loop")
+
+
+def test_an_if_s_condition_of_no_element_is_one_clear_error_naming_the_file_once(
+    tmp_path, capsys
+) -> None:
+    """onnxruntime refuses an If whose condition is not one element ("must have exactly one
+    element"); the CLI says so once, exit code 2, the file named once (it was named twice:
+    the node's description already holds it)."""
+    then_branch = helper.make_graph(
+        [helper.make_node("Neg", ["x"], ["t"])], "then", [], [_vi("t", FLOAT, [2, 6])])
+    else_branch = helper.make_graph(
+        [helper.make_node("Abs", ["x"], ["e"])], "else", [], [_vi("e", FLOAT, [2, 6])])
+    model = _model(
+        [helper.make_node("If", ["c"], ["y"], name="branch", then_branch=then_branch,
+                          else_branch=else_branch)],
+        [_vi("x", FLOAT, [2, 6]), _vi("c", BOOL, [0])], [_vi("y", FLOAT, [2, 6])])
+    path = tmp_path / "if.onnx"
+    onnx.save(model, path)
+    np.savez(tmp_path / "in.npz", x=X, c=np.zeros(0, bool))
+    assert main(["run", str(path), "--inputs", str(tmp_path / "in.npz")]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert err.count(str(path)) == 1, err
+    assert "node 'branch' (If): its condition holds 0 elements; If takes one" in err
+    assert "Traceback" not in err

@@ -59,7 +59,7 @@ class ControlFlow:
     def __init__(self, graph: Graph, node: Node, cache_limit: int) -> None:
         op = node.op
         self.op_type, self.name = node.op_type, node.name or node.op_type
-        self.where = f"{graph.source}: {graph.describe(node)}"
+        self.where = graph.describe(node)  # the source file, the node
         self.opset_imports, self.ir_version = dict(graph.opset_imports), graph.ir_version
         implicit = implicit_inputs(op)
         self.explicit = len(node.inputs) - len(implicit)
