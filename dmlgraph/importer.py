@@ -507,6 +507,10 @@ def _check_nodes(proto: onnx.ModelProto, nodes: Sequence[NodeFields], source: st
         for attr in node.attribute:
             if attr.type in subgraphs.SUBGRAPH_KINDS:
                 _check_subgraph_domains(attr, opsets, _node_where(source, index, node))
+        if op_type in ("If", "Loop"):
+            problem = subgraphs.signature_problem(node)
+            if problem is not None:
+                raise ModelValidationError(f"{_node_where(source, index, node)}: {problem}")
     if proto.graph.sparse_initializer:
         raise UnsupportedError(f"{source}: sparse initializers are not supported")
 

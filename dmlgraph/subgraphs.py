@@ -78,6 +78,69 @@ def attribute_graphs(attr: AttributeProto) -> list[onnx.GraphProto]:
     return []
 
 
+def signature_problem(node: onnx.NodeProto) -> str | None:
+    """Why an If's branches or a Loop's body do not fit the node (None where they do), as
+    onnx's type inference says when onnxruntime loads the model ("If node has 1 but
+    subgraphs produce 2"); the import's own inference is lenient and passes them, and the
+    NumPy backend, running them itself, would pair what does not match."""
+    if node.domain not in ("", "ai.onnx") or node.op_type not in ("If", "Loop"):
+        return None
+    graphs = {attr.name: attr.g for attr in node.attribute if attr.type == AttributeProto.GRAPH}
+    if node.op_type == "If":
+        then, other = graphs.get("then_branch"), graphs.get("else_branch")
+        if then is None or other is None:
+            return None  # onnx's checker refuses a missing branch
+        if len(then.output) != len(other.output):
+            return (
+                f"then_branch makes {len(then.output)} outputs and else_branch "
+                f"{len(other.output)}; If's branches make the same number"
+            )
+        if len(node.output) != len(then.output):
+            return (
+                f"it has {len(node.output)} outputs and its branches make "
+                f"{len(then.output)}; If has one output for each"
+            )
+        for index, (a, b) in enumerate(zip(then.output, other.output)):
+            made, made_else = _elem_type(a), _elem_type(b)
+            if made and made_else and made != made_else:
+                return (
+                    f"output {index} is {_type_name(made)} in then_branch ({a.name!r}) and "
+                    f"{_type_name(made_else)} in else_branch ({b.name!r}); If's branches "
+                    "make one type"
+                )
+        return None
+    body = graphs.get("body")
+    if body is None:
+        return None
+    if len(body.input) != len(node.input):
+        return (
+            f"its body takes {len(body.input)} inputs and it has {len(node.input)}; a Loop's "
+            "body takes the iteration number, the condition and each carried value"
+        )
+    if len(body.output) != len(node.output) + 1:
+        return (
+            f"its body makes {len(body.output)} outputs and it has {len(node.output)}; a "
+            "Loop's body makes its condition, then one for each output of the Loop"
+        )
+    for taken, made in zip(body.input[2:], body.output[1:]):
+        said, out = _elem_type(taken), _elem_type(made)
+        if said and out and said != out:
+            return (
+                f"its body takes carried value {taken.name!r} as {_type_name(said)} and makes "
+                f"it ({made.name!r}) {_type_name(out)}; a carried value keeps its type"
+            )
+    return None
+
+
+def _elem_type(value: onnx.ValueInfoProto) -> int:
+    """A tensor value's declared element type, 0 where none is (or it is no tensor)."""
+    return value.type.tensor_type.elem_type if value.type.HasField("tensor_type") else 0
+
+
+def _type_name(elem_type: int) -> str:
+    return f"tensor({onnx.helper.tensor_dtype_to_np_dtype(elem_type)})"
+
+
 #: Control-flow ops (domain "") whose subgraphs the NumPy backend lowers when it runs them
 #: (``backends.numpy.control``), by the attributes that hold those subgraphs. Scan is not
 #: one: its node runs whole on the fallback.

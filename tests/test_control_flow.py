@@ -8,6 +8,7 @@ flow"), whatever else it held."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +21,7 @@ import dmlgraph
 from backends import get_backend
 from dmlgraph import folding
 from dmlgraph.cli import main
+from dmlgraph.errors import ModelValidationError
 from dmlgraph.ir import Subgraph, implicit_inputs
 from dmlgraph.subgraphs import outer_names, subgraph_of
 from lowering import Status, lower
@@ -628,3 +630,56 @@ def test_an_if_s_condition_of_no_element_is_one_clear_error_naming_the_file_once
     assert err.count(str(path)) == 1, err
     assert "node 'branch' (If): its condition holds 0 elements; If takes one" in err
     assert "Traceback" not in err
+
+
+def _misfit(case: str) -> onnx.ModelProto:
+    """An If or Loop whose subgraphs do not fit it, which onnxruntime refuses at load."""
+    neg = helper.make_graph([helper.make_node("Neg", ["x"], ["n"])], "neg", [],
+                            [_vi("n", FLOAT, [2, 6])])
+    two = helper.make_graph([helper.make_node("Neg", ["x"], ["n"]),
+                             helper.make_node("Abs", ["x"], ["a"])], "two", [],
+                            [_vi("n", FLOAT, [2, 6]), _vi("a", FLOAT, [2, 6])])
+    wide = helper.make_graph([helper.make_node("Cast", ["x"], ["d"], to=TensorProto.DOUBLE)],
+                             "wide", [], [_vi("d", TensorProto.DOUBLE, [2, 6])])
+    if case.startswith("if"):
+        then, other, outputs = {"if branch counts": (two, neg, ["y"]),
+                                "if node outputs": (two, two, ["y"]),
+                                "if branch types": (neg, wide, ["y"])}[case]
+        return _model([helper.make_node("If", ["c"], outputs, then_branch=then,
+                                        else_branch=other)],
+                      [_vi("x", FLOAT, [2, 6]), _vi("c", BOOL, [])],
+                      [_vi("y", FLOAT, None)], checked=False)
+    carried = [_vi("i", INT64, []), _vi("cond_in", BOOL, []), _vi("acc", FLOAT, [2, 6])]
+    made = {"loop body inputs": ("Neg", carried[:2], FLOAT, ["y"]),
+            "loop body outputs": ("Neg", carried, FLOAT, ["y", "extra"]),
+            "loop carried type": ("Cast", carried, TensorProto.DOUBLE, ["y"])}
+    op, inputs, elem, outputs = made[case]
+    attrs = {"to": TensorProto.DOUBLE} if op == "Cast" else {}
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+         helper.make_node(op, ["x"], ["acc_out"], **attrs)],
+        "body", inputs, [_vi("cond_out", BOOL, []), _vi("acc_out", elem, [2, 6])])
+    return _model([helper.make_node("Loop", ["trip", "", "x"], outputs, body=body)],
+                  [_vi("x", FLOAT, [2, 6])], [_vi(name, FLOAT, None) for name in outputs],
+                  [_i64("trip", 2)], checked=False)
+
+
+@pytest.mark.parametrize("case, says", [
+    ("if branch counts", "then_branch makes 2 outputs and else_branch 1"),
+    ("if node outputs", "it has 1 outputs and its branches make 2"),
+    ("if branch types", "output 0 is tensor(float32) in then_branch ('n') and "
+                        "tensor(float64) in else_branch ('d')"),
+    ("loop body inputs", "its body takes 2 inputs and it has 3"),
+    ("loop body outputs", "its body makes 2 outputs and it has 2"),
+    ("loop carried type", "its body takes carried value 'acc' as tensor(float32) and makes "
+                          "it ('acc_out') tensor(float64)"),
+])
+def test_subgraphs_that_do_not_fit_their_node_are_refused_at_load(case, says) -> None:
+    """onnxruntime refuses these at load (onnx's type inference: "If node has 1 but
+    subgraphs produce 2"); the NumPy backend, running If and Loop itself, paired what did
+    not match and gave a result, or "tensor 'extra' has no value when read"."""
+    model = _misfit(case)
+    with pytest.raises(Exception, match="TypeInferenceError"):
+        _ort(model, {"x": X, "c": np.array(True)} if case.startswith("if") else {"x": X})
+    with pytest.raises(ModelValidationError, match=re.escape(says)):
+        dmlgraph.load(model)
