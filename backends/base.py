@@ -22,6 +22,11 @@ from dmlgraph import folding, tensorio
 from dmlgraph.tensorio import bytes_text
 
 T = TypeVar("T")
+#: How a DirectML operator's name begins (``OperatorType.full_name``), as run records hold it.
+DML_OPERATOR = "DML_OPERATOR_"
+#: How run records name the engine of a node lowered at run time to a constant (an empty
+#: result) or to its input.
+NOTHING_RAN = "nothing (folded or eliminated when lowered at run time)"
 
 
 class BackendError(DmlgraphError):
@@ -125,6 +130,16 @@ class RunRecord:
         for run in self.nodes:
             counts[run.engine] = counts.get(run.engine, 0) + 1
         return counts
+
+    def lowered_when_run(self) -> tuple[NodeRun, ...]:
+        """The DirectML operators of nodes lowered as the graph ran, not ahead of time (``via``
+        says how: a Slice of run-time parameters, a node of an If's branch or a Loop's body),
+        and those that became nothing to run: what the lowering report cannot list, as their
+        sizes were known only then. (ONNX nodes of a subgraph ran on the fallback.)"""
+        return tuple(
+            run for run in self.nodes
+            if run.via and (run.op.startswith(DML_OPERATOR) or run.engine == NOTHING_RAN)
+        )
 
 
 @dataclass(frozen=True)

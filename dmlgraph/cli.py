@@ -220,6 +220,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     engines = ", ".join(f"{n} {e}" for e, n in result.record.engines().items())
     print(visible(f"model: {args.model} ({what}); inputs: {source}"))
     print(f"backend: {result.record.backend} ({result.record.provider}); nodes: {engines or '-'}")
+    for line in _lowered_when_run(result.record):
+        print(visible(line))
     for note in result.record.notes:
         print(f"  note: {visible(note)}")
     for name, value in outputs.items():
@@ -230,6 +232,24 @@ def cmd_run(args: argparse.Namespace) -> int:
             f"the test-data folder {args.output}{os.sep}")  # a name without .npz is a folder
         print(visible(f"saved {len(feeds)} input(s) and {len(outputs)} output(s) to {where}"))
     return 0
+
+
+#: How many nodes lowered as the graph ran ``run`` and ``check`` list (``check --json``: all).
+LOWERED_WHEN_RUN_SHOWN = 30
+
+
+def _lowered_when_run(record: Any) -> list[str]:
+    """One line per node lowered as the graph ran, and what it became (``RunRecord.
+    lowered_when_run``): the lowering report cannot list them."""
+    runs = record.lowered_when_run() if hasattr(record, "lowered_when_run") else ()
+    lines = [
+        f"  lowered when it ran: {r.node or '(unnamed)'} -> {r.op} ({r.via})"
+        for r in runs[:LOWERED_WHEN_RUN_SHOWN]
+    ]
+    if len(runs) > LOWERED_WHEN_RUN_SHOWN:
+        lines.append(f"  ... and {len(runs) - LOWERED_WHEN_RUN_SHOWN} more (check --json "
+                     "lists them all)")
+    return lines
 
 
 def _preview(value: np.ndarray) -> str:
@@ -300,6 +320,8 @@ def _print_report(report: ParityReport) -> None:
     for record in report.runs:
         engines = ", ".join(f"{n} on {e}" for e, n in record.engines().items())
         say(f"ran: {record.backend} ({record.provider}){': ' + engines if engines else ''}")
+        for line in _lowered_when_run(record):
+            say(line)
         for note in getattr(record, "notes", ()):
             say(f"  note: {note}")
     statuses = ("lowered", "decomposed", "folded", "eliminated", "fallback")

@@ -562,7 +562,11 @@ class ParityReport:
             ],
             "runs": [
                 {"backend": r.backend, "provider": r.provider, "engines": r.engines(),
-                 "notes": list(getattr(r, "notes", ()))}
+                 "notes": list(getattr(r, "notes", ())),
+                 "lowered_when_run": [
+                     {"node": n.node, "op": n.op, "engine": n.engine, "via": n.via}
+                     for n in r.lowered_when_run()
+                 ] if hasattr(r, "lowered_when_run") else []}
                 for r in self.runs
             ],
         }

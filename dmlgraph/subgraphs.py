@@ -13,9 +13,9 @@ them outside (an eliminated Slice's output read as its input).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Protocol
 
 import onnx
 from onnx import AttributeProto
@@ -78,7 +78,22 @@ def attribute_graphs(attr: AttributeProto) -> list[onnx.GraphProto]:
     return []
 
 
-def signature_problem(node: onnx.NodeProto) -> str | None:
+class _NodeLike(Protocol):
+    """What ``signature_problem`` reads: a NodeProto, or the importer's ``NodeFields``."""
+
+    @property
+    def op_type(self) -> str: ...
+    @property
+    def domain(self) -> str: ...
+    @property
+    def input(self) -> Sequence[str]: ...
+    @property
+    def output(self) -> Sequence[str]: ...
+    @property
+    def attribute(self) -> Sequence[onnx.AttributeProto]: ...
+
+
+def signature_problem(node: _NodeLike) -> str | None:
     """Why an If's branches or a Loop's body do not fit the node (None where they do), as
     onnx's type inference says when onnxruntime loads the model ("If node has 1 but
     subgraphs produce 2"); the import's own inference is lenient and passes them, and the

@@ -683,3 +683,20 @@ def test_subgraphs_that_do_not_fit_their_node_are_refused_at_load(case, says) ->
         _ort(model, {"x": X, "c": np.array(True)} if case.startswith("if") else {"x": X})
     with pytest.raises(ModelValidationError, match=re.escape(says)):
         dmlgraph.load(model)
+
+
+def test_run_and_check_list_what_a_body_s_nodes_became(tmp_path, capsys) -> None:
+    """``lower`` cannot list a body's descriptors (their sizes are known only when it runs):
+    ``run`` and ``check`` list what each became, and ``check --json`` too."""
+    path = tmp_path / "loop.onnx"
+    onnx.save(_loop_model(), path)
+    inputs = tmp_path / "in.npz"
+    np.savez(inputs, x=X)
+    assert main(["run", str(path), "--inputs", str(inputs)]) == 0
+    out = capsys.readouterr().out
+    assert ("lowered when it ran: (unnamed) -> DML_OPERATOR_JOIN (Loop 'loop' body, lowered at "
+            "run time)") in out
+    assert main(["check", str(path), "--inputs", str(inputs), "--json"]) == 0
+    (numpy_run, _) = json.loads(capsys.readouterr().out)["runs"]
+    assert {"node": "", "op": "DML_OPERATOR_SLICE", "engine": "numpy DirectML emulator",
+            "via": "Loop 'loop' body, lowered at run time"} in numpy_run["lowered_when_run"]

@@ -28,7 +28,7 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from backends.base import BackendError, NodeRun, SizeMismatch
+from backends.base import NOTHING_RAN, BackendError, NodeRun, SizeMismatch
 from dmlgraph.dml.enums import FeatureLevel
 from dmlgraph.dtypes import DTYPE_TO_ELEM_TYPE
 from dmlgraph.errors import DmlgraphError
@@ -207,8 +207,6 @@ class ControlFlow:
             for r in sub_runs
         ]
         if not runs:  # its results are constants or its inputs: nothing moved them
-            from backends.numpy.plan import NOTHING_RAN
-
             runs = [NodeRun(self.name, self.op_type, NOTHING_RAN, f"{held}, lowered at run time",
                             said, self.node_id)]
         return [results[name] for name in outputs], runs

@@ -37,7 +37,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from backends.base import BackendError, NodeRun, RunRecord, SizeMismatch, refuse_beyond_memory
+from backends.base import (
+    NOTHING_RAN,
+    BackendError,
+    NodeRun,
+    RunRecord,
+    SizeMismatch,
+    refuse_beyond_memory,
+)
 from backends.numpy.control import ControlFlow, Declined, runs_here
 from backends.numpy.fallback import OnnxruntimeFallback
 from backends.numpy.memory import Lifetime, OutputPool, assign_buffers
@@ -68,8 +75,6 @@ if TYPE_CHECKING:
 
 #: How run records name the engine of DML nodes.
 DML_ENGINE = "numpy DirectML emulator"
-#: ... and of a node lowered at run time to a constant (an empty result) or to its input.
-NOTHING_RAN = "nothing (folded or eliminated when lowered at run time)"
 
 class RootKind(enum.Enum):
     """Where a root buffer's memory comes from."""
