@@ -1183,6 +1183,54 @@ def test_every_size_is_left_to_run_time_where_the_unsure_ones_do_not_suffice(
     assert "every tensor a node computes" in result.record.notes[0]
 
 
+class _WideningEngine:
+    """An engine that sizes the pool's output otherwise than onnx infers: two rows and two
+    columns more, as onnx 1.23's ReferenceEvaluator sizes a 3x3 MaxPool with ceil_mode,
+    stride 1 and padding 1 (4x4 in, 6x6 out; the spec, onnx's inference and onnxruntime
+    make 4x4): onnxruntime's values, widened with zeros."""
+
+    engine = "widening engine"
+
+    def prepare(self, graph):
+        from backends.numpy.fallback import OnnxruntimeFallback
+
+        run = OnnxruntimeFallback(["CPUExecutionProvider"]).prepare(graph)
+
+        def widened(feeds):
+            made = run(feeds)
+            made["p"] = np.pad(made["p"], [(0, 0), (0, 0), (0, 2), (0, 2)])
+            return made
+
+        return widened
+
+
+def test_a_graph_lowered_again_that_breaks_a_rule_names_the_size_the_engine_made() -> None:
+    """An engine making the pool 6x6 where onnx infers 4x4 (``_WideningEngine``; a
+    torchvision GoogLeNet with ``--fallback reference``) has the graph lowered again by the
+    sizes made, where the Concat of x and the pool is invalid. The error said only that
+    ("node 'cat' (Concat): inputs differ in dimension 2"), blaming a valid model; it now
+    leads with the engine's size and onnx's, and names the engine."""
+    model = _model(
+        [helper.make_node("MaxPool", ["x"], ["p"], kernel_shape=[3, 3], pads=[1, 1, 1, 1],
+                          ceil_mode=1, name="pool"),
+         helper.make_node("Concat", ["x", "p"], ["y"], axis=1, name="cat")],
+        [_info("x", np.float32, (1, 1, 4, 4))],
+        [_info("y", np.float32, (1, 2, 4, 4))],
+    )
+    x = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
+    assert _ort(model, {"x": x})[0].shape == (1, 2, 4, 4)  # a valid model
+    lowered = lower(load(model), "6_4")
+    with pytest.raises(BackendError) as raised:
+        NumpyBackend(_WideningEngine()).run(lowered, {"x": x})
+    message, source = str(raised.value), lowered.source
+    assert message.startswith(
+        f"{source}: node 'pool' (MaxPool) made 'p' as float32[1, 1, 6, 6], where onnx infers "
+        "float32[1, 1, 4, 4] (fallback: widening engine); lowered again by the sizes made, "
+        "the graph fails: node 'cat' (Concat): inputs differ in dimension 2"
+    ), message
+    assert message.count(source) == 1
+
+
 @pytest.mark.parametrize("edited", ["source", "lowered"])
 def test_a_mismatch_is_refused_once_either_graph_has_changed(edited: str) -> None:
     """The lowering's source, edited after ``lower``, no longer says what was lowered; nor

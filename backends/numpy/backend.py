@@ -33,6 +33,7 @@ from backends.numpy.runtime import resized
 from backends.numpy.threads import default_threads
 from dmlgraph.dml.enums import FeatureLevel
 from dmlgraph.dml.scalars import is_integer
+from dmlgraph.errors import DmlgraphError
 from dmlgraph.ir import Graph
 from lowering.report import LoweredGraph
 
@@ -154,7 +155,8 @@ class NumpyBackend:
         descriptors were sized: the graph's source lowered again with the sizes onnxruntime
         may make otherwise (then every size) left to run time (``runtime.resized``), as
         onnxruntime's DirectML provider sizes its kernels by the shapes that arrive. The
-        first such graph that runs gives the results; none: the mismatch is the error."""
+        first such graph that runs gives the results; none: the mismatch is the error, with
+        the rule a node broke by the sizes made, where one did."""
         if not isinstance(graph, LoweredGraph) or graph.source_graph is None:
             raise SizeMismatch(
                 f"{mismatch}; nor can it be lowered again by the sizes made: the graph it "
@@ -162,6 +164,7 @@ class NumpyBackend:
                 "or its source has changed since it was lowered); lower it again",
                 mismatch.tensor, mismatch.maker, mismatch.made, mismatch.inferred,
             )
+        first, broken = mismatch, None
         for everything in (False, True):
             if everything not in plan.resized:
                 plan.resized[everything] = resized(graph, self.level_for(graph), everything)
@@ -172,6 +175,9 @@ class NumpyBackend:
                 made, runs = self.plan(again).run(arrays)
             except SizeMismatch as another:
                 mismatch = another
+                continue
+            except DmlgraphError as exc:  # by the sizes made, a node breaks a rule
+                broken = exc
                 continue
             results = {
                 name: write_bound(bound[name], made[twin], name, graph.source)
@@ -199,6 +205,17 @@ class NumpyBackend:
             )
             self._last_ran = weakref.ref(again)
             return results
+        if broken is not None:
+            # the engine may be the one wrong (onnx.reference's MaxPool with ceil_mode): said
+            # alone, "node 'cat' (Concat): inputs differ" blamed a model onnxruntime runs
+            (dtype, shape), (said, said_shape) = first.made, first.inferred
+            detail = str(broken).removeprefix(f"{graph.source}: ")
+            raise BackendError(
+                f"{first.maker} made {first.tensor!r} as {dtype}{list(shape)}, "
+                f"where onnx infers {said}{list(said_shape)} (fallback: "
+                f"{self.fallback.engine}); lowered again by the sizes made, the graph fails: "
+                f"{detail}"
+            ) from None
         raise mismatch
 
 
