@@ -400,7 +400,9 @@ def known_divergences(
                 ids = ids_of(lowered, node_run.node_id, node_run.node)
                 op_type = lowered.node(ids[0]).provenance.op_type if ids else node_run.op
                 origin = origin_ids.get(ids[0]) if ids else None
-                add(node_run.node, op_type, origin, note, _reached(lowered, ids))
+                # named as the graph's node: a subgraph's node ran for its If or Loop
+                name = lowered.node(ids[0]).name if ids else node_run.node
+                add(name, op_type, origin, note, _reached(lowered, ids))
     return [
         KnownDivergence(name, note, frozenset(out), op_type, origin)
         for (name, note, op_type, origin), out in found.items()

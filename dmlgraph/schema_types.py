@@ -90,19 +90,35 @@ def output_dtypes(
         return ()
     bound: dict[str, np.dtype] = {}
     for port, dtype in enumerate(dtypes):
-        if dtype is not None and port < len(schema.inputs):
-            bound.setdefault(schema.inputs[port].type_str, dtype)
-        elif dtype is not None and schema.inputs and schema.inputs[-1].option == _VARIADIC:
-            bound.setdefault(schema.inputs[-1].type_str, dtype)
+        if dtype is None or not schema.inputs:
+            continue
+        if port < len(schema.inputs):
+            formal = schema.inputs[port]
+        elif schema.inputs[-1].option == _VARIADIC:
+            formal = schema.inputs[-1]
+        else:
+            continue
+        if _one_type(formal):  # a Loop's carried values each have their own
+            bound.setdefault(formal.type_str, dtype)
     allowed = {c.type_param_str: c.allowed_type_strs for c in schema.type_constraints}
     made = []
     for formal in schema.outputs:
+        if not _one_type(formal):  # a Loop's or If's outputs: typed by its subgraph
+            made.append(None)
+            continue
         takes = allowed.get(formal.type_str, [formal.type_str])  # a fixed type is its own
         only = _FIXED.get(takes[0]) if len(takes) == 1 else None  # Shape's T1: int64 only
         made.append(bound.get(formal.type_str) or only)
     if schema.outputs and schema.outputs[-1].option == _VARIADIC:  # Split's every output
         made += [made[-1]] * (outputs - len(made))
     return tuple(made)
+
+
+def _one_type(formal: Any) -> bool:
+    """Whether every value of a formal parameter has the one type its type parameter binds:
+    not so for a heterogeneous variadic one (a Loop's carried values and scan outputs, an
+    If's outputs), whose values are typed one by one."""
+    return bool(formal.option != _VARIADIC or formal.is_homogeneous)
 
 
 #: A fixed type string (``tensor(int64)``) -> its dtype.

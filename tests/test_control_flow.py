@@ -700,3 +700,48 @@ def test_run_and_check_list_what_a_body_s_nodes_became(tmp_path, capsys) -> None
     (numpy_run, _) = json.loads(capsys.readouterr().out)["runs"]
     assert {"node": "", "op": "DML_OPERATOR_SLICE", "engine": "numpy DirectML emulator",
             "via": "Loop 'loop' body, lowered at run time"} in numpy_run["lowered_when_run"]
+
+
+def _counter_model(direct: bool) -> onnx.ModelProto:
+    """A Loop of 4 trips carrying x and scanning its iteration number: the body's input i
+    itself (``direct``) or an Identity of it."""
+    nodes = [helper.make_node("Identity", ["c"], ["co"]),
+             helper.make_node("Identity", ["x"], ["xo"])]
+    if not direct:
+        nodes.append(helper.make_node("Identity", ["i"], ["k"]))
+    body = helper.make_graph(
+        nodes, "body",
+        [_vi("i", INT64, []), _vi("c", BOOL, []), _vi("x", FLOAT, [2])],
+        [_vi("co", BOOL, []), _vi("xo", FLOAT, [2]), _vi("i" if direct else "k", INT64, [])])
+    return _model(
+        [helper.make_node("Loop", ["M", "", "x0"], ["xf", "ks"], body=body, name="loop")],
+        [_vi("x0", FLOAT, [2])], [_vi("xf", FLOAT, [2]), _vi("ks", INT64, [None])],
+        [_i64("M", 4)])
+
+
+def test_a_loop_s_outputs_of_other_types_than_its_carried_values_load() -> None:
+    """A Loop carrying a float and scanning an int64: its outputs are typed one by one (a
+    heterogeneous variadic), and the float was taken for all, so the model's int64 'ks' was
+    refused ("the model declares 'ks' INT64, but the node makes float32"), though
+    onnxruntime runs it."""
+    model = _counter_model(direct=False)
+    feeds = {"x0": np.zeros(2, np.float32)}
+    want = _ort(model, feeds)
+    assert want[1].tolist() == [0, 1, 2, 3]
+    got = get_backend("numpy").run(lower(dmlgraph.load(model), "6_4"), feeds)
+    assert got["ks"].tolist() == [0, 1, 2, 3] and got["ks"].dtype == np.int64
+
+
+def test_a_scanned_iteration_number_is_onnxruntime_s_known_divergence() -> None:
+    """onnxruntime 1.32 fills a scan output that is the body's iteration number itself with
+    the trip count reached ([4, 4, 4, 4]); ONNX stacks 0, 1, 2, 3, as dmlgraph does. ``check``
+    names it at the Loop."""
+    model = _counter_model(direct=True)
+    feeds = {"x0": np.zeros(2, np.float32)}
+    assert _ort(model, feeds)[1].tolist() == [4, 4, 4, 4]
+    got = get_backend("numpy").run(lower(dmlgraph.load(model), "6_4"), feeds)
+    assert got["ks"].tolist() == [0, 1, 2, 3]
+    report = dmlgraph.check(model, inputs=feeds)
+    assert report.passed
+    (divergence,) = report.divergences
+    assert divergence.node == "loop" and "iteration number itself" in divergence.note

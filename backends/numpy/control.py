@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -39,6 +40,16 @@ from dmlgraph.subgraphs import LOWERED_WHEN_RUN, graph_proto
 if TYPE_CHECKING:
     from backends.numpy.plan import Plan
     from lowering.report import LoweredGraph
+
+
+#: A Loop whose body makes its iteration number itself a scan output: onnxruntime (1.32,
+#: measured) fills every element with the trip count reached, its counter's buffer reused,
+#: where ONNX stacks 0, 1, 2, ... (an Identity of it between gives those).
+_COUNTER_SCANNED = (
+    "divergence: scan output(s) {outputs} of the Loop are its body's iteration number itself, "
+    "which onnxruntime fills with the trip count reached for every iteration; ONNX stacks "
+    "0, 1, 2, ..."
+)
 
 
 class Declined(Exception):
@@ -166,6 +177,16 @@ class ControlFlow:
                 f"{self.where}: its scan outputs differ in shape from one iteration to the "
                 f"next ({exc})"
             ) from None
+        counted = [
+            index for index, value in enumerate(body.output[1 + len(carried) :])
+            if value.name == names[0]
+        ]
+        if counted:  # onnxruntime's own reading, named for ``check``
+            note = _COUNTER_SCANNED.format(outputs=counted)
+            runs = [replace(r, notes=(*r.notes, note)) for r in runs] or [
+                NodeRun(self.name, self.op_type, NOTHING_RAN, "body, lowered at run time",
+                        (note,), self.node_id)
+            ]
         return [np.array(v) for v in values] + stacked, _unique(runs)
 
     def _run_subgraph(
