@@ -101,7 +101,7 @@ def output_dtypes(
         if _one_type(formal):  # a Loop's carried values each have their own
             bound.setdefault(formal.type_str, dtype)
     allowed = {c.type_param_str: c.allowed_type_strs for c in schema.type_constraints}
-    made = []
+    made: list[np.dtype | None] = []
     for formal in schema.outputs:
         if not _one_type(formal):  # a Loop's or If's outputs: typed by its subgraph
             made.append(None)
