@@ -49,6 +49,7 @@ from dmlgraph.ir import (
     RemovedNode,
     Shape,
     TensorInfo,
+    normal_info,
     shape_matches,
 )
 from dmlgraph.ort_pad import pad_divergences
@@ -636,6 +637,8 @@ def _merged(old: TensorInfo, dtype: np.dtype | None, shape: Shape | None) -> Ten
         )
     if dtype == old.dtype and shape == old.shape:
         return old
+    if old.data is None:  # dtype and shape are normal: an info's, or ``described_type``'s
+        return normal_info(old.name, dtype, shape)
     return TensorInfo(old.name, dtype=dtype, shape=shape, data=old.data)
 
 

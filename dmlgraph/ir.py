@@ -200,6 +200,22 @@ _set_name, _set_dtype, _set_shape, _set_data = (
 )
 
 
+def normal_info(name: str, dtype: np.dtype | None, shape: Shape | None) -> TensorInfo:
+    """``TensorInfo(name, dtype, shape)`` (no data) of a dtype and shape already in the form
+    it keeps them (a ``numpy.dtype`` or None; a tuple of ``Dim`` or None), as another info's
+    or ``value_info.described_type``'s are, without normalizing them again: the importer
+    builds one for every tensor inference describes (a third of the constructor's cost)."""
+    info = _new_info(TensorInfo)
+    _set_name(info, name)
+    _set_dtype(info, dtype)
+    _set_shape(info, shape)
+    _set_data(info, None)
+    return info
+
+
+_new_info = object.__new__
+
+
 def dims_text(shape: Sequence[Any] | None) -> str:
     """``[1,?,N]``: a shape as messages and pictures show it (``[?]`` when even the rank is
     unknown)."""
@@ -1215,7 +1231,9 @@ class Graph:
                         or data.get("src_port") != self._nodes[src].outputs.index(name)
                     ):
                         missing.append((src, node.id, port, name))
-                elif name not in inputs and self._tensors.get(name, TensorInfo(name)).data is None:
+                elif name not in inputs and (
+                    (info := self._tensors.get(name)) is None or info.data is None
+                ):
                     problems.append(
                         f"{node.label}: input {name!r} has no producer and is neither a graph "
                         "input nor a constant"

@@ -19,7 +19,7 @@ from dmlgraph.dtypes import (
     to_numpy_dtype,
 )
 from dmlgraph.errors import ModelLoadError, UnsupportedError
-from dmlgraph.ir import Dim, Shape, TensorInfo
+from dmlgraph.ir import Dim, Shape, TensorInfo, normal_info
 
 #: NumPy dtypes whose bytes are ONNX's ``raw_data`` as they are, and their element types.
 _RAW_ELEM_TYPES = {dtype: DTYPE_TO_ELEM_TYPE[dtype] for dtype in PLAIN_DTYPES}
@@ -35,7 +35,7 @@ def tensor_info(value_info: onnx.ValueInfoProto, where: str) -> TensorInfo:
         dtype, shape = described_type(value_info.type.SerializeToString())
     except UnsupportedError:  # worded with the tensor's name and where
         return _tensor_info(value_info, where)
-    return TensorInfo(value_info.name, dtype=dtype, shape=shape)
+    return normal_info(value_info.name, dtype, shape)  # the cache's are normal
 
 
 def _tensor_info(value_info: onnx.ValueInfoProto, where: str) -> TensorInfo:
