@@ -2068,7 +2068,8 @@ def rejection(
     """Why a node computed from ``inputs`` to ``values`` must not be folded ("" when it may
     be): its results disagree with the inferred types, or would grow the model too much."""
     tensors = graph.tensors  # loops, not generators: import asks for every folded node
-    budget = _growth_budget(tensors, inputs)
+    # the budget is at least the growth limit: summed only for a value above it
+    budget: int | None = None
     for out in outputs:
         if not out:
             continue
@@ -2088,10 +2089,14 @@ def rejection(
                 f"folding computed output {out!r} with shape {list(value.shape)}; "
                 f"inference says {list(info.shape)}"
             )
-        if value.nbytes > budget:
-            return (
-                f"output {out!r} would add {value.nbytes} bytes of constant data (limit {budget})"
-            )
+        if value.nbytes > FOLD_GROWTH_LIMIT_BYTES:
+            if budget is None:
+                budget = _growth_budget(tensors, inputs)
+            if value.nbytes > budget:
+                return (
+                    f"output {out!r} would add {value.nbytes} bytes of constant data "
+                    f"(limit {budget})"
+                )
     return ""
 
 
