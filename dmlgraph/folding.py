@@ -49,6 +49,7 @@ from dmlgraph.ir import (
     RemovedNode,
     Shape,
     TensorInfo,
+    normal_info,
     shape_matches,
 )
 from dmlgraph.ort_pad import pad_divergences
@@ -636,6 +637,8 @@ def _merged(old: TensorInfo, dtype: np.dtype | None, shape: Shape | None) -> Ten
         )
     if dtype == old.dtype and shape == old.shape:
         return old
+    if old.data is None:  # dtype and shape are normal: an info's, or ``described_type``'s
+        return normal_info(old.name, dtype, shape)
     return TensorInfo(old.name, dtype=dtype, shape=shape, data=old.data)
 
 
@@ -1645,28 +1648,38 @@ class PartialShapes:
     ) -> bool:
         """``known[name]``, found walking producers back; ``decided`` answers for some
         producers' outputs by itself (None: walk on)."""
-        stack = [name]
-        while stack:  # depth first, without recursion: chains are thousands of nodes long
-            top = stack[-1]
+        if name in known:
+            return known[name]
+        declared, producer_of = self.declared, graph.producer
+        # depth first, without recursion: chains are thousands of nodes long. A tensor whose
+        # inputs are pushed is pushed back below them with its producer, (tensor, producer),
+        # so its producer is looked up and judged once, not again when they are known.
+        stack: list[Any] = [name]
+        while stack:
+            top = stack.pop()
+            if type(top) is tuple:  # its producer's inputs are known now
+                made, producer = top
+                known[made] = any(known[i] for i in producer.inputs if i)
+                continue
             if top in known:
-                stack.pop()
                 continue
-            producer = graph.producer(top)
-            if top in self.declared or (producer is not None and not exact(graph, producer)):
+            producer = producer_of(top)
+            if top in declared or (producer is not None and not exact(graph, producer)):
                 known[top] = True
-                stack.pop()
                 continue
-            answer = None if decided is None or producer is None else decided(graph, producer)
+            if producer is None:
+                known[top] = False
+                continue
+            answer = None if decided is None else decided(graph, producer)
             if answer is not None:
                 known[top] = answer
-                stack.pop()
                 continue
-            pending = [i for i in producer.inputs if i and i not in known] if producer else []
+            pending = [i for i in producer.inputs if i and i not in known]
             if pending:
+                stack.append((top, producer))
                 stack.extend(pending)
                 continue
-            known[top] = producer is not None and any(known[i] for i in producer.inputs if i)
-            stack.pop()
+            known[top] = any(known[i] for i in producer.inputs if i)
         return known[name]
 
     def cause(self, graph: Graph, name: str) -> str:
@@ -1689,11 +1702,13 @@ def _shape_exact(graph: Graph, node: Node) -> bool:
     (``SHAPE_EXACT_OPS``, on the condition ``_EXACT_WHEN`` gives for some). A node lowering
     made (a logical or DirectML op) is sized by its descriptor, whose input sizes are checked
     at run time: exact."""
-    if not node.is_onnx:
+    op = node.op  # read once: asked of every node a walk (``PartialShapes``) passes
+    if not isinstance(op, OnnxOp):
         return True
-    if node.op.domain or node.op_type not in SHAPE_EXACT_OPS:
+    op_type = op.op_type
+    if op.domain or op_type not in SHAPE_EXACT_OPS:
         return False
-    condition = _EXACT_WHEN.get(node.op_type)
+    condition = _EXACT_WHEN.get(op_type)
     return condition is None or condition(graph, node)
 
 
@@ -1811,9 +1826,10 @@ _RANK_DIVERGENT_WHEN: Mapping[str, Callable[[Graph, Node], bool]] = MappingProxy
 
 def _rank_exact(graph: Graph, node: Node) -> bool:
     """Whether onnx's inference gives ``node``'s outputs the ranks onnxruntime makes."""
-    if not node.is_onnx or node.op.domain:
+    op = node.op
+    if not isinstance(op, OnnxOp) or op.domain:
         return True
-    condition = _RANK_DIVERGENT_WHEN.get(node.op_type)
+    condition = _RANK_DIVERGENT_WHEN.get(op.op_type)
     return condition is None or not condition(graph, node)
 
 
@@ -2052,7 +2068,8 @@ def rejection(
     """Why a node computed from ``inputs`` to ``values`` must not be folded ("" when it may
     be): its results disagree with the inferred types, or would grow the model too much."""
     tensors = graph.tensors  # loops, not generators: import asks for every folded node
-    budget = _growth_budget(tensors, inputs)
+    # the budget is at least the growth limit: summed only for a value above it
+    budget: int | None = None
     for out in outputs:
         if not out:
             continue
@@ -2072,10 +2089,14 @@ def rejection(
                 f"folding computed output {out!r} with shape {list(value.shape)}; "
                 f"inference says {list(info.shape)}"
             )
-        if value.nbytes > budget:
-            return (
-                f"output {out!r} would add {value.nbytes} bytes of constant data (limit {budget})"
-            )
+        if value.nbytes > FOLD_GROWTH_LIMIT_BYTES:
+            if budget is None:
+                budget = _growth_budget(tensors, inputs)
+            if value.nbytes > budget:
+                return (
+                    f"output {out!r} would add {value.nbytes} bytes of constant data "
+                    f"(limit {budget})"
+                )
     return ""
 
 

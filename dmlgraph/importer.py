@@ -57,7 +57,7 @@ from dmlgraph.ir import (
     dims_text,
     implicit_inputs,
 )
-from dmlgraph.value_info import shape_dim, tensor_array, tensor_info
+from dmlgraph.value_info import raw_array, shape_dim, tensor_array, tensor_info
 from dmlgraph.value_info import value_info as value_info_of
 
 ModelSource = str | os.PathLike[str] | bytes | onnx.ModelProto
@@ -855,10 +855,10 @@ def _build_graph(
         if o.type.HasField("tensor_type") and o.type.tensor_type.HasField("shape")
     }
     for index, node in enumerate(nodes):
+        if node.op_type == "Constant" and _constant_value(graph, node, outputs, source, index):
+            continue
         where = _node_where(source, index, node)
         notes: list[str] = []
-        if node.op_type == "Constant" and _constant_value(graph, node, outputs, where):
-            continue
         if node.domain or node.op_type not in canonical.FORMS:  # those: ``check_types``
             _check_types(node, tensors, opsets, declared_outputs, where)
         for out in node.output:
@@ -1045,10 +1045,14 @@ def _check_declared(name: str, made: np.dtype | None, declared: int, where: str)
         )
 
 
-def _constant_value(graph: Graph, node: NodeFields, outputs: set[str], where: str) -> bool:
+def _constant_value(
+    graph: Graph, node: NodeFields, outputs: set[str], source: str, index: int
+) -> bool:
     """A Constant node with a tensor ``value`` becomes a constant tensor at once, as folding
     would make it (recorded as folded); True when it did. Other forms (value_ints...) and
-    Constants that compute a graph output stay nodes, for folding to evaluate or keep."""
+    Constants that compute a graph output stay nodes, for folding to evaluate or keep.
+    (``source`` and ``index`` word the node, ``_node_where``, only for a tensor not read
+    straight from its raw bytes: a third of a model's nodes are Constants.)"""
     if (
         node.op_type != "Constant"
         or node.domain != ""
@@ -1060,7 +1064,11 @@ def _constant_value(graph: Graph, node: NodeFields, outputs: set[str], where: st
         or node.output[0] in graph.tensors
     ):
         return False
-    graph.set_tensor(TensorInfo(node.output[0], data=tensor_array(node.attribute[0].t, where)))
+    tensor = node.attribute[0].t
+    data = raw_array(tensor)
+    if data is None:
+        data = tensor_array(tensor, _node_where(source, index, node))
+    graph.set_tensor(TensorInfo(node.output[0], data=data))
     _record_folded(graph, node, node.version)
     return True
 

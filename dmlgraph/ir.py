@@ -200,6 +200,22 @@ _set_name, _set_dtype, _set_shape, _set_data = (
 )
 
 
+def normal_info(name: str, dtype: np.dtype | None, shape: Shape | None) -> TensorInfo:
+    """``TensorInfo(name, dtype, shape)`` (no data) of a dtype and shape already in the form
+    it keeps them (a ``numpy.dtype`` or None; a tuple of ``Dim`` or None), as another info's
+    or ``value_info.described_type``'s are, without normalizing them again: the importer
+    builds one for every tensor inference describes (a third of the constructor's cost)."""
+    info = _new_info(TensorInfo)
+    _set_name(info, name)
+    _set_dtype(info, dtype)
+    _set_shape(info, shape)
+    _set_data(info, None)
+    return info
+
+
+_new_info = object.__new__
+
+
 def dims_text(shape: Sequence[Any] | None) -> str:
     """``[1,?,N]``: a shape as messages and pictures show it (``[?]`` when even the rank is
     unknown)."""
@@ -209,10 +225,15 @@ def dims_text(shape: Sequence[Any] | None) -> str:
 
 
 def _normal_shape(shape: Iterable[Any]) -> Shape:
-    """A shape as a tuple of ``Dim``; a tuple of non-negative Python ints is returned as is."""
+    """A shape as a tuple of ``Dim``; a tuple of ``Dim`` (non-negative Python ints, strs,
+    None) is returned as is."""
     if type(shape) is tuple:
-        for d in shape:
-            if type(d) is not int or d < 0:
+        for d in shape:  # sizes, names and None: a dynamic shape is kept as it is too
+            kind = type(d)
+            if kind is int:
+                if d < 0:
+                    break
+            elif kind is not str and d is not None:
                 break
         else:
             return shape
@@ -301,7 +322,8 @@ class Attributes(Mapping[str, Any]):
     __slots__ = ("_items", "holds_subgraphs")
 
     def __init__(self, items: Mapping[str, Any] | Iterable[tuple[str, Any]] = ()) -> None:
-        pairs = items.items() if isinstance(items, Mapping) else items
+        # a dict first: the importer's, for every node (an ABC check costs more)
+        pairs = items.items() if type(items) is dict or isinstance(items, Mapping) else items
         frozen = [(k if type(k) is str else str(k), _freeze_value(v)) for k, v in pairs]
         frozen.sort(key=_first)
         self._items: tuple[tuple[str, Any], ...] = tuple(frozen)
@@ -363,7 +385,11 @@ def _freeze_value(value: Any) -> Any:
     return value
 
 
-@dataclass(frozen=True, slots=True)
+#: ``OnnxOp``'s attrs when none are given (each op gets an empty ``Attributes`` of its own).
+_NO_ATTRIBUTES: Any = object()
+
+
+@dataclass(frozen=True, slots=True, init=False)
 class OnnxOp:
     """An ONNX operator as the IR holds it.
 
@@ -377,27 +403,39 @@ class OnnxOp:
     domain: str = ""
     attrs: Mapping[str, Any] = field(default_factory=Attributes)  # stored as Attributes
 
-    def __post_init__(self) -> None:
-        if type(self.op_type) is not str or not self.op_type:
-            raise GraphInvariantError(f"OnnxOp: op_type {self.op_type!r} is not an op's name")
-        if type(self.domain) is not str:
-            raise GraphInvariantError(
-                f"OnnxOp {self.op_type}: domain {self.domain!r} is not text"
-            )
-        version = self.since_version
-        if type(version) is not int:  # "14", 14.5, True or None ran as whatever they read
-            if not is_integer(version):
+    def __init__(
+        self,
+        op_type: str,
+        since_version: int,
+        domain: str = "",
+        attrs: Mapping[str, Any] | Iterable[tuple[str, Any]] = _NO_ATTRIBUTES,
+    ) -> None:
+        # written out, through the slots' setters (as ``TensorInfo``'s): import makes one for
+        # every node it keeps, and the generated frozen __init__ with a __post_init__ costs
+        # more than the checks
+        if type(op_type) is not str or not op_type:
+            raise GraphInvariantError(f"OnnxOp: op_type {op_type!r} is not an op's name")
+        if type(domain) is not str:
+            raise GraphInvariantError(f"OnnxOp {op_type}: domain {domain!r} is not text")
+        if type(since_version) is not int:  # "14", 14.5, True or None ran as whatever they read
+            if not is_integer(since_version):
                 raise GraphInvariantError(
-                    f"OnnxOp {self.op_type}: since_version {version!r} is not an integer"
+                    f"OnnxOp {op_type}: since_version {since_version!r} is not an integer"
                 )
-            object.__setattr__(self, "since_version", int(version))
-        if not 1 <= self.since_version <= INT64_MAX:
+            since_version = int(since_version)
+        if not 1 <= since_version <= INT64_MAX:
             raise GraphInvariantError(
-                f"OnnxOp {self.op_type}: since_version {self.since_version} is not an opset "
+                f"OnnxOp {op_type}: since_version {since_version} is not an opset "
                 "version (1 to 2^63 - 1)"
             )
-        if not isinstance(self.attrs, Attributes):
-            object.__setattr__(self, "attrs", Attributes(self.attrs))
+        _set_op_type(self, op_type)
+        _set_op_version(self, since_version)
+        _set_op_domain(self, domain)
+        if attrs is _NO_ATTRIBUTES:
+            attrs = Attributes()
+        elif not isinstance(attrs, Attributes):
+            attrs = Attributes(attrs)
+        _set_op_attrs(self, attrs)
 
     @property
     def name(self) -> str:
@@ -409,7 +447,12 @@ class OnnxOp:
         return self.attrs.holds_subgraphs  # type: ignore[attr-defined, no-any-return]
 
 
-@dataclass(frozen=True, slots=True)
+_set_op_type, _set_op_version, _set_op_domain, _set_op_attrs = (
+    OnnxOp.__dict__[field].__set__ for field in ("op_type", "since_version", "domain", "attrs")
+)
+
+
+@dataclass(frozen=True, slots=True, init=False)
 class Provenance:
     """Where a node came from: the ONNX node's name, op type, domain and since_version."""
 
@@ -418,8 +461,23 @@ class Provenance:
     domain: str = ""
     since_version: int = 0
 
+    def __init__(
+        self, name: str, op_type: str, domain: str = "", since_version: int = 0
+    ) -> None:
+        # written out, through the slots' setters (as ``TensorInfo``'s): import makes one
+        # for every node of the model, and the generated frozen __init__ costs 1.7x this
+        _set_prov_name(self, name)
+        _set_prov_op_type(self, op_type)
+        _set_prov_domain(self, domain)
+        _set_prov_version(self, since_version)
 
-@dataclass(frozen=True, slots=True)
+
+_set_prov_name, _set_prov_op_type, _set_prov_domain, _set_prov_version = (
+    Provenance.__dict__[field].__set__ for field in ("name", "op_type", "domain", "since_version")
+)
+
+
+@dataclass(frozen=True, slots=True, init=False)
 class RemovedNode:
     """An ONNX node that left the graph before lowering (folded to constants, or dead), kept
     so a report can still account for every node of the model."""
@@ -428,8 +486,23 @@ class RemovedNode:
     status: str  # "folded" or "eliminated"
     note: str
 
+    def __init__(self, provenance: Provenance, status: str, note: str) -> None:
+        # written out, as ``Provenance``'s: import makes one for every node it folds
+        _set_removed_provenance(self, provenance)
+        _set_removed_status(self, status)
+        _set_removed_note(self, note)
 
-@dataclass(frozen=True, eq=False, slots=True)
+
+_set_removed_provenance, _set_removed_status, _set_removed_note = (
+    RemovedNode.__dict__[field].__set__ for field in ("provenance", "status", "note")
+)
+
+
+#: ``Node``'s notes when none are given (each node gets an empty list of its own).
+_NO_NOTES: Any = object()
+
+
+@dataclass(frozen=True, eq=False, slots=True, init=False)
 class Node:
     """One operation. Immutable except ``notes``; change ports through ``Graph`` methods."""
 
@@ -439,6 +512,23 @@ class Node:
     outputs: tuple[str, ...]
     provenance: Provenance
     notes: list[str] = field(default_factory=list)
+
+    def __init__(
+        self,
+        id: NodeId,  # noqa: A002  (the field's name)
+        op: Any,
+        inputs: tuple[str, ...],
+        outputs: tuple[str, ...],
+        provenance: Provenance,
+        notes: list[str] = _NO_NOTES,
+    ) -> None:
+        # written out, as ``Provenance``'s: every node added or replaced makes one
+        _set_node_id(self, id)
+        _set_node_op(self, op)
+        _set_node_inputs(self, inputs)
+        _set_node_outputs(self, outputs)
+        _set_node_provenance(self, provenance)
+        _set_node_notes(self, [] if notes is _NO_NOTES else notes)
 
     @property
     def name(self) -> str:
@@ -463,6 +553,19 @@ class Node:
     def input(self, port: int) -> str:
         """The tensor at an input port, ``""`` when the port is absent or omitted."""
         return self.inputs[port] if port < len(self.inputs) else ""
+
+
+(
+    _set_node_id,
+    _set_node_op,
+    _set_node_inputs,
+    _set_node_outputs,
+    _set_node_provenance,
+    _set_node_notes,
+) = (
+    Node.__dict__[field].__set__
+    for field in ("id", "op", "inputs", "outputs", "provenance", "notes")
+)
 
 
 class TensorNames(list[str]):
@@ -694,6 +797,21 @@ class Graph:
             return [nodes[i] for i in cached[1]]
         adjacency = _adjacency(self._nx)
         pred, succ = adjacency._pred, adjacency._succ
+        # Where every edge runs from a lower id to a higher one (as a model's nodes are
+        # numbered, until a rewrite reads a newer node), the ids ascending are that order:
+        # the lowest id left has all its producers out already, so the heap would pop it
+        # next. One pass over the edges instead of the heap (a third of the time).
+        for n, successors in succ.items():
+            for successor in successors:
+                if successor <= n:
+                    break
+            else:
+                continue
+            break
+        else:
+            ascending = tuple(sorted(succ))
+            self._order = (self._structure, ascending)
+            return [nodes[i] for i in ascending]
         indegree = {n: sum(len(keys) for keys in pred[n].values()) for n in pred}
         ready = [n for n, d in indegree.items() if d == 0]
         heapq.heapify(ready)
@@ -1128,7 +1246,9 @@ class Graph:
                         or data.get("src_port") != self._nodes[src].outputs.index(name)
                     ):
                         missing.append((src, node.id, port, name))
-                elif name not in inputs and self._tensors.get(name, TensorInfo(name)).data is None:
+                elif name not in inputs and (
+                    (info := self._tensors.get(name)) is None or info.data is None
+                ):
                     problems.append(
                         f"{node.label}: input {name!r} has no producer and is neither a graph "
                         "input nor a constant"

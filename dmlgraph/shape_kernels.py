@@ -99,7 +99,7 @@ def _ints(array: np.ndarray | None) -> list[int] | None:
     """A 1-D int64 tensor as Python ints; None if it is anything else."""
     if array is None or array.dtype != _INT64 or array.ndim != 1:
         return None
-    return [int(v) for v in array]
+    return array.tolist()  # Python ints, in one C call (iterating makes NumPy scalars)
 
 
 def _extremes(array: np.ndarray, finite: bool = False) -> tuple[Any, Any] | None:

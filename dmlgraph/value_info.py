@@ -19,7 +19,7 @@ from dmlgraph.dtypes import (
     to_numpy_dtype,
 )
 from dmlgraph.errors import ModelLoadError, UnsupportedError
-from dmlgraph.ir import Dim, Shape, TensorInfo
+from dmlgraph.ir import Dim, Shape, TensorInfo, normal_info
 
 #: NumPy dtypes whose bytes are ONNX's ``raw_data`` as they are, and their element types.
 _RAW_ELEM_TYPES = {dtype: DTYPE_TO_ELEM_TYPE[dtype] for dtype in PLAIN_DTYPES}
@@ -35,7 +35,7 @@ def tensor_info(value_info: onnx.ValueInfoProto, where: str) -> TensorInfo:
         dtype, shape = described_type(value_info.type.SerializeToString())
     except UnsupportedError:  # worded with the tensor's name and where
         return _tensor_info(value_info, where)
-    return TensorInfo(value_info.name, dtype=dtype, shape=shape)
+    return normal_info(value_info.name, dtype, shape)  # the cache's are normal
 
 
 def _tensor_info(value_info: onnx.ValueInfoProto, where: str) -> TensorInfo:
@@ -116,6 +116,30 @@ _HALF_TYPES = frozenset({TensorProto.FLOAT16, TensorProto.BFLOAT16})
 def tensor_array(tensor: TensorProto, where: str) -> np.ndarray:
     """A tensor's values as a read-only array, straight from ``raw_data`` where its bytes are
     the array's; ``where`` starts the message of a tensor that cannot be read."""
+    array = raw_array(tensor)
+    if array is not None:
+        return array
+    to_numpy_dtype(tensor.data_type, f"{where}: tensor {tensor.name!r}")
+    if tensor.data_type in _HALF_TYPES and any(not 0 <= v <= 0xFFFF for v in tensor.int32_data):
+        raise ModelLoadError(  # as onnxruntime refuses it ("data overflow"); onnx truncates
+            f"{where}: tensor {tensor.name!r}: an int32_data value does not fit in the 16 bits "
+            f"of a {TensorProto.DataType.Name(tensor.data_type)}"
+        )
+    try:
+        array = numpy_helper.to_array(tensor)
+    except Exception as exc:
+        raise ModelLoadError(f"{where}: tensor {tensor.name!r} cannot be read: {exc}") from None
+    if not owned(array):
+        array = np.array(array)  # own the data: the proto's buffers are not ours to keep
+    array.flags.writeable = False
+    return array
+
+
+def raw_array(tensor: TensorProto) -> np.ndarray | None:
+    """``tensor_array``'s fast path: the read-only array over a tensor's ``raw_data`` where
+    those bytes are the array's (NumPy's own dtypes, little-endian, the size its dims say);
+    None otherwise, for ``tensor_array`` to read and word any error (a caller that has a
+    tensor to read without a message at hand makes one only then)."""
     dtype = _RAW_DTYPES.get(tensor.data_type)
     if (
         dtype is not None
@@ -131,20 +155,7 @@ def tensor_array(tensor: TensorProto, where: str) -> np.ndarray:
                 return _bools(raw, dims)
             # one constructor call (frombuffer + reshape cost 3x); read-only, as bytes are
             return np.ndarray(dims, dtype, raw)
-    to_numpy_dtype(tensor.data_type, f"{where}: tensor {tensor.name!r}")
-    if tensor.data_type in _HALF_TYPES and any(not 0 <= v <= 0xFFFF for v in tensor.int32_data):
-        raise ModelLoadError(  # as onnxruntime refuses it ("data overflow"); onnx truncates
-            f"{where}: tensor {tensor.name!r}: an int32_data value does not fit in the 16 bits "
-            f"of a {TensorProto.DataType.Name(tensor.data_type)}"
-        )
-    try:
-        array = numpy_helper.to_array(tensor)
-    except Exception as exc:
-        raise ModelLoadError(f"{where}: tensor {tensor.name!r} cannot be read: {exc}") from None
-    if not owned(array):
-        array = np.array(array)  # own the data: the proto's buffers are not ours to keep
-    array.flags.writeable = False
-    return array
+    return None
 
 
 def _bools(raw: bytes, dims: tuple[int, ...]) -> np.ndarray:
