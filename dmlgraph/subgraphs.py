@@ -13,15 +13,18 @@ them outside (an eliminated Slice's output read as its input).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from types import MappingProxyType
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import onnx
 from onnx import AttributeProto
 
 from dmlgraph.canonical import LOWERED_OPS
 from dmlgraph.ir import OnnxOp, Subgraph, subgraphs
+
+if TYPE_CHECKING:
+    from dmlgraph.folding import NodeLike
 
 #: How a report note on a control-flow node begins where its subgraphs hold Slice, Concat or
 #: Pad nodes (``held_note``): reports list such a node with the Slice/Concat/Pad rows.
@@ -78,22 +81,7 @@ def attribute_graphs(attr: AttributeProto) -> list[onnx.GraphProto]:
     return []
 
 
-class _NodeLike(Protocol):
-    """What ``signature_problem`` reads: a NodeProto, or the importer's ``NodeFields``."""
-
-    @property
-    def op_type(self) -> str: ...
-    @property
-    def domain(self) -> str: ...
-    @property
-    def input(self) -> Sequence[str]: ...
-    @property
-    def output(self) -> Sequence[str]: ...
-    @property
-    def attribute(self) -> Sequence[onnx.AttributeProto]: ...
-
-
-def signature_problem(node: _NodeLike) -> str | None:
+def signature_problem(node: NodeLike) -> str | None:
     """Why an If's branches or a Loop's body do not fit the node (None where they do), as
     onnx's type inference says when onnxruntime loads the model ("If node has 1 but
     subgraphs produce 2"); the import's own inference is lenient and passes them, and the
