@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 
+import ml_dtypes
 import numpy as np
 import onnx
 import pytest
@@ -587,3 +588,25 @@ def _doubled() -> onnx.ModelProto:
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])])
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, "bfloat16"])
+def test_a_half_precision_output_failing_by_a_few_ulps_says_so(dtype) -> None:
+    """onnxruntime's CPU provider computes chains of float16 ops in float32 and rounds once;
+    dmlgraph's segments round at each lowered node, so a float16 model may fail by a few
+    units in the last place: the message says how many (here each value's bits + 2, read by
+    hand: 2 ulps), and says nothing of ulps where values are further apart."""
+    from dmlgraph.parity import Tolerance, compare_output
+
+    dtype = ml_dtypes.bfloat16 if dtype == "bfloat16" else dtype
+    expected = np.linspace(8, 12, 50).astype(dtype)
+    close = (expected.view(np.int16) + 2).view(dtype)
+    result = compare_output("y", close, expected, Tolerance(1e-4, 1e-4))
+    assert result.verdict.value == "fail"
+    assert "at most 2 units in the last place apart" in result.message
+    far = (expected.view(np.int16) + 40).view(dtype)
+    assert "units in the last place" not in compare_output(
+        "y", far, expected, Tolerance(1e-4, 1e-4)).message
+    negative = -expected  # sign and magnitude: -8 and -8 - 2 ulps are 2 apart too
+    assert "at most 2 units" in compare_output(
+        "y", (negative.view(np.int16) + 2).view(dtype), negative, Tolerance(1e-4, 1e-4)).message
