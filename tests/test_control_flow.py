@@ -745,3 +745,33 @@ def test_a_scanned_iteration_number_is_onnxruntime_s_known_divergence() -> None:
     assert report.passed
     (divergence,) = report.divergences
     assert divergence.node == "loop" and "iteration number itself" in divergence.note
+
+
+def test_a_dropped_backend_frees_its_plans_and_sub_plans_without_the_collector() -> None:
+    """The graph lives on; the backend that ran it is dropped. Its plan and the Loop body's
+    sub-plans (each with onnxruntime sessions and an arena) go by reference counting: the
+    backend's cache of plans held a cycle (its last graph's weak reference called back a
+    method bound to the cache), and they waited for a full collection."""
+    import gc
+    import weakref
+
+    from backends.numpy.plan import _ControlStep
+
+    model = _loop_model()
+    lowered = lower(dmlgraph.load(model), "6_4")
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        backend = get_backend("numpy")
+        got = backend.run(lowered, {"x": X})
+        assert np.array_equal(got["y"], _ort(model, {"x": X})[0])
+        plan = backend.plan(lowered)
+        (step,) = [s for s in plan._steps if isinstance(s, _ControlStep)]
+        held = [weakref.ref(plan), weakref.ref(step)]
+        held += [weakref.ref(sub) for _, sub, _ in step.control.cache.values()]
+        assert len(held) > 2  # the body ran lowered, by a sub-plan
+        del backend, plan, step
+        assert [ref() for ref in held] == [None] * len(held)
+    finally:
+        if enabled:
+            gc.enable()
