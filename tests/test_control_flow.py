@@ -832,3 +832,32 @@ def test_a_loop_s_records_are_worded_once_not_every_iteration(monkeypatch) -> No
         ("DML_OPERATOR_SLICE", "Loop 'loop' body, lowered at run time"),
         ("DML_OPERATOR_JOIN", "Loop 'loop' body, lowered at run time"),
     }
+
+
+def test_a_failure_inside_the_branch_taken_names_the_file_and_the_if(tmp_path, capsys) -> None:
+    """onnxruntime fails on the then_branch's Reshape (4 elements to [5]), on the original
+    model too (the oracle). The error named the model the backend made of the branch,
+    "<ModelProto if.then_branch>", not the file or the If; it names both now, once."""
+    then_branch = helper.make_graph(
+        [helper.make_node("Reshape", ["x", "bad"], ["t0"]),
+         helper.make_node("Slice", ["t0", "s0", "s1"], ["t"])],
+        "then", [], [_vi("t", FLOAT, [None])], [_i64("bad", [5]), _i64("s0", [0]), _i64("s1", [2])])
+    else_branch = helper.make_graph(
+        [helper.make_node("Slice", ["x", "s0", "s1"], ["e"])],
+        "else", [], [_vi("e", FLOAT, [None])], [_i64("s0", [0]), _i64("s1", [3])])
+    model = _model(
+        [helper.make_node("If", ["c"], ["y"], name="if", then_branch=then_branch,
+                          else_branch=else_branch)],
+        [_vi("c", BOOL, []), _vi("x", FLOAT, [4])], [_vi("y", FLOAT, [None])])
+    x = np.arange(4, dtype=np.float32)
+    with pytest.raises(Exception, match="Reshape"):
+        _ort(model, {"c": np.array(True), "x": x})
+    path = tmp_path / "ifbad.onnx"
+    onnx.save(model, path)
+    np.savez(tmp_path / "t.npz", c=np.array(True), x=x)
+    capsys.readouterr()
+    assert main(["check", str(path), "--inputs", str(tmp_path / "t.npz")]) == 2
+    err = capsys.readouterr().err
+    assert f"error: {path}: node 'if' (If), its then_branch: onnxruntime fails" in err
+    assert "ModelProto" not in err and err.count(str(path)) == 1
+    assert "Traceback" not in err

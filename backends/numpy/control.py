@@ -252,7 +252,10 @@ class ControlFlow:
 
         model = self._model(attr, arrays)
         try:
-            return lower(load(model), level)
+            graph = load(model)
+            # its errors name the file and the node, not the model made here
+            graph.source = f"{self.where}, its {attr}"
+            return lower(graph, level)
         except DmlgraphError as exc:
             raise Declined(f"its {attr} cannot be lowered on its own: {exc}") from None
 
