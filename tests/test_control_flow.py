@@ -861,3 +861,44 @@ def test_a_failure_inside_the_branch_taken_names_the_file_and_the_if(tmp_path, c
     assert f"error: {path}: node 'if' (If), its then_branch: onnxruntime fails" in err
     assert "ModelProto" not in err and err.count(str(path)) == 1
     assert "Traceback" not in err
+
+
+def test_a_body_s_large_enclosing_constant_is_fed_not_copied_into_each_model() -> None:
+    """The body reads a weight of the main graph (5000 elements, above the 4096 that shape
+    inference keeps as values) and the small Slice parameters st, en. The carried value grows,
+    so the body is made a model for each of 6 input types: the weight was an initializer of
+    each (and of each plan's onnxruntime sessions: 1.1 GB for a 16 MB weight, 16 keys); it
+    is fed now, the small parameters still folded in. Oracle: onnxruntime."""
+    weight = np.linspace(-1, 1, 5000, dtype=np.float32)
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+         helper.make_node("Slice", ["w", "st", "en"], ["piece"]),
+         helper.make_node("Concat", ["acc", "piece"], ["acc_out"], axis=0),
+         helper.make_node("ReduceSum", ["w"], ["scan_out"], keepdims=0)],
+        "body",
+        [_vi("i", INT64, []), _vi("cond_in", BOOL, []), _vi("acc", FLOAT, [None])],
+        [_vi("cond_out", BOOL, []), _vi("acc_out", FLOAT, [None]), _vi("scan_out", FLOAT, [])])
+    model = _model(
+        [helper.make_node("Loop", ["trip", "", "a"], ["acc_final", "sums"], name="loop",
+                          body=body)],
+        [_vi("trip", INT64, []), _vi("a", FLOAT, [None])],
+        [_vi("acc_final", FLOAT, [None]), _vi("sums", FLOAT, [None])],
+        [numpy_helper.from_array(weight, "w"), _i64("st", [3]), _i64("en", [5])])
+    feeds = {"trip": np.array(6, np.int64), "a": np.zeros(1, np.float32)}
+    want = _ort(model, feeds)
+    backend = get_backend("numpy")
+    lowered = lower(dmlgraph.load(model), "6_4")
+    got = backend.run(lowered, feeds)
+    assert np.array_equal(got["acc_final"], want[0])
+    np.testing.assert_allclose(got["sums"], want[1], rtol=1e-5, atol=1e-5)
+    from backends.numpy.plan import _ControlStep
+
+    (step,) = [s for s in backend.plan(lowered)._steps if isinstance(s, _ControlStep)]
+    bodies = [graph for graph, _, _ in step.control.cache.values()]
+    assert len(bodies) == 6
+    for graph in bodies:
+        assert "w" in graph.inputs
+        assert sum(graph.constant(name).size for name in graph.constants) < weight.size
+    # the body's Slice of the weight runs as a DirectML operator on what is fed
+    ran = _lowered_runs(backend.last_record, "Loop", "loop")
+    assert ran["DML_OPERATOR_SLICE"] == "numpy DirectML emulator"

@@ -4,10 +4,11 @@ onnxruntime's DirectML provider partitions a control-flow node's subgraphs as it
 the main graph, so a Slice, Concat or Pad inside a Loop body runs as a DirectML operator
 there. The NumPy backend does the same: the branch an If takes, or a Loop's body, becomes a
 model of its own (the enclosing graph's tensors it reads as inputs of the sizes that arrive,
-or as initializers where they are constants), imported, lowered at the plan's feature level
-and run by a plan of its own, kept for the 16 most recently run input types
-(``RUNTIME_CACHE_LIMIT``). A Loop iterates as the ONNX spec says: ``M`` trips at most while
-``cond`` holds, the carried values fed back, the scan outputs stacked on a new axis 0.
+or as initializers where they are constants of at most ``INFERENCE_CONSTANT_LIMIT``
+elements), imported, lowered at the plan's feature level and run by a plan of its own, kept
+for the 16 most recently run input types (``RUNTIME_CACHE_LIMIT``). A Loop iterates as the
+ONNX spec says: ``M`` trips at most while ``cond`` holds, the carried values fed back, the
+scan outputs stacked on a new axis 0.
 
 Where that cannot be done, the node runs whole on the fallback, as every control-flow node
 did before, and its run record says why (``Declined``): a subgraph reading or making
@@ -30,6 +31,7 @@ import onnx
 from onnx import helper, numpy_helper
 
 from backends.base import NOTHING_RAN, BackendError, NodeRun, SizeMismatch
+from dmlgraph import folding
 from dmlgraph.dml.enums import FeatureLevel
 from dmlgraph.dtypes import DTYPE_TO_ELEM_TYPE
 from dmlgraph.errors import DmlgraphError
@@ -79,10 +81,14 @@ class ControlFlow:
         # the subgraphs read the enclosing graph's tensors by their original names; a pass
         # may have renamed one since (the node's inputs say what it is called now)
         self.outer = dict(zip(implicit, node.inputs[self.explicit :]))
+        # a large one (a weight) is fed, as the tensors that arrive are: as an initializer it
+        # was copied into every model made (one per input types, 16 kept) and each plan's
+        # sessions, 57 MB a key for 16 MB; what a lowering folds by value is small
         self.constants = {
             old: value
             for old, new in self.outer.items()
             if (value := graph.constant(new)) is not None
+            and value.size <= folding.INFERENCE_CONSTANT_LIMIT
         }
         self.subgraphs: dict[str, Subgraph] = {
             attr: op.attrs[attr] for attr in LOWERED_WHEN_RUN[self.op_type]
