@@ -267,6 +267,17 @@ class GraphCache(Generic[T]):
         #: the last graph asked for, looked up first: a run's megabytes evict the weak
         #: dictionary's Python code from cache, and its look-up then cost 40-70 us a run
         self._last: tuple[weakref.ref[Graph], tuple[Any, ...], T] | None = None
+        # the last graph's weak reference calls back through a weak reference to the cache:
+        # a bound method there made a cycle (cache, entry, reference, method, cache), and a
+        # dropped backend's plans, arenas and sessions waited for the collector
+        cache = weakref.ref(self)
+
+        def forget(ref: weakref.ref[Graph]) -> None:
+            held = cache()
+            if held is not None:
+                held._forget(ref)
+
+        self._forget_last = forget
 
     def get(self, graph: Graph, build: Callable[[], T]) -> T:
         key = fingerprint(graph)
@@ -277,7 +288,7 @@ class GraphCache(Generic[T]):
         if entry is None or entry[0] != key:
             entry = (key, build())
             self._entries[graph] = entry
-        self._last = (weakref.ref(graph, self._forget), key, entry[1])
+        self._last = (weakref.ref(graph, self._forget_last), key, entry[1])
         return entry[1]
 
     def _forget(self, ref: weakref.ref[Graph]) -> None:

@@ -745,3 +745,160 @@ def test_a_scanned_iteration_number_is_onnxruntime_s_known_divergence() -> None:
     assert report.passed
     (divergence,) = report.divergences
     assert divergence.node == "loop" and "iteration number itself" in divergence.note
+
+
+def test_a_dropped_backend_frees_its_plans_and_sub_plans_without_the_collector() -> None:
+    """The graph lives on; the backend that ran it is dropped. Its plan and the Loop body's
+    sub-plans (each with onnxruntime sessions and an arena) go by reference counting: the
+    backend's cache of plans held a cycle (its last graph's weak reference called back a
+    method bound to the cache), and they waited for a full collection."""
+    import gc
+    import weakref
+
+    from backends.numpy.plan import _ControlStep
+
+    model = _loop_model()
+    lowered = lower(dmlgraph.load(model), "6_4")
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        backend = get_backend("numpy")
+        got = backend.run(lowered, {"x": X})
+        assert np.array_equal(got["y"], _ort(model, {"x": X})[0])
+        plan = backend.plan(lowered)
+        (step,) = [s for s in plan._steps if isinstance(s, _ControlStep)]
+        held = [weakref.ref(plan), weakref.ref(step)]
+        held += [weakref.ref(sub) for _, sub, _ in step.control.cache.values()]
+        assert len(held) > 2  # the body ran lowered, by a sub-plan
+        del backend, plan, step
+        assert [ref() for ref in held] == [None] * len(held)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _fixed_loop_model() -> onnx.ModelProto:
+    """A Loop whose carried [2, 4] keeps its shape (a slice of it rotated by a Concat with
+    the graph input x) and whose scan output is an Add the fallback runs: one body key."""
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+         helper.make_node("Slice", ["acc", "st", "en", "ax"], ["piece"]),
+         helper.make_node("Concat", ["piece", "x"], ["acc_out"], axis=1),
+         helper.make_node("Add", ["piece", "x"], ["scan_out"])],
+        "body",
+        [_vi("i", INT64, []), _vi("cond_in", BOOL, []), _vi("acc", FLOAT, [2, 4])],
+        [_vi("cond_out", BOOL, []), _vi("acc_out", FLOAT, [2, 4]),
+         _vi("scan_out", FLOAT, [2, 2])],
+        [_i64("st", [2]), _i64("en", [4]), _i64("ax", [1])])
+    return _model(
+        [helper.make_node("Loop", ["trip", "", "a"], ["acc_final", "scans"], name="loop",
+                          body=body)],
+        [_vi("trip", INT64, []), _vi("a", FLOAT, [2, 4]), _vi("x", FLOAT, [2, 2])],
+        [_vi("acc_final", FLOAT, [2, 4]), _vi("scans", FLOAT, [None, 2, 2])],
+    )
+
+
+def test_a_loop_s_records_are_worded_once_not_every_iteration(monkeypatch) -> None:
+    """Every iteration of a body run by one sub-plan gives the same records: they are said
+    as the Loop's once, not rebuilt (and merged again) each trip, 15% of a fixed-shape
+    body's time per iteration. 3 and 60 trips make as many records, and the same."""
+    from backends.numpy import control
+
+    made = []
+    node_run = control.NodeRun
+
+    def counted(*args, **kwargs):
+        made.append(args)
+        return node_run(*args, **kwargs)
+
+    monkeypatch.setattr(control, "NodeRun", counted)
+    model = _fixed_loop_model()
+    lowered = lower(dmlgraph.load(model), "6_4")
+    a = np.arange(8, dtype=np.float32).reshape(2, 4)
+    x = np.full((2, 2), 0.5, np.float32)
+    records, counts = [], []
+    for trips in (3, 60):
+        feeds = {"trip": np.array(trips, np.int64), "a": a, "x": x}
+        want = _ort(model, feeds)
+        del made[:]
+        result = get_backend("numpy").execute(lowered, feeds)
+        counts.append(len(made))
+        assert np.array_equal(result.outputs["acc_final"], want[0])
+        assert np.array_equal(result.outputs["scans"], want[1])
+        records.append(result.record.nodes)
+    assert counts[0] == counts[1] > 0
+    assert records[0] == records[1]
+    assert {(r.op, r.via) for r in records[0]} >= {
+        ("DML_OPERATOR_SLICE", "Loop 'loop' body, lowered at run time"),
+        ("DML_OPERATOR_JOIN", "Loop 'loop' body, lowered at run time"),
+    }
+
+
+def test_a_failure_inside_the_branch_taken_names_the_file_and_the_if(tmp_path, capsys) -> None:
+    """onnxruntime fails on the then_branch's Reshape (4 elements to [5]), on the original
+    model too (the oracle). The error named the model the backend made of the branch,
+    "<ModelProto if.then_branch>", not the file or the If; it names both now, once."""
+    then_branch = helper.make_graph(
+        [helper.make_node("Reshape", ["x", "bad"], ["t0"]),
+         helper.make_node("Slice", ["t0", "s0", "s1"], ["t"])],
+        "then", [], [_vi("t", FLOAT, [None])], [_i64("bad", [5]), _i64("s0", [0]), _i64("s1", [2])])
+    else_branch = helper.make_graph(
+        [helper.make_node("Slice", ["x", "s0", "s1"], ["e"])],
+        "else", [], [_vi("e", FLOAT, [None])], [_i64("s0", [0]), _i64("s1", [3])])
+    model = _model(
+        [helper.make_node("If", ["c"], ["y"], name="if", then_branch=then_branch,
+                          else_branch=else_branch)],
+        [_vi("c", BOOL, []), _vi("x", FLOAT, [4])], [_vi("y", FLOAT, [None])])
+    x = np.arange(4, dtype=np.float32)
+    with pytest.raises(Exception, match="Reshape"):
+        _ort(model, {"c": np.array(True), "x": x})
+    path = tmp_path / "ifbad.onnx"
+    onnx.save(model, path)
+    np.savez(tmp_path / "t.npz", c=np.array(True), x=x)
+    capsys.readouterr()
+    assert main(["check", str(path), "--inputs", str(tmp_path / "t.npz")]) == 2
+    err = capsys.readouterr().err
+    assert f"error: {path}: node 'if' (If), its then_branch: onnxruntime fails" in err
+    assert "ModelProto" not in err and err.count(str(path)) == 1
+    assert "Traceback" not in err
+
+
+def test_a_body_s_large_enclosing_constant_is_fed_not_copied_into_each_model() -> None:
+    """The body reads a weight of the main graph (5000 elements, above the 4096 that shape
+    inference keeps as values) and the small Slice parameters st, en. The carried value grows,
+    so the body is made a model for each of 6 input types: the weight was an initializer of
+    each (and of each plan's onnxruntime sessions: 1.1 GB for a 16 MB weight, 16 keys); it
+    is fed now, the small parameters still folded in. Oracle: onnxruntime."""
+    weight = np.linspace(-1, 1, 5000, dtype=np.float32)
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+         helper.make_node("Slice", ["w", "st", "en"], ["piece"]),
+         helper.make_node("Concat", ["acc", "piece"], ["acc_out"], axis=0),
+         helper.make_node("ReduceSum", ["w"], ["scan_out"], keepdims=0)],
+        "body",
+        [_vi("i", INT64, []), _vi("cond_in", BOOL, []), _vi("acc", FLOAT, [None])],
+        [_vi("cond_out", BOOL, []), _vi("acc_out", FLOAT, [None]), _vi("scan_out", FLOAT, [])])
+    model = _model(
+        [helper.make_node("Loop", ["trip", "", "a"], ["acc_final", "sums"], name="loop",
+                          body=body)],
+        [_vi("trip", INT64, []), _vi("a", FLOAT, [None])],
+        [_vi("acc_final", FLOAT, [None]), _vi("sums", FLOAT, [None])],
+        [numpy_helper.from_array(weight, "w"), _i64("st", [3]), _i64("en", [5])])
+    feeds = {"trip": np.array(6, np.int64), "a": np.zeros(1, np.float32)}
+    want = _ort(model, feeds)
+    backend = get_backend("numpy")
+    lowered = lower(dmlgraph.load(model), "6_4")
+    got = backend.run(lowered, feeds)
+    assert np.array_equal(got["acc_final"], want[0])
+    np.testing.assert_allclose(got["sums"], want[1], rtol=1e-5, atol=1e-5)
+    from backends.numpy.plan import _ControlStep
+
+    (step,) = [s for s in backend.plan(lowered)._steps if isinstance(s, _ControlStep)]
+    bodies = [graph for graph, _, _ in step.control.cache.values()]
+    assert len(bodies) == 6
+    for graph in bodies:
+        assert "w" in graph.inputs
+        assert sum(graph.constant(name).size for name in graph.constants) < weight.size
+    # the body's Slice of the weight runs as a DirectML operator on what is fed
+    ran = _lowered_runs(backend.last_record, "Loop", "loop")
+    assert ran["DML_OPERATOR_SLICE"] == "numpy DirectML emulator"

@@ -4,10 +4,11 @@ onnxruntime's DirectML provider partitions a control-flow node's subgraphs as it
 the main graph, so a Slice, Concat or Pad inside a Loop body runs as a DirectML operator
 there. The NumPy backend does the same: the branch an If takes, or a Loop's body, becomes a
 model of its own (the enclosing graph's tensors it reads as inputs of the sizes that arrive,
-or as initializers where they are constants), imported, lowered at the plan's feature level
-and run by a plan of its own, kept for the 16 most recently run input types
-(``RUNTIME_CACHE_LIMIT``). A Loop iterates as the ONNX spec says: ``M`` trips at most while
-``cond`` holds, the carried values fed back, the scan outputs stacked on a new axis 0.
+or as initializers where they are constants of at most ``INFERENCE_CONSTANT_LIMIT``
+elements), imported, lowered at the plan's feature level and run by a plan of its own, kept
+for the 16 most recently run input types (``RUNTIME_CACHE_LIMIT``). A Loop iterates as the
+ONNX spec says: ``M`` trips at most while ``cond`` holds, the carried values fed back, the
+scan outputs stacked on a new axis 0.
 
 Where that cannot be done, the node runs whole on the fallback, as every control-flow node
 did before, and its run record says why (``Declined``): a subgraph reading or making
@@ -30,6 +31,7 @@ import onnx
 from onnx import helper, numpy_helper
 
 from backends.base import NOTHING_RAN, BackendError, NodeRun, SizeMismatch
+from dmlgraph import folding
 from dmlgraph.dml.enums import FeatureLevel
 from dmlgraph.dtypes import DTYPE_TO_ELEM_TYPE
 from dmlgraph.errors import DmlgraphError
@@ -79,10 +81,14 @@ class ControlFlow:
         # the subgraphs read the enclosing graph's tensors by their original names; a pass
         # may have renamed one since (the node's inputs say what it is called now)
         self.outer = dict(zip(implicit, node.inputs[self.explicit :]))
+        # a large one (a weight) is fed, as the tensors that arrive are: as an initializer it
+        # was copied into every model made (one per input types, 16 kept) and each plan's
+        # sessions, 57 MB a key for 16 MB; what a lowering folds by value is small
         self.constants = {
             old: value
             for old, new in self.outer.items()
             if (value := graph.constant(new)) is not None
+            and value.size <= folding.INFERENCE_CONSTANT_LIMIT
         }
         self.subgraphs: dict[str, Subgraph] = {
             attr: op.attrs[attr] for attr in LOWERED_WHEN_RUN[self.op_type]
@@ -92,6 +98,9 @@ class ControlFlow:
             OrderedDict()
         )
         self.said: dict[tuple[Any, ...], tuple[str, ...]] = {}  # divergence notes, by key
+        #: the records of a subgraph's last run, as its plan gave them and as this node says
+        #: them, by key: a Loop's iterations give equal records, built once, not every trip
+        self.worded: dict[tuple[Any, ...], tuple[tuple[NodeRun, ...], tuple[NodeRun, ...]]] = {}
 
     # ------------------------------------------------------------------ running
     def run(
@@ -151,13 +160,16 @@ class ControlFlow:
             raise Declined("its scan outputs are made by no iteration, so their shape is unknown")
         scans: list[list[np.ndarray]] = [[] for _ in range(scans_count)]
         runs: list[NodeRun] = []
+        last_runs: tuple[NodeRun, ...] | None = None
         values = [v for v in carried if v is not None]
         trip = 0
         while going and (limit is None or trip < limit):
             feeds = {names[0]: np.array(trip, dtype=np.int64), names[1]: np.array(going)}
             feeds.update(zip(names[2:], values))
             outputs, body_runs = self._run_subgraph("body", feeds, outer, level, make_plan)
-            runs += body_runs
+            if body_runs is not last_runs:  # (the same records, iteration after iteration)
+                runs += body_runs
+                last_runs = body_runs
             # the body's condition ends the loop even without a ``cond`` input: the spec's
             # pseudo-code says it is ignored then, but onnxruntime and onnx.reference stop
             made = outputs[0]
@@ -196,10 +208,9 @@ class ControlFlow:
         outer: Mapping[str, np.ndarray],
         level: FeatureLevel,
         make_plan: Callable[[Graph], Plan],
-    ) -> tuple[list[np.ndarray], list[NodeRun]]:
+    ) -> tuple[list[np.ndarray], tuple[NodeRun, ...]]:
         arrays = {**outer, **feeds}
         key = (attr, *((name, a.dtype.str, a.shape) for name, a in sorted(arrays.items())))
-        held = f"{self.op_type} {self.name!r} {attr}"
         if key not in self.cache:
             lowered = self._lowered(attr, arrays, level)
             plan = make_plan(lowered)
@@ -209,16 +220,22 @@ class ControlFlow:
                 if note.startswith(DIVERGENCE)
             ))
             if len(self.cache) > self.cache_limit:  # the least recently run goes
-                self.said.pop(self.cache.popitem(last=False)[0], None)
+                gone = self.cache.popitem(last=False)[0]
+                self.said.pop(gone, None)
+                self.worded.pop(gone, None)
         self.cache.move_to_end(key)
         lowered, plan, outputs = self.cache[key]
         try:
             results, sub_runs = plan.run({name: arrays[name] for name in lowered.inputs})
         except SizeMismatch as exc:
             raise Declined(f"its {attr}'s lowering was planned for other sizes ({exc})") from None
+        worded = self.worded.get(key)
+        if worded is not None and worded[0] == sub_runs:
+            return [results[name] for name in outputs], worded[1]
         # what the lowering said of a node as divergences goes with every run of the
         # subgraph: ``check`` names them for the outputs this node reaches
         said = self.said.get(key, ())
+        held = f"{self.op_type} {self.name!r} {attr}"
         runs = [
             NodeRun(
                 r.node, r.op, r.engine,
@@ -230,7 +247,8 @@ class ControlFlow:
         if not runs:  # its results are constants or its inputs: nothing moved them
             runs = [NodeRun(self.name, self.op_type, NOTHING_RAN, f"{held}, lowered at run time",
                             said, self.node_id)]
-        return [results[name] for name in outputs], runs
+        self.worded[key] = (sub_runs, tuple(runs))
+        return [results[name] for name in outputs], self.worded[key][1]
 
     def _lowered(
         self, attr: str, arrays: Mapping[str, np.ndarray], level: FeatureLevel
@@ -240,7 +258,10 @@ class ControlFlow:
 
         model = self._model(attr, arrays)
         try:
-            return lower(load(model), level)
+            graph = load(model)
+            # its errors name the file and the node, not the model made here
+            graph.source = f"{self.where}, its {attr}"
+            return lower(graph, level)
         except DmlgraphError as exc:
             raise Declined(f"its {attr} cannot be lowered on its own: {exc}") from None
 
@@ -283,7 +304,7 @@ def _type(array: np.ndarray, name: str) -> onnx.TypeProto:
     return helper.make_tensor_type_proto(elem, list(array.shape))
 
 
-def _unique(runs: list[NodeRun]) -> list[NodeRun]:
+def _unique(runs: Sequence[NodeRun]) -> list[NodeRun]:
     """One record per node and engine, however many iterations ran it, notes merged."""
     merged: dict[tuple[str, str, str, str], NodeRun] = {}
     for r in runs:
