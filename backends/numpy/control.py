@@ -54,6 +54,11 @@ _COUNTER_SCANNED = (
 )
 
 
+#: How ``_if`` and ``_loop`` run a subgraph by its attribute's name, with feeds of its own
+#: inputs: its outputs, and its records.
+_Subgraph = Callable[[str, Mapping[str, np.ndarray]], tuple[list[np.ndarray], tuple[NodeRun, ...]]]
+
+
 class Declined(Exception):
     """The node cannot run lowered this time; the fallback runs it whole (the reason)."""
 
@@ -115,16 +120,18 @@ class ControlFlow:
                 raise Declined(f"input {name!r} is a {type(value).__name__}, not a tensor")
         outer = {old: arrays[new] for old, new in self.outer.items() if old not in self.constants}
         explicit = list(arrays_for(arrays, self.explicit_names))
+
+        def subgraph(
+            attr: str, feeds: Mapping[str, np.ndarray]
+        ) -> tuple[list[np.ndarray], tuple[NodeRun, ...]]:
+            return self._run_subgraph(attr, feeds, outer, level, make_plan)
+
         if self.op_type == "If":
-            return self._if(explicit, outer, level, make_plan)
-        return self._loop(explicit, outer, level, make_plan)
+            return self._if(explicit, subgraph)
+        return self._loop(explicit, subgraph)
 
     def _if(
-        self,
-        explicit: list[np.ndarray | None],
-        outer: Mapping[str, np.ndarray],
-        level: FeatureLevel,
-        make_plan: Callable[[Graph], Plan],
+        self, explicit: list[np.ndarray | None], subgraph: _Subgraph
     ) -> tuple[list[np.ndarray], list[NodeRun]]:
         cond = explicit[0]
         if cond is None or cond.size != 1:
@@ -133,15 +140,11 @@ class ControlFlow:
                 "elements; If takes one"
             )
         branch = "then_branch" if bool(cond.reshape(-1)[0]) else "else_branch"
-        outputs, runs = self._run_subgraph(branch, {}, outer, level, make_plan)
+        outputs, runs = subgraph(branch, {})
         return outputs, _unique(runs)
 
     def _loop(
-        self,
-        explicit: list[np.ndarray | None],
-        outer: Mapping[str, np.ndarray],
-        level: FeatureLevel,
-        make_plan: Callable[[Graph], Plan],
+        self, explicit: list[np.ndarray | None], subgraph: _Subgraph
     ) -> tuple[list[np.ndarray], list[NodeRun]]:
         trips, cond, carried = explicit[0], explicit[1], list(explicit[2:])
         if trips is None and cond is None:
@@ -166,7 +169,7 @@ class ControlFlow:
         while going and (limit is None or trip < limit):
             feeds = {names[0]: np.array(trip, dtype=np.int64), names[1]: np.array(going)}
             feeds.update(zip(names[2:], values))
-            outputs, body_runs = self._run_subgraph("body", feeds, outer, level, make_plan)
+            outputs, body_runs = subgraph("body", feeds)
             if body_runs is not last_runs:  # (the same records, iteration after iteration)
                 runs += body_runs
                 last_runs = body_runs
