@@ -80,12 +80,12 @@ class ControlFlow:
         self.where = graph.describe(node)  # the source file, the node
         self.opset_imports, self.ir_version = dict(graph.opset_imports), graph.ir_version
         implicit = implicit_inputs(op)
-        self.explicit = len(node.inputs) - len(implicit)
-        self.explicit_names = tuple(node.inputs[: self.explicit])
+        explicit = len(node.inputs) - len(implicit)
+        self.explicit_names = tuple(node.inputs[:explicit])
         self.node_id = node.id
         # the subgraphs read the enclosing graph's tensors by their original names; a pass
         # may have renamed one since (the node's inputs say what it is called now)
-        self.outer = dict(zip(implicit, node.inputs[self.explicit :]))
+        self.outer = dict(zip(implicit, node.inputs[explicit:]))
         # a large one (a weight) is fed, as the tensors that arrive are: as an initializer it
         # was copied into every model made (one per input types, 16 kept) and each plan's
         # sessions, 57 MB a key for 16 MB; what a lowering folds by value is small
@@ -119,7 +119,8 @@ class ControlFlow:
             if not isinstance(value, np.ndarray):
                 raise Declined(f"input {name!r} is a {type(value).__name__}, not a tensor")
         outer = {old: arrays[new] for old, new in self.outer.items() if old not in self.constants}
-        explicit = list(arrays_for(arrays, self.explicit_names))
+        # an input left out ("") is None
+        explicit = [arrays[name] if name else None for name in self.explicit_names]
 
         def subgraph(
             attr: str, feeds: Mapping[str, np.ndarray]
@@ -291,13 +292,6 @@ class ControlFlow:
             opset_imports=[helper.make_opsetid(d, v) for d, v in self.opset_imports.items()],
             ir_version=self.ir_version,
         )
-
-
-def arrays_for(
-    arrays: Mapping[str, np.ndarray], names: Sequence[str]
-) -> list[np.ndarray | None]:
-    """The arrays of an op's explicit inputs, None for an input left out ("")."""
-    return [arrays[name] if name else None for name in names]
 
 
 def _type(array: np.ndarray, name: str) -> onnx.TypeProto:
