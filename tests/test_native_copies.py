@@ -461,3 +461,33 @@ def test_a_streamed_groups_bytes_saturate_too() -> None:
     dst = np.lib.stride_tricks.as_strided(np.zeros(1, np.uint8), (2, 1 << 61), (0, 0))
     program = Program([[(1, [(dst, np.zeros((), np.uint8))] * 5)]])  # built, never run
     assert program.nbytes == sys.maxsize
+
+
+def test_a_large_program_by_size_times_both_stores_then_keeps_the_faster() -> None:
+    """From STREAM_BYTES, ``stream=None`` writes neither way for good before it has timed
+    both (a VM's reported cache size can be the host's, so no size decides): ``streams`` is
+    None while it times, a bool after, and every call copies right in both ways and across
+    the switches. Told True or False, or below the size, a program never times."""
+    from backends.numpy._copies import STREAM_BYTES, STREAMS
+
+    elements = STREAM_BYTES // 4 + 1024
+    rng = np.random.default_rng(0)
+    x = rng.integers(0, 2**32, (elements // 1024, 1024), dtype=np.uint32)
+    out = np.zeros((elements // 1024, 1024 + 8), np.uint32)
+    program = Program([[(out[:, 4:-4], x)]])
+    said = []
+    for _ in range(12):
+        out[...] = 7
+        program()
+        assert np.array_equal(out[:, 4:-4], x) and (out[:, :4] == 7).all()
+        said.append(program.streams)
+    if STREAMS:
+        settled = said.index(said[-1])
+        assert said[0] is None and said[-1] in (True, False)
+        assert said[:settled] == [None] * settled and said[settled:] == [said[-1]] * (12 - settled)
+    else:
+        assert said == [False] * 12
+    small = np.zeros(1024, np.uint32)
+    assert Program([[(small, np.ones(1024, np.uint32))]]).streams is False
+    assert Program([[(out[:, 4:-4], x)]], stream=False).streams is False
+    assert Program([[(out[:, 4:-4], x)]], stream=True).streams is bool(STREAMS)

@@ -6,7 +6,7 @@
  * border columns) run far below memory bandwidth; and a Python copy thread sleeps between
  * runs, so handing it work costs a wake-up (70-80 us on a 2-core VM). Here a move is
  * analysed once into pointers, shape and strides (dimensions coalesced), each row is a typed
- * loop (streamed from 8 MB), and copy threads spin for a while after each batch, as onnxruntime's pool
+ * loop (from 8 MB streamed where that runs faster, timed), and copy threads spin for a while after each batch, as onnxruntime's pool
  * does, before they sleep. The GIL is released while copying.
  *
  * Program(lists, stream=None, roots=None): lists of (destination, source) arrays, the source
@@ -694,10 +694,17 @@ typedef struct {
     int sleeping;
 } Worker;
 
-/* A program writing at least this many bytes streams its rows (None for ``stream``); below,
- * the output is better left in cache for its reader. Fixed, not read from the CPU: a VM's
- * reported cache size can be the host's (seen: 256 MB reported, 32 MB present). */
+/* A program writing at least this many bytes may stream its rows (None for ``stream``);
+ * below, the output is better left in cache for its reader. Whether it does is measured, not
+ * read from the CPU: a VM's reported cache size can be the host's (seen: 256 MB reported,
+ * 32 MB present; and 260 MB reported where copies of 16 MB ran 1.5x faster cached and of
+ * 128 MB faster streamed). Its first calls write streamed, then as many cached,
+ * ``TUNE_BLOCK`` each, all but the first of each timed; from then on it writes the way whose
+ * fastest call was faster. In blocks, not in turns: a cached copy is fast only while its
+ * output is in cache, which a streamed turn between evicts (in turns, every 16 MB padding
+ * timed streamed as the faster). */
 static const Py_ssize_t stream_bytes = 8 << 20;
+#define TUNE_BLOCK 4
 
 static Worker workers[MAX_WORKERS];
 static int started;
@@ -771,6 +778,13 @@ typedef struct {
     Py_ssize_t *slots; /* root r's address is item slots[r] of a call's addresses */
     Py_ssize_t span;   /* a call's addresses have at least this many items */
     int busy;   /* a relocating call is running: another would move its pointers */
+    /* stream None at ``stream_bytes`` or more: each move's ``stream`` when streaming (the
+     * moves' own say the current way), calls left to time (the first, untimed, too), and
+     * each way's fastest call so far in ns (0 cached, 1 streamed; 0: not timed yet) */
+    unsigned char *streamed;
+    int tuning;
+    int running; /* calls in flight */
+    long long fastest[2];
 } Program;
 
 /* Which of the roots ([low, low + size), a root of size 0 taken as 1 byte) holds ``p``, and
@@ -866,6 +880,7 @@ static void program_dealloc(Program *self) {
     PyMem_Free(self->groups);
     PyMem_Free(self->starts);
     PyMem_Free(self->slots);
+    PyMem_Free(self->streamed);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -1055,6 +1070,16 @@ static PyObject *program_new(PyTypeObject *type, PyObject *args, PyObject *kwarg
         for (Py_ssize_t j = g->first; g->lead && j < g->first + g->count; j++)
             self->moves[j].stream = all;
     }
+    if (STREAMS && streaming && stream == Py_None && at) { /* by size: measured (see above) */
+        self->streamed = PyMem_Malloc((size_t)moved);
+        if (!self->streamed) {
+            PyErr_NoMemory();
+            goto fail;
+        }
+        for (Py_ssize_t j = 0; j < moved; j++)
+            self->streamed[j] = (unsigned char)self->moves[j].stream;
+        self->tuning = 2 * TUNE_BLOCK;
+    }
     self->nmoves = moved;
     PyMem_Free(root_low);
     PyMem_Free(root_size);
@@ -1067,8 +1092,39 @@ fail:
     return NULL;
 }
 
-/* Run the lists (the GIL released): list 0 here, list k on copy thread k. */
+/* Every move written as when streaming (``on``) or cached. */
+static void set_streaming(Program *self, int on) {
+    for (Py_ssize_t j = 0; j < self->nmoves; j++)
+        self->moves[j].stream = on ? self->streamed[j] : 0;
+}
+
+static void run_lists(Program *self);
+
+/* Run the lists; while tuning, a block of calls streamed, then one cached, each block's
+ * first untimed, and after the last the faster way. The counts change with the GIL held;
+ * a call made while another of the same program runs (another thread's) neither times nor
+ * switches, so no move's way changes under a running copy. */
 static void program_run(Program *self) {
+    self->running++;
+    if (!self->tuning || self->running > 1) {
+        run_lists(self);
+        self->running--;
+        return;
+    }
+    const int turn = 2 * TUNE_BLOCK - self->tuning;
+    const int on = turn < TUNE_BLOCK;
+    if (turn % TUNE_BLOCK == 0) set_streaming(self, on);
+    const long long start = now_ns();
+    run_lists(self);
+    const long long took = now_ns() - start;
+    if (--self->running) return; /* another call began meanwhile: not timed alone */
+    if (turn % TUNE_BLOCK && (!self->fastest[on] || took < self->fastest[on]))
+        self->fastest[on] = took;
+    if (--self->tuning == 0) set_streaming(self, self->fastest[1] <= self->fastest[0]);
+}
+
+/* Run the lists (the GIL released): list 0 here, list k on copy thread k. */
+static void run_lists(Program *self) {
     const int helpers = self->nlists - 1;
     Py_BEGIN_ALLOW_THREADS
     int pooled = helpers > 0 && mutex_trylock(&pool);
@@ -1177,6 +1233,14 @@ static PyObject *program_nbytes(Program *self, void *closure) {
     return PyLong_FromSsize_t(self->nbytes);
 }
 
+static PyObject *program_streams(Program *self, void *closure) {
+    (void)closure;
+    if (self->tuning) Py_RETURN_NONE;
+    for (Py_ssize_t j = 0; j < self->nmoves; j++)
+        if (self->moves[j].stream) Py_RETURN_TRUE;
+    Py_RETURN_FALSE;
+}
+
 static PyObject *program_lists(Program *self, void *closure) {
     (void)closure;
     return PyLong_FromLong(self->nlists);
@@ -1185,6 +1249,8 @@ static PyObject *program_lists(Program *self, void *closure) {
 static PyGetSetDef program_getset[] = {
     {"nbytes", (getter)program_nbytes, NULL, "destination bytes written per call", NULL},
     {"threads", (getter)program_lists, NULL, "lists of moves (one per thread)", NULL},
+    {"streams", (getter)program_streams, NULL,
+     "whether it writes with non-temporal stores (None: still timing both ways)", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
