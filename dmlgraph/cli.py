@@ -407,7 +407,7 @@ def cmd_lower(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from dmlgraph.importer import load
-    from dmlgraph.reporting import lowered_to_json, print_report
+    from dmlgraph.reporting import lowered_to_json, print_held, print_report
     from lowering import lower
 
     dxdispatch = args.format == "dxdispatch"
@@ -447,6 +447,7 @@ def cmd_lower(args: argparse.Namespace) -> int:
     else:
         console = Console(file=sys.stdout, width=None if sys.stdout.isatty() else 140)
         print_report(lowered, console, every_node=args.all)
+        print_held(lowered, console, every_node=args.all)
         if args.output is not None:
             console.print(visible(f"wrote {args.output}"), markup=False, highlight=False)
     return 0

@@ -15,9 +15,10 @@ from rich.markup import escape
 from rich.table import Table
 
 from dmlgraph.canonical import LOWERED_OPS
-from dmlgraph.ir import Graph, OnnxOp
+from dmlgraph.ir import Graph, OnnxOp, TensorInfo, dims_text
 from dmlgraph.printable import visible
 from dmlgraph.subgraphs import HOLDS
+from lowering.held import held_lowerings
 from lowering.report import LoweredGraph, Status
 
 #: The op types the report lists unless every node is asked for.
@@ -41,7 +42,9 @@ def _tensor(graph: Graph, name: str) -> dict[str, Any]:
     }
 
 
-def lowered_to_json(lowered: LoweredGraph) -> dict[str, Any]:
+def lowered_to_json(lowered: LoweredGraph, within: str = "") -> dict[str, Any]:
+    """The lowered graph, and under ``subgraphs`` each If branch and Loop body holding a
+    Slice, Concat or Pad lowered by itself (``lowering.held``), the same way."""
     nodes = []
     for node in lowered.topological_order():
         entry: dict[str, Any] = {
@@ -72,7 +75,53 @@ def lowered_to_json(lowered: LoweredGraph) -> dict[str, Any]:
             for r in lowered.report()
         ],
         "nodes": nodes,
+        "subgraphs": [
+            {
+                "path": held.path,
+                "node": held.node,
+                "op_type": held.op_type,
+                "attribute": held.attribute,
+                "inputs": [_typed(info) for info in held.typed_as],
+                "problem": held.problem or None,
+                "lowered": None if held.lowered is None
+                else lowered_to_json(held.lowered, f"{held.path}: "),
+            }
+            for held in held_lowerings(lowered, within)
+        ],
     }
+
+
+def _typed(info: TensorInfo) -> dict[str, Any]:
+    return {
+        "name": info.name,
+        "dtype": None if info.dtype is None else str(info.dtype),
+        "shape": None if info.shape is None else list(info.shape),
+    }
+
+
+def print_held(
+    lowered: LoweredGraph, console: Console, *, every_node: bool = False, within: str = ""
+) -> None:
+    """Each If branch and Loop body holding a Slice, Concat or Pad, lowered by itself with
+    its inputs typed as the enclosing graph types them (``lowering.held``), reported as the
+    main graph is; the subgraphs within them after each."""
+    for held in held_lowerings(lowered, within):
+        typed = ", ".join(
+            f"{info.name} {info.dtype}" + ("" if info.shape is None else dims_text(info.shape))
+            for info in held.typed_as
+        )
+        trip = ", carried values as the Loop's initial ones (its first trip)" * (
+            held.op_type == "Loop")
+        console.print()
+        console.print(
+            f"[bold]{escape(visible(held.path))}[/bold], lowered by itself, its inputs typed as "
+            f"the enclosing graph types them{trip}: {escape(visible(typed or 'none'))}"
+        )
+        if held.lowered is None:
+            console.print(f"not listed: {escape(visible(held.problem))}")
+            continue
+        print_report(held.lowered, console, every_node=every_node)
+        print_held(held.lowered, console, every_node=every_node, within=f"{held.path}: ")
 
 
 def print_report(lowered: LoweredGraph, console: Console, *, every_node: bool = False) -> None:
@@ -89,7 +138,8 @@ def print_report(lowered: LoweredGraph, console: Console, *, every_node: bool = 
         holders = [r for r in lowered.report() if r.op_type not in TARGETS
                    and any(note.startswith(HOLDS) for note in r.notes)]
         if holders:
-            console.print(f"(and {len(holders)} control-flow node(s) holding more, listed)")
+            console.print(f"(and {len(holders)} control-flow node(s) holding more, listed; "
+                          "their subgraphs' lowering follows the table)")
             records += holders
     hidden = [r for r in records if r.at_import]
     if hidden and not every_node:

@@ -167,7 +167,8 @@ def held_note(op: Any) -> str:
         return (
             f"{HOLDS} {listed}: the numpy backend lowers them when it runs the "
             f"{'branch taken' if op.op_type == 'If' else 'body'}, by the sizes that arrive "
-            "(its run record lists what they became)"
+            "(its run record lists what they became; `dmlgraph lower` lists them by the "
+            "types the enclosing graph gives)"
         )
     return (
         f"{HOLDS} {listed}: they run on the fallback with it (dmlgraph lowers the Slice, "
@@ -189,6 +190,43 @@ def graph_proto(sub: Subgraph, renamed: Mapping[str, str]) -> onnx.GraphProto:
         taken = set(all_names(graph)) | targets | set(renamed)
         _rewrite(graph, renamed, targets, taken)
     return graph
+
+
+def subgraph_model(
+    sub: Subgraph,
+    name: str,
+    types: Mapping[str, onnx.TypeProto],
+    constants: Mapping[str, Any],
+    opset_imports: Mapping[str, int],
+    ir_version: int,
+) -> onnx.ModelProto:
+    """A subgraph as a model of its own, to import and lower by itself: its inputs and the
+    enclosing tensors it reads typed by ``types``, the enclosing ``constants`` it reads
+    (arrays, by name) as initializers. The NumPy backend types them as they arrive
+    (``backends.numpy.control``), ``lower``'s listing as the enclosing graph types them
+    (``lowering.held``)."""
+    from onnx import numpy_helper
+
+    graph = graph_proto(sub, {})
+    for value in graph.input:
+        value.type.CopyFrom(types[value.name])
+    own = {value.name for value in graph.input}
+    own.update(tensor.name for tensor in graph.initializer)
+    for outer in sub.outer:
+        if outer in own:
+            continue
+        if outer in constants:
+            graph.initializer.append(numpy_helper.from_array(constants[outer], outer))
+        else:
+            made = graph.input.add()
+            made.name = outer
+            made.type.CopyFrom(types[outer])
+    graph.name = name
+    return onnx.helper.make_model(
+        graph,
+        opset_imports=[onnx.helper.make_opsetid(d, v) for d, v in opset_imports.items()],
+        ir_version=ir_version,
+    )
 
 
 def all_names(graph: onnx.GraphProto) -> Iterator[str]:

@@ -265,7 +265,8 @@ def test_the_cli_lowers_runs_checks_and_draws_a_model_with_control_flow(
     onnx.save(_loop_model(), path)
     assert main(["lower", str(path)]) == 0
     out = " ".join(capsys.readouterr().out.split())
-    assert "(and 1 control-flow node(s) holding more, listed)" in out
+    assert ("(and 1 control-flow node(s) holding more, listed; their subgraphs' lowering "
+            "follows the table)") in out
     assert "its subgraphs hold 1 Concat, 1 Slice" in out
     assert main(["lower", str(path), "-o", str(tmp_path / "loop.json")]) == 0
     written = json.loads((tmp_path / "loop.json").read_text())
@@ -686,8 +687,8 @@ def test_subgraphs_that_do_not_fit_their_node_are_refused_at_load(case, says) ->
 
 
 def test_run_and_check_list_what_a_body_s_nodes_became(tmp_path, capsys) -> None:
-    """``lower`` cannot list a body's descriptors (their sizes are known only when it runs):
-    ``run`` and ``check`` list what each became, and ``check --json`` too."""
+    """``run`` and ``check`` list what each of a body's nodes became when it ran (``lower``
+    lists them as the body's first trip is typed), and ``check --json`` too."""
     path = tmp_path / "loop.onnx"
     onnx.save(_loop_model(), path)
     inputs = tmp_path / "in.npz"
@@ -902,3 +903,99 @@ def test_a_body_s_large_enclosing_constant_is_fed_not_copied_into_each_model() -
     # the body's Slice of the weight runs as a DirectML operator on what is fed
     ran = _lowered_runs(backend.last_record, "Loop", "loop")
     assert ran["DML_OPERATOR_SLICE"] == "numpy DirectML emulator"
+
+
+@pytest.mark.parametrize("cond", [True, False])
+def test_lower_lists_each_branch_s_descriptors_as_the_enclosing_graph_types_them(
+    cond, tmp_path, capsys
+) -> None:
+    """Before any run, each branch is lowered by itself with what it reads typed as the main
+    graph types it (the lowered Slice's [2, 4] output): the then branch's Concat is a JOIN,
+    the else branch's reflect Pad a PADDING. Run on the emulator from x[:, 1:5] (NumPy's
+    slicing), each branch gives what onnxruntime's If gives; and the branch taken ran as the
+    same operators when the model ran. Before, ``lower`` listed neither."""
+    from lowering.held import held_lowerings
+
+    model = _if_model()
+    lowered = lower(dmlgraph.load(model), "6_4")
+    held = {h.attribute: h for h in held_lowerings(lowered)}
+    assert set(held) == {"then_branch", "else_branch"}
+    attr, op = ("then_branch", "DML_OPERATOR_JOIN") if cond else (
+        "else_branch", "DML_OPERATOR_PADDING")
+    branch = held[attr]
+    assert branch.path == f"If 'branch' {attr}" and branch.problem == ""
+    assert [(i.name, str(i.dtype), i.shape) for i in branch.typed_as] == [("s", "float32", (2, 4))]
+    assert [r.dml_ops for r in branch.lowered.report() if not r.at_import] == [(op,)]
+    (want,) = _ort(model, {"x": X, "c": np.array(cond)})
+    run = get_backend("numpy").execute(branch.lowered, {"s": X[:, 1:5]})
+    (out,) = run.outputs.values()
+    assert np.array_equal(out, want[:2])
+    ran = get_backend("numpy").execute(lowered, {"x": X, "c": np.array(cond)})
+    assert [r.op for r in ran.record.nodes if r.via.startswith(f"If 'branch' {attr}")] == [op]
+
+    path = tmp_path / "if.onnx"
+    onnx.save(model, path)
+    assert main(["lower", str(path)]) == 0
+    text = capsys.readouterr().out
+    assert (f"If 'branch' {attr}, lowered by itself, its inputs typed as the enclosing graph "
+            "types them: s float32[2,4]") in text
+    assert f"descriptors: 1 {op}" in text
+    assert main(["lower", str(path), "--json"]) == 0
+    listed = {e["attribute"]: e for e in json.loads(capsys.readouterr().out)["subgraphs"]}
+    entry = listed[attr]
+    assert entry["inputs"] == [{"name": "s", "dtype": "float32", "shape": [2, 4]}]
+    (dml,) = [n["dml"] for n in entry["lowered"]["nodes"] if "dml" in n]
+    assert dml["type"] == op
+
+
+def test_lower_lists_a_loop_body_as_its_first_trip_is_typed() -> None:
+    """A body's carried value is typed as the Loop's initial value (the lowered Slice's
+    [2, 4]), its iteration number and condition as int64 and bool scalars, the main graph's
+    small initializers it reads by value: its Slice of x is a SLICE and its Concat a JOIN of
+    [2, 4] and [2, 4]. Run on the emulator, the body's first trip gives onnxruntime's Loop
+    of one trip."""
+    from lowering.held import held_lowerings
+
+    model = _loop_model()
+    (body,) = held_lowerings(lower(dmlgraph.load(model), "6_4"))
+    assert body.path == "Loop 'loop' body" and body.problem == ""
+    assert [(i.name, str(i.dtype), i.shape) for i in body.typed_as] == [
+        ("i", "int64", ()), ("cond_in", "bool", ()), ("acc", "float32", (2, 4)),
+        ("x", "float32", (2, 6))]
+    made = sorted(op for r in body.lowered.report() for op in r.dml_ops)
+    assert made == ["DML_OPERATOR_JOIN", "DML_OPERATOR_SLICE"]
+    (join,) = [n for n in body.lowered.nodes if n.op.name == "DML_OPERATOR_JOIN"]
+    assert [d.sizes for d in join.op.input_tensors] == [(2, 4), (2, 4)]
+    once = onnx.ModelProto()
+    once.CopyFrom(model)
+    once.graph.initializer[3].CopyFrom(_i64("trip", 1))
+    want = _ort(once, {"x": X})
+    feeds = {"i": np.array(0, np.int64), "cond_in": np.array(True), "acc": X[:, 1:5], "x": X}
+    outs = get_backend("numpy").execute(body.lowered, feeds).outputs
+    assert np.array_equal(outs["acc_out"], np.concatenate([X[:, 1:5], X[:, 1:5]]))
+    assert np.array_equal(np.pad(outs["acc_out"], [(1, 0), (0, 2)], mode="edge"), want[0])
+    assert np.array_equal(outs["scan_out"], want[1][0])
+
+
+def test_lower_says_why_a_subgraph_it_cannot_lower_by_itself_is_not_listed(capsys) -> None:
+    """A body holding a sequence (which dmlgraph does not import) beside its Slice: listed
+    with the importer's reason, not left out in silence nor failing the command."""
+    from lowering.held import held_lowerings
+
+    body = helper.make_graph(
+        [helper.make_node("SequenceConstruct", ["acc", "acc"], ["seq"]),
+         helper.make_node("ConcatFromSequence", ["seq"], ["joined"], axis=0),
+         helper.make_node("Slice", ["joined", "st", "en"], ["acc_out"]),
+         helper.make_node("Identity", ["cond_in"], ["cond_out"])],
+        "body",
+        [_vi("i", INT64, []), _vi("cond_in", BOOL, []), _vi("acc", FLOAT, [None, 6])],
+        [_vi("cond_out", BOOL, []), _vi("acc_out", FLOAT, [None, 6])],
+        [_i64("st", [0]), _i64("en", [2])])
+    model = _model(
+        [helper.make_node("Loop", ["trip", "", "x"], ["y"], name="loop", body=body)],
+        [_vi("x", FLOAT, [2, 6])], [_vi("y", FLOAT, [None, 6])], [_i64("trip", 2)])
+    (body_held,) = held_lowerings(lower(dmlgraph.load(model), "6_4"))
+    assert body_held.lowered is None
+    assert body_held.problem.startswith("it cannot be lowered by itself: ")
+    assert body_held.problem.endswith("node '' (SequenceConstruct, #0): 'seq' has type "
+                                      "sequence_type; dmlgraph handles tensors only")

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import onnx
-from onnx import helper, numpy_helper
+from onnx import helper
 
 from backends.base import NOTHING_RAN, BackendError, NodeRun, SizeMismatch
 from dmlgraph import folding
@@ -37,7 +37,7 @@ from dmlgraph.dtypes import DTYPE_TO_ELEM_TYPE
 from dmlgraph.errors import DmlgraphError
 from dmlgraph.ir import Graph, Node, Subgraph, implicit_inputs
 from dmlgraph.parity import DIVERGENCE
-from dmlgraph.subgraphs import LOWERED_WHEN_RUN, graph_proto
+from dmlgraph.subgraphs import LOWERED_WHEN_RUN, subgraph_model
 
 if TYPE_CHECKING:
     from backends.numpy.plan import Plan
@@ -272,25 +272,10 @@ class ControlFlow:
     def _model(self, attr: str, arrays: Mapping[str, np.ndarray]) -> onnx.ModelProto:
         """The subgraph as a model: its own inputs and the enclosing tensors it reads typed as
         they arrive, the enclosing constants it reads as initializers."""
-        graph = graph_proto(self.subgraphs[attr], {})
-        for value in graph.input:
-            value.type.CopyFrom(_type(arrays[value.name], value.name))
-        own = {value.name for value in graph.input}
-        own.update(tensor.name for tensor in graph.initializer)
-        for name in self.subgraphs[attr].outer:
-            if name in own:
-                continue
-            if name in self.constants:
-                graph.initializer.append(numpy_helper.from_array(self.constants[name], name))
-            else:
-                made = graph.input.add()
-                made.name = name
-                made.type.CopyFrom(_type(arrays[name], name))
-        graph.name = f"{self.name}.{attr}"
-        return helper.make_model(
-            graph,
-            opset_imports=[helper.make_opsetid(d, v) for d, v in self.opset_imports.items()],
-            ir_version=self.ir_version,
+        return subgraph_model(
+            self.subgraphs[attr], f"{self.name}.{attr}",
+            {name: _type(array, name) for name, array in arrays.items()}, self.constants,
+            self.opset_imports, self.ir_version,
         )
 
 

@@ -1,0 +1,132 @@
+"""What an If's branches and a Loop's body become, listed ahead of any run.
+
+The NumPy backend lowers a control-flow node's subgraphs when it runs them, by the sizes that
+arrive (``backends.numpy.control``), as onnxruntime's DirectML provider partitions them. To
+show their descriptors without a run, ``held_lowerings`` lowers each subgraph that holds a
+Slice, Concat or Pad the same way, as a model of its own, with its inputs typed as the
+enclosing graph types them: the enclosing tensors it reads by their inferred types (small
+constants by value), a Loop body's iteration number and condition as the int64 and bool
+scalars they are, and its carried values as the Loop's initial values, so the body is
+listed as its first trip sees it. A carried value that changes size from trip to trip, or a
+size only a run tells, is lowered again at run time by the sizes that arrive then (and
+``run``/``check`` list what it became).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import onnx
+
+from dmlgraph import folding
+from dmlgraph.canonical import LOWERED_OPS
+from dmlgraph.errors import DmlgraphError
+from dmlgraph.ir import Graph, Node, OnnxOp, Subgraph, TensorInfo, implicit_inputs
+from dmlgraph.subgraphs import LOWERED_WHEN_RUN, subgraph_model
+from dmlgraph.value_info import value_info
+from lowering.report import LoweredGraph
+
+
+@dataclass(frozen=True)
+class HeldLowering:
+    """One subgraph lowered by itself: the node holding it (``path`` names the enclosing
+    nodes too, for a subgraph within a subgraph), the types its inputs were given, and the
+    lowered graph (None, with ``problem`` saying why, where it cannot be lowered so)."""
+
+    path: str  # "Loop '/Loop' body: If '/If' then_branch"
+    node: str
+    op_type: str
+    attribute: str
+    typed_as: tuple[TensorInfo, ...]  # its inputs, as typed (no data)
+    lowered: LoweredGraph | None
+    problem: str = ""
+
+
+def held_lowerings(lowered: LoweredGraph, within: str = "") -> list[HeldLowering]:
+    """Each If branch and Loop body of ``lowered``'s ONNX nodes that holds a Slice, Concat or
+    Pad, lowered at ``lowered``'s feature level with its inputs typed as ``lowered`` types
+    them (see the module's docstring); not the subgraphs within them (``held_lowerings`` of
+    each one's ``lowered`` gives those)."""
+    found: list[HeldLowering] = []
+    for node in lowered.topological_order():
+        op = node.op
+        if not (isinstance(op, OnnxOp) and op.domain == "" and op.op_type in LOWERED_WHEN_RUN):
+            continue
+        for attr in LOWERED_WHEN_RUN[op.op_type]:
+            sub = op.attrs.get(attr)
+            if sub is None or not any(name in LOWERED_OPS for name in sub.ops):
+                continue
+            where = f"{within}{op.op_type} {node.name or op.op_type!r} {attr}"
+            found.append(_held(lowered, node, attr, where))
+    return found
+
+
+def _held(graph: LoweredGraph, node: Node, attr: str, path: str) -> HeldLowering:
+    op = node.op
+    assert isinstance(op, OnnxOp)
+    sub = op.attrs[attr]
+    implicit = implicit_inputs(op)
+    explicit = len(node.inputs) - len(implicit)
+    # the subgraph reads the enclosing tensors by their original names; a pass may have
+    # renamed one since (the node's inputs say what it is called now)
+    outer = dict(zip(implicit, node.inputs[explicit:]))
+    infos: dict[str, TensorInfo] = {}
+    constants: dict[str, np.ndarray] = {}
+    for old in sub.outer:
+        info = graph.tensors.get(outer.get(old, old))
+        value = None if info is None else info.data
+        if value is not None and value.size <= folding.INFERENCE_CONSTANT_LIMIT:
+            constants[old] = value
+        elif info is not None:
+            infos[old] = TensorInfo(old, dtype=info.dtype, shape=info.shape)
+    problem = ""
+    formal = [value.name for value in onnx.GraphProto.FromString(sub.data).input]
+    if op.op_type == "Loop":
+        # iteration number, condition, then the carried values: as the Loop's initial ones
+        initial = node.inputs[2:explicit]
+        infos[formal[0]] = TensorInfo(formal[0], dtype="int64", shape=())
+        infos[formal[1]] = TensorInfo(formal[1], dtype="bool", shape=())
+        for name, given in zip(formal[2:], initial):
+            info = graph.tensors.get(given)
+            infos[name] = TensorInfo(name, dtype=None if info is None else info.dtype,
+                                     shape=None if info is None else info.shape)
+    typed = tuple(infos[name] for name in [*formal, *sub.outer] if name in infos)
+    unknown = [info.name for info in typed if info.dtype is None]
+    if unknown:
+        problem = (f"the type of {', '.join(map(repr, unknown))} is known only when it runs "
+                   "(a run lists what its nodes become)")
+    lowered = None
+    if not problem:
+        try:
+            lowered = _lowered(graph, sub, node, attr, infos, constants, path)
+        except DmlgraphError as exc:  # named by the model made of it: the path says that
+            said = str(exc).removeprefix(f"<ModelProto {_model_name(node, attr)}>: ")
+            problem = f"it cannot be lowered by itself: {said}"
+    return HeldLowering(path, node.name, op.op_type, attr, typed, lowered, problem)
+
+
+def _lowered(
+    graph: LoweredGraph,
+    sub: Subgraph,
+    node: Node,
+    attr: str,
+    infos: dict[str, TensorInfo],
+    constants: dict[str, np.ndarray],
+    path: str,
+) -> LoweredGraph:
+    from dmlgraph.importer import load
+    from lowering import lower
+
+    types = {name: value_info(info).type for name, info in infos.items()}
+    model = subgraph_model(
+        sub, _model_name(node, attr), types, constants, graph.opset_imports,
+        graph.ir_version,
+    )
+    imported: Graph = load(model)
+    imported.source = f"{graph.source or 'the model'}: {path}"
+    return lower(imported, graph.feature_level)
+
+
+def _model_name(node: Node, attr: str) -> str:
+    return f"{node.name or node.op_type}.{attr}"
