@@ -24,7 +24,7 @@ from dmlgraph.canonical import LOWERED_OPS
 from dmlgraph.errors import DmlgraphError
 from dmlgraph.ir import Graph, Node, OnnxOp, Subgraph, TensorInfo, implicit_inputs
 from dmlgraph.subgraphs import LOWERED_WHEN_RUN, subgraph_model
-from dmlgraph.value_info import value_info
+from dmlgraph.value_info import tensor_info, value_info
 from lowering.report import LoweredGraph
 
 
@@ -78,19 +78,26 @@ def _held(graph: LoweredGraph, node: Node, attr: str, path: str) -> HeldLowering
         value = None if info is None else info.data
         if value is not None and value.size <= folding.INFERENCE_CONSTANT_LIMIT:
             constants[old] = value
-        elif info is not None:
-            infos[old] = TensorInfo(old, dtype=info.dtype, shape=info.shape)
+        else:
+            infos[old] = _typed(old, info)
     problem = ""
-    formal = [value.name for value in onnx.GraphProto.FromString(sub.data).input]
+    declared = onnx.GraphProto.FromString(sub.data).input
+    formal = [value.name for value in declared]
     if op.op_type == "Loop":
-        # iteration number, condition, then the carried values: as the Loop's initial ones
+        # iteration number, condition, then the carried values: as the Loop's initial ones,
+        # or as the body declares them where the enclosing graph knows less
         initial = node.inputs[2:explicit]
         infos[formal[0]] = TensorInfo(formal[0], dtype="int64", shape=())
         infos[formal[1]] = TensorInfo(formal[1], dtype="bool", shape=())
-        for name, given in zip(formal[2:], initial):
-            info = graph.tensors.get(given)
-            infos[name] = TensorInfo(name, dtype=None if info is None else info.dtype,
-                                     shape=None if info is None else info.shape)
+        for value, given in zip(declared[2:], initial):
+            info = _typed(value.name, graph.tensors.get(given))
+            if info.dtype is None or info.shape is None:
+                try:
+                    said = tensor_info(value, path)
+                except DmlgraphError:  # not a tensor: the import below says so
+                    said = info
+                info = said if said.dtype is not None else info
+            infos[value.name] = info
     typed = tuple(infos[name] for name in [*formal, *sub.outer] if name in infos)
     unknown = [info.name for info in typed if info.dtype is None]
     if unknown:
@@ -130,3 +137,9 @@ def _lowered(
 
 def _model_name(node: Node, attr: str) -> str:
     return f"{node.name or node.op_type}.{attr}"
+
+
+def _typed(name: str, info: TensorInfo | None) -> TensorInfo:
+    """``info``'s type under ``name``, without its data (unknown where there is none)."""
+    return TensorInfo(name) if info is None else TensorInfo(name, dtype=info.dtype,
+                                                              shape=info.shape)

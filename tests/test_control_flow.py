@@ -999,3 +999,31 @@ def test_lower_says_why_a_subgraph_it_cannot_lower_by_itself_is_not_listed(capsy
     assert body_held.problem.startswith("it cannot be lowered by itself: ")
     assert body_held.problem.endswith("node '' (SequenceConstruct, #0): 'seq' has type "
                                       "sequence_type; dmlgraph handles tensors only")
+
+
+def test_a_body_s_carried_value_of_unknown_shape_is_listed_as_the_body_declares_it() -> None:
+    """The Loop's initial value of unknown rank (a graph input without a shape) leaves the
+    body's own declaration ([2, 6]) to type the carried value: its Slice is listed as a
+    SLICE of [2, 6]; an unknown type where the body declares none either says so."""
+    from lowering.held import held_lowerings
+
+    def model(declared):
+        body = helper.make_graph(
+            [helper.make_node("Slice", ["acc", "st", "en"], ["acc_out"]),
+             helper.make_node("Identity", ["cond_in"], ["cond_out"])],
+            "body",
+            [_vi("i", INT64, []), _vi("cond_in", BOOL, []), _vi("acc", FLOAT, declared)],
+            [_vi("cond_out", BOOL, []), _vi("acc_out", FLOAT, None)],
+            [_i64("st", [0]), _i64("en", [2])])
+        return _model(
+            [helper.make_node("Loop", ["trip", "", "x"], ["y"], name="loop", body=body)],
+            [_vi("x", FLOAT, None)], [_vi("y", FLOAT, None)], [_i64("trip", 2)],
+            checked=False)
+
+    (held,) = held_lowerings(lower(dmlgraph.load(model([2, 6])), "6_4"))
+    assert [(i.name, i.shape) for i in held.typed_as][2] == ("acc", (2, 6))
+    (made,) = [n for n in held.lowered.nodes if n.op.name == "DML_OPERATOR_SLICE"]
+    assert made.op.input_tensor.sizes == (2, 6)
+    (held,) = held_lowerings(lower(dmlgraph.load(model(None)), "6_4"))
+    assert [(i.name, i.shape) for i in held.typed_as][2] == ("acc", None)
+    assert held.problem == "" and not [n for n in held.lowered.nodes if not n.is_onnx]
