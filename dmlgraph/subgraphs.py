@@ -93,6 +93,13 @@ def signature_problem(node: NodeLike) -> str | None:
         then, other = graphs.get("then_branch"), graphs.get("else_branch")
         if then is None or other is None:
             return None  # onnx's checker refuses a missing branch
+        for attr, branch in (("then_branch", then), ("else_branch", other)):
+            if branch.input:  # nothing would feed them: run, they were read unset
+                return (
+                    f"{attr} takes {len(branch.input)} input(s) ({branch.input[0].name!r} "
+                    "first); If's branches take none (they read the enclosing graph's "
+                    "tensors by name)"
+                )
         if len(then.output) != len(other.output):
             return (
                 f"then_branch makes {len(then.output)} outputs and else_branch "

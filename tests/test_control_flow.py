@@ -642,10 +642,13 @@ def _misfit(case: str) -> onnx.ModelProto:
                             [_vi("n", FLOAT, [2, 6]), _vi("a", FLOAT, [2, 6])])
     wide = helper.make_graph([helper.make_node("Cast", ["x"], ["d"], to=TensorProto.DOUBLE)],
                              "wide", [], [_vi("d", TensorProto.DOUBLE, [2, 6])])
+    fed = helper.make_graph([helper.make_node("Neg", ["z"], ["n"])], "fed",
+                            [_vi("z", FLOAT, [2, 6])], [_vi("n", FLOAT, [2, 6])])
     if case.startswith("if"):
         then, other, outputs = {"if branch counts": (two, neg, ["y"]),
                                 "if node outputs": (two, two, ["y"]),
-                                "if branch types": (neg, wide, ["y"])}[case]
+                                "if branch types": (neg, wide, ["y"]),
+                                "if branch inputs": (neg, fed, ["y"])}[case]
         return _model([helper.make_node("If", ["c"], outputs, then_branch=then,
                                         else_branch=other)],
                       [_vi("x", FLOAT, [2, 6]), _vi("c", BOOL, [])],
@@ -670,6 +673,7 @@ def _misfit(case: str) -> onnx.ModelProto:
     ("if node outputs", "it has 1 outputs and its branches make 2"),
     ("if branch types", "output 0 is tensor(float32) in then_branch ('n') and "
                         "tensor(float64) in else_branch ('d')"),
+    ("if branch inputs", "else_branch takes 1 input(s) ('z' first); If's branches take none"),
     ("loop body inputs", "its body takes 2 inputs and it has 3"),
     ("loop body outputs", "its body makes 2 outputs and it has 2"),
     ("loop carried type", "its body takes carried value 'acc' as tensor(float32) and makes "
