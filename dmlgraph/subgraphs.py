@@ -13,7 +13,7 @@ them outside (an eliminated Slice's output read as its input).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
@@ -181,6 +181,16 @@ def held_note(op: Any) -> str:
         f"{HOLDS} {listed}: they run on the fallback with it (dmlgraph lowers the Slice, "
         "Concat and Pad nodes of the main graph and of If and Loop subgraphs)"
     )
+
+
+def holder_label(name: str, outputs: Sequence[str]) -> str:
+    """How a control-flow node is named in a path to its subgraph ("If '/If' then_branch"):
+    its name, quoted, or for an unnamed one the first tensor it makes (tensor names are
+    unique; two unnamed Ifs were both "If 'If'", in ``lower``'s listing and in run records)."""
+    if name:
+        return repr(name)
+    made = next((out for out in outputs if out), "")
+    return f"(unnamed, making {made!r})"
 
 
 def graph_proto(sub: Subgraph, renamed: Mapping[str, str]) -> onnx.GraphProto:

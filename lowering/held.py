@@ -23,7 +23,7 @@ from dmlgraph import folding
 from dmlgraph.canonical import LOWERED_OPS
 from dmlgraph.errors import DmlgraphError
 from dmlgraph.ir import Graph, Node, OnnxOp, Subgraph, TensorInfo, implicit_inputs
-from dmlgraph.subgraphs import LOWERED_WHEN_RUN, subgraph_model
+from dmlgraph.subgraphs import LOWERED_WHEN_RUN, holder_label, subgraph_model
 from dmlgraph.value_info import tensor_info, value_info
 from lowering.report import LoweredGraph
 
@@ -57,7 +57,7 @@ def held_lowerings(lowered: LoweredGraph, within: str = "") -> list[HeldLowering
             sub = op.attrs.get(attr)
             if sub is None or not any(name in LOWERED_OPS for name in sub.ops):
                 continue
-            where = f"{within}{op.op_type} {node.name or op.op_type!r} {attr}"
+            where = f"{within}{op.op_type} {holder_label(node.name, node.outputs)} {attr}"
             found.append(_held(lowered, node, attr, where))
     return found
 

@@ -1031,3 +1031,30 @@ def test_a_body_s_carried_value_of_unknown_shape_is_listed_as_the_body_declares_
     (held,) = held_lowerings(lower(dmlgraph.load(model(None)), "6_4"))
     assert [(i.name, i.shape) for i in held.typed_as][2] == ("acc", None)
     assert held.problem == "" and not [n for n in held.lowered.nodes if not n.is_onnx]
+
+
+def test_unnamed_ifs_are_told_apart_by_what_they_make(capsys) -> None:
+    """Two unnamed Ifs: each path names the first tensor its node makes, in ``lower``'s
+    listing and in the run record's ``via``; both were "If 'If'" before, so neither could be
+    tied to its node."""
+    from lowering.held import held_lowerings
+
+    def branch(name: str, op: str) -> onnx.GraphProto:
+        node = (helper.make_node("Concat", ["x", "x"], [name], axis=0) if op == "Concat"
+                else helper.make_node("Neg", ["x"], [name]))
+        return helper.make_graph([node], name, [], [_vi(name, FLOAT, None)])
+
+    model = _model(
+        [helper.make_node("If", ["c"], ["r1"], then_branch=branch("a", "Concat"),
+                          else_branch=branch("b", "Neg")),
+         helper.make_node("If", ["c"], ["r2"], then_branch=branch("d", "Concat"),
+                          else_branch=branch("e", "Neg"))],
+        [_vi("x", FLOAT, [2, 6]), _vi("c", BOOL, [])],
+        [_vi("r1", FLOAT, None), _vi("r2", FLOAT, None)], checked=False)
+    lowered = lower(dmlgraph.load(model), "6_4")
+    assert [h.path for h in held_lowerings(lowered)] == [
+        "If (unnamed, making 'r1') then_branch", "If (unnamed, making 'r2') then_branch"]
+    result = get_backend("numpy").execute(lowered, {"x": X, "c": np.array(True)})
+    vias = sorted(r.via for r in result.record.nodes if r.op == "DML_OPERATOR_JOIN")
+    assert vias == ["If (unnamed, making 'r1') then_branch, lowered at run time",
+                    "If (unnamed, making 'r2') then_branch, lowered at run time"]

@@ -37,7 +37,7 @@ from dmlgraph.dtypes import DTYPE_TO_ELEM_TYPE
 from dmlgraph.errors import DmlgraphError
 from dmlgraph.ir import Graph, Node, Subgraph, implicit_inputs
 from dmlgraph.parity import DIVERGENCE
-from dmlgraph.subgraphs import LOWERED_WHEN_RUN, subgraph_model
+from dmlgraph.subgraphs import LOWERED_WHEN_RUN, holder_label, subgraph_model
 
 if TYPE_CHECKING:
     from backends.numpy.plan import Plan
@@ -77,6 +77,7 @@ class ControlFlow:
     def __init__(self, graph: Graph, node: Node, cache_limit: int) -> None:
         op = node.op
         self.op_type, self.name = node.op_type, node.name or node.op_type
+        self.label = holder_label(node.name, node.outputs)
         self.where = graph.describe(node)  # the source file, the node
         self.opset_imports, self.ir_version = dict(graph.opset_imports), graph.ir_version
         implicit = implicit_inputs(op)
@@ -239,7 +240,7 @@ class ControlFlow:
         # what the lowering said of a node as divergences goes with every run of the
         # subgraph: ``check`` names them for the outputs this node reaches
         said = self.said.get(key, ())
-        held = f"{self.op_type} {self.name!r} {attr}"
+        held = f"{self.op_type} {self.label} {attr}"
         runs = [
             NodeRun(
                 r.node, r.op, r.engine,
