@@ -108,8 +108,8 @@ def _held(graph: LoweredGraph, node: Node, attr: str, path: str) -> HeldLowering
         try:
             lowered = _lowered(graph, sub, node, attr, infos, constants, path)
         except DmlgraphError as exc:  # named by the model made of it: the path says that
-            said = str(exc).removeprefix(f"<ModelProto {_model_name(node, attr)}>: ")
-            problem = f"it cannot be lowered by itself: {said}"
+            text = str(exc).removeprefix(f"<ModelProto {_model_name(node, attr)}>: ")
+            problem = f"it cannot be lowered by itself: {text}"
     return HeldLowering(path, node.name, op.op_type, attr, typed, lowered, problem)
 
 
