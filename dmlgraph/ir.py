@@ -312,6 +312,15 @@ def implicit_inputs(op: Any) -> tuple[str, ...]:
     return tuple(dict.fromkeys(name for sub in subgraphs(op) for name in sub.outer))
 
 
+def split_inputs(node: Node) -> tuple[tuple[str, ...], dict[str, str]]:
+    """A control-flow node's explicit inputs, and the enclosing tensors its subgraphs read
+    (``implicit_inputs``) by the names they read them by, each to what the node's input is
+    called now: a pass may have renamed one (an eliminated Slice's output read as its input)."""
+    implicit = implicit_inputs(node.op)
+    explicit = len(node.inputs) - len(implicit)
+    return tuple(node.inputs[:explicit]), dict(zip(implicit, node.inputs[explicit:]))
+
+
 class Attributes(Mapping[str, Any]):
     """An immutable, hashable attribute mapping with a fixed (sorted) key order.
 

@@ -22,7 +22,7 @@ import onnx
 from dmlgraph import folding
 from dmlgraph.canonical import LOWERED_OPS
 from dmlgraph.errors import DmlgraphError
-from dmlgraph.ir import Graph, Node, OnnxOp, Subgraph, TensorInfo, implicit_inputs
+from dmlgraph.ir import Graph, Node, OnnxOp, Subgraph, TensorInfo, split_inputs
 from dmlgraph.subgraphs import LOWERED_WHEN_RUN, holder_label, subgraph_model
 from dmlgraph.value_info import tensor_info, value_info
 from lowering.report import LoweredGraph
@@ -66,11 +66,7 @@ def _held(graph: LoweredGraph, node: Node, attr: str, path: str) -> HeldLowering
     op = node.op
     assert isinstance(op, OnnxOp)
     sub = op.attrs[attr]
-    implicit = implicit_inputs(op)
-    explicit = len(node.inputs) - len(implicit)
-    # the subgraph reads the enclosing tensors by their original names; a pass may have
-    # renamed one since (the node's inputs say what it is called now)
-    outer = dict(zip(implicit, node.inputs[explicit:]))
+    explicit, outer = split_inputs(node)
     infos: dict[str, TensorInfo] = {}
     constants: dict[str, np.ndarray] = {}
     for old in sub.outer:
@@ -86,7 +82,7 @@ def _held(graph: LoweredGraph, node: Node, attr: str, path: str) -> HeldLowering
     if op.op_type == "Loop":
         # iteration number, condition, then the carried values: as the Loop's initial ones,
         # or as the body declares them where the enclosing graph knows less
-        initial = node.inputs[2:explicit]
+        initial = explicit[2:]
         infos[formal[0]] = TensorInfo(formal[0], dtype="int64", shape=())
         infos[formal[1]] = TensorInfo(formal[1], dtype="bool", shape=())
         for value, given in zip(declared[2:], initial):

@@ -35,7 +35,7 @@ from dmlgraph import folding
 from dmlgraph.dml.enums import FeatureLevel
 from dmlgraph.dtypes import DTYPE_TO_ELEM_TYPE
 from dmlgraph.errors import DmlgraphError
-from dmlgraph.ir import Graph, Node, Subgraph, implicit_inputs
+from dmlgraph.ir import Graph, Node, Subgraph, split_inputs
 from dmlgraph.parity import DIVERGENCE
 from dmlgraph.subgraphs import LOWERED_WHEN_RUN, holder_label, subgraph_model
 
@@ -80,13 +80,8 @@ class ControlFlow:
         self.label = holder_label(node.name, node.outputs)
         self.where = graph.describe(node)  # the source file, the node
         self.opset_imports, self.ir_version = dict(graph.opset_imports), graph.ir_version
-        implicit = implicit_inputs(op)
-        explicit = len(node.inputs) - len(implicit)
-        self.explicit_names = tuple(node.inputs[:explicit])
         self.node_id = node.id
-        # the subgraphs read the enclosing graph's tensors by their original names; a pass
-        # may have renamed one since (the node's inputs say what it is called now)
-        self.outer = dict(zip(implicit, node.inputs[explicit:]))
+        self.explicit_names, self.outer = split_inputs(node)  # outer: old name -> now
         # a large one (a weight) is fed, as the tensors that arrive are: as an initializer it
         # was copied into every model made (one per input types, 16 kept) and each plan's
         # sessions, 57 MB a key for 16 MB; what a lowering folds by value is small
