@@ -293,3 +293,18 @@ def test_control_characters_in_names_show_as_escapes_in_the_page() -> None:
     assert svgs
     for svg in svgs:
         ET.fromstring(svg)  # XML: a raw control character would not parse
+
+
+def test_the_page_lists_each_branch_lowered_by_itself() -> None:
+    """A model with an If: the page lists each branch's Slice/Concat/Pad rows as ``lower``
+    does (lowered by itself, its input typed as the main graph types it), after the report;
+    a model without control flow has no such section."""
+    if_model = ROOT / "models" / "control_flow" / "if_pad_slice.onnx"
+    parsed = Page(page(if_model, "6_4"))
+    text = " ".join(" ".join(parsed.text).split())
+    assert parsed.all("section", id="subgraphs")
+    assert "If '/If' then_branch inputs, as the enclosing graph types them: x " in text
+    assert "If '/If' else_branch" in text
+    rows = [a for a in parsed.all("tr") if a.get("data-status") == "lowered"]
+    assert len(rows) == 6  # the branches' 3 + 3 (the main graph lowers none of its own)
+    assert not Page(page(SYMMETRIC, "6_4")).all("section", id="subgraphs")

@@ -353,6 +353,42 @@ def _report_table(records: Sequence[Any], groups: dict[str, str]) -> str:
     )
 
 
+def _held_html(lowered: Graph) -> str:
+    """Each If branch and Loop body holding a Slice, Concat or Pad, lowered by itself with
+    its inputs typed as the enclosing graph types them (``lowering.held``), as ``lower``
+    lists them: a heading, the types, and its report's Slice/Concat/Pad rows."""
+    from lowering.held import held_lowerings
+    from lowering.report import LoweredGraph
+
+    if not isinstance(lowered, LoweredGraph):
+        return ""
+    blocks: list[str] = []
+
+    def add(graph: LoweredGraph, within: str) -> None:
+        for held in held_lowerings(graph, within):
+            typed = ", ".join(f"{info.name} {tensor_text(info)}" for info in held.typed_as)
+            blocks.append(f"<h3>{esc(held.path)}</h3><p>inputs, as the enclosing graph types "
+                          f"them: {esc(typed or 'none')}</p>")
+            if held.lowered is None:
+                blocks.append(f"<p>not listed: {esc(held.problem)}</p>")
+                continue
+            rows = [r for r in held.lowered.report()
+                    if r.op_type in LOWERING_TARGETS and not r.at_import]
+            if rows:  # a body holding only an If: its branches follow
+                blocks.append(_report_table(rows, {}))
+            add(held.lowered, f"{held.path}: ")
+
+    add(lowered, "")
+    if not blocks:
+        return ""
+    return (
+        '<section id="subgraphs"><h2>If branches and Loop bodies, lowered by themselves</h2>'
+        "<p>A body as its first trip sees it (carried values typed as the Loop's initial "
+        "ones); a run lowers them again by the sizes that arrive.</p>"
+        + "".join(blocks) + "</section>"
+    )
+
+
 def _parity_html(sections: Sequence[ParitySection]) -> str:
     if not sections:
         return ""
@@ -486,6 +522,7 @@ def html_report(
         f'<section id="report"><h2>Lowering report: {len(records)} ONNX nodes</h2>',
         _report_table(records, groups),
         "</section>",
+        _held_html(lowered),
         _json_script(details),
         f"<script>{_JS}</script></body></html>\n",
     ])
