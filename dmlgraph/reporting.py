@@ -18,7 +18,7 @@ from dmlgraph.canonical import LOWERED_OPS
 from dmlgraph.ir import Graph, OnnxOp, TensorInfo, dims_text
 from dmlgraph.printable import visible
 from dmlgraph.subgraphs import HOLDS
-from lowering.held import held_lowerings
+from lowering.held import every_held, held_lowerings
 from lowering.report import LoweredGraph, Status
 
 #: The op types the report lists unless every node is asked for.
@@ -34,12 +34,7 @@ _STYLE = {
 
 def _tensor(graph: Graph, name: str) -> dict[str, Any]:
     info = graph.tensor(name)
-    return {
-        "name": name,
-        "dtype": None if info.dtype is None else str(info.dtype),
-        "shape": None if info.shape is None else list(info.shape),
-        "constant": info.is_constant,
-    }
+    return {**_typed(info), "name": name, "constant": info.is_constant}
 
 
 def lowered_to_json(lowered: LoweredGraph, within: str = "") -> dict[str, Any]:
@@ -99,13 +94,11 @@ def _typed(info: TensorInfo) -> dict[str, Any]:
     }
 
 
-def print_held(
-    lowered: LoweredGraph, console: Console, *, every_node: bool = False, within: str = ""
-) -> None:
+def print_held(lowered: LoweredGraph, console: Console, *, every_node: bool = False) -> None:
     """Each If branch and Loop body holding a Slice, Concat or Pad, lowered by itself with
     its inputs typed as the enclosing graph types them (``lowering.held``), reported as the
     main graph is; the subgraphs within them after each."""
-    for held in held_lowerings(lowered, within):
+    for held in every_held(lowered):
         typed = ", ".join(
             f"{info.name} {info.dtype}" + ("" if info.shape is None else dims_text(info.shape))
             for info in held.typed_as
@@ -119,9 +112,8 @@ def print_held(
         )
         if held.lowered is None:
             console.print(f"not listed: {escape(visible(held.problem))}")
-            continue
-        print_report(held.lowered, console, every_node=every_node)
-        print_held(held.lowered, console, every_node=every_node, within=f"{held.path}: ")
+        else:
+            print_report(held.lowered, console, every_node=every_node)
 
 
 def print_report(lowered: LoweredGraph, console: Console, *, every_node: bool = False) -> None:

@@ -14,6 +14,7 @@ size only a run tells, is lowered again at run time by the sizes that arrive the
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -60,6 +61,18 @@ def held_lowerings(lowered: LoweredGraph, within: str = "") -> list[HeldLowering
             where = f"{within}{op.op_type} {holder_label(node.name, node.outputs)} {attr}"
             found.append(_held(lowered, node, attr, where))
     return found
+
+
+def every_held(lowered: LoweredGraph) -> Iterator[HeldLowering]:
+    """``held_lowerings`` of ``lowered``, each followed by those within it, depth first,
+    their paths naming every enclosing node: what a flat listing shows."""
+    def walk(graph: LoweredGraph, within: str) -> Iterator[HeldLowering]:
+        for held in held_lowerings(graph, within):
+            yield held
+            if held.lowered is not None:
+                yield from walk(held.lowered, f"{held.path}: ")
+
+    return walk(lowered, "")
 
 
 def _held(graph: LoweredGraph, node: Node, attr: str, path: str) -> HeldLowering:

@@ -357,28 +357,23 @@ def _held_html(lowered: Graph) -> str:
     """Each If branch and Loop body holding a Slice, Concat or Pad, lowered by itself with
     its inputs typed as the enclosing graph types them (``lowering.held``), as ``lower``
     lists them: a heading, the types, and its report's Slice/Concat/Pad rows."""
-    from lowering.held import held_lowerings
+    from lowering.held import every_held
     from lowering.report import LoweredGraph
 
     if not isinstance(lowered, LoweredGraph):
         return ""
     blocks: list[str] = []
-
-    def add(graph: LoweredGraph, within: str) -> None:
-        for held in held_lowerings(graph, within):
-            typed = ", ".join(f"{info.name} {tensor_text(info)}" for info in held.typed_as)
-            blocks.append(f"<h3>{esc(held.path)}</h3><p>inputs, as the enclosing graph types "
-                          f"them: {esc(typed or 'none')}</p>")
-            if held.lowered is None:
-                blocks.append(f"<p>not listed: {esc(held.problem)}</p>")
-                continue
-            rows = [r for r in held.lowered.report()
-                    if r.op_type in LOWERING_TARGETS and not r.at_import]
-            if rows:  # a body holding only an If: its branches follow
-                blocks.append(_report_table(rows, {}))
-            add(held.lowered, f"{held.path}: ")
-
-    add(lowered, "")
+    for held in every_held(lowered):
+        typed = ", ".join(f"{info.name} {tensor_text(info)}" for info in held.typed_as)
+        blocks.append(f"<h3>{esc(held.path)}</h3><p>inputs, as the enclosing graph types "
+                      f"them: {esc(typed or 'none')}</p>")
+        if held.lowered is None:
+            blocks.append(f"<p>not listed: {esc(held.problem)}</p>")
+            continue
+        rows = [r for r in held.lowered.report()
+                if r.op_type in LOWERING_TARGETS and not r.at_import]
+        if rows:  # a body holding only an If: its branches follow
+            blocks.append(_report_table(rows, {}))
     if not blocks:
         return ""
     return (
