@@ -133,9 +133,10 @@ class RunRecord:
 
     def lowered_when_run(self) -> tuple[NodeRun, ...]:
         """The DirectML operators of nodes lowered as the graph ran, not ahead of time (``via``
-        says how: a Slice of run-time parameters, a node of an If's branch or a Loop's body),
-        and those that became nothing to run: what the lowering report cannot list, as their
-        sizes were known only then. (ONNX nodes of a subgraph ran on the fallback.)"""
+        says how: a Slice of run-time parameters, a node of an If's branch or a Loop's or
+        Scan's body), and those that became nothing to run: what the lowering report cannot
+        list, as their sizes were known only then. (ONNX nodes of a subgraph ran on the
+        fallback.)"""
         return tuple(
             run for run in self.nodes
             if run.via and (run.op.startswith(DML_OPERATOR) or run.engine == NOTHING_RAN)

@@ -15,8 +15,9 @@ Decisions:
 - Initializers also listed as graph inputs (the IR < 4 convention) are constants, not inputs.
 - Model-local functions are inlined with ``onnx.inliner`` before anything else looks at nodes.
 - Control flow (If, Loop, Scan) is imported whole: its subgraphs are attribute values
-  (``ir.Subgraph``) that run on the fallback with their node, and the enclosing graph's
-  tensors they read are the node's implicit inputs (``subgraphs``).
+  (``ir.Subgraph``) that the NumPy backend lowers when it runs their node (or that run on
+  the fallback with it), and the enclosing graph's tensors they read are the node's implicit
+  inputs (``subgraphs``).
 - A Constant node with a tensor ``value`` becomes a constant tensor as it is read (recorded as
   folded); other Constant forms, and Constants that are graph outputs, are left to folding.
 """
@@ -507,8 +508,8 @@ def _check_nodes(proto: onnx.ModelProto, nodes: Sequence[NodeFields], source: st
         for attr in node.attribute:
             if attr.type in subgraphs.SUBGRAPH_KINDS:
                 _check_subgraph_domains(attr, opsets, _node_where(source, index, node))
-        if op_type in ("If", "Loop"):
-            problem = subgraphs.signature_problem(node)
+        if op_type in subgraphs.LOWERED_WHEN_RUN:
+            problem = subgraphs.signature_problem(node, version)
             if problem is not None:
                 raise ModelValidationError(f"{_node_where(source, index, node)}: {problem}")
     if proto.graph.sparse_initializer:

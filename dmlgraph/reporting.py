@@ -38,8 +38,8 @@ def _tensor(graph: Graph, name: str) -> dict[str, Any]:
 
 
 def lowered_to_json(lowered: LoweredGraph, within: str = "") -> dict[str, Any]:
-    """The lowered graph, and under ``subgraphs`` each If branch and Loop body holding a
-    Slice, Concat or Pad lowered by itself (``lowering.held``), the same way."""
+    """The lowered graph, and under ``subgraphs`` each If branch and Loop or Scan body
+    holding a Slice, Concat or Pad lowered by itself (``lowering.held``), the same way."""
     nodes = []
     for node in lowered.topological_order():
         entry: dict[str, Any] = {
@@ -95,16 +95,19 @@ def _typed(info: TensorInfo) -> dict[str, Any]:
 
 
 def print_held(lowered: LoweredGraph, console: Console, *, every_node: bool = False) -> None:
-    """Each If branch and Loop body holding a Slice, Concat or Pad, lowered by itself with
-    its inputs typed as the enclosing graph types them (``lowering.held``), reported as the
-    main graph is; the subgraphs within them after each."""
+    """Each If branch and Loop or Scan body holding a Slice, Concat or Pad, lowered by
+    itself with its inputs typed as the enclosing graph types them (``lowering.held``),
+    reported as the main graph is; the subgraphs within them after each."""
     for held in every_held(lowered):
         typed = ", ".join(
             f"{info.name} {info.dtype}" + ("" if info.shape is None else dims_text(info.shape))
             for info in held.typed_as
         )
-        trip = ", carried values as the Loop's initial ones (its first trip)" * (
-            held.op_type == "Loop")
+        trip = {
+            "Loop": ", carried values as the Loop's initial ones (its first trip)",
+            "Scan": ", state variables as the initial ones and each scan input's slice "
+                    "without its scan axis (its first step)",
+        }.get(held.op_type, "")
         console.print()
         console.print(
             f"[bold]{escape(visible(held.path))}[/bold], lowered by itself, its inputs typed as "

@@ -1,19 +1,21 @@
 """Control flow's subgraphs (If's branches, Loop's and Scan's bodies) as the IR holds them.
 
 dmlgraph lowers the main graph's Slice, Concat and Pad nodes ahead of time, and the NumPy
-backend an If's or Loop's subgraphs' when it runs them (``backends.numpy.control``; a Scan runs
-whole on the fallback, as any op without a lowering rule does). What the IR must know of a
-subgraph is what ONNX leaves implicit: the tensors of the enclosing graph it reads by
-name. Its node lists them after its explicit inputs (``ir.implicit_inputs``), so ordering,
-liveness, dead-node removal and fallback segments treat them as the inputs they are; a proto
-written back leaves them out again, renaming them inside the subgraph where a pass renamed
-them outside (an eliminated Slice's output read as its input).
+backend an If's, Loop's or Scan's subgraphs' when it runs them (``backends.numpy.control``;
+a Scan-8, which scans batches, runs whole on the fallback, as any op without a lowering
+rule). What the IR must know of a subgraph is what ONNX leaves implicit: the tensors of the
+enclosing graph it reads by name. Its node lists them after its explicit inputs
+(``ir.implicit_inputs``), so ordering, liveness, dead-node removal and fallback segments
+treat them as the inputs they are; a proto written back leaves them out again, renaming them
+inside the subgraph where a pass renamed them outside (an eliminated Slice's output read as
+its input).
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
@@ -81,14 +83,17 @@ def attribute_graphs(attr: AttributeProto) -> list[onnx.GraphProto]:
     return []
 
 
-def signature_problem(node: NodeLike) -> str | None:
-    """Why an If's branches or a Loop's body do not fit the node (None where they do), as
-    onnx's type inference says when onnxruntime loads the model ("If node has 1 but
-    subgraphs produce 2"); the import's own inference is lenient and passes them, and the
-    NumPy backend, running them itself, would pair what does not match."""
-    if node.domain not in ("", "ai.onnx") or node.op_type not in ("If", "Loop"):
+def signature_problem(node: NodeLike, version: int) -> str | None:
+    """Why an If's branches, a Loop's body or a Scan's body and attributes (``scan_form``) do
+    not fit the node of since_version ``version`` (None where they do), as onnx's type
+    inference says when onnxruntime loads the model ("If node has 1 but subgraphs produce
+    2"); the import's own inference is lenient and passes them, and the NumPy backend,
+    running them itself, would pair what does not match."""
+    if node.domain not in ("", "ai.onnx") or node.op_type not in LOWERED_WHEN_RUN:
         return None
     graphs = {attr.name: attr.g for attr in node.attribute if attr.type == AttributeProto.GRAPH}
+    if node.op_type == "Scan":
+        return _scan_problem(node, version, graphs.get("body"))
     if node.op_type == "If":
         then, other = graphs.get("then_branch"), graphs.get("else_branch")
         if then is None or other is None:
@@ -132,12 +137,61 @@ def signature_problem(node: NodeLike) -> str | None:
             f"its body makes {len(body.output)} outputs and it has {len(node.output)}; a "
             "Loop's body makes its condition, then one for each output of the Loop"
         )
-    for taken, made in zip(body.input[2:], body.output[1:]):
-        said, out = _elem_type(taken), _elem_type(made)
+    return _kept_types(body.input[2:], body.output[1:], "carried value")
+
+
+def _scan_problem(node: NodeLike, version: int, body: onnx.GraphProto | None) -> str | None:
+    if version < _SCAN_RUN_SINCE or body is None:  # onnx's checker refuses a missing body
+        return None
+    attrs = {
+        attr.name: onnx.helper.get_attribute_value(attr) for attr in node.attribute
+        if attr.name in _SCAN_ATTRIBUTES
+    }
+    try:
+        form = scan_form(attrs, len(node.input), len(node.output), len(body.input),
+                         len(body.output))
+    except ValueError as exc:
+        return str(exc)
+    # an axis against the rank the body declares a slice of (the run checks every axis)
+    for attribute, axes, values in (
+        ("scan_input_axes", form.input_axes, body.input[form.states :]),
+        ("scan_output_axes", form.output_axes, body.output[form.states :]),
+    ):
+        for index, (axis, value) in enumerate(zip(axes, values)):
+            rank = _declared_rank(value)
+            if rank is not None:
+                try:
+                    scan_axis(axis, rank + 1, attribute, index)
+                except ValueError as exc:
+                    return f"{exc}: its body's {value.name!r} is of rank {rank}"
+    return _kept_types(body.input[: form.states], body.output[: form.states], "state variable")
+
+
+def _declared_rank(value: onnx.ValueInfoProto) -> int | None:
+    """The rank a tensor value's declared shape gives (None where it gives none)."""
+    if not value.type.HasField("tensor_type") or not value.type.tensor_type.HasField("shape"):
+        return None
+    return len(value.type.tensor_type.shape.dim)
+
+
+#: The attributes ``scan_form`` reads.
+_SCAN_ATTRIBUTES = frozenset({
+    "num_scan_inputs", "scan_input_axes", "scan_input_directions", "scan_output_axes",
+    "scan_output_directions",
+})
+
+
+def _kept_types(
+    taken: Sequence[onnx.ValueInfoProto], made: Sequence[onnx.ValueInfoProto], what: str
+) -> str | None:
+    """Why a body's values fed back (a Loop's carried values, a Scan's state variables) do
+    not keep the type the body takes them as (None where they do)."""
+    for value_in, value_out in zip(taken, made):
+        said, out = _elem_type(value_in), _elem_type(value_out)
         if said and out and said != out:
             return (
-                f"its body takes carried value {taken.name!r} as {_type_name(said)} and makes "
-                f"it ({made.name!r}) {_type_name(out)}; a carried value keeps its type"
+                f"its body takes {what} {value_in.name!r} as {_type_name(said)} and makes "
+                f"it ({value_out.name!r}) {_type_name(out)}; a {what} keeps its type"
             )
     return None
 
@@ -152,25 +206,125 @@ def _type_name(elem_type: int) -> str:
 
 
 #: Control-flow ops (domain "") whose subgraphs the NumPy backend lowers when it runs them
-#: (``backends.numpy.control``), by the attributes that hold those subgraphs. Scan is not
-#: one: its node runs whole on the fallback.
+#: (``backends.numpy.control``), by the attributes that hold those subgraphs
+#: (``lowered_when_run`` says it of a node: Scan-8 is not run so).
 LOWERED_WHEN_RUN: Mapping[str, tuple[str, ...]] = MappingProxyType(
-    {"If": ("then_branch", "else_branch"), "Loop": ("body",)}
+    {"If": ("then_branch", "else_branch"), "Loop": ("body",), "Scan": ("body",)}
 )
+#: Scan-8 scans a batch of sequences (``sequence_lens``, a batch axis on every input): its
+#: node runs whole on the fallback, as any op without a lowering rule.
+_SCAN_RUN_SINCE = 9
+
+
+def lowered_when_run(op: Any) -> tuple[str, ...]:
+    """The attributes of ``op`` whose subgraphs the NumPy backend lowers when it runs it
+    (``LOWERED_WHEN_RUN``); none for any other op, a Scan-8 among them."""
+    if not isinstance(op, OnnxOp) or op.domain != "":
+        return ()
+    attrs = LOWERED_WHEN_RUN.get(op.op_type, ())
+    if op.op_type == "Scan" and op.since_version < _SCAN_RUN_SINCE:
+        return ()
+    return attrs
+
+
+@dataclass(frozen=True)
+class ScanForm:
+    """How a Scan (version 9 on) runs its body, from its attributes: ``states`` state
+    variables, then one scan input per entry of ``input_axes`` (each sliced along that axis,
+    last to first where ``input_reversed``), and the scan outputs, each stacked along its
+    ``output_axes`` entry (last to first where ``output_reversed``). Axes are as given: a
+    negative one counts from the end of its tensor's rank (``scan_axis``)."""
+
+    states: int
+    input_axes: tuple[int, ...]
+    input_reversed: tuple[bool, ...]
+    output_axes: tuple[int, ...]
+    output_reversed: tuple[bool, ...]
+
+
+def scan_form(
+    attrs: Mapping[str, Any], inputs: int, outputs: int, body_inputs: int, body_outputs: int
+) -> ScanForm:
+    """A Scan's ``ScanForm`` from its attribute values (``num_scan_inputs`` and the four
+    optional lists), its numbers of inputs and outputs and its body's; ValueError saying
+    which rule they break, as onnxruntime refuses them at load (onnx's inference: "Number of
+    scan input axes specified (2) is not equal to number of scan inputs (1)"; its kernel:
+    "Invalid values in 'scan_input_directions'. 0 == forward. 1 == reverse")."""
+    scans = attrs.get("num_scan_inputs")
+    if scans is None:
+        raise ValueError("it has no num_scan_inputs attribute, which Scan requires")
+    if not 1 <= scans <= inputs:
+        raise ValueError(
+            f"num_scan_inputs is {scans}; it has {inputs} inputs, and Scan scans at least one "
+            "and at most all of them (the state variables come first)"
+        )
+    states = inputs - scans
+    if outputs < states:
+        raise ValueError(
+            f"it has {outputs} outputs and {states} state variables; a Scan makes each state "
+            "variable's final value, then its scan outputs"
+        )
+    if body_inputs != inputs:
+        raise ValueError(
+            f"its body takes {body_inputs} inputs and it has {inputs}; a Scan's body takes "
+            "each state variable and one slice of each scan input"
+        )
+    if body_outputs != outputs:
+        raise ValueError(
+            f"its body makes {body_outputs} outputs and it has {outputs}; a Scan's body makes "
+            "each state variable's next value and one slice of each scan output"
+        )
+    lists = {}
+    for name, count in (
+        ("scan_input_axes", scans), ("scan_input_directions", scans),
+        ("scan_output_axes", outputs - states), ("scan_output_directions", outputs - states),
+    ):
+        given = attrs.get(name)
+        values = (0,) * count if given is None else tuple(int(v) for v in given)
+        if len(values) != count:
+            kind = "input" if "input" in name else "output"
+            raise ValueError(
+                f"{name} has {len(values)} entries; it has {count} scan {kind}"
+                f"{'' if count == 1 else 's'}, one entry each"
+            )
+        if name.endswith("directions") and any(v not in (0, 1) for v in values):
+            raise ValueError(
+                f"{name} is {list(values)}; a direction is 0 (forward) or 1 (reverse)"
+            )
+        lists[name] = values
+    return ScanForm(
+        states,
+        lists["scan_input_axes"],
+        tuple(v == 1 for v in lists["scan_input_directions"]),
+        lists["scan_output_axes"],
+        tuple(v == 1 for v in lists["scan_output_directions"]),
+    )
+
+
+def scan_axis(axis: int, rank: int, attribute: str, index: int) -> int:
+    """Entry ``index`` of a Scan's ``attribute`` (an axis of a tensor of ``rank``) from 0;
+    ValueError outside [-rank, rank - 1], as onnx's inference refuses it ("scan_input_axes
+    axis value 2 is invalid for a tensor of rank 2")."""
+    if not -rank <= axis < rank:
+        raise ValueError(
+            f"{attribute}[{index}] is {axis}, not an axis of a tensor of rank {rank} "
+            f"({-rank} to {rank - 1})"
+        )
+    return axis + rank if axis < 0 else axis
 
 
 def held_note(op: Any) -> str:
     """What a control-flow op's subgraphs hold of the ops dmlgraph lowers, for its report
-    ("" for none), and when they are lowered: by the NumPy backend as it runs an If or Loop
-    (``LOWERED_WHEN_RUN``; their sizes are known only then), else never (Scan's run on the
-    fallback with it)."""
+    ("" for none), and when they are lowered: by the NumPy backend as it runs an If, Loop or
+    Scan (``lowered_when_run``; their sizes are known only then), else never (a Scan-8's
+    run on the fallback with it)."""
     if not isinstance(op, OnnxOp) or not op.holds_subgraphs:  # asked of every unlowered node
         return ""
     held = Counter(name for sub in subgraphs(op) for name in sub.ops if name in LOWERED_OPS)
     if not held:
         return ""
     listed = ", ".join(f"{n} {name}" for name, n in sorted(held.items()))
-    if op.domain == "" and op.op_type in LOWERED_WHEN_RUN:
+    if lowered_when_run(op):
         return (
             f"{HOLDS} {listed}: the numpy backend lowers them when it runs the "
             f"{'branch taken' if op.op_type == 'If' else 'body'}, by the sizes that arrive "
@@ -179,7 +333,8 @@ def held_note(op: Any) -> str:
         )
     return (
         f"{HOLDS} {listed}: they run on the fallback with it (dmlgraph lowers the Slice, "
-        "Concat and Pad nodes of the main graph and of If and Loop subgraphs)"
+        "Concat and Pad nodes of the main graph and of the subgraphs of If, Loop and Scan "
+        "from opset 9)"
     )
 
 

@@ -1,6 +1,6 @@
 """Control flow (If, Loop, Scan): imported whole, the main graph's Slice/Concat/Pad lowered
-around it; the NumPy backend runs If and Loop with their subgraphs lowered when they run, Scan
-on the fallback. Oracle: onnxruntime on the original model.
+around it; the NumPy backend runs If and Loop with their subgraphs lowered when they run (Scan
+too: ``test_scan.py``). Oracle: onnxruntime on the original model.
 
 Before, a model with any subgraph was refused at load ("dmlgraph does not import control
 flow"), whatever else it held."""

@@ -1,22 +1,25 @@
-"""If and Loop run by the NumPy backend itself, their branches and bodies lowered when they run.
+"""If, Loop and Scan run by the NumPy backend itself, their subgraphs lowered when they run.
 
 onnxruntime's DirectML provider partitions a control-flow node's subgraphs as it partitions
 the main graph, so a Slice, Concat or Pad inside a Loop body runs as a DirectML operator
-there. The NumPy backend does the same: the branch an If takes, or a Loop's body, becomes a
-model of its own (the enclosing graph's tensors it reads as inputs of the sizes that arrive,
-or as initializers where they are constants of at most ``INFERENCE_CONSTANT_LIMIT``
-elements), imported, lowered at the plan's feature level and run by a plan of its own, kept
-for the 16 most recently run input types (``RUNTIME_CACHE_LIMIT``). A Loop iterates as the
-ONNX spec says: ``M`` trips at most while ``cond`` holds, the carried values fed back, the
-scan outputs stacked on a new axis 0.
+there. The NumPy backend does the same: the branch an If takes, or a Loop's or Scan's body,
+becomes a model of its own (the enclosing graph's tensors it reads as inputs of the sizes
+that arrive, or as initializers where they are constants of at most
+``INFERENCE_CONSTANT_LIMIT`` elements), imported, lowered at the plan's feature level and
+run by a plan of its own, kept for the 16 most recently run input types
+(``RUNTIME_CACHE_LIMIT``). A Loop iterates as the ONNX spec says: ``M`` trips at most while
+``cond`` holds, the carried values fed back, the scan outputs stacked on a new axis 0. A
+Scan (version 9 on) runs its body once for each slice of its scan inputs along their axes
+(last to first where reversed), the state variables fed back, each scan output stacked along
+its axis (last to first where reversed).
 
 Where that cannot be done, the node runs whole on the fallback, as every control-flow node
 did before, and its run record says why (``Declined``): a subgraph reading or making
 sequences or optionals, a subgraph dmlgraph's importer refuses, a Loop with neither ``M``
 nor ``cond`` (it ends only by its body's condition, which the fallback checks as fast as it
-can), a Loop that makes scan outputs in zero iterations (their element shape is nowhere to be
-read), or a size the body's lowering was planned for that an engine made otherwise. Scan is
-left to the fallback always.
+can), a Loop or Scan that makes scan outputs in zero iterations (their element shape is
+nowhere to be read), or a size the body's lowering was planned for that an engine made
+otherwise. A Scan-8 (batches of sequences) is left to the fallback always.
 """
 
 from __future__ import annotations
@@ -37,7 +40,14 @@ from dmlgraph.dtypes import DTYPE_TO_ELEM_TYPE
 from dmlgraph.errors import DmlgraphError
 from dmlgraph.ir import Graph, Node, Subgraph, split_inputs
 from dmlgraph.parity import DIVERGENCE
-from dmlgraph.subgraphs import LOWERED_WHEN_RUN, holder_label, subgraph_model
+from dmlgraph.subgraphs import (
+    ScanForm,
+    holder_label,
+    lowered_when_run,
+    scan_axis,
+    scan_form,
+    subgraph_model,
+)
 
 if TYPE_CHECKING:
     from backends.numpy.plan import Plan
@@ -54,8 +64,16 @@ _COUNTER_SCANNED = (
 )
 
 
-#: How ``_if`` and ``_loop`` run a subgraph by its attribute's name, with feeds of its own
-#: inputs: its outputs, and its records.
+#: A Scan of empty scan inputs and no scan outputs: ONNX's loop runs no iteration.
+_NO_ITERATION = (
+    "its scan inputs are empty (sequence length 0): the body ran no iteration, and its final "
+    "state variables are the initial ones, as ONNX and onnx.reference say (onnxruntime 1.32 "
+    "fails on such a Scan)"
+)
+
+
+#: How ``_if``, ``_loop`` and ``_scan`` run a subgraph by its attribute's name, with feeds of
+#: its own inputs: its outputs, and its records.
 _Subgraph = Callable[[str, Mapping[str, np.ndarray]], tuple[list[np.ndarray], tuple[NodeRun, ...]]]
 
 
@@ -64,12 +82,14 @@ class Declined(Exception):
 
 
 def runs_here(node: Node) -> bool:
-    """Whether the backend runs this node's subgraphs lowered (an If or Loop of ONNX's)."""
-    return node.is_onnx and node.op.domain == "" and node.op_type in LOWERED_WHEN_RUN
+    """Whether the backend runs this node's subgraphs lowered (an If, Loop or Scan-9+ of
+    ONNX's: ``lowered_when_run``)."""
+    return node.is_onnx and bool(lowered_when_run(node.op))
 
 
 class ControlFlow:
-    """An If's or Loop's subgraphs as models, lowered and planned by the types they run with.
+    """An If's, Loop's or Scan's subgraphs as models, lowered and planned by the types they
+    run with.
 
     Holds what it needs of the enclosing graph, not the graph (a plan holds this, and the
     backend's cache of plans is keyed weakly by the graph)."""
@@ -92,8 +112,16 @@ class ControlFlow:
             and value.size <= folding.INFERENCE_CONSTANT_LIMIT
         }
         self.subgraphs: dict[str, Subgraph] = {
-            attr: op.attrs[attr] for attr in LOWERED_WHEN_RUN[self.op_type]
+            attr: op.attrs[attr] for attr in lowered_when_run(op)
         }
+        self.scan: ScanForm | None = None
+        if self.op_type == "Scan":  # its attributes as the import checked them
+            body = onnx.GraphProto.FromString(self.subgraphs["body"].data)
+            self.scan = scan_form(
+                op.attrs, len(self.explicit_names), len(node.outputs), len(body.input),
+                len(body.output),
+            )
+            self.body_names = [value.name for value in body.input]
         self.cache_limit = cache_limit
         self.cache: OrderedDict[tuple[Any, ...], tuple[LoweredGraph, Plan, tuple[str, ...]]] = (
             OrderedDict()
@@ -125,6 +153,8 @@ class ControlFlow:
 
         if self.op_type == "If":
             return self._if(explicit, subgraph)
+        if self.op_type == "Scan":
+            return self._scan(explicit, subgraph)
         return self._loop(explicit, subgraph)
 
     def _if(
@@ -200,6 +230,70 @@ class ControlFlow:
                         (note,), self.node_id)
             ]
         return [np.array(v) for v in values] + stacked, _unique(runs)
+
+    def _scan(
+        self, explicit: list[np.ndarray | None], subgraph: _Subgraph
+    ) -> tuple[list[np.ndarray], list[NodeRun]]:
+        form = self.scan
+        assert form is not None
+        for index, value in enumerate(explicit):
+            if value is None:
+                raise BackendError(f"{self.where}: its input {index} is left out; Scan takes all")
+        states = [value for value in explicit[: form.states] if value is not None]
+        scanned = [value for value in explicit[form.states :] if value is not None]
+        names = self.body_names
+        axes = [self._axis(a, x.ndim, "scan_input_axes", k)
+                for k, (a, x) in enumerate(zip(form.input_axes, scanned))]
+        lengths = [x.shape[axis] for x, axis in zip(scanned, axes)]
+        if len(set(lengths)) != 1:
+            raise BackendError(
+                f"{self.where}: its scan inputs are {lengths} long along their scan axes; "
+                "a Scan's scan inputs are all as long (its sequence length)"
+            )
+        length = lengths[0]
+        made = len(form.output_axes)
+        if made and not length:
+            raise Declined("its scan outputs are made by no iteration, so their shape is unknown")
+        if not length:  # onnx.reference's reading; onnxruntime 1.32 fails on it
+            return [np.array(v) for v in states], [NodeRun(
+                self.name, self.op_type, NOTHING_RAN, "body, lowered at run time",
+                (_NO_ITERATION,), self.node_id,
+            )]
+        scans: list[list[np.ndarray]] = [[] for _ in range(made)]
+        runs: list[NodeRun] = []
+        last_runs: tuple[NodeRun, ...] | None = None
+        for step in range(length):
+            feeds = dict(zip(names, states))
+            for name, x, axis, back in zip(names[form.states :], scanned, axes,
+                                           form.input_reversed):
+                at = (slice(None),) * axis + (length - 1 - step if back else step,)
+                feeds[name] = np.ascontiguousarray(x[at])  # a view where it is one already
+            outputs, body_runs = subgraph("body", feeds)
+            if body_runs is not last_runs:  # (the same records, iteration after iteration)
+                runs += body_runs
+                last_runs = body_runs
+            states = outputs[: form.states]
+            for kept, value in zip(scans, outputs[form.states :]):
+                kept.append(value)
+        stacked = []
+        for index, (kept, axis, back) in enumerate(
+            zip(scans, form.output_axes, form.output_reversed)
+        ):
+            along = self._axis(axis, kept[0].ndim + 1, "scan_output_axes", index)
+            try:
+                stacked.append(np.stack(kept[::-1] if back else kept, axis=along))
+            except ValueError as exc:
+                raise BackendError(
+                    f"{self.where}: its scan output {index} differs in shape from one "
+                    f"iteration to the next ({exc})"
+                ) from None
+        return [np.array(v) for v in states] + stacked, _unique(runs)
+
+    def _axis(self, axis: int, rank: int, attribute: str, index: int) -> int:
+        try:
+            return scan_axis(axis, rank, attribute, index)
+        except ValueError as exc:
+            raise BackendError(f"{self.where}: {exc}") from None
 
     def _run_subgraph(
         self,

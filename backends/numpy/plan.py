@@ -821,7 +821,7 @@ class _RuntimeStep(_PythonStep):
 
 
 class _ControlStep(_PythonStep):
-    """An If or Loop whose branch or body runs lowered, by a plan of its own (``control``);
+    """An If, Loop or Scan whose branch or body runs lowered, by a plan of its own (``control``);
     where it cannot (``Declined``), the fallback runs the node whole, and its record says
     why."""
 

@@ -354,9 +354,9 @@ def _report_table(records: Sequence[Any], groups: dict[str, str]) -> str:
 
 
 def _held_html(lowered: Graph) -> str:
-    """Each If branch and Loop body holding a Slice, Concat or Pad, lowered by itself with
-    its inputs typed as the enclosing graph types them (``lowering.held``), as ``lower``
-    lists them: a heading, the types, and its report's Slice/Concat/Pad rows."""
+    """Each If branch and Loop or Scan body holding a Slice, Concat or Pad, lowered by
+    itself with its inputs typed as the enclosing graph types them (``lowering.held``), as
+    ``lower`` lists them: a heading, the types, and its report's Slice/Concat/Pad rows."""
     from lowering.held import every_held
     from lowering.report import LoweredGraph
 
@@ -377,9 +377,11 @@ def _held_html(lowered: Graph) -> str:
     if not blocks:
         return ""
     return (
-        '<section id="subgraphs"><h2>If branches and Loop bodies, lowered by themselves</h2>'
-        "<p>A body as its first trip sees it (carried values typed as the Loop's initial "
-        "ones); a run lowers them again by the sizes that arrive.</p>"
+        '<section id="subgraphs"><h2>If branches and Loop and Scan bodies, lowered by '
+        "themselves</h2><p>A body as its first trip sees it (a Loop's carried values typed "
+        "as its initial ones; a Scan's state variables as the initial ones, each scan "
+        "input's slice without its scan axis); a run lowers them again by the sizes that "
+        "arrive.</p>"
         + "".join(blocks) + "</section>"
     )
 

@@ -1,0 +1,331 @@
+"""Scan run by the NumPy backend, its body lowered when it runs (as If and Loop are), and
+listed by ``lower`` ahead of a run. Oracle: onnxruntime on the original model (and, where it
+fails, onnx.reference); a body's first step, run by itself, against a one-step Scan.
+
+Before, a Scan ran whole on the fallback: nothing proved the Slice, Concat and Pad nodes of
+its body, ``lower`` did not list them, and a Scan whose attributes onnxruntime refuses at
+load was imported and failed only when run."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import dmlgraph
+from backends import get_backend
+from dmlgraph.cli import main
+from dmlgraph.errors import ModelValidationError
+from lowering import lower
+
+FLOAT = TensorProto.FLOAT
+X = np.arange(24, dtype=np.float32).reshape(4, 6)
+Y = np.arange(12, dtype=np.float32).reshape(3, 4) + 100
+INIT = np.array([7, 8], np.float32)
+
+
+def _vi(name: str, shape, elem: int = FLOAT) -> onnx.ValueInfoProto:
+    return helper.make_tensor_value_info(name, elem, shape)
+
+
+def _i64(name: str, values) -> onnx.TensorProto:
+    return numpy_helper.from_array(np.array(values, np.int64), name)
+
+
+def _body(*, second: bool = True, state_elem: int = FLOAT) -> onnx.GraphProto:
+    """State acc [2] shifts in each row's first element (Slice, Slice, Concat); scan output
+    ``padded`` is row[1:4] reflect-padded by (1, 2) (Slice, Pad); with ``second``, a second
+    scan input's slice col [3] joined with the main graph's w [2] (Concat) is a second scan
+    output."""
+    nodes = [
+        helper.make_node("Slice", ["acc", "one", "two", "zero"], ["kept"]),
+        helper.make_node("Slice", ["row", "zero", "one", "zero"], ["first"]),
+        helper.make_node("Concat", ["kept", "first"], ["acc_out"], axis=0),
+        helper.make_node("Slice", ["row", "one", "four", "zero"], ["piece"]),
+        helper.make_node("Pad", ["piece", "pads"], ["padded"], mode="reflect"),
+    ]
+    inputs = [_vi("acc", [2], state_elem), _vi("row", [6])]
+    outputs = [_vi("acc_out", [2]), _vi("padded", [6])]
+    if second:
+        nodes.append(helper.make_node("Concat", ["col", "w"], ["joined"], axis=0))
+        inputs.append(_vi("col", [3]))
+        outputs.append(_vi("joined", [5]))
+    constants = [_i64(n, [v]) for n, v in (("zero", 0), ("one", 1), ("two", 2), ("four", 4))]
+    constants.append(_i64("pads", [1, 2]))
+    return helper.make_graph(nodes, "body", inputs, outputs, constants)
+
+
+def _scan_model(x_shape=(4, 6), *, opset: int = 18, second: bool = True, body=None,
+                **attrs) -> onnx.ModelProto:
+    """A Scan of x (and with ``second``, of y [3, 4] along axis 1) by ``_body``, then a
+    Concat of its first scan output with itself after it (so the main graph lowers too)."""
+    inputs = ["init", "x", "y"] if second else ["init", "x"]
+    outputs = ["final", "ys", "zs"] if second else ["final", "ys"]
+    graph = helper.make_graph(
+        [helper.make_node("Scan", inputs, outputs, name="scan",
+                          body=body or _body(second=second),
+                          num_scan_inputs=len(inputs) - 1, **attrs),
+         helper.make_node("Concat", ["ys", "ys"], ["twice"], axis=0, name="cat")],
+        "m",
+        [_vi("init", [2]), _vi("x", list(x_shape)), *([_vi("y", [3, 4])] if second else [])],
+        [_vi("final", None), _vi("twice", None), *([_vi("zs", None)] if second else [])],
+        [numpy_helper.from_array(np.array([9, 8], np.float32), "w")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 9 if opset > 8 else 4
+    return model
+
+
+def _feeds(x: np.ndarray = X, second: bool = True) -> dict[str, np.ndarray]:
+    return {"init": INIT, "x": x, **({"y": Y} if second else {})}
+
+
+def _ran_in_body(record) -> dict[str, str]:
+    return {r.op: r.engine for r in record.nodes if r.via.startswith("Scan 'scan' body")}
+
+
+#: y [3, 4] is scanned along its 4 columns (axis 1 or -1) in each, as x along its 4 rows
+#: (x [4, 6] on axis 0, its transpose on axis 1); the rest as given or by default.
+ATTRIBUTES = [
+    {"scan_input_axes": [0, 1]},
+    {"scan_input_axes": [0, 1], "scan_input_directions": [1, 0]},
+    {"scan_input_axes": [1, -1], "scan_input_directions": [0, 1]},
+    {"scan_input_axes": [0, 1], "scan_output_axes": [1, 0], "scan_output_directions": [1, 0]},
+    {"scan_input_axes": [-1, 1], "scan_input_directions": [1, 1],
+     "scan_output_axes": [-1, -2], "scan_output_directions": [1, 1]},
+]
+
+
+@pytest.mark.parametrize("attrs", ATTRIBUTES, ids=lambda a: ",".join(
+    f"{k.removeprefix('scan_')}={v}" for k, v in a.items()))
+def test_a_scan_body_s_slice_concat_and_pad_run_as_directml_operators(attrs, onnx_run) -> None:
+    """Each axis and direction (negative axes too), two scan inputs and two scan outputs, a
+    state variable and a read of the main graph's w: the outputs are onnxruntime's, and the
+    body's Slice, Concat and Pad ran on the emulator as DirectML operators."""
+    x = X if attrs["scan_input_axes"][0] == 0 else np.ascontiguousarray(X.T)
+    model = _scan_model(x.shape, **attrs)
+    want = onnx_run(model, _feeds(x), optimize=False)
+    result = get_backend("numpy").execute(lower(dmlgraph.load(model), "6_4"), _feeds(x))
+    for name, expected in zip(("final", "twice", "zs"), want):
+        assert np.array_equal(result.outputs[name], expected), name
+    ran = _ran_in_body(result.record)
+    assert set(ran) == {"DML_OPERATOR_SLICE", "DML_OPERATOR_JOIN", "DML_OPERATOR_PADDING"}
+    assert set(ran.values()) == {"numpy DirectML emulator"}
+
+
+def test_a_scan_of_one_step_is_its_body_s_first_step_as_lower_lists_it(onnx_run) -> None:
+    """``lower`` lists the body typed as its first step sees it: the state variable as the
+    initial value ([2]), each scan input's slice without its scan axis (x [4, 6] scanned on
+    axis 0 gives [6]; y [3, 4] on axis 1 gives [3]), the main graph's small w by value. That
+    body, run by itself on the emulator from x[0] and y[:, 0] (NumPy's slicing), gives what
+    onnxruntime's Scan of one step gives."""
+    from lowering.held import held_lowerings
+
+    model = _scan_model(scan_input_axes=[0, 1])
+    (body,) = held_lowerings(lower(dmlgraph.load(model), "6_4"))
+    assert body.path == "Scan 'scan' body" and body.problem == ""
+    assert [(i.name, str(i.dtype), i.shape) for i in body.typed_as] == [
+        ("acc", "float32", (2,)), ("row", "float32", (6,)), ("col", "float32", (3,))]
+    made = sorted(op for r in body.lowered.report() for op in r.dml_ops)
+    assert made == ["DML_OPERATOR_JOIN", "DML_OPERATOR_JOIN", "DML_OPERATOR_PADDING",
+                    "DML_OPERATOR_SLICE", "DML_OPERATOR_SLICE", "DML_OPERATOR_SLICE"]
+    step = get_backend("numpy").execute(
+        body.lowered, {"acc": INIT, "row": X[0], "col": Y[:, 0]}).outputs
+    model.graph.input[1].CopyFrom(_vi("x", [1, 6]))
+    model.graph.input[2].CopyFrom(_vi("y", [3, 1]))
+    final, twice, zs = onnx_run(model, {"init": INIT, "x": X[:1], "y": Y[:, :1]},
+                                optimize=False)
+    assert np.array_equal(step["acc_out"], final)
+    assert np.array_equal(step["padded"], twice[0])
+    assert np.array_equal(step["joined"], zs[0])
+
+
+def test_lower_prints_and_nests_a_scan_body_s_listing(tmp_path, capsys) -> None:
+    """The text, the JSON and the viz page list a Scan body, as they list an If's branches
+    and a Loop's body; the main graph's Concat of the Scan's output is lowered."""
+    from dmlgraph.viz.html import html_report
+
+    path = tmp_path / "scan.onnx"
+    model = _scan_model(scan_input_axes=[0, 1])
+    onnx.save(model, path)
+    assert main(["lower", str(path)]) == 0
+    text = capsys.readouterr().out
+    assert "1 Slice/Concat/Pad nodes: 1 lowered" in text
+    assert ("Scan 'scan' body, lowered by itself, its inputs typed as the enclosing graph "
+            "types them, state variables as the initial ones and each scan input's slice "
+            "without its scan axis (its first step): acc float32[2], row float32[6], "
+            "col float32[3]") in " ".join(text.split())
+    assert main(["lower", str(path), "--json"]) == 0
+    (entry,) = json.loads(capsys.readouterr().out)["subgraphs"]
+    assert entry["op_type"] == "Scan" and entry["attribute"] == "body"
+    assert {n["dml"]["type"] for n in entry["lowered"]["nodes"] if "dml" in n} == {
+        "DML_OPERATOR_SLICE", "DML_OPERATOR_JOIN", "DML_OPERATOR_PADDING"}
+    graph = dmlgraph.load(model)
+    page = html_report(graph, lower(graph, "6_4"))
+    assert '<section id="subgraphs">' in page
+    assert ("<h3>Scan &#x27;scan&#x27; body</h3><p>inputs, as the enclosing graph types them: "
+            "acc float32[2], row float32[6], col float32[3]</p>") in page
+
+
+def test_a_scan_of_empty_inputs_gives_its_initial_states_as_onnx_says(onnx_run) -> None:
+    """Sequence length 0 and no scan outputs: no iteration runs and the final state is the
+    initial one, as onnx.reference gives it; onnxruntime 1.32 fails on it ("Invalid
+    dim0_offset of 0"), and the record says so. With scan outputs, whose shape no iteration
+    tells, the node runs whole on the fallback, which fails as onnxruntime does."""
+    from onnx.reference import ReferenceEvaluator
+
+    body = _body(second=False)
+    del body.output[1:]
+    del body.node[3:]
+    model = _scan_model((None, 6), second=False, body=body)
+    del model.graph.node[1:]
+    model.graph.output[1].CopyFrom(_vi("ys", None))
+    del model.graph.output[1:]
+    model.graph.node[0].output[:] = ["final"]
+    empty = np.zeros((0, 6), np.float32)
+    (want,) = ReferenceEvaluator(model).run(None, _feeds(empty, second=False))
+    with pytest.raises(Exception, match="Invalid dim0_offset of 0"):
+        onnx_run(model, _feeds(empty, second=False), optimize=False)
+    result = get_backend("numpy").execute(lower(dmlgraph.load(model), "6_4"),
+                                          _feeds(empty, second=False))
+    assert np.array_equal(result.outputs["final"], want) and np.array_equal(want, INIT)
+    (record,) = result.record.nodes
+    assert record.node == "scan" and "the body ran no iteration" in record.notes[-1]
+
+    with_outputs = _scan_model((None, 6), second=False)
+    with pytest.raises(Exception, match="Scan node"):
+        onnx_run(with_outputs, _feeds(empty, second=False), optimize=False)
+    with pytest.raises(dmlgraph.DmlgraphError, match="onnxruntime fails on node"):
+        get_backend("numpy").run(lower(dmlgraph.load(with_outputs), "6_4"),
+                                 _feeds(empty, second=False))
+
+
+def _misfit(case: str) -> onnx.ModelProto:
+    attrs = {
+        "input axes count": {"scan_input_axes": [0]},
+        "input direction value": {"scan_input_directions": [0, 2]},
+        "output directions count": {"scan_output_directions": [0, 1, 0]},
+        "input axis rank": {"scan_input_axes": [0, 2]},
+        "output axis rank": {"scan_output_axes": [0, -3]},
+    }.get(case, {})
+    model = _scan_model(**{"scan_input_axes": [0, 1], **attrs})
+    scan = model.graph.node[0]
+    if case == "no scan inputs":
+        scan.attribute[1].i = 0
+    elif case == "body inputs":
+        scan.attribute[1].i = 1
+        del scan.input[2]
+    elif case == "state type":
+        scan.attribute[0].g.CopyFrom(_body(state_elem=TensorProto.DOUBLE))
+    return model
+
+
+@pytest.mark.parametrize("case, says", [
+    ("input axes count", "scan_input_axes has 1 entries; it has 2 scan inputs, one entry each"),
+    ("input direction value", "scan_input_directions is [0, 2]; a direction is 0 (forward) or "
+                              "1 (reverse)"),
+    ("output directions count", "scan_output_directions has 3 entries; it has 2 scan outputs"),
+    ("input axis rank", "scan_input_axes[1] is 2, not an axis of a tensor of rank 2 (-2 to 1): "
+                        "its body's 'col' is of rank 1"),
+    ("output axis rank", "scan_output_axes[1] is -3, not an axis of a tensor of rank 2"),
+    ("no scan inputs", "num_scan_inputs is 0; it has 3 inputs, and Scan scans at least one"),
+    ("body inputs", "its body takes 3 inputs and it has 2"),
+    ("state type", "its body takes state variable 'acc' as tensor(float64) and makes it "
+                   "('acc_out') tensor(float32)"),
+])
+def test_a_scan_that_onnxruntime_refuses_at_load_is_refused_at_load(case, says, onnx_run) -> None:
+    """Before, these loaded and failed only when the fallback ran them."""
+    model = _misfit(case)
+    with pytest.raises(Exception, match="ONNXRuntimeError"):
+        onnx_run(model, _feeds(), optimize=False)
+    with pytest.raises(ModelValidationError, match=re.escape(says)):
+        dmlgraph.load(model)
+
+
+def test_scan_inputs_of_different_lengths_are_one_clear_error(onnx_run) -> None:
+    """x scanned along its 4 rows and y along its 4 columns, then y of 5 columns: onnxruntime
+    fails, and so does the run, naming the node and the lengths."""
+    model = _scan_model(scan_input_axes=[0, 1])
+    model.graph.input[2].CopyFrom(_vi("y", [3, None]))
+    y5 = np.zeros((3, 5), np.float32)
+    with pytest.raises(Exception, match="ONNXRuntimeError"):
+        onnx_run(model, {"init": INIT, "x": X, "y": y5}, optimize=False)
+    with pytest.raises(dmlgraph.DmlgraphError, match=re.escape(
+            "node 'scan' (Scan): its scan inputs are [4, 5] long along their scan axes")):
+        get_backend("numpy").run(lower(dmlgraph.load(model), "6_4"),
+                                 {"init": INIT, "x": X, "y": y5})
+
+
+def test_a_scan_8_runs_whole_on_the_fallback_and_says_so(onnx_run) -> None:
+    """Scan-8 scans batches (sequence_lens, a batch axis): its node runs whole on the
+    fallback, as before, and ``lower`` does not list its body."""
+    from lowering.held import held_lowerings
+
+    body = helper.make_graph(  # Scan-8's opset: Slice-1 and Pad-2 take attributes
+        [helper.make_node("Concat", ["acc", "row"], ["joined"], axis=0),
+         helper.make_node("Identity", ["acc"], ["acc_out"])],
+        "body", [_vi("acc", [2]), _vi("row", [6])], [_vi("acc_out", [2]), _vi("joined", [8])])
+    model = _scan_model((1, 4, 6), opset=8, second=False, body=body)
+    model.graph.node[0].input.insert(0, "")  # no sequence_lens
+    model.graph.input[0].CopyFrom(_vi("init", [1, 2]))
+    del model.graph.node[1:]
+    model.graph.node[0].output[:] = ["final", "twice"]
+    feeds = {"init": INIT[None], "x": X[None]}
+    want = onnx_run(model, feeds, optimize=False)
+    lowered = lower(dmlgraph.load(model), "6_4")
+    assert held_lowerings(lowered) == []
+    (row,) = [r for r in lowered.report() if r.op_type == "Scan"]
+    assert "they run on the fallback with it" in " ".join(row.notes)
+    result = get_backend("numpy").execute(lowered, feeds)
+    assert all(np.array_equal(result.outputs[n], w) for n, w in zip(("final", "twice"), want))
+    (record,) = result.record.nodes
+    assert record.op == "Scan" and record.engine.startswith("onnxruntime")
+
+
+def test_a_scan_inside_a_loop_body_runs_lowered_at_both_depths(onnx_run) -> None:
+    """A Loop whose body scans the main graph's int64 ks [4, 5] by rows, the Scan's body
+    slicing each row and joining it with the main graph's ``extra`` (read two scopes down):
+    onnxruntime's outputs, the Scan body's Slice and Concat run as DirectML operators under
+    the nested path, and ``lower`` lists both bodies, the inner one typed as the outer types
+    it (a row of ks: int64 [5])."""
+    from lowering.held import every_held
+
+    inner = helper.make_graph(
+        [helper.make_node("Slice", ["k", "zero", "two", "zero"], ["k2"]),
+         helper.make_node("Concat", ["k2", "extra"], ["kout"], axis=0),
+         helper.make_node("Identity", ["s"], ["s_out"])],
+        "inner", [_vi("s", [3]), _vi("k", [5], TensorProto.INT64)],
+        [_vi("s_out", [3]), _vi("kout", [3], TensorProto.INT64)],
+        [_i64("zero", [0]), _i64("two", [2])])
+    outer = helper.make_graph(
+        [helper.make_node("Scan", ["acc", "ks"], ["acc_out", "kk"], name="inner_scan",
+                          body=inner, num_scan_inputs=1),
+         helper.make_node("Identity", ["c"], ["c_out"])],
+        "outer", [_vi("i", [], TensorProto.INT64), _vi("c", [], TensorProto.BOOL), _vi("acc", [3])],
+        [_vi("c_out", [], TensorProto.BOOL), _vi("acc_out", [3]),
+         _vi("kk", [4, 3], TensorProto.INT64)])
+    graph = helper.make_graph(
+        [helper.make_node("Loop", ["trip", "", "a0"], ["a_final", "kks"], name="loop",
+                          body=outer)],
+        "m", [_vi("a0", [3]), _vi("ks", [4, 5], TensorProto.INT64)],
+        [_vi("a_final", None), _vi("kks", None, TensorProto.INT64)],
+        [_i64("trip", 2), _i64("extra", [42])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 9
+    feeds = {"a0": np.array([1, 2, 3], np.float32),
+             "ks": np.arange(20, dtype=np.int64).reshape(4, 5)}
+    want = onnx_run(model, feeds, optimize=False)
+    lowered = lower(dmlgraph.load(model), "6_4")
+    held = {h.path: h for h in every_held(lowered)}
+    scanned = held["Loop 'loop' body: Scan 'inner_scan' body"]
+    assert [(i.name, str(i.dtype), i.shape) for i in scanned.typed_as] == [
+        ("s", "float32", (3,)), ("k", "int64", (5,))]
+    result = get_backend("numpy").execute(lowered, feeds)
+    assert all(np.array_equal(result.outputs[n], w) for n, w in zip(("a_final", "kks"), want))
+    ran = {r.op: r.engine for r in result.record.nodes
+           if r.via.startswith("Loop 'loop' body: Scan 'inner_scan' body")}
+    assert ran["DML_OPERATOR_SLICE"] == ran["DML_OPERATOR_JOIN"] == "numpy DirectML emulator"
