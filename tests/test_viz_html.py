@@ -308,3 +308,47 @@ def test_the_page_lists_each_branch_lowered_by_itself() -> None:
     rows = [a for a in parsed.all("tr") if a.get("data-status") == "lowered"]
     assert len(rows) == 6  # the branches' 3 + 3 (the main graph lowers none of its own)
     assert not Page(page(SYMMETRIC, "6_4")).all("section", id="subgraphs")
+
+
+def test_the_page_draws_each_branch_and_its_rows_select_its_nodes() -> None:
+    """Each branch lowered by itself is drawn as a panel of its own (keys ``s0-``, ``s1-``):
+    its DML operators are nodes whose details (descriptor fields) the page carries, and each
+    of its report rows shares its group with a node of that drawing only, so a click on the
+    row selects it there. Before, a branch was a table of rows, its descriptors nowhere."""
+    if_model = ROOT / "models" / "control_flow" / "if_pad_slice.onnx"
+    graph, lowered = graphs(if_model, "6_4")
+    parsed = Page(html_report(graph, lowered))
+    (data,) = [json.loads(body) for a, body in parsed.scripts if a.get("id") == "details-data"]
+    held = [a for a in parsed.all("div") if a.get("class") == "held"]
+    assert len(held) == 2  # then_branch, else_branch
+    nodes = [a for a in parsed.all("g") if a.get("data-key", "").startswith("s")]
+    by_panel: dict[str, list[dict[str, str]]] = {}
+    for a in nodes:
+        by_panel.setdefault(a["data-key"].split("-")[0], []).append(a)
+    assert set(by_panel) == {"s0", "s1"}
+    dml = {data[a["data-key"]]["title"] for a in nodes
+           if data.get(a["data-key"], {}).get("title", "").startswith("DML_OPERATOR_")}
+    assert {"DML_OPERATOR_SLICE", "DML_OPERATOR_PADDING"} <= dml
+    for prefix, drawn in by_panel.items():
+        groups = {g for a in drawn for g in a.get("data-groups", "").split()}
+        assert groups and all(g.startswith(f"{prefix}g") for g in groups)
+    rows = [a for a in parsed.all("tr") if a.get("data-groups", "").startswith("s")
+            and a.get("data-status") == "lowered"]
+    assert len(rows) == 6
+    drawn_groups = {g for a in nodes for g in a.get("data-groups", "").split()}
+    assert all(r["data-groups"] in drawn_groups for r in rows)
+
+
+def test_the_page_script_parses(tmp_path: Path) -> None:
+    """The page's script as a JavaScript engine reads it (Node's ``--check``, where Node is
+    installed): without Chromium, the only check that an edit to it is valid JavaScript."""
+    node = shutil.which("node") or shutil.which("nodejs")
+    if node is None:
+        pytest.skip("no Node.js on PATH (looked for node, nodejs)")
+    if_model = ROOT / "models" / "control_flow" / "if_pad_slice.onnx"
+    (script,) = [body for a, body in Page(page(if_model, "6_4")).scripts if not a]
+    path = tmp_path / "page.js"
+    path.write_text(script, encoding="utf-8")
+    done = subprocess.run([node, "--check", str(path)], capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert done.returncode == 0, done.stderr

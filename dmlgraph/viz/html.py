@@ -9,7 +9,10 @@ One file, no network: CSS, script and the two drawings (inline SVG, laid out in 
 - filters by status, a search by name, and, for large graphs, long chains of fallback nodes
   collapsed into one box (on by default past ``COLLAPSE_ABOVE`` nodes);
 - the lowering report, one row per original node with its notes as sentences (nodes folded at
-  import included), and parity results when given.
+  import included), and parity results when given;
+- each If branch and Loop or Scan body holding a Slice, Concat or Pad, lowered by itself
+  (``lowering.held``), drawn as a panel of its own with its report's rows; the details box
+  moves beside the drawing whose node is selected.
 
 ``#select=KEY`` in the address selects a node on load (tests and links use it). The page sets
 ``data-ready="1"`` on <body> once its script has run and lists script errors in
@@ -353,36 +356,51 @@ def _report_table(records: Sequence[Any], groups: dict[str, str]) -> str:
     )
 
 
-def _held_html(lowered: Graph) -> str:
+def _held_html(lowered: Graph) -> tuple[str, dict[str, dict[str, Any]]]:
     """Each If branch and Loop or Scan body holding a Slice, Concat or Pad, lowered by
     itself with its inputs typed as the enclosing graph types them (``lowering.held``), as
-    ``lower`` lists them: a heading, the types, and its report's Slice/Concat/Pad rows."""
+    ``lower`` lists them: a heading, the types, its lowered graph drawn (a panel of its own,
+    prefixed ``s0``, ``s1``...: its nodes' details join the page's) and its report's
+    Slice/Concat/Pad rows, which select their nodes in that drawing; and those details."""
     from lowering.held import every_held
     from lowering.report import LoweredGraph
 
     if not isinstance(lowered, LoweredGraph):
-        return ""
+        return "", {}
     blocks: list[str] = []
-    for held in every_held(lowered):
+    details: dict[str, dict[str, Any]] = {}
+    for index, held in enumerate(every_held(lowered)):
         typed = ", ".join(f"{info.name} {tensor_text(info)}" for info in held.typed_as)
         blocks.append(f"<h3>{esc(held.path)}</h3><p>inputs, as the enclosing graph types "
                       f"them: {esc(typed or 'none')}</p>")
         if held.lowered is None:
             blocks.append(f"<p>not listed: {esc(held.problem)}</p>")
             continue
-        rows = [r for r in held.lowered.report()
-                if r.op_type in LOWERING_TARGETS and not r.at_import]
+        prefix = f"s{index}"
+        records = report_of(held.lowered)
+        groups: dict[str, str] = {}  # its own: a click links nodes of this subgraph only
+        for record in records:
+            groups.setdefault(record_group(record), f"{prefix}g{len(groups)}")
+        views = describe_graph(held.lowered, records)
+        panel = _build_panel(prefix, held.lowered, views, groups, {})
+        dml_count = sum(1 for v in views if v.is_dml)
+        drawn, _ = _panel_html(panel, f"{dml_count} DML operators, "
+                                      f"{len(views) - dml_count} ONNX nodes left")
+        blocks.append(f'<div class="held">{drawn}</div>')  # the details join it when used
+        details.update(panel.details)
+        rows = [r for r in records if r.op_type in LOWERING_TARGETS and not r.at_import]
         if rows:  # a body holding only an If: its branches follow
-            blocks.append(_report_table(rows, {}))
+            blocks.append(_report_table(rows, groups))
     if not blocks:
-        return ""
+        return "", {}
     return (
         '<section id="subgraphs"><h2>If branches and Loop and Scan bodies, lowered by '
         "themselves</h2><p>A body as its first trip sees it (a Loop's carried values typed "
         "as its initial ones; a Scan's state variables as the initial ones, each scan "
         "input's slice without its scan axis); a run lowers them again by the sizes that "
         "arrive.</p>"
-        + "".join(blocks) + "</section>"
+        + "".join(blocks) + "</section>",
+        details,
     )
 
 
@@ -494,7 +512,8 @@ def html_report(
             f'<span class="tag verdict-{"pass" if ok else "fail"}">'
             f'parity {"holds" if ok else "FAILS"}</span>'
         )
-    details = {**onnx_panel.details, **dml_panel.details}
+    held_html, held_details = _held_html(lowered)
+    details = {**onnx_panel.details, **dml_panel.details, **held_details}
     body_class = "collapsed" if collapse else ""
     return "".join([
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">",
@@ -519,7 +538,7 @@ def html_report(
         f'<section id="report"><h2>Lowering report: {len(records)} ONNX nodes</h2>',
         _report_table(records, groups),
         "</section>",
-        _held_html(lowered),
+        held_html,
         _json_script(details),
         f"<script>{_JS}</script></body></html>\n",
     ])
@@ -568,6 +587,8 @@ h2{font-size:14px;margin:6px 0}h3{font-size:13px;margin:10px 0 4px}
 .panels{display:grid;grid-template-columns:minmax(0,1fr) minmax(0,1fr) 22em;gap:8px;
 padding:8px}
 .panel{border:1px solid #ddd;border-radius:6px;min-width:0}
+.held{display:grid;grid-template-columns:minmax(0,1fr) 22em;gap:8px;margin:4px 0}
+.held .scroll{max-height:70vh}
 .panel h2{padding:4px 8px;margin:0;border-bottom:1px solid #eee;background:#fafafa}
 .scroll{overflow:auto;max-height:calc(100vh - 170px);min-height:200px}
 .layout-collapsed{display:none}
@@ -678,6 +699,15 @@ _JS = r"""
     return Array.prototype.filter.call(document.querySelectorAll(".node[data-key]"),
       function (e) { return e.getAttribute("data-key") === key; });
   }
+  // the details box beside the panel of the node selected: a subgraph's drawing (its
+  // ".held" box) far down the page takes it, the main panels take it back
+  var details = document.getElementById("details");
+  var home = details.parentNode;
+  function placeDetails(panel) {
+    var held = panel ? panel.closest(".held") : null;
+    var into = held || home;
+    if (details.parentNode !== into) into.appendChild(details);
+  }
   function select(key) {
     var copies = byKey(key);
     if (!copies.length) return false;
@@ -686,6 +716,7 @@ _JS = r"""
     var node = copies.filter(visible)[0] || copies[0];
     var groups = (node.getAttribute("data-groups") || "").split(" ").filter(Boolean);
     var panel = node.closest(".panel");
+    placeDetails(panel);
     var first = null;
     groups.forEach(function (g) {
       var sel = '[data-groups~="' + g + '"]';
