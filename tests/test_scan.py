@@ -329,3 +329,44 @@ def test_a_scan_inside_a_loop_body_runs_lowered_at_both_depths(onnx_run) -> None
     ran = {r.op: r.engine for r in result.record.nodes
            if r.via.startswith("Loop 'loop' body: Scan 'inner_scan' body")}
     assert ran["DML_OPERATOR_SLICE"] == ran["DML_OPERATOR_JOIN"] == "numpy DirectML emulator"
+
+
+def _passing_through() -> onnx.ModelProto:
+    """A Scan whose body makes its state variable ``s`` and its slice ``r`` outputs as they
+    are, beside ``y2``, a Slice of s + r."""
+    body = helper.make_graph(
+        [helper.make_node("Add", ["s", "r"], ["y"]),
+         helper.make_node("Slice", ["y", "zero", "two"], ["y2"])],
+        "body", [_vi("s", [3]), _vi("r", [3])],
+        [_vi("s", [3]), _vi("y2", [2]), _vi("r", [3])], [_i64("zero", [0]), _i64("two", [2])])
+    graph = helper.make_graph(
+        [helper.make_node("Scan", ["s0", "x"], ["sf", "ys", "rs"], name="scan", body=body,
+                          num_scan_inputs=1)],
+        "m", [_vi("s0", [3]), _vi("x", [4, 3])], [_vi(n, None) for n in ("sf", "ys", "rs")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 9
+    return model
+
+
+def test_a_body_passing_its_inputs_through_is_onnx_s_and_a_known_divergence() -> None:
+    """ONNX passes a body input made an output as it is through (NumPy's values here);
+    onnxruntime 1.32 gives such outputs, and the state variables fed back from them, whatever
+    their buffers held (measured: zeros, stale rows, uninitialized memory), so the run names
+    the divergence and ``check`` reports the Scan's outputs as known divergences, not
+    failures. Before, nothing named it and ``check`` failed."""
+    from dmlgraph.parity import Verdict, check
+
+    model = _passing_through()
+    s0 = np.array([1, 2, 3], np.float32)
+    x = np.arange(12, dtype=np.float32).reshape(4, 3)
+    result = get_backend("numpy").execute(lower(dmlgraph.load(model), "6_4"),
+                                          {"s0": s0, "x": x})
+    assert np.array_equal(result.outputs["sf"], s0)
+    assert np.array_equal(result.outputs["ys"], (x + s0)[:, :2])
+    assert np.array_equal(result.outputs["rs"], x)
+    notes = {note for r in result.record.nodes for note in r.notes}
+    assert ("divergence: the Scan's body makes its input(s) ['s', 'r'] output(s) as they are, "
+            "which onnxruntime gets wrong") in " ".join(notes)
+    report = check(model, inputs={"s0": s0, "x": x})
+    (compared,) = report.comparisons
+    assert all(o.verdict is not Verdict.FAIL for o in compared.outputs)
