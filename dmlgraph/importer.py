@@ -57,6 +57,7 @@ from dmlgraph.ir import (
     TensorInfo,
     dims_text,
     implicit_inputs,
+    split_inputs,
 )
 from dmlgraph.value_info import raw_array, shape_dim, tensor_array, tensor_info
 from dmlgraph.value_info import value_info as value_info_of
@@ -116,6 +117,7 @@ def _load(
         graph = _build_graph(
             proto, nodes, inferred, declared, source, fold=fold, hidden=hidden, refined=refined
         )
+        _check_scans(graph)
         if fold:
             folding.fold(graph, inferred=True, read=lambda: _read_by_nodes(nodes))
         else:
@@ -456,6 +458,20 @@ def _read_by_nodes(nodes: Sequence[NodeFields]) -> set[str]:
 
 def _node_where(source: str, index: int, node: NodeFields) -> str:
     return f"{source}: node {node.name!r} ({node.op_type}, #{index})"
+
+
+def _check_scans(graph: Graph) -> None:
+    """Refuse a Scan whose body declares an input of another type or size than inference
+    gives the tensor fed to it (``subgraphs.scan_fed_problem``), as onnxruntime does at load;
+    its run would compute on from sizes the body does not declare."""
+    for node in graph.nodes:
+        if node.op_type != "Scan" or not isinstance(node.op, OnnxOp):
+            continue
+        explicit, _ = split_inputs(node)
+        fed = [graph.tensors.get(name) for name in explicit]
+        problem = subgraphs.scan_fed_problem(node.op, len(explicit), len(node.outputs), fed)
+        if problem is not None:
+            raise ModelValidationError(f"{graph.describe(node)}: {problem}")
 
 
 def _check_nodes(proto: onnx.ModelProto, nodes: Sequence[NodeFields], source: str) -> None:

@@ -14,7 +14,7 @@ its input).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -23,7 +23,8 @@ import onnx
 from onnx import AttributeProto
 
 from dmlgraph.canonical import LOWERED_OPS
-from dmlgraph.ir import OnnxOp, Subgraph, subgraphs
+from dmlgraph.dtypes import DTYPE_TO_ELEM_TYPE, ELEM_TYPE_TO_DTYPE
+from dmlgraph.ir import Dim, OnnxOp, Shape, Subgraph, TensorInfo, subgraphs
 
 if TYPE_CHECKING:
     from dmlgraph.folding import NodeLike
@@ -165,6 +166,78 @@ def _scan_problem(node: NodeLike, version: int, body: onnx.GraphProto | None) ->
                 except ValueError as exc:
                     return f"{exc}: its body's {value.name!r} is of rank {rank}"
     return _kept_types(body.input[: form.states], body.output[: form.states], "state variable")
+
+
+def scan_fed_problem(
+    op: OnnxOp, inputs: int, outputs: int, fed: Sequence[TensorInfo | None]
+) -> str | None:
+    """Why a Scan (version 9 on) of ``inputs`` and ``outputs`` cannot take the tensors ``fed``
+    to it (their inferred types, None where unknown) as its body declares its inputs (None
+    where it can): onnx's inference, which onnxruntime runs at load, feeds the body each
+    state variable's type and each scan input's without its scan axis, and refuses one of
+    another element type, rank or size ("Can't merge shape info. Both inferred and declared
+    dimension have values but they differ"); run as given, the body computes on from sizes
+    it does not declare."""
+    sub = op.attrs.get("body")
+    if not isinstance(sub, Subgraph) or not lowered_when_run(op):
+        return None
+    body = onnx.GraphProto.FromString(sub.data)
+    form = scan_form(op.attrs, inputs, outputs, len(body.input), len(body.output))
+    for index, (value, info) in enumerate(zip(body.input, fed)):
+        if info is None or not value.type.HasField("tensor_type"):
+            continue
+        shape, what = info.shape, "state variable"
+        if index >= form.states:
+            what = "scan input's slice"
+            if shape is not None:
+                at = form.input_axes[index - form.states]
+                if not -len(shape) <= at < len(shape):  # the run says which axis
+                    continue
+                at %= len(shape)
+                shape = shape[:at] + shape[at + 1 :]
+        if _fed_misfit(value.type.tensor_type, info.dtype, shape):
+            return (
+                f"its body declares {what} {value.name!r} as "
+                f"{_declared(value.type.tensor_type)}, and the Scan feeds it "
+                f"{_fed(info.dtype, shape)}; onnxruntime refuses a body input declared of "
+                "another type or size than the one fed"
+            )
+    return None
+
+
+def _fed_misfit(declared: onnx.TypeProto.Tensor, dtype: Any, shape: Shape | None) -> bool:
+    """Whether a body input declared so cannot take a tensor of ``dtype`` and ``shape``
+    (None where unknown), as onnx's type merge says: another element type, rank, or size
+    where both give one."""
+    elem = DTYPE_TO_ELEM_TYPE.get(dtype) if dtype is not None else None
+    if declared.elem_type and elem is not None and declared.elem_type != elem:
+        return True
+    if not declared.HasField("shape") or shape is None:
+        return False
+    dims = declared.shape.dim
+    if len(dims) != len(shape):
+        return True
+    return any(
+        d.HasField("dim_value") and isinstance(n, int) and d.dim_value != n
+        for d, n in zip(dims, shape)
+    )
+
+
+def _declared(declared: onnx.TypeProto.Tensor) -> str:
+    dtype = ELEM_TYPE_TO_DTYPE.get(declared.elem_type)
+    if not declared.HasField("shape"):
+        return f"{dtype or '?'} of any shape"
+    dims = _dims(d.dim_value if d.HasField("dim_value") else d.dim_param or None
+                 for d in declared.shape.dim)
+    return f"{dtype or '?'}{dims}"
+
+
+def _fed(dtype: Any, shape: Shape | None) -> str:
+    return f"{dtype or '?'} of any shape" if shape is None else f"{dtype or '?'}{_dims(shape)}"
+
+
+def _dims(dims: Iterable[Dim]) -> str:
+    return f"[{', '.join('?' if d is None else str(d) for d in dims)}]"
 
 
 def _declared_rank(value: onnx.ValueInfoProto) -> int | None:

@@ -329,3 +329,96 @@ def test_a_scan_inside_a_loop_body_runs_lowered_at_both_depths(onnx_run) -> None
     ran = {r.op: r.engine for r in result.record.nodes
            if r.via.startswith("Loop 'loop' body: Scan 'inner_scan' body")}
     assert ran["DML_OPERATOR_SLICE"] == ran["DML_OPERATOR_JOIN"] == "numpy DirectML emulator"
+
+
+def _passing_through() -> onnx.ModelProto:
+    """A Scan whose body makes its state variable ``s`` and its slice ``r`` outputs as they
+    are, beside ``y2``, a Slice of s + r."""
+    body = helper.make_graph(
+        [helper.make_node("Add", ["s", "r"], ["y"]),
+         helper.make_node("Slice", ["y", "zero", "two"], ["y2"])],
+        "body", [_vi("s", [3]), _vi("r", [3])],
+        [_vi("s", [3]), _vi("y2", [2]), _vi("r", [3])], [_i64("zero", [0]), _i64("two", [2])])
+    graph = helper.make_graph(
+        [helper.make_node("Scan", ["s0", "x"], ["sf", "ys", "rs"], name="scan", body=body,
+                          num_scan_inputs=1)],
+        "m", [_vi("s0", [3]), _vi("x", [4, 3])], [_vi(n, None) for n in ("sf", "ys", "rs")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 9
+    return model
+
+
+def test_a_body_passing_its_inputs_through_is_onnx_s_and_a_known_divergence() -> None:
+    """ONNX passes a body input made an output as it is through (NumPy's values here);
+    onnxruntime 1.32 gives such outputs, and the state variables fed back from them, whatever
+    their buffers held (measured: zeros, stale rows, uninitialized memory), so the run names
+    the divergence and ``check`` reports the Scan's outputs as known divergences, not
+    failures. Before, nothing named it and ``check`` failed."""
+    from dmlgraph.parity import Verdict, check
+
+    model = _passing_through()
+    s0 = np.array([1, 2, 3], np.float32)
+    x = np.arange(12, dtype=np.float32).reshape(4, 3)
+    result = get_backend("numpy").execute(lower(dmlgraph.load(model), "6_4"),
+                                          {"s0": s0, "x": x})
+    assert np.array_equal(result.outputs["sf"], s0)
+    assert np.array_equal(result.outputs["ys"], (x + s0)[:, :2])
+    assert np.array_equal(result.outputs["rs"], x)
+    notes = {note for r in result.record.nodes for note in r.notes}
+    assert ("divergence: the Scan's body makes its input(s) ['s', 'r'] output(s) as they are, "
+            "which onnxruntime gets wrong") in " ".join(notes)
+    report = check(model, inputs={"s0": s0, "x": x})
+    (compared,) = report.comparisons
+    assert all(o.verdict is not Verdict.FAIL for o in compared.outputs)
+
+
+def _declared(case: str) -> onnx.ModelProto:
+    """``_scan_model`` (x [4, 6] by rows, y [3, 4] by columns) with one body input declared
+    otherwise than it is fed."""
+    body = _body()
+    if case == "state size":
+        body.input[0].CopyFrom(_vi("acc", [3]))
+    elif case == "slice size":
+        body.input[2].CopyFrom(_vi("col", [4]))  # y's row, not its column
+    elif case == "slice rank":
+        body.input[1].CopyFrom(_vi("row", [1, 6]))
+    elif case == "slice type":
+        body.input[1].CopyFrom(_vi("row", None, TensorProto.DOUBLE))
+    elif case == "symbolic":
+        body.input[0].CopyFrom(_vi("acc", ["n"]))
+        body.input[2].CopyFrom(_vi("col", None))
+    return _scan_model(body=body, scan_input_axes=[0, 1])
+
+
+@pytest.mark.parametrize("case, says", [
+    ("state size", "its body declares state variable 'acc' as float32[3], and the Scan feeds "
+                   "it float32[2]"),
+    ("slice size", "its body declares scan input's slice 'col' as float32[4], and the Scan "
+                   "feeds it float32[3]"),
+    ("slice rank", "its body declares scan input's slice 'row' as float32[1, 6], and the Scan "
+                   "feeds it float32[6]"),
+    ("slice type", "its body declares scan input's slice 'row' as float64 of any shape, and "
+                   "the Scan feeds it float32[6]"),
+])
+def test_a_scan_body_declaring_another_input_type_than_fed_is_refused_at_load(
+    case, says, onnx_run
+) -> None:
+    """onnxruntime's load infers the body from the types fed (a state variable's, a scan
+    input's without its scan axis) and refuses a declared input of another element type,
+    rank or size ("Can't merge shape info"). Before, the import took these, and the run gave
+    values from sizes the body does not declare (or failed only when it ran)."""
+    model = _declared(case)
+    with pytest.raises(Exception, match="ONNXRuntimeError"):
+        onnx_run(model, _feeds(), optimize=False)
+    with pytest.raises(ModelValidationError, match=re.escape(says)):
+        dmlgraph.load(model)
+
+
+def test_a_scan_body_declaring_symbolic_or_no_shapes_loads_and_runs(onnx_run) -> None:
+    """A body input of a named dimension or of no shape takes what is fed, as onnxruntime's
+    load does."""
+    model = _declared("symbolic")
+    want = onnx_run(model, _feeds(), optimize=False)
+    result = get_backend("numpy").execute(lower(dmlgraph.load(model), "6_4"), _feeds())
+    for name, expected in zip(("final", "twice", "zs"), want):
+        assert np.array_equal(result.outputs[name], expected), name

@@ -64,6 +64,17 @@ _COUNTER_SCANNED = (
 )
 
 
+#: A Scan whose body makes one of its own inputs an output, unchanged (a state variable passed
+#: through, a scan input's slice stacked as it is): onnxruntime (1.32, measured) gives that
+#: output, and the state variables fed back from it, whatever their buffers held (zeros, stale
+#: values, uninitialized memory); ONNX passes the input through (an Identity between gives it).
+_PASSED_THROUGH = (
+    "divergence: the Scan's body makes its input(s) {names} output(s) as they are, which "
+    "onnxruntime gets wrong (those outputs, and the state variables fed back from them, hold "
+    "whatever their buffers held); ONNX passes them through"
+)
+
+
 #: A Scan of empty scan inputs and no scan outputs: ONNX's loop runs no iteration.
 _NO_ITERATION = (
     "its scan inputs are empty (sequence length 0): the body ran no iteration, and its final "
@@ -115,6 +126,7 @@ class ControlFlow:
             attr: op.attrs[attr] for attr in lowered_when_run(op)
         }
         self.scan: ScanForm | None = None
+        self.passed: list[str] = []  # a Scan body's inputs it makes outputs as they are
         if self.op_type == "Scan":  # its attributes as the import checked them
             body = onnx.GraphProto.FromString(self.subgraphs["body"].data)
             self.scan = scan_form(
@@ -122,6 +134,7 @@ class ControlFlow:
                 len(body.output),
             )
             self.body_names = [value.name for value in body.input]
+            self.passed = [value.name for value in body.output if value.name in self.body_names]
         self.cache_limit = cache_limit
         self.cache: OrderedDict[tuple[Any, ...], tuple[LoweredGraph, Plan, tuple[str, ...]]] = (
             OrderedDict()
@@ -224,11 +237,7 @@ class ControlFlow:
             if value.name == names[0]
         ]
         if counted:  # onnxruntime's own reading, named for ``check``
-            note = _COUNTER_SCANNED.format(outputs=counted)
-            runs = [replace(r, notes=(*r.notes, note)) for r in runs] or [
-                NodeRun(self.name, self.op_type, NOTHING_RAN, "body, lowered at run time",
-                        (note,), self.node_id)
-            ]
+            runs = _noted(runs, _COUNTER_SCANNED.format(outputs=counted), self)
         return [np.array(v) for v in values] + stacked, _unique(runs)
 
     def _scan(
@@ -275,6 +284,8 @@ class ControlFlow:
             states = outputs[: form.states]
             for kept, value in zip(scans, outputs[form.states :]):
                 kept.append(value)
+        if self.passed:  # onnxruntime's own reading, named for ``check``
+            runs = _noted(runs, _PASSED_THROUGH.format(names=self.passed), self)
         stacked = []
         for index, (kept, axis, back) in enumerate(
             zip(scans, form.output_axes, form.output_reversed)
@@ -374,6 +385,15 @@ def _type(array: np.ndarray, name: str) -> onnx.TypeProto:
     if elem is None:
         raise Declined(f"{name!r} is of dtype {array.dtype}, which ONNX has no type for")
     return helper.make_tensor_type_proto(elem, list(array.shape))
+
+
+def _noted(runs: Sequence[NodeRun], note: str, control: ControlFlow) -> list[NodeRun]:
+    """``runs`` each with ``note`` (a divergence of the node, which ``check`` names for the
+    outputs it reaches), or one record of it where nothing ran."""
+    return [replace(r, notes=(*r.notes, note)) for r in runs] or [
+        NodeRun(control.name, control.op_type, NOTHING_RAN, "body, lowered at run time",
+                (note,), control.node_id)
+    ]
 
 
 def _unique(runs: Sequence[NodeRun]) -> list[NodeRun]:
