@@ -14,7 +14,7 @@ its input).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -24,7 +24,8 @@ from onnx import AttributeProto
 
 from dmlgraph.canonical import LOWERED_OPS
 from dmlgraph.dtypes import DTYPE_TO_ELEM_TYPE, ELEM_TYPE_TO_DTYPE
-from dmlgraph.ir import Dim, OnnxOp, Shape, Subgraph, TensorInfo, subgraphs
+from dmlgraph.ir import OnnxOp, Shape, Subgraph, TensorInfo, dims_text, subgraphs
+from dmlgraph.value_info import shape_dim
 
 if TYPE_CHECKING:
     from dmlgraph.folding import NodeLike
@@ -227,17 +228,11 @@ def _declared(declared: onnx.TypeProto.Tensor) -> str:
     dtype = ELEM_TYPE_TO_DTYPE.get(declared.elem_type)
     if not declared.HasField("shape"):
         return f"{dtype or '?'} of any shape"
-    dims = _dims(d.dim_value if d.HasField("dim_value") else d.dim_param or None
-                 for d in declared.shape.dim)
-    return f"{dtype or '?'}{dims}"
+    return f"{dtype or '?'}{dims_text([shape_dim(d) for d in declared.shape.dim])}"
 
 
 def _fed(dtype: Any, shape: Shape | None) -> str:
-    return f"{dtype or '?'} of any shape" if shape is None else f"{dtype or '?'}{_dims(shape)}"
-
-
-def _dims(dims: Iterable[Dim]) -> str:
-    return f"[{', '.join('?' if d is None else str(d) for d in dims)}]"
+    return f"{dtype or '?'} of any shape" if shape is None else f"{dtype or '?'}{dims_text(shape)}"
 
 
 def _declared_rank(value: onnx.ValueInfoProto) -> int | None:

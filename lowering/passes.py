@@ -18,7 +18,7 @@ from dmlgraph.dml.operators import OperatorDesc
 from dmlgraph.errors import DmlValidationError, GraphInvariantError
 from dmlgraph.ir import Node, NodeId, OnnxOp, TensorInfo
 from dmlgraph.ort_pad import PadDivergenceKind, pad_divergences
-from dmlgraph.subgraphs import held_note
+from dmlgraph.subgraphs import held_note, lowered_when_run
 from lowering import concat, pad, slice  # noqa: F401  (register the rules)
 from lowering.emit import CannotLower, Plan, Step, plan_join, plan_pad, plan_slice
 from lowering.logical import LogicalJoin, LogicalPad, LogicalSlice
@@ -139,7 +139,9 @@ class LowerOnnx(Pass):
                 origin.status = Status.FALLBACK
                 origin.notes.append(
                     f"no lowering rule: dmlgraph lowers Slice, Concat and Pad; {node.op_type} "
-                    "runs on the backend's fallback"
+                    + ("runs on the backend's fallback" if not lowered_when_run(node.op) else
+                       "is run by the numpy backend itself, its subgraphs lowered as it runs "
+                       "them (the onnxruntime backend runs it whole)")
                 )
                 held = held_note(node.op)
                 if held:

@@ -155,6 +155,8 @@ def test_lower_prints_and_nests_a_scan_body_s_listing(tmp_path, capsys) -> None:
     assert main(["lower", str(path)]) == 0
     text = capsys.readouterr().out
     assert "1 Slice/Concat/Pad nodes: 1 lowered" in text
+    assert ("Scan is run by the numpy backend itself, its subgraphs lowered as it runs them "
+            "(the onnxruntime backend runs it whole)") in " ".join(text.replace("│", " ").split())
     assert ("Scan 'scan' body, lowered by itself, its inputs typed as the enclosing graph "
             "types them, state variables as the initial ones and each scan input's slice "
             "without its scan axis (its first step): acc float32[2], row float32[6], "
@@ -279,6 +281,7 @@ def test_a_scan_8_runs_whole_on_the_fallback_and_says_so(onnx_run) -> None:
     lowered = lower(dmlgraph.load(model), "6_4")
     assert held_lowerings(lowered) == []
     (row,) = [r for r in lowered.report() if r.op_type == "Scan"]
+    assert "Scan runs on the backend's fallback" in " ".join(row.notes)
     assert "they run on the fallback with it" in " ".join(row.notes)
     result = get_backend("numpy").execute(lowered, feeds)
     assert all(np.array_equal(result.outputs[n], w) for n, w in zip(("final", "twice"), want))
@@ -395,7 +398,7 @@ def _declared(case: str) -> onnx.ModelProto:
                    "it float32[2]"),
     ("slice size", "its body declares scan input's slice 'col' as float32[4], and the Scan "
                    "feeds it float32[3]"),
-    ("slice rank", "its body declares scan input's slice 'row' as float32[1, 6], and the Scan "
+    ("slice rank", "its body declares scan input's slice 'row' as float32[1,6], and the Scan "
                    "feeds it float32[6]"),
     ("slice type", "its body declares scan input's slice 'row' as float64 of any shape, and "
                    "the Scan feeds it float32[6]"),
