@@ -692,18 +692,20 @@ def test_subgraphs_that_do_not_fit_their_node_are_refused_at_load(case, says) ->
 
 def test_run_and_check_list_what_a_body_s_nodes_became(tmp_path, capsys) -> None:
     """``run`` and ``check`` list what each of a body's nodes became when it ran (``lower``
-    lists them as the body's first trip is typed), and ``check --json`` too."""
+    lists them as the body's first trip is typed), and ``check --json`` too; an unnamed node
+    is named by the first tensor it makes (two unnamed Slices were one "(unnamed)" record)."""
     path = tmp_path / "loop.onnx"
     onnx.save(_loop_model(), path)
     inputs = tmp_path / "in.npz"
     np.savez(inputs, x=X)
     assert main(["run", str(path), "--inputs", str(inputs)]) == 0
     out = capsys.readouterr().out
-    assert ("lowered when it ran: (unnamed) -> DML_OPERATOR_JOIN (Loop 'loop' body, lowered at "
-            "run time)") in out
+    assert ("lowered when it ran: (unnamed, making 'acc_out') -> DML_OPERATOR_JOIN (Loop 'loop' "
+            "body, lowered at run time)") in out
     assert main(["check", str(path), "--inputs", str(inputs), "--json"]) == 0
     (numpy_run, _) = json.loads(capsys.readouterr().out)["runs"]
-    assert {"node": "", "op": "DML_OPERATOR_SLICE", "engine": "numpy DirectML emulator",
+    assert {"node": "(unnamed, making 'piece')", "op": "DML_OPERATOR_SLICE",
+            "engine": "numpy DirectML emulator",
             "via": "Loop 'loop' body, lowered at run time"} in numpy_run["lowered_when_run"]
 
 

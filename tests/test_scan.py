@@ -88,6 +88,16 @@ def _ran_in_body(record) -> dict[str, str]:
     return {r.op: r.engine for r in record.nodes if r.via.startswith("Scan 'scan' body")}
 
 
+def test_each_unnamed_body_node_has_a_record_of_its_own() -> None:
+    """The body's three unnamed Slices ran as three DML_OPERATOR_SLICE records, each named by
+    the tensor it makes; before, they were one record, "(unnamed)"."""
+    model = _scan_model(scan_input_axes=[0, 1])
+    result = get_backend("numpy").execute(lower(dmlgraph.load(model), "6_4"), _feeds())
+    slices = sorted(r.node for r in result.record.nodes if r.op == "DML_OPERATOR_SLICE")
+    assert slices == ["(unnamed, making 'first')", "(unnamed, making 'kept')",
+                      "(unnamed, making 'piece')"]
+
+
 #: y [3, 4] is scanned along its 4 columns (axis 1 or -1) in each, as x along its 4 rows
 #: (x [4, 6] on axis 0, its transpose on axis 1); the rest as given or by default.
 ATTRIBUTES = [

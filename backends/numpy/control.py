@@ -37,7 +37,7 @@ from backends.base import NOTHING_RAN, BackendError, NodeRun, SizeMismatch
 from dmlgraph import folding
 from dmlgraph.dml.enums import FeatureLevel
 from dmlgraph.dtypes import DTYPE_TO_ELEM_TYPE
-from dmlgraph.errors import DmlgraphError
+from dmlgraph.errors import DmlgraphError, GraphInvariantError
 from dmlgraph.ir import Graph, Node, Subgraph, split_inputs
 from dmlgraph.parity import DIVERGENCE
 from dmlgraph.subgraphs import (
@@ -343,7 +343,7 @@ class ControlFlow:
         held = f"{self.op_type} {self.label} {attr}"
         runs = [
             NodeRun(
-                r.node, r.op, r.engine,
+                _label(lowered, r), r.op, r.engine,
                 f"{held}: {r.via}" if r.via else f"{held}, lowered at run time",
                 tuple(dict.fromkeys(r.notes + said)), self.node_id,
             )
@@ -385,6 +385,21 @@ def _type(array: np.ndarray, name: str) -> onnx.TypeProto:
     if elem is None:
         raise Declined(f"{name!r} is of dtype {array.dtype}, which ONNX has no type for")
     return helper.make_tensor_type_proto(elem, list(array.shape))
+
+
+def _label(graph: Graph, run: NodeRun) -> str:
+    """A subgraph node's name in its run's record; an unnamed one named by the first tensor it
+    makes (``holder_label``): exporters leave a body's nodes unnamed, and the records of a
+    body's three unnamed Slices were merged into one "(unnamed) -> DML_OPERATOR_SLICE"."""
+    if run.node or run.node_id is None:
+        return run.node
+    try:
+        node = graph.node(run.node_id)
+    except GraphInvariantError:
+        return ""
+    if run.op not in (node.op_type, getattr(node.op, "name", None)):
+        return ""  # an id of the graph it was lowered from (a run lowered it again)
+    return holder_label("", node.outputs)
 
 
 def _noted(runs: Sequence[NodeRun], note: str, control: ControlFlow) -> list[NodeRun]:
