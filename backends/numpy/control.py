@@ -275,8 +275,11 @@ class ControlFlow:
             feeds = dict(zip(names, states))
             for name, x, axis, back in zip(names[form.states :], scanned, axes,
                                            form.input_reversed):
-                at = (slice(None),) * axis + (length - 1 - step if back else step,)
-                feeds[name] = np.ascontiguousarray(x[at])  # a view where it is one already
+                # a view (of rank 0 too: the Ellipsis keeps a 0-d array, not a scalar, and
+                # np.ascontiguousarray made one of rank 1), a copy where it is strided
+                at = (slice(None),) * axis + (length - 1 - step if back else step, ...)
+                piece = x[at]
+                feeds[name] = piece if piece.flags.c_contiguous else piece.copy()
             outputs, body_runs = subgraph("body", feeds)
             if body_runs is not last_runs:  # (the same records, iteration after iteration)
                 runs += body_runs
