@@ -3,9 +3,10 @@ outputs behind onnx's backend test data) whose graphs hold a Slice, Concat or Pa
 the ops themselves, and of functions expanded inline: attention with a KV cache, rotary
 embeddings, layer and group normalization, CenterCropPad...) or the control flow the NumPy
 backend runs itself: each is loaded, lowered at the newest and the oldest feature level, and
-run on the NumPy backend; its outputs must be ONNX's expected ones, and what its Slice, Concat
-and Pad nodes were lowered to must have run as DirectML operators (where what they make is
-not empty; a shape vector's Concat is folded at import).
+run on the NumPy backend and on onnxruntime (the lowered graph translated back to ONNX); its
+outputs must be ONNX's expected ones, and on the NumPy backend what its Slice, Concat and Pad
+nodes were lowered to must have run as DirectML operators (where what they make is not
+empty; a shape vector's Concat is folded at import).
 
 The cases come with the installed onnx (its exporters run when their module is imported, about
 a second for these), so they are an oracle independent of dmlgraph and of onnxruntime: a Scan
@@ -97,12 +98,16 @@ def test_the_cases_are_there() -> None:
     assert len(CASES) >= 200
 
 
+@pytest.mark.parametrize("backend_name", ["numpy", "onnxruntime"])
 @pytest.mark.parametrize("level", ["6_4", "1_0"])
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
-def test_onnx_s_node_case_gives_its_expected_outputs(case, level) -> None:
+def test_onnx_s_node_case_gives_its_expected_outputs(case, level, backend_name) -> None:
+    """On the emulator, and on onnxruntime as the lowered graph translated back to ONNX (the
+    descriptors as ONNX nodes: ``run --backend onnxruntime --lowered``)."""
     model = case.model
     ops = {node.op_type for node in model.graph.node}
-    backend = get_backend("numpy")
+    backend = get_backend(backend_name, **({"providers": ["CPU"]} if backend_name != "numpy"
+                                           else {}))
     try:
         lowered = lower(dmlgraph.load(model), level)
         runs = [backend.run(lowered, dict(zip([v.name for v in model.graph.input], inputs)))
@@ -117,6 +122,8 @@ def test_onnx_s_node_case_gives_its_expected_outputs(case, level) -> None:
     for got, (_, outputs) in zip(runs, case.data_sets):
         for value, want in zip(model.graph.output, outputs):
             assert _same(got[value.name], want, ops <= MOVING, case.rtol, case.atol), value.name
+    if backend_name != "numpy":
+        return
     ran = {r.op for r in backend.last_record.nodes}
     made = [r for r in lowered.report() if r.status in (Status.LOWERED, Status.DECOMPOSED)]
     if made and all(np.size(w) for w in case.data_sets[-1][1]):
