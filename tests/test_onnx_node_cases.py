@@ -19,11 +19,13 @@ from __future__ import annotations
 
 import importlib
 import warnings
+from pathlib import Path
 
 import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
+from onnx import numpy_helper
 
 import dmlgraph
 from backends import get_backend
@@ -129,3 +131,38 @@ def test_onnx_s_node_case_gives_its_expected_outputs(case, level, backend_name) 
     if made and all(np.size(w) for w in case.data_sets[-1][1]):
         # (an empty result is no DirectML tensor: nothing runs to make it)
         assert any(op.startswith("DML_OPERATOR_") for op in ran), ran
+
+
+#: onnx's test data of models exported by an early torch (opsets 6-9: a Pad-2's pads and a
+#: Slice-1's starts are attributes) whose graphs hold a Slice, Concat or Pad, each with its
+#: inputs and expected outputs (torch's) as protobuf files; they only move elements.
+DATA = Path(onnx.__file__).parent / "backend" / "test" / "data"
+DATA_CASES = sorted(
+    path.parent for kind in ("pytorch-converted", "pytorch-operator")
+    for path in (DATA / kind).glob("*/model.onnx")
+    if {n.op_type for n in onnx.load(path).graph.node} & {"Slice", "Concat", "Pad"}
+)
+
+
+def test_the_data_cases_are_there() -> None:
+    assert {p.name for p in DATA_CASES} >= {
+        "test_ConstantPad2d", "test_ReflectionPad2d", "test_ReplicationPad2d",
+        "test_ZeroPad2d", "test_operator_concat2", "test_operator_pad", "test_operator_index"}
+
+
+@pytest.mark.parametrize("level", ["6_4", "1_0"])
+@pytest.mark.parametrize("folder", DATA_CASES, ids=[p.name for p in DATA_CASES])
+def test_onnx_s_test_data_gives_its_expected_outputs(folder, level) -> None:
+    model = onnx.load(folder / "model.onnx")
+    constants = {t.name for t in model.graph.initializer}
+    names = [v.name for v in model.graph.input if v.name not in constants]
+    lowered = lower(dmlgraph.load(folder / "model.onnx"), level)
+    for data in sorted(folder.glob("test_data_set_*")):
+        inputs = [numpy_helper.to_array(onnx.load_tensor(f))
+                  for f in sorted(data.glob("input_*.pb"))]
+        outputs = [numpy_helper.to_array(onnx.load_tensor(f))
+                   for f in sorted(data.glob("output_*.pb"))]
+        got = get_backend("numpy").run(lowered, dict(zip(names, inputs)))
+        for value, want in zip(model.graph.output, outputs):
+            # they only move elements: torch's outputs bit for bit
+            assert _same(got[value.name], want, True, 0, 0), value.name
