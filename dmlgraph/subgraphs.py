@@ -191,11 +191,11 @@ def scan_fed_problem(
         if index >= form.states:
             what = "scan input's slice"
             if shape is not None:
-                at = form.input_axes[index - form.states]
-                if not -len(shape) <= at < len(shape):  # the run says which axis
+                try:
+                    shape = scan_slice(shape, form.input_axes[index - form.states],
+                                       index - form.states)
+                except ValueError:  # the run says which axis
                     continue
-                at %= len(shape)
-                shape = shape[:at] + shape[at + 1 :]
         if _fed_misfit(value.type.tensor_type, info.dtype, shape):
             return (
                 f"its body declares {what} {value.name!r} as "
@@ -367,6 +367,13 @@ def scan_form(
         lists["scan_output_axes"],
         tuple(v == 1 for v in lists["scan_output_directions"]),
     )
+
+
+def scan_slice(shape: Shape, axis: int, index: int) -> Shape:
+    """The shape of one slice of scan input ``index``, of ``shape``, along its ``axis``
+    (``scan_axis``'s ValueError where it is not one of the shape's)."""
+    at = scan_axis(axis, len(shape), "scan_input_axes", index)
+    return shape[:at] + shape[at + 1 :]
 
 
 def scan_axis(axis: int, rank: int, attribute: str, index: int) -> int:

@@ -29,8 +29,8 @@ from dmlgraph.subgraphs import (
     ScanForm,
     holder_label,
     lowered_when_run,
-    scan_axis,
     scan_form,
+    scan_slice,
     subgraph_model,
 )
 from dmlgraph.value_info import tensor_info, value_info
@@ -181,10 +181,9 @@ def _scan_typed(
             infos[value.name] = _fed(value, None, path)
             continue
         try:
-            at = scan_axis(axis, len(scanned.shape), "scan_input_axes", index)
+            shape = scan_slice(scanned.shape, axis, index)
         except ValueError as exc:
             return f"its scan input {given!r} is of shape {list(scanned.shape)}: {exc}"
-        shape = scanned.shape[:at] + scanned.shape[at + 1 :]
         infos[value.name] = TensorInfo(value.name, dtype=scanned.dtype, shape=shape)
     return ""
 
