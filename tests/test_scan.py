@@ -435,3 +435,23 @@ def test_a_scan_body_declaring_symbolic_or_no_shapes_loads_and_runs(onnx_run) ->
     result = get_backend("numpy").execute(lower(dmlgraph.load(model), "6_4"), _feeds())
     for name, expected in zip(("final", "twice", "zs"), want):
         assert np.array_equal(result.outputs[name], expected), name
+
+
+def test_a_size_only_input_shapes_gives_does_not_refuse_a_scan(onnx_run) -> None:
+    """x declared [4, m], its body's row [6]: onnxruntime loads the model as declared and
+    runs it on x [4, 7] (the body's Slices and Pad take 7 columns as they take 6), so
+    ``input_shapes`` fixing m to 7 is no reason to refuse it at load; a size the model
+    itself declares still is. Before, the load with input_shapes said onnxruntime refuses
+    it."""
+    model = _scan_model((4, "m"), scan_input_axes=[0, 1])
+    x = np.arange(28, dtype=np.float32).reshape(4, 7)
+    want = onnx_run(model, _feeds(x), optimize=False)
+    graph = dmlgraph.load(model, {"x": [4, 7]})
+    result = get_backend("numpy").execute(lower(graph, "6_4"), _feeds(x))
+    for name, expected in zip(("final", "twice", "zs"), want):
+        assert np.array_equal(result.outputs[name], expected), name
+    with pytest.raises(ModelValidationError, match=re.escape(
+            "its body declares scan input's slice 'col' as float32[4], and the Scan feeds it "
+            "float32[3]")):
+        dmlgraph.load(_declared("slice size"), {"x": [4, 6]})
+
