@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 import os
 import re
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -102,6 +102,7 @@ def _load(
             data = None
         nodes = [NodeFields(node) for node in proto.graph.node]
         _check_nodes(proto, nodes, source)
+        as_given = [_copied(value) for value in proto.graph.input] if input_shapes else None
         if input_shapes:  # first: they may give an input the shape the checker requires
             _apply_input_shapes(proto, input_shapes, source)
             data = None
@@ -117,7 +118,8 @@ def _load(
         graph = _build_graph(
             proto, nodes, inferred, declared, source, fold=fold, hidden=hidden, refined=refined
         )
-        _check_scans(graph)
+        _check_scans(graph, None if as_given is None else lambda: _inferred_as_given(
+            proto, nodes, source, refined, as_given))
         if fold:
             folding.fold(graph, inferred=True, read=lambda: _read_by_nodes(nodes))
         else:
@@ -460,18 +462,57 @@ def _node_where(source: str, index: int, node: NodeFields) -> str:
     return f"{source}: node {node.name!r} ({node.op_type}, #{index})"
 
 
-def _check_scans(graph: Graph) -> None:
+def _check_scans(
+    graph: Graph, as_given: Callable[[], Mapping[str, TensorInfo]] | None = None
+) -> None:
     """Refuse a Scan whose body declares an input of another type or size than inference
     gives the tensor fed to it (``subgraphs.scan_fed_problem``), as onnxruntime does at load;
-    its run would compute on from sizes the body does not declare."""
+    its run would compute on from sizes the body does not declare. ``as_given``: the types
+    inferred from the graph inputs as the model declares them, where ``input_shapes`` fixed
+    sizes: onnxruntime loads the model as declared, so a size only ``input_shapes`` gives is
+    no reason to refuse it (its run takes what is fed, as onnxruntime's does)."""
+    given: Mapping[str, TensorInfo] | None = None
     for node in graph.nodes:
         if node.op_type != "Scan" or not isinstance(node.op, OnnxOp):
             continue
         explicit, _ = split_inputs(node)
         fed = [graph.tensors.get(name) for name in explicit]
         problem = subgraphs.scan_fed_problem(node.op, len(explicit), len(node.outputs), fed)
+        if problem is not None and as_given is not None:
+            given = as_given() if given is None else given
+            fed = [given.get(name, info if info is not None and info.is_constant else None)
+                   for name, info in zip(explicit, fed)]
+            problem = subgraphs.scan_fed_problem(node.op, len(explicit), len(node.outputs), fed)
         if problem is not None:
             raise ModelValidationError(f"{graph.describe(node)}: {problem}")
+
+
+def _copied(value: onnx.ValueInfoProto) -> onnx.ValueInfoProto:
+    copy = onnx.ValueInfoProto()
+    copy.CopyFrom(value)
+    return copy
+
+
+def _inferred_as_given(
+    proto: onnx.ModelProto,
+    nodes: Sequence[NodeFields],
+    source: str,
+    refined: Mapping[str, onnx.ValueInfoProto],
+    inputs: Sequence[onnx.ValueInfoProto],
+) -> dict[str, TensorInfo]:
+    """The tensor types inference gives with the graph inputs as the model declares them
+    (``inputs``, before ``input_shapes``), by name: what onnxruntime's load knows."""
+    skeleton = _skeleton(proto, nodes, refined)
+    declared = {value.name: value for value in inputs}
+    for value in skeleton.graph.input:
+        if value.name in declared:
+            value.CopyFrom(declared[value.name])
+    inferred, _ = folding.infer_model(skeleton, source, nodes)
+    types = {}
+    for value in (*skeleton.graph.input, *inferred.value_info, *inferred.output):
+        if value.type.HasField("tensor_type"):
+            types[value.name] = tensor_info(value, source)
+    return types
 
 
 def _check_nodes(proto: onnx.ModelProto, nodes: Sequence[NodeFields], source: str) -> None:

@@ -24,7 +24,7 @@ otherwise. A Scan-8 (batches of sequences) is left to the fallback always.
 
 from __future__ import annotations
 
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -72,6 +72,17 @@ _PASSED_THROUGH = (
     "divergence: the Scan's body makes its input(s) {names} output(s) as they are, which "
     "onnxruntime gets wrong (those outputs, and the state variables fed back from them, hold "
     "whatever their buffers held); ONNX passes them through"
+)
+
+
+#: A Scan whose body makes one tensor two or more of its outputs (a state variable's next value
+#: also stacked as a scan output, one tensor as two scan outputs): onnxruntime (1.32, measured)
+#: gives all but the last of those outputs, and the state variables fed back from them,
+#: whatever their buffers held (zeros); ONNX gives each output the tensor's value.
+_REPEATED = (
+    "divergence: the Scan's body makes {names} more than one of its outputs, which "
+    "onnxruntime gets wrong (all but the last of those outputs, and the state variables fed "
+    "back from them, hold whatever their buffers held); ONNX gives each the tensor's value"
 )
 
 
@@ -127,6 +138,7 @@ class ControlFlow:
         }
         self.scan: ScanForm | None = None
         self.passed: list[str] = []  # a Scan body's inputs it makes outputs as they are
+        self.repeated: list[str] = []  # tensors a Scan body makes two or more of its outputs
         if self.op_type == "Scan":  # its attributes as the import checked them
             body = onnx.GraphProto.FromString(self.subgraphs["body"].data)
             self.scan = scan_form(
@@ -135,6 +147,8 @@ class ControlFlow:
             )
             self.body_names = [value.name for value in body.input]
             self.passed = [value.name for value in body.output if value.name in self.body_names]
+            made = Counter(value.name for value in body.output)
+            self.repeated = [name for name, count in made.items() if count > 1]
         self.cache_limit = cache_limit
         self.cache: OrderedDict[tuple[Any, ...], tuple[LoweredGraph, Plan, tuple[str, ...]]] = (
             OrderedDict()
@@ -289,6 +303,8 @@ class ControlFlow:
                 kept.append(value)
         if self.passed:  # onnxruntime's own reading, named for ``check``
             runs = _noted(runs, _PASSED_THROUGH.format(names=self.passed), self)
+        if self.repeated:  # the same, of a tensor made two outputs
+            runs = _noted(runs, _REPEATED.format(names=self.repeated), self)
         stacked = []
         for index, (kept, axis, back) in enumerate(
             zip(scans, form.output_axes, form.output_reversed)
