@@ -122,6 +122,7 @@ def test_onnx_s_node_case_gives_its_expected_outputs(case, level, backend_name) 
         assert not _onnxruntime_loads(model), exc
         return
     for got, (_, outputs) in zip(runs, case.data_sets):
+        assert len(outputs) == len(model.graph.output)
         for value, want in zip(model.graph.output, outputs):
             assert _same(got[value.name], want, ops <= MOVING, case.rtol, case.atol), value.name
     if backend_name != "numpy":
@@ -150,6 +151,12 @@ def test_the_data_cases_are_there() -> None:
         "test_ZeroPad2d", "test_operator_concat2", "test_operator_pad", "test_operator_index"}
 
 
+def _tensors(folder: Path, kind: str) -> list[np.ndarray]:
+    """``input_0.pb``, ``input_1.pb``... in their number's order (input_10 after input_9)."""
+    files = sorted(folder.glob(f"{kind}_*.pb"), key=lambda f: int(f.stem.split("_")[1]))
+    return [numpy_helper.to_array(onnx.load_tensor(f)) for f in files]
+
+
 @pytest.mark.parametrize("level", ["6_4", "1_0"])
 @pytest.mark.parametrize("folder", DATA_CASES, ids=[p.name for p in DATA_CASES])
 def test_onnx_s_test_data_gives_its_expected_outputs(folder, level) -> None:
@@ -158,10 +165,8 @@ def test_onnx_s_test_data_gives_its_expected_outputs(folder, level) -> None:
     names = [v.name for v in model.graph.input if v.name not in constants]
     lowered = lower(dmlgraph.load(folder / "model.onnx"), level)
     for data in sorted(folder.glob("test_data_set_*")):
-        inputs = [numpy_helper.to_array(onnx.load_tensor(f))
-                  for f in sorted(data.glob("input_*.pb"))]
-        outputs = [numpy_helper.to_array(onnx.load_tensor(f))
-                   for f in sorted(data.glob("output_*.pb"))]
+        inputs, outputs = _tensors(data, "input"), _tensors(data, "output")
+        assert inputs and len(outputs) == len(model.graph.output)
         got = get_backend("numpy").run(lowered, dict(zip(names, inputs)))
         for value, want in zip(model.graph.output, outputs):
             # they only move elements: torch's outputs bit for bit
