@@ -171,3 +171,30 @@ def test_onnx_s_test_data_gives_its_expected_outputs(folder, level) -> None:
         for value, want in zip(model.graph.output, outputs):
             # they only move elements: torch's outputs bit for bit
             assert _same(got[value.name], want, True, 0, 0), value.name
+
+
+#: onnx's "light" model zoo copies (their weights made small) whose graphs hold a Concat:
+#: densenet121's 58 among them. onnx's runner feeds each float input ``arange(n) / n`` in its
+#: shape and compares with the stored output (onnx.reference's) at these tolerances.
+LIGHT = {"densenet121": 2e-3, "inception_v1": 1e-3, "inception_v2": 1e-3,
+         "shufflenet": 1e-3, "squeezenet": 1e-3}
+
+
+@pytest.mark.parametrize("name", sorted(LIGHT))
+def test_onnx_s_light_models_give_their_stored_outputs(name) -> None:
+    path = DATA / "light" / f"light_{name}.onnx"
+    model = onnx.load(path)
+    constants = {t.name for t in model.graph.initializer}
+    feeds = {}
+    for value in model.graph.input:
+        if value.name not in constants:
+            shape = [d.dim_value if d.HasField("dim_value") else 1
+                     for d in value.type.tensor_type.shape.dim]
+            size = int(np.prod(shape))
+            feeds[value.name] = (np.arange(size).reshape(shape) / size).astype(np.float32)
+    want = numpy_helper.to_array(onnx.load_tensor(DATA / "light" / f"light_{name}_output_0.pb"))
+    backend = get_backend("numpy")
+    got = backend.run(lower(dmlgraph.load(path), "6_4"), feeds)[model.graph.output[0].name]
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=LIGHT[name], atol=1e-7)
+    assert "DML_OPERATOR_JOIN" in {r.op for r in backend.last_record.nodes}
