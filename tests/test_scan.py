@@ -500,3 +500,24 @@ def test_a_body_making_one_tensor_two_outputs_is_onnx_s_and_a_known_divergence(
     assert "divergence: the Scan's body makes ['" in notes
     (compared,) = check(model, inputs=feeds).comparisons
     assert all(o.verdict is not Verdict.FAIL for o in compared.outputs)
+
+
+def test_a_state_variable_that_changes_shape_is_one_clear_error(onnx_run) -> None:
+    """ONNX requires a Scan's outputs "to have the same shape in each iteration"; a body
+    joining each row to its state grows it: onnxruntime refuses the model at load, and the run
+    says which state variable changed, where it ran and stacked it before."""
+    body = helper.make_graph(
+        [helper.make_node("Concat", ["acc", "row"], ["acc_out"], axis=0)],
+        "body", [_vi("acc", [None]), _vi("row", [6])], [_vi("acc_out", [None])])
+    graph = helper.make_graph(
+        [helper.make_node("Scan", ["init", "x"], ["final"], name="scan", body=body,
+                          num_scan_inputs=1)],
+        "m", [_vi("init", [2]), _vi("x", [4, 6])], [_vi("final", None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 9
+    with pytest.raises(Exception, match="ONNXRuntimeError"):
+        onnx_run(model, _feeds(second=False), optimize=False)
+    with pytest.raises(dmlgraph.DmlgraphError, match=re.escape(
+            "its body made state variable 0 ('acc') float32[8] from float32[2] in step 0; "
+            "a Scan's state variables keep their shape")):
+        get_backend("numpy").run(lower(dmlgraph.load(model), "6_4"), _feeds(second=False))

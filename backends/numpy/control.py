@@ -298,6 +298,7 @@ class ControlFlow:
             if body_runs is not last_runs:  # (the same records, iteration after iteration)
                 runs += body_runs
                 last_runs = body_runs
+            self._same_states(states, outputs[: form.states], step)
             states = outputs[: form.states]
             for kept, value in zip(scans, outputs[form.states :]):
                 kept.append(value)
@@ -318,6 +319,21 @@ class ControlFlow:
                     f"iteration to the next ({exc})"
                 ) from None
         return [np.array(v) for v in states] + stacked, _unique(runs)
+
+    def _same_states(
+        self, taken: Sequence[np.ndarray], made: Sequence[np.ndarray], step: int
+    ) -> None:
+        """Refuse a step whose body made a state variable of another shape or type than it
+        took: ONNX requires a Scan's outputs "to have the same shape in each iteration"
+        (onnxruntime refuses such a body at load where its inference sees it)."""
+        for index, (before, after) in enumerate(zip(taken, made)):
+            if before.shape != after.shape or before.dtype != after.dtype:
+                raise BackendError(
+                    f"{self.where}: its body made state variable {index} "
+                    f"({self.body_names[index]!r}) {after.dtype}{list(after.shape)} from "
+                    f"{before.dtype}{list(before.shape)} in step {step}; a Scan's state "
+                    "variables keep their shape and type from step to step (ONNX requires it)"
+                )
 
     def _axis(self, axis: int, rank: int, attribute: str, index: int) -> int:
         try:
