@@ -137,6 +137,7 @@ class ControlFlow:
             attr: op.attrs[attr] for attr in lowered_when_run(op)
         }
         self.scan: ScanForm | None = None
+        self.body_names: list[str] = []  # a Scan body's inputs
         self.passed: list[str] = []  # a Scan body's inputs it makes outputs as they are
         self.repeated: list[str] = []  # tensors a Scan body makes two or more of its outputs
         if self.op_type == "Scan":  # its attributes as the import checked them
@@ -278,10 +279,7 @@ class ControlFlow:
         if made and not length:
             raise Declined("its scan outputs are made by no iteration, so their shape is unknown")
         if not length:  # onnx.reference's reading; onnxruntime 1.32 fails on it
-            return [np.array(v) for v in states], [NodeRun(
-                self.name, self.op_type, NOTHING_RAN, "body, lowered at run time",
-                (_NO_ITERATION,), self.node_id,
-            )]
+            return [np.array(v) for v in states], _noted([], _NO_ITERATION, self)
         scans: list[list[np.ndarray]] = [[] for _ in range(made)]
         runs: list[NodeRun] = []
         last_runs: tuple[NodeRun, ...] | None = None
