@@ -207,6 +207,7 @@ def test_a_scan_of_empty_inputs_gives_its_initial_states_as_onnx_says(onnx_run) 
     assert np.array_equal(result.outputs["final"], want) and np.array_equal(want, INIT)
     (record,) = result.record.nodes
     assert record.node == "scan" and "the body ran no iteration" in record.notes[-1]
+    assert not result.record.lowered_when_run()  # nothing was lowered: no body ran
 
     with_outputs = _scan_model((None, 6), second=False)
     with pytest.raises(Exception, match="Scan node"):

@@ -279,7 +279,8 @@ class ControlFlow:
         if made and not length:
             raise Declined("its scan outputs are made by no iteration, so their shape is unknown")
         if not length:  # onnx.reference's reading; onnxruntime 1.32 fails on it
-            return [np.array(v) for v in states], _noted([], _NO_ITERATION, self)
+            # (no "lowered at run time": no body ran, so ``run`` lists nothing it became)
+            return [np.array(v) for v in states], _noted([], _NO_ITERATION, self, via="")
         scans: list[list[np.ndarray]] = [[] for _ in range(made)]
         runs: list[NodeRun] = []
         last_runs: tuple[NodeRun, ...] | None = None
@@ -435,12 +436,14 @@ def _label(graph: Graph, run: NodeRun) -> str:
     return holder_label("", node.outputs)
 
 
-def _noted(runs: Sequence[NodeRun], note: str, control: ControlFlow) -> list[NodeRun]:
+def _noted(
+    runs: Sequence[NodeRun], note: str, control: ControlFlow,
+    via: str = "body, lowered at run time",
+) -> list[NodeRun]:
     """``runs`` each with ``note`` (a divergence of the node, which ``check`` names for the
-    outputs it reaches), or one record of it where nothing ran."""
+    outputs it reaches), or one record of it, ``via``, where nothing ran."""
     return [replace(r, notes=(*r.notes, note)) for r in runs] or [
-        NodeRun(control.name, control.op_type, NOTHING_RAN, "body, lowered at run time",
-                (note,), control.node_id)
+        NodeRun(control.name, control.op_type, NOTHING_RAN, via, (note,), control.node_id)
     ]
 
 
