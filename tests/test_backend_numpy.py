@@ -181,6 +181,46 @@ def test_a_slice_left_to_the_reference_clamps_as_onnx_says(start: int) -> None:
     assert_same_bits(result.outputs["y"], x[:, :1])  # index 0 down to -1 (exclusive)
 
 
+#: (mode, pads, axes, opset): pads removing elements (negative), with and without axes.
+PADS_LEFT_TO_THE_REFERENCE = [
+    ("constant", [0, -1, 0, 2], None, 13),
+    ("edge", [0, -1, 0, 2], None, 13),
+    ("reflect", [-1, -2, 0, 3], None, 18),
+    ("wrap", [0, -3, 1, 2], None, 19),
+    ("constant", [-3, 2], [-1], 18),
+]
+
+
+@pytest.mark.parametrize(("mode", "pads", "axes", "opset"), PADS_LEFT_TO_THE_REFERENCE)
+def test_a_pad_left_to_the_reference_crops_as_onnx_says(
+    mode: str, pads: list[int], axes: list[int] | None, opset: int
+) -> None:
+    """A uint8 Pad cropping an odd number of columns is left ONNX at FL 1.0 (UINT16 pairs
+    cannot split) and ran on onnx.reference, whose Pad hands its pads to ``np.pad``: a
+    negative one, which removes elements (ONNX), failed the run ("index can't contain
+    negative values"), where onnxruntime crops and pads."""
+    import onnxruntime as ort
+
+    inputs, initializers = ["x", "p"], [numpy_helper.from_array(np.array(pads, np.int64), "p")]
+    if axes is not None:
+        inputs += ["", "a"]
+        initializers.append(numpy_helper.from_array(np.array(axes, np.int64), "a"))
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node("Pad", inputs, ["y"], mode=mode)], "g",
+        [helper.make_tensor_value_info("x", TensorProto.UINT8, [3, 7])],
+        [helper.make_tensor_value_info("y", TensorProto.UINT8, None)],
+        initializers,
+    ), opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 9
+    x = np.arange(1, 22, dtype=np.uint8).reshape(3, 7)
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    expected = session.run(None, {"x": x})[0]
+    lowered = lower(load(model), "1_0")
+    result = NumpyBackend("reference").execute(lowered, {"x": x})
+    assert {r.engine for r in result.record.nodes} == {"onnx.reference"}
+    assert_same_bits(result.outputs["y"], expected)
+
+
 def test_consecutive_onnx_nodes_form_one_segment() -> None:
     """Two independent ONNX chains around one DML node: the schedule runs each kind while it
     can, so the fallback prepares two models, not one per node."""

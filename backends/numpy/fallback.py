@@ -9,7 +9,7 @@ independent of onnxruntime).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -67,9 +67,24 @@ def _spec_ops(graph: Graph) -> list[type]:
     slices Python's way, so a start before the beginning with a negative step gave nothing
     where Slice-10..13 clamp it to index 0 (README: "Folding follows the ONNX spec"). The
     replacement is folding's kernel (``shape_kernels``), which onnxruntime agrees with; what
-    the kernel declines stays the reference's."""
+    the kernel declines stays the reference's. Its Pad hands the pads to ``np.pad``, which
+    refuses a negative one ("index can't contain negative values"), where ONNX removes
+    elements: the replacement crops first (``_crop_negative_pads``), as onnxruntime does."""
+    from onnx.reference.op_run import OpRun
+
+    class Pad(OpRun):  # every version's inputs and attributes (Pad-1's paddings, Pad-2's value)
+        op_domain = ""
+
+        def _run(  # type: ignore[no-untyped-def]
+            self, data, pads=None, constant_value=None, axes=None, mode=None, value=None,
+            paddings=None,
+        ):
+            widths = pads if pads is not None else paddings
+            fill = constant_value if constant_value is not None else value
+            return (_spec_pad(data, widths, mode or "constant", fill, axes),)
+
     if graph.opset_imports.get("", 1) < 10:
-        return []  # Slice-1 takes its parameters as attributes: the reference's own
+        return [Pad]  # Slice-1 takes its parameters as attributes: the reference's own
     from onnx.reference.ops.op_slice import SliceCommon
 
     kernel = KERNELS["Slice"]
@@ -81,7 +96,40 @@ def _spec_ops(graph: Graph) -> list[type]:
             made = kernel.fn((data, starts, ends, axes, steps), {}, kernel.last)
             return made if made is not None else super()._run(data, starts, ends, axes, steps)
 
-    return [Slice]
+    return [Slice, Pad]
+
+
+def _spec_pad(data: np.ndarray, pads: Any, mode: str, fill: Any, axes: Any) -> np.ndarray:
+    """ONNX's Pad as onnx.reference computes it (``np.pad``), negative pads cropped first."""
+    data, widths = _crop_negative_pads(data, pads, axes)
+    if mode == "constant":
+        fill = 0 if fill is None else np.asarray(fill).reshape(-1)[0]
+        return np.pad(data, widths, mode="constant", constant_values=fill).astype(data.dtype)
+    return np.pad(data, widths, mode=mode).astype(data.dtype)  # type: ignore[call-overload]
+
+
+def _crop_negative_pads(
+    data: np.ndarray, pads: Any, axes: Any
+) -> tuple[np.ndarray, list[tuple[int, int]]]:
+    """The data with each negative pad's elements removed, and the pads left to add (none
+    negative). Where one side's crop reaches past the other side (a constant Pad that keeps
+    nothing of an axis), the axis is cropped empty and padded to its size, all fill."""
+    rank = data.ndim
+    flat = [int(p) for p in np.asarray(pads).reshape(-1)]
+    chosen = list(range(rank)) if axes is None else [
+        int(a) + rank if int(a) < 0 else int(a) for a in np.asarray(axes).reshape(-1)
+    ]
+    index: list[slice] = [slice(None)] * rank
+    widths = [(0, 0)] * rank
+    for n, axis in enumerate(chosen):
+        begin, end = flat[n], flat[n + len(chosen)]
+        size = data.shape[axis]
+        low, high = max(0, -begin), size - max(0, -end)
+        if low > high:
+            index[axis], widths[axis] = slice(0, 0), (0, size + begin + end)
+        else:
+            index[axis], widths[axis] = slice(low, high), (max(begin, 0), max(end, 0))
+    return data[tuple(index)], widths
 
 
 class OnnxruntimeFallback:
