@@ -16,6 +16,8 @@ import numpy as np
 from backends.base import BackendError, first_line
 from backends.onnxruntime import values
 from backends.onnxruntime.providers import make_session, select_providers
+from dmlgraph.dml.enums import PaddingMode
+from dmlgraph.dml.indexmaps import source_indices
 from dmlgraph.ir import Graph
 from dmlgraph.shape_kernels import KERNELS
 
@@ -100,12 +102,26 @@ def _spec_ops(graph: Graph) -> list[type]:
 
 
 def _spec_pad(data: np.ndarray, pads: Any, mode: str, fill: Any, axes: Any) -> np.ndarray:
-    """ONNX's Pad as onnx.reference computes it (``np.pad``), negative pads cropped first."""
+    """ONNX's Pad, negative pads cropped first; edge, reflect and wrap by DirectML's index
+    maps (``dml.indexmaps``, the emulator's: ``np.pad``'s reflect by more than an axis
+    differs between NumPy versions), reflect over an axis of one element as edge (nothing to
+    mirror: what ``np.pad``, and so onnx.reference, gives)."""
     data, widths = _crop_negative_pads(data, pads, axes)
     if mode == "constant":
         fill = 0 if fill is None else np.asarray(fill).reshape(-1)[0]
         return np.pad(data, widths, mode="constant", constant_values=fill).astype(data.dtype)
-    return np.pad(data, widths, mode=mode).astype(data.dtype)  # type: ignore[call-overload]
+    made = data
+    for axis, (start, end) in enumerate(widths):
+        if start or end:
+            size = made.shape[axis]
+            kind = _PAD_MODES[mode] if size > 1 or mode != "reflect" else PaddingMode.EDGE
+            made = np.take(made, source_indices(kind, size, start, end), axis=axis)
+    return made
+
+
+#: ONNX's Pad modes other than constant, as DirectML's.
+_PAD_MODES = {"edge": PaddingMode.EDGE, "reflect": PaddingMode.REFLECTION,
+              "wrap": PaddingMode.WRAP}
 
 
 def _crop_negative_pads(

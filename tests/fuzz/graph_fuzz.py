@@ -15,10 +15,10 @@ strided feeds, partly bound, and every fifth case from 3 threads at once; each r
 compared bit for bit with onnxruntime (ORT_DISABLE_ALL and default). A mismatch where
 onnx.reference or this file's NumPy evaluator (``numpy_eval``) agrees with dmlgraph is
 onnxruntime's (float16 Add chains it rounds once), not a finding. Findings are saved under
-fuzz/findings/ (model, feeds, what differed).
+tests/fuzz/findings/ (model, feeds, what differed).
 
-    python fuzz/graph_fuzz.py --start 0 --count 100            # a worker, in process
-    python fuzz/graph_fuzz.py --driver --start 0 --minutes 40  # workers restarted on crashes
+    python tests/fuzz/graph_fuzz.py --start 0 --count 100            # a worker, in process
+    python tests/fuzz/graph_fuzz.py --driver --start 0 --minutes 40  # workers restarted on crashes
 """
 
 from __future__ import annotations
