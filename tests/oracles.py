@@ -69,12 +69,13 @@ def same_values(a: np.ndarray, b: np.ndarray) -> bool:
 
 
 def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
-    return (
-        a.dtype == b.dtype
-        and a.shape == b.shape
-        and np.ascontiguousarray(a).view(np.uint8).tobytes()
-        == np.ascontiguousarray(b).view(np.uint8).tobytes()
-    )
+    if a.dtype != b.dtype or a.shape != b.shape:
+        return False
+    if a.dtype.itemsize in (1, 2, 4, 8):  # the bits, without copying a large result to bytes
+        width = np.dtype(f"u{a.dtype.itemsize}")
+        return bool(np.array_equal(a.view(width), b.view(width)))
+    return (np.ascontiguousarray(a).view(np.uint8).tobytes()
+            == np.ascontiguousarray(b).view(np.uint8).tobytes())
 
 
 # ------------------------------------------------------------------------------ oracles
