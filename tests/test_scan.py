@@ -217,6 +217,14 @@ def test_a_scan_of_empty_inputs_gives_its_initial_states_as_onnx_says(onnx_run) 
                                  _feeds(empty, second=False))
 
 
+def _both_refuse(model: onnx.ModelProto, says: str, onnx_run) -> None:
+    """onnxruntime refuses ``model`` at load, and so does dmlgraph, saying ``says``."""
+    with pytest.raises(Exception, match="ONNXRuntimeError"):
+        onnx_run(model, _feeds(), optimize=False)
+    with pytest.raises(ModelValidationError, match=re.escape(says)):
+        dmlgraph.load(model)
+
+
 def _misfit(case: str) -> onnx.ModelProto:
     attrs = {
         "input axes count": {"scan_input_axes": [0]},
@@ -252,11 +260,7 @@ def _misfit(case: str) -> onnx.ModelProto:
 ])
 def test_a_scan_that_onnxruntime_refuses_at_load_is_refused_at_load(case, says, onnx_run) -> None:
     """Before, these loaded and failed only when the fallback ran them."""
-    model = _misfit(case)
-    with pytest.raises(Exception, match="ONNXRuntimeError"):
-        onnx_run(model, _feeds(), optimize=False)
-    with pytest.raises(ModelValidationError, match=re.escape(says)):
-        dmlgraph.load(model)
+    _both_refuse(_misfit(case), says, onnx_run)
 
 
 def test_scan_inputs_of_different_lengths_are_one_clear_error(onnx_run) -> None:
@@ -421,11 +425,7 @@ def test_a_scan_body_declaring_another_input_type_than_fed_is_refused_at_load(
     input's without its scan axis) and refuses a declared input of another element type,
     rank or size ("Can't merge shape info"). Before, the import took these, and the run gave
     values from sizes the body does not declare (or failed only when it ran)."""
-    model = _declared(case)
-    with pytest.raises(Exception, match="ONNXRuntimeError"):
-        onnx_run(model, _feeds(), optimize=False)
-    with pytest.raises(ModelValidationError, match=re.escape(says)):
-        dmlgraph.load(model)
+    _both_refuse(_declared(case), says, onnx_run)
 
 
 def test_a_scan_body_declaring_symbolic_or_no_shapes_loads_and_runs(onnx_run) -> None:
