@@ -226,6 +226,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"  note: {visible(note)}")
     for name, value in outputs.items():
         print(f"  output {visible(name)}: {value.dtype}{list(value.shape)} {_preview(value)}")
+    if not graph.outputs:
+        print("  (the graph declares no outputs)")
     if args.output:
         tensorio.write(args.output, graph, feeds, outputs)
         where = args.output if tensorio.is_npz(args.output) else (

@@ -735,6 +735,9 @@ def check(
                 f"arrays, not a {type(given).__name__}"
             )
     graph = load(model, input_shapes)
+    if not graph.outputs:
+        raise DmlgraphError(f"{graph.source}: the graph declares no outputs: there is nothing "
+                            "to compare")
     tolerances = Tolerances.of(atol, rtol)
     tolerances.check(graph.outputs)
     lowered = lower(graph, level)

@@ -464,3 +464,35 @@ def test_a_dead_divergent_node_excuses_no_output() -> None:
     assert pad.status.value == "eliminated"
     assert not any(n.startswith("divergence:") for n in pad.notes)
     assert not [d for d in known_divergences(imported, lowered) if d.node == "pad"]
+
+
+def _no_outputs(tmp_path: Path) -> Path:
+    """A model whose graph declares no outputs: onnx's checker takes it, onnxruntime loads
+    it and then refuses every run ("At least one output should be requested")."""
+    model = _model([helper.make_node("Relu", ["X"], ["Y"])], [_info("X", [2, 3])], [])
+    onnx.checker.check_model(model)
+    path = tmp_path / "no_outputs.onnx"
+    onnx.save(model, path)
+    return path
+
+
+def test_a_graph_without_outputs_runs_to_nothing_on_both_backends(tmp_path: Path) -> None:
+    """Both backends give a graph that computes nothing no outputs; onnxruntime's backend
+    failed on the lowered (empty) graph with a message about its initializers."""
+    graph = load(_no_outputs(tmp_path))
+    feeds = {"X": np.ones((2, 3), np.float32)}
+    assert get_backend("numpy").run(lower(graph), feeds) == {}
+    assert get_backend("onnxruntime").run(graph, feeds) == {}
+    assert get_backend("onnxruntime").run(lower(graph), feeds) == {}
+
+
+def test_check_refuses_a_graph_without_outputs(tmp_path: Path, capsys) -> None:
+    """Nothing to compare is said as such (exit 2), not as onnxruntime's refusal to run."""
+    path = _no_outputs(tmp_path)
+    with pytest.raises(DmlgraphError, match="declares no outputs: there is nothing to compare"):
+        check(path)
+    assert main(["check", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "declares no outputs" in err and "onnxruntime" not in err
+    assert main(["run", str(path), "--backend", "onnxruntime"]) == 0
+    assert "the graph declares no outputs" in capsys.readouterr().out
