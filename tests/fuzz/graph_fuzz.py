@@ -480,7 +480,7 @@ def make_case(seed: int) -> Case:
     made = [o for n in b.nodes for o in n.output]
     outs = [t for t in made if t not in read]
     outs += [t for t in made if t in read and rng.random() < 0.25]
-    if rng.random() < 0.05:
+    if rng.random() < 0.05 or not outs:  # no node made (a large input): passed through
         outs.append(b.inputs[0][0])
     outs = list(dict.fromkeys(outs))
     rng.shuffle(outs)
