@@ -27,10 +27,8 @@ def run_lowered(lowered: Any, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
 
 def run_translated(lowered: Any, feeds: dict[str, np.ndarray]) -> list[np.ndarray] | None:
     """The same lowered graph on onnxruntime, each descriptor translated back to ONNX ops; None
-    where ONNX cannot express one (a type split, SYMMETRIC, reflection beyond the dimension)
-    or onnxruntime cannot take the data (bfloat16)."""
-    if any(a.dtype == ml_dtypes.bfloat16 for a in feeds.values()):
-        return None
+    where ONNX cannot express one (a type split, SYMMETRIC, reflection beyond the dimension).
+    bfloat16 feeds go in as OrtValues (``backends.onnxruntime.values``)."""
     try:
         outputs = get_backend("onnxruntime").run(lowered, feeds)
     except UnsupportedError:

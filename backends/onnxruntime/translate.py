@@ -4,8 +4,10 @@ Each DML node becomes ONNX ops that compute what DirectML defines, on its IR ten
 
 - The op runs on a **carrier**: the IR tensors' own dtype, in the shape of the desc's sizes.
   A desc that views the bytes as another type of the same width (bool as UINT8) needs no
-  change; one that splits each element (INT64 as UINT32 pairs) or merges elements (UINT8 pairs
-  as UINT16) changes only the innermost axis, by that ratio, so the op moves the same bytes as
+  change; one that merges elements (UINT8 pairs as UINT16) gets one more, innermost axis
+  holding each desc element's IR elements, which the op leaves whole, so any window or
+  padding of the view moves whole groups; one that splits each element (INT64 as UINT32
+  pairs) changes only the innermost axis, by that ratio, so the op moves the same bytes as
   long as it moves whole IR elements. Reshapes go in and out of the carrier shape.
 - SLICE / SLICE1 -> Slice (a window read backwards ends at ``INT64_MIN`` to reach index 0);
   JOIN -> Concat; PADDING / PADDING1 -> Pad, the fill value being the IR element DirectML's
@@ -171,7 +173,16 @@ class Carrier:
     dtype: np.dtype
     factor: Fraction
 
+    @property
+    def group(self) -> int:
+        """IR elements per desc element where a desc element holds several (UINT8 pairs as
+        UINT16: 2), carried on an extra innermost axis the op leaves whole; else 1. (Scaling
+        the innermost axis instead cannot reverse or step over pairs, nor repeat one.)"""
+        return int(self.factor) if self.factor > 1 else 1
+
     def shape(self, sizes: Sequence[int]) -> tuple[int, ...]:
+        if self.group > 1:
+            return tuple(sizes) + (self.group,)
         last = sizes[-1] * self.factor
         if last.denominator != 1:
             raise NotExpressible(
@@ -181,7 +192,9 @@ class Carrier:
         return tuple(sizes[:-1]) + (int(last),)
 
     def count(self, n: int) -> int:
-        """``n`` desc elements of the innermost axis as IR elements."""
+        """``n`` desc elements of the innermost axis as carrier elements of that axis."""
+        if self.group > 1:
+            return n
         scaled = n * self.factor
         if scaled.denominator != 1:
             raise NotExpressible(
@@ -191,8 +204,9 @@ class Carrier:
         return int(scaled)
 
     def window(self, start: int, step: int, count: int) -> tuple[int, int, int]:
-        """An innermost-axis window in IR elements; only a unit step moves whole elements."""
-        if self.factor == 1:
+        """An innermost-axis window on the carrier; where desc elements split IR elements,
+        only a unit step moves whole ones."""
+        if self.factor >= 1:
             return start, step, count
         if step != 1:
             raise NotExpressible(
@@ -382,6 +396,8 @@ class _Translator:
                 )
             ]
         windows[-1] = self.carrier.window(*windows[-1])
+        if self.carrier.group > 1:  # the carrier's extra axis, whole
+            windows.append((0, 1, self.carrier.group))
         starts, ends, steps = [], [], []
         for start, step, count in windows:
             end = start + step * (count - 1) + (1 if step > 0 else -1)
@@ -405,12 +421,15 @@ class _Translator:
         starts, ends = list(desc.start_padding), list(desc.end_padding)
         in_shape = self.carrier.shape(desc.inputs[0].sizes)
         if starts[-1] or ends[-1]:
-            if self.carrier.factor != 1 and mode is not PaddingMode.CONSTANT:
+            if self.carrier.factor < 1 and mode is not PaddingMode.CONSTANT:
                 raise NotExpressible(
                     f"type reinterpretation: {mode.full_name} on the innermost axis of the view "
                     f"repeats parts of {self.carrier.dtype} elements"
                 )
             starts[-1], ends[-1] = self.carrier.count(starts[-1]), self.carrier.count(ends[-1])
+        if self.carrier.group > 1:  # the carrier's extra axis, not padded
+            starts.append(0)
+            ends.append(0)
         if mode is PaddingMode.REFLECTION:  # onnxruntime's departures, as lowering notes them
             found = pad_divergences(in_shape, "reflect", starts + ends)
             if found:
