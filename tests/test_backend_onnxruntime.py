@@ -286,6 +286,21 @@ def test_every_descriptor_runs_the_same_on_onnxruntime(case: str) -> None:
     np.testing.assert_array_equal(actual.view(bits), expected.view(bits))
 
 
+def test_a_padding_value_beyond_float16_translates_to_inf_without_a_warning() -> None:
+    """DML_PADDING's FLOAT converted to a FLOAT16 tensor overflows to inf, as a C cast gives
+    it: the emulator had it so without a warning, the translation warned (its own copy of
+    the fill rule; both read the descriptor's ``fill`` now)."""
+    import warnings
+
+    desc = _pad("CONSTANT", np.float16, (2,), (1,), (1,), value=1e6)
+    graph = _one_node(desc, np.float16, (2,), (4,))
+    x = np.array([1.5, -2.0], np.float16)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        actual = OnnxruntimeBackend([CPU]).run(graph, {"x": x})["y"]
+    np.testing.assert_array_equal(actual, [np.inf, 1.5, -2.0, np.inf])
+
+
 def test_bfloat16_runs_on_onnxruntime() -> None:
     """A bfloat16 Slice runs on onnxruntime's own kernel where it has one, else in float32
     (``ort_lacks``; the tensor is made and read inside the graph)."""

@@ -13,7 +13,6 @@ the plan can spread them over threads.
 from __future__ import annotations
 
 import bisect
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -69,17 +68,7 @@ def slice_index(desc: SliceDesc | Slice1Desc) -> tuple[slice, ...]:
 
 def constant_bits(desc: PaddingDesc | Padding1Desc) -> np.ndarray:
     """The fill value as a 0-d array of the output type's bits."""
-    data_type = desc.output_tensor.data_type
-    if isinstance(desc, Padding1Desc):
-        value = desc.scalar()
-    else:
-        with np.errstate(over="ignore"):  # a C cast: too large is inf, as DirectML gives it
-            as_float32 = np.float32(desc.padding_value)
-            if data_type.is_float:
-                value = np.array(as_float32, dtype=data_type.numpy_dtype)
-        if not data_type.is_float:  # DirectML truncates the FLOAT toward zero for integer tensors
-            value = np.array(math.trunc(float(as_float32)), dtype=data_type.numpy_dtype)
-    return np.asarray(value).view(data_type.bits_dtype).reshape(())
+    return desc.fill().view(desc.output_tensor.data_type.bits_dtype).reshape(())
 
 
 def _runs(sources: np.ndarray) -> list[tuple[int, int, int, int]]:

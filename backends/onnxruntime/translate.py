@@ -448,12 +448,7 @@ class _Translator:
         """The IR element that DirectML's fill bytes form (0-d, carrier dtype)."""
         desc = self.desc
         data_type = desc.output_tensor.data_type
-        if isinstance(desc, Padding1Desc):
-            value = desc.scalar()
-        elif data_type.is_float:
-            value = np.array(np.float32(desc.padding_value), dtype=data_type.numpy_dtype)
-        else:  # DML_PADDING truncates its FLOAT toward zero for integer tensors
-            value = np.array(int(np.trunc(np.float32(desc.padding_value))), data_type.numpy_dtype)
+        value = desc.fill()
         raw = np.atleast_1d(value).view(np.uint8)
         dtype = self.carrier.dtype
         if dtype.itemsize >= raw.size:

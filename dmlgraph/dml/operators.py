@@ -561,6 +561,16 @@ class PaddingDesc(_PaddingRules, OperatorDesc):
             raise self.error("PaddingValue", value, "must fit in a 32-bit FLOAT")
         object.__setattr__(self, "padding_value", as_float32)
 
+    def fill(self) -> np.ndarray:
+        """The element DirectML fills with, a 0-d array of the output tensor's type: the C
+        FLOAT converted as a C cast converts it (inf where a FLOAT16 cannot hold it; toward
+        zero for an integer tensor). The one rule the emulator and the translation read."""
+        data_type = self.output_tensor.data_type
+        if data_type.is_float:
+            with np.errstate(over="ignore"):
+                return np.array(np.float32(self.padding_value), dtype=data_type.numpy_dtype)
+        return np.array(math.trunc(self.padding_value), dtype=data_type.numpy_dtype)
+
     def _check_value(self) -> None:
         data_type = self.output_tensor.data_type
         if self.padding_mode is not PaddingMode.CONSTANT or data_type.is_float:
@@ -620,6 +630,10 @@ class Padding1Desc(_PaddingRules, OperatorDesc):
         if not is_real(self.padding_value):  # NumPy's own error, or a string parsed as one
             raise self.error("PaddingValue", self.padding_value, "must be a number")
         return np.array(self.padding_value, dtype=self.padding_value_data_type.numpy_dtype)
+
+    def fill(self) -> np.ndarray:
+        """The element DirectML fills with (``PaddingDesc.fill``): the union's value."""
+        return self.scalar()
 
     def _check_value(self) -> None:
         data_type = self.padding_value_data_type
