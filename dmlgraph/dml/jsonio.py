@@ -137,6 +137,17 @@ def json_number(value: object, named_floats: bool = True) -> float | int:
     return value
 
 
+def json_enum(cls: type[_E], value: object) -> _E:
+    """An enum value as DxDispatch's generated parsers read one (``ParseDmlTensorDataType``...):
+    a JSON string, its full C name or its suffix compared with strcmp, so never a number nor a
+    name with spaces around it (``_DmlEnum.parse`` takes both); ValueError says why not."""
+    if not isinstance(value, str):
+        raise ValueError(f"a {cls.__name__} is written as a string")
+    if value != value.strip():
+        raise ValueError("an enum name is written without spaces around it")
+    return cls.parse(value)
+
+
 def lossless_double(value: float | int) -> bool:
     """Whether a JSON number is a double exactly, as RapidJSON's ``IsLosslessDouble`` asks
     before DxDispatch reads an integer into a float field (2^53 + 1 is not; an integer
@@ -175,12 +186,8 @@ class _Reader:
         return DmlValidationError(self.operator, path, value, rule)
 
     def enum(self, cls: type[_E], value: object, path: str) -> _E:
-        if not isinstance(value, str):
-            raise self.fail(path, value, f"a {cls.__name__} is written as a string")
-        if value != value.strip():  # DxDispatch compares the names with strcmp
-            raise self.fail(path, value, "an enum name is written without spaces around it")
         try:
-            return cls.parse(value)
+            return json_enum(cls, value)
         except ValueError as exc:
             raise self.fail(path, value, str(exc)) from None
 
