@@ -251,3 +251,33 @@ def test_slice1_round_trip_property(shape, data) -> None:
                       input_window_offsets=offsets, input_window_sizes=sizes,
                       input_window_strides=strides)
     assert operator_from_json(json.loads(json.dumps(desc.to_json()))) == desc
+
+
+@pytest.mark.parametrize("extra", [
+    {"executionFlags": "NONE"},
+    {"executionFlags": ["ALLOW_HALF_PRECISION_COMPUTATION",
+                        "DML_EXECUTION_FLAG_DISABLE_META_COMMANDS"]},
+    {"executionFlags": []},
+    {"dmlCompileType": "DmlCompileGraph"},
+    {"dmlCompileType": "DmlCompileOp", "executionFlags": "DESCRIPTORS_VOLATILE"},
+])
+def test_dispatchable_options_dxdispatch_reads_are_taken(extra) -> None:
+    """A copy computes alike whatever the flags and however it is compiled: read, then left."""
+    doc = {"type": "SLICE", "desc": _slice_body(), **extra}
+    assert operator_from_json(doc) == SAMPLES[0]
+
+
+@pytest.mark.parametrize("extra, field, rule", [
+    # ParseDmlExecutionFlagsField / ParseDmlCompileTypeField refuse these; they were ignored
+    ({"executionFlags": ["NOPE"]}, "executionFlags[0]", "not a ExecutionFlags"),
+    ({"executionFlags": "DML_EXECUTION_FLAGS_NONE"}, "executionFlags", "not a ExecutionFlags"),
+    ({"executionFlags": 1}, "executionFlags", "a string or an array of strings"),
+    ({"executionFlags": [" NONE"]}, "executionFlags[0]", "without spaces"),
+    ({"dmlCompileType": "DmlCompileGraphX"}, "dmlCompileType",
+     "one of DmlCompileOp, DmlCompileGraph"),
+    ({"dmlCompileType": 1}, "dmlCompileType", "one of DmlCompileOp, DmlCompileGraph"),
+])
+def test_dispatchable_options_dxdispatch_refuses_are_refused(extra, field, rule) -> None:
+    with pytest.raises(DmlValidationError) as info:
+        operator_from_json({"type": "SLICE", "desc": _slice_body(), **extra})
+    assert info.value.field == field and rule in str(info.value), str(info.value)

@@ -24,7 +24,14 @@ from typing import Any, Mapping, TypeVar
 import numpy as np
 
 from dmlgraph.dml import enums
-from dmlgraph.dml.enums import OperatorType, PaddingMode, TensorDataType, TensorFlags, TensorType
+from dmlgraph.dml.enums import (
+    ExecutionFlags,
+    OperatorType,
+    PaddingMode,
+    TensorDataType,
+    TensorFlags,
+    TensorType,
+)
 from dmlgraph.dml.operators import DESCRIPTOR_CLASSES, OperatorDesc
 from dmlgraph.dml.schema import FieldKind, FieldSpec
 from dmlgraph.dml.tensor import BufferTensorDesc
@@ -271,7 +278,7 @@ class _Reader:
             strides = tuple(self.uint(v, f"{path}.Strides[{i}]")
                             for i, v in enumerate(self.array(body["Strides"], f"{path}.Strides")))
             strides = strides or None
-        flags = self._flags(body.get("Flags", "NONE"), f"{path}.Flags")
+        flags = TensorFlags(self.flags(TensorFlags, body.get("Flags", "NONE"), f"{path}.Flags"))
         kwargs: dict[str, Any] = {}
         total = self.uint(body.get("TotalTensorSizeInBytes", 0), f"{path}.TotalTensorSizeInBytes",
                           bits=64)
@@ -283,13 +290,17 @@ class _Reader:
             )
         return BufferTensorDesc(data_type, tuple(sizes), strides, flags, **kwargs)
 
-    def _flags(self, value: object, path: str) -> TensorFlags:
-        if isinstance(value, list):  # a list of flag names is OR-ed together
+    def flags(self, cls: type[_E], value: object, path: str) -> int:
+        """A bit set as DxDispatch's ParseFlags reads one: a flag's name, or an array of them
+        OR-ed together."""
+        if isinstance(value, list):
             combined = 0
             for i, item in enumerate(value):
-                combined |= self.enum(TensorFlags, item, f"{path}[{i}]")
-            return TensorFlags(combined)
-        return self.enum(TensorFlags, value, path)
+                combined |= self.enum(cls, item, f"{path}[{i}]")
+            return combined
+        if not isinstance(value, str):
+            raise self.fail(path, value, "must be a string or an array of strings")
+        return self.enum(cls, value, path)
 
     def field(self, spec: FieldSpec, body: Mapping[str, Any], parsed: dict[str, Any]) -> Any:
         path = spec.c_name
@@ -316,6 +327,20 @@ class _Reader:
 
 _DISPATCHABLE_KEYS = ("type", "Type", "desc", "Desc", "executionFlags", "dmlCompileType",
                       "bindings")
+#: DxDispatch's DmlCompileType names (``ParseDmlCompileTypeField``): how it compiles the
+#: operator, which does not change what a copy computes.
+DML_COMPILE_TYPES = ("DmlCompileOp", "DmlCompileGraph")
+
+
+def _dispatchable_options(reader: _Reader, dispatchable: Mapping[str, Any]) -> None:
+    """Check the options DxDispatch reads beside the desc, which it refuses misspelt; their
+    values do not change a copy's result, so they are not kept."""
+    if "executionFlags" in dispatchable:
+        reader.flags(ExecutionFlags, dispatchable["executionFlags"], "executionFlags")
+    compile_type = dispatchable.get("dmlCompileType", DML_COMPILE_TYPES[0])
+    if compile_type not in DML_COMPILE_TYPES:
+        raise reader.fail("dmlCompileType", compile_type,
+                          f"must be one of {', '.join(DML_COMPILE_TYPES)}")
 
 
 def operator_from_json(dispatchable: Mapping[str, Any]) -> OperatorDesc:
@@ -352,6 +377,7 @@ def operator_from_json(dispatchable: Mapping[str, Any]) -> OperatorDesc:
         body = reader.object_(dispatchable[desc_key], desc_key, allowed)
     else:
         body = reader.object_(dispatchable, "", allowed + _DISPATCHABLE_KEYS)
+    _dispatchable_options(reader, dispatchable)
     parsed: dict[str, Any] = {}
     kwargs: dict[str, Any] = {}
     for spec in cls.SCHEMA:
