@@ -66,9 +66,29 @@ def tensor_to_json(desc: BufferTensorDesc) -> dict[str, Any]:
     return out
 
 
-def _float_to_json(value: float) -> float | str:
-    """JSON has no NaN or infinity; DxDispatch's FLOAT parser reads them from strings."""
+#: The NaN DxDispatch's float parser makes of "nan" (``std::numeric_limits<T>::quiet_NaN()``),
+#: as bits of the float type it is read into: the one NaN a JSON float can carry.
+QUIET_NAN_BITS: Mapping[TensorDataType, int] = {
+    TensorDataType.FLOAT32: 0x7FC00000,
+    TensorDataType.FLOAT64: 0x7FF8000000000000,
+}
+
+
+def _float_to_json(
+    value: float, data_type: TensorDataType = TensorDataType.FLOAT32
+) -> float | str:
+    """JSON has no NaN or infinity; DxDispatch's FLOAT parser reads them from strings. A NaN
+    other than the one "nan" reads as (its sign or payload) has no JSON form: ValueError,
+    rather than a "nan" that reads back as another value."""
     if math.isnan(value):
+        bits = int(np.array(value, dtype=data_type.numpy_dtype).view(data_type.bits_dtype))
+        quiet = QUIET_NAN_BITS[data_type]
+        if bits != quiet:
+            width = data_type.bit_width // 4
+            raise ValueError(
+                f"a NaN of bits 0x{bits:0{width}x} as {data_type.full_name}: DxDispatch's JSON "
+                f'writes a NaN only as "nan", which reads as the quiet NaN 0x{quiet:0{width}x}'
+            )
         return "nan"
     if math.isinf(value):
         return "inf" if value > 0 else "-inf"
@@ -98,29 +118,34 @@ def _scalar_to_json(value: float | int, data_type: TensorDataType) -> float | in
     if data_type == TensorDataType.FLOAT16:
         bits = int(np.array(value, dtype=np.float16).view(np.uint16))
         return {"UInt16": bits}
-    return {SCALAR_MEMBER[data_type]: _float_to_json(value)}
+    return {SCALAR_MEMBER[data_type]: _float_to_json(value, data_type)}
 
 
 def operator_to_json(desc: OperatorDesc) -> dict[str, Any]:
     body: dict[str, Any] = {}
     for spec in desc.SCHEMA:
-        value = getattr(desc, spec.attr)
-        if spec.kind in (K.INPUT_TENSOR, K.OUTPUT_TENSOR):
-            body[spec.c_name] = tensor_to_json(value)
-        elif spec.kind is K.INPUT_TENSOR_ARRAY:
-            body[spec.c_name] = [tensor_to_json(t) for t in value]
-        elif spec.kind in (K.UINT_ARRAY, K.INT_ARRAY):
-            body[spec.c_name] = list(value)
-        elif spec.kind is K.ENUM:
-            body[spec.c_name] = value.full_name
-        elif spec.kind is K.FLOAT:
-            body[spec.c_name] = _float_to_json(value)
-        elif spec.kind is K.SCALAR_UNION:
-            data_type = getattr(desc, _attr_of(desc, spec.type_field))
-            body[spec.c_name] = _scalar_to_json(value, data_type)
-        else:
-            body[spec.c_name] = value
+        try:
+            body[spec.c_name] = _field_to_json(desc, spec)
+        except ValueError as exc:  # a value the JSON form cannot carry (_float_to_json)
+            raise desc.error(spec.c_name, getattr(desc, spec.attr), str(exc)) from None
     return {"type": desc.OPERATOR.full_name, "desc": body}
+
+
+def _field_to_json(desc: OperatorDesc, spec: FieldSpec) -> Any:
+    value = getattr(desc, spec.attr)
+    if spec.kind in (K.INPUT_TENSOR, K.OUTPUT_TENSOR):
+        return tensor_to_json(value)
+    if spec.kind is K.INPUT_TENSOR_ARRAY:
+        return [tensor_to_json(t) for t in value]
+    if spec.kind in (K.UINT_ARRAY, K.INT_ARRAY):
+        return list(value)
+    if spec.kind is K.ENUM:
+        return value.full_name
+    if spec.kind is K.FLOAT:  # a C FLOAT
+        return _float_to_json(value)
+    if spec.kind is K.SCALAR_UNION:
+        return _scalar_to_json(value, getattr(desc, _attr_of(desc, spec.type_field)))
+    return value
 
 
 #: The strings DxDispatch's float parser reads (in any case) as the numbers JSON lacks.
