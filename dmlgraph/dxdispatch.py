@@ -44,6 +44,7 @@ from dmlgraph.dml.enums import (
 )
 from dmlgraph.dml.jsonio import (
     dxdispatch_unknown_value,
+    json_enum,
     json_float,
     json_number,
     operator_from_json,
@@ -169,9 +170,21 @@ def _plain_values(values: list[Any], data_type: TensorDataType) -> np.ndarray | 
     return np.array(values, dtype=dtype)
 
 
+#: The element types DxDispatch writes initial values in (its GenerateInitialValues* switches;
+#: UNKNOWN is its mixed-type array, which dmlgraph does not read).
+INITIAL_VALUE_TYPES: tuple[TensorDataType, ...] = tuple(
+    t for t in TensorDataType if t.bit_width in (8, 16, 32, 64)
+)
+
+
 def _initial_values(name: str, spec: dict[str, Any], data_type: TensorDataType) -> np.ndarray:
     dtype = data_type.numpy_dtype
     values = spec.get("initialValues")
+    if values == []:  # ParseModelBufferDesc: "'initialValues' must be non-empty."
+        raise DxDispatchError(
+            f"resource '{name}': initialValues is an empty array; DxDispatch requires at least "
+            "one initial value (give sizeInBytes for the buffer's size)"
+        )
     if isinstance(values, list):
         plain = _plain_values(values, data_type)
         if plain is not None:
@@ -210,10 +223,18 @@ def _parse_resource(name: str, spec: Any) -> Resource:
             f"resource '{name}': initialValuesDataType is required (dmlgraph does not read "
             "DxDispatch's mixed-type initialValues arrays)"
         )
+    written = spec["initialValuesDataType"]
     try:
-        data_type = TensorDataType.parse(spec["initialValuesDataType"])
+        data_type = json_enum(TensorDataType, written)
     except ValueError as exc:
-        raise DxDispatchError(f"resource '{name}': initialValuesDataType: {exc}") from None
+        raise DxDispatchError(
+            f"resource '{name}': initialValuesDataType = {written!r}: {exc}"
+        ) from None
+    if data_type not in INITIAL_VALUE_TYPES:  # GenerateInitialValues*: "Invalid tensor data type."
+        raise DxDispatchError(
+            f"resource '{name}': initialValuesDataType = {written!r}: DxDispatch fills a buffer "
+            f"of {', '.join(t.name for t in INITIAL_VALUE_TYPES)} values only"
+        )
     try:
         with np.errstate(over="ignore"):  # 1e300 is inf in a float, as in DxDispatch
             values = _initial_values(name, spec, data_type)

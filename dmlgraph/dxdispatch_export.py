@@ -45,7 +45,7 @@ from dmlgraph.dml.enums import TensorDataType
 from dmlgraph.dml.jsonio import dxdispatch_unknown_value
 from dmlgraph.dml.operators import OperatorDesc
 from dmlgraph.dml.schema import FieldKind
-from dmlgraph.errors import UnsupportedError
+from dmlgraph.errors import DmlValidationError, UnsupportedError
 from dmlgraph.ir import Graph, Node
 
 #: How many fallback nodes the refusal names before it counts the rest.
@@ -170,6 +170,15 @@ def _bindings(node: Node, desc: OperatorDesc) -> dict[str, str | list[str]]:
     return bindings
 
 
+def _dispatchable(graph: Graph, node: Node) -> dict[str, Any]:
+    """The node's descriptor in its JSON form, or an error naming the node where that form
+    cannot hold a value (a NaN other than the quiet one "nan" reads as)."""
+    try:
+        return node.op.to_json()
+    except DmlValidationError as exc:
+        raise DxDispatchExportError(f"{graph.describe(node)}: {exc}") from None
+
+
 def to_dxdispatch(
     graph: Graph, inputs: Mapping[str, np.ndarray] | None = None
 ) -> dict[str, Any]:
@@ -229,7 +238,7 @@ def to_dxdispatch(
         resources[name] = _resource(dtype, shape, data, size)
 
     names = _dispatchable_names(order)
-    dispatchables = {names[node.id]: node.op.to_json() for node in order}
+    dispatchables = {names[node.id]: _dispatchable(graph, node) for node in order}
     commands: list[dict[str, Any]] = [
         {"type": "dispatch", "dispatchable": names[node.id], "bindings": _bindings(node, node.op)}
         for node in order

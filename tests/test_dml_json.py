@@ -73,21 +73,40 @@ SAMPLES = [
 ]
 
 
-def _same(a, b) -> bool:
-    """Descriptor equality where NaN values compare equal."""
-    if a == b:
-        return True
-    av, bv = getattr(a, "padding_value", None), getattr(b, "padding_value", None)
-    if isinstance(av, float) and math.isnan(av) and isinstance(bv, float) and math.isnan(bv):
-        return type(a) is type(b) and a.to_json() == b.to_json()
-    return False
-
-
 @pytest.mark.parametrize("desc", SAMPLES, ids=lambda d: d.name)
 def test_round_trip_through_json_text(desc) -> None:
+    """Bit for bit (descriptors are equal only so): the NaN sample is the quiet NaN "nan"
+    reads back as."""
     text = json.dumps(desc.to_json(), allow_nan=False)  # strict JSON: no bare NaN
     back = operator_from_json(json.loads(text))
-    assert _same(back, desc)
+    assert back == desc
+
+
+def _nan(bits: int, width: int) -> float:
+    raw = bits.to_bytes(width, "little")
+    return float(np.frombuffer(raw, dtype=np.float32 if width == 4 else np.float64)[0])
+
+
+@pytest.mark.parametrize("desc, bits, quiet", [
+    (PaddingDesc(input_tensor=T("FLOAT32", (2,)), output_tensor=T("FLOAT32", (3,)),
+                 padding_mode="CONSTANT", padding_value=_nan(0xFFC00001, 4),
+                 start_padding=(0,), end_padding=(1,)), "0xffc00001", "0x7fc00000"),
+    (Padding1Desc(input_tensor=T("FLOAT32", (2,)), output_tensor=T("FLOAT32", (3,)),
+                  padding_mode="CONSTANT", padding_value_data_type="FLOAT32",
+                  padding_value=_nan(0xFFC00000, 4), start_padding=(0,), end_padding=(1,)),
+     "0xffc00000", "0x7fc00000"),
+    (Padding1Desc(input_tensor=T("FLOAT64", (2,)), output_tensor=T("FLOAT64", (3,)),
+                  padding_mode="CONSTANT", padding_value_data_type="FLOAT64",
+                  padding_value=_nan(0x7FF8000000000123, 8), start_padding=(0,),
+                  end_padding=(1,)), "0x7ff8000000000123", "0x7ff8000000000000"),
+], ids=["PADDING -nan", "PADDING1 FLOAT32 -nan", "PADDING1 FLOAT64 payload"])
+def test_a_nan_json_cannot_carry_is_refused_not_written_as_another(desc, bits, quiet) -> None:
+    """DxDispatch writes every float NaN as "nan" and reads it as the quiet NaN: to_json wrote
+    these as "nan", which read back as another descriptor, filling other bits."""
+    with pytest.raises(DmlValidationError) as info:
+        desc.to_json()
+    assert info.value.field == "PaddingValue", str(info.value)
+    assert bits in str(info.value) and quiet in str(info.value), str(info.value)
 
 
 def test_numpy_integers_in_fields_write_plain_json() -> None:
@@ -251,3 +270,33 @@ def test_slice1_round_trip_property(shape, data) -> None:
                       input_window_offsets=offsets, input_window_sizes=sizes,
                       input_window_strides=strides)
     assert operator_from_json(json.loads(json.dumps(desc.to_json()))) == desc
+
+
+@pytest.mark.parametrize("extra", [
+    {"executionFlags": "NONE"},
+    {"executionFlags": ["ALLOW_HALF_PRECISION_COMPUTATION",
+                        "DML_EXECUTION_FLAG_DISABLE_META_COMMANDS"]},
+    {"executionFlags": []},
+    {"dmlCompileType": "DmlCompileGraph"},
+    {"dmlCompileType": "DmlCompileOp", "executionFlags": "DESCRIPTORS_VOLATILE"},
+])
+def test_dispatchable_options_dxdispatch_reads_are_taken(extra) -> None:
+    """A copy computes alike whatever the flags and however it is compiled: read, then left."""
+    doc = {"type": "SLICE", "desc": _slice_body(), **extra}
+    assert operator_from_json(doc) == SAMPLES[0]
+
+
+@pytest.mark.parametrize("extra, field, rule", [
+    # ParseDmlExecutionFlagsField / ParseDmlCompileTypeField refuse these; they were ignored
+    ({"executionFlags": ["NOPE"]}, "executionFlags[0]", "not a ExecutionFlags"),
+    ({"executionFlags": "DML_EXECUTION_FLAGS_NONE"}, "executionFlags", "not a ExecutionFlags"),
+    ({"executionFlags": 1}, "executionFlags", "a string or an array of strings"),
+    ({"executionFlags": [" NONE"]}, "executionFlags[0]", "without spaces"),
+    ({"dmlCompileType": "DmlCompileGraphX"}, "dmlCompileType",
+     "one of DmlCompileOp, DmlCompileGraph"),
+    ({"dmlCompileType": 1}, "dmlCompileType", "one of DmlCompileOp, DmlCompileGraph"),
+])
+def test_dispatchable_options_dxdispatch_refuses_are_refused(extra, field, rule) -> None:
+    with pytest.raises(DmlValidationError) as info:
+        operator_from_json({"type": "SLICE", "desc": _slice_body(), **extra})
+    assert info.value.field == field and rule in str(info.value), str(info.value)

@@ -318,6 +318,17 @@ def test_one_byte_integers_print_as_characters(tmp_path, capsys) -> None:
      "9007199254740993 is no double exactly"),
     (lambda m: m["resources"]["in"].pop("initialValuesDataType"),
      "initialValuesDataType is required"),
+    # ParseModelBufferDesc: "'initialValues' must be non-empty." (it ran, the buffer zeros)
+    (lambda m: m["resources"]["in"].update(initialValues=[], sizeInBytes=16),
+     "resource 'in': initialValues is an empty array"),
+    # ParseDmlTensorDataType: a string, compared with strcmp (1 ran as FLOAT32, " FLOAT32" too)
+    (lambda m: m["resources"]["in"].update(initialValuesDataType=1),
+     "resource 'in': initialValuesDataType = 1: a TensorDataType is written as a string"),
+    (lambda m: m["resources"]["in"].update(initialValuesDataType=" FLOAT32"),
+     "initialValuesDataType = ' FLOAT32': an enum name is written without spaces around it"),
+    (lambda m: m["resources"]["in"].update(initialValuesDataType="UNKNOWN"),
+     "initialValuesDataType = 'UNKNOWN': DxDispatch fills a buffer of FLOAT32, FLOAT16, "
+     "UINT32, UINT16"),
     (lambda m: m["commands"].append({"type": "writeFile", "resource": "out",
                                      "targetPath": "out.bin"}), "writeFile is not run here"),
     # the Model checks every binding's name; the Executor initializes every dispatchable

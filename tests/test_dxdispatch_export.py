@@ -328,6 +328,23 @@ def test_hand_built_symmetric_padding_round_trips() -> None:
     assert run.printed[0].startswith("Resource 'y': 2, 1, 1, 2, 3, 4, 4, 3, 2, 1, 2, 1, ")
 
 
+def test_a_fill_dxdispatch_cannot_write_is_refused_naming_the_node() -> None:
+    """A hand-built PADDING filling -NaN (0xffc00001): DxDispatch's JSON writes every NaN as
+    "nan", its quiet NaN, so the model filled other bits than the graph does, silently."""
+    graph = Graph("negative_nan")
+    graph.add_input(TensorInfo("x", np.float32, (2,)))
+    fill = float(np.array(0xFFC00001, np.uint32).view(np.float32))
+    desc = PaddingDesc(input_tensor=T("FLOAT32", (2,)), output_tensor=T("FLOAT32", (3,)),
+                       padding_mode="CONSTANT", padding_value=fill, start_padding=(0,),
+                       end_padding=(1,))
+    graph.add_node(desc, ["x"], ["y"], Provenance("pad", "Pad"))
+    graph.set_tensor(TensorInfo("y", np.float32, (3,)))
+    graph.outputs = ["y"]
+    with pytest.raises(DxDispatchExportError, match=r"'pad'.*PaddingValue = nan: a NaN of bits "
+                       r"0xffc00001 .*quiet NaN 0x7fc00000"):
+        to_dxdispatch(graph)
+
+
 # ----------------------------------------------------------------------------- the document
 
 

@@ -240,6 +240,16 @@ class TensorFlags(_DmlEnum):
     OWNED_BY_DML = 1
 
 
+class ExecutionFlags(_DmlEnum):
+    """DML_EXECUTION_FLAGS (a bit set in C): a DxDispatch dispatchable's ``executionFlags``.
+    None of them changes what a copy computes; they are read to refuse a misspelt one."""
+
+    NONE = 0
+    ALLOW_HALF_PRECISION_COMPUTATION = 1
+    DISABLE_META_COMMANDS = 2
+    DESCRIPTORS_VOLATILE = 4
+
+
 class TensorType(_DmlEnum):
     """DML_TENSOR_TYPE: only BUFFER tensors exist."""
 
@@ -280,6 +290,7 @@ _PREFIX: dict[str, str] = {
     "TensorDataType": "DML_TENSOR_DATA_TYPE_",
     "PaddingMode": "DML_PADDING_MODE_",
     "TensorFlags": "DML_TENSOR_FLAG_",
+    "ExecutionFlags": "DML_EXECUTION_FLAG_",
     "TensorType": "DML_TENSOR_TYPE_",
     "OperatorType": "DML_OPERATOR_",
     "GraphEdgeType": "DML_GRAPH_EDGE_TYPE_",

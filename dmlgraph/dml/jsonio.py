@@ -24,7 +24,14 @@ from typing import Any, Mapping, TypeVar
 import numpy as np
 
 from dmlgraph.dml import enums
-from dmlgraph.dml.enums import OperatorType, PaddingMode, TensorDataType, TensorFlags, TensorType
+from dmlgraph.dml.enums import (
+    ExecutionFlags,
+    OperatorType,
+    PaddingMode,
+    TensorDataType,
+    TensorFlags,
+    TensorType,
+)
 from dmlgraph.dml.operators import DESCRIPTOR_CLASSES, OperatorDesc
 from dmlgraph.dml.schema import FieldKind, FieldSpec
 from dmlgraph.dml.tensor import BufferTensorDesc
@@ -59,9 +66,29 @@ def tensor_to_json(desc: BufferTensorDesc) -> dict[str, Any]:
     return out
 
 
-def _float_to_json(value: float) -> float | str:
-    """JSON has no NaN or infinity; DxDispatch's FLOAT parser reads them from strings."""
+#: The NaN DxDispatch's float parser makes of "nan" (``std::numeric_limits<T>::quiet_NaN()``),
+#: as bits of the float type it is read into: the one NaN a JSON float can carry.
+QUIET_NAN_BITS: Mapping[TensorDataType, int] = {
+    TensorDataType.FLOAT32: 0x7FC00000,
+    TensorDataType.FLOAT64: 0x7FF8000000000000,
+}
+
+
+def _float_to_json(
+    value: float, data_type: TensorDataType = TensorDataType.FLOAT32
+) -> float | str:
+    """JSON has no NaN or infinity; DxDispatch's FLOAT parser reads them from strings. A NaN
+    other than the one "nan" reads as (its sign or payload) has no JSON form: ValueError,
+    rather than a "nan" that reads back as another value."""
     if math.isnan(value):
+        bits = int(np.array(value, dtype=data_type.numpy_dtype).view(data_type.bits_dtype))
+        quiet = QUIET_NAN_BITS[data_type]
+        if bits != quiet:
+            width = data_type.bit_width // 4
+            raise ValueError(
+                f"a NaN of bits 0x{bits:0{width}x} as {data_type.full_name}: DxDispatch's JSON "
+                f'writes a NaN only as "nan", which reads as the quiet NaN 0x{quiet:0{width}x}'
+            )
         return "nan"
     if math.isinf(value):
         return "inf" if value > 0 else "-inf"
@@ -91,29 +118,34 @@ def _scalar_to_json(value: float | int, data_type: TensorDataType) -> float | in
     if data_type == TensorDataType.FLOAT16:
         bits = int(np.array(value, dtype=np.float16).view(np.uint16))
         return {"UInt16": bits}
-    return {SCALAR_MEMBER[data_type]: _float_to_json(value)}
+    return {SCALAR_MEMBER[data_type]: _float_to_json(value, data_type)}
 
 
 def operator_to_json(desc: OperatorDesc) -> dict[str, Any]:
     body: dict[str, Any] = {}
     for spec in desc.SCHEMA:
-        value = getattr(desc, spec.attr)
-        if spec.kind in (K.INPUT_TENSOR, K.OUTPUT_TENSOR):
-            body[spec.c_name] = tensor_to_json(value)
-        elif spec.kind is K.INPUT_TENSOR_ARRAY:
-            body[spec.c_name] = [tensor_to_json(t) for t in value]
-        elif spec.kind in (K.UINT_ARRAY, K.INT_ARRAY):
-            body[spec.c_name] = list(value)
-        elif spec.kind is K.ENUM:
-            body[spec.c_name] = value.full_name
-        elif spec.kind is K.FLOAT:
-            body[spec.c_name] = _float_to_json(value)
-        elif spec.kind is K.SCALAR_UNION:
-            data_type = getattr(desc, _attr_of(desc, spec.type_field))
-            body[spec.c_name] = _scalar_to_json(value, data_type)
-        else:
-            body[spec.c_name] = value
+        try:
+            body[spec.c_name] = _field_to_json(desc, spec)
+        except ValueError as exc:  # a value the JSON form cannot carry (_float_to_json)
+            raise desc.error(spec.c_name, getattr(desc, spec.attr), str(exc)) from None
     return {"type": desc.OPERATOR.full_name, "desc": body}
+
+
+def _field_to_json(desc: OperatorDesc, spec: FieldSpec) -> Any:
+    value = getattr(desc, spec.attr)
+    if spec.kind in (K.INPUT_TENSOR, K.OUTPUT_TENSOR):
+        return tensor_to_json(value)
+    if spec.kind is K.INPUT_TENSOR_ARRAY:
+        return [tensor_to_json(t) for t in value]
+    if spec.kind in (K.UINT_ARRAY, K.INT_ARRAY):
+        return list(value)
+    if spec.kind is K.ENUM:
+        return value.full_name
+    if spec.kind is K.FLOAT:  # a C FLOAT
+        return _float_to_json(value)
+    if spec.kind is K.SCALAR_UNION:
+        return _scalar_to_json(value, getattr(desc, _attr_of(desc, spec.type_field)))
+    return value
 
 
 #: The strings DxDispatch's float parser reads (in any case) as the numbers JSON lacks.
@@ -135,6 +167,17 @@ def json_number(value: object, named_floats: bool = True) -> float | int:
             "is no double exactly (DxDispatch's reader refuses an integer a double would round)"
         )
     return value
+
+
+def json_enum(cls: type[_E], value: object) -> _E:
+    """An enum value as DxDispatch's generated parsers read one (``ParseDmlTensorDataType``...):
+    a JSON string, its full C name or its suffix compared with strcmp, so never a number nor a
+    name with spaces around it (``_DmlEnum.parse`` takes both); ValueError says why not."""
+    if not isinstance(value, str):
+        raise ValueError(f"a {cls.__name__} is written as a string")
+    if value != value.strip():
+        raise ValueError("an enum name is written without spaces around it")
+    return cls.parse(value)
 
 
 def lossless_double(value: float | int) -> bool:
@@ -175,12 +218,8 @@ class _Reader:
         return DmlValidationError(self.operator, path, value, rule)
 
     def enum(self, cls: type[_E], value: object, path: str) -> _E:
-        if not isinstance(value, str):
-            raise self.fail(path, value, f"a {cls.__name__} is written as a string")
-        if value != value.strip():  # DxDispatch compares the names with strcmp
-            raise self.fail(path, value, "an enum name is written without spaces around it")
         try:
-            return cls.parse(value)
+            return json_enum(cls, value)
         except ValueError as exc:
             raise self.fail(path, value, str(exc)) from None
 
@@ -264,7 +303,7 @@ class _Reader:
             strides = tuple(self.uint(v, f"{path}.Strides[{i}]")
                             for i, v in enumerate(self.array(body["Strides"], f"{path}.Strides")))
             strides = strides or None
-        flags = self._flags(body.get("Flags", "NONE"), f"{path}.Flags")
+        flags = TensorFlags(self.flags(TensorFlags, body.get("Flags", "NONE"), f"{path}.Flags"))
         kwargs: dict[str, Any] = {}
         total = self.uint(body.get("TotalTensorSizeInBytes", 0), f"{path}.TotalTensorSizeInBytes",
                           bits=64)
@@ -276,13 +315,17 @@ class _Reader:
             )
         return BufferTensorDesc(data_type, tuple(sizes), strides, flags, **kwargs)
 
-    def _flags(self, value: object, path: str) -> TensorFlags:
-        if isinstance(value, list):  # a list of flag names is OR-ed together
+    def flags(self, cls: type[_E], value: object, path: str) -> int:
+        """A bit set as DxDispatch's ParseFlags reads one: a flag's name, or an array of them
+        OR-ed together."""
+        if isinstance(value, list):
             combined = 0
             for i, item in enumerate(value):
-                combined |= self.enum(TensorFlags, item, f"{path}[{i}]")
-            return TensorFlags(combined)
-        return self.enum(TensorFlags, value, path)
+                combined |= self.enum(cls, item, f"{path}[{i}]")
+            return combined
+        if not isinstance(value, str):
+            raise self.fail(path, value, "must be a string or an array of strings")
+        return self.enum(cls, value, path)
 
     def field(self, spec: FieldSpec, body: Mapping[str, Any], parsed: dict[str, Any]) -> Any:
         path = spec.c_name
@@ -309,6 +352,20 @@ class _Reader:
 
 _DISPATCHABLE_KEYS = ("type", "Type", "desc", "Desc", "executionFlags", "dmlCompileType",
                       "bindings")
+#: DxDispatch's DmlCompileType names (``ParseDmlCompileTypeField``): how it compiles the
+#: operator, which does not change what a copy computes.
+DML_COMPILE_TYPES = ("DmlCompileOp", "DmlCompileGraph")
+
+
+def _dispatchable_options(reader: _Reader, dispatchable: Mapping[str, Any]) -> None:
+    """Check the options DxDispatch reads beside the desc, which it refuses misspelt; their
+    values do not change a copy's result, so they are not kept."""
+    if "executionFlags" in dispatchable:
+        reader.flags(ExecutionFlags, dispatchable["executionFlags"], "executionFlags")
+    compile_type = dispatchable.get("dmlCompileType", DML_COMPILE_TYPES[0])
+    if compile_type not in DML_COMPILE_TYPES:
+        raise reader.fail("dmlCompileType", compile_type,
+                          f"must be one of {', '.join(DML_COMPILE_TYPES)}")
 
 
 def operator_from_json(dispatchable: Mapping[str, Any]) -> OperatorDesc:
@@ -345,6 +402,7 @@ def operator_from_json(dispatchable: Mapping[str, Any]) -> OperatorDesc:
         body = reader.object_(dispatchable[desc_key], desc_key, allowed)
     else:
         body = reader.object_(dispatchable, "", allowed + _DISPATCHABLE_KEYS)
+    _dispatchable_options(reader, dispatchable)
     parsed: dict[str, Any] = {}
     kwargs: dict[str, Any] = {}
     for spec in cls.SCHEMA:
