@@ -236,6 +236,43 @@ def test_bad_bound_outputs_are_refused(make, message, path: str) -> None:
     assert same_bits(x, before)
 
 
+@pytest.mark.parametrize("fallback", ["onnxruntime", "reference"])
+def test_outputs_of_run_time_sizes_take_bound_arrays_run_by_run(fallback: str) -> None:
+    """An output whose sizes arrive at run time (a Slice of run-time ends, a Concat of a
+    dynamic batch) takes a bound array of the run's shape, as onnxruntime's IOBinding takes
+    a pre-allocated output of a dynamic shape; a run making another shape than the array's
+    is refused naming both, and so is an array of another rank or dtype. Binding such an
+    output was refused outright ("no static dtype and shape to bind an array to")."""
+    model = _model(
+        [helper.make_node("Slice", ["x", "st", "e", "ax"], ["y"], name="cut"),
+         helper.make_node("Concat", ["x", "x"], ["z"], axis=1, name="cat")],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4]),
+         _info("e", np.int64, (1,))],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
+         helper.make_tensor_value_info("z", TensorProto.FLOAT, None)],
+        [_ints("st", [1]), _ints("ax", [0])],
+    )
+    lowered = lower(load(model), "6_4")
+    backend = NumpyBackend(fallback)
+    for rows, end in ((5, 3), (3, 100), (6, 1), (5, 3)):
+        feeds = {"x": np.arange(rows * 4, dtype=np.float32).reshape(rows, 4),
+                 "e": np.array([end], np.int64)}
+        want = dict(zip(("y", "z"), _ort(model, feeds)))
+        bound = {name: np.full(value.shape, np.nan, np.float32) for name, value in want.items()}
+        got = backend.run(lowered, feeds, outputs=bound)
+        for name, value in want.items():
+            assert got[name] is bound[name] and same_bits(bound[name], value)
+    feeds = {"x": np.ones((5, 4), np.float32), "e": np.array([3], np.int64)}
+    with pytest.raises(BackendError, match=r"output 'y' is float32\[2, 4\] in this run; the "
+                       r"array bound to it is float32\[3, 4\]"):
+        backend.run(lowered, feeds, outputs={"y": np.zeros((3, 4), np.float32)})
+    with pytest.raises(BackendError, match=r"bound output 'y' cannot take the result: shape "
+                       r"\[2, 4, 1\]"):
+        backend.run(lowered, feeds, outputs={"y": np.zeros((2, 4, 1), np.float32)})
+    with pytest.raises(BackendError, match="dtype float64"):
+        backend.run(lowered, feeds, outputs={"z": np.zeros((5, 8), np.float64)})
+
+
 @pytest.mark.parametrize("second", [slice(4, 22), slice(0, 18)])
 def test_bound_outputs_sharing_memory_are_refused(second: slice, path: str) -> None:
     """Two bound outputs over one buffer: each result would overwrite part of the other (the

@@ -31,6 +31,7 @@ from backends.numpy.fallback import Fallback, get_fallback
 from backends.numpy.plan import DML_ENGINE, Plan, write_bound
 from backends.numpy.runtime import resized
 from backends.numpy.threads import default_threads
+from dmlgraph import folding
 from dmlgraph.dml.enums import FeatureLevel
 from dmlgraph.dml.scalars import is_integer
 from dmlgraph.errors import DmlgraphError
@@ -119,7 +120,7 @@ class NumpyBackend:
                 self.last_record, self._last_ran = record, weakref.ref(graph)
                 return results
         arrays = check_feeds(graph, feeds)
-        bound = check_outputs(graph, outputs or {})
+        bound = check_outputs(graph, outputs or {}, plan.trust)
         earlier: dict[str, np.ndarray] = {}
         for name, array in bound.items():
             for feed, value in arrays.items():
@@ -219,9 +220,20 @@ class NumpyBackend:
         raise mismatch
 
 
-def check_outputs(graph: Graph, outputs: Mapping[str, Any]) -> dict[str, np.ndarray]:
+def check_outputs(
+    graph: Graph, outputs: Mapping[str, Any], trust: folding.PartialShapes | None = None
+) -> dict[str, np.ndarray]:
     """Bound output arrays, once each is a graph output's dtype and shape, contiguous and
-    writable (the results are written into them, nothing is reallocated)."""
+    writable (the results are written into them, nothing is reallocated).
+
+    An output whose sizes are known only at run time (a named or unknown dimension, an
+    unknown rank) takes an array agreeing with the sizes inference knows (all but its dtype
+    left to the run where ``trust`` says onnxruntime may size it otherwise); the run writes
+    it only where its result has the array's shape (``plan.write_bound``), as onnxruntime's
+    IOBinding takes a pre-allocated output of a dynamic shape and fails a run whose shape
+    differs. No descriptor writes such an output in place (a DML node's tensors are
+    static), so no plan buffer is sized by the array. Before, binding one was refused
+    outright ("no static dtype and shape to bind an array to")."""
     checked: dict[str, np.ndarray] = {}
     for name, array in outputs.items():
         if name not in graph.outputs:
@@ -229,18 +241,26 @@ def check_outputs(graph: Graph, outputs: Mapping[str, Any]) -> dict[str, np.ndar
                 f"{graph.source}: bound output {name!r} is not a graph output {graph.outputs}"
             )
         info = graph.tensor(name)
-        shape = info.static_shape
         if not isinstance(array, np.ndarray):
             raise BackendError(f"{graph.source}: bound output {name!r} must be a numpy array")
-        if shape is None or info.dtype is None:
+        if info.dtype is None:
             raise BackendError(
-                f"{graph.source}: output {name!r} has no static dtype and shape ({info!r}) "
-                "to bind an array to"
+                f"{graph.source}: output {name!r} has no known dtype ({info!r}) to bind an "
+                "array to"
             )
         problems = []
         if array.dtype != info.dtype:
             problems.append(f"dtype {array.dtype} (expected {np.dtype(info.dtype)})")
-        if array.shape != shape:
+        shape = info.static_shape
+        if shape is not None:
+            wrong = array.shape != shape
+        else:  # what inference knows of it, unless onnxruntime may make it otherwise
+            shape = info.shape
+            wrong = shape is not None and not (trust and trust.unsure(graph, name)) and (
+                array.ndim != len(shape)
+                or any(type(d) is int and d != n for d, n in zip(shape, array.shape))
+            )
+        if wrong:
             problems.append(f"shape {list(array.shape)} (expected {list(shape)})")
         if not array.flags.c_contiguous:
             problems.append("not C-contiguous")
