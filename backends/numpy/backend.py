@@ -251,17 +251,17 @@ def check_outputs(
         problems = []
         if array.dtype != info.dtype:
             problems.append(f"dtype {array.dtype} (expected {np.dtype(info.dtype)})")
-        shape = info.static_shape
-        if shape is not None:
-            wrong = array.shape != shape
-        else:  # what inference knows of it, unless onnxruntime may make it otherwise
-            shape = info.shape
-            wrong = shape is not None and not (trust and trust.unsure(graph, name)) and (
-                array.ndim != len(shape)
-                or any(type(d) is int and d != n for d, n in zip(shape, array.shape))
+        static = info.static_shape
+        known = info.shape  # what inference knows, unless onnxruntime may make it otherwise
+        if static is not None:
+            wrong = array.shape != static
+        else:
+            wrong = known is not None and not (trust and trust.unsure(graph, name)) and (
+                array.ndim != len(known)
+                or any(type(d) is int and d != n for d, n in zip(known, array.shape))
             )
         if wrong:
-            problems.append(f"shape {list(array.shape)} (expected {list(shape)})")
+            problems.append(f"shape {list(array.shape)} (expected {list(known or ())})")
         if not array.flags.c_contiguous:
             problems.append("not C-contiguous")
         if not array.flags.writeable:
