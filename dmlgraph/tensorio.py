@@ -203,18 +203,14 @@ def _read_npz(path: Path, graph: Graph, stem: str | None) -> tuple[list[_Entry],
             _check_npz_memory(path, data, wanted)
             # a key nothing reads is refused below by its name: its data is never unpacked
             arrays = {
-                key: data[key] if key in wanted else np.empty(0, np.uint8)
+                key: _npz_array(path, data, key) if key in wanted else np.empty(0, np.uint8)
                 for key in data.files
             }
     except TensorIOError:
         raise
     except Exception as exc:
-        hint = ""
-        if "descr" in str(exc) and "<f1" in str(exc):  # np.save of ml_dtypes' float8_e5m2
-            hint = (" (NumPy cannot read back the float8_e5m2 arrays np.save writes: save "
-                    "them as raw bytes, array.view('V1'), or with dmlgraph.tensorio.save_npz)")
         raise TensorIOError(
-            f"{path}: cannot read the .npz: {type(exc).__name__}: {exc}{hint}"
+            f"{path}: cannot read the .npz: {type(exc).__name__}: {exc}"
         ) from None
     keyed = {key: m for key in arrays if (m := _STEM_KEY.match(key))}
     if keyed and len(keyed) == len(arrays) and not set(graph.inputs) & set(arrays):
@@ -244,6 +240,34 @@ def _read_npz(path: Path, graph: Graph, stem: str | None) -> tuple[list[_Entry],
         if key in graph.inputs or key not in graph.outputs:
             inputs.append(_Entry(array, key))
     return inputs, outputs
+
+
+def _npz_array(path: Path, data: Any, key: str) -> np.ndarray:
+    """One member's array, or an error naming its key. NumPy hands a member that is not an
+    .npy file (a pickle named x.npy) back as its bytes, which reached the binding as a
+    tensor (a traceback), and says only "Object arrays cannot be loaded" of a pickled one."""
+    try:
+        value = data[key]
+    except Exception as exc:
+        if isinstance(exc, ValueError) and "allow_pickle" in str(exc):
+            raise TensorIOError(
+                f"{path}: key {key!r} holds an object array, which an .npz stores as a "
+                "pickle; dmlgraph loads no pickles: store strings as a NumPy string array "
+                "(dtype str)"
+            ) from None
+        hint = ""
+        if "descr" in str(exc) and "<f1" in str(exc):  # np.save of ml_dtypes' float8_e5m2
+            hint = (" (NumPy cannot read back the float8_e5m2 arrays np.save writes: save "
+                    "them as raw bytes, array.view('V1'), or with dmlgraph.tensorio.save_npz)")
+        raise TensorIOError(
+            f"{path}: key {key!r}: cannot read its array: {type(exc).__name__}: {exc}{hint}"
+        ) from None
+    if not isinstance(value, np.ndarray):
+        raise TensorIOError(
+            f"{path}: key {key!r} is not a NumPy array (its member is no .npy file, and "
+            "dmlgraph loads no pickles); an .npz holds arrays written by np.save"
+        )
+    return value
 
 
 def _refuse_cases(path: Path, keys: Sequence[str], graph: Graph) -> None:
@@ -379,6 +403,7 @@ def _typed(name: str, array: np.ndarray, graph: Graph) -> np.ndarray:
         and array.dtype.kind == "V"
         and array.dtype.fields is None  # raw bytes; a record is no tensor
         and array.dtype.itemsize == dtype.itemsize
+        and not dtype.hasobject  # bytes are no STRING's references (NumPy raised TypeError)
     ):
         return array.view(dtype)
     if dtype == np.dtype(object) and array.dtype.kind == "U":  # STRING, stored as NumPy's

@@ -483,3 +483,29 @@ def test_an_npz_of_test_cases_says_so(tmp_path) -> None:
              y=cases["attention__1__eager__y"])
     taken = read(tmp_path / "case.npz", graph)
     assert list(taken.inputs) == ["x"] and list(taken.outputs) == ["y"]
+
+
+def test_an_npz_member_that_is_no_npy_file_is_refused_by_its_key(tmp_path) -> None:
+    """NumPy hands a member that is not an .npy file back as its bytes: a pickle stored as
+    x.npy reached the binding as a tensor and ended in a traceback ('bytes' object has no
+    attribute 'dtype'). It is refused by its key, and never unpickled."""
+    import pickle
+    import zipfile
+
+    path = tmp_path / "in.npz"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("x.npy", pickle.dumps(np.zeros((2, 3), np.float32)))
+    with pytest.raises(TensorIOError, match=r"in\.npz: key 'x' is not a NumPy array"):
+        read(path, _one_input())
+    np.savez(tmp_path / "obj.npz", x=np.zeros((2, 3), object))  # pickled by NumPy
+    with pytest.raises(TensorIOError, match=r"obj\.npz: key 'x' holds an object array"):
+        read(tmp_path / "obj.npz", _one_input())
+
+
+def test_raw_bytes_for_a_string_input_are_refused_not_viewed_as_references(tmp_path) -> None:
+    """Raw bytes (V) are viewed as an ml_dtypes type of their width; for a STRING input
+    (object, 8 bytes) the view raised NumPy's TypeError, a traceback."""
+    np.savez(tmp_path / "in.npz", x=np.zeros((2,), "V8"))
+    with pytest.raises(TensorIOError, match=r"input 'x' is \|V8; the graph expects object"):
+        read(tmp_path / "in.npz", _one_input(object, (2,)))
+
