@@ -175,14 +175,49 @@ def _read_folder(path: Path) -> tuple[list[_Entry], list[_Entry]]:
                 raise TensorIOError(f"{numbered[index]}: cannot read: {exc.strerror or exc}") from None
             try:
                 proto.ParseFromString(data)
-                # external data lies beside the file, as ONNX's test runner reads it
-                array = np.array(numpy_helper.to_array(proto, base_dir=str(path)))
             except Exception as exc:
                 raise TensorIOError(
                     f"{numbered[index]}: not a serialized TensorProto: {type(exc).__name__}: {exc}"
                 ) from None
+            array = proto_array(proto, numbered[index])
             entries[kind].append(_Entry(array, proto.name, index, f"file {numbered[index].name!r}"))
     return entries["input"], entries["output"]
+
+
+def proto_array(proto: onnx.TensorProto, file: Path) -> np.ndarray:
+    """The array a test-data file's TensorProto holds, or an error naming the file and the
+    field that is wrong. Sizes are checked first: NumPy reads a dimension of -1 as "the rest",
+    and dims [-1, 3] without data gave a [0, 3] tensor that ran. STRING data is decoded here:
+    onnx's ``to_array`` passes it through a NumPy string array, which drops a string's
+    trailing NULs ("a\\0" came back "a")."""
+    what = f"{file}: TensorProto {proto.name!r}"
+    if any(d < 0 for d in proto.dims):
+        raise TensorIOError(f"{what} has dims {list(proto.dims)}; a dimension is a size >= 0")
+    if proto.data_type == onnx.TensorProto.UNDEFINED or (
+        proto.data_type not in onnx.TensorProto.DataType.values()
+    ):
+        raise TensorIOError(f"{what} has data_type {proto.data_type}, which is no ONNX element "
+                            "type")
+    if proto.data_type == onnx.TensorProto.STRING:  # never external data (ONNX's rule)
+        count = math.prod(proto.dims)
+        if len(proto.string_data) != count:
+            raise TensorIOError(f"{what} holds {len(proto.string_data)} strings for dims "
+                                f"{list(proto.dims)} ({count})")
+        try:
+            texts = [value.decode("utf-8") for value in proto.string_data]
+        except UnicodeDecodeError as exc:
+            raise TensorIOError(f"{what}: a string is not UTF-8: {exc}") from None
+        array = np.empty(len(texts), dtype=object)
+        array[:] = texts
+        return array.reshape(tuple(proto.dims))
+    try:
+        # external data lies beside the file, as ONNX's test runner reads it
+        return np.array(numpy_helper.to_array(proto, base_dir=str(file.parent)))
+    except Exception as exc:
+        raise TensorIOError(
+            f"{what} ({onnx.TensorProto.DataType.Name(proto.data_type)}, dims "
+            f"{list(proto.dims)}) cannot be read: {type(exc).__name__}: {exc}"
+        ) from None
 
 
 def _read_npz(path: Path, graph: Graph, stem: str | None) -> tuple[list[_Entry], list[_Entry]]:
@@ -635,7 +670,10 @@ def save_npz(path: str | os.PathLike[str], arrays: Mapping[str, np.ndarray]) -> 
     as it does. STRING tensors (object arrays) are written as NumPy strings, not pickles, so
     ``read`` (which loads no pickles) reads them back. Returns the path written."""
     target = npz_name(path)
-    stored = {name: _storable(name, np.asanyarray(array)) for name, array in arrays.items()}
+    try:
+        stored = {name: _storable(name, np.asanyarray(array)) for name, array in arrays.items()}
+    except TensorIOError as exc:
+        raise TensorIOError(f"{target}: {exc}") from None
     for name in stored:  # a zip member's name is at most 65535 bytes (zipfile: struct.error)
         if len(f"{name}.npy".encode("utf-8", "surrogatepass")) > 0xFFFF:
             raise TensorIOError(
@@ -658,5 +696,13 @@ def _storable(name: str, array: np.ndarray) -> np.ndarray:
         return array
     for kind in (str, bytes):
         if all(isinstance(v, kind) for v in array.flat):
+            # a NumPy string array drops trailing NULs: "a\0" would read back as "a"
+            nul = "\0" if kind is str else b"\0"
+            ending = next((v for v in array.flat if v.endswith(nul)), None)
+            if ending is not None:
+                raise TensorIOError(
+                    f"tensor {name!r}: the string {ending!r} ends with a NUL, which an .npz "
+                    "(a NumPy string array) drops; write a test-data folder instead"
+                )
             return array.astype(kind)
     raise TensorIOError(f"tensor {name!r}: an object array of strings or bytes alone is stored")

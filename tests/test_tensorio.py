@@ -509,3 +509,56 @@ def test_raw_bytes_for_a_string_input_are_refused_not_viewed_as_references(tmp_p
     with pytest.raises(TensorIOError, match=r"input 'x' is \|V8; the graph expects object"):
         read(tmp_path / "in.npz", _one_input(object, (2,)))
 
+
+def _test_data_file(folder, proto: onnx.TensorProto) -> None:
+    folder.mkdir(exist_ok=True)
+    (folder / "input_0.pb").write_bytes(proto.SerializeToString())
+
+
+@pytest.mark.parametrize("dims, data, fragment", [
+    # NumPy read -1 as "the rest": no data made a [0, 3] tensor, which ran (parity held)
+    ([-1, 3], [], r"'x' has dims \[-1, 3\]; a dimension is a size >= 0"),
+    ([-1, 3], list(range(6)), r"'x' has dims \[-1, 3\]; a dimension is a size >= 0"),
+    ([2, 3], [1.0, 2.0], r"'x' \(FLOAT, dims \[2, 3\]\) cannot be read: .*size 2"),
+])
+def test_a_test_data_file_whose_dims_do_not_hold_is_refused(dims, data, fragment,
+                                                            tmp_path) -> None:
+    proto = onnx.TensorProto(name="x", data_type=TensorProto.FLOAT, dims=dims, float_data=data)
+    _test_data_file(tmp_path / "td", proto)
+    with pytest.raises(TensorIOError, match=r"td/input_0\.pb: TensorProto " + fragment):
+        read(tmp_path / "td", _one_input(np.float32, ("N", 3)))
+
+
+@pytest.mark.parametrize("data_type", [TensorProto.UNDEFINED, 99])
+def test_a_test_data_file_of_no_element_type_says_so(data_type, tmp_path) -> None:
+    """It said "not a serialized TensorProto: KeyError: 99" of a file that parsed."""
+    proto = onnx.TensorProto(name="x", data_type=data_type, dims=[2, 3])
+    _test_data_file(tmp_path / "td", proto)
+    with pytest.raises(TensorIOError, match=f"has data_type {data_type}, which is no ONNX "
+                                            "element type"):
+        read(tmp_path / "td", _one_input())
+
+
+def test_strings_ending_in_nul_read_whole_and_are_never_cut_by_an_npz(tmp_path) -> None:
+    """ONNX strings are bytes; onnx's to_array passes them through a NumPy string array,
+    which drops trailing NULs: "a\\0" was read from a test-data file as "a" (onnxruntime
+    gives "a\\0" back). np.savez's string arrays drop them too: such a tensor is refused in
+    an .npz, named, where a test-data folder keeps it."""
+    values = [b"a\0", b"b", b"\0", b""]
+    proto = onnx.TensorProto(name="x", data_type=TensorProto.STRING, dims=[2, 2],
+                             string_data=values)
+    _test_data_file(tmp_path / "td", proto)
+    graph = _one_input(object, (2, 2))
+    x = read(tmp_path / "td", graph).inputs["x"]
+    assert x.dtype == object and x.reshape(-1).tolist() == ["a\0", "b", "\0", ""]
+    write(tmp_path / "out", graph, {"x": x}, {"y": x})
+    assert read(tmp_path / "out", graph).outputs["y"].reshape(-1).tolist() == x.reshape(-1).tolist()
+    with pytest.raises(TensorIOError, match=r"out\.npz: tensor 'x': the string 'a\\x00' ends "
+                                            "with a NUL"):
+        write(tmp_path / "out.npz", graph, {"x": x}, {"y": x})
+    assert not (tmp_path / "out.npz").exists()
+    bad = onnx.TensorProto(name="x", data_type=TensorProto.STRING, dims=[1],
+                           string_data=[b"\xff"])
+    _test_data_file(tmp_path / "bad", bad)
+    with pytest.raises(TensorIOError, match="a string is not UTF-8"):
+        read(tmp_path / "bad", _one_input(object, (1,)))
