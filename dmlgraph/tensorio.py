@@ -36,6 +36,7 @@ from dmlgraph.canonical import PARAMETER_PORTS
 from dmlgraph.errors import DmlgraphError
 from dmlgraph.dml.scalars import is_integer
 from dmlgraph.ir import Graph, TensorInfo, dims_text
+from dmlgraph.value_info import string_array
 
 
 class TensorIOError(DmlgraphError):
@@ -187,9 +188,8 @@ def _read_folder(path: Path) -> tuple[list[_Entry], list[_Entry]]:
 def proto_array(proto: onnx.TensorProto, file: Path) -> np.ndarray:
     """The array a test-data file's TensorProto holds, or an error naming the file and the
     field that is wrong. Sizes are checked first: NumPy reads a dimension of -1 as "the rest",
-    and dims [-1, 3] without data gave a [0, 3] tensor that ran. STRING data is decoded here:
-    onnx's ``to_array`` passes it through a NumPy string array, which drops a string's
-    trailing NULs ("a\\0" came back "a")."""
+    and dims [-1, 3] without data gave a [0, 3] tensor that ran. STRING data is read as the
+    importer reads it (``string_array``: whole, trailing NULs and all)."""
     what = f"{file}: TensorProto {proto.name!r}"
     if any(d < 0 for d in proto.dims):
         raise TensorIOError(f"{what} has dims {list(proto.dims)}; a dimension is a size >= 0")
@@ -199,17 +199,12 @@ def proto_array(proto: onnx.TensorProto, file: Path) -> np.ndarray:
         raise TensorIOError(f"{what} has data_type {proto.data_type}, which is no ONNX element "
                             "type")
     if proto.data_type == onnx.TensorProto.STRING:  # never external data (ONNX's rule)
-        count = math.prod(proto.dims)
-        if len(proto.string_data) != count:
-            raise TensorIOError(f"{what} holds {len(proto.string_data)} strings for dims "
-                                f"{list(proto.dims)} ({count})")
         try:
-            texts = [value.decode("utf-8") for value in proto.string_data]
+            return string_array(proto)
         except UnicodeDecodeError as exc:
             raise TensorIOError(f"{what}: a string is not UTF-8: {exc}") from None
-        array = np.empty(len(texts), dtype=object)
-        array[:] = texts
-        return array.reshape(tuple(proto.dims))
+        except ValueError as exc:
+            raise TensorIOError(f"{what} holds {exc}") from None
     try:
         # external data lies beside the file, as ONNX's test runner reads it
         return np.array(numpy_helper.to_array(proto, base_dir=str(file.parent)))

@@ -562,3 +562,26 @@ def test_strings_ending_in_nul_read_whole_and_are_never_cut_by_an_npz(tmp_path) 
     _test_data_file(tmp_path / "bad", bad)
     with pytest.raises(TensorIOError, match="a string is not UTF-8"):
         read(tmp_path / "bad", _one_input(object, (1,)))
+
+
+def test_a_string_initializer_ending_in_nul_is_imported_whole() -> None:
+    """The importer read STRING initializers through onnx's to_array too: a Concat with
+    ["k\\0", "\\0"] ran to ["k", ""] on the NumPy backend (``run`` printed it), where
+    onnxruntime on the model keeps the NULs (``check`` failed its parity)."""
+    import onnxruntime
+
+    constant = onnx.TensorProto(name="c", data_type=TensorProto.STRING, dims=[1, 2],
+                                string_data=[b"k\0", b"\0"])
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node("Concat", ["x", "c"], ["y"], axis=0, name="cat")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.STRING, [1, 2])],
+        [helper.make_tensor_value_info("y", TensorProto.STRING, None)], [constant]),
+        opset_imports=[helper.make_opsetid("", 13)])
+    x = np.array([["p", "q\0"]], dtype=object)
+    session = onnxruntime.InferenceSession(model.SerializeToString(),
+                                           providers=["CPUExecutionProvider"])
+    (expected,) = session.run(None, {"x": x})
+    assert expected.reshape(-1).tolist() == ["p", "q\0", "k\0", "\0"]
+    outputs = get_backend("numpy").run(lower(dmlgraph.load(model)), {"x": x})
+    assert outputs["y"].reshape(-1).tolist() == expected.reshape(-1).tolist()
+    assert dmlgraph.check(model, inputs={"x": x}).passed
