@@ -50,10 +50,13 @@ def test_malformed_input_shape_is_a_usage_error(bad, capsys) -> None:
     assert "NAME:D0,D1" in capsys.readouterr().err
 
 
-def test_unknown_feature_level_is_a_usage_error(capsys) -> None:
+@pytest.mark.parametrize("level", ["9_9", "6.04", "06_4", "6_40", "\uff16.\uff14", "\u0666_\u0664"])
+def test_unknown_feature_level_is_a_usage_error(level, capsys) -> None:
+    """"6.04", "06_4" and other scripts' digits ("６.４") were read as 6_4 (int() of each
+    part): a level is written as DirectML names it."""
     with pytest.raises(SystemExit) as info:
         main(["dxdispatch", str(MODELS / "dxdispatch" / "example_join.json"),
-              "--feature-level", "9_9"])
+              "--feature-level", level])
     assert info.value.code == 2
     assert "unknown DirectML feature level" in capsys.readouterr().err
 
