@@ -216,3 +216,12 @@ def test_lower_and_inspect_leave_onnxruntime_unimported() -> None:
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           cwd=Path(__file__).parent.parent)
     assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize("name", ["graph", "graph."])
+def test_viz_to_a_name_without_a_suffix_says_so(name, tmp_path, capsys) -> None:
+    """It said "cannot tell the format from 'no suffix'", quoting those words as the suffix."""
+    assert main(["viz", str(MODELS / "squeezenet1_1.onnx"), "-o", str(tmp_path / name)]) == 2
+    err = capsys.readouterr().err
+    assert f"{name}: cannot tell the format without a suffix (use one of .dot" in err
+    assert err.count("\n") == 1
