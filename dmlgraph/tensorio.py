@@ -35,6 +35,7 @@ from dmlgraph import files
 from dmlgraph.canonical import PARAMETER_PORTS
 from dmlgraph.errors import DmlgraphError
 from dmlgraph.dml.scalars import is_integer
+from dmlgraph.dtypes import DTYPE_TO_ELEM_TYPE
 from dmlgraph.ir import Graph, TensorInfo, dims_text
 from dmlgraph.value_info import string_array
 
@@ -101,7 +102,21 @@ def read(
         raise TensorIOError(f"{path}: {exc}") from None
     for name, array in typed.items():
         _check_input(path, graph, name, array)
+    for name, array in stored.items():
+        _check_output(path, graph, name, array)
     return TensorSet(typed, stored)
+
+
+def _check_output(path: Path, graph: Graph, name: str, array: np.ndarray) -> None:
+    """A stored output of another tensor type is compared (and fails, naming both); one of
+    no tensor type (raw bytes of another width, a record) cannot be, and ended the
+    comparison in NumPy's TypeError, a traceback."""
+    if array.dtype.kind == "V" and array.dtype not in DTYPE_TO_ELEM_TYPE:  # bfloat16 is "V"
+        made = graph.tensor(name).dtype
+        raise TensorIOError(
+            f"{path}: output {name!r} is {array.dtype}, which is no tensor type"
+            + (f"; the graph makes {made}" if made is not None else "")
+        )
 
 
 def _check_input(path: Path, graph: Graph, name: str, array: np.ndarray) -> None:

@@ -585,3 +585,20 @@ def test_a_string_initializer_ending_in_nul_is_imported_whole() -> None:
     outputs = get_backend("numpy").run(lower(dmlgraph.load(model)), {"x": x})
     assert outputs["y"].reshape(-1).tolist() == expected.reshape(-1).tolist()
     assert dmlgraph.check(model, inputs={"x": x}).passed
+
+
+@pytest.mark.parametrize("stored", [np.zeros((2, 3), "V2"), np.zeros((2, 3), [("a", "<f4")])])
+def test_a_stored_output_of_no_tensor_type_is_refused(stored, tmp_path) -> None:
+    """Raw bytes of another width than the output's, or a record, reached the comparison
+    (``check --expected``), which ended in NumPy's TypeError ("Cannot compare structured or
+    void to non-void arrays"), a traceback. A stored output of another tensor type is still
+    compared, and fails naming both."""
+    x = np.zeros((2, 3), np.float32)
+    np.savez(tmp_path / "out.npz", x=x, y=stored)
+    with pytest.raises(TensorIOError, match=r"out\.npz: output 'y' is .*, which is no tensor "
+                                            r"type; the graph makes float32"):
+        read(tmp_path / "out.npz", _one_input())
+    raw = x.astype(ml_dtypes.bfloat16).view("V2")  # as save_npz stores bfloat16: viewed back
+    np.savez(tmp_path / "bf.npz", x=raw, y=raw)
+    read_back = read(tmp_path / "bf.npz", _one_input(ml_dtypes.bfloat16))
+    assert read_back.outputs["y"].dtype == ml_dtypes.bfloat16
