@@ -103,11 +103,11 @@ def read(
     for name, array in typed.items():
         _check_input(path, graph, name, array)
     for name, array in stored.items():
-        _check_output(path, graph, name, array)
+        check_output(path, graph, name, array)
     return TensorSet(typed, stored)
 
 
-def _check_output(path: Path, graph: Graph, name: str, array: np.ndarray) -> None:
+def check_output(path: Path | str, graph: Graph, name: str, array: np.ndarray) -> None:
     """A stored output of another tensor type is compared (and fails, naming both); one of
     no tensor type (raw bytes of another width, a record) cannot be, and ended the
     comparison in NumPy's TypeError, a traceback."""

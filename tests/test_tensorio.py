@@ -602,3 +602,17 @@ def test_a_stored_output_of_no_tensor_type_is_refused(stored, tmp_path) -> None:
     np.savez(tmp_path / "bf.npz", x=raw, y=raw)
     read_back = read(tmp_path / "bf.npz", _one_input(ml_dtypes.bfloat16))
     assert read_back.outputs["y"].dtype == ml_dtypes.bfloat16
+
+
+def test_expected_arrays_of_no_tensor_type_are_refused_by_check() -> None:
+    """``check(expected={...})`` took raw bytes for an output to the comparison too, and
+    raised NumPy's TypeError."""
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node("Identity", ["x"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])]),
+        opset_imports=[helper.make_opsetid("", 13)])
+    x = np.zeros(2, np.float32)
+    with pytest.raises(TensorIOError,
+                       match=r"the expected arrays: output 'y' is \|V2, which is no tensor type"):
+        dmlgraph.check(model, inputs={"x": x}, expected={"y": np.zeros(2, "V2")})
