@@ -846,6 +846,8 @@ def _tensors(
     if isinstance(expected, Mapping):
         stored = _arrays(expected, "expected")
         held = {k: stored[k] for k in graph.inputs if k in stored}
+        for name in set(stored) & set(graph.outputs):
+            tensorio.check_output(where, graph, name, stored[name])
     elif expected is not None:
         tensors = tensorio.read(expected, graph, stem=stem, require_inputs=False)
         stored, held = tensors.outputs, tensors.inputs

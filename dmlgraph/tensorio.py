@@ -35,7 +35,9 @@ from dmlgraph import files
 from dmlgraph.canonical import PARAMETER_PORTS
 from dmlgraph.errors import DmlgraphError
 from dmlgraph.dml.scalars import is_integer
+from dmlgraph.dtypes import DTYPE_TO_ELEM_TYPE
 from dmlgraph.ir import Graph, TensorInfo, dims_text
+from dmlgraph.value_info import string_array
 
 
 class TensorIOError(DmlgraphError):
@@ -100,7 +102,21 @@ def read(
         raise TensorIOError(f"{path}: {exc}") from None
     for name, array in typed.items():
         _check_input(path, graph, name, array)
+    for name, array in stored.items():
+        check_output(path, graph, name, array)
     return TensorSet(typed, stored)
+
+
+def check_output(path: Path | str, graph: Graph, name: str, array: np.ndarray) -> None:
+    """A stored output of another tensor type is compared (and fails, naming both); one of
+    no tensor type (raw bytes of another width, a record) cannot be, and ended the
+    comparison in NumPy's TypeError, a traceback."""
+    if array.dtype.kind == "V" and array.dtype not in DTYPE_TO_ELEM_TYPE:  # bfloat16 is "V"
+        made = graph.tensor(name).dtype
+        raise TensorIOError(
+            f"{path}: output {name!r} is {array.dtype}, which is no tensor type"
+            + (f"; the graph makes {made}" if made is not None else "")
+        )
 
 
 def _check_input(path: Path, graph: Graph, name: str, array: np.ndarray) -> None:
@@ -175,14 +191,43 @@ def _read_folder(path: Path) -> tuple[list[_Entry], list[_Entry]]:
                 raise TensorIOError(f"{numbered[index]}: cannot read: {exc.strerror or exc}") from None
             try:
                 proto.ParseFromString(data)
-                # external data lies beside the file, as ONNX's test runner reads it
-                array = np.array(numpy_helper.to_array(proto, base_dir=str(path)))
             except Exception as exc:
                 raise TensorIOError(
                     f"{numbered[index]}: not a serialized TensorProto: {type(exc).__name__}: {exc}"
                 ) from None
+            array = proto_array(proto, numbered[index])
             entries[kind].append(_Entry(array, proto.name, index, f"file {numbered[index].name!r}"))
     return entries["input"], entries["output"]
+
+
+def proto_array(proto: onnx.TensorProto, file: Path) -> np.ndarray:
+    """The array a test-data file's TensorProto holds, or an error naming the file and the
+    field that is wrong. Sizes are checked first: NumPy reads a dimension of -1 as "the rest",
+    and dims [-1, 3] without data gave a [0, 3] tensor that ran. STRING data is read as the
+    importer reads it (``string_array``: whole, trailing NULs and all)."""
+    what = f"{file}: TensorProto {proto.name!r}"
+    if any(d < 0 for d in proto.dims):
+        raise TensorIOError(f"{what} has dims {list(proto.dims)}; a dimension is a size >= 0")
+    if proto.data_type == onnx.TensorProto.UNDEFINED or (
+        proto.data_type not in onnx.TensorProto.DataType.values()
+    ):
+        raise TensorIOError(f"{what} has data_type {proto.data_type}, which is no ONNX element "
+                            "type")
+    if proto.data_type == onnx.TensorProto.STRING:  # never external data (ONNX's rule)
+        try:
+            return string_array(proto)
+        except UnicodeDecodeError as exc:
+            raise TensorIOError(f"{what}: a string is not UTF-8: {exc}") from None
+        except ValueError as exc:
+            raise TensorIOError(f"{what} holds {exc}") from None
+    try:
+        # external data lies beside the file, as ONNX's test runner reads it
+        return np.array(numpy_helper.to_array(proto, base_dir=str(file.parent)))
+    except Exception as exc:
+        raise TensorIOError(
+            f"{what} ({onnx.TensorProto.DataType.Name(proto.data_type)}, dims "
+            f"{list(proto.dims)}) cannot be read: {type(exc).__name__}: {exc}"
+        ) from None
 
 
 def _read_npz(path: Path, graph: Graph, stem: str | None) -> tuple[list[_Entry], list[_Entry]]:
@@ -203,18 +248,14 @@ def _read_npz(path: Path, graph: Graph, stem: str | None) -> tuple[list[_Entry],
             _check_npz_memory(path, data, wanted)
             # a key nothing reads is refused below by its name: its data is never unpacked
             arrays = {
-                key: data[key] if key in wanted else np.empty(0, np.uint8)
+                key: _npz_array(path, data, key) if key in wanted else np.empty(0, np.uint8)
                 for key in data.files
             }
     except TensorIOError:
         raise
     except Exception as exc:
-        hint = ""
-        if "descr" in str(exc) and "<f1" in str(exc):  # np.save of ml_dtypes' float8_e5m2
-            hint = (" (NumPy cannot read back the float8_e5m2 arrays np.save writes: save "
-                    "them as raw bytes, array.view('V1'), or with dmlgraph.tensorio.save_npz)")
         raise TensorIOError(
-            f"{path}: cannot read the .npz: {type(exc).__name__}: {exc}{hint}"
+            f"{path}: cannot read the .npz: {type(exc).__name__}: {exc}"
         ) from None
     keyed = {key: m for key in arrays if (m := _STEM_KEY.match(key))}
     if keyed and len(keyed) == len(arrays) and not set(graph.inputs) & set(arrays):
@@ -244,6 +285,34 @@ def _read_npz(path: Path, graph: Graph, stem: str | None) -> tuple[list[_Entry],
         if key in graph.inputs or key not in graph.outputs:
             inputs.append(_Entry(array, key))
     return inputs, outputs
+
+
+def _npz_array(path: Path, data: Any, key: str) -> np.ndarray:
+    """One member's array, or an error naming its key. NumPy hands a member that is not an
+    .npy file (a pickle named x.npy) back as its bytes, which reached the binding as a
+    tensor (a traceback), and says only "Object arrays cannot be loaded" of a pickled one."""
+    try:
+        value = data[key]
+    except Exception as exc:
+        if isinstance(exc, ValueError) and "allow_pickle" in str(exc):
+            raise TensorIOError(
+                f"{path}: key {key!r} holds an object array, which an .npz stores as a "
+                "pickle; dmlgraph loads no pickles: store strings as a NumPy string array "
+                "(dtype str)"
+            ) from None
+        hint = ""
+        if "descr" in str(exc) and "<f1" in str(exc):  # np.save of ml_dtypes' float8_e5m2
+            hint = (" (NumPy cannot read back the float8_e5m2 arrays np.save writes: save "
+                    "them as raw bytes, array.view('V1'), or with dmlgraph.tensorio.save_npz)")
+        raise TensorIOError(
+            f"{path}: key {key!r}: cannot read its array: {type(exc).__name__}: {exc}{hint}"
+        ) from None
+    if not isinstance(value, np.ndarray):
+        raise TensorIOError(
+            f"{path}: key {key!r} is not a NumPy array (its member is no .npy file, and "
+            "dmlgraph loads no pickles); an .npz holds arrays written by np.save"
+        )
+    return value
 
 
 def _refuse_cases(path: Path, keys: Sequence[str], graph: Graph) -> None:
@@ -379,6 +448,7 @@ def _typed(name: str, array: np.ndarray, graph: Graph) -> np.ndarray:
         and array.dtype.kind == "V"
         and array.dtype.fields is None  # raw bytes; a record is no tensor
         and array.dtype.itemsize == dtype.itemsize
+        and not dtype.hasobject  # bytes are no STRING's references (NumPy raised TypeError)
     ):
         return array.view(dtype)
     if dtype == np.dtype(object) and array.dtype.kind == "U":  # STRING, stored as NumPy's
@@ -610,7 +680,10 @@ def save_npz(path: str | os.PathLike[str], arrays: Mapping[str, np.ndarray]) -> 
     as it does. STRING tensors (object arrays) are written as NumPy strings, not pickles, so
     ``read`` (which loads no pickles) reads them back. Returns the path written."""
     target = npz_name(path)
-    stored = {name: _storable(name, np.asanyarray(array)) for name, array in arrays.items()}
+    try:
+        stored = {name: _storable(name, np.asanyarray(array)) for name, array in arrays.items()}
+    except TensorIOError as exc:
+        raise TensorIOError(f"{target}: {exc}") from None
     for name in stored:  # a zip member's name is at most 65535 bytes (zipfile: struct.error)
         if len(f"{name}.npy".encode("utf-8", "surrogatepass")) > 0xFFFF:
             raise TensorIOError(
@@ -633,5 +706,13 @@ def _storable(name: str, array: np.ndarray) -> np.ndarray:
         return array
     for kind in (str, bytes):
         if all(isinstance(v, kind) for v in array.flat):
+            # a NumPy string array drops trailing NULs: "a\0" would read back as "a"
+            nul = "\0" if kind is str else b"\0"
+            ending = next((v for v in array.flat if v.endswith(nul)), None)
+            if ending is not None:
+                raise TensorIOError(
+                    f"tensor {name!r}: the string {ending!r} ends with a NUL, which an .npz "
+                    "(a NumPy string array) drops; write a test-data folder instead"
+                )
             return array.astype(kind)
     raise TensorIOError(f"tensor {name!r}: an object array of strings or bytes alone is stored")

@@ -126,13 +126,27 @@ def tensor_array(tensor: TensorProto, where: str) -> np.ndarray:
             f"of a {TensorProto.DataType.Name(tensor.data_type)}"
         )
     try:
-        array = numpy_helper.to_array(tensor)
+        array = (string_array(tensor) if tensor.data_type == TensorProto.STRING
+                 else numpy_helper.to_array(tensor))
     except Exception as exc:
         raise ModelLoadError(f"{where}: tensor {tensor.name!r} cannot be read: {exc}") from None
     if not owned(array):
         array = np.array(array)  # own the data: the proto's buffers are not ours to keep
     array.flags.writeable = False
     return array
+
+
+def string_array(tensor: TensorProto) -> np.ndarray:
+    """A STRING tensor's values, an object array of str. onnx's ``to_array`` passes them
+    through a NumPy string array, which drops trailing NULs: "a\\0" came back "a", where
+    onnxruntime keeps it. Raises ValueError (UnicodeDecodeError among them) for strings that
+    are not UTF-8 or do not fill the dims."""
+    count = math.prod(tensor.dims)
+    if len(tensor.string_data) != count:
+        raise ValueError(f"{len(tensor.string_data)} strings for dims {list(tensor.dims)}")
+    array = np.empty(count, dtype=object)
+    array[:] = [value.decode("utf-8") for value in tensor.string_data]
+    return array.reshape(tuple(tensor.dims))
 
 
 def raw_array(tensor: TensorProto) -> np.ndarray | None:

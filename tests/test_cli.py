@@ -50,10 +50,13 @@ def test_malformed_input_shape_is_a_usage_error(bad, capsys) -> None:
     assert "NAME:D0,D1" in capsys.readouterr().err
 
 
-def test_unknown_feature_level_is_a_usage_error(capsys) -> None:
+@pytest.mark.parametrize("level", ["9_9", "6.04", "06_4", "6_40", "\uff16.\uff14", "\u0666_\u0664"])
+def test_unknown_feature_level_is_a_usage_error(level, capsys) -> None:
+    """"6.04", "06_4" and other scripts' digits ("６.４") were read as 6_4 (int() of each
+    part): a level is written as DirectML names it."""
     with pytest.raises(SystemExit) as info:
         main(["dxdispatch", str(MODELS / "dxdispatch" / "example_join.json"),
-              "--feature-level", "9_9"])
+              "--feature-level", level])
     assert info.value.code == 2
     assert "unknown DirectML feature level" in capsys.readouterr().err
 
@@ -213,3 +216,12 @@ def test_lower_and_inspect_leave_onnxruntime_unimported() -> None:
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           cwd=Path(__file__).parent.parent)
     assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize("name", ["graph", "graph."])
+def test_viz_to_a_name_without_a_suffix_says_so(name, tmp_path, capsys) -> None:
+    """It said "cannot tell the format from 'no suffix'", quoting those words as the suffix."""
+    assert main(["viz", str(MODELS / "squeezenet1_1.onnx"), "-o", str(tmp_path / name)]) == 2
+    err = capsys.readouterr().err
+    assert f"{name}: cannot tell the format without a suffix (use one of .dot" in err
+    assert err.count("\n") == 1

@@ -483,3 +483,136 @@ def test_an_npz_of_test_cases_says_so(tmp_path) -> None:
              y=cases["attention__1__eager__y"])
     taken = read(tmp_path / "case.npz", graph)
     assert list(taken.inputs) == ["x"] and list(taken.outputs) == ["y"]
+
+
+def test_an_npz_member_that_is_no_npy_file_is_refused_by_its_key(tmp_path) -> None:
+    """NumPy hands a member that is not an .npy file back as its bytes: a pickle stored as
+    x.npy reached the binding as a tensor and ended in a traceback ('bytes' object has no
+    attribute 'dtype'). It is refused by its key, and never unpickled."""
+    import pickle
+    import zipfile
+
+    path = tmp_path / "in.npz"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("x.npy", pickle.dumps(np.zeros((2, 3), np.float32)))
+    with pytest.raises(TensorIOError, match=r"in\.npz: key 'x' is not a NumPy array"):
+        read(path, _one_input())
+    np.savez(tmp_path / "obj.npz", x=np.zeros((2, 3), object))  # pickled by NumPy
+    with pytest.raises(TensorIOError, match=r"obj\.npz: key 'x' holds an object array"):
+        read(tmp_path / "obj.npz", _one_input())
+
+
+def test_raw_bytes_for_a_string_input_are_refused_not_viewed_as_references(tmp_path) -> None:
+    """Raw bytes (V) are viewed as an ml_dtypes type of their width; for a STRING input
+    (object, 8 bytes) the view raised NumPy's TypeError, a traceback."""
+    np.savez(tmp_path / "in.npz", x=np.zeros((2,), "V8"))
+    with pytest.raises(TensorIOError, match=r"input 'x' is \|V8; the graph expects object"):
+        read(tmp_path / "in.npz", _one_input(object, (2,)))
+
+
+def _test_data_file(folder, proto: onnx.TensorProto) -> None:
+    folder.mkdir(exist_ok=True)
+    (folder / "input_0.pb").write_bytes(proto.SerializeToString())
+
+
+@pytest.mark.parametrize("dims, data, fragment", [
+    # NumPy read -1 as "the rest": no data made a [0, 3] tensor, which ran (parity held)
+    ([-1, 3], [], r"'x' has dims \[-1, 3\]; a dimension is a size >= 0"),
+    ([-1, 3], list(range(6)), r"'x' has dims \[-1, 3\]; a dimension is a size >= 0"),
+    ([2, 3], [1.0, 2.0], r"'x' \(FLOAT, dims \[2, 3\]\) cannot be read: .*size 2"),
+])
+def test_a_test_data_file_whose_dims_do_not_hold_is_refused(dims, data, fragment,
+                                                            tmp_path) -> None:
+    proto = onnx.TensorProto(name="x", data_type=TensorProto.FLOAT, dims=dims, float_data=data)
+    _test_data_file(tmp_path / "td", proto)
+    with pytest.raises(TensorIOError, match=r"td/input_0\.pb: TensorProto " + fragment):
+        read(tmp_path / "td", _one_input(np.float32, ("N", 3)))
+
+
+@pytest.mark.parametrize("data_type", [TensorProto.UNDEFINED, 99])
+def test_a_test_data_file_of_no_element_type_says_so(data_type, tmp_path) -> None:
+    """It said "not a serialized TensorProto: KeyError: 99" of a file that parsed."""
+    proto = onnx.TensorProto(name="x", data_type=data_type, dims=[2, 3])
+    _test_data_file(tmp_path / "td", proto)
+    with pytest.raises(TensorIOError, match=f"has data_type {data_type}, which is no ONNX "
+                                            "element type"):
+        read(tmp_path / "td", _one_input())
+
+
+def test_strings_ending_in_nul_read_whole_and_are_never_cut_by_an_npz(tmp_path) -> None:
+    """ONNX strings are bytes; onnx's to_array passes them through a NumPy string array,
+    which drops trailing NULs: "a\\0" was read from a test-data file as "a" (onnxruntime
+    gives "a\\0" back). np.savez's string arrays drop them too: such a tensor is refused in
+    an .npz, named, where a test-data folder keeps it."""
+    values = [b"a\0", b"b", b"\0", b""]
+    proto = onnx.TensorProto(name="x", data_type=TensorProto.STRING, dims=[2, 2],
+                             string_data=values)
+    _test_data_file(tmp_path / "td", proto)
+    graph = _one_input(object, (2, 2))
+    x = read(tmp_path / "td", graph).inputs["x"]
+    assert x.dtype == object and x.reshape(-1).tolist() == ["a\0", "b", "\0", ""]
+    write(tmp_path / "out", graph, {"x": x}, {"y": x})
+    assert read(tmp_path / "out", graph).outputs["y"].reshape(-1).tolist() == x.reshape(-1).tolist()
+    with pytest.raises(TensorIOError, match=r"out\.npz: tensor 'x': the string 'a\\x00' ends "
+                                            "with a NUL"):
+        write(tmp_path / "out.npz", graph, {"x": x}, {"y": x})
+    assert not (tmp_path / "out.npz").exists()
+    bad = onnx.TensorProto(name="x", data_type=TensorProto.STRING, dims=[1],
+                           string_data=[b"\xff"])
+    _test_data_file(tmp_path / "bad", bad)
+    with pytest.raises(TensorIOError, match="a string is not UTF-8"):
+        read(tmp_path / "bad", _one_input(object, (1,)))
+
+
+def test_a_string_initializer_ending_in_nul_is_imported_whole() -> None:
+    """The importer read STRING initializers through onnx's to_array too: a Concat with
+    ["k\\0", "\\0"] ran to ["k", ""] on the NumPy backend (``run`` printed it), where
+    onnxruntime on the model keeps the NULs (``check`` failed its parity)."""
+    import onnxruntime
+
+    constant = onnx.TensorProto(name="c", data_type=TensorProto.STRING, dims=[1, 2],
+                                string_data=[b"k\0", b"\0"])
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node("Concat", ["x", "c"], ["y"], axis=0, name="cat")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.STRING, [1, 2])],
+        [helper.make_tensor_value_info("y", TensorProto.STRING, None)], [constant]),
+        opset_imports=[helper.make_opsetid("", 13)])
+    x = np.array([["p", "q\0"]], dtype=object)
+    session = onnxruntime.InferenceSession(model.SerializeToString(),
+                                           providers=["CPUExecutionProvider"])
+    (expected,) = session.run(None, {"x": x})
+    assert expected.reshape(-1).tolist() == ["p", "q\0", "k\0", "\0"]
+    outputs = get_backend("numpy").run(lower(dmlgraph.load(model)), {"x": x})
+    assert outputs["y"].reshape(-1).tolist() == expected.reshape(-1).tolist()
+    assert dmlgraph.check(model, inputs={"x": x}).passed
+
+
+@pytest.mark.parametrize("stored", [np.zeros((2, 3), "V2"), np.zeros((2, 3), [("a", "<f4")])])
+def test_a_stored_output_of_no_tensor_type_is_refused(stored, tmp_path) -> None:
+    """Raw bytes of another width than the output's, or a record, reached the comparison
+    (``check --expected``), which ended in NumPy's TypeError ("Cannot compare structured or
+    void to non-void arrays"), a traceback. A stored output of another tensor type is still
+    compared, and fails naming both."""
+    x = np.zeros((2, 3), np.float32)
+    np.savez(tmp_path / "out.npz", x=x, y=stored)
+    with pytest.raises(TensorIOError, match=r"out\.npz: output 'y' is .*, which is no tensor "
+                                            r"type; the graph makes float32"):
+        read(tmp_path / "out.npz", _one_input())
+    raw = x.astype(ml_dtypes.bfloat16).view("V2")  # as save_npz stores bfloat16: viewed back
+    np.savez(tmp_path / "bf.npz", x=raw, y=raw)
+    read_back = read(tmp_path / "bf.npz", _one_input(ml_dtypes.bfloat16))
+    assert read_back.outputs["y"].dtype == ml_dtypes.bfloat16
+
+
+def test_expected_arrays_of_no_tensor_type_are_refused_by_check() -> None:
+    """``check(expected={...})`` took raw bytes for an output to the comparison too, and
+    raised NumPy's TypeError."""
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node("Identity", ["x"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])]),
+        opset_imports=[helper.make_opsetid("", 13)])
+    x = np.zeros(2, np.float32)
+    with pytest.raises(TensorIOError,
+                       match=r"the expected arrays: output 'y' is \|V2, which is no tensor type"):
+        dmlgraph.check(model, inputs={"x": x}, expected={"y": np.zeros(2, "V2")})

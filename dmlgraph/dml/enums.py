@@ -122,9 +122,10 @@ class FeatureLevel(_DmlEnum):
             upper = text.upper()
             if upper.startswith("DML_FEATURE_LEVEL_"):
                 upper = upper[len("DML_FEATURE_LEVEL_"):]
-            match = re.fullmatch(r"(\d+)[._](\d+)", upper)
+            # digits as written: int() read "6.04" and "06_4" as 6_4, and any script's digits
+            match = re.fullmatch(r"([0-9]+)[._]([0-9]+)", upper)
             if match:
-                member = cls.__members__.get(f"L{int(match[1])}_{int(match[2])}")
+                member = cls.__members__.get(f"L{match[1]}_{match[2]}")
                 if member is not None:
                     return member
         raise EnumValueError(_unknown_level(value))

@@ -30,8 +30,8 @@ def check_target(path: str | Path) -> None:
         if not suffix and path.name.lower() in FORMATS:  # Path(".html").suffix is ""
             raise VizError(f"{path}: {path.name!r} names a hidden file with no suffix, not a "
                            f"format; give the file a name, as 'graph{path.name}'")
-        raise VizError(f"{path}: cannot tell the format from {suffix or 'no suffix'!r} "
-                       f"(use one of {known})")
+        told = f"from {suffix!r}" if suffix else "without a suffix"  # not from "'no suffix'"
+        raise VizError(f"{path}: cannot tell the format {told} (use one of {known})")
     if suffix == ".svg" and _dot.graphviz() is None:  # read where tests replace it
         raise _dot.no_graphviz(path)
 
