@@ -230,9 +230,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         print("  (the graph declares no outputs)")
     if args.output:
         tensorio.write(args.output, graph, feeds, outputs)
-        where = args.output if tensorio.is_npz(args.output) else (
+        npz = tensorio.is_npz(args.output)
+        where = args.output if npz else (
             f"the test-data folder {args.output}{os.sep}")  # a name without .npz is a folder
-        print(visible(f"saved {len(feeds)} input(s) and {len(outputs)} output(s) to {where}"))
+        # a folder holds a file for each listing of an output, an .npz a key for each name
+        saved = len(outputs) if npz else len(graph.outputs)
+        print(visible(f"saved {len(feeds)} input(s) and {saved} output(s) to {where}"))
     return 0
 
 

@@ -225,3 +225,26 @@ def test_viz_to_a_name_without_a_suffix_says_so(name, tmp_path, capsys) -> None:
     err = capsys.readouterr().err
     assert f"{name}: cannot tell the format without a suffix (use one of .dot" in err
     assert err.count("\n") == 1
+
+
+@pytest.mark.parametrize("target", ["out", "out.npz"])
+def test_run_says_how_many_outputs_it_saved_when_one_is_listed_twice(
+    tmp_path: Path, capsys, target: str
+) -> None:
+    """A graph listing one output twice: a test-data folder holds a file for each listing (2),
+    an .npz one key (1); `run -o` said 1 for both."""
+    from onnx import TensorProto, helper
+
+    from dmlgraph import load, tensorio
+
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])
+    model = _save(tmp_path, [helper.make_node("Relu", ["x"], ["y"])],
+                  [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])], [y, y])
+    out = tmp_path / target
+    assert main(["run", model, "-o", str(out)]) == 0
+    listed = 2 if target == "out" else 1
+    assert f"saved 1 input(s) and {listed} output(s)" in capsys.readouterr().out
+    if target == "out":
+        assert sorted(p.name for p in out.iterdir()) == ["input_0.pb", "output_0.pb",
+                                                         "output_1.pb"]
+    assert len(tensorio.read(out, load(model)).outputs) == 1
