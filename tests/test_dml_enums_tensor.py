@@ -13,7 +13,8 @@ from dmlgraph.dml import (
     TensorFlags,
     calc_buffer_tensor_size,
 )
-from dmlgraph.dml.enums import GraphEdgeType
+from dmlgraph.dml import enums
+from dmlgraph.dml.enums import ExecutionFlags, GraphEdgeType, TensorType
 
 # Transcribed from directml.h (DML_SPEC.md section 1).
 DIRECTML_H = {
@@ -26,8 +27,11 @@ DIRECTML_H = {
                      "UINT64": 10, "INT64": 11, "UINT4": 12, "INT4": 13},
     PaddingMode: {"CONSTANT": 0, "EDGE": 1, "REFLECTION": 2, "SYMMETRIC": 3, "WRAP": 4},
     TensorFlags: {"NONE": 0, "OWNED_BY_DML": 1},
-    GraphEdgeType: {"INPUT": 1, "OUTPUT": 2, "INTERMEDIATE": 3},
-    OperatorType: {"ELEMENT_WISE_IDENTITY": 1, "SLICE": 60, "CAST": 61, "SPLIT": 62,
+    GraphEdgeType: {"INVALID": 0, "INPUT": 1, "OUTPUT": 2, "INTERMEDIATE": 3},
+    TensorType: {"INVALID": 0, "BUFFER": 1},
+    ExecutionFlags: {"NONE": 0, "ALLOW_HALF_PRECISION_COMPUTATION": 1,
+                     "DISABLE_META_COMMANDS": 2, "DESCRIPTORS_VOLATILE": 4},
+    OperatorType: {"INVALID": 0, "ELEMENT_WISE_IDENTITY": 1, "SLICE": 60, "CAST": 61, "SPLIT": 62,
                    "JOIN": 63, "PADDING": 64, "GATHER": 67, "FILL_VALUE_CONSTANT": 103,
                    "SLICE1": 111, "PADDING1": 155},
 }
@@ -37,6 +41,13 @@ DIRECTML_H = {
 def test_enum_values_match_directml_h(enum_cls) -> None:
     for name, value in DIRECTML_H[enum_cls].items():
         assert enum_cls[name] == value
+
+
+def test_constants_match_directml_h() -> None:
+    """DML_TENSOR_DIMENSION_COUNT_MAX (before FL 3.0), ..._MAX1, and the buffer alignment."""
+    assert enums.TENSOR_DIMENSION_COUNT_MAX == 5
+    assert enums.TENSOR_DIMENSION_COUNT_MAX1 == 8
+    assert enums.MINIMUM_BUFFER_TENSOR_ALIGNMENT == 16
 
 
 def test_full_names() -> None:

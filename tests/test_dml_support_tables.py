@@ -122,6 +122,13 @@ def test_rejection_weighs_every_requirement_for_the_accepting_level() -> None:
     with pytest.raises(DmlValidationError) as info:
         desc.validate("2_1")
     assert info.value.min_level == "DML_FEATURE_LEVEL_4_1"
+    # each broken requirement names its field and value, not only the first: the type's
+    # clause said "also DML_OPERATOR_SLICE1 supports FLOAT16, ..." without naming INT64
+    assert info.value.field == "InputTensor.DimensionCount" and info.value.value == 3
+    assert "supports 4 to 5 dimensions" in info.value.rule
+    assert ("; also InputTensor.DataType = 'DML_TENSOR_DATA_TYPE_INT64': DML_OPERATOR_SLICE1 "
+            "supports FLOAT16") in info.value.rule
+    assert info.value.rule.count("; also") == 1  # the output's same rules are not repeated
 
 
 def test_wrap_needs_fl_6_4() -> None:

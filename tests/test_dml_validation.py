@@ -211,6 +211,33 @@ CASES: list[tuple[Callable[..., OperatorDesc], dict[str, Any], str, str]] = [
     (slice_desc, {"input_tensor": (1, 1, 4, 4)}, "InputTensor", "must be a DML_BUFFER_TENSOR_DESC"),
     (join_desc, {"axis": -1}, "Axis", "must fit in UINT"),
     (join_desc, {"input_count": 2**32}, "InputCount", "must fit in UINT"),
+    # rules a conformance audit of the seeds found no test for (each check removed or
+    # loosened, the DML test files still passed)
+    # "This value must match the DimensionCount of the input and output tensors" (seeds
+    # 000/001 for SLICE1; seed 003: "must be the same as ... InputTensor and OutputTensor")
+    (slice1_desc, {"dimension_count": 3, "input_window_offsets": (0, 0, 0),
+                   "input_window_sizes": (1, 1, 4), "input_window_strides": (1, 1, -2)},
+     "DimensionCount", "must match the tensors' DimensionCount (4)"),
+    (padding_desc, {"output_tensor": T("FLOAT32", (1, 1, 8, 4)), "dimension_count": 3,
+                    "start_padding": (0, 0, 1), "end_padding": (0, 0, 3)},
+     "DimensionCount", "must match the tensors' DimensionCount (4)"),
+    (padding1_desc, {"output_tensor": T("INT64", (3, 3)), "dimension_count": 1,
+                     "start_padding": (1,), "end_padding": (0,)},
+     "DimensionCount", "must match the tensors' DimensionCount (2)"),
+    # the offset and padding arrays are UINT: -1 is no offset (NumPy would read it from the end)
+    (slice_desc, {"offsets": (0, 0, -1, 0)}, "Offsets[2]", "must fit in UINT"),
+    (slice1_desc, {"input_window_offsets": (0, 0, 0, -1)}, "InputWindowOffsets[3]",
+     "must fit in UINT"),
+    (padding_desc, {"start_padding": (0, 0, -1, 2), "end_padding": (0, 0, 5, 4)},
+     "StartPadding[2]", "must fit in UINT"),
+    # a tensor's sizes and strides are UINT, and it has at least one dimension (a scalar is [1])
+    (slice_desc, {"input_tensor": T("FLOAT32", (1, 1, 1, 2**32))}, "InputTensor.Sizes[3]",
+     "fit in UINT"),
+    (slice_desc, {"input_tensor": T("FLOAT32", (1, 1, 4, 4), strides=(16, 16, 4, 2**32))},
+     "InputTensor.Strides[3]", "strides are UINT"),
+    (slice_desc, {"input_tensor": T("FLOAT32", ()), "output_tensor": T("FLOAT32", ()),
+                  "offsets": (), "sizes": (), "strides": ()},
+     "InputTensor.DimensionCount", "1 to 8 dimensions (DML_TENSOR_DIMENSION_COUNT_MAX1)"),
 ]
 
 
@@ -238,6 +265,46 @@ def test_padding_value_that_overflows_float32_is_rejected() -> None:
 
 def test_padding_value_is_stored_as_the_float32_the_struct_holds() -> None:
     assert padding_desc(padding_value=0.1).padding_value == float.fromhex("0x1.99999ap-4")
+
+
+@pytest.mark.parametrize("data_type, value, fill", [
+    ("UINT8", -0.5, 0), ("INT8", -128.9, -128), ("INT8", 127.9, 127), ("UINT16", -0.99, 0),
+])
+def test_padding_value_is_truncated_toward_zero_before_its_range_is_checked(
+    data_type: str, value: float, fill: int
+) -> None:
+    """Seed 003: a non-float tensor's value is truncated (10.6 becomes 10), so -0.5 fills a
+    UINT8 with 0 and -128.9 an INT8 with -128: both fit. Rounding down would refuse them."""
+    desc = padding_desc(input_tensor=T(data_type, (1, 1, 4, 4)),
+                        output_tensor=T(data_type, (1, 1, 8, 10)), padding_value=value)
+    desc.validate("2_1")
+    assert desc.fill() == fill
+
+
+# (builder, changes, the value the error must name): the value that breaks the rule, which is
+# not always the one changed (the output's size, the window's offset)
+VALUES: list[tuple[Callable[..., OperatorDesc], dict[str, Any], str, object]] = [
+    (slice_desc, {"offsets": (0, 0, 2, 0)}, "Offsets[2]", 2),
+    (slice1_desc, {"input_window_offsets": (0, 0, 1, 1)}, "InputWindowOffsets[2]", 1),
+    (slice1_desc, {"input_window_strides": (1, 1, -4, 2)}, "OutputTensor.Sizes[2]", 2),
+    (join_desc, {"output_tensor": T("FLOAT32", (1, 1, 2, 8))}, "OutputTensor.Sizes[3]", 8),
+    (join_desc, {"axis": 4}, "Axis", 4),
+    (padding_desc, {"output_tensor": T("FLOAT32", (1, 1, 8, 11))}, "OutputTensor.Sizes[3]", 11),
+    (padding_desc, {"input_tensor": T("INT8", (1, 1, 4, 4)),
+                    "output_tensor": T("INT8", (1, 1, 8, 10)), "padding_value": 200.0},
+     "PaddingValue", 200.0),
+    (padding1_desc, {"padding_value_data_type": "INT32"}, "PaddingValueDataType",
+     "DML_TENSOR_DATA_TYPE_INT32"),
+]
+
+
+@pytest.mark.parametrize("make, changes, field, value", VALUES,
+                         ids=[f"{m.__name__}-{f}" for m, _, f, _ in VALUES])
+def test_error_names_the_offending_value(make, changes, field, value) -> None:
+    with pytest.raises(DmlValidationError) as info:
+        make(**changes).validate("6_4")
+    assert (info.value.field, info.value.value) == (field, value)
+    assert f"{field} = {value!r}:" in str(info.value)
 
 
 def test_padding_value_ignored_outside_constant_mode() -> None:

@@ -167,8 +167,12 @@ class OperatorDesc(ABC):
         failures = self._level_failures(level)
         if failures:
             field, value, rule = failures[0]
-            others = dict.fromkeys(r for _, _, r in failures[1:] if r != rule)
-            rule += "".join(f"; also {r}" for r in others)
+            # every other broken requirement once, with the first field and value breaking it
+            others: dict[str, tuple[str, object]] = {}
+            for other_field, other_value, other_rule in failures[1:]:
+                if other_rule != rule:
+                    others.setdefault(other_rule, (other_field, other_value))
+            rule += "".join(f"; also {f} = {v!r}: {r}" for r, (f, v) in others.items())
             accepting = next(
                 (lv for lv in FeatureLevel if lv > level and not self._level_failures(lv)), None
             )
