@@ -25,7 +25,7 @@ from dmlgraph.dml.operators import (
     Slice1Desc,
     SliceDesc,
 )
-from dmlgraph.dml.support import support_row
+from dmlgraph.dml.support import introduced, support_row
 from dmlgraph.dml.tensor import BufferTensorDesc
 from dmlgraph.errors import DmlValidationError
 from dmlgraph.folding import FOLD_GROWTH_LIMIT_BYTES
@@ -471,7 +471,9 @@ def _pad_by_pieces(plan: Plan, x: str, shape: Shape, axis: int, op: LogicalPad, 
                 f"padding axis {axis} by pieces would list {start + end} border positions "
                 f"(limit {MAX_BORDER_POSITIONS})"
             )
-        index_map, negative = INDEX_MAPS[op.mode], plan.level >= FeatureLevel.L2_1
+        # mirrored runs take SLICE1's negative strides, from the level that introduced it
+        index_map = INDEX_MAPS[op.mode]
+        negative = plan.level >= introduced(OperatorType.SLICE1)
         before = _runs(index_map(np.arange(-start, 0, dtype=np.int64), n), negative)
         after = _runs(index_map(np.arange(n, n + end, dtype=np.int64), n), negative)
         pieces = [*before, interior, *after]
