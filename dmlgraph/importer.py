@@ -344,11 +344,22 @@ def _raw_bytes(tensor: TensorProto) -> int | None:
 def _inline_functions(proto: onnx.ModelProto, source: str) -> onnx.ModelProto:
     """The model with its local functions inlined (``onnx.inliner``), after filling in what
     the inliner leaves out, as onnxruntime reads a function: a caller's omitted attributes
-    take the function's defaults (``attribute_proto``; the inliner dropped them, and a Pad
-    whose mode defaulted to "edge" padded with zeros), the opsets a function alone imports
-    join the model's, and a function written for another ai.onnx opset is converted to the
-    model's (the inliner left its calls in place, refused as an unknown domain)."""
-    _fill_function_defaults(proto)
+    take the function's defaults (``_resolve_function_attributes``; the inliner dropped
+    them, and a Pad whose mode defaulted to "edge" padded with zeros), the opsets a function
+    alone imports join the model's, and a function written for another ai.onnx opset is
+    converted to the model's (the inliner left its calls in place, refused as an unknown
+    domain). A function of a standard domain is left out: a node of that domain names the
+    standard op, as onnxruntime and onnx.reference read it (the inliner replaced a Relu by a
+    function ""::Relu)."""
+    standard = {*SUPPORTED_DOMAINS, *_DOMAIN_ALIASES}
+    kept = [f for f in proto.functions if f.domain not in standard]
+    if len(kept) != len(proto.functions):
+        del proto.functions[:]
+        proto.functions.extend(kept)
+        if not kept:
+            return proto
+    _check_call_domains(proto, source)
+    _resolve_function_attributes(proto)
     _merge_function_opsets(proto, source)
     try:
         import onnx.inliner
@@ -368,22 +379,94 @@ def _inline_functions(proto: onnx.ModelProto, source: str) -> onnx.ModelProto:
     return inlined
 
 
-def _fill_function_defaults(proto: onnx.ModelProto) -> None:
-    """Each call of a local function gets the function's default for every attribute it
-    omits (the private copy ``_read`` made is changed)."""
-    defaults = {
-        (f.domain, f.name): list(f.attribute_proto) for f in proto.functions if f.attribute_proto
-    }
-    if not defaults:
-        return
-    bodies = [proto.graph.node, *(f.node for f in proto.functions)]
-    for nodes in bodies:
+def _check_call_domains(proto: onnx.ModelProto, source: str) -> None:
+    """A call of a local function needs its domain imported (by the model, or by the
+    function making the call), as onnx's checker and onnxruntime require; inlined, the call
+    was gone before the checker could see it."""
+    local = {f.domain for f in proto.functions}
+    bodies = [(proto.graph.node, proto.opset_import, "the model"),
+              *((f.node, f.opset_import, f"local function {f.domain}::{f.name}")
+                for f in proto.functions)]
+    for nodes, opsets, what in bodies:
+        imported = {o.domain for o in opsets}
         for node in nodes:
-            given = defaults.get((node.domain, node.op_type))
-            if given is None:
+            if node.domain in local and node.domain not in imported:
+                raise ModelValidationError(
+                    f"{source}: node {node.name!r} ({node.op_type}) calls a local function of "
+                    f"domain {node.domain!r}, for which {what} imports no opset"
+                )
+
+
+_FunctionKey = tuple[str, str, str]  # domain, name, overload
+
+
+def _resolve_function_attributes(proto: onnx.ModelProto) -> None:
+    """Give every call of a local function the function's default for each attribute it
+    omits, and make an attribute reference to an attribute its caller omits absent before
+    the inliner sees it (the private copy ``_read`` made is changed).
+
+    As ONNX and onnxruntime read a call: an omitted attribute takes the function's default;
+    one that refers (``ref_attr_name``) to an attribute the caller leaves out, of no
+    default, is absent, so an inner function's default holds. The inliner drops defaults,
+    and drops such a reference only as it inlines, after the defaults were filled: a call
+    ``Inner(m=@mm)`` inside ``Outer``, Outer called without ``mm``, lost Inner's default.
+    So a function called with attributes missing is inlined from a copy of its own
+    (``Name__absent_a_b``), whose references to them are removed and whose calls are
+    resolved again. Functions are told apart by overload too."""
+    functions: dict[_FunctionKey, onnx.FunctionProto] = {
+        (f.domain, f.name, f.overload): f for f in proto.functions
+    }
+    copies: dict[tuple[_FunctionKey, frozenset[str]], str] = {}
+    taken = {f.name for f in proto.functions}
+    pending: list[onnx.FunctionProto] = list(proto.functions)
+
+    def resolve(nodes: Iterable[onnx.NodeProto]) -> None:
+        for node in nodes:
+            for attr in node.attribute:
+                for graph in subgraphs.attribute_graphs(attr):
+                    resolve(graph.node)
+            key = (node.domain, node.op_type, node.overload)
+            function = functions.get(key)
+            if function is None:
                 continue
             present = {a.name for a in node.attribute}
-            node.attribute.extend(a for a in given if a.name not in present)
+            node.attribute.extend(a for a in function.attribute_proto if a.name not in present)
+            absent = frozenset(set(function.attribute) - present)
+            if not absent:
+                continue
+            name = copies.get((key, absent))
+            if name is None:
+                name = f"{function.name}__absent_{'_'.join(sorted(absent))}"
+                while name in taken:
+                    name += "_"
+                taken.add(name)
+                copies[key, absent] = name
+                copy = onnx.FunctionProto()
+                copy.CopyFrom(function)
+                copy.name = name
+                del copy.attribute[:]
+                copy.attribute.extend(a for a in function.attribute if a not in absent)
+                _drop_references(copy.node, absent)
+                functions[(copy.domain, name, copy.overload)] = copy
+                proto.functions.append(copy)
+                pending.append(proto.functions[-1])
+            node.op_type = name
+
+    resolve(proto.graph.node)
+    while pending:
+        resolve(pending.pop().node)
+
+
+def _drop_references(nodes: Iterable[onnx.NodeProto], absent: frozenset[str]) -> None:
+    """Remove every attribute referring to one of ``absent`` (subgraphs' nodes too)."""
+    for node in nodes:
+        kept = [a for a in node.attribute if a.ref_attr_name not in absent or not a.ref_attr_name]
+        for attr in kept:
+            for graph in subgraphs.attribute_graphs(attr):
+                _drop_references(graph.node, absent)
+        if len(kept) != len(node.attribute):
+            del node.attribute[:]
+            node.attribute.extend(kept)
 
 
 def _merge_function_opsets(proto: onnx.ModelProto, source: str) -> None:

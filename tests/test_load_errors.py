@@ -174,6 +174,26 @@ def test_a_subgraph_node_of_another_domain_is_refused(onnx_make_model) -> None:
              "subgraph whose node 'contrib' (Gelu) is of domain 'com.microsoft'")
 
 
+@pytest.mark.parametrize("caller", ["model", "function"])
+def test_a_call_of_a_local_function_whose_domain_is_not_imported(caller: str,
+                                                                  onnx_make_model) -> None:
+    """onnx's checker and onnxruntime refuse it ("No opset import for domain 'local'"); the
+    call was inlined before the checker saw it, and the model ran."""
+    inner = helper.make_function("local", "Neg2", ["a"], ["b"], [
+        helper.make_node("Neg", ["a"], ["b"])], [helper.make_opsetid("", 17)])
+    outer = helper.make_function("local", "Outer", ["a"], ["b"], [
+        helper.make_node("Neg2", ["a"], ["b"], domain="local")], [helper.make_opsetid("", 17)])
+    called = "Neg2" if caller == "model" else "Outer"
+    model = onnx_make_model(
+        [helper.make_node(called, ["x"], ["y"], name="call", domain="local")],
+        [("x", FLOAT, [2])], [("y", FLOAT, [2])], opset=17,
+        extra_opsets={} if caller == "model" else {"local": 1})
+    model.functions.extend([inner, outer])
+    where = "the model" if caller == "model" else "local function local::Outer"
+    _refused(ModelValidationError, model, "calls a local function of domain 'local'",
+             f"{where} imports no opset")
+
+
 def test_non_tensor_graph_input_is_refused(onnx_make_model) -> None:
     model = onnx_make_model(
         [helper.make_node("SequenceLength", ["s"], ["y"], name="length")],
