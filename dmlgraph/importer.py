@@ -645,6 +645,14 @@ def _check_nodes(proto: onnx.ModelProto, nodes: Sequence[NodeFields], source: st
             version = canonical.since_version(op_type, domain, opsets[domain], where)
             canonical.form_for(op_type, version, where)  # raises: dmlgraph lacks the form
         node.version = version
+        if op_type == "Constant" and domain == "" and len(node.attribute) != 1:
+            raise ModelValidationError(
+                f"{_node_where(source, index, node)}: has "
+                f"{', '.join(a.name for a in node.attribute) or 'no value attribute'}; a "
+                "Constant holds exactly one of value, sparse_value, value_float(s), "
+                "value_int(s), value_string(s), as ONNX requires (onnxruntime takes the first "
+                "given, onnx.reference prefers 'value': they compute different models)"
+            )
         for attr in node.attribute:
             if attr.type in subgraphs.SUBGRAPH_KINDS:
                 _check_subgraph_domains(attr, opsets, _node_where(source, index, node))

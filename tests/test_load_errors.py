@@ -272,6 +272,23 @@ def test_slice_step_zero_computed_at_load(onnx_make_model) -> None:
     assert dmlgraph.load(model, fold=False)  # without folding nothing shows steps is 0
 
 
+@pytest.mark.parametrize("values", [{}, {"value_ints": [1], "value": [2]},
+                                    {"value": [2], "value_ints": [1]}])
+def test_a_constant_holds_exactly_one_value(values: dict, onnx_make_model) -> None:
+    """ONNX: "one and only one" value attribute. onnxruntime takes the first given,
+    onnx.reference and dmlgraph took 'value': a Slice's start of 1 sliced from 2, silently."""
+    constant = helper.make_node("Constant", [], ["s"], name="two")
+    for name, value in values.items():
+        constant.attribute.append(helper.make_attribute(
+            name, helper.make_tensor("s", INT64, [1], value) if name == "value" else value))
+    model = onnx_make_model(
+        [constant, helper.make_node("Slice", ["x", "s", "e"], ["y"])],
+        [("x", FLOAT, [4])], [("y", FLOAT, None)], opset=17,
+        initializers=[onnx.numpy_helper.from_array(np.array([3], np.int64), "e")])
+    _refused(ModelValidationError, model, "'two' (Constant", "exactly one of value",
+             ", ".join(values) or "no value attribute")
+
+
 def test_slice_duplicate_axes(onnx_make_model) -> None:
     _refused(
         ModelValidationError,
