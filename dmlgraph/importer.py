@@ -275,6 +275,12 @@ def _load_external_data(proto: onnx.ModelProto, base_dir: Path | None, source: s
         changed = True
         entries = _external_entries(tensor)
         where = f"{source}: tensor {tensor.name!r}"
+        if len(entries) != len(tensor.external_data):  # which file or bytes it means is a guess
+            keys = [e.key for e in tensor.external_data]
+            raise ModelLoadError(  # onnxruntime: "duplicate 'location' entries"
+                f"{where}: external data gives {sorted({k for k in keys if keys.count(k) > 1})} "
+                "more than once"
+            )
         location = entries.get("location", "")
         if base_dir is None:
             raise ModelLoadError(

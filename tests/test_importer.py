@@ -325,6 +325,19 @@ def test_external_data_locations_outside_the_folder_are_refused(
     assert fragment in str(info.value) and str(path) in str(info.value) and "'w'" in str(info.value)
 
 
+@pytest.mark.parametrize("key", ["location", "offset"])
+def test_external_data_giving_a_key_twice_is_refused(tmp_path, onnx_make_model, key) -> None:
+    """Which file or bytes the tensor holds is ambiguous; onnxruntime refuses it ("duplicate
+    'location' entries"), and the last one was read, silently."""
+    path = _with_location(tmp_path, onnx_make_model, "m.weights")
+    saved = onnx.load(path, load_external_data=False)
+    entry = saved.graph.initializer[0].external_data.add()
+    entry.key, entry.value = key, "m.weights" if key == "location" else "0"
+    onnx.save_model(saved, path)
+    with pytest.raises(ModelLoadError, match=rf"external data gives \['{key}'\] more than once"):
+        dmlgraph.load(path)
+
+
 def test_external_data_through_a_symlink_out_of_the_folder_is_refused(
     tmp_path, onnx_make_model
 ) -> None:
