@@ -466,31 +466,44 @@ def _resolve_function_attributes(proto: onnx.ModelProto) -> None:
 def _drop_references(nodes: Iterable[onnx.NodeProto], absent: frozenset[str]) -> None:
     """Remove every attribute referring to one of ``absent`` (subgraphs' nodes too)."""
     for node in nodes:
-        kept = [a for a in node.attribute if a.ref_attr_name not in absent or not a.ref_attr_name]
-        for attr in kept:
+        for attr in node.attribute:
             for graph in subgraphs.attribute_graphs(attr):
                 _drop_references(graph.node, absent)
-        if len(kept) != len(node.attribute):
-            del node.attribute[:]
-            node.attribute.extend(kept)
+        dropped = [i for i, a in enumerate(node.attribute) if a.ref_attr_name in absent]
+        for i in reversed(dropped):
+            del node.attribute[i]
 
 
 def _merge_function_opsets(proto: onnx.ModelProto, source: str) -> None:
     """The opsets a local function imports and the model does not, added to the model's (its
     nodes keep their versions once inlined); ai.onnx at another version is converted by the
-    inliner, any other domain at two versions is refused."""
+    inliner, any other domain its nodes use at two versions is refused (one it imports and
+    does not use was refused too, where onnxruntime runs the model)."""
     model = {_DOMAIN_ALIASES.get(o.domain, o.domain): int(o.version) for o in proto.opset_import}
     for function in proto.functions:
+        used = {
+            _DOMAIN_ALIASES.get(node.domain, node.domain)
+            for top in function.node
+            for node in (top, *(n for a in top.attribute for g in subgraphs.attribute_graphs(a)
+                                for n in subgraphs.nested_nodes(g)))
+        }
+        kept = []
         for entry in function.opset_import:
             domain = _DOMAIN_ALIASES.get(entry.domain, entry.domain)
             if domain not in model:
                 model[domain] = int(entry.version)
                 proto.opset_import.append(onnx.helper.make_opsetid(entry.domain, entry.version))
             elif model[domain] != entry.version and domain != "":
+                if domain not in used:  # no node reads it; the inliner refused to convert it
+                    continue
                 raise UnsupportedError(
                     f"{source}: local function {function.domain}::{function.name} imports "
                     f"domain {domain!r} at opset {entry.version}, the model at {model[domain]}"
                 )
+            kept.append(onnx.helper.make_opsetid(entry.domain, entry.version))
+        if len(kept) != len(function.opset_import):
+            del function.opset_import[:]
+            function.opset_import.extend(kept)
 
 
 def _normalize_domains(proto: onnx.ModelProto, source: str) -> bool:

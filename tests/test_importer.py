@@ -1311,6 +1311,26 @@ def test_an_opset_only_a_function_imports_joins_the_models() -> None:
     assert np.array_equal(want, got)  # was "the model imports no opset for 'ai.onnx.ml'"
 
 
+def test_a_function_importing_a_domain_it_does_not_use_at_another_version() -> None:
+    """A function importing ai.onnx.ml 3 with the model at 2, using no ai.onnx.ml op, was
+    refused ("imports domain 'ai.onnx.ml' at opset 3, the model at 2"); onnxruntime runs it.
+    A function using that domain's ops at another version is still refused."""
+    def function(nodes):
+        return helper.make_function("local", "F", ["a"], ["b"], nodes, [
+            helper.make_opsetid("", 18), helper.make_opsetid("ai.onnx.ml", 3)])
+
+    concat = helper.make_node("Concat", ["a", "a"], ["b"], axis=0)
+    model = _calling(function([concat]), [helper.make_node("F", ["x"], ["y"], domain="local")],
+                     [2, 3], [("", 18), ("local", 1), ("ai.onnx.ml", 2)])
+    want, got = _ort_and_ours(model, np.arange(6, dtype=np.float32).reshape(2, 3))
+    assert np.array_equal(want, got)
+    normalizer = helper.make_node("Normalizer", ["a"], ["b"], domain="ai.onnx.ml", norm="MAX")
+    del model.functions[:]
+    model.functions.append(function([normalizer]))
+    with pytest.raises(dmlgraph.errors.UnsupportedError, match="at opset 3, the model at 2"):
+        dmlgraph.load(model)
+
+
 def test_external_data_without_a_length_reads_the_tensors_own_bytes(tmp_path) -> None:
     """A file holding other bytes after the tensor: it was read to the end ("cannot reshape
     array of size 26 into shape (4,6)")."""
