@@ -275,6 +275,12 @@ def _load_external_data(proto: onnx.ModelProto, base_dir: Path | None, source: s
         changed = True
         entries = _external_entries(tensor)
         where = f"{source}: tensor {tensor.name!r}"
+        if len(entries) != len(tensor.external_data):  # which file or bytes it means is a guess
+            keys = [e.key for e in tensor.external_data]
+            raise ModelLoadError(  # onnxruntime: "duplicate 'location' entries"
+                f"{where}: external data gives {sorted({k for k in keys if keys.count(k) > 1})} "
+                "more than once"
+            )
         location = entries.get("location", "")
         if base_dir is None:
             raise ModelLoadError(
@@ -344,11 +350,22 @@ def _raw_bytes(tensor: TensorProto) -> int | None:
 def _inline_functions(proto: onnx.ModelProto, source: str) -> onnx.ModelProto:
     """The model with its local functions inlined (``onnx.inliner``), after filling in what
     the inliner leaves out, as onnxruntime reads a function: a caller's omitted attributes
-    take the function's defaults (``attribute_proto``; the inliner dropped them, and a Pad
-    whose mode defaulted to "edge" padded with zeros), the opsets a function alone imports
-    join the model's, and a function written for another ai.onnx opset is converted to the
-    model's (the inliner left its calls in place, refused as an unknown domain)."""
-    _fill_function_defaults(proto)
+    take the function's defaults (``_resolve_function_attributes``; the inliner dropped
+    them, and a Pad whose mode defaulted to "edge" padded with zeros), the opsets a function
+    alone imports join the model's, and a function written for another ai.onnx opset is
+    converted to the model's (the inliner left its calls in place, refused as an unknown
+    domain). A function of a standard domain is left out: a node of that domain names the
+    standard op, as onnxruntime and onnx.reference read it (the inliner replaced a Relu by a
+    function ""::Relu)."""
+    standard = {*SUPPORTED_DOMAINS, *_DOMAIN_ALIASES}
+    kept = [f for f in proto.functions if f.domain not in standard]
+    if len(kept) != len(proto.functions):
+        del proto.functions[:]
+        proto.functions.extend(kept)
+        if not kept:
+            return proto
+    _check_call_domains(proto, source)
+    _resolve_function_attributes(proto)
     _merge_function_opsets(proto, source)
     try:
         import onnx.inliner
@@ -368,40 +385,125 @@ def _inline_functions(proto: onnx.ModelProto, source: str) -> onnx.ModelProto:
     return inlined
 
 
-def _fill_function_defaults(proto: onnx.ModelProto) -> None:
-    """Each call of a local function gets the function's default for every attribute it
-    omits (the private copy ``_read`` made is changed)."""
-    defaults = {
-        (f.domain, f.name): list(f.attribute_proto) for f in proto.functions if f.attribute_proto
-    }
-    if not defaults:
-        return
-    bodies = [proto.graph.node, *(f.node for f in proto.functions)]
-    for nodes in bodies:
+def _check_call_domains(proto: onnx.ModelProto, source: str) -> None:
+    """A call of a local function needs its domain imported (by the model, or by the
+    function making the call), as onnx's checker and onnxruntime require; inlined, the call
+    was gone before the checker could see it."""
+    local = {f.domain for f in proto.functions}
+    bodies = [(proto.graph.node, proto.opset_import, "the model"),
+              *((f.node, f.opset_import, f"local function {f.domain}::{f.name}")
+                for f in proto.functions)]
+    for nodes, opsets, what in bodies:
+        imported = {o.domain for o in opsets}
         for node in nodes:
-            given = defaults.get((node.domain, node.op_type))
-            if given is None:
+            if node.domain in local and node.domain not in imported:
+                raise ModelValidationError(
+                    f"{source}: node {node.name!r} ({node.op_type}) calls a local function of "
+                    f"domain {node.domain!r}, for which {what} imports no opset"
+                )
+
+
+_FunctionKey = tuple[str, str, str]  # domain, name, overload
+
+
+def _resolve_function_attributes(proto: onnx.ModelProto) -> None:
+    """Give every call of a local function the function's default for each attribute it
+    omits, and make an attribute reference to an attribute its caller omits absent before
+    the inliner sees it (the private copy ``_read`` made is changed).
+
+    As ONNX and onnxruntime read a call: an omitted attribute takes the function's default;
+    one that refers (``ref_attr_name``) to an attribute the caller leaves out, of no
+    default, is absent, so an inner function's default holds. The inliner drops defaults,
+    and drops such a reference only as it inlines, after the defaults were filled: a call
+    ``Inner(m=@mm)`` inside ``Outer``, Outer called without ``mm``, lost Inner's default.
+    So a function called with attributes missing is inlined from a copy of its own
+    (``Name__absent_a_b``), whose references to them are removed and whose calls are
+    resolved again. Functions are told apart by overload too."""
+    functions: dict[_FunctionKey, onnx.FunctionProto] = {
+        (f.domain, f.name, f.overload): f for f in proto.functions
+    }
+    copies: dict[tuple[_FunctionKey, frozenset[str]], str] = {}
+    taken = {f.name for f in proto.functions}
+    pending: list[onnx.FunctionProto] = list(proto.functions)
+
+    def resolve(nodes: Iterable[onnx.NodeProto]) -> None:
+        for node in nodes:
+            for attr in node.attribute:
+                for graph in subgraphs.attribute_graphs(attr):
+                    resolve(graph.node)
+            key = (node.domain, node.op_type, node.overload)
+            function = functions.get(key)
+            if function is None:
                 continue
             present = {a.name for a in node.attribute}
-            node.attribute.extend(a for a in given if a.name not in present)
+            node.attribute.extend(a for a in function.attribute_proto if a.name not in present)
+            absent = frozenset(set(function.attribute) - present)
+            if not absent:
+                continue
+            name = copies.get((key, absent))
+            if name is None:
+                name = f"{function.name}__absent_{'_'.join(sorted(absent))}"
+                while name in taken:
+                    name += "_"
+                taken.add(name)
+                copies[key, absent] = name
+                copy = onnx.FunctionProto()
+                copy.CopyFrom(function)
+                copy.name = name
+                del copy.attribute[:]
+                copy.attribute.extend(a for a in function.attribute if a not in absent)
+                _drop_references(copy.node, absent)
+                functions[(copy.domain, name, copy.overload)] = copy
+                proto.functions.append(copy)
+                pending.append(proto.functions[-1])
+            node.op_type = name
+
+    resolve(proto.graph.node)
+    while pending:
+        resolve(pending.pop().node)
+
+
+def _drop_references(nodes: Iterable[onnx.NodeProto], absent: frozenset[str]) -> None:
+    """Remove every attribute referring to one of ``absent`` (subgraphs' nodes too)."""
+    for node in nodes:
+        for attr in node.attribute:
+            for graph in subgraphs.attribute_graphs(attr):
+                _drop_references(graph.node, absent)
+        dropped = [i for i, a in enumerate(node.attribute) if a.ref_attr_name in absent]
+        for i in reversed(dropped):
+            del node.attribute[i]
 
 
 def _merge_function_opsets(proto: onnx.ModelProto, source: str) -> None:
     """The opsets a local function imports and the model does not, added to the model's (its
     nodes keep their versions once inlined); ai.onnx at another version is converted by the
-    inliner, any other domain at two versions is refused."""
+    inliner, any other domain its nodes use at two versions is refused (one it imports and
+    does not use was refused too, where onnxruntime runs the model)."""
     model = {_DOMAIN_ALIASES.get(o.domain, o.domain): int(o.version) for o in proto.opset_import}
     for function in proto.functions:
+        used = {
+            _DOMAIN_ALIASES.get(node.domain, node.domain)
+            for top in function.node
+            for node in (top, *(n for a in top.attribute for g in subgraphs.attribute_graphs(a)
+                                for n in subgraphs.nested_nodes(g)))
+        }
+        kept = []
         for entry in function.opset_import:
             domain = _DOMAIN_ALIASES.get(entry.domain, entry.domain)
             if domain not in model:
                 model[domain] = int(entry.version)
                 proto.opset_import.append(onnx.helper.make_opsetid(entry.domain, entry.version))
             elif model[domain] != entry.version and domain != "":
+                if domain not in used:  # no node reads it; the inliner refused to convert it
+                    continue
                 raise UnsupportedError(
                     f"{source}: local function {function.domain}::{function.name} imports "
                     f"domain {domain!r} at opset {entry.version}, the model at {model[domain]}"
                 )
+            kept.append(onnx.helper.make_opsetid(entry.domain, entry.version))
+        if len(kept) != len(function.opset_import):
+            del function.opset_import[:]
+            function.opset_import.extend(kept)
 
 
 def _normalize_domains(proto: onnx.ModelProto, source: str) -> bool:
@@ -562,6 +664,14 @@ def _check_nodes(proto: onnx.ModelProto, nodes: Sequence[NodeFields], source: st
             version = canonical.since_version(op_type, domain, opsets[domain], where)
             canonical.form_for(op_type, version, where)  # raises: dmlgraph lacks the form
         node.version = version
+        if op_type == "Constant" and domain == "" and len(node.attribute) != 1:
+            raise ModelValidationError(
+                f"{_node_where(source, index, node)}: has "
+                f"{', '.join(a.name for a in node.attribute) or 'no value attribute'}; a "
+                "Constant holds exactly one of value, sparse_value, value_float(s), "
+                "value_int(s), value_string(s), as ONNX requires (onnxruntime takes the first "
+                "given, onnx.reference prefers 'value': they compute different models)"
+            )
         for attr in node.attribute:
             if attr.type in subgraphs.SUBGRAPH_KINDS:
                 _check_subgraph_domains(attr, opsets, _node_where(source, index, node))

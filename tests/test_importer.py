@@ -325,6 +325,19 @@ def test_external_data_locations_outside_the_folder_are_refused(
     assert fragment in str(info.value) and str(path) in str(info.value) and "'w'" in str(info.value)
 
 
+@pytest.mark.parametrize("key", ["location", "offset"])
+def test_external_data_giving_a_key_twice_is_refused(tmp_path, onnx_make_model, key) -> None:
+    """Which file or bytes the tensor holds is ambiguous; onnxruntime refuses it ("duplicate
+    'location' entries"), and the last one was read, silently."""
+    path = _with_location(tmp_path, onnx_make_model, "m.weights")
+    saved = onnx.load(path, load_external_data=False)
+    entry = saved.graph.initializer[0].external_data.add()
+    entry.key, entry.value = key, "m.weights" if key == "location" else "0"
+    onnx.save_model(saved, path)
+    with pytest.raises(ModelLoadError, match=rf"external data gives \['{key}'\] more than once"):
+        dmlgraph.load(path)
+
+
 def test_external_data_through_a_symlink_out_of_the_folder_is_refused(
     tmp_path, onnx_make_model
 ) -> None:
@@ -1203,6 +1216,75 @@ def test_a_function_attribute_left_out_takes_its_default() -> None:
     assert np.array_equal(want, got) and got[0, 0] == 1  # edge, not 0
 
 
+def _padding_function(name: str, default: str | None, overload: str = "") -> onnx.FunctionProto:
+    """local::NAME(a, pp) = Pad(a, pp, mode=@m), m defaulting to ``default``."""
+    from onnx import AttributeProto
+
+    pad = helper.make_node("Pad", ["a", "pp"], ["b"])
+    pad.attribute.append(AttributeProto(name="mode", ref_attr_name="m",
+                                        type=AttributeProto.STRING))
+    function = helper.make_function("local", name, ["a", "pp"], ["b"], [pad],
+                                    [helper.make_opsetid("", 18)],
+                                    attributes=[] if default else ["m"])
+    if default:
+        function.attribute_proto.append(helper.make_attribute("m", default))
+    function.overload = overload
+    return function
+
+
+def test_an_attribute_its_caller_leaves_out_takes_the_inner_functions_default() -> None:
+    """Outer passes its attribute mm, which it declares without a default, to Inner's m
+    (default "edge"); a call of Outer without mm leaves m absent, so Inner's default holds,
+    as onnxruntime reads it. The defaults were filled before inlining, where m was "present"
+    as a reference, and the inliner then dropped it: zeros, silently."""
+    from onnx import AttributeProto
+
+    call = helper.make_node("Inner", ["a", "pp"], ["b"], domain="local")
+    call.attribute.append(AttributeProto(name="m", ref_attr_name="mm",
+                                         type=AttributeProto.STRING))
+    outer = helper.make_function("local", "Outer", ["a", "pp"], ["b"], [call],
+                                 [helper.make_opsetid("", 18), helper.make_opsetid("local", 1)],
+                                 attributes=["mm"])
+    model = _calling(outer, [helper.make_node("Outer", ["x", "p"], ["y"], domain="local")],
+                     [2, 3], [("", 18), ("local", 1)],
+                     [numpy_helper.from_array(np.array([0, 1, 0, 2], np.int64), "p")])
+    model.functions.append(_padding_function("Inner", "edge"))
+    want, got = _ort_and_ours(model, np.arange(1, 7, dtype=np.float32).reshape(2, 3))
+    assert np.array_equal(want, got) and got[0, 0] == 1  # edge, not 0
+
+
+def test_overloads_of_a_function_take_their_own_defaults() -> None:
+    """Two overloads of one function with different defaults: the last one's default was
+    given to every call (reflect where "a" says edge), silently."""
+    calls = []
+    for overload in ("a", "b"):
+        call = helper.make_node("P", ["x", "p"], [f"y_{overload}"], domain="local")
+        call.overload = overload
+        calls.append(call)
+    calls.append(helper.make_node("Concat", ["y_a", "y_b"], ["y"], axis=0))
+    model = _calling(_padding_function("P", "edge", "a"), calls, [2, 3],
+                     [("", 18), ("local", 1)],
+                     [numpy_helper.from_array(np.array([0, 1, 0, 2], np.int64), "p")])
+    model.functions.append(_padding_function("P", "reflect", "b"))
+    model.ir_version = 10
+    want, got = _ort_and_ours(model, np.arange(1, 7, dtype=np.float32).reshape(2, 3))
+    assert np.array_equal(want, got)
+    assert got[0, 0] == 1 and got[2, 0] == 2  # edge, then reflect
+
+
+def test_a_local_function_of_the_onnx_domain_does_not_replace_its_op() -> None:
+    """A node of ai.onnx names ONNX's op: onnxruntime and onnx.reference run Relu where the
+    model also defines a function ""::Relu; the inliner inlined the function (Neg),
+    silently."""
+    function = helper.make_function("", "Relu", ["a"], ["b"], [
+        helper.make_node("Neg", ["a"], ["b"])], [helper.make_opsetid("", 18)])
+    model = _calling(function, [helper.make_node("Relu", ["x"], ["r"]),
+                                helper.make_node("Concat", ["r", "r"], ["y"], axis=0)],
+                     [2, 3], [("", 18)])
+    want, got = _ort_and_ours(model, np.arange(-3, 3, dtype=np.float32).reshape(2, 3))
+    assert np.array_equal(want, got) and got.min() == 0
+
+
 def test_a_function_of_another_onnx_opset_is_converted_and_inlined() -> None:
     """The inliner left the call in place; it was refused as "domain 'local' is not
     supported"."""
@@ -1227,6 +1309,26 @@ def test_an_opset_only_a_function_imports_joins_the_models() -> None:
                      [numpy_helper.from_array(np.array([0, 1, 0, 1], np.int64), "p")])
     want, got = _ort_and_ours(model, np.arange(1, 7, dtype=np.float32).reshape(2, 3))
     assert np.array_equal(want, got)  # was "the model imports no opset for 'ai.onnx.ml'"
+
+
+def test_a_function_importing_a_domain_it_does_not_use_at_another_version() -> None:
+    """A function importing ai.onnx.ml 3 with the model at 2, using no ai.onnx.ml op, was
+    refused ("imports domain 'ai.onnx.ml' at opset 3, the model at 2"); onnxruntime runs it.
+    A function using that domain's ops at another version is still refused."""
+    def function(nodes):
+        return helper.make_function("local", "F", ["a"], ["b"], nodes, [
+            helper.make_opsetid("", 18), helper.make_opsetid("ai.onnx.ml", 3)])
+
+    concat = helper.make_node("Concat", ["a", "a"], ["b"], axis=0)
+    model = _calling(function([concat]), [helper.make_node("F", ["x"], ["y"], domain="local")],
+                     [2, 3], [("", 18), ("local", 1), ("ai.onnx.ml", 2)])
+    want, got = _ort_and_ours(model, np.arange(6, dtype=np.float32).reshape(2, 3))
+    assert np.array_equal(want, got)
+    normalizer = helper.make_node("Normalizer", ["a"], ["b"], domain="ai.onnx.ml", norm="MAX")
+    del model.functions[:]
+    model.functions.append(function([normalizer]))
+    with pytest.raises(dmlgraph.errors.UnsupportedError, match="at opset 3, the model at 2"):
+        dmlgraph.load(model)
 
 
 def test_external_data_without_a_length_reads_the_tensors_own_bytes(tmp_path) -> None:

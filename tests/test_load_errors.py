@@ -174,6 +174,26 @@ def test_a_subgraph_node_of_another_domain_is_refused(onnx_make_model) -> None:
              "subgraph whose node 'contrib' (Gelu) is of domain 'com.microsoft'")
 
 
+@pytest.mark.parametrize("caller", ["model", "function"])
+def test_a_call_of_a_local_function_whose_domain_is_not_imported(caller: str,
+                                                                  onnx_make_model) -> None:
+    """onnx's checker and onnxruntime refuse it ("No opset import for domain 'local'"); the
+    call was inlined before the checker saw it, and the model ran."""
+    inner = helper.make_function("local", "Neg2", ["a"], ["b"], [
+        helper.make_node("Neg", ["a"], ["b"])], [helper.make_opsetid("", 17)])
+    outer = helper.make_function("local", "Outer", ["a"], ["b"], [
+        helper.make_node("Neg2", ["a"], ["b"], domain="local")], [helper.make_opsetid("", 17)])
+    called = "Neg2" if caller == "model" else "Outer"
+    model = onnx_make_model(
+        [helper.make_node(called, ["x"], ["y"], name="call", domain="local")],
+        [("x", FLOAT, [2])], [("y", FLOAT, [2])], opset=17,
+        extra_opsets={} if caller == "model" else {"local": 1})
+    model.functions.extend([inner, outer])
+    where = "the model" if caller == "model" else "local function local::Outer"
+    _refused(ModelValidationError, model, "calls a local function of domain 'local'",
+             f"{where} imports no opset")
+
+
 def test_non_tensor_graph_input_is_refused(onnx_make_model) -> None:
     model = onnx_make_model(
         [helper.make_node("SequenceLength", ["s"], ["y"], name="length")],
@@ -250,6 +270,23 @@ def test_slice_step_zero_computed_at_load(onnx_make_model) -> None:
     )
     _refused(ModelValidationError, model, "'bad_slice' (Slice)", "steps = [0]")
     assert dmlgraph.load(model, fold=False)  # without folding nothing shows steps is 0
+
+
+@pytest.mark.parametrize("values", [{}, {"value_ints": [1], "value": [2]},
+                                    {"value": [2], "value_ints": [1]}])
+def test_a_constant_holds_exactly_one_value(values: dict, onnx_make_model) -> None:
+    """ONNX: "one and only one" value attribute. onnxruntime takes the first given,
+    onnx.reference and dmlgraph took 'value': a Slice's start of 1 sliced from 2, silently."""
+    constant = helper.make_node("Constant", [], ["s"], name="two")
+    for name, value in values.items():
+        constant.attribute.append(helper.make_attribute(
+            name, helper.make_tensor("s", INT64, [1], value) if name == "value" else value))
+    model = onnx_make_model(
+        [constant, helper.make_node("Slice", ["x", "s", "e"], ["y"])],
+        [("x", FLOAT, [4])], [("y", FLOAT, None)], opset=17,
+        initializers=[onnx.numpy_helper.from_array(np.array([3], np.int64), "e")])
+    _refused(ModelValidationError, model, "'two' (Constant", "exactly one of value",
+             ", ".join(values) or "no value attribute")
 
 
 def test_slice_duplicate_axes(onnx_make_model) -> None:
