@@ -302,3 +302,32 @@ def test_a_model_file_name_that_is_not_utf8_draws(tmp_path: Path) -> None:
     assert "model\\xff.onnx" in (tmp_path / "g.html").read_text(encoding="utf-8")
     if dot_module.graphviz() is not None:
         render_svg(text, tmp_path / "g.svg")
+
+
+def test_a_note_quoting_a_long_name_is_shortened() -> None:
+    """A note is wrapped into lines that are escaped one by one, so the TEXT_LIMIT of each
+    line let a note quoting a 20,000-character name ("input 'qqq...' has no static shape")
+    into the label whole: a line of 27,492 characters, which Graphviz refuses. The note is
+    now shown by its ends and its length, as a long name is."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    import numpy as np
+
+    name = "q" * 20_000
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], [name], name="r"),
+         helper.make_node("Slice", [name, "s", "e"], ["y"], name="slice")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, None)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(np.array([1], np.int64), "s"),
+         numpy_helper.from_array(np.array([3], np.int64), "e")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    lowered = lower(load(model), "6_4")
+    (record,) = [r for r in lowered.report() if r.name == "slice"]
+    (note,) = [n for n in record.notes if name in n]
+    text = to_dot(lowered)
+    for line in statements(text):
+        assert STATEMENT.match(line), line
+    assert len(max(text.splitlines(), key=len)) < 16384
+    flat = re.sub(r'<BR ALIGN="LEFT"/>', "", text)
+    assert f"({len(sentence(note))} characters)" in flat

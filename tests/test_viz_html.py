@@ -352,3 +352,42 @@ def test_the_page_script_parses(tmp_path: Path) -> None:
     done = subprocess.run([node, "--check", str(path)], capture_output=True, text=True,
                           timeout=60, check=False)
     assert done.returncode == 0, done.stderr
+
+
+def test_the_details_panel_shows_control_and_bidi_characters_by_their_codes() -> None:
+    """The details box is filled from the page's JSON by textContent, which shows text as it
+    is: a name's U+202E there turned the rest of its line around, and an ESC or a newline was
+    kept raw, where every other place on the page (and the DOT drawing) shows \\u202e, \\x1b.
+    The JSON holds the text as shown."""
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+
+    from dmlgraph.printable import CONTROL
+
+    pad, x, y = "pad\u202etxt.exe", "x\x1b[31m", "y\n\u2066"
+    graph = helper.make_graph(
+        [helper.make_node("Pad", [x, "pads"], [y], name=pad)], "g",
+        [helper.make_tensor_value_info(x, TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info(y, TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(np.array([0, 1, 0, 1], np.int64), "pads")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    graph = load(model)
+    lowered = lower(graph, "6_4")
+    parsed = Page(html_report(graph, lowered))
+    (data,) = [json.loads(body) for a, body in parsed.scripts if a.get("id") == "details-data"]
+
+    def strings(value: Any) -> list[str]:
+        if isinstance(value, str):
+            return [value]
+        if isinstance(value, dict):
+            return [s for v in value.values() for s in strings(v)]
+        if isinstance(value, list):
+            return [s for v in value for s in strings(v)]
+        return []
+
+    texts = strings(data)
+    assert not [t for t in texts if CONTROL.search(t)]
+    (node,) = [n for n in lowered.nodes if n.name == pad]
+    assert data[f"l-n{node.id}"]["name"] == "pad\\u202etxt.exe"
+    assert data["l-in0"]["title"] == "graph input x\\x1b[31m"
+    assert data["o-out0"]["title"] == "graph output y\\x0a\\u2066"

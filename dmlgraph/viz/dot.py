@@ -72,14 +72,21 @@ def escape(text: str) -> str:
 TEXT_LIMIT = 300
 
 
-def shown(text: str) -> str:
-    if len(text) <= TEXT_LIMIT:
+#: The most characters of one note a label shows: a note is wrapped into lines, each escaped
+#: (and so held to TEXT_LIMIT) by itself, so a note quoting a long name needs its own limit;
+#: the longest notes of the models here are about 250 characters.
+NOTE_LIMIT = 2 * TEXT_LIMIT
+
+
+def shown(text: str, limit: int = TEXT_LIMIT) -> str:
+    if len(text) <= limit:
         return text
-    keep = (TEXT_LIMIT - 40) // 2
+    keep = (limit - 40) // 2
     return f"{text[:keep]}\u2026{text[-keep:]} ({len(text)} characters)"
 
 
 def _wrapped(text: str, width: int = NOTE_WIDTH) -> str:
+    text = shown(text, NOTE_LIMIT)
     lines = textwrap.wrap(text, width, break_long_words=True, break_on_hyphens=False) or [""]
     return '<BR ALIGN="LEFT"/>'.join(escape(line) for line in lines) + '<BR ALIGN="LEFT"/>'
 

@@ -443,8 +443,23 @@ def _legend(counts: Mapping[str, int]) -> str:
     return "".join(boxes)
 
 
+def _shown_data(value: Any) -> Any:
+    """``value`` with each string ``visible``: the script shows these strings by textContent,
+    as they are, so a name's U+202E would turn the rest of its line around there."""
+    if isinstance(value, str):
+        return visible(value)
+    if isinstance(value, Mapping):
+        return {key: _shown_data(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_shown_data(item) for item in value]
+    return value
+
+
 def _json_script(data: Any) -> str:
-    text = json.dumps(data, ensure_ascii=True, separators=(",", ":"), sort_keys=True)
+    """The details of every node for the page's script: text as the page shows it, and no
+    ``<``, ``>`` or ``&`` that could end the script element."""
+    text = json.dumps(_shown_data(data), ensure_ascii=True, separators=(",", ":"),
+                      sort_keys=True)
     text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
     return f'<script type="application/json" id="details-data">{text}</script>'
 
