@@ -25,6 +25,7 @@ import enum
 import math
 import os
 import re
+from decimal import ROUND_CEILING, Decimal
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -350,6 +351,21 @@ def _float_stats(
         None if nan_count else float(diff[beyond_rtol].max(initial=0.0)),
         None if nan_count else float(rel[beyond_atol].max(initial=0.0)),
     )
+
+
+def passing_text(value: float | None) -> str:
+    """A tolerance that would pass (``required_atol``/``required_rtol``) shown to 3 digits,
+    rounded up: rounded to the nearest, 0.0012345 showed as 0.00123, which given back
+    failed the element it was computed from. "-" for None."""
+    if value is None:
+        return "-"
+    nearest = f"{value:.3g}"
+    if value != value or float(nearest) >= value:
+        return nearest
+    exact = Decimal(value)
+    scale = exact.adjusted() - 2  # keep 3 significant digits
+    up = exact.scaleb(-scale).to_integral_value(ROUND_CEILING).scaleb(scale)
+    return f"{float(up):.3g}"  # >= value: the double nearest a decimal above a double
 
 
 def _stats(
