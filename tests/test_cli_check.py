@@ -197,3 +197,18 @@ def test_check_needs_atol_and_rtol_given_back_pass(dtype, elem, tmp_path, capsys
     for given in (["--atol", f"y:{atol}"], ["--rtol", f"y:{rtol}"]):
         assert main([*args, *given]) == 0, given
         assert "parity holds" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("given", [[], ["--atol", "5", "--rtol", "y:2"]])
+def test_check_json_gives_integer_outputs_the_tolerance_applied(given, tmp_path, capsys) -> None:
+    """Integers compare exactly; the JSON (and the HTML report, which reads it) said atol 0.1
+    and rtol 0.1, the default of no float dtype, or the --atol given, which never applied:
+    1 against 3 differs, whatever --atol says."""
+    model = _identity_model(tmp_path / "m.onnx", TensorProto.INT64, [3])
+    x = np.array([1, 2, 3], np.int64)
+    np.savez(tmp_path / "io.npz", x=x, y=np.array([3, 2, 3], np.int64))
+    assert main(["check", str(model), "--expected", str(tmp_path / "io.npz"), "--json",
+                 *given]) == 1
+    stored = json.loads(capsys.readouterr().out)["comparisons"][1]["outputs"][0]
+    assert stored["exact"] and stored["mismatches"] == 1 and stored["max_abs_error"] == 2
+    assert (stored["atol"], stored["rtol"]) == (0.0, 0.0)
