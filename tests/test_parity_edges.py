@@ -514,3 +514,17 @@ def test_the_html_reports_needs_atol_rounded_up() -> None:
     assert float(cells["needs atol"]) >= needed
     assert check(model, inputs={"X": x}, expected={"Y": wrong},
                  atol=float(cells["needs atol"])).passed
+
+
+def test_an_output_the_stored_file_lacks_is_said_to_be_left_out() -> None:
+    """Stored outputs holding one of two outputs: the other was left out of their table
+    with no word, a comparison that looked complete."""
+    model = _model([helper.make_node("Identity", ["X"], ["A"]),
+                    helper.make_node("Neg", ["X"], ["B"])],
+                   [_info("X", [2])], [_info("A", [2]), _info("B", [2])])
+    x = np.array([1, 2], np.float32)
+    report = check(model, inputs={"X": x}, expected={"A": x})
+    stored = report.comparisons[1]
+    assert [o.name for o in stored.outputs] == ["A"] and report.passed
+    assert "'B'" in stored.note and "'A'" not in stored.note
+    assert report.comparisons[0].note == ""
