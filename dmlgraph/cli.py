@@ -390,7 +390,10 @@ def _table(columns: Sequence[str], title: str, *, header: bool = True) -> Table:
 
 
 def _cells(o: OutputComparison) -> list[str]:
-    """One output's row: what was compared, the errors and the tolerance that would pass."""
+    """One output's row: what was compared, the errors and the tolerance that would pass
+    (rounded up, so that given back it passes)."""
+    from dmlgraph.parity import passing_text
+
     if not o.compared:
         return [o.name, str(o.verdict), o.actual_dtype, str(list(o.actual_shape)), "-", "-",
                 "not compared", "-", "-", "-"]
@@ -403,7 +406,7 @@ def _cells(o: OutputComparison) -> list[str]:
     tolerance = "exact" if o.exact else f"{o.tolerance.atol:g} / {o.tolerance.rtol:g}"
     return [o.name, str(o.verdict), dtype, shape, _number(o.max_abs_error),
             _number(o.max_rel_error), counted, tolerance,
-            _number(o.required_atol), _number(o.required_rtol)]
+            passing_text(o.required_atol), passing_text(o.required_rtol)]
 
 
 def cmd_lower(args: argparse.Namespace) -> int:

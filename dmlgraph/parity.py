@@ -25,6 +25,7 @@ import enum
 import math
 import os
 import re
+from decimal import ROUND_CEILING, Decimal
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -72,6 +73,8 @@ DEFAULT_TOLERANCES: Mapping[str, Tolerance] = MappingProxyType(
     }
 )
 FALLBACK_TOLERANCE = Tolerance(1e-1, 1e-1)  # the 8- and 4-bit floats
+#: The tolerance integers, bools and strings are compared with: none.
+EXACT = Tolerance(0.0, 0.0)
 
 
 @dataclass(frozen=True)
@@ -176,7 +179,9 @@ def compare_output(
         actual_shape=tuple(actual.shape),
         expected_shape=tuple(expected.shape),
         exact=exact,
-        tolerance=tolerance,
+        # what was applied: integers compare exactly, whatever tolerance their dtype or
+        # --atol gives (the JSON and HTML reports said 0.1 / 0.1 for an int64 output)
+        tolerance=EXACT if exact else tolerance,
         size=int(expected.size),
     )
     if actual.shape != expected.shape:
@@ -338,6 +343,11 @@ def _float_stats(
         diff = np.where(a == e, 0.0, np.abs(a - e))  # equal infinities differ by 0, not NaN
         diff = np.where(nan_a | nan_e, 0.0, diff)  # NaNs are counted apart
         rel = np.where(diff == 0, 0.0, np.where(np.isinf(diff), np.inf, diff / np.abs(e)))
+        # finite doubles whose difference is past the double range (1.5e308 against -1.5e308
+        # differ by 3e308, 2 times the expected): their halves (exact) subtract within it
+        past = np.isinf(diff) & np.isfinite(a) & np.isfinite(e)
+        if past.any():
+            rel[past] = np.abs(a[past] / 2 - e[past] / 2) / (np.abs(e[past]) / 2)
     beyond_atol = diff > tolerance.atol
     beyond_rtol = rel > tolerance.rtol
     failed = (beyond_atol & beyond_rtol) | nan_mismatch
@@ -350,6 +360,21 @@ def _float_stats(
         None if nan_count else float(diff[beyond_rtol].max(initial=0.0)),
         None if nan_count else float(rel[beyond_atol].max(initial=0.0)),
     )
+
+
+def passing_text(value: float | None) -> str:
+    """A tolerance that would pass (``required_atol``/``required_rtol``) shown to 3 digits,
+    rounded up: rounded to the nearest, 0.0012345 showed as 0.00123, which given back
+    failed the element it was computed from. "-" for None."""
+    if value is None:
+        return "-"
+    nearest = f"{value:.3g}"
+    if value != value or float(nearest) >= value:
+        return nearest
+    exact = Decimal(value)
+    scale = exact.adjusted() - 2  # keep 3 significant digits
+    up = exact.scaleb(-scale).to_integral_value(ROUND_CEILING).scaleb(scale)
+    return f"{float(up):.3g}"  # >= value: the double nearest a decimal above a double
 
 
 def _stats(
@@ -673,7 +698,7 @@ def not_compared(name: str, actual: np.ndarray, reasons: Sequence[str]) -> Outpu
         actual_shape=tuple(actual.shape),
         expected_shape=(),
         exact=not is_float(actual.dtype),
-        tolerance=Tolerance(0.0, 0.0),
+        tolerance=EXACT,
         size=int(actual.size),
         mismatches=0,
         nan_mismatches=0,
@@ -765,12 +790,16 @@ def check(
                            label, runs, notes)
     ]
     if stored:
+        # an output the file lacks is left out of its table: said, not silently dropped
+        absent = list(dict.fromkeys(n for n in names if n not in stored))
         comparisons.append(
             Comparison(
                 label,
                 f"stored outputs ({expected if expected is not None else source})",
                 compare_outputs(names, values, [stored.get(n) for n in names], tolerances,
                                 divergences),
+                note=f"the stored outputs hold no {', '.join(map(repr, absent))}: compared "
+                     "with onnxruntime only" if absent else "",
             )
         )
     if cross_check:

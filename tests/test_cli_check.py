@@ -156,3 +156,59 @@ def test_run_and_check_lower_again_where_a_size_proves_inference_wrong(tmp_path,
     assert main(["check", str(path), "--json"]) == 0
     (first, _) = json.loads(capsys.readouterr().out)["runs"]
     assert said in first["notes"][0]
+
+
+def _identity_model(path: Path, elem: int, shape: list[int]) -> Path:
+    """y = Identity(x): the numpy run gives back x, so a stored y sets the difference."""
+    graph = helper.make_graph(
+        [helper.make_node("Identity", ["x"], ["y"])], "identity",
+        [helper.make_tensor_value_info("x", elem, shape)],
+        [helper.make_tensor_value_info("y", elem, shape)])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)],
+                                ir_version=9), path)
+    return path
+
+
+def _needs(out: str) -> tuple[str, str]:
+    """The "needs atol" and "needs rtol" cells of the stored outputs' table (its last row)."""
+    rows = [line for line in out.splitlines() if line.startswith("│ y ")]
+    cells = [cell.strip() for cell in rows[-1].strip("│").split("│")]
+    return cells[-2], cells[-1]
+
+
+@pytest.mark.parametrize("dtype, elem", [(np.float32, TensorProto.FLOAT),
+                                         (np.float64, TensorProto.DOUBLE),
+                                         (np.float16, TensorProto.FLOAT16)])
+def test_check_needs_atol_and_rtol_given_back_pass(dtype, elem, tmp_path, capsys) -> None:
+    """The tolerance the table says would pass passes when given back: shown to 3 digits
+    rounded to the nearest, 0.0012345 was 0.00123, under which that element still failed."""
+    model = _identity_model(tmp_path / "m.onnx", elem, [4])
+    x = np.array([1, 2, 3, 4], dtype)
+    wrong = x.copy()
+    wrong[1] = dtype(2.0012345678)
+    wrong[3] = dtype(4.0077777)
+    np.savez(tmp_path / "io.npz", x=x, y=wrong)
+    args = ["check", str(model), "--expected", str(tmp_path / "io.npz")]
+    assert main(args) == 1
+    atol, rtol = _needs(capsys.readouterr().out)
+    # the oracle: the needed atol is the largest error (every error is beyond the rtol)
+    error = np.abs(x.astype(np.float64) - wrong.astype(np.float64))
+    assert float(atol) >= error.max() and float(atol) <= error.max() * 1.01
+    for given in (["--atol", f"y:{atol}"], ["--rtol", f"y:{rtol}"]):
+        assert main([*args, *given]) == 0, given
+        assert "parity holds" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("given", [[], ["--atol", "5", "--rtol", "y:2"]])
+def test_check_json_gives_integer_outputs_the_tolerance_applied(given, tmp_path, capsys) -> None:
+    """Integers compare exactly; the JSON (and the HTML report, which reads it) said atol 0.1
+    and rtol 0.1, the default of no float dtype, or the --atol given, which never applied:
+    1 against 3 differs, whatever --atol says."""
+    model = _identity_model(tmp_path / "m.onnx", TensorProto.INT64, [3])
+    x = np.array([1, 2, 3], np.int64)
+    np.savez(tmp_path / "io.npz", x=x, y=np.array([3, 2, 3], np.int64))
+    assert main(["check", str(model), "--expected", str(tmp_path / "io.npz"), "--json",
+                 *given]) == 1
+    stored = json.loads(capsys.readouterr().out)["comparisons"][1]["outputs"][0]
+    assert stored["exact"] and stored["mismatches"] == 1 and stored["max_abs_error"] == 2
+    assert (stored["atol"], stored["rtol"]) == (0.0, 0.0)

@@ -610,3 +610,20 @@ def test_a_half_precision_output_failing_by_a_few_ulps_says_so(dtype) -> None:
     negative = -expected  # sign and magnitude: -8 and -8 - 2 ulps are 2 apart too
     assert "at most 2 units" in compare_output(
         "y", (negative.view(np.int16) + 2).view(dtype), negative, Tolerance(1e-4, 1e-4)).message
+
+
+def test_a_float64_difference_past_the_double_range_keeps_its_relative_error() -> None:
+    """1.5e308 against -1.5e308: a - e overflows to inf, and the relative error was inf too
+    (so no rtol passed it), where it is 2 (exact: 3e308 / 1.5e308)."""
+    from fractions import Fraction
+
+    actual = np.array([1.5e308, np.finfo(np.float64).max, 1.0])
+    expected = np.array([-1.5e308, -1e308, 1.0])
+    exact = max(abs(Fraction(a) - Fraction(e)) / abs(Fraction(e))
+                for a, e in zip(actual.tolist(), expected.tolist()))
+    result = compare_output("y", actual, expected, Tolerance(1e-5, 1e-5))
+    assert result.max_abs_error == math.inf  # 3e308 is no double
+    assert result.max_rel_error == pytest.approx(float(exact), rel=1e-15)
+    assert result.required_rtol == result.max_rel_error
+    assert compare_output("y", actual, expected, Tolerance(0.0, float(exact) * 1.001)).verdict \
+        is Verdict.PASS

@@ -496,3 +496,35 @@ def test_check_refuses_a_graph_without_outputs(tmp_path: Path, capsys) -> None:
     assert "declares no outputs" in err and "onnxruntime" not in err
     assert main(["run", str(path), "--backend", "onnxruntime"]) == 0
     assert "the graph declares no outputs" in capsys.readouterr().out
+
+
+def test_the_html_reports_needs_atol_rounded_up() -> None:
+    """viz's parity table showed the tolerance that would pass rounded to the nearest 3
+    digits too (0.00123 for 0.0012345), which given back failed."""
+    from dmlgraph.viz.html import parity_sections
+
+    model = _model([helper.make_node("Identity", ["X"], ["Y"])], [_info("X", [2])],
+                   [_info("Y", [2])])
+    x = np.array([1, 2], np.float32)
+    wrong = np.array([1, 2.0012345678], np.float32)
+    report = check(model, inputs={"X": x}, expected={"Y": wrong})
+    needed = report.comparisons[1].outputs[0].required_atol
+    assert needed == float(np.float64(wrong[1]) - 2)  # the oracle: the one error
+    cells = dict(parity_sections(report)[1].rows[0].cells)
+    assert float(cells["needs atol"]) >= needed
+    assert check(model, inputs={"X": x}, expected={"Y": wrong},
+                 atol=float(cells["needs atol"])).passed
+
+
+def test_an_output_the_stored_file_lacks_is_said_to_be_left_out() -> None:
+    """Stored outputs holding one of two outputs: the other was left out of their table
+    with no word, a comparison that looked complete."""
+    model = _model([helper.make_node("Identity", ["X"], ["A"]),
+                    helper.make_node("Neg", ["X"], ["B"])],
+                   [_info("X", [2])], [_info("A", [2]), _info("B", [2])])
+    x = np.array([1, 2], np.float32)
+    report = check(model, inputs={"X": x}, expected={"A": x})
+    stored = report.comparisons[1]
+    assert [o.name for o in stored.outputs] == ["A"] and report.passed
+    assert "'B'" in stored.note and "'A'" not in stored.note
+    assert report.comparisons[0].note == ""

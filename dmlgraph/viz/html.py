@@ -99,7 +99,12 @@ def _parity_row(record: Mapping[str, Any]) -> ParityRow:
         value = record.get(key)
         if value is None or value == "":
             continue
-        text = f"{value:.3g}" if isinstance(value, float) else str(value)
+        if key in ("required_atol", "required_rtol") and isinstance(value, float):
+            from dmlgraph.parity import passing_text  # rounded up: given back, it passes
+
+            text = passing_text(value)
+        else:
+            text = f"{value:.3g}" if isinstance(value, float) else str(value)
         cells.append((label, text))
     return ParityRow(str(record.get("name", "?")), verdict, tuple(cells))
 
