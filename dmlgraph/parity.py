@@ -25,9 +25,9 @@ import enum
 import math
 import os
 import re
-from decimal import ROUND_CEILING, Decimal
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from decimal import ROUND_CEILING, Decimal
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
