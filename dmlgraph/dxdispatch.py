@@ -675,12 +675,28 @@ def _check_commands(model: DxDispatchModel, level: FeatureLevel) -> None:
             name = command.get("dispatchable")
             if not isinstance(name, str) or name not in model.dispatchables:
                 raise DxDispatchError(f"command {index}: unknown dispatchable {name!r}")
+            _check_thread_groups(command.get("threadGroupCount", [1, 1, 1]), index)
             _bound_tensors(model, model.dispatchables[name],
                            members(command.get("bindings", {})), name)
         else:
             name = command.get("resource")
             if not isinstance(name, str) or name not in model.resources:
                 raise DxDispatchError(f"command {index}: print of unknown resource {name!r}")
+
+
+def _check_thread_groups(value: object, index: int) -> None:
+    """A dispatch's ``threadGroupCount`` as the schema types it (three integers above 0, a
+    UINT each): an HLSL dispatch's, which a DML dispatch does not read, so it is only
+    checked; it was taken whatever it held (``[1, "x", 1]``)."""
+    if not (
+        isinstance(value, list)
+        and len(value) == 3
+        and all(type(n) is int and 0 < n <= UINT32_MAX for n in value)
+    ):
+        raise DxDispatchError(
+            f"command {index}: threadGroupCount = {value!r}: the schema's is three integers "
+            f"above 0 (X, Y, Z thread groups, at most {UINT32_MAX} each)"
+        )
 
 
 def _run_commands(

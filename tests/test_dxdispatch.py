@@ -334,6 +334,14 @@ def test_one_byte_integers_print_as_characters(tmp_path, capsys) -> None:
     # the Model checks every binding's name; the Executor initializes every dispatchable
     (lambda m: m["commands"].append({"type": "dispatch", "dispatchable": "s", "bindings": {
         "InputTensor": "in", "OutputTensor": "nowhere"}}), "binds unknown resource 'nowhere'"),
+    # the schema's threadGroupCount: three integers above 0, even where DML ignores it
+    (lambda m: m["commands"][0].update(threadGroupCount=[1, "x", 1]),
+     "threadGroupCount = [1, 'x', 1]: the schema's is three integers above 0"),
+    (lambda m: m["commands"][0].update(threadGroupCount=[1, 1]), "threadGroupCount = [1, 1]"),
+    (lambda m: m["commands"][0].update(threadGroupCount=[0, 1, 1]),
+     "threadGroupCount = [0, 1, 1]"),
+    (lambda m: m["commands"][0].update(threadGroupCount=[True, 1, 1]),
+     "threadGroupCount = [True, 1, 1]"),
     (lambda m: m["dispatchables"].update(unused={"type": "SLICE", "desc": {
         "InputTensor": {"DataType": "FLOAT32", "Sizes": [4]},
         "OutputTensor": {"DataType": "FLOAT32", "Sizes": [3]},
