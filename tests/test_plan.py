@@ -1376,3 +1376,25 @@ def test_a_cross_check_translates_the_graph_the_run_lowered_again() -> None:
     crossed = report.comparisons[1]
     assert "lowered again by the sizes the run made" in crossed.expected
     assert [o.expected_shape for o in crossed.outputs] == [(1, 2, 2)]
+
+
+def test_a_bad_run_time_parameter_names_the_tensor_it_came_from() -> None:
+    """A Slice whose axes arrive at run time as [9]: the error named the node, field, value
+    and rule, but not which graph tensor held the value."""
+    from dmlgraph.errors import ModelValidationError
+
+    info = helper.make_tensor_value_info
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node("Slice", ["x", "s", "e", "a"], ["y"], name="sl")], "g",
+        [info("x", TensorProto.FLOAT, [4, 3]), info("s", TensorProto.INT64, [1]),
+         info("e", TensorProto.INT64, [1]), info("a", TensorProto.INT64, [1])],
+        [info("y", TensorProto.FLOAT, None)]),
+        opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    lowered = lower(load(model))
+    feeds = {"x": np.ones((4, 3), np.float32), "s": np.array([0]), "e": np.array([2]),
+             "a": np.array([9])}
+    with pytest.raises(ModelValidationError) as info_:
+        NumpyBackend().run(lowered, feeds)
+    message = str(info_.value)
+    assert "axes = [9]" in message
+    assert "this run's starts from 's', ends from 'e', axes from 'a'" in message

@@ -18,6 +18,7 @@ import numpy as np
 
 from dmlgraph import canonical, folding
 from dmlgraph.dml.enums import FeatureLevel
+from dmlgraph.errors import ModelValidationError
 from dmlgraph.ir import Graph, Node, TensorInfo
 from lowering.report import LoweredGraph
 
@@ -55,6 +56,14 @@ class RuntimeLowering:
         self.output_dtypes = {out: graph.tensor(out).dtype for out in node.outputs if out}
         self.node = node
         self.params = parameter_ports(node)
+        # the parameters that arrive at run time, by field, for errors: a bad value is named
+        # by the rule's field, and the caller fed it as a tensor of another name
+        ports = canonical.PARAMETER_PORTS.get(node.op_type, {})
+        self.runtime_fields = tuple(
+            (field, node.inputs[port]) for field, port in ports.items()
+            if port < len(node.inputs) and node.inputs[port]
+            and not graph.is_constant(node.inputs[port])
+        )
 
     def key(self, arrays: Mapping[str, np.ndarray]) -> tuple[Any, ...]:
         """Parameter values (dtype, shape, bytes) and data dtypes and shapes, per port."""
@@ -102,7 +111,13 @@ class RuntimeLowering:
         """The node lowered for these values (``lowering.lower``)."""
         from lowering import lower
 
-        return lower(self.graph_for(arrays), level)
+        try:
+            return lower(self.graph_for(arrays), level)
+        except ModelValidationError as exc:  # the values are this run's: say whose they are
+            if not self.runtime_fields:
+                raise
+            fed = ", ".join(f"{field} from {name!r}" for field, name in self.runtime_fields)
+            raise type(exc)(f"{exc} (this run's {fed})") from None
 
 
 def resized(lowered: LoweredGraph, level: FeatureLevel, everything: bool) -> LoweredGraph | None:
