@@ -64,6 +64,26 @@ _COUNTER_SCANNED = (
 )
 
 
+#: A Loop whose body makes its iteration number itself a carried value's next value:
+#: onnxruntime (1.32, measured) gives the number of trips run (its counter's buffer, counted
+#: on), where ONNX and onnx.reference give the last trip's number, one less.
+_COUNTER_CARRIED = (
+    "divergence: carried value(s) {outputs} of the Loop are its body's iteration number "
+    "itself, which onnxruntime gives as the number of iterations run; ONNX gives the last "
+    "iteration's number (one less)"
+)
+
+
+#: An If whose branch taken makes one tensor two or more of its outputs: onnxruntime (1.32,
+#: measured) gives all but the last of those outputs whatever their buffers held (zeros,
+#: uninitialized values), as it does a Scan's (``_REPEATED``); ONNX gives each the tensor.
+_BRANCH_REPEATED = (
+    "divergence: the If's {branch} makes {names} more than one of its outputs, which "
+    "onnxruntime gets wrong (all but the last of those outputs hold whatever their buffers "
+    "held); ONNX gives each the tensor's value"
+)
+
+
 #: A Scan whose body makes one of its own inputs an output, unchanged (a state variable passed
 #: through, a scan input's slice stacked as it is): onnxruntime (1.32, measured) gives that
 #: output, and the state variables fed back from it, whatever their buffers held (zeros, stale
@@ -140,6 +160,13 @@ class ControlFlow:
         self.body_names: list[str] = []  # a Scan body's inputs
         self.passed: list[str] = []  # a Scan body's inputs it makes outputs as they are
         self.repeated: list[str] = []  # tensors a Scan body makes two or more of its outputs
+        #: tensors each If branch makes two or more of its outputs (onnxruntime's divergence)
+        self.branch_repeated: dict[str, list[str]] = {}
+        if self.op_type == "If":
+            self.branch_repeated = {
+                attr: _repeated(onnx.GraphProto.FromString(sub.data))
+                for attr, sub in self.subgraphs.items()
+            }
         if self.op_type == "Scan":  # its attributes as the import checked them
             body = onnx.GraphProto.FromString(self.subgraphs["body"].data)
             self.scan = scan_form(
@@ -148,8 +175,7 @@ class ControlFlow:
             )
             self.body_names = [value.name for value in body.input]
             self.passed = [value.name for value in body.output if value.name in self.body_names]
-            made = Counter(value.name for value in body.output)
-            self.repeated = [name for name, count in made.items() if count > 1]
+            self.repeated = _repeated(body)
         self.cache_limit = cache_limit
         self.cache: OrderedDict[tuple[Any, ...], tuple[LoweredGraph, Plan, tuple[str, ...]]] = (
             OrderedDict()
@@ -196,6 +222,10 @@ class ControlFlow:
             )
         branch = "then_branch" if bool(cond.reshape(-1)[0]) else "else_branch"
         outputs, runs = subgraph(branch, {})
+        repeated = self.branch_repeated.get(branch)
+        if repeated:  # onnxruntime's own reading, named for ``check``
+            runs = _noted(runs, _BRANCH_REPEATED.format(branch=branch, names=repeated), self,
+                          via=f"{branch}, lowered at run time")
         return outputs, _unique(runs)
 
     def _loop(
@@ -253,6 +283,12 @@ class ControlFlow:
         ]
         if counted:  # onnxruntime's own reading, named for ``check``
             runs = _noted(runs, _COUNTER_SCANNED.format(outputs=counted), self)
+        counted = [
+            index for index, value in enumerate(body.output[1 : 1 + len(carried)])
+            if value.name == names[0]
+        ]
+        if counted and trip:  # the same, of a carried value (no trip: the initial one)
+            runs = _noted(runs, _COUNTER_CARRIED.format(outputs=counted), self)
         return [np.array(v) for v in values] + stacked, _unique(runs)
 
     def _scan(
@@ -445,6 +481,12 @@ def _noted(
     return [replace(r, notes=(*r.notes, note)) for r in runs] or [
         NodeRun(control.name, control.op_type, NOTHING_RAN, via, (note,), control.node_id)
     ]
+
+
+def _repeated(graph: onnx.GraphProto) -> list[str]:
+    """The tensors a subgraph makes two or more of its outputs."""
+    made = Counter(value.name for value in graph.output)
+    return [name for name, count in made.items() if count > 1]
 
 
 def _unique(runs: Sequence[NodeRun]) -> list[NodeRun]:
