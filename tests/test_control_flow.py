@@ -1117,3 +1117,41 @@ def test_a_branch_making_one_tensor_two_outputs_is_onnxruntime_s_known_divergenc
     other = {"x": x, "c": np.array(False)}
     report = dmlgraph.check(model, inputs=other)
     assert report.passed and not report.divergences
+
+
+def _growing_loop(named: bool) -> onnx.ModelProto:
+    """A Loop whose carried value grows a row a trip (a Slice of it concatenated), scanned as
+    it is: [2, 6], then [3, 6]."""
+    body = helper.make_graph(
+        [helper.make_node("Slice", ["v", "s0", "s1"], ["p"]),
+         helper.make_node("Concat", ["v", "p"], ["v2"], axis=0),
+         helper.make_node("Identity", ["c"], ["co"]),
+         helper.make_node("Identity", ["v"], ["sc"])], "body",
+        [_vi("i", INT64, []), _vi("c", BOOL, []), _vi("v", FLOAT, None)],
+        [_vi("co", BOOL, []), _vi("v2", FLOAT, None), _vi("sc", FLOAT, None)],
+        [_i64("s0", [0]), _i64("s1", [1])])
+    return _model(
+        [helper.make_node("Loop", ["M", "", "x"], ["vf", "scans"], body=body,
+                          name="loop" if named else "")],
+        [_vi("M", INT64, []), _vi("x", FLOAT, [2, 6])],
+        [_vi("vf", FLOAT, None), _vi("scans", FLOAT, None)], checked=False)
+
+
+def test_a_scan_output_changing_shape_is_one_error_saying_where(tmp_path, capsys) -> None:
+    """A scan output [2, 6] in iteration 0 and [3, 6] in 1 (onnxruntime fails: "Inconsistent
+    shape in loop output"): the error names the output, the shapes and the iterations, and
+    exits 2; it said NumPy's "all input arrays must have the same shape" with no output or
+    shape."""
+    model = _growing_loop(named=True)
+    feeds = {"M": np.array(3), "x": X}
+    with pytest.raises(Exception, match="Inconsistent shape"):
+        _ort(model, feeds)
+    path, inputs = tmp_path / "m.onnx", tmp_path / "in.npz"
+    onnx.save(model, path)
+    np.savez(inputs, **feeds)
+    assert main(["check", str(path), "--inputs", str(inputs)]) == 2
+    err = capsys.readouterr().err
+    assert ("node 'loop' (Loop): its scan output 0 ('scans') is float32[3, 6] in iteration 1, "
+            "float32[2, 6] in iteration 0") in err
+    assert "all input arrays" not in err
+

@@ -143,6 +143,7 @@ class ControlFlow:
         self.where = graph.describe(node)  # the source file, the node
         self.opset_imports, self.ir_version = dict(graph.opset_imports), graph.ir_version
         self.node_id = node.id
+        self.outputs = tuple(node.outputs)  # (named in errors)
         self.explicit_names, self.outer = split_inputs(node)  # outer: old name -> now
         # a large one (a weight) is fed, as the tensors that arrive are: as an initializer it
         # was copied into every model made (one per input types, 16 kept) and each plan's
@@ -270,13 +271,10 @@ class ControlFlow:
             for kept, value in zip(scans, outputs[1 + len(values) :]):
                 kept.append(value)
             trip += 1
-        try:
-            stacked = [np.stack(kept) for kept in scans]
-        except ValueError as exc:
-            raise BackendError(
-                f"{self.where}: its scan outputs differ in shape from one iteration to the "
-                f"next ({exc})"
-            ) from None
+        stacked = [
+            self._stacked(kept, 0, index, len(carried) + index, reverse=False)
+            for index, kept in enumerate(scans)
+        ]
         counted = [
             index for index, value in enumerate(body.output[1 + len(carried) :])
             if value.name == names[0]
@@ -346,14 +344,27 @@ class ControlFlow:
             zip(scans, form.output_axes, form.output_reversed)
         ):
             along = self._axis(axis, kept[0].ndim + 1, "scan_output_axes", index)
-            try:
-                stacked.append(np.stack(kept[::-1] if back else kept, axis=along))
-            except ValueError as exc:
-                raise BackendError(
-                    f"{self.where}: its scan output {index} differs in shape from one "
-                    f"iteration to the next ({exc})"
-                ) from None
+            stacked.append(self._stacked(kept, along, index, form.states + index, back))
         return [np.array(v) for v in states] + stacked, _unique(runs)
+
+    def _stacked(
+        self, kept: Sequence[np.ndarray], axis: int, index: int, output: int, reverse: bool
+    ) -> np.ndarray:
+        """Scan output ``index`` (the node's output ``output``) stacked along ``axis``; one
+        that changed shape or type from an iteration to another is refused, naming both (ONNX
+        stacks them; onnxruntime fails: "Inconsistent shape in loop output")."""
+        first = kept[0]
+        for step, value in enumerate(kept):
+            if value.shape != first.shape or value.dtype != first.dtype:
+                name = self.outputs[output] if output < len(self.outputs) else ""
+                raise BackendError(
+                    f"{self.where}: its scan output {index} ({name!r}) is "
+                    f"{value.dtype}{list(value.shape)} in iteration {step}, "
+                    f"{first.dtype}{list(first.shape)} in iteration 0; a {self.op_type}'s "
+                    "scan outputs keep their shape and type from iteration to iteration (its "
+                    "iterations' values are stacked)"
+                )
+        return np.stack(kept[::-1] if reverse else kept, axis=axis)
 
     def _same_states(
         self, taken: Sequence[np.ndarray], made: Sequence[np.ndarray], step: int
