@@ -1155,3 +1155,21 @@ def test_a_scan_output_changing_shape_is_one_error_saying_where(tmp_path, capsys
             "float32[2, 6] in iteration 0") in err
     assert "all input arrays" not in err
 
+
+def test_a_segment_onnxruntime_fails_on_names_an_unnamed_node_by_what_it_makes() -> None:
+    """A body whose Concat cannot join its inputs runs on the fallback, which fails: its
+    message named the unnamed Loop "?"; it names it by the first tensor it makes."""
+    body = helper.make_graph(
+        [helper.make_node("Slice", ["v", "s0", "s1"], ["p"]),
+         helper.make_node("Concat", ["p", "v"], ["q"], axis=1),
+         helper.make_node("Identity", ["c"], ["co"])], "body",
+        [_vi("i", INT64, []), _vi("c", BOOL, []), _vi("v", FLOAT, None)],
+        [_vi("co", BOOL, []), _vi("q", FLOAT, None)], [_i64("s0", [0]), _i64("s1", [1])])
+    model = _model(
+        [helper.make_node("Loop", ["M", "", "x"], ["vf"], body=body)],
+        [_vi("M", INT64, []), _vi("x", FLOAT, [2, 6])], [_vi("vf", FLOAT, None)],
+        checked=False)
+    with pytest.raises(dmlgraph.DmlgraphError) as caught:
+        get_backend("numpy").run(lower(dmlgraph.load(model), "6_4"),
+                                 {"M": np.array(2), "x": X})
+    assert "onnxruntime fails on node(s) (unnamed, making 'vf') (Loop)" in str(caught.value)
