@@ -64,6 +64,26 @@ _COUNTER_SCANNED = (
 )
 
 
+#: A Loop whose body makes its iteration number itself a carried value's next value:
+#: onnxruntime (1.32, measured) gives the number of trips run (its counter's buffer, counted
+#: on), where ONNX and onnx.reference give the last trip's number, one less.
+_COUNTER_CARRIED = (
+    "divergence: carried value(s) {outputs} of the Loop are its body's iteration number "
+    "itself, which onnxruntime gives as the number of iterations run; ONNX gives the last "
+    "iteration's number (one less)"
+)
+
+
+#: An If whose branch taken makes one tensor two or more of its outputs: onnxruntime (1.32,
+#: measured) gives all but the last of those outputs whatever their buffers held (zeros,
+#: uninitialized values), as it does a Scan's (``_REPEATED``); ONNX gives each the tensor.
+_BRANCH_REPEATED = (
+    "divergence: the If's {branch} makes {names} more than one of its outputs, which "
+    "onnxruntime gets wrong (all but the last of those outputs hold whatever their buffers "
+    "held); ONNX gives each the tensor's value"
+)
+
+
 #: A Scan whose body makes one of its own inputs an output, unchanged (a state variable passed
 #: through, a scan input's slice stacked as it is): onnxruntime (1.32, measured) gives that
 #: output, and the state variables fed back from it, whatever their buffers held (zeros, stale
@@ -123,6 +143,7 @@ class ControlFlow:
         self.where = graph.describe(node)  # the source file, the node
         self.opset_imports, self.ir_version = dict(graph.opset_imports), graph.ir_version
         self.node_id = node.id
+        self.outputs = tuple(node.outputs)  # (named in errors)
         self.explicit_names, self.outer = split_inputs(node)  # outer: old name -> now
         # a large one (a weight) is fed, as the tensors that arrive are: as an initializer it
         # was copied into every model made (one per input types, 16 kept) and each plan's
@@ -140,6 +161,13 @@ class ControlFlow:
         self.body_names: list[str] = []  # a Scan body's inputs
         self.passed: list[str] = []  # a Scan body's inputs it makes outputs as they are
         self.repeated: list[str] = []  # tensors a Scan body makes two or more of its outputs
+        #: tensors each If branch makes two or more of its outputs (onnxruntime's divergence)
+        self.branch_repeated: dict[str, list[str]] = {}
+        if self.op_type == "If":
+            self.branch_repeated = {
+                attr: _repeated(onnx.GraphProto.FromString(sub.data))
+                for attr, sub in self.subgraphs.items()
+            }
         if self.op_type == "Scan":  # its attributes as the import checked them
             body = onnx.GraphProto.FromString(self.subgraphs["body"].data)
             self.scan = scan_form(
@@ -148,8 +176,7 @@ class ControlFlow:
             )
             self.body_names = [value.name for value in body.input]
             self.passed = [value.name for value in body.output if value.name in self.body_names]
-            made = Counter(value.name for value in body.output)
-            self.repeated = [name for name, count in made.items() if count > 1]
+            self.repeated = _repeated(body)
         self.cache_limit = cache_limit
         self.cache: OrderedDict[tuple[Any, ...], tuple[LoweredGraph, Plan, tuple[str, ...]]] = (
             OrderedDict()
@@ -196,6 +223,10 @@ class ControlFlow:
             )
         branch = "then_branch" if bool(cond.reshape(-1)[0]) else "else_branch"
         outputs, runs = subgraph(branch, {})
+        repeated = self.branch_repeated.get(branch)
+        if repeated:  # onnxruntime's own reading, named for ``check``
+            runs = _noted(runs, _BRANCH_REPEATED.format(branch=branch, names=repeated), self,
+                          via=f"{branch}, lowered at run time")
         return outputs, _unique(runs)
 
     def _loop(
@@ -240,19 +271,22 @@ class ControlFlow:
             for kept, value in zip(scans, outputs[1 + len(values) :]):
                 kept.append(value)
             trip += 1
-        try:
-            stacked = [np.stack(kept) for kept in scans]
-        except ValueError as exc:
-            raise BackendError(
-                f"{self.where}: its scan outputs differ in shape from one iteration to the "
-                f"next ({exc})"
-            ) from None
+        stacked = [
+            self._stacked(kept, 0, index, len(carried) + index, reverse=False)
+            for index, kept in enumerate(scans)
+        ]
         counted = [
             index for index, value in enumerate(body.output[1 + len(carried) :])
             if value.name == names[0]
         ]
         if counted:  # onnxruntime's own reading, named for ``check``
             runs = _noted(runs, _COUNTER_SCANNED.format(outputs=counted), self)
+        counted = [
+            index for index, value in enumerate(body.output[1 : 1 + len(carried)])
+            if value.name == names[0]
+        ]
+        if counted and trip:  # the same, of a carried value (no trip: the initial one)
+            runs = _noted(runs, _COUNTER_CARRIED.format(outputs=counted), self)
         return [np.array(v) for v in values] + stacked, _unique(runs)
 
     def _scan(
@@ -310,14 +344,27 @@ class ControlFlow:
             zip(scans, form.output_axes, form.output_reversed)
         ):
             along = self._axis(axis, kept[0].ndim + 1, "scan_output_axes", index)
-            try:
-                stacked.append(np.stack(kept[::-1] if back else kept, axis=along))
-            except ValueError as exc:
-                raise BackendError(
-                    f"{self.where}: its scan output {index} differs in shape from one "
-                    f"iteration to the next ({exc})"
-                ) from None
+            stacked.append(self._stacked(kept, along, index, form.states + index, back))
         return [np.array(v) for v in states] + stacked, _unique(runs)
+
+    def _stacked(
+        self, kept: Sequence[np.ndarray], axis: int, index: int, output: int, reverse: bool
+    ) -> np.ndarray:
+        """Scan output ``index`` (the node's output ``output``) stacked along ``axis``; one
+        that changed shape or type from an iteration to another is refused, naming both (ONNX
+        stacks them; onnxruntime fails: "Inconsistent shape in loop output")."""
+        first = kept[0]
+        for step, value in enumerate(kept):
+            if value.shape != first.shape or value.dtype != first.dtype:
+                name = self.outputs[output] if output < len(self.outputs) else ""
+                raise BackendError(
+                    f"{self.where}: its scan output {index} ({name!r}) is "
+                    f"{value.dtype}{list(value.shape)} in iteration {step}, "
+                    f"{first.dtype}{list(first.shape)} in iteration 0; a {self.op_type}'s "
+                    "scan outputs keep their shape and type from iteration to iteration (its "
+                    "iterations' values are stacked)"
+                )
+        return np.stack(kept[::-1] if reverse else kept, axis=axis)
 
     def _same_states(
         self, taken: Sequence[np.ndarray], made: Sequence[np.ndarray], step: int
@@ -445,6 +492,12 @@ def _noted(
     return [replace(r, notes=(*r.notes, note)) for r in runs] or [
         NodeRun(control.name, control.op_type, NOTHING_RAN, via, (note,), control.node_id)
     ]
+
+
+def _repeated(graph: onnx.GraphProto) -> list[str]:
+    """The tensors a subgraph makes two or more of its outputs."""
+    made = Counter(value.name for value in graph.output)
+    return [name for name, count in made.items() if count > 1]
 
 
 def _unique(runs: Sequence[NodeRun]) -> list[NodeRun]:

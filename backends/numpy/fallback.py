@@ -20,6 +20,7 @@ from dmlgraph.dml.enums import PaddingMode
 from dmlgraph.dml.indexmaps import source_indices
 from dmlgraph.ir import Graph
 from dmlgraph.shape_kernels import KERNELS
+from dmlgraph.subgraphs import holder_label
 
 Runner = Callable[[Mapping[str, np.ndarray]], dict[str, np.ndarray]]
 
@@ -224,6 +225,9 @@ def get_fallback(fallback: str | Fallback, providers: Sequence[str] | None = Non
 def _nodes(graph: Graph) -> str:
     """A short description of a segment for messages: its first nodes by name and op."""
     nodes = graph.nodes
-    listed = ", ".join(f"{n.name or '?'} ({n.op_type})" for n in nodes[:3])
+    # an unnamed node by the first tensor it makes (it was "?")
+    listed = ", ".join(
+        f"{n.name or holder_label('', n.outputs)} ({n.op_type})" for n in nodes[:3]
+    )
     more = f" and {len(nodes) - 3} more" if len(nodes) > 3 else ""
     return f"node(s) {listed}{more}"
