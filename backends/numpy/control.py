@@ -222,7 +222,8 @@ class ControlFlow:
                 "elements; If takes one"
             )
         branch = "then_branch" if bool(cond.reshape(-1)[0]) else "else_branch"
-        outputs, runs = subgraph(branch, {})
+        outputs, ran = subgraph(branch, {})
+        runs: Sequence[NodeRun] = ran
         repeated = self.branch_repeated.get(branch)
         if repeated:  # onnxruntime's own reading, named for ``check``
             runs = _noted(runs, _BRANCH_REPEATED.format(branch=branch, names=repeated), self,
