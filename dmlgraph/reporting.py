@@ -138,7 +138,10 @@ def print_report(lowered: LoweredGraph, console: Console, *, every_node: bool = 
             records += holders
     hidden = [r for r in records if r.at_import]
     if hidden and not every_node:
-        console.print(f"({len(hidden)} folded at import are not listed; --all lists every node)")
+        # as their rows say: a dead node the importer dropped is eliminated, not folded
+        gone = Counter(r.status for r in hidden)
+        what = " and ".join(f"{gone[s]} {s.value}" for s in Status if gone[s])
+        console.print(f"({what} at import are not listed; --all lists every node)")
         records = [r for r in records if not r.at_import]
     table = Table(show_lines=False, expand=False)
     for column in ("node", "op", "status", "DirectML", "notes"):

@@ -80,7 +80,11 @@ def _records(lowered: LoweredGraph, ctx: Context) -> list[NodeReport]:
     for origin_id, origin in ctx.origins.items():
         ops = tuple(made.get(origin_id, ()))
         status = origin.status or Status.FALLBACK
-        if status is Status.LOWERED and len(ops) != 1:
+        if status in (Status.LOWERED, Status.DECOMPOSED) and not ops:
+            # Simplify merged every descriptor it had into another node's, which computes
+            # its output: nothing of its own is left (its notes name that node)
+            status = Status.ELIMINATED
+        elif status is Status.LOWERED and len(ops) != 1:
             status = Status.DECOMPOSED
         records.append(
             NodeReport(

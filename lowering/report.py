@@ -16,7 +16,9 @@ class Status(str, enum.Enum):
     LOWERED = "lowered"  # became one DirectML operator
     DECOMPOSED = "decomposed"  # became several DirectML operators (and maybe constants)
     FOLDED = "folded"  # became a constant (folded at import, or an empty result)
-    ELIMINATED = "eliminated"  # a no-op (its output is its input), or nothing reads its result
+    # a no-op (its output is its input), nothing reads its result, or another node's
+    # descriptors compute its output (Simplify merged them)
+    ELIMINATED = "eliminated"
     FALLBACK = "fallback"  # stays an ONNX node (in part or whole); the notes say why
 
     def __str__(self) -> str:

@@ -248,3 +248,27 @@ def test_run_says_how_many_outputs_it_saved_when_one_is_listed_twice(
         assert sorted(p.name for p in out.iterdir()) == ["input_0.pb", "output_0.pb",
                                                          "output_1.pb"]
     assert len(tensorio.read(out, load(model)).outputs) == 1
+
+
+def test_inspect_shows_a_nan_fill_value_other_than_the_dtypes_own_by_its_bits(tmp_path,
+                                                                           capsys) -> None:
+    """A Pad filling -nan with a payload is lowered otherwise than one filling nan (at FL
+    1_0 no PADDING holds it): inspect printed "constant_value=nan" for both."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    fill = np.frombuffer(np.uint32(0xFFC00001).tobytes(), np.float32).reshape(())
+    for name, value in (("payload", fill), ("plain", np.array(np.nan, np.float32))):
+        graph = helper.make_graph(
+            [helper.make_node("Pad", ["x", "p", "v"], ["y"], name="pad")], "g",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 5])],
+            [numpy_helper.from_array(np.array([1, 1, 1, 1], np.int64), "p"),
+             numpy_helper.from_array(value, "v")])
+        onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)]),
+                  tmp_path / f"{name}.onnx")
+    assert main(["inspect", str(tmp_path / "payload.onnx")]) == 0
+    assert "constant_value=nan(0xffc00001) " in capsys.readouterr().out
+    assert main(["inspect", str(tmp_path / "plain.onnx")]) == 0
+    assert "constant_value=nan " in capsys.readouterr().out

@@ -109,3 +109,26 @@ def test_lower_of_a_model_without_slice_concat_or_pad_says_so_and_no_more(tmp_pa
     assert main(["lower", str(path)]) == 0
     assert capsys.readouterr().out.strip() == "DML_FEATURE_LEVEL_6_4: 0 Slice/Concat/Pad nodes"
 
+
+
+def test_rows_hidden_as_removed_at_import_are_counted_by_their_status(tmp_path, capsys) -> None:
+    """A Slice nothing reads is eliminated at import, the one whose result is constant
+    folded: the line saying they are not listed said "2 folded at import"."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    params = [numpy_helper.from_array(np.array(v, np.int64), n)
+              for n, v in (("s", [1]), ("e", [3]), ("a", [0]))]
+    params.append(numpy_helper.from_array(np.zeros((4, 2), np.float32), "c"))
+    nodes = [helper.make_node("Slice", ["x", "s", "e", "a"], ["dead"], name="dead"),
+             helper.make_node("Slice", ["c", "s", "e", "a"], ["k"], name="constant"),
+             helper.make_node("Slice", ["x", "s", "e", "a"], ["y"], name="kept"),
+             helper.make_node("Concat", ["y", "k"], ["z"], name="join", axis=0)]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 2])],
+        [helper.make_tensor_value_info("z", TensorProto.FLOAT, [4, 2])], params)
+    model = tmp_path / "m.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)]), model)
+    assert main(["lower", str(model)]) == 0
+    out = capsys.readouterr().out
+    assert "(1 folded and 1 eliminated at import are not listed; --all lists every node)" in out

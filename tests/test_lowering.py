@@ -1327,3 +1327,27 @@ def test_reflect_by_pieces_reads_mirrored_runs_backwards_from_2_1(
         if isinstance(step.desc, Slice1Desc)
     ]
     assert sum(s < 0 for s in strides) == backwards
+
+
+def test_a_node_whose_descriptors_another_computes_is_eliminated_not_decomposed() -> None:
+    """Two identical Slices of one input: Simplify keeps the first's SLICE and reads it for
+    the second, which is left with no descriptor. It was reported "decomposed" into nothing
+    (DirectML column empty); its output is the first's, as an eliminated node's is its input."""
+    params = [numpy_helper.from_array(np.array(v, np.int64), n)
+              for n, v in (("s", [1]), ("e", [3]), ("a", [0]))]
+    nodes = [helper.make_node("Slice", ["x", "s", "e", "a"], ["y1"], name="first"),
+             helper.make_node("Slice", ["x", "s", "e", "a"], ["y2"], name="second"),
+             helper.make_node("Concat", ["y1", "y2"], ["y"], name="join", axis=0)]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 2])], params)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
+    lowered = lower(load(model), "6_4")
+    report = {r.name: r for r in lowered.report()}
+    assert report["first"].status is Status.LOWERED
+    assert report["first"].dml_ops == ("DML_OPERATOR_SLICE",)
+    second = report["second"]
+    assert (second.status, second.dml_ops) == (Status.ELIMINATED, ())
+    assert any("computed once there" in note and "'first'" in note for note in second.notes)
+    assert [n.op.name for n in lowered.topological_order()] == [
+        "DML_OPERATOR_SLICE", "DML_OPERATOR_JOIN"]
