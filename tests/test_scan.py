@@ -357,10 +357,16 @@ def _passing_through() -> onnx.ModelProto:
          helper.make_node("Slice", ["y", "zero", "two"], ["y2"])],
         "body", [_vi("s", [3]), _vi("r", [3])],
         [_vi("s", [3]), _vi("y2", [2]), _vi("r", [3])], [_i64("zero", [0]), _i64("two", [2])])
+    return _state_and_rows(body, ("sf", "ys", "rs"))
+
+
+def _state_and_rows(body: onnx.GraphProto, outputs: tuple[str, ...]) -> onnx.ModelProto:
+    """A Scan named "scan" of ``body`` over a state s0: float32[3] and the rows of
+    x: float32[4, 3], making ``outputs``."""
     graph = helper.make_graph(
-        [helper.make_node("Scan", ["s0", "x"], ["sf", "ys", "rs"], name="scan", body=body,
+        [helper.make_node("Scan", ["s0", "x"], list(outputs), name="scan", body=body,
                           num_scan_inputs=1)],
-        "m", [_vi("s0", [3]), _vi("x", [4, 3])], [_vi(n, None) for n in ("sf", "ys", "rs")])
+        "m", [_vi("s0", [3]), _vi("x", [4, 3])], [_vi(n, None) for n in outputs])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
     model.ir_version = 9
     return model
@@ -468,13 +474,7 @@ def _repeating(outputs: list[str]) -> onnx.ModelProto:
         "body", [_vi("acc", [3]), _vi("row", [3])], [_vi(n, [3]) for n in outputs],
         [_i64("zero", [0]), _i64("two", [2]),
          numpy_helper.from_array(np.array([1], np.float32), "one")])
-    graph = helper.make_graph(
-        [helper.make_node("Scan", ["s0", "x"], ["sf", "y1", "y2"], name="scan", body=body,
-                          num_scan_inputs=1)],
-        "m", [_vi("s0", [3]), _vi("x", [4, 3])], [_vi(n, None) for n in ("sf", "y1", "y2")])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
-    model.ir_version = 9
-    return model
+    return _state_and_rows(body, ("sf", "y1", "y2"))
 
 
 @pytest.mark.parametrize("outputs", [["acc_out", "acc_out", "sq"], ["acc_out", "sq", "sq"],
