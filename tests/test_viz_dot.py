@@ -330,4 +330,4 @@ def test_a_note_quoting_a_long_name_is_shortened() -> None:
         assert STATEMENT.match(line), line
     assert len(max(text.splitlines(), key=len)) < 16384
     flat = re.sub(r'<BR ALIGN="LEFT"/>', "", text)
-    assert f"({len(sentence(note))} characters)" in flat
+    assert f"(a note of {len(sentence(note))} characters)" in flat

@@ -78,15 +78,17 @@ TEXT_LIMIT = 300
 NOTE_LIMIT = 2 * TEXT_LIMIT
 
 
-def shown(text: str, limit: int = TEXT_LIMIT) -> str:
+def shown(text: str, limit: int = TEXT_LIMIT, whole: str = "") -> str:
+    """``text``, or past ``limit`` characters its two ends and its length; ``whole`` names
+    what the length counts where the text is more than the long name it quotes (a note)."""
     if len(text) <= limit:
         return text
     keep = (limit - 40) // 2
-    return f"{text[:keep]}\u2026{text[-keep:]} ({len(text)} characters)"
+    return f"{text[:keep]}\u2026{text[-keep:]} ({whole}{len(text)} characters)"
 
 
 def _wrapped(text: str, width: int = NOTE_WIDTH) -> str:
-    text = shown(text, NOTE_LIMIT)
+    text = shown(text, NOTE_LIMIT, whole="a note of ")
     lines = textwrap.wrap(text, width, break_long_words=True, break_on_hyphens=False) or [""]
     return '<BR ALIGN="LEFT"/>'.join(escape(line) for line in lines) + '<BR ALIGN="LEFT"/>'
 
