@@ -97,12 +97,25 @@ class Plan:
         self.constants[name] = data
         return name
 
-    def add(self, desc: OperatorDesc, inputs: Sequence[str], output: str) -> None:
+    def add(
+        self, desc: OperatorDesc, inputs: Sequence[str], output: str, checked: bool = False
+    ) -> None:
+        """Add a step; ``checked``: ``invalid`` already passed it at the plan's level."""
+        if not checked:
+            why = self.invalid(desc)
+            if why:  # a planning bug must not leave lower() as a desc
+                raise CannotLower(f"the planned descriptor is invalid: {why}")
+        self.steps.append(Step(desc, tuple(inputs), output))
+
+    def invalid(self, desc: OperatorDesc) -> str:
+        """Why ``desc`` breaks a rule at the plan's level ("" when it is valid). A view the
+        support row accepts may still break a rule of its numbers (a tensor of 2^32 elements,
+        a SLICE1 stride beyond INT), which another view or a decomposition may not."""
         try:
             desc.validate(self.level)
-        except DmlValidationError as exc:  # a planning bug must not leave lower() as a desc
-            raise CannotLower(f"the planned descriptor is invalid: {exc}") from None
-        self.steps.append(Step(desc, tuple(inputs), output))
+        except DmlValidationError as exc:
+            return str(exc)
+        return ""
 
     def note(self, text: str) -> None:
         if text not in self.notes:
@@ -227,15 +240,28 @@ def _try_slice(plan: Plan, x: str, in_shape: Shape, op: LogicalSlice, out: str) 
     reversing = any(op.steps[a] < 0 for a in touched)
     kinds = [OperatorType.SLICE1] if reversing else [OperatorType.SLICE, OperatorType.SLICE1]
     out_shape = tuple(op.sizes)
+    broken: list[str] = []
     for kind in kinds:
         for view, layout in _candidates(plan, kind, [in_shape], touched):
             if not _slice_fits(op, layout, in_shape):
                 continue
-            plan.add(_slice_desc(op, layout, view, in_shape, out_shape), [x], out)
+            desc = _slice_desc(op, layout, view, in_shape, out_shape)
+            why = plan.invalid(desc)
+            if why:
+                broken.append(why)
+                continue
+            plan.add(desc, [x], out, checked=True)
             _view_note(plan, kind, view, layout, in_shape)
             return ""
+    if broken:
+        return _no_valid_view(broken)
     # each kind's reason, once: a type no view holds reads the same for SLICE and SLICE1
     return "; ".join(dict.fromkeys(_why_not(plan, kind, in_shape, touched) for kind in kinds))
+
+
+def _no_valid_view(broken: Sequence[str]) -> str:
+    """The reason when every view a row accepts makes a descriptor that breaks a rule."""
+    return f"every view the support table accepts breaks a rule: {broken[0]}"
 
 
 def plan_slice(plan: Plan, x: str, in_shape: Shape, op: LogicalSlice, out: str) -> None:
@@ -305,6 +331,7 @@ def _reverse_by_pieces(
 def plan_join(plan: Plan, inputs: Sequence[str], shapes: Sequence[Shape], axis: int, out: str) -> None:
     out_shape = list(shapes[0])
     out_shape[axis] = sum(s[axis] for s in shapes)
+    broken: list[str] = []
     for view, layout in _candidates(plan, OperatorType.JOIN, shapes, [axis]):
         if not all(layout.divides(s) for s in shapes):
             continue
@@ -313,9 +340,15 @@ def plan_join(plan: Plan, inputs: Sequence[str], shapes: Sequence[Shape], axis: 
             output_tensor=_desc(view, layout, tuple(out_shape)),
             axis=layout.axes.index(axis),
         )
-        plan.add(desc, inputs, out)
+        why = plan.invalid(desc)
+        if why:
+            broken.append(why)
+            continue
+        plan.add(desc, inputs, out, checked=True)
         _view_note(plan, OperatorType.JOIN, view, layout, shapes[0])
         return
+    if broken:
+        raise CannotLower(_no_valid_view(broken))
     raise CannotLower(_why_not(plan, OperatorType.JOIN, shapes[0], [axis]))
 
 
@@ -373,6 +406,7 @@ def _try_pad(plan: Plan, x: str, in_shape: Shape, op: LogicalPad, out: str) -> s
             reasons.append(f"{op.mode.full_name} needs {needed.full_name}")
             continue
         fitted = False
+        broken: list[str] = []
         for view, layout in _candidates(plan, kind, [in_shape], touched):
             if layout.scaled is not None:  # whole merged elements, and only fill them
                 a = layout.scaled[0]
@@ -400,10 +434,16 @@ def _try_pad(plan: Plan, x: str, in_shape: Shape, op: LogicalPad, out: str) -> s
                 desc = Padding1Desc(
                     padding_value_data_type=view.data_type, padding_value=value, **common
                 )
-            plan.add(desc, [x], out)
+            why = plan.invalid(desc)
+            if why:
+                broken.append(why)
+                continue
+            plan.add(desc, [x], out, checked=True)
             _view_note(plan, kind, view, layout, in_shape)
             return ""
-        if not fitted:
+        if broken:
+            reasons.append(_no_valid_view(broken))
+        elif not fitted:
             reasons.append(_why_not(plan, kind, in_shape, touched))
         else:
             reasons.append(

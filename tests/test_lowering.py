@@ -207,6 +207,43 @@ def test_a_reversal_too_long_for_single_element_slices_falls_back_at_once() -> N
     assert any(f"reversing {2**33} elements" in n and "limit 1024" in n for n in record.notes)
 
 
+def test_a_view_breaking_the_element_limit_gives_way_to_one_that_keeps_it() -> None:
+    """float32 [3, 2**31] sliced to rows 1:3: as FLOAT32 the input holds 3 * 2**31 elements,
+    past DirectML's 2^32 - 1; from FL 4.1 the untouched rows are UINT64 pairs, [3, 2**30]
+    (DML_SPEC.md 2 and 4). Before, the first view's invalid descriptor ended the search and
+    the node fell back as a planning error."""
+    model = one_node_model("Slice", {"x": np.zeros((3, 2), np.float32)},
+                           dict(starts=i64(1), ends=i64(3), axes=i64(0), steps=i64(1)))
+    model.graph.input[0].type.tensor_type.shape.dim[1].dim_value = 2**31
+    lowered, record = lowered_one(model, "6_4")
+    assert record.status is Status.LOWERED, record.notes
+    (desc,) = descs(lowered)
+    assert isinstance(desc, SliceDesc) and desc.input_tensor.data_type.name == "UINT64"
+    assert (desc.input_tensor.sizes, desc.offsets, desc.sizes) == (
+        (3, 2**30), (1, 0), (2, 2**30))
+    _, record = lowered_one(model, "3_0")  # no 64-bit view there: refused by the rule
+    assert record.status is Status.FALLBACK
+    assert any("at most 2^32 - 1 elements" in n and "planned descriptor" not in n
+               for n in record.notes), record.notes
+
+
+def test_a_negative_step_beyond_int_is_a_join_of_slices_at_every_level() -> None:
+    """SLICE1's strides are INT: a step of -(2**31 + 1) over [2**32 - 1] reads 2 elements
+    (2**32 - 2 and 2**31 - 3) that no SLICE1 can stride between; it is a JOIN of two
+    single-element SLICEs, at FL 6_4 as at 1_0. Before, it fell back from FL 2.1 on, as a
+    planning error."""
+    step = -(2**31 + 1)
+    model = one_node_model("Slice", {"x": np.zeros((1,), np.float32)},
+                           dict(starts=i64(-1), ends=i64(-(2**63)), axes=i64(0), steps=i64(step)))
+    model.graph.input[0].type.tensor_type.shape.dim[0].dim_value = 2**32 - 1
+    for level in ("1_0", "2_1", "6_4"):
+        lowered, record = lowered_one(model, level)
+        assert record.status is Status.DECOMPOSED, (level, record.notes)
+        slices = [d for d in descs(lowered) if isinstance(d, SliceDesc)]
+        assert [d.offsets[-1] for d in slices] == [2**32 - 2, 2**31 - 3]
+        assert isinstance(descs(lowered)[-1], JoinDesc)
+
+
 def test_empty_slice_is_an_empty_constant() -> None:
     lowered, record = lowered_one(slice_model(X, [3], [1], [1], [1]), "6_4")
     assert record.status is Status.FOLDED and not descs(lowered)
