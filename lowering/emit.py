@@ -175,6 +175,15 @@ def _view_note(
     if view.data_type != native_type(plan.dtype):
         plan.note(f"data viewed as {view.describe(plan.dtype)}: the op only moves bytes")
     sizes = list(layout.sizes(shape))
+    if layout.scaled is not None:  # the trailing block folded into the innermost changed axis
+        axis, mul, div = layout.scaled
+        folded = [*shape[:axis], layout.scale(axis, shape[axis])]
+        plan.note(
+            f"axis {axis} and the {mul} elements after each of its indices viewed as one axis "
+            f"of {folded[-1]} {view.data_type.name} elements ({div} {plan.dtype} each): "
+            f"every index the op uses there stays whole; shape {list(shape)} as {folded}"
+        )
+        shape = tuple(folded)  # type: ignore[arg-type]  # what the rank notes start from
     natural = len(shape) + (1 if view.split > 1 else 0)
     row = support_row(kind, plan.level)
     assert row is not None

@@ -628,6 +628,22 @@ def test_eight_bit_data_at_fl_1_0_moves_whole_uint16_pairs_along_the_innermost_a
     assert same_bits(run_lowered(lowered, {"x": x})[0], expected)
 
 
+def test_an_odd_block_folded_into_the_changed_axis_is_noted() -> None:
+    """uint8 [4, 3] rows 2:4 at FL 1_0 are bytes 6..11: UINT16 elements 3..5 of a [6] view.
+    The note only spoke of leading 1s ("shape [4, 3] viewed as [1, 1, 1, 6]"), which hides
+    that the rows' odd block of 3 went into the sliced axis."""
+    x = np.arange(12, dtype=np.uint8).reshape(4, 3)
+    lowered, record = lowered_one(slice_model(x, [2], [4], [0], [1]), "1_0")
+    (desc,) = descs(lowered)
+    assert desc.input_tensor.data_type is TensorDataType.UINT16
+    assert list(desc.input_tensor.sizes) == [1, 1, 1, 6]
+    assert desc.offsets[-1] == 3 and desc.sizes[-1] == 3
+    assert same_bits(run_lowered(lowered, {"x": x})[0], x[2:4])
+    folded = [n for n in record.notes if n.startswith("axis 0 ")]
+    assert folded and "6 UINT16 elements" in folded[0] and "[4, 3] as [6]" in folded[0]
+    assert "shape [6] viewed as [1, 1, 1, 6]" in " ".join(record.notes)
+
+
 def test_the_report_has_one_record_per_node_of_the_model(onnx_models_dir) -> None:
     """Every ONNX node of a real model is accounted for once: the nodes lowering saw, then
     those the importer folded (whose records are made on first use), in a copy too."""
