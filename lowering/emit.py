@@ -468,6 +468,19 @@ def plan_pad(plan: Plan, x: str, in_shape: Shape, op: LogicalPad, out: str) -> N
     why = _try_pad(plan, x, in_shape, op, out)
     if not why:
         return
+    try:
+        _pad_axis_by_axis(plan, x, in_shape, op, out, why)
+    except CannotLower as exc:  # both reasons, each once (a string type's is the same)
+        if str(exc) in why:
+            raise
+        raise CannotLower(
+            f"no single padding descriptor fits: {why}; nor axis by axis: {exc}"
+        ) from None
+
+
+def _pad_axis_by_axis(
+    plan: Plan, x: str, in_shape: Shape, op: LogicalPad, out: str, why: str
+) -> None:
     touched = op.touched()
     if not touched:  # a copy: any copying descriptor will do
         identity = LogicalSlice((0,) * len(in_shape), (1,) * len(in_shape), tuple(in_shape))

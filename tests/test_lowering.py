@@ -244,6 +244,21 @@ def test_a_negative_step_beyond_int_is_a_join_of_slices_at_every_level() -> None
         assert isinstance(descs(lowered)[-1], JoinDesc)
 
 
+def test_a_pad_past_the_size_limit_names_the_padding_descriptors_rule_too() -> None:
+    """float32 [2**32 - 1] padded by 1 makes 2**32 elements, more than any DirectML size
+    holds: the note named only the JOIN the decomposition tried, not why PADDING and
+    PADDING1 did not fit."""
+    model = pad_model(np.zeros((1,), np.float32), [1, 0], "constant")
+    model.graph.input[0].type.tensor_type.shape.dim[0].dim_value = 2**32 - 1
+    for level in ("2_1", "6_4"):
+        _, record = lowered_one(model, level)
+        assert record.status is Status.FALLBACK
+        (note,) = record.notes
+        single, _, pieces = note.partition("; nor axis by axis: ")
+        assert "DML_OPERATOR_PADDING: OutputTensor.Sizes" in single and "4294967296" in single
+        assert "DML_OPERATOR_JOIN: OutputTensor.Sizes" in pieces
+
+
 def test_empty_slice_is_an_empty_constant() -> None:
     lowered, record = lowered_one(slice_model(X, [3], [1], [1], [1]), "6_4")
     assert record.status is Status.FOLDED and not descs(lowered)
