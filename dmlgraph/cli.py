@@ -528,8 +528,34 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     return 0
 
 
+class _StoreOnce(argparse._StoreAction):
+    """argparse's ``store``, refusing an option given again with another value: argparse
+    keeps the last, so ``lower -o a.json -o b.json`` wrote b.json alone and ``--inputs a.npz
+    ... --inputs b.npz`` checked b.npz, without a word. The same value twice is harmless."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        given: dict[str, Any] = namespace.__dict__.setdefault(_GIVEN_ONCE, {})
+        if self.option_strings and self.dest in given and given[self.dest] != values:
+            raise argparse.ArgumentError(
+                self, f"given twice, as {str(given[self.dest])!r} and {str(values)!r}; give it "
+                "once")
+        given[self.dest] = values
+        super().__call__(parser, namespace, values, option_string)
+
+
+#: Where ``_StoreOnce`` keeps the values given in one parse; removed once it ends.
+_GIVEN_ONCE = "_given_once"
+
+
 class _Parser(argparse.ArgumentParser):
-    """argparse's parser with its usage errors on one line, as every error here is."""
+    """argparse's parser with its usage errors on one line, as every error here is, and its
+    single-valued options given once (``_StoreOnce``)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.register("action", None, _StoreOnce)
+        self.register("action", "store", _StoreOnce)
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {' '.join(message.split())}; see {self.prog} --help\n")
@@ -544,6 +570,7 @@ class _CommandParser(_Parser):
         self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
     ) -> tuple[argparse.Namespace, list[str]]:
         parsed, extras = super().parse_known_args(args, namespace)
+        vars(parsed).pop(_GIVEN_ONCE, None)
         if extras:
             self.error(f"unrecognized arguments: {' '.join(extras)}")
         return parsed, extras

@@ -706,3 +706,35 @@ def test_check_shows_the_expected_file_s_name_escaped(tmp_path, capsys) -> None:
     assert main(["check", str(SEED), "--expected", str(stored)]) == 0
     printed = capsys.readouterr().out
     assert "\x1b" not in printed and "\\x1b[31mred.npz" in printed
+
+
+@pytest.mark.parametrize("make_args, option", [
+    (lambda d: ["lower", str(SEED), "-o", str(d / "a.json"), "-o", str(d / "b.json")],
+     "-o/--output"),
+    (lambda d: ["lower", str(SEED), "--feature-level", "2_1", "--feature-level", "1_0"],
+     "--feature-level"),
+    (lambda d: ["check", str(SEED), "--inputs", str(SEED_IO), "--inputs", str(d / "in.npz")],
+     "--inputs"),
+    (lambda d: ["run", str(SEED), "--seed", "1", "--seed", "2"], "--seed"),
+    (lambda d: ["run", str(SEED), "--backend", "numpy", "--backend", "onnxruntime"],
+     "--backend"),
+])
+def test_an_option_given_twice_with_two_values_is_refused(make_args, option, tmp_path,
+                                                          capsys) -> None:
+    """argparse keeps the last value: ``lower -o a.json -o b.json`` wrote b.json alone, and
+    two --inputs checked the second, without a word (a helper's try as a new user)."""
+    np.savez(tmp_path / "in.npz", X=np.ones((1, 1, 4, 4), np.float32))
+    with pytest.raises(SystemExit) as info:
+        main(make_args(tmp_path))
+    assert info.value.code == 2
+    _one_line_error(capsys, f"argument {option}: given twice", "give it once")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.npz"]
+
+
+def test_an_option_given_twice_with_one_value_is_taken(tmp_path) -> None:
+    """The same value again, in any spelling, asks for nothing else."""
+    out = tmp_path / "a.json"
+    assert main(["lower", str(SEED), "--feature-level", "2_1", "--feature-level", "2.1",
+                 "-o", str(out), "-o", str(out)]) == 0
+    assert json.loads(out.read_text())["feature_level"] == "DML_FEATURE_LEVEL_2_1"
+
