@@ -40,6 +40,10 @@ _INTEGER = re.compile(r"[0-9]+")
 _FLOAT = re.compile(r"\+?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?|\+?inf(inity)?|nan", re.I)
 
 
+_INPUT_SHAPE_HELP = ("fix a graph input's dynamic dimensions: its whole shape, every dimension "
+                     "a size (repeatable, once per input)")
+
+
 def _input_shape(text: str) -> tuple[str, list[int]]:
     name, sep, dims = text.rpartition(":")
     parts = [d.strip() for d in dims.split(",")] if dims else []
@@ -623,7 +627,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     inspect.add_argument("model", type=_path, help="an .onnx file")
     inspect.add_argument("--input-shape", action="append", type=_input_shape,
-                         metavar="NAME:D0,D1,..", help="fix a graph input's dynamic dimensions")
+                         metavar="NAME:D0,D1,..", help=_INPUT_SHAPE_HELP)
     inspect.set_defaults(run=cmd_inspect)
 
     lower = commands.add_parser(
@@ -646,7 +650,9 @@ def build_parser() -> argparse.ArgumentParser:
         "viz", help="draw the lowered graph: DOT, SVG (with Graphviz) or a self-contained HTML"
     )
     _add_lowering_arguments(viz)
-    viz.add_argument("-o", "--output", type=_file_path, required=True, metavar="OUT.dot|.svg|.html")
+    viz.add_argument("-o", "--output", type=_file_path, required=True, metavar="OUT.dot|.svg|.html",
+                     help="the file to write, its format by its suffix: .dot (or .gv), .svg "
+                     "(through Graphviz's dot), .html (or .htm; both graphs, side by side)")
     viz.add_argument("--check", action="store_true",
                      help="run the parity check and show its results (HTML)")
     _add_engine_arguments(viz, " (with --check)")
@@ -670,9 +676,9 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--expected", type=_path, metavar="OUT",
                        help="also compare with the outputs stored in an .npz or test-data folder")
     check.add_argument("--atol", action="append", type=_tolerance, metavar="[NAME:]VALUE",
-                       help="absolute tolerance, for all outputs or one (repeatable)")
+                       help=_tolerance_help("atol"))
     check.add_argument("--rtol", action="append", type=_tolerance, metavar="[NAME:]VALUE",
-                       help="relative tolerance, for all outputs or one (repeatable)")
+                       help=_tolerance_help("rtol"))
     check.add_argument("--cross-check", action="store_true",
                        help="also run the lowered graph on onnxruntime, translated to ONNX")
     check.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -689,6 +695,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _tolerance_help(kind: str) -> str:
+    """--atol's or --rtol's help, naming the defaults ``check`` applies (parity's table)."""
+    from dmlgraph.parity import DEFAULT_TOLERANCES, FALLBACK_TOLERANCE
+
+    dtypes: dict[float, list[str]] = {}
+    for dtype, tolerance in DEFAULT_TOLERANCES.items():
+        dtypes.setdefault(getattr(tolerance, kind), []).append(dtype)
+    defaults = ", ".join(f"{' and '.join(names)} {value:g}" for value, names in dtypes.items())
+    what = "absolute" if kind == "atol" else "relative"
+    return (f"{what} tolerance, for all outputs or one (repeatable); default by dtype: "
+            f"{defaults}, other floats {getattr(FALLBACK_TOLERANCE, kind):g}; integers, bools "
+            "and strings compare exactly, whatever is given")
+
+
 def _add_lowering_arguments(parser: argparse.ArgumentParser) -> None:
     """What every command that lowers a model takes: the model, the level, input shapes."""
     parser.add_argument("model", type=_path, help="an .onnx file")
@@ -696,7 +716,7 @@ def _add_lowering_arguments(parser: argparse.ArgumentParser) -> None:
                         help="DML_FEATURE_LEVEL to lower at, as 6_4, 6.4, "
                         "DML_FEATURE_LEVEL_6_4 or 0x6400 (default 6_4)")
     parser.add_argument("--input-shape", action="append", type=_input_shape,
-                        metavar="NAME:D0,D1,..", help="fix a graph input's dynamic dimensions")
+                        metavar="NAME:D0,D1,..", help=_INPUT_SHAPE_HELP)
 
 
 def _add_model_arguments(parser: argparse.ArgumentParser) -> None:

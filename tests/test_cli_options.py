@@ -9,6 +9,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -738,3 +739,31 @@ def test_an_option_given_twice_with_one_value_is_taken(tmp_path) -> None:
                  "-o", str(out), "-o", str(out)]) == 0
     assert json.loads(out.read_text())["feature_level"] == "DML_FEATURE_LEVEL_2_1"
 
+
+def _float16_model(tmp_path: Path) -> Path:
+    """x[2, 3] float16 -> Pad (edge, 1 each side of axis 1) -> y."""
+    graph = helper.make_graph(
+        [helper.make_node("Pad", ["x", "p"], ["y"], mode="edge", name="pad")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT16, [2, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT16, [2, 5])],
+        [numpy_helper.from_array(np.array([0, 1, 0, 1], np.int64), "p")])
+    path = tmp_path / "f16.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
+                                ir_version=8), path)
+    return path
+
+
+def test_check_help_states_the_tolerances_check_applies_by_default(tmp_path, capsys) -> None:
+    """--atol and --rtol said nothing of their defaults, which differ by dtype (a helper's
+    try as a new user): the help names those a run records."""
+    with pytest.raises(SystemExit):
+        main(["check", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    atol_help, rtol_help = text.split("--rtol [NAME:]VALUE ")[-2:]
+    for model, dtype in ((_model(tmp_path), "float32"), (_float16_model(tmp_path), "float16")):
+        assert main(["check", str(model), "--json"]) == 0
+        used = json.loads(capsys.readouterr().out)["comparisons"][0]["outputs"][0]
+        assert used["actual"]["dtype"] == dtype
+        for kind, help_text in (("atol", atol_help), ("rtol", rtol_help)):
+            named = re.search(rf"{dtype}(?: and \w+)? ([0-9.e+-]+)[,;]", help_text)
+            assert named is not None and float(named.group(1)) == used[kind], help_text
