@@ -131,7 +131,8 @@ def _check_output(
     if output is None:
         return
     if not output.parent.is_dir():
-        _refuse(f"{output}: cannot write: the folder {str(output.parent)!r} does not exist")
+        what = "is a file, not a folder" if output.parent.exists() else "does not exist"
+        _refuse(f"{output}: cannot write: the folder {str(output.parent)!r} {what}")
     _probe_folder(output, output if folder and output.is_dir() else output.parent)
     if not output.exists():
         return

@@ -767,3 +767,15 @@ def test_check_help_states_the_tolerances_check_applies_by_default(tmp_path, cap
         for kind, help_text in (("atol", atol_help), ("rtol", rtol_help)):
             named = re.search(rf"{dtype}(?: and \w+)? ([0-9.e+-]+)[,;]", help_text)
             assert named is not None and float(named.group(1)) == used[kind], help_text
+
+
+@pytest.mark.parametrize("command, name", [("lower", "x.json"), ("viz", "x.html"),
+                                           ("run", "x.npz"), ("run", "td")])
+def test_an_output_under_a_file_says_the_file_is_no_folder(command, name, tmp_path,
+                                                           capsys) -> None:
+    """``-o FILE/x.json`` said the folder FILE "does not exist", where it does, as a file (a
+    helper's try as a new user)."""
+    (tmp_path / "f").write_text("")
+    assert main([command, str(SEED), "-o", str(tmp_path / "f" / name)]) == 2
+    _one_line_error(capsys, f"the folder '{tmp_path / 'f'}' is a file, not a folder")
+    assert (tmp_path / "f").read_text() == ""
