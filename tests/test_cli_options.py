@@ -591,6 +591,20 @@ def test_a_file_of_another_kind_given_as_a_model_is_named_as_what_it_is(command,
         _one_line_error(capsys, f"{path}: {kind}")
 
 
+@pytest.mark.parametrize("command", ["run", "check", "lower", "dxdispatch"])
+def test_lower_s_own_json_given_back_is_named_as_what_it_is(command, tmp_path, capsys) -> None:
+    """``lower -o``'s JSON given to ``run`` was "a JSON file (a DxDispatch model runs with
+    `dmlgraph dxdispatch MODEL.json`)", and ``dxdispatch`` then refused its 'feature_level'
+    (a helper's try as a new user): no command reads it back."""
+    lowered = tmp_path / "lowered.json"
+    assert main(["lower", str(SEED), "-o", str(lowered)]) == 0
+    capsys.readouterr()
+    assert main([command, str(lowered)]) == 2
+    err = _one_line_error(capsys, f"{lowered}: is dmlgraph's lowered-graph JSON (`dmlgraph "
+                                  "lower -o`), which no command reads back", "--format dxdispatch")
+    assert "feature_level'" not in err
+
+
 def test_an_onnx_model_given_to_dxdispatch_says_how_to_make_one(capsys) -> None:
     """It was "cannot read a JSON model: 'utf-8' codec can't decode byte 0xee"."""
     assert main(["dxdispatch", str(SEED)]) == 2
