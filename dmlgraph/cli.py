@@ -40,6 +40,10 @@ _INTEGER = re.compile(r"[0-9]+")
 _FLOAT = re.compile(r"\+?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?|\+?inf(inity)?|nan", re.I)
 
 
+_INPUT_SHAPE_HELP = ("fix a graph input's dynamic dimensions: its whole shape, every dimension "
+                     "a size (repeatable, once per input)")
+
+
 def _input_shape(text: str) -> tuple[str, list[int]]:
     name, sep, dims = text.rpartition(":")
     parts = [d.strip() for d in dims.split(",")] if dims else []
@@ -127,7 +131,8 @@ def _check_output(
     if output is None:
         return
     if not output.parent.is_dir():
-        _refuse(f"{output}: cannot write: the folder {str(output.parent)!r} does not exist")
+        what = "is a file, not a folder" if output.parent.exists() else "does not exist"
+        _refuse(f"{output}: cannot write: the folder {str(output.parent)!r} {what}")
     _probe_folder(output, output if folder and output.is_dir() else output.parent)
     if not output.exists():
         return
@@ -528,8 +533,34 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     return 0
 
 
+class _StoreOnce(argparse._StoreAction):
+    """argparse's ``store``, refusing an option given again with another value: argparse
+    keeps the last, so ``lower -o a.json -o b.json`` wrote b.json alone and ``--inputs a.npz
+    ... --inputs b.npz`` checked b.npz, without a word. The same value twice is harmless."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        given: dict[str, Any] = namespace.__dict__.setdefault(_GIVEN_ONCE, {})
+        if self.option_strings and self.dest in given and given[self.dest] != values:
+            raise argparse.ArgumentError(
+                self, f"given twice, as {str(given[self.dest])!r} and {str(values)!r}; give it "
+                "once")
+        given[self.dest] = values
+        super().__call__(parser, namespace, values, option_string)
+
+
+#: Where ``_StoreOnce`` keeps the values given in one parse; removed once it ends.
+_GIVEN_ONCE = "_given_once"
+
+
 class _Parser(argparse.ArgumentParser):
-    """argparse's parser with its usage errors on one line, as every error here is."""
+    """argparse's parser with its usage errors on one line, as every error here is, and its
+    single-valued options given once (``_StoreOnce``)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.register("action", None, _StoreOnce)
+        self.register("action", "store", _StoreOnce)
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {' '.join(message.split())}; see {self.prog} --help\n")
@@ -544,6 +575,7 @@ class _CommandParser(_Parser):
         self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
     ) -> tuple[argparse.Namespace, list[str]]:
         parsed, extras = super().parse_known_args(args, namespace)
+        vars(parsed).pop(_GIVEN_ONCE, None)
         if extras:
             self.error(f"unrecognized arguments: {' '.join(extras)}")
         return parsed, extras
@@ -596,7 +628,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     inspect.add_argument("model", type=_path, help="an .onnx file")
     inspect.add_argument("--input-shape", action="append", type=_input_shape,
-                         metavar="NAME:D0,D1,..", help="fix a graph input's dynamic dimensions")
+                         metavar="NAME:D0,D1,..", help=_INPUT_SHAPE_HELP)
     inspect.set_defaults(run=cmd_inspect)
 
     lower = commands.add_parser(
@@ -619,7 +651,9 @@ def build_parser() -> argparse.ArgumentParser:
         "viz", help="draw the lowered graph: DOT, SVG (with Graphviz) or a self-contained HTML"
     )
     _add_lowering_arguments(viz)
-    viz.add_argument("-o", "--output", type=_file_path, required=True, metavar="OUT.dot|.svg|.html")
+    viz.add_argument("-o", "--output", type=_file_path, required=True, metavar="OUT.dot|.svg|.html",
+                     help="the file to write, its format by its suffix: .dot (or .gv), .svg "
+                     "(through Graphviz's dot), .html (or .htm; both graphs, side by side)")
     viz.add_argument("--check", action="store_true",
                      help="run the parity check and show its results (HTML)")
     _add_engine_arguments(viz, " (with --check)")
@@ -643,9 +677,9 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--expected", type=_path, metavar="OUT",
                        help="also compare with the outputs stored in an .npz or test-data folder")
     check.add_argument("--atol", action="append", type=_tolerance, metavar="[NAME:]VALUE",
-                       help="absolute tolerance, for all outputs or one (repeatable)")
+                       help=_tolerance_help("atol"))
     check.add_argument("--rtol", action="append", type=_tolerance, metavar="[NAME:]VALUE",
-                       help="relative tolerance, for all outputs or one (repeatable)")
+                       help=_tolerance_help("rtol"))
     check.add_argument("--cross-check", action="store_true",
                        help="also run the lowered graph on onnxruntime, translated to ONNX")
     check.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -662,6 +696,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _tolerance_help(kind: str) -> str:
+    """--atol's or --rtol's help, naming the defaults ``check`` applies (parity's table)."""
+    from dmlgraph.parity import DEFAULT_TOLERANCES, FALLBACK_TOLERANCE
+
+    dtypes: dict[float, list[str]] = {}
+    for dtype, tolerance in DEFAULT_TOLERANCES.items():
+        dtypes.setdefault(getattr(tolerance, kind), []).append(dtype)
+    defaults = ", ".join(f"{' and '.join(names)} {value:g}" for value, names in dtypes.items())
+    what = "absolute" if kind == "atol" else "relative"
+    return (f"{what} tolerance, for all outputs or one (repeatable); default by dtype: "
+            f"{defaults}, other floats {getattr(FALLBACK_TOLERANCE, kind):g}; integers, bools "
+            "and strings compare exactly, whatever is given")
+
+
 def _add_lowering_arguments(parser: argparse.ArgumentParser) -> None:
     """What every command that lowers a model takes: the model, the level, input shapes."""
     parser.add_argument("model", type=_path, help="an .onnx file")
@@ -669,7 +717,7 @@ def _add_lowering_arguments(parser: argparse.ArgumentParser) -> None:
                         help="DML_FEATURE_LEVEL to lower at, as 6_4, 6.4, "
                         "DML_FEATURE_LEVEL_6_4 or 0x6400 (default 6_4)")
     parser.add_argument("--input-shape", action="append", type=_input_shape,
-                        metavar="NAME:D0,D1,..", help="fix a graph input's dynamic dimensions")
+                        metavar="NAME:D0,D1,..", help=_INPUT_SHAPE_HELP)
 
 
 def _add_model_arguments(parser: argparse.ArgumentParser) -> None:

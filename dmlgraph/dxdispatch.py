@@ -53,7 +53,7 @@ from dmlgraph.dml.operators import OperatorDesc
 from dmlgraph.dml.schema import FieldKind, FieldSpec
 from dmlgraph.dml.tensor import BufferTensorDesc
 from dmlgraph.errors import DmlgraphError
-from dmlgraph.sniff import described
+from dmlgraph.sniff import described, is_lowered_json
 from dmlgraph.tensorio import available_memory
 
 
@@ -437,6 +437,8 @@ def load_model(source: str | Path | dict[str, Any]) -> DxDispatchModel:
                 "RapidJSON parses the file's bytes as they are); save it without one"
             ) from None
         raise DxDispatchError(f"{source}: cannot read a JSON model: {exc}") from None
+    if is_lowered_json(raw):  # `lower -o`'s: said as what it is, not by a field it lacks
+        raise DxDispatchError(f"{source}: is {described(raw)}, not a DxDispatch JSON model")
     try:
         return _read_model(doc, str(source))
     except DxDispatchError as exc:

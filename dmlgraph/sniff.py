@@ -12,6 +12,13 @@ _ONNX_HINT = "an ONNX model (make a DxDispatch model of it with `dmlgraph lower 
     "dxdispatch -o MODEL.json`)"
 _JSON_HINT = "a JSON file (a DxDispatch model runs with `dmlgraph dxdispatch MODEL.json`)"
 _ZIP_HINT = "a zip archive (an .npz of tensors goes to --inputs or --expected)"
+_LOWERED_HINT = "dmlgraph's lowered-graph JSON (`dmlgraph lower -o`), which no command reads " \
+    "back (`dmlgraph lower MODEL --format dxdispatch -o OUT.json` writes a DxDispatch model, " \
+    "which `dmlgraph dxdispatch` runs)"
+
+#: How ``lower -o``'s JSON begins (``reporting.lowered_to_json`` puts the level first): the
+#: JSON hint sent it to ``dxdispatch``, which refused its 'feature_level'.
+_LOWERED_START = re.compile(rb'\{\s*"feature_level"\s*:\s*"DML_FEATURE_LEVEL_')
 
 
 def described(data: bytes) -> str:
@@ -19,6 +26,8 @@ def described(data: bytes) -> str:
     if data.startswith(b"PK\x03\x04"):
         return _ZIP_HINT
     head = data[:_SAMPLE].lstrip()
+    if is_lowered_json(data):
+        return _LOWERED_HINT
     if head.startswith((b"{", b"//", b"/*")):
         return _JSON_HINT
     if _is_onnx(data):
@@ -26,6 +35,11 @@ def described(data: bytes) -> str:
     if not head:
         return "an empty file"
     return "a text file" if _is_text(head, whole=len(data) <= _SAMPLE) else ""
+
+
+def is_lowered_json(data: bytes) -> bool:
+    """Whether ``data`` is the JSON ``dmlgraph lower -o`` writes."""
+    return _LOWERED_START.match(data[:_SAMPLE].lstrip()) is not None
 
 
 #: How much of a file is read to tell what it holds.

@@ -230,12 +230,21 @@ def proto_array(proto: onnx.TensorProto, file: Path) -> np.ndarray:
         ) from None
 
 
+#: How a zip archive's first local file header begins.
+_ZIP_MAGIC = b"PK\x03\x04"
+
+
 def _read_npz(path: Path, graph: Graph, stem: str | None) -> tuple[list[_Entry], list[_Entry]]:
     try:
         with open(path, "rb") as file:  # else NumPy takes it for a pickle, and says to trust it
             zipped = zipfile.is_zipfile(file)
+            file.seek(0)
+            zip_start = file.read(4) == _ZIP_MAGIC
     except OSError as exc:
         raise TensorIOError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if not zipped and zip_start:  # a zip's directory is at its end: what a cut copy loses
+        raise TensorIOError(f"{path}: a zip archive without the directory at its end: truncated "
+                            "or corrupt? (an .npz is a zip archive of .npy files)")
     if not zipped:
         raise TensorIOError(f"{path}: not an .npz file (an .npz is a zip archive of .npy files)")
     try:

@@ -9,6 +9,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -590,6 +591,20 @@ def test_a_file_of_another_kind_given_as_a_model_is_named_as_what_it_is(command,
         _one_line_error(capsys, f"{path}: {kind}")
 
 
+@pytest.mark.parametrize("command", ["run", "check", "lower", "dxdispatch"])
+def test_lower_s_own_json_given_back_is_named_as_what_it_is(command, tmp_path, capsys) -> None:
+    """``lower -o``'s JSON given to ``run`` was "a JSON file (a DxDispatch model runs with
+    `dmlgraph dxdispatch MODEL.json`)", and ``dxdispatch`` then refused its 'feature_level'
+    (a helper's try as a new user): no command reads it back."""
+    lowered = tmp_path / "lowered.json"
+    assert main(["lower", str(SEED), "-o", str(lowered)]) == 0
+    capsys.readouterr()
+    assert main([command, str(lowered)]) == 2
+    err = _one_line_error(capsys, f"{lowered}: is dmlgraph's lowered-graph JSON (`dmlgraph "
+                                  "lower -o`), which no command reads back", "--format dxdispatch")
+    assert "feature_level'" not in err
+
+
 def test_an_onnx_model_given_to_dxdispatch_says_how_to_make_one(capsys) -> None:
     """It was "cannot read a JSON model: 'utf-8' codec can't decode byte 0xee"."""
     assert main(["dxdispatch", str(SEED)]) == 2
@@ -706,3 +721,75 @@ def test_check_shows_the_expected_file_s_name_escaped(tmp_path, capsys) -> None:
     assert main(["check", str(SEED), "--expected", str(stored)]) == 0
     printed = capsys.readouterr().out
     assert "\x1b" not in printed and "\\x1b[31mred.npz" in printed
+
+
+@pytest.mark.parametrize("make_args, option", [
+    (lambda d: ["lower", str(SEED), "-o", str(d / "a.json"), "-o", str(d / "b.json")],
+     "-o/--output"),
+    (lambda d: ["lower", str(SEED), "--feature-level", "2_1", "--feature-level", "1_0"],
+     "--feature-level"),
+    (lambda d: ["check", str(SEED), "--inputs", str(SEED_IO), "--inputs", str(d / "in.npz")],
+     "--inputs"),
+    (lambda d: ["run", str(SEED), "--seed", "1", "--seed", "2"], "--seed"),
+    (lambda d: ["run", str(SEED), "--backend", "numpy", "--backend", "onnxruntime"],
+     "--backend"),
+])
+def test_an_option_given_twice_with_two_values_is_refused(make_args, option, tmp_path,
+                                                          capsys) -> None:
+    """argparse keeps the last value: ``lower -o a.json -o b.json`` wrote b.json alone, and
+    two --inputs checked the second, without a word (a helper's try as a new user)."""
+    np.savez(tmp_path / "in.npz", X=np.ones((1, 1, 4, 4), np.float32))
+    with pytest.raises(SystemExit) as info:
+        main(make_args(tmp_path))
+    assert info.value.code == 2
+    _one_line_error(capsys, f"argument {option}: given twice", "give it once")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.npz"]
+
+
+def test_an_option_given_twice_with_one_value_is_taken(tmp_path) -> None:
+    """The same value again, in any spelling, asks for nothing else."""
+    out = tmp_path / "a.json"
+    assert main(["lower", str(SEED), "--feature-level", "2_1", "--feature-level", "2.1",
+                 "-o", str(out), "-o", str(out)]) == 0
+    assert json.loads(out.read_text())["feature_level"] == "DML_FEATURE_LEVEL_2_1"
+
+
+def _float16_model(tmp_path: Path) -> Path:
+    """x[2, 3] float16 -> Pad (edge, 1 each side of axis 1) -> y."""
+    graph = helper.make_graph(
+        [helper.make_node("Pad", ["x", "p"], ["y"], mode="edge", name="pad")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT16, [2, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT16, [2, 5])],
+        [numpy_helper.from_array(np.array([0, 1, 0, 1], np.int64), "p")])
+    path = tmp_path / "f16.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
+                                ir_version=8), path)
+    return path
+
+
+def test_check_help_states_the_tolerances_check_applies_by_default(tmp_path, capsys) -> None:
+    """--atol and --rtol said nothing of their defaults, which differ by dtype (a helper's
+    try as a new user): the help names those a run records."""
+    with pytest.raises(SystemExit):
+        main(["check", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    atol_help, rtol_help = text.split("--rtol [NAME:]VALUE ")[-2:]
+    for model, dtype in ((_model(tmp_path), "float32"), (_float16_model(tmp_path), "float16")):
+        assert main(["check", str(model), "--json"]) == 0
+        used = json.loads(capsys.readouterr().out)["comparisons"][0]["outputs"][0]
+        assert used["actual"]["dtype"] == dtype
+        for kind, help_text in (("atol", atol_help), ("rtol", rtol_help)):
+            named = re.search(rf"{dtype}(?: and \w+)? ([0-9.e+-]+)[,;]", help_text)
+            assert named is not None and float(named.group(1)) == used[kind], help_text
+
+
+@pytest.mark.parametrize("command, name", [("lower", "x.json"), ("viz", "x.html"),
+                                           ("run", "x.npz"), ("run", "td")])
+def test_an_output_under_a_file_says_the_file_is_no_folder(command, name, tmp_path,
+                                                           capsys) -> None:
+    """``-o FILE/x.json`` said the folder FILE "does not exist", where it does, as a file (a
+    helper's try as a new user)."""
+    (tmp_path / "f").write_text("")
+    assert main([command, str(SEED), "-o", str(tmp_path / "f" / name)]) == 2
+    _one_line_error(capsys, f"the folder '{tmp_path / 'f'}' is a file, not a folder")
+    assert (tmp_path / "f").read_text() == ""

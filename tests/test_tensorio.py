@@ -110,12 +110,19 @@ def test_numpy_positional_keys(tmp_path) -> None:
     assert bound["a"].tolist() == [1, 2] and bound["b"].tolist() == [3, 4]
 
 
+def _truncated_npz(path) -> None:
+    np.savez(path, m=np.zeros(2))
+    path.write_bytes(path.read_bytes()[:100])
+
+
 @pytest.mark.parametrize("setup, fragment", [
     (lambda p: np.savez(p / "in.npz", x=np.zeros(2)), "holds no value for graph input(s) ['m'"),
     (lambda p: np.savez(p / "in.npz", nope=np.zeros(2)),
      "'nope' is neither a graph input nor a graph output"),
     (lambda p: (p / "in.npz").write_bytes(b"not a zip"), "not an .npz file (an .npz is a zip"),
     (lambda p: (p / "in.txt").write_text("x"), "not an .npz file or an ONNX test-data folder"),
+    # a cut copy: it said "not an .npz file" of what is one, cut (a helper's try as a new user)
+    (lambda p: _truncated_npz(p / "in.npz"), "truncated or corrupt?"),
 ])
 def test_bad_files_are_named(setup, fragment, tmp_path) -> None:
     setup(tmp_path)
