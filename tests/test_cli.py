@@ -272,3 +272,20 @@ def test_inspect_shows_a_nan_fill_value_other_than_the_dtypes_own_by_its_bits(tm
     assert "constant_value=nan(0xffc00001) " in capsys.readouterr().out
     assert main(["inspect", str(tmp_path / "plain.onnx")]) == 0
     assert "constant_value=nan " in capsys.readouterr().out
+
+
+def test_python_dash_m_dmlgraph_runs_the_command() -> None:
+    """``python -m dmlgraph`` said "No module named dmlgraph.__main__"; it is the command,
+    its exit status too (a seed model lowers: 0; a missing file: 2)."""
+    import subprocess
+    import sys
+
+    model = MODELS / "seeds" / "slice_example1.onnx"
+    root = Path(__file__).parent.parent
+    done = subprocess.run([sys.executable, "-m", "dmlgraph", "lower", str(model)],
+                          capture_output=True, text=True, cwd=root)
+    assert done.returncode == 0, done.stderr
+    assert "DML_OPERATOR_SLICE" in done.stdout
+    missing = subprocess.run([sys.executable, "-m", "dmlgraph", "lower", "no-such.onnx"],
+                             capture_output=True, text=True, cwd=root)
+    assert missing.returncode == 2 and missing.stderr.startswith("dmlgraph: error: ")
