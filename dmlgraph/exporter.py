@@ -267,4 +267,15 @@ def _attribute(key: str, value: Any, schema: onnx.defs.OpSchema | None) -> onnx.
             attr_type = onnx.AttributeProto.INTS
     if attr_type == onnx.AttributeProto.UNDEFINED:
         attr_type = None
+    if isinstance(value, np.float32) and value != value:
+        return _float_attribute_bits(key, value)
     return helper.make_attribute(key, value, attr_type=attr_type)
+
+
+def _float_attribute_bits(key: str, value: np.float32) -> onnx.AttributeProto:
+    """A FLOAT attribute of ``value``'s own bits: protobuf's Python API takes a double, and
+    its conversion to float sets a signalling NaN's quiet bit (``importer.float_attribute_nan``
+    reads them back). Written as field 2 (``f``, fixed32) of the wire form."""
+    attr = onnx.AttributeProto(name=key, type=onnx.AttributeProto.FLOAT)
+    attr.MergeFromString(b"\x15" + value.astype("<f4").tobytes())
+    return attr

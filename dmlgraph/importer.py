@@ -904,7 +904,8 @@ def attribute_value(attr: AttributeProto, where: str) -> Any:
     """An attribute as an immutable Python value (see ``dmlgraph.ir.Attributes``)."""
     kind = attr.type
     if kind == AttributeProto.FLOAT:
-        return float(attr.f)
+        value = float(attr.f)
+        return value if value == value else float_attribute_nan(attr)
     if kind == AttributeProto.INT:
         return int(attr.i)
     if kind == AttributeProto.STRING:
@@ -927,6 +928,38 @@ def attribute_value(attr: AttributeProto, where: str) -> Any:
         f"{where}: attribute {attr.name!r} has kind {AttributeProto.AttributeType.Name(kind)}, "
         "which dmlgraph does not import"
     )
+
+
+def float_attribute_nan(attr: AttributeProto) -> np.float32:
+    """A FLOAT attribute's NaN as the float32 of its own bits. protobuf hands ``attr.f`` out as
+    a double, converted in C, which sets a signalling NaN's quiet bit; onnxruntime reads the
+    float itself (a Pad-2 whose value is 0x7f800001 fills with 0x7f800001). Read from the
+    attribute's wire form: the 4 bytes of field 2 (``f``, fixed32)."""
+    raw, at = attr.SerializeToString(), 0
+    while at < len(raw):
+        key, at = _varint(raw, at)
+        field, wire = key >> 3, key & 7
+        if wire == 5 and field == 2:
+            return np.frombuffer(raw, np.float32, 1, at)[0]
+        if wire == 0:
+            at = _varint(raw, at)[1]
+        elif wire == 2:
+            length, at = _varint(raw, at)
+            at += length
+        else:
+            at += 8 if wire == 1 else 4  # fixed64, fixed32
+    return np.float32(attr.f)  # a default (absent) f is 0.0, not a NaN: unreachable
+
+
+def _varint(raw: bytes, at: int) -> tuple[int, int]:
+    """The protobuf varint at ``raw[at:]`` and the index after it."""
+    value, shift = 0, 0
+    while True:
+        byte = raw[at]
+        value |= (byte & 0x7F) << shift
+        at, shift = at + 1, shift + 7
+        if byte < 0x80:
+            return value, at
 
 
 def _text(raw: bytes) -> str | bytes:
@@ -1216,26 +1249,32 @@ def _check_declared(name: str, made: np.dtype | None, declared: int, where: str)
 def _constant_value(
     graph: Graph, node: NodeFields, outputs: set[str], source: str, index: int
 ) -> bool:
-    """A Constant node with a tensor ``value`` becomes a constant tensor at once, as folding
-    would make it (recorded as folded); True when it did. Other forms (value_ints...) and
-    Constants that compute a graph output stay nodes, for folding to evaluate or keep.
-    (``source`` and ``index`` word the node, ``_node_where``, only for a tensor not read
-    straight from its raw bytes: a third of a model's nodes are Constants.)"""
+    """A Constant node with a tensor ``value`` or a ``value_float`` becomes a constant tensor
+    at once, as folding would make it (recorded as folded); True when it did. Other forms
+    (value_ints...) and Constants that compute a graph output stay nodes, for folding to
+    evaluate or keep. (A value_float read by ``onnx.reference`` lost a signalling NaN's bits,
+    ``float_attribute_nan``.) (``source`` and ``index`` word the node, ``_node_where``, only
+    for a tensor not read straight from its raw bytes: a third of a model's nodes are
+    Constants.)"""
     if (
         node.op_type != "Constant"
         or node.domain != ""
         or len(node.attribute) != 1
-        or node.attribute[0].name != "value"
-        or node.attribute[0].type != AttributeProto.TENSOR
+        or (node.attribute[0].name, node.attribute[0].type)
+        not in (("value", AttributeProto.TENSOR), ("value_float", AttributeProto.FLOAT))
         or len(node.output) != 1
         or node.output[0] in outputs
         or node.output[0] in graph.tensors
     ):
         return False
-    tensor = node.attribute[0].t
-    data = raw_array(tensor)
-    if data is None:
-        data = tensor_array(tensor, _node_where(source, index, node))
+    attr = node.attribute[0]
+    data: np.ndarray | None
+    if attr.type == AttributeProto.FLOAT:
+        data = np.asarray(attribute_value(attr, ""), np.float32)
+    else:
+        data = raw_array(attr.t)
+        if data is None:
+            data = tensor_array(attr.t, _node_where(source, index, node))
     graph.set_tensor(TensorInfo(node.output[0], data=data))
     _record_folded(graph, node, node.version)
     return True
