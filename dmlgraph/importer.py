@@ -905,7 +905,7 @@ def attribute_value(attr: AttributeProto, where: str) -> Any:
     kind = attr.type
     if kind == AttributeProto.FLOAT:
         value = float(attr.f)
-        return value if value == value else float_attribute_nan(attr)
+        return value if value == value else wire_floats(attr, 2)[0]
     if kind == AttributeProto.INT:
         return int(attr.i)
     if kind == AttributeProto.STRING:
@@ -913,7 +913,9 @@ def attribute_value(attr: AttributeProto, where: str) -> Any:
     if kind == AttributeProto.TENSOR:
         return tensor_array(attr.t, where)
     if kind == AttributeProto.FLOATS:
-        return tuple(attr.floats[:])  # Python floats already; a slice is one C call
+        values = tuple(attr.floats[:])  # Python floats already; a slice is one C call
+        total = sum(values)  # NaN where one is (or inf meets -inf: read again, no harm)
+        return values if total == total else tuple(wire_floats(attr, 7))
     if kind == AttributeProto.INTS:
         return tuple(attr.ints[:])  # Python ints already
     if kind == AttributeProto.STRINGS:
@@ -930,25 +932,23 @@ def attribute_value(attr: AttributeProto, where: str) -> Any:
     )
 
 
-def float_attribute_nan(attr: AttributeProto) -> np.float32:
-    """A FLOAT attribute's NaN as the float32 of its own bits. protobuf hands ``attr.f`` out as
-    a double, converted in C, which sets a signalling NaN's quiet bit; onnxruntime reads the
-    float itself (a Pad-2 whose value is 0x7f800001 fills with 0x7f800001). Read from the
-    attribute's wire form: the 4 bytes of field 2 (``f``, fixed32)."""
-    raw, at = attr.SerializeToString(), 0
+def wire_floats(attr: AttributeProto, field: int) -> np.ndarray:
+    """A FLOAT (``field`` 2, ``f``) or FLOATS (7, ``floats``) attribute's values as float32s of
+    their own bits, read from its wire form. protobuf hands them out as doubles, converted in
+    C, which sets a signalling NaN's quiet bit; onnxruntime reads the floats themselves (a
+    Pad-2 whose value is 0x7f800001 fills with 0x7f800001). Read only where a NaN is."""
+    raw, at, found = attr.SerializeToString(), 0, []
     while at < len(raw):
         key, at = _varint(raw, at)
-        field, wire = key >> 3, key & 7
-        if wire == 5 and field == 2:
-            return np.frombuffer(raw, np.float32, 1, at)[0]
+        number, wire = key >> 3, key & 7
         if wire == 0:
             at = _varint(raw, at)[1]
-        elif wire == 2:
-            length, at = _varint(raw, at)
-            at += length
-        else:
-            at += 8 if wire == 1 else 4  # fixed64, fixed32
-    return np.float32(attr.f)  # a default (absent) f is 0.0, not a NaN: unreachable
+            continue
+        size, start = (8, at) if wire == 1 else (4, at) if wire == 5 else _varint(raw, at)
+        if number == field and wire in (2, 5):  # 2: a packed run of fixed32s
+            found.append(raw[start : start + size])
+        at = start + size
+    return np.frombuffer(b"".join(found), "<f4").astype(np.float32)
 
 
 def _varint(raw: bytes, at: int) -> tuple[int, int]:
@@ -1246,22 +1246,29 @@ def _check_declared(name: str, made: np.dtype | None, declared: int, where: str)
         )
 
 
+#: The Constant attributes ``_constant_value`` reads: (name, type).
+_CONSTANT_FORMS = frozenset({
+    ("value", AttributeProto.TENSOR),
+    ("value_float", AttributeProto.FLOAT),
+    ("value_floats", AttributeProto.FLOATS),
+})
+
+
 def _constant_value(
     graph: Graph, node: NodeFields, outputs: set[str], source: str, index: int
 ) -> bool:
-    """A Constant node with a tensor ``value`` or a ``value_float`` becomes a constant tensor
-    at once, as folding would make it (recorded as folded); True when it did. Other forms
-    (value_ints...) and Constants that compute a graph output stay nodes, for folding to
-    evaluate or keep. (A value_float read by ``onnx.reference`` lost a signalling NaN's bits,
-    ``float_attribute_nan``.) (``source`` and ``index`` word the node, ``_node_where``, only
+    """A Constant node with a tensor ``value``, a ``value_float`` or ``value_floats`` becomes a
+    constant tensor at once, as folding would make it (recorded as folded); True when it did.
+    Other forms (value_ints...) and Constants that compute a graph output stay nodes, for
+    folding to evaluate or keep. (Floats read by ``onnx.reference`` lost a signalling NaN's
+    bits, ``wire_floats``.) (``source`` and ``index`` word the node, ``_node_where``, only
     for a tensor not read straight from its raw bytes: a third of a model's nodes are
     Constants.)"""
     if (
         node.op_type != "Constant"
         or node.domain != ""
         or len(node.attribute) != 1
-        or (node.attribute[0].name, node.attribute[0].type)
-        not in (("value", AttributeProto.TENSOR), ("value_float", AttributeProto.FLOAT))
+        or (node.attribute[0].name, node.attribute[0].type) not in _CONSTANT_FORMS
         or len(node.output) != 1
         or node.output[0] in outputs
         or node.output[0] in graph.tensors
@@ -1269,7 +1276,7 @@ def _constant_value(
         return False
     attr = node.attribute[0]
     data: np.ndarray | None
-    if attr.type == AttributeProto.FLOAT:
+    if attr.type != AttributeProto.TENSOR:
         data = np.asarray(attribute_value(attr, ""), np.float32)
     else:
         data = raw_array(attr.t)

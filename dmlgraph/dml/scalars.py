@@ -71,7 +71,7 @@ def same_bits_key(value: object) -> object:
     attribute's float is bits that DirectML or onnxruntime copy, so two that compare equal
     must copy the same bits."""
     if isinstance(value, np.floating) and value != value:  # float() would quiet a signalling
-        return (value.dtype.str, value.tobytes())  # NaN (an attribute's: float_attribute_nan)
+        return (value.dtype.str, value.tobytes())  # NaN (an attribute's: importer.wire_floats)
     if type(value) is float or isinstance(value, np.floating):  # NumPy's too (an API caller's)
         return (float, struct.pack("<d", float(value)))
     return value
