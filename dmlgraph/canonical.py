@@ -794,8 +794,9 @@ def emit(graph: Graph, node: Node, version: int) -> Emitted:
                 "attributes"
             )
         attrs = {"mode": mode, "pads": [int(p) for p in pads]}
-        if value is not None:
-            attrs["value"] = float(value.reshape(-1)[0])
+        if value is not None:  # a float32 as it is: float() would quiet a signalling NaN
+            first = value.reshape(-1)[0]
+            attrs["value"] = first if first.dtype == np.float32 else float(first)
         return Emitted("Pad", (node.input(0),), attrs, {})
     inputs = (node.input(0), pads_name, node.input(2)) + ((node.input(3),) if form.has_axes else ())
     return Emitted("Pad", _trim(inputs), {"mode": mode}, new_constants)

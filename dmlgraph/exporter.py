@@ -6,6 +6,7 @@ opset imports select (``canonical.emit``), so opset imports are preserved as the
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -267,4 +268,22 @@ def _attribute(key: str, value: Any, schema: onnx.defs.OpSchema | None) -> onnx.
             attr_type = onnx.AttributeProto.INTS
     if attr_type == onnx.AttributeProto.UNDEFINED:
         attr_type = None
+    if isinstance(value, np.float32) and value != value:
+        return _float_attribute_bits(key, [value], onnx.AttributeProto.FLOAT)
+    if isinstance(value, list) and any(isinstance(v, np.float32) and v != v for v in value):
+        return _float_attribute_bits(key, value, onnx.AttributeProto.FLOATS)
     return helper.make_attribute(key, value, attr_type=attr_type)
+
+
+def _float_attribute_bits(
+    key: str, values: Sequence[Any], kind: onnx.AttributeProto.AttributeType
+) -> onnx.AttributeProto:
+    """A FLOAT or FLOATS attribute of the float32s' own bits: protobuf's Python API takes
+    doubles, and their conversion to float sets a signalling NaN's quiet bit
+    (``importer.wire_floats`` reads them back). Written in the wire form: each a fixed32 of
+    field 2 (``f``) or 7 (``floats``)."""
+    tag = b"\x15" if kind == onnx.AttributeProto.FLOAT else b"\x3d"
+    attr = onnx.AttributeProto(name=key, type=kind)
+    bits = np.asarray(values, np.float32).astype("<f4")
+    attr.MergeFromString(b"".join(tag + bits[i : i + 1].tobytes() for i in range(bits.size)))
+    return attr

@@ -904,7 +904,8 @@ def attribute_value(attr: AttributeProto, where: str) -> Any:
     """An attribute as an immutable Python value (see ``dmlgraph.ir.Attributes``)."""
     kind = attr.type
     if kind == AttributeProto.FLOAT:
-        return float(attr.f)
+        value = float(attr.f)
+        return value if value == value else wire_floats(attr, 2)[0]
     if kind == AttributeProto.INT:
         return int(attr.i)
     if kind == AttributeProto.STRING:
@@ -912,7 +913,9 @@ def attribute_value(attr: AttributeProto, where: str) -> Any:
     if kind == AttributeProto.TENSOR:
         return tensor_array(attr.t, where)
     if kind == AttributeProto.FLOATS:
-        return tuple(attr.floats[:])  # Python floats already; a slice is one C call
+        values = tuple(attr.floats[:])  # Python floats already; a slice is one C call
+        total = sum(values)  # NaN where one is (or inf meets -inf: read again, no harm)
+        return values if total == total else tuple(wire_floats(attr, 7))
     if kind == AttributeProto.INTS:
         return tuple(attr.ints[:])  # Python ints already
     if kind == AttributeProto.STRINGS:
@@ -927,6 +930,36 @@ def attribute_value(attr: AttributeProto, where: str) -> Any:
         f"{where}: attribute {attr.name!r} has kind {AttributeProto.AttributeType.Name(kind)}, "
         "which dmlgraph does not import"
     )
+
+
+def wire_floats(attr: AttributeProto, field: int) -> np.ndarray:
+    """A FLOAT (``field`` 2, ``f``) or FLOATS (7, ``floats``) attribute's values as float32s of
+    their own bits, read from its wire form. protobuf hands them out as doubles, converted in
+    C, which sets a signalling NaN's quiet bit; onnxruntime reads the floats themselves (a
+    Pad-2 whose value is 0x7f800001 fills with 0x7f800001). Read only where a NaN is."""
+    raw, at, found = attr.SerializeToString(), 0, []
+    while at < len(raw):
+        key, at = _varint(raw, at)
+        number, wire = key >> 3, key & 7
+        if wire == 0:
+            at = _varint(raw, at)[1]
+            continue
+        size, start = (8, at) if wire == 1 else (4, at) if wire == 5 else _varint(raw, at)
+        if number == field and wire in (2, 5):  # 2: a packed run of fixed32s
+            found.append(raw[start : start + size])
+        at = start + size
+    return np.frombuffer(b"".join(found), "<f4").astype(np.float32)
+
+
+def _varint(raw: bytes, at: int) -> tuple[int, int]:
+    """The protobuf varint at ``raw[at:]`` and the index after it."""
+    value, shift = 0, 0
+    while True:
+        byte = raw[at]
+        value |= (byte & 0x7F) << shift
+        at, shift = at + 1, shift + 7
+        if byte < 0x80:
+            return value, at
 
 
 def _text(raw: bytes) -> str | bytes:
@@ -1213,29 +1246,42 @@ def _check_declared(name: str, made: np.dtype | None, declared: int, where: str)
         )
 
 
+#: The Constant attributes ``_constant_value`` reads: (name, type).
+_CONSTANT_FORMS = frozenset({
+    ("value", AttributeProto.TENSOR),
+    ("value_float", AttributeProto.FLOAT),
+    ("value_floats", AttributeProto.FLOATS),
+})
+
+
 def _constant_value(
     graph: Graph, node: NodeFields, outputs: set[str], source: str, index: int
 ) -> bool:
-    """A Constant node with a tensor ``value`` becomes a constant tensor at once, as folding
-    would make it (recorded as folded); True when it did. Other forms (value_ints...) and
-    Constants that compute a graph output stay nodes, for folding to evaluate or keep.
-    (``source`` and ``index`` word the node, ``_node_where``, only for a tensor not read
-    straight from its raw bytes: a third of a model's nodes are Constants.)"""
+    """A Constant node with a tensor ``value``, a ``value_float`` or ``value_floats`` becomes a
+    constant tensor at once, as folding would make it (recorded as folded); True when it did.
+    Other forms (value_ints...) and Constants that compute a graph output stay nodes, for
+    folding to evaluate or keep. (Floats read by ``onnx.reference`` lost a signalling NaN's
+    bits, ``wire_floats``.) (``source`` and ``index`` word the node, ``_node_where``, only
+    for a tensor not read straight from its raw bytes: a third of a model's nodes are
+    Constants.)"""
     if (
         node.op_type != "Constant"
         or node.domain != ""
         or len(node.attribute) != 1
-        or node.attribute[0].name != "value"
-        or node.attribute[0].type != AttributeProto.TENSOR
+        or (node.attribute[0].name, node.attribute[0].type) not in _CONSTANT_FORMS
         or len(node.output) != 1
         or node.output[0] in outputs
         or node.output[0] in graph.tensors
     ):
         return False
-    tensor = node.attribute[0].t
-    data = raw_array(tensor)
-    if data is None:
-        data = tensor_array(tensor, _node_where(source, index, node))
+    attr = node.attribute[0]
+    data: np.ndarray | None
+    if attr.type != AttributeProto.TENSOR:
+        data = np.asarray(attribute_value(attr, ""), np.float32)
+    else:
+        data = raw_array(attr.t)
+        if data is None:
+            data = tensor_array(attr.t, _node_where(source, index, node))
     graph.set_tensor(TensorInfo(node.output[0], data=data))
     _record_folded(graph, node, node.version)
     return True

@@ -389,8 +389,8 @@ def _freeze_value(value: Any) -> Any:
         return _frozen_array(value)
     if isinstance(value, (list, tuple)):
         return tuple(_freeze_value(v) for v in value)
-    if isinstance(value, np.generic):
-        return value.item()
+    if isinstance(value, np.generic):  # a NaN float32 as it is: .item() would quiet a
+        return value if value != value else value.item()  # signalling one (wire_floats)
     return value
 
 

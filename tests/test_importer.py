@@ -1475,3 +1475,65 @@ def test_a_long_range_keeps_the_size_propagation_gives_its_shape(limit) -> None:
         assert lowered.tensors["xr"].shape == (200000,)
         (row,) = [r for r in lowered.report() if r.name == "cat"]
         assert row.status.value == "lowered"
+
+
+def _float_attribute(name: str, bits: int, repeated: bool = False) -> onnx.AttributeProto:
+    """A FLOAT (or a one-element FLOATS) attribute holding exactly ``bits`` (protobuf's Python
+    API takes a double, whose conversion to float would set a signalling NaN's quiet bit):
+    name (1), f (2) or floats (7), type (20)."""
+    kind = onnx.AttributeProto.FLOATS if repeated else onnx.AttributeProto.FLOAT
+    raw = (bytes([0x0A, len(name)]) + name.encode() + (b"\x3d" if repeated else b"\x15")
+           + np.uint32(bits).tobytes() + bytes([0xA0, 0x01, kind]))
+    attr = onnx.AttributeProto()
+    attr.ParseFromString(raw)
+    return attr
+
+
+@pytest.mark.parametrize("bits", [0x7F800001, 0xFFA00005, 0x7FC00001])
+@pytest.mark.parametrize("form", ["Pad-2 value", "Constant value_float", "value_floats"])
+def test_a_float_attributes_nan_keeps_its_bits(bits: int, form: str, onnx_run) -> None:
+    """A NaN in a FLOAT attribute fills with its own bits, as onnxruntime fills: protobuf
+    gives ``attr.f`` as a double, and the C conversion set a signalling NaN's quiet bit, so a
+    Pad-2 whose value is 0x7f800001 filled with 0x7fc00001 (``check`` passes NaN for NaN)."""
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    if form == "Pad-2 value":
+        pad = helper.make_node("Pad", ["x"], ["y"], pads=[0, 1, 0, 0])
+        pad.attribute.append(_float_attribute("value", bits))
+        nodes, opset, weights = [pad], 2, []
+    else:
+        fill = helper.make_node("Constant", [], ["v"])
+        name = "value_floats" if form == "value_floats" else "value_float"
+        fill.attribute.append(_float_attribute(name, bits, repeated=form == "value_floats"))
+        pad = helper.make_node("Pad", ["x", "p", "v"], ["y"], mode="constant")
+        nodes, opset = [fill, pad], 13
+        weights = [numpy_helper.from_array(np.array([0, 1, 0, 0], np.int64), "p")]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], weights)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
+                              ir_version=3 if opset == 2 else 10)
+    (want,) = onnx_run(model, {"x": x})
+    assert want.view(np.uint32)[0, 0] == bits  # onnxruntime fills with the attribute's bits
+    loaded = dmlgraph.load(model)
+    (again,) = onnx_run(loaded.to_onnx(), {"x": x})
+    np.testing.assert_array_equal(again.view(np.uint32), want.view(np.uint32))
+    for level in ("1_0", "6_4"):
+        (got,) = get_backend("numpy").run(lower(loaded, level), {"x": x}).values()
+        np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+
+
+@pytest.mark.parametrize("name", ["value_float", "value_floats"])
+def test_a_constant_output_keeps_its_nans_bits(name: str, onnx_run) -> None:
+    """A Constant that makes a graph output stays a node: its attribute kept the NaN's bits
+    only until the IR froze it (``.item()`` quiets a float32), and again when written back."""
+    fill = helper.make_node("Constant", [], ["y"])
+    fill.attribute.append(_float_attribute(name, 0x7F800001, repeated=name == "value_floats"))
+    graph = helper.make_graph([fill], "g", [], [helper.make_tensor_value_info("y", 1, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=10)
+    (want,) = onnx_run(model, {})
+    assert want.view(np.uint32).reshape(-1).tolist() == [0x7F800001]
+    loaded = dmlgraph.load(model)
+    (again,) = onnx_run(loaded.to_onnx(), {})
+    (got,) = get_backend("numpy").run(lower(loaded), {}).values()
+    for result in (again, got):
+        np.testing.assert_array_equal(result.view(np.uint32), want.view(np.uint32))

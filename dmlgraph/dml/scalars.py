@@ -70,6 +70,8 @@ def same_bits_key(value: object) -> object:
     a NaN equals the same NaN (Python's ``==`` says the opposite of both). A descriptor's or an
     attribute's float is bits that DirectML or onnxruntime copy, so two that compare equal
     must copy the same bits."""
+    if isinstance(value, np.floating) and value != value:  # float() would quiet a signalling
+        return (value.dtype.str, value.tobytes())  # NaN (an attribute's: importer.wire_floats)
     if type(value) is float or isinstance(value, np.floating):  # NumPy's too (an API caller's)
         return (float, struct.pack("<d", float(value)))
     return value
