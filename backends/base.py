@@ -174,6 +174,20 @@ def check_arguments(
             )
 
 
+def masked_out(array: np.ndarray) -> str:
+    """Why a bound output cannot be a masked array that hides elements ("" where it can):
+    results are written into its data, under a mask that would still hide them (NumPy's
+    reductions skip them, printing shows ``--``), so the caller would read a result that is
+    not the run's."""
+    mask = np.ma.getmask(array)
+    if mask is np.ma.nomask or not mask.any():
+        return ""
+    return (
+        f"a masked array whose mask hides {int(np.count_nonzero(mask))} of its elements "
+        "(the results would go into its data, still hidden; bind an unmasked array)"
+    )
+
+
 def not_a_graph(graph: object) -> BackendError:
     return BackendError(
         f"run takes a Graph (dmlgraph.load, or lowering.lower of one), not {type(graph).__name__}"

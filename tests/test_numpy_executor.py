@@ -317,6 +317,21 @@ def test_bad_arrays_are_refused(array, message) -> None:
         execute_operator(desc, [array], "2_1")
 
 
+def test_a_masked_bound_output_that_hides_elements_is_refused() -> None:
+    """Its mask would hide the results written into its data; one masking nothing runs."""
+    desc = PaddingDesc(input_tensor=T("INT32", (4,)), output_tensor=T("INT32", (6,)),
+                       padding_mode="CONSTANT", padding_value=7, start_padding=(1,),
+                       end_padding=(1,))
+    x = np.array([1, 2, 3, 4], np.int32)
+    hiding = np.ma.masked_array(np.zeros(6, np.int32), mask=[1, 0, 0, 0, 0, 0])
+    with pytest.raises(ExecutionError, match="output 0: the bound output is a masked array "
+                       "whose mask hides 1 of its elements"):
+        execute_operator(desc, [x], outputs=[hiding])
+    plain = np.ma.masked_array(np.zeros(6, np.int32))
+    assert execute_operator(desc, [x], outputs=[plain])[0] is plain
+    assert plain.tolist() == [7, 1, 2, 3, 4, 7]
+
+
 def test_a_shaped_array_for_a_strided_desc_is_told_to_be_flat() -> None:
     """The message said "array shape (3, 2) is neither the tensor's sizes [3, 2] (packed) nor
     a flat buffer" of an array shaped as the sizes: a strided desc reads a flat buffer only."""

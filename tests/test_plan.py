@@ -236,6 +236,31 @@ def test_bad_bound_outputs_are_refused(make, message, path: str) -> None:
     assert same_bits(x, before)
 
 
+@pytest.mark.parametrize("made_by", ["dml", "fallback"])
+def test_a_masked_array_that_hides_elements_is_refused_as_a_bound_output(
+    made_by: str, path: str
+) -> None:
+    """A masked array bound to an output took the results into its data under its mask: the
+    array handed back showed ``--`` and its sum skipped the hidden results, with no error.
+    One masking nothing is an array like any other."""
+    x = np.arange(24, dtype=np.float32).reshape(4, 6)
+    model = _halves_concat()
+    if made_by == "fallback":  # the output made by onnxruntime, copied into the array
+        model.graph.node.append(helper.make_node("Relu", ["y"], ["r"]))
+        model.graph.output[0].name = "r"
+    name = model.graph.output[0].name
+    lowered = lower(load(model), "6_4")
+    (want,) = _ort(model, {"x": x})
+    hiding = np.ma.masked_array(np.zeros((4, 6), np.float32), mask=np.eye(4, 6, dtype=bool))
+    with pytest.raises(BackendError, match=rf"bound output {name!r} cannot take the result: "
+                       r"a masked array whose mask hides 4 of its elements"):
+        NumpyBackend().run(lowered, {"x": x}, outputs={name: hiding})
+    for mask in (np.ma.nomask, np.zeros((4, 6), bool)):
+        plain = np.ma.masked_array(np.zeros((4, 6), np.float32), mask=mask)
+        got = NumpyBackend().run(lowered, {"x": x}, outputs={name: plain})[name]
+        assert got is plain and same_bits(plain.data, want) and plain.sum() == want.sum()
+
+
 @pytest.mark.parametrize("fallback", ["onnxruntime", "reference"])
 def test_outputs_of_run_time_sizes_take_bound_arrays_run_by_run(fallback: str) -> None:
     """An output whose sizes arrive at run time (a Slice of run-time ends, a Concat of a

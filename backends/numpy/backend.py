@@ -26,6 +26,7 @@ from backends.base import (
     SizeMismatch,
     check_arguments,
     check_feeds,
+    masked_out,
 )
 from backends.numpy.fallback import Fallback, get_fallback
 from backends.numpy.plan import DML_ENGINE, Plan, write_bound
@@ -266,6 +267,8 @@ def check_outputs(
             problems.append("not C-contiguous")
         if not array.flags.writeable:
             problems.append("read-only")
+        if hidden := masked_out(array):
+            problems.append(hidden)
         if problems:
             raise BackendError(
                 f"{graph.source}: bound output {name!r} cannot take the result: "

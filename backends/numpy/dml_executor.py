@@ -13,6 +13,7 @@ from typing import Sequence
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from backends.base import masked_out
 from backends.numpy.moves import operator_moves, run_moves
 from dmlgraph.dml.enums import FeatureLevel
 from dmlgraph.dml.operators import OperatorDesc
@@ -95,6 +96,8 @@ def _write(desc: BufferTensorDesc, bits: np.ndarray, out: np.ndarray | None, lab
         raise ExecutionError(
             f"{label}: a bound output must be a writable contiguous {dtype} array"
         )
+    if hidden := masked_out(out):
+        raise ExecutionError(f"{label}: the bound output is {hidden}")
     if desc.is_packed and out.shape == desc.sizes:
         out.view(desc.data_type.bits_dtype)[...] = bits
         return out
