@@ -910,6 +910,49 @@ def test_a_fallback_result_unlike_its_inferred_type_is_not_read_past() -> None:
         "float32[1, 4, 5, 2]" in note
 
 
+@pytest.mark.parametrize("pairs", [8, 0])  # pair by pair, or by sorted spans
+def test_a_fallback_s_views_of_its_feeds_are_copied(pairs: int, monkeypatch) -> None:
+    """A fallback (any object the backend takes) whose runner hands back views of what it was
+    fed, as onnx.reference's Reshape does: a result over the plan's arena was overwritten by
+    the next run, and one over the caller's input changed it when written."""
+    from onnx.reference import ReferenceEvaluator
+
+    import backends.numpy.plan as plan_module
+
+    monkeypatch.setattr(plan_module, "APART_PAIRS", pairs)
+
+    class Viewing:
+        engine = "onnx.reference, uncopied"
+
+        def prepare(self, graph):
+            evaluator, outputs = ReferenceEvaluator(graph.to_onnx()), list(graph.outputs)
+            return lambda feeds: dict(zip(outputs, evaluator.run(None, dict(feeds))))
+
+    model = _model(
+        [helper.make_node("Slice", ["x", "s", "e", "ax"], ["t"]),  # a DML node: the arena
+         helper.make_node("Reshape", ["t", "flat"], ["y"]),
+         helper.make_node("Reshape", ["t", "flat"], ["y2"]),
+         helper.make_node("Reshape", ["x", "flat2"], ["xf"])],
+        [_info("x", np.float32, (4, 6))],
+        [_info("y", np.float32, (12,)), _info("y2", np.float32, (12,)),
+         _info("xf", np.float32, (24,))],
+        [_ints("s", [1]), _ints("e", [3]), _ints("ax", [0]), _ints("flat", [12]),
+         _ints("flat2", [24])],
+    )
+    lowered = lower(load(model), "6_4")
+    assert [n.op_type for n in lowered.nodes][0] == "SliceDesc"
+    backend = NumpyBackend(fallback=Viewing())
+    x = np.arange(24, dtype=np.float32).reshape(4, 6)
+    first = backend.run(lowered, {"x": x})
+    kept = {name: value.copy() for name, value in first.items()}
+    first["xf"][0] = -1
+    first["y2"][0] = -1
+    assert x[0, 0] == 0 and first["y"][0] == 6  # neither the input nor the other output
+    for name, value in zip(("y", "y2", "xf"), _ort(model, {"x": x + 100})):
+        assert same_bits(backend.run(lowered, {"x": x + 100})[name], value)
+    assert same_bits(first["y"], kept["y"])  # the arena's next run left it alone
+
+
 def test_a_fallback_that_gives_no_value_for_a_tensor_is_an_error() -> None:
     """A fallback (any object the backend takes) that leaves out a tensor DML nodes read: the
     native program would read the earlier run's freed memory for it (found by ASan)."""
