@@ -321,6 +321,26 @@ def test_bound_outputs_sharing_memory_are_refused(second: slice, path: str) -> N
         assert same_bits(apart[name], expected)
 
 
+def test_a_bound_output_between_a_strided_input_s_elements_runs(path: str) -> None:
+    """An input of every third float of a buffer and an output bound to floats 1 and 2 share
+    no element (``np.shares_memory``): the run was refused, saying they share memory, by
+    their bounds alone. An output over one of the input's elements still is refused."""
+    model = _model(
+        [helper.make_node("Slice", ["x", "s0", "e0", "ax"], ["y"])],
+        [_info("x", np.float32, (6,))], [_info("y", np.float32, (2,))],
+        [_ints("s0", [1]), _ints("e0", [3]), _ints("ax", [0])],
+    )
+    lowered = lower(load(model), "6_4")
+    buffer = np.full(18, -1, np.float32)
+    buffer[::3] = np.arange(6)
+    x = buffer[::3]
+    (want,) = _ort(model, {"x": x.copy()})
+    got = NumpyBackend().run(lowered, {"x": x}, outputs={"y": buffer[1:3]})
+    assert same_bits(got["y"], want) and same_bits(x, np.arange(6, dtype=np.float32))
+    with pytest.raises(BackendError, match="bound output 'y' shares memory with input 'x'"):
+        NumpyBackend().run(lowered, {"x": x}, outputs={"y": buffer[2:4]})
+
+
 def test_outputs_held_by_the_caller_are_never_reused(path: str) -> None:
     lowered = lower(load(_halves_concat()), "6_4")
     backend = NumpyBackend()
