@@ -174,6 +174,25 @@ def check_arguments(
             )
 
 
+#: How many candidate solutions ``np.shares_memory`` may weigh before ``share_elements``
+#: gives up.
+SHARE_WORK = 1 << 16
+
+
+def share_elements(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether two arrays have an element in common: by their bounds first (cheap, and exact
+    for contiguous ones), then exactly, with a bound on the work (too hard to tell: they
+    count as sharing). By bounds alone, an array between the elements of a strided one
+    ("every third float", DirectML's interleaved tensors) was taken as sharing its memory."""
+    if not np.may_share_memory(a, b):
+        return False
+    try:
+        # (NumPy's stubs list only -1 and 0; it takes any bound, as its docs say)
+        return bool(np.shares_memory(a, b, max_work=SHARE_WORK))  # type: ignore[arg-type]
+    except np.exceptions.TooHardError:
+        return True
+
+
 def masked_out(array: np.ndarray) -> str:
     """Why a bound output cannot be a masked array that hides elements ("" where it can):
     results are written into its data, under a mask that would still hide them (NumPy's

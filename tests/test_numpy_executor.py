@@ -304,6 +304,22 @@ def test_an_input_and_output_in_disjoint_parts_of_one_buffer_run() -> None:
     assert buffer.tolist() == [1, 2, 3, 4, 7, 1, 2, 3, 4, 7]
 
 
+def test_an_input_and_output_interleaved_in_one_buffer_run() -> None:
+    """DirectML's interleaved tensors: the input the even elements of a buffer, the output
+    bound to the odd ones, each read through a stride of 2. They share no element, but were
+    refused as sharing memory by their bounds; one element in common still is refused."""
+    buffer = np.arange(10, dtype=np.int32)
+    desc = SliceDesc(input_tensor=T("INT32", (4,), strides=(2,)),
+                     output_tensor=T("INT32", (4,), strides=(2,)), offsets=(0,), sizes=(4,),
+                     strides=(1,))
+    want = buffer.copy()
+    want[1:9:2] = want[0:8:2]  # NumPy's own reading of it
+    execute_operator(desc, [buffer], outputs=[buffer[1:]])
+    assert buffer.tolist() == want.tolist()
+    with pytest.raises(ExecutionError, match="bound output 0 shares memory with input 0"):
+        execute_operator(desc, [buffer], outputs=[buffer[2:]])
+
+
 @pytest.mark.parametrize("array, message", [
     (np.zeros((1, 1, 4, 4), np.float64), "does not match DataType"),
     (np.zeros((1, 4, 4), np.float32), "neither the tensor's sizes"),

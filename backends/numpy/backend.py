@@ -27,6 +27,7 @@ from backends.base import (
     check_arguments,
     check_feeds,
     masked_out,
+    share_elements,
 )
 from backends.numpy.fallback import Fallback, get_fallback
 from backends.numpy.plan import DML_ENGINE, Plan, write_bound
@@ -125,13 +126,13 @@ class NumpyBackend:
         earlier: dict[str, np.ndarray] = {}
         for name, array in bound.items():
             for feed, value in arrays.items():
-                if _share(array, value):
+                if share_elements(array, value):
                     raise BackendError(
                         f"{graph.source}: bound output {name!r} shares memory with input "
                         f"{feed!r}; writing the result would change the input while it is read"
                     )
             for other, value in earlier.items():
-                if _share(array, value):
+                if share_elements(array, value):
                     raise BackendError(
                         f"{graph.source}: bound outputs {other!r} and {name!r} share memory; "
                         "each result would overwrite part of the other"
@@ -219,24 +220,6 @@ class NumpyBackend:
                 f"{detail}"
             ) from None
         raise mismatch
-
-
-#: How many candidate solutions ``np.shares_memory`` may weigh before ``_share`` gives up.
-SHARE_WORK = 1 << 16
-
-
-def _share(a: np.ndarray, b: np.ndarray) -> bool:
-    """Whether two arrays have an element in common: by their bounds first (cheap, and exact
-    for contiguous ones), then exactly, with a bound on the work (too hard to tell: they
-    count as sharing). By bounds alone, a bound output between the elements of a strided
-    input ("every third float") was refused as sharing memory with it, which it does not."""
-    if not np.may_share_memory(a, b):
-        return False
-    try:
-        # (NumPy's stubs list only -1 and 0; it takes any bound, as its docs say)
-        return bool(np.shares_memory(a, b, max_work=SHARE_WORK))  # type: ignore[arg-type]
-    except np.exceptions.TooHardError:
-        return True
 
 
 def check_outputs(
