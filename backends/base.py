@@ -286,11 +286,21 @@ class GraphCache(Generic[T]):
     not survive a fork."""
 
     _live: weakref.WeakSet[GraphCache[Any]] = weakref.WeakSet()
+    #: What forked children forgot, kept (see ``forget_all``).
+    _forgotten: list[Any] = []
 
     @classmethod
     def forget_all(cls) -> None:
+        """In a forked child: every cache starts empty, and what they held is kept, never
+        freed. Freed, an onnxruntime session whose thread pool's workers were waiting in the
+        parent waits in its destructor for them (``pthread_cond_destroy``), which the child
+        does not have: the child hung in the fork's own handler, before any code of its own
+        ran, once the parent had run a plan with a fallback node or the onnxruntime
+        backend. (At exit, onnxruntime's own teardown hangs such a child too, plain
+        onnxruntime as well: it should leave by ``os._exit``, as multiprocessing's do.)"""
         for cache in list(cls._live):
-            cache._entries.clear()
+            cls._forgotten.append((list(cache._entries.values()), cache._last))
+            cache._entries = weakref.WeakKeyDictionary()
             cache._last = None
 
     def __init__(self) -> None:

@@ -1070,6 +1070,44 @@ def test_a_child_forked_while_a_run_is_under_way_runs_the_graph() -> None:
         worker.join()
 
 
+@pytest.mark.parametrize("engine", ["numpy", "onnxruntime"])
+def test_a_child_forked_after_onnxruntime_ran_runs_the_graph(engine: str) -> None:
+    """A parent that ran a graph through an onnxruntime session (a fallback node, or the
+    onnxruntime backend), then forked: the child freed the session in the fork's handler,
+    and its destructor waited for the parent's pool threads (``pthread_cond_destroy``),
+    which the child does not have: every child hung before running any code."""
+    import multiprocessing
+    import time
+
+    from backends import get_backend
+
+    if "fork" not in multiprocessing.get_all_start_methods():
+        pytest.skip("no fork on this platform")
+    model = _halves_concat(256, 1024)
+    model.graph.node.append(helper.make_node("Relu", ["y"], ["r"]))
+    model.graph.output[0].name = "r"
+    lowered = lower(load(model), "6_4")
+    backend = get_backend(engine)
+    x = np.random.default_rng(3).standard_normal((256, 1024)).astype(np.float32)
+    (expected,) = _ort(model, {"x": x})
+    assert same_bits(backend.run(lowered, {"x": x})["r"], expected)
+    time.sleep(0.3)  # the session's pool threads wait on their condition now
+    context = multiprocessing.get_context("fork")
+    results = context.Queue()
+
+    def child() -> None:
+        results.put(same_bits(backend.run(lowered, {"x": x})["r"], expected))
+
+    process = context.Process(target=child)
+    process.start()
+    process.join(60)
+    alive = process.is_alive()
+    if alive:
+        process.kill()
+    assert not alive, "the child hung"
+    assert process.exitcode == 0 and results.get(timeout=5)
+
+
 # ------------------------------------------------------------------------------ validation
 def _wrap_pad() -> onnx.ModelProto:
     return _model(
