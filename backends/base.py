@@ -174,6 +174,39 @@ def check_arguments(
             )
 
 
+#: How many candidate solutions ``np.shares_memory`` may weigh before ``share_elements``
+#: gives up.
+SHARE_WORK = 1 << 16
+
+
+def share_elements(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether two arrays have an element in common: by their bounds first (cheap, and exact
+    for contiguous ones), then exactly, with a bound on the work (too hard to tell: they
+    count as sharing). By bounds alone, an array between the elements of a strided one
+    ("every third float", DirectML's interleaved tensors) was taken as sharing its memory."""
+    if not np.may_share_memory(a, b):
+        return False
+    try:
+        # (NumPy's stubs list only -1 and 0; it takes any bound, as its docs say)
+        return bool(np.shares_memory(a, b, max_work=SHARE_WORK))  # type: ignore[arg-type]
+    except np.exceptions.TooHardError:
+        return True
+
+
+def masked_out(array: np.ndarray) -> str:
+    """Why a bound output cannot be a masked array that hides elements ("" where it can):
+    results are written into its data, under a mask that would still hide them (NumPy's
+    reductions skip them, printing shows ``--``), so the caller would read a result that is
+    not the run's."""
+    mask = np.ma.getmask(array)
+    if mask is np.ma.nomask or not mask.any():
+        return ""
+    return (
+        f"a masked array whose mask hides {int(np.count_nonzero(mask))} of its elements "
+        "(the results would go into its data, still hidden; bind an unmasked array)"
+    )
+
+
 def not_a_graph(graph: object) -> BackendError:
     return BackendError(
         f"run takes a Graph (dmlgraph.load, or lowering.lower of one), not {type(graph).__name__}"
@@ -253,11 +286,21 @@ class GraphCache(Generic[T]):
     not survive a fork."""
 
     _live: weakref.WeakSet[GraphCache[Any]] = weakref.WeakSet()
+    #: What forked children forgot, kept (see ``forget_all``).
+    _forgotten: list[Any] = []
 
     @classmethod
     def forget_all(cls) -> None:
+        """In a forked child: every cache starts empty, and what they held is kept, never
+        freed. Freed, an onnxruntime session whose thread pool's workers were waiting in the
+        parent waits in its destructor for them (``pthread_cond_destroy``), which the child
+        does not have: the child hung in the fork's own handler, before any code of its own
+        ran, once the parent had run a plan with a fallback node or the onnxruntime
+        backend. (At exit, onnxruntime's own teardown hangs such a child too, plain
+        onnxruntime as well: it should leave by ``os._exit``, as multiprocessing's do.)"""
         for cache in list(cls._live):
-            cache._entries.clear()
+            cls._forgotten.append((list(cache._entries.values()), cache._last))
+            cache._entries = weakref.WeakKeyDictionary()
             cache._last = None
 
     def __init__(self) -> None:

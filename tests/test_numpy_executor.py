@@ -304,6 +304,22 @@ def test_an_input_and_output_in_disjoint_parts_of_one_buffer_run() -> None:
     assert buffer.tolist() == [1, 2, 3, 4, 7, 1, 2, 3, 4, 7]
 
 
+def test_an_input_and_output_interleaved_in_one_buffer_run() -> None:
+    """DirectML's interleaved tensors: the input the even elements of a buffer, the output
+    bound to the odd ones, each read through a stride of 2. They share no element, but were
+    refused as sharing memory by their bounds; one element in common still is refused."""
+    buffer = np.arange(10, dtype=np.int32)
+    desc = SliceDesc(input_tensor=T("INT32", (4,), strides=(2,)),
+                     output_tensor=T("INT32", (4,), strides=(2,)), offsets=(0,), sizes=(4,),
+                     strides=(1,))
+    want = buffer.copy()
+    want[1:9:2] = want[0:8:2]  # NumPy's own reading of it
+    execute_operator(desc, [buffer], outputs=[buffer[1:]])
+    assert buffer.tolist() == want.tolist()
+    with pytest.raises(ExecutionError, match="bound output 0 shares memory with input 0"):
+        execute_operator(desc, [buffer], outputs=[buffer[2:]])
+
+
 @pytest.mark.parametrize("array, message", [
     (np.zeros((1, 1, 4, 4), np.float64), "does not match DataType"),
     (np.zeros((1, 4, 4), np.float32), "neither the tensor's sizes"),
@@ -315,6 +331,21 @@ def test_bad_arrays_are_refused(array, message) -> None:
                       input_window_sizes=(1, 1, 4, 3), input_window_strides=(1, 1, 2, 2))
     with pytest.raises(ExecutionError, match=message):
         execute_operator(desc, [array], "2_1")
+
+
+def test_a_masked_bound_output_that_hides_elements_is_refused() -> None:
+    """Its mask would hide the results written into its data; one masking nothing runs."""
+    desc = PaddingDesc(input_tensor=T("INT32", (4,)), output_tensor=T("INT32", (6,)),
+                       padding_mode="CONSTANT", padding_value=7, start_padding=(1,),
+                       end_padding=(1,))
+    x = np.array([1, 2, 3, 4], np.int32)
+    hiding = np.ma.masked_array(np.zeros(6, np.int32), mask=[1, 0, 0, 0, 0, 0])
+    with pytest.raises(ExecutionError, match="output 0: the bound output is a masked array "
+                       "whose mask hides 1 of its elements"):
+        execute_operator(desc, [x], outputs=[hiding])
+    plain = np.ma.masked_array(np.zeros(6, np.int32))
+    assert execute_operator(desc, [x], outputs=[plain])[0] is plain
+    assert plain.tolist() == [7, 1, 2, 3, 4, 7]
 
 
 def test_a_shaped_array_for_a_strided_desc_is_told_to_be_flat() -> None:

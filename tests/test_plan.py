@@ -236,6 +236,31 @@ def test_bad_bound_outputs_are_refused(make, message, path: str) -> None:
     assert same_bits(x, before)
 
 
+@pytest.mark.parametrize("made_by", ["dml", "fallback"])
+def test_a_masked_array_that_hides_elements_is_refused_as_a_bound_output(
+    made_by: str, path: str
+) -> None:
+    """A masked array bound to an output took the results into its data under its mask: the
+    array handed back showed ``--`` and its sum skipped the hidden results, with no error.
+    One masking nothing is an array like any other."""
+    x = np.arange(24, dtype=np.float32).reshape(4, 6)
+    model = _halves_concat()
+    if made_by == "fallback":  # the output made by onnxruntime, copied into the array
+        model.graph.node.append(helper.make_node("Relu", ["y"], ["r"]))
+        model.graph.output[0].name = "r"
+    name = model.graph.output[0].name
+    lowered = lower(load(model), "6_4")
+    (want,) = _ort(model, {"x": x})
+    hiding = np.ma.masked_array(np.zeros((4, 6), np.float32), mask=np.eye(4, 6, dtype=bool))
+    with pytest.raises(BackendError, match=rf"bound output {name!r} cannot take the result: "
+                       r"a masked array whose mask hides 4 of its elements"):
+        NumpyBackend().run(lowered, {"x": x}, outputs={name: hiding})
+    for mask in (np.ma.nomask, np.zeros((4, 6), bool)):
+        plain = np.ma.masked_array(np.zeros((4, 6), np.float32), mask=mask)
+        got = NumpyBackend().run(lowered, {"x": x}, outputs={name: plain})[name]
+        assert got is plain and same_bits(plain.data, want) and plain.sum() == want.sum()
+
+
 @pytest.mark.parametrize("fallback", ["onnxruntime", "reference"])
 def test_outputs_of_run_time_sizes_take_bound_arrays_run_by_run(fallback: str) -> None:
     """An output whose sizes arrive at run time (a Slice of run-time ends, a Concat of a
@@ -294,6 +319,26 @@ def test_bound_outputs_sharing_memory_are_refused(second: slice, path: str) -> N
     NumpyBackend().run(lowered, {"x": x}, outputs=apart)
     for name, expected in zip(("y", "z"), _ort(model, {"x": x})):
         assert same_bits(apart[name], expected)
+
+
+def test_a_bound_output_between_a_strided_input_s_elements_runs(path: str) -> None:
+    """An input of every third float of a buffer and an output bound to floats 1 and 2 share
+    no element (``np.shares_memory``): the run was refused, saying they share memory, by
+    their bounds alone. An output over one of the input's elements still is refused."""
+    model = _model(
+        [helper.make_node("Slice", ["x", "s0", "e0", "ax"], ["y"])],
+        [_info("x", np.float32, (6,))], [_info("y", np.float32, (2,))],
+        [_ints("s0", [1]), _ints("e0", [3]), _ints("ax", [0])],
+    )
+    lowered = lower(load(model), "6_4")
+    buffer = np.full(18, -1, np.float32)
+    buffer[::3] = np.arange(6)
+    x = buffer[::3]
+    (want,) = _ort(model, {"x": x.copy()})
+    got = NumpyBackend().run(lowered, {"x": x}, outputs={"y": buffer[1:3]})
+    assert same_bits(got["y"], want) and same_bits(x, np.arange(6, dtype=np.float32))
+    with pytest.raises(BackendError, match="bound output 'y' shares memory with input 'x'"):
+        NumpyBackend().run(lowered, {"x": x}, outputs={"y": buffer[2:4]})
 
 
 def test_outputs_held_by_the_caller_are_never_reused(path: str) -> None:
@@ -885,6 +930,49 @@ def test_a_fallback_result_unlike_its_inferred_type_is_not_read_past() -> None:
         "float32[1, 4, 5, 2]" in note
 
 
+@pytest.mark.parametrize("pairs", [8, 0])  # pair by pair, or by sorted spans
+def test_a_fallback_s_views_of_its_feeds_are_copied(pairs: int, monkeypatch) -> None:
+    """A fallback (any object the backend takes) whose runner hands back views of what it was
+    fed, as onnx.reference's Reshape does: a result over the plan's arena was overwritten by
+    the next run, and one over the caller's input changed it when written."""
+    from onnx.reference import ReferenceEvaluator
+
+    import backends.numpy.plan as plan_module
+
+    monkeypatch.setattr(plan_module, "APART_PAIRS", pairs)
+
+    class Viewing:
+        engine = "onnx.reference, uncopied"
+
+        def prepare(self, graph):
+            evaluator, outputs = ReferenceEvaluator(graph.to_onnx()), list(graph.outputs)
+            return lambda feeds: dict(zip(outputs, evaluator.run(None, dict(feeds))))
+
+    model = _model(
+        [helper.make_node("Slice", ["x", "s", "e", "ax"], ["t"]),  # a DML node: the arena
+         helper.make_node("Reshape", ["t", "flat"], ["y"]),
+         helper.make_node("Reshape", ["t", "flat"], ["y2"]),
+         helper.make_node("Reshape", ["x", "flat2"], ["xf"])],
+        [_info("x", np.float32, (4, 6))],
+        [_info("y", np.float32, (12,)), _info("y2", np.float32, (12,)),
+         _info("xf", np.float32, (24,))],
+        [_ints("s", [1]), _ints("e", [3]), _ints("ax", [0]), _ints("flat", [12]),
+         _ints("flat2", [24])],
+    )
+    lowered = lower(load(model), "6_4")
+    assert [n.op_type for n in lowered.nodes][0] == "SliceDesc"
+    backend = NumpyBackend(fallback=Viewing())
+    x = np.arange(24, dtype=np.float32).reshape(4, 6)
+    first = backend.run(lowered, {"x": x})
+    kept = {name: value.copy() for name, value in first.items()}
+    first["xf"][0] = -1
+    first["y2"][0] = -1
+    assert x[0, 0] == 0 and first["y"][0] == 6  # neither the input nor the other output
+    for name, value in zip(("y", "y2", "xf"), _ort(model, {"x": x + 100})):
+        assert same_bits(backend.run(lowered, {"x": x + 100})[name], value)
+    assert same_bits(first["y"], kept["y"])  # the arena's next run left it alone
+
+
 def test_a_fallback_that_gives_no_value_for_a_tensor_is_an_error() -> None:
     """A fallback (any object the backend takes) that leaves out a tensor DML nodes read: the
     native program would read the earlier run's freed memory for it (found by ASan)."""
@@ -980,6 +1068,44 @@ def test_a_child_forked_while_a_run_is_under_way_runs_the_graph() -> None:
     finally:
         stop.set()
         worker.join()
+
+
+@pytest.mark.parametrize("engine", ["numpy", "onnxruntime"])
+def test_a_child_forked_after_onnxruntime_ran_runs_the_graph(engine: str) -> None:
+    """A parent that ran a graph through an onnxruntime session (a fallback node, or the
+    onnxruntime backend), then forked: the child freed the session in the fork's handler,
+    and its destructor waited for the parent's pool threads (``pthread_cond_destroy``),
+    which the child does not have: every child hung before running any code."""
+    import multiprocessing
+    import time
+
+    from backends import get_backend
+
+    if "fork" not in multiprocessing.get_all_start_methods():
+        pytest.skip("no fork on this platform")
+    model = _halves_concat(256, 1024)
+    model.graph.node.append(helper.make_node("Relu", ["y"], ["r"]))
+    model.graph.output[0].name = "r"
+    lowered = lower(load(model), "6_4")
+    backend = get_backend(engine)
+    x = np.random.default_rng(3).standard_normal((256, 1024)).astype(np.float32)
+    (expected,) = _ort(model, {"x": x})
+    assert same_bits(backend.run(lowered, {"x": x})["r"], expected)
+    time.sleep(0.3)  # the session's pool threads wait on their condition now
+    context = multiprocessing.get_context("fork")
+    results = context.Queue()
+
+    def child() -> None:
+        results.put(same_bits(backend.run(lowered, {"x": x})["r"], expected))
+
+    process = context.Process(target=child)
+    process.start()
+    process.join(60)
+    alive = process.is_alive()
+    if alive:
+        process.kill()
+    assert not alive, "the child hung"
+    assert process.exitcode == 0 and results.get(timeout=5)
 
 
 # ------------------------------------------------------------------------------ validation

@@ -26,6 +26,8 @@ from backends.base import (
     SizeMismatch,
     check_arguments,
     check_feeds,
+    masked_out,
+    share_elements,
 )
 from backends.numpy.fallback import Fallback, get_fallback
 from backends.numpy.plan import DML_ENGINE, Plan, write_bound
@@ -124,13 +126,13 @@ class NumpyBackend:
         earlier: dict[str, np.ndarray] = {}
         for name, array in bound.items():
             for feed, value in arrays.items():
-                if np.may_share_memory(array, value):
+                if share_elements(array, value):
                     raise BackendError(
                         f"{graph.source}: bound output {name!r} shares memory with input "
                         f"{feed!r}; writing the result would change the input while it is read"
                     )
             for other, value in earlier.items():
-                if np.may_share_memory(array, value):
+                if share_elements(array, value):
                     raise BackendError(
                         f"{graph.source}: bound outputs {other!r} and {name!r} share memory; "
                         "each result would overwrite part of the other"
@@ -266,6 +268,8 @@ def check_outputs(
             problems.append("not C-contiguous")
         if not array.flags.writeable:
             problems.append("read-only")
+        if hidden := masked_out(array):
+            problems.append(hidden)
         if problems:
             raise BackendError(
                 f"{graph.source}: bound output {name!r} cannot take the result: "

@@ -13,6 +13,7 @@ from typing import Sequence
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from backends.base import masked_out, share_elements
 from backends.numpy.moves import operator_moves, run_moves
 from dmlgraph.dml.enums import FeatureLevel
 from dmlgraph.dml.operators import OperatorDesc
@@ -71,11 +72,17 @@ def _not_a_buffer(
     )
 
 
-def _addressed(desc: BufferTensorDesc, array: np.ndarray) -> np.ndarray:
-    """The part of an array a tensor desc reads or writes: all of a shaped one, the addressed
-    elements of a flat buffer (two tensors may share a buffer where their elements do not)."""
+def _elements(desc: BufferTensorDesc, array: np.ndarray) -> np.ndarray:
+    """The elements of an array a tensor desc reads or writes: all of a shaped one, the
+    addressed ones of a flat buffer, over its memory (two tensors may share a buffer where
+    their elements do not, as DirectML's interleaved tensors do). A buffer too short for
+    the desc is taken whole: reading or writing it is refused."""
     if array.ndim == 1 and not (desc.is_packed and array.shape == desc.sizes):
-        return array[: _last_index(desc) + 1]
+        if array.size < _last_index(desc) + 1:
+            return array
+        step = array.strides[0]
+        return as_strided(array, shape=desc.sizes, writeable=False,
+                          strides=tuple(s * step for s in desc.effective_strides))
     return array
 
 
@@ -95,6 +102,8 @@ def _write(desc: BufferTensorDesc, bits: np.ndarray, out: np.ndarray | None, lab
         raise ExecutionError(
             f"{label}: a bound output must be a writable contiguous {dtype} array"
         )
+    if hidden := masked_out(out):
+        raise ExecutionError(f"{label}: the bound output is {hidden}")
     if desc.is_packed and out.shape == desc.sizes:
         out.view(desc.data_type.bits_dtype)[...] = bits
         return out
@@ -175,9 +184,9 @@ def execute_operator(
     (output_desc,) = desc.outputs
     bound = outputs[0] if outputs else None
     if bound is not None and not desc.IN_PLACE:
-        written = _addressed(output_desc, bound)
+        written = _elements(output_desc, bound)
         for i, (d, a) in enumerate(zip(input_descs, inputs)):
-            if isinstance(a, np.ndarray) and np.may_share_memory(written, _addressed(d, a)):
+            if isinstance(a, np.ndarray) and share_elements(written, _elements(d, a)):
                 raise ExecutionError(
                     f"{desc.name}: bound output 0 shares memory with input {i}; "
                     f"{desc.name} does not run in place (OperatorDesc.IN_PLACE), and "

@@ -26,7 +26,9 @@ Runner = Callable[[Mapping[str, np.ndarray]], dict[str, np.ndarray]]
 
 
 class Fallback(Protocol):
-    """Prepares a graph of ONNX nodes for repeated runs."""
+    """Prepares a graph of ONNX nodes for repeated runs. A runner's results that share memory
+    with its feeds are copied by the plan (``plan._apart``); memory the runner keeps across
+    runs (its initializers) it must not hand back, as the caller may write a result."""
 
     #: How run records name the engine ("onnxruntime:CPUExecutionProvider", ...).
     engine: str

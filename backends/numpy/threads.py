@@ -224,7 +224,7 @@ def _lockstep_axes(phase: Sequence[Move], axis: int) -> int:
     return lead
 
 
-def _bounds(array: object) -> tuple[int, int] | None:
+def byte_bounds(array: object) -> tuple[int, int] | None:
     """The bytes ``[low, high)`` an array may touch, as ``np.may_share_memory`` bounds it;
     None for an empty one, or a value that is not an array (converted, it shares nothing)."""
     if not isinstance(array, np.ndarray) or array.size == 0:
@@ -243,14 +243,14 @@ def _reads_written(phase: Sequence[Move]) -> bool:
     bounds, as ``np.may_share_memory``): the written bytes merged and sorted once, then each
     source looked up, rather than every pair (a JOIN of thousands of inputs took seconds)."""
     written: list[list[int]] = []
-    for low, high in sorted(b for b in (_bounds(d) for d, _ in phase) if b is not None):
+    for low, high in sorted(b for b in (byte_bounds(d) for d, _ in phase) if b is not None):
         if written and low <= written[-1][1]:
             written[-1][1] = max(written[-1][1], high)
         else:
             written.append([low, high])
     starts = [low for low, _ in written]
     for _, source in phase:
-        bounds = _bounds(source)
+        bounds = byte_bounds(source)
         if bounds is None:
             continue
         k = bisect_left(starts, bounds[1]) - 1  # the last written span starting before its end
