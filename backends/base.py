@@ -238,6 +238,9 @@ def check_feeds(graph: Graph, feeds: Mapping[str, Any]) -> dict[str, np.ndarray]
         if type(array) is not np.ndarray:
             array = as_array(array, f"{graph.source}: input {name!r}", BackendError)
         info = graph.tensor(name)
+        if array.dtype.kind == "U" and info.dtype == np.dtype(object):
+            # NumPy's own strings, as onnxruntime takes them: STRING data is str objects here
+            array = array.astype(object)
         if info.dtype is not None and array.dtype != info.dtype:
             raise BackendError(
                 f"{graph.source}: input {name!r} is {array.dtype}; the graph expects {info.dtype}"

@@ -406,6 +406,27 @@ def test_an_input_no_values_can_be_generated_for_is_named_with_a_hint(tmp_path, 
     assert "input 'x'" in err and "give its value with --inputs" in err
 
 
+@pytest.mark.parametrize("backend", ["numpy", "onnxruntime"])
+def test_numpys_own_strings_feed_a_string_input(backend) -> None:
+    """onnxruntime takes np.array(["a", "bc"]) (dtype <U2) for a STRING input; both backends
+    refused it ("input 'x' is <U2; the graph expects object"). The caller's array stays as
+    it was."""
+    import onnxruntime as ort
+
+    from backends import get_backend
+
+    graph = helper.make_graph([helper.make_node("Concat", ["x", "x"], ["y"], axis=0)], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.STRING, [2])],
+                              [helper.make_tensor_value_info("y", TensorProto.STRING, [4])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    given = np.array(["a", "bc"])
+    (expected,) = ort.InferenceSession(model.SerializeToString(),
+                                       providers=["CPUExecutionProvider"]).run(None, {"x": given})
+    out = get_backend(backend).run(lower(dmlgraph.load(model), "6_4"), {"x": given})["y"]
+    assert out.dtype == object and out.tolist() == expected.tolist() == ["a", "bc", "a", "bc"]
+    assert given.dtype == np.dtype("<U2") and given.tolist() == ["a", "bc"]
+
+
 def test_check_reads_on_a_narrow_terminal(tmp_path, capsys, monkeypatch) -> None:
     """At 40 columns every cell of the ten-column table was cut to "…", verdict and all."""
     import sys
