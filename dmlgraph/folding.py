@@ -908,6 +908,9 @@ def fold_constants(
                 graph, kernel, node.op.since_version, node.op.attrs, node.inputs, node.outputs,
                 partial,
             )
+        if values is None and (broken := reference_refusal(graph, node)):
+            _note(node, NOT_FOLDED, broken)
+            continue
         if values is None:
             try:
                 values = _run_reference(graph, [node], {})
@@ -1162,6 +1165,106 @@ _DIVERGENCES: Mapping[str, Callable[[list[np.ndarray | None], Mapping[str, Any],
 
 #: The ops ``ort_divergence`` may have a reason for.
 ORT_DIVERGENT_OPS = frozenset(_DIVERGENCES)
+
+
+# What ONNX forbids and onnx.reference computes all the same (NumPy is lenient), asked only
+# of a node about to go to onnx.reference (the kernels decline these cases themselves):
+# folded, a malformed node became a value where onnxruntime refuses it.
+
+
+def reference_refusal(graph: Graph, node: Node) -> str:
+    """Why ONNX forbids this node on its constant inputs, though ``onnx.reference`` would
+    compute it ("" when nothing does): it stays unfolded, for onnxruntime to refuse."""
+    check = _SPEC_RULES.get(node.op_type) if node.op.domain == "" else None
+    if check is None:
+        return ""
+    values = [graph.constant(name) if name else None for name in node.inputs]
+    reason = check(values, node.op.attrs, node.op.since_version, len(node.outputs))
+    return f"{reason}, which ONNX forbids and onnxruntime refuses" if reason else ""
+
+
+def _gather_rule(values: list[np.ndarray | None], attrs: Mapping[str, Any], version: int,
+                 outputs: int) -> str:
+    data = values[0] if values else None
+    return "a Gather of a scalar (data of rank 0)" if data is not None and data.ndim == 0 else ""
+
+
+def _squeeze_rule(values: list[np.ndarray | None], attrs: Mapping[str, Any], version: int,
+                  outputs: int) -> str:
+    data = values[0] if values else None
+    axes = attrs.get("axes") if version < 13 else (values[1] if len(values) > 1 else None)
+    if data is None or axes is None:
+        return ""
+    for axis in np.asarray(axes).reshape(-1).tolist():
+        if -data.ndim <= axis < data.ndim and data.shape[axis] != 1:
+            return f"a Squeeze of axis {axis}, of size {data.shape[axis]}, not 1"
+    return ""
+
+
+def _reshape_rule(values: list[np.ndarray | None], attrs: Mapping[str, Any], version: int,
+                  outputs: int) -> str:
+    shape = values[1] if len(values) > 1 else None
+    if shape is not None and shape.dtype.kind == "i" and (shape < -1).any():
+        return f"a Reshape to {shape.tolist()}, a size below -1"
+    return ""
+
+
+def _tile_rule(values: list[np.ndarray | None], attrs: Mapping[str, Any], version: int,
+               outputs: int) -> str:
+    data, repeats = (values + [None, None])[:2]
+    if data is None or repeats is None:
+        return ""
+    if repeats.ndim != 1 or repeats.size != data.ndim:
+        return f"a Tile of rank {data.ndim} by {repeats.size} repeats"
+    if (repeats < 0).any():
+        return f"a Tile by negative repeats {repeats.tolist()}"
+    return ""
+
+
+def _split_rule(values: list[np.ndarray | None], attrs: Mapping[str, Any], version: int,
+                outputs: int) -> str:
+    data = values[0] if values else None
+    axis = attrs.get("axis", 0)
+    if data is None or not -data.ndim <= axis < data.ndim:
+        return ""
+    size = data.shape[axis]
+    given = values[1] if version >= 13 and len(values) > 1 else attrs.get("split")
+    if given is None:
+        if version < 18 and outputs and size % outputs:
+            return f"a Split of size {size} into {outputs} equal parts"
+        return ""
+    split = np.asarray(given).reshape(-1).tolist()
+    if len(split) != outputs or sum(split) != size or min(split, default=0) < 0:
+        return f"a Split of size {size} into {split} for {outputs} outputs"
+    return ""
+
+
+def _flatten_rule(values: list[np.ndarray | None], attrs: Mapping[str, Any], version: int,
+                  outputs: int) -> str:
+    data = values[0] if values else None
+    axis = attrs.get("axis", 1)
+    if data is not None and not -data.ndim <= axis <= data.ndim:
+        return f"a Flatten of rank {data.ndim} at axis {axis}"
+    return ""
+
+
+def _mod_rule(values: list[np.ndarray | None], attrs: Mapping[str, Any], version: int,
+              outputs: int) -> str:
+    fmod = attrs.get("fmod", 0)
+    return f"a Mod with fmod={fmod} (0 or 1)" if fmod not in (0, 1) else ""
+
+
+_SPEC_RULES: Mapping[
+    str, Callable[[list[np.ndarray | None], Mapping[str, Any], int, int], str]
+] = MappingProxyType({
+    "Gather": _gather_rule,
+    "Squeeze": _squeeze_rule,
+    "Reshape": _reshape_rule,
+    "Tile": _tile_rule,
+    "Split": _split_rule,
+    "Flatten": _flatten_rule,
+    "Mod": _mod_rule,
+})
 
 
 def _is_float_range(graph: Graph, node: Node) -> bool:

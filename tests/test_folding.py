@@ -605,6 +605,25 @@ ORT_REFUSED = [
     (helper.make_node("Range", ["a", "b", "d"], ["c"]),
      [("a", np.array([0], _I64)), ("b", np.array([3], _I64)), ("d", np.array([1], _I64))],
      TensorProto.INT64, 13),
+    # ONNX forbids these; onnx.reference (NumPy) computed them all the same
+    (helper.make_node("Gather", ["a", "i"], ["c"]),  # data of rank 0
+     [("a", np.array(7, _I64)), ("i", np.array(0, _I64))], TensorProto.INT64, 13),
+    (helper.make_node("Squeeze", ["a"], ["c"], axes=[1]),  # an axis of size 3
+     [("a", np.zeros((1, 3), _F32))], TensorProto.FLOAT, 11),
+    (helper.make_node("Reshape", ["a", "s"], ["c"]),  # -2: NumPy reads any negative as -1
+     [("a", np.zeros((2, 3), _F32)), ("s", np.array([-2, 3], _I64))], TensorProto.FLOAT, 13),
+    (helper.make_node("Tile", ["a", "r"], ["c"]),  # repeats not one per axis
+     [("a", np.zeros((2, 3), _F32)), ("r", np.array([2], _I64))], TensorProto.FLOAT, 13),
+    (helper.make_node("Split", ["a", "s"], ["c"]),  # sizes not summing to the axis
+     [("a", np.zeros(4, _F32)), ("s", np.array([3], _I64))], TensorProto.FLOAT, 13),
+    (helper.make_node("Split", ["a"], ["c", "d"], split=[2, 2]),
+     [("a", np.zeros(3, _F32))], TensorProto.FLOAT, 11),
+    (helper.make_node("Split", ["a"], ["c", "d"]),  # 3 into 2 equal parts
+     [("a", np.zeros(3, _F32))], TensorProto.FLOAT, 13),
+    (helper.make_node("Flatten", ["a"], ["c"], axis=3),  # beyond the rank
+     [("a", np.zeros((2, 3), _F32))], TensorProto.FLOAT, 13),
+    (helper.make_node("Mod", ["a", "b"], ["c"], fmod=2),
+     [("a", np.array([5], _I64)), ("b", np.array([3], _I64))], TensorProto.INT64, 13),
 ]
 
 
