@@ -1132,6 +1132,31 @@ def _log_softmax_divergence(
     return ""
 
 
+def _mean_divergence(
+    values: list[np.ndarray | None], attrs: Mapping[str, Any], version: int
+) -> str:
+    """A ReduceMean over an empty set, which ONNX leaves undefined: onnxruntime makes it 0,
+    onnx.reference NaN (and an integer's NaN cast, INT64_MIN). Else as other sums."""
+    data = values[0] if values else None
+    if data is not None and data.size == 0:
+        return ("a ReduceMean of an empty tensor, which ONNX leaves undefined (onnxruntime "
+                "gives 0, NumPy NaN)")
+    return _REDUCE_MEAN_MAGNITUDE(values, attrs, version)
+
+
+_REDUCE_MEAN_MAGNITUDE = _magnitude_divergence("ReduceMean")
+
+
+def _nonzero_divergence(
+    values: list[np.ndarray | None], attrs: Mapping[str, Any], version: int
+) -> str:
+    """NonZero of a scalar: ONNX gives [rank 0, count] ([0, 1] for 3), onnxruntime [1, 1]."""
+    data = values[0] if values else None
+    if data is not None and data.ndim == 0:
+        return "a NonZero of a scalar, which onnxruntime reads as a vector of one element"
+    return ""
+
+
 def _range_divergence(values: list[np.ndarray | None], attrs: Mapping[str, Any], version: int) -> str:
     if any(v is not None and v.ndim != 0 for v in values):
         return "a Range of inputs that are not scalars, which onnxruntime refuses"
@@ -1146,7 +1171,7 @@ _DIVERGENCES: Mapping[str, Callable[[list[np.ndarray | None], Mapping[str, Any],
     "ReduceL1": _magnitude_divergence("ReduceL1"),
     "ReduceSumSquare": _magnitude_divergence("ReduceSumSquare"),
     "ReduceProd": _magnitude_divergence("ReduceProd"),
-    "ReduceMean": _magnitude_divergence("ReduceMean"),
+    "ReduceMean": _mean_divergence,
     "ReduceL2": _magnitude_divergence("ReduceL2"),
     "Hardmax": _nan_divergence("Hardmax"),
     "Sign": _nan_divergence("Sign"),
@@ -1160,6 +1185,7 @@ _DIVERGENCES: Mapping[str, Callable[[list[np.ndarray | None], Mapping[str, Any],
     "Div": _division_divergence,
     "Mod": _mod_divergence,
     "Range": _range_divergence,
+    "NonZero": _nonzero_divergence,
 }
 
 

@@ -590,6 +590,15 @@ ORT_DIVERGENT = [
     # saturate=0: onnxruntime gives NaN where ONNX gives inf
     (helper.make_node("Cast", ["a"], ["c"], to=TensorProto.FLOAT8E5M2, saturate=0),
      [("a", np.array([61440, -65504], _F32))], TensorProto.FLOAT8E5M2, 19),
+    # ReduceMean over nothing, undefined in ONNX: onnxruntime gives 0, onnx.reference NaN
+    # (INT64_MIN for integers, its NaN cast)
+    (helper.make_node("ReduceMean", ["a"], ["c"], axes=[0], keepdims=0),
+     [("a", np.zeros((0, 3), _F32))], TensorProto.FLOAT, 13),
+    (helper.make_node("ReduceMean", ["a"], ["c"], keepdims=1),
+     [("a", np.zeros((2, 0), _I64))], TensorProto.INT64, 13),
+    # NonZero of a scalar: [0, 1] by ONNX's [rank, count], [1, 1] on onnxruntime
+    (helper.make_node("NonZero", ["a"], ["c"]),
+     [("a", np.array(3, _I64))], TensorProto.INT64, 13),
 ]
 ORT_REFUSED = [
     (helper.make_node("Clip", ["a"], ["c"], min=float("nan")),
