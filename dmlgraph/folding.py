@@ -1258,6 +1258,9 @@ def _split_rule(values: list[np.ndarray | None], attrs: Mapping[str, Any], versi
     if given is None:
         if version < 18 and outputs and size % outputs:
             return f"a Split of size {size} into {outputs} equal parts"
+        parts = attrs.get("num_outputs")
+        if parts is not None and (parts != outputs or -(-size // parts) * (parts - 1) > size):
+            return f"a Split of size {size} into num_outputs={parts} for {outputs} outputs"
         return ""
     split = np.asarray(given).reshape(-1).tolist()
     if len(split) != outputs or sum(split) != size or min(split, default=0) < 0:

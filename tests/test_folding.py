@@ -629,6 +629,10 @@ ORT_REFUSED = [
      [("a", np.zeros(3, _F32))], TensorProto.FLOAT, 11),
     (helper.make_node("Split", ["a"], ["c", "d"]),  # 3 into 2 equal parts
      [("a", np.zeros(3, _F32))], TensorProto.FLOAT, 13),
+    (helper.make_node("Split", ["a"], ["c"], num_outputs=2),  # 1 output of 2
+     [("a", np.zeros(4, _F32))], TensorProto.FLOAT, 18),
+    (helper.make_node("Split", ["a"], ["c", "d", "e", "f"], num_outputs=4),  # parts of 2, 2, 2
+     [("a", np.zeros(5, _F32))], TensorProto.FLOAT, 18),                   # leave -1 for the 4th
     (helper.make_node("Flatten", ["a"], ["c"], axis=3),  # beyond the rank
      [("a", np.zeros((2, 3), _F32))], TensorProto.FLOAT, 13),
     (helper.make_node("Mod", ["a", "b"], ["c"], fmod=2),
