@@ -436,6 +436,7 @@ def infer_model(
     the model gave, as ``_merge_type`` says). What only propagation over a hidden length
     would tell (a Shape of it read as a Reshape's shape) is left to folding, which computes
     the Shape and infers its readers again. ``nodes`` as in ``guard_slice_steps``."""
+    _refuse_inference_aborts(model.graph, source, nodes)
     found = _long_vectors(model.graph, nodes)
     exact = _inferred(model, source, propagate=False) if found else None
     hidden, lengths = _hide(model.graph, found) if found else (frozenset(), {})
@@ -443,6 +444,33 @@ def infer_model(
     if exact is not None:
         _merge_inferred(inferred, exact, lengths)
     return inferred, hidden
+
+
+#: Ops holding subgraphs that onnx's inference enters.
+_CONTROL_FLOW = frozenset({"If", "Loop", "Scan"})
+
+
+def _refuse_inference_aborts(
+    graph: onnx.GraphProto, source: str, nodes: Sequence[Any] | None = None
+) -> None:
+    """Refuse, with a message, a node onnx's shape inference (onnx 1.23) aborts the process
+    on, in ``graph`` or a subgraph it enters: a Split with more outputs than its num_outputs
+    (it indexes past its list of sizes; onnxruntime's copy of it aborts too)."""
+    for node in graph.node if nodes is None else nodes:
+        op_type = node.op_type
+        if op_type == "Split" and node.domain in ("", "ai.onnx"):
+            for attr in node.attribute:
+                if attr.name == "num_outputs" and len(node.output) > attr.i:
+                    raise ModelValidationError(
+                        f"{source}: Split node {node.name!r} has {len(node.output)} outputs "
+                        f"for num_outputs={attr.i}; ONNX makes one output per part (onnx's "
+                        "shape inference and onnxruntime abort the process on it)"
+                    )
+        elif op_type in _CONTROL_FLOW:
+            for attr in node.attribute:
+                graphs = [attr.g] if attr.type == AttributeProto.GRAPH else attr.graphs
+                for sub in graphs:
+                    _refuse_inference_aborts(sub, source)
 
 
 def _inferred(model: onnx.ModelProto, source: str, *, propagate: bool) -> onnx.GraphProto:
