@@ -214,6 +214,45 @@ def test_results_that_would_bloat_the_model_are_not_folded(
     assert np.array_equal(onnx_run(graph.to_onnx(), {"x": x})[0], x + 1)
 
 
+def _grown(case: str) -> onnx.ModelProto:
+    """``c`` of 256 MiB (or, for "fill", 2^64 bytes) made from small constants; y = c."""
+    f = numpy_helper.from_array
+    if case == "gather":  # [1, 2^16] floats by 1024 repeated indices
+        nodes = [helper.make_node("Gather", ["d", "i"], ["c"], axis=0)]
+        inits = [f(np.zeros((1, 1 << 16), np.float32), "d"), f(np.zeros(1024, np.int64), "i")]
+    elif case == "add":  # [2^13, 1] + [1, 2^13], broadcast
+        nodes = [helper.make_node("Add", ["a", "b"], ["c"])]
+        inits = [f(np.zeros((1 << 13, 1), np.float32), "a"),
+                 f(np.zeros((1, 1 << 13), np.float32), "b")]
+    else:  # a shape that Floor and Cast make, which onnx's data propagation does not size
+        nodes = [helper.make_node("Floor", ["s"], ["fl"]),
+                 helper.make_node("Cast", ["fl"], ["shape"], to=INT64),
+                 helper.make_node("ConstantOfShape", ["shape"], ["c"])]
+        inits = [f(np.array([2.0**31, 2.0**31], np.float32), "s")]
+    graph = helper.make_graph(nodes + [helper.make_node("Identity", ["c"], ["y"])], "g", [],
+                              [helper.make_tensor_value_info("y", FLOAT, None)], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=9)
+
+
+@pytest.mark.parametrize("case", ["gather", "add", "fill"])
+def test_a_kernel_does_not_compute_at_import_what_is_too_large_to_fold(case: str) -> None:
+    """The import-time kernels of ops whose results may outgrow their inputs are asked the
+    growth limit first, by sizes inference gave: computed first, the Gather and the Add
+    allocated 256 MiB each at import (a Gather by 4096 indices: 16 GiB, a MemoryError that
+    failed the load), and the ConstantOfShape, which inference did not size, failed it."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        graph = dmlgraph.load(_grown(case))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < folding.EVALUATION_LIMIT_BYTES
+    (node,) = [n for n in graph.nodes if n.op_type != "Identity"]
+    assert any("too many to compute" in note for note in node.notes), node.notes
+
+
 def test_graph_outputs_stay_computed(onnx_make_model, onnx_run) -> None:
     nodes = [
         helper.make_node("Shape", ["x"], ["shape"], name="the_shape"),
