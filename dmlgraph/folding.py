@@ -1023,6 +1023,14 @@ def _clip_divergence(values: list[np.ndarray | None], attrs: Mapping[str, Any], 
     for bound in values[1:3]:
         if bound is not None and bound.dtype.kind == "f" and np.isnan(bound).any():
             return "a NaN bound, which onnxruntime ignores (NumPy's minimum and maximum give NaN)"
+    data = values[0] if values else None
+    if (
+        version == 11 and data is not None and data.dtype == np.float16
+        and any(len(values) <= port or values[port] is None for port in (1, 2))
+        and np.isinf(data).any()
+    ):
+        return ("a float16 Clip-11 of an infinity with a bound omitted, which onnxruntime "
+                "keeps where ONNX clips it to the type's lowest or highest value")
     return ""
 
 

@@ -635,6 +635,10 @@ ORT_DIVERGENT = [
      [("a", np.zeros((0, 3), _F32))], TensorProto.FLOAT, 13),
     (helper.make_node("ReduceMean", ["a"], ["c"], keepdims=1),
      [("a", np.zeros((2, 0), _I64))], TensorProto.INT64, 13),
+    # Clip-11 of float16 without a max: onnxruntime keeps inf, ONNX clips it to 65504
+    (helper.make_node("Clip", ["a", "lo"], ["c"]),
+     [("a", np.array([np.inf, -1], np.float16)), ("lo", np.array(0, np.float16))],
+     TensorProto.FLOAT16, 11),
     # NonZero of a scalar: [0, 1] by ONNX's [rank, count], [1, 1] on onnxruntime
     (helper.make_node("NonZero", ["a"], ["c"]),
      [("a", np.array(3, _I64))], TensorProto.INT64, 13),
