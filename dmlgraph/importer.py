@@ -1296,12 +1296,13 @@ def _fold_at_import(
 #: Ops whose results may be far larger than their inputs: their inferred sizes are asked
 #: against the growth limit before a kernel computes them (``folding.growth_rejection``),
 #: and a kernel computes them only where inference sized them (``_sized``). A Gather by
-#: repeated indices and a broadcasting Add, Sub, Mul or Div grow as well: computed first, a
-#: Gather of [1, 2^20] floats by 4096 indices failed the import with a MemoryError (16 GiB),
-#: as did a ConstantOfShape whose shape a Floor and a Cast made (inference did not size it).
+#: repeated indices, a broadcasting Add, Sub, Mul or Div and a Cast to a wider type grow as
+#: well: computed first, a Gather of [1, 2^20] floats by 4096 indices failed the import with
+#: a MemoryError (16 GiB), as did a ConstantOfShape whose shape a Floor and a Cast made
+#: (inference did not size it); a Cast of a 128 MiB float16 weight to float took 256 MiB.
 _GROWING_OPS = frozenset({
     "ConstantOfShape", "Expand", "Tile", "Range", "Pad", "Resize",
-    "Gather", "Add", "Sub", "Mul", "Div",
+    "Gather", "Add", "Sub", "Mul", "Div", "Cast",
 })
 
 

@@ -224,22 +224,27 @@ def _grown(case: str) -> onnx.ModelProto:
         nodes = [helper.make_node("Add", ["a", "b"], ["c"])]
         inits = [f(np.zeros((1 << 13, 1), np.float32), "a"),
                  f(np.zeros((1, 1 << 13), np.float32), "b")]
+    elif case == "cast":  # an int8 weight of 16 MiB as doubles: 128 MiB
+        nodes = [helper.make_node("Cast", ["w"], ["c"], to=TensorProto.DOUBLE)]
+        inits = [f(np.zeros(1 << 24, np.int8), "w")]
     else:  # a shape that Floor and Cast make, which onnx's data propagation does not size
         nodes = [helper.make_node("Floor", ["s"], ["fl"]),
                  helper.make_node("Cast", ["fl"], ["shape"], to=INT64),
                  helper.make_node("ConstantOfShape", ["shape"], ["c"])]
         inits = [f(np.array([2.0**31, 2.0**31], np.float32), "s")]
+    out = TensorProto.DOUBLE if case == "cast" else FLOAT
     graph = helper.make_graph(nodes + [helper.make_node("Identity", ["c"], ["y"])], "g", [],
-                              [helper.make_tensor_value_info("y", FLOAT, None)], inits)
+                              [helper.make_tensor_value_info("y", out, None)], inits)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=9)
 
 
-@pytest.mark.parametrize("case", ["gather", "add", "fill"])
+@pytest.mark.parametrize("case", ["gather", "add", "fill", "cast"])
 def test_a_kernel_does_not_compute_at_import_what_is_too_large_to_fold(case: str) -> None:
     """The import-time kernels of ops whose results may outgrow their inputs are asked the
     growth limit first, by sizes inference gave: computed first, the Gather and the Add
     allocated 256 MiB each at import (a Gather by 4096 indices: 16 GiB, a MemoryError that
-    failed the load), and the ConstantOfShape, which inference did not size, failed it."""
+    failed the load), the ConstantOfShape, which inference did not size, failed it, and the
+    Cast of an int8 weight to doubles allocated its 128 MiB."""
     import tracemalloc
 
     tracemalloc.start()
