@@ -1319,6 +1319,14 @@ def _mod_rule(values: list[np.ndarray | None], attrs: Mapping[str, Any], version
     return f"a Mod with fmod={fmod} (0 or 1)" if fmod not in (0, 1) else ""
 
 
+def _constant_of_shape_rule(values: list[np.ndarray | None], attrs: Mapping[str, Any],
+                            version: int, outputs: int) -> str:
+    value = attrs.get("value")
+    if isinstance(value, np.ndarray) and value.shape != (1,):
+        return f"a ConstantOfShape whose value is of shape {list(value.shape)}, not [1]"
+    return ""
+
+
 _SPEC_RULES: Mapping[
     str, Callable[[list[np.ndarray | None], Mapping[str, Any], int, int], str]
 ] = MappingProxyType({
@@ -1329,6 +1337,7 @@ _SPEC_RULES: Mapping[
     "Split": _split_rule,
     "Flatten": _flatten_rule,
     "Mod": _mod_rule,
+    "ConstantOfShape": _constant_of_shape_rule,
 })
 
 

@@ -315,8 +315,8 @@ def _constant_of_shape(inputs: Inputs, attrs: Mapping[str, Any], version: int) -
     value = attrs.get("value", _FLOAT_ZERO)
     if shape is None or any(d < 0 for d in shape):
         return None
-    if not isinstance(value, np.ndarray) or value.size != 1 or _plain(value) is None:
-        return None
+    if not isinstance(value, np.ndarray) or value.shape != (1,) or _plain(value) is None:
+        return None  # a value of another shape (a scalar too) is onnxruntime's to refuse
     return (np.full(shape, value.reshape(()), dtype=value.dtype),)
 
 

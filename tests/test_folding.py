@@ -683,6 +683,9 @@ ORT_REFUSED = [
      [("a", np.zeros(5, _F32))], TensorProto.FLOAT, 18),                   # leave -1 for the 4th
     (helper.make_node("Flatten", ["a"], ["c"], axis=3),  # beyond the rank
      [("a", np.zeros((2, 3), _F32))], TensorProto.FLOAT, 13),
+    (helper.make_node("ConstantOfShape", ["s"], ["c"],  # a value not of shape [1]
+                      value=numpy_helper.from_array(np.array(7, _I64))),
+     [("s", np.array([2, 2], _I64))], TensorProto.INT64, 20),
     (helper.make_node("Mod", ["a", "b"], ["c"], fmod=2),
      [("a", np.array([5], _I64)), ("b", np.array([3], _I64))], TensorProto.INT64, 13),
 ]
