@@ -1024,13 +1024,14 @@ def _clip_divergence(values: list[np.ndarray | None], attrs: Mapping[str, Any], 
         if bound is not None and bound.dtype.kind == "f" and np.isnan(bound).any():
             return "a NaN bound, which onnxruntime ignores (NumPy's minimum and maximum give NaN)"
     data = values[0] if values else None
+    given = [v for v in values[:3] if v is not None]
     if (
         version == 11 and data is not None and data.dtype == np.float16
         and any(len(values) <= port or values[port] is None for port in (1, 2))
-        and np.isinf(data).any()
+        and any(np.isinf(v).any() for v in given if v.dtype.kind == "f")
     ):
-        return ("a float16 Clip-11 of an infinity with a bound omitted, which onnxruntime "
-                "keeps where ONNX clips it to the type's lowest or highest value")
+        return ("a float16 Clip-11 with an infinity and a bound omitted, which onnxruntime "
+                "keeps where ONNX's default bound (the type's lowest or highest) clips it")
     return ""
 
 
