@@ -436,6 +436,7 @@ def infer_model(
     the model gave, as ``_merge_type`` says). What only propagation over a hidden length
     would tell (a Shape of it read as a Reshape's shape) is left to folding, which computes
     the Shape and infers its readers again. ``nodes`` as in ``guard_slice_steps``."""
+    _refuse_inference_aborts(model.graph, source, nodes)
     found = _long_vectors(model.graph, nodes)
     exact = _inferred(model, source, propagate=False) if found else None
     hidden, lengths = _hide(model.graph, found) if found else (frozenset(), {})
@@ -443,6 +444,33 @@ def infer_model(
     if exact is not None:
         _merge_inferred(inferred, exact, lengths)
     return inferred, hidden
+
+
+#: Ops holding subgraphs that onnx's inference enters.
+_CONTROL_FLOW = frozenset({"If", "Loop", "Scan"})
+
+
+def _refuse_inference_aborts(
+    graph: onnx.GraphProto, source: str, nodes: Sequence[Any] | None = None
+) -> None:
+    """Refuse, with a message, a node onnx's shape inference (onnx 1.23) aborts the process
+    on, in ``graph`` or a subgraph it enters: a Split with more outputs than its num_outputs
+    (it indexes past its list of sizes; onnxruntime's copy of it aborts too)."""
+    for node in graph.node if nodes is None else nodes:
+        op_type = node.op_type
+        if op_type == "Split" and node.domain in ("", "ai.onnx"):
+            for attr in node.attribute:
+                if attr.name == "num_outputs" and len(node.output) > attr.i:
+                    raise ModelValidationError(
+                        f"{source}: Split node {node.name!r} has {len(node.output)} outputs "
+                        f"for num_outputs={attr.i}; ONNX makes one output per part (onnx's "
+                        "shape inference and onnxruntime abort the process on it)"
+                    )
+        elif op_type in _CONTROL_FLOW:
+            for attr in node.attribute:
+                graphs = [attr.g] if attr.type == AttributeProto.GRAPH else attr.graphs
+                for sub in graphs:
+                    _refuse_inference_aborts(sub, source)
 
 
 def _inferred(model: onnx.ModelProto, source: str, *, propagate: bool) -> onnx.GraphProto:
@@ -908,6 +936,9 @@ def fold_constants(
                 graph, kernel, node.op.since_version, node.op.attrs, node.inputs, node.outputs,
                 partial,
             )
+        if values is None and (broken := reference_refusal(graph, node)):
+            _note(node, NOT_FOLDED, broken)
+            continue
         if values is None:
             try:
                 values = _run_reference(graph, [node], {})
@@ -992,6 +1023,15 @@ def _clip_divergence(values: list[np.ndarray | None], attrs: Mapping[str, Any], 
     for bound in values[1:3]:
         if bound is not None and bound.dtype.kind == "f" and np.isnan(bound).any():
             return "a NaN bound, which onnxruntime ignores (NumPy's minimum and maximum give NaN)"
+    data = values[0] if values else None
+    given = [v for v in values[:3] if v is not None]
+    if (
+        version == 11 and data is not None and data.dtype == np.float16
+        and any(len(values) <= port or values[port] is None for port in (1, 2))
+        and any(np.isinf(v).any() for v in given if v.dtype.kind == "f")
+    ):
+        return ("a float16 Clip-11 with an infinity and a bound omitted, which onnxruntime "
+                "keeps where ONNX's default bound (the type's lowest or highest) clips it")
     return ""
 
 
@@ -1129,6 +1169,31 @@ def _log_softmax_divergence(
     return ""
 
 
+def _mean_divergence(
+    values: list[np.ndarray | None], attrs: Mapping[str, Any], version: int
+) -> str:
+    """A ReduceMean over an empty set, which ONNX leaves undefined: onnxruntime makes it 0,
+    onnx.reference NaN (and an integer's NaN cast, INT64_MIN). Else as other sums."""
+    data = values[0] if values else None
+    if data is not None and data.size == 0:
+        return ("a ReduceMean of an empty tensor, which ONNX leaves undefined (onnxruntime "
+                "gives 0, NumPy NaN)")
+    return _REDUCE_MEAN_MAGNITUDE(values, attrs, version)
+
+
+_REDUCE_MEAN_MAGNITUDE = _magnitude_divergence("ReduceMean")
+
+
+def _nonzero_divergence(
+    values: list[np.ndarray | None], attrs: Mapping[str, Any], version: int
+) -> str:
+    """NonZero of a scalar: ONNX gives [rank 0, count] ([0, 1] for 3), onnxruntime [1, 1]."""
+    data = values[0] if values else None
+    if data is not None and data.ndim == 0:
+        return "a NonZero of a scalar, which onnxruntime reads as a vector of one element"
+    return ""
+
+
 def _range_divergence(values: list[np.ndarray | None], attrs: Mapping[str, Any], version: int) -> str:
     if any(v is not None and v.ndim != 0 for v in values):
         return "a Range of inputs that are not scalars, which onnxruntime refuses"
@@ -1143,7 +1208,7 @@ _DIVERGENCES: Mapping[str, Callable[[list[np.ndarray | None], Mapping[str, Any],
     "ReduceL1": _magnitude_divergence("ReduceL1"),
     "ReduceSumSquare": _magnitude_divergence("ReduceSumSquare"),
     "ReduceProd": _magnitude_divergence("ReduceProd"),
-    "ReduceMean": _magnitude_divergence("ReduceMean"),
+    "ReduceMean": _mean_divergence,
     "ReduceL2": _magnitude_divergence("ReduceL2"),
     "Hardmax": _nan_divergence("Hardmax"),
     "Sign": _nan_divergence("Sign"),
@@ -1157,11 +1222,124 @@ _DIVERGENCES: Mapping[str, Callable[[list[np.ndarray | None], Mapping[str, Any],
     "Div": _division_divergence,
     "Mod": _mod_divergence,
     "Range": _range_divergence,
+    "NonZero": _nonzero_divergence,
 }
 
 
 #: The ops ``ort_divergence`` may have a reason for.
 ORT_DIVERGENT_OPS = frozenset(_DIVERGENCES)
+
+
+# What ONNX forbids and onnx.reference computes all the same (NumPy is lenient), asked only
+# of a node about to go to onnx.reference (the kernels decline these cases themselves):
+# folded, a malformed node became a value where onnxruntime refuses it.
+
+
+def reference_refusal(graph: Graph, node: Node) -> str:
+    """Why ONNX forbids this node on its constant inputs, though ``onnx.reference`` would
+    compute it ("" when nothing does): it stays unfolded, for onnxruntime to refuse."""
+    check = _SPEC_RULES.get(node.op_type) if node.op.domain == "" else None
+    if check is None:
+        return ""
+    values = [graph.constant(name) if name else None for name in node.inputs]
+    reason = check(values, node.op.attrs, node.op.since_version, len(node.outputs))
+    return f"{reason}, which ONNX forbids and onnxruntime refuses" if reason else ""
+
+
+def _gather_rule(values: list[np.ndarray | None], attrs: Mapping[str, Any], version: int,
+                 outputs: int) -> str:
+    data = values[0] if values else None
+    return "a Gather of a scalar (data of rank 0)" if data is not None and data.ndim == 0 else ""
+
+
+def _squeeze_rule(values: list[np.ndarray | None], attrs: Mapping[str, Any], version: int,
+                  outputs: int) -> str:
+    data = values[0] if values else None
+    axes = attrs.get("axes") if version < 13 else (values[1] if len(values) > 1 else None)
+    if data is None or axes is None:
+        return ""
+    for axis in np.asarray(axes).reshape(-1).tolist():
+        if -data.ndim <= axis < data.ndim and data.shape[axis] != 1:
+            return f"a Squeeze of axis {axis}, of size {data.shape[axis]}, not 1"
+    return ""
+
+
+def _reshape_rule(values: list[np.ndarray | None], attrs: Mapping[str, Any], version: int,
+                  outputs: int) -> str:
+    shape = values[1] if len(values) > 1 else None
+    if shape is not None and shape.dtype.kind == "i" and (shape < -1).any():
+        return f"a Reshape to {shape.tolist()}, a size below -1"
+    return ""
+
+
+def _tile_rule(values: list[np.ndarray | None], attrs: Mapping[str, Any], version: int,
+               outputs: int) -> str:
+    data, repeats = (values + [None, None])[:2]
+    if data is None or repeats is None:
+        return ""
+    if repeats.ndim != 1 or repeats.size != data.ndim:
+        return f"a Tile of rank {data.ndim} by {repeats.size} repeats"
+    if (repeats < 0).any():
+        return f"a Tile by negative repeats {repeats.tolist()}"
+    return ""
+
+
+def _split_rule(values: list[np.ndarray | None], attrs: Mapping[str, Any], version: int,
+                outputs: int) -> str:
+    data = values[0] if values else None
+    axis = attrs.get("axis", 0)
+    if data is None or not -data.ndim <= axis < data.ndim:
+        return ""
+    size = data.shape[axis]
+    given = values[1] if version >= 13 and len(values) > 1 else attrs.get("split")
+    if given is None:
+        if version < 18 and outputs and size % outputs:
+            return f"a Split of size {size} into {outputs} equal parts"
+        parts = attrs.get("num_outputs")
+        if parts is not None and (parts != outputs or -(-size // parts) * (parts - 1) > size):
+            return f"a Split of size {size} into num_outputs={parts} for {outputs} outputs"
+        return ""
+    split = np.asarray(given).reshape(-1).tolist()
+    if len(split) != outputs or sum(split) != size or min(split, default=0) < 0:
+        return f"a Split of size {size} into {split} for {outputs} outputs"
+    return ""
+
+
+def _flatten_rule(values: list[np.ndarray | None], attrs: Mapping[str, Any], version: int,
+                  outputs: int) -> str:
+    data = values[0] if values else None
+    axis = attrs.get("axis", 1)
+    if data is not None and not -data.ndim <= axis <= data.ndim:
+        return f"a Flatten of rank {data.ndim} at axis {axis}"
+    return ""
+
+
+def _mod_rule(values: list[np.ndarray | None], attrs: Mapping[str, Any], version: int,
+              outputs: int) -> str:
+    fmod = attrs.get("fmod", 0)
+    return f"a Mod with fmod={fmod} (0 or 1)" if fmod not in (0, 1) else ""
+
+
+def _constant_of_shape_rule(values: list[np.ndarray | None], attrs: Mapping[str, Any],
+                            version: int, outputs: int) -> str:
+    value = attrs.get("value")
+    if isinstance(value, np.ndarray) and value.shape != (1,):
+        return f"a ConstantOfShape whose value is of shape {list(value.shape)}, not [1]"
+    return ""
+
+
+_SPEC_RULES: Mapping[
+    str, Callable[[list[np.ndarray | None], Mapping[str, Any], int, int], str]
+] = MappingProxyType({
+    "Gather": _gather_rule,
+    "Squeeze": _squeeze_rule,
+    "Reshape": _reshape_rule,
+    "Tile": _tile_rule,
+    "Split": _split_rule,
+    "Flatten": _flatten_rule,
+    "Mod": _mod_rule,
+    "ConstantOfShape": _constant_of_shape_rule,
+})
 
 
 def _is_float_range(graph: Graph, node: Node) -> bool:

@@ -1312,7 +1312,10 @@ def _fold_at_import(
         and folding.ort_divergence(graph, node.op_type, node.domain, version, attrs, node.input)
     ) or (
         node.op_type in _GROWING_OPS
-        and folding.growth_rejection(graph, node.input, node.output)
+        and (
+            not _sized(graph, node.output)
+            or folding.growth_rejection(graph, node.input, node.output)
+        )
     ):
         return False
     # None as well when an input is not known (``folding.input_available``)
@@ -1337,8 +1340,27 @@ def _fold_at_import(
 
 
 #: Ops whose results may be far larger than their inputs: their inferred sizes are asked
-#: against the growth limit before a kernel computes them (``folding.growth_rejection``).
-_GROWING_OPS = frozenset({"ConstantOfShape", "Expand", "Tile", "Range", "Pad", "Resize"})
+#: against the growth limit before a kernel computes them (``folding.growth_rejection``),
+#: and a kernel computes them only where inference sized them (``_sized``). A Gather by
+#: repeated indices, a broadcasting Add, Sub, Mul or Div and a Cast to a wider type grow as
+#: well: computed first, a Gather of [1, 2^20] floats by 4096 indices failed the import with
+#: a MemoryError (16 GiB), as did a ConstantOfShape whose shape a Floor and a Cast made
+#: (inference did not size it); a Cast of a 128 MiB float16 weight to float took 256 MiB.
+_GROWING_OPS = frozenset({
+    "ConstantOfShape", "Expand", "Tile", "Range", "Pad", "Resize",
+    "Gather", "Add", "Sub", "Mul", "Div", "Cast",
+})
+
+
+def _sized(graph: Graph, outputs: Sequence[str]) -> bool:
+    """Whether inference gave every output a static shape, for the growth limit to judge.
+    An output it did not size is inferred again once the node is imported, from its
+    constant inputs, and folding judges it then."""
+    for out in outputs:
+        info = graph.tensors.get(out) if out else None
+        if out and (info is None or info.static_shape is None):
+            return False
+    return True
 
 
 def _shape_value(

@@ -315,8 +315,8 @@ def _constant_of_shape(inputs: Inputs, attrs: Mapping[str, Any], version: int) -
     value = attrs.get("value", _FLOAT_ZERO)
     if shape is None or any(d < 0 for d in shape):
         return None
-    if not isinstance(value, np.ndarray) or value.size != 1 or _plain(value) is None:
-        return None
+    if not isinstance(value, np.ndarray) or value.shape != (1,) or _plain(value) is None:
+        return None  # a value of another shape (a scalar too) is onnxruntime's to refuse
     return (np.full(shape, value.reshape(()), dtype=value.dtype),)
 
 
@@ -393,6 +393,13 @@ def _clip(inputs: Inputs, attrs: Mapping[str, Any], version: int) -> Result:
             if bound is not None and (bound.dtype != x.dtype or bound.size != 1):
                 return None
             bounds.append(bound)
+        if x.dtype in _FLOATS and (bounds[0] is None or bounds[1] is None):
+            # an omitted bound is the type's lowest or highest finite value (the spec's
+            # numeric_limits::lowest() and max(), as onnxruntime reads them): an infinity
+            # clips to it
+            limits = np.finfo(x.dtype)
+            defaults = (np.asarray(limits.min, x.dtype), np.asarray(limits.max, x.dtype))
+            bounds = [d if b is None else b for b, d in zip(bounds, defaults)]
     low, high = bounds
     result = x if low is None else np.maximum(x, low.reshape(()))
     # min > max: every value becomes max (the spec's rule; np.minimum after np.maximum gives it)

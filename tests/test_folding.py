@@ -214,6 +214,50 @@ def test_results_that_would_bloat_the_model_are_not_folded(
     assert np.array_equal(onnx_run(graph.to_onnx(), {"x": x})[0], x + 1)
 
 
+def _grown(case: str) -> onnx.ModelProto:
+    """``c`` of 256 MiB (or, for "fill", 2^64 bytes) made from small constants; y = c."""
+    f = numpy_helper.from_array
+    if case == "gather":  # [1, 2^16] floats by 1024 repeated indices
+        nodes = [helper.make_node("Gather", ["d", "i"], ["c"], axis=0)]
+        inits = [f(np.zeros((1, 1 << 16), np.float32), "d"), f(np.zeros(1024, np.int64), "i")]
+    elif case == "add":  # [2^13, 1] + [1, 2^13], broadcast
+        nodes = [helper.make_node("Add", ["a", "b"], ["c"])]
+        inits = [f(np.zeros((1 << 13, 1), np.float32), "a"),
+                 f(np.zeros((1, 1 << 13), np.float32), "b")]
+    elif case == "cast":  # an int8 weight of 16 MiB as doubles: 128 MiB
+        nodes = [helper.make_node("Cast", ["w"], ["c"], to=TensorProto.DOUBLE)]
+        inits = [f(np.zeros(1 << 24, np.int8), "w")]
+    else:  # a shape that Floor and Cast make, which onnx's data propagation does not size
+        nodes = [helper.make_node("Floor", ["s"], ["fl"]),
+                 helper.make_node("Cast", ["fl"], ["shape"], to=INT64),
+                 helper.make_node("ConstantOfShape", ["shape"], ["c"])]
+        inits = [f(np.array([2.0**31, 2.0**31], np.float32), "s")]
+    out = TensorProto.DOUBLE if case == "cast" else FLOAT
+    graph = helper.make_graph(nodes + [helper.make_node("Identity", ["c"], ["y"])], "g", [],
+                              [helper.make_tensor_value_info("y", out, None)], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=9)
+
+
+@pytest.mark.parametrize("case", ["gather", "add", "fill", "cast"])
+def test_a_kernel_does_not_compute_at_import_what_is_too_large_to_fold(case: str) -> None:
+    """The import-time kernels of ops whose results may outgrow their inputs are asked the
+    growth limit first, by sizes inference gave: computed first, the Gather and the Add
+    allocated 256 MiB each at import (a Gather by 4096 indices: 16 GiB, a MemoryError that
+    failed the load), the ConstantOfShape, which inference did not size, failed it, and the
+    Cast of an int8 weight to doubles allocated its 128 MiB."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        graph = dmlgraph.load(_grown(case))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < folding.EVALUATION_LIMIT_BYTES
+    (node,) = [n for n in graph.nodes if n.op_type != "Identity"]
+    assert any("too many to compute" in note for note in node.notes), node.notes
+
+
 def test_graph_outputs_stay_computed(onnx_make_model, onnx_run) -> None:
     nodes = [
         helper.make_node("Shape", ["x"], ["shape"], name="the_shape"),
@@ -590,6 +634,19 @@ ORT_DIVERGENT = [
     # saturate=0: onnxruntime gives NaN where ONNX gives inf
     (helper.make_node("Cast", ["a"], ["c"], to=TensorProto.FLOAT8E5M2, saturate=0),
      [("a", np.array([61440, -65504], _F32))], TensorProto.FLOAT8E5M2, 19),
+    # ReduceMean over nothing, undefined in ONNX: onnxruntime gives 0, onnx.reference NaN
+    # (INT64_MIN for integers, its NaN cast)
+    (helper.make_node("ReduceMean", ["a"], ["c"], axes=[0], keepdims=0),
+     [("a", np.zeros((0, 3), _F32))], TensorProto.FLOAT, 13),
+    (helper.make_node("ReduceMean", ["a"], ["c"], keepdims=1),
+     [("a", np.zeros((2, 0), _I64))], TensorProto.INT64, 13),
+    # Clip-11 of float16 without a max: onnxruntime keeps inf, ONNX clips it to 65504
+    (helper.make_node("Clip", ["a", "lo"], ["c"]),
+     [("a", np.array([np.inf, -1], np.float16)), ("lo", np.array(0, np.float16))],
+     TensorProto.FLOAT16, 11),
+    # NonZero of a scalar: [0, 1] by ONNX's [rank, count], [1, 1] on onnxruntime
+    (helper.make_node("NonZero", ["a"], ["c"]),
+     [("a", np.array(3, _I64))], TensorProto.INT64, 13),
 ]
 ORT_REFUSED = [
     (helper.make_node("Clip", ["a"], ["c"], min=float("nan")),
@@ -605,6 +662,32 @@ ORT_REFUSED = [
     (helper.make_node("Range", ["a", "b", "d"], ["c"]),
      [("a", np.array([0], _I64)), ("b", np.array([3], _I64)), ("d", np.array([1], _I64))],
      TensorProto.INT64, 13),
+    # ONNX forbids these; onnx.reference (NumPy) computed them all the same
+    (helper.make_node("Gather", ["a", "i"], ["c"]),  # data of rank 0
+     [("a", np.array(7, _I64)), ("i", np.array(0, _I64))], TensorProto.INT64, 13),
+    (helper.make_node("Squeeze", ["a"], ["c"], axes=[1]),  # an axis of size 3
+     [("a", np.zeros((1, 3), _F32))], TensorProto.FLOAT, 11),
+    (helper.make_node("Reshape", ["a", "s"], ["c"]),  # -2: NumPy reads any negative as -1
+     [("a", np.zeros((2, 3), _F32)), ("s", np.array([-2, 3], _I64))], TensorProto.FLOAT, 13),
+    (helper.make_node("Tile", ["a", "r"], ["c"]),  # repeats not one per axis
+     [("a", np.zeros((2, 3), _F32)), ("r", np.array([2], _I64))], TensorProto.FLOAT, 13),
+    (helper.make_node("Split", ["a", "s"], ["c"]),  # sizes not summing to the axis
+     [("a", np.zeros(4, _F32)), ("s", np.array([3], _I64))], TensorProto.FLOAT, 13),
+    (helper.make_node("Split", ["a"], ["c", "d"], split=[2, 2]),
+     [("a", np.zeros(3, _F32))], TensorProto.FLOAT, 11),
+    (helper.make_node("Split", ["a"], ["c", "d"]),  # 3 into 2 equal parts
+     [("a", np.zeros(3, _F32))], TensorProto.FLOAT, 13),
+    (helper.make_node("Split", ["a"], ["c"], num_outputs=2),  # 1 output of 2
+     [("a", np.zeros(4, _F32))], TensorProto.FLOAT, 18),
+    (helper.make_node("Split", ["a"], ["c", "d", "e", "f"], num_outputs=4),  # parts of 2, 2, 2
+     [("a", np.zeros(5, _F32))], TensorProto.FLOAT, 18),                   # leave -1 for the 4th
+    (helper.make_node("Flatten", ["a"], ["c"], axis=3),  # beyond the rank
+     [("a", np.zeros((2, 3), _F32))], TensorProto.FLOAT, 13),
+    (helper.make_node("ConstantOfShape", ["s"], ["c"],  # a value not of shape [1]
+                      value=numpy_helper.from_array(np.array(7, _I64))),
+     [("s", np.array([2, 2], _I64))], TensorProto.INT64, 20),
+    (helper.make_node("Mod", ["a", "b"], ["c"], fmod=2),
+     [("a", np.array([5], _I64)), ("b", np.array([3], _I64))], TensorProto.INT64, 13),
 ]
 
 

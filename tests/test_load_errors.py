@@ -603,3 +603,22 @@ def test_inputs_of_types_their_schema_allows_are_imported(op, opset, params, att
 
     (y,) = get_backend("numpy").run(lower(dmlgraph.load(model)), {"x": x}).values()
     np.testing.assert_array_equal(y, expected)
+
+
+@pytest.mark.parametrize("nested", [False, True], ids=["main graph", "If branch"])
+def test_a_split_with_more_outputs_than_num_outputs_is_refused(nested: bool,
+                                                               onnx_make_model) -> None:
+    """onnx's shape inference indexes past its list of sizes on it and aborts the process
+    (so does onnxruntime's session): load refuses it with a message instead."""
+    split = helper.make_node("Split", ["x"], ["a", "b", "c"], name="split3", axis=0,
+                             num_outputs=2)
+    outputs = [("a", FLOAT, None), ("b", FLOAT, None), ("c", FLOAT, None)]
+    nodes, inputs = [split], [("x", FLOAT, [6, 4])]
+    if nested:
+        branch = helper.make_graph(
+            [split], "branch", [], [helper.make_tensor_value_info("a", FLOAT, None)])
+        nodes = [helper.make_node("If", ["cond"], ["y"], name="the_if", then_branch=branch,
+                                  else_branch=branch)]
+        inputs, outputs = [("cond", TensorProto.BOOL, []), *inputs], [("y", FLOAT, None)]
+    model = onnx_make_model(nodes, inputs, outputs, opset=18)
+    _refused(ModelValidationError, model, "'split3' has 3 outputs for num_outputs=2")
