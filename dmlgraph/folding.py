@@ -2231,12 +2231,23 @@ def growth_rejection(graph: Graph, inputs: Sequence[str], outputs: Sequence[str]
         info = tensors.get(out) if out else None
         if info is None or info.dtype is None or info.static_shape is None:
             continue
-        nbytes = math.prod(info.static_shape) * np.dtype(info.dtype).itemsize
-        if nbytes > EVALUATION_LIMIT_BYTES and nbytes > _growth_budget(tensors, inputs):
-            return (
-                f"output {out!r} would add {nbytes} bytes of constant data, too many to "
-                f"compute to find out (limit {EVALUATION_LIMIT_BYTES})"
-            )
+        why = size_rejection(graph, inputs, out, info.static_shape, info.dtype)
+        if why:
+            return why
+    return ""
+
+
+def size_rejection(
+    graph: Graph, inputs: Sequence[str], out: str, shape: Sequence[int], dtype: Any
+) -> str:
+    """``growth_rejection`` of one output of ``shape`` and ``dtype``, however known (a
+    ConstantOfShape's from its shape input, where inference gave no size)."""
+    nbytes = math.prod(shape) * np.dtype(dtype).itemsize
+    if nbytes > EVALUATION_LIMIT_BYTES and nbytes > _growth_budget(graph.tensors, inputs):
+        return (
+            f"output {out!r} would add {nbytes} bytes of constant data, too many to "
+            f"compute to find out (limit {EVALUATION_LIMIT_BYTES})"
+        )
     return ""
 
 

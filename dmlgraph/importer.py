@@ -1312,8 +1312,9 @@ def _fold_at_import(
         and folding.ort_divergence(graph, node.op_type, node.domain, version, attrs, node.input)
     ) or (
         node.op_type in _GROWING_OPS
+        and not (node.op_type in _INPUT_BOUNDED and _inputs_small(graph, node.input))
         and (
-            not _sized(graph, node.output)
+            not _sized(graph, node, attrs)
             or folding.growth_rejection(graph, node.input, node.output)
         )
     ):
@@ -1352,15 +1353,52 @@ _GROWING_OPS = frozenset({
 })
 
 
-def _sized(graph: Graph, outputs: Sequence[str]) -> bool:
-    """Whether inference gave every output a static shape, for the growth limit to judge.
-    An output it did not size is inferred again once the node is imported, from its
-    constant inputs, and folding judges it then."""
-    for out in outputs:
-        info = graph.tensors.get(out) if out else None
-        if out and (info is None or info.static_shape is None):
+#: Growing ops whose results hold at most the product of their inputs' element counts (a
+#: Gather, a broadcast, a Cast): ``_inputs_small`` spares the shape chains' small ones
+#: (most of an exporter's) the checks above, a quarter of encodec's import calls.
+_INPUT_BOUNDED = frozenset({"Gather", "Add", "Sub", "Mul", "Div", "Cast"})
+#: The widest element a Cast makes (complex128).
+_WIDEST_BYTES = 16
+
+
+def _inputs_small(graph: Graph, inputs: Sequence[str]) -> bool:
+    """Whether every input is a constant and the product of their element counts (each at
+    least 1) in the widest elements stays within ``folding.EVALUATION_LIMIT_BYTES``: then no
+    result of an ``_INPUT_BOUNDED`` op can reach the growth limit."""
+    tensors, total = graph.tensors, _WIDEST_BYTES
+    for name in inputs:
+        if not name:
+            continue
+        info = tensors.get(name)
+        data = info.data if info is not None else None
+        if data is None:
+            return False
+        total *= data.size or 1
+        if total > folding.EVALUATION_LIMIT_BYTES:
             return False
     return True
+
+
+def _sized(graph: Graph, node: NodeFields, attrs: Mapping[str, Any]) -> bool:
+    """Whether inference gave every output a static shape, for the growth limit to judge,
+    or, for a ConstantOfShape, its shape input gives a size the limit accepts (encodec's
+    LSTM state: [2, 1, 32], which inference leaves [2, unk, 32]). An output not sized is
+    inferred again once the node is imported, from its constant inputs, and folding judges
+    it then."""
+    for out in node.output:
+        info = graph.tensors.get(out) if out else None
+        if out and (info is None or info.static_shape is None):
+            break
+    else:
+        return True
+    if node.op_type != "ConstantOfShape" or len(node.input) != 1 or not node.input[0]:
+        return False
+    shape = graph.constant(node.input[0]) if node.input[0] in graph.tensors else None
+    value = attrs.get("value", shape_kernels.FILL_ZERO)
+    if shape is None or shape.dtype != np.int64 or shape.ndim != 1 or (shape < 0).any():
+        return False  # the kernel's to decline, or folding's to judge
+    dtype = value.dtype if isinstance(value, np.ndarray) else np.float32
+    return not folding.size_rejection(graph, node.input, node.output[0], shape.tolist(), dtype)
 
 
 def _shape_value(

@@ -44,8 +44,8 @@ _FLOAT16, _FLOAT64 = np.dtype("float16"), np.dtype("float64")
 ORT_REVERSE_TO_START_ENDS: Mapping[int, str] = MappingProxyType(
     {2**31 - 1: "INT32_MAX", 2**63 - 1: "INT64_MAX"}
 )
-_FLOAT_ZERO = np.zeros(1, dtype=np.float32)  # ConstantOfShape's default value
-_FLOAT_ZERO.flags.writeable = False
+FILL_ZERO = np.zeros(1, dtype=np.float32)  # ConstantOfShape's default value
+FILL_ZERO.flags.writeable = False
 #: (lowest, highest) of each integer dtype as Python ints (np.iinfo builds a new object per call)
 _IINFO = {
     dtype: (int(np.iinfo(dtype).min), int(np.iinfo(dtype).max))
@@ -312,7 +312,7 @@ def _transpose(inputs: Inputs, attrs: Mapping[str, Any], version: int) -> Result
 
 def _constant_of_shape(inputs: Inputs, attrs: Mapping[str, Any], version: int) -> Result:
     shape = _ints(_port(inputs, 0))
-    value = attrs.get("value", _FLOAT_ZERO)
+    value = attrs.get("value", FILL_ZERO)
     if shape is None or any(d < 0 for d in shape):
         return None
     if not isinstance(value, np.ndarray) or value.shape != (1,) or _plain(value) is None:

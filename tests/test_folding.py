@@ -1926,3 +1926,29 @@ def test_constants_onnx_reference_computes_otherwise_are_left_to_onnxruntime(
     got = _numpy_run(loaded, {})
     np.testing.assert_array_equal(got, want)
     assert dmlgraph.check(model, inputs={}).passed
+
+
+def test_a_constant_of_shape_inference_leaves_unsized_folds_at_import(
+    onnx_models_dir, monkeypatch
+) -> None:
+    """encodec's LSTM state is a ConstantOfShape of [2, 1, 32] that onnx's inference sizes
+    [2, unk, 32]: its shape input gives the size the growth limit needs, so the import's
+    kernel computes it as before. Left unsized, it went on as a node for folding to infer
+    again and compute, a fifth more calls per load. The limit still holds
+    (``test_a_kernel_does_not_compute_at_import_what_is_too_large_to_fold``)."""
+    from dmlgraph import importer
+    from lowering import lower
+
+    computed: dict[str, bool] = {}
+    kernel = importer._fold_at_import
+
+    def spy(graph, node, *args, **kwargs):  # type: ignore[no-untyped-def]
+        computed[node.name] = done = kernel(graph, node, *args, **kwargs)
+        return done
+
+    monkeypatch.setattr(importer, "_fold_at_import", spy)
+    graph = dmlgraph.load(onnx_models_dir / "encodec_encoder_reflect.onnx")
+    assert computed["/e/layers.7/lstm/ConstantOfShape"]
+    (record,) = [r for r in lower(graph, "6_4").report()
+                 if r.name == "/e/layers.7/lstm/ConstantOfShape"]
+    assert record.at_import and record.notes == ("computed from constants at import",)
