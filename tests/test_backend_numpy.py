@@ -221,6 +221,37 @@ def test_a_pad_left_to_the_reference_crops_as_onnx_says(
     assert_same_bits(result.outputs["y"], expected)
 
 
+@pytest.mark.parametrize("opset", [7, 9, 12, 13])
+def test_a_batch_normalization_left_to_the_reference_runs_in_test_mode(opset: int) -> None:
+    """BatchNormalization-7/9 with Y alone normalizes by the running mean and variance given
+    (the spec's test mode, onnxruntime's). onnx.reference's took the default momentum as
+    training and normalized by the batch's statistics (0.39 off at opset 12), and at opsets 7
+    and 8 failed. Oracle: the spec's formula in NumPy, and onnxruntime."""
+    import onnxruntime as ort
+
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((2, 3, 4, 5)).astype(np.float32)
+    scale, bias, mean = (rng.standard_normal(3).astype(np.float32) for _ in range(3))
+    var = np.array([0.5, 1.5, 3.0], np.float32)
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y"], epsilon=1e-3)],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4, 5])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(a, n) for n, a in
+         [("s", scale), ("b", bias), ("m", mean), ("v", var)]],
+    ), opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 7
+    axis = (-1, 1, 1)
+    expected = (x - mean.reshape(axis)) / np.sqrt(var.reshape(axis) + np.float32(1e-3))
+    expected = expected * scale.reshape(axis) + bias.reshape(axis)
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    np.testing.assert_allclose(session.run(None, {"x": x})[0], expected, rtol=1e-5, atol=1e-5)
+    result = NumpyBackend("reference").execute(load(model), {"x": x})
+    assert {r.engine for r in result.record.nodes} == {"onnx.reference"}
+    np.testing.assert_allclose(result.outputs["y"], expected, rtol=1e-5, atol=1e-5)
+
+
 def test_consecutive_onnx_nodes_form_one_segment() -> None:
     """Two independent ONNX chains around one DML node: the schedule runs each kind while it
     can, so the fallback prepares two models, not one per node."""
