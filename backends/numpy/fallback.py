@@ -19,6 +19,7 @@ from backends.onnxruntime.providers import make_session, select_providers
 from dmlgraph.dml.enums import PaddingMode
 from dmlgraph.dml.indexmaps import source_indices
 from dmlgraph.ir import Graph
+from dmlgraph.reference_ops import versioned_ops
 from dmlgraph.shape_kernels import KERNELS
 from dmlgraph.subgraphs import holder_label
 
@@ -72,7 +73,9 @@ def _spec_ops(graph: Graph) -> list[type]:
     replacement is folding's kernel (``shape_kernels``), which onnxruntime agrees with; what
     the kernel declines stays the reference's. Its Pad hands the pads to ``np.pad``, which
     refuses a negative one ("index can't contain negative values"), where ONNX removes
-    elements: the replacement crops first (``_crop_negative_pads``), as onnxruntime does."""
+    elements: the replacement crops first (``_crop_negative_pads``), as onnxruntime does.
+    Ops the reference computes by a newer version's meaning are replaced by the model's
+    opset's (``reference_ops``: Softmax-11 over a matrix, BatchNormalization-9 in test mode)."""
     from onnx.reference.op_run import OpRun
 
     class Pad(OpRun):  # every version's inputs and attributes (Pad-1's paddings, Pad-2's value)
@@ -87,7 +90,7 @@ def _spec_ops(graph: Graph) -> list[type]:
             return (_spec_pad(data, widths, mode or "constant", fill, axes),)
 
     opset = graph.opset_imports.get("", 1)
-    extra = [_inference_batch_norm(opset)] if 7 <= opset < 14 else []
+    extra = versioned_ops(opset)  # an older op's meaning where the reference has a newer's
     if opset < 10:
         return [Pad, *extra]  # Slice-1 takes its parameters as attributes: the reference's own
     from onnx.reference.ops.op_slice import SliceCommon
@@ -102,37 +105,6 @@ def _spec_ops(graph: Graph) -> list[type]:
             return made if made is not None else super()._run(data, starts, ends, axes, steps)
 
     return [Slice, Pad, *extra]
-
-
-def _inference_batch_norm(opset: int) -> type:
-    """BatchNormalization-7/9 as the spec says: with Y its only output it runs in test mode
-    (the running mean and variance given), as onnxruntime does. onnx.reference's runs
-    otherwise: its BatchNormalization_9 takes the schema's default momentum as asking for
-    training and normalizes by statistics of the batch (0.39 off onnxruntime; a silent
-    difference in every BatchNormalization of an opset-9..13 model), and its
-    BatchNormalization_6 (opsets 7 and 8), without ``is_test``, trains and fails. With more
-    outputs (training mode) the reference's own kernel runs."""
-    from onnx.reference.op_run import OpRun
-    from onnx.reference.ops import op_batch_normalization as reference
-
-    trained: Any = reference.BatchNormalization_9 if opset >= 9 else reference.BatchNormalization_6
-
-    class BatchNormalization(OpRun):  # the op's name: the evaluator finds the class by it
-        op_domain = ""
-
-        def _run(  # type: ignore[no-untyped-def]
-            self, x, scale, bias, mean, var, epsilon=None, momentum=None, spatial=None,
-            is_test=None, training_mode=None,
-        ):
-            if sum(1 for name in self.onnx_node.output if name) > 1:
-                if opset >= 9:
-                    return trained._run(self, x, scale, bias, mean, var, epsilon, momentum)
-                return trained._run(self, x, scale, bias, mean, var, epsilon, is_test,
-                                    momentum, spatial)
-            eps = 1e-5 if epsilon is None else epsilon
-            return (reference._batchnorm_test_mode(x, scale, bias, mean, var, epsilon=eps),)
-
-    return BatchNormalization
 
 
 def _spec_pad(data: np.ndarray, pads: Any, mode: str, fill: Any, axes: Any) -> np.ndarray:

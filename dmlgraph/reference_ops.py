@@ -1,0 +1,111 @@
+"""onnx.reference's kernels replaced where they compute an older opset's op by a newer
+version's meaning: what folding evaluates and what ``--fallback reference`` runs must be
+the model's opset's op, as onnxruntime runs it.
+
+``versioned_ops(opset)`` gives the replacements for a model importing that default-domain
+opset, as classes for ``ReferenceEvaluator(..., new_ops=...)``, which finds each by the op's
+name. A replacement reads its attributes from the node itself: the evaluator fills the ones a
+node leaves out from the newest schema's defaults (Softmax-13's axis -1, not Softmax-11's 1).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+#: The first opset whose Softmax, LogSoftmax and Hardmax work along one axis; before it they
+#: coerce the input to a matrix at ``axis`` (default 1) and work along its rows.
+PER_AXIS_SOFTMAX_OPSET = 13
+
+
+def versioned_ops(opset: int) -> list[type]:
+    """The replacements a model of this default-domain opset needs (none from 14 on)."""
+    return list(_versioned_ops(opset))
+
+
+@lru_cache(maxsize=None)
+def _versioned_ops(opset: int) -> tuple[type, ...]:
+    """``versioned_ops``, its classes made once per opset."""
+    ops: list[type] = []
+    if opset < PER_AXIS_SOFTMAX_OPSET:
+        ops += [_coerced("Softmax", _softmax), _coerced("LogSoftmax", _log_softmax),
+                _coerced("Hardmax", _hardmax)]
+    if 7 <= opset < 14:
+        ops.append(_inference_batch_norm(opset))
+    return tuple(ops)
+
+
+def _softmax(rows: np.ndarray) -> np.ndarray:
+    """Along axis 1, as onnx.reference computes Softmax."""
+    y = np.exp(rows - rows.max(axis=1, keepdims=True))
+    y /= y.sum(axis=1, keepdims=True)
+    return y
+
+
+def _log_softmax(rows: np.ndarray) -> np.ndarray:
+    """onnx.reference's LogSoftmax: the log of its Softmax."""
+    y = _softmax(rows)
+    np.log(y, out=y)
+    return y
+
+
+def _hardmax(rows: np.ndarray) -> np.ndarray:
+    """1 at each row's first largest element, 0 elsewhere."""
+    y = np.zeros_like(rows)
+    y[np.arange(rows.shape[0]), np.argmax(rows, axis=1)] = 1
+    return y
+
+
+def _coerced(op_type: str, rows_kernel: Callable[[np.ndarray], np.ndarray]) -> type:
+    """Softmax-1/11, LogSoftmax-1/11 or Hardmax-1/11: the input as a matrix of
+    ``prod(shape[:axis])`` rows, the kernel along each row. onnx.reference has one class for
+    every version, Softmax-13's (along ``axis`` alone): a Softmax-11 over axis 1 of [2, 3, 4]
+    normalized each column of 3 where the spec and onnxruntime normalize each row of 12
+    (0.39 off)."""
+    from onnx.reference.op_run import OpRun
+
+    def _run(self: Any, x: np.ndarray, axis: Any = None) -> tuple[np.ndarray]:
+        given = [a.i for a in self.onnx_node.attribute if a.name == "axis"]
+        at = given[0] if given else 1
+        at = at + x.ndim if at < 0 else at
+        if x.size == 0:
+            return (x.copy(),)
+        rows = x.reshape(math.prod(x.shape[:at]), math.prod(x.shape[at:]))
+        return (rows_kernel(rows).astype(x.dtype).reshape(x.shape),)
+
+    return type(op_type, (OpRun,), {"op_domain": "", "_run": _run})
+
+
+def _inference_batch_norm(opset: int) -> type:
+    """BatchNormalization-7/9 as the spec says: with Y its only output it runs in test mode
+    (the running mean and variance given), as onnxruntime does. onnx.reference's runs
+    otherwise: its BatchNormalization_9 takes the schema's default momentum as asking for
+    training and normalizes by statistics of the batch (0.39 off onnxruntime; a silent
+    difference in every BatchNormalization of an opset-9..13 model), and its
+    BatchNormalization_6 (opsets 7 and 8), without ``is_test``, trains and fails. With more
+    outputs (training mode) the reference's own kernel runs."""
+    from onnx.reference.op_run import OpRun
+    from onnx.reference.ops import op_batch_normalization as reference
+
+    trained: Any = reference.BatchNormalization_9 if opset >= 9 else reference.BatchNormalization_6
+
+    class BatchNormalization(OpRun):  # the op's name: the evaluator finds the class by it
+        op_domain = ""
+
+        def _run(  # type: ignore[no-untyped-def]
+            self, x, scale, bias, mean, var, epsilon=None, momentum=None, spatial=None,
+            is_test=None, training_mode=None,
+        ):
+            if sum(1 for name in self.onnx_node.output if name) > 1:
+                if opset >= 9:
+                    return trained._run(self, x, scale, bias, mean, var, epsilon, momentum)
+                return trained._run(self, x, scale, bias, mean, var, epsilon, is_test,
+                                    momentum, spatial)
+            eps = 1e-5 if epsilon is None else epsilon
+            return (reference._batchnorm_test_mode(x, scale, bias, mean, var, epsilon=eps),)
+
+    return BatchNormalization
