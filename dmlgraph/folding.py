@@ -53,7 +53,7 @@ from dmlgraph.ir import (
     shape_matches,
 )
 from dmlgraph.ort_pad import pad_divergences
-from dmlgraph.reference_ops import versioned_ops
+from dmlgraph.reference_ops import spec_ops
 from dmlgraph.value_info import tensor_info
 from dmlgraph.value_info import described_type, tensor_array, tensor_bytes, type_bytes
 
@@ -1967,7 +1967,7 @@ def _run_reference(
     from onnx.reference import ReferenceEvaluator
 
     outputs = ReferenceEvaluator(
-        to_onnx(sub, value_info=False), new_ops=versioned_ops(graph.opset_imports.get("", 1))
+        to_onnx(sub, value_info=False), new_ops=spec_ops(graph.opset_imports.get("", 1))
     ).run(None, feeds)
     return {
         name: np.asarray(result) if isinstance(result, np.generic) else result
@@ -2019,7 +2019,7 @@ def _run_single(
             # a node's evaluator runs the newest version of its op whatever ``opsets`` say:
             # an older op's meaning replaces the reference's where they differ
             evaluator = ReferenceEvaluator(
-                form, opsets=dict(opsets), new_ops=versioned_ops(graph.opset_imports.get("", 1))
+                form, opsets=dict(opsets), new_ops=spec_ops(graph.opset_imports.get("", 1))
             )
         except op_run.RuntimeContextError:
             return None

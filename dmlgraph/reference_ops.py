@@ -1,8 +1,8 @@
-"""onnx.reference's kernels replaced where they compute an older opset's op by a newer
-version's meaning: what folding evaluates and what ``--fallback reference`` runs must be
-the model's opset's op, as onnxruntime runs it.
+"""onnx.reference's kernels replaced where they compute otherwise than the ONNX spec (an
+older opset's op by a newer version's meaning, or a plain slip): what folding evaluates and
+what ``--fallback reference`` runs must be the model's op, as onnxruntime runs it.
 
-``versioned_ops(opset)`` gives the replacements for a model importing that default-domain
+``spec_ops(opset)`` gives the replacements for a model importing that default-domain
 opset, as classes for ``ReferenceEvaluator(..., new_ops=...)``, which finds each by the op's
 name. A replacement reads its attributes from the node itself: the evaluator fills the ones a
 node leaves out from the newest schema's defaults (Softmax-13's axis -1, not Softmax-11's 1).
@@ -22,15 +22,15 @@ import numpy as np
 PER_AXIS_SOFTMAX_OPSET = 13
 
 
-def versioned_ops(opset: int) -> list[type]:
-    """The replacements a model of this default-domain opset needs (none from 14 on)."""
-    return list(_versioned_ops(opset))
+def spec_ops(opset: int) -> list[type]:
+    """The replacements a model of this default-domain opset needs."""
+    return list(_spec_ops(opset))
 
 
 @lru_cache(maxsize=None)
-def _versioned_ops(opset: int) -> tuple[type, ...]:
-    """``versioned_ops``, its classes made once per opset."""
-    ops: list[type] = []
+def _spec_ops(opset: int) -> tuple[type, ...]:
+    """``spec_ops``, its classes made once per opset."""
+    ops: list[type] = [_lrn()]
     if opset < PER_AXIS_SOFTMAX_OPSET:
         ops += [_coerced("Softmax", _softmax), _coerced("LogSoftmax", _log_softmax),
                 _coerced("Hardmax", _hardmax)]
@@ -109,3 +109,29 @@ def _inference_batch_norm(opset: int) -> type:
             return (reference._batchnorm_test_mode(x, scale, bias, mean, var, epsilon=eps),)
 
     return BatchNormalization
+
+
+def _lrn() -> type:
+    """LRN as the spec says: each channel's square sum over its window of ``size`` channels.
+    onnx.reference's loops over the batch instead of the channels, so channels from the
+    batch size on were divided by ``bias ** beta`` alone (1e-3 off onnxruntime on a
+    [2, 3, 4, 4] input; AlexNet's and GoogLeNet's LRNs, at batch 1, all but channel 0)."""
+    from onnx.reference.op_run import OpRun
+
+    class LRN(OpRun):  # the op's name: the evaluator finds the class by it
+        op_domain = ""
+
+        def _run(  # type: ignore[no-untyped-def]
+            self, x, alpha=None, beta=None, bias=None, size=None
+        ):
+            channels = x.shape[1]
+            before, after = (size - 1) // 2, math.ceil((size - 1) / 2)
+            squares = x * x
+            square_sum = np.zeros_like(squares)
+            for c in range(channels):
+                window = squares[:, max(0, c - before) : min(channels, c + after + 1)]
+                square_sum[:, c] = window.sum(axis=1)
+            y = x / ((bias + (alpha / size) * square_sum) ** beta)
+            return (y.astype(x.dtype),)
+
+    return LRN

@@ -278,6 +278,39 @@ def test_a_softmax_left_to_the_reference_works_as_its_opset_says(op: str, opset:
     np.testing.assert_allclose(result.outputs["y"], expected, rtol=1e-6, atol=1e-6)
 
 
+def lrn_by_the_spec(x: np.ndarray, size: int, alpha: float, beta: float,
+                    bias: float) -> np.ndarray:
+    """ONNX's LRN in float64: each channel over its window of ``size`` channels."""
+    squares, channels = x.astype(np.float64) ** 2, x.shape[1]
+    total = np.stack([
+        squares[:, max(0, c - (size - 1) // 2) : c + size // 2 + 1].sum(axis=1)
+        for c in range(channels)
+    ], axis=1)
+    return x / (bias + alpha / size * total) ** beta
+
+
+@pytest.mark.parametrize("fold", [False, True])
+def test_an_lrn_on_the_reference_or_folded_sums_every_channel(fold: bool) -> None:
+    """onnx.reference's LRN summed the squares for the first channels alone (as many as the
+    batch has): the others were divided by ``bias ** beta`` only. It ran so on
+    ``--fallback reference`` and when folding an LRN of a constant. Oracle: the spec."""
+    x = (np.arange(96, dtype=np.float32).reshape(2, 3, 4, 4) % 7 - 3) * 20
+    expected = lrn_by_the_spec(x, 3, 1e-3, 0.75, 2.0)
+    inputs, initializers = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4, 4])], []
+    if fold:  # the LRN's input a constant: folded at import
+        inputs, initializers = [], [numpy_helper.from_array(x, "x")]
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node("LRN", ["x"], ["l"], size=3, alpha=1e-3, bias=2.0),
+         helper.make_node("Identity", ["l"], ["y"])],
+        "g", inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], initializers,
+    ), opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    graph = load(model)
+    assert [n.op_type for n in graph.nodes] == (["Identity"] if fold else ["LRN", "Identity"])
+    y = NumpyBackend("reference").run(graph, {} if fold else {"x": x})["y"]
+    np.testing.assert_allclose(y, expected, rtol=1e-5)
+
+
 def test_consecutive_onnx_nodes_form_one_segment() -> None:
     """Two independent ONNX chains around one DML node: the schedule runs each kind while it
     can, so the fallback prepares two models, not one per node."""

@@ -19,7 +19,7 @@ from backends.onnxruntime.providers import make_session, select_providers
 from dmlgraph.dml.enums import PaddingMode
 from dmlgraph.dml.indexmaps import source_indices
 from dmlgraph.ir import Graph
-from dmlgraph.reference_ops import versioned_ops
+from dmlgraph.reference_ops import spec_ops
 from dmlgraph.shape_kernels import KERNELS
 from dmlgraph.subgraphs import holder_label
 
@@ -74,8 +74,8 @@ def _spec_ops(graph: Graph) -> list[type]:
     the kernel declines stays the reference's. Its Pad hands the pads to ``np.pad``, which
     refuses a negative one ("index can't contain negative values"), where ONNX removes
     elements: the replacement crops first (``_crop_negative_pads``), as onnxruntime does.
-    Ops the reference computes by a newer version's meaning are replaced by the model's
-    opset's (``reference_ops``: Softmax-11 over a matrix, BatchNormalization-9 in test mode)."""
+    Ops the reference computes otherwise than the spec are replaced (``reference_ops``:
+    Softmax-11 over a matrix, BatchNormalization-9 in test mode, LRN over every channel)."""
     from onnx.reference.op_run import OpRun
 
     class Pad(OpRun):  # every version's inputs and attributes (Pad-1's paddings, Pad-2's value)
@@ -90,7 +90,7 @@ def _spec_ops(graph: Graph) -> list[type]:
             return (_spec_pad(data, widths, mode or "constant", fill, axes),)
 
     opset = graph.opset_imports.get("", 1)
-    extra = versioned_ops(opset)  # an older op's meaning where the reference has a newer's
+    extra = spec_ops(opset)  # where the reference computes otherwise than the spec
     if opset < 10:
         return [Pad, *extra]  # Slice-1 takes its parameters as attributes: the reference's own
     from onnx.reference.ops.op_slice import SliceCommon
