@@ -20,6 +20,9 @@ import numpy as np
 #: The first opset whose Softmax, LogSoftmax and Hardmax work along one axis; before it they
 #: coerce the input to a matrix at ``axis`` (default 1) and work along its rows.
 PER_AXIS_SOFTMAX_OPSET = 13
+#: The first opset whose RoiAlign has ``coordinate_transformation_mode`` (default
+#: half_pixel); RoiAlign-10 samples as its ``output_half_pixel``.
+HALF_PIXEL_ROI_ALIGN_OPSET = 16
 
 
 def spec_ops(opset: int) -> list[type]:
@@ -30,12 +33,14 @@ def spec_ops(opset: int) -> list[type]:
 @lru_cache(maxsize=None)
 def _spec_ops(opset: int) -> tuple[type, ...]:
     """``spec_ops``, its classes made once per opset."""
-    ops: list[type] = [_lrn()]
+    ops: list[type] = [_lrn(), _lp_normalization()]
     if opset < PER_AXIS_SOFTMAX_OPSET:
         ops += [_coerced("Softmax", _softmax), _coerced("LogSoftmax", _log_softmax),
                 _coerced("Hardmax", _hardmax)]
     if 7 <= opset < 14:
         ops.append(_inference_batch_norm(opset))
+    if opset < HALF_PIXEL_ROI_ALIGN_OPSET:
+        ops.append(_output_half_pixel_roi_align())
     return tuple(ops)
 
 
@@ -135,3 +140,40 @@ def _lrn() -> type:
             return (y.astype(x.dtype),)
 
     return LRN
+
+
+def _lp_normalization() -> type:
+    """LpNormalization by the Lp norm: the sum of ``|x| ** p``. onnx.reference's sums
+    ``x ** p``, so an odd ``p`` let signs cancel (p=1 over [1, -2, 3]: 2 for 6, 3 times
+    onnxruntime's result). A zero norm gives 0, as in onnxruntime and the reference."""
+    from onnx.reference.op_run import OpRun
+
+    class LpNormalization(OpRun):  # the op's name: the evaluator finds the class by it
+        op_domain = ""
+
+        def _run(self, x, axis=None, p=None):  # type: ignore[no-untyped-def]
+            axis = -1 if axis is None else axis
+            p = 2 if p is None else p
+            norm = np.power(np.power(np.abs(x), p).sum(axis=axis, keepdims=True), 1.0 / p)
+            zero = norm == 0
+            result = np.where(zero, 0, x / np.where(zero, 1, norm))
+            return (result.astype(x.dtype),)
+
+    return LpNormalization
+
+
+def _output_half_pixel_roi_align() -> type:
+    """RoiAlign-10, which samples as RoiAlign-16's ``output_half_pixel`` (no half-pixel
+    shift of the rois). onnx.reference has one class, reading a RoiAlign-10 node by
+    RoiAlign-16's default, half_pixel: every sample half a pixel off (1.1 off onnxruntime)."""
+    from onnx.reference.ops.op_roi_align import RoiAlign as Reference
+
+    class RoiAlign(Reference):  # the op's name: the evaluator finds the class by it
+        op_domain = ""
+
+        def _run(  # type: ignore[no-untyped-def]
+            self, X, rois, batch_indices, coordinate_transformation_mode=None, **attributes
+        ):
+            return super()._run(X, rois, batch_indices, "output_half_pixel", **attributes)
+
+    return RoiAlign

@@ -311,6 +311,53 @@ def test_an_lrn_on_the_reference_or_folded_sums_every_channel(fold: bool) -> Non
     np.testing.assert_allclose(y, expected, rtol=1e-5)
 
 
+def test_an_lp_normalization_on_the_reference_sums_absolute_values() -> None:
+    """LpNormalization with p=1 divides by the sum of |x|; onnx.reference summed x, so signs
+    cancelled ([1, -2, 3] divided by 2, not 6). Oracle: the spec in NumPy."""
+    x = np.array([[1, -2, 3], [0, 0, 0], [-4, 0.5, 2]], np.float32)
+    graph = make_graph(
+        {"x": (np.float32, (3, 3))},
+        [(OnnxOp("LpNormalization", 1, attrs={"axis": 1, "p": 1}), ["x"], ["y"], "norm")],
+        {"y": (np.float32, (3, 3))},
+        ["y"],
+    )
+    norm = np.abs(x).sum(axis=1, keepdims=True)
+    expected = np.divide(x, norm, out=np.zeros_like(x), where=norm != 0)
+    y = NumpyBackend("reference").run(graph, {"x": x})["y"]
+    np.testing.assert_allclose(y, expected, rtol=1e-6)
+
+
+def test_a_roi_align_10_on_the_reference_samples_without_the_half_pixel_shift() -> None:
+    """RoiAlign-10 samples as RoiAlign-16's output_half_pixel; onnx.reference read it by
+    RoiAlign-16's default, half_pixel. Oracles: onnxruntime, and the reference's own
+    RoiAlign-16 told output_half_pixel."""
+    import onnxruntime as ort
+
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((2, 3, 5, 6)).astype(np.float32)
+
+    def model(opset: int, **mode: str) -> onnx.ModelProto:
+        made = helper.make_model(helper.make_graph(
+            [helper.make_node("RoiAlign", ["x", "r", "b"], ["y"], output_height=2,
+                              output_width=3, sampling_ratio=2, spatial_scale=0.5, **mode)],
+            "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 5, 6])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+            [numpy_helper.from_array(np.array([[0, 0, 6, 6], [1, 2, 8, 10]], np.float32), "r"),
+             numpy_helper.from_array(np.array([0, 1], np.int64), "b")],
+        ), opset_imports=[helper.make_opsetid("", opset)])
+        made.ir_version = 8
+        return made
+
+    session = ort.InferenceSession(model(10).SerializeToString(),
+                                   providers=["CPUExecutionProvider"])
+    expected = session.run(None, {"x": x})[0]
+    told = NumpyBackend("reference").run(
+        load(model(16, coordinate_transformation_mode="output_half_pixel")), {"x": x})["y"]
+    np.testing.assert_allclose(told, expected, rtol=1e-5, atol=1e-6)
+    y = NumpyBackend("reference").run(load(model(10)), {"x": x})["y"]
+    np.testing.assert_allclose(y, expected, rtol=1e-5, atol=1e-6)
+
+
 def test_consecutive_onnx_nodes_form_one_segment() -> None:
     """Two independent ONNX chains around one DML node: the schedule runs each kind while it
     can, so the fallback prepares two models, not one per node."""
