@@ -33,7 +33,7 @@ def spec_ops(opset: int) -> list[type]:
 @lru_cache(maxsize=None)
 def _spec_ops(opset: int) -> tuple[type, ...]:
     """``spec_ops``, its classes made once per opset."""
-    ops: list[type] = [_lrn(), _lp_normalization()]
+    ops: list[type] = [_lrn(), _lp_normalization(), _normalizer()]
     if opset < PER_AXIS_SOFTMAX_OPSET:
         ops += [_coerced("Softmax", _softmax), _coerced("LogSoftmax", _log_softmax),
                 _coerced("Hardmax", _hardmax)]
@@ -177,3 +177,28 @@ def _output_half_pixel_roi_align() -> type:
             return super()._run(X, rois, batch_indices, "output_half_pixel", **attributes)
 
     return RoiAlign
+
+
+def _normalizer() -> type:
+    """ai.onnx.ml's Normalizer, its MAX mode dividing by each row's largest element, as the
+    spec writes it (``Y = X / max(X)``) and onnxruntime computes it (a row whose largest is
+    0 kept as it is); onnx.reference divides by the largest absolute value ([-1, -2, -0.5]:
+    by 2, where both give [2, 4, 1]). L1 and L2 are the reference's, which onnxruntime
+    agrees with. The output is float, as the schema says (the reference's was float64 for
+    integer or double input, and its L2 of integers failed)."""
+    from onnx.reference.ops.aionnxml.op_normalizer import Normalizer as Reference
+
+    class Normalizer(Reference):  # the op's name: the evaluator finds the class by it
+        op_domain = "ai.onnx.ml"
+
+        def _run(self, x, norm=None):  # type: ignore[no-untyped-def]
+            if norm != "MAX":  # integers as doubles: the reference's L2 took a square root
+                # in place into the integer input's type ("Issues with types")
+                (made,) = super()._run(x.astype(np.float64) if x.dtype.kind in "iu" else x, norm)
+                return (made.astype(np.float32),)
+            top = x.max(axis=1, keepdims=True)
+            kept = top == 0
+            made = np.where(kept, x, x / np.where(kept, 1, top))
+            return (made.astype(np.float32),)
+
+    return Normalizer

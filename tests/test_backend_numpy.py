@@ -358,6 +358,37 @@ def test_a_roi_align_10_on_the_reference_samples_without_the_half_pixel_shift() 
     np.testing.assert_allclose(y, expected, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize(("norm", "elem"), [("MAX", TensorProto.FLOAT),
+                                             ("MAX", TensorProto.INT64),
+                                             ("L2", TensorProto.INT64)])
+def test_a_normalizer_on_the_reference_works_as_the_spec_and_onnxruntime(norm, elem) -> None:
+    """ai.onnx.ml's Normalizer: MAX divides each row by its largest element (``X / max(X)``;
+    a row whose largest is 0 stays), where onnx.reference divided by the largest absolute
+    value; its output is float whatever the input, where the reference's was float64 for
+    integers, and its L2 of integers failed. Oracles: the spec in NumPy, onnxruntime."""
+    import onnxruntime as ort
+
+    x = np.array([[1, -4, 2], [-1, -2, -6], [0, -1, 0], [3, 1, -4]])
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node("Normalizer", ["x"], ["y"], domain="ai.onnx.ml", norm=norm)], "g",
+        [helper.make_tensor_value_info("x", elem, [4, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 3])],
+    ), opset_imports=[helper.make_opsetid("", 13), helper.make_opsetid("ai.onnx.ml", 1)])
+    model.ir_version = 8
+    x = x.astype(np.float32 if elem == TensorProto.FLOAT else np.int64)
+    wide = x.astype(np.float64)
+    if norm == "MAX":
+        top = wide.max(axis=1, keepdims=True)
+        expected = np.where(top == 0, wide, wide / np.where(top == 0, 1, top))
+    else:
+        expected = wide / np.sqrt((wide**2).sum(axis=1, keepdims=True))
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    np.testing.assert_allclose(session.run(None, {"x": x})[0], expected, rtol=1e-6)
+    y = NumpyBackend("reference").run(load(model), {"x": x})["y"]
+    assert y.dtype == np.float32
+    np.testing.assert_allclose(y, expected, rtol=1e-6)
+
+
 def test_consecutive_onnx_nodes_form_one_segment() -> None:
     """Two independent ONNX chains around one DML node: the schedule runs each kind while it
     can, so the fallback prepares two models, not one per node."""
