@@ -23,6 +23,8 @@ PER_AXIS_SOFTMAX_OPSET = 13
 #: The first opset whose RoiAlign has ``coordinate_transformation_mode`` (default
 #: half_pixel); RoiAlign-10 samples as its ``output_half_pixel``.
 HALF_PIXEL_ROI_ALIGN_OPSET = 16
+#: The oldest DequantizeLinear onnx.reference implements (19); before it, none.
+REFERENCE_DEQUANTIZE_OPSET = 19
 
 
 def spec_ops(opset: int) -> list[type]:
@@ -41,6 +43,8 @@ def _spec_ops(opset: int) -> tuple[type, ...]:
         ops.append(_inference_batch_norm(opset))
     if opset < HALF_PIXEL_ROI_ALIGN_OPSET:
         ops.append(_output_half_pixel_roi_align())
+    if opset < REFERENCE_DEQUANTIZE_OPSET:
+        ops.append(_dequantize_linear_10())
     return tuple(ops)
 
 
@@ -202,3 +206,21 @@ def _normalizer() -> type:
             return (made.astype(np.float32),)
 
     return Normalizer
+
+
+def _dequantize_linear_10() -> type:
+    """DequantizeLinear-10 and -13, which onnx.reference lacks ("No implementation for
+    operator 'DequantizeLinear' ... version 13, found 19, ..."): a quantized model of opset
+    10-18 failed on ``--fallback reference``. DequantizeLinear-19 computes them (it adds
+    float8 types and nothing else)."""
+    from onnx.reference.ops.op_dequantize_linear import DequantizeLinear_19
+
+    class DequantizeLinear(DequantizeLinear_19):  # the op's name: the evaluator finds it by it
+        op_domain = ""
+
+        def _run(  # type: ignore[no-untyped-def,override]
+            self, x, x_scale, x_zero_point=None, axis=None, **newer
+        ):  # ``newer``: the newest schema's attributes (block_size...), at their defaults
+            return super()._run(x, x_scale, x_zero_point, 1 if axis is None else axis)
+
+    return DequantizeLinear

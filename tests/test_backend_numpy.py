@@ -389,6 +389,31 @@ def test_a_normalizer_on_the_reference_works_as_the_spec_and_onnxruntime(norm, e
     np.testing.assert_allclose(y, expected, rtol=1e-6)
 
 
+@pytest.mark.parametrize(("opset", "axis"), [(10, None), (13, 0), (18, 2)])
+def test_a_dequantize_linear_before_opset_19_runs_on_the_reference(opset, axis) -> None:
+    """onnx.reference implements DequantizeLinear from opset 19 only: at 10-18 it refused
+    the model ("No implementation for operator 'DequantizeLinear'"), where onnxruntime runs
+    it. Oracle: the spec, (x - zero_point) * scale, per channel along ``axis``."""
+    x = np.arange(24, dtype=np.uint8).reshape(2, 3, 4) * 9
+    count = 1 if axis is None else x.shape[axis]
+    scale = np.linspace(0.5, 2, count).astype(np.float32).reshape(() if axis is None else -1)
+    zero = np.arange(count, dtype=np.uint8).reshape(scale.shape) * 7
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node("DequantizeLinear", ["x", "s", "z"], ["y"],
+                          **({} if axis is None else {"axis": axis}))], "g",
+        [helper.make_tensor_value_info("x", TensorProto.UINT8, [2, 3, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3, 4])],
+        [numpy_helper.from_array(scale, "s"), numpy_helper.from_array(zero, "z")],
+    ), opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 7
+    along = [1, 1, 1]
+    if axis is not None:
+        along[axis] = count
+    expected = (x.astype(np.float32) - zero.reshape(along)) * scale.reshape(along)
+    y = NumpyBackend("reference").run(load(model), {"x": x})["y"]
+    np.testing.assert_allclose(y, expected, rtol=1e-6)
+
+
 def test_consecutive_onnx_nodes_form_one_segment() -> None:
     """Two independent ONNX chains around one DML node: the schedule runs each kind while it
     can, so the fallback prepares two models, not one per node."""
