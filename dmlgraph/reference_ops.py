@@ -35,7 +35,7 @@ def spec_ops(opset: int) -> list[type]:
 @lru_cache(maxsize=None)
 def _spec_ops(opset: int) -> tuple[type, ...]:
     """``spec_ops``, its classes made once per opset."""
-    ops: list[type] = [_lrn(), _lp_normalization(), _normalizer()]
+    ops: list[type] = [_lrn(), _lp_normalization(), _normalizer(), _max_pool()]
     if opset < PER_AXIS_SOFTMAX_OPSET:
         ops += [_coerced("Softmax", _softmax), _coerced("LogSoftmax", _log_softmax),
                 _coerced("Hardmax", _hardmax)]
@@ -224,3 +224,40 @@ def _dequantize_linear_10() -> type:
             return super()._run(x, x_scale, x_zero_point, 1 if axis is None else axis)
 
     return DequantizeLinear
+
+
+def _max_pool() -> type:
+    """MaxPool by the reference's general kernel (``_max_pool``), its pads explicit. The
+    reference takes a shortcut where strides and dilations are 1 that reads ``pads`` as
+    (begin, end) pairs per axis, where ONNX lists every axis's begin, then every end: pads
+    [0, 0, 1, 1] over 5x6 made 4x7 for 5x6 (YOLOv3-tiny's 2x2 stride-1 pool pads so).
+    Its SAME_LOWER put the odd pad at the end and sized the output by flooring; ONNX and
+    onnxruntime put it at the beginning and size by ceiling, as for SAME_UPPER."""
+    from onnx.reference.ops.op_max_pool import MaxPool as Reference
+
+    class MaxPool(Reference):  # the op's name: the evaluator finds the class by it
+        op_domain = ""
+
+        def _run(  # type: ignore[no-untyped-def]
+            self, x, auto_pad=None, ceil_mode=None, dilations=None, kernel_shape=None,
+            pads=None, storage_order=None, strides=None,
+        ):
+            rank = len(kernel_shape)
+            strides = list(strides or [1] * rank)
+            dilations = list(dilations or [1] * rank)
+            if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+                begins, ends = [], []
+                for size, k, stride, dilation in zip(x.shape[2:], kernel_shape, strides,
+                                                     dilations):
+                    out = -(-size // stride)
+                    total = max(0, (out - 1) * stride + (k - 1) * dilation + 1 - size)
+                    begin = total // 2 if auto_pad == "SAME_UPPER" else total - total // 2
+                    begins.append(begin)
+                    ends.append(total - begin)
+                pads = begins + ends
+            elif auto_pad == "VALID" or pads is None:
+                pads = [0] * (2 * rank)
+            return self._max_pool(x, "NOTSET", ceil_mode, dilations, kernel_shape,
+                                  list(pads), storage_order, strides)
+
+    return MaxPool

@@ -414,6 +414,55 @@ def test_a_dequantize_linear_before_opset_19_runs_on_the_reference(opset, axis) 
     np.testing.assert_allclose(y, expected, rtol=1e-6)
 
 
+@pytest.mark.parametrize("attrs", [
+    {"kernel_shape": [2, 2], "pads": [0, 0, 1, 1]},  # YOLOv3-tiny's stride-1 pool
+    {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1], "ceil_mode": 1},  # GoogLeNet's branch 4
+    {"kernel_shape": [2, 3], "auto_pad": "SAME_LOWER"},
+    {"kernel_shape": [2, 2], "auto_pad": "SAME_UPPER", "storage_order": 1},
+])
+def test_a_max_pool_on_the_reference_sizes_and_pads_as_onnx_says(attrs) -> None:
+    """onnx.reference's MaxPool, where strides and dilations are 1, read pads as (begin,
+    end) pairs (ONNX lists the begins, then the ends: 5x6 came out 4x7), sized a ceil_mode
+    pool 6x6 for 4x4, and put SAME_LOWER's odd pad at the end. Oracle: the spec's sizes
+    and NumPy maxima over the explicitly padded input (values), onnxruntime (indices)."""
+    import onnxruntime as ort
+
+    x = np.random.default_rng(6).standard_normal((1, 2, 5, 6)).astype(np.float32)
+    if attrs["kernel_shape"] == [3, 3]:
+        x = x[:, :, :4, :4].copy()
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node("MaxPool", ["x"], ["y", "i"], **attrs)], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x.shape))],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
+         helper.make_tensor_value_info("i", TensorProto.INT64, None)],
+    ), opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    kh, kw = attrs["kernel_shape"]
+    height, width = x.shape[2:]
+    if "pads" in attrs:
+        top, left, bottom, right = attrs["pads"]
+    else:  # SAME: the output is the input's size; the odd pad at the end (UPPER) or start
+        extra_h, extra_w = kh - 1, kw - 1
+        lower_first = attrs["auto_pad"] == "SAME_LOWER"
+        top, left = [(e + 1) // 2 if lower_first else e // 2 for e in (extra_h, extra_w)]
+        bottom, right = extra_h - top, extra_w - left
+    padded = np.pad(x, [(0, 0), (0, 0), (top, bottom), (left, right)], constant_values=-np.inf)
+    rows = padded.shape[2] - kh + 1
+    cols = padded.shape[3] - kw + 1
+    if attrs.get("ceil_mode"):  # stride 1: ceiling changes nothing
+        rows, cols = height + top + bottom - kh + 1, width + left + right - kw + 1
+    expected = np.stack([
+        np.stack([padded[:, :, r:r + kh, c:c + kw].max(axis=(2, 3)) for c in range(cols)], -1)
+        for r in range(rows)
+    ], -2)
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    want_y, want_i = session.run(None, {"x": x})
+    np.testing.assert_array_equal(want_y, expected)
+    made = NumpyBackend("reference").run(load(model), {"x": x})
+    np.testing.assert_array_equal(made["y"], expected)
+    np.testing.assert_array_equal(made["i"], want_i)
+
+
 def test_consecutive_onnx_nodes_form_one_segment() -> None:
     """Two independent ONNX chains around one DML node: the schedule runs each kind while it
     can, so the fallback prepares two models, not one per node."""
