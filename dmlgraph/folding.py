@@ -53,6 +53,7 @@ from dmlgraph.ir import (
     shape_matches,
 )
 from dmlgraph.ort_pad import pad_divergences
+from dmlgraph.reference_ops import spec_ops
 from dmlgraph.value_info import tensor_info
 from dmlgraph.value_info import described_type, tensor_array, tensor_bytes, type_bytes
 
@@ -2143,7 +2144,9 @@ def _run_reference(
     feeds = _feeds(graph, sub.inputs, values)
     from onnx.reference import ReferenceEvaluator
 
-    outputs = ReferenceEvaluator(to_onnx(sub, value_info=False)).run(None, feeds)
+    outputs = ReferenceEvaluator(
+        to_onnx(sub, value_info=False), new_ops=spec_ops(graph.opset_imports.get("", 1))
+    ).run(None, feeds)
     return {
         name: np.asarray(result) if isinstance(result, np.generic) else result
         for name, result in zip(sub.outputs, outputs)
@@ -2191,7 +2194,11 @@ def _run_single(
         from onnx.reference import ReferenceEvaluator, op_run
 
         try:
-            evaluator = ReferenceEvaluator(form, opsets=dict(opsets))
+            # a node's evaluator runs the newest version of its op whatever ``opsets`` say:
+            # an older op's meaning replaces the reference's where they differ
+            evaluator = ReferenceEvaluator(
+                form, opsets=dict(opsets), new_ops=spec_ops(graph.opset_imports.get("", 1))
+            )
         except op_run.RuntimeContextError:
             return None
         if len(_EVALUATORS) >= _EVALUATOR_CACHE_SIZE:

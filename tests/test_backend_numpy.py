@@ -221,6 +221,248 @@ def test_a_pad_left_to_the_reference_crops_as_onnx_says(
     assert_same_bits(result.outputs["y"], expected)
 
 
+@pytest.mark.parametrize("opset", [7, 9, 12, 13])
+def test_a_batch_normalization_left_to_the_reference_runs_in_test_mode(opset: int) -> None:
+    """BatchNormalization-7/9 with Y alone normalizes by the running mean and variance given
+    (the spec's test mode, onnxruntime's). onnx.reference's took the default momentum as
+    training and normalized by the batch's statistics (0.39 off at opset 12), and at opsets 7
+    and 8 failed. Oracle: the spec's formula in NumPy, and onnxruntime."""
+    import onnxruntime as ort
+
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((2, 3, 4, 5)).astype(np.float32)
+    scale, bias, mean = (rng.standard_normal(3).astype(np.float32) for _ in range(3))
+    var = np.array([0.5, 1.5, 3.0], np.float32)
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y"], epsilon=1e-3)],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4, 5])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(a, n) for n, a in
+         [("s", scale), ("b", bias), ("m", mean), ("v", var)]],
+    ), opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 7
+    axis = (-1, 1, 1)
+    expected = (x - mean.reshape(axis)) / np.sqrt(var.reshape(axis) + np.float32(1e-3))
+    expected = expected * scale.reshape(axis) + bias.reshape(axis)
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    np.testing.assert_allclose(session.run(None, {"x": x})[0], expected, rtol=1e-5, atol=1e-5)
+    result = NumpyBackend("reference").execute(load(model), {"x": x})
+    assert {r.engine for r in result.record.nodes} == {"onnx.reference"}
+    np.testing.assert_allclose(result.outputs["y"], expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("op", ["Softmax", "LogSoftmax", "Hardmax"])
+@pytest.mark.parametrize("opset", [1, 11])
+def test_a_softmax_left_to_the_reference_works_as_its_opset_says(op: str, opset: int) -> None:
+    """Softmax-1/11 (LogSoftmax, Hardmax) normalize the rows of the input made a matrix at
+    ``axis`` (default 1); onnx.reference has Softmax-13's kernel alone, which normalized
+    along axis 1 only (0.39 off). Oracle: the spec's matrix in NumPy."""
+    x = np.linspace(-3, 4, 24, dtype=np.float32).reshape(2, 3, 4)
+    rows = x.reshape(2, 12).astype(np.float64)
+    if op == "Hardmax":
+        expected = np.eye(12, dtype=np.float32)[rows.argmax(axis=1)].reshape(x.shape)
+    else:
+        soft = np.exp(rows - rows.max(axis=1, keepdims=True))
+        soft /= soft.sum(axis=1, keepdims=True)
+        expected = (np.log(soft) if op == "LogSoftmax" else soft).reshape(x.shape)
+    graph = make_graph(
+        {"x": (np.float32, (2, 3, 4))},
+        [(OnnxOp(op, opset), ["x"], ["y"], "softmax")],
+        {"y": (np.float32, (2, 3, 4))},
+        ["y"],
+        opset=opset,
+    )
+    result = NumpyBackend("reference").execute(graph, {"x": x})
+    assert {r.engine for r in result.record.nodes} == {"onnx.reference"}
+    np.testing.assert_allclose(result.outputs["y"], expected, rtol=1e-6, atol=1e-6)
+
+
+def lrn_by_the_spec(x: np.ndarray, size: int, alpha: float, beta: float,
+                    bias: float) -> np.ndarray:
+    """ONNX's LRN in float64: each channel over its window of ``size`` channels."""
+    squares, channels = x.astype(np.float64) ** 2, x.shape[1]
+    total = np.stack([
+        squares[:, max(0, c - (size - 1) // 2) : c + size // 2 + 1].sum(axis=1)
+        for c in range(channels)
+    ], axis=1)
+    return x / (bias + alpha / size * total) ** beta
+
+
+@pytest.mark.parametrize("fold", [False, True])
+def test_an_lrn_on_the_reference_or_folded_sums_every_channel(fold: bool) -> None:
+    """onnx.reference's LRN summed the squares for the first channels alone (as many as the
+    batch has): the others were divided by ``bias ** beta`` only. It ran so on
+    ``--fallback reference`` and when folding an LRN of a constant. Oracle: the spec."""
+    x = (np.arange(96, dtype=np.float32).reshape(2, 3, 4, 4) % 7 - 3) * 20
+    expected = lrn_by_the_spec(x, 3, 1e-3, 0.75, 2.0)
+    inputs, initializers = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4, 4])], []
+    if fold:  # the LRN's input a constant: folded at import
+        inputs, initializers = [], [numpy_helper.from_array(x, "x")]
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node("LRN", ["x"], ["l"], size=3, alpha=1e-3, bias=2.0),
+         helper.make_node("Identity", ["l"], ["y"])],
+        "g", inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], initializers,
+    ), opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    graph = load(model)
+    assert [n.op_type for n in graph.nodes] == (["Identity"] if fold else ["LRN", "Identity"])
+    y = NumpyBackend("reference").run(graph, {} if fold else {"x": x})["y"]
+    np.testing.assert_allclose(y, expected, rtol=1e-5)
+
+
+def test_an_lp_normalization_on_the_reference_sums_absolute_values() -> None:
+    """LpNormalization with p=1 divides by the sum of |x|; onnx.reference summed x, so signs
+    cancelled ([1, -2, 3] divided by 2, not 6). Oracle: the spec in NumPy."""
+    x = np.array([[1, -2, 3], [0, 0, 0], [-4, 0.5, 2]], np.float32)
+    graph = make_graph(
+        {"x": (np.float32, (3, 3))},
+        [(OnnxOp("LpNormalization", 1, attrs={"axis": 1, "p": 1}), ["x"], ["y"], "norm")],
+        {"y": (np.float32, (3, 3))},
+        ["y"],
+    )
+    norm = np.abs(x).sum(axis=1, keepdims=True)
+    expected = np.divide(x, norm, out=np.zeros_like(x), where=norm != 0)
+    y = NumpyBackend("reference").run(graph, {"x": x})["y"]
+    np.testing.assert_allclose(y, expected, rtol=1e-6)
+
+
+def test_a_roi_align_10_on_the_reference_samples_without_the_half_pixel_shift() -> None:
+    """RoiAlign-10 samples as RoiAlign-16's output_half_pixel; onnx.reference read it by
+    RoiAlign-16's default, half_pixel. Oracles: onnxruntime, and the reference's own
+    RoiAlign-16 told output_half_pixel."""
+    import onnxruntime as ort
+
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((2, 3, 5, 6)).astype(np.float32)
+
+    def model(opset: int, **mode: str) -> onnx.ModelProto:
+        made = helper.make_model(helper.make_graph(
+            [helper.make_node("RoiAlign", ["x", "r", "b"], ["y"], output_height=2,
+                              output_width=3, sampling_ratio=2, spatial_scale=0.5, **mode)],
+            "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 5, 6])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+            [numpy_helper.from_array(np.array([[0, 0, 6, 6], [1, 2, 8, 10]], np.float32), "r"),
+             numpy_helper.from_array(np.array([0, 1], np.int64), "b")],
+        ), opset_imports=[helper.make_opsetid("", opset)])
+        made.ir_version = 8
+        return made
+
+    session = ort.InferenceSession(model(10).SerializeToString(),
+                                   providers=["CPUExecutionProvider"])
+    expected = session.run(None, {"x": x})[0]
+    told = NumpyBackend("reference").run(
+        load(model(16, coordinate_transformation_mode="output_half_pixel")), {"x": x})["y"]
+    np.testing.assert_allclose(told, expected, rtol=1e-5, atol=1e-6)
+    y = NumpyBackend("reference").run(load(model(10)), {"x": x})["y"]
+    np.testing.assert_allclose(y, expected, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize(("norm", "elem"), [("MAX", TensorProto.FLOAT),
+                                             ("MAX", TensorProto.INT64),
+                                             ("L2", TensorProto.INT64)])
+def test_a_normalizer_on_the_reference_works_as_the_spec_and_onnxruntime(norm, elem) -> None:
+    """ai.onnx.ml's Normalizer: MAX divides each row by its largest element (``X / max(X)``;
+    a row whose largest is 0 stays), where onnx.reference divided by the largest absolute
+    value; its output is float whatever the input, where the reference's was float64 for
+    integers, and its L2 of integers failed. Oracles: the spec in NumPy, onnxruntime."""
+    import onnxruntime as ort
+
+    x = np.array([[1, -4, 2], [-1, -2, -6], [0, -1, 0], [3, 1, -4]])
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node("Normalizer", ["x"], ["y"], domain="ai.onnx.ml", norm=norm)], "g",
+        [helper.make_tensor_value_info("x", elem, [4, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 3])],
+    ), opset_imports=[helper.make_opsetid("", 13), helper.make_opsetid("ai.onnx.ml", 1)])
+    model.ir_version = 8
+    x = x.astype(np.float32 if elem == TensorProto.FLOAT else np.int64)
+    wide = x.astype(np.float64)
+    if norm == "MAX":
+        top = wide.max(axis=1, keepdims=True)
+        expected = np.where(top == 0, wide, wide / np.where(top == 0, 1, top))
+    else:
+        expected = wide / np.sqrt((wide**2).sum(axis=1, keepdims=True))
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    np.testing.assert_allclose(session.run(None, {"x": x})[0], expected, rtol=1e-6)
+    y = NumpyBackend("reference").run(load(model), {"x": x})["y"]
+    assert y.dtype == np.float32
+    np.testing.assert_allclose(y, expected, rtol=1e-6)
+
+
+@pytest.mark.parametrize(("opset", "axis"), [(10, None), (13, 0), (18, 2)])
+def test_a_dequantize_linear_before_opset_19_runs_on_the_reference(opset, axis) -> None:
+    """onnx.reference implements DequantizeLinear from opset 19 only: at 10-18 it refused
+    the model ("No implementation for operator 'DequantizeLinear'"), where onnxruntime runs
+    it. Oracle: the spec, (x - zero_point) * scale, per channel along ``axis``."""
+    x = np.arange(24, dtype=np.uint8).reshape(2, 3, 4) * 9
+    count = 1 if axis is None else x.shape[axis]
+    scale = np.linspace(0.5, 2, count).astype(np.float32).reshape(() if axis is None else -1)
+    zero = np.arange(count, dtype=np.uint8).reshape(scale.shape) * 7
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node("DequantizeLinear", ["x", "s", "z"], ["y"],
+                          **({} if axis is None else {"axis": axis}))], "g",
+        [helper.make_tensor_value_info("x", TensorProto.UINT8, [2, 3, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3, 4])],
+        [numpy_helper.from_array(scale, "s"), numpy_helper.from_array(zero, "z")],
+    ), opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 7
+    along = [1, 1, 1]
+    if axis is not None:
+        along[axis] = count
+    expected = (x.astype(np.float32) - zero.reshape(along)) * scale.reshape(along)
+    y = NumpyBackend("reference").run(load(model), {"x": x})["y"]
+    np.testing.assert_allclose(y, expected, rtol=1e-6)
+
+
+@pytest.mark.parametrize("attrs", [
+    {"kernel_shape": [2, 2], "pads": [0, 0, 1, 1]},  # YOLOv3-tiny's stride-1 pool
+    {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1], "ceil_mode": 1},  # GoogLeNet's branch 4
+    {"kernel_shape": [2, 3], "auto_pad": "SAME_LOWER"},
+    {"kernel_shape": [2, 2], "auto_pad": "SAME_UPPER", "storage_order": 1},
+])
+def test_a_max_pool_on_the_reference_sizes_and_pads_as_onnx_says(attrs) -> None:
+    """onnx.reference's MaxPool, where strides and dilations are 1, read pads as (begin,
+    end) pairs (ONNX lists the begins, then the ends: 5x6 came out 4x7), sized a ceil_mode
+    pool 6x6 for 4x4, and put SAME_LOWER's odd pad at the end. Oracle: the spec's sizes
+    and NumPy maxima over the explicitly padded input (values), onnxruntime (indices)."""
+    import onnxruntime as ort
+
+    x = np.random.default_rng(6).standard_normal((1, 2, 5, 6)).astype(np.float32)
+    if attrs["kernel_shape"] == [3, 3]:
+        x = x[:, :, :4, :4].copy()
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node("MaxPool", ["x"], ["y", "i"], **attrs)], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x.shape))],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
+         helper.make_tensor_value_info("i", TensorProto.INT64, None)],
+    ), opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    kh, kw = attrs["kernel_shape"]
+    height, width = x.shape[2:]
+    if "pads" in attrs:
+        top, left, bottom, right = attrs["pads"]
+    else:  # SAME: the output is the input's size; the odd pad at the end (UPPER) or start
+        extra_h, extra_w = kh - 1, kw - 1
+        lower_first = attrs["auto_pad"] == "SAME_LOWER"
+        top, left = [(e + 1) // 2 if lower_first else e // 2 for e in (extra_h, extra_w)]
+        bottom, right = extra_h - top, extra_w - left
+    padded = np.pad(x, [(0, 0), (0, 0), (top, bottom), (left, right)], constant_values=-np.inf)
+    rows = padded.shape[2] - kh + 1
+    cols = padded.shape[3] - kw + 1
+    if attrs.get("ceil_mode"):  # stride 1: ceiling changes nothing
+        rows, cols = height + top + bottom - kh + 1, width + left + right - kw + 1
+    expected = np.stack([
+        np.stack([padded[:, :, r:r + kh, c:c + kw].max(axis=(2, 3)) for c in range(cols)], -1)
+        for r in range(rows)
+    ], -2)
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    want_y, want_i = session.run(None, {"x": x})
+    np.testing.assert_array_equal(want_y, expected)
+    made = NumpyBackend("reference").run(load(model), {"x": x})
+    np.testing.assert_array_equal(made["y"], expected)
+    np.testing.assert_array_equal(made["i"], want_i)
+
+
 def test_consecutive_onnx_nodes_form_one_segment() -> None:
     """Two independent ONNX chains around one DML node: the schedule runs each kind while it
     can, so the fallback prepares two models, not one per node."""

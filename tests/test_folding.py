@@ -281,6 +281,30 @@ def test_graph_outputs_stay_computed(onnx_make_model, onnx_run) -> None:
     assert all(np.array_equal(a, e) for a, e in zip(actual, expected))
 
 
+@pytest.mark.parametrize("op", ["Softmax", "LogSoftmax", "Hardmax"])
+@pytest.mark.parametrize("axis", [None, 0, 1])
+def test_a_softmax_before_opset_13_folds_over_a_matrix(op, axis, onnx_make_model,
+                                                       onnx_run) -> None:
+    """Softmax-11 (and LogSoftmax, Hardmax) coerce the input to a matrix at ``axis`` (default
+    1); onnx.reference's node evaluator runs the newest op whatever the opset, and normalized
+    along ``axis`` alone (-1 by default): a constant folded 0.99 off onnxruntime."""
+    data = np.linspace(-3, 4, 24, dtype=np.float32).reshape(2, 3, 4)
+    nodes = [
+        helper.make_node(op, ["c"], ["s"], **({} if axis is None else {"axis": axis})),
+        helper.make_node("Add", ["s", "x"], ["y"]),
+    ]
+    model = onnx_make_model(
+        nodes, [("x", FLOAT, [2, 3, 4])], [("y", FLOAT, [2, 3, 4])], opset=11,
+        initializers=[numpy_helper.from_array(data, "c")],
+    )
+    graph = dmlgraph.load(model)
+    assert [n.op_type for n in graph.nodes] == ["Add"]
+    x = np.zeros((2, 3, 4), np.float32)
+    (expected,) = onnx_run(model, {"x": x}, optimize=False)
+    (actual,) = onnx_run(graph.to_onnx(), {"x": x})
+    np.testing.assert_allclose(actual, expected, rtol=1e-6, atol=1e-6)
+
+
 def test_a_node_the_reference_evaluator_fails_on_is_kept_with_a_note(
     onnx_make_model, onnx_run, monkeypatch
 ) -> None:

@@ -19,6 +19,7 @@ from backends.onnxruntime.providers import make_session, select_providers
 from dmlgraph.dml.enums import PaddingMode
 from dmlgraph.dml.indexmaps import source_indices
 from dmlgraph.ir import Graph
+from dmlgraph.reference_ops import spec_ops
 from dmlgraph.shape_kernels import KERNELS
 from dmlgraph.subgraphs import holder_label
 
@@ -74,7 +75,9 @@ def _spec_ops(graph: Graph) -> list[type]:
     replacement is folding's kernel (``shape_kernels``), which onnxruntime agrees with; what
     the kernel declines stays the reference's. Its Pad hands the pads to ``np.pad``, which
     refuses a negative one ("index can't contain negative values"), where ONNX removes
-    elements: the replacement crops first (``_crop_negative_pads``), as onnxruntime does."""
+    elements: the replacement crops first (``_crop_negative_pads``), as onnxruntime does.
+    Ops the reference computes otherwise than the spec are replaced (``reference_ops``:
+    Softmax-11 over a matrix, BatchNormalization-9 in test mode, LRN over every channel)."""
     from onnx.reference.op_run import OpRun
 
     class Pad(OpRun):  # every version's inputs and attributes (Pad-1's paddings, Pad-2's value)
@@ -88,8 +91,10 @@ def _spec_ops(graph: Graph) -> list[type]:
             fill = constant_value if constant_value is not None else value
             return (_spec_pad(data, widths, mode or "constant", fill, axes),)
 
-    if graph.opset_imports.get("", 1) < 10:
-        return [Pad]  # Slice-1 takes its parameters as attributes: the reference's own
+    opset = graph.opset_imports.get("", 1)
+    extra = spec_ops(opset)  # where the reference computes otherwise than the spec
+    if opset < 10:
+        return [Pad, *extra]  # Slice-1 takes its parameters as attributes: the reference's own
     from onnx.reference.ops.op_slice import SliceCommon
 
     kernel = KERNELS["Slice"]
@@ -101,7 +106,7 @@ def _spec_ops(graph: Graph) -> list[type]:
             made = kernel.fn((data, starts, ends, axes, steps), {}, kernel.last)
             return made if made is not None else super()._run(data, starts, ends, axes, steps)
 
-    return [Slice, Pad]
+    return [Slice, Pad, *extra]
 
 
 def _spec_pad(data: np.ndarray, pads: Any, mode: str, fill: Any, axes: Any) -> np.ndarray:

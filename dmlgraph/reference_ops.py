@@ -1,0 +1,263 @@
+"""onnx.reference's kernels replaced where they compute otherwise than the ONNX spec (an
+older opset's op by a newer version's meaning, or a plain slip): what folding evaluates and
+what ``--fallback reference`` runs must be the model's op, as onnxruntime runs it.
+
+``spec_ops(opset)`` gives the replacements for a model importing that default-domain
+opset, as classes for ``ReferenceEvaluator(..., new_ops=...)``, which finds each by the op's
+name. A replacement reads its attributes from the node itself: the evaluator fills the ones a
+node leaves out from the newest schema's defaults (Softmax-13's axis -1, not Softmax-11's 1).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+#: The first opset whose Softmax, LogSoftmax and Hardmax work along one axis; before it they
+#: coerce the input to a matrix at ``axis`` (default 1) and work along its rows.
+PER_AXIS_SOFTMAX_OPSET = 13
+#: The first opset whose RoiAlign has ``coordinate_transformation_mode`` (default
+#: half_pixel); RoiAlign-10 samples as its ``output_half_pixel``.
+HALF_PIXEL_ROI_ALIGN_OPSET = 16
+#: The oldest DequantizeLinear onnx.reference implements (19); before it, none.
+REFERENCE_DEQUANTIZE_OPSET = 19
+
+
+def spec_ops(opset: int) -> list[type]:
+    """The replacements a model of this default-domain opset needs."""
+    return list(_spec_ops(opset))
+
+
+@lru_cache(maxsize=None)
+def _spec_ops(opset: int) -> tuple[type, ...]:
+    """``spec_ops``, its classes made once per opset."""
+    ops: list[type] = [_lrn(), _lp_normalization(), _normalizer(), _max_pool()]
+    if opset < PER_AXIS_SOFTMAX_OPSET:
+        ops += [_coerced("Softmax", _softmax), _coerced("LogSoftmax", _log_softmax),
+                _coerced("Hardmax", _hardmax)]
+    if 7 <= opset < 14:
+        ops.append(_inference_batch_norm(opset))
+    if opset < HALF_PIXEL_ROI_ALIGN_OPSET:
+        ops.append(_output_half_pixel_roi_align())
+    if opset < REFERENCE_DEQUANTIZE_OPSET:
+        ops.append(_dequantize_linear_10())
+    return tuple(ops)
+
+
+def _softmax(rows: np.ndarray) -> np.ndarray:
+    """Along axis 1, as onnx.reference computes Softmax."""
+    y = np.exp(rows - rows.max(axis=1, keepdims=True))
+    y /= y.sum(axis=1, keepdims=True)
+    return y
+
+
+def _log_softmax(rows: np.ndarray) -> np.ndarray:
+    """onnx.reference's LogSoftmax: the log of its Softmax."""
+    y = _softmax(rows)
+    np.log(y, out=y)
+    return y
+
+
+def _hardmax(rows: np.ndarray) -> np.ndarray:
+    """1 at each row's first largest element, 0 elsewhere."""
+    y = np.zeros_like(rows)
+    y[np.arange(rows.shape[0]), np.argmax(rows, axis=1)] = 1
+    return y
+
+
+def _coerced(op_type: str, rows_kernel: Callable[[np.ndarray], np.ndarray]) -> type:
+    """Softmax-1/11, LogSoftmax-1/11 or Hardmax-1/11: the input as a matrix of
+    ``prod(shape[:axis])`` rows, the kernel along each row. onnx.reference has one class for
+    every version, Softmax-13's (along ``axis`` alone): a Softmax-11 over axis 1 of [2, 3, 4]
+    normalized each column of 3 where the spec and onnxruntime normalize each row of 12
+    (0.39 off)."""
+    from onnx.reference.op_run import OpRun
+
+    def _run(self: Any, x: np.ndarray, axis: Any = None) -> tuple[np.ndarray]:
+        given = [a.i for a in self.onnx_node.attribute if a.name == "axis"]
+        at = given[0] if given else 1
+        at = at + x.ndim if at < 0 else at
+        if x.size == 0:
+            return (x.copy(),)
+        rows = x.reshape(math.prod(x.shape[:at]), math.prod(x.shape[at:]))
+        return (rows_kernel(rows).astype(x.dtype).reshape(x.shape),)
+
+    return type(op_type, (OpRun,), {"op_domain": "", "_run": _run})
+
+
+def _inference_batch_norm(opset: int) -> type:
+    """BatchNormalization-7/9 as the spec says: with Y its only output it runs in test mode
+    (the running mean and variance given), as onnxruntime does. onnx.reference's runs
+    otherwise: its BatchNormalization_9 takes the schema's default momentum as asking for
+    training and normalizes by statistics of the batch (0.39 off onnxruntime; a silent
+    difference in every BatchNormalization of an opset-9..13 model), and its
+    BatchNormalization_6 (opsets 7 and 8), without ``is_test``, trains and fails. With more
+    outputs (training mode) the reference's own kernel runs."""
+    from onnx.reference.op_run import OpRun
+    from onnx.reference.ops import op_batch_normalization as reference
+
+    trained: Any = reference.BatchNormalization_9 if opset >= 9 else reference.BatchNormalization_6
+
+    class BatchNormalization(OpRun):  # the op's name: the evaluator finds the class by it
+        op_domain = ""
+
+        def _run(  # type: ignore[no-untyped-def]
+            self, x, scale, bias, mean, var, epsilon=None, momentum=None, spatial=None,
+            is_test=None, training_mode=None,
+        ):
+            if sum(1 for name in self.onnx_node.output if name) > 1:
+                if opset >= 9:
+                    return trained._run(self, x, scale, bias, mean, var, epsilon, momentum)
+                return trained._run(self, x, scale, bias, mean, var, epsilon, is_test,
+                                    momentum, spatial)
+            eps = 1e-5 if epsilon is None else epsilon
+            return (reference._batchnorm_test_mode(x, scale, bias, mean, var, epsilon=eps),)
+
+    return BatchNormalization
+
+
+def _lrn() -> type:
+    """LRN as the spec says: each channel's square sum over its window of ``size`` channels.
+    onnx.reference's loops over the batch instead of the channels, so channels from the
+    batch size on were divided by ``bias ** beta`` alone (1e-3 off onnxruntime on a
+    [2, 3, 4, 4] input; AlexNet's and GoogLeNet's LRNs, at batch 1, all but channel 0)."""
+    from onnx.reference.op_run import OpRun
+
+    class LRN(OpRun):  # the op's name: the evaluator finds the class by it
+        op_domain = ""
+
+        def _run(  # type: ignore[no-untyped-def]
+            self, x, alpha=None, beta=None, bias=None, size=None
+        ):
+            channels = x.shape[1]
+            before, after = (size - 1) // 2, math.ceil((size - 1) / 2)
+            squares = x * x
+            square_sum = np.zeros_like(squares)
+            for c in range(channels):
+                window = squares[:, max(0, c - before) : min(channels, c + after + 1)]
+                square_sum[:, c] = window.sum(axis=1)
+            y = x / ((bias + (alpha / size) * square_sum) ** beta)
+            return (y.astype(x.dtype),)
+
+    return LRN
+
+
+def _lp_normalization() -> type:
+    """LpNormalization by the Lp norm: the sum of ``|x| ** p``. onnx.reference's sums
+    ``x ** p``, so an odd ``p`` let signs cancel (p=1 over [1, -2, 3]: 2 for 6, 3 times
+    onnxruntime's result). A zero norm gives 0, as in onnxruntime and the reference."""
+    from onnx.reference.op_run import OpRun
+
+    class LpNormalization(OpRun):  # the op's name: the evaluator finds the class by it
+        op_domain = ""
+
+        def _run(self, x, axis=None, p=None):  # type: ignore[no-untyped-def]
+            axis = -1 if axis is None else axis
+            p = 2 if p is None else p
+            norm = np.power(np.power(np.abs(x), p).sum(axis=axis, keepdims=True), 1.0 / p)
+            zero = norm == 0
+            result = np.where(zero, 0, x / np.where(zero, 1, norm))
+            return (result.astype(x.dtype),)
+
+    return LpNormalization
+
+
+def _output_half_pixel_roi_align() -> type:
+    """RoiAlign-10, which samples as RoiAlign-16's ``output_half_pixel`` (no half-pixel
+    shift of the rois). onnx.reference has one class, reading a RoiAlign-10 node by
+    RoiAlign-16's default, half_pixel: every sample half a pixel off (1.1 off onnxruntime)."""
+    from onnx.reference.ops.op_roi_align import RoiAlign as Reference
+
+    class RoiAlign(Reference):  # the op's name: the evaluator finds the class by it
+        op_domain = ""
+
+        def _run(  # type: ignore[no-untyped-def]
+            self, X, rois, batch_indices, coordinate_transformation_mode=None, **attributes
+        ):
+            return super()._run(X, rois, batch_indices, "output_half_pixel", **attributes)
+
+    return RoiAlign
+
+
+def _normalizer() -> type:
+    """ai.onnx.ml's Normalizer, its MAX mode dividing by each row's largest element, as the
+    spec writes it (``Y = X / max(X)``) and onnxruntime computes it (a row whose largest is
+    0 kept as it is); onnx.reference divides by the largest absolute value ([-1, -2, -0.5]:
+    by 2, where both give [2, 4, 1]). L1 and L2 are the reference's, which onnxruntime
+    agrees with. The output is float, as the schema says (the reference's was float64 for
+    integer or double input, and its L2 of integers failed)."""
+    from onnx.reference.ops.aionnxml.op_normalizer import Normalizer as Reference
+
+    class Normalizer(Reference):  # the op's name: the evaluator finds the class by it
+        op_domain = "ai.onnx.ml"
+
+        def _run(self, x, norm=None):  # type: ignore[no-untyped-def]
+            if norm != "MAX":  # integers as doubles: the reference's L2 took a square root
+                # in place into the integer input's type ("Issues with types")
+                (made,) = super()._run(x.astype(np.float64) if x.dtype.kind in "iu" else x, norm)
+                return (made.astype(np.float32),)
+            top = x.max(axis=1, keepdims=True)
+            kept = top == 0
+            made = np.where(kept, x, x / np.where(kept, 1, top))
+            return (made.astype(np.float32),)
+
+    return Normalizer
+
+
+def _dequantize_linear_10() -> type:
+    """DequantizeLinear-10 and -13, which onnx.reference lacks ("No implementation for
+    operator 'DequantizeLinear' ... version 13, found 19, ..."): a quantized model of opset
+    10-18 failed on ``--fallback reference``. DequantizeLinear-19 computes them (it adds
+    float8 types and nothing else)."""
+    from onnx.reference.ops.op_dequantize_linear import DequantizeLinear_19
+
+    class DequantizeLinear(DequantizeLinear_19):  # the op's name: the evaluator finds it by it
+        op_domain = ""
+
+        def _run(  # type: ignore[no-untyped-def,override]
+            self, x, x_scale, x_zero_point=None, axis=None, **newer
+        ):  # ``newer``: the newest schema's attributes (block_size...), at their defaults
+            return super()._run(x, x_scale, x_zero_point, 1 if axis is None else axis)
+
+    return DequantizeLinear
+
+
+def _max_pool() -> type:
+    """MaxPool by the reference's general kernel (``_max_pool``), its pads explicit. The
+    reference takes a shortcut where strides and dilations are 1 that reads ``pads`` as
+    (begin, end) pairs per axis, where ONNX lists every axis's begin, then every end: pads
+    [0, 0, 1, 1] over 5x6 made 4x7 for 5x6 (YOLOv3-tiny's 2x2 stride-1 pool pads so).
+    Its SAME_LOWER put the odd pad at the end and sized the output by flooring; ONNX and
+    onnxruntime put it at the beginning and size by ceiling, as for SAME_UPPER."""
+    from onnx.reference.ops.op_max_pool import MaxPool as Reference
+
+    class MaxPool(Reference):  # the op's name: the evaluator finds the class by it
+        op_domain = ""
+
+        def _run(  # type: ignore[no-untyped-def]
+            self, x, auto_pad=None, ceil_mode=None, dilations=None, kernel_shape=None,
+            pads=None, storage_order=None, strides=None,
+        ):
+            rank = len(kernel_shape)
+            strides = list(strides or [1] * rank)
+            dilations = list(dilations or [1] * rank)
+            if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+                begins, ends = [], []
+                for size, k, stride, dilation in zip(x.shape[2:], kernel_shape, strides,
+                                                     dilations):
+                    out = -(-size // stride)
+                    total = max(0, (out - 1) * stride + (k - 1) * dilation + 1 - size)
+                    begin = total // 2 if auto_pad == "SAME_UPPER" else total - total // 2
+                    begins.append(begin)
+                    ends.append(total - begin)
+                pads = begins + ends
+            elif auto_pad == "VALID" or pads is None:
+                pads = [0] * (2 * rank)
+            return self._max_pool(x, "NOTSET", ceil_mode, dilations, kernel_shape,
+                                  list(pads), storage_order, strides)
+
+    return MaxPool
