@@ -920,6 +920,8 @@ def fold_constants(
             )
             if values is None or node.outputs[0] in graph.outputs:
                 continue
+        if node.op_type == "Div" and (overflow := overflowing_division(graph, node.inputs)):
+            raise ModelValidationError(f"{graph.source}: {node.label}: {overflow}")
         divergent = _slice_divergence(graph, node) or (
             node.op_type in ORT_DIVERGENT_OPS
             and ort_divergence(graph, node.op_type, node.op.domain, node.op.since_version,
@@ -1122,6 +1124,28 @@ def _division_divergence(
     if divisor is not None and divisor.dtype.kind in "iu" and not divisor.all():
         return "an integer division by zero, which onnxruntime refuses"
     return ""
+
+
+def overflowing_division(graph: Graph, inputs: Sequence[str]) -> str:
+    """Why an integer Div of constants must be refused ("" when it need not): it divides the
+    type's minimum by -1, whose quotient the type cannot hold. ONNX leaves it undefined,
+    NumPy wraps it (onnx.reference folded -2^63), and onnxruntime's CPU provider dies of a
+    floating-point exception (SIGFPE) on it, which took ``check`` down with no word."""
+    if len(inputs) != 2 or not all(inputs):
+        return ""
+    a, b = graph.constant(inputs[0]), graph.constant(inputs[1])
+    if a is None or b is None or a.dtype.kind != "i" or b.dtype != a.dtype:
+        return ""
+    low = np.iinfo(a.dtype).min
+    try:
+        overflows = bool(((a == low) & (b == -1)).any())
+    except ValueError:  # shapes that do not broadcast: inference's to refuse
+        return ""
+    if not overflows:
+        return ""
+    return (f"divides the {a.dtype} minimum {low} by -1, a quotient {a.dtype} cannot hold: "
+            "ONNX leaves it undefined and onnxruntime's CPU provider dies of a floating-point "
+            "exception (SIGFPE) on it")
 
 
 def _mod_divergence(values: list[np.ndarray | None], attrs: Mapping[str, Any], version: int) -> str:

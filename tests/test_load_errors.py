@@ -622,3 +622,27 @@ def test_a_split_with_more_outputs_than_num_outputs_is_refused(nested: bool,
         inputs, outputs = [("cond", TensorProto.BOOL, []), *inputs], [("y", FLOAT, None)]
     model = onnx_make_model(nodes, inputs, outputs, opset=18)
     _refused(ModelValidationError, model, "'split3' has 3 outputs for num_outputs=2")
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.int8])
+def test_an_integer_division_that_overflows_is_refused(dtype) -> None:
+    """The type's minimum divided by -1: ONNX leaves it undefined, onnx.reference folded it
+    to the minimum (NumPy wraps, with a RuntimeWarning on stderr), and `check`'s run of the
+    model on onnxruntime died of SIGFPE (exit 136, no message)."""
+    from onnx import numpy_helper
+
+    low = np.iinfo(dtype).min
+    elem = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    graph = helper.make_graph(
+        [helper.make_node("Div", ["a", "b"], ["q"], name="div"),
+         helper.make_node("Add", ["x", "q"], ["y"], name="add")], "g",
+        [helper.make_tensor_value_info("x", elem, [2])],
+        [helper.make_tensor_value_info("y", elem, [2])],
+        [numpy_helper.from_array(np.array([6, low], dtype), "a"),
+         numpy_helper.from_array(np.array([-1], dtype), "b")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)], ir_version=8)
+    _refused(ModelValidationError, model, "node 'div' (Div)", f"minimum {low} by -1", "SIGFPE")
+    fine = onnx.ModelProto()
+    fine.CopyFrom(model)
+    fine.graph.initializer[0].CopyFrom(numpy_helper.from_array(np.array([6, low + 1], dtype), "a"))
+    dmlgraph.load(fine)  # one more than the minimum divides: -(low + 1) fits
