@@ -341,7 +341,8 @@ def _print_report(report: ParityReport) -> None:
     console.print(lowering)
     for record in report.lowering:
         if record.op_type in LOWERED_OPS and str(record.status) == "fallback":
-            say(f"  fallback {record.op_type} {record.name}: {'; '.join(record.notes)}")
+            say(f"  fallback {record.op_type} {record.name or '(unnamed)'}: "
+                f"{'; '.join(record.notes)}")
     for comparison in report.comparisons:
         columns = ("output", "verdict", "dtype", "shape", "max abs", "max rel", "mismatches",
                    "atol / rtol", "needs atol", "needs rtol")

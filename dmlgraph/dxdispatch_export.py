@@ -9,7 +9,8 @@ schema. A fully lowered graph maps onto it one to one:
   are given), constants their data, intermediates and outputs zeros; the buffer is the
   tensor's packed bytes, which is what each tensor desc views (``dmlgraph.dml.binding``);
 - every DML node is a dispatchable named after the ONNX node it came from (``NAME.k`` for the
-  k-th of several), in the form ``descriptor.to_json()`` gives;
+  k-th of several; an unnamed node ``OP_ID``, as ``to_onnx`` names it), in the form
+  ``descriptor.to_json()`` gives;
 - the commands dispatch the nodes in topological order, binding each tensor field (by its C
   name: "InputTensor", "InputTensors" as a list, "OutputTensor") to its resource, then print
   every graph output.
@@ -123,14 +124,30 @@ def _fallback_error(graph: Graph, onnx_nodes: list[Node]) -> DxDispatchExportErr
     )
 
 
-def _dispatchable_names(nodes: list[Node]) -> dict[int, str]:
-    """Node id -> dispatchable name: the ONNX node's name, ``NAME.k`` for several pieces."""
-    by_name: dict[str, list[Node]] = {}
+def _dispatchable_names(graph: Graph, nodes: list[Node]) -> dict[int, str]:
+    """Node id -> dispatchable name: the ONNX node's name, ``NAME.k`` for several pieces, an
+    unnamed node as ``to_onnx`` of the import names it (``OP_ID``, its id there). Pieces are
+    told apart by the node they came from (``origin_ids``), not by name, and a node lowered
+    to one descriptor keeps its name exactly: the pieces' names avoid it (a piece of "w" took
+    "w.1", and the node named "w.1" became "w.1_")."""
+    origin_ids: Mapping[int, int] = getattr(graph, "origin_ids", {})
+    groups: dict[tuple[str, str] | int, list[Node]] = {}
     for node in nodes:
-        by_name.setdefault(node.name or f"{node.op_type}_{node.id}", []).append(node)
+        origin = origin_ids.get(node.id)
+        groups.setdefault((node.name, node.provenance.op_type) if origin is None else origin,
+                          []).append(node)
     names: dict[int, str] = {}
     taken: set[str] = set()
-    for base, group in by_name.items():
+    for group in groups.values():  # names of the model's nodes first, as they are
+        if len(group) == 1 and group[0].name and group[0].name not in taken:
+            names[group[0].id] = group[0].name
+            taken.add(group[0].name)
+    for key, group in groups.items():
+        if group[0].id in names:
+            continue
+        first = group[0]
+        base = first.name or (
+            f"{first.provenance.op_type}_{key if isinstance(key, int) else first.id}")
         for k, node in enumerate(group):
             name = base if len(group) == 1 else f"{base}.{k}"
             while name in taken:
@@ -237,7 +254,7 @@ def to_dxdispatch(
         size = max(size, buffer_size(dtype, shape))
         resources[name] = _resource(dtype, shape, data, size)
 
-    names = _dispatchable_names(order)
+    names = _dispatchable_names(graph, order)
     dispatchables = {names[node.id]: _dispatchable(graph, node) for node in order}
     commands: list[dict[str, Any]] = [
         {"type": "dispatch", "dispatchable": names[node.id], "bindings": _bindings(node, node.op)}

@@ -82,6 +82,7 @@ def describe(model: str | Path, input_shapes: Mapping[str, Sequence[int]] | None
     targets = [n for n in graph.topological_order() if n.op_type in LOWERED_OPS]
     lines.append(f"Slice/Concat/Pad after folding: {len(targets)}")
     for node in targets:
-        lines.append(f"  {node.op_type:<6} {node.name}: {_parameters(graph, node)}")
+        name = node.name or "(unnamed)"  # as lower and run name it
+        lines.append(f"  {node.op_type:<6} {name}: {_parameters(graph, node)}")
         lines += [f"         note: {note}" for note in node.notes]
     return "\n".join(visible(line) for line in lines)  # names are the model's text

@@ -593,6 +593,8 @@ class ParityReport:
         return summary
 
     def to_json(self) -> dict[str, Any]:
+        from lowering.report import record_json
+
         return {
             "model": self.model,
             "feature_level": self.feature_level.short,
@@ -613,16 +615,7 @@ class ParityReport:
             ],
             "lowering": {
                 "summary": self.lowering_summary(),
-                "nodes": [
-                    {
-                        "name": r.name,
-                        "op_type": r.op_type,
-                        "status": str(r.status),
-                        "dml_ops": list(r.dml_ops),
-                        "notes": list(r.notes),
-                    }
-                    for r in self.lowering
-                ],
+                "nodes": [record_json(r) for r in self.lowering],
             },
             "divergences": [
                 {"node": d.node, "note": d.note,

@@ -2,7 +2,8 @@
 
 The JSON form is for machines: the feature level, the report records, and every node in
 topological order, DirectML nodes as their DxDispatch dispatchable (``desc.to_json()``), ONNX
-nodes by op type, each with its tensors (name, dtype, shape) and notes.
+nodes by op type, each with its tensors (name, dtype, shape), notes and ``origin``: the
+``node_id`` of the report record it came from (null for none).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from dmlgraph.ir import Graph, OnnxOp, TensorInfo, dims_text
 from dmlgraph.printable import visible
 from dmlgraph.subgraphs import HOLDS
 from lowering.held import every_held, held_lowerings
-from lowering.report import LoweredGraph, Status
+from lowering.report import LoweredGraph, Status, record_json
 
 #: The op types the report lists unless every node is asked for.
 TARGETS = LOWERED_OPS
@@ -48,6 +49,7 @@ def lowered_to_json(lowered: LoweredGraph, within: str = "") -> dict[str, Any]:
             "inputs": [_tensor(lowered, x) for x in node.inputs if x],
             "outputs": [_tensor(lowered, y) for y in node.outputs if y],
             "notes": list(node.notes),
+            "origin": lowered.origin_ids.get(node.id),  # its report record's node_id
         }
         if isinstance(node.op, OnnxOp):
             entry["onnx"] = node.op.op_type
@@ -58,17 +60,7 @@ def lowered_to_json(lowered: LoweredGraph, within: str = "") -> dict[str, Any]:
         "feature_level": lowered.feature_level.full_name,
         "inputs": [_tensor(lowered, x) for x in lowered.inputs],
         "outputs": [_tensor(lowered, y) for y in lowered.outputs],
-        "report": [
-            {
-                "name": r.name,
-                "op_type": r.op_type,
-                "status": r.status.value,
-                "dml_ops": list(r.dml_ops),
-                "notes": list(r.notes),
-                "at_import": r.at_import,
-            }
-            for r in lowered.report()
-        ],
+        "report": [record_json(r) for r in lowered.report()],
         "nodes": nodes,
         "subgraphs": [
             {

@@ -39,6 +39,21 @@ class NodeReport:
     node_id: int | None = None  # its id in the graph given to ``lower`` (None: folded at import)
 
 
+def record_json(record: NodeReport) -> dict[str, Any]:
+    """One report record as ``lower --json`` and ``check --json`` both write it (one form:
+    ``check``'s lacked ``at_import``). ``node_id`` ties it to the lowered nodes whose
+    ``origin`` it is, which names cannot where nodes are unnamed."""
+    return {
+        "name": record.name,
+        "op_type": record.op_type,
+        "status": str(record.status),
+        "dml_ops": list(record.dml_ops),
+        "notes": list(record.notes),
+        "at_import": bool(getattr(record, "at_import", False)),  # records made by hand lack
+        "node_id": getattr(record, "node_id", None),  # these two
+    }
+
+
 class LoweredGraph(Graph):
     """A Graph after ``lower``: DML descriptor nodes plus any ONNX nodes left for fallback.
 

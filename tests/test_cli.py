@@ -289,3 +289,30 @@ def test_python_dash_m_dmlgraph_runs_the_command() -> None:
     missing = subprocess.run([sys.executable, "-m", "dmlgraph", "lower", "no-such.onnx"],
                              capture_output=True, text=True, cwd=root)
     assert missing.returncode == 2 and missing.stderr.startswith("dmlgraph: error: ")
+
+
+def test_inspect_and_check_name_an_unnamed_node_as_lower_does(tmp_path, capsys) -> None:
+    """An unnamed Slice is "(unnamed)" in lower's table; inspect printed "Slice  : ..." and
+    check's fallback line "fallback Slice : ...", a name of nothing."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    params = [numpy_helper.from_array(np.array([0], np.int64), "a"),
+              numpy_helper.from_array(np.array([2], np.int64), "e")]
+    graph = helper.make_graph(
+        [helper.make_node("Slice", ["x", "s", "e", "a"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4]),
+         helper.make_tensor_value_info("s", TensorProto.INT64, [1])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], params)
+    model = tmp_path / "m.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), model)
+    inputs = tmp_path / "in.npz"
+    np.savez(inputs, x=np.arange(4, dtype=np.float32), s=np.array([1], np.int64))
+    assert main(["lower", str(model)]) == 0
+    assert "│ (unnamed) │ Slice │ fallback" in capsys.readouterr().out
+    assert main(["inspect", str(model)]) == 0
+    assert "  Slice  (unnamed): starts=run-time" in capsys.readouterr().out
+    assert main(["check", str(model), "--inputs", str(inputs)]) == 0
+    assert "  fallback Slice (unnamed): starts is known only at run time" in (
+        capsys.readouterr().out.replace("\n", " "))

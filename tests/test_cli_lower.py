@@ -132,3 +132,40 @@ def test_rows_hidden_as_removed_at_import_are_counted_by_their_status(tmp_path, 
     assert main(["lower", str(model)]) == 0
     out = capsys.readouterr().out
     assert "(1 folded and 1 eliminated at import are not listed; --all lists every node)" in out
+
+
+def test_json_ties_unnamed_nodes_to_their_records_and_check_writes_the_same_records(
+        tmp_path, capsys) -> None:
+    """Three unnamed Slices (names cannot tell them apart): x [6, 3] reversed along axis 1,
+    at FL 1_0 a JOIN of 3 one-column SLICEs, and two plain row slices. Each lowered node
+    names its record (``origin`` = ``node_id``), and ``check --json`` lists the records
+    ``lower --json`` does, ``at_import`` and all (it lacked it)."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    big = np.iinfo(np.int64).max
+    ints = {"a0": [0], "a1": [1], "s1": [1], "e4": [4], "m1": [-1], "mn": [-big - 1],
+            "s": [0], "e": [1]}
+    nodes = [helper.make_node("Slice", ["x", "m1", "mn", "a1", "m1"], ["y"]),
+             helper.make_node("Slice", ["x", "s1", "e4", "a0"], ["y2"]),
+             helper.make_node("Slice", ["x", "s", "e", "a0"], ["y3"]),
+             helper.make_node("Slice", ["x", "s", "e", "a0"], ["dead"])]  # at import
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [6, 3])],
+        [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in ("y", "y2", "y3")],
+        [numpy_helper.from_array(np.array(v, np.int64), k) for k, v in ints.items()])
+    model = tmp_path / "unnamed.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)]), model)
+    assert main(["lower", str(model), "--feature-level", "1_0", "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    made: dict[int, list[str]] = {}
+    for node in document["nodes"]:
+        made.setdefault(node["origin"], []).append(node["dml"]["type"])
+    records = document["report"]
+    assert [r["at_import"] for r in records] == [False, False, False, True]
+    assert sorted(made[records[0]["node_id"]]) == ["DML_OPERATOR_JOIN"] + [
+        "DML_OPERATOR_SLICE"] * 3
+    for record in records:
+        assert made.get(record["node_id"], []) == record["dml_ops"]
+    assert main(["check", str(model), "--feature-level", "1_0", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["lowering"]["nodes"] == records

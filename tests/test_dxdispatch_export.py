@@ -382,6 +382,52 @@ def test_join_binds_a_list_and_decomposed_nodes_dispatch_in_order() -> None:
         produced.add(command["bindings"]["OutputTensor"])
 
 
+def _reversed_then_sliced(names: tuple[str, str, str]) -> Graph:
+    """x [6, 3] reversed along axis 1 (a JOIN of 3 slices below FL 2.1), then rows 1:4 of
+    it, and rows 1:4 of x: nodes named ``names``."""
+    big = np.iinfo(np.int64).max
+    ints = {"a0": [0], "a1": [1], "s1": [1], "e4": [4], "m1": [-1], "mn": [-big - 1]}
+    nodes = [
+        helper.make_node("Slice", ["x", "m1", "mn", "a1", "m1"], ["t"], name=names[0]),
+        helper.make_node("Slice", ["t", "s1", "e4", "a0"], ["y"], name=names[1]),
+        helper.make_node("Slice", ["x", "s1", "e4", "a0"], ["y2"], name=names[2]),
+    ]
+    model = helper.make_model(helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [6, 3])],
+        [helper.make_tensor_value_info(o, onnx.TensorProto.FLOAT, None) for o in ("y", "y2")],
+        [numpy_helper.from_array(np.array(v, np.int64), k) for k, v in ints.items()],
+    ), opset_imports=[helper.make_opsetid("", 19)])
+    return load(model)
+
+
+def test_a_node_keeps_its_name_where_another_node_s_piece_would_take_it() -> None:
+    """The node named "w.1" is dispatched as "w.1", never a piece of "w" (the pieces of "w"
+    came first in dispatch order and took "w.1", leaving the node "w.1_")."""
+    document = to_dxdispatch(lower(_reversed_then_sliced(("w", "w.1", "other")), "1_0"))
+    outputs = {c["dispatchable"]: c["bindings"]["OutputTensor"]
+               for c in document["commands"] if c["type"] == "dispatch"}
+    assert outputs["w.1"] == "y" and outputs["other"] == "y2"  # what the model's nodes write
+    pieces = [name for name, written in outputs.items() if name not in ("w.1", "other")]
+    assert len(pieces) == 4 and all(name.startswith("w.") for name in pieces)
+    assert outputs[pieces[-1]] == "t"
+
+
+def test_unnamed_nodes_are_dispatched_as_to_onnx_names_them_pieces_grouped() -> None:
+    """Unnamed nodes: ``OP_ID`` with the id of the imported node, as ``to_onnx`` names it
+    (the descriptor class and the lowered graph's id, "SliceDesc_5", named nothing the user
+    sees), and the pieces of one node ``OP_ID.k``."""
+    graph = _reversed_then_sliced(("", "", ""))
+    exported = {n.name: n.output[0] for n in graph.to_onnx().graph.node}
+    document = to_dxdispatch(lower(graph, "1_0"))
+    outputs = {c["dispatchable"]: c["bindings"]["OutputTensor"]
+               for c in document["commands"] if c["type"] == "dispatch"}
+    reversing = next(name for name, out in exported.items() if out == "t")
+    assert {name: out for name, out in outputs.items() if out in ("y", "y2")} == {
+        name: out for name, out in exported.items() if out in ("y", "y2")}
+    assert [outputs[f"{reversing}.{k}"] for k in range(4)][-1] == "t"
+    assert len(outputs) == 6
+
+
 def test_export_is_deterministic(tmp_path: Path) -> None:
     graph, feeds, _ = case("chain_with_intermediates")
     texts = []
