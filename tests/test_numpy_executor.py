@@ -441,3 +441,28 @@ def test_a_border_s_sources_split_into_maximal_arithmetic_pieces(values) -> None
         if end < len(values) and count > 1:  # it stops where the step changes
             assert values[end] - values[end - 1] != step
     assert position == len(values)
+
+
+def test_an_output_beyond_free_memory_is_refused_before_allocating(monkeypatch) -> None:
+    """A valid strided output of TotalTensorSizeInBytes 2^50 made a fresh buffer of that size:
+    NumPy's MemoryError, naming no operator; bound, a buffer of the addressed elements runs.
+    A packed output larger than the free memory is refused too (faked small here)."""
+    import backends.numpy.dml_executor as executor
+
+    desc = SliceDesc(input_tensor=T("FLOAT32", (2,)),
+                     output_tensor=T("FLOAT32", (2,), strides=(2,),
+                                     total_tensor_size_in_bytes=2**50),
+                     offsets=(0,), sizes=(2,), strides=(1,))
+    x = np.array([1.5, 2.5], np.float32)
+    with pytest.raises(ExecutionError, match=r"DML_OPERATOR_SLICE output 0: sizes \[2\], "
+                       r"TotalTensorSizeInBytes 1125899906842624: the run allocates .* more "
+                       r"than this machine has free .* buffer of the 3 elements"):
+        execute_operator(desc, [x])
+    bound = np.zeros(3, np.float32)
+    assert execute_operator(desc, [x], outputs=[bound])[0].tolist() == [1.5, 0, 2.5]
+    padding = PaddingDesc(input_tensor=T("FLOAT64", (1,)), output_tensor=T("FLOAT64", (10**6,)),
+                          padding_mode="EDGE", start_padding=(0,), end_padding=(10**6 - 1,))
+    monkeypatch.setattr(executor, "available_memory", lambda: 1_000_000.0)
+    with pytest.raises(ExecutionError, match=r"PADDING output 0: sizes \[1000000\], .* "
+                       r"allocates 8.0 MB, more than this machine has free \(1.0 MB\)$"):
+        execute_operator(padding, [np.ones(1)])
