@@ -219,6 +219,20 @@ def test_padding1_int64_value_is_exact() -> None:
     assert out.tolist() == [value, 7, value]
 
 
+@pytest.mark.parametrize("bits", [0x7F800001, 0xFFA00000, 0x7FC00001])
+def test_padding1_float32_nan_value_keeps_its_bits(bits: int) -> None:
+    """The scalar union holds the float32's bits, and DirectML fills with them; a signalling
+    NaN went through float() into the descriptor, which set its quiet bit (0x7f800001 filled
+    0x7fc00001). A FLOAT16 NaN kept its payload already; so does a quiet float32 one."""
+    value = np.array(bits, np.uint32).view(np.float32)[()]
+    desc = Padding1Desc(input_tensor=T("FLOAT32", (1,)), output_tensor=T("FLOAT32", (3,)),
+                        padding_mode="CONSTANT", padding_value_data_type="FLOAT32",
+                        padding_value=value, start_padding=(1,), end_padding=(1,))
+    x = np.array([0x3F800000], np.uint32).view(np.float32)
+    (out,) = execute_operator(desc, [x], "5_0")
+    assert out.view(np.uint32).tolist() == [bits, 0x3F800000, bits]
+
+
 def test_float_bits_survive_unchanged() -> None:
     """Signalling NaN payloads and -0.0 are copied bit for bit."""
     bits = np.array([0x7F800001, 0xFFC12345, 0x80000000, 0x00000001], np.uint32)
