@@ -219,6 +219,20 @@ def test_padding1_int64_value_is_exact() -> None:
     assert out.tolist() == [value, 7, value]
 
 
+@pytest.mark.parametrize("bits", [0x7F800001, 0xFFA00000, 0x7FC00001])
+def test_padding1_float32_nan_value_keeps_its_bits(bits: int) -> None:
+    """The scalar union holds the float32's bits, and DirectML fills with them; a signalling
+    NaN went through float() into the descriptor, which set its quiet bit (0x7f800001 filled
+    0x7fc00001). A FLOAT16 NaN kept its payload already; so does a quiet float32 one."""
+    value = np.array(bits, np.uint32).view(np.float32)[()]
+    desc = Padding1Desc(input_tensor=T("FLOAT32", (1,)), output_tensor=T("FLOAT32", (3,)),
+                        padding_mode="CONSTANT", padding_value_data_type="FLOAT32",
+                        padding_value=value, start_padding=(1,), end_padding=(1,))
+    x = np.array([0x3F800000], np.uint32).view(np.float32)
+    (out,) = execute_operator(desc, [x], "5_0")
+    assert out.view(np.uint32).tolist() == [bits, 0x3F800000, bits]
+
+
 def test_float_bits_survive_unchanged() -> None:
     """Signalling NaN payloads and -0.0 are copied bit for bit."""
     bits = np.array([0x7F800001, 0xFFC12345, 0x80000000, 0x00000001], np.uint32)
@@ -441,3 +455,28 @@ def test_a_border_s_sources_split_into_maximal_arithmetic_pieces(values) -> None
         if end < len(values) and count > 1:  # it stops where the step changes
             assert values[end] - values[end - 1] != step
     assert position == len(values)
+
+
+def test_an_output_beyond_free_memory_is_refused_before_allocating(monkeypatch) -> None:
+    """A valid strided output of TotalTensorSizeInBytes 2^50 made a fresh buffer of that size:
+    NumPy's MemoryError, naming no operator; bound, a buffer of the addressed elements runs.
+    A packed output larger than the free memory is refused too (faked small here)."""
+    import backends.numpy.dml_executor as executor
+
+    desc = SliceDesc(input_tensor=T("FLOAT32", (2,)),
+                     output_tensor=T("FLOAT32", (2,), strides=(2,),
+                                     total_tensor_size_in_bytes=2**50),
+                     offsets=(0,), sizes=(2,), strides=(1,))
+    x = np.array([1.5, 2.5], np.float32)
+    with pytest.raises(ExecutionError, match=r"DML_OPERATOR_SLICE output 0: sizes \[2\], "
+                       r"TotalTensorSizeInBytes 1125899906842624: the run allocates .* more "
+                       r"than this machine has free .* buffer of the 3 elements"):
+        execute_operator(desc, [x])
+    bound = np.zeros(3, np.float32)
+    assert execute_operator(desc, [x], outputs=[bound])[0].tolist() == [1.5, 0, 2.5]
+    padding = PaddingDesc(input_tensor=T("FLOAT64", (1,)), output_tensor=T("FLOAT64", (10**6,)),
+                          padding_mode="EDGE", start_padding=(0,), end_padding=(10**6 - 1,))
+    monkeypatch.setattr(executor, "available_memory", lambda: 1_000_000.0)
+    with pytest.raises(ExecutionError, match=r"PADDING output 0: sizes \[1000000\], .* "
+                       r"allocates 8.0 MB, more than this machine has free \(1.0 MB\)$"):
+        execute_operator(padding, [np.ones(1)])

@@ -10,7 +10,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from onnx import TensorProto, helper
 
@@ -1524,3 +1524,58 @@ def test_a_bad_run_time_parameter_names_the_tensor_it_came_from() -> None:
     message = str(info_.value)
     assert "axes = [9]" in message
     assert "this run's starts from 's', ends from 'e', axes from 'a'" in message
+
+
+VIEW_DTYPES = [np.uint8, np.int16, np.float16, np.float32, np.uint32, np.int64, np.float64]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_reform_is_a_view_of_the_same_bytes_or_none(data) -> None:
+    """``views.reform``: the array's row-major bytes as another dtype and shape, without a
+    copy, or None. Every other byte of a uint8 array as uint16 (reshaped, the pair's bytes
+    lay 2 apart) raised NumPy's "the last axis must be contiguous" instead."""
+    from numpy.lib.stride_tricks import as_strided
+
+    from backends.numpy.views import reform
+
+    dtype = np.dtype(data.draw(st.sampled_from(VIEW_DTYPES)))
+    shape = tuple(data.draw(st.lists(st.integers(1, 4), max_size=4)))
+    count = int(np.prod(shape))
+    base = (np.arange(8192) % 251).astype(np.uint8).view(dtype)
+    kind = data.draw(st.sampled_from(["packed", "transposed", "stepped", "reversed", "broadcast"]))
+    if kind == "broadcast":
+        strides = [data.draw(st.sampled_from([0, 1, 3])) * dtype.itemsize for _ in shape]
+        x = as_strided(base, shape=shape, strides=strides)
+    else:
+        flat = {"stepped": base[::2], "reversed": base[::-1]}.get(kind, base)[:count]
+        x = flat.reshape(shape)
+        if kind == "transposed":
+            x = x.transpose(data.draw(st.permutations(range(len(shape)))))
+    target = np.dtype(data.draw(st.sampled_from(VIEW_DTYPES)))
+    assume(x.nbytes % target.itemsize == 0)
+    left = x.nbytes // target.itemsize
+    new_shape = []
+    for _ in range(data.draw(st.integers(0, 3))):
+        part = data.draw(st.sampled_from([d for d in range(1, left + 1) if left % d == 0]))
+        new_shape.append(part)
+        left //= part
+    new_shape.append(left)
+    view = reform(x, target, tuple(new_shape))
+    if view is not None:
+        assert view.shape == tuple(new_shape) and view.dtype == target
+        assert view.tobytes() == np.ascontiguousarray(x).tobytes()
+        assert np.shares_memory(view, base)
+    if kind == "packed":  # contiguous bytes always have a view
+        assert view is not None
+
+
+def test_reform_of_bytes_apart_is_none() -> None:
+    from backends.numpy.views import reform
+
+    every_other = np.arange(8, dtype=np.uint8)[::2]
+    assert reform(every_other, np.dtype(np.uint16), (2,)) is None
+    assert reform(every_other[::-1], np.dtype(np.uint16), (1, 2)) is None
+    packed = np.arange(8, dtype=np.uint8)
+    view = reform(packed, np.dtype(np.uint16), (2, 2))
+    assert view is not None and view.tolist() == packed.view(np.uint16).reshape(2, 2).tolist()

@@ -19,6 +19,7 @@ from dmlgraph.dml.enums import FeatureLevel
 from dmlgraph.dml.operators import OperatorDesc
 from dmlgraph.dml.tensor import BufferTensorDesc
 from dmlgraph.errors import DmlgraphError, as_array
+from dmlgraph.tensorio import available_memory, bytes_text
 
 
 class ExecutionError(DmlgraphError):
@@ -127,6 +128,31 @@ def _write(desc: BufferTensorDesc, bits: np.ndarray, out: np.ndarray | None, lab
     return out
 
 
+def _refuse_beyond_memory(desc: OperatorDesc, bound: np.ndarray | None) -> None:
+    """Refuse, before allocating, a run whose output cannot fit in the memory free here: the
+    result (the output's sizes), and unbound with strides the fresh buffer of its
+    TotalTensorSizeInBytes and the aliasing check's offsets (two int64 per element). A valid
+    desc of TotalTensorSizeInBytes 2^50 raised NumPy's MemoryError, naming no operator."""
+    (output,) = desc.outputs
+    itemsize = output.data_type.bits_dtype.itemsize
+    needed = output.element_count * itemsize
+    if not output.is_packed:
+        needed += 16 * output.element_count
+        if bound is None:
+            needed += output.total_tensor_size_in_bytes // itemsize * itemsize
+    free = available_memory()
+    if needed > free:
+        fresh = (
+            f"; bound, a buffer of the {_last_index(output) + 1} elements its strides address "
+            "will do" if bound is None and not output.is_packed else ""
+        )
+        raise ExecutionError(
+            f"{desc.name} output 0: sizes {list(output.sizes)}, TotalTensorSizeInBytes "
+            f"{output.total_tensor_size_in_bytes}: the run allocates {bytes_text(needed)}, more "
+            f"than this machine has free ({bytes_text(free)}){fresh}"
+        )
+
+
 def _non_aliasing(sizes: Sequence[int], strides: Sequence[int]) -> bool:
     offsets = np.zeros(1, dtype=np.int64)
     for n, s in zip(sizes, strides):
@@ -192,6 +218,7 @@ def execute_operator(
                     f"{desc.name} does not run in place (OperatorDesc.IN_PLACE), and "
                     "writing the result would change the input"
                 )
+    _refuse_beyond_memory(desc, bound)
     result = np.empty(output_desc.sizes, dtype=output_desc.data_type.bits_dtype)
     run_moves(operator_moves(desc, bits, result))
     return [_write(output_desc, result, bound, f"{desc.name} output 0")]

@@ -31,7 +31,9 @@ def reform(array: np.ndarray, dtype: np.dtype, shape: tuple[int, ...]) -> np.nda
     if count != data.size:
         return None
     view = _reshaped(data, tuple(shape) + (dtype.itemsize,))
-    return None if view is None else view.view(dtype)[..., 0]
+    if view is None or (dtype.itemsize > 1 and view.strides[-1] != 1):
+        return None  # an element's bytes apart (every other byte of a uint8 array as uint16)
+    return view.view(dtype)[..., 0]
 
 
 #: NumPy 2.1 gave ``reshape`` a ``copy`` argument; 2.5 deprecates setting ``shape``, the way

@@ -670,11 +670,23 @@ class Padding1Desc(_PaddingRules, OperatorDesc):
             )
 
 
+def _nan_a_double_changes(value: object, data_type: TensorDataType) -> bool:
+    if not (isinstance(value, np.floating) and value.dtype == data_type.numpy_dtype):
+        return False
+    if not np.isnan(value):
+        return False
+    bits = data_type.bits_dtype
+    return bool(np.array(float(value), value.dtype).view(bits) != np.array(value).view(bits))
+
+
 def _union_value(value: object, data_type: TensorDataType) -> object:
     """A PADDING1 value as its DML_SCALAR_UNION member holds it: NumPy's numbers and
     fractions as Python's, integers as ints, reals as doubles rounded to a float type. What
     that cannot hold (a string, 3.5 for INT8, 1e5 for FLOAT16, 10**400) is kept as it is for
-    ``_check_value`` to name."""
+    ``_check_value`` to name. A NaN of the member's own NumPy type that a double would change
+    (a signalling float32 NaN: ``float()`` sets its quiet bit) is kept as it is, its bits."""
+    if _nan_a_double_changes(value, data_type):
+        return value
     if is_integer(value):
         value = int(value)
     if is_real(value) and (data_type.is_float or not is_integer(value)):
