@@ -68,7 +68,16 @@ class GraphInvariantError(DmlgraphError):
 
 def as_array(value: Any, where: str, error: type[DmlgraphError]) -> np.ndarray:
     """A value the user gave as an array, or ``error`` saying where it cannot be one (a
-    ragged list, an object NumPy cannot read) instead of NumPy's own exception."""
+    ragged list, an object NumPy cannot read) instead of NumPy's own exception, or where it
+    hides elements behind a mask (NumPy reads the data under it, as a bound output's is
+    refused: ``backends.base.masked_out``)."""
+    mask = np.ma.getmask(value) if isinstance(value, np.ma.MaskedArray) else np.ma.nomask
+    if mask is not np.ma.nomask and mask.any():  # NumPy reads through it: the hidden data
+        raise error(
+            f"{where} is a masked array whose mask hides {int(np.count_nonzero(mask))} of its "
+            "elements; a tensor has no mask, and its hidden data would be read (give "
+            ".filled(value), or .data to mean it)"
+        )
     try:
         return np.asarray(value)
     except (TypeError, ValueError) as exc:

@@ -427,6 +427,38 @@ def test_numpys_own_strings_feed_a_string_input(backend) -> None:
     assert given.dtype == np.dtype("<U2") and given.tolist() == ["a", "bc"]
 
 
+@pytest.mark.parametrize("backend", ["numpy", "onnxruntime", "execute_operator"])
+def test_a_masked_input_hiding_elements_is_refused(backend) -> None:
+    """NumPy reads a masked array's data under its mask: [1, --, 3] ran as [1, 99, 3] on
+    both backends and in execute_operator, where a bound masked output is refused. One
+    with nothing masked is an array like any other."""
+    from backends import get_backend
+    from backends.numpy import execute_operator
+    from dmlgraph.dml import operator_from_json
+    from dmlgraph.errors import DmlgraphError
+
+    hidden = np.ma.masked_array(np.array([1, 99, 3], np.float32), mask=[0, 1, 0])
+    clear = np.ma.masked_array(np.array([1, 2, 3], np.float32), mask=[0, 0, 0])
+    if backend == "execute_operator":
+        desc = operator_from_json({"type": "DML_OPERATOR_SLICE", "desc": {
+            "InputTensor": {"DataType": "DML_TENSOR_DATA_TYPE_FLOAT32", "Sizes": [1, 1, 1, 3]},
+            "OutputTensor": {"DataType": "DML_TENSOR_DATA_TYPE_FLOAT32", "Sizes": [1, 1, 1, 2]},
+            "DimensionCount": 4, "Offsets": [0, 0, 0, 1], "Sizes": [1, 1, 1, 2],
+            "Strides": [1, 1, 1, 1]}})
+        run = lambda x: execute_operator(desc, [x.reshape(1, 1, 1, 3)], "6_4")[0].reshape(-1)  # noqa: E731
+    else:
+        graph = helper.make_graph([helper.make_node("Concat", ["x", "x"], ["y"], axis=0)], "g",
+                                  [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])],
+                                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, [6])])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)],
+                                  ir_version=8)
+        lowered = lower(dmlgraph.load(model), "6_4")
+        run = lambda x: get_backend(backend).run(lowered, {"x": x})["y"]  # noqa: E731
+    with pytest.raises(DmlgraphError, match="masked array whose mask hides 1 of its elements"):
+        run(hidden)
+    assert np.array_equal(run(clear), [2, 3] if backend == "execute_operator" else [1, 2, 3] * 2)
+
+
 def test_check_reads_on_a_narrow_terminal(tmp_path, capsys, monkeypatch) -> None:
     """At 40 columns every cell of the ten-column table was cut to "…", verdict and all."""
     import sys
