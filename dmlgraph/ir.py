@@ -1144,6 +1144,13 @@ class Graph:
         other._tracking, other._stale = self._tracking, set(self._stale)
         return other
 
+    def __copy__(self) -> Graph:
+        """``copy.copy`` is ``copy``: the default shallow copy shared the node and tensor
+        tables with its original, so an edit of either changed both while the other's
+        version (and with it its fold mark and the backends' cached plans) stood still, and
+        the original ran its old plan: the old op, silently."""
+        return self.copy()
+
     def extract(
         self,
         node_ids: Iterable[NodeId],

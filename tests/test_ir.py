@@ -466,6 +466,32 @@ def test_a_copy_shares_no_metadata_with_its_original() -> None:
     assert graph.model_info["metadata_props"] == {"author": "alice"}
 
 
+def test_copy_module_copies_are_independent_graphs() -> None:
+    """copy.copy shared the node and tensor tables: an edit of the copy changed the original
+    too, whose version stood still, so a backend ran its cached plan of the old op."""
+    import copy
+
+    from backends import get_backend
+    from lowering import lower
+
+    graph = _chain()
+    x = np.array([[-1, 2, 3], [4, -5, 6]], dtype=np.float32)
+    numpy = get_backend("numpy")
+    before = numpy.run(graph, {"x": x})["y"]
+    other = copy.copy(graph)
+    other.replace_node(0, op=OnnxOp("Neg", 13))
+    assert graph.nodes[0].op.op_type == "Relu" and other.nodes[0].op.op_type == "Neg"
+    assert np.array_equal(numpy.run(graph, {"x": x})["y"], before)
+    assert np.array_equal(numpy.run(other, {"x": x})["y"], -(-x + 1))
+    lowered = lower(graph)
+    twin = copy.copy(lowered)
+    assert type(twin) is type(lowered) and twin.report() == lowered.report()
+    twin.outputs.append("a")
+    assert lowered.outputs == ["y"]
+    for made in (graph, other, lowered, twin):
+        made.validate()
+
+
 def test_replace_node_holds_any_sequence_as_a_tuple() -> None:
     """A list given to replace_node was stored as it was: lower and to_onnx then failed
     with "unhashable type: 'list'"."""
