@@ -41,12 +41,29 @@ INT64_MAX = int(np.iinfo(np.int64).max)
 
 
 def _frozen_array(value: Any, dtype: np.dtype | None = None) -> np.ndarray:
-    """A read-only array; a writeable input is copied first so the caller cannot mutate it."""
+    """A read-only array; one that is not ``_immutable`` is copied first so the caller cannot
+    mutate it."""
     array = np.asarray(value, dtype=dtype)
-    if array.flags.writeable:
+    if not _immutable(array):
         array = array.copy()
         array.flags.writeable = False
     return array
+
+
+def _immutable(array: np.ndarray) -> bool:
+    """Whether nothing can write the array's memory: it and every array it views are
+    read-only, down to memory of its own or an immutable ``bytes`` (as the importer's are).
+    A read-only view of a writeable array (``np.broadcast_to(a, ...)``, a view made read-only)
+    is not: kept as it was, the owner's writes changed a constant or an attribute under the
+    graph, behind its version and the plans cached from it."""
+    base: object = array
+    while isinstance(base, np.ndarray):
+        if base.flags.writeable:
+            return False
+        if base.base is None:
+            return True
+        base = base.base
+    return isinstance(base, bytes)
 
 
 def _values_equal(a: Any, b: Any) -> bool:
@@ -110,7 +127,7 @@ class TensorInfo:
                 except GraphInvariantError as exc:
                     raise GraphInvariantError(f"tensor {name!r}: {exc}") from None
         else:  # the data fixes both; given ones must agree
-            if type(data) is not np.ndarray or data.flags.writeable:
+            if type(data) is not np.ndarray or not _immutable(data):
                 try:
                     data = _frozen_array(data)
                 except (TypeError, ValueError) as exc:  # ragged lists, objects NumPy refuses

@@ -60,6 +60,27 @@ def test_tensor_info_freezes_a_copy_of_constant_data() -> None:
         info.shape = (6,)  # type: ignore[misc]
 
 
+def test_read_only_views_of_writeable_arrays_are_copied() -> None:
+    """A read-only view of the caller's writeable array was kept as it was: writing the
+    array later changed the constant (or attribute) under the graph, silently."""
+    owner = np.arange(6, dtype=np.float32)
+    view = owner.view()
+    view.flags.writeable = False
+    graph = Graph("g")
+    infos = [
+        TensorInfo("v", data=view),
+        TensorInfo("b", data=np.broadcast_to(owner, (2, 6))),
+        graph.tensor(graph.add_constant("c", np.broadcast_to(owner, (2, 6)))),
+    ]
+    attr = OnnxOp("Constant", 13, attrs={"value": view}).attrs["value"]
+    owner[:] = -1
+    for held in (*[info.data for info in infos], attr):
+        assert held.ravel()[:6].tolist() == [0, 1, 2, 3, 4, 5] and not held.flags.writeable
+    frozen = np.arange(3, dtype=np.int64)
+    frozen.flags.writeable = False  # read-only, and nothing else holds its memory: kept
+    assert TensorInfo("f", data=frozen).data is frozen
+
+
 def test_tensor_info_refuses_data_that_contradicts_dtype_or_shape() -> None:
     with pytest.raises(GraphInvariantError, match="dtype"):
         TensorInfo("t", np.float32, data=np.zeros(2, dtype=np.int64))
