@@ -118,6 +118,8 @@ class TensorInfo:
         # generated frozen __init__ plus __post_init__ cost 2.4-3x this (measured side by
         # side). Values already in normal form (a numpy.dtype, a tuple of plain dims, a
         # read-only ndarray) are kept as they are.
+        if not isinstance(name, str):  # 5 or None ran until to_onnx's protobuf refused it
+            raise GraphInvariantError(f"TensorInfo: name {name!r} is not text")
         if data is None:
             if dtype is not None and not isinstance(dtype, np.dtype):
                 dtype = _dtype_of(name, dtype)
@@ -144,6 +146,12 @@ class TensorInfo:
                         f"tensor {name!r}: data shape {data.shape} differs from shape "
                         f"{declared}"
                     )
+            if data.dtype.hasobject and not all(type(v) is str for v in data.flat):
+                # None or objects ran until the exporter refused them from deep inside
+                raise GraphInvariantError(
+                    f"tensor {name!r}: data of dtype object holds something other than "
+                    "str (ONNX's STRING tensors)"
+                )
             dtype, shape = data.dtype, data.shape  # a tuple of Python ints
         _set_name(self, name)
         _set_dtype(self, dtype)
@@ -645,10 +653,13 @@ class Graph:
         ir_version: int = 8,
         source: str = "<graph>",
     ) -> None:
+        _check_graph_fields(name, opset_imports, ir_version, source)
         self.name = name
         #: domain -> opset version, as the model imported them ("" is the default domain).
-        self.opset_imports: dict[str, int] = dict(opset_imports or {})
-        self.ir_version = ir_version
+        self.opset_imports: dict[str, int] = {
+            domain: int(version) for domain, version in (opset_imports or {}).items()
+        }
+        self.ir_version = int(ir_version)
         #: Where the graph came from (a path, "<bytes>", ...): error messages start with it.
         self.source = source
         #: Model-level ONNX fields kept for to_onnx: producer_name, doc_string, metadata_props...
@@ -696,7 +707,7 @@ class Graph:
 
     @inputs.setter
     def inputs(self, names: Iterable[str]) -> None:
-        self._inputs = TensorNames(names)
+        self._inputs = TensorNames(_names(f"{self.source}: graph inputs", names))
 
     @property
     def outputs(self) -> TensorNames:
@@ -705,7 +716,7 @@ class Graph:
 
     @outputs.setter
     def outputs(self, names: Iterable[str]) -> None:
-        self._outputs = TensorNames(names)
+        self._outputs = TensorNames(_names(f"{self.source}: graph outputs", names))
 
     # ---------------------------------------------------------------- tensors
     @property
@@ -721,6 +732,11 @@ class Graph:
 
     def set_tensor(self, info: TensorInfo) -> TensorInfo:
         """Add or replace a tensor's info. A tensor that a node produces cannot become constant."""
+        if not isinstance(info, TensorInfo):
+            raise GraphInvariantError(
+                f"{self.source}: set_tensor takes a TensorInfo (TensorInfo(name, dtype, shape, "
+                f"data)), not {type(info).__name__}"
+            )
         if info.data is not None and info.name in self._producer:
             node = self.node(self._producer[info.name])
             raise GraphInvariantError(
@@ -768,10 +784,20 @@ class Graph:
 
     def add_constant(self, base_name: str, value: Any, dtype: Any = None) -> str:
         """Register a new constant under a fresh name derived from ``base_name``; returns it."""
+        if not isinstance(base_name, str):
+            raise GraphInvariantError(
+                f"{self.source}: add_constant: name {base_name!r} is not text"
+            )
         name = self.unique_name(base_name)
-        self.set_tensor(
-            TensorInfo(name, data=_frozen_array(value, None if dtype is None else np.dtype(dtype)))
-        )
+        if dtype is not None:
+            dtype = _dtype_of(name, dtype)
+        try:
+            data = _frozen_array(value, dtype)
+        except (TypeError, ValueError) as exc:  # ragged lists, values the dtype cannot hold
+            raise GraphInvariantError(
+                f"{self.source}: constant {name!r}: data is no array: {exc}"
+            ) from None
+        self.set_tensor(TensorInfo(name, data=data))
         return name
 
     def constant(self, name: str) -> np.ndarray | None:
@@ -879,7 +905,16 @@ class Graph:
         notes: Iterable[str] = (),
     ) -> Node:
         """Add a node; unknown output tensors are registered with nothing known about them."""
-        node = Node(self._next_id, op, tuple(inputs), tuple(outputs), provenance, list(notes))
+        where = f"{self.source}: add_node"
+        _check_node_fields(where, op, provenance, notes)
+        node = Node(
+            self._next_id,
+            op,
+            _names(f"{where}: inputs", inputs),
+            _names(f"{where}: outputs", outputs),
+            provenance,
+            list(notes),
+        )
         for out in node.outputs:
             self._check_new_output(node, out)
         self._next_id += 1
@@ -898,11 +933,16 @@ class Graph:
         old = self.node(node_id)
         _check_fields("Node", changes, _NODE_FIELDS)
         get = changes.get  # dataclasses.replace, spelled out (see TensorInfo.replace)
+        where = f"{self.source}: replace_node"
+        _check_node_fields(
+            where, get("op", old.op), get("provenance", old.provenance), get("notes", ())
+        )
         new = Node(
             get("id", old.id),
             get("op", old.op),
-            tuple(get("inputs", old.inputs)),  # any sequence, held as add_node holds it
-            tuple(get("outputs", old.outputs)),
+            # any sequence, held as add_node holds it
+            _names(f"{where}: inputs", get("inputs", old.inputs)),
+            _names(f"{where}: outputs", get("outputs", old.outputs)),
             get("provenance", old.provenance),
             get("notes", old.notes),
         )
@@ -952,6 +992,10 @@ class Graph:
                 f"{self.source}: {node.label}: input port {port!r} is not an int from 0"
             )
         port = int(port)
+        if not isinstance(tensor, str):
+            raise GraphInvariantError(
+                f"{self.source}: {node.label}: input {tensor!r} is not a tensor name"
+            )
         inputs = list(node.inputs) + [""] * max(0, port + 1 - len(node.inputs))
         inputs[port] = tensor
         while inputs and inputs[-1] == "":
@@ -1124,6 +1168,7 @@ class Graph:
             )
         if info.data is not None:
             raise GraphInvariantError(f"{self.source}: graph input {info.name!r} cannot carry data")
+        _check_new_input(self, info.name)
         self.set_tensor(info)
         self.inputs.append(info.name)
         return info.name
@@ -1418,6 +1463,71 @@ def _nx_changed(graph: nx.MultiDiGraph) -> None:
     cache = getattr(graph, "__networkx_cache__", None)
     if cache:
         cache.clear()
+
+
+def _names(where: str, names: Any) -> tuple[str, ...]:
+    """Tensor names as the IR holds them: a tuple of str (``""`` for an omitted one). A str
+    given for the sequence was read as one name per character ("yy": two outputs 'y')."""
+    if isinstance(names, (str, bytes)) or not isinstance(names, Iterable):
+        raise GraphInvariantError(f"{where}: {names!r} is not a sequence of tensor names")
+    held = tuple(names)
+    for name in held:  # a loop: asked for every node the importer adds
+        if not isinstance(name, str):
+            raise GraphInvariantError(f"{where}: {name!r} is not a tensor name")
+    return held
+
+
+def _check_node_fields(where: str, op: Any, provenance: Any, notes: Any) -> None:
+    """What ``Node`` holds as given: an op (an op type's name or None was taken for a
+    DirectML descriptor, "already lowered"), a ``Provenance`` and notes that are not one str
+    (read as one note per character)."""
+    if op is None or isinstance(op, (str, bytes, int, float)):
+        raise GraphInvariantError(
+            f"{where}: op {op!r} is an OnnxOp (OnnxOp('Relu', 14)) or a DirectML descriptor"
+        )
+    if not isinstance(provenance, Provenance):
+        raise GraphInvariantError(
+            f"{where}: provenance is a Provenance (Provenance(name, op_type, domain, "
+            f"since_version)), not {type(provenance).__name__}"
+        )
+    if isinstance(notes, (str, bytes)) or not isinstance(notes, Iterable):
+        raise GraphInvariantError(f"{where}: notes {notes!r} is not a sequence of str")
+
+
+def _check_new_input(graph: Graph, name: str) -> None:
+    """A graph input is a new name, or one registered with no data, no producer and not an
+    input yet: ``add_input`` of a constant's name made it an input, silently."""
+    if not name:
+        raise GraphInvariantError(f"{graph.source}: a graph input's name is empty, which ONNX "
+                                  "reads as an omitted input")
+    info = graph.tensors.get(name)
+    if name in graph.inputs or (info is not None and info.data is not None) or (
+        graph.producer(name) is not None
+    ):
+        raise GraphInvariantError(
+            f"{graph.source}: add_input: {name!r} is already a graph input, a constant or a "
+            "node's output"
+        )
+
+
+def _check_graph_fields(name: Any, opsets: Any, ir_version: Any, source: Any) -> None:
+    """``Graph``'s arguments, which the exporter's protobuf refused from deep inside."""
+    if not isinstance(name, str):
+        raise GraphInvariantError(f"Graph: name {name!r} is not text")
+    if type(source) is not str:
+        raise GraphInvariantError(f"Graph: source {source!r} is not text")
+    if opsets is not None and not isinstance(opsets, Mapping):
+        raise GraphInvariantError(
+            f"Graph: opset_imports {opsets!r} is not a mapping of domain to opset version"
+        )
+    for domain, version in (opsets or {}).items():
+        if type(domain) is not str or not is_integer(version) or not 1 <= version <= INT64_MAX:
+            raise GraphInvariantError(
+                f"Graph: opset_imports {domain!r}: {version!r} is not a domain and an opset "
+                "version (1 to 2^63 - 1)"
+            )
+    if not is_integer(ir_version) or ir_version < 1:
+        raise GraphInvariantError(f"Graph: ir_version {ir_version!r} is not an ONNX IR version")
 
 
 _TENSOR_INFO_FIELDS = frozenset({"name", "dtype", "shape", "data"})

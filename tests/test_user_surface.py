@@ -302,6 +302,32 @@ _RAGGED = [[1.0, 2.0], [3.0]]
      "lowered graph's DML nodes as ONNX ops)"),
     (lambda g, l, x: __import__("dmlgraph.viz").viz.write_viz("/no/such/folder/x.html", g, l),
      "/no/such/folder/x.html: cannot write: No such file or directory"),
+    # a str where a sequence of names goes was read one name per character, silently
+    (lambda g, l, x: _add_relu(g, outputs="yy"), "add_node: outputs: 'yy' is not a sequence"),
+    (lambda g, l, x: _add_relu(g, inputs="x"), "add_node: inputs: 'x' is not a sequence"),
+    (lambda g, l, x: _add_relu(g, inputs=[1]), "add_node: inputs: 1 is not a tensor name"),
+    (lambda g, l, x: _add_relu(g, notes="checked"), "notes 'checked' is not a sequence of str"),
+    (lambda g, l, x: _add_relu(g, op="Relu"), "op 'Relu' is an OnnxOp (OnnxOp('Relu', 14))"),
+    (lambda g, l, x: _add_relu(g, provenance="relu"), "provenance is a Provenance"),
+    (lambda g, l, x: g.replace_node(g.nodes[0].id, outputs="yy"),
+     "replace_node: outputs: 'yy' is not a sequence of tensor names"),
+    (lambda g, l, x: g.set_input(g.nodes[0].id, 0, 3), "input 3 is not a tensor name"),
+    (lambda g, l, x: setattr(g, "outputs", "y"), "graph outputs: 'y' is not a sequence"),
+    (lambda g, l, x: setattr(g, "outputs", None), "graph outputs: None is not a sequence"),
+    (lambda g, l, x: g.add_input(dmlgraph.TensorInfo("x", np.float32, [4, 6])),
+     "add_input: 'x' is already a graph input"),
+    (lambda g, l, x: g.add_input(dmlgraph.TensorInfo(g.constants[0], np.int64, [1])),
+     "is already a graph input, a constant or a node's output"),
+    (lambda g, l, x: g.set_tensor("x"), "set_tensor takes a TensorInfo"),
+    (lambda g, l, x: g.add_constant("k", _RAGGED), "constant 'k': data is no array"),
+    (lambda g, l, x: g.add_constant("k", [1], dtype="foo"), "dtype 'foo' is not one"),
+    (lambda g, l, x: g.add_constant("k", [None]), "data of dtype object holds something"),
+    (lambda g, l, x: dmlgraph.TensorInfo(5, np.float32), "TensorInfo: name 5 is not text"),
+    (lambda g, l, x: dmlgraph.Graph(opset_imports={"": "18"}),
+     "opset_imports '': '18' is not a domain and an opset version"),
+    (lambda g, l, x: dmlgraph.Graph(opset_imports=[("", 18)]), "opset_imports [('', 18)]"),
+    (lambda g, l, x: dmlgraph.Graph(ir_version="8"), "ir_version '8' is not an ONNX IR"),
+    (lambda g, l, x: dmlgraph.Graph(5), "Graph: name 5 is not text"),
 ])
 def test_api_misuse_is_one_clear_dmlgraph_error(call, fragment) -> None:
     """Arguments of the wrong kind met an AttributeError, a TypeError or NumPy's "truth value
@@ -311,6 +337,13 @@ def test_api_misuse_is_one_clear_dmlgraph_error(call, fragment) -> None:
     x = np.zeros((4, 6), np.float32)
     with pytest.raises(dmlgraph.DmlgraphError, match=re.escape(fragment)):
         call(graph, lowered, x)
+
+
+def _add_relu(graph, **changes):
+    """``graph.add_node`` of a Relu reading 'x', with ``changes`` to its arguments."""
+    arguments = dict(op=dmlgraph.OnnxOp("Relu", 14), inputs=["x"], outputs=["r"],
+                     provenance=dmlgraph.Provenance("relu", "Relu", "", 14))
+    return graph.add_node(**{**arguments, **changes})
 
 
 def _descriptor(kind: str, **fields):
