@@ -191,6 +191,24 @@ def concat_axis(node: Node, where: str) -> int:
     return _concat_axis_value(axis, where)
 
 
+def check_form(node: Node, where: str) -> None:
+    """Refuse a Slice, Concat or Pad whose since_version the IR cannot hold: one dmlgraph
+    does not know, or Slice-1's and Pad-2's, whose parameters are attributes where the IR
+    holds them as inputs (``to_canonical`` moves them at import). Built with the Graph API,
+    such a node was read as one without parameters: ``to_onnx`` asked for constants it was
+    not given, and lowering raised a TypeError from deep inside."""
+    op = node.op
+    form = form_for(op.op_type, op.since_version, where)
+    if getattr(form, "params_as_attributes", False):
+        params = ", ".join(PARAMETER_PORTS[op.op_type])
+        raise ModelValidationError(
+            f"{where}: {op.op_type}-{op.since_version} holds its parameters as attributes; "
+            f"the IR holds them as inputs: build it as {op.op_type}-"
+            f"{CANONICAL_VERSION[op.op_type]} reading (data, {params}) (constants by "
+            "Graph.add_constant), as dmlgraph.load makes it"
+        )
+
+
 def _concat_axis_value(axis: object, where: str) -> int:
     """A Concat's axis attribute as an int: an INT attribute, as ONNX types it (a float was
     truncated, so 3.7 joined on axis 3)."""
@@ -469,6 +487,7 @@ def check(graph: Graph, node: Node, trust: Trust | None = None) -> None:
     if not is_canonical(node.op):
         return
     where = graph.describe(node)
+    check_form(node, where)
     if node.op.op_type == "Concat":
         _check_concat(graph, node, where)
         return
@@ -747,6 +766,7 @@ class Emitted:
 def emit(graph: Graph, node: Node, version: int) -> Emitted:
     """Write a canonical node in the syntax of ``version``; UnsupportedError if it cannot be."""
     where = graph.describe(node)
+    check_form(node, where)
     op_type = node.op.op_type
     form = form_for(op_type, version, where)
     if isinstance(form, ConcatForm):

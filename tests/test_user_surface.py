@@ -339,6 +339,26 @@ def test_api_misuse_is_one_clear_dmlgraph_error(call, fragment) -> None:
         call(graph, lowered, x)
 
 
+@pytest.mark.parametrize("op, canonical", [
+    (dmlgraph.OnnxOp("Slice", 1, attrs={"starts": [1], "ends": [3], "axes": [0]}), "Slice-13"),
+    (dmlgraph.OnnxOp("Pad", 2, attrs={"pads": [1, 0, 0, 2]}), "Pad-25"),
+])
+@pytest.mark.parametrize("opset", [9, 18])
+@pytest.mark.parametrize("use", ["to_onnx", "lower"])
+def test_a_slice_or_pad_built_in_its_attribute_form_is_named(op, canonical, opset, use):
+    """The IR holds Slice's and Pad's parameters as inputs; a Slice-1 or Pad-2 built with the
+    Graph API was read as one without them: to_onnx asked for constants it was never
+    given, and lowering a Slice-1 in an opset-18 graph raised a TypeError from its rule."""
+    graph = dmlgraph.Graph(opset_imports={"": opset})
+    graph.add_input(dmlgraph.TensorInfo("x", np.float32, [4, 6]))
+    graph.add_node(op, ["x"], ["y"], dmlgraph.Provenance("n", op.op_type, "", op.since_version))
+    graph.outputs = ["y"]
+    message = f"{op.op_type}-{op.since_version} holds its parameters as attributes; the IR"
+    with pytest.raises(ModelValidationError, match=re.escape(message)) as caught:
+        graph.to_onnx() if use == "to_onnx" else lower(graph)
+    assert f"build it as {canonical} reading (data, " in str(caught.value)
+
+
 def _add_relu(graph, **changes):
     """``graph.add_node`` of a Relu reading 'x', with ``changes`` to its arguments."""
     arguments = dict(op=dmlgraph.OnnxOp("Relu", 14), inputs=["x"], outputs=["r"],
