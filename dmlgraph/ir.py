@@ -1378,7 +1378,28 @@ class Graph:
                 f"writes (1 to {onnx.IR_VERSION})"
             )
         self.validate()
-        return to_onnx(self, ir_version=ir_version)
+        return to_onnx(self._typed(), ir_version=ir_version)
+
+    def _typed(self) -> Graph:
+        """The graph, or a copy of it whose stale infos (``stale_tensors``) and unknown
+        output types inference derived anew, as ``lower`` derives them. ONNX requires a
+        graph output's type: written without one (an output an edit made stale, or a node's
+        output in a graph built with this API), onnx's checker, so ``load`` and ``check``,
+        refused the model. Where inference fails, the graph as it is (its loader names
+        the problem)."""
+        if not self.stale_tensors() and all(
+            self._tensors[name].dtype is not None for name in self.outputs
+        ):
+            return self
+        from dmlgraph import folding
+        from dmlgraph.errors import DmlgraphError
+
+        typed = self.copy()
+        try:
+            folding.infer_shapes(typed)
+        except DmlgraphError:
+            return self
+        return typed
 
     def not_an_input(self, name: str) -> str:
         """Why ``name`` takes no value although the model lists it as a graph input ("" when
