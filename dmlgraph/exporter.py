@@ -15,7 +15,7 @@ import onnx
 from onnx import helper, numpy_helper
 
 from dmlgraph import canonical
-from dmlgraph.errors import UnsupportedError
+from dmlgraph.errors import ModelValidationError, UnsupportedError
 from dmlgraph.ir import Graph, Node, OnnxOp, Shape, Subgraph, TensorInfo, implicit_inputs
 from dmlgraph.subgraphs import graph_proto
 from dmlgraph.value_info import value_info as value_info_proto
@@ -63,7 +63,10 @@ def to_onnx(
     used_names: set[str] = set()
     order = graph.topological_order()
     for node in order:
-        proto, new_constants = node_proto(graph, node, used_names)
+        try:
+            proto, new_constants = node_proto(graph, node, used_names)
+        except _AttributeValueError as exc:  # the attribute alone, not the node
+            raise ModelValidationError(f"{graph.describe(node)}: {exc}") from None
         nodes.append(proto)
         extra_initializers.extend(numpy_helper.from_array(v, k) for k, v in new_constants.items())
 
@@ -256,7 +259,28 @@ def op_schema(op_type: str, domain: str, opset: int) -> onnx.defs.OpSchema | Non
         return None
 
 
+class _AttributeValueError(ModelValidationError):
+    """An attribute value onnx cannot write as its type; ``to_onnx`` names the node."""
+
+
 def _attribute(key: str, value: Any, schema: onnx.defs.OpSchema | None) -> onnx.AttributeProto:
+    """``_attribute_proto``, or an ``_AttributeValueError`` naming the attribute, its value
+    and its type: a value of another type (alpha=1 for a FLOAT, perm=[1.0, 0.0] or an array
+    for INTS) met onnx's TypeError from deep inside, in ``to_onnx`` and ``lower``."""
+    try:
+        return _attribute_proto(key, value, schema)
+    except (TypeError, ValueError) as exc:
+        declared = schema.attributes.get(key) if schema is not None else None
+        kind = "a value onnx writes as an attribute"
+        if declared is not None:
+            type_id = int(declared.type)  # type: ignore[call-overload]
+            kind = f"of ONNX type {onnx.AttributeProto.AttributeType.Name(type_id)}"
+        raise _AttributeValueError(f"attribute {key} = {value!r} is not {kind}: {exc}") from None
+
+
+def _attribute_proto(
+    key: str, value: Any, schema: onnx.defs.OpSchema | None
+) -> onnx.AttributeProto:
     declared = schema.attributes.get(key) if schema is not None else None
     # OpSchema.AttrType values are AttributeProto types; the onnx stubs miss its __int__.
     attr_type: int | None = int(declared.type) if declared is not None else None  # type: ignore[call-overload]

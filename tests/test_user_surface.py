@@ -359,6 +359,31 @@ def test_a_slice_or_pad_built_in_its_attribute_form_is_named(op, canonical, opse
     assert f"build it as {canonical} reading (data, " in str(caught.value)
 
 
+@pytest.mark.parametrize("op, fragment", [
+    (dmlgraph.OnnxOp("LeakyRelu", 16, attrs={"alpha": 1}), "alpha = 1 is not of ONNX type FLOAT"),
+    (dmlgraph.OnnxOp("LeakyRelu", 16, attrs={"alpha": np.array(0.5, np.float32)}),
+     "alpha = array(0.5, dtype=float32) is not of ONNX type FLOAT"),
+    (dmlgraph.OnnxOp("Transpose", 13, attrs={"perm": [1.0, 0.0]}),
+     "perm = (1.0, 0.0) is not of ONNX type INTS"),
+    (dmlgraph.OnnxOp("Transpose", 13, attrs={"perm": [True, False]}),
+     "perm = (True, False) is not of ONNX type INTS"),
+    (dmlgraph.OnnxOp("Transpose", 13, attrs={"perm": np.array([1, 0])}),
+     "perm = array([1, 0]) is not of ONNX type INTS"),
+    (dmlgraph.OnnxOp("Cast", 13, attrs={"to": 6.0}), "to = 6.0 is not of ONNX type INT"),
+])
+@pytest.mark.parametrize("use", ["to_onnx", "lower"])
+def test_an_attribute_of_another_type_is_named(op, fragment, use) -> None:
+    """A value onnx cannot write as the attribute's type met onnx's TypeError from deep
+    inside the exporter (to_onnx, and lower, whose inference exports the graph)."""
+    graph = dmlgraph.Graph(opset_imports={"": 18})
+    graph.add_input(dmlgraph.TensorInfo("x", np.float32, [4, 6]))
+    graph.add_node(op, ["x"], ["y"], dmlgraph.Provenance("n", op.op_type, "", op.since_version))
+    graph.outputs = ["y"]
+    with pytest.raises(ModelValidationError, match=re.escape(f"node 'n' ({op.op_type}): "
+                                                             f"attribute {fragment}")):
+        graph.to_onnx() if use == "to_onnx" else lower(graph)
+
+
 def _add_relu(graph, **changes):
     """``graph.add_node`` of a Relu reading 'x', with ``changes`` to its arguments."""
     arguments = dict(op=dmlgraph.OnnxOp("Relu", 14), inputs=["x"], outputs=["r"],
