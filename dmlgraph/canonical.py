@@ -118,6 +118,11 @@ CANONICAL_VERSION: Mapping[str, int] = MappingProxyType(
     {op: max(forms) for op, forms in FORMS.items()}
 )
 
+#: The attributes of the canonical forms (their parameters are inputs).
+CANONICAL_ATTRIBUTES: Mapping[str, frozenset[str]] = MappingProxyType(
+    {"Slice": frozenset(), "Concat": frozenset({"axis"}), "Pad": frozenset({"mode"})}
+)
+
 #: Input ports of the parameter inputs of the canonical forms (port 0 is the data).
 PARAMETER_PORTS: Mapping[str, Mapping[str, int]] = MappingProxyType(
     {
@@ -196,7 +201,8 @@ def check_form(node: Node, where: str) -> None:
     does not know, or Slice-1's and Pad-2's, whose parameters are attributes where the IR
     holds them as inputs (``to_canonical`` moves them at import). Built with the Graph API,
     such a node was read as one without parameters: ``to_onnx`` asked for constants it was
-    not given, and lowering raised a TypeError from deep inside."""
+    not given, and lowering raised a TypeError from deep inside. And an attribute the form
+    lacks, which no rule reads and ``to_onnx`` dropped."""
     op = node.op
     form = form_for(op.op_type, op.since_version, where)
     if getattr(form, "params_as_attributes", False):
@@ -206,6 +212,13 @@ def check_form(node: Node, where: str) -> None:
             f"the IR holds them as inputs: build it as {op.op_type}-"
             f"{CANONICAL_VERSION[op.op_type]} reading (data, {params}) (constants by "
             "Graph.add_constant), as dmlgraph.load makes it"
+        )
+    unknown = sorted(set(op.attrs) - CANONICAL_ATTRIBUTES[op.op_type])
+    if unknown:  # read by no rule: a Pad's misspelt "mode" padded with zeros, silently
+        known = ", ".join(sorted(CANONICAL_ATTRIBUTES[op.op_type])) or "none"
+        raise ModelValidationError(
+            f"{where}: attribute {unknown[0]!r} is not {op.op_type}'s (its attributes: "
+            f"{known}), as onnx's checker and onnxruntime refuse it"
         )
 
 

@@ -359,6 +359,23 @@ def test_a_slice_or_pad_built_in_its_attribute_form_is_named(op, canonical, opse
     assert f"build it as {canonical} reading (data, " in str(caught.value)
 
 
+@pytest.mark.parametrize("use", ["to_onnx", "lower"])
+def test_an_attribute_a_pad_lacks_is_refused_not_dropped(use) -> None:
+    """A misspelt "mode" on a Pad built with the Graph API was read by no rule and dropped by
+    to_onnx: the reflect padding the user asked for padded with zeros, silently (onnx's
+    checker and onnxruntime refuse an unknown attribute)."""
+    graph = dmlgraph.Graph(opset_imports={"": 18})
+    graph.add_input(dmlgraph.TensorInfo("x", np.float32, [4, 6]))
+    pads = graph.add_constant("pads", np.array([1, 0, 0, 2]))
+    graph.add_node(dmlgraph.OnnxOp("Pad", 18, attrs={"mdoe": "reflect"}), ["x", pads], ["y"],
+                   dmlgraph.Provenance("p", "Pad", "", 18))
+    graph.outputs = ["y"]
+    with pytest.raises(ModelValidationError,
+                       match=re.escape("node 'p' (Pad): attribute 'mdoe' is not Pad's (its "
+                                       "attributes: mode)")):
+        graph.to_onnx() if use == "to_onnx" else lower(graph)
+
+
 @pytest.mark.parametrize("op, fragment", [
     (dmlgraph.OnnxOp("LeakyRelu", 16, attrs={"alpha": 1}), "alpha = 1 is not of ONNX type FLOAT"),
     (dmlgraph.OnnxOp("LeakyRelu", 16, attrs={"alpha": np.array(0.5, np.float32)}),
