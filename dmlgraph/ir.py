@@ -500,6 +500,15 @@ class Provenance:
     ) -> None:
         # written out, through the slots' setters (as ``TensorInfo``'s): import makes one
         # for every node of the model, and the generated frozen __init__ costs 1.7x this
+        if not (isinstance(name, str) and isinstance(op_type, str) and isinstance(domain, str)):
+            raise GraphInvariantError(  # 5 ran until to_onnx's protobuf refused it
+                f"Provenance: name {name!r}, op_type {op_type!r} and domain {domain!r} are "
+                "text"
+            )
+        if not is_integer(since_version):
+            raise GraphInvariantError(
+                f"Provenance {name!r}: since_version {since_version!r} is not an integer"
+            )
         _set_prov_name(self, name)
         _set_prov_op_type(self, op_type)
         _set_prov_domain(self, domain)
