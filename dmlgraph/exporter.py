@@ -269,13 +269,14 @@ def _attribute(key: str, value: Any, schema: onnx.defs.OpSchema | None) -> onnx.
     for INTS) met onnx's TypeError from deep inside, in ``to_onnx`` and ``lower``."""
     try:
         return _attribute_proto(key, value, schema)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, AssertionError) as exc:  # onnx asserts a list's type
         declared = schema.attributes.get(key) if schema is not None else None
         kind = "a value onnx writes as an attribute"
         if declared is not None:
             type_id = int(declared.type)  # type: ignore[call-overload]
             kind = f"of ONNX type {onnx.AttributeProto.AttributeType.Name(type_id)}"
-        raise _AttributeValueError(f"attribute {key} = {value!r} is not {kind}: {exc}") from None
+        detail = f": {exc}" if str(exc) else ""
+        raise _AttributeValueError(f"attribute {key} = {value!r} is not {kind}{detail}") from None
 
 
 def _attribute_proto(

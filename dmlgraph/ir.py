@@ -357,8 +357,20 @@ class Attributes(Mapping[str, Any]):
 
     def __init__(self, items: Mapping[str, Any] | Iterable[tuple[str, Any]] = ()) -> None:
         # a dict first: the importer's, for every node (an ABC check costs more)
-        pairs = items.items() if type(items) is dict or isinstance(items, Mapping) else items
-        frozen = [(k if type(k) is str else str(k), _freeze_value(v)) for k, v in pairs]
+        if type(items) is dict or isinstance(items, Mapping):
+            pairs: Iterable[Any] = items.items()
+        elif isinstance(items, Iterable) and not isinstance(items, (str, bytes)):
+            pairs = items
+        else:
+            raise GraphInvariantError(
+                f"attributes {items!r} are not a mapping of names to values"
+            )
+        try:
+            frozen = [(_attribute_name(k), _freeze_value(v, k)) for k, v in pairs]
+        except (TypeError, ValueError):  # an item that is no (name, value) pair
+            raise GraphInvariantError(
+                f"attributes {items!r} are not a mapping of names to values"
+            ) from None
         frozen.sort(key=_first)
         self._items: tuple[tuple[str, Any], ...] = tuple(frozen)
         #: whether a value is a ``Subgraph`` (or a tuple of them): asked of every node, once
@@ -401,22 +413,39 @@ _ATOMIC_VALUES = frozenset({int, float, str, bytes})
 _first = operator.itemgetter(0)
 
 
-def _freeze_value(value: Any) -> Any:
+def _attribute_name(key: Any) -> str:
+    if type(key) is str:
+        return key
+    if isinstance(key, str):  # NumPy's strings
+        return str(key)
+    raise GraphInvariantError(f"attribute name {key!r} is not text")  # 1 was made '1'
+
+
+def _freeze_value(value: Any, key: str, nested: bool = False) -> Any:
+    """An attribute value as ``Attributes`` holds it: an int, float, str, bytes, bool,
+    read-only array or ``Subgraph``, or a tuple of those (ONNX's lists, which nest no
+    further). Anything else (a dict or set met "unhashable type" in lowering, a nested
+    list onnx's AssertionError) is refused, naming the attribute."""
     kind = type(value)
     if kind in _ATOMIC_VALUES:
         return value
-    if kind is tuple:  # ints/floats attributes, as the importer reads them, are kept
+    if kind is tuple and not nested:  # ints/floats attributes, as the importer reads them
         for v in value:  # a loop, not all(...): a generator costs more than most tuples
             if type(v) not in _ATOMIC_VALUES:
-                return tuple(_freeze_value(v) for v in value)
+                return tuple(_freeze_value(v, key, True) for v in value)
         return value
     if isinstance(value, np.ndarray):
         return _frozen_array(value)
-    if isinstance(value, (list, tuple)):
-        return tuple(_freeze_value(v) for v in value)
+    if isinstance(value, (list, tuple)) and not nested:
+        return tuple(_freeze_value(v, key, True) for v in value)
     if isinstance(value, np.generic):  # a NaN float32 as it is: .item() would quiet a
         return value if value != value else value.item()  # signalling one (wire_floats)
-    return value
+    if kind is bool or kind is Subgraph:
+        return value
+    raise GraphInvariantError(
+        f"attribute {key!r}: {value!r} is not a value ONNX attributes hold (an int, float, "
+        "str, bytes, array or subgraph, or a list of one kind of those)"
+    )
 
 
 #: ``OnnxOp``'s attrs when none are given (each op gets an empty ``Attributes`` of its own).

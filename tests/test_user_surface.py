@@ -323,6 +323,21 @@ _RAGGED = [[1.0, 2.0], [3.0]]
     (lambda g, l, x: g.add_constant("k", [1], dtype="foo"), "dtype 'foo' is not one"),
     (lambda g, l, x: g.add_constant("k", [None]), "data of dtype object holds something"),
     (lambda g, l, x: dmlgraph.TensorInfo(5, np.float32), "TensorInfo: name 5 is not text"),
+    # an attribute value no ONNX attribute holds met "unhashable type" or an AssertionError
+    (lambda g, l, x: dmlgraph.OnnxOp("LeakyRelu", 16, attrs={"alpha": {"a": 1}}),
+     "attribute 'alpha': {'a': 1} is not a value ONNX attributes hold"),
+    (lambda g, l, x: dmlgraph.OnnxOp("LeakyRelu", 16, attrs={"alpha": {0.5}}),
+     "attribute 'alpha': {0.5} is not a value"),
+    (lambda g, l, x: dmlgraph.OnnxOp("LeakyRelu", 16, attrs={"alpha": None}),
+     "attribute 'alpha': None is not a value"),
+    (lambda g, l, x: dmlgraph.OnnxOp("Transpose", 13, attrs={"perm": [[1, 0]]}),
+     "attribute 'perm': [1, 0] is not a value"),
+    (lambda g, l, x: dmlgraph.OnnxOp("LeakyRelu", 16, attrs={1: 0.5}),
+     "attribute name 1 is not text"),
+    (lambda g, l, x: dmlgraph.OnnxOp("LeakyRelu", 16, attrs="alpha"),
+     "attributes 'alpha' are not a mapping of names to values"),
+    (lambda g, l, x: dmlgraph.OnnxOp("LeakyRelu", 16, attrs=None),
+     "attributes None are not a mapping"),
     (lambda g, l, x: dmlgraph.Provenance(5, "Relu"), "Provenance: name 5, op_type 'Relu'"),
     (lambda g, l, x: dmlgraph.Provenance("r", "Relu", None), "and domain None are text"),
     (lambda g, l, x: dmlgraph.Provenance("r", "Relu", "", "14"),
@@ -391,6 +406,8 @@ def test_an_attribute_a_pad_lacks_is_refused_not_dropped(use) -> None:
     (dmlgraph.OnnxOp("Transpose", 13, attrs={"perm": np.array([1, 0])}),
      "perm = array([1, 0]) is not of ONNX type INTS"),
     (dmlgraph.OnnxOp("Cast", 13, attrs={"to": 6.0}), "to = 6.0 is not of ONNX type INT"),
+    (dmlgraph.OnnxOp("LeakyRelu", 16, attrs={"alpha": [0.5]}),  # onnx's bare AssertionError
+     "alpha = (0.5,) is not of ONNX type FLOAT"),
 ])
 @pytest.mark.parametrize("use", ["to_onnx", "lower"])
 def test_an_attribute_of_another_type_is_named(op, fragment, use) -> None:
