@@ -865,7 +865,7 @@ class Graph:
         try:
             return self._nodes[node_id]
         except KeyError:
-            raise GraphInvariantError(f"{self.source}: no node with id {node_id}") from None
+            raise GraphInvariantError(f"{self.source}: no node with id {node_id!r}") from None
 
     @property
     def nodes(self) -> list[Node]:

@@ -323,6 +323,8 @@ _RAGGED = [[1.0, 2.0], [3.0]]
     (lambda g, l, x: g.add_constant("k", [1], dtype="foo"), "dtype 'foo' is not one"),
     (lambda g, l, x: g.add_constant("k", [None]), "data of dtype object holds something"),
     (lambda g, l, x: dmlgraph.TensorInfo(5, np.float32), "TensorInfo: name 5 is not text"),
+    (lambda g, l, x: lower(g, verify_each="no"), "verify_each is True, False or None, not 'no'"),
+    (lambda g, l, x: g.node("0"), "no node with id '0'"),  # said "id 0", which exists
     # an attribute value no ONNX attribute holds met "unhashable type" or an AssertionError
     (lambda g, l, x: dmlgraph.OnnxOp("LeakyRelu", 16, attrs={"alpha": {"a": 1}}),
      "attribute 'alpha': {'a': 1} is not a value ONNX attributes hold"),
