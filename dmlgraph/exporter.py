@@ -65,7 +65,7 @@ def to_onnx(
     for node in order:
         try:
             proto, new_constants = node_proto(graph, node, used_names)
-        except _AttributeValueError as exc:  # the attribute alone, not the node
+        except _NodeOpError as exc:  # the attribute or version alone, not the node
             raise ModelValidationError(f"{graph.describe(node)}: {exc}") from None
         nodes.append(proto)
         extra_initializers.extend(numpy_helper.from_array(v, k) for k, v in new_constants.items())
@@ -245,6 +245,13 @@ def _plain_attributes(op: OnnxOp, opset: int) -> tuple[onnx.AttributeProto, ...]
     found = _ATTRIBUTES.get(key)
     if found is None:
         schema = op_schema(op.op_type, op.domain, opset)
+        if schema is not None and schema.since_version != op.since_version:
+            # written as the opset's op: a Relu-99 ran as Relu-14, silently, and a
+            # Squeeze-1's axes attribute met onnxruntime's "invalid model" at run time
+            raise _NodeOpError(
+                f"since_version {op.since_version} is not the version of {op.op_type} that "
+                f"the graph's opset {opset} selects ({schema.since_version})"
+            )
         found = tuple(_attribute(k, v, schema) for k, v in sorted(op.attrs.items()))
         _ATTRIBUTES[key] = found
     return found
@@ -259,12 +266,13 @@ def op_schema(op_type: str, domain: str, opset: int) -> onnx.defs.OpSchema | Non
         return None
 
 
-class _AttributeValueError(ModelValidationError):
-    """An attribute value onnx cannot write as its type; ``to_onnx`` names the node."""
+class _NodeOpError(ModelValidationError):
+    """An op onnx cannot write as it is (an attribute value of another type, a version its
+    opset does not select); ``to_onnx`` names the node."""
 
 
 def _attribute(key: str, value: Any, schema: onnx.defs.OpSchema | None) -> onnx.AttributeProto:
-    """``_attribute_proto``, or an ``_AttributeValueError`` naming the attribute, its value
+    """``_attribute_proto``, or an ``_NodeOpError`` naming the attribute, its value
     and its type: a value of another type (alpha=1 for a FLOAT, perm=[1.0, 0.0] or an array
     for INTS) met onnx's TypeError from deep inside, in ``to_onnx`` and ``lower``."""
     try:
@@ -276,7 +284,7 @@ def _attribute(key: str, value: Any, schema: onnx.defs.OpSchema | None) -> onnx.
             type_id = int(declared.type)  # type: ignore[call-overload]
             kind = f"of ONNX type {onnx.AttributeProto.AttributeType.Name(type_id)}"
         detail = f": {exc}" if str(exc) else ""
-        raise _AttributeValueError(f"attribute {key} = {value!r} is not {kind}{detail}") from None
+        raise _NodeOpError(f"attribute {key} = {value!r} is not {kind}{detail}") from None
 
 
 def _attribute_proto(

@@ -381,6 +381,24 @@ def test_a_slice_or_pad_built_in_its_attribute_form_is_named(op, canonical, opse
 
 
 @pytest.mark.parametrize("use", ["to_onnx", "lower"])
+@pytest.mark.parametrize("op", [dmlgraph.OnnxOp("Relu", 6), dmlgraph.OnnxOp("Relu", 99),
+                                dmlgraph.OnnxOp("Squeeze", 1, attrs={"axes": [0]})])
+def test_a_version_the_opset_does_not_select_is_named(op, use) -> None:
+    """A plain op's since_version other than the one the graph's opset selects was written
+    as the opset's op: Relu-99 ran as Relu-14, silently, and a Squeeze-1's attribute form
+    reached onnxruntime, whose "invalid model" at run time named no version."""
+    graph = dmlgraph.Graph(opset_imports={"": 18})
+    graph.add_input(dmlgraph.TensorInfo("x", np.float32, [1, 6]))
+    graph.add_node(op, ["x"], ["y"], dmlgraph.Provenance("n", op.op_type, "", op.since_version))
+    graph.outputs = ["y"]
+    selected = {"Relu": 14, "Squeeze": 13}[op.op_type]
+    with pytest.raises(ModelValidationError, match=re.escape(
+            f"node 'n' ({op.op_type}): since_version {op.since_version} is not the version of "
+            f"{op.op_type} that the graph's opset 18 selects ({selected})")):
+        graph.to_onnx() if use == "to_onnx" else lower(graph)
+
+
+@pytest.mark.parametrize("use", ["to_onnx", "lower"])
 def test_an_attribute_a_pad_lacks_is_refused_not_dropped(use) -> None:
     """A misspelt "mode" on a Pad built with the Graph API was read by no rule and dropped by
     to_onnx: the reflect padding the user asked for padded with zeros, silently (onnx's
