@@ -118,6 +118,11 @@ CANONICAL_VERSION: Mapping[str, int] = MappingProxyType(
     {op: max(forms) for op, forms in FORMS.items()}
 )
 
+#: The attributes of the canonical forms (their parameters are inputs).
+CANONICAL_ATTRIBUTES: Mapping[str, frozenset[str]] = MappingProxyType(
+    {"Slice": frozenset(), "Concat": frozenset({"axis"}), "Pad": frozenset({"mode"})}
+)
+
 #: Input ports of the parameter inputs of the canonical forms (port 0 is the data).
 PARAMETER_PORTS: Mapping[str, Mapping[str, int]] = MappingProxyType(
     {
@@ -189,6 +194,32 @@ def concat_axis(node: Node, where: str) -> int:
                 f"{where}: attribute axis is missing; Concat-{node.op.since_version} requires it"
             )
     return _concat_axis_value(axis, where)
+
+
+def check_form(node: Node, where: str) -> None:
+    """Refuse a Slice, Concat or Pad whose since_version the IR cannot hold: one dmlgraph
+    does not know, or Slice-1's and Pad-2's, whose parameters are attributes where the IR
+    holds them as inputs (``to_canonical`` moves them at import). Built with the Graph API,
+    such a node was read as one without parameters: ``to_onnx`` asked for constants it was
+    not given, and lowering raised a TypeError from deep inside. And an attribute the form
+    lacks, which no rule reads and ``to_onnx`` dropped."""
+    op = node.op
+    form = form_for(op.op_type, op.since_version, where)
+    if getattr(form, "params_as_attributes", False):
+        params = ", ".join(PARAMETER_PORTS[op.op_type])
+        raise ModelValidationError(
+            f"{where}: {op.op_type}-{op.since_version} holds its parameters as attributes; "
+            f"the IR holds them as inputs: build it as {op.op_type}-"
+            f"{CANONICAL_VERSION[op.op_type]} reading (data, {params}) (constants by "
+            "Graph.add_constant), as dmlgraph.load makes it"
+        )
+    unknown = sorted(set(op.attrs) - CANONICAL_ATTRIBUTES[op.op_type])
+    if unknown:  # read by no rule: a Pad's misspelt "mode" padded with zeros, silently
+        known = ", ".join(sorted(CANONICAL_ATTRIBUTES[op.op_type])) or "none"
+        raise ModelValidationError(
+            f"{where}: attribute {unknown[0]!r} is not {op.op_type}'s (its attributes: "
+            f"{known}), as onnx's checker and onnxruntime refuse it"
+        )
 
 
 def _concat_axis_value(axis: object, where: str) -> int:
@@ -469,6 +500,7 @@ def check(graph: Graph, node: Node, trust: Trust | None = None) -> None:
     if not is_canonical(node.op):
         return
     where = graph.describe(node)
+    check_form(node, where)
     if node.op.op_type == "Concat":
         _check_concat(graph, node, where)
         return
@@ -747,6 +779,7 @@ class Emitted:
 def emit(graph: Graph, node: Node, version: int) -> Emitted:
     """Write a canonical node in the syntax of ``version``; UnsupportedError if it cannot be."""
     where = graph.describe(node)
+    check_form(node, where)
     op_type = node.op.op_type
     form = form_for(op_type, version, where)
     if isinstance(form, ConcatForm):

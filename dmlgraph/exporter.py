@@ -15,7 +15,7 @@ import onnx
 from onnx import helper, numpy_helper
 
 from dmlgraph import canonical
-from dmlgraph.errors import UnsupportedError
+from dmlgraph.errors import ModelValidationError, UnsupportedError
 from dmlgraph.ir import Graph, Node, OnnxOp, Shape, Subgraph, TensorInfo, implicit_inputs
 from dmlgraph.subgraphs import graph_proto
 from dmlgraph.value_info import value_info as value_info_proto
@@ -63,7 +63,10 @@ def to_onnx(
     used_names: set[str] = set()
     order = graph.topological_order()
     for node in order:
-        proto, new_constants = node_proto(graph, node, used_names)
+        try:
+            proto, new_constants = node_proto(graph, node, used_names)
+        except _NodeOpError as exc:  # the attribute or version alone, not the node
+            raise ModelValidationError(f"{graph.describe(node)}: {exc}") from None
         nodes.append(proto)
         extra_initializers.extend(numpy_helper.from_array(v, k) for k, v in new_constants.items())
 
@@ -242,6 +245,13 @@ def _plain_attributes(op: OnnxOp, opset: int) -> tuple[onnx.AttributeProto, ...]
     found = _ATTRIBUTES.get(key)
     if found is None:
         schema = op_schema(op.op_type, op.domain, opset)
+        if schema is not None and schema.since_version != op.since_version:
+            # written as the opset's op: a Relu-99 ran as Relu-14, silently, and a
+            # Squeeze-1's axes attribute met onnxruntime's "invalid model" at run time
+            raise _NodeOpError(
+                f"since_version {op.since_version} is not the version of {op.op_type} that "
+                f"the graph's opset {opset} selects ({schema.since_version})"
+            )
         found = tuple(_attribute(k, v, schema) for k, v in sorted(op.attrs.items()))
         _ATTRIBUTES[key] = found
     return found
@@ -256,7 +266,30 @@ def op_schema(op_type: str, domain: str, opset: int) -> onnx.defs.OpSchema | Non
         return None
 
 
+class _NodeOpError(ModelValidationError):
+    """An op onnx cannot write as it is (an attribute value of another type, a version its
+    opset does not select); ``to_onnx`` names the node."""
+
+
 def _attribute(key: str, value: Any, schema: onnx.defs.OpSchema | None) -> onnx.AttributeProto:
+    """``_attribute_proto``, or an ``_NodeOpError`` naming the attribute, its value
+    and its type: a value of another type (alpha=1 for a FLOAT, perm=[1.0, 0.0] or an array
+    for INTS) met onnx's TypeError from deep inside, in ``to_onnx`` and ``lower``."""
+    try:
+        return _attribute_proto(key, value, schema)
+    except (TypeError, ValueError, AssertionError) as exc:  # onnx asserts a list's type
+        declared = schema.attributes.get(key) if schema is not None else None
+        kind = "a value onnx writes as an attribute"
+        if declared is not None:
+            type_id = int(declared.type)  # type: ignore[call-overload]
+            kind = f"of ONNX type {onnx.AttributeProto.AttributeType.Name(type_id)}"
+        detail = f": {exc}" if str(exc) else ""
+        raise _NodeOpError(f"attribute {key} = {value!r} is not {kind}{detail}") from None
+
+
+def _attribute_proto(
+    key: str, value: Any, schema: onnx.defs.OpSchema | None
+) -> onnx.AttributeProto:
     declared = schema.attributes.get(key) if schema is not None else None
     # OpSchema.AttrType values are AttributeProto types; the onnx stubs miss its __int__.
     attr_type: int | None = int(declared.type) if declared is not None else None  # type: ignore[call-overload]

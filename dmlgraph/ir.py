@@ -41,12 +41,29 @@ INT64_MAX = int(np.iinfo(np.int64).max)
 
 
 def _frozen_array(value: Any, dtype: np.dtype | None = None) -> np.ndarray:
-    """A read-only array; a writeable input is copied first so the caller cannot mutate it."""
+    """A read-only array; one that is not ``_immutable`` is copied first so the caller cannot
+    mutate it."""
     array = np.asarray(value, dtype=dtype)
-    if array.flags.writeable:
+    if not _immutable(array):
         array = array.copy()
         array.flags.writeable = False
     return array
+
+
+def _immutable(array: np.ndarray) -> bool:
+    """Whether nothing can write the array's memory: it and every array it views are
+    read-only, down to memory of its own or an immutable ``bytes`` (as the importer's are).
+    A read-only view of a writeable array (``np.broadcast_to(a, ...)``, a view made read-only)
+    is not: kept as it was, the owner's writes changed a constant or an attribute under the
+    graph, behind its version and the plans cached from it."""
+    base: object = array
+    while isinstance(base, np.ndarray):
+        if base.flags.writeable:
+            return False
+        if base.base is None:
+            return True
+        base = base.base
+    return isinstance(base, bytes)
 
 
 def _values_equal(a: Any, b: Any) -> bool:
@@ -101,6 +118,8 @@ class TensorInfo:
         # generated frozen __init__ plus __post_init__ cost 2.4-3x this (measured side by
         # side). Values already in normal form (a numpy.dtype, a tuple of plain dims, a
         # read-only ndarray) are kept as they are.
+        if not isinstance(name, str):  # 5 or None ran until to_onnx's protobuf refused it
+            raise GraphInvariantError(f"TensorInfo: name {name!r} is not text")
         if data is None:
             if dtype is not None and not isinstance(dtype, np.dtype):
                 dtype = _dtype_of(name, dtype)
@@ -110,7 +129,7 @@ class TensorInfo:
                 except GraphInvariantError as exc:
                     raise GraphInvariantError(f"tensor {name!r}: {exc}") from None
         else:  # the data fixes both; given ones must agree
-            if type(data) is not np.ndarray or data.flags.writeable:
+            if type(data) is not np.ndarray or not _immutable(data):
                 try:
                     data = _frozen_array(data)
                 except (TypeError, ValueError) as exc:  # ragged lists, objects NumPy refuses
@@ -127,6 +146,12 @@ class TensorInfo:
                         f"tensor {name!r}: data shape {data.shape} differs from shape "
                         f"{declared}"
                     )
+            if data.dtype.hasobject and not all(type(v) is str for v in data.flat):
+                # None or objects ran until the exporter refused them from deep inside
+                raise GraphInvariantError(
+                    f"tensor {name!r}: data of dtype object holds something other than "
+                    "str (ONNX's STRING tensors)"
+                )
             dtype, shape = data.dtype, data.shape  # a tuple of Python ints
         _set_name(self, name)
         _set_dtype(self, dtype)
@@ -332,8 +357,20 @@ class Attributes(Mapping[str, Any]):
 
     def __init__(self, items: Mapping[str, Any] | Iterable[tuple[str, Any]] = ()) -> None:
         # a dict first: the importer's, for every node (an ABC check costs more)
-        pairs = items.items() if type(items) is dict or isinstance(items, Mapping) else items
-        frozen = [(k if type(k) is str else str(k), _freeze_value(v)) for k, v in pairs]
+        if type(items) is dict or isinstance(items, Mapping):
+            pairs: Iterable[Any] = items.items()
+        elif isinstance(items, Iterable) and not isinstance(items, (str, bytes)):
+            pairs = items
+        else:
+            raise GraphInvariantError(
+                f"attributes {items!r} are not a mapping of names to values"
+            )
+        try:
+            frozen = [(_attribute_name(k), _freeze_value(v, k)) for k, v in pairs]
+        except (TypeError, ValueError):  # an item that is no (name, value) pair
+            raise GraphInvariantError(
+                f"attributes {items!r} are not a mapping of names to values"
+            ) from None
         frozen.sort(key=_first)
         self._items: tuple[tuple[str, Any], ...] = tuple(frozen)
         #: whether a value is a ``Subgraph`` (or a tuple of them): asked of every node, once
@@ -376,22 +413,39 @@ _ATOMIC_VALUES = frozenset({int, float, str, bytes})
 _first = operator.itemgetter(0)
 
 
-def _freeze_value(value: Any) -> Any:
+def _attribute_name(key: Any) -> str:
+    if type(key) is str:
+        return key
+    if isinstance(key, str):  # NumPy's strings
+        return str(key)
+    raise GraphInvariantError(f"attribute name {key!r} is not text")  # 1 was made '1'
+
+
+def _freeze_value(value: Any, key: str, nested: bool = False) -> Any:
+    """An attribute value as ``Attributes`` holds it: an int, float, str, bytes, bool,
+    read-only array or ``Subgraph``, or a tuple of those (ONNX's lists, which nest no
+    further). Anything else (a dict or set met "unhashable type" in lowering, a nested
+    list onnx's AssertionError) is refused, naming the attribute."""
     kind = type(value)
     if kind in _ATOMIC_VALUES:
         return value
-    if kind is tuple:  # ints/floats attributes, as the importer reads them, are kept
+    if kind is tuple and not nested:  # ints/floats attributes, as the importer reads them
         for v in value:  # a loop, not all(...): a generator costs more than most tuples
             if type(v) not in _ATOMIC_VALUES:
-                return tuple(_freeze_value(v) for v in value)
+                return tuple(_freeze_value(v, key, True) for v in value)
         return value
     if isinstance(value, np.ndarray):
         return _frozen_array(value)
-    if isinstance(value, (list, tuple)):
-        return tuple(_freeze_value(v) for v in value)
+    if isinstance(value, (list, tuple)) and not nested:
+        return tuple(_freeze_value(v, key, True) for v in value)
     if isinstance(value, np.generic):  # a NaN float32 as it is: .item() would quiet a
         return value if value != value else value.item()  # signalling one (wire_floats)
-    return value
+    if kind is bool or kind is Subgraph:
+        return value
+    raise GraphInvariantError(
+        f"attribute {key!r}: {value!r} is not a value ONNX attributes hold (an int, float, "
+        "str, bytes, array or subgraph, or a list of one kind of those)"
+    )
 
 
 #: ``OnnxOp``'s attrs when none are given (each op gets an empty ``Attributes`` of its own).
@@ -475,6 +529,15 @@ class Provenance:
     ) -> None:
         # written out, through the slots' setters (as ``TensorInfo``'s): import makes one
         # for every node of the model, and the generated frozen __init__ costs 1.7x this
+        if not (isinstance(name, str) and isinstance(op_type, str) and isinstance(domain, str)):
+            raise GraphInvariantError(  # 5 ran until to_onnx's protobuf refused it
+                f"Provenance: name {name!r}, op_type {op_type!r} and domain {domain!r} are "
+                "text"
+            )
+        if not is_integer(since_version):
+            raise GraphInvariantError(
+                f"Provenance {name!r}: since_version {since_version!r} is not an integer"
+            )
         _set_prov_name(self, name)
         _set_prov_op_type(self, op_type)
         _set_prov_domain(self, domain)
@@ -628,10 +691,13 @@ class Graph:
         ir_version: int = 8,
         source: str = "<graph>",
     ) -> None:
+        _check_graph_fields(name, opset_imports, ir_version, source)
         self.name = name
         #: domain -> opset version, as the model imported them ("" is the default domain).
-        self.opset_imports: dict[str, int] = dict(opset_imports or {})
-        self.ir_version = ir_version
+        self.opset_imports: dict[str, int] = {
+            domain: int(version) for domain, version in (opset_imports or {}).items()
+        }
+        self.ir_version = int(ir_version)
         #: Where the graph came from (a path, "<bytes>", ...): error messages start with it.
         self.source = source
         #: Model-level ONNX fields kept for to_onnx: producer_name, doc_string, metadata_props...
@@ -679,7 +745,7 @@ class Graph:
 
     @inputs.setter
     def inputs(self, names: Iterable[str]) -> None:
-        self._inputs = TensorNames(names)
+        self._inputs = TensorNames(_names(f"{self.source}: graph inputs", names))
 
     @property
     def outputs(self) -> TensorNames:
@@ -688,7 +754,7 @@ class Graph:
 
     @outputs.setter
     def outputs(self, names: Iterable[str]) -> None:
-        self._outputs = TensorNames(names)
+        self._outputs = TensorNames(_names(f"{self.source}: graph outputs", names))
 
     # ---------------------------------------------------------------- tensors
     @property
@@ -704,6 +770,11 @@ class Graph:
 
     def set_tensor(self, info: TensorInfo) -> TensorInfo:
         """Add or replace a tensor's info. A tensor that a node produces cannot become constant."""
+        if not isinstance(info, TensorInfo):
+            raise GraphInvariantError(
+                f"{self.source}: set_tensor takes a TensorInfo (TensorInfo(name, dtype, shape, "
+                f"data)), not {type(info).__name__}"
+            )
         if info.data is not None and info.name in self._producer:
             node = self.node(self._producer[info.name])
             raise GraphInvariantError(
@@ -751,10 +822,20 @@ class Graph:
 
     def add_constant(self, base_name: str, value: Any, dtype: Any = None) -> str:
         """Register a new constant under a fresh name derived from ``base_name``; returns it."""
+        if not isinstance(base_name, str):
+            raise GraphInvariantError(
+                f"{self.source}: add_constant: name {base_name!r} is not text"
+            )
         name = self.unique_name(base_name)
-        self.set_tensor(
-            TensorInfo(name, data=_frozen_array(value, None if dtype is None else np.dtype(dtype)))
-        )
+        if dtype is not None:
+            dtype = _dtype_of(name, dtype)
+        try:
+            data = _frozen_array(value, dtype)
+        except (TypeError, ValueError) as exc:  # ragged lists, values the dtype cannot hold
+            raise GraphInvariantError(
+                f"{self.source}: constant {name!r}: data is no array: {exc}"
+            ) from None
+        self.set_tensor(TensorInfo(name, data=data))
         return name
 
     def constant(self, name: str) -> np.ndarray | None:
@@ -784,7 +865,7 @@ class Graph:
         try:
             return self._nodes[node_id]
         except KeyError:
-            raise GraphInvariantError(f"{self.source}: no node with id {node_id}") from None
+            raise GraphInvariantError(f"{self.source}: no node with id {node_id!r}") from None
 
     @property
     def nodes(self) -> list[Node]:
@@ -862,7 +943,16 @@ class Graph:
         notes: Iterable[str] = (),
     ) -> Node:
         """Add a node; unknown output tensors are registered with nothing known about them."""
-        node = Node(self._next_id, op, tuple(inputs), tuple(outputs), provenance, list(notes))
+        where = f"{self.source}: add_node"
+        _check_node_fields(where, op, provenance, notes)
+        node = Node(
+            self._next_id,
+            op,
+            _names(f"{where}: inputs", inputs),
+            _names(f"{where}: outputs", outputs),
+            provenance,
+            list(notes),
+        )
         for out in node.outputs:
             self._check_new_output(node, out)
         self._next_id += 1
@@ -881,11 +971,16 @@ class Graph:
         old = self.node(node_id)
         _check_fields("Node", changes, _NODE_FIELDS)
         get = changes.get  # dataclasses.replace, spelled out (see TensorInfo.replace)
+        where = f"{self.source}: replace_node"
+        _check_node_fields(
+            where, get("op", old.op), get("provenance", old.provenance), get("notes", ())
+        )
         new = Node(
             get("id", old.id),
             get("op", old.op),
-            tuple(get("inputs", old.inputs)),  # any sequence, held as add_node holds it
-            tuple(get("outputs", old.outputs)),
+            # any sequence, held as add_node holds it
+            _names(f"{where}: inputs", get("inputs", old.inputs)),
+            _names(f"{where}: outputs", get("outputs", old.outputs)),
             get("provenance", old.provenance),
             get("notes", old.notes),
         )
@@ -935,6 +1030,10 @@ class Graph:
                 f"{self.source}: {node.label}: input port {port!r} is not an int from 0"
             )
         port = int(port)
+        if not isinstance(tensor, str):
+            raise GraphInvariantError(
+                f"{self.source}: {node.label}: input {tensor!r} is not a tensor name"
+            )
         inputs = list(node.inputs) + [""] * max(0, port + 1 - len(node.inputs))
         inputs[port] = tensor
         while inputs and inputs[-1] == "":
@@ -1107,6 +1206,7 @@ class Graph:
             )
         if info.data is not None:
             raise GraphInvariantError(f"{self.source}: graph input {info.name!r} cannot carry data")
+        _check_new_input(self, info.name)
         self.set_tensor(info)
         self.inputs.append(info.name)
         return info.name
@@ -1143,6 +1243,13 @@ class Graph:
         other._structure, other._order = self._structure, self._order  # the same nodes, edges
         other._tracking, other._stale = self._tracking, set(self._stale)
         return other
+
+    def __copy__(self) -> Graph:
+        """``copy.copy`` is ``copy``: the default shallow copy shared the node and tensor
+        tables with its original, so an edit of either changed both while the other's
+        version (and with it its fold mark and the backends' cached plans) stood still, and
+        the original ran its old plan: the old op, silently."""
+        return self.copy()
 
     def extract(
         self,
@@ -1309,7 +1416,28 @@ class Graph:
                 f"writes (1 to {onnx.IR_VERSION})"
             )
         self.validate()
-        return to_onnx(self, ir_version=ir_version)
+        return to_onnx(self._typed(), ir_version=ir_version)
+
+    def _typed(self) -> Graph:
+        """The graph, or a copy of it whose stale infos (``stale_tensors``) and unknown
+        output types inference derived anew, as ``lower`` derives them. ONNX requires a
+        graph output's type: written without one (an output an edit made stale, or a node's
+        output in a graph built with this API), onnx's checker, so ``load`` and ``check``,
+        refused the model. Where inference fails, the graph as it is (its loader names
+        the problem)."""
+        if not self.stale_tensors() and all(
+            self._tensors[name].dtype is not None for name in self.outputs
+        ):
+            return self
+        from dmlgraph import folding
+        from dmlgraph.errors import DmlgraphError
+
+        typed = self.copy()
+        try:
+            folding.infer_shapes(typed)
+        except DmlgraphError:
+            return self
+        return typed
 
     def not_an_input(self, name: str) -> str:
         """Why ``name`` takes no value although the model lists it as a graph input ("" when
@@ -1394,6 +1522,71 @@ def _nx_changed(graph: nx.MultiDiGraph) -> None:
     cache = getattr(graph, "__networkx_cache__", None)
     if cache:
         cache.clear()
+
+
+def _names(where: str, names: Any) -> tuple[str, ...]:
+    """Tensor names as the IR holds them: a tuple of str (``""`` for an omitted one). A str
+    given for the sequence was read as one name per character ("yy": two outputs 'y')."""
+    if isinstance(names, (str, bytes)) or not isinstance(names, Iterable):
+        raise GraphInvariantError(f"{where}: {names!r} is not a sequence of tensor names")
+    held = tuple(names)
+    for name in held:  # a loop: asked for every node the importer adds
+        if not isinstance(name, str):
+            raise GraphInvariantError(f"{where}: {name!r} is not a tensor name")
+    return held
+
+
+def _check_node_fields(where: str, op: Any, provenance: Any, notes: Any) -> None:
+    """What ``Node`` holds as given: an op (an op type's name or None was taken for a
+    DirectML descriptor, "already lowered"), a ``Provenance`` and notes that are not one str
+    (read as one note per character)."""
+    if op is None or isinstance(op, (str, bytes, int, float)):
+        raise GraphInvariantError(
+            f"{where}: op {op!r} is an OnnxOp (OnnxOp('Relu', 14)) or a DirectML descriptor"
+        )
+    if not isinstance(provenance, Provenance):
+        raise GraphInvariantError(
+            f"{where}: provenance is a Provenance (Provenance(name, op_type, domain, "
+            f"since_version)), not {type(provenance).__name__}"
+        )
+    if isinstance(notes, (str, bytes)) or not isinstance(notes, Iterable):
+        raise GraphInvariantError(f"{where}: notes {notes!r} is not a sequence of str")
+
+
+def _check_new_input(graph: Graph, name: str) -> None:
+    """A graph input is a new name, or one registered with no data, no producer and not an
+    input yet: ``add_input`` of a constant's name made it an input, silently."""
+    if not name:
+        raise GraphInvariantError(f"{graph.source}: a graph input's name is empty, which ONNX "
+                                  "reads as an omitted input")
+    info = graph.tensors.get(name)
+    if name in graph.inputs or (info is not None and info.data is not None) or (
+        graph.producer(name) is not None
+    ):
+        raise GraphInvariantError(
+            f"{graph.source}: add_input: {name!r} is already a graph input, a constant or a "
+            "node's output"
+        )
+
+
+def _check_graph_fields(name: Any, opsets: Any, ir_version: Any, source: Any) -> None:
+    """``Graph``'s arguments, which the exporter's protobuf refused from deep inside."""
+    if not isinstance(name, str):
+        raise GraphInvariantError(f"Graph: name {name!r} is not text")
+    if type(source) is not str:
+        raise GraphInvariantError(f"Graph: source {source!r} is not text")
+    if opsets is not None and not isinstance(opsets, Mapping):
+        raise GraphInvariantError(
+            f"Graph: opset_imports {opsets!r} is not a mapping of domain to opset version"
+        )
+    for domain, version in (opsets or {}).items():
+        if type(domain) is not str or not is_integer(version) or not 1 <= version <= INT64_MAX:
+            raise GraphInvariantError(
+                f"Graph: opset_imports {domain!r}: {version!r} is not a domain and an opset "
+                "version (1 to 2^63 - 1)"
+            )
+    if not is_integer(ir_version) or ir_version < 1:
+        raise GraphInvariantError(f"Graph: ir_version {ir_version!r} is not an ONNX IR version")
 
 
 _TENSOR_INFO_FIELDS = frozenset({"name", "dtype", "shape", "data"})

@@ -712,7 +712,7 @@ TensorSource = str | os.PathLike[str] | Mapping[str, np.ndarray]
 
 
 def check(
-    model: ModelSource,
+    model: ModelSource | Graph,
     *,
     feature_level: FeatureLevel | str | int = "6_4",
     inputs: TensorSource | None = None,
@@ -727,6 +727,9 @@ def check(
 ) -> ParityReport:
     """Lower ``model`` at ``feature_level`` and compare the NumPy backend's outputs against
     onnxruntime on the model (and against ``expected``, or the outputs ``inputs`` holds).
+
+    ``model``: a path, bytes, an onnx.ModelProto, or a ``Graph`` (built or edited: checked
+    as its ``to_onnx()``; ``load`` had refused one as "not Graph").
 
     ``inputs``: an .npz / test-data folder / dict; None generates them from ``seed``.
     ``atol``/``rtol``: one value, or per output name with ``""`` as the default.
@@ -752,14 +755,15 @@ def check(
                 f"{name} is an .npz or test-data folder path, or a mapping of names to "
                 f"arrays, not a {type(given).__name__}"
             )
-    graph = load(model, input_shapes)
+    source_model: ModelSource = model.to_onnx() if isinstance(model, Graph) else model
+    graph = load(source_model, input_shapes)
     if not graph.outputs:
         raise DmlgraphError(f"{graph.source}: the graph declares no outputs: there is nothing "
                             "to compare")
     tolerances = Tolerances.of(atol, rtol)
     tolerances.check(graph.outputs)
     lowered = lower(graph, level)
-    stem = Path(model).stem if isinstance(model, (str, os.PathLike)) else None
+    stem = Path(source_model).stem if isinstance(source_model, (str, os.PathLike)) else None
     feeds, stored, source = _tensors(graph, inputs, expected, seed, stem)
 
     # one NCHWc decision for every session over the model (``providers.LAYOUT_REWRITE``)
@@ -779,7 +783,7 @@ def check(
     )
     notes: list[str] = []
     comparisons = [
-        _against_reference(ort, model, graph, feeds, names, values, tolerances, divergences,
+        _against_reference(ort, source_model, graph, feeds, names, values, tolerances, divergences,
                            label, runs, notes)
     ]
     if stored:

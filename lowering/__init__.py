@@ -42,6 +42,8 @@ def lower(
         )
     if verify_each is None:
         verify_each = os.environ.get(VERIFY_EACH_VARIABLE, "") == "1"
+    elif not isinstance(verify_each, bool):  # "no" is true
+        raise DmlgraphError(f"verify_each is True, False or None, not {verify_each!r}")
     with collector.paused():  # first: an allocation here would scan all of load's objects
         try:
             level = FeatureLevel.parse(feature_level)

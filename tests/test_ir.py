@@ -60,6 +60,27 @@ def test_tensor_info_freezes_a_copy_of_constant_data() -> None:
         info.shape = (6,)  # type: ignore[misc]
 
 
+def test_read_only_views_of_writeable_arrays_are_copied() -> None:
+    """A read-only view of the caller's writeable array was kept as it was: writing the
+    array later changed the constant (or attribute) under the graph, silently."""
+    owner = np.arange(6, dtype=np.float32)
+    view = owner.view()
+    view.flags.writeable = False
+    graph = Graph("g")
+    infos = [
+        TensorInfo("v", data=view),
+        TensorInfo("b", data=np.broadcast_to(owner, (2, 6))),
+        graph.tensor(graph.add_constant("c", np.broadcast_to(owner, (2, 6)))),
+    ]
+    attr = OnnxOp("Constant", 13, attrs={"value": view}).attrs["value"]
+    owner[:] = -1
+    for held in (*[info.data for info in infos], attr):
+        assert held.ravel()[:6].tolist() == [0, 1, 2, 3, 4, 5] and not held.flags.writeable
+    frozen = np.arange(3, dtype=np.int64)
+    frozen.flags.writeable = False  # read-only, and nothing else holds its memory: kept
+    assert TensorInfo("f", data=frozen).data is frozen
+
+
 def test_tensor_info_refuses_data_that_contradicts_dtype_or_shape() -> None:
     with pytest.raises(GraphInvariantError, match="dtype"):
         TensorInfo("t", np.float32, data=np.zeros(2, dtype=np.int64))
@@ -464,6 +485,32 @@ def test_a_copy_shares_no_metadata_with_its_original() -> None:
     other = graph.copy()
     other.model_info["metadata_props"]["author"] = "bob"  # the dict inside was shared
     assert graph.model_info["metadata_props"] == {"author": "alice"}
+
+
+def test_copy_module_copies_are_independent_graphs() -> None:
+    """copy.copy shared the node and tensor tables: an edit of the copy changed the original
+    too, whose version stood still, so a backend ran its cached plan of the old op."""
+    import copy
+
+    from backends import get_backend
+    from lowering import lower
+
+    graph = _chain()
+    x = np.array([[-1, 2, 3], [4, -5, 6]], dtype=np.float32)
+    numpy = get_backend("numpy")
+    before = numpy.run(graph, {"x": x})["y"]
+    other = copy.copy(graph)
+    other.replace_node(0, op=OnnxOp("Neg", 13))
+    assert graph.nodes[0].op.op_type == "Relu" and other.nodes[0].op.op_type == "Neg"
+    assert np.array_equal(numpy.run(graph, {"x": x})["y"], before)
+    assert np.array_equal(numpy.run(other, {"x": x})["y"], -(-x + 1))
+    lowered = lower(graph)
+    twin = copy.copy(lowered)
+    assert type(twin) is type(lowered) and twin.report() == lowered.report()
+    twin.outputs.append("a")
+    assert lowered.outputs == ["y"]
+    for made in (graph, other, lowered, twin):
+        made.validate()
 
 
 def test_replace_node_holds_any_sequence_as_a_tuple() -> None:

@@ -1294,6 +1294,33 @@ def test_a_node_rewired_after_load_has_its_readers_lowered_for_the_new_shape(fol
     assert lower(extracted, "6_4").tensors["y"].shape == (4, 3)
 
 
+def test_to_onnx_of_an_edited_or_built_graph_types_its_outputs() -> None:
+    """An output an edit made stale, or a node's output in a graph built by hand, was
+    written with no type at all: onnx's checker refused the export, and so did
+    dmlgraph's own load and check. Its type is inferred anew, the edit's (int32 here)."""
+    from dmlgraph import Graph, Provenance, TensorInfo
+
+    graph = load(_relu_then_concat())
+    relu = graph.find_nodes("Relu")[0]
+    graph.replace_node(relu.id, op=OnnxOp("Cast", 13, attrs={"to": TensorProto.INT32}))
+    built = Graph("b", opset_imports={"": 18})
+    built.add_input(TensorInfo("x", np.float32, (4, 6)))
+    built.add_node(OnnxOp("Concat", 13, attrs={"axis": 1}), ["x", "x"], ["y"],
+                   Provenance("cat", "Concat", "", 13))
+    built.outputs = ["y"]
+    x = np.arange(-12, 12, dtype=np.float32).reshape(4, 6) / 4
+    for edited, expected in ((graph, np.concatenate([x.astype(np.int32)] * 2)),
+                             (built, np.concatenate([x, x], axis=1))):
+        model = edited.to_onnx()
+        onnx.checker.check_model(model)
+        assert same_bits(_onnxruntime(model, {"x": x, "z": np.zeros((2, 3), np.float32)}
+                                      if edited is graph else {"x": x}), expected)
+        assert load(model).tensors["y"].dtype == expected.dtype
+        assert check(model).passed
+    assert graph.tensors["y"].dtype == np.float32  # the graph given keeps its infos
+    assert built.tensors["y"].dtype is None
+
+
 def test_a_graph_input_given_another_shape_after_load_reshapes_what_reads_it() -> None:
     from dmlgraph.ir import TensorInfo
 

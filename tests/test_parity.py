@@ -271,6 +271,32 @@ def test_a_reference_failure_no_divergence_explains_is_an_error(monkeypatch) -> 
 # ----------------------------------------------------------------------------- check
 
 
+def test_check_takes_a_graph_built_or_edited_in_python() -> None:
+    """A Graph, built with its API or edited after load, was refused ("load() takes a path,
+    bytes or an onnx.ModelProto, not Graph", naming a function the user never called); it is
+    checked as its to_onnx()."""
+    from dmlgraph.errors import UnsupportedError
+
+    graph = Graph("built", opset_imports={"": 18})
+    graph.add_input(TensorInfo("x", np.float32, (3, 5)))
+    starts = graph.add_constant("starts", np.array([4], np.int64))
+    ends = graph.add_constant("ends", np.array([0], np.int64))
+    axes = graph.add_constant("axes", np.array([1], np.int64))
+    steps = graph.add_constant("steps", np.array([-2], np.int64))
+    graph.add_node(OnnxOp("Slice", 13), ["x", starts, ends, axes, steps], ["s"],
+                   Provenance("slice", "Slice", "", 13))
+    pads = graph.add_constant("pads", np.array([1, 0, 0, 2], np.int64))
+    graph.add_node(OnnxOp("Pad", 18, attrs={"mode": "edge"}), ["s", pads], ["y"],
+                   Provenance("pad", "Pad", "", 18))
+    graph.outputs = ["y"]
+    x = np.arange(15, dtype=np.float32).reshape(3, 5)
+    expected = np.pad(x[:, 4:0:-2], [(1, 0), (0, 2)], mode="edge")  # NumPy, the oracle
+    report = check(graph, feature_level="1_0", inputs={"x": x}, expected={"y": expected})
+    assert report.passed and len(report.comparisons) == 2
+    with pytest.raises(UnsupportedError, match="writes graphs of ONNX ops only"):
+        check(lowering.lower(graph))
+
+
 @pytest.mark.parametrize("level", ["6_4", "2_1"])
 @pytest.mark.parametrize("model", MODELS)
 def test_check_holds_on_the_real_models(model, level, onnx_models_dir) -> None:

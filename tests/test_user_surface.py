@@ -302,6 +302,53 @@ _RAGGED = [[1.0, 2.0], [3.0]]
      "lowered graph's DML nodes as ONNX ops)"),
     (lambda g, l, x: __import__("dmlgraph.viz").viz.write_viz("/no/such/folder/x.html", g, l),
      "/no/such/folder/x.html: cannot write: No such file or directory"),
+    # a str where a sequence of names goes was read one name per character, silently
+    (lambda g, l, x: _add_relu(g, outputs="yy"), "add_node: outputs: 'yy' is not a sequence"),
+    (lambda g, l, x: _add_relu(g, inputs="x"), "add_node: inputs: 'x' is not a sequence"),
+    (lambda g, l, x: _add_relu(g, inputs=[1]), "add_node: inputs: 1 is not a tensor name"),
+    (lambda g, l, x: _add_relu(g, notes="checked"), "notes 'checked' is not a sequence of str"),
+    (lambda g, l, x: _add_relu(g, op="Relu"), "op 'Relu' is an OnnxOp (OnnxOp('Relu', 14))"),
+    (lambda g, l, x: _add_relu(g, provenance="relu"), "provenance is a Provenance"),
+    (lambda g, l, x: g.replace_node(g.nodes[0].id, outputs="yy"),
+     "replace_node: outputs: 'yy' is not a sequence of tensor names"),
+    (lambda g, l, x: g.set_input(g.nodes[0].id, 0, 3), "input 3 is not a tensor name"),
+    (lambda g, l, x: setattr(g, "outputs", "y"), "graph outputs: 'y' is not a sequence"),
+    (lambda g, l, x: setattr(g, "outputs", None), "graph outputs: None is not a sequence"),
+    (lambda g, l, x: g.add_input(dmlgraph.TensorInfo("x", np.float32, [4, 6])),
+     "add_input: 'x' is already a graph input"),
+    (lambda g, l, x: g.add_input(dmlgraph.TensorInfo(g.constants[0], np.int64, [1])),
+     "is already a graph input, a constant or a node's output"),
+    (lambda g, l, x: g.set_tensor("x"), "set_tensor takes a TensorInfo"),
+    (lambda g, l, x: g.add_constant("k", _RAGGED), "constant 'k': data is no array"),
+    (lambda g, l, x: g.add_constant("k", [1], dtype="foo"), "dtype 'foo' is not one"),
+    (lambda g, l, x: g.add_constant("k", [None]), "data of dtype object holds something"),
+    (lambda g, l, x: dmlgraph.TensorInfo(5, np.float32), "TensorInfo: name 5 is not text"),
+    (lambda g, l, x: lower(g, verify_each="no"), "verify_each is True, False or None, not 'no'"),
+    (lambda g, l, x: g.node("0"), "no node with id '0'"),  # said "id 0", which exists
+    # an attribute value no ONNX attribute holds met "unhashable type" or an AssertionError
+    (lambda g, l, x: dmlgraph.OnnxOp("LeakyRelu", 16, attrs={"alpha": {"a": 1}}),
+     "attribute 'alpha': {'a': 1} is not a value ONNX attributes hold"),
+    (lambda g, l, x: dmlgraph.OnnxOp("LeakyRelu", 16, attrs={"alpha": {0.5}}),
+     "attribute 'alpha': {0.5} is not a value"),
+    (lambda g, l, x: dmlgraph.OnnxOp("LeakyRelu", 16, attrs={"alpha": None}),
+     "attribute 'alpha': None is not a value"),
+    (lambda g, l, x: dmlgraph.OnnxOp("Transpose", 13, attrs={"perm": [[1, 0]]}),
+     "attribute 'perm': [1, 0] is not a value"),
+    (lambda g, l, x: dmlgraph.OnnxOp("LeakyRelu", 16, attrs={1: 0.5}),
+     "attribute name 1 is not text"),
+    (lambda g, l, x: dmlgraph.OnnxOp("LeakyRelu", 16, attrs="alpha"),
+     "attributes 'alpha' are not a mapping of names to values"),
+    (lambda g, l, x: dmlgraph.OnnxOp("LeakyRelu", 16, attrs=None),
+     "attributes None are not a mapping"),
+    (lambda g, l, x: dmlgraph.Provenance(5, "Relu"), "Provenance: name 5, op_type 'Relu'"),
+    (lambda g, l, x: dmlgraph.Provenance("r", "Relu", None), "and domain None are text"),
+    (lambda g, l, x: dmlgraph.Provenance("r", "Relu", "", "14"),
+     "Provenance 'r': since_version '14' is not an integer"),
+    (lambda g, l, x: dmlgraph.Graph(opset_imports={"": "18"}),
+     "opset_imports '': '18' is not a domain and an opset version"),
+    (lambda g, l, x: dmlgraph.Graph(opset_imports=[("", 18)]), "opset_imports [('', 18)]"),
+    (lambda g, l, x: dmlgraph.Graph(ir_version="8"), "ir_version '8' is not an ONNX IR"),
+    (lambda g, l, x: dmlgraph.Graph(5), "Graph: name 5 is not text"),
 ])
 def test_api_misuse_is_one_clear_dmlgraph_error(call, fragment) -> None:
     """Arguments of the wrong kind met an AttributeError, a TypeError or NumPy's "truth value
@@ -311,6 +358,95 @@ def test_api_misuse_is_one_clear_dmlgraph_error(call, fragment) -> None:
     x = np.zeros((4, 6), np.float32)
     with pytest.raises(dmlgraph.DmlgraphError, match=re.escape(fragment)):
         call(graph, lowered, x)
+
+
+@pytest.mark.parametrize("op, canonical", [
+    (dmlgraph.OnnxOp("Slice", 1, attrs={"starts": [1], "ends": [3], "axes": [0]}), "Slice-13"),
+    (dmlgraph.OnnxOp("Pad", 2, attrs={"pads": [1, 0, 0, 2]}), "Pad-25"),
+])
+@pytest.mark.parametrize("opset", [9, 18])
+@pytest.mark.parametrize("use", ["to_onnx", "lower"])
+def test_a_slice_or_pad_built_in_its_attribute_form_is_named(op, canonical, opset, use):
+    """The IR holds Slice's and Pad's parameters as inputs; a Slice-1 or Pad-2 built with the
+    Graph API was read as one without them: to_onnx asked for constants it was never
+    given, and lowering a Slice-1 in an opset-18 graph raised a TypeError from its rule."""
+    graph = dmlgraph.Graph(opset_imports={"": opset})
+    graph.add_input(dmlgraph.TensorInfo("x", np.float32, [4, 6]))
+    graph.add_node(op, ["x"], ["y"], dmlgraph.Provenance("n", op.op_type, "", op.since_version))
+    graph.outputs = ["y"]
+    message = f"{op.op_type}-{op.since_version} holds its parameters as attributes; the IR"
+    with pytest.raises(ModelValidationError, match=re.escape(message)) as caught:
+        graph.to_onnx() if use == "to_onnx" else lower(graph)
+    assert f"build it as {canonical} reading (data, " in str(caught.value)
+
+
+@pytest.mark.parametrize("use", ["to_onnx", "lower"])
+@pytest.mark.parametrize("op", [dmlgraph.OnnxOp("Relu", 6), dmlgraph.OnnxOp("Relu", 99),
+                                dmlgraph.OnnxOp("Squeeze", 1, attrs={"axes": [0]})])
+def test_a_version_the_opset_does_not_select_is_named(op, use) -> None:
+    """A plain op's since_version other than the one the graph's opset selects was written
+    as the opset's op: Relu-99 ran as Relu-14, silently, and a Squeeze-1's attribute form
+    reached onnxruntime, whose "invalid model" at run time named no version."""
+    graph = dmlgraph.Graph(opset_imports={"": 18})
+    graph.add_input(dmlgraph.TensorInfo("x", np.float32, [1, 6]))
+    graph.add_node(op, ["x"], ["y"], dmlgraph.Provenance("n", op.op_type, "", op.since_version))
+    graph.outputs = ["y"]
+    selected = {"Relu": 14, "Squeeze": 13}[op.op_type]
+    with pytest.raises(ModelValidationError, match=re.escape(
+            f"node 'n' ({op.op_type}): since_version {op.since_version} is not the version of "
+            f"{op.op_type} that the graph's opset 18 selects ({selected})")):
+        graph.to_onnx() if use == "to_onnx" else lower(graph)
+
+
+@pytest.mark.parametrize("use", ["to_onnx", "lower"])
+def test_an_attribute_a_pad_lacks_is_refused_not_dropped(use) -> None:
+    """A misspelt "mode" on a Pad built with the Graph API was read by no rule and dropped by
+    to_onnx: the reflect padding the user asked for padded with zeros, silently (onnx's
+    checker and onnxruntime refuse an unknown attribute)."""
+    graph = dmlgraph.Graph(opset_imports={"": 18})
+    graph.add_input(dmlgraph.TensorInfo("x", np.float32, [4, 6]))
+    pads = graph.add_constant("pads", np.array([1, 0, 0, 2]))
+    graph.add_node(dmlgraph.OnnxOp("Pad", 18, attrs={"mdoe": "reflect"}), ["x", pads], ["y"],
+                   dmlgraph.Provenance("p", "Pad", "", 18))
+    graph.outputs = ["y"]
+    with pytest.raises(ModelValidationError,
+                       match=re.escape("node 'p' (Pad): attribute 'mdoe' is not Pad's (its "
+                                       "attributes: mode)")):
+        graph.to_onnx() if use == "to_onnx" else lower(graph)
+
+
+@pytest.mark.parametrize("op, fragment", [
+    (dmlgraph.OnnxOp("LeakyRelu", 16, attrs={"alpha": 1}), "alpha = 1 is not of ONNX type FLOAT"),
+    (dmlgraph.OnnxOp("LeakyRelu", 16, attrs={"alpha": np.array(0.5, np.float32)}),
+     "alpha = array(0.5, dtype=float32) is not of ONNX type FLOAT"),
+    (dmlgraph.OnnxOp("Transpose", 13, attrs={"perm": [1.0, 0.0]}),
+     "perm = (1.0, 0.0) is not of ONNX type INTS"),
+    (dmlgraph.OnnxOp("Transpose", 13, attrs={"perm": [True, False]}),
+     "perm = (True, False) is not of ONNX type INTS"),
+    (dmlgraph.OnnxOp("Transpose", 13, attrs={"perm": np.array([1, 0])}),
+     "perm = array([1, 0]) is not of ONNX type INTS"),
+    (dmlgraph.OnnxOp("Cast", 13, attrs={"to": 6.0}), "to = 6.0 is not of ONNX type INT"),
+    (dmlgraph.OnnxOp("LeakyRelu", 16, attrs={"alpha": [0.5]}),  # onnx's bare AssertionError
+     "alpha = (0.5,) is not of ONNX type FLOAT"),
+])
+@pytest.mark.parametrize("use", ["to_onnx", "lower"])
+def test_an_attribute_of_another_type_is_named(op, fragment, use) -> None:
+    """A value onnx cannot write as the attribute's type met onnx's TypeError from deep
+    inside the exporter (to_onnx, and lower, whose inference exports the graph)."""
+    graph = dmlgraph.Graph(opset_imports={"": 18})
+    graph.add_input(dmlgraph.TensorInfo("x", np.float32, [4, 6]))
+    graph.add_node(op, ["x"], ["y"], dmlgraph.Provenance("n", op.op_type, "", op.since_version))
+    graph.outputs = ["y"]
+    with pytest.raises(ModelValidationError, match=re.escape(f"node 'n' ({op.op_type}): "
+                                                             f"attribute {fragment}")):
+        graph.to_onnx() if use == "to_onnx" else lower(graph)
+
+
+def _add_relu(graph, **changes):
+    """``graph.add_node`` of a Relu reading 'x', with ``changes`` to its arguments."""
+    arguments = dict(op=dmlgraph.OnnxOp("Relu", 14), inputs=["x"], outputs=["r"],
+                     provenance=dmlgraph.Provenance("relu", "Relu", "", 14))
+    return graph.add_node(**{**arguments, **changes})
 
 
 def _descriptor(kind: str, **fields):
