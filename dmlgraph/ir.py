@@ -60,10 +60,21 @@ def _immutable(array: np.ndarray) -> bool:
     while isinstance(base, np.ndarray):
         if base.flags.writeable:
             return False
-        if base.base is None:
+        owner = base.base
+        if owner is None or type(owner) is bytes:
             return True
-        base = base.base
+        base = owner
     return isinstance(base, bytes)
+
+
+def _kept(data: Any) -> bool:
+    """Whether ``TensorInfo`` keeps ``data`` as given: a read-only ndarray over memory of its
+    own or a ``bytes`` (the importer's, over raw_data: asked once there, for every constant,
+    before ``_immutable``'s walk)."""
+    if type(data) is not np.ndarray or data.flags.writeable:
+        return False
+    owner = data.base
+    return owner is None or type(owner) is bytes or _immutable(data)
 
 
 def _values_equal(a: Any, b: Any) -> bool:
@@ -118,8 +129,8 @@ class TensorInfo:
         # generated frozen __init__ plus __post_init__ cost 2.4-3x this (measured side by
         # side). Values already in normal form (a numpy.dtype, a tuple of plain dims, a
         # read-only ndarray) are kept as they are.
-        if not isinstance(name, str):  # 5 or None ran until to_onnx's protobuf refused it
-            raise GraphInvariantError(f"TensorInfo: name {name!r} is not text")
+        if type(name) is not str and not isinstance(name, str):  # 5 or None ran until
+            raise GraphInvariantError(f"TensorInfo: name {name!r} is not text")  # to_onnx
         if data is None:
             if dtype is not None and not isinstance(dtype, np.dtype):
                 dtype = _dtype_of(name, dtype)
@@ -129,7 +140,7 @@ class TensorInfo:
                 except GraphInvariantError as exc:
                     raise GraphInvariantError(f"tensor {name!r}: {exc}") from None
         else:  # the data fixes both; given ones must agree
-            if type(data) is not np.ndarray or not _immutable(data):
+            if not _kept(data):
                 try:
                     data = _frozen_array(data)
                 except (TypeError, ValueError) as exc:  # ragged lists, objects NumPy refuses
@@ -529,15 +540,11 @@ class Provenance:
     ) -> None:
         # written out, through the slots' setters (as ``TensorInfo``'s): import makes one
         # for every node of the model, and the generated frozen __init__ costs 1.7x this
-        if not (isinstance(name, str) and isinstance(op_type, str) and isinstance(domain, str)):
-            raise GraphInvariantError(  # 5 ran until to_onnx's protobuf refused it
-                f"Provenance: name {name!r}, op_type {op_type!r} and domain {domain!r} are "
-                "text"
-            )
-        if not is_integer(since_version):
-            raise GraphInvariantError(
-                f"Provenance {name!r}: since_version {since_version!r} is not an integer"
-            )
+        if not (
+            type(name) is str and type(op_type) is str and type(domain) is str
+            and type(since_version) is int  # the importer's, for every node: exact types first
+        ):
+            _check_provenance_fields(name, op_type, domain, since_version)
         _set_prov_name(self, name)
         _set_prov_op_type(self, op_type)
         _set_prov_domain(self, domain)
@@ -770,7 +777,7 @@ class Graph:
 
     def set_tensor(self, info: TensorInfo) -> TensorInfo:
         """Add or replace a tensor's info. A tensor that a node produces cannot become constant."""
-        if not isinstance(info, TensorInfo):
+        if type(info) is not TensorInfo and not isinstance(info, TensorInfo):
             raise GraphInvariantError(
                 f"{self.source}: set_tensor takes a TensorInfo (TensorInfo(name, dtype, shape, "
                 f"data)), not {type(info).__name__}"
@@ -1527,19 +1534,37 @@ def _nx_changed(graph: nx.MultiDiGraph) -> None:
 def _names(where: str, names: Any) -> tuple[str, ...]:
     """Tensor names as the IR holds them: a tuple of str (``""`` for an omitted one). A str
     given for the sequence was read as one name per character ("yy": two outputs 'y')."""
-    if isinstance(names, (str, bytes)) or not isinstance(names, Iterable):
+    kind = type(names)
+    if kind is not tuple and kind is not list and (
+        isinstance(names, (str, bytes)) or not isinstance(names, Iterable)
+    ):  # the exact types first: asked for every node the importer adds
         raise GraphInvariantError(f"{where}: {names!r} is not a sequence of tensor names")
-    held = tuple(names)
-    for name in held:  # a loop: asked for every node the importer adds
-        if not isinstance(name, str):
+    held = names if kind is tuple else tuple(names)
+    for name in held:  # a loop, exact type first, for the same reason
+        if type(name) is not str and not isinstance(name, str):
             raise GraphInvariantError(f"{where}: {name!r} is not a tensor name")
     return held
+
+
+def _check_provenance_fields(name: Any, op_type: Any, domain: Any, since_version: Any) -> None:
+    """``Provenance``'s fields as given: text, and an integer version (5 for a name ran until
+    to_onnx's protobuf refused it)."""
+    if not (isinstance(name, str) and isinstance(op_type, str) and isinstance(domain, str)):
+        raise GraphInvariantError(
+            f"Provenance: name {name!r}, op_type {op_type!r} and domain {domain!r} are text"
+        )
+    if not is_integer(since_version):
+        raise GraphInvariantError(
+            f"Provenance {name!r}: since_version {since_version!r} is not an integer"
+        )
 
 
 def _check_node_fields(where: str, op: Any, provenance: Any, notes: Any) -> None:
     """What ``Node`` holds as given: an op (an op type's name or None was taken for a
     DirectML descriptor, "already lowered"), a ``Provenance`` and notes that are not one str
     (read as one note per character)."""
+    if type(op) is OnnxOp and type(provenance) is Provenance and type(notes) in (list, tuple):
+        return  # what the importer and the passes give, for every node
     if op is None or isinstance(op, (str, bytes, int, float)):
         raise GraphInvariantError(
             f"{where}: op {op!r} is an OnnxOp (OnnxOp('Relu', 14)) or a DirectML descriptor"
