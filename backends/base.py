@@ -16,6 +16,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 import numpy as np
 
+from dmlgraph.dml.binding import unbound_tensors
 from dmlgraph.errors import DmlgraphError, as_array
 from dmlgraph.ir import Graph
 from dmlgraph import folding, tensorio
@@ -205,6 +206,24 @@ def masked_out(array: np.ndarray) -> str:
         f"a masked array whose mask hides {int(np.count_nonzero(mask))} of its elements "
         "(the results would go into its data, still hidden; bind an unmasked array)"
     )
+
+
+def refuse_unbound(graph: Graph) -> None:
+    """Refuse, before a plan or a session is made, a graph ``lower`` made whose descriptors
+    do not bind its tensors as they now are (``unbound_tensors``): it was edited afterwards.
+    (A graph of descriptors built by hand may read a tensor through strides, or otherwise
+    than lowering's packed rule: the plan and the translation judge it.)"""
+    from lowering.report import LoweredGraph  # lowering imports nothing of the backends
+
+    if not isinstance(graph, LoweredGraph):
+        return
+    problems = unbound_tensors(graph, require_static=False)
+    if problems:
+        raise BackendError(
+            f"{graph.source}: the graph's tensors no longer fit its descriptors (edited after "
+            f"lower()? lower the edited graph again): {problems[0]}"
+            + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else "")
+        )
 
 
 def not_a_graph(graph: object) -> BackendError:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dmlgraph import canonical, folding
-from dmlgraph.dml.binding import binds
+from dmlgraph.dml.binding import unbound_tensors
 from dmlgraph.dml.operators import OperatorDesc
 from dmlgraph.errors import DmlValidationError, GraphInvariantError
 from dmlgraph.ir import Node, NodeId, OnnxOp, TensorInfo
@@ -451,15 +451,7 @@ class Verify(Pass):
                     node.op.validate(graph.feature_level)
                 except DmlValidationError as exc:
                     problems.append(f"{node.label}: {exc}")
-            descs = list(node.op.inputs) + list(node.op.outputs)
-            for tensor, desc in zip(list(node.inputs) + list(node.outputs), descs):
-                info = graph.tensor(tensor)
-                if info.dtype is None or not info.is_static:
-                    problems.append(f"{node.label}: tensor {tensor!r} has no static type")
-                    continue
-                why = binds(desc, info.dtype, info.static_shape)  # type: ignore[arg-type]
-                if why:
-                    problems.append(f"{node.label}: tensor {tensor!r}: {why}")
+        problems += unbound_tensors(graph)
         if problems:
             raise GraphInvariantError("descriptors fail verification:\n  " + "\n  ".join(problems))
 

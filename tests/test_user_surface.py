@@ -651,3 +651,26 @@ def _two_input_concat() -> onnx.ModelProto:
         [helper.make_tensor_value_info(n, TensorProto.FLOAT, [2, 3]) for n in "ab"],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 3])])
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "onnxruntime"])
+def test_a_lowered_graph_whose_tensors_no_longer_fit_its_descriptors_is_refused(backend) -> None:
+    """An input of a lowered graph given another shape after lower(): its JOIN was sized for
+    [4, 6]. onnxruntime's translation ran it on [6, 6] inputs and made [8, 6], silently;
+    the numpy backend blamed onnx's inference. Both now refuse before running, naming the
+    descriptor, the tensor and the sizes, and say to lower again."""
+    from backends import get_backend
+    from dmlgraph.errors import DmlgraphError
+
+    graph = helper.make_graph([helper.make_node("Concat", ["x", "x"], ["y"], axis=0,
+                                                name="cat")], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 6])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [8, 6])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    lowered = lower(dmlgraph.load(model), "6_4")
+    x = np.ones((4, 6), np.float32)
+    assert get_backend(backend).run(lowered, {"x": x})["y"].shape == (8, 6)
+    lowered.update_tensor("x", shape=(6, 6))
+    with pytest.raises(DmlgraphError, match=r"no longer fit its descriptors .*node 'cat' "
+                                            r"\(DML_OPERATOR_JOIN\): tensor 'x'"):
+        get_backend(backend).run(lowered, {"x": np.ones((6, 6), np.float32)})

@@ -27,6 +27,7 @@ from backends.base import (
     check_arguments,
     check_feeds,
     masked_out,
+    refuse_unbound,
     share_elements,
 )
 from backends.numpy.fallback import Fallback, get_fallback
@@ -83,9 +84,11 @@ class NumpyBackend:
 
     def plan(self, graph: Graph) -> Plan:
         """The graph's compiled plan (compiled on first use, recompiled if the graph changed)."""
-        return self._plans.get(
-            graph, lambda: Plan(graph, self.level_for(graph), self.fallback, self.threads)
-        )
+        def build() -> Plan:
+            refuse_unbound(graph)
+            return Plan(graph, self.level_for(graph), self.fallback, self.threads)
+
+        return self._plans.get(graph, build)
 
     def execute(
         self,

@@ -25,6 +25,7 @@ from backends.base import (
     check_feeds,
     first_line,
     refuse_beyond_memory,
+    refuse_unbound,
 )
 from backends.onnxruntime import values
 from backends.onnxruntime.providers import (
@@ -70,6 +71,7 @@ class OnnxruntimeBackend:
 
         def build() -> tuple[ort.InferenceSession, list[str]]:
             refuse_beyond_memory(graph)
+            refuse_unbound(graph)
             model = self.model_for(graph)
             # a graph dmlgraph made runs as written: the shapes it left are computed
             # (``providers.SHAPE_REWRITES``)

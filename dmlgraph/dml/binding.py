@@ -10,6 +10,8 @@ rank and type may differ. ``binds`` checks it; the two converters move data acro
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from dmlgraph.dml.tensor import BufferTensorDesc
@@ -34,6 +36,32 @@ def binds(desc: BufferTensorDesc, dtype: np.dtype, shape: tuple[int, ...]) -> st
     if not desc.is_packed:
         return "the desc is strided; tensors between nodes are packed"
     return ""
+
+
+def unbound_tensors(graph: Any, require_static: bool = True) -> list[str]:
+    """What of ``graph``'s descriptor nodes' tensors their descs do not bind (``binds``),
+    each as "NODE: tensor 'NAME': why"; a tensor with no static type too, with
+    ``require_static`` (lowering's Verify). The backends ask it of every graph holding
+    descriptors, once per plan or session, without: a lowered graph edited afterwards (an
+    input's shape changed) ran its descriptors on tensors of other sizes, onnxruntime's
+    translation silently ([6, 6] inputs through JOINs sized for [4, 6] made [8, 6])."""
+    from dmlgraph.dml.operators import OperatorDesc  # operators imports this module
+
+    problems: list[str] = []
+    for node in graph.nodes:
+        if not isinstance(node.op, OperatorDesc):
+            continue
+        descs = list(node.op.inputs) + list(node.op.outputs)
+        for tensor, desc in zip(list(node.inputs) + list(node.outputs), descs):
+            info = graph.tensor(tensor)
+            if info.dtype is None or not info.is_static:
+                if require_static:
+                    problems.append(f"{node.label}: tensor {tensor!r} has no static type")
+                continue
+            why = binds(desc, info.dtype, info.static_shape)
+            if why:
+                problems.append(f"{node.label}: tensor {tensor!r}: {why}")
+    return problems
 
 
 def to_buffer(array: np.ndarray, desc: BufferTensorDesc) -> np.ndarray:
