@@ -581,7 +581,7 @@ def generate(
             if node.is_onnx and port in fields:
                 raise TensorIOError(
                     f"{graph.source}: input {name!r} is parameter {fields[port]!r} of "
-                    f"{node.label}; random values would be meaningless: give it with --inputs"
+                    f"{node.label}; random values would be meaningless: give it with --inputs{_IN_PYTHON['inputs']}"
                 )
         info = graph.tensor(name)
         shape = (
@@ -592,7 +592,8 @@ def generate(
             raise TensorIOError(
                 f"{graph.source}: input {name!r} is {info.dtype}"
                 f"{list(info.shape) if info.shape is not None else '[?]'}; give its shape with "
-                f"--input-shape {name}:D0,D1,.. or its value with --inputs"
+                f"--input-shape {name}:D0,D1,..{_IN_PYTHON['input_shapes']} or its value with "
+                f"--inputs{_IN_PYTHON['inputs']}"
             )
         try:
             # drawn as float64 or int64 first: past the memory the machine has, Linux would
@@ -603,14 +604,21 @@ def generate(
         except TensorIOError as exc:  # a type with no random values (strings)
             raise TensorIOError(
                 f"{graph.source}: input {name!r}: {exc}; give its value with --inputs"
+                f"{_IN_PYTHON['inputs']}"
             ) from None
         except MemoryError:
             raise TensorIOError(
                 f"{graph.source}: input {name!r} is {info.dtype}{list(shape)}, "
                 f"{math.prod(shape) * np.dtype(info.dtype).itemsize} bytes: too large to "
-                "generate here; give smaller shapes with --input-shape or values with --inputs"
+                f"generate here; give smaller shapes with --input-shape"
+                f"{_IN_PYTHON['input_shapes']} or values with --inputs{_IN_PYTHON['inputs']}"
             ) from None
     return feeds
+
+
+#: How the messages above name ``check``'s and ``generate``'s Python arguments beside the
+#: command line's options: ``check(graph)`` said "give its shape with --input-shape".
+_IN_PYTHON = {"inputs": " (inputs= in Python)", "input_shapes": " (input_shapes= in Python)"}
 
 
 def _given_shape(graph: Graph, info: TensorInfo, given: object) -> tuple[int, ...]:

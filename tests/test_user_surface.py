@@ -674,3 +674,19 @@ def test_a_lowered_graph_whose_tensors_no_longer_fit_its_descriptors_is_refused(
     with pytest.raises(DmlgraphError, match=r"no longer fit its descriptors .*node 'cat' "
                                             r"\(DML_OPERATOR_JOIN\): tensor 'x'"):
         get_backend(backend).run(lowered, {"x": np.ones((6, 6), np.float32)})
+
+
+def test_check_from_python_names_its_own_arguments_for_a_missing_shape() -> None:
+    """check(graph) of a graph with a dynamic input said to give its shape with
+    --input-shape or --inputs, options of a command the caller never ran."""
+    from dmlgraph.errors import DmlgraphError
+
+    graph = helper.make_graph([helper.make_node("Concat", ["x", "x"], ["y"], axis=0)], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N"])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    with pytest.raises(DmlgraphError) as info:
+        dmlgraph.check(model)
+    message = str(info.value)
+    assert "--input-shape x:D0,D1,.. (input_shapes= in Python)" in message
+    assert "--inputs (inputs= in Python)" in message
