@@ -367,6 +367,13 @@ def _inline_functions(proto: onnx.ModelProto, source: str) -> onnx.ModelProto:
     _check_call_domains(proto, source)
     _resolve_function_attributes(proto)
     _merge_function_opsets(proto, source)
+    made = _inlined_nodes(proto)
+    if made > INLINED_NODE_LIMIT:
+        raise ModelLoadError(
+            f"{source}: inlining the model's local functions would make {made} nodes, more "
+            f"than {INLINED_NODE_LIMIT} (each call copies its function's body, so functions "
+            "calling others more than once grow exponentially)"
+        )
     try:
         import onnx.inliner
 
@@ -383,6 +390,44 @@ def _inline_functions(proto: onnx.ModelProto, source: str) -> onnx.ModelProto:
                 f"{node.domain}::{node.op_type}, which onnx's inliner could not inline"
             )
     return inlined
+
+
+#: The most nodes a model's local functions may inline to. Inlining copies a function's
+#: body at each call, so functions that each call the next twice grow exponentially: 30 of
+#: them, a 2.4 KB file, asked for 2^29 nodes, still growing past 3 GB after a minute (20
+#: made 524,288 nodes: 45 s, 2.4 GB); onnx's inliner bounds the call depth (100), not the
+#: nodes made. The largest real models hold a few hundred thousand.
+INLINED_NODE_LIMIT = 1_000_000
+
+
+def _inlined_nodes(proto: onnx.ModelProto) -> int:
+    """How many nodes inlining ``proto``'s local functions makes, subgraphs' nodes included,
+    counted without making them (each function once). A recursive call, or one deeper than
+    ``_COUNTED_DEPTH``, counts as one node: the inliner refuses those."""
+    functions = {(f.domain, f.name, f.overload): f for f in proto.functions}
+    counted: dict[_FunctionKey, int] = {}
+
+    def count(nodes: Iterable[onnx.NodeProto], depth: int) -> int:
+        total = 0
+        for node in nodes:
+            key = (node.domain, node.op_type, node.overload)
+            function = functions.get(key)
+            if function is None or depth > _COUNTED_DEPTH:
+                total += 1 + sum(count(graph.node, depth + 1) for attr in node.attribute
+                                 for graph in subgraphs.attribute_graphs(attr))
+                continue
+            if key not in counted:
+                counted[key] = 1  # while its body is counted: a call of itself counts one
+                counted[key] = count(function.node, depth + 1)
+            total += counted[key]
+        return total
+
+    return count(proto.graph.node, 0)
+
+
+#: How deep ``_inlined_nodes`` follows calls and subgraphs: past the inliner's call depth
+#: (100), within Python's recursion limit.
+_COUNTED_DEPTH = 200
 
 
 def _check_call_domains(proto: onnx.ModelProto, source: str) -> None:
