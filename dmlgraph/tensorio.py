@@ -594,6 +594,8 @@ def generate(
                 f"{list(info.shape) if info.shape is not None else '[?]'}; give its shape with "
                 f"--input-shape {name}:D0,D1,.. or its value with --inputs"
             )
+        if numpy_rank_problem(name, shape):
+            raise TensorIOError(f"{graph.source}: input {numpy_rank_problem(name, shape)}")
         try:
             # drawn as float64 or int64 first: past the memory the machine has, Linux would
             # kill the process at first touch rather than raise MemoryError
@@ -644,6 +646,32 @@ def _require_graph(what: str, graph: object) -> None:
         raise TensorIOError(
             f"{what} takes a Graph (dmlgraph.load(model)), not {type(graph).__name__}"
         )
+
+
+def _numpy_max_rank() -> int:
+    """The most dimensions a NumPy array has here: 64 from NumPy 2, 32 before."""
+    try:
+        np.empty((0,) * 64)
+    except ValueError:
+        return 32
+    return 64
+
+
+#: The most dimensions a NumPy array, which holds every tensor dmlgraph reads, makes or
+#: hands back, may have; ONNX sets no bound on rank.
+NUMPY_MAX_RANK = _numpy_max_rank()
+
+
+def numpy_rank_problem(name: str, shape: Sequence[object] | None, spare: int = 0) -> str:
+    """Why tensor ``name`` of ``shape`` cannot be a NumPy array with ``spare`` dimensions to
+    spare ("" where it can): NumPy's own ValueError escaped as a traceback from input
+    generation and the NumPy backend (which views an element's bytes as one more axis)."""
+    most = NUMPY_MAX_RANK - spare
+    if shape is None or len(shape) <= most:
+        return ""
+    beside = f", less the {spare} this needs beside them" if spare else ""
+    return (f"tensor {name!r} has rank {len(shape)}, more than {most}: NumPy arrays, which "
+            f"hold the tensors here, have at most {NUMPY_MAX_RANK} dimensions{beside}")
 
 
 def available_memory() -> float:

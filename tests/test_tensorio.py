@@ -623,3 +623,14 @@ def test_expected_arrays_of_no_tensor_type_are_refused_by_check() -> None:
     with pytest.raises(TensorIOError,
                        match=r"the expected arrays: output 'y' is \|V2, which is no tensor type"):
         dmlgraph.check(model, inputs={"x": x}, expected={"y": np.zeros(2, "V2")})
+
+
+def test_an_input_of_more_dimensions_than_numpy_holds_is_refused_by_name() -> None:
+    # NumPy 2 arrays have at most 64 dimensions (its own ValueError escaped as a traceback)
+    graph = dmlgraph.load(helper.make_model(helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1] * 65)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+    ), opset_imports=[helper.make_opsetid("", 17)], ir_version=8))
+    with pytest.raises(TensorIOError, match="'x' has rank 65, more than 64: .* 64 dimensions$"):
+        generate(graph)
