@@ -46,7 +46,7 @@ from dmlgraph import (
     subgraphs,
 )
 from dmlgraph.dml.scalars import is_integer
-from dmlgraph.dtypes import ELEM_TYPE_TO_DTYPE, PLAIN_DTYPES, element_bits
+from dmlgraph.dtypes import ELEM_TYPE_TO_DTYPE, PLAIN_DTYPES, raw_bytes
 from dmlgraph.errors import DmlgraphError, ModelLoadError, ModelValidationError, UnsupportedError
 from dmlgraph.ir import (
     INT64_MAX,
@@ -313,7 +313,7 @@ def _load_external_data(proto: onnx.ModelProto, base_dir: Path | None, source: s
         offset = int(entries.get("offset", 0))
         # no length: the tensor's own bytes from the offset, as onnxruntime reads it (a file
         # may hold several tensors; reading to its end failed "cannot reshape array")
-        length = int(entries["length"]) if "length" in entries else _raw_bytes(tensor)
+        length = int(entries["length"]) if "length" in entries else raw_bytes(tensor)
         size = target.stat().st_size
         if (
             offset < 0
@@ -336,15 +336,6 @@ def _load_external_data(proto: onnx.ModelProto, base_dir: Path | None, source: s
 
 
 _DECIMAL = re.compile(r"[0-9]+")
-
-
-def _raw_bytes(tensor: TensorProto) -> int | None:
-    """The bytes of a tensor's raw data, from its dims and type (sub-byte types packed); None
-    for strings (no fixed size) and unknown types."""
-    dtype = ELEM_TYPE_TO_DTYPE.get(tensor.data_type)
-    if dtype is None or dtype == np.dtype(object):
-        return None
-    return (math.prod(tensor.dims) * element_bits(dtype) + 7) // 8
 
 
 def _inline_functions(proto: onnx.ModelProto, source: str) -> onnx.ModelProto:
