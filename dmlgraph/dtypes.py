@@ -8,6 +8,7 @@ types carry exactly these dtypes.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from types import MappingProxyType
 
@@ -124,3 +125,12 @@ def to_elem_type(dtype: np.dtype | type, where: str = "") -> int:
     except KeyError:
         prefix = f"{where}: " if where else ""
         raise UnsupportedError(f"{prefix}dtype {key} has no ONNX element type") from None
+
+
+def raw_bytes(tensor: TensorProto) -> int | None:
+    """The bytes of a tensor's raw data, from its dims and type (sub-byte types packed); None
+    for strings (no fixed size) and unknown types."""
+    dtype = ELEM_TYPE_TO_DTYPE.get(tensor.data_type)
+    if dtype is None or dtype == np.dtype(object):
+        return None
+    return (math.prod(tensor.dims) * element_bits(dtype) + 7) // 8

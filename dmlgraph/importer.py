@@ -46,7 +46,7 @@ from dmlgraph import (
     subgraphs,
 )
 from dmlgraph.dml.scalars import is_integer
-from dmlgraph.dtypes import ELEM_TYPE_TO_DTYPE, PLAIN_DTYPES, element_bits
+from dmlgraph.dtypes import ELEM_TYPE_TO_DTYPE, PLAIN_DTYPES, raw_bytes
 from dmlgraph.errors import DmlgraphError, ModelLoadError, ModelValidationError, UnsupportedError
 from dmlgraph.ir import (
     INT64_MAX,
@@ -313,7 +313,7 @@ def _load_external_data(proto: onnx.ModelProto, base_dir: Path | None, source: s
         offset = int(entries.get("offset", 0))
         # no length: the tensor's own bytes from the offset, as onnxruntime reads it (a file
         # may hold several tensors; reading to its end failed "cannot reshape array")
-        length = int(entries["length"]) if "length" in entries else _raw_bytes(tensor)
+        length = int(entries["length"]) if "length" in entries else raw_bytes(tensor)
         size = target.stat().st_size
         if (
             offset < 0
@@ -338,15 +338,6 @@ def _load_external_data(proto: onnx.ModelProto, base_dir: Path | None, source: s
 _DECIMAL = re.compile(r"[0-9]+")
 
 
-def _raw_bytes(tensor: TensorProto) -> int | None:
-    """The bytes of a tensor's raw data, from its dims and type (sub-byte types packed); None
-    for strings (no fixed size) and unknown types."""
-    dtype = ELEM_TYPE_TO_DTYPE.get(tensor.data_type)
-    if dtype is None or dtype == np.dtype(object):
-        return None
-    return (math.prod(tensor.dims) * element_bits(dtype) + 7) // 8
-
-
 def _inline_functions(proto: onnx.ModelProto, source: str) -> onnx.ModelProto:
     """The model with its local functions inlined (``onnx.inliner``), after filling in what
     the inliner leaves out, as onnxruntime reads a function: a caller's omitted attributes
@@ -367,6 +358,13 @@ def _inline_functions(proto: onnx.ModelProto, source: str) -> onnx.ModelProto:
     _check_call_domains(proto, source)
     _resolve_function_attributes(proto)
     _merge_function_opsets(proto, source)
+    made = _inlined_nodes(proto)
+    if made > INLINED_NODE_LIMIT:
+        raise ModelLoadError(
+            f"{source}: inlining the model's local functions would make {made} nodes, more "
+            f"than {INLINED_NODE_LIMIT} (each call copies its function's body, so functions "
+            "calling others more than once grow exponentially)"
+        )
     try:
         import onnx.inliner
 
@@ -383,6 +381,44 @@ def _inline_functions(proto: onnx.ModelProto, source: str) -> onnx.ModelProto:
                 f"{node.domain}::{node.op_type}, which onnx's inliner could not inline"
             )
     return inlined
+
+
+#: The most nodes a model's local functions may inline to. Inlining copies a function's
+#: body at each call, so functions that each call the next twice grow exponentially: 30 of
+#: them, a 2.4 KB file, asked for 2^29 nodes, still growing past 3 GB after a minute (20
+#: made 524,288 nodes: 45 s, 2.4 GB); onnx's inliner bounds the call depth (100), not the
+#: nodes made. The largest real models hold a few hundred thousand.
+INLINED_NODE_LIMIT = 1_000_000
+
+
+def _inlined_nodes(proto: onnx.ModelProto) -> int:
+    """How many nodes inlining ``proto``'s local functions makes, subgraphs' nodes included,
+    counted without making them (each function once). A recursive call, or one deeper than
+    ``_COUNTED_DEPTH``, counts as one node: the inliner refuses those."""
+    functions = {(f.domain, f.name, f.overload): f for f in proto.functions}
+    counted: dict[_FunctionKey, int] = {}
+
+    def count(nodes: Iterable[onnx.NodeProto], depth: int) -> int:
+        total = 0
+        for node in nodes:
+            key = (node.domain, node.op_type, node.overload)
+            function = functions.get(key)
+            if function is None or depth > _COUNTED_DEPTH:
+                total += 1 + sum(count(graph.node, depth + 1) for attr in node.attribute
+                                 for graph in subgraphs.attribute_graphs(attr))
+                continue
+            if key not in counted:
+                counted[key] = 1  # while its body is counted: a call of itself counts one
+                counted[key] = count(function.node, depth + 1)
+            total += counted[key]
+        return total
+
+    return count(proto.graph.node, 0)
+
+
+#: How deep ``_inlined_nodes`` follows calls and subgraphs: past the inliner's call depth
+#: (100), within Python's recursion limit.
+_COUNTED_DEPTH = 200
 
 
 def _check_call_domains(proto: onnx.ModelProto, source: str) -> None:

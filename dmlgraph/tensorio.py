@@ -35,7 +35,7 @@ from dmlgraph import files
 from dmlgraph.canonical import PARAMETER_PORTS
 from dmlgraph.errors import DmlgraphError
 from dmlgraph.dml.scalars import is_integer
-from dmlgraph.dtypes import DTYPE_TO_ELEM_TYPE
+from dmlgraph.dtypes import DTYPE_TO_ELEM_TYPE, raw_bytes
 from dmlgraph.ir import Graph, TensorInfo, dims_text
 from dmlgraph.value_info import string_array
 
@@ -220,6 +220,8 @@ def proto_array(proto: onnx.TensorProto, file: Path) -> np.ndarray:
             raise TensorIOError(f"{what}: a string is not UTF-8: {exc}") from None
         except ValueError as exc:
             raise TensorIOError(f"{what} holds {exc}") from None
+    if proto.data_location == onnx.TensorProto.EXTERNAL:
+        _check_external_length(proto, file, what)
     try:
         # external data lies beside the file, as ONNX's test runner reads it
         return np.array(numpy_helper.to_array(proto, base_dir=str(file.parent)))
@@ -228,6 +230,26 @@ def proto_array(proto: onnx.TensorProto, file: Path) -> np.ndarray:
             f"{what} ({onnx.TensorProto.DataType.Name(proto.data_type)}, dims "
             f"{list(proto.dims)}) cannot be read: {type(exc).__name__}: {exc}"
         ) from None
+
+
+def _check_external_length(proto: onnx.TensorProto, file: Path, what: str) -> None:
+    """Refuse external data longer than the tensor's dims hold before onnx reads it: onnx
+    reads it all (without a length, the file's rest), then fails to reshape it, so a [2]
+    tensor over a 16 GiB file read 16 GiB first. Other faults are onnx's to word."""
+    entries = {e.key: e.value for e in proto.external_data}
+    try:
+        size = (file.parent / entries.get("location", "")).stat().st_size
+        offset = int(entries.get("offset", "0"))
+        length = int(entries["length"]) if "length" in entries else size - offset
+    except (OSError, ValueError):
+        return
+    need = raw_bytes(proto)
+    if need is not None and length > need:
+        raise TensorIOError(
+            f"{what}: its external data {entries.get('location')!r} gives {length} bytes from "
+            f"offset {offset}; dims {list(proto.dims)} of "
+            f"{onnx.TensorProto.DataType.Name(proto.data_type)} hold {need}"
+        )
 
 
 #: How a zip archive's first local file header begins.
@@ -595,6 +617,8 @@ def generate(
                 f"--input-shape {name}:D0,D1,..{_IN_PYTHON['input_shapes']} or its value with "
                 f"--inputs{_IN_PYTHON['inputs']}"
             )
+        if numpy_rank_problem(name, shape):
+            raise TensorIOError(f"{graph.source}: input {numpy_rank_problem(name, shape)}")
         try:
             # drawn as float64 or int64 first: past the memory the machine has, Linux would
             # kill the process at first touch rather than raise MemoryError
@@ -652,6 +676,32 @@ def _require_graph(what: str, graph: object) -> None:
         raise TensorIOError(
             f"{what} takes a Graph (dmlgraph.load(model)), not {type(graph).__name__}"
         )
+
+
+def _numpy_max_rank() -> int:
+    """The most dimensions a NumPy array has here: 64 from NumPy 2, 32 before."""
+    try:
+        np.empty((0,) * 64)
+    except ValueError:
+        return 32
+    return 64
+
+
+#: The most dimensions a NumPy array, which holds every tensor dmlgraph reads, makes or
+#: hands back, may have; ONNX sets no bound on rank.
+NUMPY_MAX_RANK = _numpy_max_rank()
+
+
+def numpy_rank_problem(name: str, shape: Sequence[object] | None, spare: int = 0) -> str:
+    """Why tensor ``name`` of ``shape`` cannot be a NumPy array with ``spare`` dimensions to
+    spare ("" where it can): NumPy's own ValueError escaped as a traceback from input
+    generation and the NumPy backend (which views an element's bytes as one more axis)."""
+    most = NUMPY_MAX_RANK - spare
+    if shape is None or len(shape) <= most:
+        return ""
+    beside = f", less the {spare} this needs beside them" if spare else ""
+    return (f"tensor {name!r} has rank {len(shape)}, more than {most}: NumPy arrays, which "
+            f"hold the tensors here, have at most {NUMPY_MAX_RANK} dimensions{beside}")
 
 
 def available_memory() -> float:

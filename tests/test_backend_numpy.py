@@ -805,3 +805,33 @@ def test_a_declared_output_size_the_node_does_not_make_is_not_refused() -> None:
     for backend in ("numpy", "onnxruntime"):
         (y,) = get_backend(backend).run(lower(load(model)), feeds).values()
         np.testing.assert_array_equal(y, feeds["x"].reshape(2, 2))
+
+
+def _reshaped_to_rank(rank: int, then_flat: bool) -> onnx.ModelProto:
+    """x[2] reshaped to [1] * (rank - 1) + [2], concatenated with itself (a JOIN), and, with
+    ``then_flat``, reshaped back to [4] (onnxruntime runs both)."""
+    nodes = [helper.make_node("Reshape", ["x", "s"], ["r"]),
+             helper.make_node("Concat", ["r", "r"], ["c" if then_flat else "y"], axis=0)]
+    inits = [numpy_helper.from_array(np.array([1] * (rank - 1) + [2], np.int64), "s")]
+    if then_flat:
+        nodes.append(helper.make_node("Reshape", ["c", "f"], ["y"]))
+        inits.append(numpy_helper.from_array(np.array([4], np.int64), "f"))
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                                         [2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+def test_tensors_of_more_dimensions_than_numpy_holds_are_named() -> None:
+    # NumPy 2 arrays have at most 64 dimensions, and the plan views an element's bytes as
+    # one more: an output of 65 escaped as NumPy's ValueError, a JOIN's output of 64 read by
+    # the fallback "cannot be read in IR form", naming no reason
+    x = np.array([1.0, 2.0], np.float32)
+    backend = get_backend("numpy")
+    with pytest.raises(BackendError, match="'y' has rank 65, more than 64: .* graph output"):
+        backend.run(lower(load(_reshaped_to_rank(65, False)), "6_4"), {"x": x})
+    with pytest.raises(BackendError, match="tensor 'c' has rank 64, more than 63: "):
+        backend.run(lower(load(_reshaped_to_rank(64, True)), "6_4"), {"x": x})
+    # rank 63 runs: NumPy's oracle
+    out = backend.run(lower(load(_reshaped_to_rank(63, True)), "6_4"), {"x": x})
+    np.testing.assert_array_equal(out["y"], np.concatenate([x, x]))

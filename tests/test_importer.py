@@ -1537,3 +1537,44 @@ def test_a_constant_output_keeps_its_nans_bits(name: str, onnx_run) -> None:
     (got,) = get_backend("numpy").run(lower(loaded), {}).values()
     for result in (again, got):
         np.testing.assert_array_equal(result.view(np.uint32), want.view(np.uint32))
+
+
+def _doubling_functions(count: int) -> onnx.ModelProto:
+    """A model calling f0, where each f<i> calls f<i+1> twice: ``2^(count-1)`` nodes once
+    inlined, from a file of a few kilobytes."""
+    opsets = [helper.make_opsetid("", 17), helper.make_opsetid("local", 1)]
+    functions = []
+    for i in range(count):
+        nodes = (
+            [helper.make_node(f"f{i + 1}", ["a"], ["t"], domain="local"),
+             helper.make_node(f"f{i + 1}", ["t"], ["b"], domain="local")]
+            if i + 1 < count else [helper.make_node("Identity", ["a"], ["b"])]
+        )
+        functions.append(helper.make_function("local", f"f{i}", ["a"], ["b"], nodes, opsets))
+    graph = helper.make_graph(
+        [helper.make_node("f0", ["x"], ["y"], domain="local")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])],
+    )
+    return helper.make_model(graph, opset_imports=opsets, functions=functions, ir_version=8)
+
+
+def test_functions_inlining_to_too_many_nodes_are_refused_before_inlining() -> None:
+    # 2^39 nodes asked by 40 functions: refused at once, naming the count (before, inlining
+    # ran until memory ran out)
+    with pytest.raises(ModelLoadError, match=f"would make {2**39} nodes, more than 1000000"):
+        dmlgraph.load(_doubling_functions(40))
+    # a nest inside an If's branches counts too: the If and both branches' calls
+    model = _doubling_functions(40)
+    call = model.graph.node.pop()
+    branch = helper.make_graph([call], "b", [], [helper.make_tensor_value_info(
+        "y", TensorProto.FLOAT, [2])])
+    model.graph.input.append(helper.make_tensor_value_info("c", TensorProto.BOOL, []))
+    model.graph.node.append(helper.make_node("If", ["c"], ["y"], then_branch=branch,
+                                             else_branch=branch))
+    with pytest.raises(ModelLoadError, match=f"would make {1 + 2 * 2**39} nodes"):
+        dmlgraph.load(model)
+
+
+def test_functions_inlining_to_fewer_nodes_than_the_limit_load() -> None:
+    assert len(list(dmlgraph.load(_doubling_functions(8)).nodes)) == 2**7

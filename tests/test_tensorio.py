@@ -623,3 +623,47 @@ def test_expected_arrays_of_no_tensor_type_are_refused_by_check() -> None:
     with pytest.raises(TensorIOError,
                        match=r"the expected arrays: output 'y' is \|V2, which is no tensor type"):
         dmlgraph.check(model, inputs={"x": x}, expected={"y": np.zeros(2, "V2")})
+
+
+def test_an_input_of_more_dimensions_than_numpy_holds_is_refused_by_name() -> None:
+    # NumPy 2 arrays have at most 64 dimensions (its own ValueError escaped as a traceback)
+    graph = dmlgraph.load(helper.make_model(helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1] * 65)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+    ), opset_imports=[helper.make_opsetid("", 17)], ir_version=8))
+    with pytest.raises(TensorIOError, match="'x' has rank 65, more than 64: .* 64 dimensions$"):
+        generate(graph)
+
+
+def _external_input(folder, data_size: int) -> None:
+    """input_0.pb: a float [2] tensor 'x' whose data is external, in 'x.bin' of
+    ``data_size`` bytes (sparse beyond [1.5, -2.0]), no length given."""
+    folder.mkdir()
+    with open(folder / "x.bin", "wb") as data:
+        data.write(np.array([1.5, -2.0], np.float32).tobytes())
+        data.truncate(data_size)
+    proto = numpy_helper.from_array(np.zeros(2, np.float32), "x")
+    proto.ClearField("raw_data")
+    proto.data_location = TensorProto.EXTERNAL
+    entry = proto.external_data.add()
+    entry.key, entry.value = "location", "x.bin"
+    (folder / "input_0.pb").write_bytes(proto.SerializeToString())
+
+
+def test_test_data_external_data_longer_than_its_dims_is_refused_before_reading(
+    tmp_path,
+) -> None:
+    # onnx reads the external file whole, then fails to reshape: a [2] float over 16 GiB
+    # read 16 GiB first; 64 MiB here
+    graph = dmlgraph.load(helper.make_model(helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])],
+    ), opset_imports=[helper.make_opsetid("", 17)], ir_version=8))
+    _external_input(tmp_path / "long", 64 << 20)
+    with pytest.raises(TensorIOError, match=f"gives {64 << 20} bytes from offset 0; dims "
+                                            r"\[2\] of FLOAT hold 8"):
+        read(tmp_path / "long", graph)
+    _external_input(tmp_path / "exact", 8)  # the tensor's own bytes read as ever
+    np.testing.assert_array_equal(read(tmp_path / "exact", graph).inputs["x"], [1.5, -2.0])

@@ -69,6 +69,7 @@ from dmlgraph.dml.operators import JoinDesc, OperatorDesc
 from dmlgraph.dml.tensor import BufferTensorDesc
 from dmlgraph.errors import DmlgraphError
 from dmlgraph.ir import Graph, Node
+from dmlgraph.tensorio import numpy_rank_problem
 
 if TYPE_CHECKING:
     from backends.numpy.fallback import Fallback, Runner
@@ -89,6 +90,11 @@ class RootKind(enum.Enum):
     @property
     def static(self) -> bool:
         return self in (RootKind.ARENA, RootKind.CONSTANT)
+
+
+#: The axis ``views.as_bytes`` adds to a tensor for its elements' bytes: a tensor the plan
+#: reads or hands back as an array has one dimension fewer than NumPy allows.
+_BYTES_AXIS = 1
 
 
 @dataclass(frozen=True)
@@ -192,6 +198,11 @@ class Plan:
         #: every size was left to run time (``NumpyBackend._run_resized``); None: it could not
         self.resized: dict[bool, LoweredGraph | None] = {}
         self._layout: bool | None = None  # ``layout_rewrite``, once asked
+        for name in (*graph.inputs, *graph.outputs):  # fed and handed back as NumPy arrays
+            problem = numpy_rank_problem(name, graph.tensor(name).shape)
+            if problem:
+                kind = "input" if name in graph.inputs else "output"
+                raise BackendError(f"{graph.source}: {problem} (a graph {kind}, an array)")
         self._compile(graph)
 
     @property
@@ -551,7 +562,9 @@ class Plan:
         info = graph.tensor(name)
         view = reform(home.data, np.dtype(info.dtype), tuple(info.static_shape or ()))
         if view is None:
-            raise BackendError(f"{graph.source}: tensor {name!r} cannot be read in IR form")
+            problem = numpy_rank_problem(name, info.static_shape, _BYTES_AXIS)
+            why = problem or f"tensor {name!r} cannot be read in IR form"
+            raise BackendError(f"{graph.source}: {why}")
         root = self._roots[home.root]
         if root.kind is RootKind.PRODUCED or root.kind is RootKind.INPUT:
             return partial(state.value, name)
