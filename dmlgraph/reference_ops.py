@@ -35,7 +35,7 @@ def spec_ops(opset: int) -> list[type]:
 @lru_cache(maxsize=None)
 def _spec_ops(opset: int) -> tuple[type, ...]:
     """``spec_ops``, its classes made once per opset."""
-    ops: list[type] = [_lrn(), _lp_normalization(), _normalizer(), _max_pool()]
+    ops: list[type] = [_lrn(), _lp_normalization(), _normalizer(), _max_pool(), _resize()]
     if opset < PER_AXIS_SOFTMAX_OPSET:
         ops += [_coerced("Softmax", _softmax), _coerced("LogSoftmax", _log_softmax),
                 _coerced("Hardmax", _hardmax)]
@@ -261,3 +261,148 @@ def _max_pool() -> type:
                                   list(pads), storage_order, strides)
 
     return MaxPool
+
+
+_HALF = np.float32(0.5)
+
+#: Resize's coordinate transformation modes, each mapping output coordinates ``y`` of an axis
+#: to input coordinates, as Resize-19's ``coordinate_transformation_mode`` writes them: (y,
+#: scale, input length, output length, roi start, roi end), all float32 (the scales' type, and
+#: onnxruntime's arithmetic: in float64 a nearest element at a tie or an integer coordinate
+#: came out one off onnxruntime's, 1.3 of 6 with round_prefer_floor).
+_RESIZE_COORDINATES: dict[str, Callable[..., np.ndarray]] = {
+    "half_pixel": lambda y, scale, size, out, start, end: (y + _HALF) / scale - _HALF,
+    "half_pixel_symmetric": lambda y, scale, size, out, start, end: (
+        size / np.float32(2) * (np.float32(1) - out / (scale * size))
+        + (y + _HALF) / scale - _HALF),
+    "pytorch_half_pixel": lambda y, scale, size, out, start, end: (
+        (y + _HALF) / scale - _HALF if out > 1 else 0 * y),
+    "align_corners": lambda y, scale, size, out, start, end: (
+        y * (size - 1) / (out - 1) if out > 1 else 0 * y),
+    "asymmetric": lambda y, scale, size, out, start, end: y / scale,
+    "tf_crop_and_resize": lambda y, scale, size, out, start, end: (
+        start * (size - 1) + y * (end - start) * (size - 1) / (out - 1) if out > 1
+        else 0 * y + _HALF * (start + end) * (size - 1)),
+}
+#: Resize's ``nearest_mode``: the input index nearest an input coordinate.
+_NEAREST: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "round_prefer_floor": lambda x: np.ceil(x - 0.5),
+    "round_prefer_ceil": lambda x: np.floor(x + 0.5),
+    "floor": np.floor,
+    "ceil": np.ceil,
+}
+
+
+def _resize_axis(data: np.ndarray, axis: int, x: np.ndarray, mode: str, nearest: str,
+                 cubic_a: float, exclude_outside: bool) -> np.ndarray:
+    """``data`` resampled along ``axis`` at input coordinates ``x``: the nearest element,
+    or a linear (2 taps) or cubic (4 taps, Keys' kernel with ``cubic_a``) blend, the taps
+    clamped into the axis (or, with ``exclude_outside``, those outside weighted 0 and the
+    rest renormalized), as the spec and onnxruntime."""
+    size = data.shape[axis]
+    if mode == "nearest":
+        index = np.clip(_NEAREST[nearest](x), 0, size - 1).astype(np.intp)
+        return np.take(data, index, axis=axis)
+    first = np.floor(x)
+    t = (x - first)[:, None]
+    if mode == "linear":
+        offsets, weights = np.arange(2), np.hstack([1 - t, t])
+    else:
+        offsets = np.arange(-1, 3)
+        d = np.abs(np.hstack([t + 1, t, 1 - t, 2 - t]))  # each tap's distance from x
+        weights = np.where(d <= 1, ((cubic_a + 2) * d - (cubic_a + 3)) * d * d + 1,
+                           ((cubic_a * d - 5 * cubic_a) * d + 8 * cubic_a) * d - 4 * cubic_a)
+    taps = first.astype(np.intp)[:, None] + offsets
+    if exclude_outside:
+        weights = np.where((taps < 0) | (taps >= size), 0.0, weights)
+        weights = weights / weights.sum(axis=1, keepdims=True)
+    gathered = np.take(data, np.clip(taps, 0, size - 1), axis=axis)  # (..., out, taps, ...)
+    shape = (1,) * axis + weights.shape + (1,) * (data.ndim - axis - 1)
+    return (gathered * weights.reshape(shape)).sum(axis=axis + 1)
+
+
+def _resize_geometry(
+    shape: tuple[int, ...], axes: list[int], scales: Any, sizes: Any, policy: Any, roi: Any,
+) -> tuple[list[float], list[int], list[float], list[float]]:
+    """Each axis's scale, output length and roi (start, end; ``roi`` None but for
+    tf_crop_and_resize), as Resize-19 says: from ``sizes`` (scale = output / input; with
+    ``keep_aspect_ratio_policy`` one scale, the output rounded half up) or from ``scales``
+    (output = floor(input * (roi_end - roi_start) * scale))."""
+    rank = len(shape)
+    starts, ends = [0.0] * rank, [1.0] * rank
+    for k, axis in enumerate(axes if roi is not None and len(roi) else []):
+        starts[axis], ends[axis] = float(roi[k]), float(roi[len(axes) + k])
+    if sizes is None or not len(sizes):
+        scale = [1.0] * rank
+        for axis, value in zip(axes, np.asarray(scales).tolist()):
+            scale[axis] = value
+        out = [math.floor(shape[a] * (ends[a] - starts[a]) * scale[a]) for a in range(rank)]
+        return scale, out, starts, ends
+    out = list(shape)
+    for axis, value in zip(axes, np.asarray(sizes).tolist()):
+        out[axis] = value
+    scale = [out[a] / shape[a] for a in range(rank)]
+    if policy in ("not_larger", "not_smaller"):
+        kept = (min if policy == "not_larger" else max)(scale[a] for a in axes)
+        scale = [kept if a in axes else 1.0 for a in range(rank)]
+        out = [int(kept * shape[a] + 0.5) if a in axes else shape[a] for a in range(rank)]
+    return scale, out, starts, ends
+
+
+def _resize() -> type:
+    """Resize by the spec's formulas, axis by axis. onnx.reference computed align_corners,
+    pytorch_half_pixel's one-element case and tf_crop_and_resize from the length before
+    flooring (``input * scale``) where the spec and onnxruntime use the output's length
+    (align_corners 0.75 of 5 to 3: 6.5 off onnxruntime); its nearest picked an element one
+    off where the coordinate is an integer or a tie within rounding (half_pixel_symmetric
+    0.5 of 7); its float64 coordinates did so too against the spec's in float32 (the
+    scales' type, onnxruntime's); and Resize-10 failed ("output_size is None"). Where the
+    spec and onnxruntime differ this follows the spec (README): a scale other than 1 that
+    keeps the length still resamples (onnxruntime copies), and tf_crop_and_resize's scaled
+    length counts the roi (onnxruntime's does not). Antialiased linear and cubic stay the
+    reference's."""
+    from onnx.numpy_helper import saturate_cast
+    from onnx.reference.ops.op_resize import Resize as Reference
+
+    class Resize(Reference):  # the op's name: the evaluator finds the class by it
+        op_domain = ""
+
+        def _run(  # type: ignore[no-untyped-def,override]
+            self, X, roi=None, scales=None, sizes=None, antialias=None, axes=None,
+            coordinate_transformation_mode=None, cubic_coeff_a=None, exclude_outside=None,
+            extrapolation_value=None, keep_aspect_ratio_policy=None, mode=None,
+            nearest_mode=None,
+        ):
+            transform = coordinate_transformation_mode
+            if self.run_params["opsets"].get("", 1) < 11:  # Resize-10: (X, scales), asymmetric
+                roi, scales, transform, nearest_mode = None, roi, "asymmetric", "resize_10"
+            if antialias and mode != "nearest":
+                return super()._run(X, roi, scales, sizes, antialias, axes, transform,
+                                    cubic_coeff_a, exclude_outside, extrapolation_value,
+                                    keep_aspect_ratio_policy, mode, nearest_mode)
+            rank = X.ndim
+            axes = [a + rank if a < 0 else a for a in (range(rank) if axes is None else axes)]
+            scale, out, starts, ends = _resize_geometry(
+                X.shape, axes, scales, sizes, keep_aspect_ratio_policy,
+                roi if transform == "tf_crop_and_resize" else None)
+            made = X.astype(np.float64)
+            for axis in axes:
+                size = X.shape[axis]
+                if (out[axis], scale[axis], starts[axis], ends[axis]) == (size, 1, 0, 1):
+                    continue  # every mode maps y to y
+                x = _RESIZE_COORDINATES[transform](
+                    np.arange(out[axis], dtype=np.float32),
+                    *(np.float32(v) for v in (scale[axis], size, out[axis], starts[axis],
+                                              ends[axis]))).astype(np.float64)
+                rounding = nearest_mode
+                if rounding == "resize_10":  # unsaid by Resize-10: onnxruntime's choice
+                    rounding = "ceil" if scale[axis] < 1 else "floor"
+                made = _resize_axis(made, axis, x, mode, rounding, cubic_coeff_a,
+                                    bool(exclude_outside))
+                if transform == "tf_crop_and_resize":
+                    outside = (x < 0) | (x > size - 1)
+                    made = np.where(outside.reshape((-1,) + (1,) * (rank - axis - 1)),
+                                    extrapolation_value, made)
+            return (saturate_cast(made, X.dtype),)
+
+    return Resize

@@ -463,6 +463,71 @@ def test_a_max_pool_on_the_reference_sizes_and_pads_as_onnx_says(attrs) -> None:
     np.testing.assert_array_equal(made["i"], want_i)
 
 
+def one_node_model(node: onnx.NodeProto, x: np.ndarray, initializers=(), opset: int = 13,
+                   ml: int | None = None, out_type: int = TensorProto.FLOAT) -> onnx.ModelProto:
+    """A model of ``node`` alone, its input ``x`` (typed as the array), its output ``y``."""
+    opsets = [helper.make_opsetid("", opset)]
+    if ml is not None:
+        opsets.append(helper.make_opsetid("ai.onnx.ml", ml))
+    made = helper.make_model(helper.make_graph(
+        [node], "g",
+        [helper.make_tensor_value_info("x", helper.np_dtype_to_tensor_dtype(x.dtype), x.shape)],
+        [helper.make_tensor_value_info("y", out_type, None)], list(initializers),
+    ), opset_imports=opsets)
+    made.ir_version = 7
+    return made
+
+
+def onnxruntime_runs(model: onnx.ModelProto, x: np.ndarray) -> np.ndarray:
+    import onnxruntime as ort
+
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    return session.run(None, {"x": x})[0]
+
+
+@pytest.mark.parametrize(("opset", "length", "scale", "attrs"), [
+    (13, 5, 0.75, {"mode": "linear", "coordinate_transformation_mode": "align_corners"}),
+    (13, 5, 2.5, {"mode": "nearest", "coordinate_transformation_mode": "align_corners"}),
+    (13, 5, 1.3, {"mode": "cubic", "coordinate_transformation_mode": "align_corners"}),
+    (13, 3, 0.4, {"mode": "linear", "coordinate_transformation_mode": "pytorch_half_pixel"}),
+    (13, 4, 0.6, {"mode": "nearest", "coordinate_transformation_mode": "half_pixel",
+                  "nearest_mode": "floor"}),
+    (13, 6, 1.3, {"mode": "nearest", "coordinate_transformation_mode": "half_pixel"}),
+    (19, 7, 0.5, {"mode": "nearest", "coordinate_transformation_mode": "half_pixel_symmetric"}),
+    (10, 7, 0.6, {"mode": "nearest"}),
+    (10, 7, 1.5, {"mode": "linear"}),
+])
+def test_a_resize_on_the_reference_maps_coordinates_as_onnx_says(opset, length, scale,
+                                                                  attrs) -> None:
+    """onnx.reference's Resize took align_corners' and pytorch_half_pixel's lengths before
+    flooring (0.75 of 5: 6.5 off), picked a nearest element one off at coordinates within
+    rounding of an integer or a tie, and failed on Resize-10. Oracle: onnxruntime, whose
+    coordinates follow the spec's formulas (in float32)."""
+    x = np.random.default_rng(7).standard_normal((1, 2, 3, length)).astype(np.float32)
+    inputs = ["x", "s"] if opset < 11 else ["x", "", "s"]
+    model = one_node_model(
+        helper.make_node("Resize", inputs, ["y"], **attrs), x,
+        [numpy_helper.from_array(np.array([1, 1, 1, scale], np.float32), "s")], opset)
+    expected = onnxruntime_runs(model, x)
+    y = NumpyBackend("reference").run(load(model), {"x": x})["y"]
+    np.testing.assert_allclose(y, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_a_resize_to_the_same_shape_still_resamples() -> None:
+    """1.2 of 3 is 3 long, but its half_pixel coordinates are -1/12, 3/4, 19/12, not 0, 1,
+    2: the spec interpolates there; onnxruntime copies the input (a known divergence,
+    README). Oracle: the spec's formula in NumPy."""
+    x = np.array([[[[1.5, 3.0, 4.5]]]], np.float32)
+    model = one_node_model(
+        helper.make_node("Resize", ["x", "", "s"], ["y"], mode="linear"), x,
+        [numpy_helper.from_array(np.array([1, 1, 1, 1.2], np.float32), "s")])
+    at = (np.arange(3) + 0.5) / np.float32(1.2) - 0.5
+    expected = np.interp(at, [0, 1, 2], x.ravel()).reshape(x.shape)
+    y = NumpyBackend("reference").run(load(model), {"x": x})["y"]
+    np.testing.assert_allclose(y, expected, rtol=1e-6)
+    np.testing.assert_array_equal(onnxruntime_runs(model, x), x)  # the divergence
+
+
 def test_consecutive_onnx_nodes_form_one_segment() -> None:
     """Two independent ONNX chains around one DML node: the schedule runs each kind while it
     can, so the fallback prepares two models, not one per node."""
