@@ -35,7 +35,8 @@ def spec_ops(opset: int) -> list[type]:
 @lru_cache(maxsize=None)
 def _spec_ops(opset: int) -> tuple[type, ...]:
     """``spec_ops``, its classes made once per opset."""
-    ops: list[type] = [_lrn(), _lp_normalization(), _normalizer(), _max_pool(), _resize()]
+    ops: list[type] = [_lrn(), _lp_normalization(), _normalizer(), _max_pool(), _resize(),
+                       *_ceil_mode_pools()]
     if opset < PER_AXIS_SOFTMAX_OPSET:
         ops += [_coerced("Softmax", _softmax), _coerced("LogSoftmax", _log_softmax),
                 _coerced("Hardmax", _hardmax)]
@@ -319,6 +320,65 @@ def _resize_axis(data: np.ndarray, axis: int, x: np.ndarray, mode: str, nearest:
     gathered = np.take(data, np.clip(taps, 0, size - 1), axis=axis)  # (..., out, taps, ...)
     shape = (1,) * axis + weights.shape + (1,) * (data.ndim - axis - 1)
     return (gathered * weights.reshape(shape)).sum(axis=axis + 1)
+
+
+def _ceil_mode_pools() -> list[type]:
+    """AveragePool and LpPool with ``ceil_mode``: a last window reaching past the padded
+    input takes the elements it holds there, as onnxruntime (and PyTorch) do: an average
+    divides by their count (with ``count_include_pad``, the padding among them; the spec's
+    divisor is "the number of elements"), an Lp norm sums them. The reference pads such an
+    input on both sides to fit the windows, so its windows started a column early ([1, 1, 7]
+    by 3, stride 3: 1.5, 4, 6 for 2, 5, 7), and its LpPool scaled a short window's mean by
+    the kernel's size (7 came out 12.1)."""
+    from onnx.reference.ops.op_average_pool import AveragePool_19
+    from onnx.reference.ops.op_lp_pool import LpPool as ReferenceLpPool
+    from onnx.reference.ops.op_pool_common import get_output_shape_explicit_padding, pool
+
+    def ceil_pool(x: np.ndarray, kind: str, include_pad: int, p: Any, dilations: Any,
+                  kernel_shape: Any, pads: Any, strides: Any) -> np.ndarray:
+        rank = len(kernel_shape)
+        pads = list(pads or [0] * (2 * rank))
+        strides = list(strides or [1] * rank)
+        dilations = list(dilations or [1] * rank)
+        out, _ = get_output_shape_explicit_padding(pads, x.shape[2:], kernel_shape, strides,
+                                                   dilations, True)
+        ends = [  # the end padding, or as far as the last window reaches past it
+            max(pads[rank + d], (o - 1) * s + (k - 1) * dil + 1 - size - pads[d])
+            for d, (o, s, k, dil, size) in enumerate(
+                zip(out, strides, kernel_shape, dilations, x.shape[2:]))
+        ]
+        padded = np.pad(x, [(0, 0), (0, 0), *zip(pads[:rank], ends)],
+                        constant_values=0 if include_pad else np.nan)
+        return pool(padded, x.shape, kernel_shape, strides, out, kind, pads[:rank] + ends,
+                    pads, dilations, include_pad, p)  # type: ignore[no-any-return]
+
+    class AveragePool(AveragePool_19):  # the op's name: the evaluator finds the class by it
+        op_domain = ""
+
+        def _run(  # type: ignore[no-untyped-def,override]
+            self, x, auto_pad=None, ceil_mode=None, count_include_pad=None, dilations=None,
+            kernel_shape=None, pads=None, strides=None,
+        ):
+            if not ceil_mode or auto_pad not in (None, "NOTSET"):
+                return super()._run(x, auto_pad, ceil_mode, dilations, kernel_shape, pads,
+                                    strides, count_include_pad)
+            return (ceil_pool(x, "AVG", count_include_pad, 1, dilations, kernel_shape, pads,
+                              strides),)
+
+    class LpPool(ReferenceLpPool):  # the op's name: the evaluator finds the class by it
+        op_domain = ""
+
+        def _run(  # type: ignore[no-untyped-def,override]
+            self, x, auto_pad=None, ceil_mode=None, dilations=None, kernel_shape=None, p=2,
+            pads=None, strides=None,
+        ):
+            if not ceil_mode or auto_pad not in (None, "NOTSET"):
+                return super()._run(x, auto_pad, ceil_mode, dilations, kernel_shape, p, pads,
+                                    strides)
+            made = ceil_pool(x, "LPPOOL", 1, p, dilations, kernel_shape, pads, strides)
+            return (made.astype(x.dtype),)
+
+    return [AveragePool, LpPool]
 
 
 def _resize_geometry(

@@ -528,6 +528,38 @@ def test_a_resize_to_the_same_shape_still_resamples() -> None:
     np.testing.assert_array_equal(onnxruntime_runs(model, x), x)  # the divergence
 
 
+@pytest.mark.parametrize("count_include_pad", [0, 1, None])  # None: LpPool, p=2
+@pytest.mark.parametrize(("shape", "attrs"), [
+    ((1, 1, 7), {"kernel_shape": [3], "strides": [3]}),
+    ((1, 2, 4, 6), {"kernel_shape": [3, 3], "strides": [3, 1]}),
+    ((1, 2, 7, 7), {"kernel_shape": [1, 3], "strides": [1, 3], "pads": [0, 1, 0, 1]}),
+])
+def test_a_pool_with_ceil_mode_on_the_reference_keeps_its_windows(
+    count_include_pad, shape, attrs
+) -> None:
+    """AveragePool and LpPool with ceil_mode: a last window reaching past the input takes
+    what it holds. onnx.reference padded the input on both sides to fit its windows, so
+    they started early ([1..7] by 3, stride 3: 1.5, 4, 6), and its LpPool scaled a short
+    window's mean by the kernel's size. Oracles: onnxruntime, and the means (Euclidean
+    norms) of [1, 2, 3], [4, 5, 6], [7]."""
+    x = np.random.default_rng(8).standard_normal(shape).astype(np.float32)
+    if shape == (1, 1, 7):
+        x = np.arange(1, 8, dtype=np.float32).reshape(shape)
+    if count_include_pad is None:
+        node = helper.make_node("LpPool", ["x"], ["y"], ceil_mode=1, p=2, **attrs)
+    else:
+        node = helper.make_node("AveragePool", ["x"], ["y"], ceil_mode=1,
+                                count_include_pad=count_include_pad, **attrs)
+    model = one_node_model(node, x, opset=18)
+    expected = onnxruntime_runs(model, x)
+    if shape == (1, 1, 7):
+        windows = [[1, 2, 3], [4, 5, 6], [7]]
+        pooled = np.linalg.norm if count_include_pad is None else np.mean
+        np.testing.assert_allclose(expected.ravel(), [pooled(w) for w in windows], rtol=1e-6)
+    y = NumpyBackend("reference").run(load(model), {"x": x})["y"]
+    np.testing.assert_allclose(y, expected, rtol=1e-6, atol=1e-6)
+
+
 def test_consecutive_onnx_nodes_form_one_segment() -> None:
     """Two independent ONNX chains around one DML node: the schedule runs each kind while it
     can, so the fallback prepares two models, not one per node."""
