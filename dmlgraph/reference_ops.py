@@ -36,7 +36,7 @@ def spec_ops(opset: int) -> list[type]:
 def _spec_ops(opset: int) -> tuple[type, ...]:
     """``spec_ops``, its classes made once per opset."""
     ops: list[type] = [_lrn(), _lp_normalization(), _normalizer(), _max_pool(), _resize(),
-                       *_ceil_mode_pools()]
+                       *_ceil_mode_pools(), _label_encoder()]
     if opset < PER_AXIS_SOFTMAX_OPSET:
         ops += [_coerced("Softmax", _softmax), _coerced("LogSoftmax", _log_softmax),
                 _coerced("Hardmax", _hardmax)]
@@ -320,6 +320,69 @@ def _resize_axis(data: np.ndarray, axis: int, x: np.ndarray, mode: str, nearest:
     gathered = np.take(data, np.clip(taps, 0, size - 1), axis=axis)  # (..., out, taps, ...)
     shape = (1,) * axis + weights.shape + (1,) * (data.ndim - axis - 1)
     return (gathered * weights.reshape(shape)).sum(axis=axis + 1)
+
+
+#: LabelEncoder-4's ``default_tensor`` where a node leaves it out, by the values' kind (the
+#: schema's "{"_Unused"} if values_* has string type, {-1} if ... integral type, and {-0.f}
+#: if ... float type").
+_LABEL_DEFAULTS = {"O": "_Unused", "U": "_Unused", "i": -1, "u": -1, "f": -0.0}
+
+
+def _label_encoder() -> type:
+    """ai.onnx.ml's LabelEncoder as LabelEncoder-4 says: ``default_tensor``, where given, is
+    the default whatever ``values_*`` holds the values (the reference read it only with
+    ``values_tensor``: keys_int64s to values_floats with default_tensor [-7] gave -0 where
+    onnxruntime gives -7), and its schema default where ``values_tensor`` comes without it
+    (the reference failed); a NaN key matches any NaN input (the reference's dictionary
+    matched none); strings come out as objects, as dmlgraph's STRING tensors."""
+    from onnx.reference.ops.aionnxml.op_label_encoder import LabelEncoder as Reference
+
+    class LabelEncoder(Reference):  # the op's name: the evaluator finds the class by it
+        op_domain = "ai.onnx.ml"
+
+        def _run(  # type: ignore[no-untyped-def,override]
+            self, x, default_float=None, default_int64=None, default_string=None,
+            default_tensor=None, keys_floats=None, keys_int64s=None, keys_strings=None,
+            values_floats=None, values_int64s=None, values_strings=None, keys_tensor=None,
+            values_tensor=None,
+        ):
+            keys = next(k for k in (keys_floats, keys_int64s, keys_strings, keys_tensor)
+                        if k is not None)
+            if values_tensor is not None:
+                values, dtype = values_tensor.tolist(), values_tensor.dtype
+                default = _LABEL_DEFAULTS[dtype.kind]
+            elif values_floats is not None:
+                values, dtype, default = values_floats, np.dtype(np.float32), default_float
+            elif values_int64s is not None:
+                values, dtype, default = values_int64s, np.dtype(np.int64), default_int64
+            else:
+                values, dtype, default = values_strings, np.dtype(object), default_string
+            if default_tensor is not None:
+                default = default_tensor.reshape(-1)[0]
+            if dtype.kind in "OU":
+                dtype = np.dtype(object)
+                default = default if isinstance(default, str) else str(default)
+            keys = np.asarray(keys).tolist()  # Python scalars: NumPy's compare otherwise
+            table = dict(zip(keys, values))
+            at_nan = [v for k, v in zip(keys, values) if isinstance(k, float) and k != k]
+            nan_value = at_nan[-1] if at_nan and self._nan_matches() else default
+
+            def look_up(key: Any) -> Any:
+                if isinstance(key, str) or key == key:
+                    return table.get(key, default)
+                return nan_value
+
+            flat = [look_up(k) for k in x.reshape(-1).tolist()]
+            made = np.empty(len(flat), dtype)
+            made[:] = flat
+            return (made.reshape(x.shape),)
+
+        def _nan_matches(self) -> bool:
+            """LabelEncoder-4's NaN keys match any NaN input; LabelEncoder-2's compare bits,
+            which onnxruntime's 2 does not do for NaN: left as the reference has it."""
+            return bool(self.run_params["opsets"].get("ai.onnx.ml", 1) >= 4)
+
+    return LabelEncoder
 
 
 def _ceil_mode_pools() -> list[type]:

@@ -560,6 +560,36 @@ def test_a_pool_with_ceil_mode_on_the_reference_keeps_its_windows(
     np.testing.assert_allclose(y, expected, rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.parametrize(("attrs", "x", "out_type"), [
+    ({"keys_int64s": [1, 2], "values_floats": [10.0, 20.0],
+      "default_tensor": numpy_helper.from_array(np.array([-7], np.float32))},
+     np.array([1, 5, 2], np.int64), TensorProto.FLOAT),
+    ({"keys_strings": ["a", "b"], "values_int64s": [1, 2],
+      "default_tensor": numpy_helper.from_array(np.array([-9], np.int64))},
+     np.array(["a", "z", "b"], object), TensorProto.INT64),
+    ({"keys_int64s": [1, 2], "values_strings": ["a", "b"],
+      "default_tensor": helper.make_tensor("d", TensorProto.STRING, [1], [b"zz"])},
+     np.array([1, 5, 2], np.int64), TensorProto.STRING),
+    ({"keys_floats": [float("nan"), 1.0], "values_int64s": [5, 6]},
+     np.array([np.nan, 1, 2], np.float32), TensorProto.INT64),
+    ({"keys_tensor": numpy_helper.from_array(np.array([1, 2], np.int64)),
+      "values_tensor": numpy_helper.from_array(np.array([1.5, 2.5], np.float32))},
+     np.array([1, 5, 2], np.int64), TensorProto.FLOAT),
+])
+def test_a_label_encoder_4_on_the_reference_works_as_its_schema_says(attrs, x, out_type) -> None:
+    """LabelEncoder-4: ``default_tensor`` is the default whichever ``values_*`` is given
+    (onnx.reference read it with ``values_tensor`` alone: -0, -1, "_Unused" for -7, -9,
+    "zz"), NaN keys match any NaN, ``values_tensor`` without a default takes the schema's
+    (the reference failed), and strings come out as objects. Oracle: onnxruntime."""
+    model = one_node_model(
+        helper.make_node("LabelEncoder", ["x"], ["y"], domain="ai.onnx.ml", **attrs),
+        x, opset=19, ml=4, out_type=out_type)
+    expected = onnxruntime_runs(model, x)
+    y = NumpyBackend("reference").run(load(model), {"x": x})["y"]
+    assert y.dtype == expected.dtype
+    np.testing.assert_array_equal(y, expected)
+
+
 def test_consecutive_onnx_nodes_form_one_segment() -> None:
     """Two independent ONNX chains around one DML node: the schedule runs each kind while it
     can, so the fallback prepares two models, not one per node."""
