@@ -36,7 +36,7 @@ def spec_ops(opset: int) -> list[type]:
 def _spec_ops(opset: int) -> tuple[type, ...]:
     """``spec_ops``, its classes made once per opset."""
     ops: list[type] = [_lrn(), _lp_normalization(), _normalizer(), _max_pool(), _resize(),
-                       *_ceil_mode_pools(), _label_encoder()]
+                       *_ceil_mode_pools(), _label_encoder(), *_casts()]
     if opset < PER_AXIS_SOFTMAX_OPSET:
         ops += [_coerced("Softmax", _softmax), _coerced("LogSoftmax", _log_softmax),
                 _coerced("Hardmax", _hardmax)]
@@ -320,6 +320,63 @@ def _resize_axis(data: np.ndarray, axis: int, x: np.ndarray, mode: str, nearest:
     gathered = np.take(data, np.clip(taps, 0, size - 1), axis=axis)  # (..., out, taps, ...)
     shape = (1,) * axis + weights.shape + (1,) * (data.ndim - axis - 1)
     return (gathered * weights.reshape(shape)).sum(axis=axis + 1)
+
+
+def _as_string(value: Any) -> str:
+    """A number as Cast writes it into a string, onnxruntime's way (the spec asks only for
+    "plain floating-point representation (such as "314.15926")"): a float by C's ``%.8g``
+    ("-2", "0.1", "1e+20", "-0"; float16 and double too), NaN and the infinities as "NaN",
+    "INF" and "-INF" (the spellings Cast reads back), a bool as "1" or "0", an integer in
+    full. The reference wrote NumPy's ``str``: "-2.0", "nan", "True"."""
+    if isinstance(value, (bool, np.bool_)):
+        return "1" if value else "0"
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    number = float(value)
+    if math.isnan(number):
+        return "NaN"
+    if math.isinf(number):
+        return "INF" if number > 0 else "-INF"
+    return "%.8g" % number
+
+
+def _strings(x: np.ndarray) -> np.ndarray:
+    """``x`` as an array of Python strings (objects, as dmlgraph's and onnxruntime's STRING
+    tensors; the reference's were NumPy's ``<U``)."""
+    made = np.empty(x.shape, object)
+    if x.dtype.kind in "OUS":
+        made.reshape(-1)[:] = [v if isinstance(v, str) else str(v) for v in x.reshape(-1)]
+    else:
+        made.reshape(-1)[:] = [_as_string(v) for v in x.reshape(-1).tolist()]
+    return made
+
+
+def _casts() -> list[type]:
+    """Cast and CastLike to STRING as onnxruntime writes numbers (``_as_string``); every
+    other cast stays the reference's (``cast_to``)."""
+    from onnx import TensorProto
+    from onnx.helper import np_dtype_to_tensor_dtype
+    from onnx.reference.op_run import OpRun
+    from onnx.reference.ops.op_cast import cast_to
+
+    class Cast(OpRun):  # the op's name: the evaluator finds the class by it
+        op_domain = ""
+
+        def _run(self, x, to=None, saturate=None, round_mode=None):  # type: ignore[no-untyped-def]
+            if to == TensorProto.STRING:
+                return (_strings(x),)
+            return (cast_to(x, to, 1 if saturate is None else saturate, round_mode or "up"),)
+
+    class CastLike(OpRun):  # the op's name: the evaluator finds the class by it
+        op_domain = ""
+
+        def _run(self, x, like, saturate=None, round_mode=None):  # type: ignore[no-untyped-def]
+            if like.dtype.kind in "OU":
+                return (_strings(x),)
+            to = np_dtype_to_tensor_dtype(like.dtype)
+            return (cast_to(x, to, 1 if saturate is None else saturate, round_mode or "up"),)
+
+    return [Cast, CastLike]
 
 
 #: LabelEncoder-4's ``default_tensor`` where a node leaves it out, by the values' kind (the

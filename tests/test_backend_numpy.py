@@ -590,6 +590,59 @@ def test_a_label_encoder_4_on_the_reference_works_as_its_schema_says(attrs, x, o
     np.testing.assert_array_equal(y, expected)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16, np.bool_, np.int64])
+@pytest.mark.parametrize("like", [False, True])
+def test_a_cast_to_string_on_the_reference_writes_numbers_as_onnxruntime(dtype, like) -> None:
+    """Cast (and CastLike) to STRING: onnx.reference wrote NumPy's str ("-2.0", "nan",
+    "True") into NumPy ``<U`` arrays; onnxruntime writes C's %.8g, "NaN", "INF", "1" into
+    objects, as dmlgraph's STRING tensors. Oracles: onnxruntime, and the strings spelled
+    out."""
+    values = [-2.0, 0.1, 1e20, np.nan, np.inf, -np.inf, -0.0, 1 / 3, 65504.0, 1234567.0]
+    with np.errstate(over="ignore"):  # 1e20 and 1234567 are inf as float16
+        x = np.array([1, 0, 1] if dtype is np.bool_ else [-2, 0, 12345678901]
+                     if dtype is np.int64 else values).astype(dtype)
+    if like:
+        node = helper.make_node("CastLike", ["x", "l"], ["y"])
+        initializers = [helper.make_tensor("l", TensorProto.STRING, [1], [b"z"])]
+    else:
+        node = helper.make_node("Cast", ["x"], ["y"], to=TensorProto.STRING)
+        initializers = []
+    model = one_node_model(node, x, initializers, opset=19, out_type=TensorProto.STRING)
+    expected = onnxruntime_runs(model, x)
+    spelled = {
+        np.float32: ["-2", "0.1", "1e+20", "NaN", "INF", "-INF", "-0", "0.33333334", "65504",
+                     "1234567"],
+        np.float64: ["-2", "0.1", "1e+20", "NaN", "INF", "-INF", "-0", "0.33333333", "65504",
+                     "1234567"],
+        np.float16: ["-2", "0.099975586", "INF", "NaN", "INF", "-INF", "-0", "0.33325195",
+                     "65504", "INF"],
+        np.bool_: ["1", "0", "1"],
+        np.int64: ["-2", "0", "12345678901"],
+    }[dtype]
+    assert expected.tolist() == spelled
+    y = NumpyBackend("reference").run(load(model), {"x": x})["y"]
+    assert y.dtype == object and y.tolist() == spelled
+
+
+def test_a_cast_of_a_constant_to_string_folds_as_onnxruntime_writes_it() -> None:
+    """Folding refused a Cast of a constant to STRING (the reference's ``<U`` result was not
+    the STRING tensor inference declares); it folds to onnxruntime's strings. Oracle: the
+    strings spelled out (onnxruntime's, as in the test above)."""
+    c = np.array([-2.0, 0.5, np.nan], np.float32)
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node("Cast", ["c"], ["s"], to=TensorProto.STRING),
+         helper.make_node("Identity", ["s"], ["y"])], "g", [],
+        [helper.make_tensor_value_info("y", TensorProto.STRING, None)],
+        [numpy_helper.from_array(c, "c")],
+    ), opset_imports=[helper.make_opsetid("", 19)])
+    model.ir_version = 9
+    graph = load(model)
+    assert [n.op_type for n in graph.nodes] == ["Identity"]
+    folded = graph.constant("s")
+    assert folded is not None and folded.dtype == object
+    assert folded.tolist() == ["-2", "0.5", "NaN"]
+
+
 def test_consecutive_onnx_nodes_form_one_segment() -> None:
     """Two independent ONNX chains around one DML node: the schedule runs each kind while it
     can, so the fallback prepares two models, not one per node."""
