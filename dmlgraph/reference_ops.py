@@ -36,7 +36,7 @@ def spec_ops(opset: int) -> list[type]:
 def _spec_ops(opset: int) -> tuple[type, ...]:
     """``spec_ops``, its classes made once per opset."""
     ops: list[type] = [_lrn(), _lp_normalization(), _normalizer(), _max_pool(), _resize(),
-                       *_ceil_mode_pools(), _label_encoder(), *_casts()]
+                       *_ceil_mode_pools(), _label_encoder(), *_casts(), _conv_transpose()]
     if opset < PER_AXIS_SOFTMAX_OPSET:
         ops += [_coerced("Softmax", _softmax), _coerced("LogSoftmax", _log_softmax),
                 _coerced("Hardmax", _hardmax)]
@@ -320,6 +320,42 @@ def _resize_axis(data: np.ndarray, axis: int, x: np.ndarray, mode: str, nearest:
     gathered = np.take(data, np.clip(taps, 0, size - 1), axis=axis)  # (..., out, taps, ...)
     shape = (1,) * axis + weights.shape + (1,) * (data.ndim - axis - 1)
     return (gathered * weights.reshape(shape)).sum(axis=axis + 1)
+
+
+def _conv_transpose() -> type:
+    """ConvTranspose with ``output_shape`` and explicit padding (``auto_pad`` NOTSET): the
+    pads follow from the shape, as the spec's equations say ("total_padding[i] = stride[i] *
+    (input_size[i] - 1) + output_padding[i] + ((kernel_shape[i] - 1) * dilations[i] + 1) -
+    output_shape[i]"; the odd one at the start) and onnxruntime computes them; a shape past
+    the full output (negative padding, which ONNX leaves unsaid) extends it at the end, as
+    onnxruntime does. The reference took the pads as zeros and failed on any other shape
+    than the full output ("expected size of input's dimension")."""
+    from onnx.reference.ops.op_conv_transpose import ConvTranspose as Reference
+
+    class ConvTranspose(Reference):  # the op's name: the evaluator finds the class by it
+        op_domain = ""
+
+        def _run(  # type: ignore[no-untyped-def,override]
+            self, X, W, B=None, auto_pad=None, dilations=None, group=None, kernel_shape=None,
+            output_padding=None, output_shape=None, pads=None, strides=None,
+        ):
+            if output_shape is not None and auto_pad in (None, "NOTSET"):
+                rank = X.ndim - 2
+                output_padding = list(output_padding or [0] * rank)[:rank]
+                total = [
+                    s * (n - 1) + extra + (k - 1) * d + 1 - out
+                    for s, n, extra, k, d, out in zip(
+                        strides or [1] * rank, X.shape[2:], output_padding,
+                        kernel_shape or W.shape[2:], dilations or [1] * rank, output_shape)
+                ]
+                pads = [max(0, t - t // 2) for t in total] + [max(0, t // 2) for t in total]
+                # a shape past the full output extends it at the end, as output_padding
+                output_padding = [e + max(0, -t) for e, t in zip(output_padding, total)]
+                output_shape = None
+            return super()._run(X, W, B, auto_pad, dilations, group, kernel_shape,
+                                output_padding, output_shape, pads, strides)
+
+    return ConvTranspose
 
 
 def _as_string(value: Any) -> str:

@@ -643,6 +643,31 @@ def test_a_cast_of_a_constant_to_string_folds_as_onnxruntime_writes_it() -> None
     assert folded.tolist() == ["-2", "0.5", "NaN"]
 
 
+@pytest.mark.parametrize("length", [7, 8, 9, 10])
+def test_a_conv_transpose_to_an_output_shape_on_the_reference_pads_as_onnx_says(length) -> None:
+    """ConvTranspose with ``output_shape`` (auto_pad NOTSET) takes its pads from the shape,
+    the odd one at the start; a shape one past the full output extends it at the end.
+    onnx.reference took the pads as zeros and failed on every length but the full 9.
+    Oracles: the full output in NumPy, cropped (start first) or extended by the bias; and
+    onnxruntime."""
+    x = np.arange(1, 5, dtype=np.float32).reshape(1, 1, 4)
+    w = np.array([[[1, 10, 100]]], np.float32)
+    model = one_node_model(
+        helper.make_node("ConvTranspose", ["x", "w", "b"], ["y"], kernel_shape=[3], strides=[2],
+                         output_shape=[length]), x,
+        [numpy_helper.from_array(w, "w"),
+         numpy_helper.from_array(np.array([0.5], np.float32), "b")])
+    full = np.zeros(10, np.float32)
+    for i, value in enumerate(x.ravel()):
+        full[2 * i : 2 * i + 3] += value * w.ravel()
+    full += 0.5
+    crop = 9 - length
+    expected = full[crop - crop // 2 : crop - crop // 2 + length].reshape(1, 1, length)
+    np.testing.assert_array_equal(onnxruntime_runs(model, x), expected)
+    y = NumpyBackend("reference").run(load(model), {"x": x})["y"]
+    np.testing.assert_array_equal(y, expected)
+
+
 def test_consecutive_onnx_nodes_form_one_segment() -> None:
     """Two independent ONNX chains around one DML node: the schedule runs each kind while it
     can, so the fallback prepares two models, not one per node."""
