@@ -227,6 +227,25 @@ def _dequantize_linear_10() -> type:
     return DequantizeLinear
 
 
+def _explicit_pads(auto_pad: Any, pads: Any, spatial: Any, kernel_shape: Any, strides: Any,
+                   dilations: Any) -> list[int]:
+    """A pool's pads, every begin then every end: ``auto_pad`` SAME pads ``(out - 1) * stride
+    + (kernel - 1) * dilation + 1 - size`` (none where that is negative, as onnxruntime:
+    the spec's output is ``ceil(size / stride)`` either way) for ``out = ceil(size /
+    stride)``, the odd one at the end (SAME_UPPER) or the beginning (SAME_LOWER)."""
+    rank = len(kernel_shape)
+    if auto_pad not in ("SAME_UPPER", "SAME_LOWER"):
+        return [0] * (2 * rank) if auto_pad == "VALID" or pads is None else list(pads)
+    begins, ends = [], []
+    for size, k, stride, dilation in zip(spatial, kernel_shape, strides, dilations):
+        out = -(-size // stride)
+        total = max(0, (out - 1) * stride + (k - 1) * dilation + 1 - size)
+        begin = total // 2 if auto_pad == "SAME_UPPER" else total - total // 2
+        begins.append(begin)
+        ends.append(total - begin)
+    return begins + ends
+
+
 def _max_pool() -> type:
     """MaxPool by the reference's general kernel (``_max_pool``), its pads explicit. The
     reference takes a shortcut where strides and dilations are 1 that reads ``pads`` as
@@ -246,18 +265,7 @@ def _max_pool() -> type:
             rank = len(kernel_shape)
             strides = list(strides or [1] * rank)
             dilations = list(dilations or [1] * rank)
-            if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
-                begins, ends = [], []
-                for size, k, stride, dilation in zip(x.shape[2:], kernel_shape, strides,
-                                                     dilations):
-                    out = -(-size // stride)
-                    total = max(0, (out - 1) * stride + (k - 1) * dilation + 1 - size)
-                    begin = total // 2 if auto_pad == "SAME_UPPER" else total - total // 2
-                    begins.append(begin)
-                    ends.append(total - begin)
-                pads = begins + ends
-            elif auto_pad == "VALID" or pads is None:
-                pads = [0] * (2 * rank)
+            pads = _explicit_pads(auto_pad, pads, x.shape[2:], kernel_shape, strides, dilations)
             return self._max_pool(x, "NOTSET", ceil_mode, dilations, kernel_shape,
                                   list(pads), storage_order, strides)
 
@@ -478,6 +486,16 @@ def _label_encoder() -> type:
     return LabelEncoder
 
 
+def _pool_pads(x: np.ndarray, auto_pad: Any, ceil_mode: Any, dilations: Any,
+               kernel_shape: Any, pads: Any, strides: Any) -> tuple[list[int], Any]:
+    """A pool's explicit pads (``_explicit_pads``) and its ceil_mode, which the spec's
+    SAME and VALID output sizes do not read."""
+    rank = len(kernel_shape)
+    made = _explicit_pads(auto_pad, pads, x.shape[2:], kernel_shape, strides or [1] * rank,
+                          dilations or [1] * rank)
+    return made, ceil_mode if auto_pad in (None, "NOTSET") else 0
+
+
 def _ceil_mode_pools() -> list[type]:
     """AveragePool and LpPool with ``ceil_mode``: a last window reaching past the padded
     input takes the elements it holds there, as onnxruntime (and PyTorch) do: an average
@@ -515,9 +533,11 @@ def _ceil_mode_pools() -> list[type]:
             self, x, auto_pad=None, ceil_mode=None, count_include_pad=None, dilations=None,
             kernel_shape=None, pads=None, strides=None,
         ):
-            if not ceil_mode or auto_pad not in (None, "NOTSET"):
-                return super()._run(x, auto_pad, ceil_mode, dilations, kernel_shape, pads,
-                                    strides, count_include_pad)
+            pads, ceil_mode = _pool_pads(x, auto_pad, ceil_mode, dilations, kernel_shape, pads,
+                                         strides)
+            if not ceil_mode:
+                return super()._run(x, "NOTSET", 0, dilations, kernel_shape, pads, strides,
+                                    count_include_pad)
             return (ceil_pool(x, "AVG", count_include_pad, 1, dilations, kernel_shape, pads,
                               strides),)
 
@@ -528,9 +548,10 @@ def _ceil_mode_pools() -> list[type]:
             self, x, auto_pad=None, ceil_mode=None, dilations=None, kernel_shape=None, p=2,
             pads=None, strides=None,
         ):
-            if not ceil_mode or auto_pad not in (None, "NOTSET"):
-                return super()._run(x, auto_pad, ceil_mode, dilations, kernel_shape, p, pads,
-                                    strides)
+            pads, ceil_mode = _pool_pads(x, auto_pad, ceil_mode, dilations, kernel_shape, pads,
+                                         strides)
+            if not ceil_mode:
+                return super()._run(x, "NOTSET", 0, dilations, kernel_shape, p, pads, strides)
             made = ceil_pool(x, "LPPOOL", 1, p, dilations, kernel_shape, pads, strides)
             return (made.astype(x.dtype),)
 

@@ -668,6 +668,34 @@ def test_a_conv_transpose_to_an_output_shape_on_the_reference_pads_as_onnx_says(
     np.testing.assert_array_equal(y, expected)
 
 
+@pytest.mark.parametrize("auto_pad", ["SAME_UPPER", "SAME_LOWER"])
+def test_an_average_pool_whose_same_padding_is_negative_runs_on_the_reference(auto_pad) -> None:
+    """A SAME AveragePool whose windows fit without padding (kernel 1, stride 2 over 4):
+    the spec's pad formula goes negative, which onnx.reference handed to ``np.pad`` ("index
+    can't contain negative values"); it pads nothing, as TensorFlow's SAME (ONNX's model)
+    and MaxPool's replacement. onnxruntime refuses it ("padding values must be
+    non-negative"). Oracle: every other element, the spec's ceil(4 / 2) of them."""
+    x = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
+    model = one_node_model(helper.make_node(
+        "AveragePool", ["x"], ["y"], kernel_shape=[1, 1], strides=[2, 2], auto_pad=auto_pad), x)
+    expected = x[:, :, ::2, ::2]
+    y = NumpyBackend("reference").run(load(model), {"x": x})["y"]
+    np.testing.assert_array_equal(y, expected)
+
+
+def test_a_dilated_same_pool_on_the_reference_is_sized_by_the_dilated_window() -> None:
+    """A SAME_LOWER MaxPool, kernel 3 dilated by 2, stride 1, over 3: ONNX's output is
+    ceil(3 / 1) = 3 long, padded by (3 - 1) + 5 - 3 = 4, each element the largest of x[r -
+    2], x[r], x[r + 2]; onnxruntime pads by the undilated kernel and gives 1 (a known
+    divergence, README). Oracle: the spec's windows in NumPy."""
+    x = np.array([[[3.0, 1.0, 5.0]]], np.float32)
+    model = one_node_model(helper.make_node(
+        "MaxPool", ["x"], ["y"], kernel_shape=[3], dilations=[2], auto_pad="SAME_LOWER"), x)
+    y = NumpyBackend("reference").run(load(model), {"x": x})["y"]
+    np.testing.assert_array_equal(y, [[[5.0, 1.0, 5.0]]])
+    assert onnxruntime_runs(model, x).shape == (1, 1, 1)  # the divergence
+
+
 def test_consecutive_onnx_nodes_form_one_segment() -> None:
     """Two independent ONNX chains around one DML node: the schedule runs each kind while it
     can, so the fallback prepares two models, not one per node."""
