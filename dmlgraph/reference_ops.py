@@ -36,7 +36,8 @@ def spec_ops(opset: int) -> list[type]:
 def _spec_ops(opset: int) -> tuple[type, ...]:
     """``spec_ops``, its classes made once per opset."""
     ops: list[type] = [_lrn(), _lp_normalization(), _normalizer(), _max_pool(), _resize(),
-                       *_ceil_mode_pools(), _label_encoder(), *_casts(), _conv_transpose()]
+                       *_ceil_mode_pools(), _label_encoder(), *_casts(), _conv_transpose(),
+                       _upsample()]
     if opset < PER_AXIS_SOFTMAX_OPSET:
         ops += [_coerced("Softmax", _softmax), _coerced("LogSoftmax", _log_softmax),
                 _coerced("Hardmax", _hardmax)]
@@ -619,27 +620,58 @@ def _resize() -> type:
                                     keep_aspect_ratio_policy, mode, nearest_mode)
             rank = X.ndim
             axes = [a + rank if a < 0 else a for a in (range(rank) if axes is None else axes)]
-            scale, out, starts, ends = _resize_geometry(
-                X.shape, axes, scales, sizes, keep_aspect_ratio_policy,
-                roi if transform == "tf_crop_and_resize" else None)
-            made = X.astype(np.float64)
-            for axis in axes:
-                size = X.shape[axis]
-                if (out[axis], scale[axis], starts[axis], ends[axis]) == (size, 1, 0, 1):
-                    continue  # every mode maps y to y
-                x = _RESIZE_COORDINATES[transform](
-                    np.arange(out[axis], dtype=np.float32),
-                    *(np.float32(v) for v in (scale[axis], size, out[axis], starts[axis],
-                                              ends[axis]))).astype(np.float64)
-                rounding = nearest_mode
-                if rounding == "resize_10":  # unsaid by Resize-10: onnxruntime's choice
-                    rounding = "ceil" if scale[axis] < 1 else "floor"
-                made = _resize_axis(made, axis, x, mode, rounding, cubic_coeff_a,
-                                    bool(exclude_outside))
-                if transform == "tf_crop_and_resize":
-                    outside = (x < 0) | (x > size - 1)
-                    made = np.where(outside.reshape((-1,) + (1,) * (rank - axis - 1)),
-                                    extrapolation_value, made)
+            geometry = _resize_geometry(X.shape, axes, scales, sizes, keep_aspect_ratio_policy,
+                                        roi if transform == "tf_crop_and_resize" else None)
+            made = _resample(X, axes, *geometry, transform, mode, nearest_mode, cubic_coeff_a,
+                             bool(exclude_outside), extrapolation_value)
             return (saturate_cast(made, X.dtype),)
 
     return Resize
+
+
+def _resample(X: np.ndarray, axes: list[int], scale: list[float], out: list[int],
+              starts: list[float], ends: list[float], transform: str, mode: str, nearest: str,
+              cubic_a: float, exclude_outside: bool, extrapolation: float) -> np.ndarray:
+    """``X`` resized (in float64) axis by axis as ``_resize_geometry`` sizes it, each
+    output coordinate mapped by ``transform`` (in float32) and sampled by ``mode``."""
+    made = X.astype(np.float64)
+    for axis in axes:
+        size = X.shape[axis]
+        if (out[axis], scale[axis], starts[axis], ends[axis]) == (size, 1, 0, 1):
+            continue  # every mode maps y to y
+        x = _RESIZE_COORDINATES[transform](
+            np.arange(out[axis], dtype=np.float32),
+            *(np.float32(v) for v in (scale[axis], size, out[axis], starts[axis], ends[axis]))
+        ).astype(np.float64)
+        rounding = nearest
+        if rounding == "resize_10":  # unsaid by Resize-10 and Upsample: onnxruntime's choice
+            rounding = "ceil" if scale[axis] < 1 else "floor"
+        made = _resize_axis(made, axis, x, mode, rounding, cubic_a, exclude_outside)
+        if transform == "tf_crop_and_resize":
+            outside = (x < 0) | (x > size - 1)
+            made = np.where(outside.reshape((-1,) + (1,) * (X.ndim - axis - 1)),
+                            extrapolation, made)
+    return made
+
+
+def _upsample() -> type:
+    """Upsample (opsets 7-9) as Resize-10, which replaced it: ``floor(input * scale)``
+    elements, asymmetric coordinates. onnx.reference's repeated elements for whole nearest
+    scales and failed on any other scale or on linear ("Not implemented for mode"); and
+    Upsample-7's ``scales`` attribute it did not read."""
+    from onnx.numpy_helper import saturate_cast
+    from onnx.reference.op_run import OpRun
+
+    class Upsample(OpRun):  # the op's name: the evaluator finds the class by it
+        op_domain = ""
+
+        def _run(self, X, scales=None, mode=None):  # type: ignore[no-untyped-def]
+            if scales is None:  # Upsample-7: an attribute, which the newest schema lacks
+                scales = next(a.floats for a in self.onnx_node.attribute if a.name == "scales")
+            axes = list(range(X.ndim))
+            geometry = _resize_geometry(X.shape, axes, scales, None, None, None)
+            made = _resample(X, axes, *geometry, "asymmetric", mode or "nearest", "resize_10",
+                             -0.75, False, 0.0)
+            return (saturate_cast(made, X.dtype),)
+
+    return Upsample

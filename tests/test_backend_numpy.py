@@ -696,6 +696,27 @@ def test_a_dilated_same_pool_on_the_reference_is_sized_by_the_dilated_window() -
     assert onnxruntime_runs(model, x).shape == (1, 1, 1)  # the divergence
 
 
+@pytest.mark.parametrize("opset", [7, 9])
+@pytest.mark.parametrize(("mode", "scales"), [("nearest", [1.0, 1.0, 1.5, 2.5]),
+                                              ("linear", [1.0, 1.0, 2.0, 2.0]),
+                                              ("linear", [1.0, 1.0, 3.0, 1.7])])
+def test_an_upsample_on_the_reference_runs_as_resize_10(opset, mode, scales) -> None:
+    """Upsample resamples as Resize-10 (asymmetric, floor(input * scale) long).
+    onnx.reference repeated elements for whole nearest scales and failed otherwise ("Not
+    implemented for mode='linear'"). Oracle: onnxruntime."""
+    x = np.random.default_rng(9).standard_normal((1, 2, 3, 5)).astype(np.float32)
+    if opset < 9:  # Upsample-7: scales an attribute
+        node, initializers = helper.make_node("Upsample", ["x"], ["y"], mode=mode,
+                                              scales=scales), []
+    else:
+        node = helper.make_node("Upsample", ["x", "s"], ["y"], mode=mode)
+        initializers = [numpy_helper.from_array(np.array(scales, np.float32), "s")]
+    model = one_node_model(node, x, initializers, opset=opset)
+    expected = onnxruntime_runs(model, x)
+    y = NumpyBackend("reference").run(load(model), {"x": x})["y"]
+    np.testing.assert_allclose(y, expected, rtol=1e-5, atol=1e-6)
+
+
 def test_consecutive_onnx_nodes_form_one_segment() -> None:
     """Two independent ONNX chains around one DML node: the schedule runs each kind while it
     can, so the fallback prepares two models, not one per node."""
