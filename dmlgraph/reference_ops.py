@@ -35,7 +35,9 @@ def spec_ops(opset: int) -> list[type]:
 @lru_cache(maxsize=None)
 def _spec_ops(opset: int) -> tuple[type, ...]:
     """``spec_ops``, its classes made once per opset."""
-    ops: list[type] = [_lrn(), _lp_normalization(), _normalizer(), _max_pool()]
+    ops: list[type] = [_lrn(), _lp_normalization(), _normalizer(), _max_pool(), _resize(),
+                       *_ceil_mode_pools(), _label_encoder(), *_casts(), _conv_transpose(),
+                       _upsample()]
     if opset < PER_AXIS_SOFTMAX_OPSET:
         ops += [_coerced("Softmax", _softmax), _coerced("LogSoftmax", _log_softmax),
                 _coerced("Hardmax", _hardmax)]
@@ -226,6 +228,25 @@ def _dequantize_linear_10() -> type:
     return DequantizeLinear
 
 
+def _explicit_pads(auto_pad: Any, pads: Any, spatial: Any, kernel_shape: Any, strides: Any,
+                   dilations: Any) -> list[int]:
+    """A pool's pads, every begin then every end: ``auto_pad`` SAME pads ``(out - 1) * stride
+    + (kernel - 1) * dilation + 1 - size`` (none where that is negative, as onnxruntime:
+    the spec's output is ``ceil(size / stride)`` either way) for ``out = ceil(size /
+    stride)``, the odd one at the end (SAME_UPPER) or the beginning (SAME_LOWER)."""
+    rank = len(kernel_shape)
+    if auto_pad not in ("SAME_UPPER", "SAME_LOWER"):
+        return [0] * (2 * rank) if auto_pad == "VALID" or pads is None else list(pads)
+    begins, ends = [], []
+    for size, k, stride, dilation in zip(spatial, kernel_shape, strides, dilations):
+        out = -(-size // stride)
+        total = max(0, (out - 1) * stride + (k - 1) * dilation + 1 - size)
+        begin = total // 2 if auto_pad == "SAME_UPPER" else total - total // 2
+        begins.append(begin)
+        ends.append(total - begin)
+    return begins + ends
+
+
 def _max_pool() -> type:
     """MaxPool by the reference's general kernel (``_max_pool``), its pads explicit. The
     reference takes a shortcut where strides and dilations are 1 that reads ``pads`` as
@@ -245,19 +266,412 @@ def _max_pool() -> type:
             rank = len(kernel_shape)
             strides = list(strides or [1] * rank)
             dilations = list(dilations or [1] * rank)
-            if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
-                begins, ends = [], []
-                for size, k, stride, dilation in zip(x.shape[2:], kernel_shape, strides,
-                                                     dilations):
-                    out = -(-size // stride)
-                    total = max(0, (out - 1) * stride + (k - 1) * dilation + 1 - size)
-                    begin = total // 2 if auto_pad == "SAME_UPPER" else total - total // 2
-                    begins.append(begin)
-                    ends.append(total - begin)
-                pads = begins + ends
-            elif auto_pad == "VALID" or pads is None:
-                pads = [0] * (2 * rank)
+            pads = _explicit_pads(auto_pad, pads, x.shape[2:], kernel_shape, strides, dilations)
             return self._max_pool(x, "NOTSET", ceil_mode, dilations, kernel_shape,
                                   list(pads), storage_order, strides)
 
     return MaxPool
+
+
+_HALF = np.float32(0.5)
+
+#: Resize's coordinate transformation modes, each mapping output coordinates ``y`` of an axis
+#: to input coordinates, as Resize-19's ``coordinate_transformation_mode`` writes them: (y,
+#: scale, input length, output length, roi start, roi end), all float32 (the scales' type, and
+#: onnxruntime's arithmetic: in float64 a nearest element at a tie or an integer coordinate
+#: came out one off onnxruntime's, 1.3 of 6 with round_prefer_floor).
+_RESIZE_COORDINATES: dict[str, Callable[..., np.ndarray]] = {
+    "half_pixel": lambda y, scale, size, out, start, end: (y + _HALF) / scale - _HALF,
+    "half_pixel_symmetric": lambda y, scale, size, out, start, end: (
+        size / np.float32(2) * (np.float32(1) - out / (scale * size))
+        + (y + _HALF) / scale - _HALF),
+    "pytorch_half_pixel": lambda y, scale, size, out, start, end: (
+        (y + _HALF) / scale - _HALF if out > 1 else 0 * y),
+    "align_corners": lambda y, scale, size, out, start, end: (
+        y * (size - 1) / (out - 1) if out > 1 else 0 * y),
+    "asymmetric": lambda y, scale, size, out, start, end: y / scale,
+    "tf_crop_and_resize": lambda y, scale, size, out, start, end: (
+        start * (size - 1) + y * (end - start) * (size - 1) / (out - 1) if out > 1
+        else 0 * y + _HALF * (start + end) * (size - 1)),
+}
+#: Resize's ``nearest_mode``: the input index nearest an input coordinate.
+_NEAREST: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "round_prefer_floor": lambda x: np.ceil(x - 0.5),
+    "round_prefer_ceil": lambda x: np.floor(x + 0.5),
+    "floor": np.floor,
+    "ceil": np.ceil,
+}
+
+
+def _resize_axis(data: np.ndarray, axis: int, x: np.ndarray, mode: str, nearest: str,
+                 cubic_a: float, exclude_outside: bool) -> np.ndarray:
+    """``data`` resampled along ``axis`` at input coordinates ``x``: the nearest element,
+    or a linear (2 taps) or cubic (4 taps, Keys' kernel with ``cubic_a``) blend, the taps
+    clamped into the axis (or, with ``exclude_outside``, those outside weighted 0 and the
+    rest renormalized), as the spec and onnxruntime."""
+    size = data.shape[axis]
+    if mode == "nearest":
+        index = np.clip(_NEAREST[nearest](x), 0, size - 1).astype(np.intp)
+        return np.take(data, index, axis=axis)
+    first = np.floor(x)
+    t = (x - first)[:, None]
+    if mode == "linear":
+        offsets, weights = np.arange(2), np.hstack([1 - t, t])
+    else:
+        offsets = np.arange(-1, 3)
+        d = np.abs(np.hstack([t + 1, t, 1 - t, 2 - t]))  # each tap's distance from x
+        weights = np.where(d <= 1, ((cubic_a + 2) * d - (cubic_a + 3)) * d * d + 1,
+                           ((cubic_a * d - 5 * cubic_a) * d + 8 * cubic_a) * d - 4 * cubic_a)
+    taps = first.astype(np.intp)[:, None] + offsets
+    if exclude_outside:
+        weights = np.where((taps < 0) | (taps >= size), 0.0, weights)
+        weights = weights / weights.sum(axis=1, keepdims=True)
+    gathered = np.take(data, np.clip(taps, 0, size - 1), axis=axis)  # (..., out, taps, ...)
+    shape = (1,) * axis + weights.shape + (1,) * (data.ndim - axis - 1)
+    return (gathered * weights.reshape(shape)).sum(axis=axis + 1)
+
+
+def _conv_transpose() -> type:
+    """ConvTranspose with ``output_shape`` and explicit padding (``auto_pad`` NOTSET): the
+    pads follow from the shape, as the spec's equations say ("total_padding[i] = stride[i] *
+    (input_size[i] - 1) + output_padding[i] + ((kernel_shape[i] - 1) * dilations[i] + 1) -
+    output_shape[i]"; the odd one at the start) and onnxruntime computes them; a shape past
+    the full output (negative padding, which ONNX leaves unsaid) extends it at the end, as
+    onnxruntime does. The reference took the pads as zeros and failed on any other shape
+    than the full output ("expected size of input's dimension")."""
+    from onnx.reference.ops.op_conv_transpose import ConvTranspose as Reference
+
+    class ConvTranspose(Reference):  # the op's name: the evaluator finds the class by it
+        op_domain = ""
+
+        def _run(  # type: ignore[no-untyped-def,override]
+            self, X, W, B=None, auto_pad=None, dilations=None, group=None, kernel_shape=None,
+            output_padding=None, output_shape=None, pads=None, strides=None,
+        ):
+            if output_shape is not None and auto_pad in (None, "NOTSET"):
+                rank = X.ndim - 2
+                output_padding = list(output_padding or [0] * rank)[:rank]
+                total = [
+                    s * (n - 1) + extra + (k - 1) * d + 1 - out
+                    for s, n, extra, k, d, out in zip(
+                        strides or [1] * rank, X.shape[2:], output_padding,
+                        kernel_shape or W.shape[2:], dilations or [1] * rank, output_shape)
+                ]
+                pads = [max(0, t - t // 2) for t in total] + [max(0, t // 2) for t in total]
+                # a shape past the full output extends it at the end, as output_padding
+                output_padding = [e + max(0, -t) for e, t in zip(output_padding, total)]
+                output_shape = None
+            return super()._run(X, W, B, auto_pad, dilations, group, kernel_shape,
+                                output_padding, output_shape, pads, strides)
+
+    return ConvTranspose
+
+
+def _as_string(value: Any) -> str:
+    """A number as Cast writes it into a string, onnxruntime's way (the spec asks only for
+    "plain floating-point representation (such as "314.15926")"): a float by C's ``%.8g``
+    ("-2", "0.1", "1e+20", "-0"; float16 and double too), NaN and the infinities as "NaN",
+    "INF" and "-INF" (the spellings Cast reads back), a bool as "1" or "0", an integer in
+    full. The reference wrote NumPy's ``str``: "-2.0", "nan", "True"."""
+    if isinstance(value, (bool, np.bool_)):
+        return "1" if value else "0"
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    number = float(value)
+    if math.isnan(number):
+        return "NaN"
+    if math.isinf(number):
+        return "INF" if number > 0 else "-INF"
+    return "%.8g" % number
+
+
+def _strings(x: np.ndarray) -> np.ndarray:
+    """``x`` as an array of Python strings (objects, as dmlgraph's and onnxruntime's STRING
+    tensors; the reference's were NumPy's ``<U``)."""
+    made = np.empty(x.shape, object)
+    if x.dtype.kind in "OUS":
+        made.reshape(-1)[:] = [v if isinstance(v, str) else str(v) for v in x.reshape(-1)]
+    else:
+        made.reshape(-1)[:] = [_as_string(v) for v in x.reshape(-1).tolist()]
+    return made
+
+
+def _casts() -> list[type]:
+    """Cast and CastLike to STRING as onnxruntime writes numbers (``_as_string``); every
+    other cast stays the reference's (``cast_to``)."""
+    from onnx import TensorProto
+    from onnx.helper import np_dtype_to_tensor_dtype
+    from onnx.reference.op_run import OpRun
+    from onnx.reference.ops.op_cast import cast_to
+
+    class Cast(OpRun):  # the op's name: the evaluator finds the class by it
+        op_domain = ""
+
+        def _run(self, x, to=None, saturate=None, round_mode=None):  # type: ignore[no-untyped-def]
+            if to == TensorProto.STRING:
+                return (_strings(x),)
+            return (cast_to(x, to, 1 if saturate is None else saturate, round_mode or "up"),)
+
+    class CastLike(OpRun):  # the op's name: the evaluator finds the class by it
+        op_domain = ""
+
+        def _run(self, x, like, saturate=None, round_mode=None):  # type: ignore[no-untyped-def]
+            if like.dtype.kind in "OU":
+                return (_strings(x),)
+            to = np_dtype_to_tensor_dtype(like.dtype)
+            return (cast_to(x, to, 1 if saturate is None else saturate, round_mode or "up"),)
+
+    return [Cast, CastLike]
+
+
+#: LabelEncoder-4's ``default_tensor`` where a node leaves it out, by the values' kind (the
+#: schema's "{"_Unused"} if values_* has string type, {-1} if ... integral type, and {-0.f}
+#: if ... float type").
+_LABEL_DEFAULTS = {"O": "_Unused", "U": "_Unused", "i": -1, "u": -1, "f": -0.0}
+
+
+def _label_encoder() -> type:
+    """ai.onnx.ml's LabelEncoder as LabelEncoder-4 says: ``default_tensor``, where given, is
+    the default whatever ``values_*`` holds the values (the reference read it only with
+    ``values_tensor``: keys_int64s to values_floats with default_tensor [-7] gave -0 where
+    onnxruntime gives -7), and its schema default where ``values_tensor`` comes without it
+    (the reference failed); a NaN key matches any NaN input (the reference's dictionary
+    matched none); strings come out as objects, as dmlgraph's STRING tensors."""
+    from onnx.reference.ops.aionnxml.op_label_encoder import LabelEncoder as Reference
+
+    class LabelEncoder(Reference):  # the op's name: the evaluator finds the class by it
+        op_domain = "ai.onnx.ml"
+
+        def _run(  # type: ignore[no-untyped-def,override]
+            self, x, default_float=None, default_int64=None, default_string=None,
+            default_tensor=None, keys_floats=None, keys_int64s=None, keys_strings=None,
+            values_floats=None, values_int64s=None, values_strings=None, keys_tensor=None,
+            values_tensor=None,
+        ):
+            keys = next(k for k in (keys_floats, keys_int64s, keys_strings, keys_tensor)
+                        if k is not None)
+            if values_tensor is not None:
+                values, dtype = values_tensor.tolist(), values_tensor.dtype
+                default = _LABEL_DEFAULTS[dtype.kind]
+            elif values_floats is not None:
+                values, dtype, default = values_floats, np.dtype(np.float32), default_float
+            elif values_int64s is not None:
+                values, dtype, default = values_int64s, np.dtype(np.int64), default_int64
+            else:
+                values, dtype, default = values_strings, np.dtype(object), default_string
+            if default_tensor is not None:
+                default = default_tensor.reshape(-1)[0]
+            if dtype.kind in "OU":
+                dtype = np.dtype(object)
+                default = default if isinstance(default, str) else str(default)
+            keys = np.asarray(keys).tolist()  # Python scalars: NumPy's compare otherwise
+            table = dict(zip(keys, values))
+            at_nan = [v for k, v in zip(keys, values) if isinstance(k, float) and k != k]
+            nan_value = at_nan[-1] if at_nan and self._nan_matches() else default
+
+            def look_up(key: Any) -> Any:
+                if isinstance(key, str) or key == key:
+                    return table.get(key, default)
+                return nan_value
+
+            flat = [look_up(k) for k in x.reshape(-1).tolist()]
+            made = np.empty(len(flat), dtype)
+            made[:] = flat
+            return (made.reshape(x.shape),)
+
+        def _nan_matches(self) -> bool:
+            """LabelEncoder-4's NaN keys match any NaN input; LabelEncoder-2's compare bits,
+            which onnxruntime's 2 does not do for NaN: left as the reference has it."""
+            return bool(self.run_params["opsets"].get("ai.onnx.ml", 1) >= 4)
+
+    return LabelEncoder
+
+
+def _pool_pads(x: np.ndarray, auto_pad: Any, ceil_mode: Any, dilations: Any,
+               kernel_shape: Any, pads: Any, strides: Any) -> tuple[list[int], Any]:
+    """A pool's explicit pads (``_explicit_pads``) and its ceil_mode, which the spec's
+    SAME and VALID output sizes do not read."""
+    rank = len(kernel_shape)
+    made = _explicit_pads(auto_pad, pads, x.shape[2:], kernel_shape, strides or [1] * rank,
+                          dilations or [1] * rank)
+    return made, ceil_mode if auto_pad in (None, "NOTSET") else 0
+
+
+def _ceil_mode_pools() -> list[type]:
+    """AveragePool and LpPool with ``ceil_mode``: a last window reaching past the padded
+    input takes the elements it holds there, as onnxruntime (and PyTorch) do: an average
+    divides by their count (with ``count_include_pad``, the padding among them; the spec's
+    divisor is "the number of elements"), an Lp norm sums them. The reference pads such an
+    input on both sides to fit the windows, so its windows started a column early ([1, 1, 7]
+    by 3, stride 3: 1.5, 4, 6 for 2, 5, 7), and its LpPool scaled a short window's mean by
+    the kernel's size (7 came out 12.1)."""
+    from onnx.reference.ops.op_average_pool import AveragePool_19
+    from onnx.reference.ops.op_lp_pool import LpPool as ReferenceLpPool
+    from onnx.reference.ops.op_pool_common import get_output_shape_explicit_padding, pool
+
+    def ceil_pool(x: np.ndarray, kind: str, include_pad: int, p: Any, dilations: Any,
+                  kernel_shape: Any, pads: Any, strides: Any) -> np.ndarray:
+        rank = len(kernel_shape)
+        pads = list(pads or [0] * (2 * rank))
+        strides = list(strides or [1] * rank)
+        dilations = list(dilations or [1] * rank)
+        out, _ = get_output_shape_explicit_padding(pads, x.shape[2:], kernel_shape, strides,
+                                                   dilations, True)
+        ends = [  # the end padding, or as far as the last window reaches past it
+            max(pads[rank + d], (o - 1) * s + (k - 1) * dil + 1 - size - pads[d])
+            for d, (o, s, k, dil, size) in enumerate(
+                zip(out, strides, kernel_shape, dilations, x.shape[2:]))
+        ]
+        padded = np.pad(x, [(0, 0), (0, 0), *zip(pads[:rank], ends)],
+                        constant_values=0 if include_pad else np.nan)
+        return pool(padded, x.shape, kernel_shape, strides, out, kind, pads[:rank] + ends,
+                    pads, dilations, include_pad, p)  # type: ignore[no-any-return]
+
+    class AveragePool(AveragePool_19):  # the op's name: the evaluator finds the class by it
+        op_domain = ""
+
+        def _run(  # type: ignore[no-untyped-def,override]
+            self, x, auto_pad=None, ceil_mode=None, count_include_pad=None, dilations=None,
+            kernel_shape=None, pads=None, strides=None,
+        ):
+            pads, ceil_mode = _pool_pads(x, auto_pad, ceil_mode, dilations, kernel_shape, pads,
+                                         strides)
+            if not ceil_mode:
+                return super()._run(x, "NOTSET", 0, dilations, kernel_shape, pads, strides,
+                                    count_include_pad)
+            return (ceil_pool(x, "AVG", count_include_pad, 1, dilations, kernel_shape, pads,
+                              strides),)
+
+    class LpPool(ReferenceLpPool):  # the op's name: the evaluator finds the class by it
+        op_domain = ""
+
+        def _run(  # type: ignore[no-untyped-def,override]
+            self, x, auto_pad=None, ceil_mode=None, dilations=None, kernel_shape=None, p=2,
+            pads=None, strides=None,
+        ):
+            pads, ceil_mode = _pool_pads(x, auto_pad, ceil_mode, dilations, kernel_shape, pads,
+                                         strides)
+            if not ceil_mode:
+                return super()._run(x, "NOTSET", 0, dilations, kernel_shape, p, pads, strides)
+            made = ceil_pool(x, "LPPOOL", 1, p, dilations, kernel_shape, pads, strides)
+            return (made.astype(x.dtype),)
+
+    return [AveragePool, LpPool]
+
+
+def _resize_geometry(
+    shape: tuple[int, ...], axes: list[int], scales: Any, sizes: Any, policy: Any, roi: Any,
+) -> tuple[list[float], list[int], list[float], list[float]]:
+    """Each axis's scale, output length and roi (start, end; ``roi`` None but for
+    tf_crop_and_resize), as Resize-19 says: from ``sizes`` (scale = output / input; with
+    ``keep_aspect_ratio_policy`` one scale, the output rounded half up) or from ``scales``
+    (output = floor(input * (roi_end - roi_start) * scale))."""
+    rank = len(shape)
+    starts, ends = [0.0] * rank, [1.0] * rank
+    for k, axis in enumerate(axes if roi is not None and len(roi) else []):
+        starts[axis], ends[axis] = float(roi[k]), float(roi[len(axes) + k])
+    if sizes is None or not len(sizes):
+        scale = [1.0] * rank
+        for axis, value in zip(axes, np.asarray(scales).tolist()):
+            scale[axis] = value
+        out = [math.floor(shape[a] * (ends[a] - starts[a]) * scale[a]) for a in range(rank)]
+        return scale, out, starts, ends
+    out = list(shape)
+    for axis, value in zip(axes, np.asarray(sizes).tolist()):
+        out[axis] = value
+    scale = [out[a] / shape[a] for a in range(rank)]
+    if policy in ("not_larger", "not_smaller"):
+        kept = (min if policy == "not_larger" else max)(scale[a] for a in axes)
+        scale = [kept if a in axes else 1.0 for a in range(rank)]
+        out = [int(kept * shape[a] + 0.5) if a in axes else shape[a] for a in range(rank)]
+    return scale, out, starts, ends
+
+
+def _resize() -> type:
+    """Resize by the spec's formulas, axis by axis. onnx.reference computed align_corners,
+    pytorch_half_pixel's one-element case and tf_crop_and_resize from the length before
+    flooring (``input * scale``) where the spec and onnxruntime use the output's length
+    (align_corners 0.75 of 5 to 3: 6.5 off onnxruntime); its nearest picked an element one
+    off where the coordinate is an integer or a tie within rounding (half_pixel_symmetric
+    0.5 of 7); its float64 coordinates did so too against the spec's in float32 (the
+    scales' type, onnxruntime's); and Resize-10 failed ("output_size is None"). Where the
+    spec and onnxruntime differ this follows the spec (README): a scale other than 1 that
+    keeps the length still resamples (onnxruntime copies), and tf_crop_and_resize's scaled
+    length counts the roi (onnxruntime's does not). Antialiased linear and cubic stay the
+    reference's."""
+    from onnx.numpy_helper import saturate_cast
+    from onnx.reference.ops.op_resize import Resize as Reference
+
+    class Resize(Reference):  # the op's name: the evaluator finds the class by it
+        op_domain = ""
+
+        def _run(  # type: ignore[no-untyped-def,override]
+            self, X, roi=None, scales=None, sizes=None, antialias=None, axes=None,
+            coordinate_transformation_mode=None, cubic_coeff_a=None, exclude_outside=None,
+            extrapolation_value=None, keep_aspect_ratio_policy=None, mode=None,
+            nearest_mode=None,
+        ):
+            transform = coordinate_transformation_mode
+            if self.run_params["opsets"].get("", 1) < 11:  # Resize-10: (X, scales), asymmetric
+                roi, scales, transform, nearest_mode = None, roi, "asymmetric", "resize_10"
+            if antialias and mode != "nearest":
+                return super()._run(X, roi, scales, sizes, antialias, axes, transform,
+                                    cubic_coeff_a, exclude_outside, extrapolation_value,
+                                    keep_aspect_ratio_policy, mode, nearest_mode)
+            rank = X.ndim
+            axes = [a + rank if a < 0 else a for a in (range(rank) if axes is None else axes)]
+            geometry = _resize_geometry(X.shape, axes, scales, sizes, keep_aspect_ratio_policy,
+                                        roi if transform == "tf_crop_and_resize" else None)
+            made = _resample(X, axes, *geometry, transform, mode, nearest_mode, cubic_coeff_a,
+                             bool(exclude_outside), extrapolation_value)
+            return (saturate_cast(made, X.dtype),)
+
+    return Resize
+
+
+def _resample(X: np.ndarray, axes: list[int], scale: list[float], out: list[int],
+              starts: list[float], ends: list[float], transform: str, mode: str, nearest: str,
+              cubic_a: float, exclude_outside: bool, extrapolation: float) -> np.ndarray:
+    """``X`` resized (in float64) axis by axis as ``_resize_geometry`` sizes it, each
+    output coordinate mapped by ``transform`` (in float32) and sampled by ``mode``."""
+    made = X.astype(np.float64)
+    for axis in axes:
+        size = X.shape[axis]
+        if (out[axis], scale[axis], starts[axis], ends[axis]) == (size, 1, 0, 1):
+            continue  # every mode maps y to y
+        x = _RESIZE_COORDINATES[transform](
+            np.arange(out[axis], dtype=np.float32),
+            *(np.float32(v) for v in (scale[axis], size, out[axis], starts[axis], ends[axis]))
+        ).astype(np.float64)
+        rounding = nearest
+        if rounding == "resize_10":  # unsaid by Resize-10 and Upsample: onnxruntime's choice
+            rounding = "ceil" if scale[axis] < 1 else "floor"
+        made = _resize_axis(made, axis, x, mode, rounding, cubic_a, exclude_outside)
+        if transform == "tf_crop_and_resize":
+            outside = (x < 0) | (x > size - 1)
+            made = np.where(outside.reshape((-1,) + (1,) * (X.ndim - axis - 1)),
+                            extrapolation, made)
+    return made
+
+
+def _upsample() -> type:
+    """Upsample (opsets 7-9) as Resize-10, which replaced it: ``floor(input * scale)``
+    elements, asymmetric coordinates. onnx.reference's repeated elements for whole nearest
+    scales and failed on any other scale or on linear ("Not implemented for mode"); and
+    Upsample-7's ``scales`` attribute it did not read."""
+    from onnx.numpy_helper import saturate_cast
+    from onnx.reference.op_run import OpRun
+
+    class Upsample(OpRun):  # the op's name: the evaluator finds the class by it
+        op_domain = ""
+
+        def _run(self, X, scales=None, mode=None):  # type: ignore[no-untyped-def]
+            if scales is None:  # Upsample-7: an attribute, which the newest schema lacks
+                scales = next(a.floats for a in self.onnx_node.attribute if a.name == "scales")
+            axes = list(range(X.ndim))
+            geometry = _resize_geometry(X.shape, axes, scales, None, None, None)
+            made = _resample(X, axes, *geometry, "asymmetric", mode or "nearest", "resize_10",
+                             -0.75, False, 0.0)
+            return (saturate_cast(made, X.dtype),)
+
+    return Upsample

@@ -463,6 +463,260 @@ def test_a_max_pool_on_the_reference_sizes_and_pads_as_onnx_says(attrs) -> None:
     np.testing.assert_array_equal(made["i"], want_i)
 
 
+def one_node_model(node: onnx.NodeProto, x: np.ndarray, initializers=(), opset: int = 13,
+                   ml: int | None = None, out_type: int = TensorProto.FLOAT) -> onnx.ModelProto:
+    """A model of ``node`` alone, its input ``x`` (typed as the array), its output ``y``."""
+    opsets = [helper.make_opsetid("", opset)]
+    if ml is not None:
+        opsets.append(helper.make_opsetid("ai.onnx.ml", ml))
+    made = helper.make_model(helper.make_graph(
+        [node], "g",
+        [helper.make_tensor_value_info("x", helper.np_dtype_to_tensor_dtype(x.dtype), x.shape)],
+        [helper.make_tensor_value_info("y", out_type, None)], list(initializers),
+    ), opset_imports=opsets)
+    made.ir_version = 7
+    return made
+
+
+def onnxruntime_runs(model: onnx.ModelProto, x: np.ndarray) -> np.ndarray:
+    import onnxruntime as ort
+
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    return session.run(None, {"x": x})[0]
+
+
+@pytest.mark.parametrize(("opset", "length", "scale", "attrs"), [
+    (13, 5, 0.75, {"mode": "linear", "coordinate_transformation_mode": "align_corners"}),
+    (13, 5, 2.5, {"mode": "nearest", "coordinate_transformation_mode": "align_corners"}),
+    (13, 5, 1.3, {"mode": "cubic", "coordinate_transformation_mode": "align_corners"}),
+    (13, 3, 0.4, {"mode": "linear", "coordinate_transformation_mode": "pytorch_half_pixel"}),
+    (13, 4, 0.6, {"mode": "nearest", "coordinate_transformation_mode": "half_pixel",
+                  "nearest_mode": "floor"}),
+    (13, 6, 1.3, {"mode": "nearest", "coordinate_transformation_mode": "half_pixel"}),
+    (19, 7, 0.5, {"mode": "nearest", "coordinate_transformation_mode": "half_pixel_symmetric"}),
+    (10, 7, 0.6, {"mode": "nearest"}),
+    (10, 7, 1.5, {"mode": "linear"}),
+])
+def test_a_resize_on_the_reference_maps_coordinates_as_onnx_says(opset, length, scale,
+                                                                  attrs) -> None:
+    """onnx.reference's Resize took align_corners' and pytorch_half_pixel's lengths before
+    flooring (0.75 of 5: 6.5 off), picked a nearest element one off at coordinates within
+    rounding of an integer or a tie, and failed on Resize-10. Oracle: onnxruntime, whose
+    coordinates follow the spec's formulas (in float32)."""
+    x = np.random.default_rng(7).standard_normal((1, 2, 3, length)).astype(np.float32)
+    inputs = ["x", "s"] if opset < 11 else ["x", "", "s"]
+    model = one_node_model(
+        helper.make_node("Resize", inputs, ["y"], **attrs), x,
+        [numpy_helper.from_array(np.array([1, 1, 1, scale], np.float32), "s")], opset)
+    expected = onnxruntime_runs(model, x)
+    y = NumpyBackend("reference").run(load(model), {"x": x})["y"]
+    np.testing.assert_allclose(y, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_a_resize_to_the_same_shape_still_resamples() -> None:
+    """1.2 of 3 is 3 long, but its half_pixel coordinates are -1/12, 3/4, 19/12, not 0, 1,
+    2: the spec interpolates there; onnxruntime copies the input (a known divergence,
+    README). Oracle: the spec's formula in NumPy."""
+    x = np.array([[[[1.5, 3.0, 4.5]]]], np.float32)
+    model = one_node_model(
+        helper.make_node("Resize", ["x", "", "s"], ["y"], mode="linear"), x,
+        [numpy_helper.from_array(np.array([1, 1, 1, 1.2], np.float32), "s")])
+    at = (np.arange(3) + 0.5) / np.float32(1.2) - 0.5
+    expected = np.interp(at, [0, 1, 2], x.ravel()).reshape(x.shape)
+    y = NumpyBackend("reference").run(load(model), {"x": x})["y"]
+    np.testing.assert_allclose(y, expected, rtol=1e-6)
+    np.testing.assert_array_equal(onnxruntime_runs(model, x), x)  # the divergence
+
+
+@pytest.mark.parametrize("count_include_pad", [0, 1, None])  # None: LpPool, p=2
+@pytest.mark.parametrize(("shape", "attrs"), [
+    ((1, 1, 7), {"kernel_shape": [3], "strides": [3]}),
+    ((1, 2, 4, 6), {"kernel_shape": [3, 3], "strides": [3, 1]}),
+    ((1, 2, 7, 7), {"kernel_shape": [1, 3], "strides": [1, 3], "pads": [0, 1, 0, 1]}),
+])
+def test_a_pool_with_ceil_mode_on_the_reference_keeps_its_windows(
+    count_include_pad, shape, attrs
+) -> None:
+    """AveragePool and LpPool with ceil_mode: a last window reaching past the input takes
+    what it holds. onnx.reference padded the input on both sides to fit its windows, so
+    they started early ([1..7] by 3, stride 3: 1.5, 4, 6), and its LpPool scaled a short
+    window's mean by the kernel's size. Oracles: onnxruntime, and the means (Euclidean
+    norms) of [1, 2, 3], [4, 5, 6], [7]."""
+    x = np.random.default_rng(8).standard_normal(shape).astype(np.float32)
+    if shape == (1, 1, 7):
+        x = np.arange(1, 8, dtype=np.float32).reshape(shape)
+    if count_include_pad is None:
+        node = helper.make_node("LpPool", ["x"], ["y"], ceil_mode=1, p=2, **attrs)
+    else:
+        node = helper.make_node("AveragePool", ["x"], ["y"], ceil_mode=1,
+                                count_include_pad=count_include_pad, **attrs)
+    model = one_node_model(node, x, opset=18)
+    expected = onnxruntime_runs(model, x)
+    if shape == (1, 1, 7):
+        windows = [[1, 2, 3], [4, 5, 6], [7]]
+        pooled = np.linalg.norm if count_include_pad is None else np.mean
+        np.testing.assert_allclose(expected.ravel(), [pooled(w) for w in windows], rtol=1e-6)
+    y = NumpyBackend("reference").run(load(model), {"x": x})["y"]
+    np.testing.assert_allclose(y, expected, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize(("attrs", "x", "out_type"), [
+    ({"keys_int64s": [1, 2], "values_floats": [10.0, 20.0],
+      "default_tensor": numpy_helper.from_array(np.array([-7], np.float32))},
+     np.array([1, 5, 2], np.int64), TensorProto.FLOAT),
+    ({"keys_strings": ["a", "b"], "values_int64s": [1, 2],
+      "default_tensor": numpy_helper.from_array(np.array([-9], np.int64))},
+     np.array(["a", "z", "b"], object), TensorProto.INT64),
+    ({"keys_int64s": [1, 2], "values_strings": ["a", "b"],
+      "default_tensor": helper.make_tensor("d", TensorProto.STRING, [1], [b"zz"])},
+     np.array([1, 5, 2], np.int64), TensorProto.STRING),
+    ({"keys_floats": [float("nan"), 1.0], "values_int64s": [5, 6]},
+     np.array([np.nan, 1, 2], np.float32), TensorProto.INT64),
+    ({"keys_tensor": numpy_helper.from_array(np.array([1, 2], np.int64)),
+      "values_tensor": numpy_helper.from_array(np.array([1.5, 2.5], np.float32))},
+     np.array([1, 5, 2], np.int64), TensorProto.FLOAT),
+])
+def test_a_label_encoder_4_on_the_reference_works_as_its_schema_says(attrs, x, out_type) -> None:
+    """LabelEncoder-4: ``default_tensor`` is the default whichever ``values_*`` is given
+    (onnx.reference read it with ``values_tensor`` alone: -0, -1, "_Unused" for -7, -9,
+    "zz"), NaN keys match any NaN, ``values_tensor`` without a default takes the schema's
+    (the reference failed), and strings come out as objects. Oracle: onnxruntime."""
+    model = one_node_model(
+        helper.make_node("LabelEncoder", ["x"], ["y"], domain="ai.onnx.ml", **attrs),
+        x, opset=19, ml=4, out_type=out_type)
+    expected = onnxruntime_runs(model, x)
+    y = NumpyBackend("reference").run(load(model), {"x": x})["y"]
+    assert y.dtype == expected.dtype
+    np.testing.assert_array_equal(y, expected)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16, np.bool_, np.int64])
+@pytest.mark.parametrize("like", [False, True])
+def test_a_cast_to_string_on_the_reference_writes_numbers_as_onnxruntime(dtype, like) -> None:
+    """Cast (and CastLike) to STRING: onnx.reference wrote NumPy's str ("-2.0", "nan",
+    "True") into NumPy ``<U`` arrays; onnxruntime writes C's %.8g, "NaN", "INF", "1" into
+    objects, as dmlgraph's STRING tensors. Oracles: onnxruntime, and the strings spelled
+    out."""
+    values = [-2.0, 0.1, 1e20, np.nan, np.inf, -np.inf, -0.0, 1 / 3, 65504.0, 1234567.0]
+    with np.errstate(over="ignore"):  # 1e20 and 1234567 are inf as float16
+        x = np.array([1, 0, 1] if dtype is np.bool_ else [-2, 0, 12345678901]
+                     if dtype is np.int64 else values).astype(dtype)
+    if like:
+        node = helper.make_node("CastLike", ["x", "l"], ["y"])
+        initializers = [helper.make_tensor("l", TensorProto.STRING, [1], [b"z"])]
+    else:
+        node = helper.make_node("Cast", ["x"], ["y"], to=TensorProto.STRING)
+        initializers = []
+    model = one_node_model(node, x, initializers, opset=19, out_type=TensorProto.STRING)
+    expected = onnxruntime_runs(model, x)
+    spelled = {
+        np.float32: ["-2", "0.1", "1e+20", "NaN", "INF", "-INF", "-0", "0.33333334", "65504",
+                     "1234567"],
+        np.float64: ["-2", "0.1", "1e+20", "NaN", "INF", "-INF", "-0", "0.33333333", "65504",
+                     "1234567"],
+        np.float16: ["-2", "0.099975586", "INF", "NaN", "INF", "-INF", "-0", "0.33325195",
+                     "65504", "INF"],
+        np.bool_: ["1", "0", "1"],
+        np.int64: ["-2", "0", "12345678901"],
+    }[dtype]
+    assert expected.tolist() == spelled
+    y = NumpyBackend("reference").run(load(model), {"x": x})["y"]
+    assert y.dtype == object and y.tolist() == spelled
+
+
+def test_a_cast_of_a_constant_to_string_folds_as_onnxruntime_writes_it() -> None:
+    """Folding refused a Cast of a constant to STRING (the reference's ``<U`` result was not
+    the STRING tensor inference declares); it folds to onnxruntime's strings. Oracle: the
+    strings spelled out (onnxruntime's, as in the test above)."""
+    c = np.array([-2.0, 0.5, np.nan], np.float32)
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node("Cast", ["c"], ["s"], to=TensorProto.STRING),
+         helper.make_node("Identity", ["s"], ["y"])], "g", [],
+        [helper.make_tensor_value_info("y", TensorProto.STRING, None)],
+        [numpy_helper.from_array(c, "c")],
+    ), opset_imports=[helper.make_opsetid("", 19)])
+    model.ir_version = 9
+    graph = load(model)
+    assert [n.op_type for n in graph.nodes] == ["Identity"]
+    folded = graph.constant("s")
+    assert folded is not None and folded.dtype == object
+    assert folded.tolist() == ["-2", "0.5", "NaN"]
+
+
+@pytest.mark.parametrize("length", [7, 8, 9, 10])
+def test_a_conv_transpose_to_an_output_shape_on_the_reference_pads_as_onnx_says(length) -> None:
+    """ConvTranspose with ``output_shape`` (auto_pad NOTSET) takes its pads from the shape,
+    the odd one at the start; a shape one past the full output extends it at the end.
+    onnx.reference took the pads as zeros and failed on every length but the full 9.
+    Oracles: the full output in NumPy, cropped (start first) or extended by the bias; and
+    onnxruntime."""
+    x = np.arange(1, 5, dtype=np.float32).reshape(1, 1, 4)
+    w = np.array([[[1, 10, 100]]], np.float32)
+    model = one_node_model(
+        helper.make_node("ConvTranspose", ["x", "w", "b"], ["y"], kernel_shape=[3], strides=[2],
+                         output_shape=[length]), x,
+        [numpy_helper.from_array(w, "w"),
+         numpy_helper.from_array(np.array([0.5], np.float32), "b")])
+    full = np.zeros(10, np.float32)
+    for i, value in enumerate(x.ravel()):
+        full[2 * i : 2 * i + 3] += value * w.ravel()
+    full += 0.5
+    crop = 9 - length
+    expected = full[crop - crop // 2 : crop - crop // 2 + length].reshape(1, 1, length)
+    np.testing.assert_array_equal(onnxruntime_runs(model, x), expected)
+    y = NumpyBackend("reference").run(load(model), {"x": x})["y"]
+    np.testing.assert_array_equal(y, expected)
+
+
+@pytest.mark.parametrize("auto_pad", ["SAME_UPPER", "SAME_LOWER"])
+def test_an_average_pool_whose_same_padding_is_negative_runs_on_the_reference(auto_pad) -> None:
+    """A SAME AveragePool whose windows fit without padding (kernel 1, stride 2 over 4):
+    the spec's pad formula goes negative, which onnx.reference handed to ``np.pad`` ("index
+    can't contain negative values"); it pads nothing, as TensorFlow's SAME (ONNX's model)
+    and MaxPool's replacement. onnxruntime refuses it ("padding values must be
+    non-negative"). Oracle: every other element, the spec's ceil(4 / 2) of them."""
+    x = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
+    model = one_node_model(helper.make_node(
+        "AveragePool", ["x"], ["y"], kernel_shape=[1, 1], strides=[2, 2], auto_pad=auto_pad), x)
+    expected = x[:, :, ::2, ::2]
+    y = NumpyBackend("reference").run(load(model), {"x": x})["y"]
+    np.testing.assert_array_equal(y, expected)
+
+
+def test_a_dilated_same_pool_on_the_reference_is_sized_by_the_dilated_window() -> None:
+    """A SAME_LOWER MaxPool, kernel 3 dilated by 2, stride 1, over 3: ONNX's output is
+    ceil(3 / 1) = 3 long, padded by (3 - 1) + 5 - 3 = 4, each element the largest of x[r -
+    2], x[r], x[r + 2]; onnxruntime pads by the undilated kernel and gives 1 (a known
+    divergence, README). Oracle: the spec's windows in NumPy."""
+    x = np.array([[[3.0, 1.0, 5.0]]], np.float32)
+    model = one_node_model(helper.make_node(
+        "MaxPool", ["x"], ["y"], kernel_shape=[3], dilations=[2], auto_pad="SAME_LOWER"), x)
+    y = NumpyBackend("reference").run(load(model), {"x": x})["y"]
+    np.testing.assert_array_equal(y, [[[5.0, 1.0, 5.0]]])
+    assert onnxruntime_runs(model, x).shape == (1, 1, 1)  # the divergence
+
+
+@pytest.mark.parametrize("opset", [7, 9])
+@pytest.mark.parametrize(("mode", "scales"), [("nearest", [1.0, 1.0, 1.5, 2.5]),
+                                              ("linear", [1.0, 1.0, 2.0, 2.0]),
+                                              ("linear", [1.0, 1.0, 3.0, 1.7])])
+def test_an_upsample_on_the_reference_runs_as_resize_10(opset, mode, scales) -> None:
+    """Upsample resamples as Resize-10 (asymmetric, floor(input * scale) long).
+    onnx.reference repeated elements for whole nearest scales and failed otherwise ("Not
+    implemented for mode='linear'"). Oracle: onnxruntime."""
+    x = np.random.default_rng(9).standard_normal((1, 2, 3, 5)).astype(np.float32)
+    if opset < 9:  # Upsample-7: scales an attribute
+        node, initializers = helper.make_node("Upsample", ["x"], ["y"], mode=mode,
+                                              scales=scales), []
+    else:
+        node = helper.make_node("Upsample", ["x", "s"], ["y"], mode=mode)
+        initializers = [numpy_helper.from_array(np.array(scales, np.float32), "s")]
+    model = one_node_model(node, x, initializers, opset=opset)
+    expected = onnxruntime_runs(model, x)
+    y = NumpyBackend("reference").run(load(model), {"x": x})["y"]
+    np.testing.assert_allclose(y, expected, rtol=1e-5, atol=1e-6)
+
+
 def test_consecutive_onnx_nodes_form_one_segment() -> None:
     """Two independent ONNX chains around one DML node: the schedule runs each kind while it
     can, so the fallback prepares two models, not one per node."""
