@@ -311,17 +311,24 @@ def test_a_mismatch_is_worded_as_what_it_is(tmp_path, capsys) -> None:
             "number (1)") in out
 
 
+def _pad_file(path: Path, elem: int, mode: str, shape: list[int], pads: list[int]) -> Path:
+    """A one-Pad model (opset 17: pads an input, x -> y, node 'pad') saved at ``path``."""
+    rank = len(shape)
+    out = [n + pads[a] + pads[a + rank] for a, n in enumerate(shape)]
+    graph = helper.make_graph(
+        [helper.make_node("Pad", ["x", "p"], ["y"], mode=mode, name="pad")], "g",
+        [helper.make_tensor_value_info("x", elem, shape)],
+        [helper.make_tensor_value_info("y", elem, out)],
+        [numpy_helper.from_array(np.array(pads, np.int64), "p")])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
+                                ir_version=8), path)
+    return path
+
+
 def test_a_check_that_compares_nothing_does_not_say_parity_holds(tmp_path, capsys) -> None:
     """onnxruntime refuses a reflect pad of the dimension's size or more (a documented
     divergence); with no output compared, check says so instead of "parity holds"."""
-    graph = helper.make_graph(
-        [helper.make_node("Pad", ["x", "p"], ["y"], mode="reflect", name="pad")], "g",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 11])],
-        [numpy_helper.from_array(np.array([0, 4, 0, 4], np.int64), "p")])
-    path = tmp_path / "big.onnx"
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
-                                ir_version=8), path)
+    path = _pad_file(tmp_path / "big.onnx", TensorProto.FLOAT, "reflect", [1, 3], [0, 4, 0, 4])
     assert main(["check", str(path)]) == 0
     out = capsys.readouterr().out
     assert "nothing compared" in out and "parity holds" not in out
@@ -756,15 +763,7 @@ def test_an_option_given_twice_with_one_value_is_taken(tmp_path) -> None:
 
 def _float16_model(tmp_path: Path) -> Path:
     """x[2, 3] float16 -> Pad (edge, 1 each side of axis 1) -> y."""
-    graph = helper.make_graph(
-        [helper.make_node("Pad", ["x", "p"], ["y"], mode="edge", name="pad")], "g",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT16, [2, 3])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT16, [2, 5])],
-        [numpy_helper.from_array(np.array([0, 1, 0, 1], np.int64), "p")])
-    path = tmp_path / "f16.onnx"
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
-                                ir_version=8), path)
-    return path
+    return _pad_file(tmp_path / "f16.onnx", TensorProto.FLOAT16, "edge", [2, 3], [0, 1, 0, 1])
 
 
 def test_check_help_states_the_tolerances_check_applies_by_default(tmp_path, capsys) -> None:
