@@ -797,35 +797,35 @@ def _apply_input_shapes(
     for name, dims in input_shapes.items():
         if isinstance(dims, (str, bytes)) or not isinstance(dims, Iterable):
             raise ModelValidationError(
-                f"{source}: input_shapes[{name!r}] = {dims!r}: a shape is a sequence of sizes "
-                "and names"
+                f"{source}: the input shape for {name!r} is {dims!r}: a shape is a sequence of "
+                "sizes and names"
             )
         if name not in inputs:
             raise ModelValidationError(
-                f"{source}: input_shapes names {name!r}, which is not a graph input (inputs: "
-                f"{sorted(inputs)})"
+                f"{source}: an input shape is given for {name!r}, which is not a graph input "
+                f"(inputs: {sorted(inputs)})"
             )
         if not inputs[name].type.HasField("tensor_type"):  # writing one would replace its type
             kind = inputs[name].type.WhichOneof("value") or "no type"
             raise ModelValidationError(
-                f"{source}: input_shapes names {name!r}, which has {kind}; dmlgraph handles "
-                "tensors only"
+                f"{source}: an input shape is given for {name!r}, which has {kind}; dmlgraph "
+                "handles tensors only"
             )
         tensor_type = inputs[name].type.tensor_type
         dims = list(dims)
         declared = tensor_type.shape.dim if tensor_type.HasField("shape") else None
         if declared is not None and len(declared) != len(dims):
             raise ModelValidationError(
-                f"{source}: input_shapes[{name!r}] = {dims} has rank {len(dims)}; the model "
-                f"declares rank {len(declared)}"
+                f"{source}: the input shape for {name!r}, {dims}, has rank {len(dims)}; the "
+                f"model declares rank {len(declared)}"
             )
         for axis, size in enumerate(dims):
             if not isinstance(size, str) and (
                 not is_integer(size) or not 0 <= size <= INT64_MAX
             ):
                 raise ModelValidationError(
-                    f"{source}: input_shapes[{name!r}][{axis}] = {size!r}: a size is an int "
-                    "from 0 to 2^63 - 1, or a name"
+                    f"{source}: the input shape for {name!r} gives dimension {axis} as {size!r}: "
+                    "a size is an int from 0 to 2^63 - 1, or a name"
                 )
             if (
                 declared is not None
@@ -834,8 +834,8 @@ def _apply_input_shapes(
                 and declared[axis].dim_value != size
             ):
                 raise ModelValidationError(
-                    f"{source}: input_shapes[{name!r}][{axis}] = {size}, but the model fixes that "
-                    f"dimension to {declared[axis].dim_value}"
+                    f"{source}: the input shape for {name!r} gives dimension {axis} as {size}, but "
+                    f"the model fixes that dimension to {declared[axis].dim_value}"
                 )
         tensor_type.ClearField("shape")
         for size in dims:  # a name frees a size the model fixes: its lowering, made dynamic

@@ -28,7 +28,13 @@ def test_inspect_with_dynamic_input_shape_flag(capsys) -> None:
 
 @pytest.mark.parametrize("args, fragment", [
     (["inspect", "no/such/model.onnx"], "no/such/model.onnx"),
-    (["inspect", str(MODELS / "squeezenet1_1.onnx"), "--input-shape", "nope:1,3"], "nope"),
+    (["inspect", str(MODELS / "squeezenet1_1.onnx"), "--input-shape", "nope:1,3"],
+     "an input shape is given for 'nope', which is not a graph input"),
+    # the option's words, not the Python argument's (it said input_shapes['input.1'] = ...)
+    (["lower", str(MODELS / "squeezenet1_1.onnx"), "--input-shape", "input.1:1,3,224"],
+     "the input shape for 'input.1', [1, 3, 224], has rank 3; the model declares rank 4"),
+    (["lower", str(MODELS / "squeezenet1_1.onnx"), "--input-shape", "input.1:1,3,224,225"],
+     "the input shape for 'input.1' gives dimension 3 as 225, but the model fixes that"),
     *(
         ([command, str(MODELS / "squeezenet1_1.onnx"), "--input-shape", "input.1:1,3,224,224",
           "--input-shape", "input.1:2,3,224,224"], "'input.1' two shapes")
