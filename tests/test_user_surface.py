@@ -675,6 +675,36 @@ def test_utf8_bytes_feed_a_string_input(backend) -> None:
     assert out.tolist() == ["a", "bc\u00e9", "a", "bc\u00e9"]
 
 
+@pytest.mark.parametrize("backend", ["numpy", "onnxruntime", "check"])
+@pytest.mark.parametrize("held, said", [
+    (None, "holds NoneType None at [1]"),
+    (b"bc", "holds bytes b'bc' at [1]"),
+    (7, "holds int 7 at [1]"),
+])
+def test_a_string_input_holding_other_objects_is_refused(backend, held, said) -> None:
+    """An object array for a STRING input holding None, bytes or a number: onnxruntime
+    writes str() of each, so [\"a\", None] ran as "a", "None" and b"bc" as "b'bc'", on both
+    backends and in check's oracle alike (so parity held). A constant's data is refused
+    so (``ir.not_a_string``); str_ elements, NumPy's, are strings."""
+    from backends import get_backend
+    from backends.base import BackendError
+
+    graph = helper.make_graph([helper.make_node("Concat", ["x", "x"], ["y"], axis=0)], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.STRING, [2])],
+                              [helper.make_tensor_value_info("y", TensorProto.STRING, [4])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    given = np.array(["a", held], dtype=object)
+    lowered = lower(dmlgraph.load(model), "6_4")
+    with pytest.raises(BackendError, match=re.escape(f"input 'x' {said}, where a STRING tensor "
+                                                     "holds only str")):
+        if backend == "check":
+            dmlgraph.check(model, inputs={"x": given})
+        else:
+            get_backend(backend).run(lowered, {"x": given})
+    fine = np.array([np.str_("a"), "b"], dtype=object)
+    assert get_backend("numpy").run(lowered, {"x": fine})["y"].tolist() == ["a", "b"] * 2
+
+
 @pytest.mark.parametrize("backend", ["numpy", "onnxruntime", "execute_operator"])
 def test_a_masked_input_hiding_elements_is_refused(backend) -> None:
     """NumPy reads a masked array's data under its mask: [1, --, 3] ran as [1, 99, 3] on
