@@ -17,8 +17,8 @@ from typing import Any, Generic, Protocol, TypeVar
 import numpy as np
 
 from dmlgraph.dml.binding import unbound_tensors
-from dmlgraph.errors import DmlgraphError, as_array
-from dmlgraph.ir import Graph
+from dmlgraph.errors import DmlgraphError
+from dmlgraph.ir import Graph, not_a_string
 from dmlgraph import folding, tensorio
 from dmlgraph.tensorio import bytes_text
 
@@ -254,15 +254,22 @@ def check_feeds(graph: Graph, feeds: Mapping[str, Any]) -> dict[str, np.ndarray]
     symbols: dict[str, tuple[int, str, int]] = {}  # name -> (size, input, axis)
     for name in graph.inputs:
         array = feeds[name]
-        if type(array) is not np.ndarray:
-            array = as_array(array, f"{graph.source}: input {name!r}", BackendError)
         info = graph.tensor(name)
-        if array.dtype.kind == "U" and info.dtype == np.dtype(object):
-            # NumPy's own strings, as onnxruntime takes them: STRING data is str objects here
-            array = array.astype(object)
+        if type(array) is not np.ndarray or array.dtype != info.dtype:
+            # Python data, NumPy's strings, another byte order: as onnxruntime takes them
+            array = tensorio.feed_array(
+                name, array, info.dtype, f"{graph.source}: input {name!r}", BackendError
+            )
         if info.dtype is not None and array.dtype != info.dtype:
             raise BackendError(
                 f"{graph.source}: input {name!r} is {array.dtype}; the graph expects {info.dtype}"
+            )
+        if array.dtype.hasobject and (other := not_a_string(array)) is not None:
+            # onnxruntime writes str() of it: None ran as "None", b"a" as "b'a'"
+            raise BackendError(
+                f"{graph.source}: input {name!r} holds {type(other[1]).__name__} "
+                f"{repr(other[1])[:40]} at {list(other[0])}, where a STRING "
+                "tensor holds only str"
             )
         if array.shape == info.shape:  # static and equal: the checks below would all pass
             arrays[name] = array

@@ -84,6 +84,15 @@ PLAIN_DTYPES: frozenset[np.dtype] = frozenset(
 )
 
 
+def is_float(dtype: np.dtype) -> bool:
+    """NumPy floats and the ml_dtypes floats (bfloat16, float8...), whose NumPy kind is 'V'."""
+    try:
+        ml_dtypes.finfo(dtype)
+    except ValueError:
+        return False
+    return True
+
+
 def element_bits(dtype: np.dtype) -> int:
     """The bits ONNX stores an element of ``dtype`` in: fewer than its NumPy item for the
     sub-byte types ml_dtypes holds one a byte (int4, float4_e2m1fn), packed two a byte in

@@ -50,6 +50,15 @@ def _frozen_array(value: Any, dtype: np.dtype | None = None) -> np.ndarray:
     return array
 
 
+def not_a_string(data: np.ndarray) -> tuple[tuple[int, ...], Any] | None:
+    """The first element of an object array that is not a str (its index and value), as
+    ONNX's STRING tensors hold only text; None where every one is."""
+    for index, value in np.ndenumerate(data):
+        if not isinstance(value, str):  # NumPy's str_ is one
+            return index, value
+    return None
+
+
 def _immutable(array: np.ndarray) -> bool:
     """Whether nothing can write the array's memory: it and every array it views are
     read-only, down to memory of its own or an immutable ``bytes`` (as the importer's are).
@@ -157,7 +166,7 @@ class TensorInfo:
                         f"tensor {name!r}: data shape {data.shape} differs from shape "
                         f"{declared}"
                     )
-            if data.dtype.hasobject and not all(type(v) is str for v in data.flat):
+            if data.dtype.hasobject and not_a_string(data) is not None:
                 # None or objects ran until the exporter refused them from deep inside
                 raise GraphInvariantError(
                     f"tensor {name!r}: data of dtype object holds something other than "

@@ -40,6 +40,7 @@ import onnx
 from dmlgraph.canonical import LOWERED_OPS
 from dmlgraph.dml.enums import FeatureLevel
 from dmlgraph.dml.scalars import as_double, is_real
+from dmlgraph.dtypes import is_float
 from dmlgraph.errors import DmlgraphError, UnsupportedError, as_array
 from dmlgraph.ir import Graph
 from dmlgraph.tensorio import TensorIOError, native_order
@@ -150,15 +151,6 @@ class OutputComparison:
     message: str = ""
     divergences: tuple[str, ...] = ()
     compared: bool = True  # False: the reference could not compute this output
-
-
-def is_float(dtype: np.dtype) -> bool:
-    """NumPy floats and the ml_dtypes floats (bfloat16, float8...), whose NumPy kind is 'V'."""
-    try:
-        ml_dtypes.finfo(dtype)
-    except ValueError:
-        return False
-    return True
 
 
 def compare_output(
@@ -854,6 +846,22 @@ def _arrays(given: Mapping[str, Any], what: str) -> dict[str, np.ndarray]:
     return {name: as_array(v, f"{what}[{name!r}]", TensorIOError) for name, v in given.items()}
 
 
+def _feeds(graph: Graph, given: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    """The given inputs as arrays, Python data in its input's type (``tensorio.feed_array``),
+    so every engine is fed the same arrays: NumPy read a list as float64, which the backends
+    refused for a float32 input, and onnxruntime's oracle too."""
+    from dmlgraph import tensorio
+
+    def dtype(name: str) -> np.dtype | None:
+        info = graph.tensors.get(name)
+        return info.dtype if info is not None and name in graph.inputs else None
+
+    return {
+        name: tensorio.feed_array(name, v, dtype(name), f"inputs[{name!r}]", TensorIOError)
+        for name, v in given.items()
+    }
+
+
 def _tensors(
     graph: Graph,
     inputs: TensorSource | None,
@@ -894,7 +902,7 @@ def _tensors(
     if inputs is None:
         feeds, source = tensorio.generate(graph, seed), f"generated (seed {seed})"
     elif isinstance(inputs, Mapping):
-        feeds, source = _arrays(inputs, "inputs"), "given arrays"
+        feeds, source = _feeds(graph, inputs), "given arrays"
     else:
         tensors = tensorio.read(inputs, graph, stem=stem)
         feeds, source = tensors.inputs, str(inputs)

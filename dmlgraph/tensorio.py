@@ -33,9 +33,9 @@ from onnx import numpy_helper
 
 from dmlgraph import files
 from dmlgraph.canonical import PARAMETER_PORTS
-from dmlgraph.errors import DmlgraphError
+from dmlgraph.errors import DmlgraphError, as_array
 from dmlgraph.dml.scalars import is_integer
-from dmlgraph.dtypes import DTYPE_TO_ELEM_TYPE, raw_bytes
+from dmlgraph.dtypes import DTYPE_TO_ELEM_TYPE, is_float, raw_bytes
 from dmlgraph.ir import Graph, TensorInfo, dims_text
 from dmlgraph.value_info import string_array
 
@@ -482,6 +482,13 @@ def _typed(name: str, array: np.ndarray, graph: Graph) -> np.ndarray:
         and not dtype.hasobject  # bytes are no STRING's references (NumPy raised TypeError)
     ):
         return array.view(dtype)
+    return same_values(name, array, dtype)
+
+
+def same_values(name: str, array: np.ndarray, dtype: np.dtype | None) -> np.ndarray:
+    """``array`` as ``dtype`` where it holds the same values in another form: NumPy's
+    strings (str or UTF-8 bytes) as STRING's str objects, another byte order in the
+    machine's; otherwise as it is, for the caller to judge."""
     if dtype == np.dtype(object) and array.dtype.kind == "U":  # STRING, stored as NumPy's
         return array.astype(object)
     if dtype == np.dtype(object) and array.dtype.kind == "S":  # bytes: ONNX strings are UTF-8
@@ -490,6 +497,53 @@ def _typed(name: str, array: np.ndarray, graph: Graph) -> np.ndarray:
         except UnicodeDecodeError as exc:
             raise TensorIOError(f"tensor {name!r}: a string is not UTF-8: {exc}") from None
     return native_order(array)
+
+
+#: Python's own data, which has no dtype: NumPy's reading of it (float64, int64) is not the
+#: caller's choice. (NumPy's scalars subclass some of these, and carry a dtype.)
+PYTHON_DATA = (list, tuple, bool, int, float)
+
+
+def feed_array(
+    name: str, value: Any, dtype: np.dtype | None, where: str, error: type[DmlgraphError]
+) -> np.ndarray:
+    """A value fed to an input of ``dtype`` as an array: ``same_values``, and Python data
+    (lists, numbers) in the input's type where that type holds every value, as onnxruntime
+    reads a list as its input's type: an integer exactly, a float rounded to nearest as NumPy
+    and onnxruntime round it (0.1 into float32), a finite one still finite. Where the type
+    cannot hold a value (1.5 or 2**40 into int32, 1e6 into float16), ``error`` says so:
+    onnxruntime truncates the first and makes the last inf, silently. An array of another
+    dtype is returned as it is: the caller refuses it, naming both dtypes."""
+    array = value if type(value) is np.ndarray else as_array(value, where, error)
+    if dtype is None or array.dtype == dtype:
+        return array
+    array = same_values(name, array, dtype)
+    if array.dtype == dtype or not isinstance(value, PYTHON_DATA) or isinstance(
+        value, np.generic
+    ):
+        return array
+    typed = _python_data_as(array, dtype)
+    if isinstance(typed, str):
+        raise error(
+            f"{where} is Python data (NumPy reads it as {array.dtype}) holding {typed}: the "
+            f"graph expects {dtype}; give an array of {dtype}"
+        )
+    return typed
+
+
+def _python_data_as(array: np.ndarray, dtype: np.dtype) -> np.ndarray | str:
+    """``array`` (NumPy's reading of Python data) in ``dtype``, or what it holds that
+    ``dtype`` cannot."""
+    integer, floating = dtype.kind in "iu", is_float(dtype)
+    if array.dtype.kind not in "biuf" or not (integer or floating):
+        return f"values that are not {dtype}'s"
+    with np.errstate(over="ignore", invalid="ignore"):
+        typed = array.astype(dtype)
+        if integer and not np.array_equal(typed, array):
+            return f"a value {dtype} cannot hold (a fraction, or beyond its range)"
+        if floating and not np.array_equal(np.isfinite(typed), np.isfinite(array)):
+            return f"a finite value beyond {dtype}'s range"
+    return typed
 
 
 def native_order(array: np.ndarray) -> np.ndarray:

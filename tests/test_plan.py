@@ -801,7 +801,7 @@ class _Tagged(np.ndarray):
     lambda x: np.concatenate([x, x], axis=1)[:, :6],  # rows apart
     lambda x: memoryview(x),  # not an array
     lambda x: x.view(_Tagged),  # a subclass
-    lambda x: x.astype(np.dtype(">f4")),  # another byte order: not float32's dtype
+    lambda x: x.astype(np.dtype(">f4")),  # another byte order: the same values
     lambda x: np.frombuffer(x.tobytes(), np.float32).reshape(4, 6),  # read-only: fine to read
 ])
 @replay_only
@@ -809,10 +809,6 @@ def test_feeds_the_replay_declines_still_run(make) -> None:
     lowered = lower(load(_halves_concat()), "6_4")
     x = np.arange(24, dtype=np.float32).reshape(4, 6)
     feed = make(x)
-    if isinstance(feed, np.ndarray) and feed.dtype.byteorder == ">":
-        with pytest.raises(BackendError, match="is >f4; the graph expects float32"):
-            NumpyBackend().run(lowered, {"x": feed})
-        return
     (y,) = NumpyBackend().run(lowered, {"x": feed}).values()
     assert same_bits(y, np.concatenate([x[2:], x[:2]]))
 

@@ -563,6 +563,148 @@ def test_numpys_own_strings_feed_a_string_input(backend) -> None:
     assert given.dtype == np.dtype("<U2") and given.tolist() == ["a", "bc"]
 
 
+def _runtime_slice_model(dtype: int = FLOAT) -> onnx.ModelProto:
+    """y = x[s:] of a [4, 6] x, its start an int64 input, and a Pad whose constant is a
+    rank-0 input c of x's type."""
+    graph = helper.make_graph(
+        [helper.make_node("Slice", ["x", "s", "e"], ["t"], name="sl"),
+         helper.make_node("Pad", ["t", "p", "c"], ["y"], name="pad")], "g",
+        [helper.make_tensor_value_info("x", dtype, [4, 6]),
+         helper.make_tensor_value_info("s", TensorProto.INT64, [1]),
+         helper.make_tensor_value_info("c", dtype, [])],
+        [helper.make_tensor_value_info("y", dtype, None)],
+        [numpy_helper.from_array(np.array([100], np.int64), "e"),
+         numpy_helper.from_array(np.array([0, 1, 0, 1], np.int64), "p")],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)], ir_version=10)
+
+
+def _ort_outputs(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+    import onnxruntime as ort
+
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    return session.run(None, feeds)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "onnxruntime"])
+def test_python_data_feeds_an_input_as_its_type(backend) -> None:
+    """A list or a Python number has no dtype: onnxruntime reads a list as its input's type,
+    where both backends refused it as the float64 or int64 NumPy made of it ("input 'x' is
+    float64; the graph expects float32", of a list). The values come out as the arrays'."""
+    from backends import get_backend
+
+    model = _runtime_slice_model()
+    x = (np.arange(24, dtype=np.float32).reshape(4, 6) / 10)
+    arrays = {"x": x, "s": np.array([1], np.int64), "c": np.array(0.1, np.float32)}
+    (expected,) = _ort_outputs(model, arrays)
+    lowered = lower(dmlgraph.load(model), "6_4")
+    for c in (0.1, np.float32(0.1)):
+        out = get_backend(backend).run(lowered, {"x": x.tolist(), "s": (1.0,), "c": c})["y"]
+        assert out.dtype == np.float32 and out.tobytes() == expected.tobytes()
+    report = dmlgraph.check(model, inputs={"x": x.tolist(), "s": [1], "c": 0.1})
+    assert report.passed
+
+
+@pytest.mark.parametrize("feeds, fragment", [
+    ({"s": [1.5]}, "input 's' is Python data (NumPy reads it as float64) holding a value "
+                   "int64 cannot hold (a fraction, or beyond its range)"),
+    ({"s": [2**70]}, "input 's' is Python data (NumPy reads it as object) holding values "
+                     "that are not int64's"),
+    ({"c": 1e6}, "input 'c' is Python data (NumPy reads it as float64) holding a finite value "
+                 "beyond float16's range: the graph expects float16; give an array of float16"),
+    ({"c": np.float64(0.5)}, "input 'c' is float64; the graph expects float16"),
+    ({"x": np.zeros((4, 6))}, "input 'x' is float64; the graph expects float16"),
+])
+def test_python_data_its_input_cannot_hold_is_refused(feeds, fragment) -> None:
+    """onnxruntime truncates 1.5 to 1 and makes 1e6 an inf of float16, silently; an array
+    (or NumPy scalar) of another dtype is refused as it always was, naming both."""
+    from backends import get_backend
+    from backends.base import BackendError
+
+    lowered = lower(dmlgraph.load(_runtime_slice_model(TensorProto.FLOAT16)), "6_4")
+    given = {"x": np.zeros((4, 6), np.float16), "s": [1], "c": 0.0, **feeds}
+    for backend in ("numpy", "onnxruntime"):
+        with pytest.raises(BackendError, match=re.escape(fragment)):
+            get_backend(backend).run(lowered, given)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "onnxruntime", "execute_model", "check"])
+def test_feeds_of_another_byte_order_run_as_their_values(backend) -> None:
+    """A big-endian array holds the same values: `run --inputs` read them so from a file,
+    while the Python API refused them ("input 'x' is >f4"; onnxruntime's ``execute_model``
+    said "onnxruntime's Python API cannot take >f4 tensors"). onnxruntime itself takes one
+    and reads its bytes as little-endian, silently: a '>i8' start of 1 is 2^56 there, an
+    empty slice. UTF-8 bytes feed a STRING input as files give them."""
+    from backends import get_backend
+
+    model = _runtime_slice_model()
+    x = np.arange(24, dtype=np.float32).reshape(4, 6)
+    native = {"x": x, "s": np.array([1], np.int64), "c": np.array(-1, np.float32)}
+    swapped = {k: v.astype(v.dtype.newbyteorder(">")) for k, v in native.items()}
+    kept = {k: v.copy() for k, v in swapped.items()}
+    (expected,) = _ort_outputs(model, native)
+    assert _ort_outputs(model, swapped)[0].shape == (0, 8)  # onnxruntime's misreading
+    if backend == "check":
+        assert dmlgraph.check(model, inputs=swapped, cross_check=True).passed
+    elif backend == "execute_model":
+        out = get_backend("onnxruntime").execute_model(model, swapped).outputs["y"]
+        assert out.tobytes() == expected.tobytes()
+    else:
+        out = get_backend(backend).run(lower(dmlgraph.load(model), "6_4"), swapped)["y"]
+        assert out.dtype == np.float32 and out.tobytes() == expected.tobytes()
+    for name, value in swapped.items():  # the caller's arrays stay as they were
+        assert value.dtype == kept[name].dtype and value.tobytes() == kept[name].tobytes()
+
+
+@pytest.mark.parametrize("backend", ["numpy", "onnxruntime"])
+def test_utf8_bytes_feed_a_string_input(backend) -> None:
+    """np.array([b"a", b"bc"]) (dtype S2) for a STRING input: an .npz read by ``--inputs``
+    gives its strings, and onnxruntime takes it; the API refused it ("input 'x' is |S2").
+    (onnxruntime reads an element that fills its width past its end: b"bc\xc3\xa9" of S4
+    failed as invalid UTF-8 there, so its oracle is fed the decoded strings.)"""
+    from backends import get_backend
+
+    graph = helper.make_graph([helper.make_node("Concat", ["x", "x"], ["y"], axis=0)], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.STRING, [2])],
+                              [helper.make_tensor_value_info("y", TensorProto.STRING, [4])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    given = np.array([b"a", "bc\u00e9".encode()])
+    (expected,) = _ort_outputs(model, {"x": np.array([b.decode() for b in given], object)})
+    out = get_backend(backend).run(lower(dmlgraph.load(model), "6_4"), {"x": given})["y"]
+    assert out.dtype == object and out.tolist() == expected.tolist()
+    assert out.tolist() == ["a", "bc\u00e9", "a", "bc\u00e9"]
+
+
+@pytest.mark.parametrize("backend", ["numpy", "onnxruntime", "check"])
+@pytest.mark.parametrize("held, said", [
+    (None, "holds NoneType None at [1]"),
+    (b"bc", "holds bytes b'bc' at [1]"),
+    (7, "holds int 7 at [1]"),
+])
+def test_a_string_input_holding_other_objects_is_refused(backend, held, said) -> None:
+    """An object array for a STRING input holding None, bytes or a number: onnxruntime
+    writes str() of each, so [\"a\", None] ran as "a", "None" and b"bc" as "b'bc'", on both
+    backends and in check's oracle alike (so parity held). A constant's data is refused
+    so (``ir.not_a_string``); str_ elements, NumPy's, are strings."""
+    from backends import get_backend
+    from backends.base import BackendError
+
+    graph = helper.make_graph([helper.make_node("Concat", ["x", "x"], ["y"], axis=0)], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.STRING, [2])],
+                              [helper.make_tensor_value_info("y", TensorProto.STRING, [4])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    given = np.array(["a", held], dtype=object)
+    lowered = lower(dmlgraph.load(model), "6_4")
+    with pytest.raises(BackendError, match=re.escape(f"input 'x' {said}, where a STRING tensor "
+                                                     "holds only str")):
+        if backend == "check":
+            dmlgraph.check(model, inputs={"x": given})
+        else:
+            get_backend(backend).run(lowered, {"x": given})
+    fine = np.array([np.str_("a"), "b"], dtype=object)
+    assert get_backend("numpy").run(lowered, {"x": fine})["y"].tolist() == ["a", "b"] * 2
+
+
 @pytest.mark.parametrize("backend", ["numpy", "onnxruntime", "execute_operator"])
 def test_a_masked_input_hiding_elements_is_refused(backend) -> None:
     """NumPy reads a masked array's data under its mask: [1, --, 3] ran as [1, 99, 3] on

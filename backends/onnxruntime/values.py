@@ -21,6 +21,7 @@ import onnxruntime as ort
 
 from backends.base import BackendError
 from dmlgraph.dtypes import DTYPE_TO_ELEM_TYPE, ELEM_TYPE_TO_DTYPE, PLAIN_DTYPES, element_bits
+from dmlgraph.tensorio import native_order
 
 #: The unsigned integer type of each width, whose arrays carry another type's bits.
 _BITS: Mapping[int, np.dtype] = {1: np.dtype(np.uint8), 2: np.dtype(np.uint16)}
@@ -56,8 +57,10 @@ def run(
 ) -> list[np.ndarray]:
     """``session.run`` for arrays of any dtype dmlgraph knows. ``fetch_values``: the
     session's ``needs_values`` where the caller keeps it (a session runs many times)."""
-    # not ascontiguousarray, which makes a scalar (rank 0) a 1-element vector
-    arrays = {k: np.asarray(v, order="C") for k, v in feeds.items()}
+    # not ascontiguousarray, which makes a scalar (rank 0) a 1-element vector; another byte
+    # order in the machine's: onnxruntime reads an array's bytes as its own order (a '>f4'
+    # [1.0] as 4.6e-41, a '>i8' start of 1 as 2^56), and this module refused them
+    arrays = {k: native_order(np.asarray(v, order="C")) for k, v in feeds.items()}
     other = not all(_native(a.dtype) for a in arrays.values())
     if fetch_values is None:
         fetch_values = needs_values(session)
