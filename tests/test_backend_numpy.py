@@ -1089,3 +1089,31 @@ def test_tensors_of_more_dimensions_than_numpy_holds_are_named() -> None:
     # rank 63 runs: NumPy's oracle
     out = backend.run(lower(load(_reshaped_to_rank(63, True)), "6_4"), {"x": x})
     np.testing.assert_array_equal(out["y"], np.concatenate([x, x]))
+
+
+def test_execute_returns_its_own_runs_record_when_another_run_comes_between() -> None:
+    """``execute`` read ``last_record`` after its run, so another thread's run of another
+    graph on the same backend, landing between the two, gave the caller that run's record.
+    Here the other run is made the moment a record is stored, as a thread switch could."""
+    relu = make_graph({"x": (np.float32, (4,))}, [(OnnxOp("Relu", 14), ["x"], ["y"], "relu")],
+                      {"y": (np.float32, (4,))}, ["y"])
+    sliced = make_graph(
+        {"a": (np.float32, (4,))},
+        [(SliceDesc(input_tensor=T("FLOAT32", (4,)), output_tensor=T("FLOAT32", (2,)),
+                    offsets=(1,), sizes=(2,), strides=(1,)), ["a"], ["b"], "cut")],
+        {"b": (np.float32, (2,))}, ["b"],
+    )
+
+    class Interrupted(NumpyBackend):
+        """Runs ``sliced`` right after a run of ``relu`` stores its record."""
+
+        def __setattr__(self, name: str, value: object) -> None:
+            super().__setattr__(name, value)
+            if name == "last_record" and value is not None and value.nodes[0].node == "relu":
+                self.run(sliced, {"a": np.arange(4, dtype=np.float32)})
+
+    backend = Interrupted("reference")
+    x = np.array([-1, 2, -3, 4], np.float32)
+    result = backend.execute(relu, {"x": x})
+    np.testing.assert_array_equal(result.outputs["y"], np.maximum(x, 0))
+    assert [run.node for run in result.record.nodes] == ["relu"]

@@ -99,9 +99,7 @@ class NumpyBackend:
         """Run and say what ran. ``outputs`` binds caller arrays (C-contiguous, writable, the
         output's dtype and shape) that the results are written into, as onnxruntime's
         IOBinding; other outputs come back in buffers reused once the caller drops them."""
-        results = self.run(graph, feeds, outputs)
-        assert self.last_record is not None
-        return RunResult(results, self.last_record)
+        return RunResult(*self._execute(graph, feeds, outputs))
 
     def run(
         self,
@@ -110,6 +108,16 @@ class NumpyBackend:
         outputs: Mapping[str, np.ndarray] | None = None,
     ) -> dict[str, np.ndarray]:
         """The outputs of ``execute`` (``last_record`` says what ran)."""
+        return self._execute(graph, feeds, outputs)[0]
+
+    def _execute(
+        self,
+        graph: Graph,
+        feeds: Mapping[str, Any],
+        outputs: Mapping[str, np.ndarray] | None,
+    ) -> tuple[dict[str, np.ndarray], RunRecord]:
+        """The outputs and the record of this run, which ``execute`` returns as they are:
+        ``last_record`` may be another thread's run by the time it is read."""
         if type(feeds) is not dict or (outputs is not None and type(outputs) is not dict):
             check_arguments(graph, feeds, outputs)  # off the replay's path: 0.2-0.5 µs a run
         # (a graph of another kind is refused by ``fingerprint``, which reads it first)
@@ -123,7 +131,7 @@ class NumpyBackend:
                     record = RunRecord(self.name, self.fallback.engine, plan.static_runs)
                     plan.replay_record = record
                 self.last_record, self._last_ran = record, weakref.ref(graph)
-                return results
+                return results, record
         arrays = check_feeds(graph, feeds)
         bound = check_outputs(graph, outputs or {}, plan.trust)
         earlier: dict[str, np.ndarray] = {}
@@ -145,9 +153,9 @@ class NumpyBackend:
             results, runs = plan.run(arrays, bound)
         except SizeMismatch as mismatch:
             return self._run_resized(graph, plan, arrays, bound, mismatch)
-        self.last_record = RunRecord(self.name, self.fallback.engine, runs)
-        self._last_ran = weakref.ref(graph)
-        return results
+        record = RunRecord(self.name, self.fallback.engine, runs)
+        self.last_record, self._last_ran = record, weakref.ref(graph)
+        return results, record
 
     def _run_resized(
         self,
@@ -156,7 +164,7 @@ class NumpyBackend:
         arrays: dict[str, np.ndarray],
         bound: dict[str, np.ndarray],
         mismatch: SizeMismatch,
-    ) -> dict[str, np.ndarray]:
+    ) -> tuple[dict[str, np.ndarray], RunRecord]:
         """A run where a node made a tensor of other sizes than onnx inferred, for which the
         descriptors were sized: the graph's source lowered again with the sizes onnxruntime
         may make otherwise (then every size) left to run time (``runtime.resized``), as
@@ -206,11 +214,9 @@ class NumpyBackend:
                 else replace(run, node_id=origins.get(run.node_id, run.node_id))
                 for run in runs
             )
-            self.last_record = RunRecord(
-                self.name, self.fallback.engine, runs, (note,), relowered=True
-            )
-            self._last_ran = weakref.ref(again)
-            return results
+            record = RunRecord(self.name, self.fallback.engine, runs, (note,), relowered=True)
+            self.last_record, self._last_ran = record, weakref.ref(again)
+            return results, record
         if broken is not None:
             # the engine may be the one wrong (onnx.reference's MaxPool with ceil_mode): said
             # alone, "node 'cat' (Concat): inputs differ" blamed a model onnxruntime runs
