@@ -28,6 +28,8 @@ DML_OPERATOR = "DML_OPERATOR_"
 #: How run records name the engine of a node lowered at run time to a constant (an empty
 #: result) or to its input.
 NOTHING_RAN = "nothing (folded or eliminated when lowered at run time)"
+#: How the record of a Slice/Concat/Pad lowered when it ran begins its ``via``.
+RUNTIME_LOWERED = "lowered at run time"
 
 
 class BackendError(DmlgraphError):

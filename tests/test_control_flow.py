@@ -709,6 +709,30 @@ def test_run_and_check_list_what_a_body_s_nodes_became(tmp_path, capsys) -> None
             "via": "Loop 'loop' body, lowered at run time"} in numpy_run["lowered_when_run"]
 
 
+def test_a_body_s_unnamed_run_time_slices_have_a_record_each() -> None:
+    """Two unnamed Slices of a Loop body whose starts come from the iteration number are
+    lowered when they run; each record is named by the tensor its node makes. Before, both
+    were named "" and merged into one "(unnamed) -> DML_OPERATOR_SLICE" record."""
+    body = helper.make_graph(
+        [helper.make_node("Unsqueeze", ["i", "zero"], ["st"]),
+         helper.make_node("Add", ["st", "one"], ["en"]),
+         helper.make_node("Slice", ["x", "st", "en", "one"], ["col"]),
+         helper.make_node("Slice", ["x", "st", "en", "zero"], ["row"]),
+         helper.make_node("Identity", ["c"], ["co"])],
+        "body", [_vi("i", INT64, []), _vi("c", BOOL, [])],
+        [_vi("co", BOOL, []), _vi("col", FLOAT, [2, 1]), _vi("row", FLOAT, [1, 6])],
+        [_i64("zero", [0]), _i64("one", [1])])
+    model = _model(
+        [helper.make_node("Loop", ["M", ""], ["cols", "rows"], body=body, name="loop")],
+        [_vi("x", FLOAT, [2, 6])], [_vi("cols", FLOAT, [2, 2, 1]), _vi("rows", FLOAT, [2, 1, 6])],
+        [_i64("M", 2)])
+    want = _ort(model, {"x": X})
+    result = get_backend("numpy").execute(lower(dmlgraph.load(model), "6_4"), {"x": X})
+    assert all(np.array_equal(result.outputs[n], w) for n, w in zip(("cols", "rows"), want))
+    slices = sorted(r.node for r in result.record.nodes if r.op == "DML_OPERATOR_SLICE")
+    assert slices == ["(unnamed, making 'col')", "(unnamed, making 'row')"]
+
+
 def _counter_model(direct: bool) -> onnx.ModelProto:
     """A Loop of 4 trips carrying x and scanning its iteration number: the body's input i
     itself (``direct``) or an Identity of it."""

@@ -33,8 +33,9 @@ import numpy as np
 import onnx
 from onnx import helper
 
-from backends.base import NOTHING_RAN, BackendError, NodeRun, SizeMismatch
+from backends.base import NOTHING_RAN, RUNTIME_LOWERED, BackendError, NodeRun, SizeMismatch
 from dmlgraph import folding
+from dmlgraph.canonical import LOWERED_OPS
 from dmlgraph.dml.enums import FeatureLevel
 from dmlgraph.dtypes import DTYPE_TO_ELEM_TYPE
 from dmlgraph.errors import DmlgraphError, GraphInvariantError
@@ -479,7 +480,9 @@ def _label(graph: Graph, run: NodeRun) -> str:
         node = graph.node(run.node_id)
     except GraphInvariantError:
         return ""
-    if run.op not in (node.op_type, getattr(node.op, "name", None)):
+    if run.op not in (node.op_type, getattr(node.op, "name", None)) and not (
+        run.via.startswith(RUNTIME_LOWERED) and node.op_type in LOWERED_OPS
+    ):  # (a Slice/Concat/Pad lowered when it ran is recorded as the operator it became)
         return ""  # an id of the graph it was lowered from (a run lowered it again)
     return holder_label("", node.outputs)
 

@@ -39,6 +39,7 @@ import numpy as np
 
 from backends.base import (
     NOTHING_RAN,
+    RUNTIME_LOWERED,
     BackendError,
     NodeRun,
     RunRecord,
@@ -860,13 +861,13 @@ class _RuntimeStep(_PythonStep):
         node = self.node
         arrays = {name: read() for name, read in self.readers}
         key = self.lowering.key(arrays)
-        via = "lowered at run time (cached)"
+        via = f"{RUNTIME_LOWERED} (cached)"
         if key not in self.cache:
             sub = self.lowering.lower(arrays, self.level)
             self.cache[key] = (sub, Plan(sub, self.level, self.fallback, self.threads))
             if len(self.cache) > RUNTIME_CACHE_LIMIT:  # the least recently run goes
                 self.cache.popitem(last=False)
-            via = "lowered at run time"
+            via = RUNTIME_LOWERED
         self.cache.move_to_end(key)
         sub, sub_plan = self.cache[key]
         outputs, sub_runs = sub_plan.run({name: arrays[name] for name in sub.inputs})
