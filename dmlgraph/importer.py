@@ -829,7 +829,7 @@ def _apply_input_shapes(
                 )
             if (
                 declared is not None
-                and declared[axis].HasField("dim_value")
+                and isinstance(shape_dim(declared[axis]), int)  # a negative one is unknown
                 and not isinstance(size, str)
                 and declared[axis].dim_value != size
             ):

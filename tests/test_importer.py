@@ -639,6 +639,44 @@ print("ok")
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
 
 
+def test_a_negative_declared_dimension_is_unknown_and_crashes_nothing() -> None:
+    """A graph input declaring a dimension -1 or -5 (onnxruntime runs the model): onnx's
+    Slice and Pad inference assert in std::clamp and abort the process on it. It is read as
+    an unknown dimension, which input_shapes may fix. In a child process, so a regression
+    fails this test instead of killing the run."""
+    import subprocess
+    import sys
+
+    child = r'''
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper
+from dmlgraph import load
+from backends import get_backend
+from lowering import lower
+
+x = np.arange(12, dtype=np.float32).reshape(3, 4)
+for size in (-1, -5):
+    for op, params in (("Slice", ([1], [3], [1])), ("Pad", ([0, 1, 0, 2],))):
+        names = [f"p{i}" for i in range(len(params))]
+        graph = helper.make_graph(
+            [helper.make_node(op, ["x", *names], ["y"])], "g",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, size])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+            [numpy_helper.from_array(np.array(v, np.int64), n) for n, v in zip(names, params)])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)],
+                                  ir_version=8)
+        assert load(model).tensors["x"].shape == (3, None)
+        fixed = load(model, input_shapes={"x": [3, 4]})
+        (y,) = get_backend("numpy").run(lower(fixed), {"x": x}).values()
+        want = x[:, 1:3] if op == "Slice" else np.pad(x, [(0, 0), (1, 2)])
+        assert np.array_equal(y, want), (op, size, y)
+print("ok")
+'''
+    done = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
+
+
 def _long_vector_model(n: int) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
     """Vectors of length ``n`` as a graph input, a weight, and Constant nodes (a tensor and a
     list), each read by nodes whose shapes follow from the length."""
