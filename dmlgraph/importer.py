@@ -702,15 +702,11 @@ def _check_nodes(proto: onnx.ModelProto, nodes: Sequence[NodeFields], source: st
         node.version = version
         if op_type == "Constant" and domain == "" and len(node.attribute) != 1:
             raise ModelValidationError(
-                f"{_node_where(source, index, node)}: has "
-                f"{', '.join(a.name for a in node.attribute) or 'no value attribute'}; a "
-                "Constant holds exactly one of value, sparse_value, value_float(s), "
-                "value_int(s), value_string(s), as ONNX requires (onnxruntime takes the first "
-                "given, onnx.reference prefers 'value': they compute different models)"
+                f"{_node_where(source, index, node)}: {_constant_problem(node)}"
             )
         for attr in node.attribute:
             if attr.type in subgraphs.SUBGRAPH_KINDS:
-                _check_subgraph_domains(attr, opsets, _node_where(source, index, node))
+                _check_subgraph_nodes(attr, opsets, _node_where(source, index, node))
         if op_type in subgraphs.LOWERED_WHEN_RUN:
             problem = subgraphs.signature_problem(node, version)
             if problem is not None:
@@ -719,11 +715,30 @@ def _check_nodes(proto: onnx.ModelProto, nodes: Sequence[NodeFields], source: st
         raise UnsupportedError(f"{source}: sparse initializers are not supported")
 
 
-def _check_subgraph_domains(attr: AttributeProto, opsets: Mapping[str, int], where: str) -> None:
+def _constant_problem(node: NodeFields | onnx.NodeProto) -> str:
+    """What is wrong with a Constant node whose value attributes are not exactly one."""
+    return (
+        f"has {', '.join(a.name for a in node.attribute) or 'no value attribute'}; a "
+        "Constant holds exactly one of value, sparse_value, value_float(s), "
+        "value_int(s), value_string(s), as ONNX requires (onnxruntime takes the first "
+        "given, onnx.reference prefers 'value': they compute different models)"
+    )
+
+
+def _check_subgraph_nodes(attr: AttributeProto, opsets: Mapping[str, int], where: str) -> None:
     """Refuse a subgraph node of a domain dmlgraph does not import, as the main graph's are
-    (onnxruntime would run it only where it has the op; its run would fail, not the load)."""
+    (onnxruntime would run it only where it has the op; its run would fail, not the load),
+    and a Constant without exactly one value, as the main graph's (onnxruntime refuses the
+    model, even where the branch holding it is never taken)."""
     for graph in subgraphs.attribute_graphs(attr):
         for node in subgraphs.nested_nodes(graph):
+            if node.op_type == "Constant" and node.domain in ("", "ai.onnx") and (
+                len(node.attribute) != 1
+            ):
+                raise ModelValidationError(
+                    f"{where}: attribute {attr.name!r} holds a subgraph whose node "
+                    f"{node.name!r} (Constant) {_constant_problem(node)}"
+                )
             domain = _DOMAIN_ALIASES.get(node.domain, node.domain)
             if domain not in SUPPORTED_DOMAINS or domain not in opsets:
                 raise UnsupportedError(

@@ -289,6 +289,26 @@ def test_a_constant_holds_exactly_one_value(values: dict, onnx_make_model) -> No
              ", ".join(values) or "no value attribute")
 
 
+@pytest.mark.parametrize("values", [{}, {"value_float": 1.0, "value_int": 2}])
+def test_a_constant_in_a_branch_holds_exactly_one_value(values: dict, onnx_make_model) -> None:
+    """As in the main graph: onnxruntime refuses the model even where the branch is never
+    taken ("Constant node: k has no data attributes"), and where it has two it takes the
+    first; load ran it."""
+    constant = helper.make_node("Constant", [], ["c"], name="k", **values)
+    branch = helper.make_graph(
+        [constant, helper.make_node("Add", ["x", "c"], ["t"])], "branch", [],
+        [helper.make_tensor_value_info("t", FLOAT, None)])
+    same = helper.make_graph(
+        [helper.make_node("Identity", ["x"], ["e"])], "same", [],
+        [helper.make_tensor_value_info("e", FLOAT, None)])
+    model = onnx_make_model(
+        [helper.make_node("If", ["cond"], ["y"], name="the_if", then_branch=same,
+                          else_branch=branch)],
+        [("x", FLOAT, [2]), ("cond", TensorProto.BOOL, [])], [("y", FLOAT, None)], opset=17)
+    _refused(ModelValidationError, model, "'the_if' (If", "'else_branch'", "'k' (Constant)",
+             "exactly one of value", ", ".join(values) or "no value attribute")
+
+
 def test_slice_duplicate_axes(onnx_make_model) -> None:
     _refused(
         ModelValidationError,
