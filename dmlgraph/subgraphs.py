@@ -270,6 +270,8 @@ def _elem_type(value: onnx.ValueInfoProto) -> int:
 
 
 def _type_name(elem_type: int) -> str:
+    if elem_type not in onnx.TensorProto.DataType.values():  # a corrupt file's: KeyError
+        return f"tensor(element type {elem_type}, which ONNX does not define)"
     return f"tensor({onnx.helper.tensor_dtype_to_np_dtype(elem_type)})"
 
 

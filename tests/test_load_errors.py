@@ -309,6 +309,22 @@ def test_a_constant_in_a_branch_holds_exactly_one_value(values: dict, onnx_make_
              "exactly one of value", ", ".join(values) or "no value attribute")
 
 
+def test_a_branch_output_of_an_element_type_onnx_does_not_define_is_named(
+        onnx_make_model) -> None:
+    """A corrupt branch output type (99) beside a float one: the message said only
+    "cannot import the model: KeyError: 99"."""
+    def branch(name: str, elem_type: int) -> onnx.GraphProto:
+        return helper.make_graph([helper.make_node("Identity", ["x"], [name])], name, [],
+                                 [helper.make_tensor_value_info(name, elem_type, None)])
+    model = onnx_make_model(
+        [helper.make_node("If", ["cond"], ["y"], name="the_if", then_branch=branch("t", 99),
+                          else_branch=branch("e", FLOAT))],
+        [("x", FLOAT, [2]), ("cond", TensorProto.BOOL, [])], [("y", FLOAT, None)], opset=17)
+    _refused(ModelValidationError, model, "'the_if' (If",
+             "output 0 is tensor(element type 99, which ONNX does not define) in then_branch",
+             "tensor(float32) in else_branch")
+
+
 def test_slice_duplicate_axes(onnx_make_model) -> None:
     _refused(
         ModelValidationError,
