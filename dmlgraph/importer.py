@@ -1059,7 +1059,14 @@ def _build_graph(
     initializer_names = {t.name for t in proto.graph.initializer}
     for value_info in proto.graph.input:
         if value_info.name not in initializer_names:
-            graph.add_input(_countable(tensor_info(value_info, f"{source}: graph input"), source))
+            info = tensor_info(value_info, f"{source}: graph input")
+            if info.dtype is None:  # the checker lets it through; onnxruntime does not
+                raise ModelValidationError(
+                    f"{source}: graph input {info.name!r} is a tensor of element type 0 "
+                    "(UNDEFINED); give its type (onnxruntime refuses the model: 'Invalid "
+                    "tensor data type 0')"
+                )
+            graph.add_input(_countable(info, source))
     if proto.ir_version >= 4:  # before it, every initializer was listed as an input
         graph.initializer_inputs = tuple(
             vi.name for vi in proto.graph.input if vi.name in initializer_names

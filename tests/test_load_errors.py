@@ -205,6 +205,19 @@ def test_non_tensor_graph_input_is_refused(onnx_make_model) -> None:
     _refused(UnsupportedError, model, "'s'", "sequence_type", "tensors only")
 
 
+def test_a_graph_input_of_element_type_0_is_refused(onnx_make_model) -> None:
+    """onnx's checker lets it through; onnxruntime refuses the model. load imported it with
+    no dtype: a Slice of it then failed at run time in the fallback's session ("Model input
+    (x) does not have type information"), or ran with whatever dtype was fed."""
+    model = onnx_make_model(
+        [helper.make_node("Slice", ["x", "s", "e"], ["y"], name="cut")],
+        [("x", FLOAT, [4])], [("y", FLOAT, None)], opset=17,
+        initializers=[helper.make_tensor("s", INT64, [1], [1]),
+                      helper.make_tensor("e", INT64, [1], [3])])
+    model.graph.input[0].type.tensor_type.elem_type = TensorProto.UNDEFINED
+    _refused(ModelValidationError, model, "graph input 'x'", "element type 0 (UNDEFINED)")
+
+
 # ----------------------------------------------------------------------------- malformed nodes
 
 
