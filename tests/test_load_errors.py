@@ -218,6 +218,20 @@ def test_a_graph_input_of_element_type_0_is_refused(onnx_make_model) -> None:
     _refused(ModelValidationError, model, "graph input 'x'", "element type 0 (UNDEFINED)")
 
 
+@pytest.mark.parametrize("extra", [1, 8])
+def test_raw_data_longer_than_its_dims_say_is_named(extra: int, onnx_make_model) -> None:
+    """onnx's checker refuses raw_data too short only; onnxruntime refuses both. The message
+    was NumPy's "buffer size must be a multiple of element size" or "cannot reshape array of
+    size 5 into shape (4,)"."""
+    pads = onnx.numpy_helper.from_array(np.array([0, 1, 0, 2], np.int64), "p")
+    pads.raw_data += bytes(extra)
+    model = onnx_make_model(
+        [helper.make_node("Pad", ["x", "p"], ["y"], name="pad")],
+        [("x", FLOAT, [2, 3])], [("y", FLOAT, None)], opset=17, initializers=[pads])
+    _refused(ModelLoadError, model, "tensor 'p'", f"raw_data holds {32 + extra} bytes",
+             "dims [4] of INT64 take 32")
+
+
 # ----------------------------------------------------------------------------- malformed nodes
 
 
