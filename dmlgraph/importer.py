@@ -260,6 +260,21 @@ def external_data_files(path: Path) -> list[Path]:
     return sorted(found)
 
 
+def _tensor_label(proto: onnx.ModelProto, tensor: TensorProto) -> str:
+    """How messages name a tensor: by its name, or, unnamed (a Constant's value), by the
+    node attribute holding it (its messages said "tensor ''")."""
+    if tensor.name:
+        return f"tensor {tensor.name!r}"
+    graphs = [proto.graph, *(onnx.GraphProto(node=f.node) for f in proto.functions)]
+    for node in (n for graph in graphs for n in subgraphs.nested_nodes(graph)):
+        for attr in node.attribute:
+            if attr.type == AttributeProto.TENSOR and attr.t == tensor:
+                return f"the tensor of node {node.name!r} ({node.op_type}) attribute {attr.name!r}"
+            if attr.type == AttributeProto.TENSORS and tensor in attr.tensors:
+                return f"a tensor of node {node.name!r} ({node.op_type}) attribute {attr.name!r}"
+    return "an unnamed tensor"
+
+
 def _external_entries(tensor: TensorProto) -> dict[str, str]:
     """A tensor's external-data fields (location, offset, length) by key."""
     return {e.key: e.value for e in tensor.external_data}
@@ -274,7 +289,7 @@ def _load_external_data(proto: onnx.ModelProto, base_dir: Path | None, source: s
             continue
         changed = True
         entries = _external_entries(tensor)
-        where = f"{source}: tensor {tensor.name!r}"
+        where = f"{source}: {_tensor_label(proto, tensor)}"
         if len(entries) != len(tensor.external_data):  # which file or bytes it means is a guess
             keys = [e.key for e in tensor.external_data]
             raise ModelLoadError(  # onnxruntime: "duplicate 'location' entries"

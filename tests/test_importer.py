@@ -354,6 +354,25 @@ def test_external_data_needs_a_path(tmp_path, onnx_make_model) -> None:
         dmlgraph.load(path.read_bytes())
 
 
+def test_external_data_of_an_unnamed_constant_value_names_its_node(tmp_path) -> None:
+    """A Constant's value is a tensor without a name: the message said "tensor ''"."""
+    value = numpy_helper.from_array(np.array([1, 2], np.float32), "")
+    value.ClearField("raw_data")
+    value.data_location = TensorProto.EXTERNAL
+    value.external_data.add(key="location", value="missing.bin")
+    graph = helper.make_graph(
+        [helper.make_node("Constant", [], ["c"], name="k", value=value),
+         helper.make_node("Add", ["x", "c"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    path = tmp_path / "m.onnx"
+    path.write_bytes(helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8).SerializeToString())
+    with pytest.raises(ModelLoadError, match="the tensor of node 'k' \\(Constant\\) attribute "
+                       "'value': external data file 'missing.bin' does not exist"):
+        dmlgraph.load(path)
+
+
 def test_external_data_shorter_than_declared_is_refused(tmp_path, onnx_make_model) -> None:
     path = _with_location(tmp_path, onnx_make_model, "m.weights")
     weights = path.parent / "m.weights"
