@@ -352,6 +352,33 @@ def test_a_branch_output_of_an_element_type_onnx_does_not_define_is_named(
              "tensor(float32) in else_branch")
 
 
+@pytest.mark.parametrize("op", ["If", "Loop"])
+def test_a_control_flow_output_declared_of_another_type_than_its_subgraph_makes(
+        op: str, onnx_make_model) -> None:
+    """A graph output declared int64 where the branches (or body) make float32: onnxruntime
+    refuses the model ("Type (tensor(int64)) of output arg (y) ... does not match expected
+    type (tensor(float))"), as load refuses it of a Relu; the IR said int64 and the run
+    gave float32."""
+    vi = helper.make_tensor_value_info
+    if op == "If":
+        def branch(name: str) -> onnx.GraphProto:
+            return helper.make_graph([helper.make_node("Relu", ["x"], [name])], name, [],
+                                     [vi(name, FLOAT, None)])
+        node = helper.make_node("If", ["cond"], ["y"], name="flow", then_branch=branch("t"),
+                                else_branch=branch("e"))
+        inputs = [("x", FLOAT, [4]), ("cond", TensorProto.BOOL, [])]
+    else:
+        body = helper.make_graph(
+            [helper.make_node("Identity", ["c"], ["co"]), helper.make_node("Relu", ["v"], ["vo"])],
+            "body", [vi("i", INT64, []), vi("c", TensorProto.BOOL, []), vi("v", FLOAT, None)],
+            [vi("co", TensorProto.BOOL, []), vi("vo", FLOAT, None)])
+        node = helper.make_node("Loop", ["n", "", "x"], ["y"], name="flow", body=body)
+        inputs = [("x", FLOAT, [4]), ("n", INT64, [])]
+    model = onnx_make_model([node], inputs, [("y", INT64, [4])], opset=17)
+    _refused(ModelValidationError, model, f"'flow' ({op}", "declares 'y' INT64",
+             "makes float32")
+
+
 def test_slice_duplicate_axes(onnx_make_model) -> None:
     _refused(
         ModelValidationError,
