@@ -328,21 +328,34 @@ def _long_vectors(graph: onnx.GraphProto, nodes: Sequence[Any] | None) -> _LongV
             constants.append((index, node.output[0], *vector))
         elif node.op_type in _VECTOR_MAKERS:
             if values is None:
-                values = _small_initializers(graph)
+                values = _small_initializers(graph, listed)
             made = _VECTOR_MAKERS[node.op_type](node, values)
             if made is not None and made[1] > LONG_VECTOR:
                 constants.append((index, node.output[0], *made))
     return _LongVectors(tuple(inputs), tuple(constants))
 
 
-def _small_initializers(graph: onnx.GraphProto) -> dict[str, np.ndarray]:
-    """The graph's initializers of at most a few elements: the operands of
-    ``_VECTOR_MAKERS``."""
-    return {
-        tensor.name: numpy_helper.to_array(tensor)
-        for tensor in graph.initializer
-        if math.prod(tensor.dims) <= 4 and tensor.data_location != TensorProto.EXTERNAL
-    }
+def _small_initializers(graph: onnx.GraphProto, nodes: Sequence[Any]) -> dict[str, np.ndarray]:
+    """The graph's initializers and Constant nodes' tensors of at most a few elements: the
+    operands of ``_VECTOR_MAKERS`` (a ConstantOfShape of a Constant [2^33 + 4], as exporters
+    write shapes, loaded for minutes). One that cannot be read is left out (the import says
+    why)."""
+    tensors = [(tensor.name, tensor) for tensor in graph.initializer]
+    tensors += [
+        (node.output[0], attr.t)
+        for node in nodes
+        if node.op_type == "Constant" and node.domain in ("", "ai.onnx") and node.output
+        for attr in node.attribute
+        if attr.name == "value" and attr.type == AttributeProto.TENSOR
+    ]
+    values = {}
+    for name, tensor in tensors:
+        if math.prod(tensor.dims) <= 4 and tensor.data_location != TensorProto.EXTERNAL:
+            try:
+                values[name] = numpy_helper.to_array(tensor)
+            except Exception:  # a corrupt tensor: not an operand this can read
+                continue
+    return values
 
 
 def _maker_operands(
