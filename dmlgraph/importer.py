@@ -1304,8 +1304,8 @@ def _check_types(
             node.op_type, node.domain, version, dtypes, len(node.output)
         )
         if node.op_type in subgraphs.LOWERED_WHEN_RUN and not node.domain:
-            made = [ELEM_TYPE_TO_DTYPE.get(elem) for elem in
-                    subgraphs.declared_output_types(node)]
+            made = tuple(ELEM_TYPE_TO_DTYPE.get(elem) for elem in
+                         subgraphs.declared_output_types(node))
         for name, dtype in zip(node.output, made):
             if name in declared:
                 _check_declared(name, dtype, declared[name], where)
