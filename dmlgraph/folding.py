@@ -336,15 +336,17 @@ def _long_vectors(graph: onnx.GraphProto, nodes: Sequence[Any] | None) -> _LongV
 
 
 def _small_initializers(graph: onnx.GraphProto, nodes: Sequence[Any]) -> dict[str, np.ndarray]:
-    """The graph's initializers and Constant nodes' tensors of at most a few elements: the
-    operands of ``_VECTOR_MAKERS`` (a ConstantOfShape of a Constant [2^33 + 4], as exporters
+    """The graph's initializers and Constant nodes' tensors of at most a few elements that
+    are operands of ``_VECTOR_MAKERS`` (a ConstantOfShape of a Constant [2^33 + 4], as exporters
     write shapes, loaded for minutes). One that cannot be read is left out (the import says
     why)."""
-    tensors = [(tensor.name, tensor) for tensor in graph.initializer]
+    wanted = {name for node in nodes if node.op_type in _VECTOR_MAKERS for name in node.input}
+    tensors = [(tensor.name, tensor) for tensor in graph.initializer if tensor.name in wanted]
     tensors += [
         (node.output[0], attr.t)
         for node in nodes
         if node.op_type == "Constant" and node.domain in ("", "ai.onnx") and node.output
+        and node.output[0] in wanted
         for attr in node.attribute
         if attr.name == "value" and attr.type == AttributeProto.TENSOR
     ]
