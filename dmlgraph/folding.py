@@ -328,21 +328,36 @@ def _long_vectors(graph: onnx.GraphProto, nodes: Sequence[Any] | None) -> _LongV
             constants.append((index, node.output[0], *vector))
         elif node.op_type in _VECTOR_MAKERS:
             if values is None:
-                values = _small_initializers(graph)
+                values = _small_initializers(graph, listed)
             made = _VECTOR_MAKERS[node.op_type](node, values)
             if made is not None and made[1] > LONG_VECTOR:
                 constants.append((index, node.output[0], *made))
     return _LongVectors(tuple(inputs), tuple(constants))
 
 
-def _small_initializers(graph: onnx.GraphProto) -> dict[str, np.ndarray]:
-    """The graph's initializers of at most a few elements: the operands of
-    ``_VECTOR_MAKERS``."""
-    return {
-        tensor.name: numpy_helper.to_array(tensor)
-        for tensor in graph.initializer
-        if math.prod(tensor.dims) <= 4 and tensor.data_location != TensorProto.EXTERNAL
-    }
+def _small_initializers(graph: onnx.GraphProto, nodes: Sequence[Any]) -> dict[str, np.ndarray]:
+    """The graph's initializers and Constant nodes' tensors of at most a few elements that
+    are operands of ``_VECTOR_MAKERS`` (a ConstantOfShape of a Constant [2^33 + 4], as exporters
+    write shapes, loaded for minutes). One that cannot be read is left out (the import says
+    why)."""
+    wanted = {name for node in nodes if node.op_type in _VECTOR_MAKERS for name in node.input}
+    tensors = [(tensor.name, tensor) for tensor in graph.initializer if tensor.name in wanted]
+    tensors += [
+        (node.output[0], attr.t)
+        for node in nodes
+        if node.op_type == "Constant" and node.domain in ("", "ai.onnx") and node.output
+        and node.output[0] in wanted
+        for attr in node.attribute
+        if attr.name == "value" and attr.type == AttributeProto.TENSOR
+    ]
+    values = {}
+    for name, tensor in tensors:
+        if math.prod(tensor.dims) <= 4 and tensor.data_location != TensorProto.EXTERNAL:
+            try:
+                values[name] = numpy_helper.to_array(tensor)
+            except Exception:  # a corrupt tensor: not an operand this can read
+                continue
+    return values
 
 
 def _maker_operands(
@@ -437,7 +452,7 @@ def infer_model(
     the model gave, as ``_merge_type`` says). What only propagation over a hidden length
     would tell (a Shape of it read as a Reshape's shape) is left to folding, which computes
     the Shape and infers its readers again. ``nodes`` as in ``guard_slice_steps``."""
-    _refuse_inference_aborts(model.graph, source, nodes)
+    _guard_inference_aborts(model.graph, source, nodes)
     found = _long_vectors(model.graph, nodes)
     exact = _inferred(model, source, propagate=False) if found else None
     hidden, lengths = _hide(model.graph, found) if found else (frozenset(), {})
@@ -451,12 +466,16 @@ def infer_model(
 _CONTROL_FLOW = frozenset({"If", "Loop", "Scan"})
 
 
-def _refuse_inference_aborts(
+def _guard_inference_aborts(
     graph: onnx.GraphProto, source: str, nodes: Sequence[Any] | None = None
 ) -> None:
-    """Refuse, with a message, a node onnx's shape inference (onnx 1.23) aborts the process
-    on, in ``graph`` or a subgraph it enters: a Split with more outputs than its num_outputs
-    (it indexes past its list of sizes; onnxruntime's copy of it aborts too)."""
+    """Refuse, with a message, or mend what onnx's shape inference (onnx 1.23) aborts the
+    process on, in ``graph`` or a subgraph it enters: a Split with more outputs than its
+    num_outputs (it indexes past its list of sizes; onnxruntime's copy of it aborts too) is
+    refused; a negative declared dimension (Slice's and Pad's inference assert in
+    std::clamp; onnxruntime runs such a model) is made unknown, as dmlgraph reads one
+    (``value_info.shape_dim``)."""
+    _forget_negative_dims(graph)
     for node in graph.node if nodes is None else nodes:
         op_type = node.op_type
         if op_type == "Split" and node.domain in ("", "ai.onnx"):
@@ -471,7 +490,15 @@ def _refuse_inference_aborts(
             for attr in node.attribute:
                 graphs = [attr.g] if attr.type == AttributeProto.GRAPH else attr.graphs
                 for sub in graphs:
-                    _refuse_inference_aborts(sub, source)
+                    _guard_inference_aborts(sub, source)
+
+
+def _forget_negative_dims(graph: onnx.GraphProto) -> None:
+    for value_info in chain(graph.input, graph.output, graph.value_info):
+        if value_info.type.HasField("tensor_type"):
+            for dim in value_info.type.tensor_type.shape.dim:
+                if dim.dim_value < 0:
+                    dim.Clear()
 
 
 def _inferred(model: onnx.ModelProto, source: str, *, propagate: bool) -> onnx.GraphProto:

@@ -260,6 +260,21 @@ def external_data_files(path: Path) -> list[Path]:
     return sorted(found)
 
 
+def _tensor_label(proto: onnx.ModelProto, tensor: TensorProto) -> str:
+    """How messages name a tensor: by its name, or, unnamed (a Constant's value), by the
+    node attribute holding it (its messages said "tensor ''")."""
+    if tensor.name:
+        return f"tensor {tensor.name!r}"
+    graphs = [proto.graph, *(onnx.GraphProto(node=f.node) for f in proto.functions)]
+    for node in (n for graph in graphs for n in subgraphs.nested_nodes(graph)):
+        for attr in node.attribute:
+            if attr.type == AttributeProto.TENSOR and attr.t == tensor:
+                return f"the tensor of node {node.name!r} ({node.op_type}) attribute {attr.name!r}"
+            if attr.type == AttributeProto.TENSORS and tensor in attr.tensors:
+                return f"a tensor of node {node.name!r} ({node.op_type}) attribute {attr.name!r}"
+    return "an unnamed tensor"
+
+
 def _external_entries(tensor: TensorProto) -> dict[str, str]:
     """A tensor's external-data fields (location, offset, length) by key."""
     return {e.key: e.value for e in tensor.external_data}
@@ -274,7 +289,7 @@ def _load_external_data(proto: onnx.ModelProto, base_dir: Path | None, source: s
             continue
         changed = True
         entries = _external_entries(tensor)
-        where = f"{source}: tensor {tensor.name!r}"
+        where = f"{source}: {_tensor_label(proto, tensor)}"
         if len(entries) != len(tensor.external_data):  # which file or bytes it means is a guess
             keys = [e.key for e in tensor.external_data]
             raise ModelLoadError(  # onnxruntime: "duplicate 'location' entries"
@@ -702,15 +717,11 @@ def _check_nodes(proto: onnx.ModelProto, nodes: Sequence[NodeFields], source: st
         node.version = version
         if op_type == "Constant" and domain == "" and len(node.attribute) != 1:
             raise ModelValidationError(
-                f"{_node_where(source, index, node)}: has "
-                f"{', '.join(a.name for a in node.attribute) or 'no value attribute'}; a "
-                "Constant holds exactly one of value, sparse_value, value_float(s), "
-                "value_int(s), value_string(s), as ONNX requires (onnxruntime takes the first "
-                "given, onnx.reference prefers 'value': they compute different models)"
+                f"{_node_where(source, index, node)}: {_constant_problem(node)}"
             )
         for attr in node.attribute:
             if attr.type in subgraphs.SUBGRAPH_KINDS:
-                _check_subgraph_domains(attr, opsets, _node_where(source, index, node))
+                _check_subgraph_nodes(attr, opsets, _node_where(source, index, node))
         if op_type in subgraphs.LOWERED_WHEN_RUN:
             problem = subgraphs.signature_problem(node, version)
             if problem is not None:
@@ -719,11 +730,30 @@ def _check_nodes(proto: onnx.ModelProto, nodes: Sequence[NodeFields], source: st
         raise UnsupportedError(f"{source}: sparse initializers are not supported")
 
 
-def _check_subgraph_domains(attr: AttributeProto, opsets: Mapping[str, int], where: str) -> None:
+def _constant_problem(node: NodeFields | onnx.NodeProto) -> str:
+    """What is wrong with a Constant node whose value attributes are not exactly one."""
+    return (
+        f"has {', '.join(a.name for a in node.attribute) or 'no value attribute'}; a "
+        "Constant holds exactly one of value, sparse_value, value_float(s), "
+        "value_int(s), value_string(s), as ONNX requires (onnxruntime takes the first "
+        "given, onnx.reference prefers 'value': they compute different models)"
+    )
+
+
+def _check_subgraph_nodes(attr: AttributeProto, opsets: Mapping[str, int], where: str) -> None:
     """Refuse a subgraph node of a domain dmlgraph does not import, as the main graph's are
-    (onnxruntime would run it only where it has the op; its run would fail, not the load)."""
+    (onnxruntime would run it only where it has the op; its run would fail, not the load),
+    and a Constant without exactly one value, as the main graph's (onnxruntime refuses the
+    model, even where the branch holding it is never taken)."""
     for graph in subgraphs.attribute_graphs(attr):
         for node in subgraphs.nested_nodes(graph):
+            if node.op_type == "Constant" and node.domain in ("", "ai.onnx") and (
+                len(node.attribute) != 1
+            ):
+                raise ModelValidationError(
+                    f"{where}: attribute {attr.name!r} holds a subgraph whose node "
+                    f"{node.name!r} (Constant) {_constant_problem(node)}"
+                )
             domain = _DOMAIN_ALIASES.get(node.domain, node.domain)
             if domain not in SUPPORTED_DOMAINS or domain not in opsets:
                 raise UnsupportedError(
@@ -829,7 +859,7 @@ def _apply_input_shapes(
                 )
             if (
                 declared is not None
-                and declared[axis].HasField("dim_value")
+                and isinstance(shape_dim(declared[axis]), int)  # a negative one is unknown
                 and not isinstance(size, str)
                 and declared[axis].dim_value != size
             ):
@@ -1044,7 +1074,14 @@ def _build_graph(
     initializer_names = {t.name for t in proto.graph.initializer}
     for value_info in proto.graph.input:
         if value_info.name not in initializer_names:
-            graph.add_input(_countable(tensor_info(value_info, f"{source}: graph input"), source))
+            info = tensor_info(value_info, f"{source}: graph input")
+            if info.dtype is None:  # the checker lets it through; onnxruntime does not
+                raise ModelValidationError(
+                    f"{source}: graph input {info.name!r} is a tensor of element type 0 "
+                    "(UNDEFINED); give its type (onnxruntime refuses the model: 'Invalid "
+                    "tensor data type 0')"
+                )
+            graph.add_input(_countable(info, source))
     if proto.ir_version >= 4:  # before it, every initializer was listed as an input
         graph.initializer_inputs = tuple(
             vi.name for vi in proto.graph.input if vi.name in initializer_names
@@ -1266,6 +1303,9 @@ def _check_types(
         made = schema_types.output_dtypes(
             node.op_type, node.domain, version, dtypes, len(node.output)
         )
+        if node.op_type in subgraphs.LOWERED_WHEN_RUN and not node.domain:
+            made = tuple(ELEM_TYPE_TO_DTYPE.get(elem) for elem in
+                         subgraphs.declared_output_types(node))
         for name, dtype in zip(node.output, made):
             if name in declared:
                 _check_declared(name, dtype, declared[name], where)

@@ -264,12 +264,29 @@ def _kept_types(
     return None
 
 
+def declared_output_types(node: NodeLike) -> list[int]:
+    """The element types an If's, Loop's or Scan's outputs get from its subgraph's declared
+    outputs (then_branch's, the body's but its condition), 0 where one declares none:
+    onnxruntime refuses a graph output typed otherwise ("Type (tensor(int64)) of output arg
+    (y) of node () does not match expected type (tensor(float))")."""
+    graphs = {attr.name: attr.g for attr in node.attribute if attr.type == AttributeProto.GRAPH}
+    if node.op_type == "If":
+        outputs = graphs["then_branch"].output if "then_branch" in graphs else []
+    elif node.op_type in ("Loop", "Scan") and "body" in graphs:
+        outputs = graphs["body"].output[node.op_type == "Loop":]
+    else:
+        outputs = []
+    return [_elem_type(value) for value in outputs]
+
+
 def _elem_type(value: onnx.ValueInfoProto) -> int:
     """A tensor value's declared element type, 0 where none is (or it is no tensor)."""
     return value.type.tensor_type.elem_type if value.type.HasField("tensor_type") else 0
 
 
 def _type_name(elem_type: int) -> str:
+    if elem_type not in onnx.TensorProto.DataType.values():  # a corrupt file's: KeyError
+        return f"tensor(element type {elem_type}, which ONNX does not define)"
     return f"tensor({onnx.helper.tensor_dtype_to_np_dtype(elem_type)})"
 
 

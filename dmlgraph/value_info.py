@@ -15,6 +15,7 @@ from dmlgraph.dtypes import (
     DTYPE_TO_ELEM_TYPE,
     ELEM_TYPE_TO_DTYPE,
     PLAIN_DTYPES,
+    raw_bytes,
     to_elem_type,
     to_numpy_dtype,
 )
@@ -120,6 +121,15 @@ def tensor_array(tensor: TensorProto, where: str) -> np.ndarray:
     if array is not None:
         return array
     to_numpy_dtype(tensor.data_type, f"{where}: tensor {tensor.name!r}")
+    expected = raw_bytes(tensor) if tensor.HasField("raw_data") else None
+    if expected is not None and len(tensor.raw_data) != expected and not (
+        tensor.data_location == TensorProto.EXTERNAL or tensor.HasField("segment")
+    ):
+        raise ModelLoadError(  # NumPy said "buffer size must be a multiple of element size"
+            f"{where}: tensor {tensor.name!r}: raw_data holds {len(tensor.raw_data)} bytes, "
+            f"where dims {list(tensor.dims)} of {TensorProto.DataType.Name(tensor.data_type)} "
+            f"take {expected} (onnxruntime refuses it too)"
+        )
     if tensor.data_type in _HALF_TYPES and any(not 0 <= v <= 0xFFFF for v in tensor.int32_data):
         raise ModelLoadError(  # as onnxruntime refuses it ("data overflow"); onnx truncates
             f"{where}: tensor {tensor.name!r}: an int32_data value does not fit in the 16 bits "

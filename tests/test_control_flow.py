@@ -1180,12 +1180,38 @@ def test_a_scan_output_changing_shape_is_one_error_saying_where(tmp_path, capsys
     assert "all input arrays" not in err
 
 
+def test_a_body_breaking_a_rule_by_the_sizes_that_arrive_is_an_error_not_run_whole() -> None:
+    """A body's Concat of the carried [1, 0] and x [1, 2] on axis 0 breaks ONNX's rule, as
+    it would in the main graph: it ran whole on the fallback, where onnxruntime made a
+    [2, 2] of memory it never wrote (onnx.reference a [1, 0]); it is one error naming the
+    Loop, the sizes and the Concat."""
+    body = helper.make_graph(
+        [helper.make_node("Concat", ["acc", "x"], ["acc_out"], axis=0, name="join"),
+         helper.make_node("Identity", ["c"], ["co"])], "body",
+        [_vi("i", INT64, []), _vi("c", BOOL, []), _vi("acc", FLOAT, None)],
+        [_vi("co", BOOL, []), _vi("acc_out", FLOAT, None)])
+    model = _model(
+        [helper.make_node("Loop", ["trip", "", "a0"], ["y"], name="loop", body=body)],
+        [_vi("x", FLOAT, [1, 2]), _vi("a0", FLOAT, [1, None])], [_vi("y", FLOAT, None)],
+        [_i64("trip", 3)], checked=False)
+    feeds = {"x": np.ones((1, 2), np.float32), "a0": np.zeros((1, 0), np.float32)}
+    lowered = lower(dmlgraph.load(model), "6_4")
+    for fallback in ("onnxruntime", "reference"):
+        with pytest.raises(dmlgraph.DmlgraphError) as caught:
+            get_backend("numpy", fallback=fallback).run(lowered, feeds)
+        assert ("node 'loop' (Loop): its body, run with 'x': [1, 2], 'i': [], 'c': [], "
+                "'acc': [1, 0], breaks a rule: node 'join' (Concat): inputs differ in "
+                "dimension 1") in str(caught.value)
+
+
 def test_a_segment_onnxruntime_fails_on_names_an_unnamed_node_by_what_it_makes() -> None:
-    """A body whose Concat cannot join its inputs runs on the fallback, which fails: its
-    message named the unnamed Loop "?"; it names it by the first tensor it makes."""
+    """A body (of a sequence, which dmlgraph does not import) whose ConcatFromSequence
+    cannot join its inputs runs on the fallback, which fails: its message named the unnamed
+    Loop "?"; it names it by the first tensor it makes."""
     body = helper.make_graph(
         [helper.make_node("Slice", ["v", "s0", "s1"], ["p"]),
-         helper.make_node("Concat", ["p", "v"], ["q"], axis=1),
+         helper.make_node("SequenceConstruct", ["p", "v"], ["seq"]),
+         helper.make_node("ConcatFromSequence", ["seq"], ["q"], axis=1),
          helper.make_node("Identity", ["c"], ["co"])], "body",
         [_vi("i", INT64, []), _vi("c", BOOL, []), _vi("v", FLOAT, None)],
         [_vi("co", BOOL, []), _vi("q", FLOAT, None)], [_i64("s0", [0]), _i64("s1", [1])])

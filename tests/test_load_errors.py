@@ -205,6 +205,33 @@ def test_non_tensor_graph_input_is_refused(onnx_make_model) -> None:
     _refused(UnsupportedError, model, "'s'", "sequence_type", "tensors only")
 
 
+def test_a_graph_input_of_element_type_0_is_refused(onnx_make_model) -> None:
+    """onnx's checker lets it through; onnxruntime refuses the model. load imported it with
+    no dtype: a Slice of it then failed at run time in the fallback's session ("Model input
+    (x) does not have type information"), or ran with whatever dtype was fed."""
+    model = onnx_make_model(
+        [helper.make_node("Slice", ["x", "s", "e"], ["y"], name="cut")],
+        [("x", FLOAT, [4])], [("y", FLOAT, None)], opset=17,
+        initializers=[helper.make_tensor("s", INT64, [1], [1]),
+                      helper.make_tensor("e", INT64, [1], [3])])
+    model.graph.input[0].type.tensor_type.elem_type = TensorProto.UNDEFINED
+    _refused(ModelValidationError, model, "graph input 'x'", "element type 0 (UNDEFINED)")
+
+
+@pytest.mark.parametrize("extra", [1, 8])
+def test_raw_data_longer_than_its_dims_say_is_named(extra: int, onnx_make_model) -> None:
+    """onnx's checker refuses raw_data too short only; onnxruntime refuses both. The message
+    was NumPy's "buffer size must be a multiple of element size" or "cannot reshape array of
+    size 5 into shape (4,)"."""
+    pads = onnx.numpy_helper.from_array(np.array([0, 1, 0, 2], np.int64), "p")
+    pads.raw_data += bytes(extra)
+    model = onnx_make_model(
+        [helper.make_node("Pad", ["x", "p"], ["y"], name="pad")],
+        [("x", FLOAT, [2, 3])], [("y", FLOAT, None)], opset=17, initializers=[pads])
+    _refused(ModelLoadError, model, "tensor 'p'", f"raw_data holds {32 + extra} bytes",
+             "dims [4] of INT64 take 32")
+
+
 # ----------------------------------------------------------------------------- malformed nodes
 
 
@@ -287,6 +314,69 @@ def test_a_constant_holds_exactly_one_value(values: dict, onnx_make_model) -> No
         initializers=[onnx.numpy_helper.from_array(np.array([3], np.int64), "e")])
     _refused(ModelValidationError, model, "'two' (Constant", "exactly one of value",
              ", ".join(values) or "no value attribute")
+
+
+@pytest.mark.parametrize("values", [{}, {"value_float": 1.0, "value_int": 2}])
+def test_a_constant_in_a_branch_holds_exactly_one_value(values: dict, onnx_make_model) -> None:
+    """As in the main graph: onnxruntime refuses the model even where the branch is never
+    taken ("Constant node: k has no data attributes"), and where it has two it takes the
+    first; load ran it."""
+    constant = helper.make_node("Constant", [], ["c"], name="k", **values)
+    branch = helper.make_graph(
+        [constant, helper.make_node("Add", ["x", "c"], ["t"])], "branch", [],
+        [helper.make_tensor_value_info("t", FLOAT, None)])
+    same = helper.make_graph(
+        [helper.make_node("Identity", ["x"], ["e"])], "same", [],
+        [helper.make_tensor_value_info("e", FLOAT, None)])
+    model = onnx_make_model(
+        [helper.make_node("If", ["cond"], ["y"], name="the_if", then_branch=same,
+                          else_branch=branch)],
+        [("x", FLOAT, [2]), ("cond", TensorProto.BOOL, [])], [("y", FLOAT, None)], opset=17)
+    _refused(ModelValidationError, model, "'the_if' (If", "'else_branch'", "'k' (Constant)",
+             "exactly one of value", ", ".join(values) or "no value attribute")
+
+
+def test_a_branch_output_of_an_element_type_onnx_does_not_define_is_named(
+        onnx_make_model) -> None:
+    """A corrupt branch output type (99) beside a float one: the message said only
+    "cannot import the model: KeyError: 99"."""
+    def branch(name: str, elem_type: int) -> onnx.GraphProto:
+        return helper.make_graph([helper.make_node("Identity", ["x"], [name])], name, [],
+                                 [helper.make_tensor_value_info(name, elem_type, None)])
+    model = onnx_make_model(
+        [helper.make_node("If", ["cond"], ["y"], name="the_if", then_branch=branch("t", 99),
+                          else_branch=branch("e", FLOAT))],
+        [("x", FLOAT, [2]), ("cond", TensorProto.BOOL, [])], [("y", FLOAT, None)], opset=17)
+    _refused(ModelValidationError, model, "'the_if' (If",
+             "output 0 is tensor(element type 99, which ONNX does not define) in then_branch",
+             "tensor(float32) in else_branch")
+
+
+@pytest.mark.parametrize("op", ["If", "Loop"])
+def test_a_control_flow_output_declared_of_another_type_than_its_subgraph_makes(
+        op: str, onnx_make_model) -> None:
+    """A graph output declared int64 where the branches (or body) make float32: onnxruntime
+    refuses the model ("Type (tensor(int64)) of output arg (y) ... does not match expected
+    type (tensor(float))"), as load refuses it of a Relu; the IR said int64 and the run
+    gave float32."""
+    vi = helper.make_tensor_value_info
+    if op == "If":
+        def branch(name: str) -> onnx.GraphProto:
+            return helper.make_graph([helper.make_node("Relu", ["x"], [name])], name, [],
+                                     [vi(name, FLOAT, None)])
+        node = helper.make_node("If", ["cond"], ["y"], name="flow", then_branch=branch("t"),
+                                else_branch=branch("e"))
+        inputs = [("x", FLOAT, [4]), ("cond", TensorProto.BOOL, [])]
+    else:
+        body = helper.make_graph(
+            [helper.make_node("Identity", ["c"], ["co"]), helper.make_node("Relu", ["v"], ["vo"])],
+            "body", [vi("i", INT64, []), vi("c", TensorProto.BOOL, []), vi("v", FLOAT, None)],
+            [vi("co", TensorProto.BOOL, []), vi("vo", FLOAT, None)])
+        node = helper.make_node("Loop", ["n", "", "x"], ["y"], name="flow", body=body)
+        inputs = [("x", FLOAT, [4]), ("n", INT64, [])]
+    model = onnx_make_model([node], inputs, [("y", INT64, [4])], opset=17)
+    _refused(ModelValidationError, model, f"'flow' ({op}", "declares 'y' INT64",
+             "makes float32")
 
 
 def test_slice_duplicate_axes(onnx_make_model) -> None:

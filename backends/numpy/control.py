@@ -15,7 +15,8 @@ its axis (last to first where reversed).
 
 Where that cannot be done, the node runs whole on the fallback, as every control-flow node
 did before, and its run record says why (``Declined``): a subgraph reading or making
-sequences or optionals, a subgraph dmlgraph's importer refuses, a Loop with neither ``M``
+sequences or optionals, a subgraph dmlgraph's importer refuses (but for one that breaks an
+ONNX rule by the sizes that arrive: an error, as in the main graph), a Loop with neither ``M``
 nor ``cond`` (it ends only by its body's condition, which the fallback checks as fast as it
 can), a Loop or Scan that makes scan outputs in zero iterations (their element shape is
 nowhere to be read), or a size the body's lowering was planned for that an engine made
@@ -38,7 +39,7 @@ from dmlgraph import folding
 from dmlgraph.canonical import LOWERED_OPS
 from dmlgraph.dml.enums import FeatureLevel
 from dmlgraph.dtypes import DTYPE_TO_ELEM_TYPE
-from dmlgraph.errors import DmlgraphError, GraphInvariantError
+from dmlgraph.errors import DmlgraphError, GraphInvariantError, ModelValidationError
 from dmlgraph.ir import Graph, Node, Subgraph, split_inputs
 from dmlgraph.parity import DIVERGENCE
 from dmlgraph.subgraphs import (
@@ -450,6 +451,16 @@ class ControlFlow:
             # its errors name the file and the node, not the model made here
             graph.source = f"{self.where}, its {attr}"
             return lower(graph, level)
+        except ModelValidationError as exc:
+            # by the sizes that arrived, a node breaks an ONNX rule, as it would in the main
+            # graph: the fallback ran it anyway (onnxruntime's Concat of a [1, 0] and a
+            # [1, 2] made a [2, 2] of memory never written)
+            detail = str(exc).removeprefix(f"<ModelProto {model.graph.name}>: ")
+            sizes = ", ".join(f"{name!r}: {list(array.shape)}" for name, array in arrays.items())
+            raise BackendError(
+                f"{self.where}: its {attr}, run with {sizes or 'no inputs'}, breaks a rule: "
+                f"{detail}"
+            ) from None
         except DmlgraphError as exc:
             raise Declined(f"its {attr} cannot be lowered on its own: {exc}") from None
 
