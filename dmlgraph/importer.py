@@ -612,7 +612,12 @@ def _read_by_nodes(nodes: Sequence[NodeFields]) -> set[str]:
 
 
 def _node_where(source: str, index: int, node: NodeFields) -> str:
-    return f"{source}: node {node.name!r} ({node.op_type}, #{index})"
+    """How import messages name a node: as ``Node.label`` does, with its index in the file."""
+    if node.name:
+        return f"{source}: node {node.name!r} ({node.op_type}, #{index})"
+    made = next((out for out in node.output if out), "")
+    named = f"unnamed node making {made!r}" if made else "unnamed node"
+    return f"{source}: {named} ({node.op_type}, #{index})"
 
 
 def _check_scans(

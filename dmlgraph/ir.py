@@ -634,9 +634,14 @@ class Node:
     @property
     def label(self) -> str:
         """How messages name this node: its ONNX name and op type, or its DirectML operator
-        (``DML_OPERATOR_PADDING1``) once lowered."""
+        (``DML_OPERATOR_PADDING1``) once lowered; an unnamed one by the first tensor it makes
+        (names are unique; "node '' (Shape)" told two Shapes apart by nothing)."""
         kind = self.op_type if isinstance(self.op, OnnxOp) else getattr(self.op, "name", None)
-        return f"node {self.name!r} ({kind if isinstance(kind, str) else self.op_type})"
+        op = kind if isinstance(kind, str) else self.op_type
+        if self.name:
+            return f"node {self.name!r} ({op})"
+        made = next((out for out in self.outputs if out), "")
+        return f"unnamed node making {made!r} ({op})" if made else f"unnamed node ({op})"
 
     def input(self, port: int) -> str:
         """The tensor at an input port, ``""`` when the port is absent or omitted."""

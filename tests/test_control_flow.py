@@ -1027,7 +1027,7 @@ def test_lower_says_why_a_subgraph_it_cannot_lower_by_itself_is_not_listed(capsy
     (body_held,) = held_lowerings(lower(dmlgraph.load(model), "6_4"))
     assert body_held.lowered is None
     assert body_held.problem.startswith("it cannot be lowered by itself: ")
-    assert body_held.problem.endswith("node '' (SequenceConstruct, #0): 'seq' has type "
+    assert body_held.problem.endswith("unnamed node making 'seq' (SequenceConstruct, #0): 'seq' has type "
                                       "sequence_type; dmlgraph handles tensors only")
 
 

@@ -179,7 +179,7 @@ def test_random_ops_are_never_folded(onnx_make_model, onnx_run) -> None:
     )
     graph = dmlgraph.load(model)
     (pad,) = graph.find_nodes("Pad")
-    assert folding.runtime_parameters(graph, pad) == {"pads": "node '' (RandomUniform) is random"}
+    assert folding.runtime_parameters(graph, pad) == {"pads": "unnamed node making 'r' (RandomUniform) is random"}
     x = np.arange(6, dtype=np.float32).reshape(2, 3)
     assert np.array_equal(onnx_run(graph.to_onnx(), {"x": x})[0], x)
 
@@ -355,7 +355,7 @@ def test_fold_report_and_no_dead_nodes_or_tensors(onnx_make_model) -> None:
     graph = dmlgraph.load(_computed_slice_and_pad(onnx_make_model, (2, 3, 9)), fold=False)
     assert graph.find_nodes("Shape") and not graph.find_nodes("Constant")
     report = folding.fold(graph)
-    assert "node '' (Shape)" in report.folded and len(report.folded) == 10
+    assert "unnamed node making 'shape' (Shape)" in report.folded and len(report.folded) == 10
     assert report.runtime_parameters == {}
     referenced = (
         set(graph.inputs)
@@ -1361,8 +1361,8 @@ def test_a_slice_reading_an_unsure_static_shape_says_why_its_parameter_waits(
     (slice_node,) = graph.find_nodes("Slice")
     reason = folding.runtime_parameters(graph, slice_node)["ends"]
     assert reason == (
-        "depends on the shape of 'p', which onnx infers as [1, 1, 5] through node '' "
-        "(MaxPool), which onnxruntime may size otherwise at run time (folding.SHAPE_EXACT_OPS)"
+        "depends on the shape of 'p', which onnx infers as [1, 1, 5] through "
+        "unnamed node making 'p' (MaxPool), which onnxruntime may size otherwise at run time (folding.SHAPE_EXACT_OPS)"
     )
     z = np.zeros((1, 1, 5), np.float32)
     assert onnx_run(model, {"z": z})[0].tolist() == [0.0, 1.0, 2.0]
@@ -1515,7 +1515,7 @@ def test_lowering_drops_nothing_for_sizes_onnxruntime_may_not_give(
 
     (concat,) = [r for r in lower(graph, "6_4").report() if r.op_type == "Concat"]
     assert concat.status.value == "fallback"
-    assert any("comes through node '' (PRelu), which onnxruntime may size otherwise"
+    assert any("comes through unnamed node making 'a' (PRelu), which onnxruntime may size otherwise"
                in note for note in concat.notes)
     assert dmlgraph.check(model, inputs={"x": x}, input_shapes={"x": [2, 1]}).passed
     # under a dynamic batch the Concat ran on onnxruntime all along, but its segment declared
@@ -1746,13 +1746,13 @@ def test_a_descriptor_sized_by_an_unsure_inference_says_so(
         assert not said and not result.record.notes
         return
     assert said == [
-        "input 'p' is described as onnx infers it, [1, 1, 5]; it comes through node '' "
-        "(MaxPool), which onnxruntime may size otherwise at run time: the backend checks its "
+        "input 'p' is described as onnx infers it, [1, 1, 5]; it comes through "
+        "unnamed node making 'p' (MaxPool), which onnxruntime may size otherwise at run time: the backend checks its "
         "size at run time, and lowers the node again for another"
     ]
     assert want.shape == (1, 1, 2)  # columns 1 and 2 of the pool's [1, 1, 3]
     (note,) = result.record.notes
-    assert "node '' (MaxPool) made 'p' as float32[1, 1, 3], where onnx infers " \
+    assert "unnamed node making 'p' (MaxPool) made 'p' as float32[1, 1, 3], where onnx infers " \
         "float32[1, 1, 5]" in note
     assert result.record.relowered
     assert result.record.engines() == {
@@ -1811,7 +1811,7 @@ def test_a_pad_of_sizes_onnx_infers_otherwise_is_left_to_the_fallback(
     (row,) = [r for r in lower(graph, "6_4").report() if r.op_type == "Pad"]
     assert row.status.value == "fallback"
     assert any("by the sizes onnx infers, mode 'edge' cannot pad axis 2" in note
-               and "node '' (Squeeze), which onnxruntime may size otherwise" in note
+               and "unnamed node making 'y' (Squeeze), which onnxruntime may size otherwise" in note
                for note in row.notes)
     assert np.array_equal(_numpy_run(graph, {"x": x}), want)
     assert dmlgraph.check(model, inputs={"x": x}, input_shapes={"x": [1, 8, 1]}).passed
