@@ -33,7 +33,7 @@ import numpy as np
 import onnx
 
 from dmlgraph.dml.scalars import is_integer
-from dmlgraph.errors import ModelValidationError, UnsupportedError
+from dmlgraph.errors import NodeRuleError, UnsupportedError
 from dmlgraph.ir import INT64_MAX, Graph, Node, OnnxOp
 from dmlgraph.schema_types import type_string
 
@@ -190,7 +190,7 @@ def concat_axis(node: Node, where: str) -> int:
         form = FORMS["Concat"].get(node.op.since_version)
         axis = form.default_axis if isinstance(form, ConcatForm) else None
         if axis is None:
-            raise ModelValidationError(
+            raise NodeRuleError(
                 f"{where}: attribute axis is missing; Concat-{node.op.since_version} requires it"
             )
     return _concat_axis_value(axis, where)
@@ -207,7 +207,7 @@ def check_form(node: Node, where: str) -> None:
     form = form_for(op.op_type, op.since_version, where)
     if getattr(form, "params_as_attributes", False):
         params = ", ".join(PARAMETER_PORTS[op.op_type])
-        raise ModelValidationError(
+        raise NodeRuleError(
             f"{where}: {op.op_type}-{op.since_version} holds its parameters as attributes; "
             f"the IR holds them as inputs: build it as {op.op_type}-"
             f"{CANONICAL_VERSION[op.op_type]} reading (data, {params}) (constants by "
@@ -216,7 +216,7 @@ def check_form(node: Node, where: str) -> None:
     unknown = sorted(set(op.attrs) - CANONICAL_ATTRIBUTES[op.op_type])
     if unknown:  # read by no rule: a Pad's misspelt "mode" padded with zeros, silently
         known = ", ".join(sorted(CANONICAL_ATTRIBUTES[op.op_type])) or "none"
-        raise ModelValidationError(
+        raise NodeRuleError(
             f"{where}: attribute {unknown[0]!r} is not {op.op_type}'s (its attributes: "
             f"{known}), as onnx's checker and onnxruntime refuse it"
         )
@@ -226,7 +226,7 @@ def _concat_axis_value(axis: object, where: str) -> int:
     """A Concat's axis attribute as an int: an INT attribute, as ONNX types it (a float was
     truncated, so 3.7 joined on axis 3)."""
     if not is_integer(axis) or not -INT64_MAX - 1 <= axis <= INT64_MAX:
-        raise ModelValidationError(
+        raise NodeRuleError(
             f"{where}: attribute axis = {axis!r} is not an int64, as ONNX's INT attribute is"
         )
     return int(axis)
@@ -267,7 +267,7 @@ def to_canonical(
     if isinstance(form, ConcatForm):
         axis = attrs.get("axis", form.default_axis)
         if axis is None:
-            raise ModelValidationError(
+            raise NodeRuleError(
                 f"{where}: attribute axis is missing; Concat-{version} requires it"
             )
         axis = _concat_axis_value(axis, where)
@@ -284,7 +284,7 @@ def to_canonical(
             "later (onnxruntime runs it here with that meaning)"
             if later else ""
         )
-        raise ModelValidationError(
+        raise NodeRuleError(
             f"{where}: mode = {mode!r}: Pad-{version} accepts modes "
             f"{', '.join(sorted(form.modes))}{hint}"
         )
@@ -292,7 +292,7 @@ def to_canonical(
         data = inputs[0] if inputs else ""
         pads = attrs.get("pads")
         if pads is None:
-            raise ModelValidationError(
+            raise NodeRuleError(
                 f"{where}: attribute pads is missing; Pad-{version} requires it"
             )
         # Typed like data when inference knew data's dtype, a float type (Pad-2 takes those
@@ -491,7 +491,8 @@ def _concat_rank(graph: Graph, node: Node) -> int | None:
 
 
 def check(graph: Graph, node: Node, trust: Trust | None = None) -> None:
-    """Refuse a malformed Slice, Concat or Pad with a ModelValidationError naming the node.
+    """Refuse a malformed Slice, Concat or Pad with a NodeRuleError (a ModelValidationError)
+    naming the node.
 
     Checks what is known: lengths from constants or static shapes, ranks from shape inference
     (but not a rank ``trust`` says onnxruntime may make otherwise: a ConvTranspose's
@@ -514,7 +515,7 @@ def check(graph: Graph, node: Node, trust: Trust | None = None) -> None:
         if info is None:
             continue
         if info.rank is not None and info.rank != 1:
-            raise ModelValidationError(
+            raise NodeRuleError(
                 f"{where}: {field} has shape {list(info.shape or ())}; it must be 1-D"
             )
         length = _param_length(graph, node, field, trust)
@@ -526,35 +527,35 @@ def check(graph: Graph, node: Node, trust: Trust | None = None) -> None:
     if node.op.op_type == "Slice":
         count = lengths.get("starts", lengths.get("ends"))
         if count is not None and not node.input(3) and rank is not None and count > rank:
-            raise ModelValidationError(
+            raise NodeRuleError(
                 f"{where}: starts and ends have {count} values for data of rank {rank}; "
                 "without axes they slice the leading axes, at most one value each"
             )
         if len(set(lengths.values())) > 1:
-            raise ModelValidationError(f"{where}: {_slice_lengths(node, lengths)}")
+            raise NodeRuleError(f"{where}: {_slice_lengths(node, lengths)}")
         steps = graph.constant(node.input(4))
         if steps is not None and (steps == 0).any():
-            raise ModelValidationError(f"{where}: steps = {steps.tolist()}: a step must not be 0")
+            raise NodeRuleError(f"{where}: steps = {steps.tolist()}: a step must not be 0")
         return
     # Pad
     pads = lengths.get("pads")
     if pads is not None and pads % 2:
-        raise ModelValidationError(
+        raise NodeRuleError(
             f"{where}: pads has {pads} values; Pad needs an even count (begins, then ends)"
         )
     if pads is not None and "axes" in lengths and pads != 2 * lengths["axes"]:
-        raise ModelValidationError(
+        raise NodeRuleError(
             f"{where}: pads has {pads} values for {lengths['axes']} axes; it must have 2 * "
             "len(axes)"
         )
     if pads is not None and not node.input(3) and rank is not None and pads != 2 * rank:
-        raise ModelValidationError(
+        raise NodeRuleError(
             f"{where}: pads has {pads} values for data of rank {rank}; it must have 2 * rank"
         )
     value = graph.tensors.get(node.input(2)) if node.input(2) else None
     if value is not None and value.size is not None and value.size != 1:
         # its dtype is data's (``check_types``)
-        raise ModelValidationError(
+        raise NodeRuleError(
             f"{where}: constant_value has {value.size} values; it must be a scalar"
         )
     pads_data = graph.constant(node.input(1))
@@ -564,7 +565,7 @@ def check(graph: Graph, node: Node, trust: Trust | None = None) -> None:
         for axis, n in enumerate(shape):
             size = n + values[axis] + values[axis + len(shape)]
             if size > INT64_MAX:
-                raise ModelValidationError(
+                raise NodeRuleError(
                     f"{where}: pads {values} make axis {axis} of size {size}, beyond the int64 "
                     "an ONNX dimension is"
                 )
@@ -634,11 +635,11 @@ def check_types(graph: Graph, node: Node) -> None:
     port, first, param, allowed = problem
     field = _field(op_type, version, port, len(node.inputs))
     if first is None:
-        raise ModelValidationError(
+        raise NodeRuleError(
             f"{graph.describe(node)}: {field} ({names[port]!r}) has dtype {dtypes[port]}; "
             f"{op_type}-{version} takes {', '.join(sorted(allowed))} there (type {param})"
         )
-    raise ModelValidationError(
+    raise NodeRuleError(
         f"{graph.describe(node)}: {_field(op_type, version, first, len(node.inputs))} has "
         f"dtype {dtypes[first]} and {field} ({names[port]!r}) {dtypes[port]}; "
         f"{op_type}-{version} gives them one type (type {param})"
@@ -696,17 +697,17 @@ def _check_axes(axes: np.ndarray, rank: int | None, where: str) -> None:
     if rank is not None:
         bad = [a for a in values if not -rank <= a < rank]
         if bad:
-            raise ModelValidationError(
+            raise NodeRuleError(
                 f"{where}: axes = {values}: {bad} out of range [-{rank}, {rank - 1}]"
             )
         values = [a + rank if a < 0 else a for a in values]
     if len(set(values)) != len(values):
-        raise ModelValidationError(f"{where}: axes = {axes.tolist()}: an axis appears twice")
+        raise NodeRuleError(f"{where}: axes = {axes.tolist()}: an axis appears twice")
 
 
 def _check_concat(graph: Graph, node: Node, where: str) -> None:
     if "" in node.inputs:  # onnx's checker lets it pass; the ports are not optional
-        raise ModelValidationError(
+        raise NodeRuleError(
             f"{where}: input {node.inputs.index('')} is empty (''); Concat's inputs are not "
             "optional: name a tensor"
         )
@@ -716,24 +717,24 @@ def _check_concat(graph: Graph, node: Node, where: str) -> None:
         listed = ", ".join(
             f"{info.name!r}: rank {info.rank}" for info in infos if info.rank is not None
         )
-        raise ModelValidationError(
+        raise NodeRuleError(
             f"{where}: inputs have different ranks ({listed}); Concat needs one rank"
         )
     dtypes = {info.dtype for info in infos if info.dtype is not None}
     if len(dtypes) > 1:
-        raise ModelValidationError(
+        raise NodeRuleError(
             f"{where}: inputs have different dtypes {sorted(map(str, dtypes))}"
         )
     if not ranks:
         return
     rank = ranks.pop()
     if rank == 0:  # no axis to join on ("axis = 0 is out of range [-0, -1]" said it oddly)
-        raise ModelValidationError(
+        raise NodeRuleError(
             f"{where}: Concat joins tensors of rank 1 or more; these are scalars"
         )
     axis = concat_axis(node, where)
     if not -rank <= axis < rank:
-        raise ModelValidationError(
+        raise NodeRuleError(
             f"{where}: axis = {axis} is out of range [-{rank}, {rank - 1}] for rank {rank}"
         )
     axis %= rank
@@ -749,7 +750,7 @@ def _check_concat(graph: Graph, node: Node, where: str) -> None:
             listed = ", ".join(
                 f"{info.name!r}: {list(info.shape)}" for info in infos if info.shape is not None
             )
-            raise ModelValidationError(
+            raise NodeRuleError(
                 f"{where}: inputs differ in dimension {dim}, which is not the concat axis {axis} "
                 f"({listed})"
             )
@@ -757,7 +758,7 @@ def _check_concat(graph: Graph, node: Node, where: str) -> None:
     if len(joined) == len(node.inputs) and all(type(n) is int for n in joined):
         size = sum(joined)  # type: ignore[arg-type]
         if size > INT64_MAX:  # as Pad's: onnx's inference gives up, the lowering wrapped
-            raise ModelValidationError(
+            raise NodeRuleError(
                 f"{where}: inputs of sizes {joined} on axis {axis} make it of size {size}, "
                 "beyond the int64 an ONNX dimension is"
             )

@@ -23,6 +23,12 @@ class ModelValidationError(DmlgraphError):
     """The model is readable but a node or graph breaks an ONNX rule dmlgraph relies on."""
 
 
+class NodeRuleError(ModelValidationError):
+    """A Slice, Concat or Pad breaks its op's rule by the sizes and values it is given
+    (``canonical``): where a control-flow body is imported by the sizes that arrive, this
+    one is the run's error, where another import error only sends the body to the fallback."""
+
+
 class UnsupportedError(DmlgraphError):
     """The model uses something dmlgraph does not know (an op version, a domain, a type)."""
 

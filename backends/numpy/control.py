@@ -39,7 +39,7 @@ from dmlgraph import folding
 from dmlgraph.canonical import LOWERED_OPS
 from dmlgraph.dml.enums import FeatureLevel
 from dmlgraph.dtypes import DTYPE_TO_ELEM_TYPE
-from dmlgraph.errors import DmlgraphError, GraphInvariantError, ModelValidationError
+from dmlgraph.errors import DmlgraphError, GraphInvariantError, NodeRuleError
 from dmlgraph.ir import Graph, Node, Subgraph, split_inputs
 from dmlgraph.parity import DIVERGENCE
 from dmlgraph.subgraphs import (
@@ -451,8 +451,8 @@ class ControlFlow:
             # its errors name the file and the node, not the model made here
             graph.source = f"{self.where}, its {attr}"
             return lower(graph, level)
-        except ModelValidationError as exc:
-            # by the sizes that arrived, a node breaks an ONNX rule, as it would in the main
+        except NodeRuleError as exc:
+            # by the sizes that arrived, a node breaks its op's rule, as it would in the main
             # graph: the fallback ran it anyway (onnxruntime's Concat of a [1, 0] and a
             # [1, 2] made a [2, 2] of memory never written)
             detail = str(exc).removeprefix(f"<ModelProto {model.graph.name}>: ")
