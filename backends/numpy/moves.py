@@ -143,6 +143,15 @@ def _padding(desc: PaddingDesc | Padding1Desc, x: np.ndarray, out: np.ndarray) -
                 if border.stop > border.start:
                     moves.append((at(border), fill))
             return moves
+        if mode is PaddingMode.EDGE:  # each border repeats one element: one broadcast move
+            # a side, with no index array as long as the pads (2^31 of them took 16 GB)
+            sides = ((slice(0, start), 0), (slice(start + n, start + n + end), n - 1))
+            for border, source in sides:
+                if border.stop > border.start:
+                    edge = slice(source, source + 1)
+                    moves.append((at(border), x[(slice(None),) * axis + (edge,)] if from_input
+                                  else at(slice(start + source, start + source + 1))))
+            return moves
         sources = source_indices(mode, n, start, end)
         positions = np.concatenate([
             np.arange(start, dtype=np.int64),
