@@ -1571,3 +1571,56 @@ def test_reform_of_bytes_apart_is_none() -> None:
     packed = np.arange(8, dtype=np.uint8)
     view = reform(packed, np.dtype(np.uint16), (2, 2))
     assert view is not None and view.tolist() == packed.view(np.uint16).reshape(2, 2).tolist()
+
+
+def test_an_edge_pad_s_moves_take_no_memory_in_proportion_to_its_pads() -> None:
+    """An edge Pad of 4 bytes by 2^24 at run time: each border is one broadcast move. Its
+    moves were built from an index array of every output position (int64, 8 bytes per output
+    byte here, and as many again for its differences): pads of 2^31 took 16 GB beyond the
+    output, past the memory check, and the process was killed."""
+    import tracemalloc
+
+    pads = 1 << 24
+    model = _model([helper.make_node("Pad", ["x", "pads"], ["y"], mode="edge")],
+                   [_info("x", np.uint8, [4]), _info("pads", np.int64, [2])],
+                   [_info("y", np.uint8, [None])])
+    lowered = lower(load(model), "6_4")
+    x = np.arange(1, 5, dtype=np.uint8)
+    tracemalloc.start()
+    try:
+        (y,) = NumpyBackend().run(lowered, {"x": x, "pads": np.array([1, pads])}).values()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert y.shape == (pads + 5,) and y[0] == 1 and y[1:5].tolist() == [1, 2, 3, 4]
+    assert (y[5:] == 4).all()
+    assert peak < 3 * y.nbytes
+
+
+@pytest.mark.parametrize("mode", ["wrap", "reflect"])
+def test_a_periodic_pad_s_moves_are_those_of_one_period(mode) -> None:
+    """A wrap or reflect Pad of 4 bytes by 2^22 at run time: each run of the first period's
+    border is one move, repeated along a new axis. Every run of every period was a move of
+    its own: pads of 2^22 on 4 floats took a million moves, 2.4 GB and 50 s to build."""
+    import tracemalloc
+
+    pads = 1 << 22
+    model = _model([helper.make_node("Pad", ["x", "pads"], ["y"], mode=mode)],
+                   [_info("x", np.uint8, [4]), _info("pads", np.int64, [2])],
+                   [_info("y", np.uint8, [None])])
+    lowered = lower(load(model), "6_4")
+    x = np.arange(1, 5, dtype=np.uint8)
+    tracemalloc.start()
+    try:
+        (y,) = NumpyBackend().run(lowered, {"x": x, "pads": np.array([5, pads])}).values()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    i = np.arange(-5, 4 + pads)
+    if mode == "wrap":
+        expected = x[i % 4]
+    else:  # DML_SPEC's REFLECTION map: period 2 (n - 1)
+        m = i % 6
+        expected = x[np.where(m < 4, m, 6 - m)]
+    np.testing.assert_array_equal(y, expected)
+    assert peak < 3 * y.nbytes
