@@ -912,3 +912,28 @@ def test_every_session_over_a_model_decides_the_layout_rewrite_alike() -> None:
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 5, 8])]),
         opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
     assert not layout_rewrite_safe(load(holder))
+
+
+def test_execute_model_takes_python_data_and_numpy_bytes_in_each_input_s_type() -> None:
+    """As ``run()`` takes them (``tensorio.feed_array``): a list for a float32 input failed
+    with onnxruntime's "Unexpected input data type (double)", and a NumPy bytes array for a
+    STRING input was read past its elements' ends."""
+    model = helper.make_model(
+        helper.make_graph(
+            [helper.make_node("Identity", ["x"], ["y"]), helper.make_node("Identity", ["s"], ["t"])],
+            "g",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3]),
+             helper.make_tensor_value_info("s", TensorProto.STRING, [2])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3]),
+             helper.make_tensor_value_info("t", TensorProto.STRING, [2])],
+        ),
+        opset_imports=[helper.make_opsetid("", 17)], ir_version=8,
+    ).SerializeToString()
+    backend = OnnxruntimeBackend()
+    result = backend.execute_model(
+        model, {"x": [0.1, 2, 3], "s": np.array(["bc\u00e9".encode(), b"d"])})
+    assert result.outputs["y"].dtype == np.float32
+    np.testing.assert_array_equal(result.outputs["y"], np.array([0.1, 2, 3], np.float32))
+    assert list(result.outputs["t"]) == ["bc\u00e9", "d"]
+    with pytest.raises(BackendError, match="beyond float32's range"):
+        backend.execute_model(model, {"x": [1e40, 2, 3], "s": np.array(["a", "b"])})

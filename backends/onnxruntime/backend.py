@@ -35,9 +35,13 @@ from backends.onnxruntime.providers import (
     select_providers,
 )
 from backends.onnxruntime.translate import translate
-from dmlgraph.errors import as_array
+from dmlgraph import tensorio
+from dmlgraph.dtypes import DTYPE_TO_ELEM_TYPE
 from dmlgraph.ir import Graph
+from dmlgraph.schema_types import type_string
 
+#: A session input's type as onnxruntime names it (``tensor(float)``) -> its dtype.
+_SESSION_DTYPES = {type_string(dtype): dtype for dtype in DTYPE_TO_ELEM_TYPE}
 
 class OnnxruntimeBackend:
     """``providers``: the execution providers to ask for (default: DirectML, else CUDA, else
@@ -112,9 +116,9 @@ class OnnxruntimeBackend:
             raise BackendError(f"{where}: feeds map tensor names to arrays, not a "
                                f"{type(feeds).__name__}")
         names = [o.name for o in session.get_outputs()]
-        expected = {i.name for i in session.get_inputs()}
-        arrays = {
-            k: v if type(v) is np.ndarray else as_array(v, f"{where}: input {k!r}", BackendError)
+        expected = {i.name: _SESSION_DTYPES.get(i.type) for i in session.get_inputs()}
+        arrays = {  # Python data in the input's type, NumPy's strings decoded, as run() has it
+            k: tensorio.feed_array(k, v, expected[k], f"{where}: input {k!r}", BackendError)
             for k, v in feeds.items()
             if k in expected
         }
