@@ -664,9 +664,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_model_arguments(run)
     run.add_argument("--backend", choices=("numpy", "onnxruntime"), default="numpy",
                      help="numpy: the lowered graph on the DirectML emulator (default); "
-                     "onnxruntime: the imported graph, or the lowered one with --lowered")
+                     "onnxruntime: the imported graph, or the lowered one with --lowered or "
+                     "--feature-level")
     run.add_argument("--lowered", action="store_true",
-                     help="onnxruntime: run the lowered graph, translated back to ONNX")
+                     help="onnxruntime: run the lowered graph, translated back to ONNX "
+                     "(implied by --feature-level: a level names a lowering)")
     run.add_argument("-o", "--output", type=_run_output, metavar="OUT",
                      help="save inputs and outputs to an .npz or a test-data folder")
     run.set_defaults(run=cmd_run)
@@ -692,7 +694,8 @@ def build_parser() -> argparse.ArgumentParser:
     dxdispatch.add_argument("model", type=_path, help="a DxDispatch model .json")
     dxdispatch.add_argument("--feature-level", type=_feature_level, default=FeatureLevel.L6_4,
                             help="DML_FEATURE_LEVEL to validate at (default 6_4)")
-    dxdispatch.add_argument("-o", "--output", type=_file_path, help="save every resource to an .npz")
+    dxdispatch.add_argument("-o", "--output", type=_file_path, metavar="OUT.npz",
+                            help="save every resource to an .npz")
     dxdispatch.set_defaults(run=cmd_dxdispatch)
     return parser
 

@@ -732,7 +732,9 @@ def _check_nodes(proto: onnx.ModelProto, nodes: Sequence[NodeFields], source: st
             if problem is not None:
                 raise ModelValidationError(f"{_node_where(source, index, node)}: {problem}")
     if proto.graph.sparse_initializer:
-        raise UnsupportedError(f"{source}: sparse initializers are not supported")
+        names = [s.values.name for s in proto.graph.sparse_initializer]
+        raise UnsupportedError(f"{source}: sparse initializer(s) {names}: dmlgraph imports "
+                               "dense tensors only (give them as initializers)")
 
 
 def _constant_problem(node: NodeFields | onnx.NodeProto) -> str:

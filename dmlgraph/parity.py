@@ -120,7 +120,11 @@ class Tolerances:
                                         "tolerance is a number >= 0")
 
     def for_output(self, name: str, dtype: np.dtype) -> Tolerance:
-        default = DEFAULT_TOLERANCES.get(np.dtype(dtype).name, FALLBACK_TOLERANCE)
+        """A complex output takes its parts' type's default (complex64 float32's), not the
+        8-bit floats' 0.1."""
+        dtype = np.dtype(dtype)
+        part = np.finfo(dtype).dtype if dtype.kind == "c" else dtype
+        default = DEFAULT_TOLERANCES.get(part.name, FALLBACK_TOLERANCE)
         atol = self.atol.get(name, self.atol.get("", default.atol))
         rtol = self.rtol.get(name, self.rtol.get("", default.rtol))
         return Tolerance(atol, rtol)

@@ -792,3 +792,27 @@ def test_an_output_under_a_file_says_the_file_is_no_folder(command, name, tmp_pa
     assert main([command, str(SEED), "-o", str(tmp_path / "f" / name)]) == 2
     _one_line_error(capsys, f"the folder '{tmp_path / 'f'}' is a file, not a folder")
     assert (tmp_path / "f").read_text() == ""
+
+
+def _help(capsys: pytest.CaptureFixture[str], *args: str) -> str:
+    with pytest.raises(SystemExit) as info:
+        main([*args, "--help"])
+    assert info.value.code == 0
+    return " ".join(capsys.readouterr().out.split())  # argparse wraps by the terminal
+
+
+def test_run_help_says_a_feature_level_runs_onnxruntime_on_the_lowered_graph(
+        tmp_path, capsys) -> None:
+    """``run --backend onnxruntime --feature-level L`` runs the lowered graph (README), but the
+    help said onnxruntime runs "the imported graph, or the lowered one with --lowered"."""
+    text = _help(capsys, "run")
+    assert "the lowered one with --lowered or --feature-level" in text
+    assert main(["run", str(_model(tmp_path)), "--backend", "onnxruntime",
+                 "--feature-level", "1_0"]) == 0
+    assert "(lowered at FL 1_0)" in capsys.readouterr().out
+
+
+def test_dxdispatch_help_names_its_output_an_npz(capsys) -> None:
+    """README: ``dxdispatch MODEL.json [-o OUT.npz]``; the help said ``-o OUTPUT``, and an
+    output not named *.npz is refused."""
+    assert "-o OUT.npz, --output OUT.npz" in _help(capsys, "dxdispatch")

@@ -205,6 +205,18 @@ def test_non_tensor_graph_input_is_refused(onnx_make_model) -> None:
     _refused(UnsupportedError, model, "'s'", "sequence_type", "tensors only")
 
 
+
+def test_a_sparse_initializer_is_refused_by_name(onnx_make_model) -> None:
+    """README: sparse tensors are not imported, with an error naming them; it said "sparse
+    initializers are not supported", naming none."""
+    model = onnx_make_model([helper.make_node("Add", ["x", "w"], ["y"], name="add")],
+                            [("x", FLOAT, [4])], [("y", FLOAT, [4])], opset=17)
+    values = helper.make_tensor("w", FLOAT, [1], [1.0])
+    model.graph.sparse_initializer.append(
+        helper.make_sparse_tensor(values, helper.make_tensor("w_i", INT64, [1], [0]), [4]))
+    _refused(UnsupportedError, model, "sparse initializer(s) ['w']")
+
+
 def test_a_graph_input_of_element_type_0_is_refused(onnx_make_model) -> None:
     """onnx's checker lets it through; onnxruntime refuses the model. load imported it with
     no dtype: a Slice of it then failed at run time in the fallback's session ("Model input

@@ -130,6 +130,18 @@ def test_tolerances_per_output_with_a_default_and_dtype_defaults() -> None:
     assert [r.verdict for r in results] == [Verdict.PASS, Verdict.FAIL]
 
 
+
+def test_a_complex_output_takes_its_parts_default_tolerance() -> None:
+    """complex64 took the 8-bit floats' 0.1 (its dtype name is in no row), so a complex64
+    output 0.05 off passed; its parts are float32, held to 1e-5 as every float32 output."""
+    defaults = Tolerances.of(None, None)
+    assert defaults.for_output("y", np.complex64) == Tolerance(1e-5, 1e-5)
+    assert defaults.for_output("y", np.complex128) == Tolerance(1e-5, 1e-5)
+    expected = np.array([1 + 1j, 2, 3], np.complex64)
+    results = compare_outputs(["y"], [expected + np.complex64(0.05)], [expected], defaults)
+    assert results[0].verdict is Verdict.FAIL
+
+
 def test_a_mismatch_a_known_divergence_reaches_is_labelled_so() -> None:
     divergence = KnownDivergence("pad", "divergence: reflect beyond the size", frozenset({0}))
     a, e = f32(1.0), f32(2.0)
