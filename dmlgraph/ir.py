@@ -262,10 +262,10 @@ _new_info = object.__new__
 
 
 def dims_text(shape: Sequence[Any] | None) -> str:
-    """``[1,?,N]``: a shape as messages and pictures show it (``[?]`` when even the rank is
-    unknown)."""
+    """``[1,?,N]``: a shape as messages and pictures show it (``[...]`` when even the rank
+    is unknown: ``[?]`` is a rank-1 shape of unknown size)."""
     if shape is None:
-        return "[?]"
+        return "[...]"
     return "[" + ",".join("?" if d is None else str(d) for d in shape) + "]"
 
 

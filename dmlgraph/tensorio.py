@@ -667,7 +667,8 @@ def generate(
         if shape is None or info.dtype is None:
             raise TensorIOError(
                 f"{graph.source}: input {name!r} is {info.dtype}"
-                f"{list(info.shape) if info.shape is not None else '[?]'}; give its shape with "
+                f"{list(info.shape) if info.shape is not None else ' of unknown rank'}; give "
+                "its shape with "
                 f"--input-shape {name}:D0,D1,..{_IN_PYTHON['input_shapes']} or its value with "
                 f"--inputs{_IN_PYTHON['inputs']}"
             )

@@ -832,3 +832,19 @@ def test_check_from_python_names_its_own_arguments_for_a_missing_shape() -> None
     message = str(info.value)
     assert "--input-shape x:D0,D1,.. (input_shapes= in Python)" in message
     assert "--inputs (inputs= in Python)" in message
+
+
+def test_an_input_of_unknown_rank_is_not_shown_as_a_vector() -> None:
+    """An input declared with no shape was shown as float32[?], as a rank-1 input of unknown
+    size is in pictures: the message says its rank is unknown, and pictures show [...]."""
+    from dmlgraph.errors import DmlgraphError
+    from dmlgraph.ir import dims_text
+
+    graph = helper.make_graph([helper.make_node("Concat", ["x", "x"], ["y"], axis=0)], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, None)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    with pytest.raises(DmlgraphError, match=r"input 'x' is float32 of unknown rank; give its "
+                                            r"shape with"):
+        dmlgraph.check(model)
+    assert (dims_text(None), dims_text((None,)), dims_text((1, "N"))) == ("[...]", "[?]", "[1,N]")
