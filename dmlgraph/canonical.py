@@ -32,7 +32,7 @@ from typing import Any, Protocol
 import numpy as np
 import onnx
 
-from dmlgraph.dml.scalars import is_integer
+from dmlgraph.dml.scalars import cast_float, is_integer
 from dmlgraph.errors import ModelValidationError, UnsupportedError
 from dmlgraph.ir import INT64_MAX, Graph, Node, OnnxOp
 from dmlgraph.schema_types import type_string
@@ -301,7 +301,7 @@ def to_canonical(
         value_dtype = graph.tensors[data].dtype if data in graph.tensors else None
         if value_dtype is None or value_dtype.kind != "f":
             value_dtype = np.dtype(np.float32)
-        value = float_value_as(attrs.get("value", 0.0), value_dtype)
+        value = cast_float(attrs.get("value", 0.0), value_dtype)
         ports = [
             data,
             graph.add_constant(f"{const_base}:pads", pads, np.int64),
@@ -403,24 +403,6 @@ def default_pad_value(dtype: np.dtype) -> np.ndarray:
     return np.zeros((), dtype=dtype)
 
 
-def float_value_as(value: object, dtype: np.dtype) -> np.ndarray:
-    """Pad-2's FLOAT ``value`` in data's type, converted as a C cast (onnxruntime's) and
-    onnx.reference convert a float: inf beyond the range, and a NaN quiet, its payload kept
-    as far as the type holds it. NumPy's float16 cast keeps a signalling NaN signalling
-    (0x7f800001 became 0x7c01, where both oracles fill 0x7e00), so the NaN is made quiet in
-    its own type first; a cast to an integer type is the caller's to refuse."""
-    source = np.array(value)
-    if source.dtype == dtype:  # its own bits, a signalling NaN too, as onnxruntime fills them
-        return source
-    if source.dtype.kind == "f" and np.isnan(source).any():
-        bits = source.view(f"u{source.itemsize}")
-        bits |= np.where(np.isnan(source), 1 << (np.finfo(source.dtype).nmant - 1), 0).astype(
-            bits.dtype
-        )
-    with np.errstate(over="ignore", invalid="ignore"):  # beyond float16's range: inf, as in C
-        return source.astype(dtype)
-
-
 def _normalize_pad(graph: Graph, node: Node, trust: Trust | None) -> Node:
     data = graph.tensors.get(node.inputs[0])
     rank = None if data is None else data.rank
@@ -437,7 +419,7 @@ def _normalize_pad(graph: Graph, node: Node, trust: Trust | None) -> Node:
         and node.provenance.since_version == 2
     ):
         # Pad-2's float attribute `value` was typed before data's dtype was known.
-        node = _set_param(graph, node, "constant_value", float_value_as(value, dtype))
+        node = _set_param(graph, node, "constant_value", cast_float(value, dtype))
     pads = graph.constant(node.input(1))
     pads_length = _param_length(graph, node, "pads", trust)
     # Without axes a Pad pads every axis: they are written out once the rank is known, never
