@@ -401,6 +401,16 @@ def test_a_nan_fill_keeps_its_bits(bits: int, dtype: type, bits_dtype: type, lev
             assert not math.isnan(desc.padding_value)  # a NaN value would be quiet
 
 
+def test_a_nan_fill_no_padding_value_holds_is_named_by_its_bits() -> None:
+    """PADDING's FLOAT holds only the quiet NaN; the note said "cannot hold the fill value nan
+    of float32", which the reader sees PADDING can hold. It names the NaN's bits."""
+    value = np.array(0xFFC00000, np.uint32).view(np.float32).reshape(())  # -nan
+    x = np.ones((1, 1, 1, 2), np.float32)  # FL 1_0: PADDING of FLOAT32, no integer view
+    lowered, record = lowered_one(pad_model(x, [0, 0, 0, 1, 0, 0, 0, 0], "constant", value), "1_0")
+    assert record.status is Status.DECOMPOSED
+    assert any("cannot hold the fill value nan(0xffc00000) of float32" in n for n in record.notes)
+
+
 def _pad2_model(x: np.ndarray, value_bits: int) -> onnx.ModelProto:
     """A Pad-2 (opset 10) whose FLOAT ``value`` holds these bits: written as its wire form,
     since protobuf's Python API takes doubles and would quiet a signalling NaN."""
