@@ -41,8 +41,8 @@ from dmlgraph.dtypes import to_elem_type
 from dmlgraph.errors import DmlgraphError, UnsupportedError
 from dmlgraph.exporter import ir_version_for_opset, to_onnx
 from dmlgraph.ir import Graph, Node, OnnxOp, Provenance, TensorInfo
-from dmlgraph.schema_types import node_problem
 from dmlgraph.ort_pad import pad_divergences
+from dmlgraph.schema_types import node_problem
 
 INT64_MIN = -(2**63)
 #: Opset given to a graph that imports none (a hand-built lowered graph): wrap needs 19.
