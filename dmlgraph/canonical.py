@@ -32,7 +32,7 @@ from typing import Any, Protocol
 import numpy as np
 import onnx
 
-from dmlgraph.dml.scalars import is_integer
+from dmlgraph.dml.scalars import cast_float, is_integer
 from dmlgraph.errors import NodeRuleError, UnsupportedError
 from dmlgraph.ir import INT64_MAX, Graph, Node, OnnxOp
 from dmlgraph.schema_types import type_string
@@ -301,8 +301,7 @@ def to_canonical(
         value_dtype = graph.tensors[data].dtype if data in graph.tensors else None
         if value_dtype is None or value_dtype.kind != "f":
             value_dtype = np.dtype(np.float32)
-        with np.errstate(over="ignore"):  # a float beyond float16's range is inf, as in C
-            value = np.asarray(attrs.get("value", 0.0), dtype=value_dtype)
+        value = cast_float(attrs.get("value", 0.0), value_dtype)
         ports = [
             data,
             graph.add_constant(f"{const_base}:pads", pads, np.int64),
@@ -420,8 +419,7 @@ def _normalize_pad(graph: Graph, node: Node, trust: Trust | None) -> Node:
         and node.provenance.since_version == 2
     ):
         # Pad-2's float attribute `value` was typed before data's dtype was known.
-        with np.errstate(over="ignore", invalid="ignore"):
-            node = _set_param(graph, node, "constant_value", value.astype(dtype))
+        node = _set_param(graph, node, "constant_value", cast_float(value, dtype))
     pads = graph.constant(node.input(1))
     pads_length = _param_length(graph, node, "pads", trust)
     # Without axes a Pad pads every axis: they are written out once the rank is known, never

@@ -16,7 +16,7 @@ from dmlgraph.canonical import LOWERED_OPS, PARAMETER_PORTS
 from dmlgraph.folding import fold
 from dmlgraph.importer import load
 from dmlgraph.ir import Graph, Node
-from dmlgraph.printable import visible
+from dmlgraph.printable import values_text, visible
 
 
 def _shape(graph: Graph, name: str) -> str:
@@ -32,25 +32,8 @@ def _value(graph: Graph, tensor: str) -> str:
     if data is None:
         return "run-time"
     if data.size <= 16:  # as Python lists them: array2string pads "[-2, 2]" for the sign
-        return _listed(np.asarray(data))
+        return values_text(np.asarray(data))
     return np.array2string(np.asarray(data), separator=", ", threshold=16).replace("\n", "")
-
-
-def _listed(data: np.ndarray) -> str:
-    """The values as Python lists them, a NaN other than its dtype's own with its bits: the
-    fill value -nan or a payload NaN is another descriptor's (lowering keeps them bit for
-    bit), where "nan" alone said the same of both."""
-    text = str(data.tolist())
-    if data.dtype.kind != "f" or not np.isnan(data).any():
-        return text
-    own = np.array(np.nan, data.dtype).tobytes()
-    width = 2 * data.dtype.itemsize
-    shown = [
-        f"nan(0x{int.from_bytes(v.tobytes(), 'little'):0{width}x})"
-        if np.isnan(v) and v.tobytes() != own else repr(v.item())
-        for v in data.reshape(-1)
-    ]
-    return shown[0] if data.ndim == 0 else "[" + ", ".join(shown) + "]"
 
 
 def _parameters(graph: Graph, node: Node) -> str:

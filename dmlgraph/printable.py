@@ -12,6 +12,10 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
+
+from dmlgraph.dtypes import is_float
+
 #: Characters shown by their code: control characters (C0, DEL, C1: XML allows no C0 one but
 #: tab and newlines in any form, HTML parses each as an error, Graphviz drops tabs and
 #: newlines and fails on a label left empty, and a terminal obeys them), Unicode's
@@ -36,3 +40,20 @@ def code(char: str) -> str:
 def visible(text: str) -> str:
     """``text`` with each ``CONTROL`` character written as ``\\xNN`` or ``\\uNNNN``."""
     return CONTROL.sub(lambda m: "\\" + code(m.group()), text)
+
+
+def values_text(data: np.ndarray) -> str:
+    """Values as Python lists them, a NaN other than its dtype's own with its bits: the fill
+    value -nan or a payload NaN is another descriptor's (lowering keeps them bit for bit),
+    where "nan" alone said the same of both."""
+    text = str(data.tolist())
+    if not is_float(data.dtype) or not np.isnan(data).any():
+        return text
+    own = np.array(np.nan, data.dtype).tobytes()
+    width = 2 * data.dtype.itemsize
+    shown = [
+        f"nan(0x{int.from_bytes(v.tobytes(), 'little'):0{width}x})"
+        if np.isnan(v) and v.tobytes() != own else repr(v.item())
+        for v in data.reshape(-1)
+    ]
+    return shown[0] if data.ndim == 0 else "[" + ", ".join(shown) + "]"

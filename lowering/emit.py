@@ -29,6 +29,7 @@ from dmlgraph.dml.support import introduced, support_row
 from dmlgraph.dml.tensor import BufferTensorDesc
 from dmlgraph.errors import DmlValidationError
 from dmlgraph.folding import FOLD_GROWTH_LIMIT_BYTES
+from dmlgraph.printable import values_text
 from lowering.layout import (
     Layout,
     TypeView,
@@ -457,7 +458,7 @@ def _try_pad(plan: Plan, x: str, in_shape: Shape, op: LogicalPad, out: str) -> s
         else:
             reasons.append(
                 f"{kind.full_name}'s PaddingValue cannot hold the fill value "
-                f"{op.value.item()!r} of {plan.dtype} exactly in any view its row accepts"
+                f"{values_text(op.value)} of {plan.dtype} exactly in any view its row accepts"
             )
     return "; ".join(dict.fromkeys(reasons))  # each once (a type no view holds: one reason)
 

@@ -937,3 +937,26 @@ def test_execute_model_takes_python_data_and_numpy_bytes_in_each_input_s_type() 
     assert list(result.outputs["t"]) == ["bc\u00e9", "d"]
     with pytest.raises(BackendError, match="beyond float32's range"):
         backend.execute_model(model, {"x": [1e40, 2, 3], "s": np.array(["a", "b"])})
+
+
+def test_a_float8_pad_decomposed_into_slices_and_joins_is_named_not_written_as_slice() -> None:
+    """A float8 Pad (Pad-23) is a WRAP below 6_4: SLICEs and JOINs of float8 data, which ONNX
+    Slice-13 and Concat-13 do not take. The translation wrote them anyway, and onnxruntime
+    refused the model it was handed ("Type Error: Type 'tensor(float8e4m3fn)' of input
+    parameter (x) of operator (Slice) ... is invalid"); each node is now named, with the
+    schema's rule, before anything is written."""
+    x = np.arange(6, dtype=np.uint8).view(ml_dtypes.float8_e4m3fn).reshape(2, 3)
+    elem = TensorProto.FLOAT8E4M3FN
+    model = helper.make_model(
+        helper.make_graph(
+            [helper.make_node("Pad", ["x", "pads"], ["y"], name="pad", mode="wrap")], "g",
+            [helper.make_tensor_value_info("x", elem, [2, 3])],
+            [helper.make_tensor_value_info("y", elem, None)],
+            [onnx.numpy_helper.from_array(np.array([0, 1, 0, 1], np.int64), "pads")]),
+        opset_imports=[helper.make_opsetid("", 23)], ir_version=10)
+    lowered = lower(load(model), "6_3")
+    assert {n.op.name for n in lowered.nodes} == {"DML_OPERATOR_SLICE", "DML_OPERATOR_JOIN"}
+    with pytest.raises(UnsupportedError, match=r"Slice-13 takes .*tensor\(float\)"):
+        translate(lowered)
+    with pytest.raises(UnsupportedError, match="cannot be written as ONNX"):
+        OnnxruntimeBackend([CPU]).run(lowered, {"x": x})

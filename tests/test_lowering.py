@@ -13,6 +13,7 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
+from onnx.reference import ReferenceEvaluator
 
 from dmlgraph import DmlgraphError, check, load
 from dmlgraph.dml import (
@@ -398,6 +399,54 @@ def test_a_nan_fill_keeps_its_bits(bits: int, dtype: type, bits_dtype: type, lev
     for desc in descs(lowered):
         if isinstance(desc, (PaddingDesc, Padding1Desc)) and isinstance(desc.padding_value, float):
             assert not math.isnan(desc.padding_value)  # a NaN value would be quiet
+
+
+def test_a_nan_fill_no_padding_value_holds_is_named_by_its_bits() -> None:
+    """PADDING's FLOAT holds only the quiet NaN; the note said "cannot hold the fill value nan
+    of float32", which the reader sees PADDING can hold. It names the NaN's bits."""
+    value = np.array(0xFFC00000, np.uint32).view(np.float32).reshape(())  # -nan
+    x = np.ones((1, 1, 1, 2), np.float32)  # FL 1_0: PADDING of FLOAT32, no integer view
+    lowered, record = lowered_one(pad_model(x, [0, 0, 0, 1, 0, 0, 0, 0], "constant", value), "1_0")
+    assert record.status is Status.DECOMPOSED
+    assert any("cannot hold the fill value nan(0xffc00000) of float32" in n for n in record.notes)
+
+
+def _pad2_model(x: np.ndarray, value_bits: int) -> onnx.ModelProto:
+    """A Pad-2 (opset 10) whose FLOAT ``value`` holds these bits: written as its wire form,
+    since protobuf's Python API takes doubles and would quiet a signalling NaN."""
+    attr = onnx.AttributeProto()
+    attr.ParseFromString(  # name "value", f (fixed32), type FLOAT
+        b"\x0a\x05value\x15" + np.array(value_bits, "<u4").tobytes() + b"\xa0\x01\x01"
+    )
+    node = helper.make_node("Pad", ["x"], ["y"], mode="constant", pads=[0, 1, 0, 1])
+    node.attribute.append(attr)
+    elem = helper.np_dtype_to_tensor_dtype(x.dtype)
+    graph = helper.make_graph(
+        [node], "g", [helper.make_tensor_value_info("x", elem, list(x.shape))],
+        [helper.make_tensor_value_info("y", elem, None)],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 10)], ir_version=10)
+
+
+@pytest.mark.parametrize("value_bits, filled", [
+    (0x7F800001, 0x7E00),  # signalling: quiet in float16 too
+    (0xFF802000, 0xFE01),  # signalling, with a sign and a payload float16 holds
+    (0x7FC02000, 0x7E01),  # quiet: as it was
+])
+@pytest.mark.parametrize("level", ["1_0", "6_4"])
+def test_a_pad_2_nan_value_fills_float16_with_a_quiet_nan(
+    value_bits: int, filled: int, level: str
+) -> None:
+    """Pad-2's value is a FLOAT; for float16 data it is converted as C (onnxruntime) and
+    onnx.reference convert a float, a signalling NaN coming out quiet (onnx.reference's bits;
+    onnxruntime drops the payload, 0x7e00). Before, NumPy's float16 cast kept it signalling:
+    0x7f800001 filled 0x7c01, neither oracle's NaN."""
+    x = np.array([[1.0, -0.0]], np.float16)
+    model = _pad2_model(x, value_bits)
+    expected = ReferenceEvaluator(model).run(None, {"x": x})[0].view(np.uint16)
+    assert expected[0, 0] == expected[0, -1] == filled
+    lowered, _ = lowered_one(model, level)
+    assert same_bits(run_lowered(lowered, {"x": x})[0].view(np.uint16), expected)
 
 
 def test_int64_zero_fill_below_5_0_pads_uint32_pairs() -> None:

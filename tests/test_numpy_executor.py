@@ -233,6 +233,28 @@ def test_padding1_float32_nan_value_keeps_its_bits(bits: int) -> None:
     assert out.view(np.uint32).tolist() == [bits, 0x3F800000, bits]
 
 
+@pytest.mark.parametrize("bits, data_type, filled", [
+    (0x7F800001, "FLOAT32", 0x7F800001),  # the struct's FLOAT, as it is
+    (0xFFA00000, "FLOAT32", 0xFFA00000),
+    (0x7FC00123, "FLOAT32", 0x7FC00123),
+    (0x7F800001, "FLOAT16", 0x7E00),  # converted as a C cast converts it: quiet
+    (0xFF802000, "FLOAT16", 0xFE01),
+])
+def test_padding_float32_nan_value_keeps_its_bits(bits: int, data_type: str, filled: int) -> None:
+    """PADDING's value is a C FLOAT: a signalling np.float32 NaN is a FLOAT the struct holds,
+    and DirectML fills a FLOAT32 tensor with its bits (as PADDING1 does). It went through
+    float() into the descriptor, which set its quiet bit (0x7f800001 filled 0x7fc00001). A
+    FLOAT16 tensor gets it converted as C converts a float (F16C's bits), quiet."""
+    value = np.array(bits, np.uint32).view(np.float32)[()]
+    dtype = TensorDataType.parse(data_type)
+    desc = PaddingDesc(input_tensor=T(data_type, (1,)), output_tensor=T(data_type, (3,)),
+                       padding_mode="CONSTANT", padding_value=value, start_padding=(1,),
+                       end_padding=(1,))
+    x = np.zeros(1, dtype.numpy_dtype)
+    (out,) = execute_operator(desc, [x], "6_4")
+    assert out.view(dtype.bits_dtype).tolist() == [filled, 0, filled]
+
+
 def test_float_bits_survive_unchanged() -> None:
     """Signalling NaN payloads and -0.0 are copied bit for bit."""
     bits = np.array([0x7F800001, 0xFFC12345, 0x80000000, 0x00000001], np.uint32)

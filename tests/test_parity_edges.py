@@ -528,3 +528,30 @@ def test_an_output_the_stored_file_lacks_is_said_to_be_left_out() -> None:
     assert [o.name for o in stored.outputs] == ["A"] and report.passed
     assert "'B'" in stored.note and "'A'" not in stored.note
     assert report.comparisons[0].note == ""
+
+
+def test_check_passes_nan_payloads_onnxruntime_rewrites_and_lowering_keeps() -> None:
+    """onnxruntime's float16 Pad rewrites NaNs, as its CPU converts them (README: 0x7d01 ->
+    0x7f01 on one machine, 0x7e00 on an AVX-512 Xeon); DirectML moves bits, and so does the
+    lowering. ``check`` compares NaN with NaN whatever the payload (parity's documented
+    rule): the outputs differ in bits and pass, with no mismatch, and no divergence is
+    claimed for it. Oracles: onnxruntime's own bits, and the model's bits moved by NumPy."""
+    bits = np.array([0x7D01, 0x8000, 0xFC03, 0x0001], np.uint16)
+    x = bits.view(np.float16).reshape(1, 4)
+    fill = np.array(0x7C01, np.uint16).view(np.float16).reshape(())
+    model = _model([helper.make_node("Pad", ["X", "pads", "v"], ["Y"], mode="constant")],
+                   [_info("X", [1, 4], TensorProto.FLOAT16)],
+                   [_info("Y", [1, 6], TensorProto.FLOAT16)],
+                   [_ints("pads", [0, 1, 0, 1]), numpy_helper.from_array(fill, "v")])
+    theirs = _ort(model, {"X": x})[0]
+    ours = get_backend("numpy").run(lower(load(model), "6_4"), {"X": x})["Y"]
+    assert ours.view(np.uint16).tolist() == [[0x7C01, *bits.tolist(), 0x7C01]]
+    nan = np.isnan(ours)
+    assert (np.isnan(theirs) == nan).all()
+    assert (theirs.view(np.uint16)[~nan] == ours.view(np.uint16)[~nan]).all()
+    assert (theirs.view(np.uint16)[nan] != ours.view(np.uint16)[nan]).all()
+    report = check(model, inputs={"X": x})
+    (against_ort,) = [c for c in report.comparisons if c.outputs]
+    (y,) = against_ort.outputs
+    assert report.passed and y.verdict is Verdict.PASS and y.mismatches == 0
+    assert y.nan_mismatches == 0 and not y.divergences

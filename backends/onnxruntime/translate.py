@@ -42,6 +42,7 @@ from dmlgraph.errors import DmlgraphError, UnsupportedError
 from dmlgraph.exporter import ir_version_for_opset, to_onnx
 from dmlgraph.ir import Graph, Node, OnnxOp, Provenance, TensorInfo
 from dmlgraph.ort_pad import pad_divergences
+from dmlgraph.schema_types import node_problem
 
 INT64_MIN = -(2**63)
 #: Opset given to a graph that imports none (a hand-built lowered graph): wrap needs 19.
@@ -344,6 +345,11 @@ class _Translator:
         wide = ORT_KERNEL_GAPS.get(op_type, {}).get(dtype)
         if wide is not None and not ort_lacks(op_type, dtype, self.opset):
             wide = None
+        # the op's schema must take the type it runs on: Slice-13 and Concat-13 take no
+        # float8, which a float8 Pad-23 decomposed into SLICEs and JOINs moves
+        problem = node_problem(op_type, "", op.since_version, (wide or dtype,))
+        if problem:
+            raise NotExpressible(f"ONNX {op_type} cannot carry it: {problem}")
         inputs = []
         for name, view in zip(self.node.inputs, desc.inputs):
             shape = carrier.shape(view.sizes)

@@ -29,6 +29,7 @@ from dmlgraph.dml.enums import (
 )
 from dmlgraph.dml.scalars import (
     as_double,
+    cast_float,
     int_tuple,
     is_integer,
     is_real,
@@ -531,7 +532,9 @@ class _PaddingRules:
 @dataclass(frozen=True, kw_only=True, eq=False)
 class PaddingDesc(_PaddingRules, OperatorDesc):
     """DML_PADDING_OPERATOR_DESC (FL 1.0). PaddingValue is a C FLOAT: it is stored as the
-    float32 the struct would hold, and truncated toward zero for integer tensors."""
+    float32 the struct would hold (a signalling ``np.float32`` NaN as it is, since a Python
+    float would set its quiet bit, as ``Padding1Desc`` keeps one), and truncated toward zero
+    for integer tensors."""
 
     OPERATOR: ClassVar[OperatorType] = OperatorType.PADDING
     SCHEMA: ClassVar[tuple[FieldSpec, ...]] = (
@@ -556,6 +559,8 @@ class PaddingDesc(_PaddingRules, OperatorDesc):
         self._normalize_common()
         if not is_real(self.padding_value):
             raise self.error("PaddingValue", self.padding_value, "must be a number (a C FLOAT)")
+        if _nan_a_double_changes(self.padding_value, TensorDataType.FLOAT32):
+            return  # a signalling float32 NaN is a FLOAT the struct holds: kept, its bits
         value = as_double(self.padding_value)
         if value is None:  # finite, beyond any double
             raise self.error("PaddingValue", self.padding_value, "must fit in a 32-bit FLOAT")
@@ -567,12 +572,12 @@ class PaddingDesc(_PaddingRules, OperatorDesc):
 
     def fill(self) -> np.ndarray:
         """The element DirectML fills with, a 0-d array of the output tensor's type: the C
-        FLOAT converted as a C cast converts it (inf where a FLOAT16 cannot hold it; toward
-        zero for an integer tensor). The one rule the emulator and the translation read."""
+        FLOAT converted as a C cast converts it (inf where a FLOAT16 cannot hold it, a NaN
+        quiet; toward zero for an integer tensor). The one rule the emulator and the
+        translation read."""
         data_type = self.output_tensor.data_type
         if data_type.is_float:
-            with np.errstate(over="ignore"):
-                return np.array(np.float32(self.padding_value), dtype=data_type.numpy_dtype)
+            return cast_float(np.float32(self.padding_value), data_type.numpy_dtype)
         return np.array(math.trunc(self.padding_value), dtype=data_type.numpy_dtype)
 
     def _check_value(self) -> None:

@@ -75,3 +75,18 @@ def same_bits_key(value: object) -> object:
     if type(value) is float or isinstance(value, np.floating):  # NumPy's too (an API caller's)
         return (float, struct.pack("<d", float(value)))
     return value
+
+
+def cast_float(value: object, dtype: np.dtype) -> np.ndarray:
+    """A float in another float type as a C cast (onnxruntime's) and onnx.reference convert
+    it: inf beyond the range, and a NaN quiet, its payload kept as far as the type holds it.
+    NumPy's float16 cast keeps a signalling NaN signalling (0x7f800001 became 0x7c01 where
+    both fill 0x7e00), so a NaN is made quiet in its own type first. In its own type a value
+    keeps its bits, a signalling NaN too (a copy, as a 0-d array)."""
+    source = np.array(value)
+    if source.dtype != dtype and source.dtype.kind == "f" and np.isnan(source).any():
+        bits = source.view(f"u{source.itemsize}")
+        quiet = np.where(np.isnan(source), 1 << (np.finfo(source.dtype).nmant - 1), 0)
+        bits |= quiet.astype(bits.dtype)
+    with np.errstate(over="ignore", invalid="ignore"):  # beyond float16's range: inf, as in C
+        return source.astype(dtype)
