@@ -15,7 +15,7 @@ sizes that arrive then (and ``run``/``check`` list what it became).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -52,13 +52,17 @@ class HeldLowering:
     problem: str = ""
 
 
-def held_lowerings(lowered: LoweredGraph, within: str = "") -> list[HeldLowering]:
+def held_lowerings(
+    lowered: LoweredGraph, within: str = "", *, only: Collection[int] | None = None
+) -> list[HeldLowering]:
     """Each If branch and Loop or Scan body of ``lowered``'s ONNX nodes that holds a Slice,
     Concat or Pad, lowered at ``lowered``'s feature level with its inputs typed as ``lowered`` types
     them (see the module's docstring); not the subgraphs within them (``held_lowerings`` of
-    each one's ``lowered`` gives those)."""
+    each one's ``lowered`` gives those). ``only``: of the nodes with these ids only."""
     found: list[HeldLowering] = []
     for node in lowered.topological_order():
+        if only is not None and node.id not in only:
+            continue
         op = node.op
         for attr in lowered_when_run(op):
             sub = op.attrs.get(attr)
@@ -69,16 +73,21 @@ def held_lowerings(lowered: LoweredGraph, within: str = "") -> list[HeldLowering
     return found
 
 
-def every_held(lowered: LoweredGraph) -> Iterator[HeldLowering]:
+def every_held(
+    lowered: LoweredGraph, *, only: Collection[int] | None = None
+) -> Iterator[HeldLowering]:
     """``held_lowerings`` of ``lowered``, each followed by those within it, depth first,
-    their paths naming every enclosing node: what a flat listing shows."""
-    def walk(graph: LoweredGraph, within: str) -> Iterator[HeldLowering]:
-        for held in held_lowerings(graph, within):
+    their paths naming every enclosing node: what a flat listing shows. ``only``: of the
+    nodes of ``lowered`` with these ids only (and all within them)."""
+    def walk(
+        graph: LoweredGraph, within: str, only: Collection[int] | None = None
+    ) -> Iterator[HeldLowering]:
+        for held in held_lowerings(graph, within, only=only):
             yield held
             if held.lowered is not None:
                 yield from walk(held.lowered, f"{held.path}: ")
 
-    return walk(lowered, "")
+    return walk(lowered, "", only)
 
 
 def _held(graph: LoweredGraph, node: Node, attr: str, path: str) -> HeldLowering:

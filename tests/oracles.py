@@ -121,3 +121,55 @@ def pad_oracle(x: np.ndarray, pads: list[int], mode: str, value: np.ndarray) -> 
             source = pad_index(mode, np.arange(-begin[a], x.shape[a] + end[a]), x.shape[a])
             x = np.take(x, source, axis=a)
     return x
+
+
+# ------------------------------------------------------------------------------ focused drawings
+def focus_model() -> onnx.ModelProto:
+    """A small graph for focused drawings: x -> r0 (Relu) -> e1 (Exp) -> pad (Pad, channels)
+    -> cat (Concat, with s (Sigmoid) of x) -> neg -> ab -> y, and z = wide (Concat) of five
+    Tanh of x. Nothing in it folds at import, so its nodes are the imported graph's."""
+    h = onnx.helper
+    f32 = onnx.TensorProto.FLOAT
+    nodes = [
+        h.make_node("Relu", ["x"], ["t0"], name="r0"),
+        h.make_node("Exp", ["t0"], ["t1"], name="e1"),
+        h.make_node("Pad", ["t1", "pads"], ["t2"], name="pad", mode="constant"),
+        h.make_node("Sigmoid", ["x"], ["t3"], name="s"),
+        h.make_node("Concat", ["t2", "t3"], ["t4"], name="cat", axis=1),
+        h.make_node("Neg", ["t4"], ["t5"], name="neg"),
+        h.make_node("Abs", ["t5"], ["y"], name="ab"),
+        *(h.make_node("Tanh", ["x"], [f"u{i}"], name=f"tanh{i}") for i in range(5)),
+        h.make_node("Concat", [f"u{i}" for i in range(5)], ["z"], name="wide", axis=1),
+    ]
+    pads = onnx.numpy_helper.from_array(np.array([0, 1, 0, 0, 0, 1, 0, 0], np.int64), "pads")
+    graph = h.make_graph(
+        nodes, "focus", [h.make_tensor_value_info("x", f32, [1, 2, 4, 4])],
+        [h.make_tensor_value_info("y", f32, [1, 6, 4, 4]),
+         h.make_tensor_value_info("z", f32, [1, 10, 4, 4])],
+        [pads],
+    )
+    return h.make_model(graph, opset_imports=[h.make_opsetid("", 18)], ir_version=10)
+
+
+def nodes_within(model: onnx.ModelProto, names: list[str], depth: int) -> set[str]:
+    """The names of the nodes ``depth`` edges or fewer (direction ignored) from the nodes
+    ``names`` name, or that make or read a tensor they name: networkx over the proto's
+    top-level nodes, each edge a tensor one makes and another reads."""
+    import networkx as nx
+
+    made = {out: node.name for node in model.graph.node for out in node.output}
+    graph = nx.Graph()
+    graph.add_nodes_from(node.name for node in model.graph.node)
+    seeds = set()
+    for node in model.graph.node:
+        for name in node.input:
+            if name in made:
+                graph.add_edge(made[name], node.name)
+            if name in names:
+                seeds.add(node.name)
+        if node.name in names or any(out in names for out in node.output):
+            seeds.add(node.name)
+    found: set[str] = set()
+    for seed in seeds:
+        found |= set(nx.single_source_shortest_path_length(graph, seed, cutoff=depth))
+    return found

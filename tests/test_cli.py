@@ -322,3 +322,65 @@ def test_inspect_and_check_name_an_unnamed_node_as_lower_does(tmp_path, capsys) 
     assert main(["check", str(model), "--inputs", str(inputs)]) == 0
     assert "  fallback Slice (unnamed): starts is known only at run time" in (
         capsys.readouterr().out.replace("\n", " "))
+
+
+@pytest.fixture
+def focus_onnx(tmp_path: Path) -> Path:
+    import onnx
+    from oracles import focus_model
+
+    path = tmp_path / "focus.onnx"
+    onnx.save(focus_model(), path)
+    return path
+
+
+@pytest.mark.parametrize("suffix", [".dot", ".html"])
+def test_viz_focus_draws_the_named_node_and_its_neighbours(focus_onnx, tmp_path, suffix,
+                                                           capsys) -> None:
+    out = tmp_path / f"f{suffix}"
+    assert main(["viz", str(focus_onnx), "-o", str(out), "--focus", "pad", "--focus", "t5",
+                 "--depth", "0"]) == 0
+    assert capsys.readouterr().out == f"wrote {out}\n"
+    text = out.read_text(encoding="utf-8")
+    assert "focus: pad, t5, depth 0: 3 of 13 nodes" in text  # pad; neg and ab for t5
+    assert "tanh0" not in text and "wide" not in text
+    default = tmp_path / f"d{suffix}"
+    assert main(["viz", str(focus_onnx), "-o", str(default), "--focus", "pad"]) == 0
+    assert "focus: pad, depth 2: 6 of 13 nodes" in default.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["--focus", "Pda"], "focus 'Pda': no node or tensor of the imported graph has this name; "
+                         "close matches: 'pad'"),
+    (["--focus", "pad", "--focus", "tahn1"], "focus 'tahn1': no node or tensor of the "
+                                             "imported graph has this name; close matches: "),
+    (["--depth", "1"], "--depth 1 says how far --focus reaches; add --focus NAME"),
+])
+def test_viz_focus_errors_are_one_line_and_exit_2(focus_onnx, tmp_path, args, fragment,
+                                                  capsys) -> None:
+    out = tmp_path / "f.dot"
+    assert main(["viz", str(focus_onnx), "-o", str(out), *args]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("dmlgraph: error: ") and err.count("\n") == 1 and fragment in err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("depth", ["x", "1.5", "-1", ""])
+def test_viz_depth_is_a_whole_number_or_a_usage_error(focus_onnx, tmp_path, depth,
+                                                      capsys) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["viz", str(focus_onnx), "-o", str(tmp_path / "f.dot"), "--focus", "pad",
+              "--depth", depth])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --depth" in err and "is not a whole number of edges >= 0" in err
+
+
+def test_viz_help_names_the_default_depth(capsys) -> None:
+    """cli.py names focus.DEFAULT_DEPTH in the help without importing it for every command."""
+    from dmlgraph.viz.focus import DEFAULT_DEPTH
+
+    with pytest.raises(SystemExit):
+        main(["viz", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert f"(default {DEFAULT_DEPTH})" in help_text and "--focus NAME" in help_text

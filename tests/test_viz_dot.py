@@ -9,17 +9,21 @@ review the diff.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import subprocess
 import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any
 
+import onnx
 import pytest
+from oracles import focus_model, nodes_within
 
 from dmlgraph import load
-from dmlgraph.viz import VizError, render_svg, to_dot, write_viz
+from dmlgraph.viz import VizError, focus_on, render_svg, to_dot, write_viz
 from dmlgraph.viz import dot as dot_module
 from dmlgraph.viz.describe import sentence
 from dmlgraph.viz.dot import escape
@@ -331,3 +335,154 @@ def test_a_note_quoting_a_long_name_is_shortened() -> None:
     assert len(max(text.splitlines(), key=len)) < 16384
     flat = re.sub(r'<BR ALIGN="LEFT"/>', "", text)
     assert f"(a note of {len(sentence(note))} characters)" in flat
+
+
+# ----------------------------------------------------------------------------- --focus
+
+
+@functools.cache
+def focused_graphs() -> tuple[Any, Any]:
+    graph = load(focus_model())
+    return graph, lower(graph, "6_4")
+
+
+def drawn(text: str, lowered: Any) -> set[str]:
+    """The original node names of the operations a DOT text draws (``"nID"`` statements)."""
+    ids = re.findall(r'^  "n(\d+)" \[', text, re.M)
+    return {lowered.node(int(i)).name for i in ids}
+
+
+def stub_labels(text: str) -> list[str]:
+    return [m.group(1) for m in re.finditer(
+        r'^  "(?:cut|more|readers)\d+" \[shape="box", style="dashed".*?label=<(.*?)>, tooltip',
+        text, re.M)]
+
+
+@pytest.mark.parametrize("depth", [0, 1, 2, 3])
+def test_a_focus_on_a_pad_draws_the_nodes_within_depth_and_what_they_became(depth: int) -> None:
+    """The selection is the Pad and every node within ``depth`` edges, either way (networkx
+    over the proto says which); the drawing keeps the lowered nodes they became (the Pad a
+    PADDING, the Concat a JOIN) and no other; every label stays well formed."""
+    graph, lowered = focused_graphs()
+    expected = nodes_within(focus_model(), ["pad"], depth)
+    focus = focus_on(graph, "pad", depth)
+    assert {graph.node(i).name for i in focus.nodes} == expected
+    text = to_dot(lowered, focus=focus)
+    assert drawn(text, lowered) == expected
+    titles = {lowered.node(int(i)).op_type for i in re.findall(r'^  "n(\d+)" \[', text, re.M)}
+    assert "PaddingDesc" in titles
+    assert (f"focus: pad, depth {depth}: {len(expected)} of {len(graph)} nodes"
+            in text.splitlines()[1])
+    for line in statements(text):
+        assert STATEMENT.match(line), line
+    for label in html_labels(text):
+        ET.fromstring(f"<L>{label.replace('&#8594;', '-&gt;')}</L>")
+
+
+def test_every_edge_a_focus_cuts_ends_at_a_stub() -> None:
+    """Depth 0 on the Pad: its input, made by e1 (left out), comes from a dashed box naming
+    the tensor; its output, read by cat (left out), goes to one saying so. Nothing else is
+    drawn: no graph input (only r0 and s read x), no graph output."""
+    graph, lowered = focused_graphs()
+    text = to_dot(lowered, focus=focus_on(graph, ["pad"], 0))
+    assert drawn(text, lowered) == {"pad"}
+    assert stub_labels(text) == ["<B>t1</B><BR/>float32[1,2,4,4]",
+                                 "<B>t2</B><BR/>read by 1 more node"]
+    assert re.search(r'"cut\d+" -> "n\d+" \[label="float32\[1,2,4,4\]", tooltip="t1", '
+                     r'style="dashed"\];', text)
+    assert re.search(r'"n\d+" -> "readers\d+" \[tooltip="t2", style="dashed"\];', text)
+    assert "made by node 'e1' (Exp), outside the focus" in text
+    assert '"input' not in text and '"output' not in text
+
+
+def test_many_cut_inputs_of_one_node_share_a_more_inputs_stub() -> None:
+    """wide reads five Tanh outputs, all left out at depth 0: three boxes name their tensors,
+    one says "... 2 more inputs" (its tooltip naming them); its output z is drawn."""
+    graph, lowered = focused_graphs()
+    text = to_dot(lowered, focus=focus_on(graph, "wide", 0))
+    assert drawn(text, lowered) == {"wide"}
+    labels = stub_labels(text)
+    assert labels[:3] == [f"<B>u{i}</B><BR/>float32[1,2,4,4]" for i in range(3)]
+    assert labels[3:] == ["&#8230; 2 more inputs"]
+    assert 'tooltip="made outside the focus: u3, u4"' in text
+    assert '"output' in text and "<B>z</B>" in text
+
+
+def test_a_tensor_name_selects_its_producer_and_its_readers() -> None:
+    graph, lowered = focused_graphs()
+    for name, depth in (("t2", 0), ("x", 0), ("t3", 1), ("y", 0)):
+        focus = focus_on(graph, name, depth)
+        assert {graph.node(i).name for i in focus.nodes} == \
+            nodes_within(focus_model(), [name], depth), name
+    text = to_dot(lowered, focus=focus_on(graph, "x", 0))
+    assert drawn(text, lowered) == {"r0", "s", *(f"tanh{i}" for i in range(5))}
+    assert len(re.findall(r'^  "input\d+" \[', text, re.M)) == 1  # x, drawn once
+    assert len(re.findall(r'^  "input0" -> "n\d+"', text, re.M)) == 7  # to each reader
+
+
+def test_a_node_just_past_the_depth_is_a_stub_not_a_node() -> None:
+    """Depth 1 from the Pad reaches cat, not neg: neg is inside the cut, so it is no node of
+    the drawing, and cat's output reaches it through a stub."""
+    graph, lowered = focused_graphs()
+    text = to_dot(lowered, focus=focus_on(graph, ["pad"], 1))
+    assert drawn(text, lowered) == {"e1", "pad", "cat"}
+    assert "neg" not in drawn(text, lowered)
+    assert "<B>t4</B><BR/>read by 1 more node" in stub_labels(text)
+    assert "<B>t0</B><BR/>float32[1,2,4,4]" in stub_labels(text)  # r0, left out, makes it
+    assert "<B>t3</B><BR/>float32[1,2,4,4]" in stub_labels(text)  # s, left out
+
+
+def test_write_viz_focus_writes_the_focused_drawing(tmp_path: Path) -> None:
+    graph, lowered = focused_graphs()
+    path = tmp_path / "f.dot"
+    assert write_viz(path, graph, lowered, focus=["pad", "wide"], depth=0) == f"wrote {path}"
+    text = path.read_text(encoding="utf-8")
+    assert text == to_dot(lowered, focus=focus_on(graph, ["pad", "wide"], 0))
+    assert drawn(text, lowered) == {"pad", "wide"}
+    assert "focus: pad, wide, depth 0: 2 of 13 nodes" in text
+    write_viz(path, graph, lowered)  # no focus: the whole drawing, as it was
+    assert path.read_text(encoding="utf-8") == to_dot(lowered)
+
+
+@pytest.mark.parametrize("names, depth, message", [
+    ("pda", 2, "focus 'pda': no node or tensor of the imported graph has this name; close "
+               "matches: 'pad'"),
+    (["pad", "tanh9"], 2, "focus 'tanh9': no node or tensor of the imported graph has this "
+                          "name; close matches: 'tanh0', 'tanh1', 'tanh2', 'tanh3', 'tanh4'"),
+    ("qqqq", 2, "focus 'qqqq': no node or tensor of the imported graph has this name; no name"),
+    ("pad", -1, "depth: a whole number of edges >= 0, not -1"),
+    ("pad", 1.5, "depth: a whole number of edges >= 0, not 1.5"),
+    ("pad", True, "depth: a whole number of edges >= 0, not True"),
+    ([], 2, "focus names no node or tensor"),
+    ([3], 2, "focus: names of nodes or tensors are text, not int (3)"),
+    (b"pad", 2, "focus: names of nodes or tensors, not bytes"),
+])
+def test_a_bad_focus_is_one_clear_error(names: Any, depth: Any, message: str,
+                                        tmp_path: Path) -> None:
+    graph, lowered = focused_graphs()
+    with pytest.raises(VizError) as info:
+        write_viz(tmp_path / "f.dot", graph, lowered, focus=names, depth=depth)
+    assert str(info.value).startswith(message)
+    assert not (tmp_path / "f.dot").exists()
+
+
+def test_a_depth_without_a_focus_is_an_error(tmp_path: Path) -> None:
+    graph, lowered = focused_graphs()
+    with pytest.raises(VizError, match="depth 3 says how far a focus reaches; give focus"):
+        write_viz(tmp_path / "f.dot", graph, lowered, depth=3)
+    with pytest.raises(VizError, match=r"to_dot: focus is a Focus \(dmlgraph.viz.focus_on"):
+        to_dot(lowered, focus="pad")  # type: ignore[arg-type]
+
+
+def test_a_name_inside_an_if_branch_names_the_if() -> None:
+    """A node of an If's branch is not a node of the imported graph (a drawing shows the If
+    as one): the error says which If holds it. The If itself is a focus like any node."""
+    graph = load(ROOT / "models" / "control_flow" / "if_pad_slice.onnx")
+    branch = onnx.load(ROOT / "models" / "control_flow" / "if_pad_slice.onnx").graph
+    (if_node,) = [n for n in branch.node if n.op_type == "If"]
+    inner = next(n.name for n in if_node.attribute[0].g.node if n.name)
+    with pytest.raises(VizError, match=f"focus '{re.escape(inner)}': it is inside If '/If' "
+                                       f"{if_node.attribute[0].name}"):
+        focus_on(graph, inner)
+    assert {graph.node(i).name for i in focus_on(graph, "/If", 1).nodes} == \
+        {"/If", "/Cast", "/Pad_1"}

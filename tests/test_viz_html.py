@@ -14,15 +14,17 @@ import json
 import re
 import shutil
 import subprocess
+import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
 import pytest
+from oracles import focus_model, nodes_within
 
 from dmlgraph import load
 from dmlgraph.ir import Graph
-from dmlgraph.viz import html_report, parity_sections, write_html
+from dmlgraph.viz import VizError, focus_on, html_report, parity_sections, write_html
 from dmlgraph.viz.describe import STATUS_STYLES, describe_graph, sentence
 from lowering import lower
 
@@ -274,8 +276,6 @@ def test_a_verdict_given_as_a_plain_record_cannot_break_out_of_its_attribute() -
 def test_control_characters_in_names_show_as_escapes_in_the_page() -> None:
     """The page wrote names' control characters raw: a NUL is an HTML parse error (read as
     U+FFFD) and its inline SVGs were not XML. They show as \\xNN, as in the DOT drawing."""
-    import xml.etree.ElementTree as ET
-
     import numpy as np
     from onnx import TensorProto, helper, numpy_helper
 
@@ -391,3 +391,94 @@ def test_the_details_panel_shows_control_and_bidi_characters_by_their_codes() ->
     assert data[f"l-n{node.id}"]["name"] == "pad\\u202etxt.exe"
     assert data["l-in0"]["title"] == "graph input x\\x1b[31m"
     assert data["o-out0"]["title"] == "graph output y\\x0a\\u2066"
+
+
+# ----------------------------------------------------------------------------- --focus
+
+
+@functools.cache
+def focused_graphs() -> tuple[Graph, Graph]:
+    graph = load(focus_model())
+    return graph, lower(graph, "6_4")
+
+
+def drawn_ops(parsed: Page, prefix: str, graph: Graph) -> set[str]:
+    """The names of the operations a panel draws (``PREFIX-nID`` keys)."""
+    keys = [k for k in parsed.nodes() if re.fullmatch(rf"{prefix}-n\d+", k)]
+    return {graph.node(int(k.split("-n")[1])).name for k in keys}
+
+
+def test_a_focused_page_draws_lists_and_says_the_selection_only() -> None:
+    """Depth 1 from the Pad: both panels draw e1, pad and cat only (what networkx over the
+    proto says, and what they became), the report table lists those three, and the top of
+    the page says it is a focused view; cut edges end at stubs in both panels."""
+    graph, lowered = focused_graphs()
+    expected = nodes_within(focus_model(), ["pad"], 1)
+    assert expected == {"e1", "pad", "cat"}
+    parsed = Page(html_report(graph, lowered, focus=focus_on(graph, "pad", 1)))
+    assert drawn_ops(parsed, "o", graph) == expected
+    assert drawn_ops(parsed, "l", lowered) == expected
+    titles = {a.get("data-status") for k, a in parsed.nodes().items() if k.startswith("l-n")}
+    assert titles == {"lowered", "fallback"}  # the PADDING and the JOIN; Exp on the fallback
+    assert len([a for a in parsed.all("p") if a.get("id") == "focus"]) == 1
+    text = " ".join(" ".join(parsed.text).split())
+    assert f"focus: pad, depth 1: 3 of {len(graph)} nodes" in text
+    report = [a for a in parsed.all("tr") if "data-status" in a]
+    assert len(report) == 3
+    table = text[text.index("Lowering report"):]
+    assert all(f" {name} " in f" {table} " for name in expected)
+    assert not any(f" {name} " in f" {table} " for name in ("r0", "neg", "wide"))
+    for prefix in ("o", "l"):
+        stubs = {a["data-key"] for a in parsed.all("g") if "k-stub" in a.get("class", "")
+                 and a["data-key"].startswith(f"{prefix}-")}
+        assert len(stubs) == 3, stubs  # t0 (from r0), t3 (from s), t4 (read by neg)
+    (data,) = [json.loads(body) for a, body in parsed.scripts if a.get("id") == "details-data"]
+    assert data["o-cut0"]["title"] == "t0: made by node 'r0' (Relu), outside the focus"
+    assert set(parsed.nodes()) <= set(data)
+    for svg in re.findall(r"<svg.*?</svg>", html_report(graph, lowered,
+                                                        focus=focus_on(graph, "pad", 1)), re.S):
+        ET.fromstring(svg)
+
+
+def test_a_focused_page_lists_the_parity_of_the_selected_outputs_only() -> None:
+    graph, lowered = focused_graphs()
+    parity = [{"name": "y", "passed": True}, {"name": "z", "passed": False}]
+    parsed = Page(html_report(graph, lowered, parity, focus=focus_on(graph, "pad", 3)))
+    rows = [a["class"] for a in parsed.all("tr") if a.get("class", "").startswith("verdict-")]
+    assert rows == ["verdict-pass"]  # y (ab makes it, 3 edges away); not z (wide)
+    text = " ".join(" ".join(parsed.text).split())
+    assert "1 of 2 outputs, made outside the focus, not listed" in text
+    assert "parity FAILS" in text  # the verdict at the top is the whole model's
+
+
+def test_without_a_focus_the_page_is_as_before() -> None:
+    graph, lowered = focused_graphs()
+    text = html_report(graph, lowered)
+    assert 'id="focus"' not in text and "k-stub" not in text
+    assert drawn_ops(Page(text), "o", graph) == {n.name for n in graph.nodes}
+
+
+def test_a_focus_keeps_the_panels_of_the_selected_ifs_only() -> None:
+    """if_pad_slice's If holds a Pad and a Slice in each branch: a focus reaching the If
+    draws both branches' panels; one leaving it out draws none, and no subgraph section."""
+    if_model = ROOT / "models" / "control_flow" / "if_pad_slice.onnx"
+    graph, lowered = graphs(if_model, "6_4")
+    near = Page(html_report(graph, lowered, focus=focus_on(graph, "/Pad_1", 1)))
+    assert drawn_ops(near, "o", graph) == {"/If", "/Pad_1", "/Slice_10", "/Concat_3"}
+    assert len([a for a in near.all("div") if a.get("class") == "held"]) == 2
+    text = " ".join(" ".join(near.text).split())
+    assert "If '/If' then_branch" in text and "If '/If' else_branch" in text
+    far = Page(html_report(graph, lowered, focus=focus_on(graph, "/Slice_12", 1)))
+    assert drawn_ops(far, "o", graph) == {"/Slice_11", "/Slice_12", "/Concat_3"}
+    assert not far.all("section", id="subgraphs")
+    assert not [k for k in far.nodes() if k.startswith("s")]
+
+
+def test_a_focus_selected_in_another_graph_is_refused() -> None:
+    """A Focus holds node ids of the graph it was selected in: given with another original,
+    its ids would pick unrelated nodes of it."""
+    graph, lowered = focused_graphs()
+    other = load(SYMMETRIC)
+    with pytest.raises(VizError, match="the focus was selected in a graph of 6 nodes, not in "
+                                        "original \\(13\\)"):
+        html_report(graph, lowered, focus=focus_on(other, "bottom"))

@@ -1,11 +1,14 @@
 """Drawings of a lowered graph: DOT (and SVG through Graphviz) and a self-contained HTML report.
 
 ``write_viz(path, original, lowered, parity=None)`` picks the format from the file suffix and
-returns one line for the user; ``to_dot`` and ``html_report`` return the text itself.
+returns one line for the user; ``to_dot`` and ``html_report`` return the text itself. With
+``focus=NAMES`` (and ``depth``), or a ``Focus`` from ``focus_on`` given to those two, only
+the nodes near the named ones are drawn.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +16,7 @@ from dmlgraph.ir import Graph
 from dmlgraph.viz.describe import STATUS_STYLES, NodeView, describe_graph
 from dmlgraph.viz import dot as _dot
 from dmlgraph.viz.dot import VizError, graphviz, render_svg, to_dot, write_dot
+from dmlgraph.viz.focus import DEFAULT_DEPTH, Focus, focus_on
 from dmlgraph.viz.html import html_report, parity_sections, write_html
 
 #: Output suffix -> what ``write_viz`` writes.
@@ -43,21 +47,29 @@ def write_viz(
     parity: Any = None,
     *,
     title: str | None = None,
+    focus: str | Iterable[str] | None = None,
+    depth: int = DEFAULT_DEPTH,
 ) -> str:
     """Write the drawing ``path`` asks for by its suffix; returns one line saying what was
     written (.svg needs Graphviz's ``dot``: without it, a VizError says what to write).
 
     ``original`` is the graph given to ``lower`` and ``lowered`` its result; DOT and SVG draw
     the lowered graph, HTML both. ``parity`` (a ParityReport, its JSON form or a list of
-    per-output records) adds a parity section to the HTML report.
+    per-output records) adds a parity section to the HTML report. ``focus`` (a name or
+    names of nodes or tensors of ``original``) draws only the nodes within ``depth`` edges
+    of them and what they became (``focus_on``); an unknown name is a VizError offering the
+    closest names.
     """
     path = Path(path)
     check_target(path)
+    if focus is None and depth != DEFAULT_DEPTH:
+        raise VizError(f"depth {depth!r} says how far a focus reaches; give focus too")
+    selected = None if focus is None else focus_on(original, focus, depth)
     suffix = path.suffix.lower()
     try:
         if suffix in (".html", ".htm"):
-            return write_html(original, lowered, path, parity, title=title)
-        dot = to_dot(lowered, title=title)
+            return write_html(original, lowered, path, parity, title=title, focus=selected)
+        dot = to_dot(lowered, title=title, focus=selected)
         if suffix == ".svg":
             return render_svg(dot, path)
         write_dot(dot, path)
@@ -69,10 +81,12 @@ def write_viz(
 __all__ = [
     "FORMATS",
     "STATUS_STYLES",
+    "Focus",
     "NodeView",
     "VizError",
     "describe_graph",
     "check_target",
+    "focus_on",
     "graphviz",
     "html_report",
     "parity_sections",

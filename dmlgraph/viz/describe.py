@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -310,13 +310,15 @@ def _onnx_tensor_rows(graph: Graph, node: Node) -> Iterable[TensorRow]:
 
 
 def describe_graph(
-    graph: Graph, records: Sequence[Any] | None = None, *, original: bool = False
+    graph: Graph, records: Sequence[Any] | None = None, *, original: bool = False,
+    only: Collection[int] | None = None,
 ) -> list[NodeView]:
-    """Views of every node in topological order (deterministic: ties broken by node id)."""
+    """Views of every node (or of the nodes whose ids are in ``only``: a focused drawing
+    describes no other) in topological order (deterministic: ties broken by node id)."""
     origins = None if original else getattr(graph, "origin_ids", None)
     index = ReportIndex(report_of(graph) if records is None else records, origins)
     views = [describe_node(graph, node, index, original=original)
-             for node in graph.topological_order()]
+             for node in graph.topological_order() if only is None or node.id in only]
     pieces: dict[str, list[int]] = {}
     for position, view in enumerate(views):
         if view.is_dml:

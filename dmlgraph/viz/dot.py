@@ -18,11 +18,11 @@ import subprocess
 import textwrap
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dmlgraph import files
 from dmlgraph.errors import DmlgraphError
-from dmlgraph.ir import Graph
+from dmlgraph.ir import Graph, Node
 from dmlgraph.printable import CONTROL, code, visible
 from dmlgraph.viz.describe import (
     STATUS_STYLES,
@@ -34,6 +34,9 @@ from dmlgraph.viz.describe import (
     status_counts,
     tensor_text,
 )
+
+if TYPE_CHECKING:
+    from dmlgraph.viz.focus import Focus
 
 FONT = "Helvetica"
 NOTE_WIDTH = 60  # characters per line of a wrapped note
@@ -146,24 +149,32 @@ def _legend(used: Sequence[str]) -> str:
     )
 
 
-def to_dot(graph: Graph, records: Sequence[Any] | None = None, *, title: str | None = None) -> str:
+def to_dot(
+    graph: Graph, records: Sequence[Any] | None = None, *, title: str | None = None,
+    focus: Focus | None = None,
+) -> str:
     """The DOT text of ``graph``. ``records``: the lowering report (default: the graph's own
-    when it is a LoweredGraph); it decides each node's status."""
+    when it is a LoweredGraph); it decides each node's status. ``focus`` (``focus_on`` of
+    the graph given to ``lower``): only the nodes it keeps, each edge to a node left out
+    drawn to a dashed stub box."""
     check_drawable("to_dot", {"graph": graph}, title)
+    check_focus("to_dot", focus)
     records = report_of(graph) if records is None else list(records)
     if not all(hasattr(r, "status") and hasattr(r, "dml_ops") for r in records):
         raise VizError("to_dot: records are the lowering report's (LoweredGraph.report())")
-    views = describe_graph(graph, records)
+    kept = None if focus is None else focus.kept(graph)
+    views = describe_graph(graph, records, only=kept)
     level = getattr(graph, "feature_level", None)
     heading = title or display_name(graph)
     if level is not None:
         heading += f" - lowered at {level.full_name}"
-    counts = status_counts(records)
+    counts = status_counts(records if focus is None else filter(focus.keeps_record, records))
     summary = ", ".join(f"{n} {s}" for s, n in counts.items())
     lines = [
         'digraph "dmlgraph" {',
         f"  graph [label=<<B>{escape(heading)}</B>"
         + (f"<BR/>{escape(summary)}" if summary else "")
+        + (f"<BR/>{escape(focus.heading)}" if focus is not None else "")
         + f'>, labelloc="t", fontname={quote(FONT)}, rankdir="TB", nodesep="0.3", '
         'ranksep="0.45"];',
         f'  node [shape="plaintext", fontname={quote(FONT)}, fontsize="10"];',
@@ -206,8 +217,51 @@ def to_dot(graph: Graph, records: Sequence[Any] | None = None, *, title: str | N
             return tensor_id("const", name)
         return None
 
+    def edge_label(port: int, name: str, ports: int) -> str:
+        text = tensor_text(graph.tensor(name))
+        return f"{port}: {text}" if ports > 1 else text
+
+    def stub(kind: str, key: str, label: str, tooltip: str) -> str:
+        """A dashed box standing for what a focus left out, drawn once."""
+        stub_id = tensor_id(kind, key)
+        if (kind, key) not in drawn_stubs:
+            drawn_stubs.add((kind, key))
+            node_lines.append(
+                f'  "{stub_id}" [shape="box", style="dashed", color="#9e9e9e", '
+                f'fontcolor="#555555", label=<{label}>, tooltip={quote(tooltip)}];'
+            )
+        return stub_id
+
+    def cut_lines(node: Node, ports: int) -> None:
+        """The edges of ``node`` that a focus cut, each to or from a stub."""
+        from dmlgraph.viz.focus import cut_edges, more_inputs_text, producer_text, readers_text
+
+        assert kept is not None
+        cut = cut_edges(graph, node, kept)
+        for port, name in cut.inputs:
+            label = f"<B>{escape(name)}</B><BR/>{escape(tensor_text(graph.tensor(name)))}"
+            source = stub("cut", name, label, f"{name}: {producer_text(graph, name)}")
+            edge_lines.append(
+                f'  "{source}" -> "n{node.id}" [label={quote(edge_label(port, name, ports))}, '
+                f'tooltip={quote(name)}, style="dashed"];'
+            )
+        if cut.more:
+            names = ", ".join(name for _, name in cut.more)
+            source = stub("more", str(node.id), escape(more_inputs_text(len(cut.more))),
+                          f"made outside the focus: {names}")
+            edge_lines.append(f'  "{source}" -> "n{node.id}" [style="dashed"];')
+        for name, count in cut.readers:
+            label = f"<B>{escape(name)}</B><BR/>{escape(readers_text(count))}"
+            target = stub("readers", name, label, f"{name}: {readers_text(count)}, outside "
+                          "the focus")
+            edge_lines.append(
+                f'  "n{node.id}" -> "{target}" [tooltip={quote(name)}, style="dashed"];'
+            )
+
+    drawn_stubs: set[tuple[str, str]] = set()
     for name in graph.inputs:
-        node_lines.append(tensor_node("input", name))
+        if kept is None or any(node.id in kept for node, _ in graph.consumers(name)):
+            node_lines.append(tensor_node("input", name))
     for view in views:
         node = graph.node(view.node_id)
         tooltip = f"{view.title} {view.name}".strip()
@@ -220,14 +274,16 @@ def to_dot(graph: Graph, records: Sequence[Any] | None = None, *, title: str | N
                 continue  # weights: a row of the node's table
             source = source_of(name)
             if source is None:
-                continue
-            text = tensor_text(graph.tensor(name))
-            label = f"{port}: {text}" if len(inputs) > 1 else text
+                continue  # made by a node a focus left out: cut_lines draws it
             edge_lines.append(
                 f'  "{source}" -> "n{view.node_id}" '
-                f"[label={quote(label)}, tooltip={quote(name)}];"
+                f"[label={quote(edge_label(port, name, len(inputs)))}, tooltip={quote(name)}];"
             )
+        if kept is not None:
+            cut_lines(node, len(inputs))
     for name in dict.fromkeys(graph.outputs):
+        if kept is not None and name not in producers:
+            continue  # made outside the focus (or by no node)
         node_lines.append(tensor_node("output", name))
         source = source_of(name)
         if source is not None:
@@ -254,6 +310,15 @@ def check_drawable(what: str, graphs: Mapping[str, object], title: object) -> No
                            f"{type(graph).__name__}")
     if title is not None and not isinstance(title, str):
         raise VizError(f"{what}: title is text, not {type(title).__name__}")
+
+
+def check_focus(what: str, focus: object) -> None:
+    """A Focus where a drawing takes one: names given there met an AttributeError."""
+    from dmlgraph.viz.focus import Focus
+
+    if focus is not None and not isinstance(focus, Focus):
+        raise VizError(f"{what}: focus is a Focus (dmlgraph.viz.focus_on(graph, names, depth)), "
+                       f"not {type(focus).__name__}")
 
 
 def write_dot(dot: str, path: str | Path) -> Path:

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +43,14 @@ from dmlgraph.viz.describe import (
     tensor_text,
 )
 from dmlgraph.printable import visible
-from dmlgraph.viz.dot import VizError, check_drawable
+from dmlgraph.viz.dot import VizError, check_drawable, check_focus
+from dmlgraph.viz.focus import (
+    Focus,
+    cut_edges,
+    more_inputs_text,
+    producer_text,
+    readers_text,
+)
 from dmlgraph.viz.layout import Box, Layout, chains, layered
 
 #: Past this many drawn nodes in a panel, fallback chains start collapsed.
@@ -173,13 +180,18 @@ def _op_title(view: NodeView) -> str:
 
 def _build_panel(
     prefix: str, graph: Graph, views: list[NodeView], groups: dict[str, str],
-    verdicts: Mapping[str, str],
+    verdicts: Mapping[str, str], kept: Collection[int] | None = None,
 ) -> Panel:
+    """The panel of ``views``; ``kept``, where a focus drew only these (the ids of
+    ``views``' nodes): graph inputs and outputs of the drawn nodes only, and each edge to
+    or from a node left out drawn to a stub (``_cut_stubs``)."""
     items: list[Item] = []
     edges: list[tuple[str, str]] = []
     details: dict[str, dict[str, Any]] = {}
     producer: dict[str, str] = {}
     for i, name in enumerate(graph.inputs):
+        if kept is not None and not any(n.id in kept for n, _ in graph.consumers(name)):
+            continue
         key = f"{prefix}-in{i}"
         info = graph.tensor(name)
         items.append(Item(key, "input", "input", _short(name), "io", (), name, (), name))
@@ -218,7 +230,15 @@ def _build_panel(
         for name in node.inputs:
             if name and name in producer:
                 edges.append((producer[name], key))
+    if kept is not None:
+        before, after, cut = _cut_stubs(prefix, graph, views, kept, details)
+        first_op = len(items) - len(views)
+        items[first_op:first_op] = before  # sources: ahead of every operation (layered)
+        items += after
+        edges += cut
     for i, name in enumerate(dict.fromkeys(graph.outputs)):
+        if kept is not None and name not in producer:
+            continue  # made outside the focus (or by no node)
         key = f"{prefix}-out{i}"
         verdict = verdicts.get(name, "")
         flags = (f"verdict-{verdict.replace(' ', '-')}",) if verdict else ()
@@ -231,6 +251,50 @@ def _build_panel(
         if name in producer:
             edges.append((producer[name], key))
     return Panel(prefix, items, edges, details)
+
+
+def _cut_stubs(
+    prefix: str, graph: Graph, views: Sequence[NodeView], kept: Collection[int],
+    details: dict[str, dict[str, Any]],
+) -> tuple[list[Item], list[Item], list[tuple[str, str]]]:
+    """The stubs of a focused panel: boxes feeding the drawn nodes (one naming each tensor
+    a node left out makes; "... N more inputs" past ``focus.STUB_INPUTS`` of one node),
+    boxes fed by them (one naming each tensor nodes left out read), and their edges; their
+    details join ``details``."""
+    before: list[Item] = []
+    after: list[Item] = []
+    edges: list[tuple[str, str]] = []
+    made: dict[str, str] = {}  # a cut tensor -> its stub's key
+
+    def stub(key: str, line1: str, line2: str, tooltip: str, fields: list[list[str]]) -> Item:
+        details[key] = {"title": tooltip, "fields": fields}
+        return Item(key, "stub", _short(line1), _short(line2), "cut", (), tooltip)
+
+    for view in views:
+        node = graph.node(view.node_id)
+        target = f"{prefix}-n{view.node_id}"
+        cut = cut_edges(graph, node, kept)
+        for _, name in cut.inputs:
+            if name not in made:
+                made[name] = key = f"{prefix}-cut{len(made)}"
+                source = producer_text(graph, name)
+                before.append(stub(key, name, "made outside the focus", f"{name}: {source}",
+                                   [["type", tensor_text(graph.tensor(name))], ["from", source]]))
+            edges.append((made[name], target))
+        if cut.more:
+            key = f"{prefix}-more{view.node_id}"
+            text = more_inputs_text(len(cut.more))
+            before.append(stub(key, text, "made outside the focus",
+                               f"{text} of {view.title} {view.name}".strip(),
+                               [["tensors", ", ".join(name for _, name in cut.more)]]))
+            edges.append((key, target))
+        for i, (name, count) in enumerate(cut.readers):
+            key = f"{prefix}-rd{view.node_id}-{i}"
+            after.append(stub(key, name, readers_text(count),
+                              f"{name}: {readers_text(count)}, outside the focus",
+                              [["type", tensor_text(graph.tensor(name))]]))
+            edges.append((target, key))
+    return before, after, list(dict.fromkeys(edges))
 
 
 def _collapsed(panel: Panel) -> tuple[list[Item], list[tuple[str, str]]]:
@@ -361,12 +425,15 @@ def _report_table(records: Sequence[Any], groups: dict[str, str]) -> str:
     )
 
 
-def _held_html(lowered: Graph) -> tuple[str, dict[str, dict[str, Any]]]:
+def _held_html(
+    lowered: Graph, kept: Collection[int] | None = None
+) -> tuple[str, dict[str, dict[str, Any]]]:
     """Each If branch and Loop or Scan body holding a Slice, Concat or Pad, lowered by
     itself with its inputs typed as the enclosing graph types them (``lowering.held``), as
     ``lower`` lists them: a heading, the types, its lowered graph drawn (a panel of its own,
     prefixed ``s0``, ``s1``...: its nodes' details join the page's) and its report's
-    Slice/Concat/Pad rows, which select their nodes in that drawing; and those details."""
+    Slice/Concat/Pad rows, which select their nodes in that drawing; and those details.
+    ``kept``: those of these nodes only (a focus's), the subgraphs within them included."""
     from lowering.held import every_held
     from lowering.report import LoweredGraph
 
@@ -374,7 +441,7 @@ def _held_html(lowered: Graph) -> tuple[str, dict[str, dict[str, Any]]]:
         return "", {}
     blocks: list[str] = []
     details: dict[str, dict[str, Any]] = {}
-    for index, held in enumerate(every_held(lowered)):
+    for index, held in enumerate(every_held(lowered, only=kept)):
         typed = ", ".join(f"{info.name} {tensor_text(info)}" for info in held.typed_as)
         blocks.append(f"<h3>{esc(held.path)}</h3><p>inputs, as the enclosing graph types "
                       f"them: {esc(typed or 'none')}</p>")
@@ -481,11 +548,18 @@ def _severity(verdict: str) -> int:
 
 
 def html_report(
-    original: Graph, lowered: Graph, parity: Any = None, *, title: str | None = None
+    original: Graph, lowered: Graph, parity: Any = None, *, title: str | None = None,
+    focus: Focus | None = None,
 ) -> str:
     """The report page for ``original`` (the graph given to ``lower``) and ``lowered``
-    (its result). ``parity``: see ``parity_sections``."""
+    (its result). ``parity``: see ``parity_sections``. ``focus`` (``focus_on(original,
+    ...)``): the selected nodes only, in the drawings (each edge to a node left out drawn
+    to a stub), the tables and the subgraph panels, and the page says so at the top."""
     check_drawable("html_report", {"original": original, "lowered": lowered}, title)
+    check_focus("html_report", focus)
+    if focus is not None and focus.total != len(original):  # its ids are another graph's
+        raise VizError(f"html_report: the focus was selected in a graph of {focus.total} "
+                       f"nodes, not in original ({len(original)}); focus_on(original, ...)")
     records = report_of(lowered)
     groups: dict[str, str] = {}
     for record in records:
@@ -496,19 +570,24 @@ def html_report(
         for row in section.rows:
             if _severity(row.verdict) > _severity(verdicts.get(row.name, "")):
                 verdicts[row.name] = row.verdict
-    onnx_views = describe_graph(original, records, original=True)
-    dml_views = describe_graph(lowered, records)
-    onnx_panel = _build_panel("o", original, onnx_views, groups, verdicts)
-    dml_panel = _build_panel("l", lowered, dml_views, groups, verdicts)
+    onnx_kept = dml_kept = None
+    if focus is not None:
+        onnx_kept, dml_kept = focus.kept(original), focus.kept(lowered)
+        records = [r for r in records if focus.keeps_record(r)]
+    onnx_views = describe_graph(original, records, original=True, only=onnx_kept)
+    dml_views = describe_graph(lowered, records, only=dml_kept)
+    onnx_panel = _build_panel("o", original, onnx_views, groups, verdicts, onnx_kept)
+    dml_panel = _build_panel("l", lowered, dml_views, groups, verdicts, dml_kept)
     level = getattr(lowered, "feature_level", None)
     level_text = level.full_name if level is not None else "?"
     drawn = max(len(onnx_panel.items), len(dml_panel.items))
     collapse = drawn > COLLAPSE_ABOVE
     imported = len(original.removed)
-    onnx_html, onnx_ops = _panel_html(
-        onnx_panel, f"ONNX graph: {len(original)} nodes after import"
-        + (f" ({imported} folded at import, listed below)" if imported else ""),
-    )
+    onnx_title = f"ONNX graph: {len(original)} nodes after import" + (
+        f" ({imported} folded at import, listed below)" if imported else "")
+    if focus is not None:
+        onnx_title = f"ONNX graph: {len(onnx_views)} of its {len(original)} nodes (the focus)"
+    onnx_html, onnx_ops = _panel_html(onnx_panel, onnx_title)
     dml_count = sum(1 for v in dml_views if v.is_dml)
     dml_html, _ = _panel_html(
         dml_panel, f"Lowered at {level_text}: {dml_count} DML operators, "
@@ -532,15 +611,19 @@ def html_report(
             f'<span class="tag verdict-{"pass" if ok else "fail"}">'
             f'parity {"holds" if ok else "FAILS"}</span>'
         )
-    held_html, held_details = _held_html(lowered)
+    held_html, held_details = _held_html(lowered, dml_kept)
+    if focus is not None:
+        sections = _focused_sections(sections, original, focus)
     details = {**onnx_panel.details, **dml_panel.details, **held_details}
     body_class = "collapsed" if collapse else ""
     return "".join([
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">",
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>dmlgraph: {esc(name)}</title><style>{_status_css()}{_CSS}</style></head>",
+        f"<title>dmlgraph: {esc(name)}</title><style>{_status_css()}{_CSS}"
+        + (_FOCUS_CSS if focus is not None else "") + "</style></head>",
         f'<body class="{body_class}" data-ready="0">',
         f"<header><h1>{esc(name)} <small>lowered at {esc(level_text)}</small> {overall}</h1>",
+        _focus_line(focus),
         f'<div class="controls"><span class="label">show:</span>{_legend(shown_counts)}',
         '<label><input type="checkbox" id="collapse"'
         + (" checked" if collapse else "")
@@ -566,12 +649,39 @@ def html_report(
 
 def write_html(
     original: Graph, lowered: Graph, path: str | Path, parity: Any = None,
-    *, title: str | None = None,
+    *, title: str | None = None, focus: Focus | None = None,
 ) -> str:
     """Write the report to ``path``; returns one line saying so."""
     path = Path(path)
-    files.write_text(path, html_report(original, lowered, parity, title=title))
+    files.write_text(path, html_report(original, lowered, parity, title=title, focus=focus))
     return f"wrote {path}"
+
+
+def _focus_line(focus: Focus | None) -> str:
+    """The top of a focused page: which nodes it shows, of how many."""
+    if focus is None:
+        return ""
+    return (f'<p class="focus" id="focus">{esc(focus.heading)}; edges to the nodes left out '
+            "end at dashed boxes</p>")
+
+
+def _focused_sections(
+    sections: Sequence[ParitySection], original: Graph, focus: Focus
+) -> list[ParitySection]:
+    """The parity rows of the outputs a selected node makes; each section says how many
+    it leaves out (the verdict at the top stays the whole model's)."""
+    made = {name for name in original.outputs
+            if (node := original.producer(name)) is not None and node.id in focus.nodes}
+    shown = []
+    for section in sections:
+        rows = tuple(row for row in section.rows if row.name in made)
+        left = len(section.rows) - len(rows)
+        note = section.note
+        if left:
+            said = f"{left} of {len(section.rows)} outputs, made outside the focus, not listed"
+            note = f"{note.rstrip('.')}; {said}" if note else said
+        shown.append(replace(section, rows=rows, note=note))
+    return shown
 
 
 def _status_css() -> str:
@@ -646,6 +756,13 @@ tr.target-fallback td:nth-child(2){color:#c62828;font-weight:600}
 .verdict-pass{background:#c8e6c9}.verdict-fail{background:#ffcdd2}
 .verdict-known-divergence{background:#ffe8cc}
 .tag.verdict-pass{border-color:#2e7d32}.tag.verdict-fail{border-color:#c62828}
+"""
+
+#: A focused page's own rules (stub boxes, the focus line): a page drawing every node is as it was.
+_FOCUS_CSS = """
+.node.k-stub rect{fill:#fff;stroke:#9e9e9e;stroke-dasharray:4 3}
+.node.k-stub text{fill:#555}
+p.focus{margin:2px 0 6px;font-weight:600}
 """
 
 _JS = r"""
