@@ -450,6 +450,9 @@ def test_write_viz_focus_writes_the_focused_drawing(tmp_path: Path) -> None:
     (["pad", "tanh9"], 2, "focus 'tanh9': no node or tensor of the imported graph has this "
                           "name; close matches: 'tanh0', 'tanh1', 'tanh2', 'tanh3', 'tanh4'"),
     ("qqqq", 2, "focus 'qqqq': no node or tensor of the imported graph has this name; no name"),
+    # a part of names, as of an exporter's paths, which difflib finds too unlike them
+    ("TAN", 2, "focus 'TAN': no node or tensor of the imported graph has this name; close "
+               "matches: 'tanh0', 'tanh1', 'tanh2', 'tanh3', 'tanh4'"),
     ("pad", -1, "depth: a whole number of edges >= 0, not -1"),
     ("pad", 1.5, "depth: a whole number of edges >= 0, not 1.5"),
     ("pad", True, "depth: a whole number of edges >= 0, not True"),

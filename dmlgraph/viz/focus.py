@@ -136,17 +136,21 @@ def _unknown(graph: Graph, by_name: dict[str, list[int]], name: str) -> str:
 
 
 def _close_names(name: str, known: Iterable[str]) -> list[str]:
-    """Up to ``SUGGESTIONS`` names of ``known`` like ``name``, best first (difflib's
-    measure, case ignored: "pad_1" finds "/Pad_1"), ties in name order."""
+    """Up to ``SUGGESTIONS`` names of ``known`` like ``name``, case ignored: those holding
+    it first, shortest first ("pad" finds "/e/layers.0/Pad", which difflib's measure finds
+    too unlike it, as an exporter's paths are), then the best by difflib's measure ("pad_1"
+    finds "/Pad_1"); ties in name order."""
     folded: dict[str, list[str]] = {}
     for candidate in known:
         folded.setdefault(candidate.casefold(), []).append(candidate)
     wanted = name.casefold()
+    holding = sorted((c for c in folded if wanted in c), key=lambda c: (len(c), c))
     close = sorted(
         difflib.get_close_matches(wanted, folded, n=SUGGESTIONS),
         key=lambda c: (-difflib.SequenceMatcher(None, c, wanted).ratio(), c),
     )
-    return list(dict.fromkeys(n for c in close for n in folded[c]))[:SUGGESTIONS]
+    found = dict.fromkeys(n for c in holding[:SUGGESTIONS] + close for n in folded[c])
+    return list(found)[:SUGGESTIONS]
 
 
 def _holder_of(graph: Graph, name: str) -> str | None:
