@@ -368,11 +368,13 @@ def _graph_long_vectors(
 def _read_ranges(
     listed: Sequence[Any], ranges: Mapping[str, tuple[int, str, int, int]]
 ) -> list[tuple[int, str, int, int]]:
-    """The long Ranges an op of ``_MATERIALIZING`` reads (a Slice of Range(0, 2^33 + 4, 1)
-    loaded for minutes). Another is not hidden: a Reshape to its Shape keeps the size only
-    propagation gives it (``_VECTOR_MAKERS``)."""
+    """The long Ranges an op other than Shape reads: one whose data propagation reads its
+    value (``_PROPAGATED``'s ops and Size: onnx makes a static vector with no value that
+    many unknown values; a Slice of Range(0, 2^33 + 4, 1) loaded for minutes), or one whose
+    result such an op may read (a Slice of its Neg). One only Shapes read is not hidden: a
+    Reshape to its Shape keeps the size only propagation gives it (``_VECTOR_MAKERS``)."""
     read = {
-        name for node in listed if node.op_type in _MATERIALIZING
+        name for node in listed if node.op_type != "Shape"
         for name in node.input if name in ranges
     }
     return [ranges[name] for name in read]
@@ -570,19 +572,14 @@ def _range_vector(node: Any, values: _Constants) -> tuple[int, int] | None:
         return None
 
 
-#: The ops whose data propagation reads their inputs' values (``getInputData``): onnx
-#: makes a vector of static length that has none of that many unknown values to read.
-_MATERIALIZING = frozenset(_PROPAGATED) | {"Size"}
-
-
 #: Ops that make a vector of a length their small constant operands give, or compute as
 #: onnx's data propagation does (``_Constants``): onnx's propagation walks a long one element
 #: by element as it reads it (a Slice of ConstantOfShape([2^28]) took 21 GB and 75 s to load:
 #: a helper's reproducer; a Slice of a Tile or an Expand to [2^33 + 4], or of a
 #: ConstantOfShape of a Mul of constants giving it, loaded for minutes). They are hidden from
 #: propagation as long Constant nodes are: a Shape of one folds, as the length is the
-#: operand's. op -> (element type, length). A Range is only where an op that propagates
-#: data reads it (``_read_ranges``): hidden, a Reshape to the Shape of one lost its size,
+#: operand's. op -> (element type, length). A Range is only where an op other than Shape
+#: reads it (``_read_ranges``): hidden, a Reshape to the Shape of one lost its size,
 #: which only propagation knew (folding leaves a Range's Shape to run time, as onnx sizes a
 #: float Range otherwise than onnxruntime).
 _VECTOR_MAKERS: Mapping[str, Callable[[Any, _Constants], tuple[int, int] | None]] = {
