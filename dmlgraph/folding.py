@@ -339,10 +339,13 @@ def _graph_long_vectors(
     values: _Constants | None = None  # the graph's small constants, read once if asked
     for index, node in enumerate(listed):
         op_type = node.op_type
+        if op_type not in _LOOKED_AT:  # first: each other read of a field costs
+            continue
         if op_type in _CONTROL_FLOW:
             if values is None:
                 values = _Constants(graph, listed, outer)
             _subgraph_long_vectors(graph.node[index], values, inner)
+            continue
         if node.domain not in ("", "ai.onnx") or len(node.output) != 1:
             continue
         if op_type == "Constant" and (vector := _long_vector(node)) is not None:
@@ -587,6 +590,8 @@ _VECTOR_MAKERS: Mapping[str, Callable[[Any, _Constants], tuple[int, int] | None]
     "Expand": _expand_vector,
     "Tile": _tile_vector,
 }
+#: The ops ``_graph_long_vectors`` looks at.
+_LOOKED_AT = frozenset({"Constant", "Range", *_VECTOR_MAKERS, "If", "Loop", "Scan"})
 
 
 def _long_vector(node: Any) -> tuple[int, int] | None:
