@@ -302,13 +302,15 @@ _HIDDEN_LENGTH = "dmlgraph::hidden-length::"
 @dataclass(frozen=True)
 class _LongVectors:
     """A model's vectors longer than ``LONG_VECTOR`` that inference would read: graph inputs
-    (by position) and Constant nodes (by index, with their output, element type, length)."""
+    (by position), and Constant nodes and vector makers (by index, with their output, element
+    type, length), of the graph or (``inner``) of a subgraph inference enters."""
 
     inputs: tuple[tuple[int, int], ...]  # (position in graph.input, length)
     constants: tuple[tuple[int, str, int, int], ...]
+    inner: tuple[tuple[onnx.GraphProto, int, str, int, int], ...] = ()
 
     def __bool__(self) -> bool:
-        return bool(self.inputs or self.constants)
+        return bool(self.inputs or self.constants or self.inner)
 
 
 def _long_vectors(graph: onnx.GraphProto, nodes: Sequence[Any] | None) -> _LongVectors:
@@ -318,79 +320,278 @@ def _long_vectors(graph: onnx.GraphProto, nodes: Sequence[Any] | None) -> _LongV
             dims = value_info.type.tensor_type.shape.dim
             if len(dims) == 1 and dims[0].dim_value > LONG_VECTOR:
                 inputs.append((position, dims[0].dim_value))
-    constants = []
-    listed = graph.node if nodes is None else nodes
-    values: dict[str, np.ndarray] | None = None  # the initializers, read once if asked
+    inner: list[tuple[onnx.GraphProto, int, str, int, int]] = []
+    constants = _graph_long_vectors(graph, graph.node if nodes is None else nodes, None, inner)
+    return _LongVectors(tuple(inputs), tuple(constants), tuple(inner))
+
+
+def _graph_long_vectors(
+    graph: onnx.GraphProto,
+    listed: Sequence[Any],
+    outer: _Constants | None,
+    inner: list[tuple[onnx.GraphProto, int, str, int, int]],
+) -> list[tuple[int, str, int, int]]:
+    """The long Constant nodes and vector makers of ``graph`` (``listed``: its nodes, or their
+    ``NodeFields``); those of the subgraphs it holds go to ``inner``. ``outer``: the constants
+    a subgraph sees of the graphs holding it."""
+    found = []
+    ranges: dict[str, tuple[int, str, int, int]] = {}  # long Ranges, hidden where read so
+    values: _Constants | None = None  # the graph's small constants, read once if asked
     for index, node in enumerate(listed):
+        op_type = node.op_type
+        if op_type not in _LOOKED_AT:  # first: each other read of a field costs
+            continue
+        if op_type in _CONTROL_FLOW:
+            if values is None:
+                values = _Constants(graph, listed, outer)
+            _subgraph_long_vectors(graph.node[index], values, inner)
+            continue
         if node.domain not in ("", "ai.onnx") or len(node.output) != 1:
             continue
-        if node.op_type == "Constant" and (vector := _long_vector(node)) is not None:
-            constants.append((index, node.output[0], *vector))
-        elif node.op_type in _VECTOR_MAKERS:
+        if op_type == "Constant" and (vector := _long_vector(node)) is not None:
+            found.append((index, node.output[0], *vector))
+        elif op_type in _VECTOR_MAKERS:
             if values is None:
-                values = _small_initializers(graph, listed)
-            made = _VECTOR_MAKERS[node.op_type](node, values)
+                values = _Constants(graph, listed, outer)
+            made = _VECTOR_MAKERS[op_type](node, values)
             if made is not None and made[1] > LONG_VECTOR:
-                constants.append((index, node.output[0], *made))
-    return _LongVectors(tuple(inputs), tuple(constants))
+                found.append((index, node.output[0], *made))
+        elif op_type == "Range":
+            if values is None:
+                values = _Constants(graph, listed, outer)
+            made = _range_vector(node, values)
+            if made is not None and made[1] > LONG_VECTOR:
+                ranges[node.output[0]] = (index, node.output[0], *made)
+    if ranges:
+        found += _read_ranges(listed, ranges)
+        found.sort()
+    return found
 
 
-def _small_initializers(graph: onnx.GraphProto, nodes: Sequence[Any]) -> dict[str, np.ndarray]:
-    """The graph's initializers and Constant nodes' tensors of at most a few elements that
-    are operands of ``_VECTOR_MAKERS`` (a ConstantOfShape of a Constant [2^33 + 4], as exporters
-    write shapes, loaded for minutes). One that cannot be read is left out (the import says
-    why)."""
-    wanted = {name for node in nodes if node.op_type in _VECTOR_MAKERS for name in node.input}
-    tensors = [(tensor.name, tensor) for tensor in graph.initializer if tensor.name in wanted]
-    tensors += [
-        (node.output[0], attr.t)
-        for node in nodes
-        if node.op_type == "Constant" and node.domain in ("", "ai.onnx") and node.output
-        and node.output[0] in wanted
-        for attr in node.attribute
-        if attr.name == "value" and attr.type == AttributeProto.TENSOR
-    ]
-    values = {}
-    for name, tensor in tensors:
-        if math.prod(tensor.dims) <= 4 and tensor.data_location != TensorProto.EXTERNAL:
-            try:
-                values[name] = numpy_helper.to_array(tensor)
-            except Exception:  # a corrupt tensor: not an operand this can read
-                continue
-    return values
+def _read_ranges(
+    listed: Sequence[Any], ranges: Mapping[str, tuple[int, str, int, int]]
+) -> list[tuple[int, str, int, int]]:
+    """The long Ranges an op other than Shape reads: one whose data propagation reads its
+    value (``_PROPAGATED``'s ops and Size: onnx makes a static vector with no value that
+    many unknown values; a Slice of Range(0, 2^33 + 4, 1) loaded for minutes), or one whose
+    result such an op may read (a Slice of its Neg). One only Shapes read is not hidden: a
+    Reshape to its Shape keeps the size only propagation gives it (``_VECTOR_MAKERS``)."""
+    read = {
+        name for node in listed if node.op_type != "Shape"
+        for name in node.input if name in ranges
+    }
+    return [ranges[name] for name in read]
 
 
-def _maker_operands(
-    node: Any, values: Mapping[str, np.ndarray], count: int
-) -> list[np.ndarray] | None:
-    if len(node.input) < count or any(name not in values for name in node.input[:count]):
+def _subgraph_long_vectors(
+    node: onnx.NodeProto,
+    outer: _Constants,
+    inner: list[tuple[onnx.GraphProto, int, str, int, int]],
+) -> None:
+    """Into ``inner``, the long vectors of the subgraphs of ``node`` (of the model inference
+    is given, not the user's: ``_hide`` removes them there). onnx's inference enters them
+    with data propagation on: a Constant [2^33 + 4] read by a ConstantOfShape and a Slice in
+    an If branch loaded for minutes."""
+    for attr in node.attribute:
+        graphs = [attr.g] if attr.type == AttributeProto.GRAPH else attr.graphs
+        for sub in graphs:
+            found = _graph_long_vectors(sub, sub.node, outer, inner)
+            inner.extend((sub, *vector) for vector in found)
+
+
+#: Shape data onnx's propagators compute from their inputs' (``PartialDataPropagationFunction``
+#: in onnx/defs/math/defs.cc and tensor/defs.cc: Add, Sub, Mul, Concat, Cast, Gather, Slice,
+#: Squeeze, Unsqueeze). A length so computed from constants, a Mul of [2^31 + 1] and [4], is
+#: one onnx knows: a ConstantOfShape of it is as long as one of [2^33 + 4]. Values are flat
+#: int64 (onnx's shape data); op -> (node, the inputs' values) -> the value, None if onnx
+#: computes none.
+_PROPAGATED: Mapping[str, Callable[[Any, list[np.ndarray]], np.ndarray | None]] = {
+    "Add": lambda node, v: _broadcast_data(v, np.add),
+    "Sub": lambda node, v: _broadcast_data(v, np.subtract),
+    "Mul": lambda node, v: _broadcast_data(v, np.multiply),
+    "Concat": lambda node, v: np.concatenate(v) if _int_attribute(node, "axis", None) in (
+        0, -1) else None,
+    "Cast": lambda node, v: v[0],
+    "Squeeze": lambda node, v: v[0],
+    "Unsqueeze": lambda node, v: v[0],
+    "Gather": lambda node, v: v[0][v[1]] if _int_attribute(node, "axis", 0) == 0 and len(
+        v[1]) and np.all((v[1] >= -len(v[0])) & (v[1] < len(v[0]))) else None,
+    "Slice": lambda node, v: v[0][slice(*(int(x[0]) for x in (v[1], v[2], *v[4:5])))]
+    if all(len(x) == 1 for x in v[1:]) and (len(v) < 4 or v[3][0] in (0, -1)) and (
+        len(v) < 5 or v[4][0]) else None,
+}
+#: Shape data is small: a value longer than this is not evaluated.
+_SMALL_VALUE = 8
+
+
+def _broadcast_data(values: list[np.ndarray], op: Any) -> np.ndarray | None:
+    first, second = values
+    if len(first) != len(second) and 1 not in (len(first), len(second)):
         return None
-    return [values[name] for name in node.input[:count]]
+    with np.errstate(over="ignore"):  # onnx's int64 arithmetic wraps too
+        return op(first, second)
 
 
-def _constant_of_shape_vector(
-    node: Any, values: Mapping[str, np.ndarray]
-) -> tuple[int, int] | None:
-    operands = _maker_operands(node, values, 1)
-    if operands is None or operands[0].shape != (1,):
+def _int_attribute(node: Any, name: str, default: int | None) -> int | None:
+    for attr in node.attribute:
+        if attr.name == name and attr.type == AttributeProto.INT:
+            return int(attr.i)
+    return default
+
+
+class _Constants:
+    """The small integer values a graph's vector makers read, as onnx's data propagation
+    knows them: initializers and Constant nodes (a ConstantOfShape of a Constant [2^33 + 4],
+    as exporters write shapes, loaded for minutes), values ``_PROPAGATED`` ops compute from
+    them, and, in a subgraph, those of the graphs holding it. Read on demand; one that cannot
+    be read is unknown (the import says why)."""
+
+    def __init__(self, graph: onnx.GraphProto, nodes: Sequence[Any], outer: _Constants | None):
+        self._outer = outer
+        self._tensors = {tensor.name: tensor for tensor in graph.initializer}
+        self._made = {
+            node.output[0]: node for node in nodes
+            if node.output and (node.op_type == "Constant" or node.op_type in _PROPAGATED)
+        }
+        self._values: dict[str, np.ndarray | None] = {}
+
+    def get(self, name: str, depth: int = 0) -> np.ndarray | None:
+        """``name``'s value (flat int64; any other type, as onnx's propagation reads it, is
+        None), or None where it is unknown or longer than ``_SMALL_VALUE``."""
+        if name in self._values:
+            return self._values[name]
+        node = self._made.get(name) if name not in self._tensors else None
+        if node is None and name not in self._tensors and self._outer is not None:
+            return self._outer.get(name, depth)
+        if node is None or node.op_type == "Constant":
+            tensor = self.tensor(name)
+            value = None if tensor is None else _small_value(tensor)
+        elif depth < 64 and node.domain in ("", "ai.onnx"):  # a shape chain is a few nodes
+            value = self._computed(node, depth)
+        else:
+            value = None
+        self._values[name] = value
+        return value
+
+    def tensor(self, name: str) -> TensorProto | None:
+        """The tensor of an initializer or a Constant node's value, where ``name`` is one."""
+        tensor = self._tensors.get(name)
+        if tensor is not None:
+            return tensor
+        node = self._made.get(name)
+        if node is None:
+            return self._outer.tensor(name) if self._outer is not None else None
+        if node.op_type != "Constant" or node.domain not in ("", "ai.onnx"):
+            return None
+        return _constant_tensor(node)
+
+    def _computed(self, node: Any, depth: int) -> np.ndarray | None:
+        operands = []
+        for name in node.input:
+            value = self.get(name, depth + 1) if name else None
+            if value is None:
+                return None
+            operands.append(value)
+        try:
+            value = _PROPAGATED[node.op_type](node, operands)
+        except (IndexError, ValueError, TypeError):
+            return None
+        if value is None or value.size > _SMALL_VALUE:
+            return None
+        return value.astype(np.int64).reshape(-1)
+
+
+def _constant_tensor(node: Any) -> TensorProto | None:
+    """A Constant node's value: onnx's inference reads value_int(s) as it reads a tensor
+    (``ProcessConstant``); a list longer than ``_SMALL_VALUE`` is not read."""
+    if len(node.attribute) != 1:
+        return None
+    attr = node.attribute[0]
+    if attr.name == "value" and attr.type == AttributeProto.TENSOR:
+        return attr.t
+    if attr.name == "value_ints" and attr.type == AttributeProto.INTS:
+        short = len(attr.ints) <= _SMALL_VALUE
+        return numpy_helper.from_array(np.array(attr.ints, np.int64)) if short else None
+    if attr.name == "value_int" and attr.type == AttributeProto.INT:
+        return numpy_helper.from_array(np.array(attr.i, np.int64))
+    return None
+
+
+def _small_value(tensor: TensorProto) -> np.ndarray | None:
+    if tensor.data_type not in (TensorProto.INT64, TensorProto.INT32) or len(tensor.dims) > 1:
+        return None  # onnx's propagation reads only these as shape data
+    if math.prod(tensor.dims) > _SMALL_VALUE or tensor.data_location == TensorProto.EXTERNAL:
+        return None
+    try:
+        return numpy_helper.to_array(tensor).astype(np.int64).reshape(-1)
+    except Exception:  # a corrupt tensor: not an operand this can read
+        return None
+
+
+def _constant_of_shape_vector(node: Any, values: _Constants) -> tuple[int, int] | None:
+    length = values.get(node.input[0]) if node.input else None
+    if length is None or length.size != 1:
         return None
     elem_type = TensorProto.FLOAT
     for attr in node.attribute:
         if attr.name == "value" and attr.type == AttributeProto.TENSOR:
             elem_type = attr.t.data_type
-    return elem_type, int(operands[0][0])
+    return elem_type, int(length[0])
 
 
-#: Ops that make a vector of a length their small constant operands give (initializers):
-#: onnx's data propagation walks a long one element by element as it reads it (a Slice of
-#: ConstantOfShape([2^28]) took 21 GB and 75 s to load: a helper's reproducer). They are
-#: hidden from propagation as long Constant nodes are: a Shape of one folds, as the length is
-#: the operand's. op -> (element type, length). A Range is not: hidden, a Reshape to the
-#: Shape of one lost its size, which only propagation knew (folding leaves a Range's Shape
-#: to run time, as onnx sizes a float Range otherwise than onnxruntime).
-_VECTOR_MAKERS: Mapping[str, Callable[[Any, Mapping[str, np.ndarray]], tuple[int, int] | None]] = {
+def _expand_vector(node: Any, values: _Constants) -> tuple[int, int] | None:
+    """An Expand of a constant of at most one dimension to a shape of one element."""
+    if len(node.input) < 2:
+        return None
+    shape, tensor = values.get(node.input[1]), values.tensor(node.input[0])
+    if shape is None or shape.size != 1 or tensor is None or len(tensor.dims) > 1:
+        return None
+    length = int(shape[0])
+    if tensor.dims and tensor.dims[0] not in (1, length):
+        return None  # broadcast to 1, or a mismatch onnx refuses
+    return tensor.data_type, length
+
+
+def _tile_vector(node: Any, values: _Constants) -> tuple[int, int] | None:
+    """A Tile of a constant vector (onnx reads repeats only from constants)."""
+    if len(node.input) < 2:
+        return None
+    repeats, tensor = values.get(node.input[1]), values.tensor(node.input[0])
+    if repeats is None or repeats.size != 1 or tensor is None or len(tensor.dims) != 1:
+        return None
+    return tensor.data_type, tensor.dims[0] * int(repeats[0])
+
+
+def _range_vector(node: Any, values: _Constants) -> tuple[int, int] | None:
+    """A Range of constant scalars (onnx reads its operands only from constants)."""
+    read = [values.tensor(name) for name in node.input[:3]]
+    tensors = [tensor for tensor in read if tensor is not None and math.prod(tensor.dims) == 1]
+    if len(tensors) != 3:
+        return None
+    try:
+        start, limit, delta = (float(numpy_helper.to_array(t).reshape(-1)[0]) for t in tensors)
+        return tensors[0].data_type, max(math.ceil((limit - start) / delta), 0)
+    except Exception:  # a zero or NaN delta, a corrupt tensor: onnx sizes none
+        return None
+
+
+#: Ops that make a vector of a length their small constant operands give, or compute as
+#: onnx's data propagation does (``_Constants``): onnx's propagation walks a long one element
+#: by element as it reads it (a Slice of ConstantOfShape([2^28]) took 21 GB and 75 s to load:
+#: a helper's reproducer; a Slice of a Tile or an Expand to [2^33 + 4], or of a
+#: ConstantOfShape of a Mul of constants giving it, loaded for minutes). They are hidden from
+#: propagation as long Constant nodes are: a Shape of one folds, as the length is the
+#: operand's. op -> (element type, length). A Range is only where an op other than Shape
+#: reads it (``_read_ranges``): hidden, a Reshape to the Shape of one lost its size,
+#: which only propagation knew (folding leaves a Range's Shape to run time, as onnx sizes a
+#: float Range otherwise than onnxruntime).
+_VECTOR_MAKERS: Mapping[str, Callable[[Any, _Constants], tuple[int, int] | None]] = {
     "ConstantOfShape": _constant_of_shape_vector,
+    "Expand": _expand_vector,
+    "Tile": _tile_vector,
 }
+#: The ops ``_graph_long_vectors`` looks at.
+_LOOKED_AT = frozenset({"Constant", "Range", *_VECTOR_MAKERS, "If", "Loop", "Scan"})
 
 
 def _long_vector(node: Any) -> tuple[int, int] | None:
@@ -422,10 +623,17 @@ _LIST_CONSTANTS = {
 
 def _hide(graph: onnx.GraphProto, found: _LongVectors) -> tuple[frozenset[str], dict[str, int]]:
     """Give the long vectors' lengths names of their own (a Constant becomes an input so
-    named): onnx takes no named length for shape data. Returns the vectors' names and each
-    name's length."""
+    named; one in a subgraph, an Identity of a graph input named as its length, which the
+    subgraph reads from its surroundings: a name both branches of an If make is each
+    branch's own): onnx takes no named length for shape data, and propagates none through
+    an Identity. Returns the graph's vectors' names and each name's length."""
     names: list[str] = []
     lengths: dict[str, int] = {}
+    for sub, index, name, elem_type, length in found.inner:  # no node moves: indexes hold
+        param = f"{_HIDDEN_LENGTH}{len(lengths)}"
+        graph.input.append(onnx.helper.make_tensor_value_info(param, elem_type, [param]))
+        sub.node[index].CopyFrom(onnx.helper.make_node("Identity", [param], [name]))
+        lengths[param] = length
     for position, length in found.inputs:
         dim = graph.input[position].type.tensor_type.shape.dim[0]
         dim.dim_param = f"{_HIDDEN_LENGTH}{len(lengths)}"  # clears dim_value
@@ -445,7 +653,8 @@ def infer_model(
 ) -> tuple[onnx.GraphProto, frozenset[str]]:
     """onnx's shape inference, data propagation on, of a model made for inference (after
     ``guard_slice_steps``; it is changed): the inferred graph, and the names of the vectors
-    longer than ``LONG_VECTOR`` it hid from propagation (graph inputs and Constant nodes).
+    longer than ``LONG_VECTOR`` it hid from propagation (graph inputs, Constant nodes and
+    vector makers; those of subgraphs are hidden too, not named).
     Where there are such vectors, inference runs twice: without propagation on the model as
     it is (cheap), and with it on the model with the vectors' lengths named; each name is
     then unknown, and of the two a dimension takes the more specific (a size, then a name
