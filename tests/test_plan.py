@@ -1573,25 +1573,31 @@ def test_reform_of_bytes_apart_is_none() -> None:
     assert view is not None and view.tolist() == packed.view(np.uint16).reshape(2, 2).tolist()
 
 
+def _run_time_pad_peak(mode: str, x: np.ndarray, pads: list[int]) -> tuple[np.ndarray, int]:
+    """A Pad of ``x`` (a uint8 vector) by ``pads`` given at run time, at FL 6_4: its result
+    and the run's peak of memory Python allocated (tracemalloc)."""
+    import tracemalloc
+
+    model = _model([helper.make_node("Pad", ["x", "pads"], ["y"], mode=mode)],
+                   [_info("x", np.uint8, [len(x)]), _info("pads", np.int64, [2])],
+                   [_info("y", np.uint8, [None])])
+    lowered = lower(load(model), "6_4")
+    tracemalloc.start()
+    try:
+        (y,) = NumpyBackend().run(lowered, {"x": x, "pads": np.array(pads)}).values()
+        return y, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
 def test_an_edge_pad_s_moves_take_no_memory_in_proportion_to_its_pads() -> None:
     """An edge Pad of 4 bytes by 2^24 at run time: each border is one broadcast move. Its
     moves were built from an index array of every output position (int64, 8 bytes per output
     byte here, and as many again for its differences): pads of 2^31 took 16 GB beyond the
     output, past the memory check, and the process was killed."""
-    import tracemalloc
-
     pads = 1 << 24
-    model = _model([helper.make_node("Pad", ["x", "pads"], ["y"], mode="edge")],
-                   [_info("x", np.uint8, [4]), _info("pads", np.int64, [2])],
-                   [_info("y", np.uint8, [None])])
-    lowered = lower(load(model), "6_4")
     x = np.arange(1, 5, dtype=np.uint8)
-    tracemalloc.start()
-    try:
-        (y,) = NumpyBackend().run(lowered, {"x": x, "pads": np.array([1, pads])}).values()
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    y, peak = _run_time_pad_peak("edge", x, [1, pads])
     assert y.shape == (pads + 5,) and y[0] == 1 and y[1:5].tolist() == [1, 2, 3, 4]
     assert (y[5:] == 4).all()
     assert peak < 3 * y.nbytes
@@ -1602,20 +1608,9 @@ def test_a_periodic_pad_s_moves_are_those_of_one_period(mode) -> None:
     """A wrap or reflect Pad of 4 bytes by 2^22 at run time: each run of the first period's
     border is one move, repeated along a new axis. Every run of every period was a move of
     its own: pads of 2^22 on 4 floats took a million moves, 2.4 GB and 50 s to build."""
-    import tracemalloc
-
     pads = 1 << 22
-    model = _model([helper.make_node("Pad", ["x", "pads"], ["y"], mode=mode)],
-                   [_info("x", np.uint8, [4]), _info("pads", np.int64, [2])],
-                   [_info("y", np.uint8, [None])])
-    lowered = lower(load(model), "6_4")
     x = np.arange(1, 5, dtype=np.uint8)
-    tracemalloc.start()
-    try:
-        (y,) = NumpyBackend().run(lowered, {"x": x, "pads": np.array([5, pads])}).values()
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    y, peak = _run_time_pad_peak(mode, x, [5, pads])
     i = np.arange(-5, 4 + pads)
     if mode == "wrap":
         expected = x[i % 4]
