@@ -314,3 +314,24 @@ def test_check_keeps_other_onnxruntime_refusals_and_a_failing_onnx_reference_exi
     assert err.count("\n") == 1 and "Could not find an implementation for Pad(18)" in err
     assert "onnx.reference failed as well: RuntimeError: no evaluator today" in err
 
+
+def test_a_fallback_segment_onnxruntime_cannot_run_suggests_the_reference(tmp_path,
+                                                                          capsys) -> None:
+    """An int16 Einsum (left to the fallback) has no onnxruntime kernel: the error said
+    nothing of --fallback reference, which runs it; the engine is not switched silently."""
+    graph = helper.make_graph(
+        [helper.make_node("Einsum", ["a", "b"], ["y"], equation="ij,jk->ik", name="e")], "e",
+        [helper.make_tensor_value_info(n, TensorProto.INT16, [2, 2]) for n in "ab"],
+        [helper.make_tensor_value_info("y", TensorProto.INT16, [2, 2])])
+    path = tmp_path / "e.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)],
+                                ir_version=8), path)
+    for command in ("run", "check"):
+        assert main([command, str(path)]) == 2
+        err = capsys.readouterr().err
+        assert "Einsum" in err and "--fallback reference" in err, command
+    a = np.array([[1, 2], [3, 4]], np.int16)
+    np.savez(tmp_path / "io.npz", a=a, b=a, y=a @ a)
+    assert main(["check", str(path), "--fallback", "reference", "--inputs",
+                 str(tmp_path / "io.npz")]) == 0
+    assert "parity holds" in capsys.readouterr().out

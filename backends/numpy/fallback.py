@@ -16,7 +16,7 @@ import onnx
 
 from backends.base import BackendError, first_line
 from backends.onnxruntime import values
-from backends.onnxruntime.providers import make_session, select_providers
+from backends.onnxruntime.providers import cannot_run, make_session, select_providers
 from dmlgraph.dml.enums import PaddingMode
 from dmlgraph.dml.indexmaps import source_indices
 from dmlgraph.ir import Graph
@@ -183,21 +183,28 @@ class OnnxruntimeFallback:
     def prepare(self, graph: Graph, layout: bool | None = None) -> Runner:
         """``layout``: whether the session may use onnxruntime's NCHWc rewrite, as decided
         for the whole model (``providers.layout_rewrite_safe``); None decides by ``graph``."""
-        session = make_session(
-            graph.to_onnx(),
-            self.providers,
-            f"{graph.source}: {_nodes(graph)}",
-            shared_threads=self.shared_threads,
-            shared_arena=True,
-            # a model's fallback is many sessions, each with its own pool: spinning after
-            # each run, they took both cores from everything else in the process (load +
-            # lower of shufflenet right after a run: 0.80 s instead of 0.04)
-            spin=False,
-            # what dmlgraph left unfolded computes at run time, as the segment's tensors are
-            # (``providers.SHAPE_REWRITES``)
-            shape_rewrites=False,
-            layout=layout,
-        )
+        try:
+            session = make_session(
+                graph.to_onnx(),
+                self.providers,
+                f"{graph.source}: {_nodes(graph)}",
+                shared_threads=self.shared_threads,
+                shared_arena=True,
+                # a model's fallback is many sessions, each with its own pool: spinning after
+                # each run, they took both cores from everything else in the process (load +
+                # lower of shufflenet right after a run: 0.80 s instead of 0.04)
+                spin=False,
+                # what dmlgraph left unfolded computes at run time, as the segment's tensors
+                # are (``providers.SHAPE_REWRITES``)
+                shape_rewrites=False,
+                layout=layout,
+            )
+        except BackendError as exc:
+            if cannot_run(str(exc)) is None:
+                raise
+            # said, not done: the user chooses the engine (an int16 Einsum had no hint)
+            raise BackendError(f"{exc} (onnx.reference may run them: --fallback reference, "
+                               "fallback='reference' in Python)") from None
         outputs = list(graph.outputs)
         fetch_values = values.needs_values(session)
 
