@@ -17,6 +17,10 @@ known to differ. A mismatch, or a reference that cannot run, on an output such a
 is labelled a known divergence, naming the node and note, and does not fail the check. So is
 a mismatch that only onnxruntime's graph optimizations make: an output the reference fails
 is compared again against onnxruntime with them off (``_optimizer_divergences``).
+
+A model onnxruntime cannot run at all (``providers.CANNOT_RUN``: no kernel for a node, or a
+node it inserts breaking its own checker) is compared against onnx.reference instead, and the
+comparison says so (``_against_onnx_reference``).
 """
 
 from __future__ import annotations
@@ -498,10 +502,7 @@ def _without_dead_nodes(model: Any) -> bytes | None:
     """The model file without the nodes no graph output reads, serialized; None when it has
     none (or cannot be read here: then there is nothing to retry)."""
     try:
-        proto = model if isinstance(model, onnx.ModelProto) else (
-            onnx.load_from_string(bytes(model)) if isinstance(model, (bytes, bytearray))
-            else onnx.load(os.fspath(model))
-        )
+        proto = _model_proto(model)
     except Exception:  # the import read it; a failure here only forgoes the retry
         return None
     needed = {o.name for o in proto.graph.output}
@@ -517,6 +518,15 @@ def _without_dead_nodes(model: Any) -> bytes | None:
     del pruned.graph.node[:]
     pruned.graph.node.extend(reversed(live))
     return pruned.SerializeToString()
+
+
+def _model_proto(model: Any) -> onnx.ModelProto:
+    """The model as given, as a proto (a path's external data loaded with it)."""
+    if isinstance(model, onnx.ModelProto):
+        return model
+    if isinstance(model, (bytes, bytearray)):
+        return onnx.load_from_string(bytes(model))
+    return onnx.load(os.fspath(model))
 
 
 def _reached(graph: Graph, node_ids: Sequence[int]) -> set[int]:
@@ -959,15 +969,20 @@ def _against_reference(
     """onnxruntime on the model as given (if it refuses the file, on ``to_onnx`` of the
     import). If the run fails at a node with a known divergence, the outputs that node
     reaches are not compared and the others are, on a copy of the graph pruned to them;
-    any other failure is raised."""
+    any other failure is raised. Where onnxruntime cannot run the model at all
+    (``providers.CANNOT_RUN``), the reference is onnx.reference (``_against_onnx_reference``)."""
+    from backends.onnxruntime.providers import cannot_run
+
     original = model.SerializeToString() if isinstance(model, onnx.ModelProto) else model
     reference = "onnxruntime on the original model"
     ran: Any = original  # the model the reference's session was made of
     result = None
+    refused: DmlgraphError | None = None  # onnxruntime's refusal of the model as given
     try:
         try:
             session = ort.session(original, graph.source)
         except DmlgraphError as exc:
+            refused = exc
             session = _unoptimized(ort, original, graph.source)
             if session is not None:  # its optimizers broke the model (a QuantizeLinear one
                 # inserted, mistyped: "output_dtype INT8 does not match y_zero_point type")
@@ -1040,14 +1055,16 @@ def _against_reference(
             outputs = _optimizer_divergences(ort, ran, graph, feeds, result.outputs, values,
                                              tolerances, outputs, runs, notes)
         return Comparison(label, f"{reference} ({result.record.provider})", outputs)
+    words = cannot_run(str(refused)) if refused is not None else None
+    if words is not None and not _failed_at(graph, divergences, failure, []):
+        return _against_onnx_reference(model, graph, feeds, names, values, tolerances,
+                                       divergences, label, runs, failure, words)
     # each failure at a divergent node prunes the outputs it reaches, until the rest run
     matched: list[KnownDivergence] = []
     expected: list[np.ndarray | None] = [None] * len(names)
     unreached: list[int] = []
     while True:
-        found = [d for d in divergences if d not in matched and d.named_in(str(failure))]
-        if not found:
-            found = [d for d in _upstream(graph, divergences, str(failure)) if d not in matched]
+        found = _failed_at(graph, divergences, failure, matched)
         if not found:
             raise failure
         matched += found
@@ -1077,6 +1094,59 @@ def _against_reference(
     if unreached:
         note += "; the outputs it does not reach were compared on the graph pruned to them"
     return Comparison(label, reference, outputs, note=note)
+
+
+def _failed_at(
+    graph: Graph,
+    divergences: Sequence[KnownDivergence],
+    failure: Exception,
+    matched: Sequence[KnownDivergence],
+) -> list[KnownDivergence]:
+    """The divergences not yet ``matched`` that a reference's failure is theirs: at their
+    node, by name, else upstream of the node it names (``_upstream``)."""
+    found = [d for d in divergences if d not in matched and d.named_in(str(failure))]
+    return found or [d for d in _upstream(graph, divergences, str(failure)) if d not in matched]
+
+
+def _against_onnx_reference(
+    model: ModelSource,
+    graph: Graph,
+    feeds: Mapping[str, np.ndarray],
+    names: Sequence[str],
+    values: Sequence[np.ndarray],
+    tolerances: Tolerances,
+    divergences: Sequence[KnownDivergence],
+    label: str,
+    runs: list[Any],
+    failure: DmlgraphError,
+    words: str,
+) -> Comparison:
+    """onnx.reference on the model as given (its ops as the spec says: the evaluator of
+    ``--fallback reference``), where onnxruntime cannot run it (``providers.CANNOT_RUN``,
+    its ``words``): an int16 Pad, which DirectML runs, stopped ``check`` with exit 2 and
+    no proof either way. Where onnx.reference fails too, onnxruntime's ``failure`` stands,
+    saying so."""
+    from backends.base import BackendError, NodeRun, RunRecord, first_line
+    from backends.numpy.fallback import reference_evaluator
+
+    try:
+        proto = _model_proto(model)
+        evaluator = reference_evaluator(proto)
+        taken = set(evaluator.input_names)
+        made = evaluator.run(None, {k: v for k, v in feeds.items() if k in taken})
+        outputs = dict(zip(evaluator.output_names, made))
+        expected = [np.asarray(outputs[n]) for n in names]
+    except Exception as exc:  # onnx.reference raises any type
+        raise BackendError(f"{failure}; onnx.reference failed as well: {first_line(exc)}"
+                           ) from None
+    engine = "onnx.reference"
+    runs.append(RunRecord(engine, engine,
+                          tuple(NodeRun(n.name, n.op_type, engine) for n in proto.graph.node)))
+    return Comparison(
+        label,
+        f"onnx.reference on the original model (onnxruntime cannot run it: {words})",
+        compare_outputs(names, values, expected, tolerances, divergences),
+    )
 
 
 #: Why an output onnxruntime computes otherwise only with its graph optimizations is not a

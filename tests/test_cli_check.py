@@ -212,3 +212,126 @@ def test_check_json_gives_integer_outputs_the_tolerance_applied(given, tmp_path,
     stored = json.loads(capsys.readouterr().out)["comparisons"][1]["outputs"][0]
     assert stored["exact"] and stored["mismatches"] == 1 and stored["max_abs_error"] == 2
     assert (stored["atol"], stored["rtol"]) == (0.0, 0.0)
+
+
+# ----------------------------------------------------------------- onnxruntime cannot run it
+def _pad_model(path: Path, elem: int, mode: str, opset: int) -> Path:
+    """y = Pad(x[2, 3]) by 1 on each side; Pad-2's pads an attribute before opset 11."""
+    if opset < 11:
+        node = helper.make_node("Pad", ["x"], ["y"], mode=mode, pads=[1] * 4, name="pad")
+        initializers = []
+    else:
+        node = helper.make_node("Pad", ["x", "p"], ["y"], mode=mode, name="pad")
+        initializers = [numpy_helper.from_array(np.ones(4, np.int64), "p")]
+    graph = helper.make_graph([node], "pad", [helper.make_tensor_value_info("x", elem, [2, 3])],
+                              [helper.make_tensor_value_info("y", elem, [4, 5])], initializers)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
+                                ir_version=8), path)
+    return path
+
+
+#: onnxruntime 1.32 cannot run these: its CPU provider has no int16 Pad (DirectML has), and
+#: before a float16 Pad-2 of opset 2..5 it inserts a Cast-6 its own checker refuses.
+UNRUNNABLE = {
+    "int16 edge": (TensorProto.INT16, np.int16, "edge", 18, "Could not find an implementation"),
+    "float16 Pad-2 reflect": (TensorProto.FLOAT16, np.float16, "reflect", 5,
+                              "InsertedPrecisionFreeCast_x"),
+}
+
+
+@pytest.mark.parametrize("case", UNRUNNABLE)
+def test_check_compares_against_onnx_reference_where_onnxruntime_cannot_run_it(
+    case, tmp_path, capsys
+) -> None:
+    """onnxruntime refusing the model for want of a kernel stopped check with exit 2 and no
+    proof either way; onnx.reference on the model is the reference then, and named so. The
+    stored outputs, NumPy's np.pad, are an oracle of their own."""
+    elem, dtype, mode, opset, said = UNRUNNABLE[case]
+    model = _pad_model(tmp_path / "m.onnx", elem, mode, opset)
+    x = np.array([[1, -2, 3], [400, -500, 6]], dtype)
+    np.savez(tmp_path / "io.npz", x=x, y=np.pad(x, 1, mode=mode))
+    args = ["check", str(model), "--inputs", str(tmp_path / "io.npz")]
+    assert main(args) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "parity holds" in out and "vs onnx.reference on the original model (onnxruntime " \
+        "cannot run it: " in out and said in out and "stored outputs" in out
+    assert main([*args, "--json"]) == 0
+    first, stored = json.loads(capsys.readouterr().out)["comparisons"]
+    assert first["expected"].startswith("onnx.reference on the original model (onnxruntime "
+                                        "cannot run it: ") and said in first["expected"]
+    assert first["passed"] and stored["passed"]
+
+
+def test_check_fails_a_wrong_emulator_against_onnx_reference(tmp_path, capsys,
+                                                              monkeypatch) -> None:
+    """onnx.reference is an oracle like onnxruntime: an emulator result off by one fails."""
+    import dataclasses
+
+    import backends.numpy.backend as numpy_backend
+
+    execute = numpy_backend.NumpyBackend.execute
+
+    def wrong(self, graph, feeds, outputs=None):
+        result = execute(self, graph, feeds, outputs)
+        return dataclasses.replace(result, outputs={"y": result.outputs["y"] + np.int16(1)})
+
+    monkeypatch.setattr(numpy_backend.NumpyBackend, "execute", wrong)
+    model = _pad_model(tmp_path / "m.onnx", TensorProto.INT16, "edge", 18)
+    assert main(["check", str(model), "--json"]) == 1
+    (first,) = json.loads(capsys.readouterr().out)["comparisons"]
+    assert first["expected"].startswith("onnx.reference on the original model")
+    assert first["outputs"][0]["mismatches"] == 20
+
+
+def test_check_keeps_other_onnxruntime_refusals_and_a_failing_onnx_reference_exit_2(
+    tmp_path, capsys, monkeypatch
+) -> None:
+    """Only the refusals ``providers.CANNOT_RUN`` lists send check to onnx.reference; where
+    onnx.reference fails too, onnxruntime's error stands, saying so."""
+    import onnx.reference
+
+    from backends import BackendError
+    from backends.onnxruntime.backend import OnnxruntimeBackend
+
+    model = _pad_model(tmp_path / "m.onnx", TensorProto.INT16, "edge", 18)
+
+    def refuse(self, model, where="", *, optimize=True):
+        raise BackendError(f"{where}: onnxruntime cannot load the model: Fail: "
+                           "[ONNXRuntimeError] : 1 : FAIL : Load model failed (not a kernel)")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(OnnxruntimeBackend, "session", refuse)
+        assert main(["check", str(model)]) == 2
+    err = capsys.readouterr().err
+    assert "not a kernel" in err and "onnx.reference" not in err
+
+    def fail(self, *args, **kwargs):
+        raise RuntimeError("no evaluator today\nsecond line")
+
+    monkeypatch.setattr(onnx.reference.ReferenceEvaluator, "run", fail)
+    assert main(["check", str(model)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Could not find an implementation for Pad(18)" in err
+    assert "onnx.reference failed as well: RuntimeError: no evaluator today" in err
+
+
+def test_a_fallback_segment_onnxruntime_cannot_run_suggests_the_reference(tmp_path,
+                                                                          capsys) -> None:
+    """An int16 Einsum (left to the fallback) has no onnxruntime kernel: the error said
+    nothing of --fallback reference, which runs it; the engine is not switched silently."""
+    graph = helper.make_graph(
+        [helper.make_node("Einsum", ["a", "b"], ["y"], equation="ij,jk->ik", name="e")], "e",
+        [helper.make_tensor_value_info(n, TensorProto.INT16, [2, 2]) for n in "ab"],
+        [helper.make_tensor_value_info("y", TensorProto.INT16, [2, 2])])
+    path = tmp_path / "e.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)],
+                                ir_version=8), path)
+    for command in ("run", "check"):
+        assert main([command, str(path)]) == 2
+        err = capsys.readouterr().err
+        assert "Einsum" in err and "--fallback reference" in err, command
+    a = np.array([[1, 2], [3, 4]], np.int16)
+    np.savez(tmp_path / "io.npz", a=a, b=a, y=a @ a)
+    assert main(["check", str(path), "--fallback", "reference", "--inputs",
+                 str(tmp_path / "io.npz")]) == 0
+    assert "parity holds" in capsys.readouterr().out

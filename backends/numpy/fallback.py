@@ -12,10 +12,11 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 import numpy as np
+import onnx
 
 from backends.base import BackendError, first_line
 from backends.onnxruntime import values
-from backends.onnxruntime.providers import make_session, select_providers
+from backends.onnxruntime.providers import cannot_run, make_session, select_providers
 from dmlgraph.dml.enums import PaddingMode
 from dmlgraph.dml.indexmaps import source_indices
 from dmlgraph.ir import Graph
@@ -43,10 +44,8 @@ class ReferenceFallback:
     engine = "onnx.reference"
 
     def prepare(self, graph: Graph) -> Runner:
-        from onnx.reference import ReferenceEvaluator  # slow to import; most never use it
-
         try:
-            evaluator = ReferenceEvaluator(graph.to_onnx(), new_ops=_spec_ops(graph))
+            evaluator = reference_evaluator(graph.to_onnx())
         except Exception as exc:
             raise BackendError(
                 f"{graph.source}: onnx.reference cannot load {_nodes(graph)}: {first_line(exc)}"
@@ -68,12 +67,22 @@ class ReferenceFallback:
         return run
 
 
-def _spec_ops(graph: Graph) -> list[type]:
-    """onnx.reference's ops replaced where it computes otherwise than the ONNX spec: its Slice
-    slices Python's way, so a start before the beginning with a negative step gave nothing
-    where Slice-10..13 clamp it to index 0 (README: "Folding follows the ONNX spec"). The
-    replacement is folding's kernel (``shape_kernels``), which onnxruntime agrees with; what
-    the kernel declines stays the reference's. Its Pad hands the pads to ``np.pad``, which
+def reference_evaluator(model: onnx.ModelProto) -> Any:
+    """onnx.reference's evaluator of a model, its ops computed as the spec says
+    (``_spec_ops``): the one oracle ``--fallback reference`` and ``check`` run."""
+    from onnx.reference import ReferenceEvaluator  # slow to import; most never use it
+
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 1)
+    return ReferenceEvaluator(model, new_ops=_spec_ops(opset))
+
+
+def _spec_ops(opset: int) -> list[type]:
+    """onnx.reference's ops replaced, for a model of this default-domain opset, where it
+    computes otherwise than the ONNX spec: its Slice slices Python's way, so a start before
+    the beginning with a negative step gave nothing where Slice-10..13 clamp it to index 0
+    (README: "Folding follows the ONNX spec"). The replacement is folding's kernel
+    (``shape_kernels``), which onnxruntime agrees with; what the kernel declines stays the
+    reference's. Its Pad hands the pads to ``np.pad``, which
     refuses a negative one ("index can't contain negative values"), where ONNX removes
     elements: the replacement crops first (``_crop_negative_pads``), as onnxruntime does.
     Ops the reference computes otherwise than the spec are replaced (``reference_ops``:
@@ -91,7 +100,6 @@ def _spec_ops(graph: Graph) -> list[type]:
             fill = constant_value if constant_value is not None else value
             return (_spec_pad(data, widths, mode or "constant", fill, axes),)
 
-    opset = graph.opset_imports.get("", 1)
     extra = spec_ops(opset)  # where the reference computes otherwise than the spec
     if opset < 10:
         return [Pad, *extra]  # Slice-1 takes its parameters as attributes: the reference's own
@@ -175,21 +183,28 @@ class OnnxruntimeFallback:
     def prepare(self, graph: Graph, layout: bool | None = None) -> Runner:
         """``layout``: whether the session may use onnxruntime's NCHWc rewrite, as decided
         for the whole model (``providers.layout_rewrite_safe``); None decides by ``graph``."""
-        session = make_session(
-            graph.to_onnx(),
-            self.providers,
-            f"{graph.source}: {_nodes(graph)}",
-            shared_threads=self.shared_threads,
-            shared_arena=True,
-            # a model's fallback is many sessions, each with its own pool: spinning after
-            # each run, they took both cores from everything else in the process (load +
-            # lower of shufflenet right after a run: 0.80 s instead of 0.04)
-            spin=False,
-            # what dmlgraph left unfolded computes at run time, as the segment's tensors are
-            # (``providers.SHAPE_REWRITES``)
-            shape_rewrites=False,
-            layout=layout,
-        )
+        try:
+            session = make_session(
+                graph.to_onnx(),
+                self.providers,
+                f"{graph.source}: {_nodes(graph)}",
+                shared_threads=self.shared_threads,
+                shared_arena=True,
+                # a model's fallback is many sessions, each with its own pool: spinning after
+                # each run, they took both cores from everything else in the process (load +
+                # lower of shufflenet right after a run: 0.80 s instead of 0.04)
+                spin=False,
+                # what dmlgraph left unfolded computes at run time, as the segment's tensors
+                # are (``providers.SHAPE_REWRITES``)
+                shape_rewrites=False,
+                layout=layout,
+            )
+        except BackendError as exc:
+            if cannot_run(str(exc)) is None:
+                raise
+            # said, not done: the user chooses the engine (an int16 Einsum had no hint)
+            raise BackendError(f"{exc} (onnx.reference may run them: --fallback reference, "
+                               "fallback='reference' in Python)") from None
         outputs = list(graph.outputs)
         fetch_values = values.needs_values(session)
 

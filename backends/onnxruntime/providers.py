@@ -212,6 +212,30 @@ def session_options(
     return options
 
 
+#: What a refusal to make a session says before onnxruntime's own words (``make_session``).
+CANNOT_LOAD = "onnxruntime cannot load the model: "
+#: onnxruntime's refusals of a model it cannot run at all though the model is valid, by a
+#: phrase of its error: no kernel for a node (its CPU provider's Pad on int16, uint16 or the
+#: 8-bit floats, which DirectML runs), or a node it inserts breaking its own checker (the
+#: Cast-6 it puts before a float16 Pad-2 in an opset 2..5 model, whose Cast-1 takes ``to`` as
+#: a string). ``check`` compares such a model against onnx.reference instead; a fallback
+#: segment refused so says ``--fallback reference`` runs it.
+CANNOT_RUN: tuple[str, ...] = (
+    "NOT_IMPLEMENTED",
+    "Could not find an implementation",
+    "Mismatched attribute type in 'InsertedPrecisionFreeCast_",
+)
+
+
+def cannot_run(refusal: str) -> str | None:
+    """onnxruntime's words where a refusal to load a model (``CANNOT_LOAD``) is one of
+    ``CANNOT_RUN``; None for any other error."""
+    _, found, words = refusal.partition(CANNOT_LOAD)
+    if found and any(phrase in words for phrase in CANNOT_RUN):
+        return words
+    return None
+
+
 def make_session(
     model: onnx.ModelProto | bytes | str,
     providers: Sequence[str],
@@ -254,7 +278,7 @@ def make_session(
             )
     except Exception as exc:  # onnxruntime raises its own pybind exception types
         raise BackendError(
-            f"{where}: onnxruntime cannot load the model: {first_line(exc)}"
+            f"{where}: {CANNOT_LOAD}{first_line(exc)}"
         ) from None
 
 
