@@ -18,9 +18,9 @@ scan outputs, or growing each trip by Slices, Pads and self-Concats, some starti
 iteration number) or a Scan (one or two scan inputs along any axis and direction, 0-2 state
 variables, scan outputs on any axis). Bodies read enclosing tensors, constants and graph
 inputs by name. Avoided, as onnxruntime's known divergences (README): a body making one of
-its inputs, or one tensor twice, an output; the iteration number as an output; a Scan with
-no scan outputs over no elements; and (SIGFPE in onnxruntime 1.32) a Scan output of no
-elements stacked on an axis other than 0.
+its inputs, or one tensor twice, an output; the iteration number as an output; and what
+onnxruntime 1.32 fails on or dies of (SIGFPE) where ONNX and dmlgraph run it: a Scan over a
+tensor of no elements, a Scan output of no elements stacked on an axis other than 0.
 
 Each model is lowered at FL 6_4, 4_1, 2_1 and 1_0 (``verify_each``) and run on the NumPy
 backend: twice with the same feeds, with other feeds, with bound outputs (poisoned), with
@@ -584,6 +584,9 @@ def add_control_flow(b: Builder, rng: np.random.Generator) -> None:
         cands = [t for t in b.order if b.shapes[t] and int(np.prod(b.shapes[t])) <= CFLOW_LIMIT]
         if not cands:
             return
+        if kind == "Scan":  # onnxruntime 1.32 fails on, or dies of SIGFPE on, empty scans
+            cands = [t for t in cands if all(b.shapes[t])] or cands
+            kind = kind if all(b.shapes[cands[-1]]) else "Loop"
         x = cands[-1 - int(rng.integers(0, min(3, len(cands))))]
         outs = {"If": _if, "Loop": _loop, "Scan": _scan}[kind](b, rng, x)
         b.kinds[f"cf.{kind}"] += 1
@@ -668,7 +671,7 @@ def _loop(b: Builder, rng: np.random.Generator, x: str) -> list[str]:
         scans: list[str] = []
     else:
         _grow(sub, int(rng.integers(1, 6)))
-        taken: set[str] = set()
+        taken: set[str] = {c_out}
         nexts = []
         for v, s in ins.items():
             t = _output(sub, len(s), taken)
@@ -771,7 +774,7 @@ def _scan(b: Builder, rng: np.random.Generator, x: str) -> list[str]:
         taken.add(t)
         nexts.append(t)
     scans = []
-    n_out = int(rng.integers(0 if length and states else 1, 3))
+    n_out = int(rng.integers(0 if states else 1, 3))
     for _ in range(n_out):
         t = _output(sub, None, taken)
         if t in taken:
@@ -784,7 +787,7 @@ def _scan(b: Builder, rng: np.random.Generator, x: str) -> list[str]:
     _adopt(b, sub)
     # onnxruntime 1.32 dies of SIGFPE stacking an output of no elements on an axis but 0
     out_axes = [int(rng.integers(-(len(sub.shapes[t]) + 1), len(sub.shapes[t]) + 1))
-                if length and all(sub.shapes[t]) else 0 for t in scans]
+                if all(sub.shapes[t]) else 0 for t in scans]
     attrs: dict[str, Any] = {"num_scan_inputs": n_scan}
     if axis or rng.random() < 0.3:
         attrs["scan_input_axes"] = [axis - r if rng.random() < 0.3 else axis] * n_scan
