@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -1223,3 +1225,31 @@ def test_a_segment_onnxruntime_fails_on_names_an_unnamed_node_by_what_it_makes()
         get_backend("numpy").run(lower(dmlgraph.load(model), "6_4"),
                                  {"M": np.array(2), "x": X})
     assert "onnxruntime fails on node(s) (unnamed, making 'vf') (Loop)" in str(caught.value)
+
+
+@pytest.mark.parametrize("axis", [0, 1])
+def test_a_scan_of_empty_inputs_making_scan_outputs_is_one_error_not_a_crash(
+    axis, tmp_path
+) -> None:
+    """A Scan of sequence length 0 with a scan output (a generated case of the fuzzer's, made
+    small): no iteration tells the output's shape, so it ran whole on the fallback, where
+    onnxruntime 1.32 fails on it along axis 0 and kills the process with SIGFPE along any
+    other (`run` exited 136 with no word). Now it is one error naming the node, whichever
+    fallback; run in a child process, as the crash would end this one."""
+    body = helper.make_graph(
+        [helper.make_node("Concat", ["row", "row"], ["twice"], axis=0)], "body",
+        [_vi("row", FLOAT, [2])], [_vi("twice", FLOAT, [4])])
+    shape = [2, 0] if axis else [0, 2]
+    model = _model(
+        [helper.make_node("Scan", ["x"], ["rows"], name="scan", body=body, num_scan_inputs=1,
+                          scan_input_axes=[axis])],
+        [_vi("x", FLOAT, shape)], [_vi("rows", FLOAT, [0, 4])])
+    path = tmp_path / "scan.onnx"
+    onnx.save(model, path)
+    for fallback in ("onnxruntime", "reference"):
+        done = subprocess.run(
+            [sys.executable, "-m", "dmlgraph", "run", str(path), "--fallback", fallback],
+            capture_output=True, text=True, cwd=Path(__file__).parent.parent)
+        assert done.returncode == 2, (done.returncode, done.stderr)
+        assert done.stderr.count("dmlgraph: error: ") == 1
+        assert "node 'scan' (Scan): its scan inputs are empty" in done.stderr

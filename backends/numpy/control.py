@@ -18,9 +18,10 @@ did before, and its run record says why (``Declined``): a subgraph reading or ma
 sequences or optionals, a subgraph dmlgraph's importer refuses (but for one that breaks an
 ONNX rule by the sizes that arrive: an error, as in the main graph), a Loop with neither ``M``
 nor ``cond`` (it ends only by its body's condition, which the fallback checks as fast as it
-can), a Loop or Scan that makes scan outputs in zero iterations (their element shape is
-nowhere to be read), or a size the body's lowering was planned for that an engine made
-otherwise. A Scan-8 (batches of sequences) is left to the fallback always.
+can), a Loop that makes scan outputs in zero iterations (their element shape is nowhere to
+be read; such a Scan is an error, as no fallback runs it), or a size the body's lowering
+was planned for that an engine made otherwise. A Scan-8 (batches of sequences) is left to
+the fallback always.
 """
 
 from __future__ import annotations
@@ -113,6 +114,17 @@ _NO_ITERATION = (
     "its scan inputs are empty (sequence length 0): the body ran no iteration, and its final "
     "state variables are the initial ones, as ONNX and onnx.reference say (onnxruntime 1.32 "
     "fails on such a Scan)"
+)
+
+
+#: A Scan of empty scan inputs making scan outputs: no iteration gives their element shape.
+#: It ran whole on the fallback, where onnxruntime 1.32 fails on it ("Invalid dim0_offset of
+#: 0", scan axis 0) or kills the process with SIGFPE (another scan axis, measured), and
+#: onnx.reference fails ("need at least one array to concatenate").
+_SCANNED_NOTHING = (
+    "{where}: its scan inputs are empty (sequence length 0), so its scan outputs are made by "
+    "no iteration and their shape is unknown; neither onnxruntime (which fails on such a "
+    "Scan, or dies of SIGFPE) nor onnx.reference runs it"
 )
 
 
@@ -313,8 +325,8 @@ class ControlFlow:
             )
         length = lengths[0]
         made = len(form.output_axes)
-        if made and not length:
-            raise Declined("its scan outputs are made by no iteration, so their shape is unknown")
+        if made and not length:  # no fallback runs it: onnxruntime 1.32 fails, or dies
+            raise BackendError(_SCANNED_NOTHING.format(where=self.where))
         if not length:  # onnx.reference's reading; onnxruntime 1.32 fails on it
             # (no "lowered at run time": no body ran, so ``run`` lists nothing it became)
             return [np.array(v) for v in states], _noted([], _NO_ITERATION, self, via="")
