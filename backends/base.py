@@ -12,7 +12,7 @@ import os
 import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, NoReturn, Protocol, TypeVar
 
 import numpy as np
 
@@ -374,3 +374,110 @@ class GraphCache(Generic[T]):
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=GraphCache.forget_all)
+
+
+class ChildKilled(BackendError):
+    """A forked child (``run_forked``) died of a signal: ``signal`` its number."""
+
+    def __init__(self, signal: int) -> None:
+        super().__init__(f"a forked child died of {signal_name(signal)} (signal {signal})")
+        self.signal = signal
+
+
+def signal_name(number: int) -> str:
+    """SIGFPE for 8; "an unknown signal" where the platform names none."""
+    import signal
+
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return "an unknown signal"
+
+
+def can_fork() -> bool:
+    """Whether ``run_forked`` runs its work in a child (else in this process)."""
+    return hasattr(os, "fork")
+
+
+def run_forked(work: Callable[[], T]) -> T:
+    """``work()`` in a forked child, its result (or the exception it raised) handed back
+    pickled through a pipe: an engine that kills its process (onnxruntime 1.32 dies of SIGFPE
+    on some Scans) takes the child, not the caller, and the caller gets ``ChildKilled``.
+    Without ``os.fork`` (Windows) the work runs here. The pipe is read while the child writes,
+    so outputs of any size pass (pickle writes an array's buffer once)."""
+    import pickle
+    import signal
+    import warnings
+
+    if not can_fork():
+        return work()
+    read, write = os.pipe()
+    with warnings.catch_warnings():  # Python 3.12's "multi-threaded, use of fork()": the
+        warnings.simplefilter("ignore", DeprecationWarning)  # child runs no parent thread's
+        pid = os.fork()  # code (GraphCache.forget_all and the pools' fork handlers)
+    if pid == 0:
+        _answer(work, read, write)  # never returns
+    os.close(write)
+    reaped = False
+    try:
+        with os.fdopen(read, "rb") as reader:
+            try:
+                outcome = pickle.load(reader)
+            except Exception:  # the child ended before a whole answer
+                outcome = None
+        code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+        reaped = True
+    finally:
+        if not reaped:  # interrupted: the child is not left running
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+    if code < 0:
+        raise ChildKilled(-code)
+    if outcome is None:
+        raise BackendError(f"a forked child ended (exit code {code}) without its result")
+    returned, value = outcome
+    if not returned:
+        raise value
+    return value  # type: ignore[no-any-return]
+
+
+def _answer(work: Callable[[], Any], read: int, write: int) -> NoReturn:
+    """In ``run_forked``'s child: run ``work`` and write (True, its result) or (False, the
+    exception) to ``write``, then leave by ``os._exit`` (onnxruntime's teardown at a forked
+    child's exit hangs: ``GraphCache.forget_all``), with no faulthandler traceback and no core
+    file where the work dies of a signal: the caller says what happened."""
+    import faulthandler
+    import pickle
+
+    code = 1
+    try:
+        os.close(read)
+        faulthandler.disable()
+        try:
+            import resource
+
+            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        except (ImportError, ValueError, OSError):
+            pass
+        try:
+            outcome: tuple[bool, Any] = (True, work())
+        except BaseException as exc:
+            outcome = (False, _portable(exc))
+        with os.fdopen(write, "wb") as out:
+            pickle.dump(outcome, out, protocol=pickle.HIGHEST_PROTOCOL)
+        code = 0
+    finally:
+        os._exit(code)
+
+
+def _portable(exc: BaseException) -> BaseException:
+    """``exc`` as it pickles back, else one of its base's kind with its words (an exception
+    whose constructor takes other arguments than its message does not unpickle)."""
+    import pickle
+
+    try:
+        pickle.loads(pickle.dumps(exc))
+        return exc
+    except Exception:
+        kind = BackendError if isinstance(exc, DmlgraphError) else RuntimeError
+        return kind(str(exc))

@@ -20,7 +20,9 @@ is compared again against onnxruntime with them off (``_optimizer_divergences``)
 
 A model onnxruntime cannot run at all (``providers.CANNOT_RUN``: no kernel for a node, or a
 node it inserts breaking its own checker) is compared against onnx.reference instead, and the
-comparison says so (``_against_onnx_reference``).
+comparison says so (``_against_onnx_reference``). A model holding a Scan that makes scan
+outputs runs its onnxruntime reference in a forked child (``_ForkedReference``): onnxruntime
+1.32 dies of SIGFPE on some; then onnx.reference is the reference, or the death is one error.
 """
 
 from __future__ import annotations
@@ -788,9 +790,11 @@ def check(
         f"{actual.record.provider})"
     )
     notes: list[str] = []
+    # a Scan making scan outputs may kill onnxruntime: its reference runs in a child
+    reference = _ForkedReference(ort) if _scans_out(graph) else ort
     comparisons = [
-        _against_reference(ort, source_model, graph, feeds, names, values, tolerances, divergences,
-                           label, runs, notes)
+        _against_reference(reference, source_model, graph, feeds, names, values, tolerances,
+                           divergences, label, runs, notes)
     ]
     if stored:
         # an output the file lacks is left out of its table: said, not silently dropped
@@ -953,6 +957,114 @@ def _unoptimized(ort: Any, model: ModelSource, source: str) -> Any:
         return None
 
 
+#: What ``check`` adds where onnxruntime died of SIGFPE on its reference run (measured on
+#: onnxruntime 1.32: a Scan stacking an empty scan output along an axis but 0).
+_SIGFPE_SCAN = "as onnxruntime 1.32 does on some Scans making empty scan outputs"
+
+
+class ReferenceDied(DmlgraphError):
+    """onnxruntime killed the forked child running the reference (``_ForkedReference``);
+    ``words`` say so in the table, where onnx.reference is the reference instead."""
+
+    def __init__(self, where: str, signal: int) -> None:
+        from backends.base import signal_name
+
+        why = f"died of {signal_name(signal)} (signal {signal})"
+        known = f" ({_SIGFPE_SCAN})" if signal == 8 else ""
+        super().__init__(f"{where}: onnxruntime {why} running the model as the reference{known}")
+        self.words = f"it {why} on it{known}"
+
+
+def _scans_out(graph: Graph) -> bool:
+    """Whether a Scan making scan outputs is in the graph, at any depth of its subgraphs:
+    onnxruntime 1.32 kills the process running some (SIGFPE; which ones is murky), so the
+    reference runs in a forked child (``_ForkedReference``). Other graphs cost a look at
+    each node's attributes."""
+    from dmlgraph.ir import subgraphs
+
+    for node in graph.nodes:
+        held = subgraphs(node.op)  # none but for control flow
+        if not held:
+            continue
+        scans = node.op_type == "Scan" and node.op.domain in ("", "ai.onnx")
+        if scans and _makes_scan_outputs(node.op.attrs):
+            return True
+        if any(_proto_scans_out(onnx.GraphProto.FromString(sub.data))
+               for sub in held if "Scan" in sub.ops):
+            return True
+    return False
+
+
+def _makes_scan_outputs(attrs: Mapping[str, Any]) -> bool:
+    """Whether a Scan's body (``attrs``: the IR's, a Subgraph, or a proto node's, a
+    GraphProto) has more outputs than state variables: N states and M scan inputs in,
+    N states and K scan outputs out (Scan-8 and 9 on alike)."""
+    body = attrs.get("body")
+    data = getattr(body, "data", None)
+    proto = onnx.GraphProto.FromString(data) if data is not None else body
+    if not isinstance(proto, onnx.GraphProto):
+        return False
+    states = len(proto.input) - int(attrs.get("num_scan_inputs", 0))
+    return len(proto.output) > states
+
+
+def _proto_scans_out(graph: onnx.GraphProto) -> bool:
+    """``_scans_out`` of a subgraph as ONNX holds it."""
+    for node in graph.node:
+        held = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute
+                if a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
+                or a.name == "num_scan_inputs"}
+        if node.op_type == "Scan" and node.domain in ("", "ai.onnx") and (
+            _makes_scan_outputs(held)
+        ):
+            return True
+        for value in held.values():
+            bodies = value if isinstance(value, list) else [value]
+            if any(isinstance(b, onnx.GraphProto) and _proto_scans_out(b) for b in bodies):
+                return True
+    return False
+
+
+class _ForkedReference:
+    """onnxruntime as ``_against_reference`` uses it (``session``, ``execute_session``), each
+    run in a forked child (``backends.base.run_forked``), for models ``_scans_out`` finds:
+    onnxruntime 1.32 died of SIGFPE running such a Scan, and ``check`` with it (exit 136, no
+    word). A session is made here, where refusing the model raises as before; the child makes
+    its own alike (a parent's session does not survive a fork) and runs it; its outputs and
+    record, or its error, come back. A child killed by a signal is ``ReferenceDied``."""
+
+    def __init__(self, ort: Any) -> None:
+        import weakref
+
+        self._ort = ort
+        self._made: weakref.WeakKeyDictionary[Any, tuple[Any, str, bool]] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def session(self, model: Any, where: str = "", *, optimize: bool = True) -> Any:
+        session = self._ort.session(model, where, optimize=optimize)
+        self._made[session] = (model, where, optimize)
+        return session
+
+    def execute_session(self, session: Any, feeds: Mapping[str, Any], where: str = "<model>"
+                        ) -> Any:
+        from backends.base import ChildKilled, run_forked
+
+        made = self._made.get(session)
+        if made is None:  # not one of ours: run as given
+            return self._ort.execute_session(session, feeds, where)
+        model, made_where, optimize = made
+
+        def run() -> Any:
+            again = self._ort.session(model, made_where, optimize=optimize)
+            return self._ort.execute_session(again, feeds, where)
+
+        try:
+            return run_forked(run)
+        except ChildKilled as exc:
+            raise ReferenceDied(where, exc.signal) from None
+
+
 def _against_reference(
     ort: Any,
     model: ModelSource,
@@ -1056,6 +1168,8 @@ def _against_reference(
                                              tolerances, outputs, runs, notes)
         return Comparison(label, f"{reference} ({result.record.provider})", outputs)
     words = cannot_run(str(refused)) if refused is not None else None
+    if words is None and isinstance(failure, ReferenceDied):
+        words = failure.words  # onnx.reference may run what onnxruntime dies of
     if words is not None and not _failed_at(graph, divergences, failure, []):
         return _against_onnx_reference(model, graph, feeds, names, values, tolerances,
                                        divergences, label, runs, failure, words)

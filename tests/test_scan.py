@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import onnx
@@ -523,3 +526,208 @@ def test_a_state_variable_that_changes_shape_is_one_clear_error(onnx_run) -> Non
             "its body made state variable 0 ('acc') float32[8] from float32[2] in step 0; "
             "a Scan's state variables keep their shape")):
         get_backend("numpy").run(lower(dmlgraph.load(model), "6_4"), _feeds(second=False))
+
+
+# ------------------------------------------------------- a reference onnxruntime dies of
+def _stacked(x_shape: list[int], out_axis: int, *, pad: bool = False) -> onnx.ModelProto:
+    """A Scan over x along axis 0 whose body passes each slice on (a Pad of nothing with
+    ``pad``, as the fuzzer made it), stacked along ``out_axis``."""
+    op = (helper.make_node("Pad", ["sx", "p"], ["y"], mode="constant") if pad
+          else helper.make_node("Identity", ["sx"], ["y"]))
+    inner = [helper.make_node("Constant", [], ["p"], value=numpy_helper.from_array(
+        np.zeros(2 * (len(x_shape) - 1), np.int64)))] if pad else []
+    body = helper.make_graph([*inner, op], "body", [_vi("sx", x_shape[1:])], [_vi("y", None)])
+    graph = helper.make_graph(
+        [helper.make_node("Scan", ["x"], ["ys"], name="scan", body=body, num_scan_inputs=1,
+                          scan_output_axes=[out_axis])],
+        "g", [_vi("x", x_shape)], [_vi("ys", None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 9
+    return model
+
+
+def test_check_of_a_scan_onnxruntime_dies_of_is_one_error(tmp_path) -> None:
+    """The fuzzer's model: a Scan over x [2, 0] whose body pads each empty row by nothing,
+    stacked along axis 1 (ONNX and dmlgraph: float32[0, 2]). onnxruntime 1.32 dies of SIGFPE
+    running it, and `check` died with it (exit 136, no word; with -X faulthandler a trace of
+    onnxruntime's frames). Now the reference runs in a forked child, and its death is one
+    error naming the signal; onnx.reference, which `check` tries next, refuses axis 1."""
+    path = tmp_path / "scan.onnx"
+    onnx.save(_stacked([2, 0], 1, pad=True), path)
+    done = subprocess.run(
+        [sys.executable, "-X", "faulthandler", "-m", "dmlgraph", "check", str(path)],
+        capture_output=True, text=True, cwd=Path(__file__).parent.parent, timeout=120)
+    assert done.returncode == 2, (done.returncode, done.stderr)
+    assert done.stderr.startswith("dmlgraph: error: ") and done.stderr.count("\n") == 1, (
+        done.stderr)
+    assert ("onnxruntime died of SIGFPE (signal 8) running the model as the reference (as "
+            "onnxruntime 1.32 does on some Scans making empty scan outputs); onnx.reference "
+            "failed as well: RuntimeError: Scan is not implemented for other output axes "
+            "than 0") in done.stderr
+
+
+def _run_forked_calls(monkeypatch) -> list[int]:
+    """Counts ``run_forked``'s calls (``check`` reaches it through ``backends.base``)."""
+    import backends.base
+
+    calls: list[int] = []
+    real = backends.base.run_forked
+
+    def counted(work):
+        calls.append(1)
+        return real(work)
+
+    monkeypatch.setattr(backends.base, "run_forked", counted)
+    return calls
+
+
+def test_check_runs_a_reference_making_scan_outputs_in_a_child_as_in_process(
+    monkeypatch,
+) -> None:
+    """A Scan stacking along axis 1 outputs onnxruntime runs (x [3, 256, 128], 384 KiB out,
+    past a pipe's buffer): its reference runs in a forked child, and the child's outputs and
+    record are the in-process run's, bit for bit; parity holds. A model with no Scan making
+    scan outputs does not pay for a child."""
+    from backends.base import can_fork
+    from backends.onnxruntime import OnnxruntimeBackend
+    from dmlgraph.parity import _ForkedReference, check
+
+    if not can_fork():
+        pytest.skip("no fork on this platform")
+    model = _stacked([3, 256, 128], 1)
+    feeds = {"x": np.random.default_rng(0).standard_normal((3, 256, 128)).astype(np.float32)}
+    ort_backend = OnnxruntimeBackend(["CPUExecutionProvider"])
+    here = ort_backend.execute_session(ort_backend.session(model.SerializeToString()), feeds)
+    forked = _ForkedReference(ort_backend)
+    there = forked.execute_session(forked.session(model.SerializeToString()), feeds)
+    assert there.record == here.record
+    assert there.outputs["ys"].shape == (256, 3, 128)
+    assert there.outputs["ys"].tobytes() == here.outputs["ys"].tobytes()
+
+    calls = _run_forked_calls(monkeypatch)
+    report = check(model, inputs=feeds)
+    assert report.passed and len(calls) == 1
+    assert report.comparisons[0].expected.startswith("onnxruntime on the original model (")
+    body = helper.make_graph([helper.make_node("Identity", ["s"], ["s_out"])], "body",
+                             [_vi("s", [4]), _vi("sx", [4])], [_vi("s_out", [4])])
+    states_only = helper.make_model(helper.make_graph(
+        [helper.make_node("Scan", ["init", "x"], ["final"], body=body, num_scan_inputs=1)],
+        "g", [_vi("init", [4]), _vi("x", [3, 4])], [_vi("final", [4])]),
+        opset_imports=[helper.make_opsetid("", 18)], ir_version=9)
+    assert check(states_only).passed and len(calls) == 1
+
+
+def _nested(scan_outputs: bool) -> onnx.ModelProto:
+    """A Scan in an If's branch in a Loop's body: with ``scan_outputs``, of x's rows passed
+    on (scan output ys); else of state s alone (s = s, for each row)."""
+    states = [] if scan_outputs else ["s"]
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["s" if states else "sx"], ["y"])], "body",
+        [*[_vi(n, [3]) for n in states], _vi("sx", [3])], [_vi("y", None)])
+    scan = helper.make_node("Scan", [*states, "x"], ["ys"], body=body, num_scan_inputs=1)
+    then = helper.make_graph([scan], "then", [], [_vi("ys", None)])
+    other = helper.make_graph([helper.make_node("Identity", ["x"], ["z"])], "else", [],
+                              [_vi("z", None)])
+    loop_body = helper.make_graph(
+        [helper.make_node("If", ["c"], ["r"], then_branch=then, else_branch=other),
+         helper.make_node("Identity", ["c"], ["c_out"])],
+        "loop", [_vi("i", [], TensorProto.INT64), _vi("c", [], TensorProto.BOOL)],
+        [_vi("c_out", [], TensorProto.BOOL), _vi("r", None)])
+    graph = helper.make_graph(
+        [helper.make_node("Loop", ["m", "go"], ["rs"], body=loop_body)], "g",
+        [_vi("m", [], TensorProto.INT64), _vi("go", [], TensorProto.BOOL), _vi("x", [2, 3]),
+         *[_vi(n, [3]) for n in states]],
+        [_vi("rs", None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 9
+    return model
+
+
+def test_a_scan_making_scan_outputs_in_a_loop_body_runs_its_reference_in_a_child() -> None:
+    """A Scan two subgraphs deep is found; one with state variables only is not, nor a
+    model without control flow."""
+    from dmlgraph.parity import _scans_out
+
+    assert _scans_out(dmlgraph.load(_nested(True)))
+    assert not _scans_out(dmlgraph.load(_nested(False)))
+    assert _scans_out(dmlgraph.load(_scan_model(second=False)))
+    assert not _scans_out(dmlgraph.load(_plain()))
+
+
+def _plain() -> onnx.ModelProto:
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
+                              [_vi("x", [2])], [_vi("y", [2])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 9
+    return model
+
+
+def test_onnx_reference_is_the_reference_where_onnxruntime_dies(monkeypatch) -> None:
+    """Where onnxruntime dies running the reference and onnx.reference can run the model
+    (along axis 0; no such model of onnxruntime 1.32's was found, so the child is made to die
+    of SIGFPE as onnxruntime does), the comparison is against onnx.reference, saying why."""
+    import os
+    import signal
+
+    from backends.base import can_fork
+    from backends.onnxruntime import OnnxruntimeBackend
+    from dmlgraph.parity import Verdict, check
+
+    if not can_fork():
+        pytest.skip("no fork on this platform")
+    parent = os.getpid()
+    real = OnnxruntimeBackend.execute_session
+
+    def dies(self, session, feeds, where="<model>"):
+        if os.getpid() == parent:  # never this process: the reference runs in a child
+            raise AssertionError("the reference ran in check's own process")
+        os.kill(os.getpid(), signal.SIGFPE)
+        return real(self, session, feeds, where)
+
+    monkeypatch.setattr(OnnxruntimeBackend, "execute_session", dies)
+    report = check(_stacked([3, 4], 0))
+    (comparison,) = report.comparisons
+    assert comparison.expected == (
+        "onnx.reference on the original model (onnxruntime cannot run it: it died of SIGFPE "
+        "(signal 8) on it (as onnxruntime 1.32 does on some Scans making empty scan outputs))")
+    assert [o.verdict for o in comparison.outputs] == [Verdict.PASS]
+
+
+def test_an_onnxruntime_error_in_the_child_is_the_error_it_is_in_process(monkeypatch) -> None:
+    """Other onnxruntime failures come back from the child as they are raised in process
+    (the fallbacks of ``_against_reference`` read their words), an exception that does not
+    unpickle by its words kept; ``run_forked`` hands back large results and signals."""
+    import os
+    import signal
+
+    from backends.base import BackendError, ChildKilled, SizeMismatch, can_fork, run_forked
+    from backends.onnxruntime import OnnxruntimeBackend
+    from dmlgraph import parity
+    from dmlgraph.parity import check
+
+    if not can_fork():
+        pytest.skip("no fork on this platform")
+
+    def fails(self, session, feeds, where="<model>"):
+        raise BackendError(f"{where}: onnxruntime fails: RuntimeException: node 'scan' broke")
+
+    monkeypatch.setattr(OnnxruntimeBackend, "execute_session", fails)
+    model = _stacked([3, 4], 1)
+    with pytest.raises(dmlgraph.DmlgraphError) as forked:
+        check(model)
+    monkeypatch.setattr(parity, "_scans_out", lambda graph: False)
+    with pytest.raises(dmlgraph.DmlgraphError) as here:
+        check(model)
+    assert type(forked.value) is type(here.value) and str(forked.value) == str(here.value)
+    assert "node 'scan' broke" in str(here.value)
+
+    def mismatch():
+        raise SizeMismatch("t: made float32[2]", "t", "node 'n'", (np.dtype(np.float32), (2,)),
+                           (np.dtype(np.float32), (3,)))
+
+    with pytest.raises(BackendError, match=r"^t: made float32\[2\]$"):
+        run_forked(mismatch)
+    big = run_forked(lambda: np.arange(1 << 21, dtype=np.int64))
+    assert np.array_equal(big, np.arange(1 << 21, dtype=np.int64))
+    with pytest.raises(ChildKilled, match=r"died of SIGSEGV \(signal 11\)"):
+        run_forked(lambda: os.kill(os.getpid(), signal.SIGSEGV))
