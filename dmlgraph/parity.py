@@ -1245,6 +1245,21 @@ def _onnx_reference_run(
     return expected
 
 
+def divergence_hint(graph: Graph, lowered: Graph, failure: Exception) -> str:
+    """What onnxruntime's ``failure`` running ``graph`` (imported from a model, or ``lowered``
+    from it) adds where it is at a known divergence: that the numpy backend runs the node and
+    ``check`` names it (``run --backend onnxruntime`` said only onnxruntime's words); else
+    ""."""
+    from backends.base import engine_hint
+
+    found = _failed_at(graph, known_divergences(graph, lowered), failure, [])
+    if not found:
+        return ""
+    at = _nodes_text(dict.fromkeys(d.label for d in found))
+    return engine_hint(f"a known divergence at {at}, which the numpy backend runs and check "
+                       "names", "--backend numpy", "get_backend('numpy')")
+
+
 def _failed_at(
     graph: Graph,
     divergences: Sequence[KnownDivergence],

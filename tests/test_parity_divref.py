@@ -1,11 +1,12 @@
 """Outputs onnxruntime fails on at a known divergence, compared with onnx.reference where it
-computes what ONNX says at the divergent node (``parity.SPEC_REFERENCE_DIVERGENCES``).
-Oracles: onnxruntime's own failure, asserted first, and onnx.reference (each case's ONNX
-result written out too)."""
+computes what ONNX says at the divergent node (``parity.SPEC_REFERENCE_DIVERGENCES``), and
+``run --backend onnxruntime``'s hint there. Oracles: onnxruntime's own failure, asserted
+first, and onnx.reference (each case's ONNX result written out too)."""
 
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import numpy as np
 import onnx
@@ -14,6 +15,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from dmlgraph import check, load
+from dmlgraph.cli import main
 from dmlgraph.parity import SPEC_REFERENCE_DIVERGENCES, Verdict, known_divergences
 from lowering import lower
 
@@ -206,3 +208,24 @@ def test_the_pruned_model_keeps_what_a_subgraph_reads_of_the_outer_graph() -> No
     pruned = _pruned_to(model, ["Y"])
     assert [n.op_type for n in pruned.graph.node] == ["Neg", "If"]
     assert [o.name for o in pruned.graph.output] == ["Y"]
+
+
+def test_run_on_onnxruntime_failing_at_a_divergence_says_the_numpy_backend_runs_it(
+    tmp_path: Path, capsys
+) -> None:
+    model, feeds, _ = _wrap_of_empty()
+    path = tmp_path / "wrap.onnx"
+    onnx.save(model, path)
+    assert main(["run", str(path), "--backend", "onnxruntime"]) == 2
+    error = capsys.readouterr().err
+    assert "Unexpected mode of 3" in error  # onnxruntime's words, then the hint
+    assert error.rstrip().endswith(
+        "(a known divergence at node 'wrap', which the numpy backend runs and check names: "
+        "--backend numpy, get_backend('numpy') in Python)")
+    assert main(["run", str(path), "--backend", "numpy"]) == 0
+    plain = _model([helper.make_node("Pad", ["X", "p"], ["Y"], mode="reflect", name="pad")],
+                   [_info("X", [2, 1])], [_info("Y", None)], [_ints("p", [0, 2, 0, 2])])
+    onnx.save(plain, path)
+    capsys.readouterr()
+    assert main(["run", str(path), "--backend", "onnxruntime"]) == 2
+    assert "known divergence at node 'pad'" in capsys.readouterr().err

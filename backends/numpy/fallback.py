@@ -14,7 +14,7 @@ from typing import Any, Protocol
 import numpy as np
 import onnx
 
-from backends.base import BackendError, first_line
+from backends.base import BackendError, engine_hint, first_line
 from backends.onnxruntime import values
 from backends.onnxruntime.providers import cannot_run, make_session, select_providers
 from dmlgraph.dml.enums import PaddingMode
@@ -203,8 +203,9 @@ class OnnxruntimeFallback:
             if cannot_run(str(exc)) is None:
                 raise
             # said, not done: the user chooses the engine (an int16 Einsum had no hint)
-            raise BackendError(f"{exc} (onnx.reference may run them: --fallback reference, "
-                               "fallback='reference' in Python)") from None
+            hint = engine_hint("onnx.reference may run them", "--fallback reference",
+                               "fallback='reference'")
+            raise BackendError(f"{exc}{hint}") from None
         outputs = list(graph.outputs)
         fetch_values = values.needs_values(session)
 
