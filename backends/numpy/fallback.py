@@ -123,6 +123,8 @@ def _spec_pad(data: np.ndarray, pads: Any, mode: str, fill: Any, axes: Any) -> n
     differs between NumPy versions), reflect over an axis of one element as edge (nothing to
     mirror: what ``np.pad``, and so onnx.reference, gives)."""
     data, widths = _crop_negative_pads(data, pads, axes)
+    if not widths:  # a scalar, whose pads are empty, is itself (np.pad refused the empty
+        return data.copy()  # widths: "`pad_width` must be of integral type")
     if mode == "constant":
         fill = 0 if fill is None else np.asarray(fill).reshape(-1)[0]
         return np.pad(data, widths, mode="constant", constant_values=fill).astype(data.dtype)
