@@ -96,6 +96,12 @@ def refuse_beyond_memory(graph: Graph, planned: int = 0) -> None:
         )
 
 
+def engine_hint(what: str, option: str, python: str) -> str:
+    """What an error adds where another engine may do what failed: said, not done (the user
+    chooses the engine), as the CLI's option and the Python argument."""
+    return f" ({what}: {option}, {python} in Python)"
+
+
 def first_line(exc: BaseException) -> str:
     """An engine's exception as one line (the CLI prints errors on one line)."""
     text = str(exc).strip()

@@ -227,7 +227,14 @@ def cmd_run(args: argparse.Namespace) -> int:
         backend = get_backend("onnxruntime", providers=args.provider)
         target = lower(graph, args.feature_level) if args.lowered else graph
         what = f"lowered at FL {args.feature_level.short}" if args.lowered else "imported"
-    result = backend.execute(target, feeds)
+    try:
+        result = backend.execute(target, feeds)
+    except DmlgraphError as exc:
+        hint = _divergence_hint(graph, target, args.feature_level, exc) if (
+            args.backend == "onnxruntime") else ""
+        if not hint:
+            raise
+        raise DmlgraphError(f"{exc}{hint}") from None
     outputs = {name: result.outputs[t] for name, t in zip(graph.outputs, target.outputs)}
     engines = ", ".join(f"{n} {e}" for e, n in result.record.engines().items())
     print(visible(f"model: {args.model} ({what}); inputs: {source}"))
@@ -249,6 +256,21 @@ def cmd_run(args: argparse.Namespace) -> int:
         saved = len(outputs) if npz else len(graph.outputs)
         print(visible(f"saved {len(feeds)} input(s) and {saved} output(s) to {where}"))
     return 0
+
+
+def _divergence_hint(
+    graph: Graph, target: Graph, level: FeatureLevel, failure: DmlgraphError
+) -> str:
+    """``parity.divergence_hint`` for onnxruntime's failure on ``target`` (the imported graph,
+    lowered here only to read its divergence notes, or the lowered one)."""
+    from dmlgraph.parity import divergence_hint
+    from lowering import lower
+
+    try:
+        lowered = target if target is not graph else lower(graph, level)
+        return divergence_hint(graph, lowered, failure)
+    except DmlgraphError:  # no lowering, no note: onnxruntime's words stand alone
+        return ""
 
 
 #: How many nodes lowered as the graph ran ``run`` and ``check`` list (``check --json``: all).

@@ -23,6 +23,9 @@ node it inserts breaking its own checker) is compared against onnx.reference ins
 comparison says so (``_against_onnx_reference``). A model holding a Scan that makes scan
 outputs runs its onnxruntime reference in a forked child (``_ForkedReference``): onnxruntime
 1.32 dies of SIGFPE on some; then onnx.reference is the reference, or the death is one error.
+The outputs onnxruntime fails on at a known divergence where onnx.reference computes what ONNX
+says (``SPEC_REFERENCE_DIVERGENCES``) are compared against onnx.reference, and the comparison
+says so (``_on_onnx_reference``).
 """
 
 from __future__ import annotations
@@ -400,6 +403,23 @@ def _stats(
 # ----------------------------------------------------------------------------- divergences
 
 
+#: Known divergences where onnx.reference (``fallback.reference_evaluator``, the evaluator of
+#: ``--fallback reference``) computes what ONNX says at the node, by a phrase of their note:
+#: where onnxruntime fails at such a node, ``check`` compares the outputs it reaches with
+#: onnx.reference (``_on_onnx_reference``). Each measured (tests/test_parity_divref.py). Not
+#: listed, so such outputs stay not compared: a reflect Pad by the size or more (ONNX leaves it
+#: undefined; onnx.reference reflects periodically, as DirectML does: no proof either way), a
+#: reflect Pad of one element (nothing to mirror), control flow (onnxruntime computes it
+#: otherwise, but does not fail there).
+SPEC_REFERENCE_DIVERGENCES: tuple[str, ...] = (
+    "onnxruntime has no kernel for Concat before opset 4",  # lowering/concat.py
+    "ONNX's result is the empty tensor",  # ort_pad: a wrap of an empty input, an empty axis
+    # grown by edge or reflect, an edge, reflect or wrap crop to no elements
+    "ONNX clamps that end to dim - 1",  # lowering/slice.py: a negative step's INT64_MAX end
+    "a scalar has no axis to",  # lowering/slice.py, ort_pad: a Slice or Pad of a scalar
+)
+
+
 @dataclass(frozen=True)
 class KnownDivergence:
     """A node whose note says DirectML and onnxruntime differ there, and the graph outputs
@@ -414,12 +434,23 @@ class KnownDivergence:
     def describe(self) -> str:
         return f"node {self.node!r}: {self.note}"
 
+    @property
+    def label(self) -> str:
+        """The node's name, or, unnamed, the name ``to_onnx`` gives it (``named_in``)."""
+        return self.node or f"{self.op_type}_{self.node_id}"
+
+    @property
+    def reference_follows_spec(self) -> bool:
+        """Whether onnx.reference computes what ONNX says at this node
+        (``SPEC_REFERENCE_DIVERGENCES``), so it may be the reference where onnxruntime fails."""
+        return any(phrase in self.note for phrase in SPEC_REFERENCE_DIVERGENCES)
+
     def named_in(self, failure: str) -> bool:
         """Whether a reference's error is about this node: by its name, or, unnamed, by the
         name ``to_onnx`` gives it (``OP_ID``), which onnxruntime's error then quotes."""
         if self.node:
             return f"'{self.node}'" in failure
-        return self.node_id is not None and f"'{self.op_type}_{self.node_id}'" in failure
+        return self.node_id is not None and f"'{self.label}'" in failure
 
 
 def known_divergences(
@@ -507,19 +538,38 @@ def _without_dead_nodes(model: Any) -> bytes | None:
         proto = _model_proto(model)
     except Exception:  # the import read it; a failure here only forgoes the retry
         return None
-    needed = {o.name for o in proto.graph.output}
+    pruned = _pruned_to(proto, [o.name for o in proto.graph.output])
+    if len(pruned.graph.node) == len(proto.graph.node):
+        return None
+    return pruned.SerializeToString()
+
+
+def _pruned_to(proto: onnx.ModelProto, names: Sequence[str]) -> onnx.ModelProto:
+    """A copy of the model whose outputs are ``names`` (each once), without the nodes none of
+    them reads (a subgraph's reads of the outer graph's names counted)."""
+    needed = set(names)
     live = []
     for node in reversed(proto.graph.node):  # ONNX lists nodes in topological order
         if needed.intersection(node.output):
             live.append(node)
-            needed.update(node.input)
-    if len(live) == len(proto.graph.node):
-        return None
+            needed.update(_reads(node))
     pruned = onnx.ModelProto()
     pruned.CopyFrom(proto)
     del pruned.graph.node[:]
     pruned.graph.node.extend(reversed(live))
-    return pruned.SerializeToString()
+    kept = {o.name: o for o in reversed(proto.graph.output) if o.name in names}
+    del pruned.graph.output[:]
+    pruned.graph.output.extend(kept[name] for name in dict.fromkeys(names) if name in kept)
+    return pruned
+
+
+def _reads(node: onnx.NodeProto) -> Iterable[str]:
+    """The names a node reads: its inputs, and those its subgraphs' nodes read."""
+    yield from node.input
+    for attr in node.attribute:
+        for subgraph in (*([attr.g] if attr.HasField("g") else ()), *attr.graphs):
+            for inner in subgraph.node:
+                yield from _reads(inner)
 
 
 def _model_proto(model: Any) -> onnx.ModelProto:
@@ -689,8 +739,11 @@ def compare_outputs(
     return tuple(results)
 
 
-def not_compared(name: str, actual: np.ndarray, reasons: Sequence[str]) -> OutputComparison:
-    """An output the reference could not compute because of a known divergence."""
+def not_compared(
+    name: str, actual: np.ndarray, reasons: Sequence[str], why: str = ""
+) -> OutputComparison:
+    """An output the reference could not compute because of a known divergence (``why``:
+    what else could not, and why)."""
     return OutputComparison(
         name=name,
         verdict=Verdict.KNOWN_DIVERGENCE,
@@ -707,7 +760,7 @@ def not_compared(name: str, actual: np.ndarray, reasons: Sequence[str]) -> Outpu
         max_rel_error=None,
         required_atol=None,
         required_rtol=None,
-        message="not compared: the reference cannot compute it",
+        message=f"not compared: the reference cannot compute it{why}",
         divergences=tuple(reasons),
         compared=False,
     )
@@ -1080,7 +1133,9 @@ def _against_reference(
 ) -> Comparison:
     """onnxruntime on the model as given (if it refuses the file, on ``to_onnx`` of the
     import). If the run fails at a node with a known divergence, the outputs that node
-    reaches are not compared and the others are, on a copy of the graph pruned to them;
+    reaches are compared with onnx.reference where it computes what ONNX says there
+    (``_on_onnx_reference``), else not compared, and the others are, on a copy of the graph
+    pruned to them;
     any other failure is raised. Where onnxruntime cannot run the model at all
     (``providers.CANNOT_RUN``), the reference is onnx.reference (``_against_onnx_reference``)."""
     from backends.onnxruntime.providers import cannot_run
@@ -1200,14 +1255,124 @@ def _against_reference(
         break
     compared = iter(compare_outputs(names, values, expected, tolerances, divergences))
     reasons = [d.describe() for d in matched]
+    left = [i for i in range(len(names)) if expected[i] is None]
+    spec = _on_onnx_reference(model, feeds, names, values, tolerances, divergences, left, runs)
     outputs = tuple(
-        next(compared) if expected[i] is not None else not_compared(names[i], values[i], reasons)
+        next(compared) if expected[i] is not None
+        else spec.outputs.get(i) or not_compared(names[i], values[i], reasons, spec.why)
         for i in range(len(names))
     )
     note = f"reference failed: {failure}"
     if unreached:
         note += "; the outputs it does not reach were compared on the graph pruned to them"
-    return Comparison(label, reference, outputs, note=note)
+    if spec.outputs:
+        taken = dict.fromkeys(names[i] for i in spec.outputs)
+        reference += f"; onnx.reference on the original model for {', '.join(map(repr, taken))}"
+    return Comparison(label, reference, outputs, note="; ".join((note, *spec.notes)))
+
+
+@dataclass(frozen=True)
+class _SpecReference:
+    """What onnx.reference made of the outputs onnxruntime failed on (``_on_onnx_reference``):
+    their comparisons by position, why the others stay not compared, notes for the table."""
+
+    outputs: Mapping[int, OutputComparison]
+    why: str
+    notes: tuple[str, ...]
+
+
+def _on_onnx_reference(
+    model: ModelSource,
+    feeds: Mapping[str, np.ndarray],
+    names: Sequence[str],
+    values: Sequence[np.ndarray],
+    tolerances: Tolerances,
+    divergences: Sequence[KnownDivergence],
+    left: Sequence[int],
+    runs: list[Any],
+) -> _SpecReference:
+    """The outputs (by position) onnxruntime failed at a known divergence on, compared with
+    onnx.reference on the model pruned to them, where it computes what ONNX says at every
+    divergent node they are reached by (``KnownDivergence.reference_follows_spec``): a wrap
+    Pad of an empty input, which onnxruntime fails on, was left not compared, though ONNX says
+    its result. A mismatch there is dmlgraph's (no divergence excuses it). Where onnx.reference
+    fails too, they stay not compared, its reason said."""
+    from backends.base import first_line
+
+    reached = {i: [d for d in divergences if i in d.outputs] for i in left}
+    ours = [i for i in left if all(d.reference_follows_spec for d in reached[i])]
+    notes = []
+    unknown = dict.fromkeys(names[i] for i in left if i not in ours)
+    if unknown:
+        at = dict.fromkeys(d.label for i in left if i not in ours
+                           for d in reached[i] if not d.reference_follows_spec)
+        notes.append(f"{', '.join(map(repr, unknown))} not compared with onnx.reference either: "
+                     f"it is not known to compute what ONNX says at {_nodes_text(at)}")
+    if not ours:
+        return _SpecReference({}, "", tuple(notes))
+    taken = list(dict.fromkeys(names[i] for i in ours))
+    try:
+        made = dict(zip(taken, _onnx_reference_run(_pruned_to(_model_proto(model), taken),
+                                                    feeds, taken, runs)))
+    except Exception as exc:  # onnx.reference raises any type
+        why = f", nor can onnx.reference ({first_line(exc)})"
+        notes.append(f"onnx.reference failed on {', '.join(map(repr, taken))} as well: "
+                     f"{first_line(exc)}")
+        return _SpecReference({}, why, tuple(notes))
+    at = dict.fromkeys(d.label for i in ours for d in reached[i])
+    why = ("compared with onnx.reference: onnxruntime fails at a known divergence, where "
+           "onnx.reference computes what ONNX says")
+    notes.append(f"{', '.join(map(repr, taken))} compared with onnx.reference on the model "
+                 f"(pruned to the outputs compared): it computes what ONNX says at "
+                 f"{_nodes_text(at)}")
+    outputs = {}
+    for i in ours:
+        expected = made[names[i]]
+        result = compare_output(names[i], values[i], expected,
+                                tolerances.for_output(names[i], expected.dtype))
+        outputs[i] = replace(result, message="; ".join(filter(None, (why, result.message))))
+    return _SpecReference(outputs, "", tuple(notes))
+
+
+def _nodes_text(nodes: Iterable[str]) -> str:
+    """'node 'a'' or 'nodes 'a', 'b''."""
+    listed = list(nodes)
+    return f"node{'s' if len(listed) > 1 else ''} {', '.join(map(repr, listed))}"
+
+
+def _onnx_reference_run(
+    proto: onnx.ModelProto, feeds: Mapping[str, np.ndarray], names: Sequence[str],
+    runs: list[Any],
+) -> list[np.ndarray]:
+    """onnx.reference's values of outputs ``names`` of the model, its run added to ``runs``;
+    raises what onnx.reference raises (any type)."""
+    from backends.base import NodeRun, RunRecord
+    from backends.numpy.fallback import reference_evaluator
+
+    evaluator = reference_evaluator(proto)
+    taken = set(evaluator.input_names)
+    made = evaluator.run(None, {k: v for k, v in feeds.items() if k in taken})
+    outputs = dict(zip(evaluator.output_names, made))
+    expected = [np.asarray(outputs[n]) for n in names]
+    engine = "onnx.reference"
+    runs.append(RunRecord(engine, engine,
+                          tuple(NodeRun(n.name, n.op_type, engine) for n in proto.graph.node)))
+    return expected
+
+
+def divergence_hint(graph: Graph, lowered: Graph, failure: Exception) -> str:
+    """What onnxruntime's ``failure`` running ``graph`` (imported from a model, or ``lowered``
+    from it) adds where it is at a known divergence: that the numpy backend runs the node and
+    ``check`` names it (``run --backend onnxruntime`` said only onnxruntime's words); else
+    ""."""
+    from backends.base import engine_hint
+
+    found = _failed_at(graph, known_divergences(graph, lowered), failure, [])
+    if not found:
+        return ""
+    at = _nodes_text(dict.fromkeys(d.label for d in found))
+    return engine_hint(f"a known divergence at {at}, which the numpy backend runs and check "
+                       "names", "--backend numpy", "get_backend('numpy')")
 
 
 def _failed_at(
@@ -1240,22 +1405,13 @@ def _against_onnx_reference(
     its ``words``): an int16 Pad, which DirectML runs, stopped ``check`` with exit 2 and
     no proof either way. Where onnx.reference fails too, onnxruntime's ``failure`` stands,
     saying so."""
-    from backends.base import BackendError, NodeRun, RunRecord, first_line
-    from backends.numpy.fallback import reference_evaluator
+    from backends.base import BackendError, first_line
 
     try:
-        proto = _model_proto(model)
-        evaluator = reference_evaluator(proto)
-        taken = set(evaluator.input_names)
-        made = evaluator.run(None, {k: v for k, v in feeds.items() if k in taken})
-        outputs = dict(zip(evaluator.output_names, made))
-        expected = [np.asarray(outputs[n]) for n in names]
+        expected = _onnx_reference_run(_model_proto(model), feeds, names, runs)
     except Exception as exc:  # onnx.reference raises any type
         raise BackendError(f"{failure}; onnx.reference failed as well: {first_line(exc)}"
                            ) from None
-    engine = "onnx.reference"
-    runs.append(RunRecord(engine, engine,
-                          tuple(NodeRun(n.name, n.op_type, engine) for n in proto.graph.node)))
     return Comparison(
         label,
         f"onnx.reference on the original model (onnxruntime cannot run it: {words})",

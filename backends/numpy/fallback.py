@@ -14,7 +14,7 @@ from typing import Any, Protocol
 import numpy as np
 import onnx
 
-from backends.base import BackendError, first_line
+from backends.base import BackendError, engine_hint, first_line
 from backends.onnxruntime import values
 from backends.onnxruntime.providers import cannot_run, make_session, select_providers
 from dmlgraph.dml.enums import PaddingMode
@@ -123,6 +123,8 @@ def _spec_pad(data: np.ndarray, pads: Any, mode: str, fill: Any, axes: Any) -> n
     differs between NumPy versions), reflect over an axis of one element as edge (nothing to
     mirror: what ``np.pad``, and so onnx.reference, gives)."""
     data, widths = _crop_negative_pads(data, pads, axes)
+    if not widths:  # a scalar, whose pads are empty, is itself (np.pad refused the empty
+        return data.copy()  # widths: "`pad_width` must be of integral type")
     if mode == "constant":
         fill = 0 if fill is None else np.asarray(fill).reshape(-1)[0]
         return np.pad(data, widths, mode="constant", constant_values=fill).astype(data.dtype)
@@ -203,8 +205,9 @@ class OnnxruntimeFallback:
             if cannot_run(str(exc)) is None:
                 raise
             # said, not done: the user chooses the engine (an int16 Einsum had no hint)
-            raise BackendError(f"{exc} (onnx.reference may run them: --fallback reference, "
-                               "fallback='reference' in Python)") from None
+            hint = engine_hint("onnx.reference may run them", "--fallback reference",
+                               "fallback='reference'")
+            raise BackendError(f"{exc}{hint}") from None
         outputs = list(graph.outputs)
         fetch_values = values.needs_values(session)
 

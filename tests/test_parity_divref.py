@@ -1,0 +1,232 @@
+"""Outputs onnxruntime fails on at a known divergence, compared with onnx.reference where it
+computes what ONNX says at the divergent node (``parity.SPEC_REFERENCE_DIVERGENCES``), and
+``run --backend onnxruntime``'s hint there. Oracles: onnxruntime's own failure, asserted
+first, and onnx.reference (each case's ONNX result written out too)."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from dmlgraph import check, load
+from dmlgraph.cli import main
+from dmlgraph.parity import SPEC_REFERENCE_DIVERGENCES, Verdict, known_divergences
+from lowering import lower
+
+
+def _model(nodes, inputs, outputs, inits=(), opset: int = 19, ir: int = 10) -> onnx.ModelProto:
+    graph = helper.make_graph(nodes, "g", inputs, outputs, list(inits))
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = ir
+    return model
+
+
+def _info(name: str, shape, elem: int = TensorProto.FLOAT) -> onnx.ValueInfoProto:
+    return helper.make_tensor_value_info(name, elem, shape)
+
+
+def _ints(name: str, values) -> onnx.TensorProto:
+    return numpy_helper.from_array(np.array(values, np.int64), name)
+
+
+def _ort_fails(model: onnx.ModelProto, feeds, match: str) -> None:
+    with pytest.raises(Exception, match=match):
+        session = ort.InferenceSession(model.SerializeToString(),
+                                       providers=["CPUExecutionProvider"])
+        session.run(None, feeds)
+
+
+def _wrap_of_empty() -> tuple[onnx.ModelProto, dict, str]:
+    """A wrap Pad of an empty input (ONNX: empty, [0, 5]) beside a Neg onnxruntime runs."""
+    model = _model([helper.make_node("Pad", ["X", "p"], ["Y"], mode="wrap", name="wrap"),
+                    helper.make_node("Neg", ["Z"], ["W"], name="neg")],
+                   [_info("X", [0, 3]), _info("Z", [2])], [_info("Y", None), _info("W", None)],
+                   [_ints("p", [0, 1, 0, 1])])
+    feeds = {"X": np.zeros((0, 3), np.float32), "Z": np.array([1, -2], np.float32)}
+    return model, feeds, "Unexpected mode of 3"
+
+
+def _reversed_slice_into_add() -> tuple[onnx.ModelProto, dict, str]:
+    """A Slice whose INT64_MAX end with step -1 ONNX clamps (empty) and onnxruntime reads as
+    'through index 0' ([4]), added to a [0]: onnxruntime fails at the Add, downstream."""
+    model = _model([helper.make_node("Slice", ["X", "s", "e", "a", "t"], ["S"], name="slice"),
+                    helper.make_node("Add", ["S", "Z"], ["Y"], name="add")],
+                   [_info("X", [5]), _info("Z", [0])], [_info("Y", None)],
+                   [_ints("s", [3]), _ints("e", [2**63 - 1]), _ints("a", [0]),
+                    _ints("t", [-1])], opset=13)
+    feeds = {"X": np.arange(5, dtype=np.float32), "Z": np.zeros(0, np.float32)}
+    return model, feeds, "Name:'add'"
+
+
+def _concat_1(axis: bool = True) -> tuple[onnx.ModelProto, dict, str]:
+    """A Concat-1 (onnxruntime has no kernel before opset 4) of X with itself along axis 1."""
+    attrs = {"axis": 1} if axis else {}
+    model = _model([helper.make_node("Concat", ["X", "X"], ["Y"], name="cat", **attrs)],
+                   [_info("X", [2, 3])], [_info("Y", None)], opset=3, ir=3)
+    return model, {"X": np.arange(6, dtype=np.float32).reshape(2, 3)}, "Concat\\(1\\)"
+
+
+def _scalar_pad() -> tuple[onnx.ModelProto, dict, str]:
+    """A Pad of a scalar (empty pads): ONNX's result is the input; onnx.reference's Pad (as
+    ``fallback`` replaces it) handed np.pad the empty widths, which it refused."""
+    model = _model([helper.make_node("Pad", ["X", "e"], ["Y"], name="pad")],
+                   [_info("X", [], TensorProto.INT8)], [_info("Y", None, TensorProto.INT8)],
+                   [_ints("e", [])], opset=13)
+    return model, {"X": np.array(7, np.int8)}, "Pad"
+
+
+def _scalar_slice() -> tuple[onnx.ModelProto, dict, str]:
+    """A Slice of a scalar (empty starts and ends): ONNX's result is the input."""
+    model = _model([helper.make_node("Slice", ["X", "e", "e"], ["Y"], name="slice")],
+                   [_info("X", [], TensorProto.INT8)], [_info("Y", None, TensorProto.INT8)],
+                   [_ints("e", [])], opset=13)
+    return model, {"X": np.array(7, np.int8)}, "Cannot slice scalars"
+
+
+@pytest.mark.parametrize("case, node, onnx_result", [
+    (_wrap_of_empty, "wrap", np.zeros((0, 5), np.float32)),
+    (_reversed_slice_into_add, "slice", np.zeros(0, np.float32)),
+    (_concat_1, "cat", np.tile(np.arange(6, dtype=np.float32).reshape(2, 3), (1, 2))),
+    (_scalar_slice, "slice", np.array(7, np.int8)),
+    (_scalar_pad, "pad", np.array(7, np.int8)),
+])
+def test_an_output_onnxruntime_fails_on_where_onnx_defines_it_is_compared_with_onnx_reference(
+    case, node: str, onnx_result: np.ndarray
+) -> None:
+    """These were "not compared": onnxruntime fails at (or downstream of) the divergent node,
+    where ONNX says the result, as onnx.reference computes it."""
+    model, feeds, words = case()
+    _ort_fails(model, feeds, words)
+    report = check(model, inputs=feeds)
+    (comparison,) = report.comparisons
+    y = comparison.outputs[0]
+    assert y.name == "Y" and y.compared and y.verdict is Verdict.PASS
+    assert y.expected_shape == onnx_result.shape and y.expected_dtype == str(onnx_result.dtype)
+    assert y.message.startswith("compared with onnx.reference: onnxruntime fails at a known "
+                                "divergence")
+    assert comparison.expected.endswith("; onnx.reference on the original model for 'Y'")
+    assert (f"'Y' compared with onnx.reference on the model (pruned to the outputs compared): "
+            f"it computes what ONNX says at node '{node}'") in comparison.note
+    assert [r.backend for r in report.runs][-1] == "onnx.reference"
+    assert report.exit_code == 0 and report.compared == len(comparison.outputs)
+    assert all(o.verdict is Verdict.PASS for o in comparison.outputs)  # W: onnxruntime's
+
+
+def test_a_wrong_value_there_is_a_failure_no_divergence_excuses(monkeypatch) -> None:
+    """onnx.reference computes what ONNX says at the node, as dmlgraph claims to: a mismatch
+    there is dmlgraph's, not the divergence's."""
+    import backends.numpy.backend as numpy_backend
+
+    execute = numpy_backend.NumpyBackend.execute
+
+    def wrong(self, graph, feeds, outputs=None):
+        result = execute(self, graph, feeds, outputs)
+        return dataclasses.replace(result, outputs={
+            k: v + 1 for k, v in result.outputs.items()})
+
+    monkeypatch.setattr(numpy_backend.NumpyBackend, "execute", wrong)
+    model, feeds, _ = _concat_1()
+    report = check(model, inputs=feeds)
+    (y,) = report.comparisons[0].outputs
+    assert y.verdict is Verdict.FAIL and y.divergences == () and y.mismatches == 12
+    assert "compared with onnx.reference" in y.message and "12 of 12 elements" in y.message
+    assert report.exit_code == 1
+
+
+def test_where_onnx_reference_fails_too_the_output_stays_not_compared_with_both_reasons() -> None:
+    """Concat-1's axis is optional (default 1); onnx.reference requires it."""
+    failure = "Attribute 'axis' is expected"
+    model, feeds, words = _concat_1(axis=False)
+    _ort_fails(model, feeds, words)
+    report = check(model, inputs=feeds)
+    (comparison,) = report.comparisons
+    (y,) = comparison.outputs
+    assert not y.compared and y.verdict is Verdict.KNOWN_DIVERGENCE
+    assert y.divergences and y.divergences[0].startswith("node ")  # onnxruntime's reason
+    assert y.message.startswith("not compared: the reference cannot compute it, nor can "
+                                "onnx.reference (") and failure in y.message
+    assert "onnx.reference failed on 'Y' as well: " in comparison.note
+    assert "onnx.reference on the original model for" not in comparison.expected
+    assert report.exit_code == 0 and report.compared == 0
+
+
+@pytest.mark.parametrize("pads, shape", [
+    ([0, 3, 0, 4], [2, 3]),  # reflect by the size or more: ONNX leaves it undefined
+    ([0, 2, 0, 2], [2, 1]),  # reflect of one element: nothing to mirror
+])
+def test_a_divergence_onnx_reference_is_not_known_to_follow_onnx_at_stays_not_compared(
+    pads, shape
+) -> None:
+    model = _model([helper.make_node("Pad", ["X", "p"], ["Y"], mode="reflect", name="pad"),
+                    helper.make_node("Neg", ["X"], ["Z"], name="neg")],
+                   [_info("X", shape)], [_info("Y", None), _info("Z", None)], [_ints("p", pads)])
+    feeds = {"X": np.arange(np.prod(shape), dtype=np.float32).reshape(shape)}
+    _ort_fails(model, feeds, "Pad reflect")
+    report = check(model, inputs=feeds)
+    (comparison,) = report.comparisons
+    y, z = comparison.outputs
+    assert not y.compared and y.verdict is Verdict.KNOWN_DIVERGENCE
+    assert y.message == "not compared: the reference cannot compute it"
+    assert z.verdict is Verdict.PASS
+    assert ("'Y' not compared with onnx.reference either: it is not known to compute what "
+            "ONNX says at node 'pad'") in comparison.note
+    assert "onnx.reference" not in [r.backend for r in report.runs]
+
+
+def test_each_phrase_of_the_table_names_a_divergence_lowering_notes() -> None:
+    """The table reads the notes' text: a reworded note would drop out silently."""
+    pad_crop = _model([helper.make_node("Pad", ["X", "p"], ["Y"], mode="edge", name="pad")],
+                      [_info("X", [2, 3])], [_info("Y", None)], [_ints("p", [0, -2, 0, -1])])
+    notes = []
+    for model in (_wrap_of_empty()[0], _reversed_slice_into_add()[0], _concat_1()[0],
+                  _scalar_slice()[0], _scalar_pad()[0], pad_crop):
+        graph = load(model)
+        notes += [d for d in known_divergences(graph, lower(graph))]
+    assert all(d.reference_follows_spec for d in notes)
+    for phrase in SPEC_REFERENCE_DIVERGENCES:
+        assert any(phrase in d.note for d in notes), phrase
+
+
+def test_the_pruned_model_keeps_what_a_subgraph_reads_of_the_outer_graph() -> None:
+    """An If whose branch reads 'c' by name (no input of the If): pruned by node inputs alone,
+    the Neg making 'c' was dropped."""
+    from dmlgraph.parity import _pruned_to
+
+    branch = helper.make_graph([helper.make_node("Identity", ["c"], ["o"])], "b", [],
+                               [_info("o", [2])])
+    model = _model([helper.make_node("Neg", ["X"], ["c"]),
+                    helper.make_node("Abs", ["X"], ["unread"]),
+                    helper.make_node("If", ["cond"], ["Y"], then_branch=branch,
+                                     else_branch=branch)],
+                   [_info("X", [2]), _info("cond", [], TensorProto.BOOL)],
+                   [_info("Y", [2]), _info("unread", [2])])
+    pruned = _pruned_to(model, ["Y"])
+    assert [n.op_type for n in pruned.graph.node] == ["Neg", "If"]
+    assert [o.name for o in pruned.graph.output] == ["Y"]
+
+
+def test_run_on_onnxruntime_failing_at_a_divergence_says_the_numpy_backend_runs_it(
+    tmp_path: Path, capsys
+) -> None:
+    model, feeds, _ = _wrap_of_empty()
+    path = tmp_path / "wrap.onnx"
+    onnx.save(model, path)
+    assert main(["run", str(path), "--backend", "onnxruntime"]) == 2
+    error = capsys.readouterr().err
+    assert "Unexpected mode of 3" in error  # onnxruntime's words, then the hint
+    assert error.rstrip().endswith(
+        "(a known divergence at node 'wrap', which the numpy backend runs and check names: "
+        "--backend numpy, get_backend('numpy') in Python)")
+    assert main(["run", str(path), "--backend", "numpy"]) == 0
+    plain = _model([helper.make_node("Pad", ["X", "p"], ["Y"], mode="reflect", name="pad")],
+                   [_info("X", [2, 1])], [_info("Y", None)], [_ints("p", [0, 2, 0, 2])])
+    onnx.save(plain, path)
+    capsys.readouterr()
+    assert main(["run", str(path), "--backend", "onnxruntime"]) == 2
+    assert "known divergence at node 'pad'" in capsys.readouterr().err
