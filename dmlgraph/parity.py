@@ -846,8 +846,8 @@ def check(
     # a Scan making scan outputs may kill onnxruntime: its reference runs in a child
     reference = _ForkedReference(ort) if _scans_out(graph) else ort
     comparisons = [
-        _against_reference(reference, source_model, graph, feeds, names, values, tolerances,
-                           divergences, label, runs, notes)
+        _against_reference(reference, _Subject(source_model, graph, feeds, names, values,
+                                               tolerances, divergences, label, runs), notes)
     ]
     if stored:
         # an output the file lacks is left out of its table: said, not silently dropped
@@ -1118,19 +1118,24 @@ class _ForkedReference:
             raise ReferenceDied(where, exc.signal) from None
 
 
-def _against_reference(
-    ort: Any,
-    model: ModelSource,
-    graph: Graph,
-    feeds: Mapping[str, np.ndarray],
-    names: Sequence[str],
-    values: Sequence[np.ndarray],
-    tolerances: Tolerances,
-    divergences: Sequence[KnownDivergence],
-    label: str,
-    runs: list[Any],
-    notes: list[str],
-) -> Comparison:
+@dataclass(frozen=True)
+class _Subject:
+    """What ``check`` compares with a reference: the model as given and its import, the feeds,
+    the outputs' names and the values the numpy backend made of them, the tolerances, the known
+    divergences, the label of the numpy run, and ``runs``, where each engine's record is added."""
+
+    model: ModelSource
+    graph: Graph
+    feeds: Mapping[str, np.ndarray]
+    names: Sequence[str]
+    values: Sequence[np.ndarray]
+    tolerances: Tolerances
+    divergences: Sequence[KnownDivergence]
+    label: str
+    runs: list[Any]
+
+
+def _against_reference(ort: Any, subject: _Subject, notes: list[str]) -> Comparison:
     """onnxruntime on the model as given (if it refuses the file, on ``to_onnx`` of the
     import). If the run fails at a node with a known divergence, the outputs that node
     reaches are compared with onnx.reference where it computes what ONNX says there
@@ -1140,6 +1145,9 @@ def _against_reference(
     (``providers.CANNOT_RUN``), the reference is onnx.reference (``_against_onnx_reference``)."""
     from backends.onnxruntime.providers import cannot_run
 
+    model, graph, feeds, names = subject.model, subject.graph, subject.feeds, subject.names
+    values, tolerances, divergences = subject.values, subject.tolerances, subject.divergences
+    label, runs = subject.label, subject.runs
     original = model.SerializeToString() if isinstance(model, onnx.ModelProto) else model
     reference = "onnxruntime on the original model"
     ran: Any = original  # the model the reference's session was made of
@@ -1226,8 +1234,7 @@ def _against_reference(
     if words is None and isinstance(failure, ReferenceDied):
         words = failure.words  # onnx.reference may run what onnxruntime dies of
     if words is not None and not _failed_at(graph, divergences, failure, []):
-        return _against_onnx_reference(model, graph, feeds, names, values, tolerances,
-                                       divergences, label, runs, failure, words)
+        return _against_onnx_reference(subject, failure, words)
     # each failure at a divergent node prunes the outputs it reaches, until the rest run
     matched: list[KnownDivergence] = []
     expected: list[np.ndarray | None] = [None] * len(names)
@@ -1256,7 +1263,7 @@ def _against_reference(
     compared = iter(compare_outputs(names, values, expected, tolerances, divergences))
     reasons = [d.describe() for d in matched]
     left = [i for i in range(len(names)) if expected[i] is None]
-    spec = _on_onnx_reference(model, feeds, names, values, tolerances, divergences, left, runs)
+    spec = _on_onnx_reference(subject, left)
     outputs = tuple(
         next(compared) if expected[i] is not None
         else spec.outputs.get(i) or not_compared(names[i], values[i], reasons, spec.why)
@@ -1281,16 +1288,7 @@ class _SpecReference:
     notes: tuple[str, ...]
 
 
-def _on_onnx_reference(
-    model: ModelSource,
-    feeds: Mapping[str, np.ndarray],
-    names: Sequence[str],
-    values: Sequence[np.ndarray],
-    tolerances: Tolerances,
-    divergences: Sequence[KnownDivergence],
-    left: Sequence[int],
-    runs: list[Any],
-) -> _SpecReference:
+def _on_onnx_reference(subject: _Subject, left: Sequence[int]) -> _SpecReference:
     """The outputs (by position) onnxruntime failed at a known divergence on, compared with
     onnx.reference on the model pruned to them, where it computes what ONNX says at every
     divergent node they are reached by (``KnownDivergence.reference_follows_spec``): a wrap
@@ -1298,6 +1296,8 @@ def _on_onnx_reference(
     its result. A mismatch there is dmlgraph's (no divergence excuses it). Where onnx.reference
     fails too, they stay not compared, its reason said."""
     from backends.base import first_line
+
+    names, values, divergences = subject.names, subject.values, subject.divergences
 
     reached = {i: [d for d in divergences if i in d.outputs] for i in left}
     ours = [i for i in left if all(d.reference_follows_spec for d in reached[i])]
@@ -1312,8 +1312,8 @@ def _on_onnx_reference(
         return _SpecReference({}, "", tuple(notes))
     taken = list(dict.fromkeys(names[i] for i in ours))
     try:
-        made = dict(zip(taken, _onnx_reference_run(_pruned_to(_model_proto(model), taken),
-                                                    feeds, taken, runs)))
+        made = dict(zip(taken, _onnx_reference_run(
+            _pruned_to(_model_proto(subject.model), taken), subject.feeds, taken, subject.runs)))
     except Exception as exc:  # onnx.reference raises any type
         why = f", nor can onnx.reference ({first_line(exc)})"
         notes.append(f"onnx.reference failed on {', '.join(map(repr, taken))} as well: "
@@ -1329,7 +1329,7 @@ def _on_onnx_reference(
     for i in ours:
         expected = made[names[i]]
         result = compare_output(names[i], values[i], expected,
-                                tolerances.for_output(names[i], expected.dtype))
+                                subject.tolerances.for_output(names[i], expected.dtype))
         outputs[i] = replace(result, message="; ".join(filter(None, (why, result.message))))
     return _SpecReference(outputs, "", tuple(notes))
 
@@ -1387,19 +1387,8 @@ def _failed_at(
     return found or [d for d in _upstream(graph, divergences, str(failure)) if d not in matched]
 
 
-def _against_onnx_reference(
-    model: ModelSource,
-    graph: Graph,
-    feeds: Mapping[str, np.ndarray],
-    names: Sequence[str],
-    values: Sequence[np.ndarray],
-    tolerances: Tolerances,
-    divergences: Sequence[KnownDivergence],
-    label: str,
-    runs: list[Any],
-    failure: DmlgraphError,
-    words: str,
-) -> Comparison:
+def _against_onnx_reference(subject: _Subject, failure: DmlgraphError, words: str
+                            ) -> Comparison:
     """onnx.reference on the model as given (its ops as the spec says: the evaluator of
     ``--fallback reference``), where onnxruntime cannot run it (``providers.CANNOT_RUN``,
     its ``words``): an int16 Pad, which DirectML runs, stopped ``check`` with exit 2 and
@@ -1408,14 +1397,16 @@ def _against_onnx_reference(
     from backends.base import BackendError, first_line
 
     try:
-        expected = _onnx_reference_run(_model_proto(model), feeds, names, runs)
+        expected = _onnx_reference_run(_model_proto(subject.model), subject.feeds,
+                                       subject.names, subject.runs)
     except Exception as exc:  # onnx.reference raises any type
         raise BackendError(f"{failure}; onnx.reference failed as well: {first_line(exc)}"
                            ) from None
     return Comparison(
-        label,
+        subject.label,
         f"onnx.reference on the original model (onnxruntime cannot run it: {words})",
-        compare_outputs(names, values, expected, tolerances, divergences),
+        compare_outputs(subject.names, subject.values, expected, subject.tolerances,
+                        subject.divergences),
     )
 
 
