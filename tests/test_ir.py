@@ -356,6 +356,20 @@ def test_copy_is_independent() -> None:
     other.validate()
 
 
+def test_tensor_views_show_their_own_graph() -> None:
+    """``tensors`` is one view kept per graph: a copy's shows the copy's table, live."""
+    graph = _chain()
+    view = graph.tensors
+    other = graph.copy()
+    other.set_tensor(TensorInfo("only_in_copy", np.float32, (1,)))
+    graph.set_tensor(TensorInfo("only_in_graph", np.float32, (1,)))
+    assert "only_in_copy" in other.tensors and "only_in_copy" not in graph.tensors
+    assert "only_in_graph" in view and "only_in_graph" not in other.tensors
+    assert list(other.tensors)[:-1] == list(graph.tensors)[:-1]
+    with pytest.raises(TypeError):
+        graph.tensors["x"] = TensorInfo("x")  # type: ignore[index]
+
+
 def test_extract_makes_outside_tensors_inputs() -> None:
     graph = _chain()
     sub = graph.extract([1, 2])
