@@ -94,14 +94,16 @@ def _load(
 ) -> Graph:
     source, proto, base_dir, data = _read(model)
     try:
-        if _load_external_data(proto, base_dir, source):
+        # read once, for every pass over the nodes (external data, domains, checks, build)
+        nodes = [NodeFields(node) for node in proto.graph.node]
+        if _load_external_data(proto, base_dir, source, nodes):
             data = None
         if proto.functions:
             proto, data = _inline_functions(proto, source), None
-        if _normalize_domains(proto, source):
+            nodes = [NodeFields(node) for node in proto.graph.node]
+        if _normalize_domains(proto, nodes, source):
             data = None
-        nodes = [NodeFields(node) for node in proto.graph.node]
-        _check_nodes(proto, nodes, source)
+        named_like = _check_nodes(proto, nodes, source)
         as_given = [_copied(value) for value in proto.graph.input] if input_shapes else None
         if input_shapes:  # first: they may give an input the shape the checker requires
             _apply_input_shapes(proto, input_shapes, source)
@@ -116,7 +118,8 @@ def _load(
         if refined:  # declared sizes inference lacks, for the nodes reading those outputs
             inferred, hidden = _infer_shapes(proto, nodes, source, refined)
         graph = _build_graph(
-            proto, nodes, inferred, declared, source, fold=fold, hidden=hidden, refined=refined
+            proto, nodes, inferred, declared, source, fold=fold, hidden=hidden, refined=refined,
+            named_like=named_like,
         )
         _check_scans(graph, None if as_given is None else lambda: _inferred_as_given(
             proto, nodes, source, refined, as_given))
@@ -214,10 +217,17 @@ def _require_model(proto: onnx.ModelProto, source: str) -> None:
 # ----------------------------------------------------------------------------- external data
 
 
-def _model_tensors(proto: onnx.ModelProto) -> Iterator[TensorProto]:
+def _model_tensors(
+    proto: onnx.ModelProto, nodes: Sequence[NodeFields] | None = None
+) -> Iterator[TensorProto]:
     """Every tensor of the model: the graph's (``_all_tensors``) and its local functions'
-    node attributes, which inlining copies into the graph."""
-    yield from _all_tensors(proto.graph)
+    node attributes, which inlining copies into the graph. ``nodes``: the graph's nodes as
+    read already, whose attributes are not read again."""
+    if nodes is None:
+        yield from _all_tensors(proto.graph)
+    else:
+        yield from proto.graph.initializer
+        yield from _node_tensors(nodes)
     for function in proto.functions:
         yield from _node_tensors(function.node)
 
@@ -229,7 +239,7 @@ def _all_tensors(graph: onnx.GraphProto) -> Iterator[TensorProto]:
     yield from _node_tensors(graph.node)
 
 
-def _node_tensors(nodes: Iterable[onnx.NodeProto]) -> Iterator[TensorProto]:
+def _node_tensors(nodes: Iterable[onnx.NodeProto | NodeFields]) -> Iterator[TensorProto]:
     for node in nodes:
         for attr in node.attribute[:]:  # a slice: iterating the field costs more
             kind = attr.type
@@ -280,11 +290,16 @@ def _external_entries(tensor: TensorProto) -> dict[str, str]:
     return {e.key: e.value for e in tensor.external_data}
 
 
-def _load_external_data(proto: onnx.ModelProto, base_dir: Path | None, source: str) -> bool:
+def _load_external_data(
+    proto: onnx.ModelProto,
+    base_dir: Path | None,
+    source: str,
+    nodes: Sequence[NodeFields] | None = None,
+) -> bool:
     """Read external tensor data, refusing any location outside the model's folder; True when
-    some tensor had external data."""
+    some tensor had external data. ``nodes`` as in ``_model_tensors``."""
     changed = False
-    for tensor in _model_tensors(proto):
+    for tensor in _model_tensors(proto, nodes):
         if tensor.data_location != TensorProto.EXTERNAL:
             continue
         changed = True
@@ -557,11 +572,14 @@ def _merge_function_opsets(proto: onnx.ModelProto, source: str) -> None:
             function.opset_import.extend(kept)
 
 
-def _normalize_domains(proto: onnx.ModelProto, source: str) -> bool:
-    """Rename domain aliases ("ai.onnx" -> "") in opset imports and nodes, as onnxruntime
-    does; the onnx checker knows only the canonical names. True when anything changed."""
+def _normalize_domains(
+    proto: onnx.ModelProto, nodes: Sequence[NodeFields], source: str
+) -> bool:
+    """Rename domain aliases ("ai.onnx" -> "") in opset imports and nodes (``nodes``: the
+    graph's, as read, renamed alike), as onnxruntime does; the onnx checker knows only the
+    canonical names. True when anything changed."""
     if not any(entry.domain in _DOMAIN_ALIASES for entry in proto.opset_import) and not any(
-        node.domain in _DOMAIN_ALIASES for node in proto.graph.node
+        node.domain in _DOMAIN_ALIASES for node in nodes
     ) and len({entry.domain for entry in proto.opset_import}) == len(proto.opset_import):
         return False
     opsets: dict[str, int] = {}
@@ -575,8 +593,9 @@ def _normalize_domains(proto: onnx.ModelProto, source: str) -> bool:
         opsets[domain] = int(entry.version)
     del proto.opset_import[:]
     proto.opset_import.extend(onnx.helper.make_opsetid(d, v) for d, v in opsets.items())
-    for node in proto.graph.node:
-        node.domain = _DOMAIN_ALIASES.get(node.domain, node.domain)
+    for node in nodes:
+        if node.domain in _DOMAIN_ALIASES:
+            node.domain = node.proto.domain = _DOMAIN_ALIASES[node.domain]
     return True
 
 
@@ -673,8 +692,12 @@ def _inferred_as_given(
     return types
 
 
-def _check_nodes(proto: onnx.ModelProto, nodes: Sequence[NodeFields], source: str) -> None:
-    """Refuse what dmlgraph cannot import before the checker phrases it less precisely."""
+def _check_nodes(
+    proto: onnx.ModelProto, nodes: Sequence[NodeFields], source: str
+) -> list[NodeFields]:
+    """Refuse what dmlgraph cannot import before the checker phrases it less precisely.
+    Returns the nodes ``_invented_like`` reads (a name with a colon, or a subgraph), found on
+    the way: it reads every name and attribute kind already."""
     opsets = _normalized_opsets(proto)
     known = onnx.defs.C.schema_version_map()  # domain -> (oldest, newest) opset
     for domain in SUPPORTED_DOMAINS & set(opsets):
@@ -685,15 +708,18 @@ def _check_nodes(proto: onnx.ModelProto, nodes: Sequence[NodeFields], source: st
                 f"newest this onnx knows ({newest}); dmlgraph will not guess how its ops behave"
             )
     named: dict[str, int] = {}  # node name -> index, for names onnxruntime requires unique
+    named_like: list[NodeFields] = []
     for index, node in enumerate(nodes):
         op_type, domain = node.op_type, node.domain
         try:  # protobuf gives bytes for bad UTF-8, and joining bytes fails (one C call a node)
-            "".join((op_type, domain, node.name, *node.input, *node.output))
+            joined = "".join((op_type, domain, node.name, *node.input, *node.output))
         except TypeError:
             raise ModelLoadError(
                 f"{source}: node #{index} has a name, op type or tensor name that is not "
                 "valid UTF-8 (corrupt file?)"
             ) from None
+        if ":" in joined:
+            named_like.append(node)
         if node.name and (op_type != "Constant" or domain):
             first = named.setdefault(node.name, index)
             if first != index:  # onnxruntime: "two nodes with same node name" (a Constant
@@ -727,6 +753,8 @@ def _check_nodes(proto: onnx.ModelProto, nodes: Sequence[NodeFields], source: st
         for attr in node.attribute:
             if attr.type in subgraphs.SUBGRAPH_KINDS:
                 _check_subgraph_nodes(attr, opsets, _node_where(source, index, node))
+                if not named_like or named_like[-1] is not node:
+                    named_like.append(node)
         if op_type in subgraphs.LOWERED_WHEN_RUN:
             problem = subgraphs.signature_problem(node, version)
             if problem is not None:
@@ -735,6 +763,7 @@ def _check_nodes(proto: onnx.ModelProto, nodes: Sequence[NodeFields], source: st
         names = [s.values.name for s in proto.graph.sparse_initializer]
         raise UnsupportedError(f"{source}: sparse initializer(s) {names}: dmlgraph imports "
                                "dense tensors only (give them as initializers)")
+    return named_like
 
 
 def _constant_problem(node: NodeFields | onnx.NodeProto) -> str:
@@ -939,9 +968,22 @@ def _skeleton(
     skeleton = onnx.ModelProto(ir_version=proto.ir_version)
     skeleton.opset_import.extend(proto.opset_import)
     graph, source = skeleton.graph, proto.graph
-    graph.name = source.name
-    graph.node.extend(source.node)
-    graph.input.extend(source.input)
+    limit = folding.INFERENCE_CONSTANT_LIMIT
+    big = [math.prod(tensor.dims) > limit for tensor in source.initializer]
+    if _copy_whole(source, big, len(nodes)):
+        graph.CopyFrom(source)  # one C call, where copying node by node costs more
+        for field, _ in graph.ListFields():
+            if field.name not in _SKELETON_FIELDS:
+                graph.ClearField(field.name)
+        for index in reversed([index for index, heavy in enumerate(big) if heavy]):
+            del graph.initializer[index]
+    else:
+        graph.name = source.name
+        graph.node.extend(source.node)
+        graph.input.extend(source.input)
+        graph.initializer.extend(
+            tensor for tensor, heavy in zip(source.initializer, big) if not heavy
+        )
     inputs = {value_info.name: value_info for value_info in source.input}
     initializers = {tensor.name: tensor for tensor in source.initializer}
     for value_info in source.output:  # typed, not shaped: onnx keeps a declared shape over
@@ -958,16 +1000,37 @@ def _skeleton(
         bare.CopyFrom(refined.get(value_info.name, value_info))
         if bare.type.HasField("tensor_type") and value_info.name not in refined:
             bare.type.tensor_type.ClearField("shape")
-    declared = {value_info.name for value_info in source.input}
-    for tensor in source.initializer:
-        if math.prod(tensor.dims) <= folding.INFERENCE_CONSTANT_LIMIT:
-            graph.initializer.append(tensor)
-        elif tensor.name not in declared:
+    for tensor, heavy in zip(source.initializer, big):
+        if heavy and tensor.name not in inputs:
             graph.input.append(
                 helper.make_tensor_value_info(tensor.name, tensor.data_type, tensor.dims)
             )
     folding.guard_slice_steps(graph, nodes)
     return skeleton
+
+
+#: The GraphProto fields a skeleton keeps of the model's graph (its outputs are made anew).
+_SKELETON_FIELDS = frozenset({"name", "node", "input", "initializer"})
+#: Copying the whole graph at once copies the initializers a skeleton leaves out as well:
+#: worth it while those hold at most this many bytes a node (copying one node at a time
+#: costs about what 8 KiB of weights cost to copy).
+_COPIED_BYTES_PER_NODE = 2048
+
+
+def _copy_whole(source: onnx.GraphProto, big: Sequence[bool], node_count: int) -> bool:
+    """Whether ``_skeleton`` copies the whole graph and drops the ``big`` initializers (and
+    the fields it does not keep), rather than copying its nodes one by one: a small model's
+    weights cost less to copy than its nodes (encodec's: 0.14 ms against 0.48). Numeric
+    tensors only, counted at 8 bytes an element: a string tensor's size is unknown."""
+    budget = node_count * _COPIED_BYTES_PER_NODE
+    for tensor, heavy in zip(source.initializer, big):
+        if heavy:
+            if tensor.data_type == TensorProto.STRING:
+                return False
+            budget -= 8 * math.prod(tensor.dims)
+            if budget < 0:
+                return False
+    return True
 
 
 # ----------------------------------------------------------------------------- building the IR
@@ -1052,6 +1115,7 @@ def _build_graph(
     fold: bool,
     hidden: frozenset[str] = frozenset(),
     refined: Collection[str] = (),
+    named_like: Sequence[NodeFields] | None = None,
 ) -> Graph:
     """The IR of a model, with the value infos of its inferred graph. With ``fold``, nodes a
     shape kernel computes from constants become constants on the way (``_fold_at_import``),
@@ -1060,7 +1124,8 @@ def _build_graph(
     it: evaluation may prove the inferred shape wrong). The readers of the vectors ``hidden``
     from data propagation are inferred again the same way, folding or not. The outputs
     ``refined`` (inference was given their declared sizes: ``_refined_outputs``) start the
-    graph's ``declared_sizes``."""
+    graph's ``declared_sizes``. ``named_like``: the nodes ``_invented_like`` need read
+    (``_check_nodes``'s); all of them where not given."""
     opsets = _normalized_opsets(proto)
     graph = Graph(
         proto.graph.name or "main",
@@ -1069,7 +1134,7 @@ def _build_graph(
         source=source,
     )
     graph.declared_sizes.update(refined)  # outputs inference was given declared sizes of
-    graph.reserve_names(_invented_like(nodes))
+    graph.reserve_names(_invented_like(nodes if named_like is None else named_like))
     graph.model_info = {
         "producer_name": proto.producer_name,
         "producer_version": proto.producer_version,

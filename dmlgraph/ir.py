@@ -730,6 +730,11 @@ class Graph:
         #: constants they hold, so they are not in ``inputs`` and take no feed.
         self.initializer_inputs: tuple[str, ...] = ()
         self._tensors: dict[str, TensorInfo] = {}
+        # the one read-only view of it ``tensors`` hands out: the importer and lowering ask
+        # for it thousands of times a model, and a new view each time cost 0.2 µs apiece.
+        # ``_tensors`` is never rebound (``copy`` fills its own; unpickling makes the view
+        # again: ``__setstate__``), so the view always shows this graph's tensors
+        self._tensors_view: Mapping[str, TensorInfo] = MappingProxyType(self._tensors)
         self._nx: nx.MultiDiGraph = nx.MultiDiGraph()
         #: id -> Node, in id order: the same nodes as the networkx graph's "node" attributes,
         #: kept apart because networkx's views cost microseconds per look-up.
@@ -781,7 +786,7 @@ class Graph:
     @property
     def tensors(self) -> Mapping[str, TensorInfo]:
         """Read-only view of the tensor registry, in insertion order."""
-        return MappingProxyType(self._tensors)
+        return self._tensors_view
 
     def tensor(self, name: str) -> TensorInfo:
         try:
@@ -1248,7 +1253,7 @@ class Graph:
         other.declared_sizes = set(self.declared_sizes)
         other.inputs = list(self.inputs)
         other.outputs = list(self.outputs)
-        other._tensors = dict(self._tensors)
+        other._tensors.update(self._tensors)  # its own dict, which its view shows
         other._nx = _copy_multidigraph(self._nx)
         for node in self.nodes:
             twin = Node(
@@ -1264,6 +1269,17 @@ class Graph:
         other._structure, other._order = self._structure, self._order  # the same nodes, edges
         other._tracking, other._stale = self._tracking, set(self._stale)
         return other
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled, and deep-copied, without the view of ``_tensors`` (a mappingproxy does
+        not pickle: ``pickle.dumps`` and ``copy.deepcopy`` of a graph failed); made again."""
+        state = self.__dict__.copy()
+        del state["_tensors_view"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._tensors_view = MappingProxyType(self._tensors)
 
     def __copy__(self) -> Graph:
         """``copy.copy`` is ``copy``: the default shallow copy shared the node and tensor

@@ -510,6 +510,53 @@ def test_skeleton_inference_equals_inference_on_the_whole_model(name, onnx_model
     assert types(skeleton) == types(whole)
 
 
+def _skeleton_bytes(proto: onnx.ModelProto, monkeypatch, whole: bool) -> bytes:
+    monkeypatch.setattr(importer, "_copy_whole", lambda *_: whole)
+    nodes = [importer.NodeFields(n) for n in proto.graph.node]
+    return importer._skeleton(proto, nodes, {}).SerializeToString(deterministic=True)
+
+
+def test_skeleton_copied_whole_equals_skeleton_copied_node_by_node(monkeypatch) -> None:
+    """A small model's skeleton is its graph copied whole, less the weights and the fields
+    a skeleton leaves out (``_copy_whole``): the very skeleton the node-by-node copy makes.
+    Weights listed as inputs and not, an initializer as an output, a doc string and graph
+    metadata, in one model."""
+    limit = folding.INFERENCE_CONSTANT_LIMIT
+    weights = [
+        numpy_helper.from_array(np.ones(limit + 1, np.float32), "w_listed"),
+        numpy_helper.from_array(np.full(4, 2, np.float32), "small"),
+        numpy_helper.from_array(np.ones(limit + 2, np.float32), "w_unlisted"),
+        numpy_helper.from_array(np.arange(3, dtype=np.int64), "idx"),
+    ]
+    graph = helper.make_graph(
+        [
+            helper.make_node("Gather", ["w_listed", "idx"], ["g"]),
+            helper.make_node("Gather", ["w_unlisted", "idx"], ["h"]),
+            helper.make_node("Add", ["g", "h"], ["y"], name="add"),
+        ],
+        "g",
+        [helper.make_tensor_value_info("w_listed", TensorProto.FLOAT, [limit + 1])],
+        [
+            helper.make_tensor_value_info("y", TensorProto.FLOAT, [3]),
+            helper.make_tensor_value_info("small", TensorProto.FLOAT, [4]),
+        ],
+        weights,
+        doc_string="a graph",
+    )
+    graph.metadata_props.add(key="k", value="v")
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    whole = _skeleton_bytes(model, monkeypatch, True)
+    assert whole == _skeleton_bytes(model, monkeypatch, False)
+    skeleton = onnx.ModelProto.FromString(whole)
+    assert [t.name for t in skeleton.graph.initializer] == ["small", "idx"]
+    assert [i.name for i in skeleton.graph.input] == ["w_listed", "w_unlisted"]
+    assert not skeleton.graph.doc_string and not skeleton.graph.metadata_props
+    monkeypatch.undo()
+    heavy = [True, False, True, False]
+    assert importer._copy_whole(model.graph, heavy, 3) is False  # 64 KiB counted; 6 KiB
+    assert importer._copy_whole(model.graph, heavy, 100) is True
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     dtype=st.sampled_from(sorted(shape_kernels.PLAIN_DTYPES, key=str)),

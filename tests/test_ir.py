@@ -356,6 +356,38 @@ def test_copy_is_independent() -> None:
     other.validate()
 
 
+def test_tensor_views_show_their_own_graph() -> None:
+    """``tensors`` is one view kept per graph: a copy's shows the copy's table, live."""
+    graph = _chain()
+    view = graph.tensors
+    other = graph.copy()
+    other.set_tensor(TensorInfo("only_in_copy", np.float32, (1,)))
+    graph.set_tensor(TensorInfo("only_in_graph", np.float32, (1,)))
+    assert "only_in_copy" in other.tensors and "only_in_copy" not in graph.tensors
+    assert "only_in_graph" in view and "only_in_graph" not in other.tensors
+    assert list(other.tensors)[:-1] == list(graph.tensors)[:-1]
+    with pytest.raises(TypeError):
+        graph.tensors["x"] = TensorInfo("x")  # type: ignore[index]
+
+
+@pytest.mark.parametrize("duplicate", ["pickle", "deepcopy"])
+def test_a_graph_pickles_and_deep_copies_with_its_own_tensor_view(duplicate: str) -> None:
+    """Pickling and ``copy.deepcopy`` of a graph work (the kept view of its tensor table, a
+    mappingproxy, does not pickle: both raised TypeError), and the duplicate's view shows
+    the duplicate's table, not the original's."""
+    import copy
+    import pickle
+
+    graph = _chain()
+    other = (pickle.loads(pickle.dumps(graph)) if duplicate == "pickle"
+             else copy.deepcopy(graph))
+    assert list(other.tensors) == list(graph.tensors)
+    other.set_tensor(TensorInfo("only_in_duplicate", np.float32, (1,)))
+    assert "only_in_duplicate" in other.tensors
+    assert "only_in_duplicate" not in graph.tensors
+    assert [n.op_type for n in other.nodes] == [n.op_type for n in graph.nodes]
+
+
 def test_extract_makes_outside_tensors_inputs() -> None:
     graph = _chain()
     sub = graph.extract([1, 2])
