@@ -1304,6 +1304,8 @@ def _check_types(
     dtypes = tuple([None if (info := get(name)) is None else info.dtype for name in node.input])
     version = opsets[node.domain]
     problem = schema_types.node_problem(node.op_type, node.domain, version, dtypes)
+    if problem is None and node.op_type == "Loop" and not node.domain:
+        problem = subgraphs.loop_fed_problem(node, dtypes)  # (before its outputs' types)
     if problem is not None:
         raise ModelValidationError(f"{where}: {problem}")
     if declared and not declared.keys().isdisjoint(node.output):
