@@ -25,6 +25,8 @@ PER_AXIS_SOFTMAX_OPSET = 13
 HALF_PIXEL_ROI_ALIGN_OPSET = 16
 #: The oldest DequantizeLinear onnx.reference implements (19); before it, none.
 REFERENCE_DEQUANTIZE_OPSET = 19
+#: The first opset whose Concat requires ``axis``; Concat-1's is optional (default 1).
+CONCAT_AXIS_REQUIRED_OPSET = 4
 
 
 def spec_ops(opset: int) -> list[type]:
@@ -47,6 +49,8 @@ def _spec_ops(opset: int) -> tuple[type, ...]:
         ops.append(_output_half_pixel_roi_align())
     if opset < REFERENCE_DEQUANTIZE_OPSET:
         ops.append(_dequantize_linear_10())
+    if opset < CONCAT_AXIS_REQUIRED_OPSET:
+        ops.append(_concat_1())
     return tuple(ops)
 
 
@@ -226,6 +230,30 @@ def _dequantize_linear_10() -> type:
             return super()._run(x, x_scale, x_zero_point, 1 if axis is None else axis)
 
     return DequantizeLinear
+
+
+def _concat_1() -> type:
+    """Concat-1, whose ``axis`` is optional, defaulting to 1 (``canonical.FORMS``, as the
+    lowering reads it). onnx.reference has one class, read by the newest schema, which
+    requires it: a Concat-1 without ``axis`` failed ("Attribute 'axis' is expected"), and
+    ``check`` of such a model, which onnxruntime has no kernel for, compared nothing."""
+    import onnx
+    from onnx.reference.ops.op_concat import Concat as Reference
+
+    from dmlgraph.canonical import FORMS, ConcatForm
+
+    form = FORMS["Concat"][1]
+    assert isinstance(form, ConcatForm) and form.default_axis is not None
+    default = form.default_axis
+
+    class Concat(Reference):  # the op's name: the evaluator finds the class by it
+        op_domain = ""
+        op_schema = onnx.defs.get_schema("Concat", 1, "")  # (axis optional)
+
+        def _run(self, *data, axis=None):  # type: ignore[no-untyped-def,override]
+            return super()._run(*data, axis=default if axis is None else axis)
+
+    return Concat
 
 
 def _explicit_pads(auto_pad: Any, pads: Any, spatial: Any, kernel_shape: Any, strides: Any,

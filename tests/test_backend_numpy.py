@@ -414,6 +414,26 @@ def test_a_dequantize_linear_before_opset_19_runs_on_the_reference(opset, axis) 
     np.testing.assert_allclose(y, expected, rtol=1e-6)
 
 
+@pytest.mark.parametrize("opset", [1, 3])
+def test_a_concat_1_without_axis_on_the_reference_joins_along_axis_1(opset) -> None:
+    """Concat-1's ``axis`` is optional, default 1; onnx.reference read the node by the
+    newest schema, which requires it, and failed ("Attribute 'axis' is expected"). Oracle:
+    NumPy's concatenate along axis 1."""
+    from backends.numpy.fallback import reference_evaluator
+
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node("Concat", ["a", "b"], ["y"])], "g",
+        [helper.make_tensor_value_info("a", TensorProto.FLOAT, [2, 3, 2]),
+         helper.make_tensor_value_info("b", TensorProto.FLOAT, [2, 1, 2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+    ), opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 3
+    a = np.arange(12, dtype=np.float32).reshape(2, 3, 2)
+    b = -np.arange(4, dtype=np.float32).reshape(2, 1, 2)
+    (y,) = reference_evaluator(model).run(None, {"a": a, "b": b})
+    assert np.array_equal(y, np.concatenate([a, b], axis=1))
+
+
 @pytest.mark.parametrize("attrs", [
     {"kernel_shape": [2, 2], "pads": [0, 0, 1, 1]},  # YOLOv3-tiny's stride-1 pool
     {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1], "ceil_mode": 1},  # GoogLeNet's branch 4
