@@ -278,7 +278,7 @@ def _loop() -> type:
             inputs.update(zip(names[2:], args))
             going = True if cond is None else bool(np.asarray(cond).reshape(-1)[0])
             limit = None if M is None else int(np.asarray(M).reshape(-1)[0])
-            scans: list[list[np.ndarray]] = [[] for _ in range(self.K)]
+            scans = [[] for _ in range(self.K)]  # each scan output's values, trip by trip
             trip = 0
             while going and (limit is None or trip < limit):
                 inputs[names[0]] = np.array(trip, dtype=np.int64)
