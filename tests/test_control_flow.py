@@ -1350,3 +1350,23 @@ def test_a_body_s_named_dimension_of_two_sizes_is_one_error_at_run() -> None:
             "node 'scan' (Scan): its body's dimension 'n' is 4 in input 's' (axis 0) but 5 in "
             "input 'r' (axis 0) as they arrive")):
         get_backend("numpy").run(lowered, feeds)
+
+
+def test_a_misfit_loop_inside_a_branch_is_refused_at_load_as_the_main_graph_s() -> None:
+    """An If whose then branch holds a Loop whose body declares its iteration number
+    int64[2]: the branch, imported when it ran, was refused, so the If ran whole on
+    onnxruntime, which ran the body by its own reading; it is the main graph's error,
+    naming the If, the branch and the Loop."""
+    inner = _declaring(i=_vi("i", INT64, [2]))
+    then = helper.make_graph(list(inner.graph.node), "then", [], [_vi("y", FLOAT, None)],
+                             list(inner.graph.initializer))
+    other = helper.make_graph([helper.make_node("Identity", ["x"], ["z"])], "else", [],
+                              [_vi("z", FLOAT, None)])
+    model = _model(
+        [helper.make_node("If", ["c"], ["out"], name="if", then_branch=then, else_branch=other)],
+        [_vi("x", FLOAT, [2, 6]), _vi("c", BOOL, [])], [_vi("out", FLOAT, None)],
+        checked=False)
+    with pytest.raises(ModelValidationError, match=re.escape(
+            "node 'if' (If, #0): attribute 'then_branch' holds a subgraph whose node 'loop' "
+            "(Loop): its body declares its iteration number 'i' as int64[2]")):
+        dmlgraph.load(model)
