@@ -779,7 +779,8 @@ def _constant_problem(node: NodeFields | onnx.NodeProto) -> str:
 def _check_subgraph_nodes(attr: AttributeProto, opsets: Mapping[str, int], where: str) -> None:
     """Refuse a subgraph node of a domain dmlgraph does not import, as the main graph's are
     (onnxruntime would run it only where it has the op; its run would fail, not the load),
-    and a Constant without exactly one value, as the main graph's (onnxruntime refuses the
+    a Constant without exactly one value, and a control-flow node whose subgraphs do not fit
+    it (``subgraphs.signature_problem``), as the main graph's (onnxruntime refuses the
     model, even where the branch holding it is never taken)."""
     for graph in subgraphs.attribute_graphs(attr):
         for node in subgraphs.nested_nodes(graph):
@@ -799,6 +800,16 @@ def _check_subgraph_nodes(attr: AttributeProto, opsets: Mapping[str, int], where
                     + ("" if domain not in SUPPORTED_DOMAINS else " (the model imports no "
                        "opset for it)")
                 )
+            if domain == "" and node.op_type in subgraphs.LOWERED_WHEN_RUN:
+                # as the main graph's (a nested misfit ran whole on the fallback, by its
+                # reading: an int64[2] iteration number by onnxruntime's)
+                version = canonical.known_since_version(node.op_type, "", opsets[""])
+                problem = version and subgraphs.signature_problem(node, version)
+                if problem:
+                    raise ModelValidationError(
+                        f"{where}: attribute {attr.name!r} holds a subgraph whose node "
+                        f"{node.name!r} ({node.op_type}): {problem}"
+                    )
 
 
 def _unshaped(graph: onnx.GraphProto) -> list[onnx.ValueInfoProto]:
@@ -1369,6 +1380,8 @@ def _check_types(
     dtypes = tuple([None if (info := get(name)) is None else info.dtype for name in node.input])
     version = opsets[node.domain]
     problem = schema_types.node_problem(node.op_type, node.domain, version, dtypes)
+    if problem is None and node.op_type == "Loop" and not node.domain:
+        problem = subgraphs.loop_fed_problem(node, dtypes)  # (before its outputs' types)
     if problem is not None:
         raise ModelValidationError(f"{where}: {problem}")
     if declared and not declared.keys().isdisjoint(node.output):

@@ -25,6 +25,8 @@ PER_AXIS_SOFTMAX_OPSET = 13
 HALF_PIXEL_ROI_ALIGN_OPSET = 16
 #: The oldest DequantizeLinear onnx.reference implements (19); before it, none.
 REFERENCE_DEQUANTIZE_OPSET = 19
+#: The first opset whose Concat requires ``axis``; Concat-1's is optional (default 1).
+CONCAT_AXIS_REQUIRED_OPSET = 4
 
 
 def spec_ops(opset: int) -> list[type]:
@@ -37,7 +39,7 @@ def _spec_ops(opset: int) -> tuple[type, ...]:
     """``spec_ops``, its classes made once per opset."""
     ops: list[type] = [_lrn(), _lp_normalization(), _normalizer(), _max_pool(), _resize(),
                        *_ceil_mode_pools(), _label_encoder(), *_casts(), _conv_transpose(),
-                       _upsample()]
+                       _upsample(), _loop()]
     if opset < PER_AXIS_SOFTMAX_OPSET:
         ops += [_coerced("Softmax", _softmax), _coerced("LogSoftmax", _log_softmax),
                 _coerced("Hardmax", _hardmax)]
@@ -47,6 +49,8 @@ def _spec_ops(opset: int) -> tuple[type, ...]:
         ops.append(_output_half_pixel_roi_align())
     if opset < REFERENCE_DEQUANTIZE_OPSET:
         ops.append(_dequantize_linear_10())
+    if opset < CONCAT_AXIS_REQUIRED_OPSET:
+        ops.append(_concat_1())
     return tuple(ops)
 
 
@@ -226,6 +230,70 @@ def _dequantize_linear_10() -> type:
             return super()._run(x, x_scale, x_zero_point, 1 if axis is None else axis)
 
     return DequantizeLinear
+
+
+def _concat_1() -> type:
+    """Concat-1, whose ``axis`` is optional, defaulting to 1 (``canonical.FORMS``, as the
+    lowering reads it). onnx.reference has one class, read by the newest schema, which
+    requires it: a Concat-1 without ``axis`` failed ("Attribute 'axis' is expected"), and
+    ``check`` of such a model, which onnxruntime has no kernel for, compared nothing."""
+    import onnx
+    from onnx.reference.ops.op_concat import Concat as Reference
+
+    from dmlgraph.canonical import FORMS, ConcatForm
+
+    form = FORMS["Concat"][1]
+    assert isinstance(form, ConcatForm) and form.default_axis is not None
+    default = form.default_axis
+
+    class Concat(Reference):  # the op's name: the evaluator finds the class by it
+        op_domain = ""
+        op_schema = onnx.defs.get_schema("Concat", 1, "")  # (axis optional)
+
+        def _run(self, *data, axis=None):  # type: ignore[no-untyped-def,override]
+            return super()._run(*data, axis=default if axis is None else axis)
+
+    return Concat
+
+
+def _loop() -> type:
+    """Loop as the spec says: without a ``cond`` input it runs (a for loop, stopped early by
+    its body's condition, as onnxruntime does), and each scan output is its iterations'
+    values stacked on a new axis 0. onnx.reference's ran no iteration without ``cond``
+    (``while cond``: a Loop of 2 trips doubling x [2, 6] gave x) and stacked by
+    ``np.vstack``, which joins along axis 0: three [2, 6] values made [6, 6] (ONNX and
+    onnxruntime: [3, 2, 6]), three scalars [3, 1] (ONNX: [3])."""
+    from onnx.reference.ops.op_loop import Loop as Reference
+
+    class Loop(Reference):  # the op's name: the evaluator finds the class by it
+        op_domain = ""
+
+        def _run(  # type: ignore[no-untyped-def,override]
+            self, M, cond, *args, context=None, body=None, attributes=None, bindings=None
+        ):
+            graph = self.body
+            names, made = graph.input_names, graph.output_names
+            inputs = dict.fromkeys(names)
+            inputs.update(context or {})  # the enclosing graph's: the body's own shadow them
+            inputs.update(zip(names[2:], args))
+            going = True if cond is None else bool(np.asarray(cond).reshape(-1)[0])
+            limit = None if M is None else int(np.asarray(M).reshape(-1)[0])
+            scans = [[] for _ in range(self.K)]  # each scan output's values, trip by trip
+            trip = 0
+            while going and (limit is None or trip < limit):
+                inputs[names[0]] = np.array(trip, dtype=np.int64)
+                inputs[names[1]] = np.array(going)
+                outputs = self._run_body(inputs, attributes=attributes, bindings=bindings)
+                for kept, value in zip(scans, outputs[len(outputs) - self.K :]):
+                    kept.append(value)
+                going = bool(np.asarray(outputs[self.output_index[made[0]]]).reshape(-1)[0])
+                for name, out in zip(names[2:], made[1:]):
+                    inputs[name] = outputs[self.output_index[out]]
+                trip += 1
+            carried = [inputs[name] for name in names[2:]]
+            return self._check_and_fix_outputs(tuple(carried + [np.stack(x) for x in scans]))
+
+    return Loop
 
 
 def _explicit_pads(auto_pad: Any, pads: Any, spatial: Any, kernel_shape: Any, strides: Any,

@@ -20,7 +20,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 import onnx
-from onnx import AttributeProto
+from onnx import AttributeProto, TensorProto
 
 from dmlgraph.canonical import LOWERED_OPS
 from dmlgraph.dtypes import DTYPE_TO_ELEM_TYPE, ELEM_TYPE_TO_DTYPE
@@ -139,7 +139,100 @@ def signature_problem(node: NodeLike, version: int) -> str | None:
             f"its body makes {len(body.output)} outputs and it has {len(node.output)}; a "
             "Loop's body makes its condition, then one for each output of the Loop"
         )
-    return _kept_types(body.input[2:], body.output[1:], "carried value")
+    return _loop_scalars_problem(body.input[:2]) or _kept_types(
+        body.input[2:], body.output[1:], "carried value"
+    )
+
+
+#: What a Loop feeds its body's first two inputs, as ONNX says: a scalar of each type.
+_LOOP_SCALARS = (("iteration number", TensorProto.INT64), ("condition", TensorProto.BOOL))
+
+
+def _loop_scalars_problem(inputs: Sequence[onnx.ValueInfoProto]) -> str | None:
+    """Why a Loop's body declares its iteration number or condition otherwise than the
+    scalar int64 and bool ONNX says the Loop feeds them (None where it does not, or declares
+    no type): onnxruntime refuses another element type at load and ran another rank (an
+    int64[2] iteration number) by a reading of its own; run, the body was retyped to the
+    scalar fed."""
+    for (what, elem), value in zip(_LOOP_SCALARS, inputs):
+        kind = value.type.WhichOneof("value")
+        declared = value.type.tensor_type
+        if kind is None or (
+            kind == "tensor_type" and declared.elem_type in (0, elem)
+            and not (declared.HasField("shape") and declared.shape.dim)
+        ):
+            continue
+        return (
+            f"its body declares its {what} {value.name!r} as {_said(value.type)}; a Loop "
+            f"feeds it a scalar, {ELEM_TYPE_TO_DTYPE[elem]}[], as ONNX says"
+        )
+    return None
+
+
+def _said(declared: onnx.TypeProto) -> str:
+    """A declared type as messages name it: a tensor's element type and shape ("int64[2]"),
+    or its kind ("a sequence")."""
+    kind = declared.WhichOneof("value")
+    if kind == "tensor_type":
+        return _declared(declared.tensor_type)
+    return f"a {(kind or 'no_type').removesuffix('_type').replace('_', ' ')}"
+
+
+def loop_fed_problem(node: NodeLike, fed: Sequence[Any]) -> str | None:
+    """Why a Loop's body declares a carried value of another kind or element type than the
+    tensor the Loop feeds it (``fed``: the dtypes of the node's inputs, None where unknown;
+    dmlgraph's graphs hold tensors only), None where it does not: onnx's inference, which
+    onnxruntime runs at load, refuses it ("type case mismatch", "Tensor element type
+    mismatch"); run, a body taking a sequence was retyped to the tensor fed."""
+    body = next((attr.g for attr in node.attribute if attr.name == "body"), None)
+    if body is None:
+        return None
+    for name, dtype, value in zip(node.input[2:], fed[2:], body.input[2:]):
+        kind = value.type.WhichOneof("value")
+        if not name or kind is None or (
+            kind == "tensor_type" and not _fed_misfit(value.type.tensor_type, dtype, None)
+        ):
+            continue
+        return (
+            f"its body declares carried value {value.name!r} as {_said(value.type)}, and the "
+            f"Loop feeds it {name!r}, a {dtype or '?'} tensor; a Loop's body takes each "
+            "carried value as the Loop is given it"
+        )
+    return None
+
+
+def fed_arrays_problem(
+    declared: Sequence[onnx.ValueInfoProto], arrays: Mapping[str, Any], what: str
+) -> str | None:
+    """Why the arrays that arrive at a subgraph's inputs do not fit the types it declares
+    for them (None where they do), as a main graph's feed is refused
+    (``backends.base.check_feeds``): another kind, element type, rank or fixed size, or one
+    named dimension of two sizes; ``what`` names the subgraph ("body"). Its model is typed
+    by what arrives (``subgraph_model``): run, the body took any size its declarations
+    forbid."""
+    symbols: dict[str, tuple[int, str, int]] = {}  # name -> (size, input, axis)
+    for value in declared:
+        array = arrays.get(value.name)
+        kind = value.type.WhichOneof("value")
+        if array is None or kind is None:
+            continue
+        arrived = _fed(array.dtype, array.shape)
+        if kind != "tensor_type" or _fed_misfit(value.type.tensor_type, array.dtype,
+                                                array.shape):
+            return (
+                f"its {what}'s input {value.name!r} is {arrived} as it arrives; the {what} "
+                f"declares it {_said(value.type)}"
+            )
+        for axis, (dim, size) in enumerate(zip(value.type.tensor_type.shape.dim, array.shape)):
+            if dim.HasField("dim_param"):
+                seen = symbols.setdefault(dim.dim_param, (size, value.name, axis))
+                if seen[0] != size:
+                    return (
+                        f"its {what}'s dimension {dim.dim_param!r} is {seen[0]} in input "
+                        f"{seen[1]!r} (axis {seen[2]}) but {size} in input {value.name!r} "
+                        f"(axis {axis}) as they arrive"
+                    )
+    return None
 
 
 def _scan_problem(node: NodeLike, version: int, body: onnx.GraphProto | None) -> str | None:
@@ -154,6 +247,13 @@ def _scan_problem(node: NodeLike, version: int, body: onnx.GraphProto | None) ->
                          len(body.output))
     except ValueError as exc:
         return str(exc)
+    for index, value in enumerate(body.input):
+        if value.type.WhichOneof("value") not in (None, "tensor_type"):
+            what = "state variable" if index < form.states else "scan input's slice"
+            return (
+                f"its body declares {what} {value.name!r} as {_said(value.type)}; a Scan "
+                "feeds its body tensors (its inputs' slices and state variables)"
+            )
     # an axis against the rank the body declares a slice of (the run checks every axis)
     for attribute, axes, values in (
         ("scan_input_axes", form.input_axes, body.input[form.states :]),

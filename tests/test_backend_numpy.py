@@ -414,6 +414,99 @@ def test_a_dequantize_linear_before_opset_19_runs_on_the_reference(opset, axis) 
     np.testing.assert_allclose(y, expected, rtol=1e-6)
 
 
+@pytest.mark.parametrize("opset", [1, 3])
+def test_a_concat_1_without_axis_on_the_reference_joins_along_axis_1(opset) -> None:
+    """Concat-1's ``axis`` is optional, default 1; onnx.reference read the node by the
+    newest schema, which requires it, and failed ("Attribute 'axis' is expected"). Oracle:
+    NumPy's concatenate along axis 1."""
+    from backends.numpy.fallback import reference_evaluator
+
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node("Concat", ["a", "b"], ["y"])], "g",
+        [helper.make_tensor_value_info("a", TensorProto.FLOAT, [2, 3, 2]),
+         helper.make_tensor_value_info("b", TensorProto.FLOAT, [2, 1, 2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+    ), opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 3
+    a = np.arange(12, dtype=np.float32).reshape(2, 3, 2)
+    b = -np.arange(4, dtype=np.float32).reshape(2, 1, 2)
+    (y,) = reference_evaluator(model).run(None, {"a": a, "b": b})
+    assert np.array_equal(y, np.concatenate([a, b], axis=1))
+
+
+def _reference_loop(cond: bool) -> onnx.ModelProto:
+    """A Loop of 3 trips (with ``cond``, a ``go`` input true) negating x [2, 6], scanning
+    each trip's x [2, 6] and its iteration number (a scalar)."""
+    vi = helper.make_tensor_value_info
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["c"], ["c_out"]),
+         helper.make_node("Neg", ["acc"], ["acc_out"]),
+         helper.make_node("Identity", ["acc"], ["seen"]),
+         helper.make_node("Identity", ["i"], ["trips"])], "body",
+        [vi("i", TensorProto.INT64, []), vi("c", TensorProto.BOOL, []),
+         vi("acc", TensorProto.FLOAT, [2, 6])],
+        [vi("c_out", TensorProto.BOOL, []), vi("acc_out", TensorProto.FLOAT, None),
+         vi("seen", TensorProto.FLOAT, None), vi("trips", TensorProto.INT64, None)])
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node("Loop", ["M", "go" if cond else "", "x"], ["y", "seen_all", "ks"],
+                          body=body)], "g",
+        [vi("x", TensorProto.FLOAT, [2, 6]), *([vi("go", TensorProto.BOOL, [])] if cond else [])],
+        [vi(n, TensorProto.FLOAT, None) for n in ("y", "seen_all")]
+        + [vi("ks", TensorProto.INT64, None)],
+        [numpy_helper.from_array(np.array(3, np.int64), "M")],
+    ), opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 9
+    return model
+
+
+@pytest.mark.parametrize("cond", [True, False])
+def test_a_loop_on_the_reference_iterates_and_stacks_as_onnx_says(cond) -> None:
+    """onnx.reference's Loop ran no iteration without a ``cond`` input, and stacked scan
+    outputs with ``np.vstack``: three [2, 6] values made [6, 6], three scalars [3, 1].
+    Oracles: onnxruntime, and the spec's values written out (x, -x, x; 0, 1, 2)."""
+    import onnxruntime as ort
+
+    from backends.numpy.fallback import reference_evaluator
+
+    model = _reference_loop(cond)
+    x = np.arange(12, dtype=np.float32).reshape(2, 6)
+    feeds = {"x": x, **({"go": np.array(True)} if cond else {})}
+    want = [-x, np.stack([x, -x, x]), np.arange(3, dtype=np.int64)]
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    got = reference_evaluator(model).run(None, feeds)
+    for expected, theirs, ours in zip(want, session.run(None, feeds), got):
+        assert np.array_equal(theirs, expected) and theirs.dtype == expected.dtype
+        assert np.array_equal(ours, expected) and ours.dtype == expected.dtype
+
+
+def test_a_loop_run_whole_on_the_reference_fallback_runs_its_trips() -> None:
+    """A Loop whose body the NumPy backend cannot lower (a sequence) runs whole on the
+    fallback: on ``--fallback reference`` it carried x through no iteration ([2, 6], where
+    onnxruntime's 2 trips of doubling rows make [8, 6])."""
+    import onnxruntime as ort
+
+    vi = helper.make_tensor_value_info
+    body = helper.make_graph(
+        [helper.make_node("SequenceConstruct", ["acc", "acc"], ["seq"]),
+         helper.make_node("ConcatFromSequence", ["seq"], ["acc_out"], axis=0),
+         helper.make_node("Identity", ["c"], ["c_out"])], "body",
+        [vi("i", TensorProto.INT64, []), vi("c", TensorProto.BOOL, []),
+         vi("acc", TensorProto.FLOAT, [None, 6])],
+        [vi("c_out", TensorProto.BOOL, []), vi("acc_out", TensorProto.FLOAT, [None, 6])])
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node("Loop", ["M", "", "x"], ["y"], body=body)], "g",
+        [vi("x", TensorProto.FLOAT, [2, 6])], [vi("y", TensorProto.FLOAT, [None, 6])],
+        [numpy_helper.from_array(np.array(2, np.int64), "M")],
+    ), opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 9
+    x = np.arange(12, dtype=np.float32).reshape(2, 6)
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    (want,) = session.run(None, {"x": x})
+    assert want.shape == (8, 6)
+    y = NumpyBackend("reference").run(lower(load(model), "6_4"), {"x": x})["y"]
+    assert np.array_equal(y, want)
+
+
 @pytest.mark.parametrize("attrs", [
     {"kernel_shape": [2, 2], "pads": [0, 0, 1, 1]},  # YOLOv3-tiny's stride-1 pool
     {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1], "ceil_mode": 1},  # GoogLeNet's branch 4

@@ -21,6 +21,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import dmlgraph
 from backends import get_backend
+from backends.base import BackendError
 from dmlgraph import folding
 from dmlgraph.cli import main
 from dmlgraph.errors import ModelValidationError
@@ -1253,3 +1254,119 @@ def test_a_scan_of_empty_inputs_making_scan_outputs_is_one_error_not_a_crash(
         assert done.returncode == 2, (done.returncode, done.stderr)
         assert done.stderr.count("dmlgraph: error: ") == 1
         assert "node 'scan' (Scan): its scan inputs are empty" in done.stderr
+
+
+def _declaring(**declared: onnx.ValueInfoProto) -> onnx.ModelProto:
+    """A Loop of 3 trips negating x [2, 6] (carried as acc), whose body declares its inputs
+    i, cond_in and acc as int64[], bool[] and float32[2, 6] but where ``declared`` says."""
+    inputs = {"i": _vi("i", INT64, []), "cond_in": _vi("cond_in", BOOL, []),
+              "acc": _vi("acc", FLOAT, [2, 6]), **declared}
+    elem = inputs["acc"].type.tensor_type.elem_type or FLOAT  # (a carried value keeps it)
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+         helper.make_node("Neg", ["acc"], ["acc_out"])],
+        "body", list(inputs.values()), [_vi("cond_out", BOOL, []), _vi("acc_out", elem, None)])
+    return _model([helper.make_node("Loop", ["trip", "", "x"], ["y"], name="loop", body=body)],
+                  [_vi("x", FLOAT, [2, "n"])], [_vi("y", FLOAT, None)], [_i64("trip", 3)],
+                  checked=False)
+
+
+@pytest.mark.parametrize("declared, says", [
+    (_vi("i", INT64, [2]), "its body declares its iteration number 'i' as int64[2]; a Loop "
+                           "feeds it a scalar, int64[], as ONNX says"),
+    (_vi("i", FLOAT, []), "its body declares its iteration number 'i' as float32[]"),
+    (_vi("cond_in", INT64, []), "its body declares its condition 'cond_in' as int64[]; a Loop "
+                                "feeds it a scalar, bool[], as ONNX says"),
+    (_vi("cond_in", BOOL, [3]), "its body declares its condition 'cond_in' as bool[3]"),
+    (helper.make_tensor_sequence_value_info("acc", FLOAT, None),
+     "its body declares carried value 'acc' as a sequence, and the Loop feeds it 'x', a "
+     "float32 tensor; a Loop's body takes each carried value as the Loop is given it"),
+    (_vi("acc", INT64, None), "its body declares carried value 'acc' as int64 of any shape, "
+                              "and the Loop feeds it 'x', a float32 tensor"),
+])
+def test_a_loop_body_declaring_an_input_against_what_onnx_feeds_it_is_refused_at_load(
+    declared, says
+) -> None:
+    """ONNX feeds a Loop's body a scalar int64 iteration number, a scalar bool condition and
+    each carried value as the Loop is given it. A body declaring otherwise is one error at
+    load naming the node, the body's input, the declared and the fed type: onnxruntime
+    refuses the element types and kinds at load and runs an int64[2] iteration number (or a
+    bool[3] condition) by a reading of its own; dmlgraph ran each, retyping the body's
+    inputs to what arrived (the int64 carried value was refused only for the Loop's output,
+    "the model declares 'y' FLOAT, but the node makes int64")."""
+    model = _declaring(**{declared.name: declared})
+    with pytest.raises(ModelValidationError, match=re.escape(f"node 'loop' (Loop, #0): {says}")):
+        dmlgraph.load(model)
+
+
+def test_a_loop_body_declaring_no_type_or_shape_for_its_counter_loads_and_runs() -> None:
+    """A body's input declared of no shape takes what the Loop feeds it, as ONNX
+    says (onnxruntime 1.32 fails on an iteration number of unknown shape: "Loop subgraph
+    input 0 has unknown shape"). Oracle: x negated 3 times."""
+    model = _declaring(i=_vi("i", INT64, None), cond_in=_vi("cond_in", BOOL, None),
+                       acc=_vi("acc", FLOAT, None))
+    result = get_backend("numpy").run(lower(dmlgraph.load(model), "6_4"), {"x": X})
+    assert np.array_equal(result["y"], -X)
+
+
+def test_a_body_input_of_another_size_than_it_declares_is_one_error_at_run(
+    tmp_path, capsys
+) -> None:
+    """x declared [2, n], fed [2, 5]: the body's acc, declared [2, 6], gets [2, 5]. As a main
+    graph's input declared [2, 6] fed [2, 5] is refused, it is one error naming the Loop, the
+    body's input and both shapes, exit 2 (onnxruntime runs the body by what arrives, as
+    dmlgraph did)."""
+    feeds = {"x": np.zeros((2, 5), np.float32)}
+    _ort(_declaring(), feeds)  # (runs)
+    path, inputs = tmp_path / "m.onnx", tmp_path / "in.npz"
+    onnx.save(_declaring(), path)
+    np.savez(inputs, **feeds)
+    assert main(["run", str(path), "--inputs", str(inputs)]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert ("node 'loop' (Loop): its body's input 'acc' is float32[2,5] as it arrives; the "
+            "body declares it float32[2,6]") in err
+    assert "Traceback" not in err
+    result = get_backend("numpy").run(lower(dmlgraph.load(_declaring()), "6_4"), {"x": X})
+    assert np.array_equal(result["y"], -X)  # [2, 6] as declared: runs
+
+
+def test_a_body_s_named_dimension_of_two_sizes_is_one_error_at_run() -> None:
+    """A Scan body declaring its state s and its slice r both [n], fed a state of 4 and
+    slices of 5, breaks its own declaration, as a main graph's two inputs of one named
+    dimension fed two sizes do: one error naming both (the body ran, passing both on)."""
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["s"], ["s_out"]),
+         helper.make_node("Identity", ["r"], ["r_out"])], "body",
+        [_vi("s", FLOAT, ["n"]), _vi("r", FLOAT, ["n"])],
+        [_vi("s_out", FLOAT, None), _vi("r_out", FLOAT, None)])
+    model = _model(
+        [helper.make_node("Scan", ["s0", "x"], ["sf", "rs"], name="scan", body=body,
+                          num_scan_inputs=1)],
+        [_vi("s0", FLOAT, ["a"]), _vi("x", FLOAT, [3, "b"])],
+        [_vi("sf", FLOAT, None), _vi("rs", FLOAT, None)], checked=False)
+    lowered = lower(dmlgraph.load(model), "6_4")
+    feeds = {"s0": np.zeros(4, np.float32), "x": np.ones((3, 5), np.float32)}
+    with pytest.raises(BackendError, match=re.escape(
+            "node 'scan' (Scan): its body's dimension 'n' is 4 in input 's' (axis 0) but 5 in "
+            "input 'r' (axis 0) as they arrive")):
+        get_backend("numpy").run(lowered, feeds)
+
+
+def test_a_misfit_loop_inside_a_branch_is_refused_at_load_as_the_main_graph_s() -> None:
+    """An If whose then branch holds a Loop whose body declares its iteration number
+    int64[2]: the branch, imported when it ran, was refused, so the If ran whole on
+    onnxruntime, which ran the body by its own reading; it is the main graph's error,
+    naming the If, the branch and the Loop."""
+    inner = _declaring(i=_vi("i", INT64, [2]))
+    then = helper.make_graph(list(inner.graph.node), "then", [], [_vi("y", FLOAT, None)],
+                             list(inner.graph.initializer))
+    other = helper.make_graph([helper.make_node("Identity", ["x"], ["z"])], "else", [],
+                              [_vi("z", FLOAT, None)])
+    model = _model(
+        [helper.make_node("If", ["c"], ["out"], name="if", then_branch=then, else_branch=other)],
+        [_vi("x", FLOAT, [2, 6]), _vi("c", BOOL, [])], [_vi("out", FLOAT, None)],
+        checked=False)
+    with pytest.raises(ModelValidationError, match=re.escape(
+            "node 'if' (If, #0): attribute 'then_branch' holds a subgraph whose node 'loop' "
+            "(Loop): its body declares its iteration number 'i' as int64[2]")):
+        dmlgraph.load(model)

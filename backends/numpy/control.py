@@ -45,6 +45,7 @@ from dmlgraph.ir import Graph, Node, Subgraph, split_inputs
 from dmlgraph.parity import DIVERGENCE
 from dmlgraph.subgraphs import (
     ScanForm,
+    fed_arrays_problem,
     holder_label,
     lowered_when_run,
     scan_axis,
@@ -171,6 +172,11 @@ class ControlFlow:
         self.subgraphs: dict[str, Subgraph] = {
             attr: op.attrs[attr] for attr in lowered_when_run(op)
         }
+        graphs = {
+            attr: onnx.GraphProto.FromString(sub.data) for attr, sub in self.subgraphs.items()
+        }
+        #: each subgraph's inputs as it declares them: what arrives is checked against them
+        self.declared = {attr: list(graph.input) for attr, graph in graphs.items()}
         self.scan: ScanForm | None = None
         self.body_names: list[str] = []  # a Scan body's inputs
         self.passed: list[str] = []  # a Scan body's inputs it makes outputs as they are
@@ -178,12 +184,9 @@ class ControlFlow:
         #: tensors each If branch makes two or more of its outputs (onnxruntime's divergence)
         self.branch_repeated: dict[str, list[str]] = {}
         if self.op_type == "If":
-            self.branch_repeated = {
-                attr: _repeated(onnx.GraphProto.FromString(sub.data))
-                for attr, sub in self.subgraphs.items()
-            }
+            self.branch_repeated = {attr: _repeated(graph) for attr, graph in graphs.items()}
         if self.op_type == "Scan":  # its attributes as the import checked them
-            body = onnx.GraphProto.FromString(self.subgraphs["body"].data)
+            body = graphs["body"]
             self.scan = scan_form(
                 op.attrs, len(self.explicit_names), len(node.outputs), len(body.input),
                 len(body.output),
@@ -413,6 +416,9 @@ class ControlFlow:
         arrays = {**outer, **feeds}
         key = (attr, *((name, a.dtype.str, a.shape) for name, a in sorted(arrays.items())))
         if key not in self.cache:
+            problem = fed_arrays_problem(self.declared[attr], feeds, attr)
+            if problem is not None:  # as a main graph's feed of another type or size is
+                raise BackendError(f"{self.where}: {problem}")
             lowered = self._lowered(attr, arrays, level)
             plan = make_plan(lowered)
             self.cache[key] = (lowered, plan, tuple(lowered.outputs))
