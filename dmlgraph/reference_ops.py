@@ -16,6 +16,7 @@ from functools import lru_cache
 from typing import Any
 
 import numpy as np
+import onnx
 
 #: The first opset whose Softmax, LogSoftmax and Hardmax work along one axis; before it they
 #: coerce the input to a matrix at ``axis`` (default 1) and work along its rows.
@@ -291,9 +292,69 @@ def _loop() -> type:
                     inputs[name] = outputs[self.output_index[out]]
                 trip += 1
             carried = [inputs[name] for name in names[2:]]
-            return self._check_and_fix_outputs(tuple(carried + [np.stack(x) for x in scans]))
+            if not trip and self.K:  # no value to stack: the shape the body makes
+                types = _body_output_types(self.body.onnx_graph_, inputs,
+                                           self.run_params["opsets"])
+                stacked = [_no_trip_scan(name, types.get(name, kind))
+                           for name, kind in zip(made[len(made) - self.K :],
+                                                 self.body.output_types_[len(made) - self.K :])]
+            else:
+                stacked = [np.stack(x) for x in scans]
+            return self._check_and_fix_outputs(tuple(carried + stacked))
 
     return Loop
+
+
+def _body_output_types(
+    body: onnx.GraphProto, values: dict[str, Any], opsets: dict[str, int]
+) -> dict[str, onnx.TypeProto]:
+    """The types onnx's inference gives a Loop body's outputs, its inputs and the enclosing
+    names it reads typed by the values they hold (the iteration number and condition as the
+    scalars a Loop feeds), as onnxruntime types a Loop's outputs; {} where inference fails."""
+    graph = onnx.GraphProto()
+    graph.CopyFrom(body)
+    declared = {value.name for value in body.input}
+    del graph.input[:]
+    for index, value in enumerate(body.input):
+        array = values.get(value.name)
+        if index < 2 or array is None:  # iteration number, condition: as declared
+            graph.input.append(value)
+        else:
+            graph.input.append(_typed(value.name, array))
+    for name, array in values.items():  # the enclosing graph's names it reads
+        if name not in declared and isinstance(array, np.ndarray):
+            graph.input.append(_typed(name, array))
+    model = onnx.helper.make_model(
+        graph, opset_imports=[onnx.helper.make_opsetid(d, v) for d, v in opsets.items()])
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model, data_prop=True)
+    except Exception:  # inference's failure: the declared types stand
+        return {}
+    return {value.name: value.type for value in inferred.graph.output}
+
+
+def _typed(name: str, array: np.ndarray) -> onnx.ValueInfoProto:
+    return onnx.helper.make_tensor_value_info(
+        name, onnx.helper.np_dtype_to_tensor_dtype(array.dtype), array.shape)
+
+
+def _no_trip_scan(name: str, declared: onnx.TypeProto) -> np.ndarray:
+    """A scan output of a Loop that ran no iteration: empty along its new axis 0, each
+    element of the shape and type the body makes for it, as inference gives it
+    (``_body_output_types``; onnxruntime's reading: x [2, 3] gives [0, 2, 3]). Where no fixed
+    shape is known, no iteration tells it: refused, naming the output (``np.stack`` of
+    nothing raised "need at least one array to stack")."""
+    tensor = declared.tensor_type if declared.HasField("tensor_type") else None
+    dims = [] if tensor is None or not tensor.HasField("shape") else list(tensor.shape.dim)
+    if tensor is None or not tensor.elem_type or not tensor.HasField("shape") or any(
+        not d.HasField("dim_value") for d in dims
+    ):
+        raise ValueError(
+            f"the Loop ran no iteration, so its scan output {name!r} has no element shape: "
+            "neither its body nor inference fixes one"
+        )
+    dtype = onnx.helper.tensor_dtype_to_np_dtype(tensor.elem_type)
+    return np.empty((0, *(d.dim_value for d in dims)), dtype=dtype)
 
 
 def _explicit_pads(auto_pad: Any, pads: Any, spatial: Any, kernel_shape: Any, strides: Any,

@@ -479,6 +479,42 @@ def test_a_loop_on_the_reference_iterates_and_stacks_as_onnx_says(cond) -> None:
         assert np.array_equal(ours, expected) and ours.dtype == expected.dtype
 
 
+@pytest.mark.parametrize("known", [True, False])
+def test_a_loop_of_no_trip_on_the_reference_stacks_nothing_as_the_body_makes(known) -> None:
+    """A Loop of 0 trips making scan outputs (a case of the fuzzer's): the reference Loop's
+    ``np.stack`` of no value raised "need at least one array to stack". Where the body's
+    declared or inferred types fix an output's shape it is empty along axis 0, each element
+    of that shape, as onnxruntime gives it ([0, 2, 6]; the iteration numbers [0]); where
+    nothing does (a NonZero's, whose size only data tells), one error naming the output."""
+    import onnxruntime as ort
+
+    from backends.numpy.fallback import reference_evaluator
+
+    model = _reference_loop(cond=False)
+    model.graph.initializer[0].CopyFrom(numpy_helper.from_array(np.array(0, np.int64), "M"))
+    body = model.graph.node[0].attribute[0].g
+    body.output[2].CopyFrom(helper.make_tensor_value_info("seen", TensorProto.FLOAT, ["n", 6]))
+    if not known:
+        body.node[2].CopyFrom(helper.make_node("NonZero", ["acc"], ["seen"]))
+        body.output[2].CopyFrom(helper.make_tensor_value_info("seen", TensorProto.INT64, None))
+        model.graph.output[1].CopyFrom(
+            helper.make_tensor_value_info("seen_all", TensorProto.INT64, None))
+    x = np.arange(12, dtype=np.float32).reshape(2, 6)
+    evaluator = reference_evaluator(model)
+    if not known:
+        with pytest.raises(ValueError, match="ran no iteration, so its scan output 'seen' "
+                                             "has no element shape"):
+            evaluator.run(None, {"x": x})
+        return
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    theirs = session.run(None, {"x": x})
+    ours = evaluator.run(None, {"x": x})
+    assert np.array_equal(ours[0], x) and np.array_equal(theirs[0], x)
+    for made, want in zip(ours[1:], theirs[1:]):  # seen [0, 2, 6]; trips, scalars: [0]
+        assert made.shape == want.shape and made.dtype == want.dtype
+    assert ours[1].shape == (0, 2, 6) and ours[2].shape == (0,)
+
+
 def test_a_loop_run_whole_on_the_reference_fallback_runs_its_trips() -> None:
     """A Loop whose body the NumPy backend cannot lower (a sequence) runs whole on the
     fallback: on ``--fallback reference`` it carried x through no iteration ([2, 6], where
