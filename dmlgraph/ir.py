@@ -960,6 +960,11 @@ class Graph:
         """(node, input port) pairs that read ``tensor``, ordered by node id then port."""
         return [(self.node(i), port) for i, port in sorted(self._consumers.get(tensor, {}))]
 
+    def consumer_count(self, tensor: str) -> int:
+        """``len(consumers(tensor))`` without building and sorting the list: asked per reader
+        of a tensor, that was quadratic in its readers."""
+        return len(self._consumers.get(tensor, ()))
+
     def add_node(
         self,
         op: Any,

@@ -1619,3 +1619,54 @@ def test_a_periodic_pad_s_moves_are_those_of_one_period(mode) -> None:
         expected = x[np.where(m < 4, m, 6 - m)]
     np.testing.assert_array_equal(y, expected)
     assert peak < 3 * y.nbytes
+
+
+def _shared_join_input_model(joins: int) -> onnx.ModelProto:
+    """One SLICE's output ``t`` read by ``joins`` JOINs (each with a slice of its own), whose
+    outputs one last JOIN stacks."""
+    def ints(name: str, value: int) -> onnx.TensorProto:
+        return helper.make_tensor(name, TensorProto.INT64, [1], [value])
+
+    nodes = [helper.make_node("Slice", ["x", "s0", "e0", "ax"], ["t"])]
+    init = [ints("ax", 1), ints("s0", 0), ints("e0", 1)]
+    for i in range(joins):
+        nodes += [
+            helper.make_node("Slice", ["x", f"s{i + 1}", f"e{i + 1}", "ax"], [f"p{i}"]),
+            helper.make_node("Concat", ["t", f"p{i}"], [f"c{i}"], axis=1),
+        ]
+        init += [ints(f"s{i + 1}", i + 1), ints(f"e{i + 1}", i + 2)]
+    nodes.append(helper.make_node("Concat", [f"c{i}" for i in range(joins)], ["y"], axis=0))
+    graph = helper.make_graph(
+        nodes, "shared", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, joins + 1])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2 * joins, 2])], init,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    return model
+
+
+def test_join_inputs_placed_without_listing_a_shared_tensors_readers_per_join(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Placing each JOIN input in its output asks whether anything else reads it: that listed
+    (and sorted) every reader of the tensor per JOIN reading it, quadratic in a tensor's
+    readers (8,000 JOINs of one SLICE's output: minutes). Listed readers stay linear."""
+    from dmlgraph.ir import Graph
+
+    joins = 40
+    model = _shared_join_input_model(joins)
+    lowered = lower(load(model), "6_4")
+    listed = []
+    consumers = Graph.consumers
+
+    def counted(self: Graph, tensor: str) -> list[Any]:
+        found = consumers(self, tensor)
+        listed.append(len(found))
+        return found
+
+    monkeypatch.setattr(Graph, "consumers", counted)
+    x = np.arange(2 * (joins + 1), dtype=np.float32).reshape(2, joins + 1)
+    (got,) = NumpyBackend().run(lowered, {"x": x}).values()
+    assert sum(listed) <= 4 * (3 * joins + 2), sum(listed)  # readers of each tensor, a few times
+    (want,) = ort.InferenceSession(model.SerializeToString()).run(None, {"x": x})
+    assert same_bits(got, want)

@@ -425,7 +425,7 @@ class Plan:
         return (
             name in self._dml_made
             and name not in self._output_set
-            and len(graph.consumers(name)) == 1
+            and graph.consumer_count(name) == 1
             and graph.tensor(name).is_static
         )
 
