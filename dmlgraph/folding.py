@@ -956,6 +956,38 @@ InferenceMemo = dict[tuple[Any, ...], tuple[bytes | None, ...] | None]
 WEIGHT_ELEMENTS = 64
 
 
+def _concat_1_axis() -> int:
+    form = canonical.FORMS["Concat"][1]
+    assert isinstance(form, canonical.ConcatForm) and form.default_axis is not None
+    return form.default_axis
+
+
+#: Old versions whose onnx schema has no inference function (their outputs stayed untyped),
+#: by the newer version that types them alike and the attributes it needs filled in:
+#: (op_type, since_version) -> (newer since_version, its attribute defaults).
+INFERRED_AS_NEWER: Mapping[tuple[str, int], tuple[int, Mapping[str, Any]]] = MappingProxyType({
+    ("Concat", 1): (4, {"axis": _concat_1_axis()}),
+})
+_INFERRED_AS_NEWER_OPS = frozenset(op for op, _ in INFERRED_AS_NEWER)
+
+
+def _as_newer(proto: NodeLike, schema: Any) -> tuple[NodeLike, Any]:
+    """The node and schema inference reads: ``INFERRED_AS_NEWER``'s stand-in for an old
+    version without an inference function (Concat-1 as Concat-4, its axis filled in), else
+    the node's own."""
+    newer = INFERRED_AS_NEWER.get((proto.op_type, schema.since_version))
+    if newer is None:
+        return proto, schema
+    version, defaults = newer
+    node = onnx.NodeProto()
+    node.ParseFromString(proto.SerializeToString())
+    have = {a.name for a in node.attribute}
+    node.attribute.extend(
+        onnx.helper.make_attribute(k, v) for k, v in defaults.items() if k not in have
+    )
+    return node, onnx.defs.get_schema(proto.op_type, version, "")
+
+
 class NodeLike(Protocol):
     """What node inference reads: a NodeProto, or the importer's ``NodeFields``."""
 
@@ -989,6 +1021,8 @@ def infer_proto(
     schema = op_schema(proto.op_type, proto.domain, opset)
     if schema is None:
         return []
+    if proto.op_type in _INFERRED_AS_NEWER_OPS and not proto.domain:
+        proto, schema = _as_newer(proto, schema)
     # onnx's infer_node_outputs, without its per-call protos: types travel serialized (cached
     # per dtype and shape), as the C++ side takes them, with the values of small constants
     types: dict[str, bytes] = {}
