@@ -1874,3 +1874,28 @@ def test_a_concat_1_output_is_typed_as_concat_4_types_it(axis) -> None:
     assert np.array_equal(y, want)
     if axis is not None:  # (onnx.reference reads Concat-1 by the newest schema: axis needed)
         assert np.array_equal(y, ReferenceEvaluator(model).run(None, {"x": x})[0])
+
+
+def test_a_reshape_1_output_is_typed_as_reshape_5_types_it() -> None:
+    """onnx's Reshape-1 schema (opsets 1-4, ``shape`` an attribute) has no inference
+    function: its output, and all it reached, stayed untyped, so a fuzzed x['a', 4] ->
+    Reshape-1 -> Concat (lowered at run time) -> Transpose (on onnxruntime) failed with
+    "Model input (c) does not have type information". Inferred as Reshape-5 with the
+    attribute as a constant input. Oracle: onnxruntime, which runs Reshape-1."""
+    import onnxruntime as ort
+
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node("Reshape", ["x"], ["r"], shape=[0, 2, -1]),
+         helper.make_node("Concat", ["r", "r"], ["c"], axis=1),
+         helper.make_node("Transpose", ["c"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["a", 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+    ), opset_imports=[helper.make_opsetid("", 4)], ir_version=3)
+    graph = dmlgraph.load(model)
+    assert graph.tensors["r"].dtype == np.float32 and graph.tensors["r"].shape[1:] == (2, 2)
+    assert graph.tensors["c"].dtype == np.float32 and graph.tensors["c"].shape[1:] == (4, 2)
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    y = get_backend("numpy").run(lower(graph, "6_4"), {"x": x})["y"]
+    (want,) = ort.InferenceSession(model.SerializeToString(),
+                                   providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    assert np.array_equal(y, want)
