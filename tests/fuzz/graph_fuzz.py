@@ -439,21 +439,19 @@ class Builder:
         for i in range(min(len(new), r)):
             if written[i] != -1 and new[i] == s[i] and rng.random() < 0.3:
                 written[i] = 0
-        if self.opset < 5:  # Reshape-1: attribute `shape`, floats
-            if self.dtype not in ("float32", "float16"):
-                return None
-            if any(n == 0 for n in new):
-                written = list(new)
-            out = self.emit("Reshape", [x], tuple(new))
-            self.nodes[-1].attribute.append(helper.make_attribute("shape", written))
-            return out
         if any(w == 0 for w in written) and any(n == 0 for n in new):
             written = list(new)
             return (
                 self.emit("Reshape", [x, self.ints(written, "rs")], tuple(new), allowzero=1)
                 if self.opset >= 14
-                else None
+                else None  # (a 0 copies the input's size before allowzero)
             )
+        if self.opset < 5:  # Reshape-1: attribute `shape`, floats
+            if self.dtype not in ("float32", "float16"):
+                return None
+            out = self.emit("Reshape", [x], tuple(new))
+            self.nodes[-1].attribute.append(helper.make_attribute("shape", written))
+            return out
         return self.emit("Reshape", [x, self.ints(written, "rs")], tuple(new))
 
     def identity(self, x: str) -> str | None:
