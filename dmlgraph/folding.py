@@ -956,6 +956,61 @@ InferenceMemo = dict[tuple[Any, ...], tuple[bytes | None, ...] | None]
 WEIGHT_ELEMENTS = 64
 
 
+def _concat_1_axis() -> int:
+    form = canonical.FORMS["Concat"][1]
+    assert isinstance(form, canonical.ConcatForm) and form.default_axis is not None
+    return form.default_axis
+
+
+@dataclass(frozen=True)
+class NewerForm:
+    """The newer version an old one is inferred as: its since_version, the attributes it
+    needs filled in when the node leaves them out, and the attributes that became inputs
+    (appended, in order, as constants)."""
+
+    since_version: int
+    defaults: Mapping[str, Any] = field(default_factory=dict)
+    as_inputs: tuple[str, ...] = ()
+
+
+#: Old versions whose onnx schema has no inference function (their outputs, and all they
+#: reach, stayed untyped), by the newer version that types them alike:
+#: (op_type, since_version) -> NewerForm.
+INFERRED_AS_NEWER: Mapping[tuple[str, int], NewerForm] = MappingProxyType({
+    ("Concat", 1): NewerForm(4, defaults={"axis": _concat_1_axis()}),
+    ("Reshape", 1): NewerForm(5, as_inputs=("shape",)),
+})
+_INFERRED_AS_NEWER_OPS = frozenset(op for op, _ in INFERRED_AS_NEWER)
+
+
+def _as_newer(
+    proto: NodeLike, schema: Any
+) -> tuple[NodeLike, Any, dict[str, np.ndarray]]:
+    """The node, schema and added constants inference reads: ``INFERRED_AS_NEWER``'s
+    stand-in for an old version without an inference function (Concat-1 as Concat-4, its
+    axis filled in; Reshape-1 as Reshape-5, its ``shape`` an input), else the node's own."""
+    newer = INFERRED_AS_NEWER.get((proto.op_type, schema.since_version))
+    if newer is None:
+        return proto, schema, {}
+    target = onnx.defs.get_schema(proto.op_type, newer.since_version, "")
+    node = onnx.NodeProto()
+    node.ParseFromString(proto.SerializeToString())
+    attrs = {a.name: a for a in node.attribute}
+    added: dict[str, np.ndarray] = {}
+    for name in newer.as_inputs:
+        if name not in attrs:  # a malformed node: inferred as it is (none)
+            return proto, schema, {}
+        const = f"{node.output[0]}::{name}"
+        added[const] = np.array(onnx.helper.get_attribute_value(attrs[name]), np.int64)
+        node.input.append(const)
+    del node.attribute[:]
+    node.attribute.extend(a for n, a in attrs.items() if n in target.attributes)
+    node.attribute.extend(
+        onnx.helper.make_attribute(k, v) for k, v in newer.defaults.items() if k not in attrs
+    )
+    return node, target, added
+
+
 class NodeLike(Protocol):
     """What node inference reads: a NodeProto, or the importer's ``NodeFields``."""
 
@@ -989,6 +1044,9 @@ def infer_proto(
     schema = op_schema(proto.op_type, proto.domain, opset)
     if schema is None:
         return []
+    if proto.op_type in _INFERRED_AS_NEWER_OPS and not proto.domain:
+        proto, schema, added = _as_newer(proto, schema)
+        extra = {**extra, **added} if added else extra
     # onnx's infer_node_outputs, without its per-call protos: types travel serialized (cached
     # per dtype and shape), as the C++ side takes them, with the values of small constants
     types: dict[str, bytes] = {}

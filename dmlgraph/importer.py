@@ -1264,7 +1264,9 @@ def _build_graph(
                     if folding.news_for_inference(before, tensors[out])
                 )
                 continue
-        if changed and any(name in changed for name in node.input):  # now better known
+        if (changed and any(name in changed for name in node.input)) or (  # better known
+            (node.op_type, version) in folding.INFERRED_AS_NEWER and not node.domain
+        ):  # or an old version whole-model inference leaves untyped (Concat-1)
             extra = {name: shapes[name] for name in node.input if name in shapes}
             changed.update(
                 folding.infer_proto(graph, node, opsets[node.domain], extra or None, memo=memo)

@@ -28,6 +28,9 @@ HALF_PIXEL_ROI_ALIGN_OPSET = 16
 REFERENCE_DEQUANTIZE_OPSET = 19
 #: The first opset whose Concat requires ``axis``; Concat-1's is optional (default 1).
 CONCAT_AXIS_REQUIRED_OPSET = 4
+#: The first opset whose Reshape takes its shape as an input (Reshape-5; onnx.reference's
+#: oldest); Reshape-1's is an attribute.
+RESHAPE_SHAPE_INPUT_OPSET = 5
 
 
 def spec_ops(opset: int) -> list[type]:
@@ -52,6 +55,8 @@ def _spec_ops(opset: int) -> tuple[type, ...]:
         ops.append(_dequantize_linear_10())
     if opset < CONCAT_AXIS_REQUIRED_OPSET:
         ops.append(_concat_1())
+    if opset < RESHAPE_SHAPE_INPUT_OPSET:
+        ops.append(_reshape_1())
     return tuple(ops)
 
 
@@ -255,6 +260,27 @@ def _concat_1() -> type:
             return super()._run(*data, axis=default if axis is None else axis)
 
     return Concat
+
+
+def _reshape_1() -> type:
+    """Reshape-1, whose ``shape`` is an attribute (0 copies the input's size, -1 is
+    inferred, as Reshape-5 without ``allowzero``). onnx.reference implements Reshape from
+    version 5: ``--fallback reference`` failed on a model of opset 1-4 holding one ("No
+    implementation for operator 'Reshape' ... version 4, found 5, 14")."""
+    import onnx
+    from onnx.reference.op_run import OpRun
+    from onnx.reference.ops.op_reshape import reshape_reference_implementation
+
+    class Reshape(OpRun):  # the op's name: the evaluator finds the class by it
+        op_domain = ""
+        op_schema = onnx.defs.get_schema("Reshape", 1, "")
+
+        def _run(  # type: ignore[no-untyped-def,override]
+            self, data, shape=None, consumed_inputs=None
+        ):  # ``consumed_inputs``: Reshape-1's legacy attribute, unused
+            return (reshape_reference_implementation(data, np.array(shape, np.int64), 0),)
+
+    return Reshape
 
 
 def _loop() -> type:

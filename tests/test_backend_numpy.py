@@ -434,6 +434,29 @@ def test_a_concat_1_without_axis_on_the_reference_joins_along_axis_1(opset) -> N
     assert np.array_equal(y, np.concatenate([a, b], axis=1))
 
 
+@pytest.mark.parametrize("opset", [1, 4])
+def test_a_reshape_1_on_the_reference_reads_its_shape_attribute(opset) -> None:
+    """Reshape-1 (opsets 1-4) takes ``shape`` as an attribute; onnx.reference implements
+    Reshape from version 5 only, so ``--fallback reference`` failed on it ("No
+    implementation for operator 'Reshape' ... version 4, found 5, 14"). Oracles:
+    onnxruntime (which runs Reshape-1) and NumPy's reshape (0 copies the input's size)."""
+    import onnxruntime as ort
+
+    from backends.numpy.fallback import reference_evaluator
+
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node("Reshape", ["x"], ["y"], shape=[0, -1, 2])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+    ), opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 3
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    (y,) = reference_evaluator(model).run(None, {"x": x})
+    (want,) = ort.InferenceSession(model.SerializeToString(),
+                                   providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    assert np.array_equal(y, x.reshape(2, 6, 2)) and np.array_equal(y, want)
+
+
 def _reference_loop(cond: bool) -> onnx.ModelProto:
     """A Loop of 3 trips (with ``cond``, a ``go`` input true) negating x [2, 6], scanning
     each trip's x [2, 6] and its iteration number (a scalar)."""

@@ -1847,3 +1847,55 @@ def test_functions_inlining_to_too_many_nodes_are_refused_before_inlining() -> N
 
 def test_functions_inlining_to_fewer_nodes_than_the_limit_load() -> None:
     assert len(list(dmlgraph.load(_doubling_functions(8)).nodes)) == 2**7
+
+
+@pytest.mark.parametrize("axis", [None, 0])
+def test_a_concat_1_output_is_typed_as_concat_4_types_it(axis) -> None:
+    """onnx's Concat-1 schema (opsets 1-3) has no inference function: its output stayed
+    untyped, so a fuzzed x['a', 4] -> Concat-1 -> Transpose (the Concat lowered at run time,
+    the Transpose on onnxruntime) failed with "Model input (c) does not have type
+    information". Inferred as Concat-4 (axis filled, default 1). Oracle: onnx.reference."""
+    from onnx.reference import ReferenceEvaluator
+
+    attrs = {} if axis is None else {"axis": axis}
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node("Concat", ["x", "x"], ["c"], **attrs),
+         helper.make_node("Transpose", ["c"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["a", 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+    ), opset_imports=[helper.make_opsetid("", 3)], ir_version=3)
+    graph = dmlgraph.load(model)
+    info = graph.tensors["c"]
+    assert info.dtype == np.float32 and len(info.shape) == 2
+    assert info.shape[1] == (8 if axis is None else 4)
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    y = get_backend("numpy").run(lower(graph, "6_4"), {"x": x})["y"]
+    want = np.concatenate([x, x], axis=1 if axis is None else 0).T
+    assert np.array_equal(y, want)
+    if axis is not None:  # (onnx.reference reads Concat-1 by the newest schema: axis needed)
+        assert np.array_equal(y, ReferenceEvaluator(model).run(None, {"x": x})[0])
+
+
+def test_a_reshape_1_output_is_typed_as_reshape_5_types_it() -> None:
+    """onnx's Reshape-1 schema (opsets 1-4, ``shape`` an attribute) has no inference
+    function: its output, and all it reached, stayed untyped, so a fuzzed x['a', 4] ->
+    Reshape-1 -> Concat (lowered at run time) -> Transpose (on onnxruntime) failed with
+    "Model input (c) does not have type information". Inferred as Reshape-5 with the
+    attribute as a constant input. Oracle: onnxruntime, which runs Reshape-1."""
+    import onnxruntime as ort
+
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node("Reshape", ["x"], ["r"], shape=[0, 2, -1]),
+         helper.make_node("Concat", ["r", "r"], ["c"], axis=1),
+         helper.make_node("Transpose", ["c"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["a", 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+    ), opset_imports=[helper.make_opsetid("", 4)], ir_version=3)
+    graph = dmlgraph.load(model)
+    assert graph.tensors["r"].dtype == np.float32 and graph.tensors["r"].shape[1:] == (2, 2)
+    assert graph.tensors["c"].dtype == np.float32 and graph.tensors["c"].shape[1:] == (4, 2)
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    y = get_backend("numpy").run(lower(graph, "6_4"), {"x": x})["y"]
+    (want,) = ort.InferenceSession(model.SerializeToString(),
+                                   providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    assert np.array_equal(y, want)
