@@ -980,7 +980,6 @@ INFERRED_AS_NEWER: Mapping[tuple[str, int], NewerForm] = MappingProxyType({
     ("Concat", 1): NewerForm(4, defaults={"axis": _concat_1_axis()}),
     ("Reshape", 1): NewerForm(5, as_inputs=("shape",)),
 })
-_INFERRED_AS_NEWER_OPS = frozenset(op for op, _ in INFERRED_AS_NEWER)
 
 
 def _as_newer(
@@ -1044,7 +1043,7 @@ def infer_proto(
     schema = op_schema(proto.op_type, proto.domain, opset)
     if schema is None:
         return []
-    if proto.op_type in _INFERRED_AS_NEWER_OPS and not proto.domain:
+    if (proto.op_type, schema.since_version) in INFERRED_AS_NEWER and not proto.domain:
         proto, schema, added = _as_newer(proto, schema)
         extra = {**extra, **added} if added else extra
     # onnx's infer_node_outputs, without its per-call protos: types travel serialized (cached
