@@ -294,7 +294,9 @@ def guard_slice_steps(graph: onnx.GraphProto, nodes: Sequence[Any] | None = None
 #: onnx's data propagation takes any rank-1 tensor of static length for shape data: that many
 #: unknown values, copied at every node reading it (a Slice of a [16M] input took 3.6 s to
 #: infer, onnxruntime's session 9 ms). A vector longer than this is no shape, so inference
-#: sees such an input's length as a name of its own (``infer_model``).
+#: sees such an input's length as a name of its own (``infer_model``), and each dimension
+#: that long of a declared input of higher rank (not a weight: a Shape of it, or a Reshape of
+#: it to one dimension, makes a vector that long; a weight's size is in the file).
 LONG_VECTOR = INFERENCE_CONSTANT_LIMIT
 _HIDDEN_LENGTH = "dmlgraph::hidden-length::"
 
@@ -302,10 +304,13 @@ _HIDDEN_LENGTH = "dmlgraph::hidden-length::"
 @dataclass(frozen=True)
 class _LongVectors:
     """A model's vectors longer than ``LONG_VECTOR`` that inference would read: graph inputs
-    (by position), and Constant nodes and vector makers (by index, with their output, element
-    type, length), of the graph or (``inner``) of a subgraph inference enters."""
+    that long, or not weights and with a dimension that long (by position and axis: float[1,
+    4e9], only declared, a Slice of its Shape a ConstantOfShape's shape, or it Reshaped to
+    [-1], read by a Slice, ran out of memory in data propagation), and Constant nodes and
+    vector makers (by index, with their output, element type, length), of the graph or
+    (``inner``) of a subgraph inference enters."""
 
-    inputs: tuple[tuple[int, int], ...]  # (position in graph.input, length)
+    inputs: tuple[tuple[int, int, int], ...]  # (position in graph.input, axis, length)
     constants: tuple[tuple[int, str, int, int], ...]
     inner: tuple[tuple[onnx.GraphProto, int, str, int, int], ...] = ()
 
@@ -313,13 +318,16 @@ class _LongVectors:
         return bool(self.inputs or self.constants or self.inner)
 
 
-def _long_vectors(graph: onnx.GraphProto, nodes: Sequence[Any] | None) -> _LongVectors:
-    inputs = []
+def _long_vectors(
+    graph: onnx.GraphProto, nodes: Sequence[Any] | None, is_weight: Callable[[str], bool]
+) -> _LongVectors:
+    inputs: list[tuple[int, int, int]] = []
     for position, value_info in enumerate(graph.input):
         if value_info.type.HasField("tensor_type"):
             dims = value_info.type.tensor_type.shape.dim
-            if len(dims) == 1 and dims[0].dim_value > LONG_VECTOR:
-                inputs.append((position, dims[0].dim_value))
+            long = [axis for axis, dim in enumerate(dims) if dim.dim_value > LONG_VECTOR]
+            if long and (len(dims) == 1 or not is_weight(value_info.name)):
+                inputs += ((position, axis, dims[axis].dim_value) for axis in long)
     inner: list[tuple[onnx.GraphProto, int, str, int, int]] = []
     constants = _graph_long_vectors(graph, graph.node if nodes is None else nodes, None, inner)
     return _LongVectors(tuple(inputs), tuple(constants), tuple(inner))
@@ -420,6 +428,8 @@ _PROPAGATED: Mapping[str, Callable[[Any, list[np.ndarray]], np.ndarray | None]] 
     if all(len(x) == 1 for x in v[1:]) and (len(v) < 4 or v[3][0] in (0, -1)) and (
         len(v) < 5 or v[4][0]) else None,
 }
+#: The ops onnx's data propagation computes shape data through.
+PROPAGATING_OPS = frozenset(_PROPAGATED)
 #: Shape data is small: a value longer than this is not evaluated.
 _SMALL_VALUE = 8
 
@@ -634,8 +644,8 @@ def _hide(graph: onnx.GraphProto, found: _LongVectors) -> tuple[frozenset[str], 
         graph.input.append(onnx.helper.make_tensor_value_info(param, elem_type, [param]))
         sub.node[index].CopyFrom(onnx.helper.make_node("Identity", [param], [name]))
         lengths[param] = length
-    for position, length in found.inputs:
-        dim = graph.input[position].type.tensor_type.shape.dim[0]
+    for position, axis, length in found.inputs:
+        dim = graph.input[position].type.tensor_type.shape.dim[axis]
         dim.dim_param = f"{_HIDDEN_LENGTH}{len(lengths)}"  # clears dim_value
         lengths[dim.dim_param] = length
         names.append(graph.input[position].name)
@@ -649,7 +659,10 @@ def _hide(graph: onnx.GraphProto, found: _LongVectors) -> tuple[frozenset[str], 
 
 
 def infer_model(
-    model: onnx.ModelProto, source: str, nodes: Sequence[Any] | None = None
+    model: onnx.ModelProto,
+    source: str,
+    nodes: Sequence[Any] | None = None,
+    is_weight: Callable[[str], bool] = lambda name: False,
 ) -> tuple[onnx.GraphProto, frozenset[str]]:
     """onnx's shape inference, data propagation on, of a model made for inference (after
     ``guard_slice_steps``; it is changed): the inferred graph, and the names of the vectors
@@ -660,9 +673,11 @@ def infer_model(
     then unknown, and of the two a dimension takes the more specific (a size, then a name
     the model gave, as ``_merge_type`` says). What only propagation over a hidden length
     would tell (a Shape of it read as a Reshape's shape) is left to folding, which computes
-    the Shape and infers its readers again. ``nodes`` as in ``guard_slice_steps``."""
+    the Shape and infers its readers again. ``nodes`` as in ``guard_slice_steps``;
+    ``is_weight``: whether a graph input is a constant declared as one, whose dimensions
+    stay (a Shape of an embedding feeding a Reshape keeps its propagated size)."""
     _guard_inference_aborts(model.graph, source, nodes)
-    found = _long_vectors(model.graph, nodes)
+    found = _long_vectors(model.graph, nodes, is_weight)
     exact = _inferred(model, source, propagate=False) if found else None
     hidden, lengths = _hide(model.graph, found) if found else (frozenset(), {})
     inferred = _inferred(model, source, propagate=True)
@@ -839,7 +854,7 @@ def infer_shapes(graph: Graph) -> int:
 def _infer_and_merge(graph: Graph) -> int:
     model = to_onnx(graph, value_info=False, declare_constants_above=INFERENCE_CONSTANT_LIMIT)
     guard_slice_steps(model.graph)
-    inferred, _ = infer_model(model, graph.source)
+    inferred, _ = infer_model(model, graph.source, is_weight=graph.is_constant)
     changed = 0
     for value_info in chain(inferred.value_info, inferred.output):
         old = graph.tensors.get(value_info.name)

@@ -684,7 +684,7 @@ def _inferred_as_given(
     for value in skeleton.graph.input:
         if value.name in declared:
             value.CopyFrom(declared[value.name])
-    inferred, _ = folding.infer_model(skeleton, source, nodes)
+    inferred, _ = folding.infer_model(skeleton, source, nodes, _weight_names(proto))
     types = {}
     for value in (*skeleton.graph.input, *inferred.value_info, *inferred.output):
         if value.type.HasField("tensor_type"):
@@ -934,7 +934,13 @@ def _infer_shapes(
     typed inputs, as folding's own inference does, so the weights are neither serialized nor
     parsed again (inference reads only small, shape-carrying constants by value); and the
     long vectors hidden from its data propagation (``folding.infer_model``)."""
-    return folding.infer_model(_skeleton(proto, nodes, refined or {}), source, nodes)
+    skeleton = _skeleton(proto, nodes, refined or {})
+    return folding.infer_model(skeleton, source, nodes, _weight_names(proto))
+
+
+def _weight_names(proto: onnx.ModelProto) -> Callable[[str], bool]:
+    """Whether a name is an initializer's; the names read only when asked (rarely)."""
+    return lambda name: any(tensor.name == name for tensor in proto.graph.initializer)
 
 
 def _declared_types(value_infos: Iterable[onnx.ValueInfoProto]) -> dict[str, int]:
@@ -1271,8 +1277,13 @@ def _build_graph(
             changed.update(
                 folding.infer_proto(graph, node, opsets[node.domain], extra or None, memo=memo)
             )
-        if hidden and not fold and node.op_type in folding.SHAPE_ONLY_OPS and not node.domain:
-            read = _shape_value(graph, node, version, attrs)
+        if hidden and not fold and not node.domain:
+            if node.op_type in folding.SHAPE_ONLY_OPS:
+                read = _shape_value(graph, node, version, attrs)
+            elif node.op_type in folding.PROPAGATING_OPS and shapes:
+                read = _propagated_value(graph, node, version, attrs, shapes)
+            else:
+                read = {}
             shapes.update(read)
             changed.update(read)
         if fold:
@@ -1579,6 +1590,35 @@ def _shape_value(
     if results is None or len(results) != len(node.output):
         return {}
     return {out: value for out, value in zip(node.output, results) if out}
+
+
+def _propagated_value(
+    graph: Graph,
+    node: NodeFields,
+    version: int,
+    attrs: Mapping[str, Any],
+    shapes: Mapping[str, np.ndarray],
+) -> dict[str, np.ndarray]:
+    """What a node onnx's data propagation computes through gives, by its shape kernel, from
+    the values ``shapes`` holds (``_shape_value``'s, and these) and small constants; else
+    nothing. Without folding, a Shape of an input whose long dimension was hidden fed a
+    Gather, Unsqueeze and Concat to a Reshape's shape: the Reshape lost its static size."""
+    if not any(name in shapes for name in node.input):
+        return {}
+    kernel = shape_kernels.kernel_for(node.op_type, node.domain, version)
+    values = [shapes.get(name, graph.constant(name)) if name else None for name in node.input]
+    if kernel is None or any(
+        (value is None or value.size > folding.LONG_VECTOR) for name, value
+        in zip(node.input, values) if name
+    ):
+        return {}
+    results = kernel.fn(values, attrs, version)
+    if results is None or len(results) != len(node.output):
+        return {}
+    return {
+        out: value for out, value in zip(node.output, results)
+        if out and value.size <= folding.LONG_VECTOR
+    }
 
 
 def _add_node(
