@@ -1384,6 +1384,8 @@ def _check_types(
     problem = schema_types.node_problem(node.op_type, node.domain, version, dtypes)
     if problem is None and node.op_type == "Loop" and not node.domain:
         problem = subgraphs.loop_fed_problem(node, dtypes)  # (before its outputs' types)
+    elif problem is None and node.op_type == "Scan" and not node.domain:
+        problem = subgraphs.scan_dtypes_problem(node, version, dtypes)  # (the same)
     if problem is not None:
         raise ModelValidationError(f"{where}: {problem}")
     if declared and not declared.keys().isdisjoint(node.output):
