@@ -228,7 +228,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         target = lower(graph, args.feature_level) if args.lowered else graph
         what = f"lowered at FL {args.feature_level.short}" if args.lowered else "imported"
     try:
-        result = backend.execute(target, feeds)
+        if args.backend == "onnxruntime":  # in a child where onnxruntime may die of the model
+            from dmlgraph.parity import run_apart
+
+            result = run_apart(target, lambda: backend.execute(target, feeds), str(args.model))
+        else:
+            result = backend.execute(target, feeds)
     except DmlgraphError as exc:
         hint = (_divergence_hint(graph, target, args.feature_level, exc)
                 or _cannot_run_hint(exc)) if args.backend == "onnxruntime" else ""

@@ -584,6 +584,24 @@ def test_check_of_a_scan_onnxruntime_dies_of_is_one_error(tmp_path) -> None:
             "than 0") in done.stderr
 
 
+def test_run_on_onnxruntime_of_a_scan_onnxruntime_dies_of_is_one_error(tmp_path) -> None:
+    """The same model run with `run --backend onnxruntime` (imported or --lowered) died with
+    onnxruntime (exit 136, no word): its run goes to a forked child as check's reference
+    does, and the child's death is one error naming the signal. The numpy backend runs it."""
+    path = tmp_path / "scan.onnx"
+    onnx.save(_stacked([2, 0], 1, pad=True), path)
+    for extra in ([], ["--lowered"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "dmlgraph", "run", str(path), "--backend", "onnxruntime",
+             *extra], capture_output=True, text=True, cwd=Path(__file__).parent.parent,
+            timeout=120)
+        assert done.returncode == 2, (extra, done.returncode, done.stderr)
+        assert done.stderr.startswith("dmlgraph: error: ") and done.stderr.count("\n") == 1
+        assert ("onnxruntime died of SIGFPE (signal 8) running the model (as onnxruntime 1.32 "
+                "does on some Scans making empty scan outputs)") in done.stderr, done.stderr
+    assert main(["run", str(path)]) == 0
+
+
 def _run_forked_calls(monkeypatch) -> list[int]:
     """Counts ``run_forked``'s calls (``check`` reaches it through ``backends.base``)."""
     import backends.base
