@@ -732,8 +732,13 @@ def _check_concat(graph: Graph, node: Node, where: str) -> None:
         )
     axis = concat_axis(node, where)
     if not -rank <= axis < rank:
+        # the canonical op holds the axis given or Concat-1's default: say which it may be
+        form = FORMS["Concat"].get(node.provenance.since_version)
+        why = "" if not isinstance(form, ConcatForm) or form.default_axis is None else (
+            f" (Concat-{form.since_version} joins on axis {form.default_axis} where the node "
+            "gives no axis)")
         raise NodeRuleError(
-            f"{where}: axis = {axis} is out of range [-{rank}, {rank - 1}] for rank {rank}"
+            f"{where}: axis = {axis} is out of range [-{rank}, {rank - 1}] for rank {rank}{why}"
         )
     axis %= rank
     for dim in range(rank):

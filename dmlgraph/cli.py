@@ -228,10 +228,15 @@ def cmd_run(args: argparse.Namespace) -> int:
         target = lower(graph, args.feature_level) if args.lowered else graph
         what = f"lowered at FL {args.feature_level.short}" if args.lowered else "imported"
     try:
-        result = backend.execute(target, feeds)
+        if args.backend == "onnxruntime":  # in a child where onnxruntime may die of the model
+            from dmlgraph.parity import run_apart
+
+            result = run_apart(target, lambda: backend.execute(target, feeds), str(args.model))
+        else:
+            result = backend.execute(target, feeds)
     except DmlgraphError as exc:
-        hint = _divergence_hint(graph, target, args.feature_level, exc) if (
-            args.backend == "onnxruntime") else ""
+        hint = (_divergence_hint(graph, target, args.feature_level, exc)
+                or _cannot_run_hint(exc)) if args.backend == "onnxruntime" else ""
         if not hint:
             raise
         raise DmlgraphError(f"{exc}{hint}") from None
@@ -271,6 +276,22 @@ def _divergence_hint(
         return divergence_hint(graph, lowered, failure)
     except DmlgraphError:  # no lowering, no note: onnxruntime's words stand alone
         return ""
+
+
+def _cannot_run_hint(failure: DmlgraphError) -> str:
+    """What onnxruntime's ``failure`` adds where it cannot run the model at all
+    (``providers.CANNOT_RUN``: an int16 Pad): what does run it, and that ``check`` compares
+    with onnx.reference (``run --backend onnxruntime`` said only onnxruntime's words); the
+    reference fallback, as a node onnxruntime cannot run may be one lowering leaves."""
+    from backends.base import engine_hint
+    from backends.onnxruntime.providers import cannot_run
+
+    if cannot_run(str(failure)) is None:
+        return ""
+    return engine_hint("onnxruntime cannot run the model; the numpy backend runs it lowered, "
+                       "any ONNX node left on onnx.reference, and check compares it with "
+                       "onnx.reference", "--backend numpy --fallback reference",
+                       "get_backend('numpy', fallback='reference')")
 
 
 #: How many nodes lowered as the graph ran ``run`` and ``check`` list (``check --json``: all).

@@ -25,8 +25,9 @@ class ModelValidationError(DmlgraphError):
 
 class NodeRuleError(ModelValidationError):
     """A Slice, Concat or Pad breaks its op's rule by the sizes and values it is given
-    (``canonical``): where a control-flow body is imported by the sizes that arrive, this
-    one is the run's error, where another import error only sends the body to the fallback."""
+    (``canonical``), or a Loop's or Scan's body declares an input of another type than it is
+    fed: where a control-flow body is imported by the sizes that arrive, this one is the
+    run's error, where another import error only sends the body to the fallback."""
 
 
 class UnsupportedError(DmlgraphError):

@@ -47,7 +47,13 @@ from dmlgraph import (
 )
 from dmlgraph.dml.scalars import is_integer
 from dmlgraph.dtypes import ELEM_TYPE_TO_DTYPE, PLAIN_DTYPES, raw_bytes
-from dmlgraph.errors import DmlgraphError, ModelLoadError, ModelValidationError, UnsupportedError
+from dmlgraph.errors import (
+    DmlgraphError,
+    ModelLoadError,
+    ModelValidationError,
+    NodeRuleError,
+    UnsupportedError,
+)
 from dmlgraph.ir import (
     INT64_MAX,
     Graph,
@@ -1393,10 +1399,17 @@ def _check_types(
     dtypes = tuple([None if (info := get(name)) is None else info.dtype for name in node.input])
     version = opsets[node.domain]
     problem = schema_types.node_problem(node.op_type, node.domain, version, dtypes)
-    if problem is None and node.op_type == "Loop" and not node.domain:
-        problem = subgraphs.loop_fed_problem(node, dtypes)  # (before its outputs' types)
     if problem is not None:
         raise ModelValidationError(f"{where}: {problem}")
+    fed = None  # (before its outputs' types, which its body gives)
+    if node.op_type == "Loop" and not node.domain:
+        fed = subgraphs.loop_fed_problem(node, dtypes)
+    elif node.op_type == "Scan" and not node.domain:
+        fed = subgraphs.scan_dtypes_problem(node, version, dtypes)
+    if fed is not None:
+        # a rule broken by the types fed: in a branch or body imported as it runs, the run's
+        # error, not a reason to run it whole on onnxruntime (which refused it in its words)
+        raise NodeRuleError(f"{where}: {fed}")
     if declared and not declared.keys().isdisjoint(node.output):
         made = schema_types.output_dtypes(
             node.op_type, node.domain, version, dtypes, len(node.output)

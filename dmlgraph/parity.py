@@ -39,7 +39,7 @@ from dataclasses import dataclass, field, replace
 from decimal import ROUND_CEILING, Decimal
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypeVar
 
 import ml_dtypes
 import networkx as nx
@@ -53,6 +53,8 @@ from dmlgraph.dtypes import is_float
 from dmlgraph.errors import DmlgraphError, UnsupportedError, as_array
 from dmlgraph.ir import Graph
 from dmlgraph.tensorio import TensorIOError, native_order
+
+T = TypeVar("T")
 
 #: The prefix of a note that marks a known DirectML / onnxruntime divergence.
 DIVERGENCE = "divergence:"
@@ -1020,12 +1022,33 @@ class ReferenceDied(DmlgraphError):
     ``words`` say so in the table, where onnx.reference is the reference instead."""
 
     def __init__(self, where: str, signal: int) -> None:
-        from backends.base import signal_name
-
-        why = f"died of {signal_name(signal)} (signal {signal})"
-        known = f" ({_SIGFPE_SCAN})" if signal == 8 else ""
+        why, known = _death(signal)
         super().__init__(f"{where}: onnxruntime {why} running the model as the reference{known}")
         self.words = f"it {why} on it{known}"
+
+
+def _death(signal: int) -> tuple[str, str]:
+    """How onnxruntime's death by ``signal`` is said, and what is known of it (or "")."""
+    from backends.base import signal_name
+
+    known = f" ({_SIGFPE_SCAN})" if signal == 8 else ""
+    return f"died of {signal_name(signal)} (signal {signal})", known
+
+
+def run_apart(graph: Graph, work: Callable[[], T], where: str) -> T:
+    """``work()``, an onnxruntime run of ``graph``, in a forked child where ``_scans_out``
+    finds a Scan making scan outputs, as ``check``'s reference runs (else here):
+    ``run --backend onnxruntime`` died with onnxruntime of SIGFPE on such a Scan (exit 136,
+    no word). A child killed by a signal is one error naming it."""
+    from backends.base import ChildKilled, run_forked
+
+    if not _scans_out(graph):
+        return work()
+    try:
+        return run_forked(work)
+    except ChildKilled as exc:
+        why, known = _death(exc.signal)
+        raise DmlgraphError(f"{where}: onnxruntime {why} running the model{known}") from None
 
 
 def _scans_out(graph: Graph) -> bool:
@@ -1274,7 +1297,10 @@ def _against_reference(ort: Any, subject: _Subject, notes: list[str]) -> Compari
         note += "; the outputs it does not reach were compared on the graph pruned to them"
     if spec.outputs:
         taken = dict.fromkeys(names[i] for i in spec.outputs)
-        reference += f"; onnx.reference on the original model for {', '.join(map(repr, taken))}"
+        spec_reference = f"onnx.reference on the original model for {', '.join(map(repr, taken))}"
+        # onnxruntime named only where it computed an output (the note says why it did not)
+        ran = any(value is not None for value in expected)
+        reference = f"{reference}; {spec_reference}" if ran else spec_reference
     return Comparison(label, reference, outputs, note="; ".join((note, *spec.notes)))
 
 

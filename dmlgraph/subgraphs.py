@@ -201,6 +201,31 @@ def loop_fed_problem(node: NodeLike, fed: Sequence[Any]) -> str | None:
     return None
 
 
+
+def scan_dtypes_problem(node: NodeLike, version: int, fed: Sequence[Any]) -> str | None:
+    """Why a Scan's (version 9 on) body declares an input of another element type than the
+    tensor fed to it (``fed``: the dtypes of the node's inputs, None where unknown), None
+    where it does not. Asked with the node's schema, before its outputs' types, which the
+    body's declarations give: a model output declared float32 of a state variable the body
+    declares int32 was blamed on the output. Sizes are ``scan_fed_problem``'s."""
+    body = next((attr.g for attr in node.attribute if attr.name == "body"), None)
+    scans = next((attr.i for attr in node.attribute if attr.name == "num_scan_inputs"), None)
+    if version < _SCAN_RUN_SINCE or body is None or scans is None:
+        return None
+    states = len(node.input) - scans
+    for index, (name, dtype, value) in enumerate(zip(node.input, fed, body.input)):
+        if not value.type.HasField("tensor_type") or not _fed_misfit(
+            value.type.tensor_type, dtype, None
+        ):
+            continue
+        what = "state variable" if index < states else "scan input's slice"
+        return (
+            f"its body declares {what} {value.name!r} as {_said(value.type)}, and the Scan "
+            f"feeds it {name!r}, a {dtype} tensor; onnxruntime refuses a body input "
+            "declared of another type than the one fed"
+        )
+    return None
+
 def fed_arrays_problem(
     declared: Sequence[onnx.ValueInfoProto], arrays: Mapping[str, Any], what: str
 ) -> str | None:

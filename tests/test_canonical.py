@@ -4,6 +4,7 @@ original, the newest and the re-exported model. Oracles: onnxruntime and NumPy."
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -639,3 +640,19 @@ def test_a_concat_of_scalars_is_refused_as_such() -> None:
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
     with pytest.raises(ModelValidationError, match="rank 1 or more; these are scalars"):
         dmlgraph.load(model)  # it said "axis = 0 is out of range [-0, -1] for rank 0"
+
+
+def test_a_concat_1_of_rank_1_without_axis_says_the_axis_is_its_default() -> None:
+    """Concat-1 joins on axis 1 where the node gives none: the error said "axis = 1 is out
+    of range" of a node that gives no axis."""
+    from dmlgraph.errors import ModelValidationError
+
+    graph = helper.make_graph(
+        [helper.make_node("Concat", ["x", "x"], ["y"], name="cat")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 1)], ir_version=3)
+    with pytest.raises(ModelValidationError, match=re.escape(
+            "node 'cat' (Concat): axis = 1 is out of range [-1, 0] for rank 1 (Concat-1 joins "
+            "on axis 1 where the node gives no axis)")):
+        dmlgraph.load(model)

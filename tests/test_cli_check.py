@@ -262,6 +262,25 @@ def test_check_compares_against_onnx_reference_where_onnxruntime_cannot_run_it(
     assert first["passed"] and stored["passed"]
 
 
+@pytest.mark.parametrize("case", UNRUNNABLE)
+def test_run_on_onnxruntime_that_cannot_run_the_model_says_what_runs_it(
+    case, tmp_path, capsys
+) -> None:
+    """``run --backend onnxruntime`` of a model onnxruntime cannot run at all gave its words
+    alone; it now says that the numpy backend runs it (a node left as ONNX on onnx.reference)
+    and check compares it with onnx.reference, and that command runs."""
+    elem, _, mode, opset, said = UNRUNNABLE[case]
+    model = str(_pad_model(tmp_path / "m.onnx", elem, mode, opset))
+    assert main(["run", model, "--backend", "onnxruntime"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and said in err
+    assert err.rstrip().endswith(
+        "(onnxruntime cannot run the model; the numpy backend runs it lowered, any ONNX node "
+        "left on onnx.reference, and check compares it with onnx.reference: --backend numpy "
+        "--fallback reference, get_backend('numpy', fallback='reference') in Python)")
+    assert main(["run", model, "--backend", "numpy", "--fallback", "reference"]) == 0
+
+
 def test_check_fails_a_wrong_emulator_against_onnx_reference(tmp_path, capsys,
                                                               monkeypatch) -> None:
     """onnx.reference is an oracle like onnxruntime: an emulator result off by one fails."""

@@ -1370,3 +1370,31 @@ def test_a_misfit_loop_inside_a_branch_is_refused_at_load_as_the_main_graph_s() 
             "node 'if' (If, #0): attribute 'then_branch' holds a subgraph whose node 'loop' "
             "(Loop): its body declares its iteration number 'i' as int64[2]")):
         dmlgraph.load(model)
+
+
+def test_a_loop_in_a_branch_fed_another_type_than_its_body_declares_is_one_error_at_run(
+    tmp_path, capsys
+) -> None:
+    """A branch's Loop whose body declares its carried value int64 while x, from the main
+    graph, is float32: no load sees what the branch feeds it, and the branch, imported when
+    it ran, was refused, so the If ran whole on onnxruntime, whose words were "Tensor element
+    type mismatch. 1 != 7". It is one error naming the If, the branch, the Loop, the body's
+    input and both types, exit 2."""
+    inner = _declaring(acc=_vi("acc", INT64, None))
+    then = helper.make_graph(list(inner.graph.node), "then", [], [_vi("y", INT64, None)],
+                             list(inner.graph.initializer))
+    other = helper.make_graph([helper.make_node("Cast", ["x"], ["z"], to=INT64)], "else", [],
+                              [_vi("z", INT64, None)])
+    model = _model(
+        [helper.make_node("If", ["c"], ["out"], name="if", then_branch=then, else_branch=other)],
+        [_vi("x", FLOAT, [2, 6]), _vi("c", BOOL, [])], [_vi("out", INT64, None)],
+        checked=False)
+    path, inputs = tmp_path / "m.onnx", tmp_path / "in.npz"
+    onnx.save(model, path)
+    np.savez(inputs, x=X, c=np.array(True))
+    assert main(["run", str(path), "--inputs", str(inputs)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert "node 'if' (If): its then_branch" in err and (
+        "node 'loop' (Loop, #0): its body declares carried value 'acc' as int64 of any shape, "
+        "and the Loop feeds it 'x', a float32 tensor") in err, err

@@ -427,7 +427,7 @@ def _declared(case: str) -> onnx.ModelProto:
     ("slice rank", "its body declares scan input's slice 'row' as float32[1,6], and the Scan "
                    "feeds it float32[6]"),
     ("slice type", "its body declares scan input's slice 'row' as float64 of any shape, and "
-                   "the Scan feeds it float32[6]"),
+                   "the Scan feeds it 'x', a float32 tensor"),
 ])
 def test_a_scan_body_declaring_another_input_type_than_fed_is_refused_at_load(
     case, says, onnx_run
@@ -437,6 +437,21 @@ def test_a_scan_body_declaring_another_input_type_than_fed_is_refused_at_load(
     rank or size ("Can't merge shape info"). Before, the import took these, and the run gave
     values from sizes the body does not declare (or failed only when it ran)."""
     _both_refuse(_declared(case), says, onnx_run)
+
+
+def test_a_scan_body_state_of_another_element_type_is_blamed_on_the_body_not_the_output(
+    onnx_run,
+) -> None:
+    """A body declaring its state variable int32 (in and out) fed float32, the model's
+    output declaring it float32: onnxruntime refuses the body's input. Before, the error
+    blamed the model's output ("the model declares 'final' FLOAT, but the node makes
+    int32"), which the model declares as the Scan is fed."""
+    body = _body(state_elem=TensorProto.INT32)
+    body.output[0].CopyFrom(_vi("acc_out", [2], TensorProto.INT32))
+    model = _scan_model(body=body, scan_input_axes=[0, 1])
+    model.graph.output[0].CopyFrom(_vi("final", [2]))
+    _both_refuse(model, "node 'scan' (Scan, #0): its body declares state variable 'acc' as "
+                        "int32[2], and the Scan feeds it 'init', a float32 tensor", onnx_run)
 
 
 def test_a_scan_body_declaring_symbolic_or_no_shapes_loads_and_runs(onnx_run) -> None:
@@ -567,6 +582,24 @@ def test_check_of_a_scan_onnxruntime_dies_of_is_one_error(tmp_path) -> None:
             "onnxruntime 1.32 does on some Scans making empty scan outputs); onnx.reference "
             "failed as well: RuntimeError: Scan is not implemented for other output axes "
             "than 0") in done.stderr
+
+
+def test_run_on_onnxruntime_of_a_scan_onnxruntime_dies_of_is_one_error(tmp_path) -> None:
+    """The same model run with `run --backend onnxruntime` (imported or --lowered) died with
+    onnxruntime (exit 136, no word): its run goes to a forked child as check's reference
+    does, and the child's death is one error naming the signal. The numpy backend runs it."""
+    path = tmp_path / "scan.onnx"
+    onnx.save(_stacked([2, 0], 1, pad=True), path)
+    for extra in ([], ["--lowered"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "dmlgraph", "run", str(path), "--backend", "onnxruntime",
+             *extra], capture_output=True, text=True, cwd=Path(__file__).parent.parent,
+            timeout=120)
+        assert done.returncode == 2, (extra, done.returncode, done.stderr)
+        assert done.stderr.startswith("dmlgraph: error: ") and done.stderr.count("\n") == 1
+        assert ("onnxruntime died of SIGFPE (signal 8) running the model (as onnxruntime 1.32 "
+                "does on some Scans making empty scan outputs)") in done.stderr, done.stderr
+    assert main(["run", str(path)]) == 0
 
 
 def _run_forked_calls(monkeypatch) -> list[int]:
