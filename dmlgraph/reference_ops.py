@@ -31,6 +31,9 @@ CONCAT_AXIS_REQUIRED_OPSET = 4
 #: The first opset whose Reshape takes its shape as an input (Reshape-5; onnx.reference's
 #: oldest); Reshape-1's is an attribute.
 RESHAPE_SHAPE_INPUT_OPSET = 5
+#: The first opset whose Scan (Scan-9) scans one sequence; Scan-8, before it, scans a batch
+#: of them (``sequence_lens`` first, a batch axis 0 on every input, ``directions``).
+SEQUENCE_SCAN_OPSET = 9
 
 
 def spec_ops(opset: int) -> list[type]:
@@ -57,6 +60,8 @@ def _spec_ops(opset: int) -> tuple[type, ...]:
         ops.append(_concat_1())
     if opset < RESHAPE_SHAPE_INPUT_OPSET:
         ops.append(_reshape_1())
+    if opset < SEQUENCE_SCAN_OPSET:
+        ops.append(_scan_8())
     return tuple(ops)
 
 
@@ -331,19 +336,168 @@ def _loop() -> type:
     return Loop
 
 
+def _scan_8() -> type:
+    """Scan-8 as its spec says, for opset 8 (onnx.reference implements Scan-9 on only: it
+    read ``sequence_lens`` as a state variable and failed, "x and y have different dtype").
+    Each batch entry b runs its own loop: the state variables start at their initial values'
+    row b, the body takes step t of each scan input's row b (from the end of its first
+    ``sequence_lens[b]`` steps where ``directions`` says 1), and each scan output's row b is
+    its steps' values stacked, then zeros to the longest sequence (the spec leaves them
+    undefined; onnxruntime zeroes them). What the spec or onnxruntime forbids is refused,
+    saying which rule it breaks (``subgraphs.scan_form``, ``_scan_8_lengths``)."""
+    from onnx.reference.op_run import OpRun
+
+    from dmlgraph.subgraphs import scan_form  # here: subgraphs imports this module
+
+    class Scan(OpRun):  # the op's name: the evaluator finds the class by it
+        op_domain = ""
+        op_schema = onnx.defs.get_schema("Scan", 8)  # its attributes (directions), not Scan-9's
+
+        def need_context(self) -> bool:
+            return True  # its body may read the enclosing graph's tensors by name
+
+        def _run(  # type: ignore[no-untyped-def]
+            self, sequence_lens, *args, context=None, body=None, num_scan_inputs=None,
+            directions=None, attributes=None, bindings=None,
+        ):
+            names = self.body.input_names
+            made = self.body.output_names
+            form = scan_form({"num_scan_inputs": self.num_scan_inputs,
+                              "directions": self.directions}, len(args), len(self.output),
+                             len(names), len(made), input_directions="directions")
+            states, reverse = form.states, form.input_reversed
+            lengths, longest = _scan_8_lengths(sequence_lens, args[:states], args[states:])
+            inputs = dict(context or {})  # the enclosing graph's: the body's own shadow them
+            finals, rows = _scan_8_loops(
+                lambda feeds: self._run_body(feeds, attributes=attributes, bindings=bindings),
+                names, inputs, args[:states], args[states:], reverse, lengths,
+                len(made) - states)
+            stacked = [np.stack(final) if final else np.array(init)
+                       for final, init in zip(finals, args[:states])]
+            if any(not any(taken) for taken in rows):  # no step anywhere gives a shape
+                typed = {name: np.empty(x.shape[1 + (i >= states):], x.dtype)
+                         for i, (name, x) in enumerate(zip(names, args))}
+                types = _body_output_types(self.body.onnx_graph_, {**inputs, **typed},
+                                           self.run_params["opsets"], declared_first=0)
+            outs = [
+                _padded(taken, name, longest) if any(taken) else _no_trip_scan(
+                    name, types.get(name, kind), "Scan", (len(lengths), longest))
+                for taken, name, kind in zip(rows, made[states:],
+                                             self.body.output_types_[states:])
+            ]
+            return (*stacked, *outs)
+
+    return Scan
+
+
+def _scan_8_loops(
+    run_body: Callable[[dict[str, Any]], Any], names: list[str], inputs: dict[str, Any],
+    initial: tuple[np.ndarray, ...], scanned: tuple[np.ndarray, ...], reverse: tuple[bool, ...],
+    lengths: list[int], made: int,
+) -> tuple[list[list[np.ndarray]], list[list[list[np.ndarray]]]]:
+    """A Scan-8's loop of each batch entry b over its first ``lengths[b]`` steps: each state
+    variable's final value by batch entry, and each of its ``made`` scan outputs' values by
+    batch entry, step by step. The body's ``inputs`` start as the enclosing graph's."""
+    states = len(initial)
+    finals: list[list[np.ndarray]] = [[] for _ in initial]
+    rows: list[list[list[np.ndarray]]] = [[] for _ in range(made)]
+    for b, length in enumerate(lengths):
+        carried = [init[b] for init in initial]
+        steps: list[list[np.ndarray]] = [[] for _ in range(made)]
+        for t in range(length):
+            inputs.update(zip(names, carried))
+            inputs.update((name, x[b, length - 1 - t if back else t])
+                          for name, x, back in zip(names[states:], scanned, reverse))
+            outputs = run_body(inputs)
+            carried = _kept_states(carried, outputs[:states], names, b, t)
+            for kept, value in zip(steps, outputs[states:]):
+                kept.append(value)
+        for final, value in zip(finals, carried):
+            final.append(value)
+        for row, taken in zip(rows, steps):
+            row.append(taken)
+    return finals, rows
+
+
+def _scan_8_lengths(
+    sequence_lens: Any, initial: tuple[np.ndarray, ...], scanned: tuple[np.ndarray, ...]
+) -> tuple[list[int], int]:
+    """A Scan-8's sequence length for each batch entry, and the longest (axis 1 of every
+    scan input); ValueError naming the rule its inputs break, as onnxruntime refuses them
+    ("Scan inputs have inconsistent batch size", "Invalid entries in sequence_lens"): a
+    batch axis 0 on every input, of one size; scan inputs as long along axis 1; one length
+    per batch entry, from 0 to the longest (onnxruntime refuses 0 too, which ONNX allows:
+    the entry's final states are its initial ones, its scan outputs all padding)."""
+    for what, values, rank in (("initial state", initial, 1), ("scan input", scanned, 2)):
+        for index, value in enumerate(values):
+            if value.ndim < rank:
+                raise ValueError(
+                    f"its {what} {index} is of shape {list(value.shape)}; a Scan-8's "
+                    f"{what}s have a batch axis 0{' and a sequence axis 1' * (rank - 1)}")
+    batches = [value.shape[0] for value in (*initial, *scanned)]
+    longests = [x.shape[1] for x in scanned]
+    if len(set(batches)) != 1 or len(set(longests)) != 1:
+        raise ValueError(
+            f"its inputs' batch sizes (axis 0) are {batches} and its scan inputs' lengths "
+            f"(axis 1) {longests}; a Scan-8's inputs share one batch size, its scan inputs "
+            "one length")
+    batch, longest = batches[0], longests[0]
+    if sequence_lens is None:
+        return [longest] * batch, longest
+    lengths = [int(v) for v in np.asarray(sequence_lens).reshape(-1)]
+    if len(lengths) != batch or any(not 0 <= v <= longest for v in lengths):
+        raise ValueError(
+            f"sequence_lens is {lengths}; a Scan-8's holds one length per batch entry "
+            f"({batch}), each from 0 to its scan inputs' length {longest} (axis 1)")
+    return lengths, longest
+
+
+def _kept_states(taken: list[np.ndarray], made: Any, names: list[str], batch: int,
+                 step: int) -> list[np.ndarray]:
+    """The state variables a Scan-8's body ``made``; ValueError where one changed shape or
+    type from what it took: ONNX requires the same shape in each iteration, and a batch's
+    final states are stacked."""
+    for index, (before, after) in enumerate(zip(taken, made)):
+        after = np.asarray(after)
+        if before.shape != after.shape or before.dtype != after.dtype:
+            raise ValueError(
+                f"its body made state variable {index} ({names[index]!r}) "
+                f"{after.dtype}{list(after.shape)} from {before.dtype}{list(before.shape)} "
+                f"in step {step} of batch entry {batch}; a Scan's state variables keep their "
+                "shape and type from step to step (ONNX requires it)")
+    return [np.asarray(value) for value in made]
+
+
+def _padded(rows: list[list[np.ndarray]], name: str, longest: int) -> np.ndarray:
+    """A Scan-8's scan output ``name``: each batch entry's steps stacked, zeros after them
+    to the ``longest`` sequence; ValueError where an element changed shape or type."""
+    first = next(steps[0] for steps in rows if steps)
+    out = np.zeros((len(rows), longest, *first.shape), first.dtype)
+    for b, steps in enumerate(rows):
+        for t, value in enumerate(steps):
+            if value.shape != first.shape or value.dtype != first.dtype:
+                raise ValueError(
+                    f"its scan output {name!r} is {value.dtype}{list(value.shape)} in step {t} "
+                    f"of batch entry {b}, {first.dtype}{list(first.shape)} before; a Scan's "
+                    "scan outputs keep their shape and type (their steps are stacked)")
+            out[b, t] = value
+    return out
+
+
 def _body_output_types(
-    body: onnx.GraphProto, values: dict[str, Any], opsets: dict[str, int]
+    body: onnx.GraphProto, values: dict[str, Any], opsets: dict[str, int], declared_first: int = 2
 ) -> dict[str, onnx.TypeProto]:
-    """The types onnx's inference gives a Loop body's outputs, its inputs and the enclosing
-    names it reads typed by the values they hold (the iteration number and condition as the
-    scalars a Loop feeds), as onnxruntime types a Loop's outputs; {} where inference fails."""
+    """The types onnx's inference gives a Loop's or Scan's body's outputs, its inputs and the
+    enclosing names it reads typed by the values they hold (its first ``declared_first`` as
+    declared: a Loop's iteration number and condition, the scalars it feeds), as onnxruntime
+    types such a node's outputs; {} where inference fails."""
     graph = onnx.GraphProto()
     graph.CopyFrom(body)
     declared = {value.name for value in body.input}
     del graph.input[:]
     for index, value in enumerate(body.input):
         array = values.get(value.name)
-        if index < 2 or array is None:  # iteration number, condition: as declared
+        if index < declared_first or array is None:  # a Loop's counters: as declared
             graph.input.append(value)
         else:
             graph.input.append(_typed(value.name, array))
@@ -364,23 +518,24 @@ def _typed(name: str, array: np.ndarray) -> onnx.ValueInfoProto:
         name, onnx.helper.np_dtype_to_tensor_dtype(array.dtype), array.shape)
 
 
-def _no_trip_scan(name: str, declared: onnx.TypeProto) -> np.ndarray:
-    """A scan output of a Loop that ran no iteration: empty along its new axis 0, each
-    element of the shape and type the body makes for it, as inference gives it
-    (``_body_output_types``; onnxruntime's reading: x [2, 3] gives [0, 2, 3]). Where no fixed
-    shape is known, no iteration tells it: refused, naming the output (``np.stack`` of
-    nothing raised "need at least one array to stack")."""
+def _no_trip_scan(name: str, declared: onnx.TypeProto, op: str = "Loop",
+                  lead: tuple[int, ...] = (0,)) -> np.ndarray:
+    """A scan output of a Loop (or a Scan-8) that ran no iteration: zeros of shape ``lead``
+    (a Loop's: empty along its new axis 0) then the shape of each element, of the type the
+    body makes for it, as inference gives it (``_body_output_types``; onnxruntime's reading:
+    x [2, 3] gives [0, 2, 3]). Where no fixed shape is known, no iteration tells it: refused,
+    naming the output (``np.stack`` of nothing raised "need at least one array to stack")."""
     tensor = declared.tensor_type if declared.HasField("tensor_type") else None
     dims = [] if tensor is None or not tensor.HasField("shape") else list(tensor.shape.dim)
     if tensor is None or not tensor.elem_type or not tensor.HasField("shape") or any(
         not d.HasField("dim_value") for d in dims
     ):
         raise ValueError(
-            f"the Loop ran no iteration, so its scan output {name!r} has no element shape: "
+            f"the {op} ran no iteration, so its scan output {name!r} has no element shape: "
             "neither its body nor inference fixes one"
         )
     dtype = onnx.helper.tensor_dtype_to_np_dtype(tensor.elem_type)
-    return np.empty((0, *(d.dim_value for d in dims)), dtype=dtype)
+    return np.zeros((*lead, *(d.dim_value for d in dims)), dtype=dtype)
 
 
 def _explicit_pads(auto_pad: Any, pads: Any, spatial: Any, kernel_shape: Any, strides: Any,

@@ -25,6 +25,7 @@ from onnx import AttributeProto, TensorProto
 from dmlgraph.canonical import LOWERED_OPS
 from dmlgraph.dtypes import DTYPE_TO_ELEM_TYPE, ELEM_TYPE_TO_DTYPE
 from dmlgraph.ir import OnnxOp, Shape, Subgraph, TensorInfo, dims_text, subgraphs
+from dmlgraph.reference_ops import SEQUENCE_SCAN_OPSET
 from dmlgraph.value_info import shape_dim
 
 if TYPE_CHECKING:
@@ -261,12 +262,19 @@ def fed_arrays_problem(
 
 
 def _scan_problem(node: NodeLike, version: int, body: onnx.GraphProto | None) -> str | None:
-    if version < _SCAN_RUN_SINCE or body is None:  # onnx's checker refuses a missing body
+    if body is None:  # onnx's checker refuses a missing body
         return None
     attrs = {
         attr.name: onnx.helper.get_attribute_value(attr) for attr in node.attribute
         if attr.name in _SCAN_ATTRIBUTES
     }
+    if version < _SCAN_RUN_SINCE:  # Scan-8: sequence_lens first, its directions by name
+        try:
+            scan_form(attrs, len(node.input) - 1, len(node.output), len(body.input),
+                      len(body.output), input_directions="directions")
+        except ValueError as exc:
+            return str(exc)
+        return None  # the evaluator (``reference_ops``) checks its inputs' batch axes
     try:
         form = scan_form(attrs, len(node.input), len(node.output), len(body.input),
                          len(body.output))
@@ -370,7 +378,7 @@ def _declared_rank(value: onnx.ValueInfoProto) -> int | None:
 #: The attributes ``scan_form`` reads.
 _SCAN_ATTRIBUTES = frozenset({
     "num_scan_inputs", "scan_input_axes", "scan_input_directions", "scan_output_axes",
-    "scan_output_directions",
+    "scan_output_directions", "directions",  # Scan-8's input directions
 })
 
 
@@ -423,7 +431,7 @@ LOWERED_WHEN_RUN: Mapping[str, tuple[str, ...]] = MappingProxyType(
 )
 #: Scan-8 scans a batch of sequences (``sequence_lens``, a batch axis on every input): its
 #: node runs whole on the fallback, as any op without a lowering rule.
-_SCAN_RUN_SINCE = 9
+_SCAN_RUN_SINCE = SEQUENCE_SCAN_OPSET
 
 
 def lowered_when_run(op: Any) -> tuple[str, ...]:
@@ -453,13 +461,16 @@ class ScanForm:
 
 
 def scan_form(
-    attrs: Mapping[str, Any], inputs: int, outputs: int, body_inputs: int, body_outputs: int
+    attrs: Mapping[str, Any], inputs: int, outputs: int, body_inputs: int, body_outputs: int,
+    input_directions: str = "scan_input_directions",
 ) -> ScanForm:
     """A Scan's ``ScanForm`` from its attribute values (``num_scan_inputs`` and the four
     optional lists), its numbers of inputs and outputs and its body's; ValueError saying
     which rule they break, as onnxruntime refuses them at load (onnx's inference: "Number of
     scan input axes specified (2) is not equal to number of scan inputs (1)"; its kernel:
-    "Invalid values in 'scan_input_directions'. 0 == forward. 1 == reverse")."""
+    "Invalid values in 'scan_input_directions'. 0 == forward. 1 == reverse"). A Scan-8
+    names its input directions ``directions`` (``input_directions``; ``inputs`` counts its
+    inputs after ``sequence_lens``) and has none of the other lists."""
     scans = attrs.get("num_scan_inputs")
     if scans is None:
         raise ValueError("it has no num_scan_inputs attribute, which Scan requires")
@@ -485,14 +496,15 @@ def scan_form(
             "each state variable's next value and one slice of each scan output"
         )
     lists = {}
-    for name, count in (
-        ("scan_input_axes", scans), ("scan_input_directions", scans),
-        ("scan_output_axes", outputs - states), ("scan_output_directions", outputs - states),
+    for key, name, kind, count in (
+        ("scan_input_axes", "scan_input_axes", "input", scans),
+        ("scan_input_directions", input_directions, "input", scans),
+        ("scan_output_axes", "scan_output_axes", "output", outputs - states),
+        ("scan_output_directions", "scan_output_directions", "output", outputs - states),
     ):
         given = attrs.get(name)
         values = (0,) * count if given is None else tuple(int(v) for v in given)
         if len(values) != count:
-            kind = "input" if "input" in name else "output"
             raise ValueError(
                 f"{name} has {len(values)} entries; it has {count} scan {kind}"
                 f"{'' if count == 1 else 's'}, one entry each"
@@ -501,7 +513,7 @@ def scan_form(
             raise ValueError(
                 f"{name} is {list(values)}; a direction is 0 (forward) or 1 (reverse)"
             )
-        lists[name] = values
+        lists[key] = values
     return ScanForm(
         states,
         lists["scan_input_axes"],

@@ -767,3 +767,173 @@ def test_an_onnxruntime_error_in_the_child_is_the_error_it_is_in_process(monkeyp
     assert np.array_equal(big, np.arange(1 << 21, dtype=np.int64))
     with pytest.raises(ChildKilled, match=r"died of SIGSEGV \(signal 11\)"):
         run_forked(lambda: os.kill(os.getpid(), signal.SIGSEGV))
+
+
+# ------------------------------------------------ Scan-8 on onnx.reference (--fallback reference)
+def _scan_8(states: int, scans: int, *, lens: bool, directions=None) -> onnx.ModelProto:
+    """An opset-8 Scan (batch axis 0, scan axis 1) of ``scans`` inputs x0.. [B, T, 3] with
+    ``states`` state variables s0.. [B, 3]: the body adds every slice to each state (s1 then
+    doubled) and makes two scan outputs, the first state times the last slice and the first
+    slice as it came. ``lens``: sequence_lens L is given."""
+    adds = [helper.make_node("Sum", [f"s{i}", *[f"x{k}" for k in range(scans)]], [f"t{i}"])
+            for i in range(states)]
+    if states > 1:
+        adds.append(helper.make_node("Add", ["t1", "t1"], ["u1"]))
+    outs = ["t0", *(["u1"] if states > 1 else [])]
+    nodes = [*adds, helper.make_node("Mul", ["t0", f"x{scans - 1}"], ["o0"]),
+             helper.make_node("Identity", ["x0"], ["o1"])]
+    body = helper.make_graph(
+        nodes, "body", [_vi(f"s{i}", [3]) for i in range(states)]
+        + [_vi(f"x{k}", [3]) for k in range(scans)],
+        [_vi(n, [3]) for n in (*outs, "o0", "o1")])
+    attrs = {} if directions is None else {"directions": directions}
+    inputs = ["L" if lens else "", *[f"i{i}" for i in range(states)],
+              *[f"X{k}" for k in range(scans)]]
+    outputs = [*[f"S{i}" for i in range(states)], "O0", "O1"]
+    graph = helper.make_graph(
+        [helper.make_node("Scan", inputs, outputs, name="scan8", body=body,
+                          num_scan_inputs=scans, **attrs)],
+        "m", [*([_vi("L", [None], TensorProto.INT64)] if lens else []),
+              *[_vi(f"i{i}", [None, 3]) for i in range(states)],
+              *[_vi(f"X{k}", [None, None, 3]) for k in range(scans)]],
+        [_vi(n, None) for n in outputs])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 8)], ir_version=4)
+
+
+def _scan_8_feeds(states: int, scans: int, batch: int, lengths=None) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(batch * 10 + scans)
+    feeds = {f"i{i}": rng.standard_normal((batch, 3)).astype(np.float32)
+             for i in range(states)}
+    feeds |= {f"X{k}": rng.standard_normal((batch, 4, 3)).astype(np.float32)
+              for k in range(scans)}
+    return feeds if lengths is None else {"L": np.array(lengths, np.int64), **feeds}
+
+
+def _on_reference(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+    result = get_backend("numpy", fallback="reference").execute(
+        lower(dmlgraph.load(model), "6_4"), feeds)
+    (record,) = result.record.nodes
+    assert record.engine == "onnx.reference"
+    return [result.outputs[o.name] for o in model.graph.output]
+
+
+@pytest.mark.parametrize("states, scans, batch, directions, lengths", [
+    (1, 1, 2, None, None),
+    (2, 1, 3, [1], None),
+    (1, 2, 2, [0, 1], None),
+    (2, 2, 3, [1, 0], [4, 2, 3]),  # shorter sequences: their scan outputs end in zeros
+    (1, 1, 2, [1], [1, 4]),
+])
+def test_a_scan_8_on_onnx_reference_is_onnxruntime_s(states, scans, batch, directions, lengths,
+                                                     onnx_run) -> None:
+    """onnx.reference implements Scan from version 9: a Scan-8 (sequence_lens first, a batch
+    axis, ``directions``) under --fallback reference failed ("x and y have different dtype",
+    or "Issues with types"). Now each batch entry runs its own loop, reversed where
+    directions says 1, its short sequence's outputs padded with zeros, as onnxruntime runs
+    it, bit for bit."""
+    model = _scan_8(states, scans, lens=lengths is not None, directions=directions)
+    feeds = _scan_8_feeds(states, scans, batch, lengths)
+    want = onnx_run(model, feeds)
+    got = _on_reference(model, feeds)
+    for name, w, g in zip([o.name for o in model.graph.output], want, got):
+        assert g.shape == w.shape and g.tobytes() == w.tobytes(), name
+    if lengths is not None:
+        assert not got[-1][1, lengths[1]:].any()
+
+
+def test_a_scan_8_of_no_step_keeps_its_initial_states_as_onnx_says() -> None:
+    """A sequence of length 0 (allowed by ONNX; onnxruntime refuses such a sequence_lens
+    entry, and where every sequence is empty it makes zeros of the final states): its final
+    states are its initial ones and its scan outputs all padding; empty scan inputs make
+    scan outputs [B, 0, 3], their element shape the body's."""
+    model = _scan_8(1, 1, lens=True)
+    feeds = _scan_8_feeds(1, 1, 2, [0, 4])
+    final, first, _ = _on_reference(model, feeds)
+    assert np.array_equal(final[0], feeds["i0"][0])
+    state = feeds["i0"][1]
+    for row in feeds["X0"][1]:  # step by step, as the body adds
+        state = state + row
+    assert np.array_equal(final[1], state)
+    assert not first[0].any() and first.shape == (2, 4, 3)
+    feeds = {"i0": feeds["i0"], "X0": np.zeros((2, 0, 3), np.float32)}
+    final, first, second = _on_reference(_scan_8(1, 1, lens=False), feeds)
+    assert np.array_equal(final, feeds["i0"])
+    assert first.shape == second.shape == (2, 0, 3) and first.dtype == np.float32
+
+
+@pytest.mark.parametrize("feeds, says", [
+    ({"L": [5, 4]}, "sequence_lens is [5, 4]; a Scan-8's holds one length per batch entry "
+                    "(2), each from 0 to its scan inputs' length 4 (axis 1)"),
+    ({"L": [4]}, "sequence_lens is [4]; a Scan-8's holds one length per batch entry (2)"),
+    ({"i0": np.zeros((3, 3), np.float32)},
+     "its inputs' batch sizes (axis 0) are [3, 2] and its scan inputs' lengths (axis 1) [4]; "
+     "a Scan-8's inputs share one batch size"),
+])
+def test_what_scan_8_forbids_is_one_error_naming_the_node(feeds, says, tmp_path,
+                                                          capsys) -> None:
+    """Inputs onnxruntime refuses (a length past the scan inputs', a batch size of two
+    values): one line, exit 2, naming the node."""
+    given = _scan_8_feeds(1, 1, 2, [4, 4])
+    given |= {k: np.asarray(v, given[k].dtype) for k, v in feeds.items()}
+    model_path, inputs = tmp_path / "m.onnx", tmp_path / "in.npz"
+    onnx.save(_scan_8(1, 1, lens=True), model_path)
+    np.savez(inputs, **given)
+    assert main(["run", str(model_path), "--fallback", "reference", "--inputs",
+                 str(inputs)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("dmlgraph: error: ") and err.count("\n") == 1, err
+    assert "onnx.reference fails on node(s) scan8 (Scan): ValueError: " + says in err
+
+
+@pytest.mark.parametrize("directions, says", [
+    ([2], "directions is [2]; a direction is 0 (forward) or 1 (reverse)"),
+    ([0, 1], "directions has 2 entries; it has 1 scan input, one entry each"),
+])
+def test_a_scan_8_s_directions_onnxruntime_refuses_are_refused_at_load(directions, says,
+                                                                       onnx_run) -> None:
+    """onnxruntime refuses them at load ("Invalid values in 'directions'"); dmlgraph loaded
+    them and failed when run, on either fallback in its own words."""
+    model = _scan_8(1, 1, lens=False, directions=directions)
+    with pytest.raises(Exception, match="directions"):
+        onnx_run(model, _scan_8_feeds(1, 1, 2))
+    with pytest.raises(ModelValidationError, match=re.escape(f"node 'scan8' (Scan, #0): {says}")):
+        dmlgraph.load(model)
+
+
+def test_check_compares_a_scan_8_with_onnx_reference_where_onnxruntime_cannot_run_it(
+    monkeypatch,
+) -> None:
+    """Where onnxruntime cannot run a model (``providers.CANNOT_RUN``; no opset-8 model of
+    onnxruntime 1.32's was found, so its session is made to refuse as it refuses an int16
+    Pad), ``check`` compares with onnx.reference: of a Scan-8, it failed too."""
+    from backends.onnxruntime import OnnxruntimeBackend
+    from backends.onnxruntime.providers import CANNOT_LOAD
+    from dmlgraph.parity import Verdict, check
+
+    def refuses(self, model, where="", *, optimize=True):
+        raise BackendError(f"{where}: {CANNOT_LOAD}NOT_IMPLEMENTED : Could not find an "
+                           "implementation for Scan(8) node with name 'scan8'")
+
+    monkeypatch.setattr(OnnxruntimeBackend, "session", refuses)
+    model = _scan_8(2, 2, lens=True, directions=[1, 0])
+    report = check(model, inputs=_scan_8_feeds(2, 2, 3, [4, 2, 3]), fallback="reference")
+    (comparison,) = report.comparisons
+    assert comparison.expected.startswith(
+        "onnx.reference on the original model (onnxruntime cannot run it: ")
+    assert [o.verdict for o in comparison.outputs] == [Verdict.PASS] * 4
+
+
+def test_run_on_the_reference_fallback_writes_onnxruntime_s_scan_8_outputs(tmp_path,
+                                                                            onnx_run) -> None:
+    """`dmlgraph run --backend numpy --fallback reference` of a Scan-8 exited 2 with
+    onnx.reference's "Issues with types"; now it writes onnxruntime's outputs."""
+    model = _scan_8(2, 1, lens=True, directions=[1])
+    feeds = _scan_8_feeds(2, 1, 2, [3, 4])
+    model_path, inputs, out = tmp_path / "m.onnx", tmp_path / "in.npz", tmp_path / "out.npz"
+    onnx.save(model, model_path)
+    np.savez(inputs, **feeds)
+    assert main(["run", str(model_path), "--backend", "numpy", "--fallback", "reference",
+                 "--inputs", str(inputs), "-o", str(out)]) == 0
+    saved = np.load(out)
+    for output, want in zip(model.graph.output, onnx_run(model, feeds)):
+        assert np.array_equal(saved[output.name], want), output.name
