@@ -72,6 +72,9 @@ class LoweredGraph(Graph):
         #: layout_rewrite_safe``) where its source alone would not tell it: a graph a run
         #: lowered again, whose source has lost the sizes the decision reads
         self.layout_decided: bool | None = None
+        #: whether this graph is an If's, Loop's or Scan's subgraph typed by the sizes that
+        #: arrived as it ran (``backends.numpy.control``), not by inference of the model
+        self.typed_on_arrival = False
 
     def mark_validated(self) -> None:
         """Record that every descriptor validates at ``feature_level`` now (``lower`` checked
@@ -96,6 +99,7 @@ class LoweredGraph(Graph):
         lowered.origin_ids = {}
         lowered._source = (graph, _state(graph), None)
         lowered.layout_decided = None
+        lowered.typed_on_arrival = False
         return lowered
 
     def lowered_from_source(self) -> None:

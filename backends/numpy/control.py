@@ -18,10 +18,13 @@ did before, and its run record says why (``Declined``): a subgraph reading or ma
 sequences or optionals, a subgraph dmlgraph's importer refuses (but for one that breaks an
 ONNX rule by the sizes that arrive: an error, as in the main graph), a Loop with neither ``M``
 nor ``cond`` (it ends only by its body's condition, which the fallback checks as fast as it
-can), a Loop that makes scan outputs in zero iterations (their element shape is nowhere to
-be read; such a Scan is an error, as no fallback runs it), or a size the body's lowering
-was planned for that an engine made otherwise. A Scan-8 (batches of sequences) is left to
-the fallback always.
+can), a Loop that makes scan outputs in zero iterations where onnx's inference of its body
+fails or gives an output no element type, or a size the body's lowering was planned for that
+an engine made otherwise. A Loop of zero iterations otherwise gives its initial carried
+values and, as onnxruntime does, scan outputs empty along axis 0 of the element shapes
+inference gives its body's outputs from the model (``ControlFlow._no_trip``; ONNX leaves
+them open); a Scan of empty scan inputs with scan outputs is an error, as no fallback runs
+it. A Scan-8 (batches of sequences) is left to the fallback always.
 """
 
 from __future__ import annotations
@@ -35,13 +38,20 @@ import numpy as np
 import onnx
 from onnx import helper
 
-from backends.base import NOTHING_RAN, RUNTIME_LOWERED, BackendError, NodeRun, SizeMismatch
+from backends.base import (
+    NOTHING_RAN,
+    RUNTIME_LOWERED,
+    BackendError,
+    NodeRun,
+    SizeMismatch,
+    first_line,
+)
 from dmlgraph import folding
 from dmlgraph.canonical import LOWERED_OPS
 from dmlgraph.dml.enums import FeatureLevel
-from dmlgraph.dtypes import DTYPE_TO_ELEM_TYPE
+from dmlgraph.dtypes import DTYPE_TO_ELEM_TYPE, ELEM_TYPE_TO_DTYPE
 from dmlgraph.errors import DmlgraphError, GraphInvariantError, NodeRuleError
-from dmlgraph.ir import Graph, Node, Subgraph, split_inputs
+from dmlgraph.ir import Graph, Node, Subgraph, TensorInfo, split_inputs
 from dmlgraph.parity import DIVERGENCE
 from dmlgraph.subgraphs import (
     ScanForm,
@@ -52,6 +62,7 @@ from dmlgraph.subgraphs import (
     scan_form,
     subgraph_model,
 )
+from dmlgraph.value_info import value_info
 
 if TYPE_CHECKING:
     from backends.numpy.plan import Plan
@@ -107,6 +118,27 @@ _REPEATED = (
     "divergence: the Scan's body makes {names} more than one of its outputs, which "
     "onnxruntime gets wrong (all but the last of those outputs, and the state variables fed "
     "back from them, hold whatever their buffers held); ONNX gives each the tensor's value"
+)
+
+
+#: A Loop of no iteration making scan outputs: ONNX leaves their element shape open;
+#: onnxruntime (1.32) takes the shape its inference of the model gives each body output, its
+#: unknown sizes 0 (a body output of unknown rank: [0]), which the NumPy backend reproduces.
+_NO_TRIP = (
+    "the Loop ran no iteration: its carried values are the initial ones, and each scan "
+    "output is empty along axis 0, its elements of the shape inference gives the body's "
+    "output (ONNX leaves it open; an unknown size 0, as onnxruntime)"
+)
+
+
+#: The same, of a Loop within an If's, Loop's or Scan's subgraph: dmlgraph types that
+#: subgraph by the sizes that arrive, so inference may fix sizes onnxruntime's inference of
+#: the model leaves unknown (0), where ONNX fixes none: ``check`` names it for what it reaches.
+_NO_TRIP_ARRIVED = (
+    f"{DIVERGENCE} the Loop, within a subgraph, ran no iteration: each scan output is empty "
+    "along axis 0, its elements of the shape inference gives the body's output from the "
+    "sizes that arrived, where onnxruntime's inference of the model may know fewer sizes "
+    "(it makes those 0); ONNX leaves that shape open"
 )
 
 
@@ -194,6 +226,16 @@ class ControlFlow:
             self.body_names = [value.name for value in body.input]
             self.passed = [value.name for value in body.output if value.name in self.body_names]
             self.repeated = _repeated(body)
+        #: the enclosing tensors a Loop's body reads, as the enclosing graph types them (not
+        #: as they arrive): a Loop of no iteration takes its scan outputs' shapes from them
+        self.outer_infos: dict[str, TensorInfo | None] = {} if self.op_type != "Loop" else {
+            old: graph.tensors.get(new) for old, new in self.outer.items()
+            if old not in self.constants
+        }
+        self.no_trip: list[tuple[np.dtype, tuple[int, ...]]] | None = None  # (``_no_trip``)
+        #: within a subgraph typed as it ran, the enclosing types are the sizes that arrived
+        self.no_trip_note = (_NO_TRIP_ARRIVED if getattr(graph, "typed_on_arrival", False)
+                             else _NO_TRIP)
         self.cache_limit = cache_limit
         self.cache: OrderedDict[tuple[Any, ...], tuple[LoweredGraph, Plan, tuple[str, ...]]] = (
             OrderedDict()
@@ -227,7 +269,7 @@ class ControlFlow:
             return self._if(explicit, subgraph)
         if self.op_type == "Scan":
             return self._scan(explicit, subgraph)
-        return self._loop(explicit, subgraph)
+        return self._loop(explicit, subgraph, outer)
 
     def _if(
         self, explicit: list[np.ndarray | None], subgraph: _Subgraph
@@ -248,7 +290,8 @@ class ControlFlow:
         return outputs, _unique(runs)
 
     def _loop(
-        self, explicit: list[np.ndarray | None], subgraph: _Subgraph
+        self, explicit: list[np.ndarray | None], subgraph: _Subgraph,
+        outer: Mapping[str, np.ndarray],
     ) -> tuple[list[np.ndarray], list[NodeRun]]:
         trips, cond, carried = explicit[0], explicit[1], list(explicit[2:])
         if trips is None and cond is None:
@@ -264,7 +307,9 @@ class ControlFlow:
         limit = None if trips is None else int(trips.reshape(-1)[0])
         going = True if cond is None else bool(cond.reshape(-1)[0])
         if scans_count and (not going or (limit is not None and limit <= 0)):
-            raise Declined("its scan outputs are made by no iteration, so their shape is unknown")
+            scanned = [np.empty(shape, dtype) for dtype, shape in self._no_trip(body, outer)]
+            initial = [np.array(v) for v in carried if v is not None]
+            return initial + scanned, _noted([], self.no_trip_note, self, via="")
         scans: list[list[np.ndarray]] = [[] for _ in range(scans_count)]
         runs: list[NodeRun] = []
         last_runs: tuple[NodeRun, ...] | None = None
@@ -306,6 +351,49 @@ class ControlFlow:
         if counted and trip:  # the same, of a carried value (no trip: the initial one)
             runs = _noted(runs, _COUNTER_CARRIED.format(outputs=counted), self)
         return [np.array(v) for v in values] + stacked, _unique(runs)
+
+    def _no_trip(
+        self, body: onnx.GraphProto, outer: Mapping[str, np.ndarray]
+    ) -> list[tuple[np.dtype, tuple[int, ...]]]:
+        """Each scan output of the Loop run for no iteration, as onnxruntime makes it: empty
+        along axis 0, its elements of the shape onnx's inference gives the body's output from
+        the model alone (``_body_types``), an unknown size 0, an unknown rank none ([0]).
+        Declined where inference fails or gives no element type (it ran on the fallback)."""
+        if self.no_trip is None:
+            model = subgraph_model(
+                self.subgraphs["body"], f"{self.name}.body", self._body_types(body, outer),
+                self.constants, self.opset_imports, self.ir_version,
+            )
+            try:
+                inferred = onnx.shape_inference.infer_shapes(model, data_prop=True)
+            except Exception as exc:
+                raise Declined("its scan outputs are made by no iteration, and onnx's "
+                               f"inference of its body fails: {first_line(exc)}") from None
+            self.no_trip = []
+            for value in inferred.graph.output[len(body.input) - 1 :]:
+                tensor = value.type.tensor_type
+                dtype = ELEM_TYPE_TO_DTYPE.get(tensor.elem_type)
+                if not value.type.HasField("tensor_type") or dtype is None:
+                    raise Declined(f"its scan output {value.name!r} is made by no iteration, "
+                                   "and inference gives it no element type")
+                dims = tensor.shape.dim if tensor.HasField("shape") else []
+                self.no_trip.append((dtype, (0, *(d.dim_value for d in dims))))
+        return self.no_trip
+
+    def _body_types(
+        self, body: onnx.GraphProto, outer: Mapping[str, np.ndarray]
+    ) -> dict[str, onnx.TypeProto]:
+        """The Loop body's inputs as it declares them (onnxruntime clears a carried value's
+        shape before it infers the body: the body's declaration alone gives it), and the
+        enclosing tensors it reads as the enclosing graph types them (onnxruntime's inference
+        of the model; a constant is an initializer: its values fix a Slice's sizes); by the
+        dtype that arrives where the graph knows none."""
+        types = {value.name: value.type for value in body.input}
+        for name, info in self.outer_infos.items():
+            if info is None or info.dtype is None:
+                info = TensorInfo(name, dtype=outer[name].dtype)
+            types[name] = value_info(TensorInfo(name, dtype=info.dtype, shape=info.shape)).type
+        return types
 
     def _scan(
         self, explicit: list[np.ndarray | None], subgraph: _Subgraph
@@ -468,7 +556,9 @@ class ControlFlow:
             graph = load(model)
             # its errors name the file and the node, not the model made here
             graph.source = f"{self.where}, its {attr}"
-            return lower(graph, level)
+            lowered = lower(graph, level)
+            lowered.typed_on_arrival = True
+            return lowered
         except NodeRuleError as exc:
             # by the sizes that arrived, a node breaks its op's rule, as it would in the main
             # graph: the fallback ran it anyway (onnxruntime's Concat of a [1, 0] and a
