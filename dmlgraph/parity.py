@@ -432,9 +432,10 @@ class KnownDivergence:
     outputs: frozenset[int]
     op_type: str = ""  # the ONNX op and the id in the imported graph: how ``to_onnx``
     node_id: int | None = None  # names the node when it has no name
+    unnamed: str = ""  # how messages name it when it has no name (``Node.label``)
 
     def describe(self) -> str:
-        return f"node {self.node!r}: {self.note}"
+        return f"{self.unnamed or f'node {self.node!r}'}: {self.note}"
 
     @property
     def label(self) -> str:
@@ -506,7 +507,8 @@ def known_divergences(
                 name = lowered.node(ids[0]).name if ids else node_run.node
                 add(name, op_type, origin, note, _reached(lowered, ids))
     return [
-        KnownDivergence(name, note, frozenset(out), op_type, origin)
+        KnownDivergence(name, note, frozenset(out), op_type, origin,
+                        "" if name or origin not in imported.nx else imported.node(origin).label)
         for (name, note, op_type, origin), out in found.items()
     ]
 

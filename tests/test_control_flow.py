@@ -606,13 +606,17 @@ def test_a_loop_of_no_iteration_makes_its_scan_outputs_of_onnxruntime_s_shapes(
     assert np.array_equal(got["acc_final"], X) and np.array_equal(got["t"], want["t"])
 
 
+@pytest.mark.parametrize(
+    ("name", "named"), [("outer", "node 'outer'"), ("", "unnamed node making 'all' (Loop)")]
+)
 def test_a_nested_loop_of_no_iteration_is_a_known_divergence_where_sizes_arrived(
-    tmp_path, capsys
+    tmp_path, capsys, name: str, named: str
 ) -> None:
     """A Loop of no iteration within a Loop's body: dmlgraph types that body by the sizes that
     arrive (x [2, 6]), so its inference knows the width onnxruntime's inference of the model
     (x [2, "w"]) does not: [1, 0, 2, 6] against [1, 0, 2, 0], both empty, a shape ONNX leaves
-    open. ``check`` failed on a bare shape mismatch; now it names it a known divergence."""
+    open. ``check`` failed on a bare shape mismatch; now it names it a known divergence, an
+    unnamed Loop by the tensor it makes (it said "node ''")."""
     inner = helper.make_graph(
         [helper.make_node("Identity", ["c2"], ["c2o"]), helper.make_node("Identity", ["x"], ["s"])],
         "inner", [_vi("j", INT64, []), _vi("c2", BOOL, [])],
@@ -622,7 +626,7 @@ def test_a_nested_loop_of_no_iteration_is_a_known_divergence_where_sizes_arrived
          helper.make_node("Loop", ["zero", ""], ["ss"], name="inner", body=inner)],
         "outer", [_vi("i", INT64, []), _vi("c", BOOL, [])],
         [_vi("co", BOOL, []), _vi("ss", FLOAT, None)])
-    model = _model([helper.make_node("Loop", ["one", ""], ["all"], name="outer", body=outer)],
+    model = _model([helper.make_node("Loop", ["one", ""], ["all"], name=name, body=outer)],
                    [_vi("x", FLOAT, [2, "w"])], [_vi("all", FLOAT, None)],
                    [_i64("one", 1), _i64("zero", 0)], checked=False)
     path, inputs = tmp_path / "nested.onnx", tmp_path / "in.npz"
@@ -632,7 +636,7 @@ def test_a_nested_loop_of_no_iteration_is_a_known_divergence_where_sizes_arrived
     assert main(["check", str(path), "--inputs", str(inputs)]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "shape [1, 0, 2, 6] differs from [1, 0, 2, 0]" in out
-    assert ("known divergence at node 'outer': divergence: the Loop, within a subgraph, ran no "
+    assert (f"known divergence at {named}: divergence: the Loop, within a subgraph, ran no "
             "iteration") in out and "ONNX leaves that shape open" in out
 
 
