@@ -32,7 +32,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import numpy as np
 import onnx
@@ -301,6 +301,9 @@ LONG_VECTOR = INFERENCE_CONSTANT_LIMIT
 _HIDDEN_LENGTH = "dmlgraph::hidden-length::"
 
 
+_Found = TypeVar("_Found")
+
+
 @dataclass(frozen=True)
 class _LongVectors:
     """A model's vectors longer than ``LONG_VECTOR`` that inference would read: graph inputs
@@ -313,9 +316,10 @@ class _LongVectors:
     inputs: tuple[tuple[int, int, int], ...]  # (position in graph.input, axis, length)
     constants: tuple[tuple[int, str, int, int], ...]
     inner: tuple[tuple[onnx.GraphProto, int, str, int, int], ...] = ()
+    reshaped: tuple[tuple[int, str], ...] = ()  # (index in graph.node, output)
 
     def __bool__(self) -> bool:
-        return bool(self.inputs or self.constants or self.inner)
+        return bool(self.inputs or self.constants or self.inner or self.reshaped)
 
 
 def _long_vectors(
@@ -329,8 +333,11 @@ def _long_vectors(
             if long and (len(dims) == 1 or not is_weight(value_info.name)):
                 inputs += ((position, axis, dims[axis].dim_value) for axis in long)
     inner: list[tuple[onnx.GraphProto, int, str, int, int]] = []
-    constants = _graph_long_vectors(graph, graph.node if nodes is None else nodes, None, inner)
-    return _LongVectors(tuple(inputs), tuple(constants), tuple(inner))
+    listed = graph.node if nodes is None else nodes
+    reshaped: dict[str, tuple[int, str]] = {}
+    constants = _graph_long_vectors(graph, listed, None, inner, reshaped)
+    read = sorted(_read_ranges(listed, reshaped)) if reshaped else ()
+    return _LongVectors(tuple(inputs), tuple(constants), tuple(inner), tuple(read))
 
 
 def _graph_long_vectors(
@@ -338,13 +345,17 @@ def _graph_long_vectors(
     listed: Sequence[Any],
     outer: _Constants | None,
     inner: list[tuple[onnx.GraphProto, int, str, int, int]],
+    reshaped: dict[str, tuple[int, str]] | None = None,
 ) -> list[tuple[int, str, int, int]]:
     """The long Constant nodes and vector makers of ``graph`` (``listed``: its nodes, or their
     ``NodeFields``); those of the subgraphs it holds go to ``inner``. ``outer``: the constants
-    a subgraph sees of the graphs holding it."""
+    a subgraph sees of the graphs holding it. Its Reshapes and Squeezes that may make a
+    long vector (``_RESHAPERS``) go to ``reshaped`` where given, by output: (index,
+    output)."""
     found = []
     ranges: dict[str, tuple[int, str, int, int]] = {}  # long Ranges, hidden where read so
     values: _Constants | None = None  # the graph's small constants, read once if asked
+    sizes: _DeclaredSizes | None = None
     for index, node in enumerate(listed):
         op_type = node.op_type
         if op_type not in _LOOKED_AT:  # first: each other read of a field costs
@@ -353,6 +364,17 @@ def _graph_long_vectors(
             if values is None:
                 values = _Constants(graph, listed, outer)
             _subgraph_long_vectors(graph.node[index], values, inner)
+            continue
+        if op_type in _RESHAPERS:
+            if reshaped is not None and node.input:
+                if sizes is None:
+                    sizes = _DeclaredSizes(graph, listed)
+                size = sizes.get(node.input[0])  # first: most Reshapes read no weight
+                if size is not None and size > LONG_VECTOR:
+                    if values is None:
+                        values = _Constants(graph, listed, outer)
+                    if _RESHAPERS[op_type](node, values):
+                        reshaped[node.output[0]] = (index, node.output[0])
             continue
         if node.domain not in ("", "ai.onnx") or len(node.output) != 1:
             continue
@@ -376,14 +398,13 @@ def _graph_long_vectors(
     return found
 
 
-def _read_ranges(
-    listed: Sequence[Any], ranges: Mapping[str, tuple[int, str, int, int]]
-) -> list[tuple[int, str, int, int]]:
-    """The long Ranges an op other than Shape reads: one whose data propagation reads its
-    value (``_PROPAGATED``'s ops and Size: onnx makes a static vector with no value that
-    many unknown values; a Slice of Range(0, 2^33 + 4, 1) loaded for minutes), or one whose
-    result such an op may read (a Slice of its Neg). One only Shapes read is not hidden: a
-    Reshape to its Shape keeps the size only propagation gives it (``_VECTOR_MAKERS``)."""
+def _read_ranges(listed: Sequence[Any], ranges: Mapping[str, _Found]) -> list[_Found]:
+    """The long Ranges (or Reshapes, ``_RESHAPERS``) an op other than Shape reads: one
+    whose data propagation reads its value (``_PROPAGATED``'s ops and Size: onnx makes a
+    static vector with no value that many unknown values; a Slice of Range(0, 2^33 + 4, 1)
+    loaded for minutes), or one whose result such an op may read (a Slice of its Neg). One
+    only Shapes read is not hidden: a Reshape to its Shape keeps the size only propagation
+    gives it (``_VECTOR_MAKERS``)."""
     read = {
         name for node in listed if node.op_type != "Shape"
         for name in node.input if name in ranges
@@ -600,8 +621,100 @@ _VECTOR_MAKERS: Mapping[str, Callable[[Any, _Constants], tuple[int, int] | None]
     "Expand": _expand_vector,
     "Tile": _tile_vector,
 }
+
+
+def _reshapes_to_a_vector(node: Any, values: _Constants) -> bool:
+    """Whether a Reshape (of a tensor of more than ``LONG_VECTOR`` elements) makes a vector
+    of them: to a constant shape of one element, -1, 0 (dimension 0 of a vector) or a length
+    above it."""
+    if len(node.input) != 2 or node.domain not in ("", "ai.onnx"):
+        return False
+    shape = values.tensor(node.input[1])  # a constant: inference without propagation
+    if shape is None or shape.dims != [1]:  # sizes it too (``infer_model``)
+        return False
+    length = _int64_scalar(shape)
+    return length is not None and (length in (-1, 0) or length > LONG_VECTOR)
+
+
+def _squeezes_by_constant_axes(node: Any, values: _Constants) -> bool:
+    """Whether a Squeeze (of a tensor of more than ``LONG_VECTOR`` elements) reads its axes
+    as an input, from a constant (inference without propagation sizes it too): it may make a
+    vector of them (a Squeeze of a Flatten of a weight)."""
+    return (len(node.input) == 2 and node.domain in ("", "ai.onnx")
+            and values.tensor(node.input[1]) is not None)
+
+
+#: Ops that may make a vector of all the elements of a tensor of more than ``LONG_VECTOR``
+#: (each of its dimensions may be at most that, or a weight's): onnx's propagation takes
+#: such a vector for that many unknown values where an op other than Shape reads it (a
+#: Slice of a weight [4000, 4000] Reshaped to [-1] took 6 s and 1.3 GB to load, of an input
+#: [4096, 4096, 256] 25 s, then std::bad_alloc). Each found (of a tensor of a size its
+#: graph declares, ``_DeclaredSizes``) reads its shape or axes from an input of unknown
+#: value in the propagating pass (``_hide``). op -> (node, constants) -> whether it may.
+_RESHAPERS: Mapping[str, Callable[[Any, _Constants], bool]] = {
+    "Reshape": _reshapes_to_a_vector,
+    "Squeeze": _squeezes_by_constant_axes,
+}
 #: The ops ``_graph_long_vectors`` looks at.
-_LOOKED_AT = frozenset({"Constant", "Range", *_VECTOR_MAKERS, "If", "Loop", "Scan"})
+_LOOKED_AT = frozenset({"Constant", "Range", *_VECTOR_MAKERS, *_RESHAPERS, "If", "Loop", "Scan"})
+
+
+def _int64_scalar(tensor: TensorProto) -> int | None:
+    """The value of an int64 tensor of one element stored in the model, read without
+    ``numpy_helper`` (a dozen calls: shape chains Reshape to [-1] a lot)."""
+    if tensor.data_type != TensorProto.INT64 or tensor.data_location == TensorProto.EXTERNAL:
+        return None
+    if tensor.int64_data:
+        return int(tensor.int64_data[0])
+    raw = tensor.raw_data
+    return int.from_bytes(raw, "little", signed=True) if len(raw) == 8 else None
+
+
+class _DeclaredSizes:
+    """The number of elements of a tensor of ``graph`` that is a graph input (a weight above
+    ``INFERENCE_CONSTANT_LIMIT`` is one) of static dimensions, or that ``_SIZE_KEEPING`` ops
+    make of one (a Flatten of a weight); None where that is not known. Read on demand."""
+
+    def __init__(self, graph: onnx.GraphProto, nodes: Sequence[Any]):
+        self._graph, self._nodes = graph, nodes
+        self._declared: dict[str, onnx.ValueInfoProto] | None = None
+        self._made: dict[str, Any] = {}
+
+    def get(self, name: str) -> int | None:
+        if self._declared is None:
+            self._declared = {value_info.name: value_info for value_info in self._graph.input}
+            self._made = {out: node for node in self._nodes for out in node.output}
+        declared, made = self._declared, self._made
+        for _ in range(16):  # a chain of a few nodes; no call on the way (each Reshape asks)
+            if name in declared:
+                return _static_size(declared[name])
+            maker = made[name] if name in made else None
+            if maker is None or maker.op_type not in _SIZE_KEEPING or not maker.input:
+                return None
+            if maker.domain not in ("", "ai.onnx"):
+                return None
+            name = maker.input[0]
+        return None
+
+
+def _static_size(value_info: onnx.ValueInfoProto) -> int | None:
+    """The number of elements of a declared tensor, where its every dimension is a size."""
+    if not value_info.type.HasField("tensor_type"):
+        return None
+    tensor_type = value_info.type.tensor_type
+    if not tensor_type.HasField("shape"):
+        return None
+    dims = tensor_type.shape.dim
+    if not all(dim.HasField("dim_value") for dim in dims):
+        return None
+    return math.prod(dim.dim_value for dim in dims)
+
+
+#: Ops whose output has as many elements as their first input: ``_DeclaredSizes`` looks
+#: through them.
+_SIZE_KEEPING = frozenset({
+    "Identity", "Cast", "CastLike", "Flatten", "Reshape", "Squeeze", "Unsqueeze", "Transpose",
+})
 
 
 def _long_vector(node: Any) -> tuple[int, int] | None:
@@ -649,6 +762,12 @@ def _hide(graph: onnx.GraphProto, found: _LongVectors) -> tuple[frozenset[str], 
         dim.dim_param = f"{_HIDDEN_LENGTH}{len(lengths)}"  # clears dim_value
         lengths[dim.dim_param] = length
         names.append(graph.input[position].name)
+    for index, name in found.reshaped:  # before any node moves
+        param = f"{_HIDDEN_LENGTH}{len(lengths)}"  # a shape (axes) of unknown value
+        graph.input.append(onnx.helper.make_tensor_value_info(param, TensorProto.INT64, [1]))
+        graph.node[index].input[1] = param
+        lengths[param] = 1  # numbered as the others; no dimension is so named
+        names.append(name)
     for index, name, elem_type, length in reversed(found.constants):
         del graph.node[index]
         param = f"{_HIDDEN_LENGTH}{len(lengths)}"
