@@ -508,7 +508,8 @@ def known_divergences(
                 add(name, op_type, origin, note, _reached(lowered, ids))
     return [
         KnownDivergence(name, note, frozenset(out), op_type, origin,
-                        "" if name or origin not in imported.nx else imported.node(origin).label)
+                        "" if name or origin is None or origin not in imported.nx
+                        else imported.node(origin).label)
         for (name, note, op_type, origin), out in found.items()
     ]
 
