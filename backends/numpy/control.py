@@ -131,14 +131,17 @@ _NO_TRIP = (
 )
 
 
-#: The same, of a Loop within an If's, Loop's or Scan's subgraph: dmlgraph types that
-#: subgraph by the sizes that arrive, so inference may fix sizes onnxruntime's inference of
-#: the model leaves unknown (0), where ONNX fixes none: ``check`` names it for what it reaches.
-_NO_TRIP_ARRIVED = (
-    f"{DIVERGENCE} the Loop, within a subgraph, ran no iteration: each scan output is empty "
-    "along axis 0, its elements of the shape inference gives the body's output from the "
-    "sizes that arrived, where onnxruntime's inference of the model may know fewer sizes "
-    "(it makes those 0); ONNX leaves that shape open"
+#: The same, where onnxruntime's inference of the model may know fewer sizes than dmlgraph's
+#: types that shape comes from (ONNX fixes none): sizes that arrived in an If's, Loop's or
+#: Scan's subgraph, sizes of a tensor the enclosing graph computes (a Reshape of x [N, 3] to
+#: [-1] and dimension 1 of its Shape: onnxruntime [0, 0, 0]), or data propagation over a
+#: shape partly known; ``check`` names it for what it reaches.
+_NO_TRIP_OPEN = (
+    f"{DIVERGENCE} the Loop ran no iteration: each scan output is empty along axis 0, its "
+    "elements of the shape inference gives the body's output from sizes onnxruntime's "
+    "inference of the model may not know (sizes that arrived in a subgraph, of tensors the "
+    "enclosing graph computes, or propagated over a shape partly known; it makes those 0); "
+    "ONNX leaves that shape open"
 )
 
 
@@ -232,10 +235,13 @@ class ControlFlow:
             old: graph.tensors.get(new) for old, new in self.outer.items()
             if old not in self.constants
         }
-        self.no_trip: list[tuple[np.dtype, tuple[int, ...]]] | None = None  # (``_no_trip``)
-        #: within a subgraph typed as it ran, the enclosing types are the sizes that arrived
-        self.no_trip_note = (_NO_TRIP_ARRIVED if getattr(graph, "typed_on_arrival", False)
-                             else _NO_TRIP)
+        self.no_trip: list[tuple[np.dtype | None, tuple[int, ...]]] | None = None  # (``_no_trip``)
+        self.no_trip_note = _NO_TRIP  # or ``_NO_TRIP_OPEN``, as ``_no_trip`` finds
+        #: the enclosing tensors a Loop's body reads that onnxruntime knows as ``outer_infos``
+        #: does: the enclosing graph's declared inputs (of the model, not of a subgraph
+        #: typed as it ran); of the others it may know only the element type
+        self.declared_outer = frozenset() if getattr(graph, "typed_on_arrival", False) else (
+            frozenset(old for old, new in self.outer.items() if new in graph.inputs))
         self.cache_limit = cache_limit
         self.cache: OrderedDict[tuple[Any, ...], tuple[LoweredGraph, Plan, tuple[str, ...]]] = (
             OrderedDict()
@@ -354,43 +360,54 @@ class ControlFlow:
 
     def _no_trip(
         self, body: onnx.GraphProto, outer: Mapping[str, np.ndarray]
-    ) -> list[tuple[np.dtype, tuple[int, ...]]]:
+    ) -> list[tuple[np.dtype | None, tuple[int, ...]]]:
         """Each scan output of the Loop run for no iteration, as onnxruntime makes it: empty
         along axis 0, its elements of the shape onnx's inference gives the body's output from
         the model alone (``_body_types``), an unknown size 0, an unknown rank none ([0]).
         Declined where inference fails or gives no element type (it ran on the fallback)."""
         if self.no_trip is None:
-            model = subgraph_model(
-                self.subgraphs["body"], f"{self.name}.body", self._body_types(body, outer),
-                self.constants, self.opset_imports, self.ir_version,
-            )
-            try:
-                inferred = onnx.shape_inference.infer_shapes(model, data_prop=True)
-            except Exception as exc:
+            known = self._inferred_outputs(body, self._body_types(body, outer), self.constants,
+                                           propagate=True)
+            if isinstance(known, str):
                 raise Declined("its scan outputs are made by no iteration, and onnx's "
-                               f"inference of its body fails: {first_line(exc)}") from None
-            self.no_trip = []
-            for value in inferred.graph.output[len(body.input) - 1 :]:
-                tensor = value.type.tensor_type
-                dtype = ELEM_TYPE_TO_DTYPE.get(tensor.elem_type)
-                if not value.type.HasField("tensor_type") or dtype is None:
-                    raise Declined(f"its scan output {value.name!r} is made by no iteration, "
-                                   "and inference gives it no element type")
-                dims = tensor.shape.dim if tensor.HasField("shape") else []
-                self.no_trip.append((dtype, (0, *(d.dim_value for d in dims))))
+                               f"inference of its body fails: {known}")
+            made = self.no_trip = _scan_elements(known[len(body.input) - 1 :])
+            least = self._inferred_outputs(body, self._body_types(body, outer, least=True),
+                                           self.constants, propagate=False)
+            if isinstance(least, str) or _scan_elements(
+                least[len(body.input) - 1 :], refuse=False
+            ) != made:  # onnxruntime knows from least to known
+                self.no_trip_note = _NO_TRIP_OPEN
+            return made
         return self.no_trip
 
+    def _inferred_outputs(
+        self, body: onnx.GraphProto, types: dict[str, onnx.TypeProto],
+        constants: Mapping[str, np.ndarray], *, propagate: bool,
+    ) -> list[onnx.ValueInfoProto] | str:
+        """The body's outputs as onnx's inference types them from ``types`` and
+        ``constants``; the first line of its error where it fails."""
+        model = subgraph_model(self.subgraphs["body"], f"{self.name}.body", types, constants,
+                               self.opset_imports, self.ir_version)
+        try:
+            inferred = onnx.shape_inference.infer_shapes(model, data_prop=propagate)
+        except Exception as exc:
+            return first_line(exc)
+        return list(inferred.graph.output)
+
     def _body_types(
-        self, body: onnx.GraphProto, outer: Mapping[str, np.ndarray]
+        self, body: onnx.GraphProto, outer: Mapping[str, np.ndarray], least: bool = False
     ) -> dict[str, onnx.TypeProto]:
         """The Loop body's inputs as it declares them (onnxruntime clears a carried value's
         shape before it infers the body: the body's declaration alone gives it), and the
         enclosing tensors it reads as the enclosing graph types them (onnxruntime's inference
         of the model; a constant is an initializer: its values fix a Slice's sizes); by the
-        dtype that arrives where the graph knows none."""
+        dtype that arrives where the graph knows none. ``least``: what onnxruntime knows of
+        them at least: the declared inputs' types, the others' element types (a constant is
+        taken for an initializer, though folding may have made it)."""
         types = {value.name: value.type for value in body.input}
         for name, info in self.outer_infos.items():
-            if info is None or info.dtype is None:
+            if info is None or info.dtype is None or (least and name not in self.declared_outer):
                 info = TensorInfo(name, dtype=outer[name].dtype)
             types[name] = value_info(TensorInfo(name, dtype=info.dtype, shape=info.shape)).type
         return types
@@ -580,6 +597,25 @@ class ControlFlow:
             {name: _type(array, name) for name, array in arrays.items()}, self.constants,
             self.opset_imports, self.ir_version,
         )
+
+
+def _scan_elements(
+    outputs: Sequence[onnx.ValueInfoProto], refuse: bool = True
+) -> list[tuple[np.dtype | None, tuple[int, ...]]]:
+    """A Loop's scan outputs made by no iteration, from the types inference gives its body's
+    outputs: each element type, and shape empty along axis 0, an unknown size 0 (of unknown
+    rank: [0]), as onnxruntime makes them. ``refuse``: Declined where an element type is
+    unknown (it ran on the fallback); else None."""
+    made: list[tuple[np.dtype | None, tuple[int, ...]]] = []
+    for value in outputs:
+        tensor = value.type.tensor_type
+        dtype = ELEM_TYPE_TO_DTYPE.get(tensor.elem_type)
+        if refuse and (not value.type.HasField("tensor_type") or dtype is None):
+            raise Declined(f"its scan output {value.name!r} is made by no iteration, and "
+                           "inference gives it no element type")
+        dims = tensor.shape.dim if tensor.HasField("shape") else []
+        made.append((dtype, (0, *(d.dim_value for d in dims))))
+    return made
 
 
 def _type(array: np.ndarray, name: str) -> onnx.TypeProto:
