@@ -931,6 +931,8 @@ def _scan(b: Builder, rng: np.random.Generator, x: str) -> list[str]:
 SCAN8_FRACTION = 0.05
 SCAN8_STREAM = 0x5C8
 SCAN8_OPSET = 8
+#: of sequence_lens given, those that may hold a 0
+SCAN8_ZERO_LENGTHS = 0.2
 
 
 def wants_scan8(seed: int) -> bool:
@@ -1035,13 +1037,16 @@ def _scan8(b: Builder, rng: np.random.Generator, x: str) -> list[str]:
 
 def _sequence_lens(b: Builder, rng: np.random.Generator, batch: int, length: int) -> str:
     """A Scan-8's sequence_lens: none, a constant or a graph input, of lengths 1 to the
-    longest (onnxruntime refuses a 0, which ONNX allows: README)."""
+    longest, or now and then from 0 (ONNX allows it; onnxruntime refuses it, README: the
+    oracle is then ``numpy_eval``)."""
     u = rng.random()
     if u < 0.35:
         return ""
-    values = [int(rng.integers(1, length + 1)) if rng.random() < 0.7 else length
+    low = 0 if rng.random() < SCAN8_ZERO_LENGTHS else 1
+    values = [int(rng.integers(low, length + 1)) if rng.random() < 0.7 else length
               for _ in range(batch)]
     b.kinds["cf.scan8_short"] += any(v < length for v in values)
+    b.kinds["cf.scan8_zero_length"] += 0 in values
     if u < 0.7:
         return b.ints(values, "sl")
     name = b.name("sl")
@@ -1281,12 +1286,24 @@ def _attributes_as_inputs(op: str, ins: list, attrs: dict[str, Any]) -> list:
 
 def numpy_eval(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[np.ndarray | None]:
     """The graph in NumPy, each op from its ONNX definition; None for an output that control
-    flow reaches (left to onnxruntime and onnx.reference)."""
+    flow reaches (left to onnxruntime and onnx.reference), but a Scan-8's (``_scan8_eval``)."""
     env = dict(feeds)
-    for init in model.graph.initializer:
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
+    _eval_graph(model.graph, env, opset)
+    return [env.get(o.name) for o in model.graph.output]
+
+
+def _eval_graph(graph: onnx.GraphProto, env: dict[str, np.ndarray], opset: int) -> None:
+    """numpy_eval of a graph's nodes into ``env`` (which holds the enclosing graph's names)."""
+    for init in graph.initializer:
         env[init.name] = numpy_helper.to_array(init)
-    for node in model.graph.node:
-        if node.op_type in ("If", "Loop", "Scan") or any(n and n not in env for n in node.input):
+    for node in graph.node:
+        if any(n and n not in env for n in node.input):
+            continue
+        if node.op_type == "Scan" and opset == SCAN8_OPSET:
+            env.update(_scan8_eval(node, env, opset))
+            continue
+        if node.op_type in ("If", "Loop", "Scan"):
             continue
         ins = [env[n] if n else None for n in node.input]
         attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
@@ -1342,7 +1359,65 @@ def numpy_eval(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[np.
         else:
             raise NotImplementedError(node.op_type)
         env[node.output[0]] = np.array(y)
-    return [env.get(o.name) for o in model.graph.output]
+
+
+def _declared_zeros(value: onnx.ValueInfoProto) -> np.ndarray | None:
+    """Zeros of a value's declared type and static shape; None where it declares neither."""
+    tensor = value.type.tensor_type
+    dims = tensor.shape.dim
+    if not tensor.HasField("shape") or any(not d.HasField("dim_value") for d in dims):
+        return None
+    dtype = helper.tensor_dtype_to_np_dtype(tensor.elem_type)
+    return np.zeros([d.dim_value for d in dims], dtype)
+
+
+def _scan8_eval(
+    node: onnx.NodeProto, env: dict[str, np.ndarray], opset: int
+) -> dict[str, np.ndarray]:
+    """A Scan-8's outputs, from its text: for each batch entry b (axis 0 of every input), the
+    body runs ``sequence_lens[b]`` steps (all of axis 1 without it; 0 allowed: the final
+    states are the initial ones), taking the scan inputs' step t of entry b, from the end of
+    its sequence where ``directions`` says 1; the final states stacked by entry, each scan
+    output's steps stacked on axis 1 after b, zeros past its sequence (the text leaves them
+    undefined, onnxruntime writes zeros). A scan output no step made is zeros of the shape
+    and type its body declares, or left out (unknown) where it declares none."""
+    attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+    body, k = attrs["body"], attrs["num_scan_inputs"]
+    lens, *rest = [env[n] if n else None for n in node.input]
+    n_states = len(rest) - k
+    initial, scanned = rest[:n_states], rest[n_states:]
+    directions = attrs.get("directions", [0] * k)
+    batch, longest = rest[0].shape[0], scanned[0].shape[1]
+    lengths = [longest] * batch if lens is None else [int(v) for v in lens]
+    names = [i.name for i in body.input]
+    finals: list[list[np.ndarray]] = [[] for _ in initial]
+    steps: list[list[list[np.ndarray]]] = [[[] for _ in range(batch)]
+                                           for _ in body.output[n_states:]]
+    for b, n in enumerate(lengths):
+        carried = [x[b] for x in initial]
+        for t in range(n):
+            local = dict(env)
+            local.update(zip(names, carried))
+            local.update((v, x[b, n - 1 - t if d else t])
+                         for v, x, d in zip(names[n_states:], scanned, directions))
+            _eval_graph(body, local, opset)
+            made = [local[o.name] for o in body.output]
+            carried = made[:n_states]
+            for out, value in zip(steps, made[n_states:]):
+                out[b].append(value)
+        for final, value in zip(finals, carried):
+            final.append(value)
+    got = {o: np.stack(f) for o, f in zip(node.output, finals)}
+    for o, out, declared in zip(node.output[n_states:], steps, body.output[n_states:]):
+        first = next((row[0] for row in out if row), _declared_zeros(declared))
+        if first is None:
+            continue
+        y = np.zeros((batch, longest, *first.shape), first.dtype)
+        for b, row in enumerate(out):
+            for t, value in enumerate(row):
+                y[b, t] = value
+        got[o] = y
+    return got
 
 
 # ------------------------------------------------------------------------------ running
@@ -1381,6 +1456,7 @@ def run_case(case: Case, stats: collections.Counter) -> list[dict[str, Any]]:
         full = ort_run(model, feeds, optimize=True)
         expected.append((plain, full))
     ort_fails = all(isinstance(e, Exception) for pair in expected for e in pair)
+    ort_errors = [plain for plain, _ in expected]
     if case.opset < 13 and ort_fails:
         # no kernel for an old version (Concat-1), or onnxruntime's own Cast before a float16
         # Pad-2 refused by its checker: the spec's values, by onnx.reference or this file
@@ -1463,7 +1539,8 @@ def run_case(case: Case, stats: collections.Counter) -> list[dict[str, Any]]:
                     ):
                         stats["reference_fallback_fails"] += 1
                         break
-                    if ort_fails and "onnxruntime cannot load the model" in str(exc):
+                    if ort_fails and ("onnxruntime cannot load the model" in str(exc)
+                                      or _says_as_ort(exc, ort_errors[which])):
                         # a node left to the onnxruntime fallback that onnxruntime cannot run (a
                         # float16 Pad-2 of opset 2-5): the error names it and --fallback reference
                         stats["ort_fallback_fails_alike"] += 1
@@ -1526,6 +1603,13 @@ def _pad1_refused(model: onnx.ModelProto, stats: collections.Counter) -> list[di
     except Exception as exc:  # noqa: BLE001
         return [{"what": "Pad-1 load raised", "error": _err(exc)}]
     return [{"what": "Pad-1 loaded", "node": pad.name}]
+
+
+def _says_as_ort(exc: Exception, ort_error: Any) -> bool:
+    """Whether dmlgraph's onnxruntime fallback failed in onnxruntime's own words (a Scan-8's
+    sequence_lens entry of 0, which onnxruntime refuses where ONNX allows it)."""
+    said = str(ort_error).split("Status Message: ", 1)[-1].strip()
+    return bool(said) and said in str(exc)
 
 
 def _ort_words(exc: Exception) -> str:
