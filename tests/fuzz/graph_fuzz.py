@@ -1627,6 +1627,13 @@ def _ort_reason(exc: Exception) -> str:
     return type(exc).__name__
 
 
+def _holds_scan8(model: onnx.ModelProto) -> bool:
+    """Whether the model holds a Scan-8 (at its top level), which onnx.reference runs as a
+    Scan-9 (its ``sequence_lens`` a state variable): no oracle of it (``numpy_eval`` is)."""
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
+    return opset == SCAN8_OPSET and any(n.op_type == "Scan" for n in model.graph.node)
+
+
 def _spec_values(
     model: onnx.ModelProto, feeds: dict[str, np.ndarray], stats: collections.Counter
 ) -> list[np.ndarray] | None:
@@ -1636,8 +1643,8 @@ def _spec_values(
     except Exception:  # noqa: BLE001
         stats["oracle.checker_refuses"] += 1
         return None
-    ref = reference_run(model, feeds)
-    if not isinstance(ref, Exception):
+    ref = reference_run(model, feeds) if not _holds_scan8(model) else None
+    if ref is not None and not isinstance(ref, Exception):
         stats["oracle.reference"] += 1
         return [np.ascontiguousarray(v) for v in ref]
     try:
@@ -1715,7 +1722,7 @@ def compare(model, feeds, names, got, expected, stats) -> dict[str, Any] | None:
             bad.append(i)
     if not bad:
         return None
-    ref = reference_run(model, feeds)
+    ref = reference_run(model, feeds) if not _holds_scan8(model) else RuntimeError("Scan-8")
     if not isinstance(ref, Exception) and all(same(got[i], ref[i]) for i in bad):
         stats["ort_divergence"] += 1
         return None
