@@ -937,3 +937,26 @@ def test_run_on_the_reference_fallback_writes_onnxruntime_s_scan_8_outputs(tmp_p
     saved = np.load(out)
     for output, want in zip(model.graph.output, onnx_run(model, feeds)):
         assert np.array_equal(saved[output.name], want), output.name
+
+
+def test_a_scan_8_body_reading_a_graph_output_runs_on_the_onnxruntime_fallback(onnx_run) -> None:
+    """A Scan-8's body reading a tensor the graph also declares as an output, of sizes
+    inference left open (lowered, so the fallback's segment takes it as an input): the
+    segment declared it with no shape (its rank unsure: a declared output's), and
+    onnxruntime's Scan refused the body ("Subgraph must have the shape set for all
+    outputs"), where it runs the model itself. A segment holding a Scan keeps its inputs'
+    ranks (found by tests/fuzz/graph_fuzz.py, seed 71892)."""
+    body = helper.make_graph(
+        [helper.make_node("Transpose", ["cut"], ["turned"], perm=[1, 2, 0])],
+        "body", [_vi("row", [4])], [_vi("turned", None)])
+    graph = helper.make_graph(
+        [helper.make_node("Slice", ["x"], ["cut"], starts=[0], ends=[2], axes=[2]),
+         helper.make_node("Scan", ["", "x"], ["stacked"], name="scan8", body=body,
+                          num_scan_inputs=1)],
+        "m", [_vi("x", ["batch", 3, 4])], [_vi("cut", [2, 3, 2]), _vi("stacked", None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 8)], ir_version=4)
+    feeds = {"x": np.arange(24, dtype=np.float32).reshape(2, 3, 4)}
+    want = onnx_run(model, feeds)
+    got = get_backend("numpy").run(lower(dmlgraph.load(model), "6_4"), feeds)
+    for output, w in zip(("cut", "stacked"), want):
+        assert got[output].shape == w.shape and np.array_equal(got[output], w), output

@@ -974,7 +974,10 @@ def segment_graph(
     its own kernel made ("Got invalid dimensions for input"), a PRelu's [B, 4] where onnx said
     [B, 1]. One whose rank onnxruntime may make otherwise too (a ConvTranspose's [N, 2, 3] where
     onnx said [N, 2]) is declared without a shape: canonical forms count no axis by such a rank
-    (``canonical.normalize``), and the segment runs on what onnxruntime makes."""
+    (``canonical.normalize``), and the segment runs on what onnxruntime makes. A segment
+    holding a Scan (a Scan-8, run whole) keeps each input's rank: onnxruntime's Scan refuses a
+    body whose outputs inference gives no shape ("Subgraph must have the shape set for all
+    outputs"), as one reading such an input was (a declared output's, its rank unsure)."""
     inside = {node.id for node in nodes}
     outputs = [
         out
@@ -988,10 +991,12 @@ def segment_graph(
     ]
     segment = graph.extract(inside, outputs, keep_constants=True)
     if trust is not None:
+        scans = any(node.op_type == "Scan" for node in nodes)
         for name in segment.inputs:
             info = segment.tensor(name)
             if info.shape is None or not trust.vector_unsure(graph, name):
                 continue
-            sizes = None if trust.rank_unsure(graph, name) else (None,) * len(info.shape)
+            ranked = scans or not trust.rank_unsure(graph, name)
+            sizes = (None,) * len(info.shape) if ranked else None
             segment.set_tensor(info.replace(shape=sizes))
     return segment

@@ -35,6 +35,17 @@ onnxruntime runs no such model (no Concat-1 kernel, its own Cast before a float1
 opset 2-5 refused), the oracle is onnx.reference, or where that fails too (no Reshape-1,
 negative pads, Concat-1 without axis) ``numpy_eval``.
 
+A twentieth of the seeds (``wants_scan8``, a stream of their own), and the old-opset seeds of
+opset 8, build the graph at opset 8 and add a Scan-8 over a tensor of it (batch axis 0,
+sequence axis 1; a vector becomes one batch entry, now and then the tensor is transposed
+first): one or two scan inputs, 0-2 state variables of the batch size (the graph's tensors,
+constants or inputs), a body grown in opset 8's forms, scan outputs, ``directions`` drawn per
+scan input and a ``sequence_lens`` absent, constant or an input, of lengths 1 to the longest.
+Left out, as onnxruntime 1.32 refuses them where ONNX allows them (README): a length of 0, a
+batch of 0, a sequence of 0. Such a case runs on both fallbacks (the Scan-8 runs whole on it:
+onnxruntime's kernel, or reference_ops' Scan-8); what onnxruntime refuses of it is counted by
+its words (``scan8_ort_refuses: ...``).
+
 Each model is lowered at FL 6_4, 4_1, 2_1 and 1_0 (``verify_each``) and run on the NumPy
 backend: twice with the same feeds, with other feeds, with bound outputs (poisoned), with
 strided feeds, partly bound, and every fifth case from 3 threads at once; each run is
@@ -47,6 +58,7 @@ tests/fuzz/findings/ (model, feeds, what differed).
     python tests/fuzz/graph_fuzz.py --driver --start 0 --minutes 40  # workers restarted on crashes
     python tests/fuzz/graph_fuzz.py --driver --cflow-only ...         # control-flow seeds alone
     python tests/fuzz/graph_fuzz.py --driver --oldops-only ...        # opset 1-12 seeds alone
+    python tests/fuzz/graph_fuzz.py --driver --scan8-only ...         # Scan-8 seeds alone
 """
 
 from __future__ import annotations
@@ -55,6 +67,7 @@ import argparse
 import collections
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -547,18 +560,19 @@ def wants_cflow(seed: int) -> bool:
 
 
 def _sub(
-    b: Builder, rng: np.random.Generator, tag: str, starts: dict[str, tuple[int, ...]]
+    b: Builder, rng: np.random.Generator, tag: str, starts: dict[str, tuple[int, ...]],
+    limit: int = CFLOW_LIMIT,
 ) -> Builder:
     """A builder for a subgraph: its own nodes and constants, the model's inputs (a new one is
     an enclosing tensor the body reads), starting from ``starts`` and, sometimes, a few
-    enclosing tensors it reads by name."""
+    enclosing tensors of at most ``limit`` elements it reads by name."""
     sub = Builder(rng, b.opset, b.dtype, False, inputs=b.inputs, tag=f"{b.name(tag)}_")
     sub.neg_zero = b.neg_zero
     for n, s in starts.items():
         sub.shapes[n] = s
         sub.order.append(n)
     outer = [t for t in b.order if t not in b.unshaped and b.shapes[t]
-             and int(np.prod(b.shapes[t])) <= CFLOW_LIMIT]
+             and int(np.prod(b.shapes[t])) <= limit]
     for _ in range(int(rng.integers(0, 3))):
         if outer:
             t = outer[int(rng.integers(0, len(outer)))]
@@ -599,12 +613,33 @@ def _to_shape(sub: Builder, t: str, target: tuple[int, ...]) -> str:
         starts = [int(rng.integers(0, d - w + 1)) if w < d else 0 for d, w in zip(s, target)]
         ends = [st + min(w, d) for st, d, w in zip(starts, s, target)]
         s = tuple(min(d, w) for d, w in zip(s, target))
-        t = sub.emit("Slice", [t, sub.ints(starts, "ts"), sub.ints(ends, "te")], s)
+        t = (sub.emit("Slice", [t], s, starts=starts, ends=ends) if sub.opset < 10  # Slice-1
+             else sub.emit("Slice", [t, sub.ints(starts, "ts"), sub.ints(ends, "te")], s))
         if s == target:
             return t
     begins = [int(rng.integers(0, w - d + 1)) for d, w in zip(s, target)]
     ends = [w - d - b for d, w, b in zip(s, target, begins)]
+    if sub.opset < 11:
+        return _grow_old(sub, t, begins, ends)
     return sub.emit("Pad", [t, sub.ints(begins + ends, "ts")], target, mode="constant")
+
+
+def _grow_old(sub: Builder, t: str, begins: list[int], ends: list[int]) -> str:
+    """t grown by ``begins`` and ``ends`` elements on each axis at an opset before 11: a
+    Pad-2 (attribute ``pads``, floats only), or a Concat-4 of constants on each side."""
+    s = sub.shapes[t]
+    target = tuple(d + b + e for d, b, e in zip(s, begins, ends))
+    if sub.opset >= 2 and sub.dtype in ("float32", "float16") and sub.rng.random() < 0.5:
+        return sub.emit("Pad", [t], target, pads=begins + ends, mode="constant")
+    for a, (b, e) in enumerate(zip(begins, ends)):
+        s = sub.shapes[t]
+        parts = [sub.new_const(s[:a] + (n,) + s[a + 1:]) if n else "" for n in (b, e)]
+        parts = [p for p in (parts[0], t, parts[1]) if p]
+        if len(parts) > 1:
+            grown = list(sub.shapes[t])
+            grown[a] += b + e
+            t = sub.emit("Concat", parts, tuple(grown), axis=a)
+    return t
 
 
 def _output(sub: Builder, want_rank: int | None, taken: set[str]) -> str:
@@ -890,11 +925,148 @@ def _scan(b: Builder, rng: np.random.Generator, x: str) -> list[str]:
     return finals + stacked
 
 
+# ------------------------------------------------------------------------------ Scan-8
+#: a fraction of cases are built at opset 8 with a Scan-8 (a batch axis 0 and a sequence
+#: axis 1 on its inputs, ``sequence_lens``, ``directions``), drawn from a stream of their own
+#: (``[seed, SCAN8_STREAM]``); an old-opset case of opset 8 gets one too
+SCAN8_FRACTION = 0.05
+SCAN8_STREAM = 0x5C8
+SCAN8_OPSET = 8
+#: a Scan-8's steps (batch size times sequence length) and the elements of an enclosing
+#: tensor its body reads at most: each step's outputs are stacked (a body reading 29K
+#: elements over 194 x 148 steps made 4 GB, and the worker was killed)
+SCAN8_STEPS = 256
+SCAN8_BODY_LIMIT = 4096
+#: of sequence_lens given, those that may hold a 0
+SCAN8_ZERO_LENGTHS = 0.2
+
+
+def wants_scan8(seed: int) -> bool:
+    """Whether make_case(seed) is an opset-8 case meant to hold a Scan-8 (a big one gets
+    none)."""
+    if np.random.default_rng([seed, SCAN8_STREAM]).random() < SCAN8_FRACTION:
+        return True
+    old_rng = np.random.default_rng([seed, OLDOPS_STREAM])
+    return bool(old_rng.random() < OLDOPS_FRACTION) and int(
+        old_rng.choice(OLD_OPSETS)) == SCAN8_OPSET
+
+
+def add_scan8(b: Builder, rng: np.random.Generator) -> None:
+    """A Scan-8 over a tensor of the graph of rank 2 or more and no empty axis (onnxruntime
+    refuses a batch or a sequence of 0: ONNX allows them, README), now and then transposed
+    first or a vector made one batch entry; its outputs the graph's, sliced or padded further
+    now and then."""
+    main_rng, b.rng = b.rng, rng
+    try:
+        cands = [t for t in b.order if b.shapes[t] and all(b.shapes[t])
+                 and int(np.prod(b.shapes[t])) <= CFLOW_LIMIT
+                 and int(np.prod(b.shapes[t][:2])) <= SCAN8_STEPS]
+        if not cands:
+            return
+        x = cands[-1 - int(rng.integers(0, min(3, len(cands))))]
+        if len(b.shapes[x]) == 1:
+            b.kinds["cf.scan8_one_batch"] += 1
+            x = b.emit("Reshape", [x, b.ints([1, b.shapes[x][0]], "rs")], (1, *b.shapes[x]))
+        elif rng.random() < 0.3:
+            t = b.transpose(x)
+            x = t if t and int(np.prod(b.shapes[t][:2])) <= SCAN8_STEPS else x
+        outs = _scan8(b, rng, x)
+        b.kinds["cf.Scan8"] += 1
+        for t in outs:
+            if b.shapes[t] and rng.random() < 0.3:
+                getattr(b, str(rng.choice(["slice_", "pad", "concat"])))(t)
+    finally:
+        b.rng = main_rng
+
+
+def _fits(b: Builder, t: str) -> bool:
+    return bool(b.shapes[t]) and int(np.prod(b.shapes[t])) <= CFLOW_LIMIT
+
+
+def _scan8(b: Builder, rng: np.random.Generator, x: str) -> list[str]:
+    s = b.shapes[x]
+    batch, length = s[0], s[1]
+    scanned = [x]
+    alike = [t for t in b.order if t != x and _fits(b, t) and b.shapes[t][:2] == (batch, length)]
+    for _ in range(int(rng.random() < 0.3)):
+        scanned.append(alike[int(rng.integers(0, len(alike)))] if alike and rng.random() < 0.6
+                       else x)
+    states = []
+    for _ in range(int(rng.integers(0, 3))):
+        pool = [t for t in b.order if _fits(b, t) and b.shapes[t][0] == batch]
+        if pool and rng.random() < 0.5:
+            states.append(pool[int(rng.integers(0, len(pool)))])
+        else:
+            shape = (batch, *random_shape(rng, int(rng.integers(0, 3)), 64, False))
+            states.append(b.new_const(shape) if rng.random() < 0.6 else b.new_input(shape))
+    st_ins = {b.name("sv"): b.shapes[t][1:] for t in states}
+    sc_ins = {b.name("sx"): b.shapes[t][2:] for t in scanned}
+    sub = _sub(b, rng, "s", {**st_ins, **sc_ins}, SCAN8_BODY_LIMIT)
+    _grow(sub, int(rng.integers(1, 6)))
+    taken: set[str] = set()
+    nexts = []
+    for v, shp in st_ins.items():
+        t = _output(sub, len(shp), taken)
+        t = _to_shape(sub, t, shp) if (sub.shapes[t] != shp or t in taken) else t
+        taken.add(t)
+        nexts.append(t)
+    scans = []
+    for _ in range(int(rng.integers(0 if states else 1, 3))):
+        t = _output(sub, None, taken)
+        if t in taken:
+            t = sub.emit("Identity", [t], sub.shapes[t])
+        taken.add(t)
+        scans.append(t)
+    elem = ELEM[b.dtype]
+    body_ins = [(v, elem, list(shp)) for v, shp in {**st_ins, **sc_ins}.items()]
+    body = _graph(sub, "body", body_ins, [*nexts, *scans], rng.random() < 0.7)
+    _adopt(b, sub)
+    lens = _sequence_lens(b, rng, batch, length)
+    directions = [int(rng.random() < 0.4) for _ in scanned]
+    attrs: dict[str, Any] = {"num_scan_inputs": len(scanned)}
+    if any(directions) or rng.random() < 0.3:
+        attrs["directions"] = directions
+    finals = [b.name("sf") for _ in states]
+    stacked = [b.name("ss") for _ in scans]
+    b.nodes.append(helper.make_node("Scan", [lens, *states, *scanned], finals + stacked,
+                                    name=(finals + stacked)[0], body=body, **attrs))
+    for f, t in zip(finals, states):
+        b.order.append(f)
+        b.shapes[f] = b.shapes[t]
+    for n, t in zip(stacked, scans):
+        b.order.append(n)
+        b.shapes[n] = (batch, length, *sub.shapes[t])
+    b.kinds["cf.scan8_states"] += len(states)
+    b.kinds["cf.scan8_inputs"] += len(scanned)
+    b.kinds["cf.scan8_outputs"] += len(scans)
+    b.kinds["cf.scan8_reversed"] += any(directions)
+    return finals + stacked
+
+
+def _sequence_lens(b: Builder, rng: np.random.Generator, batch: int, length: int) -> str:
+    """A Scan-8's sequence_lens: none, a constant or a graph input, of lengths 1 to the
+    longest, or now and then from 0 (ONNX allows it; onnxruntime refuses it, README: the
+    oracle is then ``numpy_eval``)."""
+    u = rng.random()
+    if u < 0.35:
+        return ""
+    low = 0 if rng.random() < SCAN8_ZERO_LENGTHS else 1
+    values = [int(rng.integers(low, length + 1)) if rng.random() < 0.7 else length
+              for _ in range(batch)]
+    b.kinds["cf.scan8_short"] += any(v < length for v in values)
+    b.kinds["cf.scan8_zero_length"] += 0 in values
+    if u < 0.7:
+        return b.ints(values, "sl")
+    name = b.name("sl")
+    b.inputs.append((name, (batch,), "int64:" + ",".join(map(str, values))))
+    return name
+
+
 # ------------------------------------------------------------------------------ old opsets
 #: a fraction of cases are built at an opset of 1-12 instead (Slice-1's attributes, Slice-10,
 #: Pad-1's ``paddings``, Pad-2's attributes, Pad-11, Concat-1's optional axis, Concat-4),
 #: drawn from a stream of their own (``[seed, OLDOPS_STREAM]``): the other seeds build the
-#: cases they always did. They get no control flow (Scan-8 is another op).
+#: cases they always did. They get no If, Loop or Scan-9; those of opset 8 a Scan-8 (above).
 OLDOPS_FRACTION = 0.15
 OLDOPS_STREAM = 0x01D
 OLD_OPSETS = list(range(1, 13))
@@ -937,6 +1109,10 @@ def make_case(seed: int) -> Case:
     if old:  # the old forms take floats only (Pad-2, Concat-1): float dtypes more often
         opset = int(old_rng.choice(OLD_OPSETS))
         dtype = str(old_rng.choice(DTYPES, p=[0.5, 0.25, 0.1, 0.05, 0.1]))
+    s8_rng = np.random.default_rng([seed, SCAN8_STREAM])
+    if s8_rng.random() < SCAN8_FRACTION:  # opset 8, its old forms, and a Scan-8
+        old, opset, big = True, SCAN8_OPSET, False
+        dtype = str(s8_rng.choice(DTYPES, p=[0.5, 0.25, 0.1, 0.05, 0.1]))
     b = Builder(rng, opset, dtype, big)
     b.pad1 = old and opset < 2 and bool(old_rng.random() < PAD1_FRACTION)
     b.kinds["old_opset"] += old
@@ -964,6 +1140,8 @@ def make_case(seed: int) -> Case:
     cf_rng = np.random.default_rng([seed, CFLOW_STREAM])  # the base case's draws unchanged
     if cf_rng.random() < CFLOW_FRACTION and not big and not old:
         add_control_flow(b, cf_rng)
+    if opset == SCAN8_OPSET and not big:
+        add_scan8(b, s8_rng)
     # outputs: sinks, some intermediates, rarely a graph input
     read = {i for n in b.nodes for i in n.input}
     made = [o for n in b.nodes for o in n.output]
@@ -1116,12 +1294,24 @@ def _attributes_as_inputs(op: str, ins: list, attrs: dict[str, Any]) -> list:
 
 def numpy_eval(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[np.ndarray | None]:
     """The graph in NumPy, each op from its ONNX definition; None for an output that control
-    flow reaches (left to onnxruntime and onnx.reference)."""
+    flow reaches (left to onnxruntime and onnx.reference), but a Scan-8's (``_scan8_eval``)."""
     env = dict(feeds)
-    for init in model.graph.initializer:
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
+    _eval_graph(model.graph, env, opset)
+    return [env.get(o.name) for o in model.graph.output]
+
+
+def _eval_graph(graph: onnx.GraphProto, env: dict[str, np.ndarray], opset: int) -> None:
+    """numpy_eval of a graph's nodes into ``env`` (which holds the enclosing graph's names)."""
+    for init in graph.initializer:
         env[init.name] = numpy_helper.to_array(init)
-    for node in model.graph.node:
-        if node.op_type in ("If", "Loop", "Scan") or any(n and n not in env for n in node.input):
+    for node in graph.node:
+        if any(n and n not in env for n in node.input):
+            continue
+        if node.op_type == "Scan" and opset == SCAN8_OPSET:
+            env.update(_scan8_eval(node, env, opset))
+            continue
+        if node.op_type in ("If", "Loop", "Scan"):
             continue
         ins = [env[n] if n else None for n in node.input]
         attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
@@ -1177,7 +1367,65 @@ def numpy_eval(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[np.
         else:
             raise NotImplementedError(node.op_type)
         env[node.output[0]] = np.array(y)
-    return [env.get(o.name) for o in model.graph.output]
+
+
+def _declared_zeros(value: onnx.ValueInfoProto) -> np.ndarray | None:
+    """Zeros of a value's declared type and static shape; None where it declares neither."""
+    tensor = value.type.tensor_type
+    dims = tensor.shape.dim
+    if not tensor.HasField("shape") or any(not d.HasField("dim_value") for d in dims):
+        return None
+    dtype = helper.tensor_dtype_to_np_dtype(tensor.elem_type)
+    return np.zeros([d.dim_value for d in dims], dtype)
+
+
+def _scan8_eval(
+    node: onnx.NodeProto, env: dict[str, np.ndarray], opset: int
+) -> dict[str, np.ndarray]:
+    """A Scan-8's outputs, from its text: for each batch entry b (axis 0 of every input), the
+    body runs ``sequence_lens[b]`` steps (all of axis 1 without it; 0 allowed: the final
+    states are the initial ones), taking the scan inputs' step t of entry b, from the end of
+    its sequence where ``directions`` says 1; the final states stacked by entry, each scan
+    output's steps stacked on axis 1 after b, zeros past its sequence (the text leaves them
+    undefined, onnxruntime writes zeros). A scan output no step made is zeros of the shape
+    and type its body declares, or left out (unknown) where it declares none."""
+    attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+    body, k = attrs["body"], attrs["num_scan_inputs"]
+    lens, *rest = [env[n] if n else None for n in node.input]
+    n_states = len(rest) - k
+    initial, scanned = rest[:n_states], rest[n_states:]
+    directions = attrs.get("directions", [0] * k)
+    batch, longest = rest[0].shape[0], scanned[0].shape[1]
+    lengths = [longest] * batch if lens is None else [int(v) for v in lens]
+    names = [i.name for i in body.input]
+    finals: list[list[np.ndarray]] = [[] for _ in initial]
+    steps: list[list[list[np.ndarray]]] = [[[] for _ in range(batch)]
+                                           for _ in body.output[n_states:]]
+    for b, n in enumerate(lengths):
+        carried = [x[b] for x in initial]
+        for t in range(n):
+            local = dict(env)
+            local.update(zip(names, carried))
+            local.update((v, x[b, n - 1 - t if d else t])
+                         for v, x, d in zip(names[n_states:], scanned, directions))
+            _eval_graph(body, local, opset)
+            made = [local[o.name] for o in body.output]
+            carried = made[:n_states]
+            for out, value in zip(steps, made[n_states:]):
+                out[b].append(value)
+        for final, value in zip(finals, carried):
+            final.append(value)
+    got = {o: np.stack(f) for o, f in zip(node.output, finals)}
+    for o, out, declared in zip(node.output[n_states:], steps, body.output[n_states:]):
+        first = next((row[0] for row in out if row), _declared_zeros(declared))
+        if first is None:
+            continue
+        y = np.zeros((batch, longest, *first.shape), first.dtype)
+        for b, row in enumerate(out):
+            for t, value in enumerate(row):
+                y[b, t] = value
+        got[o] = y
+    return got
 
 
 # ------------------------------------------------------------------------------ running
@@ -1216,10 +1464,13 @@ def run_case(case: Case, stats: collections.Counter) -> list[dict[str, Any]]:
         full = ort_run(model, feeds, optimize=True)
         expected.append((plain, full))
     ort_fails = all(isinstance(e, Exception) for pair in expected for e in pair)
+    ort_errors = [plain for plain, _ in expected]
     if case.opset < 13 and ort_fails:
         # no kernel for an old version (Concat-1), or onnxruntime's own Cast before a float16
         # Pad-2 refused by its checker: the spec's values, by onnx.reference or this file
         stats["ort_refuses." + _ort_reason(expected[0][0])] += 1
+        if case.kinds["cf.Scan8"]:  # what onnxruntime refuses of a Scan-8's, to read
+            stats["scan8_ort_refuses: " + _ort_words(expected[0][0])] += 1
         spec = [_spec_values(model, f, stats) for f in (f1, f2)]
         if any(v is None for v in spec):
             stats["invalid"] += 1
@@ -1234,101 +1485,112 @@ def run_case(case: Case, stats: collections.Counter) -> list[dict[str, Any]]:
         return [{"what": "ort fails, reference runs", "error": str(expected[0][0])[:300]}]
     problems: list[dict[str, Any]] = []
     set_knobs(case.knobs)
-    backend = get_backend(
-        "numpy", threads=case.knobs["threads"], fallback=case.knobs.get("fallback", "onnxruntime")
-    )
-    for level in LEVELS:
-        try:
-            graph = load(model)
-            lowered = lower(graph, level, verify_each=True)
-        except Exception as exc:  # noqa: BLE001
-            problems.append({"what": "load/lower raised", "level": level, "error": _err(exc)})
-            continue
-        for r in lowered.report():
-            stats[f"status.{r.op_type}.{r.status}"] += 1
-        runs = [("first", f1, None, 0), ("again", f1, None, 0), ("other", f2, None, 1)]
-        runs.append(("bound", f1, "bound", 0))
-        runs.append(("strided", {k: strided(v) for k, v in f2.items()}, None, 1))
-        runs.append(("bound-other", f2, "bound", 1))
-        runs.append(("partial-bound", f1, "partial", 0))
-        runs.append(("other-again", f2, None, 1))
-        held = []
-        fails_alike = False
-        for label, feeds, binding, which in runs:
+    for fallback in _fallbacks(case):
+        backend = get_backend("numpy", threads=case.knobs["threads"], fallback=fallback)
+        for level in LEVELS:
             try:
-                outputs = None
-                if binding:
-                    outputs = {}
-                    for i, n in enumerate(names):
-                        if binding == "partial" and i % 2:
-                            continue
-                        if lowered.tensor(n).static_shape is None:
-                            continue  # a run-time size: nothing to bind to
-                        ref = (
-                            expected[which][0]
-                            if not isinstance(expected[which][0], Exception)
-                            else expected[which][1]
-                        )
-                        if isinstance(ref, Exception):
-                            outputs = None
-                            break
-                        arr = np.empty_like(ref[i])
-                        if arr.size:
-                            arr.reshape(-1).view(np.uint8)[:] = 0xA5
-                        outputs[n] = arr
-                    # an output that is also a graph input cannot be bound in place of it? keep
-                got = (
-                    backend.run(lowered, feeds, outputs=outputs)
-                    if outputs is not None
-                    else backend.run(lowered, feeds)
-                )
-                got_list = [np.array(got[n], copy=True) for n in names]
-                if case.seed % 2 or label == "first":
-                    held.append(got)  # pooled arrays kept alive: the next run must not reuse them
-                del got
+                graph = load(model)
+                lowered = lower(graph, level, verify_each=True)
             except Exception as exc:  # noqa: BLE001
-                plain, full = expected[which]
-                if isinstance(plain, Exception) and isinstance(full, Exception):
-                    stats["both_fail"] += 1
-                    continue
-                if case.knobs.get("fallback") == "reference" and _reference_fails_alike(
-                    model, feeds, exc
-                ):
-                    stats["reference_fallback_fails"] += 1
+                problems.append({"what": "load/lower raised", "level": level, "error": _err(exc)})
+                continue
+            for r in lowered.report():
+                stats[f"status.{r.op_type}.{r.status}"] += 1
+            runs = [("first", f1, None, 0), ("again", f1, None, 0), ("other", f2, None, 1)]
+            runs.append(("bound", f1, "bound", 0))
+            runs.append(("strided", {k: strided(v) for k, v in f2.items()}, None, 1))
+            runs.append(("bound-other", f2, "bound", 1))
+            runs.append(("partial-bound", f1, "partial", 0))
+            runs.append(("other-again", f2, None, 1))
+            held = []
+            fails_alike = False
+            for label, feeds, binding, which in runs:
+                try:
+                    outputs = None
+                    if binding:
+                        outputs = {}
+                        for i, n in enumerate(names):
+                            if binding == "partial" and i % 2:
+                                continue
+                            if lowered.tensor(n).static_shape is None:
+                                continue  # a run-time size: nothing to bind to
+                            ref = (
+                                expected[which][0]
+                                if not isinstance(expected[which][0], Exception)
+                                else expected[which][1]
+                            )
+                            if isinstance(ref, Exception):
+                                outputs = None
+                                break
+                            arr = np.empty_like(ref[i])
+                            if arr.size:
+                                arr.reshape(-1).view(np.uint8)[:] = 0xA5
+                            outputs[n] = arr
+                        # an output that is also a graph input cannot be bound in place of it? keep
+                    got = (
+                        backend.run(lowered, feeds, outputs=outputs)
+                        if outputs is not None
+                        else backend.run(lowered, feeds)
+                    )
+                    got_list = [np.array(got[n], copy=True) for n in names]
+                    if case.seed % 2 or label == "first":
+                        held.append(got)  # pooled arrays kept alive: the next run must not
+                        # reuse them
+                    del got
+                except Exception as exc:  # noqa: BLE001
+                    plain, full = expected[which]
+                    if isinstance(plain, Exception) and isinstance(full, Exception):
+                        stats["both_fail"] += 1
+                        continue
+                    if fallback == "reference" and _reference_fails_alike(
+                        model, feeds, exc
+                    ):
+                        stats["reference_fallback_fails"] += 1
+                        break
+                    if ort_fails and ("onnxruntime cannot load the model" in str(exc)
+                                      or _says_as_ort(exc, ort_errors[which])):
+                        # a node left to the onnxruntime fallback that onnxruntime cannot run (a
+                        # float16 Pad-2 of opset 2-5): the error names it and --fallback reference
+                        stats["ort_fallback_fails_alike"] += 1
+                        fails_alike = True
+                        break
+                    problems.append(
+                        {"what": "run raised", "level": level, "run": label,
+                         "fallback": fallback, "error": _err(exc)}
+                    )
                     break
-                if ort_fails and "onnxruntime cannot load the model" in str(exc):
-                    # a node left to the onnxruntime fallback that onnxruntime cannot run (a
-                    # float16 Pad-2 of opset 2-5): the error names it and --fallback reference
-                    stats["ort_fallback_fails_alike"] += 1
-                    fails_alike = True
-                    break
-                problems.append(
-                    {"what": "run raised", "level": level, "run": label, "error": _err(exc)}
+                if label == "first":
+                    plan = backend.plan(lowered)
+                    stats["plans"] += 1
+                    stats["replay"] += plan.replay is not None
+                    stats["joined_in_place"] += plan.summary.joined_in_place
+                    stats["plans_with_in_place"] += plan.summary.joined_in_place > 0
+                problem = compare(
+                    model, feeds if label != "strided" else f2, names, got_list,
+                    expected[which], stats,
                 )
-                break
-            if label == "first":
-                plan = backend.plan(lowered)
-                stats["plans"] += 1
-                stats["replay"] += plan.replay is not None
-                stats["joined_in_place"] += plan.summary.joined_in_place
-                stats["plans_with_in_place"] += plan.summary.joined_in_place > 0
-            problem = compare(
-                model, feeds if label != "strided" else f2, names, got_list, expected[which], stats
-            )
-            if problem:
-                problem.update(level=level, run=label)
-                problems.append(problem)
-                break
-        stats["runs"] += len(runs)
-        if not problems and not fails_alike and case.seed % 5 == 0:
-            problem = concurrent(
-                backend, lowered, model, names, (f1, f2), expected, stats,
-                case.knobs.get("fallback") == "reference",
-            )
-            if problem:
-                problem.update(level=level, run="concurrent")
-                problems.append(problem)
+                if problem:
+                    problem.update(level=level, run=label, fallback=fallback)
+                    problems.append(problem)
+                    break
+            stats["runs"] += len(runs)
+            if not problems and not fails_alike and case.seed % 5 == 0:
+                problem = concurrent(
+                    backend, lowered, model, names, (f1, f2), expected, stats,
+                    fallback == "reference",
+                )
+                if problem:
+                    problem.update(level=level, run="concurrent", fallback=fallback)
+                    problems.append(problem)
     return problems
+
+
+def _fallbacks(case: Case) -> list[str]:
+    """The fallbacks a case runs on: its knob's, or both where it holds a Scan-8 (which runs
+    whole on the fallback: onnxruntime's kernel, or reference_ops' by its spec)."""
+    if case.kinds["cf.Scan8"]:
+        return ["onnxruntime", "reference"]
+    return [case.knobs.get("fallback", "onnxruntime")]
 
 
 def _pad1_refused(model: onnx.ModelProto, stats: collections.Counter) -> list[dict[str, Any]]:
@@ -1351,12 +1613,33 @@ def _pad1_refused(model: onnx.ModelProto, stats: collections.Counter) -> list[di
     return [{"what": "Pad-1 loaded", "node": pad.name}]
 
 
+def _says_as_ort(exc: Exception, ort_error: Any) -> bool:
+    """Whether dmlgraph's onnxruntime fallback failed in onnxruntime's own words (a Scan-8's
+    sequence_lens entry of 0, which onnxruntime refuses where ONNX allows it)."""
+    said = str(ort_error).split("Status Message: ", 1)[-1].strip()
+    return bool(said) and said in str(exc)
+
+
+def _ort_words(exc: Exception) -> str:
+    """onnxruntime's error, its node names and numbers left out (so that alike ones count
+    together)."""
+    text = str(exc).split(" : ", 2)[-1]
+    return re.sub(r"'[^']*'|\d+", "_", text)[:160]
+
+
 def _ort_reason(exc: Exception) -> str:
     text = str(exc)
     for key in ("NOT_IMPLEMENTED", "INVALID_GRAPH", "INVALID_ARGUMENT", "FAIL"):
         if key in text:
             return key
     return type(exc).__name__
+
+
+def _holds_scan8(model: onnx.ModelProto) -> bool:
+    """Whether the model holds a Scan-8 (at its top level), which onnx.reference runs as a
+    Scan-9 (its ``sequence_lens`` a state variable): no oracle of it (``numpy_eval`` is)."""
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
+    return opset == SCAN8_OPSET and any(n.op_type == "Scan" for n in model.graph.node)
 
 
 def _spec_values(
@@ -1368,8 +1651,8 @@ def _spec_values(
     except Exception:  # noqa: BLE001
         stats["oracle.checker_refuses"] += 1
         return None
-    ref = reference_run(model, feeds)
-    if not isinstance(ref, Exception):
+    ref = reference_run(model, feeds) if not _holds_scan8(model) else None
+    if ref is not None and not isinstance(ref, Exception):
         stats["oracle.reference"] += 1
         return [np.ascontiguousarray(v) for v in ref]
     try:
@@ -1447,7 +1730,7 @@ def compare(model, feeds, names, got, expected, stats) -> dict[str, Any] | None:
             bad.append(i)
     if not bad:
         return None
-    ref = reference_run(model, feeds)
+    ref = reference_run(model, feeds) if not _holds_scan8(model) else RuntimeError("Scan-8")
     if not isinstance(ref, Exception) and all(same(got[i], ref[i]) for i in bad):
         stats["ort_divergence"] += 1
         return None
@@ -1513,7 +1796,7 @@ def save(case: Case, problems: list[dict[str, Any]]) -> None:
 
 def worker(
     start: int, count: int, progress: str | None, cflow_only: bool = False,
-    oldops_only: bool = False,
+    oldops_only: bool = False, scan8_only: bool = False,
 ) -> None:
     import warnings
 
@@ -1528,9 +1811,12 @@ def worker(
             continue
         if oldops_only and not wants_oldops(seed):
             continue
+        if scan8_only and not wants_scan8(seed):
+            continue
         case = make_case(seed)
         stats["cases"] += 1
         stats["cflow"] += any(k.startswith("cf.") for k in case.kinds)
+        stats["scan8"] += bool(case.kinds["cf.Scan8"])
         stats[f"dtype.{case.dtype}"] += 1
         stats[f"opset.{case.opset}"] += 1
         stats["big"] += case.big
@@ -1550,7 +1836,8 @@ def worker(
 
 
 def driver(
-    start: int, minutes: float, chunk: int, cflow_only: bool = False, oldops_only: bool = False
+    start: int, minutes: float, chunk: int, cflow_only: bool = False, oldops_only: bool = False,
+    scan8_only: bool = False,
 ) -> None:
     deadline = time.time() + minutes * 60
     seed = start
@@ -1568,6 +1855,7 @@ def driver(
                 progress,
                 *(["--cflow-only"] if cflow_only else []),
                 *(["--oldops-only"] if oldops_only else []),
+                *(["--scan8-only"] if scan8_only else []),
             ],
             capture_output=True,
             text=True,
@@ -1593,8 +1881,11 @@ if __name__ == "__main__":
     parser.add_argument("--minutes", type=float, default=40)
     parser.add_argument("--cflow-only", action="store_true", help="the control-flow seeds alone")
     parser.add_argument("--oldops-only", action="store_true", help="the opset 1-12 seeds alone")
+    parser.add_argument("--scan8-only", action="store_true", help="the Scan-8 seeds alone")
     args = parser.parse_args()
     if args.driver:
-        driver(args.start, args.minutes, args.count, args.cflow_only, args.oldops_only)
+        driver(args.start, args.minutes, args.count, args.cflow_only, args.oldops_only,
+               args.scan8_only)
     else:
-        worker(args.start, args.count, args.progress, args.cflow_only, args.oldops_only)
+        worker(args.start, args.count, args.progress, args.cflow_only, args.oldops_only,
+               args.scan8_only)
