@@ -38,7 +38,7 @@ def lower_pad(rw: Rewriter) -> None:
     if reason:
         raise Unlowerable(reason)
     data = node.inputs[0]
-    shape = rw.static_shape(data, "input")
+    shape = rw.static_shape(data, "input", ruled=True)
     dtype = rw.dtype(data)
     rank = len(shape)
     mode_name = pad_mode(node.op)

@@ -15,7 +15,8 @@ from typing import Callable, NoReturn
 
 import numpy as np
 
-from dmlgraph.errors import ModelValidationError, UnsupportedError
+from dmlgraph import canonical
+from dmlgraph.errors import ModelValidationError, NodeRuleError, UnsupportedError
 from dmlgraph.folding import PartialShapes
 from dmlgraph.ir import Graph, Node
 from lowering.logical import LogicalOp
@@ -91,10 +92,12 @@ class Rewriter:
                 )
         raise ModelValidationError(f"{self.where}: {problem}")
 
-    def static_shape(self, tensor: str, role: str) -> Shape:
+    def static_shape(self, tensor: str, role: str, *, ruled: bool = False) -> Shape:
         """The static sizes of ``tensor`` (``Unlowerable`` where some are not known), noting
         where they are inference's and onnxruntime may make others: a descriptor is sized by
-        them, and the backend checks them at run time."""
+        them, and the backend checks them at run time. ``ruled``: the node's parameters are
+        counted by its rank (a Slice's or Pad's data), so where import could not trust that
+        rank, the node is held to its rules by it here (``_hold_to_rules``)."""
         info = self.graph.tensor(tensor)
         if info.dtype is None or not info.is_static:
             dims = "unknown" if info.shape is None else list(info.shape)
@@ -106,12 +109,26 @@ class Rewriter:
         shape: Shape = info.static_shape  # type: ignore[assignment]
         cause = self._unsure_through(tensor)
         said = f"comes through {cause}"
+        if cause and ruled:
+            self._hold_to_rules(tensor)
         if cause and not any(said in note for note in self.notes):
             self.note(
                 f"{role} {tensor!r} is described as onnx infers it, {list(shape)}; it {said}: "
                 "the backend checks its size at run time, and lowers the node again for another"
             )
         return shape
+
+    def _hold_to_rules(self, tensor: str) -> None:
+        """Hold a Slice or Pad to its op's rules by the rank ``tensor``'s static sizes give,
+        where import could not: ``canonical.check`` passes over a rank onnxruntime may make
+        otherwise (``trust``), and the rule then reads its parameters by this one (a Pad's 8
+        pads for data of rank 3 were read as 3 begins and 5 ends, the last two dropped; an
+        axis 3 of rank 3 raised IndexError). Broken, the node is refused as ``refuse`` says:
+        left to the fallback, which computes (or refuses) what onnxruntime does."""
+        try:
+            canonical.check(self.graph, self.node)
+        except NodeRuleError as exc:
+            self.refuse([tensor], str(exc).removeprefix(f"{self.where}: "))
 
     def dtype(self, tensor: str) -> np.dtype:
         dtype = self.graph.tensor(tensor).dtype

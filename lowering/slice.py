@@ -58,7 +58,7 @@ def lower_slice(rw: Rewriter) -> None:
     if reason:
         raise Unlowerable(reason)
     data = node.inputs[0]
-    shape = rw.static_shape(data, "input")
+    shape = rw.static_shape(data, "input", ruled=True)
     params = {f: graph.constant(node.input(p)) for f, p in ports.items()}
     starts_p, ends_p, axes_p, steps_p = (
         [int(v) for v in np.asarray(params[f]).reshape(-1)]

@@ -960,3 +960,56 @@ def test_a_scan_8_body_reading_a_graph_output_runs_on_the_onnxruntime_fallback(o
     got = get_backend("numpy").run(lower(dmlgraph.load(model), "6_4"), feeds)
     for output, w in zip(("cut", "stacked"), want):
         assert got[output].shape == w.shape and np.array_equal(got[output], w), output
+
+
+def _after_scan_8(tail: onnx.NodeProto, static: bool) -> onnx.ModelProto:
+    """A Scan-8 (run whole on the fallback: onnxruntime may make its output's rank otherwise
+    than onnx infers, [2, 4, 3]) whose scan output O0 feeds ``tail``, making ``p``;
+    ``static``: its inputs declared [2, 3] and [2, 4, 3] (else batch and length named)."""
+    model = _scan_8(1, 1, lens=False)
+    model.graph.node.append(tail)
+    model.graph.output.append(_vi("p", None))
+    if static:
+        for value, dims in zip(model.graph.input, ([2, 3], [2, 4, 3])):
+            value.CopyFrom(_vi(value.name, dims))
+    return model
+
+
+@pytest.mark.parametrize(("tail", "says"), [
+    (helper.make_node("Pad", ["O0"], ["p"], pads=[0, 1, 0, 0, 0, 1, 0, 0]),
+     "pads has 8 values for data of rank 3; it must have 2 * rank"),
+    (helper.make_node("Pad", ["O0"], ["p"], pads=[0, 1, 0, 1]),
+     "pads has 4 values for data of rank 3; it must have 2 * rank"),
+    (helper.make_node("Slice", ["O0"], ["p"], starts=[0], ends=[1], axes=[3]),
+     "out of range"),
+    (helper.make_node("Slice", ["O0"], ["p"], starts=[0, 0, 0, 0], ends=[1, 1, 1, 1]),
+     "starts and ends have 4 values for data of rank 3"),
+])
+@pytest.mark.parametrize("fallback", ["onnxruntime", "reference"])
+@pytest.mark.parametrize("static", [True, False])
+def test_a_rule_broken_by_a_rank_onnxruntime_may_make_otherwise_is_no_silent_result(
+    tail, says, fallback, static, tmp_path, capsys
+) -> None:
+    """A Slice or Pad reading a tensor whose rank import could not trust (a Scan-8's
+    output) was not checked against its op's rules at import, and lowering read its
+    parameters by the rank onnx infers: 8 pads for rank 3 gave a [2, 5, 4] result (the last
+    two dropped), 4 pads, an axis 3 or 4 starts raised IndexError or TypeError from deep
+    inside lowering. The rule is now checked by that rank when the node is lowered, and
+    broken there, the node is left to the fallback, which refuses it (onnxruntime refuses
+    the model too)."""
+    model = _after_scan_8(tail, static)
+    with pytest.raises(Exception):  # the independent oracle: onnxruntime refuses it
+        import onnxruntime as ort
+        ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(
+            None, _scan_8_feeds(1, 1, 2))
+    lowered = lower(dmlgraph.load(model), "6_4")
+    (report,) = [r for r in lowered.report() if r.op_type == tail.op_type]
+    assert report.status.value == "fallback"
+    if static:  # lowered at import, by the rank onnx infers
+        assert says in " ".join(report.notes)
+    path, inputs = tmp_path / "m.onnx", tmp_path / "in.npz"
+    onnx.save(model, path)
+    np.savez(inputs, **_scan_8_feeds(1, 1, 2))
+    assert main(["run", str(path), "--fallback", fallback, "--inputs", str(inputs)]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "error:" in err

@@ -147,12 +147,18 @@ def _crop_negative_pads(
 ) -> tuple[np.ndarray, list[tuple[int, int]]]:
     """The data with each negative pad's elements removed, and the pads left to add (none
     negative). Where one side's crop reaches past the other side (a constant Pad that keeps
-    nothing of an axis), the axis is cropped empty and padded to its size, all fill."""
+    nothing of an axis), the axis is cropped empty and padded to its size, all fill.
+    ValueError where the pads are not two per padded axis, as onnx.reference's Pad refuses
+    them (8 pads for rank 3 were read as 3 begins and 3 ends, the last two dropped)."""
     rank = data.ndim
     flat = [int(p) for p in np.asarray(pads).reshape(-1)]
     chosen = list(range(rank)) if axes is None else [
         int(a) + rank if int(a) < 0 else int(a) for a in np.asarray(axes).reshape(-1)
     ]
+    if len(flat) != 2 * len(chosen):
+        counted = f"data of rank {rank}" if axes is None else f"{len(chosen)} axes"
+        twice = "2 * rank" if axes is None else "2 * len(axes)"
+        raise ValueError(f"pads has {len(flat)} values for {counted}; it must have {twice}")
     index: list[slice] = [slice(None)] * rank
     widths = [(0, 0)] * rank
     for n, axis in enumerate(chosen):
