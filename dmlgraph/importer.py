@@ -1166,9 +1166,12 @@ def _build_graph(
         "doc_string": proto.doc_string,
         "metadata_props": {p.key: p.value for p in proto.metadata_props},
     }
-    initializer_names = {t.name for t in proto.graph.initializer}
+    # the constants the model gives (``Graph.given_constants``): its initializers, and its
+    # Constants' outputs as the nodes are read (a dict: an item stored is no call)
+    given: dict[str, None] = {t.name: None for t in proto.graph.initializer}
+    graph.given_constants = given
     for value_info in proto.graph.input:
-        if value_info.name not in initializer_names:
+        if value_info.name not in given:
             info = tensor_info(value_info, f"{source}: graph input")
             if info.dtype is None:  # the checker lets it through; onnxruntime does not
                 raise ModelValidationError(
@@ -1179,7 +1182,7 @@ def _build_graph(
             graph.add_input(_countable(info, source))
     if proto.ir_version >= 4:  # before it, every initializer was listed as an input
         graph.initializer_inputs = tuple(
-            vi.name for vi in proto.graph.input if vi.name in initializer_names
+            vi.name for vi in proto.graph.input if vi.name in given
         )
     for tensor in proto.graph.initializer:
         data = tensor_array(tensor, f"{source}: initializer")
@@ -1208,7 +1211,7 @@ def _build_graph(
     # onnxruntime: "Invalid tensor data type 0" for what a node makes (no type field at all
     # is fine); an input or initializer listed so it runs, typed by itself, and so does a
     # Constant's output (onnxruntime makes Constants initializers first)
-    listed = initializer_names.union(
+    listed = set(given).union(
         (vi.name for vi in proto.graph.input),
         (out for node in nodes if node.op_type == "Constant" and not node.domain
          for out in node.output),
@@ -1224,8 +1227,11 @@ def _build_graph(
         if o.type.HasField("tensor_type") and o.type.tensor_type.HasField("shape")
     }
     for index, node in enumerate(nodes):
-        if node.op_type == "Constant" and _constant_value(graph, node, outputs, source, index):
-            continue
+        if node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
+            for out in node.output:  # onnxruntime makes it an initializer first
+                given[out] = None
+            if _constant_value(graph, node, outputs, source, index):
+                continue
         where = _node_where(source, index, node)
         notes: list[str] = []
         if node.domain or node.op_type not in canonical.FORMS:  # those: ``check_types``

@@ -20,7 +20,7 @@ from __future__ import annotations
 import heapq
 import math
 import operator
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -729,6 +729,12 @@ class Graph:
         #: them defaults a feed may override (onnxruntime does); dmlgraph folds them as the
         #: constants they hold, so they are not in ``inputs`` and take no feed.
         self.initializer_inputs: tuple[str, ...] = ()
+        #: The names of the constants the model itself gave, as the importer read them: its
+        #: initializers and its Constant nodes' outputs (onnxruntime makes those initializers),
+        #: not what folding made constant; None where not recorded (a graph built otherwise).
+        #: onnxruntime's inference of the model knows the values of these alone (a Loop of no
+        #: iteration, ``backends.numpy.control``). Never changed once imported: shared.
+        self.given_constants: Collection[str] | None = None
         self._tensors: dict[str, TensorInfo] = {}
         # the one read-only view of it ``tensors`` hands out: the importer and lowering ask
         # for it thousands of times a model, and a new view each time cost 0.2 µs apiece.
@@ -1255,6 +1261,7 @@ class Graph:
             k: dict(v) if isinstance(v, dict) else v for k, v in self.model_info.items()
         }
         other.initializer_inputs = self.initializer_inputs
+        other.given_constants = self.given_constants
         other.declared_sizes = set(self.declared_sizes)
         other.inputs = list(self.inputs)
         other.outputs = list(self.outputs)

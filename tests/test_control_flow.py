@@ -680,6 +680,95 @@ def test_a_loop_of_no_iteration_whose_shape_onnxruntime_may_not_know_is_a_known_
     assert "shape [0, 0, 3] differs from [0, 0, 0]" in out and "known divergence" in out
 
 
+def _folded_zeros_loop() -> onnx.ModelProto:
+    """A Loop of ``trip`` trips whose body makes, as a scan output, z + z: z the main graph's
+    ConstantOfShape of x [N, 3]'s Shape from dimension 1 (a [3] of ones, which folding makes
+    a constant)."""
+    zeros = [helper.make_node("Shape", ["x"], ["s"]),
+             helper.make_node("Slice", ["s", "one", "two"], ["s1"]),
+             helper.make_node("ConstantOfShape", ["s1"], ["z"],
+                              value=numpy_helper.from_array(np.ones(1, np.float32)))]
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["c"], ["co"]), helper.make_node("Add", ["z", "z"], ["y"])],
+        "body", [_vi("i", INT64, []), _vi("c", BOOL, [])],
+        [_vi("co", BOOL, []), _vi("y", FLOAT, None)])
+    loop = helper.make_node("Loop", ["trip", ""], ["ys"], body=body)
+    return _model([*zeros, loop], [_vi("x", FLOAT, ["N", 3]), _vi("trip", INT64, [])],
+                  [_vi("ys", FLOAT, None)], [_i64("one", [1]), _i64("two", [2])], checked=False)
+
+
+def test_a_loop_of_no_iteration_reading_a_tensor_folding_made_constant_is_a_known_divergence(
+    tmp_path, capsys
+) -> None:
+    """A Loop of no iteration whose body reads z, a ConstantOfShape of x [N, 3]'s Shape that
+    folding made a constant: dmlgraph's inference took it for an initializer, of values
+    onnxruntime's inference of the model knows ([0, 3]), but onnxruntime does not know them
+    ([0, 0]; ONNX leaves that shape open). ``check`` failed ("parity FAILS", exit 1); now it
+    names a known divergence, as only the model's own constants are taken for initializers
+    (``Graph.given_constants``)."""
+    model = _folded_zeros_loop()
+    feeds = {"x": X[:, :3].copy(), "trip": np.array(0)}
+    assert _ort(model, feeds)[0].shape == (0, 0)
+    path, inputs = tmp_path / "zeros.onnx", tmp_path / "in.npz"
+    onnx.save(model, path)
+    np.savez(inputs, **feeds)
+    assert main(["check", str(path), "--inputs", str(inputs)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "shape [0, 3] differs from [0, 0]" in out
+    assert "known divergence at unnamed node making 'ys' (Loop): divergence: the Loop ran no " \
+        "iteration" in out
+
+
+def _outer_slice_loop(given: str) -> onnx.ModelProto:
+    """A Loop of ``trip`` trips whose body makes, as a scan output, a Slice of x [2, 6] by the
+    main graph's st, en (rows 1 to 2), given as ``given`` says: initializers, initializers a
+    feed may override (listed as graph inputs too), or Constant nodes (a tensor value, or
+    ``value_ints``, which folding evaluates)."""
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["c"], ["co"]),
+         helper.make_node("Slice", ["x", "st", "en"], ["y"])],
+        "body", [_vi("i", INT64, []), _vi("c", BOOL, [])],
+        [_vi("co", BOOL, []), _vi("y", FLOAT, None)])
+    bounds = {"st": [1], "en": [2]}
+    nodes = [helper.make_node("Loop", ["trip", ""], ["ys"], name="loop", body=body)]
+    inputs = [_vi("x", FLOAT, [2, 6]), _vi("trip", INT64, [])]
+    inits = []
+    if given in ("initializer", "overridable"):
+        inits = [_i64(name, value) for name, value in bounds.items()]
+        if given == "overridable":
+            inputs += [_vi(name, INT64, [1]) for name in bounds]
+    else:
+        nodes[:0] = [
+            helper.make_node("Constant", [], [name], value=_i64(name, value))
+            if given == "constant" else helper.make_node("Constant", [], [name], value_ints=value)
+            for name, value in bounds.items()
+        ]
+    return _model(nodes, inputs, [_vi("ys", FLOAT, None)], inits, checked=False)
+
+
+@pytest.mark.parametrize(
+    ("given", "shape", "noted"),
+    [("initializer", (0, 1, 6), False), ("constant", (0, 1, 6), False),
+     ("constant_ints", (0, 1, 6), False), ("overridable", (0, 0, 0), True)],
+)
+def test_a_loop_of_no_iteration_knows_the_values_of_the_model_s_own_constants(
+    given: str, shape: tuple[int, ...], noted: bool
+) -> None:
+    """A Loop of no iteration whose body Slices x [2, 6] by the main graph's constants: an
+    initializer's or a Constant node's values are known to onnxruntime's inference of the
+    model (rows 1 to 2: [0, 1, 6]), and the record notes no divergence; an initializer a feed
+    may override is not constant to onnxruntime ("will not be treated as constant": [0, 0,
+    0]), a known divergence. dmlgraph folds it, so gives [0, 1, 6] (``check`` said "parity
+    FAILS")."""
+    model = _outer_slice_loop(given)
+    feeds = {"x": X, "trip": np.array(0)}
+    assert _ort(model, feeds)[0].shape == shape
+    result = get_backend("numpy").execute(lower(dmlgraph.load(model), "6_4"), feeds)
+    assert result.outputs["ys"].shape == (0, 1, 6)
+    (record,) = [r for r in result.record.nodes if r.node == "loop"]
+    assert record.notes[-1].startswith("divergence: the Loop ran no iteration") == noted
+
+
 def test_a_body_the_importer_refuses_runs_whole_on_the_fallback() -> None:
     """A body holding a sequence (which dmlgraph does not import) runs whole on the fallback
     as before, and its record says why."""

@@ -134,14 +134,15 @@ _NO_TRIP = (
 #: The same, where onnxruntime's inference of the model may know fewer sizes than dmlgraph's
 #: types that shape comes from (ONNX fixes none): sizes that arrived in an If's, Loop's or
 #: Scan's subgraph, sizes of a tensor the enclosing graph computes (a Reshape of x [N, 3] to
-#: [-1] and dimension 1 of its Shape: onnxruntime [0, 0, 0]), or data propagation over a
+#: [-1] and dimension 1 of its Shape: onnxruntime [0, 0, 0]; one folding made a constant) or
+#: a feed may override (an initializer listed as a graph input), or data propagation over a
 #: shape partly known; ``check`` names it for what it reaches.
 _NO_TRIP_OPEN = (
     f"{DIVERGENCE} the Loop ran no iteration: each scan output is empty along axis 0, its "
     "elements of the shape inference gives the body's output from sizes onnxruntime's "
     "inference of the model may not know (sizes that arrived in a subgraph, of tensors the "
-    "enclosing graph computes, or propagated over a shape partly known; it makes those 0); "
-    "ONNX leaves that shape open"
+    "enclosing graph computes or a feed may override, or propagated over a shape partly "
+    "known; it makes those 0); ONNX leaves that shape open"
 )
 
 
@@ -177,6 +178,18 @@ def runs_here(node: Node) -> bool:
     """Whether the backend runs this node's subgraphs lowered (an If, Loop or Scan-9+ of
     ONNX's: ``lowered_when_run``)."""
     return node.is_onnx and bool(lowered_when_run(node.op))
+
+
+def _made_constants(graph: Graph, constants: Mapping[str, np.ndarray]) -> frozenset[str]:
+    """Of the enclosing ``constants`` a Loop's body reads (by the names the model gives them),
+    those onnxruntime's inference of the model knows no value of: not the model's own
+    (``Graph.given_constants``: folding made them), or an initializer a feed may override
+    (onnxruntime: "will not be treated as constant"); none where the graph does not say."""
+    given = graph.given_constants
+    if given is None:
+        return frozenset()
+    overridable = graph.initializer_inputs
+    return frozenset(name for name in constants if name not in given or name in overridable)
 
 
 class ControlFlow:
@@ -242,6 +255,12 @@ class ControlFlow:
         #: typed as it ran); of the others it may know only the element type
         self.declared_outer = frozenset() if getattr(graph, "typed_on_arrival", False) else (
             frozenset(old for old, new in self.outer.items() if new in graph.inputs))
+        #: the enclosing constants a Loop's body reads whose values onnxruntime's inference
+        #: of the model does not know: those folding made (a ConstantOfShape of x [N, 3]'s
+        #: Shape), and initializers a feed may override (``Graph.initializer_inputs``); all
+        #: are known where the graph does not say which the model gave
+        self.made_constants = _made_constants(graph, self.constants) if (
+            self.op_type == "Loop" and self.constants) else frozenset()
         self.cache_limit = cache_limit
         self.cache: OrderedDict[tuple[Any, ...], tuple[LoweredGraph, Plan, tuple[str, ...]]] = (
             OrderedDict()
@@ -372,8 +391,13 @@ class ControlFlow:
                 raise Declined("its scan outputs are made by no iteration, and onnx's "
                                f"inference of its body fails: {known}")
             made = self.no_trip = _scan_elements(known[len(body.input) - 1 :])
-            least = self._inferred_outputs(body, self._body_types(body, outer, least=True),
-                                           self.constants, propagate=False)
+            made_constants = self.made_constants
+            least = self._inferred_outputs(
+                body, self._body_types(body, outer, least=True),
+                {name: value for name, value in self.constants.items()
+                 if name not in made_constants},
+                propagate=False,
+            )
             if isinstance(least, str) or _scan_elements(
                 least[len(body.input) - 1 :], refuse=False
             ) != made:  # onnxruntime knows from least to known
@@ -403,13 +427,15 @@ class ControlFlow:
         enclosing tensors it reads as the enclosing graph types them (onnxruntime's inference
         of the model; a constant is an initializer: its values fix a Slice's sizes); by the
         dtype that arrives where the graph knows none. ``least``: what onnxruntime knows of
-        them at least: the declared inputs' types, the others' element types (a constant is
-        taken for an initializer, though folding may have made it)."""
+        them at least: the declared inputs' types, the others' element types, a constant's
+        values only where the model gave it (``made_constants``: its element type alone)."""
         types = {value.name: value.type for value in body.input}
         for name, info in self.outer_infos.items():
             if info is None or info.dtype is None or (least and name not in self.declared_outer):
                 info = TensorInfo(name, dtype=outer[name].dtype)
             types[name] = value_info(TensorInfo(name, dtype=info.dtype, shape=info.shape)).type
+        for name in self.made_constants if least else ():
+            types[name] = value_info(TensorInfo(name, dtype=self.constants[name].dtype)).type
         return types
 
     def _scan(
