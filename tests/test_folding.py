@@ -1976,3 +1976,70 @@ def test_a_constant_of_shape_inference_leaves_unsized_folds_at_import(
     (record,) = [r for r in lower(graph, "6_4").report()
                  if r.name == "/e/layers.7/lstm/ConstantOfShape"]
     assert record.at_import and record.notes == ("computed from constants at import",)
+
+
+def _concat_after(
+    onnx_make_model, producer: str, static: bool, axis: int, other: str = "z"
+) -> onnx.ModelProto:
+    """u, which onnx infers [B, 3] and onnxruntime makes [1, B, 3] (an If whose branches
+    declare [B, 3] and unsqueeze x; a PRelu whose slope [1, 1, 3] grows X), joined with
+    ``other`` (z [1, 2, 3], or u itself) on ``axis``: valid by onnxruntime's rank alone."""
+    dims = [2, 3] if static else ["B", 3]
+    zero = numpy_helper.from_array(np.array([0], np.int64), "zero")
+    slope = numpy_helper.from_array(np.full((1, 1, 3), 0.5, np.float32), "slope")
+
+    def branch(name: str) -> onnx.GraphProto:
+        return helper.make_graph([helper.make_node("Unsqueeze", ["x", "zero"], [name])], name,
+                                 [], [helper.make_tensor_value_info(name, FLOAT, dims)])
+
+    made = {"if": helper.make_node("If", ["c"], ["u"], then_branch=branch("t"),
+                                   else_branch=branch("e")),
+            "prelu": helper.make_node("PRelu", ["x", "slope"], ["u"])}[producer]
+    return onnx_make_model(
+        [made, helper.make_node("Concat", ["u", other], ["p"], axis=axis)],
+        [("x", FLOAT, dims), ("c", TensorProto.BOOL, []), ("z", FLOAT, [1, 2, 3])],
+        [("p", FLOAT, None)],
+        opset=18,
+        initializers=[zero, slope],
+    )
+
+
+@pytest.mark.parametrize("static", [True, False])
+@pytest.mark.parametrize("axis", [0, 2, -3])
+@pytest.mark.parametrize("other", ["z", "u"])
+def test_a_concat_of_a_rank_onnxruntime_s_session_sees_otherwise_is_not_refused(
+    static, axis, other, onnx_make_model, onnx_run
+) -> None:
+    """An If's output, which onnx infers [2, 3] from its branches' declarations and
+    onnxruntime makes [1, 2, 3] (its session types it by what the branch makes), joined with
+    a [1, 2, 3]: onnxruntime runs it, and ``canonical.check`` refused it by onnx's rank
+    ("inputs have different ranks", "axis = 2 is out of range [-2, 1]"), standing aside for
+    Slice and Pad but not for Concat. It runs now (on the fallback where lowering, by onnx's
+    rank, holds it to the rules: joined with itself on axis 2, it raised IndexError there),
+    as onnxruntime runs it."""
+    model = _concat_after(onnx_make_model, "if", static, axis, other)
+    feeds = {"x": np.arange(6, dtype=np.float32).reshape(2, 3), "c": np.array(True),
+             "z": np.full((1, 2, 3), 7, np.float32)}
+    (want,) = onnx_run(model, feeds)
+    assert want.shape == {0: (2, 2, 3), 2: (1, 2, 6), -3: (2, 2, 3)}[axis]  # u is [1, 2, 3]
+    got = _numpy_run(dmlgraph.load(model), feeds)
+    assert got.shape == want.shape and np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("static", [True, False])
+def test_a_concat_of_a_rank_only_onnxruntime_s_kernel_makes_otherwise_is_refused(
+    static, onnx_make_model, onnx_run
+) -> None:
+    """A PRelu whose slope grows X: onnxruntime's kernel makes [1, 2, 3], but its session
+    infers [2, 3] as onnx does and refuses the Concat with a [1, 2, 3] at load. So does
+    import (``PartialShapes.session_rank_unsure``), rather than join by the rank that
+    arrives."""
+    from dmlgraph.errors import ModelValidationError
+
+    model = _concat_after(onnx_make_model, "prelu", static, 0)
+    feeds = {"x": np.ones((2, 3), np.float32), "c": np.array(True),
+             "z": np.ones((1, 2, 3), np.float32)}
+    with pytest.raises(Exception, match="same rank"):
+        onnx_run(model, feeds)
+    with pytest.raises(ModelValidationError, match="inputs have different ranks"):
+        dmlgraph.load(model)
