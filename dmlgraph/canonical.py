@@ -360,6 +360,34 @@ def _rank_unsure(graph: Graph, node: Node, trust: Trust | None) -> bool:
     return trust is not None and any(trust.rank_unsure(graph, name) for name in read if name)
 
 
+def _session_rules(graph: Graph, node: Node, trust: Trust | None) -> bool:
+    """Whether onnxruntime's session holds a Slice or Pad to the rules counted by its data's
+    rank when it loads the model, where import stands aside for that rank (``Trust``): it
+    sees inference's rank (``Trust.session_rank_unsure``), and knows every parameter as onnx's
+    inference does, the model's initializers and Constants alone (``Graph.given_constants``),
+    or a default or Slice-1's or Pad-2's attribute. (A PRelu whose slope grows X: onnx [B, 3],
+    its kernel [1, B, 3]; a Slice of it by constant axes [2] is refused at load, "Unexpected
+    axis value: 2", which import stood aside for and ran. By axes computed, or ends given at
+    run time, the session runs it, as import lets it.)"""
+    given = graph.given_constants
+    if trust is None or given is None or trust.session_rank_unsure(graph, node.inputs[0]):
+        return False
+    form = FORMS[node.op_type].get(node.provenance.since_version)
+    if getattr(form, "params_as_attributes", False):
+        return True
+    made = f"{constant_base(node.name, node.op_type, node.id)}:"  # defaults ``_set_param`` set
+    ports = PARAMETER_PORTS[node.op_type]
+    for field in _INDEX_PARAMS[node.op_type]:
+        name = node.input(ports[field])
+        if name and not (
+            graph.is_constant(name)
+            and name not in graph.inputs
+            and (name in given or name.startswith(made))
+        ):
+            return False
+    return True
+
+
 def _index_dtype(graph: Graph, node: Node) -> np.dtype:
     """The dtype a node's constant index parameters take: int64, or int32 where a Slice reads
     an int32 one at run time (its starts, ends, axes and steps are one type in ONNX, so the
@@ -507,7 +535,12 @@ def check(graph: Graph, node: Node, trust: Trust | None = None) -> None:
         return
     ports = PARAMETER_PORTS[node.op.op_type]
     data = graph.tensors.get(node.input(0))
-    rank = None if data is None or _rank_unsure(graph, node, trust) else data.rank
+    if data is None:
+        rank = None
+    elif _rank_unsure(graph, node, trust):
+        rank = data.rank if _session_rules(graph, node, trust) else None
+    else:
+        rank = data.rank
     lengths: dict[str, int] = {}
     for field in _INDEX_PARAMS[node.op.op_type]:
         name = node.input(ports[field])
