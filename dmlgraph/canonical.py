@@ -47,6 +47,8 @@ class Trust(Protocol):
 
     def rank_unsure(self, graph: Graph, name: str) -> bool: ...
 
+    def session_rank_unsure(self, graph: Graph, name: str) -> bool: ...
+
 # ----------------------------------------------------------------------------- version tables
 
 
@@ -358,6 +360,34 @@ def _rank_unsure(graph: Graph, node: Node, trust: Trust | None) -> bool:
     return trust is not None and any(trust.rank_unsure(graph, name) for name in read if name)
 
 
+def _session_rules(graph: Graph, node: Node, trust: Trust | None) -> bool:
+    """Whether onnxruntime's session holds a Slice or Pad to the rules counted by its data's
+    rank when it loads the model, where import stands aside for that rank (``Trust``): it
+    sees inference's rank (``Trust.session_rank_unsure``), and knows every parameter as onnx's
+    inference does, the model's initializers and Constants alone (``Graph.given_constants``),
+    or a default or Slice-1's or Pad-2's attribute. (A PRelu whose slope grows X: onnx [B, 3],
+    its kernel [1, B, 3]; a Slice of it by constant axes [2] is refused at load, "Unexpected
+    axis value: 2", which import stood aside for and ran. By axes computed, or ends given at
+    run time, the session runs it, as import lets it.)"""
+    given = graph.given_constants
+    if trust is None or given is None or trust.session_rank_unsure(graph, node.inputs[0]):
+        return False
+    form = FORMS[node.op_type].get(node.provenance.since_version)
+    if getattr(form, "params_as_attributes", False):
+        return True
+    made = f"{constant_base(node.name, node.op_type, node.id)}:"  # defaults ``_set_param`` set
+    ports = PARAMETER_PORTS[node.op_type]
+    for field in _INDEX_PARAMS[node.op_type]:
+        name = node.input(ports[field])
+        if name and not (
+            graph.is_constant(name)
+            and name not in graph.inputs
+            and (name in given or name.startswith(made))
+        ):
+            return False
+    return True
+
+
 def _index_dtype(graph: Graph, node: Node) -> np.dtype:
     """The dtype a node's constant index parameters take: int64, or int32 where a Slice reads
     an int32 one at run time (its starts, ends, axes and steps are one type in ONNX, so the
@@ -501,11 +531,16 @@ def check(graph: Graph, node: Node, trust: Trust | None = None) -> None:
     where = graph.describe(node)
     check_form(node, where)
     if node.op.op_type == "Concat":
-        _check_concat(graph, node, where)
+        _check_concat(graph, node, where, trust)
         return
     ports = PARAMETER_PORTS[node.op.op_type]
     data = graph.tensors.get(node.input(0))
-    rank = None if data is None or _rank_unsure(graph, node, trust) else data.rank
+    if data is None:
+        rank = None
+    elif _rank_unsure(graph, node, trust):
+        rank = data.rank if _session_rules(graph, node, trust) else None
+    else:
+        rank = data.rank
     lengths: dict[str, int] = {}
     for field in _INDEX_PARAMS[node.op.op_type]:
         name = node.input(ports[field])
@@ -703,68 +738,78 @@ def _check_axes(axes: np.ndarray, rank: int | None, where: str) -> None:
         raise NodeRuleError(f"{where}: axes = {axes.tolist()}: an axis appears twice")
 
 
-def _check_concat(graph: Graph, node: Node, where: str) -> None:
+def _check_concat(graph: Graph, node: Node, where: str, trust: Trust | None) -> None:
+    """Refuse a malformed Concat; its rules counted by its inputs' ranks stand aside where
+    ``trust`` says onnxruntime's session may see one of them otherwise (an If's branch
+    declaring [2, 3] that makes [1, 2, 3]: onnxruntime joins it with a [1, 2, 3] on axis 2,
+    which "different ranks" refused). Not where only its kernel may make another (a PRelu
+    whose slope grows X): the session infers as onnx does and refuses the model at load.
+    Asked only of a node they refuse (inline, so a valid node pays no added call)."""
     if "" in node.inputs:  # onnx's checker lets it pass; the ports are not optional
         raise NodeRuleError(
             f"{where}: input {node.inputs.index('')} is empty (''); Concat's inputs are not "
             "optional: name a tensor"
         )
     infos = [graph.tensors[n] for n in node.inputs if n in graph.tensors]
-    ranks = {info.rank for info in infos if info.rank is not None}
-    if len(ranks) > 1:
-        listed = ", ".join(
-            f"{info.name!r}: rank {info.rank}" for info in infos if info.rank is not None
-        )
-        raise NodeRuleError(
-            f"{where}: inputs have different ranks ({listed}); Concat needs one rank"
-        )
     dtypes = {info.dtype for info in infos if info.dtype is not None}
     if len(dtypes) > 1:
         raise NodeRuleError(
             f"{where}: inputs have different dtypes {sorted(map(str, dtypes))}"
         )
-    if not ranks:
-        return
-    rank = ranks.pop()
-    if rank == 0:  # no axis to join on ("axis = 0 is out of range [-0, -1]" said it oddly)
-        raise NodeRuleError(
-            f"{where}: Concat joins tensors of rank 1 or more; these are scalars"
-        )
-    axis = concat_axis(node, where)
-    if not -rank <= axis < rank:
-        # the canonical op holds the axis given or Concat-1's default: say which it may be
-        form = FORMS["Concat"].get(node.provenance.since_version)
-        why = "" if not isinstance(form, ConcatForm) or form.default_axis is None else (
-            f" (Concat-{form.since_version} joins on axis {form.default_axis} where the node "
-            "gives no axis)")
-        raise NodeRuleError(
-            f"{where}: axis = {axis} is out of range [-{rank}, {rank - 1}] for rank {rank}{why}"
-        )
-    axis %= rank
-    for dim in range(rank):
-        if dim == axis:
-            continue
-        sizes = {
-            info.shape[dim]
-            for info in infos
-            if info.shape is not None and isinstance(info.shape[dim], int)
-        }
-        if len(sizes) > 1:
+    ranks = {info.rank for info in infos if info.rank is not None}
+    try:  # the rules counted by the inputs' ranks
+        if len(ranks) > 1:
             listed = ", ".join(
-                f"{info.name!r}: {list(info.shape)}" for info in infos if info.shape is not None
+                f"{info.name!r}: rank {info.rank}" for info in infos if info.rank is not None
             )
             raise NodeRuleError(
-                f"{where}: inputs differ in dimension {dim}, which is not the concat axis {axis} "
-                f"({listed})"
+                f"{where}: inputs have different ranks ({listed}); Concat needs one rank"
             )
-    joined = [info.shape[axis] for info in infos if info.shape is not None]
-    if len(joined) == len(node.inputs) and all(type(n) is int for n in joined):
-        size = sum(joined)  # type: ignore[arg-type]
-        if size > INT64_MAX:  # as Pad's: onnx's inference gives up, the lowering wrapped
+        if not ranks:
+            return
+        rank = ranks.pop()
+        if rank == 0:  # no axis to join on ("axis = 0 is out of range [-0, -1]" said oddly)
             raise NodeRuleError(
-                f"{where}: inputs of sizes {joined} on axis {axis} make it of size {size}, "
-                "beyond the int64 an ONNX dimension is"
+                f"{where}: Concat joins tensors of rank 1 or more; these are scalars"
             )
+        axis = concat_axis(node, where)
+        if not -rank <= axis < rank:
+            # the canonical op holds the axis given or Concat-1's default: say which it may be
+            form = FORMS["Concat"].get(node.provenance.since_version)
+            why = "" if not isinstance(form, ConcatForm) or form.default_axis is None else (
+                f" (Concat-{form.since_version} joins on axis {form.default_axis} where the node "
+                "gives no axis)")
+            raise NodeRuleError(
+                f"{where}: axis = {axis} is out of range [-{rank}, {rank - 1}] for rank {rank}{why}"
+            )
+        axis %= rank
+        for dim in range(rank):
+            if dim == axis:
+                continue
+            sizes = {
+                info.shape[dim]
+                for info in infos
+                if info.shape is not None and isinstance(info.shape[dim], int)
+            }
+            if len(sizes) > 1:
+                listed = ", ".join(
+                    f"{info.name!r}: {list(info.shape)}" for info in infos if info.shape is not None
+                )
+                raise NodeRuleError(
+                    f"{where}: inputs differ in dimension {dim}, which is not the concat axis "
+                    f"{axis} ({listed})"
+                )
+        joined = [info.shape[axis] for info in infos if info.shape is not None]
+        if len(joined) == len(node.inputs) and all(type(n) is int for n in joined):
+            size = sum(joined)  # type: ignore[arg-type]
+            if size > INT64_MAX:  # as Pad's: onnx's inference gives up, the lowering wrapped
+                raise NodeRuleError(
+                    f"{where}: inputs of sizes {joined} on axis {axis} make it of size {size}, "
+                    "beyond the int64 an ONNX dimension is"
+                )
+    except NodeRuleError:
+        if trust is None or not any(trust.session_rank_unsure(graph, n) for n in node.inputs):
+            raise
 
 
 # ----------------------------------------------------------------------------- emit

@@ -2204,6 +2204,8 @@ class PartialShapes:
     _unsure: dict[str, bool] = field(default_factory=dict)
     _rank_unsure: dict[str, bool] = field(default_factory=dict)
     _vector_unsure: dict[str, bool] = field(default_factory=dict)
+    # made when first asked (of a Concat its rules refuse): no cost to a sweep that never asks
+    _session_rank_unsure: dict[str, bool] | None = None
     # whether a node or a declared output that nodes read may give another rank: else no
     # tensor's is asked
     _ranks_diverge: bool | None = None
@@ -2268,6 +2270,19 @@ class PartialShapes:
             )
         return self._ranks_diverge and self._walk(graph, name, self._rank_unsure, _rank_exact)
 
+    def session_rank_unsure(self, graph: Graph, name: str) -> bool:
+        """Whether onnxruntime's session, loading the model, may see another rank for
+        ``name`` than inference gives it: as ``rank_unsure``, but only through the nodes
+        ``_SESSION_RANK_OPS`` names (control flow, whose outputs it types by what their
+        subgraphs make). Elsewhere it infers as onnx does at load (a declared output by its
+        declaration, a PRelu's output as X), and refuses a Concat whose inputs' ranks differ
+        there, whatever its kernels would make."""
+        if not self.rank_unsure(graph, name):
+            return False
+        if self._session_rank_unsure is None:
+            self._session_rank_unsure = {}
+        return self._walk(graph, name, self._session_rank_unsure, _session_rank_exact, declared=())
+
     def _walk(
         self,
         graph: Graph,
@@ -2275,12 +2290,15 @@ class PartialShapes:
         known: dict[str, bool],
         exact: Callable[[Graph, Node], bool],
         decided: Callable[[Graph, Node], bool | None] | None = None,
+        declared: Collection[str] | None = None,
     ) -> bool:
         """``known[name]``, found walking producers back; ``decided`` answers for some
-        producers' outputs by itself (None: walk on)."""
+        producers' outputs by itself (None: walk on); ``declared``: the tensors unsure by
+        themselves (the graph's ``declared_sizes`` where None)."""
         if name in known:
             return known[name]
-        declared, producer_of = self.declared, graph.producer
+        producer_of = graph.producer
+        declared = self.declared if declared is None else declared
         # depth first, without recursion: chains are thousands of nodes long. A tensor whose
         # inputs are pushed is pushed back below them with its producer, (tensor, producer),
         # so its producer is looked up and judged once, not again when they are known.
@@ -2452,6 +2470,19 @@ _RANK_DIVERGENT_WHEN: Mapping[str, Callable[[Graph, Node], bool]] = MappingProxy
     "Loop": lambda graph, node: True,
     "Scan": lambda graph, node: True,
 })
+
+
+#: The ops whose outputs onnxruntime's session may type with another rank than onnx's
+#: inference when it loads a model (``PartialShapes.session_rank_unsure``): control flow,
+#: whose declared subgraph outputs it merges leniently with what they make (an If branch
+#: declaring [2, 3] that makes [1, 2, 3] runs, and its output joins a [1, 2, 3] on axis 2).
+_SESSION_RANK_OPS = frozenset({"If", "Loop", "Scan"})
+
+
+def _session_rank_exact(graph: Graph, node: Node) -> bool:
+    """Whether onnxruntime's session types ``node``'s outputs with onnx's ranks at load."""
+    op = node.op
+    return not isinstance(op, OnnxOp) or bool(op.domain) or op.op_type not in _SESSION_RANK_OPS
 
 
 def _rank_exact(graph: Graph, node: Node) -> bool:

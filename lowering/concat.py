@@ -21,7 +21,7 @@ def lower_concat(rw: Rewriter) -> None:
             "divergence: onnxruntime has no kernel for Concat before opset 4, so it cannot run "
             "the original node"
         )
-    shapes = [rw.static_shape(x, f"input {i}") for i, x in enumerate(node.inputs)]
+    shapes = [rw.static_shape(x, f"input {i}", ruled=True) for i, x in enumerate(node.inputs)]
     rank = len(shapes[0])
     axis = concat_axis(node, rw.where)
     axis = axis + rank if axis < 0 else axis

@@ -96,8 +96,9 @@ class Rewriter:
         """The static sizes of ``tensor`` (``Unlowerable`` where some are not known), noting
         where they are inference's and onnxruntime may make others: a descriptor is sized by
         them, and the backend checks them at run time. ``ruled``: the node's parameters are
-        counted by its rank (a Slice's or Pad's data), so where import could not trust that
-        rank, the node is held to its rules by it here (``_hold_to_rules``)."""
+        counted by its rank (a Slice's or Pad's data, a Concat's inputs), so where import
+        could not trust that rank, the node is held to its rules by it here
+        (``_hold_to_rules``)."""
         info = self.graph.tensor(tensor)
         if info.dtype is None or not info.is_static:
             dims = "unknown" if info.shape is None else list(info.shape)
@@ -119,12 +120,13 @@ class Rewriter:
         return shape
 
     def _hold_to_rules(self, tensor: str) -> None:
-        """Hold a Slice or Pad to its op's rules by the rank ``tensor``'s static sizes give,
-        where import could not: ``canonical.check`` passes over a rank onnxruntime may make
-        otherwise (``trust``), and the rule then reads its parameters by this one (a Pad's 8
-        pads for data of rank 3 were read as 3 begins and 5 ends, the last two dropped; an
-        axis 3 of rank 3 raised IndexError). Broken, the node is refused as ``refuse`` says:
-        left to the fallback, which computes (or refuses) what onnxruntime does."""
+        """Hold a Slice, Concat or Pad to its op's rules by the rank ``tensor``'s static sizes
+        give, where import could not: ``canonical.check`` passes over a rank onnxruntime may
+        make otherwise (``trust``), and the rule then reads its parameters by this one (a
+        Pad's 8 pads for data of rank 3 were read as 3 begins and 5 ends, the last two
+        dropped; an axis 3 of rank 3 raised IndexError; a Concat's inputs of ranks 2 and 3
+        were compared dimension by dimension). Broken, the node is refused as ``refuse``
+        says: left to the fallback, which computes (or refuses) what onnxruntime does."""
         try:
             canonical.check(self.graph, self.node)
         except NodeRuleError as exc:

@@ -4,6 +4,8 @@ Oracles: onnxruntime on the original model, NumPy."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import onnx
 import pytest
@@ -1976,3 +1978,143 @@ def test_a_constant_of_shape_inference_leaves_unsized_folds_at_import(
     (record,) = [r for r in lower(graph, "6_4").report()
                  if r.name == "/e/layers.7/lstm/ConstantOfShape"]
     assert record.at_import and record.notes == ("computed from constants at import",)
+
+
+def _concat_after(
+    onnx_make_model, producer: str, static: bool, axis: int, other: str = "z"
+) -> onnx.ModelProto:
+    """u, which onnx infers [B, 3] and onnxruntime makes [1, B, 3] (an If whose branches
+    declare [B, 3] and unsqueeze x; a PRelu whose slope [1, 1, 3] grows X), joined with
+    ``other`` (z [1, 2, 3], or u itself) on ``axis``: valid by onnxruntime's rank alone."""
+    dims = [2, 3] if static else ["B", 3]
+    zero = numpy_helper.from_array(np.array([0], np.int64), "zero")
+    slope = numpy_helper.from_array(np.full((1, 1, 3), 0.5, np.float32), "slope")
+
+    def branch(name: str) -> onnx.GraphProto:
+        return helper.make_graph([helper.make_node("Unsqueeze", ["x", "zero"], [name])], name,
+                                 [], [helper.make_tensor_value_info(name, FLOAT, dims)])
+
+    made = {"if": helper.make_node("If", ["c"], ["u"], then_branch=branch("t"),
+                                   else_branch=branch("e")),
+            "prelu": helper.make_node("PRelu", ["x", "slope"], ["u"])}[producer]
+    return onnx_make_model(
+        [made, helper.make_node("Concat", ["u", other], ["p"], axis=axis)],
+        [("x", FLOAT, dims), ("c", TensorProto.BOOL, []), ("z", FLOAT, [1, 2, 3])],
+        [("p", FLOAT, None)],
+        opset=18,
+        initializers=[zero, slope],
+    )
+
+
+@pytest.mark.parametrize("static", [True, False])
+@pytest.mark.parametrize("axis", [0, 2, -3])
+@pytest.mark.parametrize("other", ["z", "u"])
+def test_a_concat_of_a_rank_onnxruntime_s_session_sees_otherwise_is_not_refused(
+    static, axis, other, onnx_make_model, onnx_run
+) -> None:
+    """An If's output, which onnx infers [2, 3] from its branches' declarations and
+    onnxruntime makes [1, 2, 3] (its session types it by what the branch makes), joined with
+    a [1, 2, 3]: onnxruntime runs it, and ``canonical.check`` refused it by onnx's rank
+    ("inputs have different ranks", "axis = 2 is out of range [-2, 1]"), standing aside for
+    Slice and Pad but not for Concat. It runs now (on the fallback where lowering, by onnx's
+    rank, holds it to the rules: joined with itself on axis 2, it raised IndexError there),
+    as onnxruntime runs it."""
+    model = _concat_after(onnx_make_model, "if", static, axis, other)
+    feeds = {"x": np.arange(6, dtype=np.float32).reshape(2, 3), "c": np.array(True),
+             "z": np.full((1, 2, 3), 7, np.float32)}
+    (want,) = onnx_run(model, feeds)
+    assert want.shape == {0: (2, 2, 3), 2: (1, 2, 6), -3: (2, 2, 3)}[axis]  # u is [1, 2, 3]
+    got = _numpy_run(dmlgraph.load(model), feeds)
+    assert got.shape == want.shape and np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("static", [True, False])
+def test_a_concat_of_a_rank_only_onnxruntime_s_kernel_makes_otherwise_is_refused(
+    static, onnx_make_model, onnx_run
+) -> None:
+    """A PRelu whose slope grows X: onnxruntime's kernel makes [1, 2, 3], but its session
+    infers [2, 3] as onnx does and refuses the Concat with a [1, 2, 3] at load. So does
+    import (``PartialShapes.session_rank_unsure``), rather than join by the rank that
+    arrives."""
+    from dmlgraph.errors import ModelValidationError
+
+    model = _concat_after(onnx_make_model, "prelu", static, 0)
+    feeds = {"x": np.ones((2, 3), np.float32), "c": np.array(True),
+             "z": np.ones((1, 2, 3), np.float32)}
+    with pytest.raises(Exception, match="same rank"):
+        onnx_run(model, feeds)
+    with pytest.raises(ModelValidationError, match="inputs have different ranks"):
+        dmlgraph.load(model)
+
+
+def _after_growing_prelu(
+    onnx_make_model, tail: list[onnx.NodeProto], inputs=(), initializers=(), *, static: bool
+) -> onnx.ModelProto:
+    """A PRelu whose slope [1, 1, 3] grows X (onnx infers u as X, [B, 3]; onnxruntime's
+    kernel makes [1, B, 3]), then ``tail`` reading u."""
+    slope = numpy_helper.from_array(np.full((1, 1, 3), 0.5, np.float32), "slope")
+    return onnx_make_model(
+        [helper.make_node("PRelu", ["x", "slope"], ["u"]), *tail],
+        [("x", FLOAT, [2, 3] if static else ["B", 3]), *inputs],
+        [("p", FLOAT, None)],
+        opset=18,
+        initializers=[slope, *initializers],
+    )
+
+
+_BY_ONNX_RANK = {  # broken by onnx's rank 2 alone, their parameters the model's constants
+    "slice axes [2]": ([helper.make_node("Slice", ["u", "zero", "one", "two"], ["p"])],
+                       "axes = [2]: [2] out of range [-2, 1]"),
+    "slice 3 starts": ([helper.make_node("Slice", ["u", "zeros", "ones3"], ["p"])],
+                       "starts and ends have 3 values for data of rank 2"),
+    "pad 6 pads": ([helper.make_node("Pad", ["u", "ones6"], ["p"])],
+                   "pads has 6 values for data of rank 2"),
+    "pad axes [2]": ([helper.make_node("Pad", ["u", "ones", "", "two"], ["p"])],
+                     "axes = [2]: [2] out of range [-2, 1]"),
+}
+
+
+def _i64s() -> list[onnx.TensorProto]:
+    return [_i64("zero", [0]), _i64("one", [1]), _i64("two", [2]), _i64("zeros", [0, 0, 0]),
+            _i64("ones", [1, 1]), _i64("ones3", [1, 1, 1]), _i64("ones6", [1] * 6)]
+
+
+@pytest.mark.parametrize("static", [True, False])
+@pytest.mark.parametrize("case", sorted(_BY_ONNX_RANK))
+def test_a_rule_onnxruntime_s_session_checks_by_onnx_s_rank_is_held_at_import(
+    case, static, onnx_make_model, onnx_run
+) -> None:
+    """A Slice or Pad of a PRelu's output that onnx infers [B, 3] and the kernel makes
+    [1, B, 3], by constant parameters valid for rank 3 alone: onnxruntime's session infers
+    rank 2 as onnx does and refuses the model at load ("Unexpected axis value: 2", "Pads has
+    incorrect number of values"). Import stood aside for the rank (the kernel may make
+    another), so with dynamic sizes the node was lowered when it ran, by the rank that
+    arrived, and `run` wrote a [1, 2, 1] (or a [3, 4, 5]) where onnxruntime has no result;
+    static, `--fallback reference` did. Import now holds it to its rules by that rank
+    (``canonical._session_rules``)."""
+    from dmlgraph.errors import ModelValidationError
+
+    tail, says = _BY_ONNX_RANK[case]
+    model = _after_growing_prelu(onnx_make_model, tail, initializers=_i64s(), static=static)
+    with pytest.raises(Exception, match="ShapeInferenceError"):
+        onnx_run(model, {"x": np.ones((2, 3), np.float32)}, optimize=False)
+    with pytest.raises(ModelValidationError, match=re.escape(says)):
+        dmlgraph.load(model)
+
+
+@pytest.mark.parametrize("static", [True, False])
+def test_a_slice_onnxruntime_s_session_cannot_check_at_load_still_runs(
+    static, onnx_make_model, onnx_run
+) -> None:
+    """The same Slice on axis 2 with its ends given at run time: onnx's inference cannot
+    read them, so onnxruntime's session does not check the axes at load, and its kernel
+    slices the [1, 2, 3] it makes. Import still stands aside, and the model runs so."""
+    tail = [helper.make_node("Slice", ["u", "zero", "e", "two"], ["p"])]
+    model = _after_growing_prelu(
+        onnx_make_model, tail, [("e", TensorProto.INT64, [1])], _i64s(), static=static
+    )
+    feeds = {"x": np.arange(6, dtype=np.float32).reshape(2, 3) - 2, "e": np.array([1])}
+    (want,) = onnx_run(model, feeds)
+    assert want.shape == (1, 2, 1)
+    got = _numpy_run(dmlgraph.load(model), feeds)
+    assert got.shape == want.shape and np.array_equal(got, want)
