@@ -857,6 +857,35 @@ def _grow_step(sub: Builder, v: str, n: int, it: str) -> str:
     return t
 
 
+def _scan_body(
+    b: Builder, rng: np.random.Generator, sub: Builder, st_ins: dict[str, tuple[int, ...]],
+    sc_ins: dict[str, tuple[int, ...]],
+) -> tuple[onnx.GraphProto, list[str]]:
+    """A Scan's body (any version's) grown in ``sub`` from its state and scan inputs: each
+    state's next value, of its shape, then 0-2 scan outputs (1-2 without states); adopted
+    into ``b``. The body, and its scan outputs' names."""
+    _grow(sub, int(rng.integers(1, 6)))
+    taken: set[str] = set()
+    nexts = []
+    for v, shp in st_ins.items():
+        t = _output(sub, len(shp), taken)
+        t = _to_shape(sub, t, shp) if (sub.shapes[t] != shp or t in taken) else t
+        taken.add(t)
+        nexts.append(t)
+    scans = []
+    for _ in range(int(rng.integers(0 if st_ins else 1, 3))):
+        t = _output(sub, None, taken)
+        if t in taken:
+            t = sub.emit("Identity", [t], sub.shapes[t])
+        taken.add(t)
+        scans.append(t)
+    elem = ELEM[b.dtype]
+    body_ins = [(v, elem, list(shp)) for v, shp in {**st_ins, **sc_ins}.items()]
+    body = _graph(sub, "body", body_ins, [*nexts, *scans], rng.random() < 0.7)
+    _adopt(b, sub)
+    return body, scans
+
+
 def _scan(b: Builder, rng: np.random.Generator, x: str) -> list[str]:
     s = b.shapes[x]
     r = len(s)
@@ -876,26 +905,7 @@ def _scan(b: Builder, rng: np.random.Generator, x: str) -> list[str]:
     st_ins = {b.name("sv"): b.shapes[t] for t in states}
     sc_ins = {b.name("sx"): slice_shape for _ in range(n_scan)}
     sub = _sub(b, rng, "s", {**st_ins, **sc_ins})
-    _grow(sub, int(rng.integers(1, 6)))
-    taken: set[str] = set()
-    nexts = []
-    for v, shp in st_ins.items():
-        t = _output(sub, len(shp), taken)
-        t = _to_shape(sub, t, shp) if (sub.shapes[t] != shp or t in taken) else t
-        taken.add(t)
-        nexts.append(t)
-    scans = []
-    n_out = int(rng.integers(0 if states else 1, 3))
-    for _ in range(n_out):
-        t = _output(sub, None, taken)
-        if t in taken:
-            t = sub.emit("Identity", [t], sub.shapes[t])
-        taken.add(t)
-        scans.append(t)
-    elem = ELEM[b.dtype]
-    body_ins = [(v, elem, list(shp)) for v, shp in {**st_ins, **sc_ins}.items()]
-    body = _graph(sub, "body", body_ins, [*nexts, *scans], rng.random() < 0.7)
-    _adopt(b, sub)
+    body, scans = _scan_body(b, rng, sub, st_ins, sc_ins)
     # onnxruntime 1.32 dies of SIGFPE stacking an output of no elements on an axis but 0
     out_axes = [int(rng.integers(-(len(sub.shapes[t]) + 1), len(sub.shapes[t]) + 1))
                 if all(sub.shapes[t]) else 0 for t in scans]
@@ -1002,25 +1012,7 @@ def _scan8(b: Builder, rng: np.random.Generator, x: str) -> list[str]:
     st_ins = {b.name("sv"): b.shapes[t][1:] for t in states}
     sc_ins = {b.name("sx"): b.shapes[t][2:] for t in scanned}
     sub = _sub(b, rng, "s", {**st_ins, **sc_ins}, SCAN8_BODY_LIMIT)
-    _grow(sub, int(rng.integers(1, 6)))
-    taken: set[str] = set()
-    nexts = []
-    for v, shp in st_ins.items():
-        t = _output(sub, len(shp), taken)
-        t = _to_shape(sub, t, shp) if (sub.shapes[t] != shp or t in taken) else t
-        taken.add(t)
-        nexts.append(t)
-    scans = []
-    for _ in range(int(rng.integers(0 if states else 1, 3))):
-        t = _output(sub, None, taken)
-        if t in taken:
-            t = sub.emit("Identity", [t], sub.shapes[t])
-        taken.add(t)
-        scans.append(t)
-    elem = ELEM[b.dtype]
-    body_ins = [(v, elem, list(shp)) for v, shp in {**st_ins, **sc_ins}.items()]
-    body = _graph(sub, "body", body_ins, [*nexts, *scans], rng.random() < 0.7)
-    _adopt(b, sub)
+    body, scans = _scan_body(b, rng, sub, st_ins, sc_ins)
     lens = _sequence_lens(b, rng, batch, length)
     directions = [int(rng.random() < 0.4) for _ in scanned]
     attrs: dict[str, Any] = {"num_scan_inputs": len(scanned)}
