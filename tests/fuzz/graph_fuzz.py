@@ -781,21 +781,7 @@ def _loop(b: Builder, rng: np.random.Generator, x: str) -> list[str]:
         nexts = [_grow_step(sub, v, int(rng.integers(1, 4)), it) for v in ins]
         scans: list[str] = []
     else:
-        _grow(sub, int(rng.integers(1, 6)))
-        taken: set[str] = {c_out}
-        nexts = []
-        for v, s in ins.items():
-            t = _output(sub, len(s), taken)
-            t = _to_shape(sub, t, s) if (sub.shapes[t] != s or t in taken) else t
-            taken.add(t)
-            nexts.append(t)
-        scans = []
-        for _ in range(int(rng.integers(0, 3))):
-            t = _output(sub, None, taken)
-            if t in taken:
-                t = sub.emit("Identity", [t], sub.shapes[t])
-            taken.add(t)
-            scans.append(t)
+        nexts, scans = _grown_outputs(sub, rng, ins, {c_out}, fewest_scans=0)
     elem = ELEM[b.dtype]
     body_ins = [(it, onnx.TensorProto.INT64, []), (c_in, onnx.TensorProto.BOOL, [])] + [
         (v, elem, None if growing else list(s)) for v, s in ins.items()]
@@ -857,6 +843,29 @@ def _grow_step(sub: Builder, v: str, n: int, it: str) -> str:
     return t
 
 
+def _grown_outputs(
+    sub: Builder, rng: np.random.Generator, states: dict[str, tuple[int, ...]],
+    taken: set[str], fewest_scans: int,
+) -> tuple[list[str], list[str]]:
+    """A Loop's or Scan's body grown in ``sub``: each state's next value, of its shape, then
+    ``fewest_scans`` to 2 scan outputs, none a tensor already ``taken`` as an output."""
+    _grow(sub, int(rng.integers(1, 6)))
+    nexts = []
+    for shape in states.values():
+        t = _output(sub, len(shape), taken)
+        t = _to_shape(sub, t, shape) if (sub.shapes[t] != shape or t in taken) else t
+        taken.add(t)
+        nexts.append(t)
+    scans = []
+    for _ in range(int(rng.integers(fewest_scans, 3))):
+        t = _output(sub, None, taken)
+        if t in taken:
+            t = sub.emit("Identity", [t], sub.shapes[t])
+        taken.add(t)
+        scans.append(t)
+    return nexts, scans
+
+
 def _scan_body(
     b: Builder, rng: np.random.Generator, sub: Builder, st_ins: dict[str, tuple[int, ...]],
     sc_ins: dict[str, tuple[int, ...]],
@@ -864,21 +873,7 @@ def _scan_body(
     """A Scan's body (any version's) grown in ``sub`` from its state and scan inputs: each
     state's next value, of its shape, then 0-2 scan outputs (1-2 without states); adopted
     into ``b``. The body, and its scan outputs' names."""
-    _grow(sub, int(rng.integers(1, 6)))
-    taken: set[str] = set()
-    nexts = []
-    for v, shp in st_ins.items():
-        t = _output(sub, len(shp), taken)
-        t = _to_shape(sub, t, shp) if (sub.shapes[t] != shp or t in taken) else t
-        taken.add(t)
-        nexts.append(t)
-    scans = []
-    for _ in range(int(rng.integers(0 if st_ins else 1, 3))):
-        t = _output(sub, None, taken)
-        if t in taken:
-            t = sub.emit("Identity", [t], sub.shapes[t])
-        taken.add(t)
-        scans.append(t)
+    nexts, scans = _grown_outputs(sub, rng, st_ins, set(), fewest_scans=0 if st_ins else 1)
     elem = ELEM[b.dtype]
     body_ins = [(v, elem, list(shp)) for v, shp in {**st_ins, **sc_ins}.items()]
     body = _graph(sub, "body", body_ins, [*nexts, *scans], rng.random() < 0.7)
