@@ -36,7 +36,7 @@ from functools import partial
 
 import numpy as np
 
-from backends.numpy.threads import Batch, Program
+from backends.numpy.threads import PIECE_BYTES, Batch, Program, cut
 from benchmarks.cases import Case, execution_cases
 from benchmarks.engines import Ours, OrtBound, change_in_place, fallbacks, session, verify
 from benchmarks.results import Progress, Section, Target
@@ -75,8 +75,10 @@ class MemcpyBound:
     preallocated buffer, every way this machine can make it: ``np.copyto`` on one thread or
     split across ``workers`` threads (the calling thread copies the first part, copy threads the
     rest, handed over as the backend's own NumPy copies are, ``threads.Batch``), and the
-    native copier (``threads.Program``, where it is built) on one thread and on ``workers``.
-    The fastest is the bound: below a few hundred KB a hand-over costs more than the copy.
+    native copier (``threads.Program``, where it is built) on one thread, and on ``workers``
+    in fixed shares or in pieces of ``threads.PIECE_BYTES`` taken as the threads free up (as
+    the backend's own native copies are). The fastest is the bound: below a few hundred KB a
+    hand-over costs more than the copy.
 
     Each way reads one source and writes two destinations in turns, as an engine's two modes
     read one case's inputs and write two outputs (see the module's docstring)."""
@@ -84,6 +86,7 @@ class MemcpyBound:
     def __init__(self, workers: int, bytes_moved: int) -> None:
         self.elements = max(workers, bytes_moved // 2 // 4)
         self.workers = workers
+        self.pieces = max(workers, self.elements * 4 // PIECE_BYTES)
         self.source = np.ones(self.elements, dtype=np.float32)
         makers: dict[str, Callable[[np.ndarray], Callable[[], object]]] = {
             "1": lambda dst: partial(np.copyto, dst, self.source),
@@ -93,6 +96,8 @@ class MemcpyBound:
             makers["1 native"] = lambda dst: Program([[(dst, self.source)]])
             makers[f"{workers} native"] = lambda dst: Program(
                 [[part] for part in self._parts(dst)])
+            makers[f"{workers} native pieces"] = lambda dst: Program(
+                [[piece] for piece in cut(dst, self.source, self.pieces)], threads=workers)
         #: way -> its two destinations, every page touched before timing
         self.destinations: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self.ways: dict[str, Callable[[], None]] = {}

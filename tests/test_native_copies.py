@@ -138,6 +138,91 @@ def test_compiled_falls_back_to_numpy_for_what_the_native_copier_refuses() -> No
     assert destination.tolist() == [0.0, 1.0, 2.0, 3.0]
 
 
+def _chained_lists(count: int, width: int) -> tuple[list, list, np.ndarray]:
+    """``count`` lists, each two moves in order: a <- b, then b <- c. Run once, a holds b's
+    old values and b holds c's; run twice, a would hold c's too: each list runs exactly once,
+    whole, in order, or the bits say otherwise."""
+    rows = np.arange(3 * count * width, dtype=np.uint32).reshape(3, count, width)
+    a, b, c = rows.copy()
+    lists = [[(a[k], b[k]), (b[k], c[k])] for k in range(count)]
+    return lists, [a, b], rows
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 40), st.integers(1, 6), st.integers(1, 300))
+def test_each_list_is_taken_by_one_thread_once(count, threads, width) -> None:
+    """More lists than threads (pieces of a copy, taken by the threads as they free up):
+    every list runs once, by one thread, its moves in order; and more threads than lists
+    run the lists alone. Before, a program ran list k on thread k, one list per thread."""
+    lists, (a, b), rows = _chained_lists(count, width)
+    program = Program(lists, threads=threads)
+    assert program.lists == count and program.threads == min(threads, count)
+    program()
+    assert (a == rows[1]).all() and (b == rows[2]).all()
+
+
+def test_programs_called_at_once_from_two_threads_each_run_all_their_lists() -> None:
+    """One call holds the copy threads; a call made meanwhile on another thread takes all its
+    lists itself. Each list still runs once."""
+    import threading
+
+    failures: list[str] = []
+
+    def calls(seed: int) -> None:
+        for round_ in range(30):
+            lists, (a, b), rows = _chained_lists(25 + seed, 2000 + round_)
+            try:
+                Program(lists, threads=2)()
+            except Exception as exc:  # a thread's exception would not reach the test
+                failures.append(f"thread {seed}: {exc!r}")
+                return
+            if not ((a == rows[1]).all() and (b == rows[2]).all()):
+                failures.append(f"thread {seed}, round {round_}")
+
+    workers = [threading.Thread(target=calls, args=(seed,)) for seed in range(2)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert not failures
+
+
+@pytest.mark.parametrize("threads", [0, -1, copy_threads.MAX_THREADS + 1])
+def test_threads_out_of_range_are_refused(threads) -> None:
+    x = np.zeros(4, np.uint8)
+    if threads == 0:  # the default: one thread per list
+        assert Program([[(x[:2], x[2:])], [(x[2:], x[:2])]], threads=0).threads == 2
+        return
+    with pytest.raises(ValueError, match="threads"):
+        Program([[(x[:2], x[2:])]], threads=threads)
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="no affinity on this platform")
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+def test_a_call_uses_no_more_threads_than_its_cpus() -> None:
+    """The copier counts the CPUs the calling thread may run on (a container's or taskset's
+    limit), as ``default_threads`` counts them, and follows a change; a program of more
+    threads than that runs on fewer (copy threads without a CPU each stalled a call 5-10x:
+    the others spin waiting for them) and copies everything. In a child, so the test
+    process keeps its CPUs."""
+    from backends.numpy._copies import usable_cpus
+
+    assert usable_cpus() == len(os.sched_getaffinity(0))
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+            lists, (a, b), rows = _chained_lists(12, 5000)
+            Program(lists, threads=8)()
+            good = (a == rows[1]).all() and (b == rows[2]).all()
+            code = 0 if usable_cpus() == 1 and good else 1
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+
+
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
 def test_copy_threads_are_started_again_in_a_forked_child() -> None:
     x = np.arange(1 << 16, dtype=np.uint32)

@@ -31,18 +31,23 @@ COPIERS = ["numpy", pytest.param("native", marks=pytest.mark.skipif(
 
 
 @contextmanager
-def copying(copier: str, parallel_bytes: int | None = None, block_bytes: int | None = None):
+def copying(copier: str, parallel_bytes: int | None = None, block_bytes: int | None = None,
+            piece_bytes: int | None = None):
     """Plans compiled inside copy with ``copier``; the thresholds as given, restored after."""
-    old = copy_threads.native, copy_threads.PARALLEL_BYTES, copy_threads.BLOCK_BYTES
+    old = (copy_threads.native, copy_threads.PARALLEL_BYTES, copy_threads.BLOCK_BYTES,
+           copy_threads.PIECE_BYTES)
     copy_threads.native = copier == "native"
     if parallel_bytes is not None:
         copy_threads.PARALLEL_BYTES = parallel_bytes
     if block_bytes is not None:
         copy_threads.BLOCK_BYTES = block_bytes
+    if piece_bytes is not None:
+        copy_threads.PIECE_BYTES = piece_bytes
     try:
         yield
     finally:
-        copy_threads.native, copy_threads.PARALLEL_BYTES, copy_threads.BLOCK_BYTES = old
+        (copy_threads.native, copy_threads.PARALLEL_BYTES, copy_threads.BLOCK_BYTES,
+         copy_threads.PIECE_BYTES) = old
 
 
 #: A DML-only plan runs as one native call (``Replay``) where it is built, else through
@@ -414,6 +419,92 @@ def test_threaded_copies_match_one_thread(mode: str, copier: str) -> None:
         assert same_bits(y, expected), threads
 
 
+@given(st.lists(st.integers(1, 6), min_size=1, max_size=4), st.integers(1, 40), st.data())
+def test_cut_pieces_cover_the_copy_once_in_memory_order(shape, pieces, data) -> None:
+    """``cut``: about ``pieces`` blocks, in memory order, each one run of the outer indices
+    (contiguous in a contiguous destination), together every element once."""
+    destination = np.zeros(shape, np.int32)
+    source = np.arange(destination.size, dtype=np.int32).reshape(shape)
+    if data.draw(st.booleans()):
+        source = source[..., :1]  # broadcast along the last axis
+    moves = copy_threads.cut(destination, source, pieces)
+    starts = [d.__array_interface__["data"][0] for d, _ in moves]
+    assert starts == sorted(starts)
+    assert all(d.flags.c_contiguous for d, _ in moves)
+    assert sum(d.size for d, _ in moves) == destination.size
+    long_axes = [n for n in shape if n > 1]
+    assert len(moves) <= max(pieces, 1) * 2 ** len(long_axes)
+    for d, s in moves:
+        np.copyto(d, s)
+    assert same_bits(destination, np.broadcast_to(source, shape))
+
+
+@pytest.mark.parametrize("copier", COPIERS)
+@pytest.mark.parametrize("workers", [2, 3])
+def test_pieces_outnumber_the_workers_and_run_on_them(copier, workers) -> None:
+    """Natively a phase is cut into pieces of about ``PIECE_BYTES``, more lists than
+    workers, which one program's ``workers`` threads take as they free up; with NumPy's
+    copies, one list per worker as before. Every element arrives either way."""
+    destination = np.zeros((32, 8, 16), np.float32)
+    source = np.arange(destination.size, dtype=np.float32).reshape(destination.shape)
+    with copying(copier, 0, piece_bytes=1024):
+        lists = copy_threads.distribute([(destination, source)], workers)
+        run = copy_threads.compiled(lists, workers)
+    if copier == "native":
+        assert len(lists) == destination.nbytes // 1024
+        assert isinstance(run, copy_threads.Program)
+        assert run.threads == workers and run.lists == len(lists)
+    else:
+        assert len(lists) == workers
+    run()
+    assert same_bits(destination, source)
+
+
+def test_numpy_copies_join_pieces_into_one_list_per_thread() -> None:
+    """Pieces cut for the native copier that it cannot build (a cast) run through NumPy on
+    ``threads`` lists, each a run of the pieces in order: never a thread per piece."""
+    destination = np.zeros((12, 5), np.float64)
+    pieces = [[(destination[k], np.arange(5, dtype=np.int32) + 10 * k)] for k in range(12)]
+    run = copy_threads.compiled(pieces, 3)
+    assert isinstance(run, copy_threads.Batch)
+    assert [len(moves) for moves in run.lists] == [4, 4, 4]
+    run()
+    assert same_bits(destination, np.arange(5.0) + np.arange(0.0, 120.0, 10.0)[:, None])
+
+
+@pytest.mark.parametrize("copier", COPIERS)
+@pytest.mark.parametrize("threads", [2, 3])
+@pytest.mark.parametrize("case", ["constant", "reflect", "edge", "wrap", "concat0", "concat2",
+                                  "slice"])
+def test_plans_cut_in_pieces_give_onnxruntimes_bits(copier, threads, case) -> None:
+    """Paddings (their borders joined to the interior's pieces, row block by row block),
+    Concats on the outer and the inner axis and a strided Slice, cut into pieces of 256
+    bytes: onnxruntime's bits, on 2 or 3 threads."""
+    shape = (6, 5, 7)
+    if case in ("constant", "reflect", "edge", "wrap"):
+        model, x = _pad_case(shape, [1, 2, 0, 2, 1, 3], case)
+        feeds = {"x": x}
+    elif case.startswith("concat"):
+        axis = int(case[-1])
+        model = _model([helper.make_node("Concat", ["a", "b"], ["y"], axis=axis)],
+                       [_info("a", np.int64, shape), _info("b", np.int64, shape)],
+                       [_info("y", np.int64, [n * (2 if k == axis else 1)
+                                             for k, n in enumerate(shape)])])
+        feeds = {"a": np.arange(210, dtype=np.int64).reshape(shape),
+                 "b": -np.arange(210, dtype=np.int64).reshape(shape)}
+    else:
+        model = _model(
+            [helper.make_node("Slice", ["x", "s", "e", "ax", "st"], ["y"])],
+            [_info("x", np.int64, shape)], [_info("y", np.int64, (6, 3, 4))],
+            [_ints("s", [0, 6]), _ints("e", [5, -100]), _ints("ax", [1, 2]),
+             _ints("st", [2, -2])])
+        feeds = {"x": np.arange(210, dtype=np.int64).reshape(shape)}
+    expected = _ort(model, feeds)
+    with copying(copier, 0, 64, piece_bytes=256):
+        got = NumpyBackend(threads=threads).run(lower(load(model), "6_4"), feeds)
+    assert all(same_bits(y, want) for y, want in zip(got.values(), expected))
+
+
 def _pad_case(shape: tuple[int, ...], pads: list[int], mode: str):
     """A one-Pad model of int64 data and its input, distinct values throughout."""
     rank = len(shape)
@@ -487,9 +578,9 @@ def test_lockstep_groups_the_native_copier_cannot_take_run_through_numpy(
         monkeypatch.setattr(plan_module, "Program", Refusing)
     given: list = []
 
-    def spy(lists):
+    def spy(lists, threads=None):
         given.extend(item for items in lists for item in items)
-        return copy_threads.compiled(lists)
+        return copy_threads.compiled(lists, threads)
 
     monkeypatch.setattr(plan_module, "compiled", spy)
     model, x = _pad_case((40, 3, 96), [0, 2, 3, 0, 1, 2], mode)
@@ -700,9 +791,9 @@ def test_bound_and_pooled_outputs_in_turns_compile_each_form_once(monkeypatch) -
     compiled: list[object] = []
     real = plan_module.compiled
 
-    def counting(lists):
+    def counting(lists, threads=None):
         compiled.append(lists)
-        return real(lists)
+        return real(lists, threads)
 
     monkeypatch.setattr(plan_module, "compiled", counting)
     nodes = [helper.make_node("Pad", ["x", "pads"], ["y"], mode="reflect")]
@@ -1206,9 +1297,9 @@ def test_a_native_program_knows_only_the_roots_its_moves_touch(monkeypatch) -> N
             return isinstance(made, real)
 
     class Recording(metaclass=Programs):
-        def __new__(cls, lists, stream=None, roots=None, slots=None):
+        def __new__(cls, lists, stream=None, roots=None, slots=None, **threads):
             given_roots.append(len(roots or ()))
-            return real(lists, stream=stream, roots=roots, slots=slots)
+            return real(lists, stream=stream, roots=roots, slots=slots, **threads)
 
     monkeypatch.setattr(plan_module, "Program", Recording)
     nodes, outputs, current = [], [], "x"

@@ -10,9 +10,11 @@ STREAM_BYTES: int
 STREAMS: int
 
 def address(array: np.ndarray, /) -> int: ...
+def usable_cpus() -> int: ...
 
 class Program:
-    """Lists of (destination, source) copies, analysed once; list k runs on thread k."""
+    """Independent lists of (destination, source) copies, analysed once; each call's threads
+    (at most ``threads``) take the lists one by one as they free up."""
 
     def __new__(
         cls,
@@ -20,12 +22,16 @@ class Program:
         stream: bool | None = None,
         roots: Sequence[tuple[int, int] | None] | None = None,
         slots: Sequence[int] | None = None,
+        *,
+        threads: int = ...,
     ) -> Program: ...
     def __call__(self, bases: Sequence[int | None] = ..., /) -> None: ...
     @property
     def nbytes(self) -> int: ...
     @property
     def threads(self) -> int: ...
+    @property
+    def lists(self) -> int: ...
     @property
     def streams(self) -> bool | None: ...
 

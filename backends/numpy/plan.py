@@ -540,10 +540,11 @@ class Plan:
         roots = [(address(self._roots[r].proxy), self._roots[r].nbytes) for r in slots]
         calls: list[Instruction] = []
         for lists in distribute_phases(phases, self.threads):
-            if len(lists) > MAX_THREADS:
+            if min(len(lists), self.threads) > MAX_THREADS:
                 return None
             try:
-                program = Program(lists, roots=roots, slots=slots)
+                program = Program(lists, roots=roots, slots=slots,
+                                  threads=min(len(lists), self.threads))
             except (TypeError, ValueError, BufferError):
                 return None
             calls.append(partial(program, self._state.addresses))
@@ -701,7 +702,7 @@ class _BoundPhases:
 
 def _calls(threads: int, moves: list[list[Move]], rows: list[int | None]) -> list[Instruction]:
     phases = [Phase(m, r) for m, r in zip(moves, rows)]
-    return [compiled(lists) for lists in distribute_phases(phases, threads)]
+    return [compiled(lists, threads) for lists in distribute_phases(phases, threads)]
 
 
 def _unowned(memory: np.ndarray) -> np.ndarray:

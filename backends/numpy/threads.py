@@ -1,10 +1,11 @@
 """Copies spread across threads, run natively where the extension is built.
 
-``compiled`` turns lists of moves (one per thread) into one call. With the native extension
-(``_copies.c``, built by ``pip install``) that is a ``Program``: every move analysed once into
-pointers and coalesced strides, rows copied by typed loops (NumPy runs one inner loop
-of about 30 ns per row, which bounds short rows), the GIL released, and copy threads that spin
-for 2 ms after each batch before they sleep, as onnxruntime's pool does. Without it (no C
+``compiled`` turns independent lists of moves into one call on up to ``threads`` threads. With
+the native extension (``_copies.c``, built by ``pip install``) that is a ``Program``: every
+move analysed once into pointers and coalesced strides, rows copied by typed loops (NumPy runs
+one inner loop of about 30 ns per row, which bounds short rows), the GIL released, the lists
+(pieces of about ``PIECE_BYTES``) taken by the threads as they free up, and copy threads that
+spin for 2 ms after each batch before they sleep, as onnxruntime's pool does. Without it (no C
 compiler, or ``DMLGRAPH_NATIVE_COPIES=0``) the same lists run through ``np.copyto``; NumPy
 releases the GIL while it copies, and Python copy threads wait on a bare lock each rather than a
 ``concurrent.futures`` pool, whose queue added about 25 µs to each hand-over on a 2-core VM
@@ -16,6 +17,7 @@ without holding the GIL.
 from __future__ import annotations
 
 import _thread
+import heapq
 import math
 import os
 import threading
@@ -54,6 +56,15 @@ SLAB_BYTES = 1 << 10
 #: destination bytes, all moves per block, so each block of the output is finished while it
 #: is still in cache instead of once per move.
 BLOCK_BYTES = 1 << 20
+#: Natively, a phase handed to several threads is cut into lists of about this many
+#: destination bytes, which the threads take one by one as they free up (``_copies.c``'s
+#: ``Share``), rather than one fixed share each: a VM's vCPUs run at different speeds from
+#: moment to moment, and with fixed halves the faster thread waits for the slower. Measured
+#: in C on the 2-vCPU VM (two threads, a plain copy): 256 KB pieces beat halves by 0-7% at
+#: 16 MB and 4-10% at 128 MB; 1 MB pieces by -5% to +8%.
+PIECE_BYTES = 256 << 10
+#: At most this many lists a phase (a 128 MB phase is 512 pieces of 256 KB).
+MAX_PIECES = 1024
 
 
 def default_threads() -> int:
@@ -81,17 +92,53 @@ def split(destination: np.ndarray, source: np.ndarray, parts: int) -> list[Move]
     return [(destination, source)]
 
 
+def cut(destination: np.ndarray, source: np.ndarray, pieces: int) -> list[Move]:
+    """The copy as about ``pieces`` copies of disjoint destination blocks in memory order,
+    each a run of the outer indices: the outermost axis longer than 1 is cut into
+    ``pieces`` ranges, or where it is shorter, each of its indices cut again along the axes
+    after it. ``split``'s one axis dividing evenly may be an inner one, whose pieces each
+    take rows from every outer index (a [16, 4, 256, 256] copy in 64 pieces: 4 rows of each
+    of 64 planes, which copied at 0.7x the speed of halves)."""
+    source = np.broadcast_to(source, destination.shape)
+    return _cut(destination, source, pieces)
+
+
+def _cut(destination: np.ndarray, source: np.ndarray, pieces: int) -> list[Move]:
+    shape = destination.shape
+    axis = next((a for a, size in enumerate(shape) if size > 1), None)
+    if pieces <= 1 or axis is None:
+        return [(destination, source)]
+    size = shape[axis]
+    lead = (slice(None),) * axis
+    if size >= pieces:
+        bounds = [size * k // pieces for k in range(pieces + 1)]
+        return [
+            (destination[lead + (slice(a, b),)], source[lead + (slice(a, b),)])
+            for a, b in zip(bounds, bounds[1:])
+        ]
+    each = math.ceil(pieces / size)
+    return [
+        piece
+        for i in range(size)
+        for piece in _cut(destination[lead + (slice(i, i + 1),)],
+                          source[lead + (slice(i, i + 1),)], each)
+    ]
+
+
 def distribute(phase: Sequence[Move], workers: int, rows: int | None = None) -> list[list[Item]]:
-    """A phase's moves as one list per worker with about equal bytes each (``_distribute``)."""
+    """A phase's moves as independent lists of about equal bytes each, for ``workers``
+    threads (``_distribute``)."""
     return _distribute(phase, workers, rows)[0]
 
 
 def distribute_phases(phases: Sequence[Phase], workers: int) -> list[list[list[Item]]]:
-    """The phases as calls, each one list per worker. A phase over the same rows as the one
-    before it, which was cut into row blocks, joins that call worker by worker, cut at the same
-    rows: each row reads only the same row (``moves.Phase``), so a worker can go on to its own
-    rows of the next phase without waiting for the others (a padding's outer borders: the
-    hand-over between phases cost 5-8% of a 16 MB padding, measured)."""
+    """The phases as calls, each independent lists for ``workers`` threads: one per worker,
+    or natively pieces that the threads take as they free up (``PIECE_BYTES``). A phase over
+    the same rows as the one before it, which was cut into row blocks, joins that call list by
+    list, cut at the same rows: each row reads only the same row (``moves.Phase``), so a
+    thread can go on to its own rows of the next phase without waiting for the others (a
+    padding's outer borders: the hand-over between phases cost 5-8% of a 16 MB padding,
+    measured)."""
     calls: list[list[list[Item]]] = []
     blocked: tuple[int, int] | None = None  # the last call's row axis and its size
     for phase in phases:
@@ -111,6 +158,14 @@ def distribute_phases(phases: Sequence[Phase], workers: int) -> list[list[list[I
 
 def _size(phase: Phase, axis: int) -> int:
     return int(phase.moves[0][0].shape[axis])
+
+
+def _pieces(total: int, workers: int) -> int:
+    """How many lists a phase of ``total`` bytes for ``workers`` threads is cut into: one per
+    worker, or natively one per ``PIECE_BYTES`` (no fewer than the workers)."""
+    if not native:
+        return workers
+    return max(workers, min(total // PIECE_BYTES, MAX_PIECES))
 
 
 def _distribute(
@@ -136,21 +191,25 @@ def _distribute(
         return _row_blocks(phase, rows, 1, total), rows
     if rows is None:
         rows = _shared_axis(phase, workers)
+    parts = _pieces(total, workers)
     if rows is not None:
-        return _row_blocks(phase, rows, workers, total), rows
-    share = total / workers
+        return _row_blocks(phase, rows, parts, total), rows
+    share = total / parts
     pieces: list[Move] = []
     for destination, source in phase:
         if destination.nbytes > share / 2:
-            pieces.extend(split(destination, source, workers))
+            if parts == workers:  # fixed shares: every worker a part of each move
+                pieces.extend(split(destination, source, workers))
+            else:  # pieces of about a share each, taken as threads free up
+                pieces.extend(cut(destination, source, math.ceil(destination.nbytes / share)))
         else:
             pieces.append((destination, source))
-    lists: list[list[Item]] = [[] for _ in range(workers)]
-    loads = [0] * workers
+    lists: list[list[Item]] = [[] for _ in range(parts)]
+    loads = [(0, k) for k in range(parts)]  # a heap: the least loaded list first
     for destination, source in sorted(pieces, key=lambda m: -m[0].nbytes):
-        least = loads.index(min(loads))
+        load, least = loads[0]
         lists[least].append((destination, source))
-        loads[least] += destination.nbytes
+        heapq.heapreplace(loads, (load + destination.nbytes, least))
     return [moves for moves in lists if moves], None
 
 
@@ -355,16 +414,23 @@ class Batch:
                 raise errors[0]
 
 
-def compiled(lists: list[list[Item]]) -> Instruction:
-    """One call that runs the lists, list 0 on the calling thread and each other on a copy
-    thread: a native program where it can be built (its moves' arrays all export strided
-    buffers of one item size), else the fewest Python calls (a single copy is ``np.copyto``)."""
-    if native and Program is not None and len(lists) <= MAX_THREADS:
+def compiled(lists: list[list[Item]], threads: int | None = None) -> Instruction:
+    """One call that runs the independent lists on the calling thread and copy threads, at
+    most ``threads`` in all (one per list by default): a native program where it can be built
+    (its moves' arrays all export strided buffers of one item size), its threads taking the
+    lists as they free up; else the fewest Python calls (a single copy is ``np.copyto``), the
+    lists joined into one per thread, in order."""
+    threads = min(threads or len(lists), len(lists))
+    if native and Program is not None and threads <= MAX_THREADS:
         try:
-            return Program(lists)
+            return Program(lists, threads=threads)
         except (TypeError, ValueError, BufferError):
             pass  # NumPy makes every copy it can (and raises for the rest when run)
-    plain = [_plain_moves(items) for items in lists]
+    bounds = [len(lists) * k // threads for k in range(threads + 1)]
+    plain = [
+        [move for items in lists[low:high] for move in _plain_moves(items)]
+        for low, high in zip(bounds, bounds[1:])
+    ]
     if len(plain) > 1:
         return Batch(plain)
     if len(plain[0]) == 1:

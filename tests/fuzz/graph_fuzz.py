@@ -7,7 +7,8 @@ alone (a plan of descriptors, replayed natively). Fan-out, a Concat reading one 
 intermediate graph outputs, rarely an input as an output or an output named twice, run-time
 Slice/Pad parameters, symbolic input and output sizes, float32/float16/int64/bool/uint8, and
 now and then a tensor of a few MB. Copy knobs vary per case (native or NumPy copies, thread
-count, PARALLEL_BYTES, BLOCK_BYTES, SLAB_BYTES), and 10% run on the reference fallback.
+count, PARALLEL_BYTES, BLOCK_BYTES, SLAB_BYTES, PIECE_BYTES), and 10% run on the reference
+fallback.
 
 A fifth of the seeds (``wants_cflow``, drawn from a stream of their own: the other seeds build
 the cases they always did) add control flow over the graph built: an If (a bool input or
@@ -1195,6 +1196,8 @@ def make_case(seed: int) -> Case:
         "slab_bytes": int(rng.choice([1 << 10, 1 << 10, 16])),
         "threads": int(rng.choice([1, 2, 2, 3, 4])),
         "fallback": "reference" if rng.random() < 0.1 else "onnxruntime",
+        # drawn last, so every case and knob before it is what the same seed always made
+        "piece_bytes": int(rng.choice([256 << 10, 256 << 10, 64, 4096])),
     }
     return Case(seed, model, feeds, b.kinds, dtype, opset, big, knobs)
 
@@ -1423,6 +1426,7 @@ def set_knobs(knobs: dict[str, Any]) -> None:
     t.PARALLEL_BYTES = knobs["parallel_bytes"]
     t.BLOCK_BYTES = knobs["block_bytes"]
     t.SLAB_BYTES = knobs["slab_bytes"]
+    t.PIECE_BYTES = knobs.get("piece_bytes", 256 << 10)
 
 
 def strided(a: np.ndarray) -> np.ndarray:
