@@ -317,9 +317,11 @@ class _LongVectors:
     constants: tuple[tuple[int, str, int, int], ...]
     inner: tuple[tuple[onnx.GraphProto, int, str, int, int], ...] = ()
     reshaped: tuple[tuple[int, str], ...] = ()  # (index in graph.node, output)
+    inner_reshaped: tuple[tuple[onnx.GraphProto, int, str], ...] = ()  # of subgraphs
 
     def __bool__(self) -> bool:
-        return bool(self.inputs or self.constants or self.inner or self.reshaped)
+        return bool(self.inputs or self.constants or self.inner or self.reshaped
+                    or self.inner_reshaped)
 
 
 def _long_vectors(
@@ -333,25 +335,35 @@ def _long_vectors(
             if long and (len(dims) == 1 or not is_weight(value_info.name)):
                 inputs += ((position, axis, dims[axis].dim_value) for axis in long)
     inner: list[tuple[onnx.GraphProto, int, str, int, int]] = []
+    inner_reshaped: list[tuple[onnx.GraphProto, int, str]] = []
     listed = graph.node if nodes is None else nodes
     reshaped: dict[str, tuple[int, str]] = {}
-    constants = _graph_long_vectors(graph, listed, None, inner, reshaped)
+    constants = _graph_long_vectors(graph, listed, None, (inner, inner_reshaped), reshaped)
     read = sorted(_read_ranges(listed, reshaped)) if reshaped else ()
-    return _LongVectors(tuple(inputs), tuple(constants), tuple(inner), tuple(read))
+    return _LongVectors(tuple(inputs), tuple(constants), tuple(inner), tuple(read),
+                        tuple(inner_reshaped))
+
+
+#: Where ``_graph_long_vectors`` puts what it finds in subgraphs: their long vectors (as
+#: ``_LongVectors.inner``) and their ``_RESHAPERS`` found (``_LongVectors.inner_reshaped``).
+_Inner = tuple[
+    list[tuple[onnx.GraphProto, int, str, int, int]], list[tuple[onnx.GraphProto, int, str]]
+]
 
 
 def _graph_long_vectors(
     graph: onnx.GraphProto,
     listed: Sequence[Any],
     outer: _Constants | None,
-    inner: list[tuple[onnx.GraphProto, int, str, int, int]],
-    reshaped: dict[str, tuple[int, str]] | None = None,
+    inner: _Inner,
+    reshaped: dict[str, tuple[int, str]],
+    outer_sizes: _DeclaredSizes | None = None,
 ) -> list[tuple[int, str, int, int]]:
     """The long Constant nodes and vector makers of ``graph`` (``listed``: its nodes, or their
-    ``NodeFields``); those of the subgraphs it holds go to ``inner``. ``outer``: the constants
-    a subgraph sees of the graphs holding it. Its Reshapes and Squeezes that may make a
-    long vector (``_RESHAPERS``) go to ``reshaped`` where given, by output: (index,
-    output)."""
+    ``NodeFields``); those of the subgraphs it holds go to ``inner``. ``outer`` and
+    ``outer_sizes``: the constants and sizes a subgraph sees of the graphs holding it. Its
+    nodes that may make a long vector (``_RESHAPERS``) go to ``reshaped``, by output:
+    (index, output)."""
     found = []
     ranges: dict[str, tuple[int, str, int, int]] = {}  # long Ranges, hidden where read so
     values: _Constants | None = None  # the graph's small constants, read once if asked
@@ -363,18 +375,16 @@ def _graph_long_vectors(
         if op_type in _CONTROL_FLOW:
             if values is None:
                 values = _Constants(graph, listed, outer)
-            _subgraph_long_vectors(graph.node[index], values, inner)
+            if sizes is None:
+                sizes = _DeclaredSizes(graph, listed, outer_sizes)
+            _subgraph_long_vectors(graph.node[index], values, sizes, inner)
             continue
         if op_type in _RESHAPERS:
-            if reshaped is not None and node.input:
+            if node.input and node.domain in ("", "ai.onnx"):
                 if sizes is None:
-                    sizes = _DeclaredSizes(graph, listed)
-                size = sizes.get(node.input[0])  # first: most Reshapes read no weight
-                if size is not None and size > LONG_VECTOR:
-                    if values is None:
-                        values = _Constants(graph, listed, outer)
-                    if _RESHAPERS[op_type](node, values):
-                        reshaped[node.output[0]] = (index, node.output[0])
+                    sizes = _DeclaredSizes(graph, listed, outer_sizes)
+                if _RESHAPERS[op_type](node, sizes):
+                    reshaped[node.output[0]] = (index, node.output[0])
             continue
         if node.domain not in ("", "ai.onnx") or len(node.output) != 1:
             continue
@@ -413,19 +423,21 @@ def _read_ranges(listed: Sequence[Any], ranges: Mapping[str, _Found]) -> list[_F
 
 
 def _subgraph_long_vectors(
-    node: onnx.NodeProto,
-    outer: _Constants,
-    inner: list[tuple[onnx.GraphProto, int, str, int, int]],
+    node: onnx.NodeProto, outer: _Constants, outer_sizes: _DeclaredSizes, inner: _Inner
 ) -> None:
-    """Into ``inner``, the long vectors of the subgraphs of ``node`` (of the model inference
-    is given, not the user's: ``_hide`` removes them there). onnx's inference enters them
-    with data propagation on: a Constant [2^33 + 4] read by a ConstantOfShape and a Slice in
-    an If branch loaded for minutes."""
+    """Into ``inner``, the long vectors and ``_RESHAPERS`` found of the subgraphs of ``node``
+    (of the model inference is given, not the user's: ``_hide`` changes them there). onnx's
+    inference enters them with data propagation on: a Constant [2^33 + 4] read by a
+    ConstantOfShape and a Slice in an If branch loaded for minutes, a Slice of a row of an
+    outer weight [2, 16M] Gathered in an If branch took 3.5 s and 1.7 GB."""
     for attr in node.attribute:
         graphs = [attr.g] if attr.type == AttributeProto.GRAPH else attr.graphs
         for sub in graphs:
-            found = _graph_long_vectors(sub, sub.node, outer, inner)
-            inner.extend((sub, *vector) for vector in found)
+            reshaped: dict[str, tuple[int, str]] = {}
+            found = _graph_long_vectors(sub, sub.node, outer, inner, reshaped, outer_sizes)
+            inner[0].extend((sub, *vector) for vector in found)
+            if reshaped:
+                inner[1].extend((sub, *read) for read in _read_ranges(sub.node, reshaped))
 
 
 #: Shape data onnx's propagators compute from their inputs' (``PartialDataPropagationFunction``
@@ -623,37 +635,74 @@ _VECTOR_MAKERS: Mapping[str, Callable[[Any, _Constants], tuple[int, int] | None]
 }
 
 
-def _reshapes_to_a_vector(node: Any, values: _Constants) -> bool:
-    """Whether a Reshape (of a tensor of more than ``LONG_VECTOR`` elements) makes a vector
-    of them: to a constant shape of one element, -1, 0 (dimension 0 of a vector) or a length
-    above it."""
-    if len(node.input) != 2 or node.domain not in ("", "ai.onnx"):
+def _reshapes_to_a_vector(node: Any, sizes: _DeclaredSizes) -> bool:
+    """Whether a Reshape makes a long vector: to a constant shape of one element that is a
+    length above ``LONG_VECTOR`` (of any tensor: an input of a dynamic size), or -1 or 0
+    (dimension 0 of a vector) of a tensor of more elements than that. (Each Reshape asks:
+    no call but one where the shape has not one element.)"""
+    inputs = node.input
+    if inputs[2:] or not inputs[1:] or sizes.constant_dims(inputs[1]) != (1,):
+        return False  # a constant: inference without propagation sizes it too
+    length = sizes.scalar(inputs[1])
+    if length is None or length > LONG_VECTOR:
+        return length is not None
+    size = sizes.get(inputs[0]) if length in (-1, 0) else None
+    return size is not None and size > LONG_VECTOR
+
+
+def _squeezes_to_a_vector(node: Any, sizes: _DeclaredSizes) -> bool:
+    """Whether a Squeeze of a tensor of more than ``LONG_VECTOR`` elements may make a vector
+    of them (a Squeeze of a Flatten of a weight): by constant axes (inference without
+    propagation sizes it too), or, of a tensor of dimensions known (``_DeclaredSizes.
+    shape``), by an axes attribute (Squeeze-1, -11) or by none (every dimension of 1) to one
+    dimension. (Hidden, a Squeeze of another rank lost the sizes only propagation gives
+    its readers, where folding does not compute them.)"""
+    size = sizes.get(node.input[0])
+    if size is None or size <= LONG_VECTOR:
         return False
-    shape = values.tensor(node.input[1])  # a constant: inference without propagation
-    if shape is None or shape.dims != [1]:  # sizes it too (``infer_model``)
+    inputs = node.input
+    if inputs[1:]:
+        return not inputs[2:] and sizes.constant_dims(inputs[1]) is not None
+    shape = sizes.shape(inputs[0])
+    if shape is None:
         return False
-    length = _int64_scalar(shape)
-    return length is not None and (length in (-1, 0) or length > LONG_VECTOR)
+    for attr in node.attribute:
+        if attr.name == "axes":
+            return len(shape) - len(attr.ints) == 1
+    return sum(dim != 1 for dim in shape) == 1
 
 
-def _squeezes_by_constant_axes(node: Any, values: _Constants) -> bool:
-    """Whether a Squeeze (of a tensor of more than ``LONG_VECTOR`` elements) reads its axes
-    as an input, from a constant (inference without propagation sizes it too): it may make a
-    vector of them (a Squeeze of a Flatten of a weight)."""
-    return (len(node.input) == 2 and node.domain in ("", "ai.onnx")
-            and values.tensor(node.input[1]) is not None)
+def _gathers_a_row(node: Any, sizes: _DeclaredSizes) -> bool:
+    """Whether a Gather makes a vector longer than ``LONG_VECTOR``: a row (or column) of a
+    declared matrix (a weight [2, 16M]) by one index, a constant scalar or a scalar graph
+    input. (Each Gather asks: no call where it reads no graph input.)"""
+    inputs = node.input
+    if inputs[0] not in sizes.declared or inputs[2:] or not inputs[1:]:
+        return False
+    dims = sizes.dims(inputs[0])
+    axis = _int_attribute(node, "axis", 0)
+    if dims is None or len(dims) != 2 or axis not in (-2, -1, 0, 1):
+        return False
+    if dims[1 - axis % 2] <= LONG_VECTOR:
+        return False
+    index = sizes.dims(inputs[1]) if inputs[1] in sizes.declared else None
+    return (index if index is not None else sizes.constant_dims(inputs[1])) == ()
 
 
-#: Ops that may make a vector of all the elements of a tensor of more than ``LONG_VECTOR``
-#: (each of its dimensions may be at most that, or a weight's): onnx's propagation takes
-#: such a vector for that many unknown values where an op other than Shape reads it (a
-#: Slice of a weight [4000, 4000] Reshaped to [-1] took 6 s and 1.3 GB to load, of an input
-#: [4096, 4096, 256] 25 s, then std::bad_alloc). Each found (of a tensor of a size its
-#: graph declares, ``_DeclaredSizes``) reads its shape or axes from an input of unknown
-#: value in the propagating pass (``_hide``). op -> (node, constants) -> whether it may.
-_RESHAPERS: Mapping[str, Callable[[Any, _Constants], bool]] = {
+#: Ops that may make a vector of more than ``LONG_VECTOR`` elements where only inference
+#: tells its length (each dimension of the tensor it reads may be at most that, or a
+#: weight's): onnx's propagation takes such a vector for that many unknown values where an
+#: op other than Shape reads it (a Slice of a weight [4000, 4000] Reshaped to [-1] took 6 s
+#: and 1.3 GB to load, of an input [4096, 4096, 256] 25 s, then std::bad_alloc; a Reshape
+#: of x[N, 4096] to [16M], a Squeeze-11 of a Flatten of a weight, a Gather of a row of a
+#: weight [2, 16M]: 2-4 s and 1.3 GB at 16M). Each found (of a tensor whose size its graph
+#: declares, at least, ``_DeclaredSizes``) reads its shape, axes or indices from an input
+#: of unknown value in the propagating pass, or, by an axes attribute, is a Reshape so
+#: (``_hide``). op -> (node, sizes) -> whether it may.
+_RESHAPERS: Mapping[str, Callable[[Any, _DeclaredSizes], bool]] = {
     "Reshape": _reshapes_to_a_vector,
-    "Squeeze": _squeezes_by_constant_axes,
+    "Squeeze": _squeezes_to_a_vector,
+    "Gather": _gathers_a_row,
 }
 #: The ops ``_graph_long_vectors`` looks at.
 _LOOKED_AT = frozenset({"Constant", "Range", *_VECTOR_MAKERS, *_RESHAPERS, "If", "Loop", "Scan"})
@@ -671,30 +720,98 @@ def _int64_scalar(tensor: TensorProto) -> int | None:
 
 
 class _DeclaredSizes:
-    """The number of elements of a tensor of ``graph`` that is a graph input (a weight above
-    ``INFERENCE_CONSTANT_LIMIT`` is one) of static dimensions, or that ``_SIZE_KEEPING`` ops
-    make of one (a Flatten of a weight); None where that is not known. Read on demand."""
+    """The number of elements, at least, of a tensor of ``graph`` that is a graph input (a
+    weight above ``INFERENCE_CONSTANT_LIMIT`` is one) of static dimensions, or that
+    ``_SIZE_KEEPING`` ops make of one (a Flatten of a weight), or a broadcasting op
+    (``_BROADCASTING``: an Add of a weight and an input) of some; None where none is known.
+    And the graph's constants' dimensions (initializers, Constant nodes)."""
 
-    def __init__(self, graph: onnx.GraphProto, nodes: Sequence[Any]):
-        self._graph, self._nodes = graph, nodes
-        self._declared: dict[str, onnx.ValueInfoProto] | None = None
-        self._made: dict[str, Any] = {}
+    def __init__(
+        self, graph: onnx.GraphProto, nodes: Sequence[Any], outer: _DeclaredSizes | None = None
+    ):
+        self.declared = {value_info.name: value_info for value_info in graph.input}
+        self._made = {out: node for node in nodes for out in node.output}
+        self._tensors = {tensor.name: tensor for tensor in graph.initializer}
+        if outer is not None:  # a subgraph's: what it sees of the graphs holding it
+            self.declared = {**outer.declared, **self.declared}
+            self._made = {**outer._made, **self._made}
+            self._tensors = {**outer._tensors, **self._tensors}
 
-    def get(self, name: str) -> int | None:
-        if self._declared is None:
-            self._declared = {value_info.name: value_info for value_info in self._graph.input}
-            self._made = {out: node for node in self._nodes for out in node.output}
-        declared, made = self._declared, self._made
-        for _ in range(16):  # a chain of a few nodes; no call on the way (each Reshape asks)
+    def get(self, name: str, depth: int = 0) -> int | None:
+        declared, made, tensors = self.declared, self._made, self._tensors
+        for _ in range(16):  # a chain of a few nodes; no call on the way
             if name in declared:
                 return _static_size(declared[name])
+            if name in tensors:  # a subgraph's weight (the graph's are inputs)
+                return math.prod(tensors[name].dims)
             maker = made[name] if name in made else None
-            if maker is None or maker.op_type not in _SIZE_KEEPING or not maker.input:
+            if maker is None or not maker.input or maker.domain not in ("", "ai.onnx"):
                 return None
-            if maker.domain not in ("", "ai.onnx"):
+            if maker.op_type in _BROADCASTING and depth < 4:
+                sizes = [self.get(operand, depth + 1) for operand in maker.input if operand]
+                return max((size for size in sizes if size is not None), default=None)
+            if maker.op_type not in _SIZE_KEEPING:
                 return None
             name = maker.input[0]
         return None
+
+    def shape(self, name: str, depth: int = 0) -> tuple[int, ...] | None:
+        """The static dimensions of a graph input, or of a Flatten or an op of
+        ``_SHAPE_KEEPING`` of one (a chain of a few); None where they are not known."""
+        maker = self._made[name] if name in self._made else None
+        if maker is None:
+            return self.dims(name) if name in self.declared else None
+        if maker.op_type not in _SHAPE_KEEPING or maker.domain not in ("", "ai.onnx"):
+            return None
+        shape = self.shape(maker.input[0], depth + 1) if maker.input and depth < 16 else None
+        if shape is None or maker.op_type != "Flatten":
+            return shape
+        axis = _int_attribute(maker, "axis", 1)
+        axis = axis + len(shape) if axis is not None and axis < 0 else axis
+        if axis is None or not 0 <= axis <= len(shape):
+            return None
+        return (math.prod(shape[:axis]), math.prod(shape[axis:]))
+
+    def dims(self, name: str) -> tuple[int, ...] | None:
+        """The static dimensions of a graph input."""
+        value_info = self.declared[name]
+        if _static_size(value_info) is None:
+            return None
+        return tuple(dim.dim_value for dim in value_info.type.tensor_type.shape.dim)
+
+    def constant_dims(self, name: str) -> tuple[int, ...] | None:
+        """The dimensions of an initializer or a Constant node's value, where it is one (no
+        call on the way)."""
+        tensor = self._tensors[name] if name in self._tensors else None
+        if tensor is None:
+            maker = self._made[name] if name in self._made else None
+            if maker is None or maker.op_type != "Constant" or maker.attribute[1:]:
+                return None
+            attr = maker.attribute[0] if maker.attribute else None
+            if attr is None or attr.name not in _CONSTANT_DIMS:
+                return None
+            if attr.name != "value":
+                return _CONSTANT_DIMS[attr.name](attr)
+            tensor = attr.t
+        return tuple(tensor.dims)
+
+    def scalar(self, name: str) -> int | None:
+        """The value of a constant int64 of one element (``constant_dims`` says it is one)."""
+        if name in self._tensors:
+            return _int64_scalar(self._tensors[name])
+        attr = self._made[name].attribute[0]
+        if attr.name == "value":
+            return _int64_scalar(attr.t)
+        return int(attr.ints[0]) if attr.name == "value_ints" else int(attr.i)
+
+
+#: A Constant node's attributes onnx's inference reads as an int64 tensor, but its
+#: ``value`` tensor: name -> the dimensions of the tensor it makes.
+_CONSTANT_DIMS: Mapping[str, Callable[[AttributeProto], tuple[int, ...]]] = {
+    "value": lambda attr: tuple(attr.t.dims),
+    "value_ints": lambda attr: (len(attr.ints),),
+    "value_int": lambda attr: (),
+}
 
 
 def _static_size(value_info: onnx.ValueInfoProto) -> int | None:
@@ -714,6 +831,17 @@ def _static_size(value_info: onnx.ValueInfoProto) -> int | None:
 #: through them.
 _SIZE_KEEPING = frozenset({
     "Identity", "Cast", "CastLike", "Flatten", "Reshape", "Squeeze", "Unsqueeze", "Transpose",
+    "Abs", "Neg", "Relu", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Reciprocal", "Floor",
+    "Ceil", "Round", "Sign", "Not", "Erf", "Clip", "LeakyRelu", "Elu", "Softplus",
+})
+#: Ops whose output has the dimensions of their first input (and Flatten): ``_DeclaredSizes.
+#: shape`` looks through them.
+_SHAPE_KEEPING = _SIZE_KEEPING - {"Reshape", "Squeeze", "Unsqueeze", "Transpose"}
+#: Broadcasting ops: their output has at least as many elements as each input of a static
+#: size (or none: one of 0 elements, which hiding costs only what propagation would tell).
+_BROADCASTING = frozenset({
+    "Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Mod", "Where", "And", "Or", "Xor",
+    "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual",
 })
 
 
@@ -744,14 +872,21 @@ _LIST_CONSTANTS = {
 }
 
 
-def _hide(graph: onnx.GraphProto, found: _LongVectors) -> tuple[frozenset[str], dict[str, int]]:
+def _hide(
+    graph: onnx.GraphProto, found: _LongVectors, opset: int
+) -> tuple[frozenset[str], dict[str, int]]:
     """Give the long vectors' lengths names of their own (a Constant becomes an input so
     named; one in a subgraph, an Identity of a graph input named as its length, which the
     subgraph reads from its surroundings: a name both branches of an If make is each
-    branch's own): onnx takes no named length for shape data, and propagates none through
-    an Identity. Returns the graph's vectors' names and each name's length."""
+    branch's own), or unknown (``_hide_reshaper``): onnx takes no named length for shape
+    data, and propagates none through an Identity. Returns the graph's vectors' names and
+    each name's length. ``opset``: the model's ai.onnx version."""
     names: list[str] = []
     lengths: dict[str, int] = {}
+    for sub, index, _ in found.inner_reshaped:  # the subgraph reads it from its surroundings
+        param = f"{_HIDDEN_LENGTH}{len(lengths)}"
+        if _hide_reshaper(graph, sub.node[index], param, opset):
+            lengths[param] = 1
     for sub, index, name, elem_type, length in found.inner:  # no node moves: indexes hold
         param = f"{_HIDDEN_LENGTH}{len(lengths)}"
         graph.input.append(onnx.helper.make_tensor_value_info(param, elem_type, [param]))
@@ -764,10 +899,9 @@ def _hide(graph: onnx.GraphProto, found: _LongVectors) -> tuple[frozenset[str], 
         names.append(graph.input[position].name)
     for index, name in found.reshaped:  # before any node moves
         param = f"{_HIDDEN_LENGTH}{len(lengths)}"  # a shape (axes) of unknown value
-        graph.input.append(onnx.helper.make_tensor_value_info(param, TensorProto.INT64, [1]))
-        graph.node[index].input[1] = param
-        lengths[param] = 1  # numbered as the others; no dimension is so named
-        names.append(name)
+        if _hide_reshaper(graph, graph.node[index], param, opset):
+            lengths[param] = 1  # numbered as the others; no dimension is so named
+            names.append(name)
     for index, name, elem_type, length in reversed(found.constants):
         del graph.node[index]
         param = f"{_HIDDEN_LENGTH}{len(lengths)}"
@@ -775,6 +909,28 @@ def _hide(graph: onnx.GraphProto, found: _LongVectors) -> tuple[frozenset[str], 
         lengths[param] = length
         names.append(name)
     return frozenset(names), lengths
+
+
+def _hide_reshaper(graph: onnx.GraphProto, node: onnx.NodeProto, param: str, opset: int) -> bool:
+    """Make a ``_RESHAPERS`` node's output of unknown length to the propagating pass: its
+    shape or axes (a [1] graph input ``param`` of unknown value) or indices (``param`` of
+    unknown shape: the Gather's rank is unknown) read from ``param``; a Squeeze by an axes
+    attribute or by none made a Reshape to ``param`` of unknown shape (of unknown rank, as
+    the Squeeze's may be other than 1), from opset 5 on, where Reshape reads its shape as
+    an input. Whether it hid it."""
+    squeeze = len(node.input) == 1
+    if squeeze and opset < 5:
+        return False
+    graph.input.append(onnx.helper.make_tensor_value_info(  # a Reshape by it: of any rank
+        param, TensorProto.INT64, None if squeeze or node.op_type == "Gather" else [1]
+    ))
+    if len(node.input) == 1:
+        node.CopyFrom(onnx.helper.make_node(
+            "Reshape", [node.input[0], param], list(node.output), name=node.name
+        ))
+    else:
+        node.input[1] = param
+    return True
 
 
 def infer_model(
@@ -798,11 +954,17 @@ def infer_model(
     _guard_inference_aborts(model.graph, source, nodes)
     found = _long_vectors(model.graph, nodes, is_weight)
     exact = _inferred(model, source, propagate=False) if found else None
-    hidden, lengths = _hide(model.graph, found) if found else (frozenset(), {})
+    hidden, lengths = _hide(model.graph, found, _opset(model)) if found else (frozenset(), {})
     inferred = _inferred(model, source, propagate=True)
     if exact is not None:
         _merge_inferred(inferred, exact, lengths)
     return inferred, hidden
+
+
+def _opset(model: onnx.ModelProto) -> int:
+    """The model's ai.onnx opset version (1 where it imports none)."""
+    versions = [o.version for o in model.opset_import if o.domain in ("", "ai.onnx")]
+    return versions[0] if versions else 1
 
 
 #: Ops holding subgraphs that onnx's inference enters.
