@@ -1548,6 +1548,40 @@ def test_a_body_input_of_another_size_than_it_declares_is_one_error_at_run(
     assert np.array_equal(result["y"], -X)  # [2, 6] as declared: runs
 
 
+def _growing(acc_out) -> onnx.ModelProto:
+    """A Loop of 2 trips appending 7 to x [2] (carried as acc), its body declaring acc
+    float32[2] and the value it makes ``acc_out``."""
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+         helper.make_node("Concat", ["acc", "seven"], ["acc_out"], axis=0)],
+        "body", [_vi("i", INT64, []), _vi("cond_in", BOOL, []), _vi("acc", FLOAT, [2])],
+        [_vi("cond_out", BOOL, []), _vi("acc_out", FLOAT, acc_out)],
+        [numpy_helper.from_array(np.array([7], np.float32), "seven")])
+    return _model([helper.make_node("Loop", ["trip", "", "x"], ["y"], name="loop", body=body)],
+                  [_vi("x", FLOAT, [2])], [_vi("y", FLOAT, None)], [_i64("trip", 2)],
+                  checked=False)
+
+
+@pytest.mark.parametrize("fallback", ["onnxruntime", "reference"])
+@pytest.mark.parametrize("acc_out", [None, [3], [2], ["n"]])
+def test_a_carried_value_growing_past_its_body_s_declaration_runs_as_onnxruntime_does(
+    acc_out, fallback
+) -> None:
+    """x [2] given as acc, which the body declares float32[2] and makes [3], then [4]: ONNX
+    lets a Loop's carried values change shape from trip to trip (onnx's inference clears
+    their shapes before it infers the body), and onnxruntime loads and runs the model, [0,
+    1, 7, 7]. dmlgraph held the second trip's [3] to the body's [2] ("its body's input 'acc'
+    is float32[3] as it arrives"); it holds carried values to the declarations as the Loop is
+    given them, as before, and runs the later trips by what the body made."""
+    model = _growing(acc_out)
+    feeds = {"x": np.array([0, 1], np.float32)}
+    (want,) = _ort(model, feeds)
+    assert want.tolist() == [0, 1, 7, 7]
+    result = get_backend("numpy", fallback=fallback).run(lower(dmlgraph.load(model), "6_4"),
+                                                         feeds)
+    assert result["y"].dtype == want.dtype and np.array_equal(result["y"], want)
+
+
 def test_a_body_s_named_dimension_of_two_sizes_is_one_error_at_run() -> None:
     """A Scan body declaring its state s and its slice r both [n], fed a state of 4 and
     slices of 5, breaks its own declaration, as a main graph's two inputs of one named
