@@ -95,6 +95,10 @@ def signature_problem(node: NodeLike, version: int) -> str | None:
     if node.domain not in ("", "ai.onnx") or node.op_type not in LOWERED_WHEN_RUN:
         return None
     graphs = {attr.name: attr.g for attr in node.attribute if attr.type == AttributeProto.GRAPH}
+    for attr, graph in graphs.items():
+        undefined = _undefined_type(attr, graph)
+        if undefined is not None:
+            return undefined
     if node.op_type == "Scan":
         return _scan_problem(node, version, graphs.get("body"))
     if node.op_type == "If":
@@ -143,6 +147,31 @@ def signature_problem(node: NodeLike, version: int) -> str | None:
     return _loop_scalars_problem(body.input[:2]) or _kept_types(
         body.input[2:], body.output[1:], "carried value"
     )
+
+
+def _undefined_type(attr: str, graph: onnx.GraphProto) -> str | None:
+    """Why a subgraph declares a tensor of element type 0 (UNDEFINED), None where it does
+    not: an input, or an output or ``value_info`` entry that a node of it makes (one naming
+    its input or initializer is typed by that, as a main graph's output is). ONNX requires a
+    tensor type's element type (a subgraph's value may leave its whole type out instead), and
+    onnxruntime refuses the model at load ("Invalid tensor data type 0"), where onnx's checker
+    and onnx.reference pass it, and dmlgraph ran the body typed by what arrived."""
+    made: set[str] | None = None  # what the subgraph's nodes make, read where asked
+    for what, values in (("input", graph.input), ("output", graph.output),
+                         ("value_info entry", graph.value_info)):
+        for value in values:
+            if not value.type.HasField("tensor_type") or value.type.tensor_type.elem_type:
+                continue
+            if what != "input":
+                made = {out for n in graph.node for out in n.output} if made is None else made
+                if value.name not in made:
+                    continue
+            return (
+                f"its {attr} declares {what} {value.name!r} a tensor of element type 0 "
+                "(UNDEFINED); give its type, or leave the type out (onnxruntime refuses the "
+                "model: 'Invalid tensor data type 0')"
+            )
+    return None
 
 
 #: What a Loop feeds its body's first two inputs, as ONNX says: a scalar of each type.
