@@ -127,7 +127,7 @@ def _load(
             proto, nodes, inferred, declared, source, fold=fold, hidden=hidden, refined=refined,
             named_like=named_like,
         )
-        _check_scans(graph, None if as_given is None else lambda: _inferred_as_given(
+        _check_scans(graph, inferred, None if as_given is None else lambda: _inferred_as_given(
             proto, nodes, source, refined, as_given))
         if fold:
             folding.fold(graph, inferred=True, read=lambda: _read_by_nodes(nodes))
@@ -646,28 +646,46 @@ def _node_where(source: str, index: int, node: NodeFields) -> str:
 
 
 def _check_scans(
-    graph: Graph, as_given: Callable[[], Mapping[str, TensorInfo]] | None = None
+    graph: Graph,
+    inferred: onnx.GraphProto,
+    as_given: Callable[[], Mapping[str, TensorInfo]] | None = None,
 ) -> None:
     """Refuse a Scan whose body declares an input of another type or size than inference
-    gives the tensor fed to it (``subgraphs.scan_fed_problem``), as onnxruntime does at load;
-    its run would compute on from sizes the body does not declare. ``as_given``: the types
-    inferred from the graph inputs as the model declares them, where ``input_shapes`` fixed
-    sizes: onnxruntime loads the model as declared, so a size only ``input_shapes`` gives is
-    no reason to refuse it (its run takes what is fed, as onnxruntime's does)."""
+    gives the tensor fed to it (``subgraphs.scan_fed_problem``), or makes a state variable
+    of another size than it is fed (``subgraphs.scan_state_problem``, by the body's outputs
+    as the ``inferred`` graph types them), as onnxruntime does at load; its run would compute
+    on from sizes the body does not declare, or stop at its first step. ``as_given``: the
+    types inferred from the graph inputs as the model declares them, where ``input_shapes``
+    fixed sizes: onnxruntime loads the model as declared, so a size only ``input_shapes``
+    gives is no reason to refuse it (its run takes what is fed, as onnxruntime's does)."""
     given: Mapping[str, TensorInfo] | None = None
+    made: dict[tuple[str, ...], list[onnx.ValueInfoProto]] | None = None
     for node in graph.nodes:
         if node.op_type != "Scan" or not isinstance(node.op, OnnxOp):
             continue
+        if made is None:  # each Scan's body outputs as inferred, by the Scan's outputs
+            made = {tuple(n.output): _body_outputs(n) for n in inferred.node
+                    if n.op_type == "Scan"}
         explicit, _ = split_inputs(node)
         fed = [graph.tensors.get(name) for name in explicit]
-        problem = subgraphs.scan_fed_problem(node.op, len(explicit), len(node.outputs), fed)
+        outputs = made.get(node.outputs, [])
+        problem = subgraphs.scan_fed_problem(
+            node.op, len(explicit), len(node.outputs), fed
+        ) or subgraphs.scan_state_problem(node.op, fed, outputs)
         if problem is not None and as_given is not None:
             given = as_given() if given is None else given
             fed = [given.get(name, info if info is not None and info.is_constant else None)
                    for name, info in zip(explicit, fed)]
-            problem = subgraphs.scan_fed_problem(node.op, len(explicit), len(node.outputs), fed)
+            problem = subgraphs.scan_fed_problem(
+                node.op, len(explicit), len(node.outputs), fed
+            ) or subgraphs.scan_state_problem(node.op, fed, outputs)
         if problem is not None:
             raise ModelValidationError(f"{graph.describe(node)}: {problem}")
+
+
+def _body_outputs(node: onnx.NodeProto) -> list[onnx.ValueInfoProto]:
+    """The outputs of a node's ``body`` attribute (none where it has none)."""
+    return next((list(a.g.output) for a in node.attribute if a.name == "body"), [])
 
 
 def _copied(value: onnx.ValueInfoProto) -> onnx.ValueInfoProto:

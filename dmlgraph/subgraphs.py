@@ -368,6 +368,54 @@ def scan_fed_problem(
     return None
 
 
+def scan_state_problem(
+    op: OnnxOp, fed: Sequence[TensorInfo | None], made: Sequence[onnx.ValueInfoProto]
+) -> str | None:
+    """Why a Scan (version 9 on) cannot keep a state variable's shape: the body's next value
+    of it of another rank or size than the state fed (``fed``: its inputs' inferred types,
+    None where unknown), None where it can. onnx's inference, which onnxruntime runs at load,
+    gives the Scan's output the state's type and merges into it the body's output as the
+    node making it types it ("Can't merge shape info. Both inferred and declared dimension
+    have values but they differ"); run, the first step's output is refused. ``made``: the
+    body's outputs as onnx's inference of the model types them, which is the node's type
+    only where the body declares no size (a declared size stays in onnx's; onnxruntime's
+    merge drops one the node contradicts), so only those are read."""
+    sub = op.attrs.get("body")
+    scans = op.attrs.get("num_scan_inputs")
+    if not isinstance(sub, Subgraph) or not isinstance(scans, int) or not lowered_when_run(op):
+        return None
+    body = onnx.GraphProto.FromString(sub.data)
+    for index, (info, value, declared) in enumerate(
+        zip(fed[: len(fed) - scans], made, body.output)
+    ):
+        if info is None or info.shape is None or not value.type.HasField("tensor_type"):
+            continue
+        made_type = value.type.tensor_type
+        if not made_type.HasField("shape"):
+            continue
+        said = declared.type.tensor_type
+        if said.HasField("shape"):
+            if len(said.shape.dim) != len(made_type.shape.dim):
+                continue  # (inference kept the declaration)
+            dims = [None if d.HasField("dim_value") else m
+                    for d, m in zip(said.shape.dim, made_type.shape.dim)]
+        else:
+            dims = list(made_type.shape.dim)
+        sizes = [m.dim_value if m is not None and m.HasField("dim_value") else None
+                 for m in dims]
+        if len(sizes) == len(info.shape) and not any(
+            isinstance(n, int) and m is not None and n != m for n, m in zip(info.shape, sizes)
+        ):
+            continue
+        return (
+            f"its body makes state variable {index} ({value.name!r}) "
+            f"{_declared(made_type)} from {_fed(info.dtype, info.shape)}, as onnx infers "
+            "it; a Scan's state variables keep their shape from step to step (onnxruntime "
+            "refuses the model at load)"
+        )
+    return None
+
+
 def _fed_misfit(declared: onnx.TypeProto.Tensor, dtype: Any, shape: Shape | None) -> bool:
     """Whether a body input declared so cannot take a tensor of ``dtype`` and ``shape``
     (None where unknown), as onnx's type merge says: another element type, rank, or size
