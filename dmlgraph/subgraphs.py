@@ -371,9 +371,9 @@ def scan_fed_problem(
 def scan_state_problem(
     op: OnnxOp, fed: Sequence[TensorInfo | None], made: Sequence[onnx.ValueInfoProto]
 ) -> str | None:
-    """Why a Scan (version 9 on) cannot keep a state variable's shape: the body's next value
-    of it of another rank or size than the state fed (``fed``: its inputs' inferred types,
-    None where unknown), None where it can. onnx's inference, which onnxruntime runs at load,
+    """Why a Scan cannot keep a state variable's shape: the body's next value of it of
+    another rank or size than the state fed (``fed``: its inputs' inferred types, None where
+    unknown; a Scan-8's each batch entry of it), None where it can. onnx's inference, which onnxruntime runs at load,
     gives the Scan's output the state's type and merges into it the body's output as the
     node making it types it ("Can't merge shape info. Both inferred and declared dimension
     have values but they differ"); run, the first step's output is refused. ``made``: the
@@ -382,14 +382,20 @@ def scan_state_problem(
     merge drops one the node contradicts), so only those are read."""
     sub = op.attrs.get("body")
     scans = op.attrs.get("num_scan_inputs")
-    if not isinstance(sub, Subgraph) or not isinstance(scans, int) or not lowered_when_run(op):
+    if not isinstance(sub, Subgraph) or not isinstance(scans, int) or op.domain != "":
         return None
+    batched = op.since_version < _SCAN_RUN_SINCE  # Scan-8: sequence_lens, then batches
     body = onnx.GraphProto.FromString(sub.data)
     for index, (info, value, declared) in enumerate(
-        zip(fed[: len(fed) - scans], made, body.output)
+        zip(fed[int(batched) : len(fed) - scans], made, body.output)
     ):
         if info is None or info.shape is None or not value.type.HasField("tensor_type"):
             continue
+        shape, entry = info.shape, ""
+        if batched:  # the body takes each batch entry's state
+            if not shape:
+                continue
+            shape, entry = shape[1:], f" (a batch entry of {_fed(info.dtype, info.shape)})"
         made_type = value.type.tensor_type
         if not made_type.HasField("shape"):
             continue
@@ -403,13 +409,13 @@ def scan_state_problem(
             dims = list(made_type.shape.dim)
         sizes = [m.dim_value if m is not None and m.HasField("dim_value") else None
                  for m in dims]
-        if len(sizes) == len(info.shape) and not any(
-            isinstance(n, int) and m is not None and n != m for n, m in zip(info.shape, sizes)
+        if len(sizes) == len(shape) and not any(
+            isinstance(n, int) and m is not None and n != m for n, m in zip(shape, sizes)
         ):
             continue
         return (
             f"its body makes state variable {index} ({value.name!r}) "
-            f"{_declared(made_type)} from {_fed(info.dtype, info.shape)}, as onnx infers "
+            f"{_declared(made_type)} from {_fed(info.dtype, shape)}{entry}, as onnx infers "
             "it; a Scan's state variables keep their shape from step to step (onnxruntime "
             "refuses the model at load)"
         )

@@ -558,6 +558,33 @@ def test_a_state_variable_inference_sees_change_shape_is_refused_at_load(
         dmlgraph.load(model)
 
 
+def test_a_scan_8_state_variable_inference_sees_change_shape_is_refused_at_load(
+    onnx_run
+) -> None:
+    """The same of a Scan-8 (its states batched): a body appending 7 to each batch entry's
+    state [2] is refused by onnxruntime at load ("Inferred=3 Declared=2"); dmlgraph ran the
+    Scan on the fallback, which refused it there (onnxruntime's load, or reference_ops' run,
+    "its body made state variable 0 ('sin') float32[3] from float32[2] in step 0")."""
+    body = helper.make_graph(
+        [helper.make_node("Concat", ["acc", "seven"], ["acc_out"], axis=0),
+         helper.make_node("Identity", ["row"], ["row_out"])],
+        "body", [_vi("acc", None), _vi("row", [1])], [_vi("acc_out", None), _vi("row_out", [1])],
+        [numpy_helper.from_array(np.array([7], np.float32), "seven")])
+    graph = helper.make_graph(
+        [helper.make_node("Scan", ["", "init", "x"], ["final", "rows"], name="scan", body=body,
+                          num_scan_inputs=1)],
+        "m", [_vi("init", [1, 2]), _vi("x", [1, 3, 1])], [_vi("final", None), _vi("rows", None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 8)])
+    model.ir_version = 9
+    feeds = {"init": np.array([[0, 1]], np.float32), "x": np.ones((1, 3, 1), np.float32)}
+    with pytest.raises(Exception, match="Inferred=3 Declared=2"):
+        onnx_run(model, feeds, optimize=False)
+    with pytest.raises(ModelValidationError, match=re.escape(
+            "node 'scan' (Scan): its body makes state variable 0 ('acc_out') float32[3] from "
+            "float32[2] (a batch entry of float32[1,2]), as onnx infers it")):
+        dmlgraph.load(model)
+
+
 def test_a_state_variable_that_changes_shape_is_one_clear_error(onnx_run) -> None:
     """The same body declaring the state it makes [2]: onnx's inference keeps the
     declaration, so onnxruntime loads the model and fails when it runs it; the run says
