@@ -117,7 +117,9 @@ def _load(
         with _for_checker(proto) as changed:
             _run_checker(proto if changed or data is None else data, source)
         data = None  # the file's bytes: the proto holds all of it now, and they were 1x more
-        declared = _declared_types(proto.graph.value_info)
+        declared, undefined = _declared_types(proto.graph.value_info)
+        if undefined:
+            _refuse_undefined(nodes, undefined, source)
         del proto.graph.value_info[:]
         inferred, hidden = _infer_shapes(proto, nodes, source)
         refined = _refined_outputs(proto, nodes, inferred)
@@ -967,13 +969,40 @@ def _weight_names(proto: onnx.ModelProto) -> Callable[[str], bool]:
     return lambda name: any(tensor.name == name for tensor in proto.graph.initializer)
 
 
-def _declared_types(value_infos: Iterable[onnx.ValueInfoProto]) -> dict[str, int]:
-    """The element types the model's ``value_info`` declares for tensors inside the graph."""
-    return {
-        vi.name: vi.type.tensor_type.elem_type
-        for vi in value_infos
-        if vi.type.HasField("tensor_type") and vi.type.tensor_type.elem_type
+def _declared_types(
+    value_infos: Iterable[onnx.ValueInfoProto],
+) -> tuple[dict[str, int], list[str]]:
+    """The element types the model's ``value_info`` declares for tensors inside the graph, and
+    the names it declares tensors of element type 0 (UNDEFINED)."""
+    declared: dict[str, int] = {}
+    undefined: list[str] = []
+    for vi in value_infos:
+        if vi.type.HasField("tensor_type"):
+            if vi.type.tensor_type.elem_type:
+                declared[vi.name] = vi.type.tensor_type.elem_type
+            else:
+                undefined.append(vi.name)
+    return declared, undefined
+
+
+def _refuse_undefined(nodes: Sequence[NodeFields], undefined: Sequence[str], source: str) -> None:
+    """Refuse a ``value_info`` entry of element type 0 (UNDEFINED) for what a node makes, as
+    onnxruntime refuses the model at load ("Invalid tensor data type 0"; ONNX requires a
+    tensor type's element type); dmlgraph dropped it and ran the model. One naming a graph
+    input, an initializer or a Constant's output (onnxruntime makes Constants initializers
+    first), or nothing, it runs, and so does dmlgraph."""
+    made = {
+        out for node in nodes
+        if not (node.op_type == "Constant" and node.domain in ("", "ai.onnx"))
+        for out in node.output
     }
+    for name in undefined:
+        if name in made:
+            raise ModelValidationError(
+                f"{source}: value_info entry {name!r} is a tensor of element type 0 "
+                "(UNDEFINED); give its type, or leave the type out (onnxruntime refuses the "
+                "model: 'Invalid tensor data type 0')"
+            )
 
 
 def _refined_outputs(
