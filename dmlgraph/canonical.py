@@ -360,7 +360,9 @@ def _rank_unsure(graph: Graph, node: Node, trust: Trust | None) -> bool:
     return trust is not None and any(trust.rank_unsure(graph, name) for name in read if name)
 
 
-def _session_rules(graph: Graph, node: Node, trust: Trust | None) -> bool:
+def _session_rules(
+    graph: Graph, node: Node, trust: Trust | None, fields: Sequence[str] | None = None
+) -> bool:
     """Whether onnxruntime's session holds a Slice or Pad to the rules counted by its data's
     rank when it loads the model, where import stands aside for that rank (``Trust``): it
     sees inference's rank (``Trust.session_rank_unsure``), and knows every parameter as onnx's
@@ -368,7 +370,9 @@ def _session_rules(graph: Graph, node: Node, trust: Trust | None) -> bool:
     or a default or Slice-1's or Pad-2's attribute. (A PRelu whose slope grows X: onnx [B, 3],
     its kernel [1, B, 3]; a Slice of it by constant axes [2] is refused at load, "Unexpected
     axis value: 2", which import stood aside for and ran. By axes computed, or ends given at
-    run time, the session runs it, as import lets it.)"""
+    run time, the session runs it, as import lets it.) ``fields``: the parameters the rule
+    reads, where onnx's inference checks it knowing those alone (a Pad's axes: ``check``),
+    every index parameter by default."""
     given = graph.given_constants
     if trust is None or given is None or trust.session_rank_unsure(graph, node.inputs[0]):
         return False
@@ -377,7 +381,7 @@ def _session_rules(graph: Graph, node: Node, trust: Trust | None) -> bool:
         return True
     made = f"{constant_base(node.name, node.op_type, node.id)}:"  # defaults ``_set_param`` set
     ports = PARAMETER_PORTS[node.op_type]
-    for field in _INDEX_PARAMS[node.op_type]:
+    for field in _INDEX_PARAMS[node.op_type] if fields is None else fields:
         name = node.input(ports[field])
         if name and not (
             graph.is_constant(name)
@@ -473,6 +477,14 @@ def _normalize_pad(graph: Graph, node: Node, trust: Trust | None) -> Node:
     return node
 
 
+def _pad_axes_rank(graph: Graph, node: Node, trust: Trust | None, rank: int | None) -> int | None:
+    """The rank a Pad's axes are checked by where import stands aside for its data's rank and
+    its pads are not the model's constants: onnx's inference checks the axes' range knowing
+    them alone, so onnxruntime's session refuses axes [2] of onnx's [B, 3] at load whatever
+    the pads ("Unexpected axis value: 2"), which import let run by the rank that arrived."""
+    return rank if _session_rules(graph, node, trust, ("axes",)) else None
+
+
 def _nonnegative_axes(axes: np.ndarray, rank: int) -> np.ndarray | None:
     """Axes made non-negative, or None when some are out of range or repeated (check refuses)."""
     if axes.ndim != 1 or ((axes < -rank) | (axes >= rank)).any():
@@ -536,11 +548,13 @@ def check(graph: Graph, node: Node, trust: Trust | None = None) -> None:
     ports = PARAMETER_PORTS[node.op.op_type]
     data = graph.tensors.get(node.input(0))
     if data is None:
-        rank = None
+        rank = axes_rank = None
     elif _rank_unsure(graph, node, trust):
         rank = data.rank if _session_rules(graph, node, trust) else None
+        axes_rank = rank if rank is not None or node.op.op_type != "Pad" else _pad_axes_rank(
+            graph, node, trust, data.rank)
     else:
-        rank = data.rank
+        rank = axes_rank = data.rank
     lengths: dict[str, int] = {}
     for field in _INDEX_PARAMS[node.op.op_type]:
         name = node.input(ports[field])
@@ -556,7 +570,7 @@ def check(graph: Graph, node: Node, trust: Trust | None = None) -> None:
             lengths[field] = length
         axes = info.data if field == "axes" else None
         if axes is not None:
-            _check_axes(axes, rank, where)
+            _check_axes(axes, axes_rank, where)
     if node.op.op_type == "Slice":
         count = lengths.get("starts", lengths.get("ends"))
         if count is not None and not node.input(3) and rank is not None and count > rank:

@@ -117,7 +117,9 @@ def _load(
         with _for_checker(proto) as changed:
             _run_checker(proto if changed or data is None else data, source)
         data = None  # the file's bytes: the proto holds all of it now, and they were 1x more
-        declared = _declared_types(proto.graph.value_info)
+        declared, undefined = _declared_types(proto.graph.value_info)
+        if undefined:
+            _refuse_undefined(nodes, undefined, source)
         del proto.graph.value_info[:]
         inferred, hidden = _infer_shapes(proto, nodes, source)
         refined = _refined_outputs(proto, nodes, inferred)
@@ -127,7 +129,7 @@ def _load(
             proto, nodes, inferred, declared, source, fold=fold, hidden=hidden, refined=refined,
             named_like=named_like,
         )
-        _check_scans(graph, None if as_given is None else lambda: _inferred_as_given(
+        _check_scans(graph, inferred, None if as_given is None else lambda: _inferred_as_given(
             proto, nodes, source, refined, as_given))
         if fold:
             folding.fold(graph, inferred=True, read=lambda: _read_by_nodes(nodes))
@@ -646,28 +648,46 @@ def _node_where(source: str, index: int, node: NodeFields) -> str:
 
 
 def _check_scans(
-    graph: Graph, as_given: Callable[[], Mapping[str, TensorInfo]] | None = None
+    graph: Graph,
+    inferred: onnx.GraphProto,
+    as_given: Callable[[], Mapping[str, TensorInfo]] | None = None,
 ) -> None:
     """Refuse a Scan whose body declares an input of another type or size than inference
-    gives the tensor fed to it (``subgraphs.scan_fed_problem``), as onnxruntime does at load;
-    its run would compute on from sizes the body does not declare. ``as_given``: the types
-    inferred from the graph inputs as the model declares them, where ``input_shapes`` fixed
-    sizes: onnxruntime loads the model as declared, so a size only ``input_shapes`` gives is
-    no reason to refuse it (its run takes what is fed, as onnxruntime's does)."""
+    gives the tensor fed to it (``subgraphs.scan_fed_problem``), or makes a state variable
+    of another size than it is fed (``subgraphs.scan_state_problem``, by the body's outputs
+    as the ``inferred`` graph types them), as onnxruntime does at load; its run would compute
+    on from sizes the body does not declare, or stop at its first step. ``as_given``: the
+    types inferred from the graph inputs as the model declares them, where ``input_shapes``
+    fixed sizes: onnxruntime loads the model as declared, so a size only ``input_shapes``
+    gives is no reason to refuse it (its run takes what is fed, as onnxruntime's does)."""
     given: Mapping[str, TensorInfo] | None = None
+    made: dict[tuple[str, ...], list[onnx.ValueInfoProto]] | None = None
     for node in graph.nodes:
         if node.op_type != "Scan" or not isinstance(node.op, OnnxOp):
             continue
+        if made is None:  # each Scan's body outputs as inferred, by the Scan's outputs
+            made = {tuple(n.output): _body_outputs(n) for n in inferred.node
+                    if n.op_type == "Scan"}
         explicit, _ = split_inputs(node)
         fed = [graph.tensors.get(name) for name in explicit]
-        problem = subgraphs.scan_fed_problem(node.op, len(explicit), len(node.outputs), fed)
+        outputs = made.get(node.outputs, [])
+        problem = subgraphs.scan_fed_problem(
+            node.op, len(explicit), len(node.outputs), fed
+        ) or subgraphs.scan_state_problem(node.op, fed, outputs)
         if problem is not None and as_given is not None:
             given = as_given() if given is None else given
             fed = [given.get(name, info if info is not None and info.is_constant else None)
                    for name, info in zip(explicit, fed)]
-            problem = subgraphs.scan_fed_problem(node.op, len(explicit), len(node.outputs), fed)
+            problem = subgraphs.scan_fed_problem(
+                node.op, len(explicit), len(node.outputs), fed
+            ) or subgraphs.scan_state_problem(node.op, fed, outputs)
         if problem is not None:
             raise ModelValidationError(f"{graph.describe(node)}: {problem}")
+
+
+def _body_outputs(node: onnx.NodeProto) -> list[onnx.ValueInfoProto]:
+    """The outputs of a node's ``body`` attribute (none where it has none)."""
+    return next((list(a.g.output) for a in node.attribute if a.name == "body"), [])
 
 
 def _copied(value: onnx.ValueInfoProto) -> onnx.ValueInfoProto:
@@ -949,13 +969,40 @@ def _weight_names(proto: onnx.ModelProto) -> Callable[[str], bool]:
     return lambda name: any(tensor.name == name for tensor in proto.graph.initializer)
 
 
-def _declared_types(value_infos: Iterable[onnx.ValueInfoProto]) -> dict[str, int]:
-    """The element types the model's ``value_info`` declares for tensors inside the graph."""
-    return {
-        vi.name: vi.type.tensor_type.elem_type
-        for vi in value_infos
-        if vi.type.HasField("tensor_type") and vi.type.tensor_type.elem_type
+def _declared_types(
+    value_infos: Iterable[onnx.ValueInfoProto],
+) -> tuple[dict[str, int], list[str]]:
+    """The element types the model's ``value_info`` declares for tensors inside the graph, and
+    the names it declares tensors of element type 0 (UNDEFINED)."""
+    declared: dict[str, int] = {}
+    undefined: list[str] = []
+    for vi in value_infos:
+        if vi.type.HasField("tensor_type"):
+            if vi.type.tensor_type.elem_type:
+                declared[vi.name] = vi.type.tensor_type.elem_type
+            else:
+                undefined.append(vi.name)
+    return declared, undefined
+
+
+def _refuse_undefined(nodes: Sequence[NodeFields], undefined: Sequence[str], source: str) -> None:
+    """Refuse a ``value_info`` entry of element type 0 (UNDEFINED) for what a node makes, as
+    onnxruntime refuses the model at load ("Invalid tensor data type 0"; ONNX requires a
+    tensor type's element type); dmlgraph dropped it and ran the model. One naming a graph
+    input, an initializer or a Constant's output (onnxruntime makes Constants initializers
+    first), or nothing, it runs, and so does dmlgraph."""
+    made = {
+        out for node in nodes
+        if not (node.op_type == "Constant" and node.domain in ("", "ai.onnx"))
+        for out in node.output
     }
+    for name in undefined:
+        if name in made:
+            raise ModelValidationError(
+                f"{source}: value_info entry {name!r} is a tensor of element type 0 "
+                "(UNDEFINED); give its type, or leave the type out (onnxruntime refuses the "
+                "model: 'Invalid tensor data type 0')"
+            )
 
 
 def _refined_outputs(

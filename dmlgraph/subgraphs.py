@@ -95,6 +95,10 @@ def signature_problem(node: NodeLike, version: int) -> str | None:
     if node.domain not in ("", "ai.onnx") or node.op_type not in LOWERED_WHEN_RUN:
         return None
     graphs = {attr.name: attr.g for attr in node.attribute if attr.type == AttributeProto.GRAPH}
+    for attr, graph in graphs.items():
+        undefined = _undefined_type(attr, graph)
+        if undefined is not None:
+            return undefined
     if node.op_type == "Scan":
         return _scan_problem(node, version, graphs.get("body"))
     if node.op_type == "If":
@@ -143,6 +147,31 @@ def signature_problem(node: NodeLike, version: int) -> str | None:
     return _loop_scalars_problem(body.input[:2]) or _kept_types(
         body.input[2:], body.output[1:], "carried value"
     )
+
+
+def _undefined_type(attr: str, graph: onnx.GraphProto) -> str | None:
+    """Why a subgraph declares a tensor of element type 0 (UNDEFINED), None where it does
+    not: an input, or an output or ``value_info`` entry that a node of it makes (one naming
+    its input or initializer is typed by that, as a main graph's output is). ONNX requires a
+    tensor type's element type (a subgraph's value may leave its whole type out instead), and
+    onnxruntime refuses the model at load ("Invalid tensor data type 0"), where onnx's checker
+    and onnx.reference pass it, and dmlgraph ran the body typed by what arrived."""
+    made: set[str] | None = None  # what the subgraph's nodes make, read where asked
+    for what, values in (("input", graph.input), ("output", graph.output),
+                         ("value_info entry", graph.value_info)):
+        for value in values:
+            if not value.type.HasField("tensor_type") or value.type.tensor_type.elem_type:
+                continue
+            if what != "input":
+                made = {out for n in graph.node for out in n.output} if made is None else made
+                if value.name not in made:
+                    continue
+            return (
+                f"its {attr} declares {what} {value.name!r} a tensor of element type 0 "
+                "(UNDEFINED); give its type, or leave the type out (onnxruntime refuses the "
+                "model: 'Invalid tensor data type 0')"
+            )
+    return None
 
 
 #: What a Loop feeds its body's first two inputs, as ONNX says: a scalar of each type.
@@ -336,6 +365,60 @@ def scan_fed_problem(
                 f"{_fed(info.dtype, shape)}; onnxruntime refuses a body input declared of "
                 "another type or size than the one fed"
             )
+    return None
+
+
+def scan_state_problem(
+    op: OnnxOp, fed: Sequence[TensorInfo | None], made: Sequence[onnx.ValueInfoProto]
+) -> str | None:
+    """Why a Scan cannot keep a state variable's shape: the body's next value of it of
+    another rank or size than the state fed (``fed``: its inputs' inferred types, None where
+    unknown; a Scan-8's each batch entry of it), None where it can. onnx's inference, which onnxruntime runs at load,
+    gives the Scan's output the state's type and merges into it the body's output as the
+    node making it types it ("Can't merge shape info. Both inferred and declared dimension
+    have values but they differ"); run, the first step's output is refused. ``made``: the
+    body's outputs as onnx's inference of the model types them, which is the node's type
+    only where the body declares no size (a declared size stays in onnx's; onnxruntime's
+    merge drops one the node contradicts), so only those are read."""
+    sub = op.attrs.get("body")
+    scans = op.attrs.get("num_scan_inputs")
+    if not isinstance(sub, Subgraph) or not isinstance(scans, int) or op.domain != "":
+        return None
+    batched = op.since_version < _SCAN_RUN_SINCE  # Scan-8: sequence_lens, then batches
+    body = onnx.GraphProto.FromString(sub.data)
+    for index, (info, value, declared) in enumerate(
+        zip(fed[int(batched) : len(fed) - scans], made, body.output)
+    ):
+        if info is None or info.shape is None or not value.type.HasField("tensor_type"):
+            continue
+        shape, entry = info.shape, ""
+        if batched:  # the body takes each batch entry's state
+            if not shape:
+                continue
+            shape, entry = shape[1:], f" (a batch entry of {_fed(info.dtype, info.shape)})"
+        made_type = value.type.tensor_type
+        if not made_type.HasField("shape"):
+            continue
+        said = declared.type.tensor_type
+        if said.HasField("shape"):
+            if len(said.shape.dim) != len(made_type.shape.dim):
+                continue  # (inference kept the declaration)
+            dims = [None if d.HasField("dim_value") else m
+                    for d, m in zip(said.shape.dim, made_type.shape.dim)]
+        else:
+            dims = list(made_type.shape.dim)
+        sizes = [m.dim_value if m is not None and m.HasField("dim_value") else None
+                 for m in dims]
+        if len(sizes) == len(shape) and not any(
+            isinstance(n, int) and m is not None and n != m for n, m in zip(shape, sizes)
+        ):
+            continue
+        return (
+            f"its body makes state variable {index} ({value.name!r}) "
+            f"{_declared(made_type)} from {_fed(info.dtype, shape)}{entry}, as onnx infers "
+            "it; a Scan's state variables keep their shape from step to step (onnxruntime "
+            "refuses the model at load)"
+        )
     return None
 
 

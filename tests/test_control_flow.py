@@ -1517,6 +1517,84 @@ def test_a_loop_body_declaring_an_input_against_what_onnx_feeds_it_is_refused_at
         dmlgraph.load(model)
 
 
+def _undefined(name: str, shape=None) -> onnx.ValueInfoProto:
+    """A value typed a tensor of element type 0 (UNDEFINED), of ``shape`` where given."""
+    value = onnx.ValueInfoProto(name=name)
+    value.type.tensor_type.SetInParent()
+    for size in shape or ():
+        value.type.tensor_type.shape.dim.add().dim_value = size
+    return value
+
+
+def _made_untyped(where: str) -> onnx.ModelProto:
+    """A Loop negating x (``_declaring``) whose body declares what a node makes (its
+    output acc_out, or t = Neg(acc) in its value_info) of element type 0, or an If whose
+    then_branch does."""
+    if where == "if output":
+        then = helper.make_graph([helper.make_node("Neg", ["x"], ["a"])], "then", [],
+                                 [_undefined("a")])
+        other = helper.make_graph([helper.make_node("Identity", ["x"], ["b"])], "else", [],
+                                  [_vi("b", FLOAT, [2, 6])])
+        return _model([helper.make_node("If", ["c"], ["y"], name="if", then_branch=then,
+                                        else_branch=other)],
+                      [_vi("x", FLOAT, [2, 6]), _vi("c", BOOL, [])], [_vi("y", FLOAT, None)],
+                      checked=False)
+    model = _declaring()
+    body = model.graph.node[0].attribute[0].g
+    if where == "loop output":
+        body.output[1].CopyFrom(_undefined("acc_out"))
+    else:
+        body.node[1].output[0] = "t"
+        body.node.append(helper.make_node("Identity", ["t"], ["acc_out"]))
+        body.value_info.append(_undefined("t"))
+    return model
+
+
+@pytest.mark.parametrize("case, says", [
+    ("i", "its body declares input 'i' a tensor of element type 0 (UNDEFINED)"),
+    ("cond_in", "its body declares input 'cond_in' a tensor of element type 0 (UNDEFINED)"),
+    ("acc", "its body declares input 'acc' a tensor of element type 0 (UNDEFINED)"),
+    ("acc [2, 6]", "its body declares input 'acc' a tensor of element type 0 (UNDEFINED)"),
+    ("loop output", "its body declares output 'acc_out' a tensor of element type 0"),
+    ("loop value_info", "its body declares value_info entry 't' a tensor of element type 0"),
+    ("if output", "its then_branch declares output 'a' a tensor of element type 0"),
+])
+def test_a_subgraph_declaring_a_tensor_of_element_type_0_is_refused_at_load(case, says) -> None:
+    """A body input declared a tensor whose element type is 0 (UNDEFINED; with or without a
+    shape), or an output or value_info entry a node of the subgraph makes: ONNX requires a
+    tensor type's element type (a subgraph's value may leave its whole type out instead, and
+    onnxruntime runs that), and onnxruntime refuses the model at load ("Invalid tensor data
+    type 0"), where onnx's checker and onnx.reference pass it. dmlgraph ran it, the body
+    typed by what arrived; it is now one error at load naming the node and the value."""
+    if case in ("loop output", "loop value_info", "if output"):
+        model, feeds = _made_untyped(case), {"x": X, "c": np.array(True)}
+    else:
+        name, _, shape = case.partition(" ")
+        model, feeds = _declaring(**{name: _undefined(name, [2, 6] if shape else None)}), {"x": X}
+    feeds = {k: v for k, v in feeds.items() if k in {i.name for i in model.graph.input}}
+    with pytest.raises(Exception, match="Invalid tensor data type 0"):
+        _ort(model, feeds)
+    node = "'if' (If, #0)" if case == "if output" else "'loop' (Loop, #0)"
+    with pytest.raises(ModelValidationError, match=re.escape(f"node {node}: {says}")):
+        dmlgraph.load(model)
+
+
+def test_a_body_output_of_element_type_0_naming_its_input_runs() -> None:
+    """A body output of element type 0 naming the body's own input (its carried value passed
+    through) is typed by that input, as a main graph's output naming a graph input is:
+    onnxruntime runs the model, and so does dmlgraph."""
+    body = helper.make_graph(
+        [], "body", [_vi("i", INT64, []), _vi("cond_in", BOOL, []), _vi("acc", FLOAT, [2, 6])],
+        [_vi("cond_in", BOOL, []), _undefined("acc")])
+    model = _model([helper.make_node("Loop", ["trip", "c", "x"], ["y"], name="loop", body=body)],
+                   [_vi("x", FLOAT, [2, 6]), _vi("c", BOOL, [])], [_vi("y", FLOAT, None)],
+                   [_i64("trip", 3)], checked=False)
+    feeds = {"x": X, "c": np.array(True)}
+    (want,) = _ort(model, feeds)
+    got = get_backend("numpy").run(lower(dmlgraph.load(model), "6_4"), feeds)["y"]
+    assert np.array_equal(got, want) and np.array_equal(got, X)
+
+
 def test_a_loop_body_declaring_no_type_or_shape_for_its_counter_loads_and_runs() -> None:
     """A body's input declared of no shape takes what the Loop feeds it, as ONNX
     says (onnxruntime 1.32 fails on an iteration number of unknown shape: "Loop subgraph
@@ -1546,6 +1624,40 @@ def test_a_body_input_of_another_size_than_it_declares_is_one_error_at_run(
     assert "Traceback" not in err
     result = get_backend("numpy").run(lower(dmlgraph.load(_declaring()), "6_4"), {"x": X})
     assert np.array_equal(result["y"], -X)  # [2, 6] as declared: runs
+
+
+def _growing(acc_out) -> onnx.ModelProto:
+    """A Loop of 2 trips appending 7 to x [2] (carried as acc), its body declaring acc
+    float32[2] and the value it makes ``acc_out``."""
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+         helper.make_node("Concat", ["acc", "seven"], ["acc_out"], axis=0)],
+        "body", [_vi("i", INT64, []), _vi("cond_in", BOOL, []), _vi("acc", FLOAT, [2])],
+        [_vi("cond_out", BOOL, []), _vi("acc_out", FLOAT, acc_out)],
+        [numpy_helper.from_array(np.array([7], np.float32), "seven")])
+    return _model([helper.make_node("Loop", ["trip", "", "x"], ["y"], name="loop", body=body)],
+                  [_vi("x", FLOAT, [2])], [_vi("y", FLOAT, None)], [_i64("trip", 2)],
+                  checked=False)
+
+
+@pytest.mark.parametrize("fallback", ["onnxruntime", "reference"])
+@pytest.mark.parametrize("acc_out", [None, [3], [2], ["n"]])
+def test_a_carried_value_growing_past_its_body_s_declaration_runs_as_onnxruntime_does(
+    acc_out, fallback
+) -> None:
+    """x [2] given as acc, which the body declares float32[2] and makes [3], then [4]: ONNX
+    lets a Loop's carried values change shape from trip to trip (onnx's inference clears
+    their shapes before it infers the body), and onnxruntime loads and runs the model, [0,
+    1, 7, 7]. dmlgraph held the second trip's [3] to the body's [2] ("its body's input 'acc'
+    is float32[3] as it arrives"); it holds carried values to the declarations as the Loop is
+    given them, as before, and runs the later trips by what the body made."""
+    model = _growing(acc_out)
+    feeds = {"x": np.array([0, 1], np.float32)}
+    (want,) = _ort(model, feeds)
+    assert want.tolist() == [0, 1, 7, 7]
+    result = get_backend("numpy", fallback=fallback).run(lower(dmlgraph.load(model), "6_4"),
+                                                         feeds)
+    assert result["y"].dtype == want.dtype and np.array_equal(result["y"], want)
 
 
 def test_a_body_s_named_dimension_of_two_sizes_is_one_error_at_run() -> None:

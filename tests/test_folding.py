@@ -2118,3 +2118,53 @@ def test_a_slice_onnxruntime_s_session_cannot_check_at_load_still_runs(
     assert want.shape == (1, 2, 1)
     got = _numpy_run(dmlgraph.load(model), feeds)
     assert got.shape == want.shape and np.array_equal(got, want)
+
+
+_PADS_NOT_GIVEN = {  # pads onnx's inference cannot read: a graph input, or computed
+    "pads an input": ([], [("q", TensorProto.INT64, [2])]),
+    "pads computed": ([helper.make_node("Shape", ["x"], ["xs"]),
+                       helper.make_node("Slice", ["xs", "zero", "one"], ["b"]),
+                       helper.make_node("Concat", ["b", "b"], ["q"], axis=0)], []),
+}
+
+
+@pytest.mark.parametrize("static", [True, False])
+@pytest.mark.parametrize("case", sorted(_PADS_NOT_GIVEN))
+def test_a_pad_s_axes_onnxruntime_s_session_checks_alone_are_held_at_import(
+    case, static, onnx_make_model, onnx_run
+) -> None:
+    """A Pad by constant axes [2] of the same PRelu's output, its pads not the model's
+    constants: onnx's inference checks the axes' range before it reads the pads, so
+    onnxruntime's session refuses the model at load ("Unexpected axis value: 2"). Import
+    stood aside (not every parameter given), and `run` lowered the node when it ran, writing
+    a [1, 2, 5] onnxruntime has no result for; import now refuses it by onnx's rank
+    (``canonical._pad_axes_rank``)."""
+    from dmlgraph.errors import ModelValidationError
+
+    made, inputs = _PADS_NOT_GIVEN[case]
+    tail = [*made, helper.make_node("Pad", ["u", "q", "", "two"], ["p"], name="pad")]
+    model = _after_growing_prelu(onnx_make_model, tail, inputs, _i64s(), static=static)
+    feeds = {"x": np.ones((2, 3), np.float32)} | ({"q": np.array([1, 1])} if inputs else {})
+    with pytest.raises(Exception, match="Unexpected axis value: 2"):
+        onnx_run(model, feeds, optimize=False)
+    with pytest.raises(ModelValidationError,
+                       match=re.escape("node 'pad' (Pad): axes = [2]: [2] out of range [-2, 1]")):
+        dmlgraph.load(model)
+
+
+@pytest.mark.parametrize("static", [True, False])
+def test_a_pad_s_axes_in_range_with_pads_given_at_run_time_still_run(
+    static, onnx_make_model, onnx_run
+) -> None:
+    """The same Pad on axis 1 (in range for onnx's rank 2 and the kernel's 3) with pads given
+    at run time: the session loads it and pads the [1, 2, 3] its PRelu makes; so does
+    dmlgraph."""
+    tail = [helper.make_node("Pad", ["u", "q", "", "one"], ["p"])]
+    model = _after_growing_prelu(
+        onnx_make_model, tail, [("q", TensorProto.INT64, [2])], _i64s(), static=static
+    )
+    feeds = {"x": np.arange(6, dtype=np.float32).reshape(2, 3) - 2, "q": np.array([1, 2])}
+    (want,) = onnx_run(model, feeds)
+    assert want.shape == (1, 5, 3)
+    got = _numpy_run(dmlgraph.load(model), feeds)
+    assert got.shape == want.shape and np.array_equal(got, want)

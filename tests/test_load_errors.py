@@ -230,6 +230,37 @@ def test_a_graph_input_of_element_type_0_is_refused(onnx_make_model) -> None:
     _refused(ModelValidationError, model, "graph input 'x'", "element type 0 (UNDEFINED)")
 
 
+@pytest.mark.parametrize("entry", ["t", "x", "k", "c", "unread"])
+def test_a_value_info_entry_of_element_type_0_is_refused_for_what_a_node_makes(
+    entry, onnx_make_model, onnx_run
+) -> None:
+    """A ``value_info`` entry typed a tensor of element type 0 (UNDEFINED): onnxruntime
+    refuses the model at load where a node makes the tensor ("Invalid tensor data type 0"),
+    and runs it where the entry names a graph input, an initializer, a Constant's output or
+    nothing; dmlgraph dropped the entry and ran every one (check then said that onnxruntime
+    refused the file, and compared with to_onnx() of the import)."""
+    model = onnx_make_model(
+        [helper.make_node("Add", ["x", "k"], ["t"]),
+         helper.make_node("Constant", [], ["c"], value=helper.make_tensor("v", FLOAT, [2],
+                                                                           [1, 1])),
+         helper.make_node("Add", ["t", "c"], ["y"])],
+        [("x", FLOAT, [2])], [("y", FLOAT, [2])], opset=17,
+        initializers=[helper.make_tensor("k", FLOAT, [2], [1, 2])])
+    untyped = model.graph.value_info.add()
+    untyped.name = entry
+    untyped.type.tensor_type.SetInParent()
+    feeds = {"x": np.array([1, 2], np.float32)}
+    if entry != "t":
+        (want,) = onnx_run(model, feeds, optimize=False)
+        assert np.array_equal(want, [3, 5])
+        dmlgraph.load(model)
+        return
+    with pytest.raises(Exception, match="Invalid tensor data type 0"):
+        onnx_run(model, feeds, optimize=False)
+    _refused(ModelValidationError, model, "value_info entry 't' is a tensor of element type 0 "
+             "(UNDEFINED); give its type, or leave the type out")
+
+
 @pytest.mark.parametrize("extra", [1, 8])
 def test_raw_data_longer_than_its_dims_say_is_named(extra: int, onnx_make_model) -> None:
     """onnx's checker refuses raw_data too short only; onnxruntime refuses both. The message

@@ -525,25 +525,96 @@ def test_a_body_making_one_tensor_two_outputs_is_onnx_s_and_a_known_divergence(
     assert all(o.verdict is not Verdict.FAIL for o in compared.outputs)
 
 
-def test_a_state_variable_that_changes_shape_is_one_clear_error(onnx_run) -> None:
-    """ONNX requires a Scan's outputs "to have the same shape in each iteration"; a body
-    joining each row to its state grows it: onnxruntime refuses the model at load, and the run
-    says which state variable changed, where it ran and stacked it before."""
+def _growing(acc_out: list) -> onnx.ModelProto:
+    """A Scan of x [4, 6] whose body joins each row to its state acc (fed [2]), declaring
+    the state it makes ``acc_out``."""
     body = helper.make_graph(
         [helper.make_node("Concat", ["acc", "row"], ["acc_out"], axis=0)],
-        "body", [_vi("acc", [None]), _vi("row", [6])], [_vi("acc_out", [None])])
+        "body", [_vi("acc", [None]), _vi("row", [6])], [_vi("acc_out", acc_out)])
     graph = helper.make_graph(
         [helper.make_node("Scan", ["init", "x"], ["final"], name="scan", body=body,
                           num_scan_inputs=1)],
         "m", [_vi("init", [2]), _vi("x", [4, 6])], [_vi("final", None)])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
     model.ir_version = 9
+    return model
+
+
+@pytest.mark.parametrize("acc_out", [[None], ["n"], None])
+def test_a_state_variable_inference_sees_change_shape_is_refused_at_load(
+    acc_out, onnx_run
+) -> None:
+    """ONNX requires a Scan's outputs "to have the same shape in each iteration"; a body
+    joining each row to its state grows it, [2] to [8], which onnx's inference sees where
+    the body declares no size for it: onnxruntime refuses the model at load ("Can't merge
+    shape info ... Inferred=8 Declared=2"), and so does dmlgraph now, naming the state
+    (before, its run stopped at the first step)."""
+    model = _growing(acc_out)
+    with pytest.raises(Exception, match="Inferred=8 Declared=2"):
+        onnx_run(model, _feeds(second=False), optimize=False)
+    with pytest.raises(ModelValidationError, match=re.escape(
+            "node 'scan' (Scan): its body makes state variable 0 ('acc_out') float32[8] from "
+            "float32[2], as onnx infers it; a Scan's state variables keep their shape")):
+        dmlgraph.load(model)
+
+
+def test_a_scan_8_state_variable_inference_sees_change_shape_is_refused_at_load(
+    onnx_run
+) -> None:
+    """The same of a Scan-8 (its states batched): a body appending 7 to each batch entry's
+    state [2] is refused by onnxruntime at load ("Inferred=3 Declared=2"); dmlgraph ran the
+    Scan on the fallback, which refused it there (onnxruntime's load, or reference_ops' run,
+    "its body made state variable 0 ('sin') float32[3] from float32[2] in step 0")."""
+    body = helper.make_graph(
+        [helper.make_node("Concat", ["acc", "seven"], ["acc_out"], axis=0),
+         helper.make_node("Identity", ["row"], ["row_out"])],
+        "body", [_vi("acc", None), _vi("row", [1])], [_vi("acc_out", None), _vi("row_out", [1])],
+        [numpy_helper.from_array(np.array([7], np.float32), "seven")])
+    graph = helper.make_graph(
+        [helper.make_node("Scan", ["", "init", "x"], ["final", "rows"], name="scan", body=body,
+                          num_scan_inputs=1)],
+        "m", [_vi("init", [1, 2]), _vi("x", [1, 3, 1])], [_vi("final", None), _vi("rows", None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 8)])
+    model.ir_version = 9
+    feeds = {"init": np.array([[0, 1]], np.float32), "x": np.ones((1, 3, 1), np.float32)}
+    with pytest.raises(Exception, match="Inferred=3 Declared=2"):
+        onnx_run(model, feeds, optimize=False)
+    with pytest.raises(ModelValidationError, match=re.escape(
+            "node 'scan' (Scan): its body makes state variable 0 ('acc_out') float32[3] from "
+            "float32[2] (a batch entry of float32[1,2]), as onnx infers it")):
+        dmlgraph.load(model)
+
+
+def test_a_state_variable_that_changes_shape_is_one_clear_error(onnx_run) -> None:
+    """The same body declaring the state it makes [2]: onnx's inference keeps the
+    declaration, so onnxruntime loads the model and fails when it runs it; the run says
+    which state variable changed, where it ran and stacked it before."""
+    model = _growing([2])
     with pytest.raises(Exception, match="ONNXRuntimeError"):
         onnx_run(model, _feeds(second=False), optimize=False)
     with pytest.raises(dmlgraph.DmlgraphError, match=re.escape(
             "its body made state variable 0 ('acc') float32[8] from float32[2] in step 0; "
             "a Scan's state variables keep their shape")):
         get_backend("numpy").run(lower(dmlgraph.load(model), "6_4"), _feeds(second=False))
+
+
+def test_a_state_variable_its_node_keeps_runs_whatever_the_body_declares(onnx_run) -> None:
+    """A body passing its state on by Identity, declaring what it makes [3] where the state
+    is [2]: onnxruntime's merge drops the declared size the node contradicts, loads the
+    model and runs it; so does dmlgraph (the declaration is no reason to refuse at load)."""
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["acc"], ["acc_out"]),
+         helper.make_node("Identity", ["row"], ["row_out"])],
+        "body", [_vi("acc", [2]), _vi("row", [6])], [_vi("acc_out", [3]), _vi("row_out", [6])])
+    graph = helper.make_graph(
+        [helper.make_node("Scan", ["init", "x"], ["final", "rows"], name="scan", body=body,
+                          num_scan_inputs=1)],
+        "m", [_vi("init", [2]), _vi("x", [4, 6])], [_vi("final", None), _vi("rows", None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 9
+    want = onnx_run(model, _feeds(second=False), optimize=False)
+    got = get_backend("numpy").run(lower(dmlgraph.load(model), "6_4"), _feeds(second=False))
+    assert all(np.array_equal(got[name], w) for name, w in zip(("final", "rows"), want))
 
 
 # ------------------------------------------------------- a reference onnxruntime dies of

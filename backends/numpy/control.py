@@ -30,9 +30,9 @@ it. A Scan-8 (batches of sequences) is left to the fallback always.
 from __future__ import annotations
 
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import onnx
@@ -165,9 +165,14 @@ _SCANNED_NOTHING = (
 )
 
 
-#: How ``_if``, ``_loop`` and ``_scan`` run a subgraph by its attribute's name, with feeds of
-#: its own inputs: its outputs, and its records.
-_Subgraph = Callable[[str, Mapping[str, np.ndarray]], tuple[list[np.ndarray], tuple[NodeRun, ...]]]
+class _Subgraph(Protocol):
+    """How ``_if``, ``_loop`` and ``_scan`` run a subgraph by its attribute's name, with feeds
+    of its own inputs (those named in ``unchecked`` not held to the subgraph's declarations):
+    its outputs, and its records."""
+
+    def __call__(
+        self, attr: str, feeds: Mapping[str, np.ndarray], unchecked: Collection[str] = ()
+    ) -> tuple[list[np.ndarray], tuple[NodeRun, ...]]: ...
 
 
 class Declined(Exception):
@@ -286,9 +291,9 @@ class ControlFlow:
         explicit = [arrays[name] if name else None for name in self.explicit_names]
 
         def subgraph(
-            attr: str, feeds: Mapping[str, np.ndarray]
+            attr: str, feeds: Mapping[str, np.ndarray], unchecked: Collection[str] = ()
         ) -> tuple[list[np.ndarray], tuple[NodeRun, ...]]:
-            return self._run_subgraph(attr, feeds, outer, level, make_plan)
+            return self._run_subgraph(attr, feeds, outer, level, make_plan, unchecked)
 
         if self.op_type == "If":
             return self._if(explicit, subgraph)
@@ -339,11 +344,18 @@ class ControlFlow:
         runs: list[NodeRun] = []
         last_runs: tuple[NodeRun, ...] | None = None
         values = [v for v in carried if v is not None]
+        # carried values are held to the body's declarations as the Loop is given them; on
+        # later trips they are what the body made, which ONNX lets change shape from trip to
+        # trip (onnx's inference clears their shapes), and onnxruntime runs so
+        if going and (limit is None or limit > 0):
+            problem = fed_arrays_problem(body.input[2:], dict(zip(names[2:], values)), "body")
+            if problem is not None:
+                raise BackendError(f"{self.where}: {problem}")
         trip = 0
         while going and (limit is None or trip < limit):
             feeds = {names[0]: np.array(trip, dtype=np.int64), names[1]: np.array(going)}
             feeds.update(zip(names[2:], values))
-            outputs, body_runs = subgraph("body", feeds)
+            outputs, body_runs = subgraph("body", feeds, names[2:])
             if body_runs is not last_runs:  # (the same records, iteration after iteration)
                 runs += body_runs
                 last_runs = body_runs
@@ -543,11 +555,15 @@ class ControlFlow:
         outer: Mapping[str, np.ndarray],
         level: FeatureLevel,
         make_plan: Callable[[Graph], Plan],
+        unchecked: Collection[str] = (),
     ) -> tuple[list[np.ndarray], tuple[NodeRun, ...]]:
         arrays = {**outer, **feeds}
         key = (attr, *((name, a.dtype.str, a.shape) for name, a in sorted(arrays.items())))
         if key not in self.cache:
-            problem = fed_arrays_problem(self.declared[attr], feeds, attr)
+            declared = self.declared[attr]
+            if unchecked:
+                declared = [value for value in declared if value.name not in unchecked]
+            problem = fed_arrays_problem(declared, feeds, attr)
             if problem is not None:  # as a main graph's feed of another type or size is
                 raise BackendError(f"{self.where}: {problem}")
             lowered = self._lowered(attr, arrays, level)
