@@ -419,6 +419,7 @@ SPEC_REFERENCE_DIVERGENCES: tuple[str, ...] = (
     # grown by edge or reflect, an edge, reflect or wrap crop to no elements
     "ONNX clamps that end to dim - 1",  # lowering/slice.py: a negative step's INT64_MAX end
     "a scalar has no axis to",  # lowering/slice.py, ort_pad: a Slice or Pad of a scalar
+    "the Loop's body declares its",  # subgraphs.loop_divergence: an unshaped iteration number
 )
 
 

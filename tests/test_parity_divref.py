@@ -89,6 +89,93 @@ def _scalar_slice() -> tuple[onnx.ModelProto, dict, str]:
     return model, {"X": np.array(7, np.int8)}, "Cannot slice scalars"
 
 
+def _loop(counter: onnx.ValueInfoProto | None = None, cond: onnx.ValueInfoProto | None = None,
+          trips: int = 3) -> tuple[onnx.ModelProto, dict, str]:
+    """A Loop adding 1 to X each trip whose body declares its iteration number with no type
+    (``counter``: else as given), as ONNX allows: onnxruntime fails when it runs it."""
+    body = helper.make_graph(
+        [helper.make_node("Add", ["v", "one"], ["v2"]),
+         helper.make_node("Identity", ["c"], ["c2"])],
+        "body",
+        [counter or onnx.ValueInfoProto(name="i"),
+         cond or _info("c", [], TensorProto.BOOL), _info("v", [2])],
+        [_info("c2", [], TensorProto.BOOL), _info("v2", [2])],
+        [numpy_helper.from_array(np.ones(2, np.float32), "one")])
+    model = _model([helper.make_node("Loop", ["M", "", "X"], ["Y"], body=body, name="loop")],
+                   [_info("X", [2])], [_info("Y", [2])], [_ints("M", trips)], opset=13)
+    return model, {"X": np.array([1, -2], np.float32)}, "Loop subgraph input 0 has unknown shape"
+
+
+@pytest.mark.parametrize("case, node, onnx_result, fallback", [
+    (_loop, "loop", np.array([4, 1], np.float32), "onnxruntime"),
+    (_loop, "loop", np.array([4, 1], np.float32), "reference"),
+    (lambda: _loop(trips=0), "loop", np.array([1, -2], np.float32), "onnxruntime"),
+])
+def test_an_output_onnxruntime_fails_on_past_these_divergences_is_compared_with_onnx_reference(
+    case, node: str, onnx_result: np.ndarray, fallback: str
+) -> None:
+    """``check`` stopped with onnxruntime's error (exit 2): a Loop body's untyped iteration
+    number."""
+    model, feeds, words = case()
+    _ort_fails(model, feeds, words)
+    report = check(model, inputs=feeds, fallback=fallback)
+    (comparison,) = report.comparisons
+    (y,) = comparison.outputs
+    assert y.compared and y.verdict is Verdict.PASS
+    assert y.expected_shape == onnx_result.shape
+    assert y.message.startswith("compared with onnx.reference: onnxruntime fails at a known "
+                                "divergence")
+    assert comparison.expected == "onnx.reference on the original model for 'Y'"
+    assert f"it computes what ONNX says at node '{node}'" in comparison.note
+    (divergence,) = report.divergences
+    assert divergence.node == node and divergence.reference_follows_spec
+    assert report.exit_code == 0
+
+
+@pytest.mark.parametrize("case, fallback", [
+    (lambda: _loop(_info("i", [], TensorProto.INT64))[0], "onnxruntime"),  # a scalar, declared
+])
+def test_the_notes_are_only_where_the_divergence_can_occur(case, fallback: str) -> None:
+    model = case()
+    graph = load(model)
+    report = check(model, fallback=fallback)
+    assert report.divergences == () and report.exit_code == 0
+    assert all(o.verdict is Verdict.PASS for o in report.comparisons[0].outputs)
+    assert not known_divergences(graph, lower(graph))
+
+
+def test_a_loop_condition_declared_without_a_shape_is_named_too() -> None:
+    cond = onnx.ValueInfoProto(name="c")
+    cond.type.tensor_type.elem_type = TensorProto.BOOL
+    model, feeds, _ = _loop(_info("i", [], TensorProto.INT64), cond)
+    _ort_fails(model, feeds, "Loop subgraph input 1 has unknown shape")
+    report = check(model, inputs=feeds)
+    (divergence,) = report.divergences
+    assert "declares its condition 'c' without a shape" in divergence.note
+    assert report.comparisons[0].outputs[0].verdict is Verdict.PASS
+
+
+def test_check_of_these_models_on_the_command_line(tmp_path: Path, capsys) -> None:
+    """Exit 2 (onnxruntime's error) before; the divergence named."""
+    import json
+
+    cases = [(_loop()[0], "onnxruntime", "declares its iteration number 'i' without a shape"),
+             (_loop()[0], "reference", "declares its iteration number 'i' without a shape")]
+    for model, fallback, words in cases:
+        path = tmp_path / "m.onnx"
+        onnx.save(model, path)
+        capsys.readouterr()
+        assert main(["check", str(path), "--fallback", fallback, "--json"]) == 0
+        made = json.loads(capsys.readouterr().out)
+        assert made["passed"] and made["compared"] == 1
+        (divergence,) = made["divergences"]
+        assert divergence["note"].startswith("divergence: ") and words in divergence["note"]
+        assert divergence["outputs"] == ["Y"]
+        assert main(["check", str(path), "--fallback", fallback]) == 0
+        out = capsys.readouterr().out
+        assert "parity holds" in out and divergence["node"] in out
+
+
 @pytest.mark.parametrize("case, node, onnx_result", [
     (_wrap_of_empty, "wrap", np.zeros((0, 5), np.float32)),
     (_reversed_slice_into_add, "slice", np.zeros(0, np.float32)),
@@ -192,13 +279,13 @@ def test_a_divergence_onnx_reference_is_not_known_to_follow_onnx_at_stays_not_co
     assert "onnx.reference" not in [r.backend for r in report.runs]
 
 
-def test_each_phrase_of_the_table_names_a_divergence_lowering_notes() -> None:
+def test_each_phrase_of_the_table_names_a_divergence_noted() -> None:
     """The table reads the notes' text: a reworded note would drop out silently."""
     pad_crop = _model([helper.make_node("Pad", ["X", "p"], ["Y"], mode="edge", name="pad")],
                       [_info("X", [2, 3])], [_info("Y", None)], [_ints("p", [0, -2, 0, -1])])
     notes = []
     for model in (_wrap_of_empty()[0], _reversed_slice_into_add()[0], _concat_1()[0],
-                  _scalar_slice()[0], _scalar_pad()[0], pad_crop):
+                  _scalar_slice()[0], _scalar_pad()[0], pad_crop, _loop()[0]):
         graph = load(model)
         notes += [d for d in known_divergences(graph, lower(graph))]
     assert all(d.reference_follows_spec for d in notes)
