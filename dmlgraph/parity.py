@@ -420,6 +420,8 @@ SPEC_REFERENCE_DIVERGENCES: tuple[str, ...] = (
     "ONNX clamps that end to dim - 1",  # lowering/slice.py: a negative step's INT64_MAX end
     "a scalar has no axis to",  # lowering/slice.py, ort_pad: a Slice or Pad of a scalar
     "the Loop's body declares its",  # subgraphs.loop_divergence: an unshaped iteration number
+    "ONNX squeezes nothing",  # backends/numpy/fallback.py: a Squeeze by an empty axes list
+    "a sequence length of 0, which ONNX allows",  # the same: a Scan-8 (reference_ops' Scan)
 )
 
 

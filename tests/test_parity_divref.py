@@ -106,16 +106,47 @@ def _loop(counter: onnx.ValueInfoProto | None = None, cond: onnx.ValueInfoProto 
     return model, {"X": np.array([1, -2], np.float32)}, "Loop subgraph input 0 has unknown shape"
 
 
+def _squeeze_into_concat() -> tuple[onnx.ModelProto, dict, str]:
+    """A Squeeze of X [1, 3, 1] by an empty axes list (ONNX: nothing squeezed; onnxruntime:
+    [3]) joined with X on axis 0: onnxruntime fails at the Concat, downstream."""
+    model = _model([helper.make_node("Squeeze", ["X", "e"], ["S"], name="squeeze"),
+                    helper.make_node("Concat", ["S", "X"], ["Y"], axis=0, name="cat")],
+                   [_info("X", [1, 3, 1])], [_info("Y", None)], [_ints("e", [])], opset=13)
+    return model, {"X": np.arange(3, dtype=np.float32).reshape(1, 3, 1)}, "Name:'cat'"
+
+
+def _scan_8(lengths: list[int] | None, steps: int = 3) -> tuple[onnx.ModelProto, dict, str]:
+    """A Scan-8 summing each batch entry's steps into its state (initial [1, 1] and [2, 2]),
+    ``lengths`` its sequence_lens (None: left out)."""
+    body = helper.make_graph([helper.make_node("Add", ["s", "x"], ["s2"])], "body",
+                             [_info("s", [2]), _info("x", [2])], [_info("s2", [2])])
+    inits = [] if lengths is None else [_ints("L", lengths)]
+    model = _model([helper.make_node("Scan", ["" if lengths is None else "L", "S", "X"], ["Y"],
+                                     body=body, num_scan_inputs=1, name="scan")],
+                   [_info("S", [2, 2]), _info("X", [2, steps, 2])], [_info("Y", [2, 2])],
+                   inits, opset=8, ir=8)
+    feeds = {"S": np.array([[1, 1], [2, 2]], np.float32),
+             "X": np.ones((2, steps, 2), np.float32)}
+    return model, feeds, "Invalid entries in sequence_lens"
+
+
 @pytest.mark.parametrize("case, node, onnx_result, fallback", [
     (_loop, "loop", np.array([4, 1], np.float32), "onnxruntime"),
     (_loop, "loop", np.array([4, 1], np.float32), "reference"),
     (lambda: _loop(trips=0), "loop", np.array([1, -2], np.float32), "onnxruntime"),
+    (_squeeze_into_concat, "squeeze",
+     np.tile(np.arange(3, dtype=np.float32).reshape(1, 3, 1), (2, 1, 1)), "reference"),
+    (lambda: _scan_8([3, 0]), "scan", np.array([[4, 4], [2, 2]], np.float32), "reference"),
+    (lambda: _scan_8([0, 0], steps=0), "scan", np.array([[1, 1], [2, 2]], np.float32),
+     "reference"),
 ])
 def test_an_output_onnxruntime_fails_on_past_these_divergences_is_compared_with_onnx_reference(
     case, node: str, onnx_result: np.ndarray, fallback: str
 ) -> None:
     """``check`` stopped with onnxruntime's error (exit 2): a Loop body's untyped iteration
-    number."""
+    number, a Squeeze by an empty axes list (with ``--fallback reference``, which squeezes as
+    ONNX says, as the lowering sizes what follows), a Scan-8's sequence length of 0 (the
+    same; onnx.reference's Scan-8 is ``reference_ops``')."""
     model, feeds, words = case()
     _ort_fails(model, feeds, words)
     report = check(model, inputs=feeds, fallback=fallback)
@@ -132,7 +163,40 @@ def test_an_output_onnxruntime_fails_on_past_these_divergences_is_compared_with_
     assert report.exit_code == 0
 
 
+@pytest.mark.parametrize("case, words", [
+    (lambda: _model([helper.make_node("Squeeze", ["X", "e"], ["S"], name="squeeze"),
+                     helper.make_node("Relu", ["S"], ["Y"], name="relu")],
+                    [_info("X", [1, 3, 1])], [_info("Y", None)], [_ints("e", [])], opset=13),
+     "ONNX squeezes nothing, as onnx.reference does ([1, 3, 1]); onnxruntime squeezes every "
+     "axis of size 1 ([3])"),
+    (lambda: _scan_8(None, steps=0)[0],
+     "ONNX runs no step, so its final states are its initial ones"),
+])
+def test_where_onnxruntime_computes_otherwise_the_mismatch_is_the_divergence_named(
+    case, words: str
+) -> None:
+    """With ``--fallback reference``: a bare mismatch (shapes [1, 3, 1] and [3]; zeros for
+    the initial states) failed the check; onnxruntime gives no error to compare past."""
+    model = case()
+    feeds = ({"X": np.ones((1, 3, 1), np.float32)} if model.opset_import[0].version > 8
+             else _scan_8(None, steps=0)[1])
+    report = check(model, inputs=feeds, fallback="reference")
+    (y,) = report.comparisons[0].outputs
+    assert y.verdict is Verdict.KNOWN_DIVERGENCE and len(y.divergences) == 1
+    assert words in y.divergences[0] and y.divergences[0].startswith("node ")
+    assert report.exit_code == 0
+
+
 @pytest.mark.parametrize("case, fallback", [
+    # no axis of size 1: nothing for onnxruntime to squeeze
+    (lambda: _model([helper.make_node("Squeeze", ["X", "e"], ["Y"], name="squeeze")],
+                    [_info("X", [2, 3])], [_info("Y", None)], [_ints("e", [])], opset=13),
+     "reference"),
+    # the onnxruntime fallback squeezes as onnxruntime does: no divergence to excuse
+    (lambda: _model([helper.make_node("Squeeze", ["X", "e"], ["Y"], name="squeeze")],
+                    [_info("X", [1, 3])], [_info("Y", None)], [_ints("e", [])], opset=13),
+     "onnxruntime"),
+    (lambda: _scan_8([3, 2])[0], "reference"),  # every sequence runs a step
     (lambda: _loop(_info("i", [], TensorProto.INT64))[0], "onnxruntime"),  # a scalar, declared
 ])
 def test_the_notes_are_only_where_the_divergence_can_occur(case, fallback: str) -> None:
@@ -155,12 +219,49 @@ def test_a_loop_condition_declared_without_a_shape_is_named_too() -> None:
     assert report.comparisons[0].outputs[0].verdict is Verdict.PASS
 
 
+def test_a_scan_8_sequence_length_of_0_on_the_onnxruntime_fallback_says_reference_runs_it(
+) -> None:
+    """dmlgraph's run fails as onnxruntime does (its fallback), with onnxruntime's words only."""
+    from dmlgraph.errors import DmlgraphError
+
+    model, feeds, words = _scan_8([3, 0])
+    with pytest.raises(DmlgraphError, match=words) as raised:
+        check(model, inputs=feeds)
+    assert str(raised.value).endswith(
+        "(node 'scan' (Scan) is a known divergence onnx.reference runs as ONNX says: "
+        "--fallback reference, fallback='reference' in Python)")
+    model, feeds, _ = _scan_8([3, 5])  # past the scan inputs' 3 steps: no divergence
+    with pytest.raises(DmlgraphError, match=words) as raised:
+        check(model, inputs=feeds)
+    assert "known divergence" not in str(raised.value)
+
+
+def test_a_wrong_value_past_a_squeeze_divergence_is_a_failure(monkeypatch) -> None:
+    """The Squeeze's note excuses nothing where onnx.reference is the reference."""
+    import backends.numpy.backend as numpy_backend
+
+    execute = numpy_backend.NumpyBackend.execute
+
+    def wrong(self, graph, feeds, outputs=None):
+        result = execute(self, graph, feeds, outputs)
+        return dataclasses.replace(result, outputs={
+            k: v + 1 for k, v in result.outputs.items()})
+
+    monkeypatch.setattr(numpy_backend.NumpyBackend, "execute", wrong)
+    model, feeds, _ = _squeeze_into_concat()
+    report = check(model, inputs=feeds, fallback="reference")
+    (y,) = report.comparisons[0].outputs
+    assert y.verdict is Verdict.FAIL and y.divergences == () and report.exit_code == 1
+
+
 def test_check_of_these_models_on_the_command_line(tmp_path: Path, capsys) -> None:
-    """Exit 2 (onnxruntime's error) before; the divergence named."""
+    """Exit 2 (onnxruntime's error) or 1 (a bare mismatch) before; each divergence named."""
     import json
 
     cases = [(_loop()[0], "onnxruntime", "declares its iteration number 'i' without a shape"),
-             (_loop()[0], "reference", "declares its iteration number 'i' without a shape")]
+             (_loop()[0], "reference", "declares its iteration number 'i' without a shape"),
+             (_squeeze_into_concat()[0], "reference", "ONNX squeezes nothing"),
+             (_scan_8(None, steps=0)[0], "reference", "gives zeros for them")]
     for model, fallback, words in cases:
         path = tmp_path / "m.onnx"
         onnx.save(model, path)
@@ -288,6 +389,9 @@ def test_each_phrase_of_the_table_names_a_divergence_noted() -> None:
                   _scalar_slice()[0], _scalar_pad()[0], pad_crop, _loop()[0]):
         graph = load(model)
         notes += [d for d in known_divergences(graph, lower(graph))]
+    # and those the reference fallback notes as a node runs
+    for model, feeds, _ in (_squeeze_into_concat(), _scan_8([3, 0])):
+        notes += check(model, inputs=feeds, fallback="reference").divergences
     assert all(d.reference_follows_spec for d in notes)
     for phrase in SPEC_REFERENCE_DIVERGENCES:
         assert any(phrase in d.note for d in notes), phrase
