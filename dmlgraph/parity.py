@@ -530,6 +530,8 @@ def _upstream(
     [0]) failed, and ``check`` with it (exit 2; a helper's sweep)."""
     found = _FAILED_AT.search(failure)
     failed = graph.find_nodes(name=found[1]) if found and found[1] else []
+    if not failed and found and found[1]:  # an unnamed node, as ``to_onnx`` names it
+        failed = [n for n in graph.nodes if not n.name and f"{n.op_type}_{n.id}" == found[1]]
     if not failed:
         return []
     before: set[int] = set()
@@ -1248,7 +1250,7 @@ def _against_reference(ort: Any, subject: _Subject, notes: list[str]) -> Compari
             session = ort.session(ran, graph.source)
             result = ort.execute_session(session, feeds, graph.source)
         except DmlgraphError as exc:
-            if any(d.named_in(str(exc)) for d in divergences):
+            if _failed_at(graph, divergences, exc, []):  # at a divergence or downstream
                 failure = exc  # else the model file's failure is the one to report
     if result is not None:
         runs.append(result.record)

@@ -236,6 +236,24 @@ def test_a_scan_8_sequence_length_of_0_on_the_onnxruntime_fallback_says_referenc
     assert "known divergence" not in str(raised.value)
 
 
+@pytest.mark.parametrize("case, fallback", [
+    (_reversed_slice_into_add, "onnxruntime"), (_squeeze_into_concat, "reference")])
+def test_a_failure_downstream_of_an_unnamed_divergent_node_is_traced_to_it(
+    case, fallback: str
+) -> None:
+    """onnxruntime names unnamed nodes '' in the file, and ``to_onnx``'s names (``OP_ID``)
+    in the import, where the failing node was looked up by name alone: exit 2."""
+    model, feeds, _ = case()
+    for node in model.graph.node:
+        node.name = ""
+    report = check(model, inputs=feeds, fallback=fallback)
+    (y,) = report.comparisons[0].outputs
+    assert y.compared and y.verdict is Verdict.PASS
+    assert y.message.startswith("compared with onnx.reference: onnxruntime fails at a known")
+    assert "the reference is to_onnx() of the imported graph" in report.notes[0]
+    assert report.exit_code == 0
+
+
 def test_a_wrong_value_past_a_squeeze_divergence_is_a_failure(monkeypatch) -> None:
     """The Squeeze's note excuses nothing where onnx.reference is the reference."""
     import backends.numpy.backend as numpy_backend
