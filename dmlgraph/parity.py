@@ -422,6 +422,7 @@ SPEC_REFERENCE_DIVERGENCES: tuple[str, ...] = (
     "the Loop's body declares its",  # subgraphs.loop_divergence: an unshaped iteration number
     "ONNX squeezes nothing",  # backends/numpy/fallback.py: a Squeeze by an empty axes list
     "a sequence length of 0, which ONNX allows",  # the same: a Scan-8 (reference_ops' Scan)
+    "the body ran no iteration, and its final",  # numpy/control.py: a Scan-9+ of no step
 )
 
 

@@ -130,6 +130,18 @@ def _scan_8(lengths: list[int] | None, steps: int = 3) -> tuple[onnx.ModelProto,
     return model, feeds, "Invalid entries in sequence_lens"
 
 
+def _scan_9_of_no_step() -> tuple[onnx.ModelProto, dict, str]:
+    """A Scan-9+ of empty scan inputs and no scan outputs: ONNX's final state is the initial
+    one; onnxruntime fails."""
+    body = helper.make_graph([helper.make_node("Add", ["s", "x"], ["s2"])], "body",
+                             [_info("s", [2]), _info("x", [2])], [_info("s2", [2])])
+    model = _model([helper.make_node("Scan", ["S", "X"], ["Y"], body=body, num_scan_inputs=1,
+                                     name="scan")],
+                   [_info("S", [2]), _info("X", [0, 2])], [_info("Y", [2])], opset=13)
+    return model, {"S": np.array([1, 2], np.float32), "X": np.zeros((0, 2), np.float32)}, (
+        "Invalid dim0_offset of 0")
+
+
 @pytest.mark.parametrize("case, node, onnx_result, fallback", [
     (_loop, "loop", np.array([4, 1], np.float32), "onnxruntime"),
     (_loop, "loop", np.array([4, 1], np.float32), "reference"),
@@ -139,6 +151,8 @@ def _scan_8(lengths: list[int] | None, steps: int = 3) -> tuple[onnx.ModelProto,
     (lambda: _scan_8([3, 0]), "scan", np.array([[4, 4], [2, 2]], np.float32), "reference"),
     (lambda: _scan_8([0, 0], steps=0), "scan", np.array([[1, 1], [2, 2]], np.float32),
      "reference"),
+    (_scan_9_of_no_step, "scan", np.array([1, 2], np.float32), "onnxruntime"),
+    (_scan_9_of_no_step, "scan", np.array([1, 2], np.float32), "reference"),
 ])
 def test_an_output_onnxruntime_fails_on_past_these_divergences_is_compared_with_onnx_reference(
     case, node: str, onnx_result: np.ndarray, fallback: str
@@ -408,7 +422,7 @@ def test_each_phrase_of_the_table_names_a_divergence_noted() -> None:
         graph = load(model)
         notes += [d for d in known_divergences(graph, lower(graph))]
     # and those the reference fallback notes as a node runs
-    for model, feeds, _ in (_squeeze_into_concat(), _scan_8([3, 0])):
+    for model, feeds, _ in (_squeeze_into_concat(), _scan_8([3, 0]), _scan_9_of_no_step()):
         notes += check(model, inputs=feeds, fallback="reference").divergences
     assert all(d.reference_follows_spec for d in notes)
     for phrase in SPEC_REFERENCE_DIVERGENCES:
