@@ -625,6 +625,39 @@ def scan_axis(axis: int, rank: int, attribute: str, index: int) -> int:
     return axis + rank if axis < 0 else axis
 
 
+#: A Loop's body declaring its iteration number or condition without a shape (no type at all,
+#: or a tensor type without one), as ONNX allows (a subgraph's input types may be left out;
+#: an int64 and a bool scalar arrive): onnxruntime 1.32 fails on it when it runs ("Loop
+#: subgraph input 0 has unknown shape"), a Loop of no trip too; onnx.reference runs it.
+_UNSHAPED_COUNTER = (
+    "divergence: the Loop's body declares its {which} without a shape, as ONNX allows (a "
+    "subgraph input's type may be left out; a scalar arrives), and onnx.reference runs it; "
+    "onnxruntime 1.32 fails on it when it runs (\"Loop subgraph input {index} has unknown "
+    "shape\")"
+)
+
+
+def loop_divergence(op: OnnxOp) -> str:
+    """The divergence note of a Loop whose body declares its iteration number or condition
+    without a shape (``_UNSHAPED_COUNTER``); "" for any other. A condition of no type at all
+    onnxruntime refuses at load, as another matter, so only its typed, unshaped one is
+    named."""
+    body = op.attrs.get("body")
+    if op.op_type != "Loop" or op.domain != "" or not isinstance(body, Subgraph):
+        return ""
+    counters = onnx.GraphProto.FromString(body.data).input[:2]
+    named = [
+        f"{what} {value.name!r}"
+        for index, (what, value) in enumerate(zip(("iteration number", "condition"), counters))
+        if not value.type.tensor_type.HasField("shape")
+        and (index == 0 or value.type.HasField("tensor_type"))
+    ]
+    if not named:
+        return ""
+    index = 0 if named[0].startswith("iteration") else 1
+    return _UNSHAPED_COUNTER.format(which=" and ".join(named), index=index)
+
+
 def held_note(op: Any) -> str:
     """What a control-flow op's subgraphs hold of the ops dmlgraph lowers, for its report
     ("" for none), and when they are lowered: by the NumPy backend as it runs an If, Loop or

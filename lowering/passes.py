@@ -19,7 +19,7 @@ from dmlgraph.dml.operators import OperatorDesc
 from dmlgraph.errors import DmlValidationError, GraphInvariantError
 from dmlgraph.ir import Node, NodeId, OnnxOp, TensorInfo
 from dmlgraph.ort_pad import PadDivergenceKind, pad_divergences
-from dmlgraph.subgraphs import held_note, lowered_when_run
+from dmlgraph.subgraphs import held_note, loop_divergence, lowered_when_run
 from lowering import concat, pad, slice  # noqa: F401  (register the rules)
 from lowering.emit import CannotLower, Plan, Step, plan_join, plan_pad, plan_slice
 from lowering.logical import LogicalJoin, LogicalPad, LogicalSlice
@@ -139,15 +139,20 @@ class LowerOnnx(Pass):
             rule = find_rule(graph, node)
             if rule is None:
                 origin.status = Status.FALLBACK
+                run_here = lowered_when_run(node.op)
                 origin.notes.append(
                     f"no lowering rule: dmlgraph lowers Slice, Concat and Pad; {node.op_type} "
-                    + ("runs on the backend's fallback" if not lowered_when_run(node.op) else
+                    + ("runs on the backend's fallback" if not run_here else
                        "is run by the numpy backend itself, its subgraphs lowered as it runs "
                        "them (the onnxruntime backend runs it whole)")
                 )
                 held = held_note(node.op)
                 if held:
                     origin.notes.append(held)
+                # asked of control flow alone: the note of a Loop onnxruntime fails on
+                diverges = loop_divergence(node.op) if run_here else ""
+                if diverges:
+                    origin.notes.append(diverges)
                 continue
             rw = Rewriter(graph, node, trust=trust)
             try:

@@ -89,6 +89,226 @@ def _scalar_slice() -> tuple[onnx.ModelProto, dict, str]:
     return model, {"X": np.array(7, np.int8)}, "Cannot slice scalars"
 
 
+def _loop(counter: onnx.ValueInfoProto | None = None, cond: onnx.ValueInfoProto | None = None,
+          trips: int = 3) -> tuple[onnx.ModelProto, dict, str]:
+    """A Loop adding 1 to X each trip whose body declares its iteration number with no type
+    (``counter``: else as given), as ONNX allows: onnxruntime fails when it runs it."""
+    body = helper.make_graph(
+        [helper.make_node("Add", ["v", "one"], ["v2"]),
+         helper.make_node("Identity", ["c"], ["c2"])],
+        "body",
+        [counter or onnx.ValueInfoProto(name="i"),
+         cond or _info("c", [], TensorProto.BOOL), _info("v", [2])],
+        [_info("c2", [], TensorProto.BOOL), _info("v2", [2])],
+        [numpy_helper.from_array(np.ones(2, np.float32), "one")])
+    model = _model([helper.make_node("Loop", ["M", "", "X"], ["Y"], body=body, name="loop")],
+                   [_info("X", [2])], [_info("Y", [2])], [_ints("M", trips)], opset=13)
+    return model, {"X": np.array([1, -2], np.float32)}, "Loop subgraph input 0 has unknown shape"
+
+
+def _squeeze_into_concat() -> tuple[onnx.ModelProto, dict, str]:
+    """A Squeeze of X [1, 3, 1] by an empty axes list (ONNX: nothing squeezed; onnxruntime:
+    [3]) joined with X on axis 0: onnxruntime fails at the Concat, downstream."""
+    model = _model([helper.make_node("Squeeze", ["X", "e"], ["S"], name="squeeze"),
+                    helper.make_node("Concat", ["S", "X"], ["Y"], axis=0, name="cat")],
+                   [_info("X", [1, 3, 1])], [_info("Y", None)], [_ints("e", [])], opset=13)
+    return model, {"X": np.arange(3, dtype=np.float32).reshape(1, 3, 1)}, "Name:'cat'"
+
+
+def _scan_8(lengths: list[int] | None, steps: int = 3) -> tuple[onnx.ModelProto, dict, str]:
+    """A Scan-8 summing each batch entry's steps into its state (initial [1, 1] and [2, 2]),
+    ``lengths`` its sequence_lens (None: left out)."""
+    body = helper.make_graph([helper.make_node("Add", ["s", "x"], ["s2"])], "body",
+                             [_info("s", [2]), _info("x", [2])], [_info("s2", [2])])
+    inits = [] if lengths is None else [_ints("L", lengths)]
+    model = _model([helper.make_node("Scan", ["" if lengths is None else "L", "S", "X"], ["Y"],
+                                     body=body, num_scan_inputs=1, name="scan")],
+                   [_info("S", [2, 2]), _info("X", [2, steps, 2])], [_info("Y", [2, 2])],
+                   inits, opset=8, ir=8)
+    feeds = {"S": np.array([[1, 1], [2, 2]], np.float32),
+             "X": np.ones((2, steps, 2), np.float32)}
+    return model, feeds, "Invalid entries in sequence_lens"
+
+
+def _scan_9_of_no_step() -> tuple[onnx.ModelProto, dict, str]:
+    """A Scan-9+ of empty scan inputs and no scan outputs: ONNX's final state is the initial
+    one; onnxruntime fails."""
+    body = helper.make_graph([helper.make_node("Add", ["s", "x"], ["s2"])], "body",
+                             [_info("s", [2]), _info("x", [2])], [_info("s2", [2])])
+    model = _model([helper.make_node("Scan", ["S", "X"], ["Y"], body=body, num_scan_inputs=1,
+                                     name="scan")],
+                   [_info("S", [2]), _info("X", [0, 2])], [_info("Y", [2])], opset=13)
+    return model, {"S": np.array([1, 2], np.float32), "X": np.zeros((0, 2), np.float32)}, (
+        "Invalid dim0_offset of 0")
+
+
+@pytest.mark.parametrize("case, node, onnx_result, fallback", [
+    (_loop, "loop", np.array([4, 1], np.float32), "onnxruntime"),
+    (_loop, "loop", np.array([4, 1], np.float32), "reference"),
+    (lambda: _loop(trips=0), "loop", np.array([1, -2], np.float32), "onnxruntime"),
+    (_squeeze_into_concat, "squeeze",
+     np.tile(np.arange(3, dtype=np.float32).reshape(1, 3, 1), (2, 1, 1)), "reference"),
+    (lambda: _scan_8([3, 0]), "scan", np.array([[4, 4], [2, 2]], np.float32), "reference"),
+    (lambda: _scan_8([0, 0], steps=0), "scan", np.array([[1, 1], [2, 2]], np.float32),
+     "reference"),
+    (_scan_9_of_no_step, "scan", np.array([1, 2], np.float32), "onnxruntime"),
+    (_scan_9_of_no_step, "scan", np.array([1, 2], np.float32), "reference"),
+])
+def test_an_output_onnxruntime_fails_on_past_these_divergences_is_compared_with_onnx_reference(
+    case, node: str, onnx_result: np.ndarray, fallback: str
+) -> None:
+    """``check`` stopped with onnxruntime's error (exit 2): a Loop body's untyped iteration
+    number, a Squeeze by an empty axes list (with ``--fallback reference``, which squeezes as
+    ONNX says, as the lowering sizes what follows), a Scan-8's sequence length of 0 (the
+    same; onnx.reference's Scan-8 is ``reference_ops``')."""
+    model, feeds, words = case()
+    _ort_fails(model, feeds, words)
+    report = check(model, inputs=feeds, fallback=fallback)
+    (comparison,) = report.comparisons
+    (y,) = comparison.outputs
+    assert y.compared and y.verdict is Verdict.PASS
+    assert y.expected_shape == onnx_result.shape
+    assert y.message.startswith("compared with onnx.reference: onnxruntime fails at a known "
+                                "divergence")
+    assert comparison.expected == "onnx.reference on the original model for 'Y'"
+    assert f"it computes what ONNX says at node '{node}'" in comparison.note
+    (divergence,) = report.divergences
+    assert divergence.node == node and divergence.reference_follows_spec
+    assert report.exit_code == 0
+
+
+@pytest.mark.parametrize("case, words", [
+    (lambda: _model([helper.make_node("Squeeze", ["X", "e"], ["S"], name="squeeze"),
+                     helper.make_node("Relu", ["S"], ["Y"], name="relu")],
+                    [_info("X", [1, 3, 1])], [_info("Y", None)], [_ints("e", [])], opset=13),
+     "ONNX squeezes nothing, as onnx.reference does ([1, 3, 1]); onnxruntime squeezes every "
+     "axis of size 1 ([3])"),
+    (lambda: _scan_8(None, steps=0)[0],
+     "ONNX runs no step, so its final states are its initial ones"),
+])
+def test_where_onnxruntime_computes_otherwise_the_mismatch_is_the_divergence_named(
+    case, words: str
+) -> None:
+    """With ``--fallback reference``: a bare mismatch (shapes [1, 3, 1] and [3]; zeros for
+    the initial states) failed the check; onnxruntime gives no error to compare past."""
+    model = case()
+    feeds = ({"X": np.ones((1, 3, 1), np.float32)} if model.opset_import[0].version > 8
+             else _scan_8(None, steps=0)[1])
+    report = check(model, inputs=feeds, fallback="reference")
+    (y,) = report.comparisons[0].outputs
+    assert y.verdict is Verdict.KNOWN_DIVERGENCE and len(y.divergences) == 1
+    assert words in y.divergences[0] and y.divergences[0].startswith("node ")
+    assert report.exit_code == 0
+
+
+@pytest.mark.parametrize("case, fallback", [
+    # no axis of size 1: nothing for onnxruntime to squeeze
+    (lambda: _model([helper.make_node("Squeeze", ["X", "e"], ["Y"], name="squeeze")],
+                    [_info("X", [2, 3])], [_info("Y", None)], [_ints("e", [])], opset=13),
+     "reference"),
+    # the onnxruntime fallback squeezes as onnxruntime does: no divergence to excuse
+    (lambda: _model([helper.make_node("Squeeze", ["X", "e"], ["Y"], name="squeeze")],
+                    [_info("X", [1, 3])], [_info("Y", None)], [_ints("e", [])], opset=13),
+     "onnxruntime"),
+    (lambda: _scan_8([3, 2])[0], "reference"),  # every sequence runs a step
+    (lambda: _loop(_info("i", [], TensorProto.INT64))[0], "onnxruntime"),  # a scalar, declared
+])
+def test_the_notes_are_only_where_the_divergence_can_occur(case, fallback: str) -> None:
+    model = case()
+    graph = load(model)
+    report = check(model, fallback=fallback)
+    assert report.divergences == () and report.exit_code == 0
+    assert all(o.verdict is Verdict.PASS for o in report.comparisons[0].outputs)
+    assert not known_divergences(graph, lower(graph))
+
+
+def test_a_loop_condition_declared_without_a_shape_is_named_too() -> None:
+    cond = onnx.ValueInfoProto(name="c")
+    cond.type.tensor_type.elem_type = TensorProto.BOOL
+    model, feeds, _ = _loop(_info("i", [], TensorProto.INT64), cond)
+    _ort_fails(model, feeds, "Loop subgraph input 1 has unknown shape")
+    report = check(model, inputs=feeds)
+    (divergence,) = report.divergences
+    assert "declares its condition 'c' without a shape" in divergence.note
+    assert report.comparisons[0].outputs[0].verdict is Verdict.PASS
+
+
+def test_a_scan_8_sequence_length_of_0_on_the_onnxruntime_fallback_says_reference_runs_it(
+) -> None:
+    """dmlgraph's run fails as onnxruntime does (its fallback), with onnxruntime's words only."""
+    from dmlgraph.errors import DmlgraphError
+
+    model, feeds, words = _scan_8([3, 0])
+    with pytest.raises(DmlgraphError, match=words) as raised:
+        check(model, inputs=feeds)
+    assert str(raised.value).endswith(
+        "(node 'scan' (Scan) is a known divergence onnx.reference runs as ONNX says: "
+        "--fallback reference, fallback='reference' in Python)")
+    model, feeds, _ = _scan_8([3, 5])  # past the scan inputs' 3 steps: no divergence
+    with pytest.raises(DmlgraphError, match=words) as raised:
+        check(model, inputs=feeds)
+    assert "known divergence" not in str(raised.value)
+
+
+@pytest.mark.parametrize("case, fallback", [
+    (_reversed_slice_into_add, "onnxruntime"), (_squeeze_into_concat, "reference")])
+def test_a_failure_downstream_of_an_unnamed_divergent_node_is_traced_to_it(
+    case, fallback: str
+) -> None:
+    """onnxruntime names unnamed nodes '' in the file, and ``to_onnx``'s names (``OP_ID``)
+    in the import, where the failing node was looked up by name alone: exit 2."""
+    model, feeds, _ = case()
+    for node in model.graph.node:
+        node.name = ""
+    report = check(model, inputs=feeds, fallback=fallback)
+    (y,) = report.comparisons[0].outputs
+    assert y.compared and y.verdict is Verdict.PASS
+    assert y.message.startswith("compared with onnx.reference: onnxruntime fails at a known")
+    assert "the reference is to_onnx() of the imported graph" in report.notes[0]
+    assert report.exit_code == 0
+
+
+def test_a_wrong_value_past_a_squeeze_divergence_is_a_failure(monkeypatch) -> None:
+    """The Squeeze's note excuses nothing where onnx.reference is the reference."""
+    import backends.numpy.backend as numpy_backend
+
+    execute = numpy_backend.NumpyBackend.execute
+
+    def wrong(self, graph, feeds, outputs=None):
+        result = execute(self, graph, feeds, outputs)
+        return dataclasses.replace(result, outputs={
+            k: v + 1 for k, v in result.outputs.items()})
+
+    monkeypatch.setattr(numpy_backend.NumpyBackend, "execute", wrong)
+    model, feeds, _ = _squeeze_into_concat()
+    report = check(model, inputs=feeds, fallback="reference")
+    (y,) = report.comparisons[0].outputs
+    assert y.verdict is Verdict.FAIL and y.divergences == () and report.exit_code == 1
+
+
+def test_check_of_these_models_on_the_command_line(tmp_path: Path, capsys) -> None:
+    """Exit 2 (onnxruntime's error) or 1 (a bare mismatch) before; each divergence named."""
+    import json
+
+    cases = [(_loop()[0], "onnxruntime", "declares its iteration number 'i' without a shape"),
+             (_loop()[0], "reference", "declares its iteration number 'i' without a shape"),
+             (_squeeze_into_concat()[0], "reference", "ONNX squeezes nothing"),
+             (_scan_8(None, steps=0)[0], "reference", "gives zeros for them")]
+    for model, fallback, words in cases:
+        path = tmp_path / "m.onnx"
+        onnx.save(model, path)
+        capsys.readouterr()
+        assert main(["check", str(path), "--fallback", fallback, "--json"]) == 0
+        made = json.loads(capsys.readouterr().out)
+        assert made["passed"] and made["compared"] == 1
+        (divergence,) = made["divergences"]
+        assert divergence["note"].startswith("divergence: ") and words in divergence["note"]
+        assert divergence["outputs"] == ["Y"]
+        assert main(["check", str(path), "--fallback", fallback]) == 0
+        out = capsys.readouterr().out
+        assert "parity holds" in out and divergence["node"] in out
+
+
 @pytest.mark.parametrize("case, node, onnx_result", [
     (_wrap_of_empty, "wrap", np.zeros((0, 5), np.float32)),
     (_reversed_slice_into_add, "slice", np.zeros(0, np.float32)),
@@ -192,15 +412,18 @@ def test_a_divergence_onnx_reference_is_not_known_to_follow_onnx_at_stays_not_co
     assert "onnx.reference" not in [r.backend for r in report.runs]
 
 
-def test_each_phrase_of_the_table_names_a_divergence_lowering_notes() -> None:
+def test_each_phrase_of_the_table_names_a_divergence_noted() -> None:
     """The table reads the notes' text: a reworded note would drop out silently."""
     pad_crop = _model([helper.make_node("Pad", ["X", "p"], ["Y"], mode="edge", name="pad")],
                       [_info("X", [2, 3])], [_info("Y", None)], [_ints("p", [0, -2, 0, -1])])
     notes = []
     for model in (_wrap_of_empty()[0], _reversed_slice_into_add()[0], _concat_1()[0],
-                  _scalar_slice()[0], _scalar_pad()[0], pad_crop):
+                  _scalar_slice()[0], _scalar_pad()[0], pad_crop, _loop()[0]):
         graph = load(model)
         notes += [d for d in known_divergences(graph, lower(graph))]
+    # and those the reference fallback notes as a node runs
+    for model, feeds, _ in (_squeeze_into_concat(), _scan_8([3, 0]), _scan_9_of_no_step()):
+        notes += check(model, inputs=feeds, fallback="reference").divergences
     assert all(d.reference_follows_spec for d in notes)
     for phrase in SPEC_REFERENCE_DIVERGENCES:
         assert any(phrase in d.note for d in notes), phrase

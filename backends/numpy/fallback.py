@@ -19,7 +19,8 @@ from backends.onnxruntime import values
 from backends.onnxruntime.providers import cannot_run, make_session, select_providers
 from dmlgraph.dml.enums import PaddingMode
 from dmlgraph.dml.indexmaps import source_indices
-from dmlgraph.ir import Graph
+from dmlgraph.ir import Graph, OnnxOp, split_inputs
+from dmlgraph.parity import DIVERGENCE
 from dmlgraph.reference_ops import spec_ops
 from dmlgraph.shape_kernels import KERNELS
 from dmlgraph.subgraphs import holder_label
@@ -50,21 +51,114 @@ class ReferenceFallback:
             raise BackendError(
                 f"{graph.source}: onnx.reference cannot load {_nodes(graph)}: {first_line(exc)}"
             ) from None
-        outputs = list(graph.outputs)
+        return ReferenceRun(evaluator, graph)
 
-        def run(feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-            try:
-                results = evaluator.run(None, dict(feeds))
-            except Exception as exc:
-                raise BackendError(
-                    f"{graph.source}: onnx.reference fails on {_nodes(graph)}: {first_line(exc)}"
-                ) from None
-            # copies: onnx.reference's Reshape, Slice, Transpose... return views of their
-            # inputs, and Dropout or Identity the input itself, which may be the caller's
-            # array or the plan's memory, reused by later steps and runs
-            return {name: np.array(value) for name, value in zip(outputs, results)}
 
-        return run
+def _squeeze_divergence(op: OnnxOp, values: Sequence[Any]) -> str:
+    """A Squeeze-13+ by an empty axes list of data with an axis of size 1."""
+    data, axes = (*values, None, None)[:2]
+    if op.since_version < 13 or axes is None or np.size(axes) or data is None:
+        return ""
+    shape = list(np.shape(data))
+    if 1 not in shape:
+        return ""
+    return (f"{DIVERGENCE} a Squeeze of a {shape} tensor by an empty axes list: ONNX squeezes "
+            f"nothing, as onnx.reference does ({shape}); onnxruntime squeezes every axis of "
+            f"size 1 ({[d for d in shape if d != 1]})")
+
+
+#: How a run divergence's note says onnxruntime fails there (``_reference_hint``).
+_REFUSES = "onnxruntime 1.32 refuses it"
+
+
+def _scan_8_divergence(op: OnnxOp, values: Sequence[Any]) -> str:
+    """A Scan-8 some batch entry of which runs no step: by a sequence length of 0 (which
+    onnxruntime refuses), or of empty scan inputs, sequence_lens left out (onnxruntime's
+    final states are then zeros)."""
+    if op.since_version >= 9 or not values:
+        return ""
+    lengths = values[0]
+    if lengths is not None and np.size(lengths) and not np.asarray(lengths).all():
+        return (f"{DIVERGENCE} a Scan-8 whose sequence_lens "
+                f"{np.asarray(lengths).reshape(-1).tolist()} holds a sequence length of 0, "
+                "which ONNX allows (that batch entry runs no step: its final states are its "
+                "initial ones, its scan outputs padding), as onnx.reference's Scan-8 "
+                f"(reference_ops) computes; {_REFUSES} (\"Invalid entries in sequence_lens\")")
+    scanned = values[len(values) - int(op.attrs.get("num_scan_inputs", 0)):]
+    states = len(values) - 1 - len(scanned)
+    empty = any(x is not None and np.ndim(x) > 1 and np.shape(x)[1] == 0 for x in scanned)
+    if lengths is None and empty and states:
+        return (f"{DIVERGENCE} a Scan-8 of empty scan inputs (sequence length 0, sequence_lens "
+                "left out): ONNX runs no step, so its final states are its initial ones, as "
+                "onnx.reference's Scan-8 (reference_ops) computes; onnxruntime 1.32 gives "
+                "zeros for them")
+    return ""
+
+
+#: Where onnxruntime (1.32, measured) computes otherwise than ONNX, or refuses, by the values
+#: a node runs with, and onnx.reference computes what ONNX says: each op's test of its node's
+#: explicit inputs (None: left out), the divergence note or "". The reference fallback notes
+#: it on the node's run record (``ReferenceRun.said``) only where those values make it
+#: diverge, and ``check`` names it for the outputs the node reaches. The onnxruntime fallback
+#: computes what onnxruntime does: nothing there to note.
+_RUN_DIVERGENCES: Mapping[str, Callable[[OnnxOp, Sequence[Any]], str]] = {
+    "Squeeze": _squeeze_divergence,
+    "Scan": _scan_8_divergence,
+}
+
+
+def _reference_hint(graph: Graph, feeds: Mapping[str, np.ndarray]) -> str:
+    """What onnxruntime's failure on a segment adds where, by the values it was fed (or holds
+    as constants), a node of it diverges as onnxruntime refuses and ONNX allows
+    (``_RUN_DIVERGENCES``: a Scan-8's sequence length of 0): that onnx.reference runs it."""
+    for node in graph.nodes:
+        check = _RUN_DIVERGENCES.get(node.op_type)
+        if check is None or not isinstance(node.op, OnnxOp) or node.op.domain != "":
+            continue
+        known = [feeds.get(name, graph.constant(name)) if name else None
+                 for name in split_inputs(node)[0]]
+        if _REFUSES in check(node.op, known):
+            return engine_hint(f"node {holder_label(node.name, node.outputs)} ({node.op_type}) "
+                               "is a known divergence onnx.reference runs as ONNX says",
+                               "--fallback reference", "fallback='reference'")
+    return ""
+
+
+class ReferenceRun:
+    """A segment's runner on onnx.reference. ``said``: the divergence notes of its last run,
+    by the outputs of the node each is of (``_RUN_DIVERGENCES``); where the segment holds
+    such a node, the run keeps every value it made, to read that node's inputs."""
+
+    def __init__(self, evaluator: Any, graph: Graph) -> None:
+        self.evaluator, self.source, self.what = evaluator, graph.source, _nodes(graph)
+        self.outputs = list(graph.outputs)
+        self.watched = [
+            (tuple(node.outputs), node.op, split_inputs(node)[0], check)
+            for node in graph.nodes
+            if isinstance(node.op, OnnxOp) and node.op.domain == ""
+            and (check := _RUN_DIVERGENCES.get(node.op_type)) is not None
+        ]
+        self.said: dict[tuple[str, ...], str] = {}
+
+    def __call__(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        try:
+            made = self.evaluator.run(None, dict(feeds), intermediate=bool(self.watched))
+        except Exception as exc:
+            raise BackendError(
+                f"{self.source}: onnx.reference fails on {self.what}: {first_line(exc)}"
+            ) from None
+        if self.watched:  # every value it made, by name
+            results = {name: made[name] for name in self.outputs if name in made}
+            self.said = {
+                key: note for key, op, inputs, check in self.watched
+                if (note := check(op, [made.get(name) if name else None for name in inputs]))
+            }
+        else:
+            results = dict(zip(self.outputs, made))
+        # copies: onnx.reference's Reshape, Slice, Transpose... return views of their
+        # inputs, and Dropout or Identity the input itself, which may be the caller's
+        # array or the plan's memory, reused by later steps and runs
+        return {name: np.array(value) for name, value in results.items()}
 
 
 def reference_evaluator(model: onnx.ModelProto) -> Any:
@@ -225,6 +319,7 @@ class OnnxruntimeFallback:
             except Exception as exc:
                 raise BackendError(
                     f"{graph.source}: onnxruntime fails on {_nodes(graph)}: {first_line(exc)}"
+                    f"{_reference_hint(graph, feeds)}"
                 ) from None
             return dict(zip(outputs, results))
 

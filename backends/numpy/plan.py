@@ -31,7 +31,7 @@ import weakref
 from bisect import bisect_left, bisect_right, insort
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -771,9 +771,10 @@ class _FallbackStep(_PythonStep):
         self.readers = [(name, plan.ir_reader(name)) for name in self.segment.inputs]
         self.runner: Runner | None = None
         engine = plan.fallback.engine
-        self.runs = tuple(
+        self.runs = self.plain_runs = tuple(
             NodeRun(n.name, n.op_type, engine, notes=tuple(n.notes), node_id=n.id) for n in nodes
         )
+        self.said: dict[tuple[str, ...], str] = {}  # the runner's notes the runs carry
 
     def run(self) -> None:
         if self.runner is None:
@@ -791,6 +792,18 @@ class _FallbackStep(_PythonStep):
             )
         for name, value in results.items():
             self.state.produced(name, value)
+        said = getattr(self.runner, "said", None)
+        if said is not None and said != self.said:
+            self._note(said)
+
+    def _note(self, said: dict[tuple[str, ...], str]) -> None:
+        """The records of the nodes with what the runner said of them in this run (a
+        divergence the values they ran with make: ``fallback.ReferenceRun.said``)."""
+        self.said = said
+        self.runs = tuple(
+            replace(r, notes=(*r.notes, said[key])) if (key := tuple(n.outputs)) in said else r
+            for n, r in zip(self.nodes, self.plain_runs)
+        )
 
 
 #: Up to this many arrays fed and made, ``_apart`` compares results pair by pair
