@@ -460,6 +460,26 @@ def test_pieces_outnumber_the_workers_and_run_on_them(copier, workers) -> None:
     assert same_bits(destination, source)
 
 
+@pytest.mark.skipif(copy_threads.Program is None, reason="the native copier is not built here")
+def test_row_block_pieces_of_many_moves_hold_no_more_moves_than_the_bound() -> None:
+    """A JOIN of many inputs on an inner axis is cut into row blocks, each block every move:
+    its pieces are fewer, so they hold at most ``MAX_PIECE_MOVES`` moves in all (never fewer
+    lists than workers). Before, 1024 blocks of 64 moves each: 65536 moves (a Concat of 1024
+    inputs, a million: 2 s to compile, 1.4 GB held)."""
+    inputs, rows = 64, 1024
+    destination = np.zeros((rows, inputs, 2), np.uint8)
+    sources = [np.full((rows, 2), k, np.uint8) for k in range(inputs)]
+    phase = [(destination[:, k], source) for k, source in enumerate(sources)]
+    with copying("native", 0, piece_bytes=64):
+        lists = copy_threads.distribute(phase, 2)
+        run = copy_threads.compiled(lists, 2)
+    moves = sum(len(item[1]) for items in lists for item in items)
+    assert moves <= copy_threads.MAX_PIECE_MOVES and len(lists) >= 2
+    run()
+    assert same_bits(destination, np.broadcast_to(np.arange(inputs, dtype=np.uint8)[:, None],
+                                                   destination.shape))
+
+
 def test_numpy_copies_join_pieces_into_one_list_per_thread() -> None:
     """Pieces cut for the native copier that it cannot build (a cast) run through NumPy on
     ``threads`` lists, each a run of the pieces in order: never a thread per piece."""

@@ -65,6 +65,10 @@ BLOCK_BYTES = 1 << 20
 PIECE_BYTES = 256 << 10
 #: At most this many lists a phase (a 128 MB phase is 512 pieces of 256 KB).
 MAX_PIECES = 1024
+#: At most this many moves a phase's pieces hold in all where each piece holds every move (a
+#: lockstep row block): as many as 8 threads' fixed shares held. A Concat of 1024 inputs on an
+#: inner axis cut into 1024 row blocks was a million moves: 2 s to compile and 1.4 GB held.
+MAX_PIECE_MOVES = 8 << 10
 
 
 def default_threads() -> int:
@@ -160,12 +164,13 @@ def _size(phase: Phase, axis: int) -> int:
     return int(phase.moves[0][0].shape[axis])
 
 
-def _pieces(total: int, workers: int) -> int:
-    """How many lists a phase of ``total`` bytes for ``workers`` threads is cut into: one per
-    worker, or natively one per ``PIECE_BYTES`` (no fewer than the workers)."""
+def _pieces(total: int, workers: int, each: int = 1) -> int:
+    """How many lists a phase of ``total`` bytes for ``workers`` threads is cut into, each
+    list ``each`` moves: one per worker, or natively one per ``PIECE_BYTES`` (no fewer than
+    the workers, no more than ``MAX_PIECES`` lists or ``MAX_PIECE_MOVES`` moves)."""
     if not native:
         return workers
-    return max(workers, min(total // PIECE_BYTES, MAX_PIECES))
+    return max(workers, min(total // PIECE_BYTES, MAX_PIECES, MAX_PIECE_MOVES // each))
 
 
 def _distribute(
@@ -191,9 +196,9 @@ def _distribute(
         return _row_blocks(phase, rows, 1, total), rows
     if rows is None:
         rows = _shared_axis(phase, workers)
+    if rows is not None:  # every block all the moves
+        return _row_blocks(phase, rows, _pieces(total, workers, len(phase)), total), rows
     parts = _pieces(total, workers)
-    if rows is not None:
-        return _row_blocks(phase, rows, parts, total), rows
     share = total / parts
     pieces: list[Move] = []
     for destination, source in phase:
