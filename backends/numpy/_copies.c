@@ -756,6 +756,8 @@ static const Py_ssize_t stream_bytes = 8 << 20;
 
 static Worker workers[MAX_WORKERS];
 static int started;
+/* batches called off since the module loaded (``called_off()``: what a test can see) */
+static Counter calls_off;
 /* one batch at a time uses the copy threads; another runs on its own thread */
 static Mutex pool = MUTEX_INIT;
 
@@ -1218,7 +1220,10 @@ static void run_lists(Program *self) {
     for (int k = 0; k < handed; k++) {
         /* a thread that has not begun (asleep, or not given a CPU yet) is not waited for:
          * every list is taken */
-        if (swap_if(&workers[k].entered, batch[k] - 1, batch[k])) continue;
+        if (swap_if(&workers[k].entered, batch[k] - 1, batch[k])) {
+            take_next(&calls_off);
+            continue;
+        }
         for (unsigned spins = 0; load_acquire(&workers[k].done) != batch[k]; spins++) {
             if (spins > 100000) thread_yield();
             else RELAX();
@@ -1730,8 +1735,16 @@ static PyObject *copies_usable_cpus(PyObject *self, PyObject *unused) {
     return PyLong_FromLong(usable_cpus());
 }
 
+static PyObject *copies_called_off(PyObject *self, PyObject *unused) {
+    (void)self;
+    (void)unused;
+    return PyLong_FromUnsignedLongLong((unsigned long long)load_relaxed(&calls_off));
+}
+
 static PyMethodDef functions[] = {
     {"address", copies_address, METH_O, "the address of an array's element 0"},
+    {"called_off", copies_called_off, METH_NOARGS,
+     "how many times a call has called off a copy thread that had not begun its batch"},
     {"usable_cpus", copies_usable_cpus, METH_NOARGS,
      "the CPUs the calling thread may run on: the most threads a program's call uses"},
     {NULL, NULL, 0, NULL},
