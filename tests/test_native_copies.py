@@ -211,6 +211,34 @@ def test_a_copy_thread_asleep_when_every_list_is_taken_is_called_off() -> None:
     assert called_off() > before
 
 
+@pytest.mark.parametrize("files, quota", [
+    ({"v2": "200000 100000\n"}, 2),
+    ({"v2": "150000 100000\n"}, 1),  # whole CPUs: 1.5 allows one thread's spinning
+    ({"v2": "50000 100000\n"}, 1),
+    ({"v2": "max 100000\n"}, None),
+    ({"v1": ("400000\n", "100000\n")}, 4),
+    ({"v1": ("-1\n", "100000\n")}, None),
+    ({}, None),
+])
+def test_a_cgroup_cpu_quota_caps_the_default_threads(tmp_path, monkeypatch, files, quota):
+    """A container limited by a CPU quota (``docker --cpus=2``) lists every CPU of its host
+    in its affinity; the default copy threads take the quota's whole CPUs too, or 3-8 copy
+    threads on 2 CPUs' worth stall each call (they spin waiting for the ones descheduled).
+    cgroup v2's ``cpu.max`` first, then v1's quota and period."""
+    v2 = tmp_path / "cpu.max"
+    v1 = (tmp_path / "cfs_quota_us", tmp_path / "cfs_period_us")
+    if "v2" in files:
+        v2.write_text(files["v2"])
+    if "v1" in files:
+        for path, text in zip(v1, files["v1"]):
+            path.write_text(text)
+    monkeypatch.setattr(copy_threads, "CGROUP_CPU_MAX", str(v2))
+    monkeypatch.setattr(copy_threads, "CGROUP_V1_QUOTA", tuple(map(str, v1)))
+    assert copy_threads.quota_cpus() == quota
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(16)), raising=False)
+    assert copy_threads.default_threads() == min(quota or 8, 8)
+
+
 @pytest.mark.parametrize("threads", [0, -1, copy_threads.MAX_THREADS + 1])
 def test_threads_out_of_range_are_refused(threads) -> None:
     x = np.zeros(4, np.uint8)

@@ -73,10 +73,14 @@ static int start_detached(Thread *thread, thread_result(THREAD_CALL *run)(void *
     return 0;
 }
 
-/* The CPUs this process may run on (its affinity mask; 1 if it cannot be read). */
+/* The CPUs this process may run on (its affinity mask; where its threads span several
+ * processor groups, of more than 64 CPUs, the mask reads 0: then every active CPU). */
 static int usable_cpus(void) {
     DWORD_PTR process, system;
-    if (!GetProcessAffinityMask(GetCurrentProcess(), &process, &system) || !process) return 1;
+    if (!GetProcessAffinityMask(GetCurrentProcess(), &process, &system) || !process) {
+        const DWORD active = GetActiveProcessorCount(ALL_PROCESSOR_GROUPS);
+        return active > 0 ? (int)(active < INT_MAX ? active : INT_MAX) : 1;
+    }
     int count = 0;
     for (; process; process &= process - 1) count++;
     return count;

@@ -72,13 +72,44 @@ MAX_PIECE_MOVES = 8 << 10
 
 
 def default_threads() -> int:
-    """The CPUs this process may run on (a container's limit, not the host's), at most 8:
-    copies saturate memory bandwidth before that."""
+    """The CPUs this process may run on (its affinity, a container's cpuset, and a CPU quota:
+    not the host's), at most 8: copies saturate memory bandwidth before that. More copy
+    threads than CPUs stall a call: the others spin waiting for the one without a CPU."""
     try:
         count = len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
         count = os.cpu_count() or 1
-    return max(1, min(count, 8))
+    quota = quota_cpus()
+    return max(1, min(count, quota or count, 8))
+
+
+#: Where Linux states a cgroup's CPU quota: version 2's ``cpu.max`` ("QUOTA PERIOD", QUOTA
+#: "max" without one), version 1's ``cpu.cfs_quota_us`` (-1 without one) and period.
+CGROUP_CPU_MAX = "/sys/fs/cgroup/cpu.max"
+CGROUP_V1_QUOTA = ("/sys/fs/cgroup/cpu/cpu.cfs_quota_us", "/sys/fs/cgroup/cpu/cpu.cfs_period_us")
+
+
+def quota_cpus() -> int | None:
+    """The whole CPUs a cgroup's CPU quota allows (``docker --cpus=2``, a Kubernetes CPU
+    limit; at least 1), which a container's affinity does not show: it lists every CPU of
+    the host. None without a quota, or where none can be read (not Linux)."""
+    try:
+        with open(CGROUP_CPU_MAX, encoding="ascii") as limit:
+            quota, period = limit.read().split()[:2]
+    except (OSError, ValueError):
+        try:
+            with open(CGROUP_V1_QUOTA[0], encoding="ascii") as q, \
+                    open(CGROUP_V1_QUOTA[1], encoding="ascii") as p:
+                quota, period = q.read().strip(), p.read().strip()
+        except (OSError, ValueError):
+            return None
+    try:
+        allowed, length = int(quota), int(period)
+    except ValueError:  # "max": no quota
+        return None
+    if allowed <= 0 or length <= 0:  # -1: no quota
+        return None
+    return max(1, allowed // length)
 
 
 def split(destination: np.ndarray, source: np.ndarray, parts: int) -> list[Move]:
