@@ -242,8 +242,10 @@ def test_a_cgroup_cpu_quota_caps_the_default_threads(tmp_path, monkeypatch, file
 @pytest.mark.parametrize("threads", [0, -1, copy_threads.MAX_THREADS + 1])
 def test_threads_out_of_range_are_refused(threads) -> None:
     x = np.zeros(4, np.uint8)
-    if threads == 0:  # the default: one thread per list
+    if threads == 0:  # the default: one thread per list, up to MAX_THREADS
         assert Program([[(x[:2], x[2:])], [(x[2:], x[:2])]], threads=0).threads == 2
+        many = Program([[(x[:2], x[2:])]] * (copy_threads.MAX_THREADS + 4))
+        assert many.threads == copy_threads.MAX_THREADS
         return
     with pytest.raises(ValueError, match="threads"):
         Program([[(x[:2], x[2:])]], threads=threads)

@@ -9,7 +9,8 @@
  * loop (from 8 MB streamed where that runs faster, timed), and copy threads spin for a while after each batch, as onnxruntime's pool
  * does, before they sleep. The GIL is released while copying.
  *
- * Program(lists, stream=None, roots=None, *, threads=len(lists)): lists of (destination, source)
+ * Program(lists, stream=None, roots=None, *, threads=len(lists) up to MAX_THREADS): lists of
+ * (destination, source)
  * arrays, the source broadcastable to the destination (same item size); calling it runs the
  * lists on the calling thread and up to ``threads - 1`` copy threads, each thread taking the
  * next list as it frees up and running it in order, and returns when all are done. The lists
@@ -1006,7 +1007,7 @@ static PyObject *program_new(PyTypeObject *type, PyObject *args, PyObject *kwarg
         return NULL;
     }
     Py_ssize_t nlists = PyTuple_GET_SIZE(lists);
-    if (!threads) threads = nlists;
+    if (!threads) threads = nlists < MAX_WORKERS + 1 ? nlists : MAX_WORKERS + 1; /* one each */
     if (nlists < 1 || threads < 1 || threads > MAX_WORKERS + 1) {
         if (nlists < 1)
             PyErr_SetString(PyExc_ValueError, "lists of moves: at least 1, got 0");
