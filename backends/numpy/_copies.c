@@ -10,12 +10,12 @@
  * does, before they sleep. The GIL is released while copying.
  *
  * Program(lists, stream=None, roots=None, *, threads=len(lists) up to MAX_THREADS): lists of
- * (destination, source)
- * arrays, the source broadcastable to the destination (same item size); calling it runs the
- * lists on the calling thread and up to ``threads - 1`` copy threads, each thread taking the
- * next list as it frees up and running it in order, and returns when all are done. The lists
- * must be independent: none writes what another reads or writes. The
- * arrays are held by the program; their memory must stay where it is while the program is
+ * (destination, source) arrays, the source broadcastable to the destination (same item
+ * size); calling it runs the lists on the calling thread and up to ``threads - 1`` copy
+ * threads, each thread taking the next list as it frees up and running it in order, and
+ * returns when all are done. The lists must be independent: none writes what another reads
+ * or writes. The arrays are held by the program; their memory must stay where it is while
+ * the program is
  * used. With ``roots`` (item r: None, or (address, size) of a buffer the moves were built
  * over) the program is relocatable: each call names where every root lies now,
  * ``program(addresses)``, and moves between those buffers instead (a plan's inputs and
