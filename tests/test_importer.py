@@ -1329,6 +1329,52 @@ def test_long_vectors_only_inference_sizes_load_under_three_gigabytes(tmp_path) 
     shapes = _v_shapes_under_3_gb(models, timeout=60, tensor="y")
     assert len(shapes) == len(models) and set(shapes[:-1]) == {"(4,)"}  # the If's unsized
 
+def test_subgraphs_look_up_the_sizes_of_the_graphs_holding_them_without_copying_them(
+    monkeypatch,
+) -> None:
+    """Each If branch Reshaping to [-1] a Flatten of a long input x [2, 5000] of the main
+    graph (of 400 other nodes) is found (``_LongVectors.inner_reshaped``), by the sizes the
+    main graph knows. Each branch's ``_DeclaredSizes`` copied the main graph's names: a main
+    graph of 10,000 nodes and 1,000 Ifs took 8x longer to look for long vectors (0.18 s
+    against 0.02 s), of 30,000 nodes 16x (0.64 s), growing as nodes times Ifs; a branch's
+    now holds its own names and asks the graphs holding it for the others (0.07, 0.10 s)."""
+    others, ifs = 400, 20
+    nodes = [helper.make_node("Flatten", ["x"], ["r0"], axis=0)]
+    nodes += [helper.make_node("Identity", ["c"], [f"c{i}"]) for i in range(others)]
+    consts = [numpy_helper.from_array(np.array([value], np.int64), name)
+              for name, value in (("minus_one", -1), ("zero", 0), ("four", 4))]
+    for k in range(ifs):
+        then = helper.make_graph([helper.make_node("Reshape", ["r0", "minus_one"],
+                                                   [f"v{k}"]),
+                                  helper.make_node("Slice", [f"v{k}", "zero", "four"],
+                                                   [f"t{k}"])], f"then{k}", [],
+                                 [helper.make_tensor_value_info(f"t{k}", TensorProto.FLOAT,
+                                                                None)])
+        other = helper.make_graph([helper.make_node("Identity", ["x"], [f"e{k}"])], f"else{k}",
+                                  [], [helper.make_tensor_value_info(f"e{k}", TensorProto.FLOAT,
+                                                                     None)])
+        nodes.append(helper.make_node("If", ["c"], [f"y{k}"], then_branch=then,
+                                      else_branch=other))
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 5000]),
+                     helper.make_tensor_value_info("c", TensorProto.BOOL, [])],
+        [helper.make_tensor_value_info(f"y{k}", TensorProto.FLOAT, None) for k in range(ifs)],
+        consts)
+    made: list[folding._DeclaredSizes] = []
+    init = folding._DeclaredSizes.__init__
+
+    def record(self, *args, **kwargs) -> None:
+        init(self, *args, **kwargs)
+        made.append(self)
+
+    monkeypatch.setattr(folding._DeclaredSizes, "__init__", record)
+    found = folding._long_vectors(graph, None, lambda name: False)
+    assert [(sub.name, index) for sub, index, _ in found.inner_reshaped] == [
+        (f"then{k}", 0) for k in range(ifs)]
+    held = sum(len(sizes._made) for sizes in made)  # names each graph's sizes hold
+    assert held <= len(nodes) + 2 * ifs, held
+
+
 def test_a_constant_too_large_to_fold_is_not_computed_to_find_out() -> None:
     """A ConstantOfShape of [10^6, 10^6] (4 TB) failed the import with a MemoryError: the
     kernel computed it before the growth limit refused it. Its inferred size is asked first

@@ -74,7 +74,7 @@ _REFUSES = "onnxruntime 1.32 refuses it"
 def _scan_8_divergence(op: OnnxOp, values: Sequence[Any]) -> str:
     """A Scan-8 some batch entry of which runs no step: by a sequence length of 0 (which
     onnxruntime refuses), or of empty scan inputs, sequence_lens left out (onnxruntime's
-    final states are then zeros)."""
+    final states are then uninitialized: zeros in fresh memory, else an earlier run's)."""
     if op.since_version >= 9 or not values:
         return ""
     lengths = values[0]
@@ -90,8 +90,9 @@ def _scan_8_divergence(op: OnnxOp, values: Sequence[Any]) -> str:
     if lengths is None and empty and states:
         return (f"{DIVERGENCE} a Scan-8 of empty scan inputs (sequence length 0, sequence_lens "
                 "left out): ONNX runs no step, so its final states are its initial ones, as "
-                "onnx.reference's Scan-8 (reference_ops) computes; onnxruntime 1.32 gives "
-                "zeros for them")
+                "onnx.reference's Scan-8 (reference_ops) computes; onnxruntime 1.32 leaves "
+                "them uninitialized (zeros in fresh memory, else what its buffers held: an "
+                "earlier run's values)")
     return ""
 
 
