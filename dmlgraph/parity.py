@@ -466,10 +466,12 @@ class KnownDivergence:
 
     def named_in(self, failure: str) -> bool:
         """Whether a reference's error is about this node: by its name, or, unnamed, by the
-        name ``to_onnx`` gives it (``OP_ID``), which onnxruntime's error then quotes."""
-        if self.node:
-            return f"'{self.node}'" in failure
-        return self.node_id is not None and f"'{self.label}'" in failure
+        name ``to_onnx`` gives it (``OP_ID``), which onnxruntime's error then quotes: in
+        quotes as a run names it, or as its refusal at load does ("Node (loop) Op (Loop)")."""
+        if not self.node and self.node_id is None:
+            return False
+        name = self.node or self.label
+        return f"'{name}'" in failure or f"Node ({name}) Op (" in failure
 
 
 def known_divergences(

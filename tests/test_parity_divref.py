@@ -321,6 +321,71 @@ def test_a_loop_condition_declared_without_a_shape_is_named_too() -> None:
     assert report.comparisons[0].outputs[0].verdict is Verdict.PASS
 
 
+def _loop_of_untyped_condition(given: bool = False, read: bool = True, name: str = "loop"
+                               ) -> tuple[onnx.ModelProto, dict]:
+    """``_loop`` whose body declares its condition 'c' with no type at all, which the body
+    reads (an Identity) or not (a Constant true), the Loop's condition input ``given`` (true)
+    or left out."""
+    model, feeds, _ = _loop(_info("i", [], TensorProto.INT64), onnx.ValueInfoProto(name="c"))
+    loop = model.graph.node[0]
+    loop.name = name
+    if not read:
+        true = numpy_helper.from_array(np.array(True))
+        loop.attribute[0].g.node[1].CopyFrom(helper.make_node("Constant", [], ["c2"], value=true))
+    if given:
+        loop.input[1] = "T"
+        model.graph.initializer.append(numpy_helper.from_array(np.array(True), "T"))
+    return model, feeds
+
+
+@pytest.mark.parametrize("read", [True, False])
+@pytest.mark.parametrize("name", ["loop", ""])
+def test_a_loop_condition_of_no_type_left_out_of_the_loop_is_compared_with_onnx_reference(
+    read: bool, name: str
+) -> None:
+    """ONNX lets a subgraph input leave its type out (the IR requires types of the main
+    graph's inputs and outputs only), and onnx's checker passes it (with full_check too where
+    the body does not read it: onnx's inference types the body's condition by the Loop's, none
+    here); onnxruntime 1.32 refuses the model at load, and check exited 2 with its error where
+    dmlgraph and onnx.reference run it ([1, -2] + 3 trips of 1)."""
+    model, feeds = _loop_of_untyped_condition(read=read, name=name)
+    onnx.checker.check_model(model, full_check=not read)
+    _ort_fails(model, feeds, r"Model input \(c\) does not have type information")
+    report = check(model, inputs=feeds)
+    (y,) = report.comparisons[0].outputs
+    assert y.compared and y.verdict is Verdict.PASS
+    assert y.message.startswith("compared with onnx.reference: onnxruntime fails at a known")
+    assert report.comparisons[0].expected == "onnx.reference on the original model for 'Y'"
+    (divergence,) = report.divergences
+    assert ("declares its condition 'c' with no type and the Loop leaves its condition input "
+            "out" in divergence.note) and divergence.reference_follows_spec
+    assert report.exit_code == 0
+
+
+def test_a_loop_condition_of_no_type_is_no_divergence_where_the_loop_is_given_one() -> None:
+    """onnxruntime types the body's condition by the Loop's and runs it."""
+    model, feeds = _loop_of_untyped_condition(given=True)
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    assert session.run(None, feeds)[0].tolist() == [4, 1]
+    report = check(model, inputs=feeds)
+    assert report.divergences == () and report.comparisons[0].outputs[0].verdict is Verdict.PASS
+
+
+def test_run_on_onnxruntime_refusing_a_loop_condition_of_no_type_says_numpy_runs_it(
+    tmp_path: Path, capsys
+) -> None:
+    path = tmp_path / "loop.onnx"
+    onnx.save(_loop_of_untyped_condition()[0], path)
+    assert main(["run", str(path), "--backend", "onnxruntime"]) == 2
+    error = capsys.readouterr().err
+    assert "Model input (c) does not have type information" in error
+    assert error.rstrip().endswith("(a known divergence at node 'loop', which the numpy backend "
+                                   "runs and check names: --backend numpy, "
+                                   "get_backend('numpy') in Python)")
+    assert main(["run", str(path)]) == 0
+    assert "output Y: float32[2]" in capsys.readouterr().out
+
+
 def test_a_scan_8_sequence_length_of_0_on_the_onnxruntime_fallback_says_reference_runs_it(
 ) -> None:
     """dmlgraph's run fails as onnxruntime does (its fallback), with onnxruntime's words only."""
