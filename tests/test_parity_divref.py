@@ -623,3 +623,23 @@ def test_run_on_onnxruntime_failing_at_a_divergence_says_the_numpy_backend_runs_
     capsys.readouterr()
     assert main(["run", str(path), "--backend", "onnxruntime"]) == 2
     assert "known divergence at node 'pad'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("fallback", ["onnxruntime", "reference"])
+def test_run_says_the_divergence_a_node_ran_at(tmp_path: Path, capsys, fallback: str) -> None:
+    """``run`` printed a Scan-8's final states of no step (onnxruntime's uninitialized memory
+    on the onnxruntime fallback) with no word; its record's note is printed, once."""
+    model, feeds, _ = _scan_8(None, steps=0)
+    path, inputs = tmp_path / "scan.onnx", tmp_path / "in.npz"
+    onnx.save(model, path)
+    np.savez(inputs, **feeds)
+    assert main(["run", str(path), "--inputs", str(inputs), "--fallback", fallback]) == 0
+    notes = [line for line in capsys.readouterr().out.splitlines() if "note:" in line]
+    (note,) = notes
+    assert note.startswith("  note: node 'scan': divergence: a Scan-8 of empty scan inputs")
+    assert ("this run's values there are that memory" in note) == (fallback == "onnxruntime")
+    model, feeds, _ = _scan_8(None, steps=3)  # steps run: nothing to say
+    onnx.save(model, path)
+    np.savez(inputs, **feeds)
+    assert main(["run", str(path), "--inputs", str(inputs), "--fallback", fallback]) == 0
+    assert "note:" not in capsys.readouterr().out
