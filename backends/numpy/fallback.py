@@ -125,7 +125,7 @@ _RUN_DIVERGENCES: Mapping[str, RunCheck] = {
 #: run-time one.
 _ORT_NO_VALUE: Mapping[str, tuple[Callable[[Node], bool], RunCheck]] = {
     "Scan": (lambda node: isinstance(node.op, OnnxOp) and node.op.since_version < 9
-             and not split_inputs(node)[0][0], _scan_8_no_step),
+             and split_inputs(node)[0][:1] == ("",), _scan_8_no_step),
 }
 
 #: What the onnxruntime fallback adds to an ``_ORT_NO_VALUE`` note: what its run gave.
@@ -376,6 +376,8 @@ def _watched(graph: Graph, table: Mapping[str, tuple[Callable[[Node], bool], Run
 
 def _fetched(graph: Graph, watched: Sequence[Watched]) -> list[str]:
     """What watched nodes read that the segment makes and does not hand out."""
+    if not watched:  # most segments: no walk of their nodes
+        return []
     inside = {out for node in graph.nodes for out in node.outputs if out}
     given = set(graph.outputs)
     return list(dict.fromkeys(
