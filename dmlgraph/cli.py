@@ -248,6 +248,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(visible(line))
     for note in result.record.notes:
         print(f"  note: {visible(note)}")
+    for line in _divergences_run(result.record):
+        print(visible(line))
     for name, value in outputs.items():
         print(f"  output {visible(name)}: {value.dtype}{list(value.shape)} {_preview(value)}")
     if not graph.outputs:
@@ -296,6 +298,20 @@ def _cannot_run_hint(failure: DmlgraphError) -> str:
 
 #: How many nodes lowered as the graph ran ``run`` and ``check`` list (``check --json``: all).
 LOWERED_WHEN_RUN_SHOWN = 30
+
+
+def _divergences_run(record: Any) -> list[str]:
+    """One line per known divergence a node ran at (its run record's note), once each: its
+    value is not onnxruntime's (a Scan-8's final states of no step, which onnxruntime leaves
+    uninitialized, were printed with no word)."""
+    from dmlgraph.parity import DIVERGENCE
+
+    said = dict.fromkeys(
+        (run.node, note) for run in getattr(record, "nodes", ()) for note in run.notes
+        if note.startswith(DIVERGENCE)
+    )
+    return [f"  note: node {node!r}: {note}" if node else f"  note: {note}"
+            for node, note in said]
 
 
 def _lowered_when_run(record: Any) -> list[str]:

@@ -58,6 +58,12 @@ T = TypeVar("T")
 
 #: The prefix of a note that marks a known DirectML / onnxruntime divergence.
 DIVERGENCE = "divergence:"
+#: The phrase of a divergence note where onnxruntime's result is its uninitialized memory (a
+#: Scan-8 of no step's final states: ``fallback._scan_8_no_step``). No onnxruntime run is an
+#: oracle there, the reference's nor the onnxruntime fallback's, so ``check`` compares nothing
+#: such a node reaches with onnxruntime (``_uninitialized``): it compared one session's
+#: leftovers with another's, which passed, or failed and blamed onnxruntime's optimizations.
+UNINITIALIZED = "onnxruntime 1.32 leaves them uninitialized"
 
 
 class Verdict(str, enum.Enum):
@@ -448,6 +454,11 @@ class KnownDivergence:
         return self.node or f"{self.op_type}_{self.node_id}"
 
     @property
+    def uninitialized(self) -> bool:
+        """Whether onnxruntime's values there are its uninitialized memory (``UNINITIALIZED``)."""
+        return UNINITIALIZED in self.note
+
+    @property
     def reference_follows_spec(self) -> bool:
         """Whether onnx.reference computes what ONNX says at this node
         (``SPEC_REFERENCE_DIVERGENCES``), so it may be the reference where onnxruntime fails."""
@@ -455,10 +466,12 @@ class KnownDivergence:
 
     def named_in(self, failure: str) -> bool:
         """Whether a reference's error is about this node: by its name, or, unnamed, by the
-        name ``to_onnx`` gives it (``OP_ID``), which onnxruntime's error then quotes."""
-        if self.node:
-            return f"'{self.node}'" in failure
-        return self.node_id is not None and f"'{self.label}'" in failure
+        name ``to_onnx`` gives it (``OP_ID``), which onnxruntime's error then quotes: in
+        quotes as a run names it, or as its refusal at load does ("Node (loop) Op (Loop)")."""
+        if not self.node and self.node_id is None:
+            return False
+        name = self.node or self.label
+        return f"'{name}'" in failure or f"Node ({name}) Op (" in failure
 
 
 def known_divergences(
@@ -751,6 +764,32 @@ def compare_outputs(
     return tuple(results)
 
 
+#: The message of an output onnxruntime leaves uninitialized memory (``_uninitialized``).
+UNINITIALIZED_MESSAGE = (
+    "not compared: onnxruntime leaves it uninitialized memory at a known divergence, so no "
+    "onnxruntime run computes it"
+)
+
+
+def _uninitialized(
+    outputs: Sequence[OutputComparison],
+    values: Sequence[np.ndarray],
+    divergences: Sequence[KnownDivergence],
+) -> tuple[OutputComparison, ...]:
+    """``outputs`` (compared with onnxruntime, one per output by position), each that a
+    divergence of onnxruntime's uninitialized memory reaches (``UNINITIALIZED``) made not
+    compared, naming it."""
+    made = []
+    for index, o in enumerate(outputs):
+        reasons = tuple(d.describe() for d in divergences
+                        if d.uninitialized and index in d.outputs)
+        if reasons and o.compared:
+            o = replace(not_compared(o.name, values[index], reasons),
+                        message=UNINITIALIZED_MESSAGE)
+        made.append(o)
+    return tuple(made)
+
+
 def not_compared(
     name: str, actual: np.ndarray, reasons: Sequence[str], why: str = ""
 ) -> OutputComparison:
@@ -890,8 +929,9 @@ def check(
                     label,
                     f"onnxruntime on the lowered graph{again} translated to ONNX "
                     f"({crossed.record.provider})",
-                    compare_outputs(names, values, [crossed.outputs[n] for n in ran.outputs],
-                                    tolerances, _kept_as_onnx(divergences, ran)),
+                    _uninitialized(compare_outputs(
+                        names, values, [crossed.outputs[n] for n in ran.outputs], tolerances,
+                        _kept_as_onnx(divergences, ran)), values, divergences),
                 )
             )
     return ParityReport(
@@ -1257,8 +1297,9 @@ def _against_reference(ort: Any, subject: _Subject, notes: list[str]) -> Compari
     if result is not None:
         runs.append(result.record)
         # by name: a model may list an output twice, and the result holds it once
-        outputs = compare_outputs(names, values, [result.outputs[n] for n in names],
-                                  tolerances, divergences)
+        outputs = _uninitialized(
+            compare_outputs(names, values, [result.outputs[n] for n in names], tolerances,
+                            divergences), values, divergences)
         if any(o.verdict is Verdict.FAIL for o in outputs):
             outputs = _optimizer_divergences(ort, ran, graph, feeds, result.outputs, values,
                                              tolerances, outputs, runs, notes)
@@ -1297,11 +1338,11 @@ def _against_reference(ort: Any, subject: _Subject, notes: list[str]) -> Compari
     reasons = [d.describe() for d in matched]
     left = [i for i in range(len(names)) if expected[i] is None]
     spec = _on_onnx_reference(subject, left)
-    outputs = tuple(
+    outputs = _uninitialized(tuple(
         next(compared) if expected[i] is not None
         else spec.outputs.get(i) or not_compared(names[i], values[i], reasons, spec.why)
         for i in range(len(names))
-    )
+    ), values, divergences)
     note = f"reference failed: {failure}"
     if unreached:
         note += "; the outputs it does not reach were compared on the graph pruned to them"

@@ -636,12 +636,24 @@ _UNSHAPED_COUNTER = (
     "shape\")"
 )
 
+#: A Loop's body declaring its condition with no type at all where the Loop leaves its
+#: condition input out, as ONNX allows (the IR requires types of the main graph's inputs and
+#: outputs only; a bool scalar arrives): onnx's inference types the body's condition by the
+#: Loop's, so it gives it none, and onnxruntime 1.32 refuses the model at load. Where the Loop
+#: is given a condition, onnxruntime types the body's by it and runs the model.
+_UNTYPED_CONDITION = (
+    "divergence: the Loop's body declares its condition {name!r} with no type and the Loop "
+    "leaves its condition input out, as ONNX allows (a subgraph input's type may be left out; "
+    "a bool scalar arrives), and onnx.reference runs it; onnxruntime 1.32 refuses the model at "
+    "load (\"Model input ({name}) does not have type information\"){more}"
+)
 
-def loop_divergence(op: OnnxOp) -> str:
+
+def loop_divergence(op: OnnxOp, inputs: Sequence[str]) -> str:
     """The divergence note of a Loop whose body declares its iteration number or condition
-    without a shape (``_UNSHAPED_COUNTER``); "" for any other. A condition of no type at all
-    onnxruntime refuses at load, as another matter, so only its typed, unshaped one is
-    named."""
+    without a shape (``_UNSHAPED_COUNTER``), or its condition with no type at all where the
+    Loop's ``inputs`` (its explicit ones) leave the condition out (``_UNTYPED_CONDITION``:
+    onnxruntime refuses that at load, the first failure); "" for any other."""
     body = op.attrs.get("body")
     if op.op_type != "Loop" or op.domain != "" or not isinstance(body, Subgraph):
         return ""
@@ -652,6 +664,11 @@ def loop_divergence(op: OnnxOp) -> str:
         if not value.type.tensor_type.HasField("shape")
         and (index == 0 or value.type.HasField("tensor_type"))
     ]
+    untyped = len(counters) > 1 and not counters[1].HasField("type")
+    if untyped and not (len(inputs) > 1 and inputs[1]):
+        more = (f"; its iteration number {counters[0].name!r} is declared without a shape too, "
+                "which onnxruntime fails on when it runs" if named else "")
+        return _UNTYPED_CONDITION.format(name=counters[1].name, more=more)
     if not named:
         return ""
     index = 0 if named[0].startswith("iteration") else 1

@@ -17,7 +17,7 @@ from dmlgraph import canonical, folding
 from dmlgraph.dml.binding import unbound_tensors
 from dmlgraph.dml.operators import OperatorDesc
 from dmlgraph.errors import DmlValidationError, GraphInvariantError
-from dmlgraph.ir import Node, NodeId, OnnxOp, TensorInfo
+from dmlgraph.ir import Node, NodeId, OnnxOp, TensorInfo, split_inputs
 from dmlgraph.ort_pad import PadDivergenceKind, pad_divergences
 from dmlgraph.subgraphs import held_note, loop_divergence, lowered_when_run
 from lowering import concat, pad, slice  # noqa: F401  (register the rules)
@@ -150,7 +150,7 @@ class LowerOnnx(Pass):
                 if held:
                     origin.notes.append(held)
                 # asked of control flow alone: the note of a Loop onnxruntime fails on
-                diverges = loop_divergence(node.op) if run_here else ""
+                diverges = loop_divergence(node.op, split_inputs(node)[0]) if run_here else ""
                 if diverges:
                     origin.notes.append(diverges)
                 continue

@@ -1084,3 +1084,55 @@ def test_a_rule_broken_by_a_rank_onnxruntime_may_make_otherwise_is_no_silent_res
     assert main(["run", str(path), "--fallback", fallback, "--inputs", str(inputs)]) == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err and "error:" in err
+
+
+def _grown_by_prelu(fed: str) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
+    """A Scan-16 whose input ``fed`` ("state" or "scanned") a PRelu makes of a slope with one
+    more axis than X: onnxruntime's PRelu broadcasts both ways (ONNX's broadcasts the slope to
+    X), so it arrives of rank one more than onnx infers. The body is typed but unshaped: it
+    adds the scanned row to a grown state and makes the sum its scan output, or passes a
+    grown row on as its scan output (the state kept)."""
+    def typed(name: str) -> onnx.ValueInfoProto:
+        value = onnx.ValueInfoProto(name=name)
+        value.type.tensor_type.elem_type = FLOAT
+        return value
+
+    state = fed == "state"
+    nodes = ([helper.make_node("Add", ["s", "x"], ["s2"]),
+              helper.make_node("Identity", ["s2"], ["o"])] if state else
+             [helper.make_node("Identity", ["s"], ["s2"]),
+              helper.make_node("Identity", ["x"], ["o"])])
+    body = helper.make_graph(nodes, "body", [typed("s"), typed("x")], [typed("s2"), typed("o")])
+    x_shape, slope_shape = ([3], [2, 3]) if state else ([4, 3], [2, 4, 3])
+    scan_inputs = ["P", "rows"] if state else ["init", "P"]
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node("PRelu", ["X", "slope"], ["P"], name="prelu"),
+         helper.make_node("Scan", scan_inputs, ["S", "O"], body=body, num_scan_inputs=1,
+                          name="scan")],
+        "g", [_vi("X", x_shape), _vi("rows" if state else "init", [4, 3] if state else [3])],
+        [_vi("S", None), _vi("O", None)],
+        [numpy_helper.from_array(np.full(slope_shape, 0.5, np.float32), "slope")]),
+        opset_imports=[helper.make_opsetid("", 16)])
+    model.ir_version = 8
+    x = -np.ones(x_shape, np.float32)
+    return model, {"X": x, "rows" if state else "init": np.ones((4, 3) if state else 3,
+                                                                 np.float32)}
+
+
+@pytest.mark.parametrize("fed", ["state", "scanned"])
+@pytest.mark.parametrize("fallback", ["onnxruntime", "reference"])
+def test_a_scan_input_of_another_rank_than_inferred_is_refused_as_onnxruntime_fails(
+    fed: str, fallback: str, onnx_run
+) -> None:
+    """onnxruntime sizes the body's outputs by onnx's inference ([3]) and fails on the [2, 3]
+    its own PRelu made; the run exited 0 with a state [2, 3] and rows [4, 2, 3], the body
+    declaring no shape to hold them to."""
+    model, feeds = _grown_by_prelu(fed)
+    with pytest.raises(Exception, match="computed output shape for this run"):
+        onnx_run(model, feeds)
+    rank = 1 if fed == "state" else 2
+    with pytest.raises(dmlgraph.DmlgraphError, match=re.escape(
+            f"node 'scan' (Scan): its input {0 if fed == 'state' else 1} ('P') arrives "
+            f"float32[2, {'' if fed == 'state' else '4, '}3], where onnx's inference gives it "
+            f"rank {rank}: onnxruntime 1.32 sizes")):
+        get_backend("numpy", fallback=fallback).run(lower(dmlgraph.load(model), "6_4"), feeds)

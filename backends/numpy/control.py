@@ -156,6 +156,18 @@ _NO_ITERATION = (
 )
 
 
+#: A Scan input of another rank than onnx's inference gives it (``ControlFlow.
+#: _inferred_ranks``): made by an op onnxruntime computes to another rank than onnx infers.
+_OTHER_RANK = (
+    "{where}: its input {index} ({name!r}) arrives {made}, where onnx's inference gives it "
+    "rank {rank}: onnxruntime 1.32 sizes a Scan body's outputs by that inference and fails on "
+    "it (\"The output OrtValue provided for output ... has shape ... but the computed output "
+    "shape for this run is ...\"), whatever the body declares. What made it was computed as "
+    "onnxruntime computes it, to another rank than onnx infers (a PRelu whose slope has more "
+    "axes than X, which ONNX does not allow: its slope broadcasts to X one way)"
+)
+
+
 #: A Scan of empty scan inputs making scan outputs: no iteration gives their element shape.
 #: It ran whole on the fallback, where onnxruntime 1.32 fails on it ("Invalid dim0_offset of
 #: 0", scan axis 0) or kills the process with SIGFPE (another scan axis, measured), and
@@ -249,6 +261,12 @@ class ControlFlow:
             self.body_names = [value.name for value in body.input]
             self.passed = [value.name for value in body.output if value.name in self.body_names]
             self.repeated = _repeated(body)
+        #: a Scan's inputs' ranks as onnx's inference gives them (None: unknown), by which
+        #: onnxruntime sizes its body's outputs (``_inferred_ranks``)
+        self.ranks: list[int | None] = [] if self.op_type != "Scan" else [
+            None if (info := graph.tensors.get(name)) is None or info.shape is None
+            else len(info.shape) for name in self.explicit_names
+        ]
         #: the enclosing tensors a Loop's body reads, as the enclosing graph types them (not
         #: as they arrive): a Loop of no iteration takes its scan outputs' shapes from them
         self.outer_infos: dict[str, TensorInfo | None] = {} if self.op_type != "Loop" else {
@@ -460,6 +478,7 @@ class ControlFlow:
         for index, value in enumerate(explicit):
             if value is None:
                 raise BackendError(f"{self.where}: its input {index} is left out; Scan takes all")
+        self._inferred_ranks(explicit)
         states = [value for value in explicit[: form.states] if value is not None]
         scanned = [value for value in explicit[form.states :] if value is not None]
         names = self.body_names
@@ -509,6 +528,16 @@ class ControlFlow:
             along = self._axis(axis, kept[0].ndim + 1, "scan_output_axes", index)
             stacked.append(self._stacked(kept, along, index, form.states + index, back))
         return [np.array(v) for v in states] + stacked, _unique(runs)
+
+    def _inferred_ranks(self, explicit: Sequence[np.ndarray | None]) -> None:
+        """Refuse a Scan input that arrives of another rank than onnx's inference gives it:
+        onnxruntime sizes the body's outputs by that inference and fails (``_OTHER_RANK``),
+        where the body was run by what arrived (it declared no shape) and exited 0."""
+        for index, (value, rank) in enumerate(zip(explicit, self.ranks)):
+            if value is not None and rank is not None and value.ndim != rank:
+                raise BackendError(_OTHER_RANK.format(
+                    where=self.where, index=index, name=self.explicit_names[index],
+                    made=f"{value.dtype}{list(value.shape)}", rank=rank))
 
     def _stacked(
         self, kept: Sequence[np.ndarray], axis: int, index: int, output: int, reverse: bool

@@ -19,8 +19,8 @@ from backends.onnxruntime import values
 from backends.onnxruntime.providers import cannot_run, make_session, select_providers
 from dmlgraph.dml.enums import PaddingMode
 from dmlgraph.dml.indexmaps import source_indices
-from dmlgraph.ir import Graph, OnnxOp, split_inputs
-from dmlgraph.parity import DIVERGENCE
+from dmlgraph.ir import Graph, Node, OnnxOp, split_inputs
+from dmlgraph.parity import DIVERGENCE, UNINITIALIZED
 from dmlgraph.reference_ops import spec_ops
 from dmlgraph.shape_kernels import KERNELS
 from dmlgraph.subgraphs import holder_label
@@ -84,28 +84,52 @@ def _scan_8_divergence(op: OnnxOp, values: Sequence[Any]) -> str:
                 "which ONNX allows (that batch entry runs no step: its final states are its "
                 "initial ones, its scan outputs padding), as onnx.reference's Scan-8 "
                 f"(reference_ops) computes; {_REFUSES} (\"Invalid entries in sequence_lens\")")
+    return _scan_8_no_step(op, values)
+
+
+def _scan_8_no_step(op: OnnxOp, values: Sequence[Any]) -> str:
+    """A Scan-8 of state variables and empty scan inputs, sequence_lens left out: no step
+    runs, and onnxruntime leaves the final states uninitialized (``UNINITIALIZED``)."""
+    if op.since_version >= 9 or not values or values[0] is not None:
+        return ""
     scanned = values[len(values) - int(op.attrs.get("num_scan_inputs", 0)):]
     states = len(values) - 1 - len(scanned)
     empty = any(x is not None and np.ndim(x) > 1 and np.shape(x)[1] == 0 for x in scanned)
-    if lengths is None and empty and states:
-        return (f"{DIVERGENCE} a Scan-8 of empty scan inputs (sequence length 0, sequence_lens "
-                "left out): ONNX runs no step, so its final states are its initial ones, as "
-                "onnx.reference's Scan-8 (reference_ops) computes; onnxruntime 1.32 leaves "
-                "them uninitialized (zeros in fresh memory, else what its buffers held: an "
-                "earlier run's values)")
-    return ""
+    if not (empty and states):
+        return ""
+    return (f"{DIVERGENCE} a Scan-8 of empty scan inputs (sequence length 0, sequence_lens "
+            "left out): ONNX runs no step, so its final states are its initial ones, as "
+            f"onnx.reference's Scan-8 (reference_ops) computes; {UNINITIALIZED} (zeros in "
+            "fresh memory, else what its buffers held: an earlier run's values)")
 
+
+#: A node's run-time divergence test: its op and the values of its explicit inputs (None: left
+#: out, or not known), the note or "".
+RunCheck = Callable[[OnnxOp, Sequence[Any]], str]
 
 #: Where onnxruntime (1.32, measured) computes otherwise than ONNX, or refuses, by the values
 #: a node runs with, and onnx.reference computes what ONNX says: each op's test of its node's
 #: explicit inputs (None: left out), the divergence note or "". The reference fallback notes
 #: it on the node's run record (``ReferenceRun.said``) only where those values make it
 #: diverge, and ``check`` names it for the outputs the node reaches. The onnxruntime fallback
-#: computes what onnxruntime does: nothing there to note.
-_RUN_DIVERGENCES: Mapping[str, Callable[[OnnxOp, Sequence[Any]], str]] = {
+#: computes what onnxruntime does, so notes only where that is no value (``_ORT_NO_VALUE``).
+_RUN_DIVERGENCES: Mapping[str, RunCheck] = {
     "Squeeze": _squeeze_divergence,
     "Scan": _scan_8_divergence,
 }
+
+#: Where onnxruntime's result is no value but its uninitialized memory (``UNINITIALIZED``),
+#: by the values a node runs with: the onnxruntime fallback's run says so on the node's
+#: record (``OrtRun.said``), as ``check`` then compares nothing there with onnxruntime. Each
+#: op's static test first (cheap, asked once of each segment: which nodes to watch), then its
+#: run-time one.
+_ORT_NO_VALUE: Mapping[str, tuple[Callable[[Node], bool], RunCheck]] = {
+    "Scan": (lambda node: isinstance(node.op, OnnxOp) and node.op.since_version < 9
+             and split_inputs(node)[0][:1] == ("",), _scan_8_no_step),
+}
+
+#: What the onnxruntime fallback adds to an ``_ORT_NO_VALUE`` note: what its run gave.
+_ORT_GAVE = "; this run's values there are that memory (--fallback reference computes ONNX's)"
 
 
 def _reference_hint(graph: Graph, feeds: Mapping[str, np.ndarray]) -> str:
@@ -285,10 +309,18 @@ class OnnxruntimeFallback:
 
     def prepare(self, graph: Graph, layout: bool | None = None) -> Runner:
         """``layout``: whether the session may use onnxruntime's NCHWc rewrite, as decided
-        for the whole model (``providers.layout_rewrite_safe``); None decides by ``graph``."""
+        for the whole model (``providers.layout_rewrite_safe``); None decides by ``graph``.
+        A segment holding a node whose result onnxruntime may leave uninitialized
+        (``_ORT_NO_VALUE``) runs as an ``OrtRun``, which says so where it does."""
+        watched = _watched(graph, _ORT_NO_VALUE)
+        fetched = _fetched(graph, watched)
+        ran = graph
+        if fetched:  # tensors the tests read that the segment makes: fetched as outputs
+            ran = graph.copy()
+            ran.outputs = [*graph.outputs, *fetched]
         try:
             session = make_session(
-                graph.to_onnx(),
+                ran.to_onnx(),
                 self.providers,
                 f"{graph.source}: {_nodes(graph)}",
                 shared_threads=self.shared_threads,
@@ -309,7 +341,7 @@ class OnnxruntimeFallback:
             hint = engine_hint("onnx.reference may run them", "--fallback reference",
                                "fallback='reference'")
             raise BackendError(f"{exc}{hint}") from None
-        outputs = list(graph.outputs)
+        outputs = list(ran.outputs)
         fetch_values = values.needs_values(session)
 
         def run(feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -324,7 +356,61 @@ class OnnxruntimeFallback:
                 ) from None
             return dict(zip(outputs, results))
 
-        return run
+        return OrtRun(run, graph, watched) if watched else run
+
+
+#: A watched node: its outputs (how run records find it), op, explicit inputs, and test.
+Watched = tuple[tuple[str, ...], OnnxOp, Sequence[str], RunCheck]
+
+
+def _watched(graph: Graph, table: Mapping[str, tuple[Callable[[Node], bool], RunCheck]]
+             ) -> list[Watched]:
+    """The segment's nodes a ``table`` watches (by op, then its static test)."""
+    return [
+        (tuple(node.outputs), node.op, split_inputs(node)[0], tests[1])
+        for node in graph.nodes
+        if (tests := table.get(node.op_type)) is not None and isinstance(node.op, OnnxOp)
+        and node.op.domain == "" and tests[0](node)
+    ]
+
+
+def _fetched(graph: Graph, watched: Sequence[Watched]) -> list[str]:
+    """What watched nodes read that the segment makes and does not hand out."""
+    if not watched:  # most segments: no walk of their nodes
+        return []
+    inside = {out for node in graph.nodes for out in node.outputs if out}
+    given = set(graph.outputs)
+    return list(dict.fromkeys(
+        name for _, _, inputs, _ in watched for name in inputs
+        if name in inside and name not in given
+    ))
+
+
+class OrtRun:
+    """A segment's runner on onnxruntime that watches nodes whose result onnxruntime may
+    leave uninitialized (``_ORT_NO_VALUE``). ``said``: the notes of its last run, by the
+    outputs of the node each is of, as ``ReferenceRun.said``; the plan puts them on the
+    nodes' run records, and ``check`` compares nothing they reach with onnxruntime."""
+
+    def __init__(self, run: Runner, graph: Graph, watched: Sequence[Watched]) -> None:
+        self.run, self.graph, self.watched = run, graph, watched
+        self.outputs = list(graph.outputs)
+        self.said: dict[tuple[str, ...], str] = {}
+
+    def __call__(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        made = self.run(feeds)
+
+        def value(name: str) -> Any:
+            if not name:
+                return None
+            found = feeds.get(name, made.get(name))
+            return found if found is not None else self.graph.constant(name)
+
+        self.said = {
+            key: note + _ORT_GAVE for key, op, inputs, check in self.watched
+            if (note := check(op, [value(name) for name in inputs]))
+        }
+        return {name: made[name] for name in self.outputs}
 
 
 #: Fallback name -> factory (taking the onnxruntime providers, ignored by ``reference``).
