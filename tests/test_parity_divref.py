@@ -421,8 +421,8 @@ def test_a_failure_downstream_of_an_unnamed_divergent_node_is_traced_to_it(
     assert report.exit_code == 0
 
 
-def test_a_wrong_value_past_a_squeeze_divergence_is_a_failure(monkeypatch) -> None:
-    """The Squeeze's note excuses nothing where onnx.reference is the reference."""
+def _plant_wrong_values(monkeypatch) -> None:
+    """Every output the numpy backend returns 1 off: a dmlgraph bug ``check`` must fail."""
     import backends.numpy.backend as numpy_backend
 
     execute = numpy_backend.NumpyBackend.execute
@@ -433,6 +433,11 @@ def test_a_wrong_value_past_a_squeeze_divergence_is_a_failure(monkeypatch) -> No
             k: v + 1 for k, v in result.outputs.items()})
 
     monkeypatch.setattr(numpy_backend.NumpyBackend, "execute", wrong)
+
+
+def test_a_wrong_value_past_a_squeeze_divergence_is_a_failure(monkeypatch) -> None:
+    """The Squeeze's note excuses nothing where onnx.reference is the reference."""
+    _plant_wrong_values(monkeypatch)
     model, feeds, _ = _squeeze_into_concat()
     report = check(model, inputs=feeds, fallback="reference")
     (y,) = report.comparisons[0].outputs
@@ -503,16 +508,7 @@ def test_an_output_onnxruntime_fails_on_where_onnx_defines_it_is_compared_with_o
 def test_a_wrong_value_there_is_a_failure_no_divergence_excuses(monkeypatch) -> None:
     """onnx.reference computes what ONNX says at the node, as dmlgraph claims to: a mismatch
     there is dmlgraph's, not the divergence's."""
-    import backends.numpy.backend as numpy_backend
-
-    execute = numpy_backend.NumpyBackend.execute
-
-    def wrong(self, graph, feeds, outputs=None):
-        result = execute(self, graph, feeds, outputs)
-        return dataclasses.replace(result, outputs={
-            k: v + 1 for k, v in result.outputs.items()})
-
-    monkeypatch.setattr(numpy_backend.NumpyBackend, "execute", wrong)
+    _plant_wrong_values(monkeypatch)
     model, feeds, _ = _concat_1()
     report = check(model, inputs=feeds)
     (y,) = report.comparisons[0].outputs
