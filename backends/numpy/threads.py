@@ -207,14 +207,15 @@ def _pieces(total: int, workers: int, each: int = 1) -> int:
 def _distribute(
     phase: Sequence[Move], workers: int, rows: int | None
 ) -> tuple[list[list[Item]], int | None]:
-    """A phase's moves as one list per worker with about equal bytes each, and the axis they
-    were cut into row blocks along (None if they were not).
+    """A phase's moves as independent lists of about equal bytes each (one per worker, or
+    natively pieces the workers take as they free up: ``_pieces``), and the axis they were
+    cut into row blocks along (None if they were not).
 
     ``rows``: the moves run in order within each row of that axis (``moves.Phase``); they are
-    cut into blocks of its rows, every move per block in order, each worker a range of blocks
+    cut into blocks of its rows, every move per block in order, each list a range of blocks
     (one worker too, so each block is finished while it is in cache). Otherwise the moves are
     independent: moves whose destinations share an outer axis are cut along it the same way;
-    else large moves are split and pieces go largest first to the least loaded worker. One
+    else large moves are split and pieces go largest first to the least loaded list. One
     list when the phase is too small to hand over. Natively, a block is a lockstep group
     (``Item``) of single rows."""
     total = sum(d.nbytes for d, _ in phase)
