@@ -239,6 +239,36 @@ def test_a_cgroup_cpu_quota_caps_the_default_threads(tmp_path, monkeypatch, file
     assert copy_threads.default_threads() == min(quota or 8, 8)
 
 
+@pytest.mark.skipif(not hasattr(os, "sched_getaffinity"), reason="no affinity on this platform")
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+def test_a_cgroup_cpu_quota_caps_a_calls_threads_given_or_not(tmp_path, monkeypatch) -> None:
+    """The quota caps a call's threads as its CPUs do, a count the caller gave too: with 8
+    copy threads on a 2-CPU quota (``docker --cpus=2`` shows every host CPU in the
+    affinity), the others spin waiting for the ones descheduled. In a child, so the test
+    process keeps its limit."""
+    from backends.numpy._copies import limit_cpus, usable_cpus
+
+    (tmp_path / "cpu.max").write_text("100000 100000\n")  # one CPU's worth
+    monkeypatch.setattr(copy_threads, "CGROUP_CPU_MAX", str(tmp_path / "cpu.max"))
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            assert copy_threads.limit_to_quota() == 1
+            lists, (a, b), rows = _chained_lists(12, 5000)
+            Program(lists, threads=8)()
+            good = (a == rows[1]).all() and (b == rows[2]).all()
+            one = usable_cpus() == 1
+            limit_cpus(0)  # no limit: the affinity's count again
+            code = 0 if good and one and usable_cpus() == len(os.sched_getaffinity(0)) else 1
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    with pytest.raises(ValueError, match="limit_cpus"):
+        limit_cpus(-1)
+
+
 @pytest.mark.parametrize("threads", [0, -1, copy_threads.MAX_THREADS + 1])
 def test_threads_out_of_range_are_refused(threads) -> None:
     x = np.zeros(4, np.uint8)

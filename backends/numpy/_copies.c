@@ -760,6 +760,17 @@ static const Py_ssize_t stream_bytes = 8 << 20;
 #define TUNE_BLOCK 4
 
 static Worker workers[MAX_WORKERS];
+/* At most this many CPUs' worth of threads a call (0: no limit): a cgroup's CPU quota, which
+ * ``threads.py`` reads and sets (``limit_cpus``). A container limited so (``docker --cpus=2``)
+ * has every CPU of its host in its affinity, and copy threads past its quota stall a call as
+ * copy threads past its CPUs do: the others spin waiting for the one descheduled. */
+static volatile int cpu_limit;
+
+/* The most threads a call runs on: its thread's CPUs, within ``cpu_limit``. */
+static int call_cpus(void) {
+    const int cpus = usable_cpus(), limit = cpu_limit;
+    return limit > 0 && limit < cpus ? limit : cpus;
+}
 static int started;
 /* batches called off since the module loaded (``called_off()``: what a test can see) */
 static Counter calls_off;
@@ -1203,7 +1214,7 @@ static void program_run(Program *self) {
 static void run_lists(Program *self) {
     int helpers = self->threads - 1;
     if (helpers > 0) {
-        const int cpus = usable_cpus();
+        const int cpus = call_cpus();
         if (helpers > cpus - 1) helpers = cpus - 1;
     }
     Share share = {self->groups, self->starts, self->moves, (count_t)self->nlists, 0};
@@ -1737,7 +1748,19 @@ static PyObject *copies_address(PyObject *self, PyObject *obj) {
 static PyObject *copies_usable_cpus(PyObject *self, PyObject *unused) {
     (void)self;
     (void)unused;
-    return PyLong_FromLong(usable_cpus());
+    return PyLong_FromLong(call_cpus());
+}
+
+static PyObject *copies_limit_cpus(PyObject *self, PyObject *arg) {
+    (void)self;
+    const long limit = PyLong_AsLong(arg);
+    if (limit == -1 && PyErr_Occurred()) return NULL;
+    if (limit < 0 || limit > INT_MAX) {
+        PyErr_SetString(PyExc_ValueError, "limit_cpus takes a count of CPUs, or 0 for none");
+        return NULL;
+    }
+    cpu_limit = (int)limit;
+    Py_RETURN_NONE;
 }
 
 static PyObject *copies_called_off(PyObject *self, PyObject *unused) {
@@ -1751,7 +1774,10 @@ static PyMethodDef functions[] = {
     {"called_off", copies_called_off, METH_NOARGS,
      "how many times a call has called off a copy thread that had not begun its batch"},
     {"usable_cpus", copies_usable_cpus, METH_NOARGS,
-     "the CPUs the calling thread may run on: the most threads a program's call uses"},
+     "the CPUs the calling thread may run on, within limit_cpus: the most threads a program's "
+     "call uses"},
+    {"limit_cpus", copies_limit_cpus, METH_O,
+     "at most this many threads a call from now on (a CPU quota; 0: no limit)"},
     {NULL, NULL, 0, NULL},
 };
 

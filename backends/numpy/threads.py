@@ -31,9 +31,9 @@ from backends.numpy.moves import Move, Phase
 from backends.numpy.views import address
 
 try:
-    from backends.numpy._copies import MAX_THREADS, Program, Replay
+    from backends.numpy._copies import MAX_THREADS, Program, Replay, limit_cpus
 except ImportError:  # not built: no C compiler where it was installed
-    Program = Replay = None  # type: ignore[assignment,misc]  # checked before each use
+    Program = Replay = limit_cpus = None  # type: ignore[assignment,misc]  # checked before use
     MAX_THREADS = 1
 
 #: Whether plans compiled from now on copy natively (tests set it to cover both paths).
@@ -110,6 +110,19 @@ def quota_cpus() -> int | None:
     if allowed <= 0 or length <= 0:  # -1: no quota
         return None
     return max(1, allowed // length)
+
+
+def limit_to_quota() -> int | None:
+    """Cap every native call's threads at the CPU quota (``quota_cpus``), a count the caller
+    gave too, as its CPUs cap them: past the quota, copy threads stall a call (the others
+    spin waiting for the one descheduled). Done on import; the quota it applied."""
+    quota = quota_cpus()
+    if limit_cpus is not None:
+        limit_cpus(quota or 0)
+    return quota
+
+
+limit_to_quota()
 
 
 def split(destination: np.ndarray, source: np.ndarray, parts: int) -> list[Move]:
