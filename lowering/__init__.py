@@ -69,6 +69,9 @@ def _lower(graph: Graph, level: FeatureLevel, verify_each: bool) -> LoweredGraph
     lowered.mark_validated()  # the passes end with Verify: every descriptor at ``level``
     lowered.set_lowered_records(_records(lowered, ctx))
     lowered.origin_ids = dict(ctx.origin_of)
+    lowered.merged_origin_ids = {
+        node_id: frozenset(origins) for node_id, origins in ctx.computes_for.items()
+    }
     lowered.lowered_from_source()
     return lowered
 

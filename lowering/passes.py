@@ -57,6 +57,8 @@ class Context:
 
     origins: dict[NodeId, Origin] = field(default_factory=dict)
     origin_of: dict[NodeId, NodeId] = field(default_factory=dict)
+    #: node -> the other origins whose output it computes too (Simplify merged theirs into it)
+    computes_for: dict[NodeId, set[NodeId]] = field(default_factory=dict)
     #: tensor -> the tensor that replaced it when its node was eliminated
     aliases: dict[str, str] = field(default_factory=dict)
     #: descriptors validated at the graph's level, by id (the values keep the ids alive)
@@ -419,6 +421,7 @@ class Simplify(Pass):
             origin, keeper = ctx.origin_of.pop(node.id, None), ctx.origin_of.get(first.id)
             if origin is not None and keeper is not None and origin != keeper:
                 shared[origin, keeper] = shared.get((origin, keeper), 0) + 1
+                ctx.computes_for.setdefault(first.id, set()).add(origin)
             _rename_later(graph, merged, node.outputs[0], first.outputs[0])
         for (origin, keeper), count in shared.items():  # its notes counted them as its own
             other = ctx.origins[keeper].node
@@ -431,6 +434,7 @@ class Simplify(Pass):
             )
         dead: set[NodeId] = set()
         for node in graph.remove_dead_nodes():
+            ctx.computes_for.pop(node.id, None)
             origin_id = ctx.origin_of.pop(node.id, None)
             if origin_id is not None:
                 dead.add(origin_id)

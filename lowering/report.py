@@ -66,6 +66,7 @@ class LoweredGraph(Graph):
         self.feature_level: FeatureLevel = FeatureLevel.L6_4
         self.set_lowered_records([])
         self.origin_ids: dict[int, int] = {}
+        self.merged_origin_ids: dict[int, frozenset[int]] = {}
         self.validated_at: tuple[int, FeatureLevel] | None = None
         self._source: tuple[Graph, tuple[Any, ...], tuple[Any, ...] | None] | None = None
         #: the NCHWc decision of the model this graph lowers (``providers.
@@ -97,6 +98,10 @@ class LoweredGraph(Graph):
         lowered.validated_at = None
         #: lowered node id -> the id of the node of the given graph it came from
         lowered.origin_ids = {}
+        #: lowered node id -> the ids of the other nodes of the given graph whose output it
+        #: computes too: Simplify merged their descriptors into it (same operator, same
+        #: tensors), so they have no node of their own
+        lowered.merged_origin_ids = {}
         lowered._source = (graph, _state(graph), None)
         lowered.layout_decided = None
         lowered.typed_on_arrival = False
@@ -145,6 +150,7 @@ class LoweredGraph(Graph):
         other = LoweredGraph.from_graph(super().copy(), self.feature_level)
         other.set_lowered_records(list(self._lowered_records))
         other.origin_ids = dict(self.origin_ids)
+        other.merged_origin_ids = dict(self.merged_origin_ids)
         if self._records is not None:  # made, or set by hand: keep them as they are
             other.records = self._records
         if self.descriptors_valid(self.feature_level):  # the same descriptors

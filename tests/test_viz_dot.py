@@ -18,6 +18,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import onnx
 import pytest
 from oracles import focus_model, nodes_within
@@ -430,6 +431,40 @@ def test_a_node_just_past_the_depth_is_a_stub_not_a_node() -> None:
     assert "<B>t4</B><BR/>read by 1 more node" in stub_labels(text)
     assert "<B>t0</B><BR/>float32[1,2,4,4]" in stub_labels(text)  # r0, left out, makes it
     assert "<B>t3</B><BR/>float32[1,2,4,4]" in stub_labels(text)  # s, left out
+
+
+def _twin_slices() -> onnx.ModelProto:
+    """Slices A and B of x alike, each read by a Relu: Simplify computes them once, in A's
+    descriptor, and B keeps no node of its own."""
+    h = onnx.helper
+    ints = [onnx.numpy_helper.from_array(np.array(v, np.int64), n)
+            for n, v in (("s", [1]), ("e", [3]), ("a", [0]))]
+    nodes = [h.make_node("Slice", ["x", "s", "e", "a"], [f"{n}_out"], name=n) for n in "AB"]
+    nodes += [h.make_node("Relu", [f"{n}_out"], [f"r{n}"], name=f"R{n}") for n in "AB"]
+    graph = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", onnx.TensorProto.FLOAT,
+                                                                [4, 6])],
+                         [h.make_tensor_value_info(f"r{n}", onnx.TensorProto.FLOAT, None)
+                          for n in "AB"], ints)
+    return h.make_model(graph, opset_imports=[h.make_opsetid("", 17)], ir_version=9)
+
+
+def test_a_focus_on_a_node_simplify_merged_draws_the_node_computing_its_output() -> None:
+    """B's descriptor was merged into A's (the same operator on the same tensor): a focus
+    on B alone draws A's SLICE, which computes B's output, where it drew nothing; on a copy
+    of the lowered graph too. A focus on RB alone draws RB only."""
+    graph = load(_twin_slices())
+    lowered = lower(graph)
+    statuses = {r.name: str(r.status) for r in lowered.report()}
+    assert statuses["A"] == "lowered" and statuses["B"] == "eliminated"
+    for drawing in (lowered, lowered.copy()):
+        text = to_dot(drawing, focus=focus_on(graph, "B", 0))
+        ids = [int(i) for i in re.findall(r'^  "n(\d+)" \[', text, re.M)]
+        assert [drawing.node(i).op.name for i in ids] == ["DML_OPERATOR_SLICE"]
+        assert "from Slice 'A'" in text
+        assert stub_labels(text) == ["<B>A_out</B><BR/>read by 2 more nodes"]
+    text = to_dot(lowered, focus=focus_on(graph, "RB", 0))
+    ids = [int(i) for i in re.findall(r'^  "n(\d+)" \[', text, re.M)]
+    assert [lowered.node(i).name for i in ids] == ["RB"]
 
 
 def test_write_viz_focus_writes_the_focused_drawing(tmp_path: Path) -> None:

@@ -48,11 +48,18 @@ class Focus:
 
     def kept(self, graph: Graph) -> frozenset[int]:
         """The ids of ``graph``'s nodes whose origin is selected: a lowered graph's by its
-        ``origin_ids``, the imported graph's (or any other plain graph's) by their own ids."""
+        ``origin_ids``, and by ``merged_origin_ids`` (a selected node whose descriptors
+        Simplify merged into another's has no node of its own: the other computes its
+        output); the imported graph's (or any other plain graph's) by their own ids."""
         origins = getattr(graph, "origin_ids", None)
         if origins is None:
             return frozenset(node.id for node in graph.nodes if node.id in self.nodes)
-        return frozenset(node.id for node in graph.nodes if origins.get(node.id) in self.nodes)
+        merged: dict[int, frozenset[int]] = getattr(graph, "merged_origin_ids", {})
+        return frozenset(
+            node.id for node in graph.nodes
+            if origins.get(node.id) in self.nodes
+            or not self.nodes.isdisjoint(merged.get(node.id, ()))
+        )
 
     def keeps_record(self, record: Any) -> bool:
         """Whether a lowering report's record is of a selected node (one folded at import,
