@@ -639,3 +639,85 @@ def test_run_says_the_divergence_a_node_ran_at(tmp_path: Path, capsys, fallback:
     np.savez(inputs, **feeds)
     assert main(["run", str(path), "--inputs", str(inputs), "--fallback", fallback]) == 0
     assert "note:" not in capsys.readouterr().out
+
+
+def _nested(model: onnx.ModelProto, holders: str) -> onnx.ModelProto:
+    """The model's nodes (X [2] -> Y [2]) inside one holder a letter, innermost first: 'L' a
+    Loop of one trip carrying X, 'S' a Scan carrying X as a state over one step, 'I' an If of
+    a constant true whose else branch is X; named 'h0', 'h1', ... from the inside out."""
+    nodes, inits = list(model.graph.node), list(model.graph.initializer)
+    for depth, kind in enumerate(holders):
+        x, y = f"x{depth}", f"y{depth}"
+        inner = []
+        for node in nodes:
+            copy = onnx.NodeProto()
+            copy.CopyFrom(node)
+            if kind != "I":  # a branch reads X itself
+                copy.input[:] = [x if n == "X" else n for n in copy.input]
+            copy.output[:] = [y if n == "Y" else n for n in copy.output]
+            inner.append(copy)
+        name = f"h{depth}"
+        if kind == "L":
+            inner.append(helper.make_node("Identity", ["c"], [f"c{depth}"]))
+            body = helper.make_graph(inner, "body", [
+                _info(f"i{depth}", [], TensorProto.INT64), _info("c", [], TensorProto.BOOL),
+                _info(x, [2])], [_info(f"c{depth}", [], TensorProto.BOOL), _info(y, [2])], inits)
+            nodes, inits = [helper.make_node("Loop", ["T", "", "X"], ["Y"], body=body,
+                                             name=name)], [_ints("T", 1)]
+        elif kind == "S":
+            inner.append(helper.make_node("Identity", ["s"], [f"s{depth}"]))
+            body = helper.make_graph(inner, "body", [_info(x, [2]), _info("s", [1])],
+                                     [_info(y, [2]), _info(f"s{depth}", [1])], inits)
+            nodes = [helper.make_node("Scan", ["X", "steps"], ["Y", f"scanned{depth}"],
+                                      body=body, num_scan_inputs=1, name=name)]
+            inits = [numpy_helper.from_array(np.ones((1, 1), np.float32), "steps")]
+        else:
+            other = helper.make_graph([helper.make_node("Identity", ["X"], [f"e{depth}"])],
+                                      "else", [], [_info(f"e{depth}", [2])])
+            then = helper.make_graph(inner, "then", [], [_info(y, [2])], inits)
+            nodes = [helper.make_node("If", ["B"], ["Y"], then_branch=then, else_branch=other,
+                                      name=name)]
+            inits = [numpy_helper.from_array(np.array(True), "B")]
+    return _model(nodes, [_info("X", [2])], [_info("Y", [2])], inits, opset=13)
+
+
+def _shapeless_condition() -> tuple[onnx.ModelProto, dict, str]:
+    cond = onnx.ValueInfoProto(name="c")
+    cond.type.tensor_type.elem_type = TensorProto.BOOL
+    return _loop(_info("i", [], TensorProto.INT64), cond)
+
+
+@pytest.mark.parametrize("named", [True, False])
+@pytest.mark.parametrize("case, holders, words", [
+    (_loop, "L", "Name:'h0'"), (_loop, "LL", "Name:'h1'"), (_loop, "S", "Name:'h0'"),
+    (_shapeless_condition, "LS", "Name:'h1'"),
+    (lambda: (_loop_of_untyped_condition()[0], {}, ""), "SL", r"Node \(h1\) Op \(Loop\)"),
+    # onnxruntime inlines an If of a constant condition, its nodes renamed: its error named
+    # neither the If nor the Loop, and check exited 2
+    (_loop, "I", "_if_then_branch_Loop"), (_loop, "IL", "_if_then_branch_Loop"),
+    (_loop, "LI", "_if_then_branch_Loop"), (_shapeless_condition, "I", "_if_then_branch_Loop"),
+])
+def test_a_divergence_in_a_nested_subgraph_is_compared_with_onnx_reference(
+    case, holders: str, words: str, named: bool
+) -> None:
+    """A divergent Loop at depth 2 and 3 (in Loop and Scan bodies, If branches) is named and
+    its output compared with onnx.reference, as at the top level."""
+    model = _nested(case()[0], holders)
+    if not named:
+        def unname(graph: onnx.GraphProto) -> None:
+            for node in graph.node:
+                node.name = ""
+                for attr in node.attribute:
+                    if attr.HasField("g"):
+                        unname(attr.g)
+        unname(model.graph)
+    feeds = {"X": np.array([1, -2], np.float32)}
+    if named:
+        _ort_fails(model, feeds, words)
+    report = check(model, inputs=feeds)
+    (y,) = report.comparisons[0].outputs
+    assert y.compared and y.verdict is Verdict.PASS and y.expected_shape == (2,)
+    assert y.message.startswith("compared with onnx.reference: onnxruntime fails at a known")
+    (divergence,) = report.divergences
+    assert divergence.node == (f"h{len(holders) - 1}" if named else "")
+    assert divergence.reference_follows_spec and report.exit_code == 0
