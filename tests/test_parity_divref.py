@@ -721,3 +721,36 @@ def test_a_divergence_in_a_nested_subgraph_is_compared_with_onnx_reference(
     (divergence,) = report.divergences
     assert divergence.node == (f"h{len(holders) - 1}" if named else "")
     assert divergence.reference_follows_spec and report.exit_code == 0
+
+
+def _squeeze_into_transpose() -> tuple[onnx.ModelProto, dict, str]:
+    """A Squeeze of X [1, 3, 1] by an empty axes list into a Transpose of rank 3, one
+    onnxruntime segment: onnxruntime fails at the Transpose, its input of rank 1."""
+    model = _model([helper.make_node("Squeeze", ["X", "e"], ["S"], name="squeeze"),
+                    helper.make_node("Transpose", ["S"], ["Y"], perm=[2, 1, 0], name="t")],
+                   [_info("X", [1, 3, 1])], [_info("Y", None)], [_ints("e", [])], opset=13)
+    return model, {"X": np.arange(3, dtype=np.float32).reshape(1, 3, 1)}, "Name:'t'"
+
+
+@pytest.mark.parametrize("case, words", [
+    # the Concat lowered, which the Squeeze's sizes break when lowered again
+    (_squeeze_into_concat, "lowered again by the sizes made, the graph fails: node 'cat'"),
+    (_squeeze_into_transpose, "perm size: 3 does not match input rank: 1"),
+])
+def test_a_squeeze_divergence_on_the_onnxruntime_fallback_says_reference_runs_it(
+    case, words: str
+) -> None:
+    """dmlgraph's run fails where onnxruntime does past the Squeeze, its error saying nothing
+    of the Squeeze: it says what diverges there and that --fallback reference runs it."""
+    from dmlgraph.errors import DmlgraphError
+
+    model, feeds, at = case()
+    _ort_fails(model, feeds, at)
+    with pytest.raises(DmlgraphError, match=words) as raised:
+        check(model, inputs=feeds)
+    assert str(raised.value).endswith(
+        "; divergence: a Squeeze of a [1, 3, 1] tensor by an empty axes list: ONNX squeezes "
+        "nothing, as onnx.reference does ([1, 3, 1]); onnxruntime squeezes every axis of size 1 "
+        "([3]) (node 'squeeze' (Squeeze) is a known divergence onnx.reference runs as ONNX "
+        "says: --fallback reference, fallback='reference' in Python)")
+    assert check(model, inputs=feeds, fallback="reference").exit_code == 0

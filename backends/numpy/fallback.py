@@ -54,6 +54,11 @@ class ReferenceFallback:
         return ReferenceRun(evaluator, graph)
 
 
+#: How a Squeeze's divergence note says onnxruntime makes another shape than ONNX, which a
+#: node past it may fail on (``reference_hint``).
+_SQUEEZES_ALL = "onnxruntime squeezes every axis of size 1"
+
+
 def _squeeze_divergence(op: OnnxOp, values: Sequence[Any]) -> str:
     """A Squeeze-13+ by an empty axes list of data with an axis of size 1."""
     data, axes = (*values, None, None)[:2]
@@ -63,12 +68,14 @@ def _squeeze_divergence(op: OnnxOp, values: Sequence[Any]) -> str:
     if 1 not in shape:
         return ""
     return (f"{DIVERGENCE} a Squeeze of a {shape} tensor by an empty axes list: ONNX squeezes "
-            f"nothing, as onnx.reference does ({shape}); onnxruntime squeezes every axis of "
-            f"size 1 ({[d for d in shape if d != 1]})")
+            f"nothing, as onnx.reference does ({shape}); {_SQUEEZES_ALL} "
+            f"({[d for d in shape if d != 1]})")
 
 
-#: How a run divergence's note says onnxruntime fails there (``_reference_hint``).
+#: How a run divergence's note says onnxruntime fails there (``reference_hint``).
 _REFUSES = "onnxruntime 1.32 refuses it"
+#: The phrases of the run divergences onnxruntime fails at, or past (``reference_hint``).
+_FAILS_AT = (_REFUSES, _SQUEEZES_ALL)
 
 
 def _scan_8_divergence(op: OnnxOp, values: Sequence[Any]) -> str:
@@ -132,21 +139,33 @@ _ORT_NO_VALUE: Mapping[str, tuple[Callable[[Node], bool], RunCheck]] = {
 _ORT_GAVE = "; this run's values there are that memory (--fallback reference computes ONNX's)"
 
 
-def _reference_hint(graph: Graph, feeds: Mapping[str, np.ndarray]) -> str:
-    """What onnxruntime's failure on a segment adds where, by the values it was fed (or holds
-    as constants), a node of it diverges as onnxruntime refuses and ONNX allows
-    (``_RUN_DIVERGENCES``: a Scan-8's sequence length of 0): that onnx.reference runs it."""
-    for node in graph.nodes:
+def reference_hint(graph: Graph, feeds: Mapping[str, np.ndarray],
+                   nodes: Sequence[Node] | None = None) -> str:
+    """What onnxruntime's failure on a segment (or on ``graph`` past its ``nodes``) adds where,
+    by the values it was fed (or holds as constants, or the sizes inference gives), a node
+    diverges as onnxruntime refuses and ONNX allows (``_RUN_DIVERGENCES``: a Scan-8's
+    sequence length of 0), or as onnxruntime makes other sizes that a node past it fails on
+    (a Squeeze by an empty axes list): what diverges, and that onnx.reference runs it."""
+    for node in graph.nodes if nodes is None else nodes:
         check = _RUN_DIVERGENCES.get(node.op_type)
         if check is None or not isinstance(node.op, OnnxOp) or node.op.domain != "":
             continue
-        known = [feeds.get(name, graph.constant(name)) if name else None
-                 for name in split_inputs(node)[0]]
-        if _REFUSES in check(node.op, known):
-            return engine_hint(f"node {holder_label(node.name, node.outputs)} ({node.op_type}) "
-                               "is a known divergence onnx.reference runs as ONNX says",
-                               "--fallback reference", "fallback='reference'")
+        note = check(node.op, [_known(graph, feeds, name) for name in split_inputs(node)[0]])
+        if any(phrase in note for phrase in _FAILS_AT):
+            return f"; {note}" + engine_hint(
+                f"node {holder_label(node.name, node.outputs)} ({node.op_type}) is a known "
+                "divergence onnx.reference runs as ONNX says", "--fallback reference",
+                "fallback='reference'")
     return ""
+
+
+def _known(graph: Graph, feeds: Mapping[str, np.ndarray], name: str) -> Any:
+    """A tensor's value as fed or held as a constant; else, where inference gives its
+    sizes, a stand-in of them (a run check reads no more of a tensor it is not fed); None."""
+    value = feeds.get(name, graph.constant(name)) if name else None
+    info = graph.tensors.get(name) if value is None and name else None
+    shape = info.static_shape if info is not None and info.dtype is not None else None
+    return value if shape is None else np.broadcast_to(np.zeros((), info.dtype), shape)
 
 
 class ReferenceRun:
@@ -352,7 +371,7 @@ class OnnxruntimeFallback:
             except Exception as exc:
                 raise BackendError(
                     f"{graph.source}: onnxruntime fails on {_nodes(graph)}: {first_line(exc)}"
-                    f"{_reference_hint(graph, feeds)}"
+                    f"{reference_hint(graph, feeds)}"
                 ) from None
             return dict(zip(outputs, results))
 
