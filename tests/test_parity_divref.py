@@ -641,10 +641,12 @@ def test_run_says_the_divergence_a_node_ran_at(tmp_path: Path, capsys, fallback:
     assert "note:" not in capsys.readouterr().out
 
 
-def _nested(model: onnx.ModelProto, holders: str) -> onnx.ModelProto:
-    """The model's nodes (X [2] -> Y [2]) inside one holder a letter, innermost first: 'L' a
-    Loop of one trip carrying X, 'S' a Scan carrying X as a state over one step, 'I' an If of
-    a constant true whose else branch is X; named 'h0', 'h1', ... from the inside out."""
+def _nested(model: onnx.ModelProto, holders: str, given: tuple[int, ...] = (2,),
+            made: tuple[int, ...] | None = (2,)) -> onnx.ModelProto:
+    """The model's nodes (X -> Y, ``given`` and ``made`` their shapes: [2] unless given) inside
+    one holder a letter, innermost first: 'L' a Loop of one trip carrying X, 'S' a Scan
+    carrying X as a state over one step, 'I' an If of a constant true whose else branch is X;
+    named 'h0', 'h1', ... from the inside out."""
     nodes, inits = list(model.graph.node), list(model.graph.initializer)
     for depth, kind in enumerate(holders):
         x, y = f"x{depth}", f"y{depth}"
@@ -661,24 +663,25 @@ def _nested(model: onnx.ModelProto, holders: str) -> onnx.ModelProto:
             inner.append(helper.make_node("Identity", ["c"], [f"c{depth}"]))
             body = helper.make_graph(inner, "body", [
                 _info(f"i{depth}", [], TensorProto.INT64), _info("c", [], TensorProto.BOOL),
-                _info(x, [2])], [_info(f"c{depth}", [], TensorProto.BOOL), _info(y, [2])], inits)
+                _info(x, given)], [_info(f"c{depth}", [], TensorProto.BOOL), _info(y, made)],
+                inits)
             nodes, inits = [helper.make_node("Loop", ["T", "", "X"], ["Y"], body=body,
                                              name=name)], [_ints("T", 1)]
         elif kind == "S":
             inner.append(helper.make_node("Identity", ["s"], [f"s{depth}"]))
-            body = helper.make_graph(inner, "body", [_info(x, [2]), _info("s", [1])],
-                                     [_info(y, [2]), _info(f"s{depth}", [1])], inits)
+            body = helper.make_graph(inner, "body", [_info(x, given), _info("s", [1])],
+                                     [_info(y, made), _info(f"s{depth}", [1])], inits)
             nodes = [helper.make_node("Scan", ["X", "steps"], ["Y", f"scanned{depth}"],
                                       body=body, num_scan_inputs=1, name=name)]
             inits = [numpy_helper.from_array(np.ones((1, 1), np.float32), "steps")]
         else:
             other = helper.make_graph([helper.make_node("Identity", ["X"], [f"e{depth}"])],
-                                      "else", [], [_info(f"e{depth}", [2])])
-            then = helper.make_graph(inner, "then", [], [_info(y, [2])], inits)
+                                      "else", [], [_info(f"e{depth}", given)])
+            then = helper.make_graph(inner, "then", [], [_info(y, made)], inits)
             nodes = [helper.make_node("If", ["B"], ["Y"], then_branch=then, else_branch=other,
                                       name=name)]
             inits = [numpy_helper.from_array(np.array(True), "B")]
-    return _model(nodes, [_info("X", [2])], [_info("Y", [2])], inits, opset=13)
+    return _model(nodes, [_info("X", given)], [_info("Y", made)], inits, opset=13)
 
 
 def _shapeless_condition() -> tuple[onnx.ModelProto, dict, str]:
@@ -753,4 +756,25 @@ def test_a_squeeze_divergence_on_the_onnxruntime_fallback_says_reference_runs_it
         "nothing, as onnx.reference does ([1, 3, 1]); onnxruntime squeezes every axis of size 1 "
         "([3]) (node 'squeeze' (Squeeze) is a known divergence onnx.reference runs as ONNX "
         "says: --fallback reference, fallback='reference' in Python)")
+    assert check(model, inputs=feeds, fallback="reference").exit_code == 0
+
+
+@pytest.mark.parametrize("holders, holder", [("L", "Loop"), ("I", "If"), ("LL", "Loop")])
+def test_a_squeeze_divergence_in_a_subgraph_on_the_onnxruntime_fallback_says_reference_runs_it(
+    holders: str, holder: str
+) -> None:
+    """The Loop or If holding the Squeeze runs whole on onnxruntime, which fails at the
+    Concat inside: its error said nothing of the Squeeze."""
+    from dmlgraph.errors import DmlgraphError
+
+    model = _nested(_squeeze_into_concat()[0], holders, (1, 3, 1), None)
+    feeds = _squeeze_into_concat()[1]
+    _ort_fails(model, feeds, "Ranks of input data are different")
+    with pytest.raises(DmlgraphError, match="Ranks of input data are different") as raised:
+        check(model, inputs=feeds)
+    message = str(raised.value)
+    assert "; divergence: a Squeeze of a [1, 3, 1] tensor by an empty axes list" in message
+    assert message.endswith(
+        f"(node 'squeeze' (Squeeze) in a subgraph of node 'h0' ({holder}) is a known divergence "
+        "onnx.reference runs as ONNX says: --fallback reference, fallback='reference' in Python)")
     assert check(model, inputs=feeds, fallback="reference").exit_code == 0

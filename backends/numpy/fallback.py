@@ -17,9 +17,10 @@ import onnx
 from backends.base import BackendError, engine_hint, first_line
 from backends.onnxruntime import values
 from backends.onnxruntime.providers import cannot_run, make_session, select_providers
+from dmlgraph.canonical import known_since_version
 from dmlgraph.dml.enums import PaddingMode
 from dmlgraph.dml.indexmaps import source_indices
-from dmlgraph.ir import Graph, Node, OnnxOp, split_inputs
+from dmlgraph.ir import Graph, Node, OnnxOp, split_inputs, subgraphs
 from dmlgraph.parity import DIVERGENCE, UNINITIALIZED
 from dmlgraph.reference_ops import spec_ops
 from dmlgraph.shape_kernels import KERNELS
@@ -152,11 +153,68 @@ def reference_hint(graph: Graph, feeds: Mapping[str, np.ndarray],
             continue
         note = check(node.op, [_known(graph, feeds, name) for name in split_inputs(node)[0]])
         if any(phrase in note for phrase in _FAILS_AT):
-            return f"; {note}" + engine_hint(
-                f"node {holder_label(node.name, node.outputs)} ({node.op_type}) is a known "
-                "divergence onnx.reference runs as ONNX says", "--fallback reference",
-                "fallback='reference'")
+            return _hint(note, f"node {holder_label(node.name, node.outputs)} ({node.op_type})")
+    if nodes is None:  # a segment: its If, Loop and Scan nodes' subgraphs too
+        for node in graph.nodes:
+            for sub in subgraphs(node.op):
+                if any(op in _RUN_DIVERGENCES for op in sub.ops):
+                    holder = (f" in a subgraph of node {holder_label(node.name, node.outputs)}"
+                              f" ({node.op_type})")
+                    found = _held_hint(onnx.GraphProto.FromString(sub.data),
+                                       graph.opset_imports.get("", 1), {},
+                                       lambda name: _known(graph, feeds, name), holder)
+                    if found:
+                        return found
     return ""
+
+
+def _hint(note: str, node: str) -> str:
+    """The note and the hint that onnx.reference runs the node (``reference_hint``)."""
+    return f"; {note}" + engine_hint(f"{node} is a known divergence onnx.reference runs as "
+                                     "ONNX says", "--fallback reference", "fallback='reference'")
+
+
+def _held_hint(proto: onnx.GraphProto, opset: int, known: Mapping[str, Any],
+               outer: Callable[[str], Any], holder: str) -> str:
+    """``reference_hint`` of a subgraph's nodes (at any depth) by what its scope fixes: its
+    constants, and the sizes it declares (``known``: the enclosing subgraphs' names, ``outer``:
+    the segment's value of a name); the values that arrive there are not at hand, so a node
+    of sizes not declared is passed (None: not known; a name here hides an enclosing one)."""
+    from onnx import numpy_helper
+
+    scope = dict(known)
+    for value in (*proto.input, *proto.value_info):
+        tensor = value.type.tensor_type
+        dims = [d.dim_value if d.HasField("dim_value") else None for d in tensor.shape.dim]
+        static = tensor.HasField("shape") and None not in dims and tensor.elem_type
+        scope[value.name] = np.broadcast_to(np.zeros(
+            (), onnx.helper.tensor_dtype_to_np_dtype(tensor.elem_type)), dims) if static else None
+    scope.update((t.name, numpy_helper.to_array(t)) for t in proto.initializer)
+    declared = {value.name for value in proto.value_info}
+    for node in proto.node:
+        scope.update((out, None) for out in node.output if out not in declared)
+        attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute
+                 if a.type not in _GRAPH_ATTRIBUTES}
+        if node.op_type == "Constant" and "value" in attrs:
+            scope[node.output[0]] = numpy_helper.to_array(attrs["value"])
+        check = _RUN_DIVERGENCES.get(node.op_type) if node.domain in ("", "ai.onnx") else None
+        version = known_since_version(node.op_type, "", opset) if check else None
+        if check and version:
+            read = [scope[name] if name in scope else outer(name) if name else None
+                    for name in node.input]
+            note = check(OnnxOp(node.op_type, version, "", attrs), read)
+            if any(phrase in note for phrase in _FAILS_AT):
+                return _hint(note, f"node {holder_label(node.name, node.output)} "
+                                   f"({node.op_type}){holder}")
+        for attr in node.attribute:
+            for held in (*([attr.g] if attr.HasField("g") else ()), *attr.graphs):
+                if found := _held_hint(held, opset, scope, outer, holder):
+                    return found
+    return ""
+
+
+#: The attribute types that hold subgraphs.
+_GRAPH_ATTRIBUTES = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
 
 
 def _known(graph: Graph, feeds: Mapping[str, np.ndarray], name: str) -> Any:
