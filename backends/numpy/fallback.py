@@ -185,10 +185,10 @@ def _held_hint(proto: onnx.GraphProto, opset: int, known: Mapping[str, Any],
     scope = dict(known)
     for value in (*proto.input, *proto.value_info):
         tensor = value.type.tensor_type
-        dims = [d.dim_value if d.HasField("dim_value") else None for d in tensor.shape.dim]
-        static = tensor.HasField("shape") and None not in dims and tensor.elem_type
-        scope[value.name] = np.broadcast_to(np.zeros(
-            (), onnx.helper.tensor_dtype_to_np_dtype(tensor.elem_type)), dims) if static else None
+        static = tensor.HasField("shape") and tensor.elem_type and all(
+            d.HasField("dim_value") for d in tensor.shape.dim)
+        scope[value.name] = _sized(onnx.helper.tensor_dtype_to_np_dtype(tensor.elem_type),
+                                   [d.dim_value for d in tensor.shape.dim]) if static else None
     scope.update((t.name, numpy_helper.to_array(t)) for t in proto.initializer)
     declared = {value.name for value in proto.value_info}
     for node in proto.node:
@@ -222,8 +222,14 @@ def _known(graph: Graph, feeds: Mapping[str, np.ndarray], name: str) -> Any:
     sizes, a stand-in of them (a run check reads no more of a tensor it is not fed); None."""
     value = feeds.get(name, graph.constant(name)) if name else None
     info = graph.tensors.get(name) if value is None and name else None
-    shape = info.static_shape if info is not None and info.dtype is not None else None
-    return value if shape is None else np.broadcast_to(np.zeros((), info.dtype), shape)
+    if info is None or info.dtype is None or info.static_shape is None:
+        return value
+    return _sized(info.dtype, info.static_shape)
+
+
+def _sized(dtype: np.dtype, shape: Sequence[int]) -> np.ndarray:
+    """A stand-in of a tensor of these sizes (one element, broadcast: nothing allocated)."""
+    return np.broadcast_to(np.zeros((), dtype), tuple(shape))
 
 
 class ReferenceRun:
