@@ -778,3 +778,47 @@ def test_a_squeeze_divergence_in_a_subgraph_on_the_onnxruntime_fallback_says_ref
         f"(node 'squeeze' (Squeeze) in a subgraph of node 'h0' ({holder}) is a known divergence "
         "onnx.reference runs as ONNX says: --fallback reference, fallback='reference' in Python)")
     assert check(model, inputs=feeds, fallback="reference").exit_code == 0
+
+
+def _nested_loop_run_whole() -> onnx.ModelProto:
+    """``_loop`` in a Loop 'h0' whose body passes its result through a sequence, which the
+    numpy backend leaves to its fallback: 'h0' runs whole there, and nothing ran the Loop
+    inside to note it."""
+    model = _nested(_loop()[0], "L")
+    body = model.graph.node[0].attribute[0].g
+    body.node.extend([helper.make_node("SequenceConstruct", ["y0"], ["seq"]),
+                      helper.make_node("SequenceAt", ["seq", "zero"], ["y0b"])])
+    body.initializer.append(numpy_helper.from_array(np.array(0, np.int64), "zero"))
+    body.output[1].name = "y0b"
+    return model
+
+
+def test_a_divergent_loop_held_by_a_node_run_whole_on_the_fallback_is_named() -> None:
+    """With --fallback reference check exited 2 with onnxruntime's error (no note reached
+    'h0'); with the onnxruntime fallback dmlgraph's run failed with onnxruntime's words only."""
+    from dmlgraph.errors import DmlgraphError
+
+    model, feeds = _nested_loop_run_whole(), {"X": np.array([1, -2], np.float32)}
+    _ort_fails(model, feeds, "Loop subgraph input 0 has unknown shape")
+    report = check(model, inputs=feeds, fallback="reference")
+    (y,) = report.comparisons[0].outputs
+    assert y.compared and y.verdict is Verdict.PASS
+    assert y.message.startswith("compared with onnx.reference: onnxruntime fails at a known")
+    (divergence,) = report.divergences
+    assert divergence.node == "h0" and "declares its iteration number 'i'" in divergence.note
+    with pytest.raises(DmlgraphError, match="unknown shape") as raised:
+        check(model, inputs=feeds)
+    assert str(raised.value).endswith(
+        "(node 'h0' (Loop) is a known divergence onnx.reference runs as ONNX says: "
+        "--fallback reference, fallback='reference' in Python)")
+
+
+def test_run_on_onnxruntime_failing_at_a_nested_divergent_loop_says_numpy_runs_it(
+    tmp_path: Path, capsys
+) -> None:
+    path = tmp_path / "nested.onnx"
+    onnx.save(_nested(_loop_of_untyped_condition()[0], "L"), path)
+    assert main(["run", str(path), "--backend", "onnxruntime"]) == 2
+    assert capsys.readouterr().err.rstrip().endswith(
+        "(a known divergence at node 'h0', which the numpy backend runs and check names: "
+        "--backend numpy, get_backend('numpy') in Python)")

@@ -24,7 +24,7 @@ from dmlgraph.ir import Graph, Node, OnnxOp, split_inputs, subgraphs
 from dmlgraph.parity import DIVERGENCE, UNINITIALIZED
 from dmlgraph.reference_ops import spec_ops
 from dmlgraph.shape_kernels import KERNELS
-from dmlgraph.subgraphs import holder_label
+from dmlgraph.subgraphs import holder_label, loop_divergence
 
 Runner = Callable[[Mapping[str, np.ndarray]], dict[str, np.ndarray]]
 
@@ -156,6 +156,11 @@ def reference_hint(graph: Graph, feeds: Mapping[str, np.ndarray],
             return _hint(note, f"node {holder_label(node.name, node.outputs)} ({node.op_type})")
     if nodes is None:  # a segment: its If, Loop and Scan nodes' subgraphs too
         for node in graph.nodes:
+            # a Loop onnxruntime fails on by its body's declarations, or one held at any depth
+            note = loop_divergence(node.op, split_inputs(node)[0]) if subgraphs(node.op) else ""
+            if note:
+                return _hint(note, f"node {holder_label(node.name, node.outputs)} "
+                                   f"({node.op_type})")
             for sub in subgraphs(node.op):
                 if any(op in _RUN_DIVERGENCES for op in sub.ops):
                     holder = (f" in a subgraph of node {holder_label(node.name, node.outputs)}"
