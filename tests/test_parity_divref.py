@@ -759,15 +759,18 @@ def test_a_squeeze_divergence_on_the_onnxruntime_fallback_says_reference_runs_it
     assert check(model, inputs=feeds, fallback="reference").exit_code == 0
 
 
-@pytest.mark.parametrize("holders, holder", [("L", "Loop"), ("I", "If"), ("LL", "Loop")])
+@pytest.mark.parametrize("holders, holder, whole", [
+    ("L", "Loop", False), ("I", "If", False), ("LL", "Loop", False), ("L", "Loop", True)])
 def test_a_squeeze_divergence_in_a_subgraph_on_the_onnxruntime_fallback_says_reference_runs_it(
-    holders: str, holder: str
+    holders: str, holder: str, whole: bool
 ) -> None:
     """The Loop or If holding the Squeeze runs whole on onnxruntime, which fails at the
-    Concat inside: its error said nothing of the Squeeze."""
+    Concat inside: its error said nothing of the Squeeze. ``whole``: it runs whole on either
+    fallback, where on onnx.reference nothing noted the Squeeze, and check exited 2."""
     from dmlgraph.errors import DmlgraphError
 
     model = _nested(_squeeze_into_concat()[0], holders, (1, 3, 1), None)
+    model = _run_whole(model) if whole else model
     feeds = _squeeze_into_concat()[1]
     _ort_fails(model, feeds, "Ranks of input data are different")
     with pytest.raises(DmlgraphError, match="Ranks of input data are different") as raised:
@@ -780,11 +783,10 @@ def test_a_squeeze_divergence_in_a_subgraph_on_the_onnxruntime_fallback_says_ref
     assert check(model, inputs=feeds, fallback="reference").exit_code == 0
 
 
-def _nested_loop_run_whole() -> onnx.ModelProto:
-    """``_loop`` in a Loop 'h0' whose body passes its result through a sequence, which the
-    numpy backend leaves to its fallback: 'h0' runs whole there, and nothing ran the Loop
-    inside to note it."""
-    model = _nested(_loop()[0], "L")
+def _run_whole(model: onnx.ModelProto) -> onnx.ModelProto:
+    """The model of one Loop 'h0' (``_nested``), its body passing its result through a
+    sequence, which the numpy backend leaves to its fallback: 'h0' runs whole there, and
+    nothing ran what it holds to note it."""
     body = model.graph.node[0].attribute[0].g
     body.node.extend([helper.make_node("SequenceConstruct", ["y0"], ["seq"]),
                       helper.make_node("SequenceAt", ["seq", "zero"], ["y0b"])])
@@ -798,7 +800,7 @@ def test_a_divergent_loop_held_by_a_node_run_whole_on_the_fallback_is_named() ->
     'h0'); with the onnxruntime fallback dmlgraph's run failed with onnxruntime's words only."""
     from dmlgraph.errors import DmlgraphError
 
-    model, feeds = _nested_loop_run_whole(), {"X": np.array([1, -2], np.float32)}
+    model, feeds = _run_whole(_nested(_loop()[0], "L")), {"X": np.array([1, -2], np.float32)}
     _ort_fails(model, feeds, "Loop subgraph input 0 has unknown shape")
     report = check(model, inputs=feeds, fallback="reference")
     (y,) = report.comparisons[0].outputs

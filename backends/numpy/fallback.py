@@ -8,7 +8,7 @@ independent of onnxruntime).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
 import numpy as np
@@ -161,16 +161,22 @@ def reference_hint(graph: Graph, feeds: Mapping[str, np.ndarray],
             if note:
                 return _hint(note, f"node {holder_label(node.name, node.outputs)} "
                                    f"({node.op_type})")
-            for sub in subgraphs(node.op):
-                if any(op in _RUN_DIVERGENCES for op in sub.ops):
-                    holder = (f" in a subgraph of node {holder_label(node.name, node.outputs)}"
-                              f" ({node.op_type})")
-                    found = _held_hint(onnx.GraphProto.FromString(sub.data),
-                                       graph.opset_imports.get("", 1), {},
-                                       lambda name: _known(graph, feeds, name), holder)
-                    if found:
-                        return found
+        for node, proto in _holders(graph):
+            for note, where in _held_divergences(proto, graph.opset_imports.get("", 1), {},
+                                                 lambda name: _known(graph, feeds, name)):
+                if any(phrase in note for phrase in _FAILS_AT):
+                    return _hint(note, f"{where} in a subgraph of node "
+                                       f"{holder_label(node.name, node.outputs)} ({node.op_type})")
     return ""
+
+
+def _holders(graph: Graph) -> Iterator[tuple[Node, onnx.GraphProto]]:
+    """The graph's If, Loop and Scan nodes with each subgraph of theirs that holds, at any
+    depth, an op ``_RUN_DIVERGENCES`` tests."""
+    for node in graph.nodes:
+        for sub in subgraphs(node.op):
+            if any(op in _RUN_DIVERGENCES for op in sub.ops):
+                yield node, onnx.GraphProto.FromString(sub.data)
 
 
 def _hint(note: str, node: str) -> str:
@@ -179,12 +185,13 @@ def _hint(note: str, node: str) -> str:
                                      "ONNX says", "--fallback reference", "fallback='reference'")
 
 
-def _held_hint(proto: onnx.GraphProto, opset: int, known: Mapping[str, Any],
-               outer: Callable[[str], Any], holder: str) -> str:
-    """``reference_hint`` of a subgraph's nodes (at any depth) by what its scope fixes: its
-    constants, and the sizes it declares (``known``: the enclosing subgraphs' names, ``outer``:
-    the segment's value of a name); the values that arrive there are not at hand, so a node
-    of sizes not declared is passed (None: not known; a name here hides an enclosing one)."""
+def _held_divergences(proto: onnx.GraphProto, opset: int, known: Mapping[str, Any],
+                      outer: Callable[[str], Any]) -> Iterator[tuple[str, str]]:
+    """The ``_RUN_DIVERGENCES`` notes of a subgraph's nodes (at any depth), each with the node
+    ("node 'squeeze' (Squeeze)"), by what its scope fixes: its constants, and the sizes it
+    declares (``known``: the enclosing subgraphs' names, ``outer``: the segment's value of a
+    name); the values that arrive there are not at hand, so a node of sizes not declared is
+    passed (None: not known; a name here hides an enclosing one)."""
     from onnx import numpy_helper
 
     scope = dict(known)
@@ -208,14 +215,11 @@ def _held_hint(proto: onnx.GraphProto, opset: int, known: Mapping[str, Any],
             read = [scope[name] if name in scope else outer(name) if name else None
                     for name in node.input]
             note = check(OnnxOp(node.op_type, version, "", attrs), read)
-            if any(phrase in note for phrase in _FAILS_AT):
-                return _hint(note, f"node {holder_label(node.name, node.output)} "
-                                   f"({node.op_type}){holder}")
+            if note:
+                yield note, f"node {holder_label(node.name, node.output)} ({node.op_type})"
         for attr in node.attribute:
             for held in (*([attr.g] if attr.HasField("g") else ()), *attr.graphs):
-                if found := _held_hint(held, opset, scope, outer, holder):
-                    return found
-    return ""
+                yield from _held_divergences(held, opset, scope, outer)
 
 
 #: The attribute types that hold subgraphs.
@@ -240,7 +244,9 @@ def _sized(dtype: np.dtype, shape: Sequence[int]) -> np.ndarray:
 class ReferenceRun:
     """A segment's runner on onnx.reference. ``said``: the divergence notes of its last run,
     by the outputs of the node each is of (``_RUN_DIVERGENCES``); where the segment holds
-    such a node, the run keeps every value it made, to read that node's inputs."""
+    such a node, the run keeps every value it made, to read that node's inputs. An If, Loop
+    or Scan holding one in a subgraph (at any depth) is said of by what the subgraph declares
+    (``_held_divergences``)."""
 
     def __init__(self, evaluator: Any, graph: Graph) -> None:
         self.evaluator, self.source, self.what = evaluator, graph.source, _nodes(graph)
@@ -251,6 +257,10 @@ class ReferenceRun:
             if isinstance(node.op, OnnxOp) and node.op.domain == ""
             and (check := _RUN_DIVERGENCES.get(node.op_type)) is not None
         ]
+        # If, Loop and Scan nodes whose subgraphs hold such a node: the node runs whole here
+        # (the numpy backend, which notes what it runs of them, left it to the fallback)
+        self.held = [(tuple(node.outputs), proto) for node, proto in _holders(graph)]
+        self.graph, self.opset = graph, graph.opset_imports.get("", 1)
         self.said: dict[tuple[str, ...], str] = {}
 
     def __call__(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -268,6 +278,14 @@ class ReferenceRun:
             }
         else:
             results = dict(zip(self.outputs, made))
+            self.said = {}
+        if self.held:  # by what the subgraphs declare, as ``reference_hint`` reads them
+            known = {**(made if self.watched else results), **feeds}
+            for key, proto in self.held:
+                found = next(_held_divergences(proto, self.opset, {}, lambda name: _known(
+                    self.graph, known, name)), None)
+                if found:
+                    self.said[key] = found[0]
         # copies: onnx.reference's Reshape, Slice, Transpose... return views of their
         # inputs, and Dropout or Identity the input itself, which may be the caller's
         # array or the plan's memory, reused by later steps and runs
