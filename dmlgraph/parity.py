@@ -1276,8 +1276,10 @@ def _against_reference(ort: Any, subject: _Subject, notes: list[str]) -> Compari
                          f"({failure}); the reference is its session without graph "
                          "optimizations")
             reference = "onnxruntime on the original model, unoptimized"
-        except DmlgraphError:
-            pass  # the model's own failure: the optimized session's is the one to report
+        except DmlgraphError as exc:
+            # the model's own failure: the optimized session's is the one to report, unless
+            # the plain one's is at a divergence (``_at_divergence``)
+            failure = _at_divergence(graph, divergences, exc) or failure
     if (
         result is None
         and reference == "onnxruntime on the original model"
@@ -1292,8 +1294,10 @@ def _against_reference(ort: Any, subject: _Subject, notes: list[str]) -> Compari
             session = ort.session(ran, graph.source)
             result = ort.execute_session(session, feeds, graph.source)
         except DmlgraphError as exc:
-            if _failed_at(graph, divergences, exc, []):  # at a divergence or downstream
-                failure = exc  # else the model file's failure is the one to report
+            # at a divergence or downstream, else the model file's failure is the one to
+            # report; unoptimized where the optimized session hides the divergent node
+            failure = (_at_divergence(graph, divergences, exc)
+                       or _plain_failure(ort, ran, subject) or failure)
     if result is not None:
         runs.append(result.record)
         # by name: a model may list an output twice, and the result holds it once
@@ -1353,6 +1357,27 @@ def _against_reference(ort: Any, subject: _Subject, notes: list[str]) -> Compari
         ran = any(value is not None for value in expected)
         reference = f"{reference}; {spec_reference}" if ran else spec_reference
     return Comparison(label, reference, outputs, note="; ".join((note, *spec.notes)))
+
+
+def _at_divergence(graph: Graph, divergences: Sequence[KnownDivergence],
+                   failure: DmlgraphError) -> DmlgraphError | None:
+    """``failure`` where it is at a known divergence or downstream (``_failed_at``)."""
+    return failure if _failed_at(graph, divergences, failure, []) else None
+
+
+def _plain_failure(ort: Any, model: Any, subject: _Subject) -> DmlgraphError | None:
+    """onnxruntime's failure on ``model`` without graph optimizations where it is at a known
+    divergence (the optimized session's failed elsewhere): an If of a constant condition is
+    inlined, its nodes renamed ("_if_then_branch_Loop"), so the failure of a divergent Loop
+    in its branch, at any depth, named neither, and ``check`` exited 2."""
+    plain = _unoptimized(ort, model, subject.graph.source)
+    if plain is None:
+        return None
+    try:
+        ort.execute_session(plain, subject.feeds, subject.graph.source)
+    except DmlgraphError as exc:
+        return _at_divergence(subject.graph, subject.divergences, exc)
+    return None  # it runs unoptimized: the optimized session's failure stands
 
 
 @dataclass(frozen=True)

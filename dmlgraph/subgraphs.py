@@ -653,11 +653,38 @@ def loop_divergence(op: OnnxOp, inputs: Sequence[str]) -> str:
     """The divergence note of a Loop whose body declares its iteration number or condition
     without a shape (``_UNSHAPED_COUNTER``), or its condition with no type at all where the
     Loop's ``inputs`` (its explicit ones) leave the condition out (``_UNTYPED_CONDITION``:
-    onnxruntime refuses that at load, the first failure); "" for any other."""
+    onnxruntime refuses that at load, the first failure); else, for an If, Loop or Scan, the
+    note of such a Loop its subgraphs hold at any depth (``_held_loop_divergence``); "" for
+    any other."""
     body = op.attrs.get("body")
-    if op.op_type != "Loop" or op.domain != "" or not isinstance(body, Subgraph):
-        return ""
-    counters = onnx.GraphProto.FromString(body.data).input[:2]
+    own = ""
+    if op.op_type == "Loop" and op.domain == "" and isinstance(body, Subgraph):
+        own = _body_divergence(onnx.GraphProto.FromString(body.data), inputs)
+    return own or next((note for sub in subgraphs(op) if "Loop" in sub.ops
+                        if (note := _held_loop_divergence(
+                            onnx.GraphProto.FromString(sub.data)))), "")
+
+
+def _held_loop_divergence(graph: onnx.GraphProto) -> str:
+    """The note of the first Loop in ``graph`` (at any depth) that ``_body_divergence``
+    notes: the same words as the Loop's own, so that ``check`` counts it once where the
+    numpy backend runs the subgraph and notes the Loop itself. onnxruntime's error names the
+    node it holds, and the numpy backend may run the holder whole on its fallback (then
+    nothing noted the Loop, and check exited 2 with onnxruntime's error)."""
+    for node in graph.node:
+        for attr in node.attribute:
+            for held in (*([attr.g] if attr.HasField("g") else ()), *attr.graphs):
+                own = _body_divergence(held, node.input) if (
+                    node.op_type == "Loop" and node.domain in ("", "ai.onnx")
+                    and attr.name == "body") else ""
+                if note := own or _held_loop_divergence(held):
+                    return note
+    return ""
+
+
+def _body_divergence(body: onnx.GraphProto, inputs: Sequence[str]) -> str:
+    """``loop_divergence`` of a Loop of this body and explicit ``inputs``."""
+    counters = body.input[:2]
     named = [
         f"{what} {value.name!r}"
         for index, (what, value) in enumerate(zip(("iteration number", "condition"), counters))

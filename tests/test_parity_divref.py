@@ -639,3 +639,188 @@ def test_run_says_the_divergence_a_node_ran_at(tmp_path: Path, capsys, fallback:
     np.savez(inputs, **feeds)
     assert main(["run", str(path), "--inputs", str(inputs), "--fallback", fallback]) == 0
     assert "note:" not in capsys.readouterr().out
+
+
+def _nested(model: onnx.ModelProto, holders: str, given: tuple[int, ...] = (2,),
+            made: tuple[int, ...] | None = (2,)) -> onnx.ModelProto:
+    """The model's nodes (X -> Y, ``given`` and ``made`` their shapes: [2] unless given) inside
+    one holder a letter, innermost first: 'L' a Loop of one trip carrying X, 'S' a Scan
+    carrying X as a state over one step, 'I' an If of a constant true whose else branch is X;
+    named 'h0', 'h1', ... from the inside out."""
+    nodes, inits = list(model.graph.node), list(model.graph.initializer)
+    for depth, kind in enumerate(holders):
+        x, y = f"x{depth}", f"y{depth}"
+        inner = []
+        for node in nodes:
+            copy = onnx.NodeProto()
+            copy.CopyFrom(node)
+            if kind != "I":  # a branch reads X itself
+                copy.input[:] = [x if n == "X" else n for n in copy.input]
+            copy.output[:] = [y if n == "Y" else n for n in copy.output]
+            inner.append(copy)
+        name = f"h{depth}"
+        if kind == "L":
+            inner.append(helper.make_node("Identity", ["c"], [f"c{depth}"]))
+            body = helper.make_graph(inner, "body", [
+                _info(f"i{depth}", [], TensorProto.INT64), _info("c", [], TensorProto.BOOL),
+                _info(x, given)], [_info(f"c{depth}", [], TensorProto.BOOL), _info(y, made)],
+                inits)
+            nodes, inits = [helper.make_node("Loop", ["T", "", "X"], ["Y"], body=body,
+                                             name=name)], [_ints("T", 1)]
+        elif kind == "S":
+            inner.append(helper.make_node("Identity", ["s"], [f"s{depth}"]))
+            body = helper.make_graph(inner, "body", [_info(x, given), _info("s", [1])],
+                                     [_info(y, made), _info(f"s{depth}", [1])], inits)
+            nodes = [helper.make_node("Scan", ["X", "steps"], ["Y", f"scanned{depth}"],
+                                      body=body, num_scan_inputs=1, name=name)]
+            inits = [numpy_helper.from_array(np.ones((1, 1), np.float32), "steps")]
+        else:
+            other = helper.make_graph([helper.make_node("Identity", ["X"], [f"e{depth}"])],
+                                      "else", [], [_info(f"e{depth}", given)])
+            then = helper.make_graph(inner, "then", [], [_info(y, made)], inits)
+            nodes = [helper.make_node("If", ["B"], ["Y"], then_branch=then, else_branch=other,
+                                      name=name)]
+            inits = [numpy_helper.from_array(np.array(True), "B")]
+    return _model(nodes, [_info("X", given)], [_info("Y", made)], inits, opset=13)
+
+
+def _shapeless_condition() -> tuple[onnx.ModelProto, dict, str]:
+    cond = onnx.ValueInfoProto(name="c")
+    cond.type.tensor_type.elem_type = TensorProto.BOOL
+    return _loop(_info("i", [], TensorProto.INT64), cond)
+
+
+@pytest.mark.parametrize("named", [True, False])
+@pytest.mark.parametrize("case, holders, words", [
+    (_loop, "L", "Name:'h0'"), (_loop, "LL", "Name:'h1'"), (_loop, "S", "Name:'h0'"),
+    (_shapeless_condition, "LS", "Name:'h1'"),
+    (lambda: (_loop_of_untyped_condition()[0], {}, ""), "SL", r"Node \(h1\) Op \(Loop\)"),
+    # onnxruntime inlines an If of a constant condition, its nodes renamed: its error named
+    # neither the If nor the Loop, and check exited 2
+    (_loop, "I", "_if_then_branch_Loop"), (_loop, "IL", "_if_then_branch_Loop"),
+    (_loop, "LI", "_if_then_branch_Loop"), (_shapeless_condition, "I", "_if_then_branch_Loop"),
+])
+def test_a_divergence_in_a_nested_subgraph_is_compared_with_onnx_reference(
+    case, holders: str, words: str, named: bool
+) -> None:
+    """A divergent Loop at depth 2 and 3 (in Loop and Scan bodies, If branches) is named and
+    its output compared with onnx.reference, as at the top level."""
+    model = _nested(case()[0], holders)
+    if not named:
+        def unname(graph: onnx.GraphProto) -> None:
+            for node in graph.node:
+                node.name = ""
+                for attr in node.attribute:
+                    if attr.HasField("g"):
+                        unname(attr.g)
+        unname(model.graph)
+    feeds = {"X": np.array([1, -2], np.float32)}
+    if named:
+        _ort_fails(model, feeds, words)
+    report = check(model, inputs=feeds)
+    (y,) = report.comparisons[0].outputs
+    assert y.compared and y.verdict is Verdict.PASS and y.expected_shape == (2,)
+    assert y.message.startswith("compared with onnx.reference: onnxruntime fails at a known")
+    (divergence,) = report.divergences
+    assert divergence.node == (f"h{len(holders) - 1}" if named else "")
+    assert divergence.reference_follows_spec and report.exit_code == 0
+
+
+def _squeeze_into_transpose() -> tuple[onnx.ModelProto, dict, str]:
+    """A Squeeze of X [1, 3, 1] by an empty axes list into a Transpose of rank 3, one
+    onnxruntime segment: onnxruntime fails at the Transpose, its input of rank 1."""
+    model = _model([helper.make_node("Squeeze", ["X", "e"], ["S"], name="squeeze"),
+                    helper.make_node("Transpose", ["S"], ["Y"], perm=[2, 1, 0], name="t")],
+                   [_info("X", [1, 3, 1])], [_info("Y", None)], [_ints("e", [])], opset=13)
+    return model, {"X": np.arange(3, dtype=np.float32).reshape(1, 3, 1)}, "Name:'t'"
+
+
+@pytest.mark.parametrize("case, words", [
+    # the Concat lowered, which the Squeeze's sizes break when lowered again
+    (_squeeze_into_concat, "lowered again by the sizes made, the graph fails: node 'cat'"),
+    (_squeeze_into_transpose, "perm size: 3 does not match input rank: 1"),
+])
+def test_a_squeeze_divergence_on_the_onnxruntime_fallback_says_reference_runs_it(
+    case, words: str
+) -> None:
+    """dmlgraph's run fails where onnxruntime does past the Squeeze, its error saying nothing
+    of the Squeeze: it says what diverges there and that --fallback reference runs it."""
+    from dmlgraph.errors import DmlgraphError
+
+    model, feeds, at = case()
+    _ort_fails(model, feeds, at)
+    with pytest.raises(DmlgraphError, match=words) as raised:
+        check(model, inputs=feeds)
+    assert str(raised.value).endswith(
+        "; divergence: a Squeeze of a [1, 3, 1] tensor by an empty axes list: ONNX squeezes "
+        "nothing, as onnx.reference does ([1, 3, 1]); onnxruntime squeezes every axis of size 1 "
+        "([3]) (node 'squeeze' (Squeeze) is a known divergence onnx.reference runs as ONNX "
+        "says: --fallback reference, fallback='reference' in Python)")
+    assert check(model, inputs=feeds, fallback="reference").exit_code == 0
+
+
+@pytest.mark.parametrize("holders, holder, whole", [
+    ("L", "Loop", False), ("I", "If", False), ("LL", "Loop", False), ("L", "Loop", True)])
+def test_a_squeeze_divergence_in_a_subgraph_on_the_onnxruntime_fallback_says_reference_runs_it(
+    holders: str, holder: str, whole: bool
+) -> None:
+    """The Loop or If holding the Squeeze runs whole on onnxruntime, which fails at the
+    Concat inside: its error said nothing of the Squeeze. ``whole``: it runs whole on either
+    fallback, where on onnx.reference nothing noted the Squeeze, and check exited 2."""
+    from dmlgraph.errors import DmlgraphError
+
+    model = _nested(_squeeze_into_concat()[0], holders, (1, 3, 1), None)
+    model = _run_whole(model) if whole else model
+    feeds = _squeeze_into_concat()[1]
+    _ort_fails(model, feeds, "Ranks of input data are different")
+    with pytest.raises(DmlgraphError, match="Ranks of input data are different") as raised:
+        check(model, inputs=feeds)
+    message = str(raised.value)
+    assert "; divergence: a Squeeze of a [1, 3, 1] tensor by an empty axes list" in message
+    assert message.endswith(
+        f"(node 'squeeze' (Squeeze) in a subgraph of node 'h0' ({holder}) is a known divergence "
+        "onnx.reference runs as ONNX says: --fallback reference, fallback='reference' in Python)")
+    assert check(model, inputs=feeds, fallback="reference").exit_code == 0
+
+
+def _run_whole(model: onnx.ModelProto) -> onnx.ModelProto:
+    """The model of one Loop 'h0' (``_nested``), its body passing its result through a
+    sequence, which the numpy backend leaves to its fallback: 'h0' runs whole there, and
+    nothing ran what it holds to note it."""
+    body = model.graph.node[0].attribute[0].g
+    body.node.extend([helper.make_node("SequenceConstruct", ["y0"], ["seq"]),
+                      helper.make_node("SequenceAt", ["seq", "zero"], ["y0b"])])
+    body.initializer.append(numpy_helper.from_array(np.array(0, np.int64), "zero"))
+    body.output[1].name = "y0b"
+    return model
+
+
+def test_a_divergent_loop_held_by_a_node_run_whole_on_the_fallback_is_named() -> None:
+    """With --fallback reference check exited 2 with onnxruntime's error (no note reached
+    'h0'); with the onnxruntime fallback dmlgraph's run failed with onnxruntime's words only."""
+    from dmlgraph.errors import DmlgraphError
+
+    model, feeds = _run_whole(_nested(_loop()[0], "L")), {"X": np.array([1, -2], np.float32)}
+    _ort_fails(model, feeds, "Loop subgraph input 0 has unknown shape")
+    report = check(model, inputs=feeds, fallback="reference")
+    (y,) = report.comparisons[0].outputs
+    assert y.compared and y.verdict is Verdict.PASS
+    assert y.message.startswith("compared with onnx.reference: onnxruntime fails at a known")
+    (divergence,) = report.divergences
+    assert divergence.node == "h0" and "declares its iteration number 'i'" in divergence.note
+    with pytest.raises(DmlgraphError, match="unknown shape") as raised:
+        check(model, inputs=feeds)
+    assert str(raised.value).endswith(
+        "(node 'h0' (Loop) is a known divergence onnx.reference runs as ONNX says: "
+        "--fallback reference, fallback='reference' in Python)")
+
+
+def test_run_on_onnxruntime_failing_at_a_nested_divergent_loop_says_numpy_runs_it(
+    tmp_path: Path, capsys
+) -> None:
+    path = tmp_path / "nested.onnx"
+    onnx.save(_nested(_loop_of_untyped_condition()[0], "L"), path)
+    assert main(["run", str(path), "--backend", "onnxruntime"]) == 2
+    assert capsys.readouterr().err.rstrip().endswith(
+        "(a known divergence at node 'h0', which the numpy backend runs and check names: "
+        "--backend numpy, get_backend('numpy') in Python)")

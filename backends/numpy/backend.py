@@ -30,7 +30,7 @@ from backends.base import (
     refuse_unbound,
     share_elements,
 )
-from backends.numpy.fallback import Fallback, get_fallback
+from backends.numpy.fallback import Fallback, OnnxruntimeFallback, get_fallback, reference_hint
 from backends.numpy.plan import DML_ENGINE, Plan, write_bound
 from backends.numpy.runtime import resized
 from backends.numpy.threads import default_threads
@@ -222,11 +222,14 @@ class NumpyBackend:
             # alone, "node 'cat' (Concat): inputs differ" blamed a model onnxruntime runs
             (dtype, shape), (said, said_shape) = first.made, first.inferred
             detail = str(broken).removeprefix(f"{graph.source}: ")
+            maker = graph.producer(first.tensor)
+            hint = reference_hint(graph, arrays, [maker]) if maker is not None and isinstance(
+                self.fallback, OnnxruntimeFallback) else ""  # its sizes are onnxruntime's
             raise BackendError(
                 f"{first.maker} made {first.tensor!r} as {dtype}{list(shape)}, "
                 f"where onnx infers {said}{list(said_shape)} (fallback: "
                 f"{self.fallback.engine}); lowered again by the sizes made, the graph fails: "
-                f"{detail}"
+                f"{detail}{hint}"
             ) from None
         raise mismatch
 

@@ -8,7 +8,7 @@ independent of onnxruntime).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
 import numpy as np
@@ -17,13 +17,14 @@ import onnx
 from backends.base import BackendError, engine_hint, first_line
 from backends.onnxruntime import values
 from backends.onnxruntime.providers import cannot_run, make_session, select_providers
+from dmlgraph.canonical import known_since_version
 from dmlgraph.dml.enums import PaddingMode
 from dmlgraph.dml.indexmaps import source_indices
-from dmlgraph.ir import Graph, Node, OnnxOp, split_inputs
+from dmlgraph.ir import Graph, Node, OnnxOp, split_inputs, subgraphs
 from dmlgraph.parity import DIVERGENCE, UNINITIALIZED
 from dmlgraph.reference_ops import spec_ops
 from dmlgraph.shape_kernels import KERNELS
-from dmlgraph.subgraphs import holder_label
+from dmlgraph.subgraphs import holder_label, loop_divergence
 
 Runner = Callable[[Mapping[str, np.ndarray]], dict[str, np.ndarray]]
 
@@ -54,6 +55,11 @@ class ReferenceFallback:
         return ReferenceRun(evaluator, graph)
 
 
+#: How a Squeeze's divergence note says onnxruntime makes another shape than ONNX, which a
+#: node past it may fail on (``reference_hint``).
+_SQUEEZES_ALL = "onnxruntime squeezes every axis of size 1"
+
+
 def _squeeze_divergence(op: OnnxOp, values: Sequence[Any]) -> str:
     """A Squeeze-13+ by an empty axes list of data with an axis of size 1."""
     data, axes = (*values, None, None)[:2]
@@ -63,12 +69,14 @@ def _squeeze_divergence(op: OnnxOp, values: Sequence[Any]) -> str:
     if 1 not in shape:
         return ""
     return (f"{DIVERGENCE} a Squeeze of a {shape} tensor by an empty axes list: ONNX squeezes "
-            f"nothing, as onnx.reference does ({shape}); onnxruntime squeezes every axis of "
-            f"size 1 ({[d for d in shape if d != 1]})")
+            f"nothing, as onnx.reference does ({shape}); {_SQUEEZES_ALL} "
+            f"({[d for d in shape if d != 1]})")
 
 
-#: How a run divergence's note says onnxruntime fails there (``_reference_hint``).
+#: How a run divergence's note says onnxruntime fails there (``reference_hint``).
 _REFUSES = "onnxruntime 1.32 refuses it"
+#: The phrases of the run divergences onnxruntime fails at, or past (``reference_hint``).
+_FAILS_AT = (_REFUSES, _SQUEEZES_ALL)
 
 
 def _scan_8_divergence(op: OnnxOp, values: Sequence[Any]) -> str:
@@ -132,27 +140,113 @@ _ORT_NO_VALUE: Mapping[str, tuple[Callable[[Node], bool], RunCheck]] = {
 _ORT_GAVE = "; this run's values there are that memory (--fallback reference computes ONNX's)"
 
 
-def _reference_hint(graph: Graph, feeds: Mapping[str, np.ndarray]) -> str:
-    """What onnxruntime's failure on a segment adds where, by the values it was fed (or holds
-    as constants), a node of it diverges as onnxruntime refuses and ONNX allows
-    (``_RUN_DIVERGENCES``: a Scan-8's sequence length of 0): that onnx.reference runs it."""
-    for node in graph.nodes:
+def reference_hint(graph: Graph, feeds: Mapping[str, np.ndarray],
+                   nodes: Sequence[Node] | None = None) -> str:
+    """What onnxruntime's failure on a segment (or on ``graph`` past its ``nodes``) adds where,
+    by the values it was fed (or holds as constants, or the sizes inference gives), a node
+    diverges as onnxruntime refuses and ONNX allows (``_RUN_DIVERGENCES``: a Scan-8's
+    sequence length of 0), or as onnxruntime makes other sizes that a node past it fails on
+    (a Squeeze by an empty axes list): what diverges, and that onnx.reference runs it."""
+    for node in graph.nodes if nodes is None else nodes:
         check = _RUN_DIVERGENCES.get(node.op_type)
         if check is None or not isinstance(node.op, OnnxOp) or node.op.domain != "":
             continue
-        known = [feeds.get(name, graph.constant(name)) if name else None
-                 for name in split_inputs(node)[0]]
-        if _REFUSES in check(node.op, known):
-            return engine_hint(f"node {holder_label(node.name, node.outputs)} ({node.op_type}) "
-                               "is a known divergence onnx.reference runs as ONNX says",
-                               "--fallback reference", "fallback='reference'")
+        note = check(node.op, [_known(graph, feeds, name) for name in split_inputs(node)[0]])
+        if any(phrase in note for phrase in _FAILS_AT):
+            return _hint(note, f"node {holder_label(node.name, node.outputs)} ({node.op_type})")
+    if nodes is None:  # a segment: its If, Loop and Scan nodes' subgraphs too
+        for node in graph.nodes:
+            # a Loop onnxruntime fails on by its body's declarations, or one held at any depth
+            note = loop_divergence(node.op, split_inputs(node)[0]) if subgraphs(node.op) else ""
+            if note:
+                return _hint(note, f"node {holder_label(node.name, node.outputs)} "
+                                   f"({node.op_type})")
+        for node, proto in _holders(graph):
+            for note, where in _held_divergences(proto, graph.opset_imports.get("", 1), {},
+                                                 lambda name: _known(graph, feeds, name)):
+                if any(phrase in note for phrase in _FAILS_AT):
+                    return _hint(note, f"{where} in a subgraph of node "
+                                       f"{holder_label(node.name, node.outputs)} ({node.op_type})")
     return ""
+
+
+def _holders(graph: Graph) -> Iterator[tuple[Node, onnx.GraphProto]]:
+    """The graph's If, Loop and Scan nodes with each subgraph of theirs that holds, at any
+    depth, an op ``_RUN_DIVERGENCES`` tests."""
+    for node in graph.nodes:
+        for sub in subgraphs(node.op):
+            if any(op in _RUN_DIVERGENCES for op in sub.ops):
+                yield node, onnx.GraphProto.FromString(sub.data)
+
+
+def _hint(note: str, node: str) -> str:
+    """The note and the hint that onnx.reference runs the node (``reference_hint``)."""
+    return f"; {note}" + engine_hint(f"{node} is a known divergence onnx.reference runs as "
+                                     "ONNX says", "--fallback reference", "fallback='reference'")
+
+
+def _held_divergences(proto: onnx.GraphProto, opset: int, known: Mapping[str, Any],
+                      outer: Callable[[str], Any]) -> Iterator[tuple[str, str]]:
+    """The ``_RUN_DIVERGENCES`` notes of a subgraph's nodes (at any depth), each with the node
+    ("node 'squeeze' (Squeeze)"), by what its scope fixes: its constants, and the sizes it
+    declares (``known``: the enclosing subgraphs' names, ``outer``: the segment's value of a
+    name); the values that arrive there are not at hand, so a node of sizes not declared is
+    passed (None: not known; a name here hides an enclosing one)."""
+    from onnx import numpy_helper
+
+    scope = dict(known)
+    for value in (*proto.input, *proto.value_info):
+        tensor = value.type.tensor_type
+        static = tensor.HasField("shape") and tensor.elem_type and all(
+            d.HasField("dim_value") for d in tensor.shape.dim)
+        scope[value.name] = _sized(onnx.helper.tensor_dtype_to_np_dtype(tensor.elem_type),
+                                   [d.dim_value for d in tensor.shape.dim]) if static else None
+    scope.update((t.name, numpy_helper.to_array(t)) for t in proto.initializer)
+    declared = {value.name for value in proto.value_info}
+    for node in proto.node:
+        scope.update((out, None) for out in node.output if out not in declared)
+        attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute
+                 if a.type not in _GRAPH_ATTRIBUTES}
+        if node.op_type == "Constant" and "value" in attrs:
+            scope[node.output[0]] = numpy_helper.to_array(attrs["value"])
+        check = _RUN_DIVERGENCES.get(node.op_type) if node.domain in ("", "ai.onnx") else None
+        version = known_since_version(node.op_type, "", opset) if check else None
+        if check and version:
+            read = [scope[name] if name in scope else outer(name) if name else None
+                    for name in node.input]
+            note = check(OnnxOp(node.op_type, version, "", attrs), read)
+            if note:
+                yield note, f"node {holder_label(node.name, node.output)} ({node.op_type})"
+        for attr in node.attribute:
+            for held in (*([attr.g] if attr.HasField("g") else ()), *attr.graphs):
+                yield from _held_divergences(held, opset, scope, outer)
+
+
+#: The attribute types that hold subgraphs.
+_GRAPH_ATTRIBUTES = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
+
+
+def _known(graph: Graph, feeds: Mapping[str, np.ndarray], name: str) -> Any:
+    """A tensor's value as fed or held as a constant; else, where inference gives its
+    sizes, a stand-in of them (a run check reads no more of a tensor it is not fed); None."""
+    value = feeds.get(name, graph.constant(name)) if name else None
+    info = graph.tensors.get(name) if value is None and name else None
+    if info is None or info.dtype is None or info.static_shape is None:
+        return value
+    return _sized(info.dtype, info.static_shape)
+
+
+def _sized(dtype: np.dtype, shape: Sequence[int]) -> np.ndarray:
+    """A stand-in of a tensor of these sizes (one element, broadcast: nothing allocated)."""
+    return np.broadcast_to(np.zeros((), dtype), tuple(shape))
 
 
 class ReferenceRun:
     """A segment's runner on onnx.reference. ``said``: the divergence notes of its last run,
     by the outputs of the node each is of (``_RUN_DIVERGENCES``); where the segment holds
-    such a node, the run keeps every value it made, to read that node's inputs."""
+    such a node, the run keeps every value it made, to read that node's inputs. An If, Loop
+    or Scan holding one in a subgraph (at any depth) is said of by what the subgraph declares
+    (``_held_divergences``)."""
 
     def __init__(self, evaluator: Any, graph: Graph) -> None:
         self.evaluator, self.source, self.what = evaluator, graph.source, _nodes(graph)
@@ -163,6 +257,10 @@ class ReferenceRun:
             if isinstance(node.op, OnnxOp) and node.op.domain == ""
             and (check := _RUN_DIVERGENCES.get(node.op_type)) is not None
         ]
+        # If, Loop and Scan nodes whose subgraphs hold such a node: the node runs whole here
+        # (the numpy backend, which notes what it runs of them, left it to the fallback)
+        self.held = [(tuple(node.outputs), proto) for node, proto in _holders(graph)]
+        self.graph, self.opset = graph, graph.opset_imports.get("", 1)
         self.said: dict[tuple[str, ...], str] = {}
 
     def __call__(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -180,6 +278,14 @@ class ReferenceRun:
             }
         else:
             results = dict(zip(self.outputs, made))
+            self.said = {}
+        if self.held:  # by what the subgraphs declare, as ``reference_hint`` reads them
+            known = {**(made if self.watched else results), **feeds}
+            for key, proto in self.held:
+                found = next(_held_divergences(proto, self.opset, {}, lambda name: _known(
+                    self.graph, known, name)), None)
+                if found:
+                    self.said[key] = found[0]
         # copies: onnx.reference's Reshape, Slice, Transpose... return views of their
         # inputs, and Dropout or Identity the input itself, which may be the caller's
         # array or the plan's memory, reused by later steps and runs
@@ -352,7 +458,7 @@ class OnnxruntimeFallback:
             except Exception as exc:
                 raise BackendError(
                     f"{graph.source}: onnxruntime fails on {_nodes(graph)}: {first_line(exc)}"
-                    f"{_reference_hint(graph, feeds)}"
+                    f"{reference_hint(graph, feeds)}"
                 ) from None
             return dict(zip(outputs, results))
 
