@@ -585,6 +585,79 @@ def test_a_scan_8_state_variable_inference_sees_change_shape_is_refused_at_load(
         dmlgraph.load(model)
 
 
+def _declaring(opset: int, declared: list, length: int) -> onnx.ModelProto:
+    """A Scan (a Scan-8 at opset 8, its state batched) of x whose body joins the first
+    ``length`` elements of each row to its state acc (fed [2]), declaring the state it
+    makes ``declared``."""
+    body = helper.make_graph(
+        [helper.make_node("Slice", ["row"], ["head"], starts=[0], ends=[length], axes=[0])
+         if opset < 10 else helper.make_node("Slice", ["row", "zero", "end"], ["head"]),
+         helper.make_node("Concat" if length != 2 else "Add", ["acc", "head"], ["acc_out"],
+                          **({"axis": 0} if length != 2 else {}))],
+        "body", [_vi("acc", [2]), _vi("row", [6])], [_vi("acc_out", declared)],
+        [] if opset < 10 else [_i64("zero", [0]), _i64("end", [length])])
+    batch = [] if opset >= 9 else [1]
+    graph = helper.make_graph(
+        [helper.make_node("Scan", ([] if opset >= 9 else [""]) + ["init", "x"], ["final"],
+                          name="scan", body=body, num_scan_inputs=1)],
+        "m", [_vi("init", batch + [2]), _vi("x", batch + [4, 6])], [_vi("final", None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 9
+    return model
+
+
+@pytest.mark.parametrize("opset", [18, 8])
+def test_a_state_declared_and_made_of_another_size_than_fed_is_refused_at_load(
+    opset, onnx_run
+) -> None:
+    """A body declaring the state it makes [3], and making [3], from a state fed [2]:
+    onnxruntime merges the node's [3] into the declaration and the Scan's inference refuses
+    it at load ("Inferred=3 Declared=2"); dmlgraph read only undeclared sizes, and stopped at
+    the run's first step (a Scan-8's fallback: onnxruntime cannot load the model)."""
+    model = _declaring(opset, [3], 1)
+    batch = (1,) if opset < 9 else ()
+    feeds = {"init": np.zeros(batch + (2,), np.float32), "x": np.ones(batch + (4, 6), np.float32)}
+    with pytest.raises(Exception, match="Inferred=3 Declared=2"):
+        onnx_run(model, feeds, optimize=False)
+    with pytest.raises(ModelValidationError, match=re.escape(
+            "node 'scan' (Scan): its body makes state variable 0 ('acc_out') float32[3] from "
+            "float32[2]") + ".* as declared; .*onnxruntime refuses the model at load"):
+        dmlgraph.load(model)
+
+
+@pytest.mark.parametrize("opset", [18, 8])
+def test_a_state_declared_of_another_size_than_fed_and_made_runs(opset, onnx_run) -> None:
+    """A body declaring the state [3] where its node makes [2], as fed: onnxruntime's lenient
+    merge drops the size the two differ on, loads the model and runs it, and so does dmlgraph
+    (a state declared [3] made [4] loads too, and both refuse it at its run)."""
+    model = _declaring(opset, [3], 2)
+    batch = (1,) if opset < 9 else ()
+    feeds = {"init": np.zeros(batch + (2,), np.float32),
+             "x": np.arange(24, dtype=np.float32).reshape(batch + (4, 6))}
+    (want,) = onnx_run(model, feeds, optimize=False)
+    got = get_backend("numpy").run(lower(dmlgraph.load(model), "6_4"), feeds)
+    assert np.array_equal(got["final"], want)
+    dmlgraph.load(_declaring(opset, [3], 4))
+
+
+def test_a_state_declared_of_another_rank_than_made_says_onnxruntime_fails_at_run(
+    onnx_run
+) -> None:
+    """A body declaring the state [2, 1] where it makes [2], as fed: onnxruntime's lenient
+    merge drops the output's shape, loads the model and fails at every run ("Subgraph must
+    have the shape set for all outputs"). dmlgraph refuses it at load still, now saying so
+    (it said onnxruntime refused the model at load)."""
+    model = _declaring(18, [2, 1], 2)
+    feeds = {"init": np.zeros(2, np.float32), "x": np.ones((4, 6), np.float32)}
+    with pytest.raises(Exception, match="Subgraph must have the shape set"):
+        onnx_run(model, feeds, optimize=False)
+    with pytest.raises(ModelValidationError, match=re.escape(
+            "float32[2,1] from float32[2], as declared; a Scan's state variables keep their "
+            "shape from step to step (onnxruntime loads the model and fails at its run: "
+            "\"Subgraph must have the shape set for all outputs\")")):
+        dmlgraph.load(model)
+
+
 def test_a_state_variable_that_changes_shape_is_one_clear_error(onnx_run) -> None:
     """The same body declaring the state it makes [2]: onnx's inference keeps the
     declaration, so onnxruntime loads the model and fails when it runs it; the run says
