@@ -985,6 +985,48 @@ def test_a_scan_8_on_onnx_reference_is_onnxruntime_s(states, scans, batch, direc
         assert not got[-1][1, lengths[1]:].any()
 
 
+def _looped_scan_8(lens: bool) -> onnx.ModelProto:
+    """``_scan_8(1, 1)`` inside the body of a Loop of neither trip count nor condition
+    (which the backend runs whole on the fallback), its state the Loop's carried value, the
+    body stopping after one iteration."""
+    inner = _scan_8(1, 1, lens=lens)
+    scan = onnx.NodeProto()
+    scan.CopyFrom(inner.graph.node[0])
+    scan.input[1] = "v"
+    stop = helper.make_node("Constant", [], ["stop"],
+                            value=numpy_helper.from_array(np.array(False), "s"))
+    body = helper.make_graph(
+        [scan, stop], "body", [_vi("it", [], TensorProto.INT64),
+                               _vi("c", [], TensorProto.BOOL), _vi("v", None)],
+        [_vi("stop", [], TensorProto.BOOL), _vi("S0", None)])
+    graph = helper.make_graph(
+        [helper.make_node("Loop", ["", "", "i0"], ["V"], name="loop", body=body)],
+        "m", list(inner.graph.input), [_vi("V", None)])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 8)], ir_version=4)
+
+
+def test_a_scan_8_inside_a_node_run_whole_is_watched_as_a_top_level_one() -> None:
+    """A Scan-8 in a Loop body the fallback runs whole: its sequence length of 0 and its
+    no step (empty scan inputs, sequence_lens left out) went unnoted, as only the segment's
+    own nodes were watched (``check`` compared onnxruntime's uninitialized final states, and
+    onnxruntime's failure gave no hint of --fallback reference). Now the Loop's record
+    carries the Scan-8's note, read from the values the segment is fed."""
+    lowered = lower(dmlgraph.load(_looped_scan_8(True)), "6_4")
+    feeds = _scan_8_feeds(1, 1, 2, [0, 4])
+    result = get_backend("numpy", fallback="reference").execute(lowered, feeds)
+    (record,) = result.record.nodes
+    assert any("holds a sequence length of 0" in note for note in record.notes)
+    with pytest.raises(BackendError, match="node 'loop' \\(Loop\\) holds a Scan-8 that is a "
+                       "known divergence onnx.reference runs as ONNX says: --fallback reference"):
+        get_backend("numpy").execute(lowered, feeds)
+    lowered = lower(dmlgraph.load(_looped_scan_8(False)), "6_4")
+    feeds = {**_scan_8_feeds(1, 1, 2), "X0": np.zeros((2, 0, 3), np.float32)}
+    for fallback in ("reference", "onnxruntime"):
+        result = get_backend("numpy", fallback=fallback).execute(lowered, feeds)
+        (record,) = result.record.nodes
+        assert any("a Scan-8 of empty scan inputs" in note for note in record.notes), fallback
+
+
 def test_a_scan_8_of_no_step_keeps_its_initial_states_as_onnx_says() -> None:
     """A sequence of length 0 (allowed by ONNX; onnxruntime refuses such a sequence_lens
     entry, and where every sequence is empty it makes zeros of the final states): its final

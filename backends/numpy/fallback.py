@@ -19,7 +19,7 @@ from backends.onnxruntime import values
 from backends.onnxruntime.providers import cannot_run, make_session, select_providers
 from dmlgraph.dml.enums import PaddingMode
 from dmlgraph.dml.indexmaps import source_indices
-from dmlgraph.ir import Graph, Node, OnnxOp, split_inputs
+from dmlgraph.ir import Graph, Node, OnnxOp, Subgraph, split_inputs
 from dmlgraph.parity import DIVERGENCE, UNINITIALIZED
 from dmlgraph.reference_ops import spec_ops
 from dmlgraph.shape_kernels import KERNELS
@@ -131,21 +131,73 @@ _ORT_NO_VALUE: Mapping[str, tuple[Callable[[Node], bool], RunCheck]] = {
 #: What the onnxruntime fallback adds to an ``_ORT_NO_VALUE`` note: what its run gave.
 _ORT_GAVE = "; this run's values there are that memory (--fallback reference computes ONNX's)"
 
+#: How ``_nested_scan_8s`` names an input its subgraph makes: no value is read of it.
+_MADE_INSIDE = "\0made inside"
+
+
+def _nested_scan_8s(graph: Graph) -> list[tuple[tuple[str, ...], OnnxOp, tuple[str, ...]]]:
+    """The Scan-8s a segment's nodes hold in their subgraphs, at any depth (an If's or Loop's
+    run whole on the fallback), watched as top-level ones are (``_RUN_DIVERGENCES``,
+    ``_ORT_NO_VALUE``): the holding node's outputs (its run record carries the note), the
+    Scan-8 as an op, and its explicit inputs by the segment's names where they are the
+    enclosing graph's (the engine runs the node whole and gives none of its subgraphs'
+    values), ``_MADE_INSIDE`` where a subgraph makes them. One whose sequence_lens a
+    subgraph makes is not watched: its values are not known, nor whether it is left out."""
+    if graph.opset_imports.get("", 1) >= 9:  # (the model's Scans are Scan-9+)
+        return []
+    found = []
+    for node in graph.nodes:
+        if not isinstance(node.op, OnnxOp) or not node.op.attrs.holds_subgraphs:
+            continue
+        outer = split_inputs(node)[1]
+        for sub in node.op.attrs.values():
+            if not isinstance(sub, Subgraph) or "Scan" not in sub.ops:
+                continue
+            body = onnx.GraphProto.FromString(sub.data)
+            made = {name for g in _graphs(body) for name in _defined(g)}
+            for scan in (n for g in _graphs(body) for n in g.node):
+                if scan.op_type != "Scan" or scan.domain not in ("", "ai.onnx"):
+                    continue
+                inputs = tuple(name if not name else _MADE_INSIDE if name in made
+                               else outer.get(name, _MADE_INSIDE) for name in scan.input)
+                if inputs[:1] == (_MADE_INSIDE,):
+                    continue
+                scans = next((a.i for a in scan.attribute if a.name == "num_scan_inputs"), 0)
+                op = OnnxOp("Scan", 8, attrs={"num_scan_inputs": scans})
+                found.append((tuple(node.outputs), op, inputs))
+    return found
+
+
+def _graphs(graph: onnx.GraphProto) -> list[onnx.GraphProto]:
+    """A graph and the subgraphs its nodes hold, at any depth."""
+    held = [a.g for n in graph.node for a in n.attribute if a.type == onnx.AttributeProto.GRAPH]
+    held += [g for n in graph.node for a in n.attribute for g in a.graphs]
+    return [graph, *(inner for g in held for inner in _graphs(g))]
+
+
+def _defined(graph: onnx.GraphProto) -> list[str]:
+    """The names a graph defines: its inputs, initializers and its nodes' outputs."""
+    return [*(v.name for v in graph.input), *(t.name for t in graph.initializer),
+            *(out for n in graph.node for out in n.output)]
+
 
 def _reference_hint(graph: Graph, feeds: Mapping[str, np.ndarray]) -> str:
     """What onnxruntime's failure on a segment adds where, by the values it was fed (or holds
     as constants), a node of it diverges as onnxruntime refuses and ONNX allows
     (``_RUN_DIVERGENCES``: a Scan-8's sequence length of 0): that onnx.reference runs it."""
-    for node in graph.nodes:
-        check = _RUN_DIVERGENCES.get(node.op_type)
-        if check is None or not isinstance(node.op, OnnxOp) or node.op.domain != "":
-            continue
-        known = [feeds.get(name, graph.constant(name)) if name else None
-                 for name in split_inputs(node)[0]]
-        if _REFUSES in check(node.op, known):
-            return engine_hint(f"node {holder_label(node.name, node.outputs)} ({node.op_type}) "
-                               "is a known divergence onnx.reference runs as ONNX says",
-                               "--fallback reference", "fallback='reference'")
+    watched = [(node, node.op, split_inputs(node)[0], check) for node in graph.nodes
+               if (check := _RUN_DIVERGENCES.get(node.op_type)) is not None
+               and isinstance(node.op, OnnxOp) and node.op.domain == ""]
+    holders = {tuple(node.outputs): node for node in graph.nodes}
+    watched += [(holders[key], op, inputs, _scan_8_divergence)
+                for key, op, inputs in _nested_scan_8s(graph)]
+    for node, op, inputs, check in watched:
+        known = [feeds.get(name, graph.constant(name)) if name else None for name in inputs]
+        if _REFUSES in check(op, known):
+            inner = " holds a Scan-8 that" if op is not node.op else ""
+            return engine_hint(f"node {holder_label(node.name, node.outputs)} ({node.op_type})"
+                               f"{inner} is a known divergence onnx.reference runs as ONNX "
+                               "says", "--fallback reference", "fallback='reference'")
     return ""
 
 
@@ -162,7 +214,7 @@ class ReferenceRun:
             for node in graph.nodes
             if isinstance(node.op, OnnxOp) and node.op.domain == ""
             and (check := _RUN_DIVERGENCES.get(node.op_type)) is not None
-        ]
+        ] + [(key, op, inputs, _scan_8_divergence) for key, op, inputs in _nested_scan_8s(graph)]
         self.said: dict[tuple[str, ...], str] = {}
 
     def __call__(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -174,10 +226,10 @@ class ReferenceRun:
             ) from None
         if self.watched:  # every value it made, by name
             results = {name: made[name] for name in self.outputs if name in made}
-            self.said = {
-                key: note for key, op, inputs, check in self.watched
-                if (note := check(op, [made.get(name) if name else None for name in inputs]))
-            }
+            self.said = {}
+            for key, op, inputs, check in self.watched:
+                if note := check(op, [made.get(name) if name else None for name in inputs]):
+                    self.said.setdefault(key, note)  # (a node's first: one note a node)
         else:
             results = dict(zip(self.outputs, made))
         # copies: onnx.reference's Reshape, Slice, Transpose... return views of their
@@ -312,7 +364,10 @@ class OnnxruntimeFallback:
         for the whole model (``providers.layout_rewrite_safe``); None decides by ``graph``.
         A segment holding a node whose result onnxruntime may leave uninitialized
         (``_ORT_NO_VALUE``) runs as an ``OrtRun``, which says so where it does."""
-        watched = _watched(graph, _ORT_NO_VALUE)
+        watched = _watched(graph, _ORT_NO_VALUE) + [
+            (key, op, inputs, _scan_8_no_step)
+            for key, op, inputs in _nested_scan_8s(graph) if inputs[0] == ""
+        ]
         fetched = _fetched(graph, watched)
         ran = graph
         if fetched:  # tensors the tests read that the segment makes: fetched as outputs
@@ -406,10 +461,10 @@ class OrtRun:
             found = feeds.get(name, made.get(name))
             return found if found is not None else self.graph.constant(name)
 
-        self.said = {
-            key: note + _ORT_GAVE for key, op, inputs, check in self.watched
-            if (note := check(op, [value(name) for name in inputs]))
-        }
+        self.said = {}
+        for key, op, inputs, check in self.watched:
+            if note := check(op, [value(name) for name in inputs]):
+                self.said.setdefault(key, note + _ORT_GAVE)
         return {name: made[name] for name in self.outputs}
 
 
