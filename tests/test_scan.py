@@ -1201,12 +1201,15 @@ def test_a_rule_broken_by_a_rank_onnxruntime_may_make_otherwise_is_no_silent_res
     assert "Traceback" not in err and "error:" in err
 
 
-def _grown_by_prelu(fed: str) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
+def _grown_by_prelu(
+    fed: str, batched: bool = False
+) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
     """A Scan-16 whose input ``fed`` ("state" or "scanned") a PRelu makes of a slope with one
     more axis than X: onnxruntime's PRelu broadcasts both ways (ONNX's broadcasts the slope to
     X), so it arrives of rank one more than onnx infers. The body is typed but unshaped: it
     adds the scanned row to a grown state and makes the sum its scan output, or passes a
-    grown row on as its scan output (the state kept)."""
+    grown row on as its scan output (the state kept). ``batched``: a Scan-8 of one batch
+    entry (each shape led by 1, sequence_lens left out; the grown axis of size 1)."""
     def typed(name: str) -> onnx.ValueInfoProto:
         value = onnx.ValueInfoProto(name=name)
         value.type.tensor_type.elem_type = FLOAT
@@ -1218,20 +1221,21 @@ def _grown_by_prelu(fed: str) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
              [helper.make_node("Identity", ["s"], ["s2"]),
               helper.make_node("Identity", ["x"], ["o"])])
     body = helper.make_graph(nodes, "body", [typed("s"), typed("x")], [typed("s2"), typed("o")])
-    x_shape, slope_shape = ([3], [2, 3]) if state else ([4, 3], [2, 4, 3])
-    scan_inputs = ["P", "rows"] if state else ["init", "P"]
+    lead = [1] if batched else []
+    x_shape = lead + ([3] if state else [4, 3])
+    slope_shape = [1 if batched else 2, *x_shape]
+    other = ("rows", lead + [4, 3]) if state else ("init", lead + [3])
+    scan_inputs = [*([""] if batched else []), *(["P", "rows"] if state else ["init", "P"])]
     model = helper.make_model(helper.make_graph(
         [helper.make_node("PRelu", ["X", "slope"], ["P"], name="prelu"),
          helper.make_node("Scan", scan_inputs, ["S", "O"], body=body, num_scan_inputs=1,
                           name="scan")],
-        "g", [_vi("X", x_shape), _vi("rows" if state else "init", [4, 3] if state else [3])],
-        [_vi("S", None), _vi("O", None)],
+        "g", [_vi("X", x_shape), _vi(*other)], [_vi("S", None), _vi("O", None)],
         [numpy_helper.from_array(np.full(slope_shape, 0.5, np.float32), "slope")]),
-        opset_imports=[helper.make_opsetid("", 16)])
-    model.ir_version = 8
+        opset_imports=[helper.make_opsetid("", 8 if batched else 16)])
+    model.ir_version = 4 if batched else 8
     x = -np.ones(x_shape, np.float32)
-    return model, {"X": x, "rows" if state else "init": np.ones((4, 3) if state else 3,
-                                                                 np.float32)}
+    return model, {"X": x, other[0]: np.ones(other[1], np.float32)}
 
 
 @pytest.mark.parametrize("fed", ["state", "scanned"])
@@ -1251,3 +1255,21 @@ def test_a_scan_input_of_another_rank_than_inferred_is_refused_as_onnxruntime_fa
             f"float32[2, {'' if fed == 'state' else '4, '}3], where onnx's inference gives it "
             f"rank {rank}: onnxruntime 1.32 sizes")):
         get_backend("numpy", fallback=fallback).run(lower(dmlgraph.load(model), "6_4"), feeds)
+
+
+@pytest.mark.parametrize("fed", ["state", "scanned"])
+def test_a_scan_8_input_of_another_rank_than_inferred_is_refused_as_onnxruntime_fails(
+    fed: str, onnx_run
+) -> None:
+    """The same of a Scan-8, which the fallback runs whole with the PRelu: onnxruntime fails
+    as on a Scan-16 ("computed output shape for this run"); on --fallback reference the run
+    exited 0, a state [1, 1, 3] and rows [1, 4, 1, 3] (onnx.reference's PRelu broadcasts both
+    ways too). ONNX allows no such slope, and onnxruntime runs no such Scan: one error."""
+    model, feeds = _grown_by_prelu(fed, batched=True)
+    with pytest.raises(Exception, match="computed output shape for this run"):
+        onnx_run(model, feeds)
+    with pytest.raises(dmlgraph.DmlgraphError, match=re.escape(
+            f"node 'scan' (Scan): its input {1 if fed == 'state' else 2} ('P') arrives "
+            f"float32[1, 1, {'' if fed == 'state' else '4, '}3], where onnx's inference gives "
+            f"it rank {2 if fed == 'state' else 3}: onnxruntime 1.32 sizes")):
+        get_backend("numpy", fallback="reference").run(lower(dmlgraph.load(model), "6_4"), feeds)

@@ -15,6 +15,7 @@ import numpy as np
 import onnx
 
 from backends.base import BackendError, engine_hint, first_line
+from backends.numpy.control import inferred_ranks, other_rank
 from backends.onnxruntime import values
 from backends.onnxruntime.providers import cannot_run, make_session, select_providers
 from dmlgraph.dml.enums import PaddingMode
@@ -215,6 +216,12 @@ class ReferenceRun:
             if isinstance(node.op, OnnxOp) and node.op.domain == ""
             and (check := _RUN_DIVERGENCES.get(node.op_type)) is not None
         ] + [(key, op, inputs, _scan_8_divergence) for key, op, inputs in _nested_scan_8s(graph)]
+        #: its Scan-8s' inputs, by where each is and their inferred ranks (``other_rank``)
+        self.ranked = [
+            (graph.describe(node), inputs, inferred_ranks(graph, inputs))
+            for node in graph.nodes if node.op_type == "Scan" and isinstance(node.op, OnnxOp)
+            and node.op.domain == "" and (inputs := split_inputs(node)[0])
+        ]
         self.said: dict[tuple[str, ...], str] = {}
 
     def __call__(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -226,6 +233,10 @@ class ReferenceRun:
             ) from None
         if self.watched:  # every value it made, by name
             results = {name: made[name] for name in self.outputs if name in made}
+            for where, inputs, ranks in self.ranked:  # as onnxruntime fails on them
+                values = [made.get(name) if name else None for name in inputs]
+                if (problem := other_rank(where, inputs, ranks, values)) is not None:
+                    raise BackendError(problem)
             self.said = {}
             for key, op, inputs, check in self.watched:
                 if note := check(op, [made.get(name) if name else None for name in inputs]):
