@@ -406,14 +406,17 @@ def scan_state_problem(
             continue
         said, how = declared.type.tensor_type, "as onnx infers it"
         load = "refuses the model at load"
-        sizes: list[int | None] | None = _sizes(made_type)
+        sizes = _sizes(made_type)
         if said.HasField("shape") and not _merges(shape, _sizes(said)):
             node, how = node_made(index), "as declared"
+            kept = None if node is None else onnxruntime_sizes(said, node)
             if node is None:  # (unknown: only a rank onnx's merge refuses is sure)
                 sizes = [None] * len(said.shape.dim)
-            elif (sizes := onnxruntime_sizes(said, node)) is None:
-                if len(said.shape.dim) == len(shape):  # onnxruntime drops the shape: it
-                    continue  # loads the model, and its run refuses a shapeless output
+            elif kept is not None:
+                sizes = kept
+            elif len(said.shape.dim) == len(shape):  # onnxruntime drops the shape: it loads
+                continue  # the model, and its run refuses a shapeless output
+            else:
                 sizes, load = _sizes(said), (
                     "loads the model and fails at its run: \"Subgraph must have the shape set "
                     "for all outputs\"")

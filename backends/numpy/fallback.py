@@ -20,7 +20,7 @@ from backends.onnxruntime import values
 from backends.onnxruntime.providers import cannot_run, make_session, select_providers
 from dmlgraph.dml.enums import PaddingMode
 from dmlgraph.dml.indexmaps import source_indices
-from dmlgraph.ir import Graph, Node, OnnxOp, Subgraph, split_inputs
+from dmlgraph.ir import Graph, Node, OnnxOp, split_inputs, subgraphs
 from dmlgraph.parity import DIVERGENCE, UNINITIALIZED
 from dmlgraph.reference_ops import spec_ops
 from dmlgraph.shape_kernels import KERNELS
@@ -148,12 +148,11 @@ def _nested_scan_8s(graph: Graph) -> list[tuple[tuple[str, ...], OnnxOp, tuple[s
         return []
     found = []
     for node in graph.nodes:
-        if not isinstance(node.op, OnnxOp) or not node.op.attrs.holds_subgraphs:
+        held = [sub for sub in subgraphs(node.op) if "Scan" in sub.ops]
+        if not held:
             continue
         outer = split_inputs(node)[1]
-        for sub in node.op.attrs.values():
-            if not isinstance(sub, Subgraph) or "Scan" not in sub.ops:
-                continue
+        for sub in held:
             body = onnx.GraphProto.FromString(sub.data)
             made = {name for g in _graphs(body) for name in _defined(g)}
             for scan in (n for g in _graphs(body) for n in g.node):
