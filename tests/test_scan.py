@@ -625,6 +625,32 @@ def test_a_state_declared_and_made_of_another_size_than_fed_is_refused_at_load(
         dmlgraph.load(model)
 
 
+def test_a_state_declared_of_another_size_than_fed_and_made_of_unknown_size_is_refused(
+    onnx_run
+) -> None:
+    """A body declaring the state [3] from a state fed [2], its node a Slice by an end the
+    graph is fed (of a size inference does not know): onnxruntime keeps the declaration and
+    refuses the model at load, and so does dmlgraph (only a size the node gives contradicts
+    a declaration)."""
+    body = helper.make_graph(
+        [helper.make_node("Slice", ["row", "zero", "end"], ["acc_out"])], "body",
+        [_vi("acc", [2]), _vi("row", [6])], [_vi("acc_out", [3])], [_i64("zero", [0])])
+    graph = helper.make_graph(
+        [helper.make_node("Scan", ["init", "x"], ["final"], name="scan", body=body,
+                          num_scan_inputs=1)],
+        "m", [_vi("init", [2]), _vi("x", [4, 6]), _vi("end", [1], TensorProto.INT64)],
+        [_vi("final", None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 9
+    feeds = {"init": INIT, "x": X, "end": np.array([2], np.int64)}
+    with pytest.raises(Exception, match="Inferred=3 Declared=2"):
+        onnx_run(model, feeds, optimize=False)
+    with pytest.raises(ModelValidationError, match=re.escape(
+            "its body makes state variable 0 ('acc_out') float32[3] from float32[2], as "
+            "declared")):
+        dmlgraph.load(model)
+
+
 @pytest.mark.parametrize("opset", [18, 8])
 def test_a_state_declared_of_another_size_than_fed_and_made_runs(opset, onnx_run) -> None:
     """A body declaring the state [3] where its node makes [2], as fed: onnxruntime's lenient
