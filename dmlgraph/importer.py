@@ -661,17 +661,16 @@ def _check_scans(
     fixed sizes: onnxruntime loads the model as declared, so a size only ``input_shapes``
     gives is no reason to refuse it (its run takes what is fed, as onnxruntime's does)."""
     given: Mapping[str, TensorInfo] | None = None
-    made: dict[tuple[str, ...], list[onnx.ValueInfoProto]] | None = None
+    scans: dict[tuple[str, ...], onnx.NodeProto] | None = None
     for node in graph.nodes:
         if node.op_type != "Scan" or not isinstance(node.op, OnnxOp):
             continue
-        if made is None:  # each Scan's body outputs as inferred, by the Scan's outputs
-            made = {tuple(n.output): _body_outputs(n) for n in inferred.node
-                    if n.op_type == "Scan"}
+        if scans is None:  # each Scan as inferred, by its outputs
+            scans = {tuple(n.output): n for n in inferred.node if n.op_type == "Scan"}
         explicit, _ = split_inputs(node)
         fed = [graph.tensors.get(name) for name in explicit]
-        outputs = made.get(node.outputs, [])
-        scan = next((n for n in inferred.node if tuple(n.output) == node.outputs), None)
+        scan = scans.get(node.outputs)
+        outputs = [] if scan is None else _body_outputs(scan)
         node_made = _node_made(scan, inferred, graph.opset_imports)
         problem = subgraphs.scan_fed_problem(
             node.op, len(explicit), len(node.outputs), fed
