@@ -661,28 +661,67 @@ def _check_scans(
     fixed sizes: onnxruntime loads the model as declared, so a size only ``input_shapes``
     gives is no reason to refuse it (its run takes what is fed, as onnxruntime's does)."""
     given: Mapping[str, TensorInfo] | None = None
-    made: dict[tuple[str, ...], list[onnx.ValueInfoProto]] | None = None
+    scans: dict[tuple[str, ...], onnx.NodeProto] | None = None
     for node in graph.nodes:
         if node.op_type != "Scan" or not isinstance(node.op, OnnxOp):
             continue
-        if made is None:  # each Scan's body outputs as inferred, by the Scan's outputs
-            made = {tuple(n.output): _body_outputs(n) for n in inferred.node
-                    if n.op_type == "Scan"}
+        if scans is None:  # each Scan as inferred, by its outputs
+            scans = {tuple(n.output): n for n in inferred.node if n.op_type == "Scan"}
         explicit, _ = split_inputs(node)
         fed = [graph.tensors.get(name) for name in explicit]
-        outputs = made.get(node.outputs, [])
+        scan = scans.get(node.outputs)
+        outputs = [] if scan is None else _body_outputs(scan)
+        node_made = _node_made(scan, inferred, graph.opset_imports)
         problem = subgraphs.scan_fed_problem(
             node.op, len(explicit), len(node.outputs), fed
-        ) or subgraphs.scan_state_problem(node.op, fed, outputs)
+        ) or subgraphs.scan_state_problem(node.op, fed, outputs, node_made)
         if problem is not None and as_given is not None:
             given = as_given() if given is None else given
             fed = [given.get(name, info if info is not None and info.is_constant else None)
                    for name, info in zip(explicit, fed)]
             problem = subgraphs.scan_fed_problem(
                 node.op, len(explicit), len(node.outputs), fed
-            ) or subgraphs.scan_state_problem(node.op, fed, outputs)
+            ) or subgraphs.scan_state_problem(node.op, fed, outputs, node_made)
         if problem is not None:
             raise ModelValidationError(f"{graph.describe(node)}: {problem}")
+
+
+def _node_made(
+    scan: onnx.NodeProto | None, inferred: onnx.GraphProto, opsets: Mapping[str, int]
+) -> Callable[[int], onnx.TypeProto.Tensor | None]:
+    """The type the node making a Scan's body output (by index) infers, from the types
+    inference gave its inputs, regardless of what the body declares the output (onnx's
+    inference keeps the declaration; onnxruntime merges the two, ``onnxruntime_sizes``);
+    None where no body node makes it, it holds a subgraph, or onnx cannot infer it. Only
+    asked where a body declares a state of another size than it is fed."""
+
+    def made(index: int) -> onnx.TypeProto.Tensor | None:
+        body = next((a.g for a in (scan.attribute if scan else ()) if a.name == "body"), None)
+        if body is None or index >= len(body.output):
+            return None
+        name = body.output[index].name
+        node = next((n for n in body.node if name in n.output), None)
+        if node is None or any(a.type in _GRAPH_ATTRIBUTES for a in node.attribute):
+            return None
+        types = {v.name: v.type for graph in (inferred, body)
+                 for v in (*graph.input, *graph.value_info, *graph.output)}
+        types.update({t.name: helper.make_tensor_type_proto(t.data_type, t.dims)
+                      for graph in (inferred, body) for t in graph.initializer})
+        try:
+            schema = onnx.defs.get_schema(
+                node.op_type, opsets.get(node.domain or "", 1), node.domain or "")
+            result = onnx.shape_inference.infer_node_outputs(
+                schema, node, {n: types[n] for n in node.input if n in types})
+        except Exception:  # (no schema, or onnx refuses the node: the run says)
+            return None
+        typed = result.get(name)
+        return typed.tensor_type if typed is not None and typed.HasField("tensor_type") else None
+
+    return made
+
+
+#: Attribute types holding subgraphs, which ``infer_node_outputs`` does not enter.
+_GRAPH_ATTRIBUTES = frozenset({AttributeProto.GRAPH, AttributeProto.GRAPHS})
 
 
 def _body_outputs(node: onnx.NodeProto) -> list[onnx.ValueInfoProto]:

@@ -14,7 +14,7 @@ its input).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -369,17 +369,22 @@ def scan_fed_problem(
 
 
 def scan_state_problem(
-    op: OnnxOp, fed: Sequence[TensorInfo | None], made: Sequence[onnx.ValueInfoProto]
+    op: OnnxOp,
+    fed: Sequence[TensorInfo | None],
+    made: Sequence[onnx.ValueInfoProto],
+    node_made: Callable[[int], onnx.TypeProto.Tensor | None] = lambda index: None,
 ) -> str | None:
     """Why a Scan cannot keep a state variable's shape: the body's next value of it of
     another rank or size than the state fed (``fed``: its inputs' inferred types, None where
-    unknown; a Scan-8's each batch entry of it), None where it can. onnx's inference, which onnxruntime runs at load,
-    gives the Scan's output the state's type and merges into it the body's output as the
-    node making it types it ("Can't merge shape info. Both inferred and declared dimension
-    have values but they differ"); run, the first step's output is refused. ``made``: the
-    body's outputs as onnx's inference of the model types them, which is the node's type
-    only where the body declares no size (a declared size stays in onnx's; onnxruntime's
-    merge drops one the node contradicts), so only those are read."""
+    unknown; a Scan-8's each batch entry of it), None where it can. onnx's inference, which
+    onnxruntime runs at load, gives the Scan's output the state's type and merges into it the
+    body's output as onnxruntime types it ("Can't merge shape info. Both inferred and declared
+    dimension have values but they differ"); run, the first step's output is refused.
+    ``made``: the body's outputs as onnx's inference of the model types them: the node's
+    type where the body declares no size; a declared size stays in onnx's, while onnxruntime
+    merges the node's type into it (``onnxruntime_sizes``), so where the declaration is not
+    the state's, ``node_made`` (the type the node making output ``index`` infers, None where
+    not known: then only a declared rank is read) says what onnxruntime keeps."""
     sub = op.attrs.get("body")
     scans = op.attrs.get("num_scan_inputs")
     if not isinstance(sub, Subgraph) or not isinstance(scans, int) or op.domain != "":
@@ -399,27 +404,60 @@ def scan_state_problem(
         made_type = value.type.tensor_type
         if not made_type.HasField("shape"):
             continue
-        said = declared.type.tensor_type
-        if said.HasField("shape"):
-            if len(said.shape.dim) != len(made_type.shape.dim):
-                continue  # (inference kept the declaration)
-            dims = [None if d.HasField("dim_value") else m
-                    for d, m in zip(said.shape.dim, made_type.shape.dim)]
-        else:
-            dims = list(made_type.shape.dim)
-        sizes = [m.dim_value if m is not None and m.HasField("dim_value") else None
-                 for m in dims]
-        if len(sizes) == len(shape) and not any(
-            isinstance(n, int) and m is not None and n != m for n, m in zip(shape, sizes)
-        ):
+        said, how = declared.type.tensor_type, "as onnx infers it"
+        load = "refuses the model at load"
+        sizes = _sizes(made_type)
+        if said.HasField("shape") and not _merges(shape, _sizes(said)):
+            node, how = node_made(index), "as declared"
+            kept = None if node is None else onnxruntime_sizes(said, node)
+            if node is None:  # (unknown: only a rank onnx's merge refuses is sure)
+                sizes = [None] * len(said.shape.dim)
+            elif kept is not None:
+                sizes = kept
+            elif len(said.shape.dim) == len(shape):  # onnxruntime drops the shape: it loads
+                continue  # the model, and its run refuses a shapeless output
+            else:
+                sizes, load = _sizes(said), (
+                    "loads the model and fails at its run: \"Subgraph must have the shape set "
+                    "for all outputs\"")
+        if _merges(shape, sizes):
             continue
         return (
             f"its body makes state variable {index} ({value.name!r}) "
-            f"{_declared(made_type)} from {_fed(info.dtype, shape)}{entry}, as onnx infers "
-            "it; a Scan's state variables keep their shape from step to step (onnxruntime "
-            "refuses the model at load)"
+            f"{_declared(made_type)} from {_fed(info.dtype, shape)}{entry}, {how}; a Scan's "
+            f"state variables keep their shape from step to step (onnxruntime {load})"
         )
     return None
+
+
+def onnxruntime_sizes(
+    declared: onnx.TypeProto.Tensor, node: onnx.TypeProto.Tensor
+) -> list[int | None] | None:
+    """The sizes onnxruntime's load gives a subgraph output declared so, which a node of
+    type ``node`` makes: the node's type merged into the declaration, or where they
+    differ, leniently (``MergeShapeInfo``'s ``UnionShapeInfo``: a size stays
+    where both give it; None, no shape, where their ranks differ)."""
+    said = _sizes(declared)
+    if not node.HasField("shape"):
+        return said
+    got = _sizes(node)
+    if len(got) != len(said):
+        return None
+    if _merges(got, said):
+        return [s if s is not None else g for s, g in zip(said, got)]
+    return [s if s == g else None for s, g in zip(said, got)]
+
+
+def _sizes(tensor: onnx.TypeProto.Tensor) -> list[int | None]:
+    return [d.dim_value if d.HasField("dim_value") else None for d in tensor.shape.dim]
+
+
+def _merges(shape: Sequence[Any], sizes: Sequence[int | None]) -> bool:
+    """Whether onnx's merge takes ``sizes`` into ``shape``: one rank, no size both give
+    differing."""
+    return len(sizes) == len(shape) and not any(
+        isinstance(n, int) and m is not None and n != m for n, m in zip(shape, sizes)
+    )
 
 
 def _fed_misfit(declared: onnx.TypeProto.Tensor, dtype: Any, shape: Shape | None) -> bool:

@@ -585,6 +585,105 @@ def test_a_scan_8_state_variable_inference_sees_change_shape_is_refused_at_load(
         dmlgraph.load(model)
 
 
+def _declaring(opset: int, declared: list, length: int) -> onnx.ModelProto:
+    """A Scan (a Scan-8 at opset 8, its state batched) of x whose body joins the first
+    ``length`` elements of each row to its state acc (fed [2]), declaring the state it
+    makes ``declared``."""
+    body = helper.make_graph(
+        [helper.make_node("Slice", ["row"], ["head"], starts=[0], ends=[length], axes=[0])
+         if opset < 10 else helper.make_node("Slice", ["row", "zero", "end"], ["head"]),
+         helper.make_node("Concat" if length != 2 else "Add", ["acc", "head"], ["acc_out"],
+                          **({"axis": 0} if length != 2 else {}))],
+        "body", [_vi("acc", [2]), _vi("row", [6])], [_vi("acc_out", declared)],
+        [] if opset < 10 else [_i64("zero", [0]), _i64("end", [length])])
+    batch = [] if opset >= 9 else [1]
+    graph = helper.make_graph(
+        [helper.make_node("Scan", ([] if opset >= 9 else [""]) + ["init", "x"], ["final"],
+                          name="scan", body=body, num_scan_inputs=1)],
+        "m", [_vi("init", batch + [2]), _vi("x", batch + [4, 6])], [_vi("final", None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 9
+    return model
+
+
+@pytest.mark.parametrize("opset", [18, 8])
+def test_a_state_declared_and_made_of_another_size_than_fed_is_refused_at_load(
+    opset, onnx_run
+) -> None:
+    """A body declaring the state it makes [3], and making [3], from a state fed [2]:
+    onnxruntime merges the node's [3] into the declaration and the Scan's inference refuses
+    it at load ("Inferred=3 Declared=2"); dmlgraph read only undeclared sizes, and stopped at
+    the run's first step (a Scan-8's fallback: onnxruntime cannot load the model)."""
+    model = _declaring(opset, [3], 1)
+    batch = (1,) if opset < 9 else ()
+    feeds = {"init": np.zeros(batch + (2,), np.float32), "x": np.ones(batch + (4, 6), np.float32)}
+    with pytest.raises(Exception, match="Inferred=3 Declared=2"):
+        onnx_run(model, feeds, optimize=False)
+    with pytest.raises(ModelValidationError, match=re.escape(
+            "node 'scan' (Scan): its body makes state variable 0 ('acc_out') float32[3] from "
+            "float32[2]") + ".* as declared; .*onnxruntime refuses the model at load"):
+        dmlgraph.load(model)
+
+
+def test_a_state_declared_of_another_size_than_fed_and_made_of_unknown_size_is_refused(
+    onnx_run
+) -> None:
+    """A body declaring the state [3] from a state fed [2], its node a Slice by an end the
+    graph is fed (of a size inference does not know): onnxruntime keeps the declaration and
+    refuses the model at load, and so does dmlgraph (only a size the node gives contradicts
+    a declaration)."""
+    body = helper.make_graph(
+        [helper.make_node("Slice", ["row", "zero", "end"], ["acc_out"])], "body",
+        [_vi("acc", [2]), _vi("row", [6])], [_vi("acc_out", [3])], [_i64("zero", [0])])
+    graph = helper.make_graph(
+        [helper.make_node("Scan", ["init", "x"], ["final"], name="scan", body=body,
+                          num_scan_inputs=1)],
+        "m", [_vi("init", [2]), _vi("x", [4, 6]), _vi("end", [1], TensorProto.INT64)],
+        [_vi("final", None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 9
+    feeds = {"init": INIT, "x": X, "end": np.array([2], np.int64)}
+    with pytest.raises(Exception, match="Inferred=3 Declared=2"):
+        onnx_run(model, feeds, optimize=False)
+    with pytest.raises(ModelValidationError, match=re.escape(
+            "its body makes state variable 0 ('acc_out') float32[3] from float32[2], as "
+            "declared")):
+        dmlgraph.load(model)
+
+
+@pytest.mark.parametrize("opset", [18, 8])
+def test_a_state_declared_of_another_size_than_fed_and_made_runs(opset, onnx_run) -> None:
+    """A body declaring the state [3] where its node makes [2], as fed: onnxruntime's lenient
+    merge drops the size the two differ on, loads the model and runs it, and so does dmlgraph
+    (a state declared [3] made [4] loads too, and both refuse it at its run)."""
+    model = _declaring(opset, [3], 2)
+    batch = (1,) if opset < 9 else ()
+    feeds = {"init": np.zeros(batch + (2,), np.float32),
+             "x": np.arange(24, dtype=np.float32).reshape(batch + (4, 6))}
+    (want,) = onnx_run(model, feeds, optimize=False)
+    got = get_backend("numpy").run(lower(dmlgraph.load(model), "6_4"), feeds)
+    assert np.array_equal(got["final"], want)
+    dmlgraph.load(_declaring(opset, [3], 4))
+
+
+def test_a_state_declared_of_another_rank_than_made_says_onnxruntime_fails_at_run(
+    onnx_run
+) -> None:
+    """A body declaring the state [2, 1] where it makes [2], as fed: onnxruntime's lenient
+    merge drops the output's shape, loads the model and fails at every run ("Subgraph must
+    have the shape set for all outputs"). dmlgraph refuses it at load still, now saying so
+    (it said onnxruntime refused the model at load)."""
+    model = _declaring(18, [2, 1], 2)
+    feeds = {"init": np.zeros(2, np.float32), "x": np.ones((4, 6), np.float32)}
+    with pytest.raises(Exception, match="Subgraph must have the shape set"):
+        onnx_run(model, feeds, optimize=False)
+    with pytest.raises(ModelValidationError, match=re.escape(
+            "float32[2,1] from float32[2], as declared; a Scan's state variables keep their "
+            "shape from step to step (onnxruntime loads the model and fails at its run: "
+            "\"Subgraph must have the shape set for all outputs\")")):
+        dmlgraph.load(model)
+
+
 def test_a_state_variable_that_changes_shape_is_one_clear_error(onnx_run) -> None:
     """The same body declaring the state it makes [2]: onnx's inference keeps the
     declaration, so onnxruntime loads the model and fails when it runs it; the run says
@@ -912,6 +1011,48 @@ def test_a_scan_8_on_onnx_reference_is_onnxruntime_s(states, scans, batch, direc
         assert not got[-1][1, lengths[1]:].any()
 
 
+def _looped_scan_8(lens: bool) -> onnx.ModelProto:
+    """``_scan_8(1, 1)`` inside the body of a Loop of neither trip count nor condition
+    (which the backend runs whole on the fallback), its state the Loop's carried value, the
+    body stopping after one iteration."""
+    inner = _scan_8(1, 1, lens=lens)
+    scan = onnx.NodeProto()
+    scan.CopyFrom(inner.graph.node[0])
+    scan.input[1] = "v"
+    stop = helper.make_node("Constant", [], ["stop"],
+                            value=numpy_helper.from_array(np.array(False), "s"))
+    body = helper.make_graph(
+        [scan, stop], "body", [_vi("it", [], TensorProto.INT64),
+                               _vi("c", [], TensorProto.BOOL), _vi("v", None)],
+        [_vi("stop", [], TensorProto.BOOL), _vi("S0", None)])
+    graph = helper.make_graph(
+        [helper.make_node("Loop", ["", "", "i0"], ["V"], name="loop", body=body)],
+        "m", list(inner.graph.input), [_vi("V", None)])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 8)], ir_version=4)
+
+
+def test_a_scan_8_inside_a_node_run_whole_is_watched_as_a_top_level_one() -> None:
+    """A Scan-8 in a Loop body the fallback runs whole: its sequence length of 0 and its
+    no step (empty scan inputs, sequence_lens left out) went unnoted, as only the segment's
+    own nodes were watched (``check`` compared onnxruntime's uninitialized final states, and
+    onnxruntime's failure gave no hint of --fallback reference). Now the Loop's record
+    carries the Scan-8's note, read from the values the segment is fed."""
+    lowered = lower(dmlgraph.load(_looped_scan_8(True)), "6_4")
+    feeds = _scan_8_feeds(1, 1, 2, [0, 4])
+    result = get_backend("numpy", fallback="reference").execute(lowered, feeds)
+    (record,) = result.record.nodes
+    assert any("holds a sequence length of 0" in note for note in record.notes)
+    with pytest.raises(BackendError, match="node 'loop' \\(Loop\\) holds a Scan-8 that is a "
+                       "known divergence onnx.reference runs as ONNX says: --fallback reference"):
+        get_backend("numpy").execute(lowered, feeds)
+    lowered = lower(dmlgraph.load(_looped_scan_8(False)), "6_4")
+    feeds = {**_scan_8_feeds(1, 1, 2), "X0": np.zeros((2, 0, 3), np.float32)}
+    for fallback in ("reference", "onnxruntime"):
+        result = get_backend("numpy", fallback=fallback).execute(lowered, feeds)
+        (record,) = result.record.nodes
+        assert any("a Scan-8 of empty scan inputs" in note for note in record.notes), fallback
+
+
 def test_a_scan_8_of_no_step_keeps_its_initial_states_as_onnx_says() -> None:
     """A sequence of length 0 (allowed by ONNX; onnxruntime refuses such a sequence_lens
     entry, and where every sequence is empty it makes zeros of the final states): its final
@@ -1086,12 +1227,15 @@ def test_a_rule_broken_by_a_rank_onnxruntime_may_make_otherwise_is_no_silent_res
     assert "Traceback" not in err and "error:" in err
 
 
-def _grown_by_prelu(fed: str) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
+def _grown_by_prelu(
+    fed: str, batched: bool = False
+) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
     """A Scan-16 whose input ``fed`` ("state" or "scanned") a PRelu makes of a slope with one
     more axis than X: onnxruntime's PRelu broadcasts both ways (ONNX's broadcasts the slope to
     X), so it arrives of rank one more than onnx infers. The body is typed but unshaped: it
     adds the scanned row to a grown state and makes the sum its scan output, or passes a
-    grown row on as its scan output (the state kept)."""
+    grown row on as its scan output (the state kept). ``batched``: a Scan-8 of one batch
+    entry (each shape led by 1, sequence_lens left out; the grown axis of size 1)."""
     def typed(name: str) -> onnx.ValueInfoProto:
         value = onnx.ValueInfoProto(name=name)
         value.type.tensor_type.elem_type = FLOAT
@@ -1103,20 +1247,21 @@ def _grown_by_prelu(fed: str) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
              [helper.make_node("Identity", ["s"], ["s2"]),
               helper.make_node("Identity", ["x"], ["o"])])
     body = helper.make_graph(nodes, "body", [typed("s"), typed("x")], [typed("s2"), typed("o")])
-    x_shape, slope_shape = ([3], [2, 3]) if state else ([4, 3], [2, 4, 3])
-    scan_inputs = ["P", "rows"] if state else ["init", "P"]
+    lead = [1] if batched else []
+    x_shape = lead + ([3] if state else [4, 3])
+    slope_shape = [1 if batched else 2, *x_shape]
+    other = ("rows", lead + [4, 3]) if state else ("init", lead + [3])
+    scan_inputs = [*([""] if batched else []), *(["P", "rows"] if state else ["init", "P"])]
     model = helper.make_model(helper.make_graph(
         [helper.make_node("PRelu", ["X", "slope"], ["P"], name="prelu"),
          helper.make_node("Scan", scan_inputs, ["S", "O"], body=body, num_scan_inputs=1,
                           name="scan")],
-        "g", [_vi("X", x_shape), _vi("rows" if state else "init", [4, 3] if state else [3])],
-        [_vi("S", None), _vi("O", None)],
+        "g", [_vi("X", x_shape), _vi(*other)], [_vi("S", None), _vi("O", None)],
         [numpy_helper.from_array(np.full(slope_shape, 0.5, np.float32), "slope")]),
-        opset_imports=[helper.make_opsetid("", 16)])
-    model.ir_version = 8
+        opset_imports=[helper.make_opsetid("", 8 if batched else 16)])
+    model.ir_version = 4 if batched else 8
     x = -np.ones(x_shape, np.float32)
-    return model, {"X": x, "rows" if state else "init": np.ones((4, 3) if state else 3,
-                                                                 np.float32)}
+    return model, {"X": x, other[0]: np.ones(other[1], np.float32)}
 
 
 @pytest.mark.parametrize("fed", ["state", "scanned"])
@@ -1136,3 +1281,21 @@ def test_a_scan_input_of_another_rank_than_inferred_is_refused_as_onnxruntime_fa
             f"float32[2, {'' if fed == 'state' else '4, '}3], where onnx's inference gives it "
             f"rank {rank}: onnxruntime 1.32 sizes")):
         get_backend("numpy", fallback=fallback).run(lower(dmlgraph.load(model), "6_4"), feeds)
+
+
+@pytest.mark.parametrize("fed", ["state", "scanned"])
+def test_a_scan_8_input_of_another_rank_than_inferred_is_refused_as_onnxruntime_fails(
+    fed: str, onnx_run
+) -> None:
+    """The same of a Scan-8, which the fallback runs whole with the PRelu: onnxruntime fails
+    as on a Scan-16 ("computed output shape for this run"); on --fallback reference the run
+    exited 0, a state [1, 1, 3] and rows [1, 4, 1, 3] (onnx.reference's PRelu broadcasts both
+    ways too). ONNX allows no such slope, and onnxruntime runs no such Scan: one error."""
+    model, feeds = _grown_by_prelu(fed, batched=True)
+    with pytest.raises(Exception, match="computed output shape for this run"):
+        onnx_run(model, feeds)
+    with pytest.raises(dmlgraph.DmlgraphError, match=re.escape(
+            f"node 'scan' (Scan): its input {1 if fed == 'state' else 2} ('P') arrives "
+            f"float32[1, 1, {'' if fed == 'state' else '4, '}3], where onnx's inference gives "
+            f"it rank {2 if fed == 'state' else 3}: onnxruntime 1.32 sizes")):
+        get_backend("numpy", fallback="reference").run(lower(dmlgraph.load(model), "6_4"), feeds)

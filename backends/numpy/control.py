@@ -179,6 +179,25 @@ _SCANNED_NOTHING = (
 )
 
 
+def inferred_ranks(graph: Graph, names: Sequence[str]) -> list[int | None]:
+    """The ranks onnx's inference gives these tensors of the graph (None: unknown)."""
+    return [None if (info := graph.tensors.get(name)) is None or info.shape is None
+            else len(info.shape) for name in names]
+
+
+def other_rank(
+    where: str, names: Sequence[str], ranks: Sequence[int | None], values: Sequence[Any]
+) -> str | None:
+    """Why a Scan (a Scan-8 too) cannot take ``values`` (its explicit inputs, None where left
+    out or unknown; ``ranks`` as onnx's inference gives them): one arrives of another rank,
+    and onnxruntime sizes the body's outputs by that inference and fails (``_OTHER_RANK``)."""
+    for index, (value, rank) in enumerate(zip(values, ranks)):
+        if value is not None and rank is not None and np.ndim(value) != rank:
+            return _OTHER_RANK.format(where=where, index=index, name=names[index],
+                                      made=f"{value.dtype}{list(np.shape(value))}", rank=rank)
+    return None
+
+
 class _Subgraph(Protocol):
     """How ``_if``, ``_loop`` and ``_scan`` run a subgraph by its attribute's name, with feeds
     of its own inputs (those named in ``unchecked`` not held to the subgraph's declarations):
@@ -263,10 +282,9 @@ class ControlFlow:
             self.repeated = _repeated(body)
         #: a Scan's inputs' ranks as onnx's inference gives them (None: unknown), by which
         #: onnxruntime sizes its body's outputs (``_inferred_ranks``)
-        self.ranks: list[int | None] = [] if self.op_type != "Scan" else [
-            None if (info := graph.tensors.get(name)) is None or info.shape is None
-            else len(info.shape) for name in self.explicit_names
-        ]
+        self.ranks: list[int | None] = (
+            [] if self.op_type != "Scan" else inferred_ranks(graph, self.explicit_names)
+        )
         #: the enclosing tensors a Loop's body reads, as the enclosing graph types them (not
         #: as they arrive): a Loop of no iteration takes its scan outputs' shapes from them
         self.outer_infos: dict[str, TensorInfo | None] = {} if self.op_type != "Loop" else {
@@ -530,14 +548,12 @@ class ControlFlow:
         return [np.array(v) for v in states] + stacked, _unique(runs)
 
     def _inferred_ranks(self, explicit: Sequence[np.ndarray | None]) -> None:
-        """Refuse a Scan input that arrives of another rank than onnx's inference gives it:
-        onnxruntime sizes the body's outputs by that inference and fails (``_OTHER_RANK``),
-        where the body was run by what arrived (it declared no shape) and exited 0."""
-        for index, (value, rank) in enumerate(zip(explicit, self.ranks)):
-            if value is not None and rank is not None and value.ndim != rank:
-                raise BackendError(_OTHER_RANK.format(
-                    where=self.where, index=index, name=self.explicit_names[index],
-                    made=f"{value.dtype}{list(value.shape)}", rank=rank))
+        """Refuse a Scan input that arrives of another rank than onnx's inference gives it
+        (``other_rank``), where the body was run by what arrived (it declared no shape) and
+        exited 0."""
+        problem = other_rank(self.where, self.explicit_names, self.ranks, explicit)
+        if problem is not None:
+            raise BackendError(problem)
 
     def _stacked(
         self, kept: Sequence[np.ndarray], axis: int, index: int, output: int, reverse: bool

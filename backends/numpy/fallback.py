@@ -15,6 +15,7 @@ import numpy as np
 import onnx
 
 from backends.base import BackendError, engine_hint, first_line
+from backends.numpy.control import inferred_ranks, other_rank
 from backends.onnxruntime import values
 from backends.onnxruntime.providers import cannot_run, make_session, select_providers
 from dmlgraph.canonical import known_since_version
@@ -139,14 +140,63 @@ _ORT_NO_VALUE: Mapping[str, tuple[Callable[[Node], bool], RunCheck]] = {
 #: What the onnxruntime fallback adds to an ``_ORT_NO_VALUE`` note: what its run gave.
 _ORT_GAVE = "; this run's values there are that memory (--fallback reference computes ONNX's)"
 
+#: How ``_nested_scan_8s`` names an input its subgraph makes: no value is read of it.
+_MADE_INSIDE = "\0made inside"
+
+
+def _nested_scan_8s(graph: Graph) -> list[tuple[tuple[str, ...], OnnxOp, tuple[str, ...]]]:
+    """The Scan-8s a segment's nodes hold in their subgraphs, at any depth (an If's or Loop's
+    run whole on the fallback), watched as top-level ones are (``_RUN_DIVERGENCES``,
+    ``_ORT_NO_VALUE``): the holding node's outputs (its run record carries the note), the
+    Scan-8 as an op, and its explicit inputs by the segment's names where they are the
+    enclosing graph's (the engine runs the node whole and gives none of its subgraphs'
+    values), ``_MADE_INSIDE`` where a subgraph makes them. One whose sequence_lens a
+    subgraph makes is not watched: its values are not known, nor whether it is left out."""
+    if graph.opset_imports.get("", 1) >= 9:  # (the model's Scans are Scan-9+)
+        return []
+    found = []
+    for node in graph.nodes:
+        held = [sub for sub in subgraphs(node.op) if "Scan" in sub.ops]
+        if not held:
+            continue
+        outer = split_inputs(node)[1]
+        for sub in held:
+            body = onnx.GraphProto.FromString(sub.data)
+            made = {name for g in _graphs(body) for name in _defined(g)}
+            for scan in (n for g in _graphs(body) for n in g.node):
+                if scan.op_type != "Scan" or scan.domain not in ("", "ai.onnx"):
+                    continue
+                inputs = tuple(name if not name else _MADE_INSIDE if name in made
+                               else outer.get(name, _MADE_INSIDE) for name in scan.input)
+                if inputs[:1] == (_MADE_INSIDE,):
+                    continue
+                scans = next((a.i for a in scan.attribute if a.name == "num_scan_inputs"), 0)
+                op = OnnxOp("Scan", 8, attrs={"num_scan_inputs": scans})
+                found.append((tuple(node.outputs), op, inputs))
+    return found
+
+
+def _graphs(graph: onnx.GraphProto) -> list[onnx.GraphProto]:
+    """A graph and the subgraphs its nodes hold, at any depth."""
+    held = [a.g for n in graph.node for a in n.attribute if a.type == onnx.AttributeProto.GRAPH]
+    held += [g for n in graph.node for a in n.attribute for g in a.graphs]
+    return [graph, *(inner for g in held for inner in _graphs(g))]
+
+
+def _defined(graph: onnx.GraphProto) -> list[str]:
+    """The names a graph defines: its inputs, initializers and its nodes' outputs."""
+    return [*(v.name for v in graph.input), *(t.name for t in graph.initializer),
+            *(out for n in graph.node for out in n.output)]
+
 
 def reference_hint(graph: Graph, feeds: Mapping[str, np.ndarray],
                    nodes: Sequence[Node] | None = None) -> str:
     """What onnxruntime's failure on a segment (or on ``graph`` past its ``nodes``) adds where,
     by the values it was fed (or holds as constants, or the sizes inference gives), a node
     diverges as onnxruntime refuses and ONNX allows (``_RUN_DIVERGENCES``: a Scan-8's
-    sequence length of 0), or as onnxruntime makes other sizes that a node past it fails on
-    (a Squeeze by an empty axes list): what diverges, and that onnx.reference runs it."""
+    sequence length of 0, at top level or held by a node run whole: ``_nested_scan_8s``),
+    or as onnxruntime makes other sizes that a node past it fails on (a Squeeze by an empty
+    axes list): what diverges, and that onnx.reference runs it."""
     for node in graph.nodes if nodes is None else nodes:
         check = _RUN_DIVERGENCES.get(node.op_type)
         if check is None or not isinstance(node.op, OnnxOp) or node.op.domain != "":
@@ -155,6 +205,14 @@ def reference_hint(graph: Graph, feeds: Mapping[str, np.ndarray],
         if any(phrase in note for phrase in _FAILS_AT):
             return _hint(note, f"node {holder_label(node.name, node.outputs)} ({node.op_type})")
     if nodes is None:  # a segment: its If, Loop and Scan nodes' subgraphs too
+        holders = {tuple(node.outputs): node for node in graph.nodes}
+        for key, op, inputs in _nested_scan_8s(graph):  # by the values the segment is fed
+            known = [feeds.get(name, graph.constant(name)) if name else None for name in inputs]
+            note = _scan_8_divergence(op, known)
+            if _REFUSES in note:
+                node = holders[key]
+                return _hint(note, f"node {holder_label(node.name, node.outputs)} "
+                                   f"({node.op_type}) holds a Scan-8 that")
         for node in graph.nodes:
             # a Loop onnxruntime fails on by its body's declarations, or one held at any depth
             note = loop_divergence(node.op, split_inputs(node)[0]) if subgraphs(node.op) else ""
@@ -256,6 +314,12 @@ class ReferenceRun:
             for node in graph.nodes
             if isinstance(node.op, OnnxOp) and node.op.domain == ""
             and (check := _RUN_DIVERGENCES.get(node.op_type)) is not None
+        ] + [(key, op, inputs, _scan_8_divergence) for key, op, inputs in _nested_scan_8s(graph)]
+        #: its Scan-8s' inputs, by where each is and their inferred ranks (``other_rank``)
+        self.ranked = [
+            (graph.describe(node), inputs, inferred_ranks(graph, inputs))
+            for node in graph.nodes if node.op_type == "Scan" and isinstance(node.op, OnnxOp)
+            and node.op.domain == "" and (inputs := split_inputs(node)[0])
         ]
         # If, Loop and Scan nodes whose subgraphs hold such a node: the node runs whole here
         # (the numpy backend, which notes what it runs of them, left it to the fallback)
@@ -272,10 +336,14 @@ class ReferenceRun:
             ) from None
         if self.watched:  # every value it made, by name
             results = {name: made[name] for name in self.outputs if name in made}
-            self.said = {
-                key: note for key, op, inputs, check in self.watched
-                if (note := check(op, [made.get(name) if name else None for name in inputs]))
-            }
+            for where, inputs, ranks in self.ranked:  # as onnxruntime fails on them
+                values = [made.get(name) if name else None for name in inputs]
+                if (problem := other_rank(where, inputs, ranks, values)) is not None:
+                    raise BackendError(problem)
+            self.said = {}
+            for key, op, inputs, check in self.watched:
+                if note := check(op, [made.get(name) if name else None for name in inputs]):
+                    self.said.setdefault(key, note)  # (a node's first: one note a node)
         else:
             results = dict(zip(self.outputs, made))
             self.said = {}
@@ -418,7 +486,10 @@ class OnnxruntimeFallback:
         for the whole model (``providers.layout_rewrite_safe``); None decides by ``graph``.
         A segment holding a node whose result onnxruntime may leave uninitialized
         (``_ORT_NO_VALUE``) runs as an ``OrtRun``, which says so where it does."""
-        watched = _watched(graph, _ORT_NO_VALUE)
+        watched = _watched(graph, _ORT_NO_VALUE) + [
+            (key, op, inputs, _scan_8_no_step)
+            for key, op, inputs in _nested_scan_8s(graph) if inputs[0] == ""
+        ]
         fetched = _fetched(graph, watched)
         ran = graph
         if fetched:  # tensors the tests read that the segment makes: fetched as outputs
@@ -512,10 +583,10 @@ class OrtRun:
             found = feeds.get(name, made.get(name))
             return found if found is not None else self.graph.constant(name)
 
-        self.said = {
-            key: note + _ORT_GAVE for key, op, inputs, check in self.watched
-            if (note := check(op, [value(name) for name in inputs]))
-        }
+        self.said = {}
+        for key, op, inputs, check in self.watched:
+            if note := check(op, [value(name) for name in inputs]):
+                self.said.setdefault(key, note + _ORT_GAVE)
         return {name: made[name] for name in self.outputs}
 
 
