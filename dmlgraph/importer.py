@@ -1287,6 +1287,7 @@ def _build_graph(
     pending: set[str] = set()
     # shape vectors known in part; the declared sizes, filled below, are asked as they come
     partial = folding.PartialShapes(graph.declared_sizes)
+    partial_values = partial.values
     memo: folding.InferenceMemo = {}
     tensors = graph.tensors
     declared_outputs = {
@@ -1359,7 +1360,21 @@ def _build_graph(
                 and bool(node.input)
                 and node.input[0] in pending
             )
-            if not reads_pending_shape and _fold_at_import(
+            # a node reading a tensor neither a kernel (``folding.kernel_inputs``) nor
+            # ``folding.partial_fold`` can know (not a constant, not a vector known in part,
+            # not the data of a Shape or Size, whose static shape may do) cannot fold: asked
+            # here, inline, as of every node, it skips ``_fold_at_import``'s checks
+            reads_unknown = False
+            for port, name in enumerate(node.input):
+                if (
+                    name
+                    and name not in partial_values
+                    and (name not in tensors or tensors[name].data is None)
+                    and (port or node.op_type not in folding.SHAPE_ONLY_OPS)
+                ):
+                    reads_unknown = True
+                    break
+            if not reads_pending_shape and not reads_unknown and _fold_at_import(
                 graph, node, version, attrs, outputs, partial
             ):
                 changed.update(

@@ -1980,6 +1980,40 @@ def test_a_constant_of_shape_inference_leaves_unsized_folds_at_import(
     assert record.at_import and record.notes == ("computed from constants at import",)
 
 
+def test_a_node_reading_an_unknown_tensor_is_not_tried_at_import(
+    onnx_make_model, monkeypatch
+) -> None:
+    """A node reading a tensor that is neither a constant, nor a vector known in part, nor
+    the data of a Shape or Size cannot fold: the import no longer hands it to
+    ``_fold_at_import`` (whose checks found so, for a third of a CNN's nodes). The Shape of
+    the input and the Concat of its result are still asked (the Concat makes a graph output,
+    so it stays a node)."""
+    from dmlgraph import importer
+
+    asked: list[str] = []
+    real = importer._fold_at_import
+
+    def spy(graph, node, *args, **kwargs):  # type: ignore[no-untyped-def]
+        asked.append(node.name)
+        return real(graph, node, *args, **kwargs)
+
+    monkeypatch.setattr(importer, "_fold_at_import", spy)
+    shape = numpy_helper.from_array(np.array([3, 2], np.int64), "shape")
+    model = onnx_make_model(
+        [helper.make_node("Shape", ["x"], ["s"], name="shape_of_x"),
+         helper.make_node("Reshape", ["x", "shape"], ["r"], name="reshape_x"),
+         helper.make_node("Concat", ["s", "s"], ["t"], name="concat_s", axis=0),
+         helper.make_node("Add", ["r", "r"], ["y"], name="add")],
+        [("x", TensorProto.FLOAT, [2, 3])],
+        [("y", TensorProto.FLOAT, [3, 2]), ("t", TensorProto.INT64, [4])],
+        opset=17,
+        initializers=[shape],
+    )
+    graph = dmlgraph.load(model)
+    assert asked == ["shape_of_x", "concat_s"]
+    assert sorted(n.name for n in graph.nodes) == ["add", "concat_s", "reshape_x"]
+
+
 def _concat_after(
     onnx_make_model, producer: str, static: bool, axis: int, other: str = "z"
 ) -> onnx.ModelProto:
