@@ -11,7 +11,7 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, NoReturn, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, NoReturn, Sequence
 
 import numpy as np
 
@@ -236,6 +236,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             result = backend.execute(target, feeds)
     except DmlgraphError as exc:
         hint = (_divergence_hint(graph, target, args.feature_level, exc)
+                or _run_divergence_hint(graph, feeds)
                 or _cannot_run_hint(exc)) if args.backend == "onnxruntime" else ""
         if not hint:
             raise
@@ -278,6 +279,24 @@ def _divergence_hint(
         return divergence_hint(graph, lowered, failure)
     except DmlgraphError:  # no lowering, no note: onnxruntime's words stand alone
         return ""
+
+
+def _run_divergence_hint(graph: Graph, feeds: Mapping[str, Any]) -> str:
+    """What onnxruntime's failure adds where, by the values fed, a node diverges as the numpy
+    backend's fallbacks watch for (``fallback.run_divergence``: a Squeeze by an empty axes
+    list, which onnxruntime squeezes whole, fails a node past it): that the numpy backend
+    runs it on onnx.reference (``run --backend onnxruntime`` said only onnxruntime's words)."""
+    from backends.base import engine_hint
+    from backends.numpy.fallback import run_divergence
+
+    found = run_divergence(graph, feeds)
+    if found is None:
+        return ""
+    note, node = found
+    return f"; {note}" + engine_hint(
+        f"{node} is a known divergence onnx.reference runs as ONNX says, which the numpy "
+        "backend runs there and check names", "--backend numpy --fallback reference",
+        "get_backend('numpy', fallback='reference')")
 
 
 def _cannot_run_hint(failure: DmlgraphError) -> str:

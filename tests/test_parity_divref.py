@@ -621,6 +621,34 @@ def test_run_on_onnxruntime_failing_at_a_divergence_says_the_numpy_backend_runs_
     assert "known divergence at node 'pad'" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("holders", ["", "L"])
+def test_run_on_onnxruntime_failing_past_a_squeeze_divergence_says_what_runs_it(
+    tmp_path: Path, capsys, holders: str
+) -> None:
+    """A Squeeze by an empty axes list, which onnxruntime squeezes whole, fails the Concat
+    past it (at top level, or in a Loop's body): ``run --backend onnxruntime`` said only
+    onnxruntime's words; it says what diverges and that the numpy backend runs it on
+    onnx.reference, which then runs it."""
+    model, feeds, at = _squeeze_into_concat()
+    if holders:
+        model, at = _nested(model, holders, (1, 3, 1), None), "Ranks of input data are different"
+    path, inputs = tmp_path / "sq.onnx", tmp_path / "in.npz"
+    onnx.save(model, path)
+    np.savez(inputs, **feeds)
+    assert main(["run", str(path), "--backend", "onnxruntime", "--inputs", str(inputs)]) == 2
+    error = capsys.readouterr().err
+    assert at in error  # onnxruntime's words, then the hint
+    where = "node 'squeeze' (Squeeze)" + (" in a subgraph of node 'h0' (Loop)" if holders else "")
+    assert error.rstrip().endswith(
+        "; divergence: a Squeeze of a [1, 3, 1] tensor by an empty axes list: ONNX squeezes "
+        "nothing, as onnx.reference does ([1, 3, 1]); onnxruntime squeezes every axis of size 1 "
+        f"([3]) ({where} is a known divergence onnx.reference runs as ONNX says, which the "
+        "numpy backend runs there and check names: --backend numpy --fallback reference, "
+        "get_backend('numpy', fallback='reference') in Python)")
+    assert main(["run", str(path), "--backend", "numpy", "--fallback", "reference",
+                 "--inputs", str(inputs)]) == 0
+
+
 @pytest.mark.parametrize("fallback", ["onnxruntime", "reference"])
 def test_run_says_the_divergence_a_node_ran_at(tmp_path: Path, capsys, fallback: str) -> None:
     """``run`` printed a Scan-8's final states of no step (onnxruntime's uninitialized memory

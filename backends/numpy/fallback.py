@@ -191,19 +191,28 @@ def _defined(graph: onnx.GraphProto) -> list[str]:
 
 def reference_hint(graph: Graph, feeds: Mapping[str, np.ndarray],
                    nodes: Sequence[Node] | None = None) -> str:
-    """What onnxruntime's failure on a segment (or on ``graph`` past its ``nodes``) adds where,
-    by the values it was fed (or holds as constants, or the sizes inference gives), a node
-    diverges as onnxruntime refuses and ONNX allows (``_RUN_DIVERGENCES``: a Scan-8's
-    sequence length of 0, at top level or held by a node run whole: ``_nested_scan_8s``),
-    or as onnxruntime makes other sizes that a node past it fails on (a Squeeze by an empty
-    axes list): what diverges, and that onnx.reference runs it."""
+    """What onnxruntime's failure on a segment (or on ``graph`` past its ``nodes``) adds where
+    a node of it diverges (``run_divergence``): what diverges, and that onnx.reference runs
+    it; "" where none does."""
+    found = run_divergence(graph, feeds, nodes)
+    return "" if found is None else _hint(*found)
+
+
+def run_divergence(graph: Graph, feeds: Mapping[str, np.ndarray],
+                   nodes: Sequence[Node] | None = None) -> tuple[str, str] | None:
+    """The note of the first node of ``graph`` (or of its ``nodes``) that, by the values it
+    was fed (or holds as constants, or the sizes inference gives), diverges as onnxruntime
+    refuses and ONNX allows (``_RUN_DIVERGENCES``: a Scan-8's sequence length of 0, at top
+    level or held by a node run whole: ``_nested_scan_8s``), or as onnxruntime makes other
+    sizes that a node past it fails on (a Squeeze by an empty axes list), and the node
+    ("node 'squeeze' (Squeeze)"); None where none does."""
     for node in graph.nodes if nodes is None else nodes:
         check = _RUN_DIVERGENCES.get(node.op_type)
         if check is None or not isinstance(node.op, OnnxOp) or node.op.domain != "":
             continue
         note = check(node.op, [_known(graph, feeds, name) for name in split_inputs(node)[0]])
         if any(phrase in note for phrase in _FAILS_AT):
-            return _hint(note, f"node {holder_label(node.name, node.outputs)} ({node.op_type})")
+            return (note, f"node {holder_label(node.name, node.outputs)} ({node.op_type})")
     if nodes is None:  # a segment: its If, Loop and Scan nodes' subgraphs too
         holders = {tuple(node.outputs): node for node in graph.nodes}
         for key, op, inputs in _nested_scan_8s(graph):  # by the values the segment is fed
@@ -211,21 +220,21 @@ def reference_hint(graph: Graph, feeds: Mapping[str, np.ndarray],
             note = _scan_8_divergence(op, known)
             if _REFUSES in note:
                 node = holders[key]
-                return _hint(note, f"node {holder_label(node.name, node.outputs)} "
-                                   f"({node.op_type}) holds a Scan-8 that")
+                return (note, f"node {holder_label(node.name, node.outputs)} "
+                              f"({node.op_type}) holds a Scan-8 that")
         for node in graph.nodes:
             # a Loop onnxruntime fails on by its body's declarations, or one held at any depth
             note = loop_divergence(node.op, split_inputs(node)[0]) if subgraphs(node.op) else ""
             if note:
-                return _hint(note, f"node {holder_label(node.name, node.outputs)} "
-                                   f"({node.op_type})")
+                return (note, f"node {holder_label(node.name, node.outputs)} "
+                              f"({node.op_type})")
         for node, proto in _holders(graph):
             for note, where in _held_divergences(proto, graph.opset_imports.get("", 1), {},
                                                  lambda name: _known(graph, feeds, name)):
                 if any(phrase in note for phrase in _FAILS_AT):
-                    return _hint(note, f"{where} in a subgraph of node "
-                                       f"{holder_label(node.name, node.outputs)} ({node.op_type})")
-    return ""
+                    return (note, f"{where} in a subgraph of node "
+                                  f"{holder_label(node.name, node.outputs)} ({node.op_type})")
+    return None
 
 
 def _holders(graph: Graph) -> Iterator[tuple[Node, onnx.GraphProto]]:
