@@ -382,9 +382,9 @@ def _inline_functions(proto: onnx.ModelProto, source: str) -> onnx.ModelProto:
     take the function's defaults (``_resolve_function_attributes``; the inliner dropped
     them, and a Pad whose mode defaulted to "edge" padded with zeros), the opsets a function
     alone imports join the model's, and a function's nodes bind at the model's version of a
-    domain both import (``_merge_function_opsets``). A function of a standard domain is left out: a node of that domain names the
-    standard op, as onnxruntime and onnx.reference read it (the inliner replaced a Relu by a
-    function ""::Relu)."""
+    domain both import (``_merge_function_opsets``). A function of a standard domain is left
+    out: a node of that domain names the standard op, as onnxruntime and onnx.reference read
+    it (the inliner replaced a Relu by a function ""::Relu)."""
     standard = {*SUPPORTED_DOMAINS, *_DOMAIN_ALIASES}
     kept = [f for f in proto.functions if f.domain not in standard]
     if len(kept) != len(proto.functions):
