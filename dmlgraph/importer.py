@@ -581,25 +581,30 @@ def _check_rebound(function: onnx.FunctionProto, domain: str, version: int,
     for node in function.node:
         if _DOMAIN_ALIASES.get(node.domain, node.domain) != domain:
             continue
-        try:
-            was = onnx.defs.get_schema(node.op_type, version, node.domain).since_version
-            now = onnx.defs.get_schema(node.op_type, model[domain], node.domain).since_version
-        except onnx.defs.SchemaError:
-            was = now = None
+        was, now = _since(node, version), _since(node, model[domain])
         if was == now:
             continue
         try:
             onnx.checker.check_node(node, context)
         except Exception as exc:
-            now_text = f"{node.op_type}-{now}" if now is not None else "no op"
+            broken = (f"breaks {node.op_type}-{now}" if now is not None
+                      else f"is no op at opset {model[domain]}")
             raise ModelValidationError(
                 f"{source}: local function {function.domain}::{function.name} imports domain "
                 f"{domain or 'ai.onnx'!r} at opset {version}, the model at {model[domain]}: its "
                 f"nodes bind at the model's version, as onnxruntime and onnx.reference bind "
                 f"them (ONNX asks both imports to give the same schemas), and its node "
-                f"{node.name!r} ({node.op_type}-{was} at opset {version}) breaks {now_text}: "
+                f"{node.name!r} ({node.op_type}-{was} at opset {version}) {broken}: "
                 f"{str(exc).splitlines()[0]}"
             ) from None
+
+
+def _since(node: onnx.NodeProto, version: int) -> int | None:
+    """The version of ``node``'s op at opset ``version`` of its domain; None: none yet."""
+    try:
+        return int(onnx.defs.get_schema(node.op_type, version, node.domain).since_version)
+    except onnx.defs.SchemaError:
+        return None
 
 
 def _normalize_domains(
