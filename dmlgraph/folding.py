@@ -1621,7 +1621,8 @@ def ort_divergence(
     """Why onnxruntime computes this node otherwise than ONNX's evaluation of it, or refuses
     it ("" when neither): folding leaves it to the fallback, where onnxruntime decides (each
     case measured against onnxruntime 1.32's CPU kernels)."""
-    check = _DIVERGENCES.get(op_type) if domain == DIVERGENT_DOMAINS.get(op_type, "") else None
+    ours = not domain or domain == DIVERGENT_DOMAINS.get(op_type)  # no call for ai.onnx's
+    check = _DIVERGENCES.get(op_type) if ours else None
     if check is None:  # callers ask ``op_type in ORT_DIVERGENT_OPS`` first: this runs per node
         return ""
     values = [graph.constant(name) for name in inputs]
