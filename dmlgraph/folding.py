@@ -53,7 +53,7 @@ from dmlgraph.ir import (
     shape_matches,
 )
 from dmlgraph.ort_pad import pad_divergences
-from dmlgraph.reference_ops import spec_ops
+from dmlgraph.reference_ops import DIVERGENT_DOMAINS, label_bits_divergence, spec_ops
 from dmlgraph.value_info import tensor_info
 from dmlgraph.value_info import described_type, tensor_array, tensor_bytes, type_bytes
 
@@ -1621,7 +1621,8 @@ def ort_divergence(
     """Why onnxruntime computes this node otherwise than ONNX's evaluation of it, or refuses
     it ("" when neither): folding leaves it to the fallback, where onnxruntime decides (each
     case measured against onnxruntime 1.32's CPU kernels)."""
-    check = _DIVERGENCES.get(op_type) if domain == "" else None
+    ours = not domain or domain == DIVERGENT_DOMAINS.get(op_type)  # no call for ai.onnx's
+    check = _DIVERGENCES.get(op_type) if ours else None
     if check is None:  # callers ask ``op_type in ORT_DIVERGENT_OPS`` first: this runs per node
         return ""
     values = [graph.constant(name) for name in inputs]
@@ -1861,6 +1862,8 @@ _DIVERGENCES: Mapping[str, Callable[[list[np.ndarray | None], Mapping[str, Any],
     "Mod": _mod_divergence,
     "Range": _range_divergence,
     "NonZero": _nonzero_divergence,
+    "LabelEncoder": lambda values, attrs, version: label_bits_divergence(
+        version, attrs, values[0] if values else None),
 }
 
 

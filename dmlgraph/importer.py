@@ -381,11 +381,10 @@ def _inline_functions(proto: onnx.ModelProto, source: str) -> onnx.ModelProto:
     the inliner leaves out, as onnxruntime reads a function: a caller's omitted attributes
     take the function's defaults (``_resolve_function_attributes``; the inliner dropped
     them, and a Pad whose mode defaulted to "edge" padded with zeros), the opsets a function
-    alone imports join the model's, and a function written for another ai.onnx opset is
-    converted to the model's (the inliner left its calls in place, refused as an unknown
-    domain). A function of a standard domain is left out: a node of that domain names the
-    standard op, as onnxruntime and onnx.reference read it (the inliner replaced a Relu by a
-    function ""::Relu)."""
+    alone imports join the model's, and a function's nodes bind at the model's version of a
+    domain both import (``_merge_function_opsets``). A function of a standard domain is left
+    out: a node of that domain names the standard op, as onnxruntime and onnx.reference read
+    it (the inliner replaced a Relu by a function ""::Relu)."""
     standard = {*SUPPORTED_DOMAINS, *_DOMAIN_ALIASES}
     kept = [f for f in proto.functions if f.domain not in standard]
     if len(kept) != len(proto.functions):
@@ -406,7 +405,7 @@ def _inline_functions(proto: onnx.ModelProto, source: str) -> onnx.ModelProto:
     try:
         import onnx.inliner
 
-        inlined = onnx.inliner.inline_local_functions(proto, convert_version=True)
+        inlined = onnx.inliner.inline_local_functions(proto)
     except Exception as exc:
         raise ModelLoadError(
             f"{source}: cannot inline the model's local functions: {exc}"
@@ -550,34 +549,62 @@ def _drop_references(nodes: Iterable[onnx.NodeProto], absent: frozenset[str]) ->
 
 def _merge_function_opsets(proto: onnx.ModelProto, source: str) -> None:
     """The opsets a local function imports and the model does not, added to the model's (its
-    nodes keep their versions once inlined); ai.onnx at another version is converted by the
-    inliner, any other domain its nodes use at two versions is refused (one it imports and
-    does not use was refused too, where onnxruntime runs the model)."""
+    nodes keep their versions once inlined); a domain both import at different versions is
+    the model's in the function too, so its nodes bind at the model's version, as
+    onnxruntime and onnx.reference bind them. ONNX asks a function's imports to give the
+    same schemas as the model's; where they do not, the model's version is what both run (a
+    Softmax of a function at opset 11, the model at 13, is Softmax-13). Converting to the
+    model's opset, as before, gave Softmax-11's values where both give Softmax-13's, and
+    refused what both run: a Pad-18 of pads given, the model at 11 ("No Adapter To Version
+    $17 for Pad"), a function of opset 13 calling another ("Type unknown"), a domain other
+    than ai.onnx its nodes use at two versions."""
     model = {_DOMAIN_ALIASES.get(o.domain, o.domain): int(o.version) for o in proto.opset_import}
     for function in proto.functions:
-        used = {
-            _DOMAIN_ALIASES.get(node.domain, node.domain)
-            for top in function.node
-            for node in (top, *(n for a in top.attribute for g in subgraphs.attribute_graphs(a)
-                                for n in subgraphs.nested_nodes(g)))
-        }
-        kept = []
         for entry in function.opset_import:
             domain = _DOMAIN_ALIASES.get(entry.domain, entry.domain)
             if domain not in model:
                 model[domain] = int(entry.version)
                 proto.opset_import.append(onnx.helper.make_opsetid(entry.domain, entry.version))
-            elif model[domain] != entry.version and domain != "":
-                if domain not in used:  # no node reads it; the inliner refused to convert it
-                    continue
-                raise UnsupportedError(
-                    f"{source}: local function {function.domain}::{function.name} imports "
-                    f"domain {domain!r} at opset {entry.version}, the model at {model[domain]}"
-                )
-            kept.append(onnx.helper.make_opsetid(entry.domain, entry.version))
-        if len(kept) != len(function.opset_import):
-            del function.opset_import[:]
-            function.opset_import.extend(kept)
+            if entry.version != model[domain]:
+                _check_rebound(function, domain, int(entry.version), model, source)
+                entry.version = model[domain]
+
+
+def _check_rebound(function: onnx.FunctionProto, domain: str, version: int,
+                   model: Mapping[str, int], source: str) -> None:
+    """Refuse a function's node of ``domain`` whose op has another schema at the model's
+    version and breaks it, naming both versions: the checker alone named the op of the
+    inlined model (onnxruntime refuses such a model too)."""
+    context = onnx.checker.C.CheckerContext()
+    context.ir_version = onnx.IR_VERSION
+    context.opset_imports = dict(model)
+    for node in function.node:
+        if _DOMAIN_ALIASES.get(node.domain, node.domain) != domain:
+            continue
+        was, now = _since(node, version), _since(node, model[domain])
+        if was == now:
+            continue
+        try:
+            onnx.checker.check_node(node, context)
+        except Exception as exc:
+            broken = (f"breaks {node.op_type}-{now}" if now is not None
+                      else f"is no op at opset {model[domain]}")
+            raise ModelValidationError(
+                f"{source}: local function {function.domain}::{function.name} imports domain "
+                f"{domain or 'ai.onnx'!r} at opset {version}, the model at {model[domain]}: its "
+                f"nodes bind at the model's version, as onnxruntime and onnx.reference bind "
+                f"them (ONNX asks both imports to give the same schemas), and its node "
+                f"{node.name!r} ({node.op_type}-{was} at opset {version}) {broken}: "
+                f"{str(exc).splitlines()[0]}"
+            ) from None
+
+
+def _since(node: onnx.NodeProto, version: int) -> int | None:
+    """The version of ``node``'s op at opset ``version`` of its domain; None: none yet."""
+    try:
+        return int(onnx.defs.get_schema(node.op_type, version, node.domain).since_version)
+    except onnx.defs.SchemaError:
+        return None
 
 
 def _normalize_domains(

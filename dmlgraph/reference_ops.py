@@ -11,7 +11,7 @@ node leaves out from the newest schema's defaults (Softmax-13's axis -1, not Sof
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -774,27 +774,68 @@ def _label_encoder() -> type:
             if dtype.kind in "OU":
                 dtype = np.dtype(object)
                 default = default if isinstance(default, str) else str(default)
-            keys = np.asarray(keys).tolist()  # Python scalars: NumPy's compare otherwise
-            table = dict(zip(keys, values))
-            at_nan = [v for k, v in zip(keys, values) if isinstance(k, float) and k != k]
-            nan_value = at_nan[-1] if at_nan and self._nan_matches() else default
+            if keys_floats is not None and not self._nan_matches():
+                flat = label_bits_look_up(keys_floats, values, default, x)
+            else:
+                keys = np.asarray(keys).tolist()  # Python scalars: NumPy's compare otherwise
+                table = dict(zip(keys, values))
+                at_nan = [v for k, v in zip(keys, values) if isinstance(k, float) and k != k]
+                nan_value = at_nan[-1] if at_nan and self._nan_matches() else default
 
-            def look_up(key: Any) -> Any:
-                if isinstance(key, str) or key == key:
-                    return table.get(key, default)
-                return nan_value
+                def look_up(key: Any) -> Any:
+                    if isinstance(key, str) or key == key:
+                        return table.get(key, default)
+                    return nan_value
 
-            flat = [look_up(k) for k in x.reshape(-1).tolist()]
+                flat = [look_up(k) for k in x.reshape(-1).tolist()]
             made = np.empty(len(flat), dtype)
             made[:] = flat
             return (made.reshape(x.shape),)
 
         def _nan_matches(self) -> bool:
-            """LabelEncoder-4's NaN keys match any NaN input; LabelEncoder-2's compare bits,
-            which onnxruntime's 2 does not do for NaN: left as the reference has it."""
+            """LabelEncoder-4's NaN keys match any NaN input; LabelEncoder-2's and -3's
+            float keys are compared bit by bit (``label_bits_look_up``)."""
             return bool(self.run_params["opsets"].get("ai.onnx.ml", 1) >= 4)
 
     return LabelEncoder
+
+
+#: The domain of ops whose divergence tests are keyed by op type alone, where not ai.onnx's.
+DIVERGENT_DOMAINS: dict[str, str] = {"LabelEncoder": "ai.onnx.ml"}
+
+
+def label_bits_divergence(version: int, attrs: Mapping[str, Any], x: Any) -> str:
+    """Why onnxruntime 1.32 maps ``x`` otherwise than a LabelEncoder-2 (or -3) of float keys
+    does by its spec (``label_bits_look_up``), or "": a NaN of a NaN key's bits, -0 for a
+    key 0."""
+    keys = attrs.get("keys_floats")
+    if version >= 4 or keys is None or not isinstance(x, np.ndarray) or x.dtype != np.float32:
+        return ""
+    keys = np.asarray(keys, np.float32)
+    odd = keys[(keys != keys) | (keys == 0)]
+    if not odd.size:
+        return ""
+    by_bits = np.isin(x.view(np.uint32), odd.view(np.uint32))
+    differ = int(np.count_nonzero(by_bits != np.isin(x, odd)))  # as floats: NaN is none
+    if not differ:
+        return ""
+    return (f"a LabelEncoder-{version} of float keys {keys.tolist()}: ONNX compares keys bit "
+            f"by bit (\"even a float NaN can be mapped\"), so {differ} element(s) of its input "
+            "(a NaN of a NaN key's bits, or -0 against a key 0) map otherwise than "
+            "onnxruntime 1.32 maps them, comparing as floats (a NaN matches no key, -0 "
+            "matches 0), as onnx.reference does; --fallback reference computes ONNX's")
+
+
+def label_bits_look_up(keys: Sequence[float], values: Sequence[Any], default: Any,
+                       x: np.ndarray) -> list[Any]:
+    """LabelEncoder-2's and -3's look-up of float keys, as their spec says: "bit-wise
+    comparison is used so even a float NaN can be mapped to a value" (a NaN input of a NaN
+    key's bits takes its value; -0 is not 0's key). onnx.reference and onnxruntime 1.32
+    compare as floats: a NaN matches no key, -0 matches 0 (``label_bits_divergence``)."""
+    bits = np.asarray(keys, np.float32).view(np.uint32).tolist()
+    table = dict(zip(bits, values))
+    return [table.get(b, default) for b in np.asarray(x, np.float32).reshape(-1).view(
+        np.uint32).tolist()]
 
 
 def _pool_pads(x: np.ndarray, auto_pad: Any, ceil_mode: Any, dilations: Any,

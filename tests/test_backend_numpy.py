@@ -1269,3 +1269,48 @@ def test_execute_returns_its_own_runs_record_when_another_run_comes_between() ->
     result = backend.execute(relu, {"x": x})
     np.testing.assert_array_equal(result.outputs["y"], np.maximum(x, 0))
     assert [run.node for run in result.record.nodes] == ["relu"]
+
+
+def test_a_label_encoder_2_on_the_reference_compares_float_keys_bit_by_bit() -> None:
+    """LabelEncoder-2's spec: "bit-wise comparison is used so even a float NaN can be mapped
+    to a value": a NaN of the NaN key's bits takes its value, another NaN and -0 (not the key
+    0's bits) the default. onnx.reference (and so the reference fallback) compared as floats,
+    as onnxruntime does: [5, 5, -1, -1, -1]. Oracle: the spec's look-up spelled out."""
+    nan = np.float32(np.nan)
+    x = np.array([0.0, -0.0, nan, 1.0, 2.0], np.float32)
+    x.view(np.uint32)[3] = nan.view(np.uint32) | 1  # another NaN
+    node = helper.make_node("LabelEncoder", ["x"], ["y"], domain="ai.onnx.ml",
+                            keys_floats=[0.0, float("nan"), 2.0], values_int64s=[5, 7, 9],
+                            default_int64=-1)
+    model = one_node_model(node, x, opset=13, ml=2, out_type=TensorProto.INT64)
+    y = NumpyBackend("reference").run(load(model), {"x": x})["y"]
+    assert y.tolist() == [5, -1, 7, -1, 9]
+    assert onnxruntime_runs(model, x).tolist() == [5, 5, -1, -1, 9]  # its divergence
+
+
+def test_check_names_a_label_encoder_2_nan_key_and_does_not_fold_its_constant() -> None:
+    """With --fallback reference, the spec's value at a NaN key differs from onnxruntime's
+    default, named as a known divergence; on the onnxruntime fallback both agree (before,
+    nothing was named: the reference gave onnxruntime's default). A constant input is left
+    unfolded, for the fallback to compute: folded by the reference, the spec's 7 would fail
+    check against onnxruntime, naming nothing."""
+    from dmlgraph import check
+
+    def model(constant: bool) -> onnx.ModelProto:
+        x = np.array([1.0, np.nan, 2.0], np.float32)
+        node = helper.make_node("LabelEncoder", ["c" if constant else "x"], ["l"],
+                                domain="ai.onnx.ml", keys_floats=[1.0, float("nan")],
+                                values_int64s=[5, 7], default_int64=-1)
+        made = one_node_model(node, x, [numpy_helper.from_array(x, "c")] if constant else [],
+                              opset=13, ml=2, out_type=TensorProto.INT64)
+        made.graph.node.append(helper.make_node("Add", ["l", "l"], ["y"]))
+        made.graph.output[0].name = "y"
+        return made
+
+    x = np.array([1.0, np.nan, 2.0], np.float32)
+    for fallback in ("onnxruntime", "reference"):
+        report = check(model(False), inputs={"x": x}, fallback=fallback)
+        assert report.passed
+        assert bool(report.divergences) == (fallback == "reference")
+        assert all("ONNX compares keys bit by bit" in d.note for d in report.divergences)
+        assert check(model(True), inputs={"x": x}, fallback=fallback).passed

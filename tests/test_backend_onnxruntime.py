@@ -960,3 +960,52 @@ def test_a_float8_pad_decomposed_into_slices_and_joins_is_named_not_written_as_s
         translate(lowered)
     with pytest.raises(UnsupportedError, match="cannot be written as ONNX"):
         OnnxruntimeBackend([CPU]).run(lowered, {"x": x})
+
+
+def _if_declaring(declared: list[int], reader: onnx.NodeProto) -> onnx.ModelProto:
+    """An If whose branches both make x [2, 3] as [1, 2, 3] and declare ``declared``,
+    read by ``reader`` (i -> y)."""
+    def branch(name: str) -> onnx.GraphProto:
+        return helper.make_graph(
+            [helper.make_node("Unsqueeze", ["x", "zero"], ["o"])], name, [],
+            [helper.make_tensor_value_info("o", TensorProto.FLOAT, declared)])
+
+    graph = helper.make_graph(
+        [helper.make_node("If", ["c"], ["i"], then_branch=branch("then"),
+                          else_branch=branch("else")), reader], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3]),
+         helper.make_tensor_value_info("c", TensorProto.BOOL, [])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(np.array(v, np.int64), n) for n, v in
+         (("zero", [0]), ("s", [0]), ("e", [1]), ("ax", [-1]), ("p", [1, 1]))])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=10)
+
+
+@pytest.mark.parametrize("declared, reader", [
+    ([6], helper.make_node("Slice", ["i", "s", "e", "ax"], ["y"])),
+    ([6], helper.make_node("Concat", ["i", "i"], ["y"], axis=-1)),
+    ([2, 3], helper.make_node("Pad", ["i", "p", "", "ax"], ["y"])),
+    ([], helper.make_node("Slice", ["i", "s", "e", "ax"], ["y"])),
+    ([1, 1, 1, 1], helper.make_node("Slice", ["i", "s", "e", "ax"], ["y"])),
+])
+def test_an_if_whose_branches_declare_other_sizes_runs_lowered_as_onnxruntime_runs_it(
+        declared, reader) -> None:
+    """Legal ONNX: onnxruntime types the If by what the branches make ([1, 2, 3]). Lowered
+    by onnx's [6], the Slice on axis -1 sliced axis 0 and the Concat joined on it, silently
+    ([1, 2, 3] and [2, 2, 3] where onnxruntime gives [1, 2, 1] and [1, 2, 6]); the Pad's
+    pads were written for rank 2, and the translation declared i [] or [1, 1, 1, 1], which
+    onnxruntime's session refused ("Unexpected axis value"). The translated model now
+    declares i by its type, and where onnxruntime makes other sizes than the descriptors
+    were sized by, the graph is lowered again with them left to run time, as the numpy
+    backend lowers it."""
+    model = _if_declaring(declared, reader)
+    feeds = {"x": np.arange(6, dtype=np.float32).reshape(2, 3), "c": np.array(True)}
+    options = ort.SessionOptions()
+    options.log_severity_level = 3  # its warning on merging the declared shape
+    want = ort.InferenceSession(model.SerializeToString(), options,
+                                providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+    backend = OnnxruntimeBackend(["CPUExecutionProvider"])
+    graph = load(model)
+    for runs in (lower(graph, "6_4"), graph):
+        got = backend.run(runs, feeds)["y"]
+        assert got.shape == want.shape and np.array_equal(got, want)

@@ -23,7 +23,7 @@ from dmlgraph.dml.enums import PaddingMode
 from dmlgraph.dml.indexmaps import source_indices
 from dmlgraph.ir import Graph, Node, OnnxOp, split_inputs, subgraphs
 from dmlgraph.parity import DIVERGENCE, UNINITIALIZED
-from dmlgraph.reference_ops import spec_ops
+from dmlgraph.reference_ops import DIVERGENT_DOMAINS, label_bits_divergence, spec_ops
 from dmlgraph.shape_kernels import KERNELS
 from dmlgraph.subgraphs import holder_label, loop_divergence
 
@@ -112,6 +112,12 @@ def _scan_8_no_step(op: OnnxOp, values: Sequence[Any]) -> str:
             "fresh memory, else what its buffers held: an earlier run's values)")
 
 
+def _label_bits_divergence(op: OnnxOp, values: Sequence[Any]) -> str:
+    """A LabelEncoder-2 (or -3) fed a value onnxruntime maps otherwise than its spec."""
+    found = label_bits_divergence(op.since_version, op.attrs, values[0] if values else None)
+    return f"{DIVERGENCE} {found}" if found else ""
+
+
 #: A node's run-time divergence test: its op and the values of its explicit inputs (None: left
 #: out, or not known), the note or "".
 RunCheck = Callable[[OnnxOp, Sequence[Any]], str]
@@ -125,7 +131,9 @@ RunCheck = Callable[[OnnxOp, Sequence[Any]], str]
 _RUN_DIVERGENCES: Mapping[str, RunCheck] = {
     "Squeeze": _squeeze_divergence,
     "Scan": _scan_8_divergence,
+    "LabelEncoder": _label_bits_divergence,
 }
+
 
 #: Where onnxruntime's result is no value but its uninitialized memory (``UNINITIALIZED``),
 #: by the values a node runs with: the onnxruntime fallback's run says so on the node's
@@ -321,7 +329,8 @@ class ReferenceRun:
         self.watched = [
             (tuple(node.outputs), node.op, split_inputs(node)[0], check)
             for node in graph.nodes
-            if isinstance(node.op, OnnxOp) and node.op.domain == ""
+            if isinstance(node.op, OnnxOp)
+            and node.op.domain == DIVERGENT_DOMAINS.get(node.op_type, "")
             and (check := _RUN_DIVERGENCES.get(node.op_type)) is not None
         ] + [(key, op, inputs, _scan_8_divergence) for key, op, inputs in _nested_scan_8s(graph)]
         #: its Scan-8s' inputs, by where each is and their inferred ranks (``other_rank``)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -35,13 +36,64 @@ from backends.onnxruntime.providers import (
     select_providers,
 )
 from backends.onnxruntime.translate import translate
-from dmlgraph import tensorio
+from dmlgraph import folding, tensorio
+from dmlgraph.dml.enums import FeatureLevel
 from dmlgraph.dtypes import DTYPE_TO_ELEM_TYPE
 from dmlgraph.ir import Graph
 from dmlgraph.schema_types import type_string
 
 #: A session input's type as onnxruntime names it (``tensor(float)``) -> its dtype.
 _SESSION_DTYPES = {type_string(dtype): dtype for dtype in DTYPE_TO_ELEM_TYPE}
+
+@dataclass
+class _Built:
+    """A lowered graph's session, its outputs, and the tensors whose sizes the run checks
+    (``_sized_by_inference``), fetched beside them (``extra``)."""
+
+    session: ort.InferenceSession | None  # None: onnxruntime refused it (``failure``)
+    names: list[str]
+    checked: dict[str, tuple[int, ...]]
+    resized: dict[bool, Any] = field(default_factory=dict)
+    failure: BackendError | None = None
+
+    @property
+    def extra(self) -> list[str]:
+        return [n for n in self.checked if n not in self.names]
+
+
+def _sized_by_inference(
+    graph: Graph, model: onnx.ModelProto | None
+) -> dict[str, tuple[int, ...]]:
+    """The tensors ONNX nodes of a lowered graph make and its nodes read whose static sizes
+    onnxruntime may make otherwise (``folding.PartialShapes.unsure``: an If's output, where a
+    branch declares other sizes than it makes), by their sizes here, which descriptors were
+    sized by and ONNX nodes normalized by (a Pad's axes). ``model``, its translation, then
+    declares every such tensor by its type alone, as the original model leaves it to
+    onnxruntime's inference (declared [] by a branch, onnxruntime refused a Slice of it on
+    axis -1 at load)."""
+    source = getattr(graph, "source_graph", None) or graph
+    trust = folding.PartialShapes(source.declared_sizes)
+    unsure = {
+        out for node in source.nodes if node.is_onnx for out in node.outputs
+        if out and trust.unsure(source, out)
+    }
+    if not unsure:
+        return {}
+    if model is not None:
+        for info in (*model.graph.value_info, *model.graph.output):
+            if info.name in unsure and info.type.HasField("tensor_type"):
+                info.type.tensor_type.ClearField("shape")
+    if source is graph:
+        return {}
+    checked: dict[str, tuple[int, ...]] = {}
+    for node in graph.nodes:
+        for name in node.inputs:
+            producer = graph.producer(name) if name in unsure else None
+            shape = graph.tensors[name].static_shape if producer is not None else None
+            if producer is not None and producer.is_onnx and shape is not None:
+                checked[name] = shape
+    return checked
+
 
 class OnnxruntimeBackend:
     """``providers``: the execution providers to ask for (default: DirectML, else CUDA, else
@@ -57,7 +109,7 @@ class OnnxruntimeBackend:
         #: rewrite, as decided for the graph the model was imported as
         #: (``providers.layout_rewrite_safe``); None: decided from each model alone
         self.layout = layout
-        self._sessions: GraphCache[tuple[ort.InferenceSession, list[str]]] = GraphCache()
+        self._sessions: GraphCache[_Built] = GraphCache()
         self.last_record: RunRecord | None = None
 
     def model_for(self, graph: Graph) -> onnx.ModelProto:
@@ -73,23 +125,83 @@ class OnnxruntimeBackend:
             # backend computes nothing: so does this one, without a session
             return RunResult({}, RunRecord(self.name, self.providers[0], ()))
 
-        def build() -> tuple[ort.InferenceSession, list[str]]:
+        def build() -> _Built:
             refuse_beyond_memory(graph)
             refuse_unbound(graph)
             model = self.model_for(graph)
+            checked = _sized_by_inference(graph, model)
+            names = [o.name for o in model.graph.output]
+            model.graph.output.extend(
+                onnx.ValueInfoProto(name=n) for n in checked if n not in names
+            )
             # a graph dmlgraph made runs as written: the shapes it left are computed
             # (``providers.SHAPE_REWRITES``)
-            session = make_session(model, self.providers, graph.source, shape_rewrites=False,
-                                   layout=layout_rewrite_safe(graph))
-            return session, [
-                o.name for o in model.graph.output
-            ]
+            try:
+                session = make_session(model, self.providers, graph.source,
+                                       shape_rewrites=False, layout=layout_rewrite_safe(graph))
+            except BackendError as exc:  # a Slice's axes normalized by the rank inferred
+                if not checked:
+                    raise
+                return _Built(None, names, checked, failure=exc)
+            return _Built(session, names, checked)
 
-        session, names = self._sessions.get(graph, build)
-        results = self._run(session, names, arrays, graph.source)
+        built = self._sessions.get(graph, build)
+        session, names = built.session, built.names
+        try:
+            if session is None:
+                assert built.failure is not None
+                raise built.failure
+            results = self._run(session, [*names, *built.extra], arrays, graph.source)
+        except BackendError:  # a node read such a tensor by the rank onnx inferred
+            again = self._resized(graph, built, None)
+            if again is None:
+                raise
+            results = {}
+        else:
+            again = self._resized(graph, built, results)
+        if again is not None:
+            ran = self.execute(again, feeds)
+            return RunResult({name: ran.outputs[twin] for name, twin in zip(
+                graph.outputs, again.outputs)}, ran.record)
+        assert session is not None
         # to_onnx lists each output once; graph.outputs may name one twice
         outputs = {name: results[name] for name in graph.outputs}
         return RunResult(outputs, self._record(session))
+
+    def _resized(
+        self, graph: Graph, built: _Built, results: Mapping[str, np.ndarray] | None
+    ) -> Graph | None:
+        """The graph lowered again (``runtime.resized``) where onnxruntime made a tensor
+        that descriptors read in other sizes than onnx inferred and they were sized by, as
+        the numpy backend lowers it again: the sizes onnxruntime may make otherwise left to
+        run time (then every size). None where the sizes held. (An If whose branch declares
+        [6] and makes [1, 2, 3]: the Slice on axis -1 reading it was lowered on axis 0, and
+        the translated model sliced the wrong axis, silently.) ``results`` None: the run
+        failed, and, where it checked sizes, may have failed by them (a Pad by axes [-1]
+        whose pads were written for the rank onnx inferred): lowered again, or None."""
+        if results is None:
+            wrong = list(built.checked)
+        else:
+            wrong = [n for n, shape in built.checked.items() if results[n].shape != shape]
+        if not wrong:
+            return None
+        from backends.numpy.runtime import resized
+
+        level = getattr(graph, "feature_level", None) or FeatureLevel.L6_4
+        for everything in (False, True):
+            if everything not in built.resized:
+                built.resized[everything] = resized(graph, level, everything)  # type: ignore[arg-type]
+            again = built.resized[everything]
+            if again is not None and not _sized_by_inference(again, None):
+                return again
+        if results is None:
+            return None
+        name = wrong[0]
+        raise BackendError(
+            f"{graph.source}: onnxruntime made {name!r} as {list(results[name].shape)}, where "
+            f"onnx infers {list(built.checked[name])} and descriptors reading it were sized "
+            "so; the graph could not be lowered again by the sizes made: lower it again"
+        )
 
     def run(self, graph: Graph, feeds: Mapping[str, Any]) -> dict[str, np.ndarray]:
         return self.execute(graph, feeds).outputs
