@@ -417,15 +417,45 @@ def scan_state_problem(
             elif len(said.shape.dim) == len(shape):  # onnxruntime drops the shape: it loads
                 continue  # the model, and its run refuses a shapeless output
             else:
-                sizes, load = _sizes(said), (
-                    "loads the model and fails at its run: \"Subgraph must have the shape set "
-                    "for all outputs\"")
+                sizes, load = _sizes(said), _SHAPE_DROPPED
         if _merges(shape, sizes):
             continue
         return (
             f"its body makes state variable {index} ({value.name!r}) "
             f"{_declared(made_type)} from {_fed(info.dtype, shape)}{entry}, {how}; a Scan's "
             f"state variables keep their shape from step to step (onnxruntime {load})"
+        )
+    return _scan_output_problem(body, len(fed) - int(batched) - scans, node_made)
+
+
+#: What onnxruntime does with a Scan whose body declares an output of another rank than
+#: its node makes (``onnxruntime_sizes``: its merge keeps no shape).
+_SHAPE_DROPPED = (
+    "loads the model and fails at its run: \"Subgraph must have the shape set for all "
+    "outputs\""
+)
+
+
+def _scan_output_problem(
+    body: onnx.GraphProto, states: int, node_made: Callable[[int], onnx.TypeProto.Tensor | None]
+) -> str | None:
+    """Why a Scan's body cannot make a scan output as it declares it: of another rank than
+    the node making it gives (``node_made``), as for a state (``scan_state_problem``):
+    onnxruntime's merge keeps no shape, it loads the model and every run fails, where the
+    numpy backend ran it by what the node made. None where the ranks agree or one is not
+    known."""
+    for index in range(states, len(body.output)):
+        value = body.output[index]
+        said = value.type.tensor_type
+        if not value.type.HasField("tensor_type") or not said.HasField("shape"):
+            continue
+        node = node_made(index)
+        if node is None or onnxruntime_sizes(said, node) is not None:
+            continue
+        return (
+            f"its body declares scan output {index - states} ({value.name!r}) "
+            f"{_declared(said)}, and its node makes {_declared(node)}: a Scan's body makes "
+            f"its outputs as declared (onnxruntime {_SHAPE_DROPPED})"
         )
     return None
 
