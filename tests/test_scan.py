@@ -1108,6 +1108,30 @@ def test_a_scan_8_inside_a_node_run_whole_is_watched_as_a_top_level_one() -> Non
         assert any("a Scan-8 of empty scan inputs" in note for note in record.notes), fallback
 
 
+def test_a_scan_8_s_lengths_of_declared_sizes_only_are_not_read_as_zeros() -> None:
+    """A Scan-8 whose sequence_lens (all of them non-zero) is made by a node, its sizes
+    declared or inferred, its values not at hand: the hint and the held note read a stand-in
+    of those sizes, zeros, as its lengths, and said "sequence_lens [0, 0] holds a sequence
+    length of 0" (a Loop's record on --fallback reference; onnxruntime's failure sent the
+    user to --fallback reference). A stand-in's values are not known."""
+    from backends.numpy.fallback import reference_hint
+
+    model = _looped_scan_8(True)
+    body = model.graph.node[0].attribute[0].g
+    next(n for n in body.node if n.op_type == "Scan").input[0] = "lens"
+    body.node.insert(0, helper.make_node("Identity", ["L"], ["lens"]))
+    body.value_info.append(_vi("lens", [2], TensorProto.INT64))
+    feeds = _scan_8_feeds(1, 1, 2, [3, 4])
+    result = get_backend("numpy", fallback="reference").execute(
+        lower(dmlgraph.load(model), "6_4"), feeds)
+    assert not any("sequence length of 0" in n for r in result.record.nodes for n in r.notes)
+    model = _scan_8(1, 1, lens=True)
+    model.graph.node[0].input[0] = "lens"
+    model.graph.node.insert(0, helper.make_node("Identity", ["L"], ["lens"]))
+    model.graph.input[0].CopyFrom(_vi("L", [2], TensorProto.INT64))
+    assert reference_hint(dmlgraph.load(model), {}) == ""
+
+
 def test_a_scan_8_of_no_step_keeps_its_initial_states_as_onnx_says() -> None:
     """A sequence of length 0 (allowed by ONNX; onnxruntime refuses such a sequence_lens
     entry, and where every sequence is empty it makes zeros of the final states): its final

@@ -86,7 +86,7 @@ def _scan_8_divergence(op: OnnxOp, values: Sequence[Any]) -> str:
     final states are then uninitialized: zeros in fresh memory, else an earlier run's)."""
     if op.since_version >= 9 or not values:
         return ""
-    lengths = values[0]
+    lengths = None if isinstance(values[0], _Sized) and np.size(values[0]) else values[0]
     if lengths is not None and np.size(lengths) and not np.asarray(lengths).all():
         return (f"{DIVERGENCE} a Scan-8 whose sequence_lens "
                 f"{np.asarray(lengths).reshape(-1).tolist()} holds a sequence length of 0, "
@@ -294,9 +294,15 @@ def _known(graph: Graph, feeds: Mapping[str, np.ndarray], name: str) -> Any:
     return _sized(info.dtype, info.static_shape)
 
 
+class _Sized(np.ndarray):
+    """A stand-in of a tensor's sizes (``_sized``): its values, zeros, are not the tensor's,
+    so a run check reading values (a Scan-8's sequence_lens) takes it as not known, unless
+    it has no element."""
+
+
 def _sized(dtype: np.dtype, shape: Sequence[int]) -> np.ndarray:
     """A stand-in of a tensor of these sizes (one element, broadcast: nothing allocated)."""
-    return np.broadcast_to(np.zeros((), dtype), tuple(shape))
+    return np.broadcast_to(np.zeros((), dtype), tuple(shape)).view(_Sized)
 
 
 class ReferenceRun:
