@@ -21,6 +21,7 @@ from backends.onnxruntime.providers import cannot_run, make_session, select_prov
 from dmlgraph.canonical import known_since_version
 from dmlgraph.dml.enums import PaddingMode
 from dmlgraph.dml.indexmaps import source_indices
+from dmlgraph.dtypes import ELEM_TYPE_TO_DTYPE
 from dmlgraph.ir import Graph, Node, OnnxOp, split_inputs, subgraphs
 from dmlgraph.parity import DIVERGENCE, UNINITIALIZED
 from dmlgraph.reference_ops import spec_ops
@@ -255,10 +256,11 @@ def _held_divergences(proto: onnx.GraphProto, opset: int, known: Mapping[str, An
     scope = dict(known)
     for value in (*proto.input, *proto.value_info):
         tensor = value.type.tensor_type
-        static = tensor.HasField("shape") and tensor.elem_type and all(
+        dtype = ELEM_TYPE_TO_DTYPE.get(tensor.elem_type)  # (None: no type, or none numpy has)
+        static = dtype is not None and tensor.HasField("shape") and all(
             d.HasField("dim_value") for d in tensor.shape.dim)
-        scope[value.name] = _sized(onnx.helper.tensor_dtype_to_np_dtype(tensor.elem_type),
-                                   [d.dim_value for d in tensor.shape.dim]) if static else None
+        scope[value.name] = _sized(dtype, [d.dim_value for d in tensor.shape.dim]) if static \
+            else None
     scope.update((t.name, numpy_helper.to_array(t)) for t in proto.initializer)
     declared = {value.name for value in proto.value_info}
     for node in proto.node:
