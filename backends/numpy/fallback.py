@@ -332,6 +332,10 @@ class ReferenceRun:
         # If, Loop and Scan nodes whose subgraphs hold such a node: the node runs whole here
         # (the numpy backend, which notes what it runs of them, left it to the fallback)
         self.held = [(tuple(node.outputs), proto) for node, proto in _holders(graph)]
+        # and those holding a Loop onnxruntime fails on when it runs (lowering notes it only
+        # where onnxruntime refuses the model at load): noted as they run here
+        self.loops = [(tuple(node.outputs), note) for node in graph.nodes if subgraphs(node.op)
+                      and (note := loop_divergence(node.op, split_inputs(node)[0]))]
         self.graph, self.opset = graph, graph.opset_imports.get("", 1)
         self.said: dict[tuple[str, ...], str] = {}
 
@@ -362,6 +366,8 @@ class ReferenceRun:
                     self.graph, known, name)), None)
                 if found:
                     self.said[key] = found[0]
+        for key, note in self.loops:
+            self.said.setdefault(key, note)
         # copies: onnx.reference's Reshape, Slice, Transpose... return views of their
         # inputs, and Dropout or Identity the input itself, which may be the caller's
         # array or the plan's memory, reused by later steps and runs
