@@ -257,10 +257,10 @@ def _held_divergences(proto: onnx.GraphProto, opset: int, known: Mapping[str, An
     for value in (*proto.input, *proto.value_info):
         tensor = value.type.tensor_type
         dtype = ELEM_TYPE_TO_DTYPE.get(tensor.elem_type)  # (None: no type, or none numpy has)
-        static = dtype is not None and tensor.HasField("shape") and all(
+        static = tensor.HasField("shape") and all(
             d.HasField("dim_value") for d in tensor.shape.dim)
-        scope[value.name] = _sized(dtype, [d.dim_value for d in tensor.shape.dim]) if static \
-            else None
+        scope[value.name] = _sized(dtype, [d.dim_value for d in tensor.shape.dim]) if (
+            static and dtype is not None) else None
     scope.update((t.name, numpy_helper.to_array(t)) for t in proto.initializer)
     declared = {value.name for value in proto.value_info}
     for node in proto.node:
