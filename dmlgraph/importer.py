@@ -681,9 +681,10 @@ def _check_scans(
 ) -> None:
     """Refuse a Scan whose body declares an input of another type or size than inference
     gives the tensor fed to it (``subgraphs.scan_fed_problem``), or makes a state variable
-    of another size than it is fed (``subgraphs.scan_state_problem``, by the body's outputs
-    as the ``inferred`` graph types them), as onnxruntime does at load; its run would compute
-    on from sizes the body does not declare, or stop at its first step. ``as_given``: the
+    of another size than it is fed, or declares an output of another rank than its node makes
+    (``subgraphs.scan_state_problem``, by the body's outputs as the ``inferred`` graph types
+    them), as onnxruntime does at load or at every run; its run would compute on from sizes
+    the body does not declare, or stop at its first step. ``as_given``: the
     types inferred from the graph inputs as the model declares them, where ``input_shapes``
     fixed sizes: onnxruntime loads the model as declared, so a size only ``input_shapes``
     gives is no reason to refuse it (its run takes what is fed, as onnxruntime's does)."""
@@ -719,8 +720,10 @@ def _node_made(
     """The type the node making a Scan's body output (by index) infers, from the types
     inference gave its inputs, regardless of what the body declares the output (onnx's
     inference keeps the declaration; onnxruntime merges the two, ``onnxruntime_sizes``);
-    None where no body node makes it, it holds a subgraph, or onnx cannot infer it. Only
-    asked where a body declares a state of another size than it is fed."""
+    None where no body node makes it, it holds a subgraph, or onnx cannot infer it. Asked
+    where a body declares a state of another size than it is fed, or a scan output's shape
+    (the types read once a Scan)."""
+    types: dict[str, onnx.TypeProto] = {}
 
     def made(index: int) -> onnx.TypeProto.Tensor | None:
         body = next((a.g for a in (scan.attribute if scan else ()) if a.name == "body"), None)
@@ -730,10 +733,11 @@ def _node_made(
         node = next((n for n in body.node if name in n.output), None)
         if node is None or any(a.type in _GRAPH_ATTRIBUTES for a in node.attribute):
             return None
-        types = {v.name: v.type for graph in (inferred, body)
-                 for v in (*graph.input, *graph.value_info, *graph.output)}
-        types.update({t.name: helper.make_tensor_type_proto(t.data_type, t.dims)
-                      for graph in (inferred, body) for t in graph.initializer})
+        if not types:
+            types.update({v.name: v.type for graph in (inferred, body)
+                          for v in (*graph.input, *graph.value_info, *graph.output)})
+            types.update({t.name: helper.make_tensor_type_proto(t.data_type, t.dims)
+                          for graph in (inferred, body) for t in graph.initializer})
         try:
             schema = onnx.defs.get_schema(
                 node.op_type, opsets.get(node.domain or "", 1), node.domain or "")

@@ -1469,12 +1469,28 @@ def divergence_hint(graph: Graph, lowered: Graph, failure: Exception) -> str:
     ""."""
     from backends.base import engine_hint
 
-    found = _failed_at(graph, known_divergences(graph, lowered), failure, [])
+    found = _failed_at(graph, [*known_divergences(graph, lowered), *_held_loops(graph)],
+                       failure, [])
     if not found:
         return ""
     at = _nodes_text(dict.fromkeys(d.label for d in found))
     return engine_hint(f"a known divergence at {at}, which the numpy backend runs and check "
                        "names", "--backend numpy", "get_backend('numpy')")
+
+
+def _held_loops(graph: Graph) -> list[KnownDivergence]:
+    """The graph's If, Loop and Scan nodes holding a Loop onnxruntime fails on when it runs
+    (``loop_divergence``), each as a divergence of its own: lowering notes none (the Loop
+    diverges only where it runs), and onnxruntime's failure names the holder."""
+    from dmlgraph.ir import split_inputs, subgraphs
+    from dmlgraph.subgraphs import loop_divergence
+
+    return [
+        KnownDivergence(node.name, note, frozenset(_reached(graph, [node.id])),
+                        node.provenance.op_type, node.id, "" if node.name else node.label)
+        for node in graph.nodes
+        if subgraphs(node.op) and (note := loop_divergence(node.op, split_inputs(node)[0]))
+    ]
 
 
 def _failed_at(

@@ -417,15 +417,45 @@ def scan_state_problem(
             elif len(said.shape.dim) == len(shape):  # onnxruntime drops the shape: it loads
                 continue  # the model, and its run refuses a shapeless output
             else:
-                sizes, load = _sizes(said), (
-                    "loads the model and fails at its run: \"Subgraph must have the shape set "
-                    "for all outputs\"")
+                sizes, load = _sizes(said), _SHAPE_DROPPED
         if _merges(shape, sizes):
             continue
         return (
             f"its body makes state variable {index} ({value.name!r}) "
             f"{_declared(made_type)} from {_fed(info.dtype, shape)}{entry}, {how}; a Scan's "
             f"state variables keep their shape from step to step (onnxruntime {load})"
+        )
+    return _scan_output_problem(body, len(fed) - int(batched) - scans, node_made)
+
+
+#: What onnxruntime does with a Scan whose body declares an output of another rank than
+#: its node makes (``onnxruntime_sizes``: its merge keeps no shape).
+_SHAPE_DROPPED = (
+    "loads the model and fails at its run: \"Subgraph must have the shape set for all "
+    "outputs\""
+)
+
+
+def _scan_output_problem(
+    body: onnx.GraphProto, states: int, node_made: Callable[[int], onnx.TypeProto.Tensor | None]
+) -> str | None:
+    """Why a Scan's body cannot make a scan output as it declares it: of another rank than
+    the node making it gives (``node_made``), as for a state (``scan_state_problem``):
+    onnxruntime's merge keeps no shape, it loads the model and every run fails, where the
+    numpy backend ran it by what the node made. None where the ranks agree or one is not
+    known."""
+    for index in range(states, len(body.output)):
+        value = body.output[index]
+        said = value.type.tensor_type
+        if not value.type.HasField("tensor_type") or not said.HasField("shape"):
+            continue
+        node = node_made(index)
+        if node is None or onnxruntime_sizes(said, node) is not None:
+            continue
+        return (
+            f"its body declares scan output {index - states} ({value.name!r}) "
+            f"{_declared(said)}, and its node makes {_declared(node)}: a Scan's body makes "
+            f"its outputs as declared (onnxruntime {_SHAPE_DROPPED})"
         )
     return None
 
@@ -687,41 +717,45 @@ _UNTYPED_CONDITION = (
 )
 
 
-def loop_divergence(op: OnnxOp, inputs: Sequence[str]) -> str:
+def loop_divergence(op: OnnxOp, inputs: Sequence[str], held_at_run: bool = True) -> str:
     """The divergence note of a Loop whose body declares its iteration number or condition
     without a shape (``_UNSHAPED_COUNTER``), or its condition with no type at all where the
     Loop's ``inputs`` (its explicit ones) leave the condition out (``_UNTYPED_CONDITION``:
     onnxruntime refuses that at load, the first failure); else, for an If, Loop or Scan, the
     note of such a Loop its subgraphs hold at any depth (``_held_loop_divergence``); "" for
-    any other."""
+    any other. ``held_at_run`` False: a held Loop's only where onnxruntime refuses the model
+    at load (one it fails on when it runs diverges only where its holder runs it: not in an
+    If's branch not taken, which lowering cannot tell)."""
     body = op.attrs.get("body")
     own = ""
     if op.op_type == "Loop" and op.domain == "" and isinstance(body, Subgraph):
         own = _body_divergence(onnx.GraphProto.FromString(body.data), inputs)
     return own or next((note for sub in subgraphs(op) if "Loop" in sub.ops
                         if (note := _held_loop_divergence(
-                            onnx.GraphProto.FromString(sub.data)))), "")
+                            onnx.GraphProto.FromString(sub.data), held_at_run))), "")
 
 
-def _held_loop_divergence(graph: onnx.GraphProto) -> str:
+def _held_loop_divergence(graph: onnx.GraphProto, at_run: bool = True) -> str:
     """The note of the first Loop in ``graph`` (at any depth) that ``_body_divergence``
-    notes: the same words as the Loop's own, so that ``check`` counts it once where the
-    numpy backend runs the subgraph and notes the Loop itself. onnxruntime's error names the
-    node it holds, and the numpy backend may run the holder whole on its fallback (then
-    nothing noted the Loop, and check exited 2 with onnxruntime's error)."""
+    notes (``at_run`` False: of those onnxruntime refuses at load): the same words as the
+    Loop's own, so that ``check`` counts it once where the numpy backend runs the subgraph
+    and notes the Loop itself. onnxruntime's error names the node it holds, and the numpy
+    backend may run the holder whole on its fallback (then nothing noted the Loop, and check
+    exited 2 with onnxruntime's error)."""
     for node in graph.node:
         for attr in node.attribute:
             for held in (*([attr.g] if attr.HasField("g") else ()), *attr.graphs):
-                own = _body_divergence(held, node.input) if (
+                own = _body_divergence(held, node.input, at_run) if (
                     node.op_type == "Loop" and node.domain in ("", "ai.onnx")
                     and attr.name == "body") else ""
-                if note := own or _held_loop_divergence(held):
+                if note := own or _held_loop_divergence(held, at_run):
                     return note
     return ""
 
 
-def _body_divergence(body: onnx.GraphProto, inputs: Sequence[str]) -> str:
-    """``loop_divergence`` of a Loop of this body and explicit ``inputs``."""
+def _body_divergence(body: onnx.GraphProto, inputs: Sequence[str], at_run: bool = True) -> str:
+    """``loop_divergence`` of a Loop of this body and explicit ``inputs`` (``at_run`` False:
+    only where onnxruntime refuses the model at load)."""
     counters = body.input[:2]
     named = [
         f"{what} {value.name!r}"
@@ -734,7 +768,7 @@ def _body_divergence(body: onnx.GraphProto, inputs: Sequence[str]) -> str:
         more = (f"; its iteration number {counters[0].name!r} is declared without a shape too, "
                 "which onnxruntime fails on when it runs" if named else "")
         return _UNTYPED_CONDITION.format(name=counters[1].name, more=more)
-    if not named:
+    if not named or not at_run:
         return ""
     index = 0 if named[0].startswith("iteration") else 1
     return _UNSHAPED_COUNTER.format(which=" and ".join(named), index=index)

@@ -151,8 +151,10 @@ class LowerOnnx(Pass):
                 held = held_note(node.op)
                 if held:
                     origin.notes.append(held)
-                # asked of control flow alone: the note of a Loop onnxruntime fails on
-                diverges = loop_divergence(node.op, split_inputs(node)[0]) if run_here else ""
+                # asked of control flow alone: the note of a Loop onnxruntime fails on (one
+                # held that fails when it runs: noted where it runs, if it does)
+                diverges = loop_divergence(
+                    node.op, split_inputs(node)[0], held_at_run=False) if run_here else ""
                 if diverges:
                     origin.notes.append(diverges)
                 continue

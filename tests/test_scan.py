@@ -684,6 +684,61 @@ def test_a_state_declared_of_another_rank_than_made_says_onnxruntime_fails_at_ru
         dmlgraph.load(model)
 
 
+def _scan_output_declared(opset: int, declared: list | None) -> onnx.ModelProto:
+    """A Scan (a Scan-8 at opset 8) of x [4, 6] whose body's Relu makes scan output
+    'row_out' [6], declaring it ``declared``."""
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["acc"], ["acc_out"]),
+         helper.make_node("Relu", ["row"], ["row_out"])],
+        "body", [_vi("acc", [2]), _vi("row", [6])], [_vi("acc_out", [2]), _vi("row_out", declared)])
+    batch = [] if opset >= 9 else [1]
+    graph = helper.make_graph(
+        [helper.make_node("Scan", ([] if opset >= 9 else [""]) + ["init", "x"],
+                          ["final", "rows"], name="scan", body=body, num_scan_inputs=1)],
+        "m", [_vi("init", batch + [2]), _vi("x", batch + [4, 6])],
+        [_vi("final", None), _vi("rows", None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 9
+    return model
+
+
+@pytest.mark.parametrize("opset", [18, 8])
+@pytest.mark.parametrize("declared", [[6, 1], [], ["n", 1]])
+def test_a_scan_output_declared_of_another_rank_than_made_is_refused_at_load(
+    opset, declared, onnx_run
+) -> None:
+    """A body declaring scan output 'row_out' of another rank than its Relu makes ([6]):
+    onnxruntime's merge keeps no shape, it loads the model and every run fails ("Subgraph
+    must have the shape set for all outputs"), as for a state so declared, which dmlgraph
+    refuses at load; it ran this one, and check exited 2 on onnxruntime's failure. Now the
+    same rule refuses both."""
+    model = _scan_output_declared(opset, declared)
+    batch = (1,) if opset < 9 else ()
+    feeds = {"init": np.zeros(batch + (2,), np.float32), "x": np.ones(batch + (4, 6), np.float32)}
+    with pytest.raises(Exception, match="Subgraph must have the shape set"):
+        onnx_run(model, feeds, optimize=False)
+    with pytest.raises(ModelValidationError, match=re.escape(
+            "node 'scan' (Scan): its body declares scan output 0 ('row_out') ") + ".*"
+            + re.escape(", and its node makes float32[6]: a Scan's body makes its outputs as "
+                        "declared (onnxruntime loads the model and fails at its run")):
+        dmlgraph.load(model)
+
+
+@pytest.mark.parametrize("opset", [18, 8])
+@pytest.mark.parametrize("declared", [[6], [7], ["n"], None])
+def test_a_scan_output_declared_of_its_node_s_rank_runs(opset, declared, onnx_run) -> None:
+    """The same declared of the node's rank (a size it contradicts too: onnxruntime's
+    lenient merge drops that size) or of no shape: onnxruntime runs it, and so does
+    dmlgraph."""
+    model = _scan_output_declared(opset, declared)
+    batch = (1,) if opset < 9 else ()
+    feeds = {"init": np.zeros(batch + (2,), np.float32),
+             "x": np.arange(24, dtype=np.float32).reshape(batch + (4, 6)) - 12}
+    want = onnx_run(model, feeds, optimize=False)
+    got = get_backend("numpy").run(lower(dmlgraph.load(model), "6_4"), feeds)
+    assert all(np.array_equal(got[name], w) for name, w in zip(("final", "rows"), want))
+
+
 def test_a_state_variable_that_changes_shape_is_one_clear_error(onnx_run) -> None:
     """The same body declaring the state it makes [2]: onnx's inference keeps the
     declaration, so onnxruntime loads the model and fails when it runs it; the run says
@@ -1051,6 +1106,30 @@ def test_a_scan_8_inside_a_node_run_whole_is_watched_as_a_top_level_one() -> Non
         result = get_backend("numpy", fallback=fallback).execute(lowered, feeds)
         (record,) = result.record.nodes
         assert any("a Scan-8 of empty scan inputs" in note for note in record.notes), fallback
+
+
+def test_a_scan_8_s_lengths_of_declared_sizes_only_are_not_read_as_zeros() -> None:
+    """A Scan-8 whose sequence_lens (all of them non-zero) is made by a node, its sizes
+    declared or inferred, its values not at hand: the hint and the held note read a stand-in
+    of those sizes, zeros, as its lengths, and said "sequence_lens [0, 0] holds a sequence
+    length of 0" (a Loop's record on --fallback reference; onnxruntime's failure sent the
+    user to --fallback reference). A stand-in's values are not known."""
+    from backends.numpy.fallback import reference_hint
+
+    model = _looped_scan_8(True)
+    body = model.graph.node[0].attribute[0].g
+    next(n for n in body.node if n.op_type == "Scan").input[0] = "lens"
+    body.node.insert(0, helper.make_node("Identity", ["L"], ["lens"]))
+    body.value_info.append(_vi("lens", [2], TensorProto.INT64))
+    feeds = _scan_8_feeds(1, 1, 2, [3, 4])
+    result = get_backend("numpy", fallback="reference").execute(
+        lower(dmlgraph.load(model), "6_4"), feeds)
+    assert not any("sequence length of 0" in n for r in result.record.nodes for n in r.notes)
+    model = _scan_8(1, 1, lens=True)
+    model.graph.node[0].input[0] = "lens"
+    model.graph.node.insert(0, helper.make_node("Identity", ["L"], ["lens"]))
+    model.graph.input[0].CopyFrom(_vi("L", [2], TensorProto.INT64))
+    assert reference_hint(dmlgraph.load(model), {}) == ""
 
 
 def test_a_scan_8_of_no_step_keeps_its_initial_states_as_onnx_says() -> None:

@@ -21,6 +21,7 @@ from backends.onnxruntime.providers import cannot_run, make_session, select_prov
 from dmlgraph.canonical import known_since_version
 from dmlgraph.dml.enums import PaddingMode
 from dmlgraph.dml.indexmaps import source_indices
+from dmlgraph.dtypes import ELEM_TYPE_TO_DTYPE
 from dmlgraph.ir import Graph, Node, OnnxOp, split_inputs, subgraphs
 from dmlgraph.parity import DIVERGENCE, UNINITIALIZED
 from dmlgraph.reference_ops import DIVERGENT_DOMAINS, label_bits_divergence, spec_ops
@@ -86,7 +87,7 @@ def _scan_8_divergence(op: OnnxOp, values: Sequence[Any]) -> str:
     final states are then uninitialized: zeros in fresh memory, else an earlier run's)."""
     if op.since_version >= 9 or not values:
         return ""
-    lengths = values[0]
+    lengths = None if isinstance(values[0], _Sized) and np.size(values[0]) else values[0]
     if lengths is not None and np.size(lengths) and not np.asarray(lengths).all():
         return (f"{DIVERGENCE} a Scan-8 whose sequence_lens "
                 f"{np.asarray(lengths).reshape(-1).tolist()} holds a sequence length of 0, "
@@ -272,10 +273,11 @@ def _held_divergences(proto: onnx.GraphProto, opset: int, known: Mapping[str, An
     scope = dict(known)
     for value in (*proto.input, *proto.value_info):
         tensor = value.type.tensor_type
-        static = tensor.HasField("shape") and tensor.elem_type and all(
+        dtype = ELEM_TYPE_TO_DTYPE.get(tensor.elem_type)  # (None: no type, or none numpy has)
+        static = tensor.HasField("shape") and all(
             d.HasField("dim_value") for d in tensor.shape.dim)
-        scope[value.name] = _sized(onnx.helper.tensor_dtype_to_np_dtype(tensor.elem_type),
-                                   [d.dim_value for d in tensor.shape.dim]) if static else None
+        scope[value.name] = _sized(dtype, [d.dim_value for d in tensor.shape.dim]) if (
+            static and dtype is not None) else None
     scope.update((t.name, numpy_helper.to_array(t)) for t in proto.initializer)
     declared = {value.name for value in proto.value_info}
     for node in proto.node:
@@ -311,9 +313,15 @@ def _known(graph: Graph, feeds: Mapping[str, np.ndarray], name: str) -> Any:
     return _sized(info.dtype, info.static_shape)
 
 
+class _Sized(np.ndarray):
+    """A stand-in of a tensor's sizes (``_sized``): its values, zeros, are not the tensor's,
+    so a run check reading values (a Scan-8's sequence_lens) takes it as not known, unless
+    it has no element."""
+
+
 def _sized(dtype: np.dtype, shape: Sequence[int]) -> np.ndarray:
     """A stand-in of a tensor of these sizes (one element, broadcast: nothing allocated)."""
-    return np.broadcast_to(np.zeros((), dtype), tuple(shape))
+    return np.broadcast_to(np.zeros((), dtype), tuple(shape)).view(_Sized)
 
 
 class ReferenceRun:
@@ -342,6 +350,10 @@ class ReferenceRun:
         # If, Loop and Scan nodes whose subgraphs hold such a node: the node runs whole here
         # (the numpy backend, which notes what it runs of them, left it to the fallback)
         self.held = [(tuple(node.outputs), proto) for node, proto in _holders(graph)]
+        # and those holding a Loop onnxruntime fails on when it runs (lowering notes it only
+        # where onnxruntime refuses the model at load): noted as they run here
+        self.loops = [(tuple(node.outputs), note) for node in graph.nodes if subgraphs(node.op)
+                      and (note := loop_divergence(node.op, split_inputs(node)[0]))]
         self.graph, self.opset = graph, graph.opset_imports.get("", 1)
         self.said: dict[tuple[str, ...], str] = {}
 
@@ -372,6 +384,8 @@ class ReferenceRun:
                     self.graph, known, name)), None)
                 if found:
                     self.said[key] = found[0]
+        for key, note in self.loops:
+            self.said.setdefault(key, note)
         # copies: onnx.reference's Reshape, Slice, Transpose... return views of their
         # inputs, and Dropout or Identity the input itself, which may be the caller's
         # array or the plan's memory, reused by later steps and runs
