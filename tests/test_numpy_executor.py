@@ -534,3 +534,22 @@ def test_a_bound_output_that_cannot_take_the_result_says_why(bound, problem) -> 
                      offsets=(0,), sizes=(4,), strides=(1,))
     with pytest.raises(ExecutionError, match=problem):
         execute_operator(desc, [np.zeros(4, np.float32)], "6_4", outputs=[bound])
+
+
+def test_a_flat_buffer_is_read_only_as_far_as_its_desc_addresses() -> None:
+    """A flat buffer longer than the desc addresses was made contiguous whole: a broadcast
+    view of 2^40 elements raised NumPy's MemoryError ("Unable to allocate 4.00 TiB")."""
+    desc = SliceDesc(input_tensor=T("FLOAT32", (2,), strides=(3,)),
+                     output_tensor=T("FLOAT32", (2,)), offsets=(0,), sizes=(2,), strides=(1,))
+    huge = np.broadcast_to(np.float32(2.5), (2**40,))
+    (out,) = execute_operator(desc, [huge], "6_4")
+    assert out.tolist() == [2.5, 2.5]
+
+
+def test_bytes_for_the_inputs_list_are_refused_as_such() -> None:
+    """bytes is a Sequence of ints: b"x" was read as one input, the int 120, "array dtype
+    int64 does not match DataType FLOAT32"."""
+    desc = SliceDesc(input_tensor=T("FLOAT32", (4,)), output_tensor=T("FLOAT32", (4,)),
+                     offsets=(0,), sizes=(4,), strides=(1,))
+    with pytest.raises(ExecutionError, match="inputs must be a list of arrays.*not bytes"):
+        execute_operator(desc, b"abcd", "6_4")

@@ -46,7 +46,7 @@ def _read(desc: BufferTensorDesc, array: np.ndarray, label: str) -> np.ndarray:
                 f"{label}: a flat buffer of {bits.size} elements is shorter than the "
                 f"{needed} elements its tensor desc addresses"
             )
-        flat = np.ascontiguousarray(bits)
+        flat = np.ascontiguousarray(bits[:needed])  # the addressed part: a buffer may be vast
         return as_strided(
             flat,
             shape=desc.sizes,
@@ -198,7 +198,8 @@ def execute_operator(
         )
     for name, given in (("inputs", inputs), ("outputs", outputs)):
         if (given is not None or name == "inputs") and (
-            isinstance(given, (np.ndarray, str)) or not isinstance(given, Sequence)
+            isinstance(given, (np.ndarray, str, bytes, bytearray))
+            or not isinstance(given, Sequence)
         ):
             raise ExecutionError(
                 f"{desc.name}: {name} must be a list of arrays, one per {name[:-1]} tensor, "
