@@ -462,7 +462,11 @@ def _read_model(doc: Any, source: str) -> DxDispatchModel:
     }
     dispatchables: dict[str, OperatorDesc] = {}
     for name, spec in members(doc["dispatchables"]).items():
-        kind = str(spec.get("type", "")).lower() if isinstance(spec, dict) else ""
+        if not isinstance(spec, dict):
+            raise DxDispatchError(
+                f"dispatchable '{name}' is a JSON {type(spec).__name__}, not an object"
+            )
+        kind = str(spec.get("type", "")).lower()
         if kind in ("hlsl", "onnx", "dmlserializedgraph"):
             raise DxDispatchError(
                 f"dispatchable '{name}': {kind} dispatchables need DirectX; only DML operators "

@@ -300,3 +300,18 @@ def test_dispatchable_options_dxdispatch_refuses_are_refused(extra, field, rule)
     with pytest.raises(DmlValidationError) as info:
         operator_from_json({"type": "SLICE", "desc": _slice_body(), **extra})
     assert info.value.field == field and rule in str(info.value), str(info.value)
+
+
+@pytest.mark.parametrize("given, hint", [
+    (json.dumps({"type": "SLICE", "desc": {}}), "json.loads"),
+    (b'{"type": "SLICE"}', "json.loads"),
+    ([1], "not list"),
+])
+def test_a_dispatchable_that_is_no_object_is_named_so(given, hint) -> None:
+    """A dispatchable's JSON text was refused as "dispatchable:  = '...': a dispatchable must
+    be an object", an empty field and the whole text; it names the argument and the cure."""
+    with pytest.raises(DmlValidationError) as info:
+        operator_from_json(given)
+    message = str(info.value)
+    assert info.value.field == "dispatchable" and hint in message and "  " not in message
+    assert len(message) < 200, message

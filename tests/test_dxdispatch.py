@@ -269,6 +269,8 @@ def test_a_binding_smaller_than_its_tensors_total_size_is_refused(tmp_path, caps
 @pytest.mark.parametrize("edit, message", [
     (lambda m: m.update(resources=[]), "'resources' is a JSON list, not an object"),
     (lambda m: m.update(dispatchables=[]), "'dispatchables' is a JSON list, not an object"),
+    (lambda m: m["dispatchables"].update(s=[1]), "dispatchable 's' is a JSON list, not an "
+     "object"),  # was "dispatchable 's': dispatchable: = [1]", a field without a name
     (lambda m: m["dispatchables"]["s"].update(type=" SLICE"), "unsupported operator"),
     (lambda m: m["dispatchables"]["s"]["desc"]["InputTensor"].update(DataType=" FLOAT32 "),
      "an enum name is written without spaces around it"),

@@ -502,3 +502,54 @@ def test_an_output_beyond_free_memory_is_refused_before_allocating(monkeypatch) 
     with pytest.raises(ExecutionError, match=r"PADDING output 0: sizes \[1000000\], .* "
                        r"allocates 8.0 MB, more than this machine has free \(1.0 MB\)$"):
         execute_operator(padding, [np.ones(1)])
+
+
+def test_an_input_of_another_byte_order_runs_as_its_values() -> None:
+    """As the backends take feeds (README "Python"): a big-endian float32 array was refused
+    as "dtype >f4 does not match DataType FLOAT32 (float32)", naming the type it has. Its
+    values arrive, bit for bit (a NaN payload kept), shaped or as a strided flat buffer."""
+    bits = np.array([0x7FC00001, 0x80000000, 0x3F800000, 0xFF800000], np.uint32)
+    x = bits.view(np.float32).astype(">f4")
+    shaped = Slice1Desc(input_tensor=T("FLOAT32", (4,)), output_tensor=T("FLOAT32", (4,)),
+                        input_window_offsets=(0,), input_window_sizes=(4,),
+                        input_window_strides=(-1,))
+    (out,) = execute_operator(shaped, [x], "6_4")
+    assert out.view(np.uint32).tolist() == bits[::-1].tolist()
+    strided = SliceDesc(input_tensor=T("FLOAT32", (2,), strides=(2,)),
+                        output_tensor=T("FLOAT32", (2,)), offsets=(0,), sizes=(2,), strides=(1,))
+    (out,) = execute_operator(strided, [x], "6_4")
+    assert out.view(np.uint32).tolist() == bits[::2].tolist()
+
+
+@pytest.mark.parametrize("bound, problem", [
+    (np.zeros(4, ">f4"), "byte order"),
+    (np.zeros(4, np.float64), "float64"),
+    (np.zeros(8, np.float32)[::2], "not C-contiguous"),
+    (np.zeros(4, np.float32).view(np.int32), "int32"),
+])
+def test_a_bound_output_that_cannot_take_the_result_says_why(bound, problem) -> None:
+    """"must be a writable contiguous float32 array" was said of a big-endian float32 array
+    too, which is one: the message names what the array is."""
+    desc = SliceDesc(input_tensor=T("FLOAT32", (4,)), output_tensor=T("FLOAT32", (4,)),
+                     offsets=(0,), sizes=(4,), strides=(1,))
+    with pytest.raises(ExecutionError, match=problem):
+        execute_operator(desc, [np.zeros(4, np.float32)], "6_4", outputs=[bound])
+
+
+def test_a_flat_buffer_is_read_only_as_far_as_its_desc_addresses() -> None:
+    """A flat buffer longer than the desc addresses was made contiguous whole: a broadcast
+    view of 2^40 elements raised NumPy's MemoryError ("Unable to allocate 4.00 TiB")."""
+    desc = SliceDesc(input_tensor=T("FLOAT32", (2,), strides=(3,)),
+                     output_tensor=T("FLOAT32", (2,)), offsets=(0,), sizes=(2,), strides=(1,))
+    huge = np.broadcast_to(np.float32(2.5), (2**40,))
+    (out,) = execute_operator(desc, [huge], "6_4")
+    assert out.tolist() == [2.5, 2.5]
+
+
+def test_bytes_for_the_inputs_list_are_refused_as_such() -> None:
+    """bytes is a Sequence of ints: b"x" was read as one input, the int 120, "array dtype
+    int64 does not match DataType FLOAT32"."""
+    desc = SliceDesc(input_tensor=T("FLOAT32", (4,)), output_tensor=T("FLOAT32", (4,)),
+                     offsets=(0,), sizes=(4,), strides=(1,))
+    with pytest.raises(ExecutionError, match="inputs must be a list of arrays.*not bytes"):
+        execute_operator(desc, b"abcd", "6_4")

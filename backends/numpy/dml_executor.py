@@ -19,7 +19,7 @@ from dmlgraph.dml.enums import FeatureLevel
 from dmlgraph.dml.operators import OperatorDesc
 from dmlgraph.dml.tensor import BufferTensorDesc
 from dmlgraph.errors import DmlgraphError, as_array
-from dmlgraph.tensorio import available_memory, bytes_text
+from dmlgraph.tensorio import available_memory, bytes_text, native_order
 
 
 class ExecutionError(DmlgraphError):
@@ -29,7 +29,7 @@ class ExecutionError(DmlgraphError):
 # -- reading and writing tensors through their descs -----------------------------------------
 def _read(desc: BufferTensorDesc, array: np.ndarray, label: str) -> np.ndarray:
     """The logical tensor (shape = desc.sizes) as bits, from a shaped array or a flat buffer."""
-    array = as_array(array, label, ExecutionError)
+    array = native_order(as_array(array, label, ExecutionError))  # its values, as feeds
     expected = desc.data_type.numpy_dtype
     if array.dtype != expected:
         raise ExecutionError(
@@ -46,7 +46,7 @@ def _read(desc: BufferTensorDesc, array: np.ndarray, label: str) -> np.ndarray:
                 f"{label}: a flat buffer of {bits.size} elements is shorter than the "
                 f"{needed} elements its tensor desc addresses"
             )
-        flat = np.ascontiguousarray(bits)
+        flat = np.ascontiguousarray(bits[:needed])  # the addressed part: a buffer may be vast
         return as_strided(
             flat,
             shape=desc.sizes,
@@ -99,9 +99,10 @@ def _write(desc: BufferTensorDesc, bits: np.ndarray, out: np.ndarray | None, lab
         return np.ascontiguousarray(bits).view(dtype).reshape(desc.sizes)
     if out is None:
         out = np.zeros(desc.total_tensor_size_in_bytes // dtype.itemsize, dtype=dtype)
-    if out.dtype != dtype or not out.flags.c_contiguous or not out.flags.writeable:
+    if problems := _unwritable(out, dtype):
         raise ExecutionError(
-            f"{label}: a bound output must be a writable contiguous {dtype} array"
+            f"{label}: a bound output must be a writable contiguous {dtype} array in this "
+            f"machine's byte order, not {', '.join(problems)}"
         )
     if hidden := masked_out(out):
         raise ExecutionError(f"{label}: the bound output is {hidden}")
@@ -126,6 +127,22 @@ def _write(desc: BufferTensorDesc, bits: np.ndarray, out: np.ndarray | None, lab
     view = as_strided(flat, shape=desc.sizes, strides=tuple(s * flat.itemsize for s in strides))
     view[...] = bits
     return out
+
+
+def _unwritable(out: np.ndarray, dtype: np.dtype) -> list[str]:
+    """What keeps a bound output from taking a result of ``dtype`` in place: a big-endian
+    float32 array was told it must be a float32 array."""
+    problems = []
+    if out.dtype != dtype:
+        problems.append(
+            f"{out.dtype.str} (another byte order)"
+            if out.dtype.newbyteorder("=") == dtype else str(out.dtype)
+        )
+    if not out.flags.c_contiguous:
+        problems.append("not C-contiguous")
+    if not out.flags.writeable:
+        problems.append("read-only")
+    return problems
 
 
 def _refuse_beyond_memory(desc: OperatorDesc, bound: np.ndarray | None) -> None:
@@ -168,8 +185,9 @@ def execute_operator(
 ) -> list[np.ndarray]:
     """Validate ``desc`` at ``feature_level``, then run it on ``inputs``.
 
-    Each input is an array shaped like its tensor desc's sizes (packed descs) or a flat 1-D
-    buffer read through the desc's strides. Outputs come back shaped when their desc is
+    Each input is an array of its tensor desc's type (in either byte order: its values are
+    read) shaped like the desc's sizes (packed descs) or a flat 1-D buffer read through the
+    desc's strides. Outputs come back shaped when their desc is
     packed, else as flat buffers; ``outputs`` binds caller arrays to write into instead.
     Inputs are never modified.
     """
@@ -180,7 +198,8 @@ def execute_operator(
         )
     for name, given in (("inputs", inputs), ("outputs", outputs)):
         if (given is not None or name == "inputs") and (
-            isinstance(given, (np.ndarray, str)) or not isinstance(given, Sequence)
+            isinstance(given, (np.ndarray, str, bytes, bytearray))
+            or not isinstance(given, Sequence)
         ):
             raise ExecutionError(
                 f"{desc.name}: {name} must be a list of arrays, one per {name[:-1]} tensor, "

@@ -368,6 +368,22 @@ def _dispatchable_options(reader: _Reader, dispatchable: Mapping[str, Any]) -> N
                           f"must be one of {', '.join(DML_COMPILE_TYPES)}")
 
 
+def _not_an_object(given: object) -> DmlValidationError:
+    """``operator_from_json`` given no dict: its JSON text was told "dispatchable:  = '<the
+    whole text>': a dispatchable must be an object", naming no field and not the cure."""
+    shown: object = given
+    if isinstance(given, str) and len(given) > 43:
+        shown = given[:40] + "..."
+    elif isinstance(given, (bytes, bytearray)) and len(given) > 43:
+        shown = bytes(given[:40]) + b"..."
+    text = isinstance(given, (str, bytes, bytearray))
+    cure = "; json.loads reads one from its JSON text" if text else ""
+    return DmlValidationError(
+        "operator_from_json", "dispatchable", shown,
+        f"a dispatchable is a JSON object, a dict, not {type(given).__name__}{cure}",
+    )
+
+
 def operator_from_json(dispatchable: Mapping[str, Any]) -> OperatorDesc:
     """Build a descriptor from a DxDispatch DML dispatchable ``{"type": ..., "desc": {...}}``.
 
@@ -377,7 +393,7 @@ def operator_from_json(dispatchable: Mapping[str, Any]) -> OperatorDesc:
     """
     reader = _Reader("dispatchable")
     if not isinstance(dispatchable, dict):
-        raise reader.fail("", dispatchable, "a dispatchable must be an object")
+        raise _not_an_object(dispatchable)
     type_key = next((k for k in ("Type", "type") if k in dispatchable), None)
     if type_key is None:
         raise reader.fail("type", None, "required field is missing")
