@@ -163,15 +163,25 @@ class Backend(Protocol):
 
     name: str
 
-    def run(self, graph: Graph, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]: ...
+    def run(
+        self,
+        graph: Graph,
+        feeds: Mapping[str, np.ndarray],
+        outputs: Mapping[str, np.ndarray] | None = None,
+    ) -> dict[str, np.ndarray]: ...
 
-    def execute(self, graph: Graph, feeds: Mapping[str, np.ndarray]) -> RunResult: ...
+    def execute(
+        self,
+        graph: Graph,
+        feeds: Mapping[str, np.ndarray],
+        outputs: Mapping[str, np.ndarray] | None = None,
+    ) -> RunResult: ...
 
 
 def check_arguments(
     graph: object, feeds: object, outputs: object = None
 ) -> None:
-    """A backend's run takes a Graph, a mapping of feeds and (numpy) one of bound outputs:
+    """A backend's run takes a Graph, a mapping of feeds and one of bound outputs:
     anything else is one clear error, not an AttributeError from deep inside."""
     if not isinstance(graph, Graph):
         raise not_a_graph(graph)
@@ -214,6 +224,103 @@ def masked_out(array: np.ndarray) -> str:
         f"a masked array whose mask hides {int(np.count_nonzero(mask))} of its elements "
         "(the results would go into its data, still hidden; bind an unmasked array)"
     )
+
+
+def bind_outputs(
+    graph: Graph,
+    feeds: Mapping[str, np.ndarray],
+    outputs: Mapping[str, Any],
+    trust: folding.PartialShapes | None = None,
+) -> dict[str, np.ndarray]:
+    """The arrays a caller binds to outputs (``check_outputs``), none sharing memory with a
+    feed or with another bound output: writing a result would change an input (on the numpy
+    backend, while it is read) or overwrite part of another result."""
+    bound = check_outputs(graph, outputs, trust)
+    earlier: dict[str, np.ndarray] = {}
+    for name, array in bound.items():
+        for feed, value in feeds.items():
+            if share_elements(array, value):
+                raise BackendError(
+                    f"{graph.source}: bound output {name!r} shares memory with input "
+                    f"{feed!r}; writing the result would change the input while it is read"
+                )
+        for other, value in earlier.items():
+            if share_elements(array, value):
+                raise BackendError(
+                    f"{graph.source}: bound outputs {other!r} and {name!r} share memory; "
+                    "each result would overwrite part of the other"
+                )
+        earlier[name] = array
+    return bound
+
+
+def check_outputs(
+    graph: Graph, outputs: Mapping[str, Any], trust: folding.PartialShapes | None = None
+) -> dict[str, np.ndarray]:
+    """Bound output arrays, once each is a graph output's dtype and shape, contiguous and
+    writable (the results are written into them, nothing is reallocated).
+
+    An output whose sizes are known only at run time (a named or unknown dimension, an
+    unknown rank) takes an array agreeing with the sizes inference knows (all but its dtype
+    left to the run where ``trust`` says onnxruntime may size it otherwise); the run writes
+    it only where its result has the array's shape (``write_bound``), as onnxruntime's
+    IOBinding takes a pre-allocated output of a dynamic shape and fails a run whose shape
+    differs. No descriptor writes such an output in place (a DML node's tensors are
+    static), so no plan buffer is sized by the array. Before, binding one was refused
+    outright ("no static dtype and shape to bind an array to")."""
+    checked: dict[str, np.ndarray] = {}
+    for name, array in outputs.items():
+        if name not in graph.outputs:
+            raise BackendError(
+                f"{graph.source}: bound output {name!r} is not a graph output {graph.outputs}"
+            )
+        info = graph.tensor(name)
+        if not isinstance(array, np.ndarray):
+            raise BackendError(f"{graph.source}: bound output {name!r} must be a numpy array")
+        if info.dtype is None:
+            raise BackendError(
+                f"{graph.source}: output {name!r} has no known dtype ({info!r}) to bind an "
+                "array to"
+            )
+        problems = []
+        if array.dtype != info.dtype:
+            problems.append(f"dtype {array.dtype} (expected {np.dtype(info.dtype)})")
+        static = info.static_shape
+        known = info.shape  # what inference knows, unless onnxruntime may make it otherwise
+        if static is not None:
+            wrong = array.shape != static
+        else:
+            wrong = known is not None and not (trust and trust.unsure(graph, name)) and (
+                array.ndim != len(known)
+                or any(type(d) is int and d != n for d, n in zip(known, array.shape))
+            )
+        if wrong:
+            problems.append(f"shape {list(array.shape)} (expected {list(known or ())})")
+        if not array.flags.c_contiguous:
+            problems.append("not C-contiguous")
+        if not array.flags.writeable:
+            problems.append("read-only")
+        if hidden := masked_out(array):
+            problems.append(hidden)
+        if problems:
+            raise BackendError(
+                f"{graph.source}: bound output {name!r} cannot take the result: "
+                + ", ".join(problems)
+            )
+        checked[name] = array
+    return checked
+
+
+def write_bound(target: np.ndarray, value: np.ndarray, name: str, source: str) -> np.ndarray:
+    """A result written into the array the caller bound to its output, which must be of its
+    dtype and shape (the run's, where the graph's inference was wrong)."""
+    if target.shape != value.shape or target.dtype != value.dtype:
+        raise BackendError(
+            f"{source}: output {name!r} is {value.dtype}{list(value.shape)} in this run; the "
+            f"array bound to it is {target.dtype}{list(target.shape)}"
+        )
+    np.copyto(target, value)
+    return target
 
 
 def refuse_unbound(graph: Graph) -> None:

@@ -1009,3 +1009,36 @@ def test_an_if_whose_branches_declare_other_sizes_runs_lowered_as_onnxruntime_ru
     for runs in (lower(graph, "6_4"), graph):
         got = backend.run(runs, feeds)["y"]
         assert got.shape == want.shape and np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("lowered", [False, True])
+def test_the_onnxruntime_backend_binds_outputs_as_the_numpy_backend_does(lowered: bool) -> None:
+    """``outputs=`` on either backend: each result written into the caller's array, which the
+    outputs then hold; a bad binding the same one error on both (a user swapping backends
+    met Python's "unexpected keyword argument 'outputs'" on onnxruntime's)."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 5])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 7])
+    model = helper.make_model(
+        helper.make_graph([helper.make_node("Pad", ["x", "p"], ["y"], mode="reflect")], "g",
+                          [x], [y], [numpy_helper.from_array(np.array([0, 1, 0, 1]), "p")]),
+        opset_imports=[helper.make_opsetid("", 18)], ir_version=8)
+    graph = load(model)
+    target = lower(graph) if lowered else graph
+    feeds = {"x": np.arange(10, dtype=np.float32).reshape(2, 5)}
+    expected = np.pad(feeds["x"], ((0, 0), (1, 1)), mode="reflect")
+    errors = []
+    for backend in (get_backend("onnxruntime"), get_backend("numpy")):
+        if backend.name == "numpy" and not lowered:
+            continue
+        out = np.full((2, 7), np.nan, np.float32)
+        result = backend.run(target, feeds, outputs={"y": out})
+        assert result["y"] is out and np.array_equal(out, expected)
+        for bad in ({"y": np.zeros((2, 6), np.float32)}, {"y": feeds["x"]}, {"z": out}):
+            with pytest.raises(BackendError) as raised:
+                backend.run(target, feeds, outputs=bad)
+            errors.append(str(raised.value))
+    assert "bound output 'y' cannot take the result: shape [2, 6] (expected [2, 7])" in errors[0]
+    assert "bound output 'y' cannot take the result: shape [2, 5]" in errors[1]
+    assert "bound output 'z' is not a graph output" in errors[2]
+    if lowered:  # the numpy backend's words, one rule for both
+        assert errors[:3] == errors[3:]

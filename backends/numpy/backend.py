@@ -24,17 +24,16 @@ from backends.base import (
     RunRecord,
     RunResult,
     SizeMismatch,
+    bind_outputs,
     check_arguments,
     check_feeds,
-    masked_out,
     refuse_unbound,
-    share_elements,
+    write_bound,
 )
 from backends.numpy.fallback import Fallback, OnnxruntimeFallback, get_fallback, reference_hint
-from backends.numpy.plan import DML_ENGINE, Plan, write_bound
+from backends.numpy.plan import DML_ENGINE, Plan
 from backends.numpy.runtime import resized
 from backends.numpy.threads import default_threads
-from dmlgraph import folding
 from dmlgraph.dml.enums import FeatureLevel
 from dmlgraph.dml.scalars import is_integer
 from dmlgraph.errors import DmlgraphError
@@ -133,22 +132,7 @@ class NumpyBackend:
                 self.last_record, self._last_ran = record, weakref.ref(graph)
                 return results, record
         arrays = check_feeds(graph, feeds)
-        bound = check_outputs(graph, outputs or {}, plan.trust)
-        earlier: dict[str, np.ndarray] = {}
-        for name, array in bound.items():
-            for feed, value in arrays.items():
-                if share_elements(array, value):
-                    raise BackendError(
-                        f"{graph.source}: bound output {name!r} shares memory with input "
-                        f"{feed!r}; writing the result would change the input while it is read"
-                    )
-            for other, value in earlier.items():
-                if share_elements(array, value):
-                    raise BackendError(
-                        f"{graph.source}: bound outputs {other!r} and {name!r} share memory; "
-                        "each result would overwrite part of the other"
-                    )
-            earlier[name] = array
+        bound = bind_outputs(graph, arrays, outputs or {}, plan.trust)
         try:
             results, runs = plan.run(arrays, bound)
         except SizeMismatch as mismatch:
@@ -232,60 +216,3 @@ class NumpyBackend:
                 f"{detail}{hint}"
             ) from None
         raise mismatch
-
-
-def check_outputs(
-    graph: Graph, outputs: Mapping[str, Any], trust: folding.PartialShapes | None = None
-) -> dict[str, np.ndarray]:
-    """Bound output arrays, once each is a graph output's dtype and shape, contiguous and
-    writable (the results are written into them, nothing is reallocated).
-
-    An output whose sizes are known only at run time (a named or unknown dimension, an
-    unknown rank) takes an array agreeing with the sizes inference knows (all but its dtype
-    left to the run where ``trust`` says onnxruntime may size it otherwise); the run writes
-    it only where its result has the array's shape (``plan.write_bound``), as onnxruntime's
-    IOBinding takes a pre-allocated output of a dynamic shape and fails a run whose shape
-    differs. No descriptor writes such an output in place (a DML node's tensors are
-    static), so no plan buffer is sized by the array. Before, binding one was refused
-    outright ("no static dtype and shape to bind an array to")."""
-    checked: dict[str, np.ndarray] = {}
-    for name, array in outputs.items():
-        if name not in graph.outputs:
-            raise BackendError(
-                f"{graph.source}: bound output {name!r} is not a graph output {graph.outputs}"
-            )
-        info = graph.tensor(name)
-        if not isinstance(array, np.ndarray):
-            raise BackendError(f"{graph.source}: bound output {name!r} must be a numpy array")
-        if info.dtype is None:
-            raise BackendError(
-                f"{graph.source}: output {name!r} has no known dtype ({info!r}) to bind an "
-                "array to"
-            )
-        problems = []
-        if array.dtype != info.dtype:
-            problems.append(f"dtype {array.dtype} (expected {np.dtype(info.dtype)})")
-        static = info.static_shape
-        known = info.shape  # what inference knows, unless onnxruntime may make it otherwise
-        if static is not None:
-            wrong = array.shape != static
-        else:
-            wrong = known is not None and not (trust and trust.unsure(graph, name)) and (
-                array.ndim != len(known)
-                or any(type(d) is int and d != n for d, n in zip(known, array.shape))
-            )
-        if wrong:
-            problems.append(f"shape {list(array.shape)} (expected {list(known or ())})")
-        if not array.flags.c_contiguous:
-            problems.append("not C-contiguous")
-        if not array.flags.writeable:
-            problems.append("read-only")
-        if hidden := masked_out(array):
-            problems.append(hidden)
-        if problems:
-            raise BackendError(
-                f"{graph.source}: bound output {name!r} cannot take the result: "
-                + ", ".join(problems)
-            )
-        checked[name] = array
-    return checked

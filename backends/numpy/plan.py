@@ -45,6 +45,7 @@ from backends.base import (
     RunRecord,
     SizeMismatch,
     refuse_beyond_memory,
+    write_bound,
 )
 from backends.numpy.control import ControlFlow, Declined, runs_here
 from backends.numpy.fallback import OnnxruntimeFallback
@@ -624,18 +625,6 @@ class Plan:
         if name in self._input_set or self.graph.is_constant(name):
             return np.array(value)  # a copy: the caller's feed or the graph's constant
         return value
-
-
-def write_bound(target: np.ndarray, value: np.ndarray, name: str, source: str) -> np.ndarray:
-    """A result written into the array the caller bound to its output, which must be of its
-    dtype and shape (the run's, where the graph's inference was wrong)."""
-    if target.shape != value.shape or target.dtype != value.dtype:
-        raise BackendError(
-            f"{source}: output {name!r} is {value.dtype}{list(value.shape)} in this run; the "
-            f"array bound to it is {target.dtype}{list(target.shape)}"
-        )
-    np.copyto(target, value)
-    return target
 
 
 # ---------------------------------------------------------------------- instructions

@@ -22,11 +22,13 @@ from backends.base import (
     NodeRun,
     RunRecord,
     RunResult,
+    bind_outputs,
     check_arguments,
     check_feeds,
     first_line,
     refuse_beyond_memory,
     refuse_unbound,
+    write_bound,
 )
 from backends.onnxruntime import values
 from backends.onnxruntime.providers import (
@@ -118,9 +120,29 @@ class OnnxruntimeBackend:
             return graph.to_onnx()
         return translate(graph)
 
-    def execute(self, graph: Graph, feeds: Mapping[str, Any]) -> RunResult:
-        check_arguments(graph, feeds)
+    def execute(
+        self,
+        graph: Graph,
+        feeds: Mapping[str, Any],
+        outputs: Mapping[str, np.ndarray] | None = None,
+    ) -> RunResult:
+        """Run and say what ran. ``outputs`` binds caller arrays, as the numpy backend binds
+        them (``backends.base.bind_outputs``: the output's dtype and shape, C-contiguous,
+        writable, no memory shared with a feed or another): each result is written into its
+        array, which the outputs then hold (a user swapping backends met Python's
+        ``unexpected keyword argument 'outputs'``)."""
+        check_arguments(graph, feeds, outputs)
         arrays = check_feeds(graph, feeds)
+        if not outputs:
+            return self._execute(graph, arrays)
+        bound = bind_outputs(graph, arrays, outputs, folding.PartialShapes(graph.declared_sizes))
+        result = self._execute(graph, arrays)
+        return RunResult({
+            name: write_bound(bound[name], value, name, graph.source) if name in bound else value
+            for name, value in result.outputs.items()
+        }, result.record)
+
+    def _execute(self, graph: Graph, arrays: dict[str, np.ndarray]) -> RunResult:
         if not graph.outputs:  # onnxruntime refuses to run for no outputs; the numpy
             # backend computes nothing: so does this one, without a session
             return RunResult({}, RunRecord(self.name, self.providers[0], ()))
@@ -160,7 +182,7 @@ class OnnxruntimeBackend:
         else:
             again = self._resized(graph, built, results)
         if again is not None:
-            ran = self.execute(again, feeds)
+            ran = self._execute(again, arrays)
             return RunResult({name: ran.outputs[twin] for name, twin in zip(
                 graph.outputs, again.outputs)}, ran.record)
         assert session is not None
@@ -203,8 +225,14 @@ class OnnxruntimeBackend:
             "so; the graph could not be lowered again by the sizes made: lower it again"
         )
 
-    def run(self, graph: Graph, feeds: Mapping[str, Any]) -> dict[str, np.ndarray]:
-        return self.execute(graph, feeds).outputs
+    def run(
+        self,
+        graph: Graph,
+        feeds: Mapping[str, Any],
+        outputs: Mapping[str, np.ndarray] | None = None,
+    ) -> dict[str, np.ndarray]:
+        """The outputs of ``execute`` (``last_record`` says what ran)."""
+        return self.execute(graph, feeds, outputs).outputs
 
     def session(
         self,
