@@ -29,7 +29,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import chain
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
@@ -641,13 +641,31 @@ def _reshapes_to_a_vector(node: Any, sizes: _DeclaredSizes) -> bool:
     (dimension 0 of a vector) of a tensor of more elements than that. (Each Reshape asks:
     no call but one where the shape has not one element.)"""
     inputs = node.input
-    if inputs[2:] or not inputs[1:] or sizes.constant_dims(inputs[1]) != (1,):
-        return False  # a constant: inference without propagation sizes it too
+    if inputs[2:] or not inputs[1:]:
+        return False
+    if sizes.constant_dims(inputs[1]) != (1,):  # a constant: the pass without propagation
+        made = sizes._made  # sizes it too; a computed one: folding does
+        if inputs[1] not in made or made[inputs[1]].op_type != "Unsqueeze":
+            return False
+        size = sizes.get(inputs[0]) if _unsqueezed(made[inputs[1]], sizes) else None
+        return size is not None and size > LONG_VECTOR
     length = sizes.scalar(inputs[1])
     if length is None or length > LONG_VECTOR:
         return length is not None
     size = sizes.get(inputs[0]) if length in (-1, 0) else None
     return size is not None and size > LONG_VECTOR
+
+
+def _unsqueezed(maker: Any, sizes: _DeclaredSizes) -> bool:
+    """Whether a Reshape's shape, made by Unsqueeze ``maker``, is so by one axis (of a scalar,
+    as a shape is a vector): a length computed from Shapes (x[1, 1, 4096, 4096] Reshaped to
+    its H * W took 2.3 s and 1.3 GB to load), which only propagation knows."""
+    if maker.domain not in ("", "ai.onnx"):
+        return False
+    for attr in maker.attribute:
+        if attr.name == "axes":
+            return len(attr.ints) == 1
+    return len(maker.input) == 2 and sizes.constant_dims(maker.input[1]) in ((1,), ())
 
 
 def _squeezes_to_a_vector(node: Any, sizes: _DeclaredSizes) -> bool:
@@ -818,6 +836,56 @@ class _DeclaredSizes:
             tensor = attr.t
         return tuple(tensor.dims)
 
+    def rank(self, name: str) -> int | None:
+        """The rank of a declared tensor or a constant, or of a Reshape to a constant shape,
+        a Flatten or an op keeping its first input's rank (``_RANK_KEEPING``) of one; None
+        where not known (a look for ``_may_make_long_vectors``, wrong at worst where
+        broadcasting raises a rank: then inference decides)."""
+        for _ in range(16):  # a chain of a few nodes; no call on the way but the last
+            owner = self._owner(name) if self.outer is not None else self
+            if name in owner.declared:
+                value_info = owner.declared[name]
+                if not value_info.type.tensor_type.HasField("shape"):
+                    return None
+                return len(value_info.type.tensor_type.shape.dim)
+            if name in owner._tensors:
+                return len(owner._tensors[name].dims)
+            maker = owner._made[name] if name in owner._made else None
+            if maker is None or not maker.input or maker.domain not in ("", "ai.onnx"):
+                return None
+            if maker.op_type == "Flatten":
+                return 2
+            if maker.op_type == "Reshape" and maker.input[1:]:
+                dims = owner.constant_dims(maker.input[1])
+                return dims[0] if dims is not None and len(dims) == 1 else None
+            if maker.op_type not in _RANK_KEEPING:
+                return None
+            name = maker.input[0]
+        return None
+
+    def is_float(self, name: str) -> bool:
+        """Whether a tensor is known of a non-integer type: by a chain of ops keeping their
+        first input's type (``_TYPE_KEEPING``) from a declared input or a constant of one, a
+        Cast to one, or an op making only floats (Conv). Unknown is False."""
+        for _ in range(32):
+            owner = self._owner(name) if self.outer is not None else self
+            if name in owner.declared:
+                elem_type = owner.declared[name].type.tensor_type.elem_type
+                return elem_type in _FLOAT_TYPES
+            if name in owner._tensors:
+                return owner._tensors[name].data_type in _FLOAT_TYPES
+            maker = owner._made[name] if name in owner._made else None
+            if maker is None or maker.domain not in ("", "ai.onnx"):
+                return False
+            if maker.op_type in _FLOAT_MAKERS:
+                return True
+            if maker.op_type == "Cast":
+                return _int_attribute(maker, "to", None) in _FLOAT_TYPES
+            if maker.op_type not in _TYPE_KEEPING or not maker.input:
+                return False
+            name = maker.input[0]
+        return False
+
     def scalar(self, name: str) -> int | None:
         """The value of a constant int64 of one element (``constant_dims`` says it is one)."""
         owner = self if self.outer is None else self._owner(name)
@@ -866,6 +934,33 @@ _SHAPE_KEEPING = _SIZE_KEEPING - {"Reshape", "Squeeze", "Unsqueeze", "Transpose"
 _BROADCASTING = frozenset({
     "Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Mod", "Where", "And", "Or", "Xor",
     "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual",
+})
+
+
+#: Ops whose output has their first input's rank (broadcasting aside): ``_DeclaredSizes.
+#: rank`` looks through them.
+_RANK_KEEPING = _SHAPE_KEEPING | _BROADCASTING | {
+    "Transpose", "Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool",
+    "GlobalMaxPool", "BatchNormalization", "InstanceNormalization", "LayerNormalization",
+    "Softmax", "LogSoftmax", "HardSigmoid", "HardSwish", "Gelu", "Mish", "Selu", "PRelu",
+    "Pad", "Resize", "Dropout",
+}
+#: Ops whose output has their first input's element type: ``_DeclaredSizes.is_float``
+#: looks through them.
+_TYPE_KEEPING = (_RANK_KEEPING - {"Cast", "CastLike", "Not", "Equal", "Less", "Greater",
+                                   "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor",
+                                   "Where"}) | {
+    "Reshape", "Squeeze", "Unsqueeze", "Flatten", "Slice", "Gather", "Concat", "MatMul",
+    "Gemm", "Einsum", "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "Expand", "Tile",
+}
+#: Ops whose output is always of a non-integer type.
+_FLOAT_MAKERS = frozenset({
+    "Conv", "ConvTranspose", "BatchNormalization", "InstanceNormalization",
+    "LayerNormalization", "Softmax", "LogSoftmax", "AveragePool", "GlobalAveragePool",
+    "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Erf", "Gelu", "RandomNormal", "RandomUniform",
+})
+_FLOAT_TYPES = frozenset({
+    TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.BFLOAT16, TensorProto.DOUBLE,
 })
 
 
@@ -977,12 +1072,145 @@ def infer_model(
     stay (a Shape of an embedding feeding a Reshape keeps its propagated size)."""
     _guard_inference_aborts(model.graph, source, nodes)
     found = _long_vectors(model.graph, nodes, is_weight)
-    exact = _inferred(model, source, propagate=False) if found else None
+    listed = model.graph.node if nodes is None else nodes
+    suspected = not found and _may_make_long_vectors(model.graph, listed)
+    exact = _inferred(model, source, propagate=False) if found or suspected else None
+    if exact is not None:
+        made = _inferred_long_vectors(listed, exact, found)
+        found = replace(found, constants=tuple(sorted((*found.constants, *made))))
+        exact = exact if found else None  # none long after all: the propagating pass as is
     hidden, lengths = _hide(model.graph, found, _opset(model)) if found else (frozenset(), {})
     inferred = _inferred(model, source, propagate=True)
     if exact is not None:
         _merge_inferred(inferred, exact, lengths)
     return inferred, hidden
+
+
+def _may_make_long_vectors(graph: onnx.GraphProto, listed: Sequence[Any]) -> bool:
+    """Whether a node of ``graph`` may make a vector longer than ``LONG_VECTOR`` that an op
+    with a data propagator reads (``_DATA_READERS``; onnx's propagation takes a static
+    vector it has no value of for that many unknown values, ``DataPropagationContextImpl::
+    getInputData``), its length only inference tells: a Reshape to [-1] of a Conv's or a
+    MatMul's output (2.1 s and 1.3 GB at 16M elements), a Squeeze of a Transpose of a long
+    declared tensor, a ReduceSum, MatMul or Einsum to one dimension, a Gather of a row of a
+    weight [2, 16M] by a computed index (``_MAY_MAKE_VECTORS``).
+    Where one may, ``infer_model`` infers without propagation first and hides the vectors
+    that pass sizes (``_inferred_long_vectors``). Shape chains (integer, as exporters write
+    pads) are not suspected: the bundled models infer once, as before."""
+    read = {name for node in listed if node.op_type in _DATA_READERS for name in node.input}
+    if not read:
+        return False
+    sizes: _DeclaredSizes | None = None
+    for node in listed:
+        if node.op_type in _MAY_MAKE_VECTORS and node.output and node.output[0] in read \
+                and node.input and node.domain in ("", "ai.onnx"):
+            if sizes is None:
+                sizes = _DeclaredSizes(graph, listed)
+            if node.op_type == "Gather" and node.input[0] not in sizes.declared:
+                continue  # of a Shape, mostly: no call
+            if _MAY_MAKE_VECTORS[node.op_type](node, sizes):
+                return True
+    return False
+
+
+def _inferred_long_vectors(
+    listed: Sequence[Any], exact: onnx.GraphProto, found: _LongVectors
+) -> list[tuple[int, str, int, int]]:
+    """The nodes of the main graph (by index, with their output, element type, length) whose
+    output inference without propagation (``exact``) sizes as a vector longer than
+    ``LONG_VECTOR``, read by an op other than Shape (``_read_ranges``), that ``found`` does
+    not hide yet: ``_hide`` makes each a graph input of a length of its own, as a long
+    Constant. Not an op with a data propagator of a vector (a Concat of two): its value is
+    its operands', each hidden where long."""
+    long: dict[str, tuple[int, int]] = {}
+    ranks: dict[str, int] = {}
+    for value_info in chain(exact.input, exact.value_info):
+        dims = value_info.type.tensor_type.shape.dim
+        ranks[value_info.name] = len(dims)
+        if len(dims) == 1 and dims[0].dim_value > LONG_VECTOR:
+            long[value_info.name] = (value_info.type.tensor_type.elem_type, dims[0].dim_value)
+    taken = {name for _, name, *_ in (*found.constants, *found.reshaped)}
+    made = {
+        node.output[0]: (index, node.output[0], *long[node.output[0]])
+        for index, node in enumerate(listed)
+        if len(node.output) == 1 and node.output[0] in long and node.output[0] not in taken
+        and node.op_type not in _CONTROL_FLOW and node.op_type != "Constant"
+        and not (node.op_type in _DATA_READERS and node.input and ranks.get(node.input[0]) == 1)
+    } if long else {}
+    return _read_ranges(listed, made) if made else []
+
+
+def _vector_reshape(node: Any, sizes: _DeclaredSizes) -> bool:
+    """A Reshape to [-1] (or [0]) of a non-integer tensor of a size not known."""
+    inputs = node.input
+    if inputs[2:] or not inputs[1:] or sizes.constant_dims(inputs[1]) != (1,):
+        return False
+    return sizes.is_float(inputs[0]) and sizes.scalar(inputs[1]) in (-1, 0) \
+        and sizes.get(inputs[0]) is None
+
+
+def _vector_squeeze(node: Any, sizes: _DeclaredSizes) -> bool:
+    """A Squeeze of a tensor of more than ``LONG_VECTOR`` elements (of dimensions not known:
+    a Transpose of a declared tensor; ``_squeezes_to_a_vector`` hides the others), or of a
+    non-integer one of a size not known."""
+    size = sizes.get(node.input[0])
+    return size > LONG_VECTOR if size is not None else sizes.is_float(node.input[0])
+
+
+def _vector_reduce(node: Any, sizes: _DeclaredSizes) -> bool:
+    """A reduction, keepdims 0, of a tensor of rank one more than its axes."""
+    if _int_attribute(node, "keepdims", 1) != 0:
+        return False
+    axes = next((len(attr.ints) for attr in node.attribute if attr.name == "axes"), None)
+    if axes is None and node.input[1:]:
+        dims = sizes.constant_dims(node.input[1])
+        axes = dims[0] if dims is not None and len(dims) == 1 else None
+    rank = sizes.rank(node.input[0])
+    return axes is not None and rank is not None and rank - axes == 1
+
+
+def _vector_matmul(node: Any, sizes: _DeclaredSizes) -> bool:
+    """A MatMul of a vector and a matrix (or a matrix and a vector)."""
+    return not node.input[2:] and len(node.input) == 2 and sorted(
+        (sizes.rank(node.input[0]), sizes.rank(node.input[1])), key=str) == [1, 2]
+
+
+def _vector_einsum(node: Any, sizes: _DeclaredSizes) -> bool:
+    """An Einsum whose output has one subscript."""
+    equation = next((attr.s for attr in node.attribute if attr.name == "equation"), b"")
+    _, arrow, out = equation.replace(b" ", b"").partition(b"->")
+    return bool(arrow) and len(out) == 1
+
+
+def _vector_gather(node: Any, sizes: _DeclaredSizes) -> bool:
+    """A Gather of a row (or column) longer than ``LONG_VECTOR`` of a declared matrix (a
+    weight [2, 16M]) by an index of a rank not known (``_gathers_a_row`` hides one by a
+    scalar the model declares: here an Identity of one)."""
+    inputs = node.input
+    if inputs[2:] or not inputs[1:] or inputs[0] not in sizes.declared:
+        return False
+    dims = sizes.dims(inputs[0])
+    axis = _int_attribute(node, "axis", 0)
+    return dims is not None and len(dims) == 2 and axis in (-2, -1, 0, 1) \
+        and dims[1 - axis % 2] > LONG_VECTOR
+
+
+#: Ops that may make a long vector only inference sizes (of an input whose value onnx's
+#: propagation does not know): op -> (node, sizes) -> whether it may
+#: (``_may_make_long_vectors``).
+_MAY_MAKE_VECTORS: Mapping[str, Callable[[Any, _DeclaredSizes], bool]] = {
+    "Reshape": _vector_reshape,
+    "Gather": _vector_gather,
+    "Squeeze": _vector_squeeze,
+    "MatMul": _vector_matmul,
+    "Einsum": _vector_einsum,
+    **dict.fromkeys(("ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd",
+                     "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp",
+                     "ReduceSumSquare"), _vector_reduce),
+}
+#: Ops with a data propagator in onnx (``PartialDataPropagationFunction``): each reads the
+#: value of its rank-1 inputs, a static length of unknown values where none is known.
+_DATA_READERS = PROPAGATING_OPS | {"Size", "CastLike"}
 
 
 def _opset(model: onnx.ModelProto) -> int:
