@@ -867,6 +867,13 @@ def check(
                 f"{name} is an .npz or test-data folder path, or a mapping of names to "
                 f"arrays, not a {type(given).__name__}"
             )
+    if isinstance(model, LoweredGraph):
+        raise UnsupportedError(
+            f"{model.source}: check lowers the graph it is given, so it takes the model or the "
+            "graph load() made, not a lowered one: check(load(...), feature_level=...) "
+            f"(this one was lowered at {model.feature_level.full_name}); a lowered graph runs "
+            "on get_backend('numpy').run(lowered, feeds)"
+        )
     source_model: ModelSource = model.to_onnx() if isinstance(model, Graph) else model
     graph = load(source_model, input_shapes)
     if not graph.outputs:
