@@ -680,7 +680,7 @@ class ParityReport:
 
         return {
             "model": self.model,
-            "feature_level": self.feature_level.short,
+            "feature_level": self.feature_level.full_name,  # as `lower --json` spells it
             "inputs": self.inputs,
             "passed": self.passed,
             "compared": self.compared,

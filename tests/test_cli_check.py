@@ -45,6 +45,10 @@ def test_check_json_is_machine_readable(capsys) -> None:
     assert report["passed"] and report["exit_code"] == 0
     assert report["lowering"]["summary"]["Pad"] == {"lowered": 5}
     assert report["comparisons"][0]["outputs"][0]["atol"] == 1e-4
+    # the level spelled as `lower --json` spells it (check wrote "6_4"): one reader for both
+    assert main(["lower", str(MODELS / "tf_mobilenetv3_small_minimal.onnx"), "--json"]) == 0
+    lowered = json.loads(capsys.readouterr().out)
+    assert report["feature_level"] == lowered["feature_level"] == "DML_FEATURE_LEVEL_6_4"
 
 
 def test_check_fails_with_exit_1_when_outputs_differ(tmp_path, capsys) -> None:
