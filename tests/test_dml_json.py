@@ -246,6 +246,18 @@ def test_bad_fields_name_the_path(edit, field, rule) -> None:
     assert rule in str(info.value)
 
 
+@pytest.mark.parametrize("desc", SAMPLES, ids=lambda d: d.name)
+def test_a_count_field_left_out_is_refused(desc) -> None:
+    """DML_SPEC.md section 6: "DimensionCount/InputCount are required" in DxDispatch's JSON,
+    though the arrays they count would give them. Only another field's absence was tested."""
+    body = desc.to_json()["desc"]
+    count = "InputCount" if "InputCount" in body else "DimensionCount"
+    del body[count]
+    with pytest.raises(DmlValidationError) as info:
+        operator_from_json({"type": desc.name, "desc": body})
+    assert info.value.field == count and "required field is missing" in str(info.value)
+
+
 def test_float_field_accepts_named_strings_only() -> None:
     body = SAMPLES[3].to_json()["desc"]
     for text, check in (("inf", math.isinf), ("NaN", math.isnan), ("-INF", math.isinf)):

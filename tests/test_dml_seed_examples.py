@@ -16,10 +16,12 @@ from dmlgraph.dml import (
     JoinDesc,
     OperatorDesc,
     PaddingDesc,
+    PaddingMode,
     Slice1Desc,
     SliceDesc,
     operator_from_json,
 )
+from dmlgraph.dml.indexmaps import source_indices
 
 F32 = "FLOAT32"
 SLICE_INPUT = np.arange(1, 17, dtype=np.float32).reshape(1, 1, 4, 4)
@@ -243,6 +245,34 @@ def test_padding_seed_example(mode: str) -> None:
         np.testing.assert_array_equal(
             out, np.array(PAD_EXPECTED[mode], np.float32).reshape(1, 1, 8, 10)
         )
+
+
+@pytest.mark.parametrize("mode", ["EDGE", "REFLECTION", "SYMMETRIC"])
+def test_index_maps_reproduce_the_padding_seed_examples(mode: str) -> None:
+    """The index maps the lowering decomposes padding with (``indexmaps``) give seed 003's
+    examples: rows padded 1 and 3, columns 2 and 4, of a 4 x 4 input. The executor has its
+    own EDGE path, so the examples through it did not check the lowering's EDGE map."""
+    rows = source_indices(PaddingMode.parse(mode), 4, 1, 3)
+    cols = source_indices(PaddingMode.parse(mode), 4, 2, 4)
+    np.testing.assert_array_equal(PAD_INPUT[np.ix_(rows, cols)], PAD_EXPECTED[mode])
+
+
+# Source coordinates of 7 + 3 + 7 positions over an axis of 3, written out by hand: pads
+# beyond the input repeat periodically (REFLECTION: "StartPadding[i] >= InputTensor.Sizes[i]
+# ... is valid"; SYMMETRIC: "> InputTensor.Sizes[i]"; WRAP and EDGE from DML_SPEC.md's table).
+LONG_PADS = {
+    "EDGE": [0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 2, 2, 2, 2, 2, 2, 2],
+    "REFLECTION": [1, 2, 1, 0, 1, 2, 1, 0, 1, 2, 1, 0, 1, 2, 1, 0, 1],
+    "SYMMETRIC": [0, 0, 1, 2, 2, 1, 0, 0, 1, 2, 2, 1, 0, 0, 1, 2, 2],
+    "WRAP": [2, 0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 1, 2, 0],
+}
+
+
+@pytest.mark.parametrize("mode", list(LONG_PADS))
+def test_index_maps_of_pads_longer_than_the_input(mode: str) -> None:
+    np.testing.assert_array_equal(
+        source_indices(PaddingMode.parse(mode), 3, 7, 7), LONG_PADS[mode]
+    )
 
 
 def test_padding_symmetric_example_needs_fl_3_0() -> None:

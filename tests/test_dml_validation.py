@@ -329,6 +329,20 @@ def test_reflection_allows_pads_larger_than_the_input() -> None:
     ).validate("1_0")
 
 
+@pytest.mark.parametrize("mode, level", [("SYMMETRIC", "3_0"), ("WRAP", "6_4")])
+def test_symmetric_and_wrap_allow_pads_larger_than_the_input(mode: str, level: str) -> None:
+    """Seed 003: "StartPadding[i] > InputTensor.Sizes[i] and EndPadding[i] >
+    InputTensor.Sizes[i] are valid" for SYMMETRIC (WRAP is periodic too, DML_SPEC.md). Only
+    a property test covered it, by chance of its draws."""
+    padding_desc(
+        input_tensor=T("FLOAT32", (1, 1, 2, 2)),
+        output_tensor=T("FLOAT32", (1, 1, 2 + 5 + 7, 2)),
+        padding_mode=mode,
+        start_padding=(0, 0, 5, 0),
+        end_padding=(0, 0, 7, 0),
+    ).validate(level)
+
+
 def test_slice1_output_need_not_take_every_reachable_element() -> None:
     """Seed 000/001: valid so long as 1 <= OutputSizes[i] <= MaxCopiedElements[i]."""
     slice1_desc(output_tensor=T("FLOAT32", (1, 1, 1, 1))).validate("2_1")

@@ -534,7 +534,10 @@ class PaddingDesc(_PaddingRules, OperatorDesc):
     """DML_PADDING_OPERATOR_DESC (FL 1.0). PaddingValue is a C FLOAT: it is stored as the
     float32 the struct would hold (a signalling ``np.float32`` NaN as it is, since a Python
     float would set its quiet bit, as ``Padding1Desc`` keeps one), and truncated toward zero
-    for integer tensors."""
+    for integer tensors. Seed 003 says the value "may be truncated" for any DataType other
+    than FLOAT16 and FLOAT32, words older than FLOAT64 PADDING (FL 5.0); a FLOAT64 tensor
+    takes the FLOAT exactly, as a C conversion does (DML_SPEC.md: "non-float tensors"; tested
+    in test_numpy_executor.test_padding_value_conversions)."""
 
     OPERATOR: ClassVar[OperatorType] = OperatorType.PADDING
     SCHEMA: ClassVar[tuple[FieldSpec, ...]] = (
