@@ -1090,7 +1090,8 @@ def _may_make_long_vectors(graph: onnx.GraphProto, listed: Sequence[Any]) -> boo
     """Whether a node of ``graph`` may make a vector longer than ``LONG_VECTOR`` that an op
     with a data propagator reads (``_DATA_READERS``; onnx's propagation takes a static
     vector it has no value of for that many unknown values, ``DataPropagationContextImpl::
-    getInputData``), its length only inference tells: a Reshape to [-1] of a Conv's or a
+    getInputData``), itself or through ops keeping it a vector (``_VECTOR_KEEPING``: a
+    Relu), its length only inference tells: a Reshape to [-1] of a Conv's or a
     MatMul's output (2.1 s and 1.3 GB at 16M elements), a Squeeze of a Transpose of a long
     declared tensor, a ReduceSum, MatMul or Einsum to one dimension, a Gather of a row of a
     weight [2, 16M] by a computed index (``_MAY_MAKE_VECTORS``).
@@ -1101,9 +1102,15 @@ def _may_make_long_vectors(graph: onnx.GraphProto, listed: Sequence[Any]) -> boo
     if not read:
         return False
     sizes: _DeclaredSizes | None = None
+    reached: set[str] | None = None  # read through ``_VECTOR_KEEPING`` ops, once asked
     for node in listed:
-        if node.op_type in _MAY_MAKE_VECTORS and node.output and node.output[0] in read \
-                and node.input and node.domain in ("", "ai.onnx"):
+        if node.op_type in _MAY_MAKE_VECTORS and node.output and node.input \
+                and node.domain in ("", "ai.onnx"):
+            if node.output[0] not in read:
+                if reached is None:
+                    reached = _read_through_vector_keeping(listed, read)
+                if node.output[0] not in reached:
+                    continue
             if sizes is None:
                 sizes = _DeclaredSizes(graph, listed)
             if node.op_type == "Gather" and node.input[0] not in sizes.declared:
@@ -1111,6 +1118,24 @@ def _may_make_long_vectors(graph: onnx.GraphProto, listed: Sequence[Any]) -> boo
             if _MAY_MAKE_VECTORS[node.op_type](node, sizes):
                 return True
     return False
+
+
+def _read_through_vector_keeping(listed: Sequence[Any], read: set[str]) -> set[str]:
+    """``read``, grown by the tensors whose values reach it through ops keeping a vector a
+    vector (``_VECTOR_KEEPING``): a Reshape to [-1] of a Conv's output, Relu'd and Sliced,
+    took 2.2 s and 1.3 GB to load at 16M elements, the Relu's long output a vector with no
+    value to the Slice's propagator. (A few calls, once, where a vector maker is read
+    otherwise than by an op with a data propagator: a chain of n such ops, n + 2.)"""
+    passing = {  # output -> the inputs it may be as long a vector as
+        node.output[0]: node.input if node.op_type in _BROADCASTING else node.input[:1]
+        for node in listed if node.op_type in _VECTOR_KEEPING and node.output
+    }
+    frontier = read
+    while frontier:
+        frontier = {name for out in frontier if out in passing for name in passing[out]
+                    if name not in read}
+        read |= frontier
+    return read
 
 
 def _inferred_long_vectors(
@@ -1211,6 +1236,14 @@ _MAY_MAKE_VECTORS: Mapping[str, Callable[[Any, _DeclaredSizes], bool]] = {
 #: Ops with a data propagator in onnx (``PartialDataPropagationFunction``): each reads the
 #: value of its rank-1 inputs, a static length of unknown values where none is known.
 _DATA_READERS = PROPAGATING_OPS | {"Size", "CastLike"}
+#: Ops without a data propagator whose output is a vector, as long or longer, where they
+#: read one (as their first input, or any of a broadcasting op's): elementwise ops, Softmax,
+#: Transpose, Pad, Resize (``_RANK_KEEPING`` but those of a rank above 1). A long vector
+#: passes through them to the ops with one, unchanged to onnx's propagation.
+_VECTOR_KEEPING = _RANK_KEEPING - _DATA_READERS - {
+    "Flatten", "Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool",
+    "GlobalMaxPool", "BatchNormalization", "InstanceNormalization",
+}
 
 
 def _opset(model: onnx.ModelProto) -> int:
