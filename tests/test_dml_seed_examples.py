@@ -250,8 +250,9 @@ def test_padding_seed_example(mode: str) -> None:
 @pytest.mark.parametrize("mode", ["EDGE", "REFLECTION", "SYMMETRIC"])
 def test_index_maps_reproduce_the_padding_seed_examples(mode: str) -> None:
     """The index maps the lowering decomposes padding with (``indexmaps``) give seed 003's
-    examples: rows padded 1 and 3, columns 2 and 4, of a 4 x 4 input. The executor has its
-    own EDGE path, so the examples through it did not check the lowering's EDGE map."""
+    examples: rows padded 1 and 3, columns 2 and 4, of a 4 x 4 input. The executor reads
+    EDGE's map only at each border's first position, so the examples through it did not
+    check the whole of it."""
     rows = source_indices(PaddingMode.parse(mode), 4, 1, 3)
     cols = source_indices(PaddingMode.parse(mode), 4, 2, 4)
     np.testing.assert_array_equal(PAD_INPUT[np.ix_(rows, cols)], PAD_EXPECTED[mode])
@@ -273,6 +274,19 @@ def test_index_maps_of_pads_longer_than_the_input(mode: str) -> None:
     np.testing.assert_array_equal(
         source_indices(PaddingMode.parse(mode), 3, 7, 7), LONG_PADS[mode]
     )
+
+
+@pytest.mark.parametrize("mode, period", [("REFLECTION", 4), ("SYMMETRIC", 6), ("WRAP", 3)])
+def test_the_periods_the_executor_repeats_borders_by_are_the_maps(mode: str, period: int) -> None:
+    """``indexmaps.PERIODS`` (by which the executor copies a long border as its first period
+    repeated) at n = 3: the hand-written sequences above repeat with that period and with
+    no shorter one."""
+    from dmlgraph.dml.indexmaps import PERIODS
+
+    assert PERIODS[PaddingMode.parse(mode)](3) == period
+    sequence = LONG_PADS[mode]
+    assert sequence[period:] == sequence[:-period]
+    assert all(sequence[p:] != sequence[:-p] for p in range(1, period))
 
 
 def test_padding_symmetric_example_needs_fl_3_0() -> None:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dmlgraph.dml.enums import PaddingMode
-from dmlgraph.dml.indexmaps import INDEX_MAPS
+from dmlgraph.dml.indexmaps import INDEX_MAPS, PERIODS
 from dmlgraph.dml.operators import (
     JoinDesc,
     OperatorDesc,
@@ -91,15 +91,6 @@ def _runs(sources: np.ndarray) -> list[tuple[int, int, int, int]]:
         pieces.append((i, last - i + 1, int(sources[i]), int(steps[i])))
         i = last + 1
     return pieces
-
-
-#: The period of each mode's index map, by the axis's size n (DML_SPEC's table): a border
-#: longer than a few periods repeats the moves of its first.
-PERIODS = {
-    PaddingMode.WRAP: lambda n: n,
-    PaddingMode.REFLECTION: lambda n: 2 * (n - 1),
-    PaddingMode.SYMMETRIC: lambda n: 2 * n,
-}
 
 
 def _periodic_runs(
@@ -182,7 +173,10 @@ def _padding(desc: PaddingDesc | Padding1Desc, x: np.ndarray, out: np.ndarray) -
             return moves
         if mode is PaddingMode.EDGE:  # each border repeats one element: one broadcast move
             # a side, with no index array as long as the pads (2^31 of them took 16 GB)
-            sides = ((slice(0, start), 0), (slice(start + n, start + n + end), n - 1))
+            # the map's source of each side's first position, which every one of its own
+            # repeats (``INDEX_MAPS``: 0 before the input, n - 1 after it)
+            first, last = INDEX_MAPS[PaddingMode.EDGE](np.array([-1, n]), n).tolist()
+            sides = ((slice(0, start), first), (slice(start + n, start + n + end), last))
             for border, source in sides:
                 if border.stop > border.start:
                     edge = slice(source, source + 1)

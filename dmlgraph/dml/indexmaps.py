@@ -43,6 +43,16 @@ INDEX_MAPS: dict[PaddingMode, Callable[[np.ndarray, int], np.ndarray]] = {
 }
 
 
+#: The period of each periodic mode's map, by the axis's size n (DML_SPEC's table): the map
+#: repeats every period positions (EDGE has none), which the executor's moves use to copy a
+#: border longer than a few periods as its first period repeated.
+PERIODS: dict[PaddingMode, Callable[[int], int]] = {
+    PaddingMode.WRAP: lambda n: n,
+    PaddingMode.REFLECTION: lambda n: 2 * (n - 1),
+    PaddingMode.SYMMETRIC: lambda n: 2 * n,
+}
+
+
 def source_indices(mode: PaddingMode, n: int, start: int, end: int) -> np.ndarray:
     """The input coordinate of each of the ``start + n + end`` output positions of one axis."""
     return INDEX_MAPS[mode](np.arange(-start, n + end, dtype=np.int64), n)
