@@ -1335,3 +1335,31 @@ def test_a_label_encoder_4_of_a_constant_input_maps_as_its_schema_says(fold: boo
     assert want.tolist() == [10, 20, 20, 30]
     got = NumpyBackend("reference").run(lower(load(model, fold=fold)), {"x": x})["y"]
     assert got.tolist() == want.tolist()
+
+
+@pytest.mark.parametrize("keys", [[-0.0, 0.0], [0.0, -0.0]])
+def test_check_names_a_label_encoder_2_of_keys_0_and_minus_0(keys: list[float]) -> None:
+    """Keys 0 and -0 are two keys to LabelEncoder-2's bit-wise look-up; onnxruntime compares
+    as floats and maps both zeros to the first's value. No NaN key and no -0 missing a key,
+    so no divergence was named: check --fallback reference failed on a bare mismatch, and a
+    constant input was folded to the spec's values, failing check on the onnxruntime
+    fallback too."""
+    from dmlgraph import check
+
+    x = np.array([-0.0, 0.0, 1.0], np.float32)
+
+    def model(constant: bool) -> onnx.ModelProto:
+        node = helper.make_node("LabelEncoder", ["c" if constant else "x"], ["l"],
+                                domain="ai.onnx.ml", keys_floats=keys, values_int64s=[5, 7],
+                                default_int64=-1)
+        made = one_node_model(node, x, [numpy_helper.from_array(x, "c")] if constant else [],
+                              opset=13, ml=2, out_type=TensorProto.INT64)
+        made.graph.node.append(helper.make_node("Add", ["l", "l"], ["y"]))
+        made.graph.output[0].name = "y"
+        return made
+
+    for fallback in ("onnxruntime", "reference"):
+        report = check(model(False), inputs={"x": x}, fallback=fallback)
+        assert report.passed
+        assert bool(report.divergences) == (fallback == "reference")
+        assert check(model(True), inputs={"x": x}, fallback=fallback).passed
