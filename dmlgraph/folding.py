@@ -3133,6 +3133,11 @@ def _run_single(
             )
         except op_run.RuntimeContextError:
             return None
+        # of a NodeProto, onnx takes the opsets as {its domain: 1} (ai.onnx's newest), which
+        # its ops read as they run (``run_params``, this same dict): a LabelEncoder-4 of
+        # ai.onnx.ml 4 compared its float keys bit by bit, as LabelEncoder-2 does, and
+        # folded -0 to the default where its key 0 maps it (onnxruntime, onnx.reference)
+        evaluator.opsets_.update(opsets)
         if len(_EVALUATORS) >= _EVALUATOR_CACHE_SIZE:
             _EVALUATORS.clear()
         _EVALUATORS[key] = evaluator

@@ -572,14 +572,19 @@ def _merge_function_opsets(proto: onnx.ModelProto, source: str) -> None:
 
 def _check_rebound(function: onnx.FunctionProto, domain: str, version: int,
                    model: Mapping[str, int], source: str) -> None:
-    """Refuse a function's node of ``domain`` whose op has another schema at the model's
-    version and breaks it, naming both versions: the checker alone named the op of the
-    inlined model (onnxruntime refuses such a model too)."""
+    """Refuse a function's node of ``domain`` (at any depth of its subgraphs) whose op has
+    another schema at the model's version and breaks it, naming both versions: the checker
+    alone named the op of the inlined model (onnxruntime refuses such a model too). A node
+    holding subgraphs is left to that checker: checked alone, its subgraphs' reads of the
+    function's names are undefined ("Nodes in a graph must be topologically sorted"), and an
+    If or Loop of any version reading one was refused where onnxruntime runs it."""
     context = onnx.checker.C.CheckerContext()
     context.ir_version = onnx.IR_VERSION
     context.opset_imports = dict(model)
-    for node in function.node:
-        if _DOMAIN_ALIASES.get(node.domain, node.domain) != domain:
+    for node in _function_nodes(function):
+        if _DOMAIN_ALIASES.get(node.domain, node.domain) != domain or any(
+            subgraphs.attribute_graphs(attr) for attr in node.attribute
+        ):
             continue
         was, now = _since(node, version), _since(node, model[domain])
         if was == now:
@@ -597,6 +602,15 @@ def _check_rebound(function: onnx.FunctionProto, domain: str, version: int,
                 f"{node.name!r} ({node.op_type}-{was} at opset {version}) {broken}: "
                 f"{str(exc).splitlines()[0]}"
             ) from None
+
+
+def _function_nodes(function: onnx.FunctionProto) -> Iterator[onnx.NodeProto]:
+    """Every node of a function and of the subgraphs its nodes hold, at any depth."""
+    for node in function.node:
+        yield node
+        for attr in node.attribute:
+            for graph in subgraphs.attribute_graphs(attr):
+                yield from subgraphs.nested_nodes(graph)
 
 
 def _since(node: onnx.NodeProto, version: int) -> int | None:

@@ -807,23 +807,42 @@ DIVERGENT_DOMAINS: dict[str, str] = {"LabelEncoder": "ai.onnx.ml"}
 def label_bits_divergence(version: int, attrs: Mapping[str, Any], x: Any) -> str:
     """Why onnxruntime 1.32 maps ``x`` otherwise than a LabelEncoder-2 (or -3) of float keys
     does by its spec (``label_bits_look_up``), or "": a NaN of a NaN key's bits, -0 for a
-    key 0."""
+    key 0, a 0 of keys 0 and -0 of other values (onnxruntime takes the first's)."""
     keys = attrs.get("keys_floats")
     if version >= 4 or keys is None or not isinstance(x, np.ndarray) or x.dtype != np.float32:
         return ""
     keys = np.asarray(keys, np.float32)
-    odd = keys[(keys != keys) | (keys == 0)]
+    if not ((keys != keys) | (keys == 0)).any():
+        return ""
+    odd = x[(x != x) | (x == 0)].view(np.uint32)  # the only inputs mapped otherwise
     if not odd.size:
         return ""
-    by_bits = np.isin(x.view(np.uint32), odd.view(np.uint32))
-    differ = int(np.count_nonzero(by_bits != np.isin(x, odd)))  # as floats: NaN is none
+    values = next((v for v in (attrs.get(f"values_{kind}") for kind in (
+        "floats", "int64s", "strings")) if v is not None), None)
+    bits, counts = np.unique(odd, return_counts=True)
+    differ = sum(int(count) for b, count in zip(bits.tolist(), counts.tolist())
+                 if _label_keys_differ(keys, values, np.uint32(b)))
     if not differ:
         return ""
     return (f"a LabelEncoder-{version} of float keys {keys.tolist()}: ONNX compares keys bit "
             f"by bit (\"even a float NaN can be mapped\"), so {differ} element(s) of its input "
-            "(a NaN of a NaN key's bits, or -0 against a key 0) map otherwise than "
-            "onnxruntime 1.32 maps them, comparing as floats (a NaN matches no key, -0 "
-            "matches 0), as onnx.reference does; --fallback reference computes ONNX's")
+            "(a NaN of a NaN key's bits, -0 against a key 0, or a 0 of keys 0 and -0) map "
+            "otherwise than onnxruntime 1.32 maps them, comparing as floats (a NaN matches no "
+            "key, -0 matches 0, the first of equal keys is taken), as onnx.reference does; "
+            "--fallback reference computes ONNX's")
+
+
+def _label_keys_differ(keys: np.ndarray, values: Sequence[Any] | None, bits: np.uint32) -> bool:
+    """Whether an input of ``bits`` takes another value by the spec's look-up (the last key
+    of its bits, as ``label_bits_look_up``'s table) than by onnxruntime's (the first key
+    equal as a float); without ``values``, whether the keys differ."""
+    by_bits = np.flatnonzero(keys.view(np.uint32) == bits)
+    as_float = np.flatnonzero(keys == bits.view(np.float32))
+    spec = int(by_bits[-1]) if by_bits.size else None
+    onnxruntime = int(as_float[0]) if as_float.size else None
+    if spec is None or onnxruntime is None or values is None:
+        return spec != onnxruntime
+    return bool(values[spec] != values[onnxruntime])
 
 
 def label_bits_look_up(keys: Sequence[float], values: Sequence[Any], default: Any,

@@ -1314,3 +1314,52 @@ def test_check_names_a_label_encoder_2_nan_key_and_does_not_fold_its_constant() 
         assert bool(report.divergences) == (fallback == "reference")
         assert all("ONNX compares keys bit by bit" in d.note for d in report.divergences)
         assert check(model(True), inputs={"x": x}, fallback=fallback).passed
+
+
+@pytest.mark.parametrize("fold", [True, False])
+def test_a_label_encoder_4_of_a_constant_input_maps_as_its_schema_says(fold: bool) -> None:
+    """A LabelEncoder-4 (ai.onnx.ml 4) of float keys compares them as floats: -0 takes key
+    0's value, any NaN a NaN key's. Of a constant input (folded at load, or run on the
+    reference fallback), its evaluator of the node alone read the ml opset as 1 (onnx's
+    opsets of a lone NodeProto) and compared bit by bit as LabelEncoder-2 does: -0 came out
+    the default, -1 where onnxruntime gives 20, silently."""
+    c = np.array([np.nan, -0.0, 0.0, 1.0], np.float32)
+    c.view(np.uint32)[0] |= 1  # a NaN of other bits than the key's
+    node = helper.make_node("LabelEncoder", ["c"], ["l"], domain="ai.onnx.ml",
+                            keys_floats=[float("nan"), 0.0, 1.0],
+                            values_floats=[10.0, 20.0, 30.0], default_float=-1.0)
+    x = np.zeros(4, np.float32)
+    model = one_node_model(node, x, [numpy_helper.from_array(c, "c")], opset=18, ml=4)
+    model.graph.node.append(helper.make_node("Add", ["l", "x"], ["y"]))
+    want = onnxruntime_runs(model, x)
+    assert want.tolist() == [10, 20, 20, 30]
+    got = NumpyBackend("reference").run(lower(load(model, fold=fold)), {"x": x})["y"]
+    assert got.tolist() == want.tolist()
+
+
+@pytest.mark.parametrize("keys", [[-0.0, 0.0], [0.0, -0.0]])
+def test_check_names_a_label_encoder_2_of_keys_0_and_minus_0(keys: list[float]) -> None:
+    """Keys 0 and -0 are two keys to LabelEncoder-2's bit-wise look-up; onnxruntime compares
+    as floats and maps both zeros to the first's value. No NaN key and no -0 missing a key,
+    so no divergence was named: check --fallback reference failed on a bare mismatch, and a
+    constant input was folded to the spec's values, failing check on the onnxruntime
+    fallback too."""
+    from dmlgraph import check
+
+    x = np.array([-0.0, 0.0, 1.0], np.float32)
+
+    def model(constant: bool) -> onnx.ModelProto:
+        node = helper.make_node("LabelEncoder", ["c" if constant else "x"], ["l"],
+                                domain="ai.onnx.ml", keys_floats=keys, values_int64s=[5, 7],
+                                default_int64=-1)
+        made = one_node_model(node, x, [numpy_helper.from_array(x, "c")] if constant else [],
+                              opset=13, ml=2, out_type=TensorProto.INT64)
+        made.graph.node.append(helper.make_node("Add", ["l", "l"], ["y"]))
+        made.graph.output[0].name = "y"
+        return made
+
+    for fallback in ("onnxruntime", "reference"):
+        report = check(model(False), inputs={"x": x}, fallback=fallback)
+        assert report.passed
+        assert bool(report.divergences) == (fallback == "reference")
+        assert check(model(True), inputs={"x": x}, fallback=fallback).passed

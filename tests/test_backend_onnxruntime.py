@@ -1042,3 +1042,22 @@ def test_the_onnxruntime_backend_binds_outputs_as_the_numpy_backend_does(lowered
     assert "bound output 'z' is not a graph output" in errors[2]
     if lowered:  # the numpy backend's words, one rule for both
         assert errors[:3] == errors[3:]
+
+
+def test_an_if_declaring_other_sizes_is_lowered_again_and_judged_once(monkeypatch) -> None:
+    """The graph lowered again is made once, and whether onnxruntime may still size it
+    otherwise (``_sized_by_inference``) asked once: it was asked again on every run (a pass
+    over the graph's nodes each time), once at the first run only now."""
+    from backends.onnxruntime import backend as module
+
+    model = _if_declaring([6], helper.make_node("Slice", ["i", "s", "e", "ax"], ["y"]))
+    feeds = {"x": np.arange(6, dtype=np.float32).reshape(2, 3), "c": np.array(True)}
+    asked = []
+    sized = module._sized_by_inference
+    monkeypatch.setattr(module, "_sized_by_inference",
+                        lambda graph, model: asked.append(graph) or sized(graph, model))
+    backend = OnnxruntimeBackend(["CPUExecutionProvider"])
+    lowered = lower(load(model), "6_4")
+    for _ in range(4):
+        assert backend.run(lowered, feeds)["y"].tolist() == [[[0.0], [3.0]]]
+    assert len(asked) == 3  # the graph's session, the graph lowered again: judged, its session

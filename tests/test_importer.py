@@ -2100,6 +2100,35 @@ def test_a_function_node_breaking_the_models_version_of_its_op_is_named() -> Non
         dmlgraph.load(model)
 
 
+def test_a_function_of_another_opset_holding_a_subgraph_binds_as_onnxruntime_does() -> None:
+    """An If (If-11 in a function of opset 11, the model at 13) whose branch reads the
+    function's input was refused ("If-11 ... breaks If-13: Nodes in a graph must be
+    topologically sorted": its branch checked without the function's names); onnxruntime
+    runs it, the branch's Softmax bound at 13 (one axis). A node in a branch breaking its op
+    at the model's version is still refused, naming the function and both versions."""
+    def branch(node: onnx.NodeProto) -> onnx.GraphProto:
+        return helper.make_graph([node], "b", [], [
+            helper.make_tensor_value_info(node.output[0], TensorProto.FLOAT, None)])
+
+    def calling(version: int, then: onnx.NodeProto, model_version: int) -> onnx.ModelProto:
+        function = _opset_function(
+            version, helper.make_node("Constant", [], ["k"], value=helper.make_tensor(
+                "k", TensorProto.BOOL, [], [True])),
+            helper.make_node("If", ["k"], ["b"], then_branch=branch(then),
+                             else_branch=branch(helper.make_node("Identity", ["a"], ["e"]))))
+        return _calling(function, [helper.make_node("F", ["x"], ["y"], domain="local")],
+                        [2, 3], [("", model_version), ("local", 1)])
+
+    model = calling(11, helper.make_node("Softmax", ["a"], ["t"], axis=0), 13)
+    want, got = _ort_and_ours(model, np.arange(6, dtype=np.float32).reshape(2, 3))
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    model = calling(11, helper.make_node("Split", ["a"], ["t", "u"], axis=1, split=[1, 2]), 18)
+    with pytest.raises(ModelValidationError, match=(
+            r"local::F imports domain 'ai.onnx' at opset 11, the model at 18: .* \(Split-11 "
+            r"at opset 11\) breaks Split-18")):
+        dmlgraph.load(model)
+
+
 def test_an_opset_only_a_function_imports_joins_the_models() -> None:
     function = helper.make_function(
         "local", "ML", ["a"], ["b"],

@@ -553,3 +553,15 @@ def test_bytes_for_the_inputs_list_are_refused_as_such() -> None:
                      offsets=(0,), sizes=(4,), strides=(1,))
     with pytest.raises(ExecutionError, match="inputs must be a list of arrays.*not bytes"):
         execute_operator(desc, b"abcd", "6_4")
+
+
+def test_a_flat_buffer_of_another_byte_order_is_read_only_as_far_as_its_desc_addresses() -> None:
+    """Converted to this machine's byte order whole first, a big-endian broadcast view of
+    2^40 elements raised NumPy's MemoryError ("Unable to allocate 4.00 TiB"), a traceback."""
+    desc = SliceDesc(input_tensor=T("FLOAT32", (2,), strides=(3,)),
+                     output_tensor=T("FLOAT32", (2,)), offsets=(0,), sizes=(2,), strides=(1,))
+    huge = np.broadcast_to(np.array(2.5, np.dtype(np.float32).newbyteorder()), (2**40,))
+    (out,) = execute_operator(desc, [huge], "6_4")
+    assert out.tolist() == [2.5, 2.5]
+    flat = np.arange(4, dtype=np.dtype(np.float32).newbyteorder())
+    assert execute_operator(desc, [flat], "6_4")[0].tolist() == [0.0, 3.0]

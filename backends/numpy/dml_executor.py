@@ -29,7 +29,10 @@ class ExecutionError(DmlgraphError):
 # -- reading and writing tensors through their descs -----------------------------------------
 def _read(desc: BufferTensorDesc, array: np.ndarray, label: str) -> np.ndarray:
     """The logical tensor (shape = desc.sizes) as bits, from a shaped array or a flat buffer."""
-    array = native_order(as_array(array, label, ExecutionError))  # its values, as feeds
+    array = as_array(array, label, ExecutionError)
+    if not array.dtype.isnative and array.ndim == 1:  # of a flat buffer, only the part its
+        array = array[: _last_index(desc) + 1]  # desc addresses is converted (a vast view)
+    array = native_order(array)  # its values, as feeds
     expected = desc.data_type.numpy_dtype
     if array.dtype != expected:
         raise ExecutionError(

@@ -211,11 +211,14 @@ class OnnxruntimeBackend:
 
         level = getattr(graph, "feature_level", None) or FeatureLevel.L6_4
         for everything in (False, True):
-            if everything not in built.resized:
-                built.resized[everything] = resized(graph, level, everything)  # type: ignore[arg-type]
-            again = built.resized[everything]
-            if again is not None and not _sized_by_inference(again, None):
-                return again
+            if everything not in built.resized:  # once a graph: kept only where it is sure
+                again = resized(graph, level, everything)  # type: ignore[arg-type]
+                built.resized[everything] = (
+                    again if again is not None and not _sized_by_inference(again, None) else None
+                )
+            sure: Graph | None = built.resized[everything]
+            if sure is not None:
+                return sure
         if results is None:
             return None
         name = wrong[0]
