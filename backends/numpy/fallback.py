@@ -8,6 +8,7 @@ independent of onnxruntime).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
@@ -16,14 +17,14 @@ import numpy as np
 import onnx
 
 from backends.base import BackendError, engine_hint, first_line
-from backends.numpy.control import inferred_ranks, other_rank
+from backends.numpy.control import inferred_ranks, other_rank, scan_body_divergence
 from backends.onnxruntime import values
 from backends.onnxruntime.providers import cannot_run, make_session, select_providers
 from dmlgraph.canonical import known_since_version
 from dmlgraph.dml.enums import PaddingMode
 from dmlgraph.dml.indexmaps import source_indices
 from dmlgraph.dtypes import ELEM_TYPE_TO_DTYPE
-from dmlgraph.ir import Graph, Node, OnnxOp, split_inputs, subgraphs
+from dmlgraph.ir import Graph, Node, OnnxOp, Subgraph, split_inputs, subgraphs
 from dmlgraph.parity import DIVERGENCE, UNINITIALIZED, failed_names, failed_nodes
 from dmlgraph.reference_ops import DIVERGENT_DOMAINS, label_bits_divergence, spec_ops
 from dmlgraph.shape_kernels import KERNELS
@@ -114,6 +115,34 @@ def _scan_8_no_step(op: OnnxOp, values: Sequence[Any]) -> str:
             "fresh memory, else what its buffers held: an earlier run's values)")
 
 
+def _scan_run_divergence(op: OnnxOp, values: Sequence[Any]) -> str:
+    """A Scan-8's divergence by its values (``_scan_8_divergence``), else by its body: one
+    making its inputs or a tensor twice its outputs (``control.scan_body_divergence``), which
+    onnxruntime gets wrong (a Scan-8 run whole on the fallback: nothing noted it, check on
+    --fallback reference failed naming nothing, and on onnxruntime's compared its buffers)."""
+    return _scan_8_divergence(op, values) or _scan_body_note(op)
+
+
+def _scan_body_note(op: OnnxOp) -> str:
+    """``control.scan_body_divergence`` of a Scan's body ("" where it has none here)."""
+    body = op.attrs.get("body")
+    return _body_divergence(body.data) if isinstance(body, Subgraph) else ""
+
+
+@functools.lru_cache(maxsize=64)
+def _body_divergence(data: bytes) -> str:
+    """``control.scan_body_divergence`` of a serialized body, read once (asked each run)."""
+    return scan_body_divergence(onnx.GraphProto.FromString(data))
+
+
+def _scan_ort_no_value(op: OnnxOp, values: Sequence[Any]) -> str:
+    """Where onnxruntime's Scan gives its buffers: a Scan-8 of no step's final states
+    (``_scan_8_no_step``), or the outputs its body makes wrong (``_scan_body_note``)."""
+    note = _scan_8_no_step(op, values)
+    body = "" if note else _scan_body_note(op)
+    return note or (f"{body}; {UNINITIALIZED}" if body else "")
+
+
 def _label_bits_divergence(op: OnnxOp, values: Sequence[Any]) -> str:
     """A LabelEncoder-2 (or -3) fed a value onnxruntime maps otherwise than its spec."""
     found = label_bits_divergence(op.since_version, op.attrs, values[0] if values else None)
@@ -132,7 +161,7 @@ RunCheck = Callable[[OnnxOp, Sequence[Any]], str]
 #: computes what onnxruntime does, so notes only where that is no value (``_ORT_NO_VALUE``).
 _RUN_DIVERGENCES: Mapping[str, RunCheck] = {
     "Squeeze": _squeeze_divergence,
-    "Scan": _scan_8_divergence,
+    "Scan": _scan_run_divergence,
     "LabelEncoder": _label_bits_divergence,
 }
 
@@ -143,8 +172,9 @@ _RUN_DIVERGENCES: Mapping[str, RunCheck] = {
 #: op's static test first (cheap, asked once of each segment: which nodes to watch), then its
 #: run-time one.
 _ORT_NO_VALUE: Mapping[str, tuple[Callable[[Node], bool], RunCheck]] = {
-    "Scan": (lambda node: isinstance(node.op, OnnxOp) and node.op.since_version < 9
-             and split_inputs(node)[0][:1] == ("",), _scan_8_no_step),
+    "Scan": (lambda node: isinstance(node.op, OnnxOp) and (
+        node.op.since_version < 9 and split_inputs(node)[0][:1] == ("",)
+        or bool(_scan_body_note(node.op))), _scan_ort_no_value),
 }
 
 #: What the onnxruntime fallback adds to an ``_ORT_NO_VALUE`` note: what its run gave.
