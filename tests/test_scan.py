@@ -783,6 +783,39 @@ def test_a_body_input_passed_through_runs_whatever_it_is_declared(
                for name, w in zip(("final", "rows", "relus"), want))
 
 
+def _scan_8_repeating() -> onnx.ModelProto:
+    """A Scan-8 of x [1, 4, 6] whose body makes its Relu of the row two scan outputs."""
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["acc"], ["a2"]), helper.make_node("Relu", ["row"], ["r"])],
+        "body", [_vi("acc", [2]), _vi("row", [6])], [_vi("a2", [2]), _vi("r", [6]), _vi("r", [6])])
+    graph = helper.make_graph(
+        [helper.make_node("Scan", ["", "init", "x"], ["final", "r1", "r2"], name="scan",
+                          body=body, num_scan_inputs=1)],
+        "m", [_vi("init", [1, 2]), _vi("x", [1, 4, 6])],
+        [_vi("final", None), _vi("r1", None), _vi("r2", None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 8)])
+    model.ir_version = 9
+    return model
+
+
+@pytest.mark.parametrize("fallback", ["onnxruntime", "reference"])
+def test_a_scan_8_repeating_an_output_on_the_fallback_is_a_known_divergence(
+    fallback: str, onnx_run
+) -> None:
+    """The same of a body making one tensor two scan outputs: onnxruntime's first is zeros."""
+    from dmlgraph import check
+
+    model = _scan_8_repeating()
+    feeds = {"init": np.ones((1, 2), np.float32),
+             "x": np.arange(1, 25, dtype=np.float32).reshape(1, 4, 6)}
+    _, r1, r2 = onnx_run(model, feeds, optimize=False)
+    assert not r1.any() and np.array_equal(r2, feeds["x"])
+    report = check(model, inputs=feeds, fallback=fallback)
+    assert report.exit_code == 0
+    (divergence,) = report.divergences
+    assert divergence.note.startswith("divergence: the Scan's body makes ['r'] more than one")
+
+
 @pytest.mark.parametrize("fallback", ["onnxruntime", "reference"])
 def test_a_scan_8_passing_its_inputs_through_on_the_fallback_is_a_known_divergence(
     fallback: str, onnx_run
