@@ -802,14 +802,17 @@ def _scan_8_repeating() -> onnx.ModelProto:
 def test_a_scan_8_repeating_an_output_on_the_fallback_is_a_known_divergence(
     fallback: str, onnx_run
 ) -> None:
-    """The same of a body making one tensor two scan outputs: onnxruntime's first is zeros."""
+    """The same of a body making one tensor two scan outputs: onnxruntime's first holds what
+    its buffers held (zeros in fresh memory, else stale values: not asserted)."""
     from dmlgraph import check
 
     model = _scan_8_repeating()
     feeds = {"init": np.ones((1, 2), np.float32),
-             "x": np.arange(1, 25, dtype=np.float32).reshape(1, 4, 6)}
-    _, r1, r2 = onnx_run(model, feeds, optimize=False)
-    assert not r1.any() and np.array_equal(r2, feeds["x"])
+             "x": np.arange(-12, 12, dtype=np.float32).reshape(1, 4, 6)}
+    assert np.array_equal(onnx_run(model, feeds, optimize=False)[2], np.maximum(feeds["x"], 0))
+    got = get_backend("numpy", fallback="reference").run(lower(dmlgraph.load(model), "6_4"),
+                                                         feeds)
+    assert np.array_equal(got["r1"], np.maximum(feeds["x"], 0))  # ONNX's, spelled out
     report = check(model, inputs=feeds, fallback=fallback)
     assert report.exit_code == 0
     (divergence,) = report.divergences
@@ -821,7 +824,7 @@ def test_a_scan_8_passing_its_inputs_through_on_the_fallback_is_a_known_divergen
     fallback: str, onnx_run
 ) -> None:
     """A Scan-8 runs whole on the fallback; its body passing its inputs through, onnxruntime
-    gives its buffers there (zeros, measured). Nothing noted it: check on the onnxruntime
+    gives its buffers there (zeros in fresh memory). Nothing noted it: check on the onnxruntime
     fallback compared those buffers with themselves and passed, on --fallback reference it
     failed naming nothing (its values ONNX's). Now both name the divergence, the onnxruntime
     fallback's outputs not compared."""
@@ -831,18 +834,14 @@ def test_a_scan_8_passing_its_inputs_through_on_the_fallback_is_a_known_divergen
     model = _passed_through_declared(8, [2], [6])
     feeds = {"init": np.array([[1, 2]], np.float32),
              "x": np.arange(1, 25, dtype=np.float32).reshape(1, 4, 6)}
-    final, rows, _ = onnx_run(model, feeds, optimize=False)
-    assert not np.array_equal(final, feeds["init"]) and not np.array_equal(rows, feeds["x"])
     report = check(model, inputs=feeds, fallback=fallback)
     assert report.exit_code == 0
     (divergence,) = report.divergences
     assert divergence.note.startswith(
         "divergence: the Scan's body makes its input(s) ['acc', 'row'] output(s) as they are")
     compared = {o.name: o.message for c in report.comparisons for o in c.outputs}
-    if fallback == "onnxruntime":
+    if fallback == "onnxruntime":  # its values there are its buffers (zeros, or stale ones)
         assert compared["final"] == compared["rows"] == UNINITIALIZED_MESSAGE
-    else:
-        assert "exceed" in compared["final"] and "exceed" in compared["rows"]
 
 
 def test_a_state_variable_that_changes_shape_is_one_clear_error(onnx_run) -> None:
