@@ -236,7 +236,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             result = backend.execute(target, feeds)
     except DmlgraphError as exc:
         hint = (_divergence_hint(graph, target, args.feature_level, exc)
-                or _run_divergence_hint(graph, feeds)
+                or _run_divergence_hint(graph, feeds, exc)
                 or _cannot_run_hint(exc)) if args.backend == "onnxruntime" else ""
         if not hint:
             raise
@@ -281,7 +281,7 @@ def _divergence_hint(
         return ""
 
 
-def _run_divergence_hint(graph: Graph, feeds: Mapping[str, Any]) -> str:
+def _run_divergence_hint(graph: Graph, feeds: Mapping[str, Any], failure: Exception) -> str:
     """What onnxruntime's failure adds where, by the values fed, a node diverges as the numpy
     backend's fallbacks watch for (``fallback.run_divergence``: a Squeeze by an empty axes
     list, which onnxruntime squeezes whole, fails a node past it): that the numpy backend
@@ -289,7 +289,7 @@ def _run_divergence_hint(graph: Graph, feeds: Mapping[str, Any]) -> str:
     from backends.base import engine_hint
     from backends.numpy.fallback import run_divergence
 
-    found = run_divergence(graph, feeds)
+    found = run_divergence(graph, feeds, failure=str(failure))
     if found is None:
         return ""
     note, node = found

@@ -752,6 +752,8 @@ def _node_made(
                           for v in (*graph.input, *graph.value_info, *graph.output)})
             types.update({t.name: helper.make_tensor_type_proto(t.data_type, t.dims)
                           for graph in (inferred, body) for t in graph.initializer})
+            # a body input passed through as an output is read as the input it is
+            types.update({v.name: v.type for v in body.input})
         try:
             schema = onnx.defs.get_schema(
                 node.op_type, opsets.get(node.domain or "", 1), node.domain or "")

@@ -51,7 +51,7 @@ from dmlgraph.dml.enums import FeatureLevel
 from dmlgraph.dml.scalars import as_double, is_real
 from dmlgraph.dtypes import is_float
 from dmlgraph.errors import DmlgraphError, UnsupportedError, as_array
-from dmlgraph.ir import Graph
+from dmlgraph.ir import Graph, Node
 from dmlgraph.tensorio import TensorIOError, native_order
 
 T = TypeVar("T")
@@ -536,6 +536,23 @@ def known_divergences(
 _FAILED_AT = re.compile(r"running \S+ node\. Name:'([^']*)'")
 
 
+def failed_nodes(graph: Graph, failure: str) -> list[Node]:
+    """The nodes of ``graph`` onnxruntime's run ``failure`` names as the one it failed at (by
+    name, as the file holds it; an unnamed one as ``to_onnx`` names it), at the top level:
+    [] where it names none of them."""
+    name = next(iter(failed_names(failure)), "")
+    if not name:
+        return []
+    failed = graph.find_nodes(name=name)
+    return failed or [n for n in graph.nodes if not n.name and f"{n.op_type}_{n.id}" == name]
+
+
+def failed_names(failure: str) -> list[str]:
+    """The names of the nodes onnxruntime's run ``failure`` says it failed at: the graph's,
+    then, where that one holds subgraphs, the one inside it failed at, and so on inwards."""
+    return _FAILED_AT.findall(failure)
+
+
 def _upstream(
     graph: Graph, divergences: Sequence[KnownDivergence], failure: str
 ) -> list[KnownDivergence]:
@@ -543,10 +560,7 @@ def _upstream(
     names (by name, as the file holds it): its inputs there are not the model's, so its
     failure is theirs. An Add of [0] and the [4] a divergent Slice made on onnxruntime (ONNX:
     [0]) failed, and ``check`` with it (exit 2; a helper's sweep)."""
-    found = _FAILED_AT.search(failure)
-    failed = graph.find_nodes(name=found[1]) if found and found[1] else []
-    if not failed and found and found[1]:  # an unnamed node, as ``to_onnx`` names it
-        failed = [n for n in graph.nodes if not n.name and f"{n.op_type}_{n.id}" == found[1]]
+    failed = failed_nodes(graph, failure)
     if not failed:
         return []
     before: set[int] = set()

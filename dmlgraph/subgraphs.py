@@ -401,13 +401,14 @@ def scan_state_problem(
             if not shape:
                 continue
             shape, entry = shape[1:], f" (a batch entry of {_fed(info.dtype, info.shape)})"
-        made_type = value.type.tensor_type
+        passed = _passed_through(body, declared.name)
+        made_type = (value if passed is None else passed).type.tensor_type
         if not made_type.HasField("shape"):
             continue
         said, how = declared.type.tensor_type, "as onnx infers it"
         load = "refuses the model at load"
         sizes = _sizes(made_type)
-        if said.HasField("shape") and not _merges(shape, _sizes(said)):
+        if passed is None and said.HasField("shape") and not _merges(shape, _sizes(said)):
             node, how = node_made(index), "as declared"
             kept = None if node is None else onnxruntime_sizes(said, node)
             if node is None:  # (unknown: only a rank onnx's merge refuses is sure)
@@ -426,6 +427,16 @@ def scan_state_problem(
             f"state variables keep their shape from step to step (onnxruntime {load})"
         )
     return _scan_output_problem(body, len(fed) - int(batched) - scans, node_made)
+
+
+def _passed_through(body: onnx.GraphProto, name: str) -> onnx.ValueInfoProto | None:
+    """The body input a body output is, passed through (no node makes it); None where a node
+    makes it. onnxruntime (1.32) takes such an output as the input is, whatever it is declared
+    (a state declared [2, 1] passed through from [2]: it loads and runs, as onnx.reference
+    does, where dmlgraph said it refused the model at load)."""
+    if any(name in node.output for node in body.node):
+        return None
+    return next((value for value in body.input if value.name == name), None)
 
 
 #: What onnxruntime does with a Scan whose body declares an output of another rank than

@@ -899,3 +899,55 @@ def test_a_divergent_loop_in_a_branch_not_taken_is_no_divergence(tmp_path: Path,
     assert capsys.readouterr().err.rstrip().endswith(
         "(a known divergence at node 'h0', which the numpy backend runs and check names: "
         "--backend numpy, get_backend('numpy') in Python)")
+
+
+def _squeeze_beside_bad_reshape(holder: bool) -> tuple[onnx.ModelProto, dict, str]:
+    """A Squeeze of X [1, 3, 1] by an empty axes list beside a Reshape of Z [3] to [5], which
+    fails on either engine: at top level, or in the branch of an If (of a condition fed) run
+    whole on the fallback, its Squeeze's result passed through a sequence."""
+    nodes = [helper.make_node("Squeeze", ["X", "e"], ["S"], name="squeeze"),
+             helper.make_node("Reshape", ["Z", "five"], ["W"], name="reshape")]
+    inits = [_ints("e", []), _ints("five", [5])]
+    outputs = [_info("S", None), _info("W", None)]
+    feeds = {"X": np.arange(3, dtype=np.float32).reshape(1, 3, 1),
+             "Z": np.arange(3, dtype=np.float32)}
+    if not holder:
+        return _model(nodes, [_info("X", [1, 3, 1]), _info("Z", [3])], outputs, inits,
+                      opset=13), feeds, "Name:'reshape'"
+    nodes += [helper.make_node("SequenceConstruct", ["S"], ["seq"]),
+              helper.make_node("SequenceAt", ["seq", "zero"], ["S2"])]
+    then = helper.make_graph(nodes, "then", [], [_info("S2", None), outputs[1]],
+                             [*inits, _ints("zero", 0)])
+    other = helper.make_graph([helper.make_node("Identity", ["X"], ["S3"]),
+                               helper.make_node("Identity", ["Z"], ["W3"])], "else", [],
+                              [_info("S3", None), _info("W3", None)])
+    model = _model([helper.make_node("If", ["B"], ["Y", "W"], then_branch=then,
+                                     else_branch=other, name="if")],
+                   [_info("X", [1, 3, 1]), _info("Z", [3]), _info("B", [], TensorProto.BOOL)],
+                   [_info("Y", None), _info("W", None)], opset=13)
+    return model, {**feeds, "B": np.array(True)}, "Name:'if'.*Name:'reshape'"
+
+
+@pytest.mark.parametrize("holder", [False, True])
+def test_a_failure_apart_from_a_squeeze_divergence_gets_no_hint(
+    tmp_path: Path, capsys, holder: bool
+) -> None:
+    """onnxruntime fails at a Reshape the Squeeze does not reach, as onnx.reference does: its
+    error said the Squeeze is a divergence --fallback reference runs, which failed too."""
+    from dmlgraph.errors import DmlgraphError
+
+    model, feeds, at = _squeeze_beside_bad_reshape(holder)
+    _ort_fails(model, feeds, at)
+    with pytest.raises(Exception, match="cannot reshape array of size 3"):
+        from onnx.reference import ReferenceEvaluator
+        ReferenceEvaluator(model).run(None, feeds)
+    # one onnxruntime segment of both nodes, or the If run whole on the onnxruntime fallback
+    with pytest.raises(DmlgraphError, match="requested shape:.5.") as raised:
+        check(model, inputs=feeds)
+    assert "divergence" not in str(raised.value)
+    path, inputs = tmp_path / "sq.onnx", tmp_path / "in.npz"
+    onnx.save(model, path)
+    np.savez(inputs, **feeds)
+    assert main(["run", str(path), "--backend", "onnxruntime", "--inputs", str(inputs)]) == 2
+    error = capsys.readouterr().err
+    assert "requested shape:{5}" in error and "divergence" not in error

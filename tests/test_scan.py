@@ -739,6 +739,111 @@ def test_a_scan_output_declared_of_its_node_s_rank_runs(opset, declared, onnx_ru
     assert all(np.array_equal(got[name], w) for name, w in zip(("final", "rows"), want))
 
 
+def _passed_through_declared(opset: int, state: list, row: list) -> onnx.ModelProto:
+    """A Scan (a Scan-8 at opset 8) of x [4, 6] whose body passes its state acc [2] and its
+    row [6] through as they are (no node makes them), declaring them ``state`` and ``row``,
+    beside a Relu of the row."""
+    body = helper.make_graph(
+        [helper.make_node("Relu", ["row"], ["relu"])], "body",
+        [_vi("acc", [2]), _vi("row", [6])],
+        [_vi("acc", state), _vi("row", row), _vi("relu", [6])])
+    batch = [] if opset >= 9 else [1]
+    graph = helper.make_graph(
+        [helper.make_node("Scan", ([] if opset >= 9 else [""]) + ["init", "x"],
+                          ["final", "rows", "relus"], name="scan", body=body,
+                          num_scan_inputs=1)],
+        "m", [_vi("init", batch + [2]), _vi("x", batch + [4, 6])],
+        [_vi("final", None), _vi("rows", None), _vi("relus", None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 9
+    return model
+
+
+@pytest.mark.parametrize("opset", [18, 8])
+@pytest.mark.parametrize("state, row", [([2, 1], [6]), ([], [6, 1]), ([1, 2], []),
+                                        ([2], [6, 1])])
+def test_a_body_input_passed_through_runs_whatever_it_is_declared(
+    opset, state, row, onnx_run
+) -> None:
+    """A body output that is a body input as it is, declared of another rank: onnxruntime
+    (1.32) takes it as the input is, loads the model and runs it (its values there are its
+    known divergence: what its buffers held). ONNX's results: the state fed, the rows, their
+    Relu. dmlgraph refused a state so passed through ("onnxruntime refuses the model at
+    load"). A Scan-8 runs on the fallback: onnx.reference's here (onnxruntime's gives its
+    buffers' values there, a known divergence)."""
+    model = _passed_through_declared(opset, state, row)
+    batch = (1,) if opset < 9 else ()
+    feeds = {"init": np.arange(2, dtype=np.float32).reshape(batch + (2,)),
+             "x": np.arange(24, dtype=np.float32).reshape(batch + (4, 6)) - 12}
+    want = [feeds["init"], feeds["x"], np.maximum(feeds["x"], 0)]
+    assert [w.shape for w in onnx_run(model, feeds, optimize=False)] == [w.shape for w in want]
+    backend = get_backend("numpy", fallback="reference" if opset < 9 else "onnxruntime")
+    got = backend.run(lower(dmlgraph.load(model), "6_4"), feeds)
+    assert all(np.array_equal(got[name], w) and got[name].shape == w.shape
+               for name, w in zip(("final", "rows", "relus"), want))
+
+
+def _scan_8_repeating() -> onnx.ModelProto:
+    """A Scan-8 of x [1, 4, 6] whose body makes its Relu of the row two scan outputs."""
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["acc"], ["a2"]), helper.make_node("Relu", ["row"], ["r"])],
+        "body", [_vi("acc", [2]), _vi("row", [6])], [_vi("a2", [2]), _vi("r", [6]), _vi("r", [6])])
+    graph = helper.make_graph(
+        [helper.make_node("Scan", ["", "init", "x"], ["final", "r1", "r2"], name="scan",
+                          body=body, num_scan_inputs=1)],
+        "m", [_vi("init", [1, 2]), _vi("x", [1, 4, 6])],
+        [_vi("final", None), _vi("r1", None), _vi("r2", None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 8)])
+    model.ir_version = 9
+    return model
+
+
+@pytest.mark.parametrize("fallback", ["onnxruntime", "reference"])
+def test_a_scan_8_repeating_an_output_on_the_fallback_is_a_known_divergence(
+    fallback: str, onnx_run
+) -> None:
+    """The same of a body making one tensor two scan outputs: onnxruntime's first holds what
+    its buffers held (zeros in fresh memory, else stale values: not asserted)."""
+    from dmlgraph import check
+
+    model = _scan_8_repeating()
+    feeds = {"init": np.ones((1, 2), np.float32),
+             "x": np.arange(-12, 12, dtype=np.float32).reshape(1, 4, 6)}
+    assert np.array_equal(onnx_run(model, feeds, optimize=False)[2], np.maximum(feeds["x"], 0))
+    got = get_backend("numpy", fallback="reference").run(lower(dmlgraph.load(model), "6_4"),
+                                                         feeds)
+    assert np.array_equal(got["r1"], np.maximum(feeds["x"], 0))  # ONNX's, spelled out
+    report = check(model, inputs=feeds, fallback=fallback)
+    assert report.exit_code == 0
+    (divergence,) = report.divergences
+    assert divergence.note.startswith("divergence: the Scan's body makes ['r'] more than one")
+
+
+@pytest.mark.parametrize("fallback", ["onnxruntime", "reference"])
+def test_a_scan_8_passing_its_inputs_through_on_the_fallback_is_a_known_divergence(
+    fallback: str, onnx_run
+) -> None:
+    """A Scan-8 runs whole on the fallback; its body passing its inputs through, onnxruntime
+    gives its buffers there (zeros in fresh memory). Nothing noted it: check on the onnxruntime
+    fallback compared those buffers with themselves and passed, on --fallback reference it
+    failed naming nothing (its values ONNX's). Now both name the divergence, the onnxruntime
+    fallback's outputs not compared."""
+    from dmlgraph import check
+    from dmlgraph.parity import UNINITIALIZED_MESSAGE
+
+    model = _passed_through_declared(8, [2], [6])
+    feeds = {"init": np.array([[1, 2]], np.float32),
+             "x": np.arange(1, 25, dtype=np.float32).reshape(1, 4, 6)}
+    report = check(model, inputs=feeds, fallback=fallback)
+    assert report.exit_code == 0
+    (divergence,) = report.divergences
+    assert divergence.note.startswith(
+        "divergence: the Scan's body makes its input(s) ['acc', 'row'] output(s) as they are")
+    compared = {o.name: o.message for c in report.comparisons for o in c.outputs}
+    if fallback == "onnxruntime":  # its values there are its buffers (zeros, or stale ones)
+        assert compared["final"] == compared["rows"] == UNINITIALIZED_MESSAGE
+
+
 def test_a_state_variable_that_changes_shape_is_one_clear_error(onnx_run) -> None:
     """The same body declaring the state it makes [2]: onnx's inference keeps the
     declaration, so onnxruntime loads the model and fails when it runs it; the run says

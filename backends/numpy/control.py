@@ -742,6 +742,18 @@ def _noted(
     ]
 
 
+def scan_body_divergence(body: onnx.GraphProto) -> str:
+    """The note of a Scan whose body makes outputs onnxruntime gets wrong: its inputs as they
+    are (``_PASSED_THROUGH``), or a tensor two or more of them (``_REPEATED``); "" where none.
+    What the fallbacks say of a Scan they run whole (a Scan-8), as a Scan run here says."""
+    names = {value.name for value in body.input}
+    passed = [value.name for value in body.output if value.name in names]
+    if passed:
+        return _PASSED_THROUGH.format(names=passed)
+    repeated = _repeated(body)
+    return _REPEATED.format(names=repeated) if repeated else ""
+
+
 def _repeated(graph: onnx.GraphProto) -> list[str]:
     """The tensors a subgraph makes two or more of its outputs."""
     made = Counter(value.name for value in graph.output)

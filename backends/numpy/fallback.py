@@ -8,22 +8,24 @@ independent of onnxruntime).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
+import networkx as nx
 import numpy as np
 import onnx
 
 from backends.base import BackendError, engine_hint, first_line
-from backends.numpy.control import inferred_ranks, other_rank
+from backends.numpy.control import inferred_ranks, other_rank, scan_body_divergence
 from backends.onnxruntime import values
 from backends.onnxruntime.providers import cannot_run, make_session, select_providers
 from dmlgraph.canonical import known_since_version
 from dmlgraph.dml.enums import PaddingMode
 from dmlgraph.dml.indexmaps import source_indices
 from dmlgraph.dtypes import ELEM_TYPE_TO_DTYPE
-from dmlgraph.ir import Graph, Node, OnnxOp, split_inputs, subgraphs
-from dmlgraph.parity import DIVERGENCE, UNINITIALIZED
+from dmlgraph.ir import Graph, Node, OnnxOp, Subgraph, split_inputs, subgraphs
+from dmlgraph.parity import DIVERGENCE, UNINITIALIZED, failed_names, failed_nodes
 from dmlgraph.reference_ops import DIVERGENT_DOMAINS, label_bits_divergence, spec_ops
 from dmlgraph.shape_kernels import KERNELS
 from dmlgraph.subgraphs import holder_label, loop_divergence
@@ -113,6 +115,34 @@ def _scan_8_no_step(op: OnnxOp, values: Sequence[Any]) -> str:
             "fresh memory, else what its buffers held: an earlier run's values)")
 
 
+def _scan_run_divergence(op: OnnxOp, values: Sequence[Any]) -> str:
+    """A Scan-8's divergence by its values (``_scan_8_divergence``), else by its body: one
+    making its inputs or a tensor twice its outputs (``control.scan_body_divergence``), which
+    onnxruntime gets wrong (a Scan-8 run whole on the fallback: nothing noted it, check on
+    --fallback reference failed naming nothing, and on onnxruntime's compared its buffers)."""
+    return _scan_8_divergence(op, values) or _scan_body_note(op)
+
+
+def _scan_body_note(op: OnnxOp) -> str:
+    """``control.scan_body_divergence`` of a Scan's body ("" where it has none here)."""
+    body = op.attrs.get("body")
+    return _body_divergence(body.data) if isinstance(body, Subgraph) else ""
+
+
+@functools.lru_cache(maxsize=64)
+def _body_divergence(data: bytes) -> str:
+    """``control.scan_body_divergence`` of a serialized body, read once (asked each run)."""
+    return scan_body_divergence(onnx.GraphProto.FromString(data))
+
+
+def _scan_ort_no_value(op: OnnxOp, values: Sequence[Any]) -> str:
+    """Where onnxruntime's Scan gives its buffers: a Scan-8 of no step's final states
+    (``_scan_8_no_step``), or the outputs its body makes wrong (``_scan_body_note``)."""
+    note = _scan_8_no_step(op, values)
+    body = "" if note else _scan_body_note(op)
+    return note or (f"{body}; {UNINITIALIZED}" if body else "")
+
+
 def _label_bits_divergence(op: OnnxOp, values: Sequence[Any]) -> str:
     """A LabelEncoder-2 (or -3) fed a value onnxruntime maps otherwise than its spec."""
     found = label_bits_divergence(op.since_version, op.attrs, values[0] if values else None)
@@ -131,7 +161,7 @@ RunCheck = Callable[[OnnxOp, Sequence[Any]], str]
 #: computes what onnxruntime does, so notes only where that is no value (``_ORT_NO_VALUE``).
 _RUN_DIVERGENCES: Mapping[str, RunCheck] = {
     "Squeeze": _squeeze_divergence,
-    "Scan": _scan_8_divergence,
+    "Scan": _scan_run_divergence,
     "LabelEncoder": _label_bits_divergence,
 }
 
@@ -142,8 +172,9 @@ _RUN_DIVERGENCES: Mapping[str, RunCheck] = {
 #: op's static test first (cheap, asked once of each segment: which nodes to watch), then its
 #: run-time one.
 _ORT_NO_VALUE: Mapping[str, tuple[Callable[[Node], bool], RunCheck]] = {
-    "Scan": (lambda node: isinstance(node.op, OnnxOp) and node.op.since_version < 9
-             and split_inputs(node)[0][:1] == ("",), _scan_8_no_step),
+    "Scan": (lambda node: isinstance(node.op, OnnxOp) and (
+        node.op.since_version < 9 and split_inputs(node)[0][:1] == ("",)
+        or bool(_scan_body_note(node.op))), _scan_ort_no_value),
 }
 
 #: What the onnxruntime fallback adds to an ``_ORT_NO_VALUE`` note: what its run gave.
@@ -199,48 +230,55 @@ def _defined(graph: onnx.GraphProto) -> list[str]:
 
 
 def reference_hint(graph: Graph, feeds: Mapping[str, np.ndarray],
-                   nodes: Sequence[Node] | None = None) -> str:
-    """What onnxruntime's failure on a segment (or on ``graph`` past its ``nodes``) adds where
-    a node of it diverges (``run_divergence``): what diverges, and that onnx.reference runs
-    it; "" where none does."""
-    found = run_divergence(graph, feeds, nodes)
+                   nodes: Sequence[Node] | None = None, failure: str = "") -> str:
+    """What onnxruntime's ``failure`` on a segment (or on ``graph`` past its ``nodes``) adds
+    where a node of it diverges (``run_divergence``): what diverges, and that onnx.reference
+    runs it; "" where none does."""
+    found = run_divergence(graph, feeds, nodes, failure)
     return "" if found is None else _hint(*found)
 
 
 def run_divergence(graph: Graph, feeds: Mapping[str, np.ndarray],
-                   nodes: Sequence[Node] | None = None) -> tuple[str, str] | None:
+                   nodes: Sequence[Node] | None = None,
+                   failure: str = "") -> tuple[str, str] | None:
     """The note of the first node of ``graph`` (or of its ``nodes``) that, by the values it
     was fed (or holds as constants, or the sizes inference gives), diverges as onnxruntime
     refuses and ONNX allows (``_RUN_DIVERGENCES``: a Scan-8's sequence length of 0, at top
     level or held by a node run whole: ``_nested_scan_8s``), or as onnxruntime makes other
     sizes that a node past it fails on (a Squeeze by an empty axes list), and the node
-    ("node 'squeeze' (Squeeze)"); None where none does."""
+    ("node 'squeeze' (Squeeze)"); None where none does. A node onnxruntime's ``failure``
+    provably fails apart from is passed (``_apart``): onnx.reference fails there too."""
     for node in graph.nodes if nodes is None else nodes:
         check = _RUN_DIVERGENCES.get(node.op_type)
         if check is None or not isinstance(node.op, OnnxOp) or node.op.domain != "":
             continue
         note = check(node.op, [_known(graph, feeds, name) for name in split_inputs(node)[0]])
-        if any(phrase in note for phrase in _FAILS_AT):
+        if any(phrase in note for phrase in _FAILS_AT) and not _apart(graph, node, failure):
             return (note, f"node {holder_label(node.name, node.outputs)} ({node.op_type})")
     if nodes is None:  # a segment: its If, Loop and Scan nodes' subgraphs too
         holders = {tuple(node.outputs): node for node in graph.nodes}
         for key, op, inputs in _nested_scan_8s(graph):  # by the values the segment is fed
             known = [feeds.get(name, graph.constant(name)) if name else None for name in inputs]
             note = _scan_8_divergence(op, known)
-            if _REFUSES in note:
+            if _REFUSES in note and not _apart(graph, holders[key], failure):
                 node = holders[key]
                 return (note, f"node {holder_label(node.name, node.outputs)} "
                               f"({node.op_type}) holds a Scan-8 that")
         for node in graph.nodes:
             # a Loop onnxruntime fails on by its body's declarations, or one held at any depth
             note = loop_divergence(node.op, split_inputs(node)[0]) if subgraphs(node.op) else ""
-            if note:
+            if note and not _apart(graph, node, failure):
                 return (note, f"node {holder_label(node.name, node.outputs)} "
                               f"({node.op_type})")
         for node, proto in _holders(graph):
-            for note, where in _held_divergences(proto, graph.opset_imports.get("", 1), {},
-                                                 lambda name: _known(graph, feeds, name)):
-                if any(phrase in note for phrase in _FAILS_AT):
+            if _apart(graph, node, failure):
+                continue
+            at = node.id in {f.id for f in failed_nodes(graph, failure)}  # (its inner node too)
+            for note, where, made in _held_divergences(
+                    proto, graph.opset_imports.get("", 1), {},
+                    lambda name: _known(graph, feeds, name)):
+                if any(phrase in note for phrase in _FAILS_AT) and not (
+                        at and _held_apart(proto, made, failure)):
                     return (note, f"{where} in a subgraph of node "
                                   f"{holder_label(node.name, node.outputs)} ({node.op_type})")
     return None
@@ -255,6 +293,57 @@ def _holders(graph: Graph) -> Iterator[tuple[Node, onnx.GraphProto]]:
                 yield node, onnx.GraphProto.FromString(sub.data)
 
 
+def _apart(graph: Graph, node: Node, failure: str) -> bool:
+    """Whether onnxruntime's run ``failure`` names a node of ``graph`` neither ``node`` nor
+    one it reaches (``parity.failed_nodes``): there the node's divergence is not the cause.
+    An If branch's Squeeze by an empty axes list beside a Reshape of 3 elements to [5] that
+    fails on both engines got the hint to use onnx.reference, which fails too."""
+    failed = failed_nodes(graph, failure)
+    return bool(failed) and not any(
+        f.id == node.id or nx.has_path(graph.nx, node.id, f.id) for f in failed)
+
+
+def _held_apart(proto: onnx.GraphProto, made: Sequence[str], failure: str) -> bool:
+    """``_apart`` inside the subgraph ``proto`` of the node the failure names first, of the
+    node there making ``made``: whether the innermost node the failure names is one of
+    ``proto``'s (at any depth) that nothing ``made`` reaches."""
+    inner = failed_names(failure)[-1:]
+    named = {n.name for g in _graphs(proto) for n in g.node}
+    if not inner or inner[0] not in named:
+        return False
+    reached: set[str] = set()
+    _reach(proto, set(made), reached)
+    return inner[0] not in reached
+
+
+def _reach(graph: onnx.GraphProto, names: set[str], nodes: set[str]) -> bool:
+    """Adds to ``names`` the values of ``graph`` (at any depth) that ``names`` reach, and to
+    ``nodes`` the names of the nodes reading them; whether any node of ``graph`` does. Over,
+    not under: all a subgraph makes counts where its holder reads one, or, a Loop's or Scan's
+    (run again on what it made), where a node of it does."""
+    any_read = False
+    for node in graph.node:
+        held = [g for a in node.attribute for g in (*([a.g] if a.HasField("g") else ()),
+                                                    *a.graphs)]
+        if any(name in names for name in node.input):
+            _whole(held, names, nodes)  # its subgraphs read what it reads
+        elif not any([_reach(g, names, nodes) for g in held]):
+            continue
+        elif node.op_type != "If":  # a Loop or Scan runs its body again on what it made
+            _whole(held, names, nodes)
+        names.update(node.output)
+        nodes.add(node.name)
+        any_read = True
+    return any_read
+
+
+def _whole(held: Sequence[onnx.GraphProto], names: set[str], nodes: set[str]) -> None:
+    """Counts everything ``held`` (at any depth) makes as reached (``_reach``)."""
+    for g in (inner for sub in held for inner in _graphs(sub)):
+        names.update(_defined(g))
+        nodes.update(n.name for n in g.node)
+
+
 def _hint(note: str, node: str) -> str:
     """The note and the hint that onnx.reference runs the node (``reference_hint``)."""
     return f"; {note}" + engine_hint(f"{node} is a known divergence onnx.reference runs as "
@@ -262,12 +351,12 @@ def _hint(note: str, node: str) -> str:
 
 
 def _held_divergences(proto: onnx.GraphProto, opset: int, known: Mapping[str, Any],
-                      outer: Callable[[str], Any]) -> Iterator[tuple[str, str]]:
+                      outer: Callable[[str], Any]) -> Iterator[tuple[str, str, Sequence[str]]]:
     """The ``_RUN_DIVERGENCES`` notes of a subgraph's nodes (at any depth), each with the node
-    ("node 'squeeze' (Squeeze)"), by what its scope fixes: its constants, and the sizes it
-    declares (``known``: the enclosing subgraphs' names, ``outer``: the segment's value of a
-    name); the values that arrive there are not at hand, so a node of sizes not declared is
-    passed (None: not known; a name here hides an enclosing one)."""
+    ("node 'squeeze' (Squeeze)") and its outputs, by what its scope fixes: its constants,
+    and the sizes it declares (``known``: the enclosing subgraphs' names, ``outer``: the
+    segment's value of a name); the values that arrive there are not at hand, so a node of
+    sizes not declared is passed (None: not known; a name here hides an enclosing one)."""
     from onnx import numpy_helper
 
     scope = dict(known)
@@ -293,7 +382,8 @@ def _held_divergences(proto: onnx.GraphProto, opset: int, known: Mapping[str, An
                     for name in node.input]
             note = check(OnnxOp(node.op_type, version, "", attrs), read)
             if note:
-                yield note, f"node {holder_label(node.name, node.output)} ({node.op_type})"
+                yield (note, f"node {holder_label(node.name, node.output)} ({node.op_type})",
+                       node.output)
         for attr in node.attribute:
             for held in (*([attr.g] if attr.HasField("g") else ()), *attr.graphs):
                 yield from _held_divergences(held, opset, scope, outer)
@@ -561,7 +651,7 @@ class OnnxruntimeFallback:
             except Exception as exc:
                 raise BackendError(
                     f"{graph.source}: onnxruntime fails on {_nodes(graph)}: {first_line(exc)}"
-                    f"{reference_hint(graph, feeds)}"
+                    f"{reference_hint(graph, feeds, failure=str(exc))}"
                 ) from None
             return dict(zip(outputs, results))
 
