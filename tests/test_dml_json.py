@@ -327,3 +327,14 @@ def test_a_dispatchable_that_is_no_object_is_named_so(given, hint) -> None:
     message = str(info.value)
     assert info.value.field == "dispatchable" and hint in message and "  " not in message
     assert len(message) < 200, message
+
+
+def test_a_read_only_mapping_is_a_dispatchable_as_a_dict_is() -> None:
+    """``operator_from_json`` says it takes a Mapping: a ``MappingProxyType`` (nested too)
+    was refused as "a dispatchable is a JSON object, a dict, not mappingproxy"."""
+    from types import MappingProxyType
+
+    dispatchable = json.loads((DATA / "example_slice.json").read_text())["dispatchables"]["slice"]
+    frozen = MappingProxyType({key: MappingProxyType(value) if isinstance(value, dict) else value
+                               for key, value in dispatchable.items()})
+    assert operator_from_json(frozen) == operator_from_json(dispatchable)

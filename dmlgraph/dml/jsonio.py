@@ -368,6 +368,16 @@ def _dispatchable_options(reader: _Reader, dispatchable: Mapping[str, Any]) -> N
                           f"must be one of {', '.join(DML_COMPILE_TYPES)}")
 
 
+def _as_dicts(value: Any) -> Any:
+    """A mapping given for a JSON object (a read-only ``MappingProxyType`` too) as the dicts
+    the reader takes, at any depth; any other value as it is."""
+    if isinstance(value, Mapping):
+        return {key: _as_dicts(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_as_dicts(item) for item in value)
+    return value
+
+
 def _not_an_object(given: object) -> DmlValidationError:
     """``operator_from_json`` given no dict: its JSON text was told "dispatchable:  = '<the
     whole text>': a dispatchable must be an object", naming no field and not the cure."""
@@ -392,8 +402,9 @@ def operator_from_json(dispatchable: Mapping[str, Any]) -> OperatorDesc:
     level; call ``validate`` for that.
     """
     reader = _Reader("dispatchable")
-    if not isinstance(dispatchable, dict):
+    if not isinstance(dispatchable, Mapping):
         raise _not_an_object(dispatchable)
+    dispatchable = _as_dicts(dispatchable)
     type_key = next((k for k in ("Type", "type") if k in dispatchable), None)
     if type_key is None:
         raise reader.fail("type", None, "required field is missing")
