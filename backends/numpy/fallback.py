@@ -26,7 +26,7 @@ from dmlgraph.dml.indexmaps import source_indices
 from dmlgraph.dtypes import ELEM_TYPE_TO_DTYPE
 from dmlgraph.ir import Graph, Node, OnnxOp, Subgraph, split_inputs, subgraphs
 from dmlgraph.parity import DIVERGENCE, UNINITIALIZED, failed_names, failed_nodes
-from dmlgraph.reference_ops import DIVERGENT_DOMAINS, label_bits_divergence, spec_ops
+from dmlgraph.reference_ops import DIVERGENT_DOMAINS, label_divergence, spec_ops
 from dmlgraph.shape_kernels import KERNELS
 from dmlgraph.subgraphs import holder_label, loop_divergence
 
@@ -143,9 +143,9 @@ def _scan_ort_no_value(op: OnnxOp, values: Sequence[Any]) -> str:
     return note or (f"{body}; {UNINITIALIZED}" if body else "")
 
 
-def _label_bits_divergence(op: OnnxOp, values: Sequence[Any]) -> str:
-    """A LabelEncoder-2 (or -3) fed a value onnxruntime maps otherwise than its spec."""
-    found = label_bits_divergence(op.since_version, op.attrs, values[0] if values else None)
+def _label_divergence(op: OnnxOp, values: Sequence[Any]) -> str:
+    """A LabelEncoder fed a value onnxruntime maps otherwise than ``reference_ops`` does."""
+    found = label_divergence(op.since_version, op.attrs, values[0] if values else None)
     return f"{DIVERGENCE} {found}" if found else ""
 
 
@@ -162,7 +162,7 @@ RunCheck = Callable[[OnnxOp, Sequence[Any]], str]
 _RUN_DIVERGENCES: Mapping[str, RunCheck] = {
     "Squeeze": _squeeze_divergence,
     "Scan": _scan_run_divergence,
-    "LabelEncoder": _label_bits_divergence,
+    "LabelEncoder": _label_divergence,
 }
 
 
