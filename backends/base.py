@@ -119,6 +119,8 @@ class NodeRun:
     via: str = ""
     notes: tuple[str, ...] = ()
     node_id: int | None = None  # its id in the graph that ran (None where unknown)
+    # the node's outputs its runner's note concerns (``fallback.OrtRun.wrong``); (): all
+    wrong: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

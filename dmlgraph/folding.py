@@ -53,7 +53,7 @@ from dmlgraph.ir import (
     shape_matches,
 )
 from dmlgraph.ort_pad import pad_divergences
-from dmlgraph.reference_ops import DIVERGENT_DOMAINS, label_bits_divergence, spec_ops
+from dmlgraph.reference_ops import DIVERGENT_DOMAINS, label_divergence, spec_ops
 from dmlgraph.value_info import tensor_info
 from dmlgraph.value_info import described_type, tensor_array, tensor_bytes, type_bytes
 
@@ -2123,7 +2123,7 @@ _DIVERGENCES: Mapping[str, Callable[[list[np.ndarray | None], Mapping[str, Any],
     "Mod": _mod_divergence,
     "Range": _range_divergence,
     "NonZero": _nonzero_divergence,
-    "LabelEncoder": lambda values, attrs, version: label_bits_divergence(
+    "LabelEncoder": lambda values, attrs, version: label_divergence(
         version, attrs, values[0] if values else None),
 }
 

@@ -516,14 +516,15 @@ def known_divergences(
                     ids = ids_of(imported, node_run.node_id, node_run.node)
                     op_type = imported.node(ids[0]).provenance.op_type if ids else node_run.op
                     add(node_run.node, op_type, ids[0] if ids else None, note,
-                        _reached(imported, ids))
+                        _reached(imported, ids, getattr(node_run, "wrong", ())))
                     continue
                 ids = ids_of(lowered, node_run.node_id, node_run.node)
                 op_type = lowered.node(ids[0]).provenance.op_type if ids else node_run.op
                 origin = origin_ids.get(ids[0]) if ids else None
                 # named as the graph's node: a subgraph's node ran for its If or Loop
                 name = lowered.node(ids[0]).name if ids else node_run.node
-                add(name, op_type, origin, note, _reached(lowered, ids))
+                add(name, op_type, origin, note,
+                    _reached(lowered, ids, getattr(node_run, "wrong", ())))
     return [
         KnownDivergence(name, note, frozenset(out), op_type, origin,
                         "" if name or origin is None or origin not in imported.nx
@@ -620,14 +621,17 @@ def _model_proto(model: Any) -> onnx.ModelProto:
     return onnx.load(os.fspath(model))
 
 
-def _reached(graph: Graph, node_ids: Sequence[int]) -> set[int]:
-    """Positions of the graph outputs computed from these nodes."""
+def _reached(graph: Graph, node_ids: Sequence[int], tensors: Sequence[str] = ()) -> set[int]:
+    """Positions of the graph outputs computed from these nodes (of ``tensors`` of theirs
+    only, where given: a node's note about some of its outputs, ``NodeRun.wrong``)."""
     import networkx as nx
 
+    if tensors:
+        node_ids = [n.id for name in tensors for n, _ in graph.consumers(name)]
     nodes = set(node_ids)
     for node_id in node_ids:
         nodes |= nx.descendants(graph.nx, node_id)
-    produced = {out for n in nodes for out in graph.node(n).outputs}
+    produced = {out for n in nodes for out in graph.node(n).outputs} | set(tensors)
     return {i for i, name in enumerate(graph.outputs) if name in produced}
 
 

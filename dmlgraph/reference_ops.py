@@ -845,6 +845,71 @@ def _label_keys_differ(keys: np.ndarray, values: Sequence[Any] | None, bits: np.
     return bool(values[spec] != values[onnxruntime])
 
 
+def label_divergence(version: int, attrs: Mapping[str, Any], x: Any) -> str:
+    """Why onnxruntime 1.32 maps ``x`` otherwise than a LabelEncoder does here (folding and
+    the reference fallback run ``reference_ops``'): its float keys compared bit by bit
+    (``label_bits_divergence``), else its repeated keys (``label_repeat_divergence``); "" if
+    neither."""
+    return label_bits_divergence(version, attrs, x) or label_repeat_divergence(version, attrs, x)
+
+
+_LABEL_KEYS = ("keys_floats", "keys_int64s", "keys_strings", "keys_tensor")
+_LABEL_VALUES = ("values_floats", "values_int64s", "values_strings", "values_tensor")
+_NAN_KEY = "NaN key"  #: the one group of LabelEncoder-4's NaN keys, which match any NaN
+
+
+def label_repeat_divergence(version: int, attrs: Mapping[str, Any], x: Any) -> str:
+    """A key repeated with another value (equal as onnxruntime compares: as floats, a NaN
+    matching a NaN from LabelEncoder-4 on): onnxruntime 1.32 maps an input equal to it to the
+    first one's value, onnx.reference and ``reference_ops`` (a table of the keys, the last one
+    kept) to the last's; ONNX says neither. Named with the count of ``x``'s elements so
+    mapped, or "". Folded, a constant input took the last's where onnxruntime gives the
+    first's, silently."""
+    keys = next((attrs[k] for k in _LABEL_KEYS if attrs.get(k) is not None), None)
+    values = next((attrs[k] for k in _LABEL_VALUES if attrs.get(k) is not None), None)
+    if keys is None or values is None or not isinstance(x, np.ndarray):
+        return ""
+    keys = np.asarray(keys).reshape(-1).tolist()
+    values = np.asarray(values).reshape(-1).tolist()
+    first: dict[Any, Any] = {}
+    last: dict[Any, Any] = {}
+    for key, value in zip(keys, values):
+        if isinstance(key, float) and key != key:
+            if version < 4:  # a NaN matches no key in onnxruntime (label_bits_divergence)
+                continue
+            key = _NAN_KEY
+        first.setdefault(key, value)
+        last[key] = value
+    repeated = {k for k in last if not _same_label(first[k], last[k])}
+    if not repeated:
+        return ""
+    flat = x.reshape(-1)
+    if version < 4 and attrs.get("keys_floats") is not None:  # the spec's look-up is by bits
+        if flat.dtype != np.float32:
+            return ""
+        hit = flat[np.isin(flat, np.asarray(sorted(repeated), np.float32))].view(np.uint32)
+        bits, counts = np.unique(hit, return_counts=True)
+        floats = np.asarray(keys, np.float32)
+        differ = sum(int(c) for b, c in zip(bits.tolist(), counts.tolist())
+                     if _label_keys_differ(floats, values, np.uint32(b)))
+    else:
+        differ = sum(1 for e in flat.tolist()
+                     if (_NAN_KEY if isinstance(e, float) and e != e else e) in repeated)
+    if not differ:
+        return ""
+    shown = sorted((str(k) for k in repeated))
+    return (f"a LabelEncoder-{version} of keys repeated with other values ({', '.join(shown)}): "
+            f"onnxruntime 1.32 maps an input equal to one to the first one's value, "
+            f"onnx.reference to the last one's (ONNX says neither), so {differ} element(s) of "
+            "its input map otherwise than onnxruntime maps them; --fallback reference computes "
+            "onnx.reference's")
+
+
+def _same_label(a: Any, b: Any) -> bool:
+    """Whether two values of a LabelEncoder are the same (two NaNs are)."""
+    return bool(a == b or (isinstance(a, float) and a != a and b != b))
+
+
 def label_bits_look_up(keys: Sequence[float], values: Sequence[Any], default: Any,
                        x: np.ndarray) -> list[Any]:
     """LabelEncoder-2's and -3's look-up of float keys, as their spec says: "bit-wise

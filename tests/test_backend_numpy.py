@@ -1363,3 +1363,37 @@ def test_check_names_a_label_encoder_2_of_keys_0_and_minus_0(keys: list[float]) 
         assert report.passed
         assert bool(report.divergences) == (fallback == "reference")
         assert check(model(True), inputs={"x": x}, fallback=fallback).passed
+
+
+@pytest.mark.parametrize(("ml", "attrs", "x"), [
+    (2, {"keys_floats": [1.0, 1.0]}, np.array([1.0, 2.0], np.float32)),
+    (4, {"keys_floats": [0.0, -0.0]}, np.array([-0.0, 2.0], np.float32)),
+    (4, {"keys_floats": [float("nan"), float("nan")]}, np.array([np.nan, 2.0], np.float32)),
+    (2, {"keys_int64s": [3, 3]}, np.array([3, 2], np.int64)),
+    (2, {"keys_strings": ["a", "a"]}, np.array(["a", "b"], object)),
+])
+def test_check_names_a_label_encoder_of_repeated_keys(ml: int, attrs: dict, x: np.ndarray) -> None:
+    """A key given twice with other values: onnxruntime maps an input equal to it to the
+    first one's value, onnx.reference (and reference_ops) to the last one's. Nothing was
+    named: check --fallback reference failed on a bare mismatch, and a constant input was
+    folded to the last one's value, failing check on the onnxruntime fallback too (`run`
+    gave another value than onnxruntime, silently)."""
+    from dmlgraph import check
+
+    def model(constant: bool) -> onnx.ModelProto:
+        node = helper.make_node("LabelEncoder", ["c" if constant else "x"], ["l"],
+                                domain="ai.onnx.ml", values_int64s=[5, 7], default_int64=-1,
+                                **attrs)
+        made = one_node_model(node, x, [numpy_helper.from_array(x, "c")] if constant else [],
+                              opset=13, ml=ml, out_type=TensorProto.INT64)
+        made.graph.node.append(helper.make_node("Add", ["l", "l"], ["y"]))
+        made.graph.output[0].name = "y"
+        return made
+
+    assert onnxruntime_runs(model(False), x).tolist() == [10, -2]  # the first key's 5, twice
+    for fallback in ("onnxruntime", "reference"):
+        report = check(model(False), inputs={"x": x}, fallback=fallback)
+        assert report.passed
+        assert bool(report.divergences) == (fallback == "reference")
+        assert all("repeated" in d.note for d in report.divergences)
+        assert check(model(True), inputs={"x": x}, fallback=fallback).passed

@@ -844,6 +844,54 @@ def test_a_scan_8_passing_its_inputs_through_on_the_fallback_is_a_known_divergen
         assert compared["final"] == compared["rows"] == UNINITIALIZED_MESSAGE
 
 
+def _scan_8_of(nodes: list, outputs: list[str]) -> onnx.ModelProto:
+    """A Scan-8 of x [1, 4, 6], state acc [2] (fed [1, 2]), whose body makes ``outputs``
+    (the state's next value first, then the scan outputs, each [2] or [6]) by ``nodes``."""
+    shapes = {"acc": [2], "a2": [2], "row": [6], "relu": [6], "sum": [6]}
+    body = helper.make_graph(nodes, "body", [_vi("acc", [2]), _vi("row", [6])],
+                             [_vi(name, shapes[name]) for name in outputs])
+    made = ["final", *(f"y{i}" for i in range(1, len(outputs)))]
+    graph = helper.make_graph(
+        [helper.make_node("Scan", ["", "init", "x"], made, name="scan", body=body,
+                          num_scan_inputs=1)],
+        "m", [_vi("init", [1, 2]), _vi("x", [1, 4, 6])], [_vi(name, None) for name in made])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 8)])
+    model.ir_version = 9
+    return model
+
+
+@pytest.mark.parametrize("nodes, outputs, wrong", [
+    # the state passed through: its Relu of each row onnxruntime computes
+    ([helper.make_node("Relu", ["row"], ["relu"])], ["acc", "relu"], {"final"}),
+    # the row passed through: the state's next value onnxruntime computes
+    ([helper.make_node("Identity", ["acc"], ["a2"])], ["a2", "row"], {"y1"}),
+    # the state passed through, fed back into a sum: that sum is wrong too
+    ([helper.make_node("Relu", ["row"], ["relu"]),
+      helper.make_node("ReduceSum", ["acc"], ["total"], keepdims=1),
+      helper.make_node("Add", ["total", "row"], ["sum"])],
+     ["acc", "relu", "sum"], {"final", "y2"}),
+])
+def test_a_scan_8_on_the_onnxruntime_fallback_compares_the_outputs_it_computes(
+    nodes: list, outputs: list[str], wrong: set[str], onnx_run
+) -> None:
+    """A Scan-8 whose body passes an input through, run whole on the onnxruntime fallback:
+    onnxruntime gives its buffers at that output (and at what its state, fed back, reaches)
+    and computes the others. All its outputs were "not compared" (uninitialized memory): a
+    Relu of each row beside a state passed through was not checked at all."""
+    from dmlgraph import check
+    from dmlgraph.parity import UNINITIALIZED_MESSAGE
+
+    model = _scan_8_of(nodes, outputs)
+    feeds = {"init": np.array([[1, 2]], np.float32),
+             "x": np.arange(-12, 12, dtype=np.float32).reshape(1, 4, 6)}
+    onnx_run(model, feeds, optimize=False)  # onnxruntime runs it
+    report = check(model, inputs=feeds)
+    assert report.exit_code == 0
+    got = {o.name: o for c in report.comparisons for o in c.outputs}
+    assert {name for name, o in got.items() if o.message == UNINITIALIZED_MESSAGE} == wrong
+    assert all(o.compared and o.mismatches == 0 for name, o in got.items() if name not in wrong)
+
+
 def test_a_state_variable_that_changes_shape_is_one_clear_error(onnx_run) -> None:
     """The same body declaring the state it makes [2]: onnx's inference keeps the
     declaration, so onnxruntime loads the model and fails when it runs it; the run says

@@ -26,7 +26,7 @@ from dmlgraph.dml.indexmaps import source_indices
 from dmlgraph.dtypes import ELEM_TYPE_TO_DTYPE
 from dmlgraph.ir import Graph, Node, OnnxOp, Subgraph, split_inputs, subgraphs
 from dmlgraph.parity import DIVERGENCE, UNINITIALIZED, failed_names, failed_nodes
-from dmlgraph.reference_ops import DIVERGENT_DOMAINS, label_bits_divergence, spec_ops
+from dmlgraph.reference_ops import DIVERGENT_DOMAINS, label_divergence, spec_ops
 from dmlgraph.shape_kernels import KERNELS
 from dmlgraph.subgraphs import holder_label, loop_divergence
 
@@ -143,9 +143,39 @@ def _scan_ort_no_value(op: OnnxOp, values: Sequence[Any]) -> str:
     return note or (f"{body}; {UNINITIALIZED}" if body else "")
 
 
-def _label_bits_divergence(op: OnnxOp, values: Sequence[Any]) -> str:
-    """A LabelEncoder-2 (or -3) fed a value onnxruntime maps otherwise than its spec."""
-    found = label_bits_divergence(op.since_version, op.attrs, values[0] if values else None)
+def _scan_body_wrong(op: OnnxOp, outputs: Sequence[str]) -> tuple[str, ...]:
+    """The outputs of a Scan (``outputs``, by position its body's) that onnxruntime gets
+    wrong where its body passes inputs through or makes a tensor twice (``_scan_body_note``):
+    those, and each its body computes from a state fed back from one of them (``_reach``).
+    The others onnxruntime computes: marked uninitialized with them, check compared none of
+    a Scan-8's outputs (a Relu of each step's input beside a state passed through)."""
+    body, scans = op.attrs.get("body"), op.attrs.get("num_scan_inputs")
+    if not isinstance(body, Subgraph) or not isinstance(scans, int):
+        return tuple(outputs)
+    proto = onnx.GraphProto.FromString(body.data)
+    inputs = [value.name for value in proto.input]
+    made = [value.name for value in proto.output]
+    states = len(inputs) - scans
+    wrong = {j for j, name in enumerate(made) if name in inputs or made.count(name) > 1}
+    while True:  # a wrong state fed back makes what reads it wrong, states among them
+        names = {inputs[j] for j in wrong if j < states}
+        _reach(proto, names, set())
+        more = wrong | {j for j, name in enumerate(made) if name in names}
+        if more == wrong:
+            return tuple(outputs[j] for j in sorted(wrong) if j < len(outputs) and outputs[j])
+        wrong = more
+
+
+def _ort_wrong(op: OnnxOp, outputs: Sequence[str], note: str) -> tuple[str, ...]:
+    """The outputs an ``_ORT_NO_VALUE`` note concerns: a Scan's body's (``_scan_body_wrong``),
+    else all of them (())."""
+    body = _scan_body_note(op) if op.op_type == "Scan" else ""
+    return _scan_body_wrong(op, outputs) if body and note.startswith(body) else ()
+
+
+def _label_divergence(op: OnnxOp, values: Sequence[Any]) -> str:
+    """A LabelEncoder fed a value onnxruntime maps otherwise than ``reference_ops`` does."""
+    found = label_divergence(op.since_version, op.attrs, values[0] if values else None)
     return f"{DIVERGENCE} {found}" if found else ""
 
 
@@ -162,7 +192,7 @@ RunCheck = Callable[[OnnxOp, Sequence[Any]], str]
 _RUN_DIVERGENCES: Mapping[str, RunCheck] = {
     "Squeeze": _squeeze_divergence,
     "Scan": _scan_run_divergence,
-    "LabelEncoder": _label_bits_divergence,
+    "LabelEncoder": _label_divergence,
 }
 
 
@@ -689,12 +719,14 @@ class OrtRun:
     """A segment's runner on onnxruntime that watches nodes whose result onnxruntime may
     leave uninitialized (``_ORT_NO_VALUE``). ``said``: the notes of its last run, by the
     outputs of the node each is of, as ``ReferenceRun.said``; the plan puts them on the
-    nodes' run records, and ``check`` compares nothing they reach with onnxruntime."""
+    nodes' run records, and ``check`` compares nothing they reach with onnxruntime (of
+    ``wrong``'s outputs only, where it holds the node's: ``_ort_wrong``)."""
 
     def __init__(self, run: Runner, graph: Graph, watched: Sequence[Watched]) -> None:
         self.run, self.graph, self.watched = run, graph, watched
         self.outputs = list(graph.outputs)
         self.said: dict[tuple[str, ...], str] = {}
+        self.wrong: dict[tuple[str, ...], tuple[str, ...]] = {}
 
     def __call__(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         made = self.run(feeds)
@@ -705,10 +737,11 @@ class OrtRun:
             found = feeds.get(name, made.get(name))
             return found if found is not None else self.graph.constant(name)
 
-        self.said = {}
+        self.said, self.wrong = {}, {}
         for key, op, inputs, check in self.watched:
-            if note := check(op, [value(name) for name in inputs]):
-                self.said.setdefault(key, note + _ORT_GAVE)
+            if (note := check(op, [value(name) for name in inputs])) and key not in self.said:
+                self.said[key] = note + _ORT_GAVE
+                self.wrong[key] = _ort_wrong(op, key, note)
         return {name: made[name] for name in self.outputs}
 
 

@@ -789,8 +789,10 @@ class _FallbackStep(_PythonStep):
         """The records of the nodes with what the runner said of them in this run (a
         divergence the values they ran with make: ``fallback.ReferenceRun.said``)."""
         self.said = said
+        wrong = getattr(self.runner, "wrong", {})
         self.runs = tuple(
-            replace(r, notes=(*r.notes, said[key])) if (key := tuple(n.outputs)) in said else r
+            replace(r, notes=(*r.notes, said[key]), wrong=wrong.get(key, ()))
+            if (key := tuple(n.outputs)) in said else r
             for n, r in zip(self.nodes, self.plain_runs)
         )
 
