@@ -599,7 +599,8 @@ def _check_rebound(function: onnx.FunctionProto, domain: str, version: int,
                 f"{domain or 'ai.onnx'!r} at opset {version}, the model at {model[domain]}: its "
                 f"nodes bind at the model's version, as onnxruntime and onnx.reference bind "
                 f"them (ONNX asks both imports to give the same schemas), and its node "
-                f"{node.name!r} ({node.op_type}-{was} at opset {version}) {broken}: "
+                f"{subgraphs.holder_label(node.name, node.output)} ({node.op_type}-{was} at "
+                f"opset {version}) {broken}: "
                 f"{str(exc).splitlines()[0]}"
             ) from None
 

@@ -2095,8 +2095,9 @@ def test_a_function_node_breaking_the_models_version_of_its_op_is_named() -> Non
     model = _calling(split, [helper.make_node("F", ["x"], ["y"], domain="local")], [2, 3],
                      [("", 18), ("local", 1)])
     with pytest.raises(ModelValidationError, match=(
-            r"local::F imports domain 'ai.onnx' at opset 11, the model at 18: .* \(Split-11 "
-            r"at opset 11\) breaks Split-18: Unrecognized attribute: split")):
+            r"local::F imports domain 'ai.onnx' at opset 11, the model at 18: .* its node "
+            r"\(unnamed, making 'b'\) \(Split-11 at opset 11\) breaks Split-18: "
+            r"Unrecognized attribute: split")):  # an unnamed node by what it makes (it said '')
         dmlgraph.load(model)
 
 
