@@ -51,6 +51,20 @@ class Ours:
         assert isinstance(backend, NumpyBackend)
         return backend.plan(self.graph).summary.joined_in_place
 
+    def stores(self) -> str:
+        """How the plan's native copies write after the runs so far: "streamed", "cached",
+        both ("cached+streamed"), "tuning" while any still times both ways, or "-" without
+        native copies (``Plan.stores``)."""
+        backend = self.backend
+        assert isinstance(backend, NumpyBackend)
+        ways = set(backend.plan(self.graph).stores)
+        if not ways:
+            return "-"
+        if None in ways:
+            return "tuning"
+        return "+".join(name for name, way in (("cached", False), ("streamed", True))
+                        if way in ways)
+
     def lowered_as(self) -> str:
         """What the model's Slice/Concat/Pad nodes became, e.g. "lowered: DML_OPERATOR_PAD"."""
         seen = dict.fromkeys(

@@ -60,6 +60,7 @@ class ExecutionRow:
     ort_bound: Timing
     memcpy: Timing
     memcpy_threads: str  # how the bound was reached: threads, "native" for the native copier
+    stores: str  # how our native copies wrote after the timed runs (``Ours.stores``)
     gbps: dict[str, float | None]
     ratios: dict[str, float | None]
 
@@ -187,6 +188,7 @@ def measure_case(case: Case, settings: Settings, repeats: int, label: str = "") 
         ],
         repeats, w, SEGMENTS, SETTLE_S,
     )
+    stores = ours.stores()
     # every mode again on new values over poisoned outputs: the timed calls computed
     change_in_place(feeds, [*ours_out.values(), *ort_out.values()])
     expected = dict(zip(names, sess.run(None, feeds)))
@@ -215,6 +217,7 @@ def measure_case(case: Case, settings: Settings, repeats: int, label: str = "") 
         fallbacks=fallbacks(ours.graph),
         verified=tuple(verified),
         memcpy_threads=memcpy_threads,
+        stores=stores,
         gbps={k: _gbps(t, moved) for k, t in timings.items()},
         ratios=speed_ratios(med),
         **timings,  # type: ignore[arg-type]

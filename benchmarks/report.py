@@ -84,8 +84,10 @@ def _execution(section: Section) -> list[Table]:
         caption="alloc: engines return fresh outputs; bound: both write into caller arrays "
         "(numpy outputs=, ORT IOBinding). Ratios are of speed (theirs' median time / ours; "
         "> 1: ours faster). memcpy: the same bytes copied into a preallocated buffer, the "
-        "fastest of np.copyto and the native copier on 1 or N threads (how, in brackets). Every row was checked bit-identical against "
-        "onnxruntime.",
+        "fastest of np.copyto and the native copier on 1 or N threads (how, in brackets). DML: "
+        "the descriptors, and how our native copies wrote after timing (their stores, "
+        "chosen by timing both ways in their first calls). Every row was checked "
+        "bit-identical against onnxruntime.",
     )
     for name in ("case", "size", "DML", "ours alloc", "ORT alloc", "ours bound", "ORT bound",
                  "memcpy", "ours/ORT alloc", "ours/ORT bound", "ours/memcpy alloc",
@@ -94,7 +96,7 @@ def _execution(section: Section) -> list[Table]:
     for r in section.tables["cases"]:
         g, q = r.gbps, r.ratios
         table.add_row(
-            r.case, size_label(r.output_bytes), _short_ops(r.lowered_as),
+            r.case, size_label(r.output_bytes), f"{_short_ops(r.lowered_as)} ({r.stores})",
             num(g["ours_alloc"]), num(g["ort_alloc"]), num(g["ours_bound"]),
             num(g["ort_bound"]), f"{num(g['memcpy'])} ({r.memcpy_threads})",
             x(q["ours/ort alloc"]), x(q["ours/ort bound"]),

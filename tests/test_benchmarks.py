@@ -13,10 +13,11 @@ import pytest
 from rich.console import Console
 
 # benchmarks/ is not installed; pytest's pythonpath (pyproject.toml) puts the root on the path
+from backends.numpy import threads
 from benchmarks import suite
 from benchmarks.__main__ import main
-from benchmarks.cases import chain_cases, execution_cases
-from benchmarks.engines import MismatchError, bit_identical, verify
+from benchmarks.cases import chain_cases, execution_case, execution_cases
+from benchmarks.engines import MismatchError, Ours, bit_identical, verify
 from benchmarks.report import write_json
 from benchmarks.settings import TINY
 
@@ -51,6 +52,8 @@ def test_every_execution_case_was_verified(document: dict) -> None:
         assert row["ours_alloc"]["samples"] and row["ort_alloc"]["samples"]
         assert row["bytes_moved"] > row["output_bytes"]
         assert set(row["ratios"]) >= {"ours/ort alloc", "ours/ort bound", "ours/memcpy alloc"}
+        # a tiny copy is never streamed, nor timed both ways
+        assert row["stores"] == ("cached" if threads.native else "-")
 
 
 def test_overhead_lowering_and_memory_rows(document: dict) -> None:
@@ -208,3 +211,19 @@ def test_a_run_that_computes_nothing_fails_the_check_after_timing() -> None:
     change_in_place(feeds, [out])
     with pytest.raises(MismatchError):
         verify("after", do_nothing(), {"y": feeds["x"] * 2})
+
+
+@pytest.mark.skipif(not threads.native, reason="the native copier is not built")
+def test_a_row_says_how_its_copies_wrote_once_their_timing_settled() -> None:
+    """A copy from ``STREAM_BYTES`` times both ways in its first calls ("tuning"), then keeps
+    one; ``Ours.stores`` says which, as the table's DML column does."""
+    from backends.numpy._copies import STREAM_BYTES, STREAMS
+
+    case = execution_case("slice_contiguous", 2 * STREAM_BYTES)
+    ours = Ours(case.model, 2)
+    feeds = case.feeds()
+    ours.run(feeds)
+    assert ours.stores() == ("tuning" if STREAMS else "cached")
+    for _ in range(12):
+        ours.run(feeds)
+    assert ours.stores() in (("cached", "streamed") if STREAMS else ("cached",))

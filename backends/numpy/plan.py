@@ -218,6 +218,16 @@ class Plan:
             )
         return self._layout
 
+    @property
+    def stores(self) -> tuple[bool | None, ...]:
+        """How each native program of the plan writes now: streamed (True), cached (False),
+        or None while it still times both ways (``_copies.c``, ``TUNE_BLOCK``). A program's
+        speed at 16 MB and up turns on that choice, which the benchmarks report beside it."""
+        if Program is None:
+            return ()
+        calls = (call.func if isinstance(call, partial) else call for call in self._code)
+        return tuple(call.streams for call in calls if isinstance(call, Program))
+
     # ------------------------------------------------------------------ compiling
     def _compile(self, graph: Graph) -> None:
         schedule = _schedule(graph)
