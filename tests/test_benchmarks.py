@@ -217,13 +217,13 @@ def test_a_run_that_computes_nothing_fails_the_check_after_timing() -> None:
 def test_a_row_says_how_its_copies_wrote_once_their_timing_settled() -> None:
     """A copy from ``STREAM_BYTES`` times both ways in its first calls ("tuning"), then keeps
     one; ``Ours.stores`` says which, as the table's DML column does."""
-    from backends.numpy._copies import STREAM_BYTES, STREAMS
+    from backends.numpy._copies import STREAM_BYTES, STREAMS, TUNE_CALLS
 
     case = execution_case("slice_contiguous", 2 * STREAM_BYTES)
     ours = Ours(case.model, 2)
     feeds = case.feeds()
     ours.run(feeds)
     assert ours.stores() == ("tuning" if STREAMS else "cached")
-    for _ in range(12):
+    for _ in range(TUNE_CALLS):
         ours.run(feeds)
     assert ours.stores() in (("cached", "streamed") if STREAMS else ("cached",))

@@ -751,13 +751,20 @@ typedef struct {
  * below, the output is better left in cache for its reader. Whether it does is measured, not
  * read from the CPU: a VM's reported cache size can be the host's (seen: 256 MB reported,
  * 32 MB present; and 260 MB reported where copies of 16 MB ran 1.5x faster cached and of
- * 128 MB faster streamed). Its first calls write streamed, then as many cached,
- * ``TUNE_BLOCK`` each, all but the first of each timed; from then on it writes the way whose
- * fastest call was faster. In blocks, not in turns: a cached copy is fast only while its
- * output is in cache, which a streamed turn between evicts (in turns, every 16 MB padding
- * timed streamed as the faster). */
+ * 128 MB faster streamed). It times both ways in blocks of ``TUNE_BLOCK`` calls, all but
+ * the first of each timed, in two rounds: a block streamed, then one cached, and the faster
+ * for now; then that way for two blocks and the other for one, and from then on the way whose
+ * fastest call of the second round was faster (the kept way's last block against the other's).
+ * Two rounds, since a program's first calls run slower whatever the way (a 16 MB Concat:
+ * 1.1-1.5 ms for its first 8-10 calls, then 0.5-0.9, faulting no page), which decided the
+ * first round alone by which block came later: an 8-input axis-0 Concat kept cached stores in
+ * 3 of 3 tunings where, warmed, streamed took 0.72 ms and cached 0.95. In blocks, not in
+ * turns: a cached copy is fast only while its output is in cache, which a streamed turn
+ * between evicts (in turns, every 16 MB padding timed streamed as the faster). */
 static const Py_ssize_t stream_bytes = 8 << 20;
 #define TUNE_BLOCK 4
+/* the tuning's calls: two blocks of the first round, three of the second */
+#define TUNE_CALLS (5 * TUNE_BLOCK)
 
 static Worker workers[MAX_WORKERS];
 /* At most this many CPUs' worth of threads a call (0: no limit): a cgroup's CPU quota, which
@@ -852,12 +859,14 @@ typedef struct {
     Py_ssize_t span;   /* a call's addresses have at least this many items */
     int busy;   /* a relocating call is running: another would move its pointers */
     /* stream None at ``stream_bytes`` or more: each move's ``stream`` when streaming (the
-     * moves' own say the current way), calls left to time (the first, untimed, too), and
-     * each way's fastest call so far in ns (0 cached, 1 streamed; 0: not timed yet) */
+     * moves' own say the current way), calls left to time (the first, untimed, too), each
+     * way's fastest call of the round so far in ns (0 cached, 1 streamed; 0: not timed yet),
+     * and the way the first round found faster */
     unsigned char *streamed;
     int tuning;
     int running; /* calls in flight */
     long long fastest[2];
+    int kept;
 } Program;
 
 /* Which of the roots ([low, low + size), a root of size 0 taken as 1 byte) holds ``p``, and
@@ -1157,7 +1166,7 @@ static PyObject *program_new(PyTypeObject *type, PyObject *args, PyObject *kwarg
         }
         for (Py_ssize_t j = 0; j < moved; j++)
             self->streamed[j] = (unsigned char)self->moves[j].stream;
-        self->tuning = 2 * TUNE_BLOCK;
+        self->tuning = TUNE_CALLS;
     }
     self->nmoves = moved;
     PyMem_Free(root_low);
@@ -1179,11 +1188,11 @@ static void set_streaming(Program *self, int on) {
 
 static void run_lists(Program *self);
 
-/* Run the lists; while tuning, a block of calls streamed, then one cached, each block's
- * first untimed, and after the last the faster way. The counts change with the GIL held;
- * a call made while another of the same program runs (another thread's) neither times nor
- * switches, so no move's way changes under a running copy (a program only ever called so
- * keeps streaming, as every program of 8 MB did before). */
+/* Run the lists; while tuning, the calls of its two rounds (see ``stream_bytes``), each
+ * block's first untimed. The counts change with the GIL held; a call made while another of
+ * the same program runs (another thread's) neither times nor switches, so no move's way
+ * changes under a running copy (a program only ever called so keeps streaming, as every
+ * program of 8 MB did before). */
 static void program_run(Program *self) {
     self->running++;
     if (!self->tuning || self->running > 1) {
@@ -1191,15 +1200,21 @@ static void program_run(Program *self) {
         self->running--;
         return;
     }
-    const int turn = 2 * TUNE_BLOCK - self->tuning;
-    const int on = turn < TUNE_BLOCK;
-    if (turn % TUNE_BLOCK == 0) set_streaming(self, on);
+    const int turn = TUNE_CALLS - self->tuning, block = turn / TUNE_BLOCK;
+    const int first = turn % TUNE_BLOCK == 0;
+    /* blocks: 0 streamed, 1 cached; 2 and 3 the kept way (3 timed), 4 the other */
+    const int on = block == 0 ? 1 : block == 1 ? 0 : block < 4 ? self->kept : !self->kept;
+    if (first && block != 3) set_streaming(self, on);
     const long long start = now_ns();
     run_lists(self);
     const long long took = now_ns() - start;
     if (--self->running) return; /* another call began meanwhile: not timed alone */
-    if (turn % TUNE_BLOCK && (!self->fastest[on] || took < self->fastest[on]))
+    if (!first && block != 2 && (!self->fastest[on] || took < self->fastest[on]))
         self->fastest[on] = took;
+    if (turn == 2 * TUNE_BLOCK - 1) { /* the first round's end: the faster for now */
+        self->kept = self->fastest[1] <= self->fastest[0];
+        self->fastest[0] = self->fastest[1] = 0;
+    }
     if (--self->tuning == 0) set_streaming(self, self->fastest[1] <= self->fastest[0]);
 }
 
@@ -1805,6 +1820,7 @@ PyMODINIT_FUNC PyInit__copies(void) {
     PyModule_AddIntConstant(m, "MAX_THREADS", MAX_WORKERS + 1);
     PyModule_AddIntConstant(m, "STREAM_BYTES", (long)stream_bytes);
     PyModule_AddIntConstant(m, "STREAMS", STREAMS);
+    PyModule_AddIntConstant(m, "TUNE_CALLS", TUNE_CALLS);
 #ifndef _WIN32
     pthread_atfork(NULL, NULL, forget_workers);
 #endif

@@ -8,6 +8,7 @@ import numpy as np
 MAX_THREADS: int
 STREAM_BYTES: int
 STREAMS: int
+TUNE_CALLS: int
 
 def address(array: np.ndarray, /) -> int: ...
 def usable_cpus() -> int: ...

@@ -221,7 +221,7 @@ class Plan:
     @property
     def stores(self) -> tuple[bool | None, ...]:
         """How each native program of the plan writes now: streamed (True), cached (False),
-        or None while it still times both ways (``_copies.c``, ``TUNE_BLOCK``). A program's
+        or None while it still times both ways (its first ``_copies.TUNE_CALLS`` calls). A program's
         speed at 16 MB and up turns on that choice, which the benchmarks report beside it."""
         if Program is None:
             return ()
