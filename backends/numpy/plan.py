@@ -221,8 +221,8 @@ class Plan:
     @property
     def stores(self) -> tuple[bool | None, ...]:
         """How each native program of the plan writes now: streamed (True), cached (False),
-        or None while it still times both ways (its first ``_copies.TUNE_CALLS`` calls). A program's
-        speed at 16 MB and up turns on that choice, which the benchmarks report beside it."""
+        or None while it still times both ways (its first ``_copies.TUNE_CALLS`` calls). A
+        program's speed at 16 MB and up turns on that choice, which the benchmarks report."""
         if Program is None:
             return ()
         calls = (call.func if isinstance(call, partial) else call for call in self._code)
