@@ -315,17 +315,15 @@ def _unlike(
     branch makes whatever the branch declares) only the rank, where that is sure, and
     nothing where it is not: the run decides (``write_bound``)."""
     known = graph.tensor(name).shape
-    if known is None:
-        return ""
-    if trust is not None and trust.unsure(graph, name):
-        if trust.rank_unsure(graph, name) or array.ndim == len(known):
-            return ""
-        return f"rank {len(known)}"
-    if array.ndim != len(known) or any(
-        type(d) is int and d != n for d, n in zip(known, array.shape)
+    if known is None or array.ndim == len(known) and all(
+        type(d) is not int or d == n for d, n in zip(known, array.shape)
     ):
+        return ""  # it agrees: no need to ask trust (a walk over the producers)
+    if trust is None or not trust.unsure(graph, name):
         return str(list(known))
-    return ""
+    if trust.rank_unsure(graph, name) or array.ndim == len(known):
+        return ""
+    return f"rank {len(known)}"
 
 
 def write_bound(target: np.ndarray, value: np.ndarray, name: str, graph: Graph) -> np.ndarray:
