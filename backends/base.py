@@ -262,14 +262,16 @@ def check_outputs(
     """Bound output arrays, once each is a graph output's dtype and shape, contiguous and
     writable (the results are written into them, nothing is reallocated).
 
-    An output whose sizes are known only at run time (a named or unknown dimension, an
-    unknown rank) takes an array agreeing with the sizes inference knows (all but its dtype
-    left to the run where ``trust`` says onnxruntime may size it otherwise); the run writes
-    it only where its result has the array's shape (``write_bound``), as onnxruntime's
-    IOBinding takes a pre-allocated output of a dynamic shape and fails a run whose shape
-    differs. No descriptor writes such an output in place (a DML node's tensors are
-    static), so no plan buffer is sized by the array. Before, binding one was refused
-    outright ("no static dtype and shape to bind an array to")."""
+    An output takes an array agreeing with the sizes inference knows (``_unlike``); where
+    ``trust`` says onnxruntime may size it otherwise (an If whose branch declares [6] and
+    makes [1, 2, 3]: inference says [6], onnxruntime makes [1, 2, 3]), the sizes, and the
+    rank where that is unsure too, are left to the run, which writes the array only where
+    its result has the array's shape (``write_bound``), as onnxruntime's IOBinding takes a
+    pre-allocated output of a dynamic shape and fails a run whose shape differs. An array
+    of the run's shape was refused there ("expected [6]"), and one of the inferred shape
+    failed after the run. The numpy plan writes an output in place only into an array of
+    the size its buffer was planned for (``Plan.run``), so no plan buffer is sized by the
+    array."""
     checked: dict[str, np.ndarray] = {}
     for name, array in outputs.items():
         if name not in graph.outputs:
@@ -287,17 +289,8 @@ def check_outputs(
         problems = []
         if array.dtype != info.dtype:
             problems.append(f"dtype {array.dtype} (expected {np.dtype(info.dtype)})")
-        static = info.static_shape
-        known = info.shape  # what inference knows, unless onnxruntime may make it otherwise
-        if static is not None:
-            wrong = array.shape != static
-        else:
-            wrong = known is not None and not (trust and trust.unsure(graph, name)) and (
-                array.ndim != len(known)
-                or any(type(d) is int and d != n for d, n in zip(known, array.shape))
-            )
-        if wrong:
-            problems.append(f"shape {list(array.shape)} (expected {list(known or ())})")
+        if wrong := _unlike(graph, name, array, trust):
+            problems.append(f"shape {list(array.shape)} (expected {wrong})")
         if not array.flags.c_contiguous:
             problems.append("not C-contiguous")
         if not array.flags.writeable:
@@ -313,13 +306,44 @@ def check_outputs(
     return checked
 
 
-def write_bound(target: np.ndarray, value: np.ndarray, name: str, source: str) -> np.ndarray:
-    """A result written into the array the caller bound to its output, which must be of its
-    dtype and shape (the run's, where the graph's inference was wrong)."""
+def _unlike(
+    graph: Graph, name: str, array: np.ndarray, trust: folding.PartialShapes | None
+) -> str:
+    """What a bound array's shape should be, where inference already says it is not the
+    output's ("" where it may be): the inferred sizes, where onnxruntime is sure to make
+    them; where it may make others (``trust.unsure``: an If's output, of the sizes its
+    branch makes whatever the branch declares) only the rank, where that is sure, and
+    nothing where it is not: the run decides (``write_bound``)."""
+    known = graph.tensor(name).shape
+    if known is None or array.ndim == len(known) and all(
+        type(d) is not int or d == n for d, n in zip(known, array.shape)
+    ):
+        return ""  # it agrees: no need to ask trust (a walk over the producers)
+    if trust is None or not trust.unsure(graph, name):
+        return str(list(known))
+    if trust.rank_unsure(graph, name) or array.ndim == len(known):
+        return ""
+    return f"rank {len(known)}"
+
+
+def write_bound(target: np.ndarray, value: np.ndarray, name: str, graph: Graph) -> np.ndarray:
+    """A result written into the array the caller bound to its output, which must be of the
+    dtype and shape the run made: where inference sized the output otherwise (an If whose
+    branch declares other sizes than it makes, as onnxruntime allows), those the run made,
+    not the inferred ones (``check_outputs`` let the run decide)."""
     if target.shape != value.shape or target.dtype != value.dtype:
+        info = graph.tensors.get(name)
+        inferred = "" if info is None or info.shape is None or tuple(
+            info.shape) == value.shape else (
+            f", where onnx infers {list(info.shape)}: an output has the sizes its nodes make "
+            "as onnxruntime runs them, not those inference foresaw (an If's are its branch's, "
+            "whatever the branch declares)"
+        )
         raise BackendError(
-            f"{source}: output {name!r} is {value.dtype}{list(value.shape)} in this run; the "
-            f"array bound to it is {target.dtype}{list(target.shape)}"
+            f"{graph.source}: output {name!r} is {value.dtype}{list(value.shape)} in this run; "
+            f"the array bound to it is {target.dtype}{list(target.shape)}{inferred}. A bound "
+            f"array takes the run's result as it is: bind a {value.dtype} array of shape "
+            f"{list(value.shape)}, or none"
         )
     np.copyto(target, value)
     return target

@@ -548,36 +548,55 @@ def _drop_references(nodes: Iterable[onnx.NodeProto], absent: frozenset[str]) ->
 
 
 def _merge_function_opsets(proto: onnx.ModelProto, source: str) -> None:
-    """The opsets a local function imports and the model does not, added to the model's (its
-    nodes keep their versions once inlined); a domain both import at different versions is
-    the model's in the function too, so its nodes bind at the model's version, as
-    onnxruntime and onnx.reference bind them. ONNX asks a function's imports to give the
-    same schemas as the model's; where they do not, the model's version is what both run (a
+    """The opsets local functions import and the model does not, added to the model's at the
+    newest version this onnx knows (the newest the functions import, where that is newer:
+    refused later, as a model's), and a function's nodes bound at the model's version of
+    their domain, as onnxruntime and onnx.reference bind them. onnxruntime imports every
+    domain it knows that a model does not at its newest opset (``Model::Model`` in
+    ``core/graph/model.cc``: onnxruntime 1.32 added ai.onnx.ml 5 and ai.onnx 28, this onnx's
+    newest) and inlines every function there. The first function's version was taken
+    instead: two functions importing ai.onnx.ml at 2 and 4, the model at none, were refused
+    (LabelEncoder-4's tensor attributes break LabelEncoder-2), and a function's Softmax at
+    opset 11, the model importing no ai.onnx, ran as Softmax-11 (the flattened axes) where
+    onnxruntime runs Softmax-13, silently. ONNX asks a function's imports to give the same
+    schemas as the model's; where they do not, the model's version is what both run (a
     Softmax of a function at opset 11, the model at 13, is Softmax-13). Converting to the
     model's opset, as before, gave Softmax-11's values where both give Softmax-13's, and
     refused what both run: a Pad-18 of pads given, the model at 11 ("No Adapter To Version
     $17 for Pad"), a function of opset 13 calling another ("Type unknown"), a domain other
     than ai.onnx its nodes use at two versions."""
     model = {_DOMAIN_ALIASES.get(o.domain, o.domain): int(o.version) for o in proto.opset_import}
+    known = onnx.defs.C.schema_version_map()  # domain -> (oldest, newest) opset
+    added: dict[str, int] = {}
+    spelled: dict[str, str] = {}  # as the first function importing it spells it
     for function in proto.functions:
         for entry in function.opset_import:
             domain = _DOMAIN_ALIASES.get(entry.domain, entry.domain)
             if domain not in model:
-                model[domain] = int(entry.version)
-                proto.opset_import.append(onnx.helper.make_opsetid(entry.domain, entry.version))
+                spelled.setdefault(domain, entry.domain)
+                added[domain] = max(added.get(domain, known.get(domain, (0, 0))[1]),
+                                    int(entry.version))
+    for domain, version in added.items():
+        model[domain] = version
+        proto.opset_import.append(onnx.helper.make_opsetid(spelled[domain], version))
+    for function in proto.functions:
+        for entry in function.opset_import:
+            domain = _DOMAIN_ALIASES.get(entry.domain, entry.domain)
             if entry.version != model[domain]:
-                _check_rebound(function, domain, int(entry.version), model, source)
+                _check_rebound(function, domain, int(entry.version), model, domain in added,
+                               source)
                 entry.version = model[domain]
 
 
 def _check_rebound(function: onnx.FunctionProto, domain: str, version: int,
-                   model: Mapping[str, int], source: str) -> None:
+                   model: Mapping[str, int], added: bool, source: str) -> None:
     """Refuse a function's node of ``domain`` (at any depth of its subgraphs) whose op has
     another schema at the model's version and breaks it, naming both versions: the checker
     alone named the op of the inlined model (onnxruntime refuses such a model too). A node
     holding subgraphs is left to that checker: checked alone, its subgraphs' reads of the
     function's names are undefined ("Nodes in a graph must be topologically sorted"), and an
-    If or Loop of any version reading one was refused where onnxruntime runs it."""
+    If or Loop of any version reading one was refused where onnxruntime runs it. ``added``:
+    the model imports no opset of ``domain``; ``model`` holds the one it was given."""
     context = onnx.checker.C.CheckerContext()
     context.ir_version = onnx.IR_VERSION
     context.opset_imports = dict(model)
@@ -594,9 +613,11 @@ def _check_rebound(function: onnx.FunctionProto, domain: str, version: int,
         except Exception as exc:
             broken = (f"breaks {node.op_type}-{now}" if now is not None
                       else f"is no op at opset {model[domain]}")
+            models = (f"the model at none (onnxruntime imports such a domain at its newest "
+                      f"opset, {model[domain]})" if added else f"the model at {model[domain]}")
             raise ModelValidationError(
                 f"{source}: local function {function.domain}::{function.name} imports domain "
-                f"{domain or 'ai.onnx'!r} at opset {version}, the model at {model[domain]}: its "
+                f"{domain or 'ai.onnx'!r} at opset {version}, {models}: its "
                 f"nodes bind at the model's version, as onnxruntime and onnx.reference bind "
                 f"them (ONNX asks both imports to give the same schemas), and its node "
                 f"{subgraphs.holder_label(node.name, node.output)} ({node.op_type}-{was} at "

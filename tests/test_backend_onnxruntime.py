@@ -3,6 +3,7 @@ refused with a reason), and the lowered graph cross-checked against the NumPy ba
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -1009,6 +1010,75 @@ def test_an_if_whose_branches_declare_other_sizes_runs_lowered_as_onnxruntime_ru
     for runs in (lower(graph, "6_4"), graph):
         got = backend.run(runs, feeds)["y"]
         assert got.shape == want.shape and np.array_equal(got, want)
+
+
+def _ort_run(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> np.ndarray:
+    options = ort.SessionOptions()
+    options.log_severity_level = 3  # its warning on merging the declared shape
+    return ort.InferenceSession(model.SerializeToString(), options,
+                                providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+
+
+_RUNS_BOUND = [("onnxruntime", False), ("onnxruntime", True), ("numpy", True)]
+
+
+@pytest.mark.parametrize("backend, lowered", _RUNS_BOUND)
+@pytest.mark.parametrize("declared, reader", [
+    ([6], helper.make_node("Slice", ["i", "s", "e", "ax"], ["y"])),
+    ([6], helper.make_node("Concat", ["i", "i"], ["y"], axis=-1)),
+    ([2, 3], helper.make_node("Pad", ["i", "p", "", "ax"], ["y"])),
+    ([6], helper.make_node("Relu", ["i"], ["y"])),
+])
+def test_an_if_output_sized_otherwise_than_declared_binds_the_shape_the_run_makes(
+        backend, lowered, declared, reader) -> None:
+    """An output of an If whose branches declare other sizes than they make (``_if_declaring``)
+    takes a bound array of the shape onnxruntime makes, filled as onnxruntime fills it; it
+    was refused on both backends ("shape [1, 2, 1] (expected [1])"). An array of the shape
+    onnx inferred from the declaration is one error naming the output, both shapes and the
+    rule (it failed after the run, naming no rule). Oracle: onnxruntime on the model."""
+    model = _if_declaring(declared, reader)
+    feeds = {"x": np.arange(6, dtype=np.float32).reshape(2, 3), "c": np.array(True)}
+    want = _ort_run(model, feeds)
+    graph = load(model)
+    inferred = graph.tensor("y").static_shape
+    assert inferred is not None and inferred != want.shape
+    target = lower(graph, "6_4") if lowered else graph
+    runner = get_backend(backend)
+    for _ in range(2):  # a second run of the plan, the session, the graph lowered again
+        out = np.full(want.shape, np.nan, np.float32)
+        got = runner.run(target, feeds, outputs={"y": out})
+        assert got["y"] is out and np.array_equal(out, want)
+    made, said = list(want.shape), list(inferred)
+    told = (re.escape(f"output 'y' is float32{made} in this run; the array bound to it is "
+                      f"float32{said}, where onnx infers {said}: an output has the sizes its "
+                      "nodes make as onnxruntime runs them")
+            + ".*" + re.escape(f"bind a float32 array of shape {made}"))
+    with pytest.raises(BackendError, match=told):
+        runner.run(target, feeds, outputs={"y": np.zeros(inferred, np.float32)})
+
+
+@pytest.mark.parametrize("backend, lowered", _RUNS_BOUND)
+def test_an_array_of_other_sizes_than_an_if_output_makes_is_refused_not_half_written(
+        backend, lowered) -> None:
+    """The If's branches declare what they make ([1, 2, 3]); the Pad after it is a DML node
+    that the numpy plan writes straight into a bound array of the size planned. An array of
+    another shape is left to the run (an If's sizes may be the branch's, not inference's),
+    which makes [1, 2, 5]: one error naming both shapes, as on onnxruntime's backend; the
+    plan does not write its 10 elements into the 20 of the array and call it the result."""
+    model = _if_declaring([1, 2, 3], helper.make_node("Pad", ["i", "p", "", "ax"], ["y"]))
+    feeds = {"x": np.arange(6, dtype=np.float32).reshape(2, 3), "c": np.array(True)}
+    want = _ort_run(model, feeds)
+    graph = load(model)
+    assert graph.tensor("y").static_shape == want.shape == (1, 2, 5)
+    target = lower(graph, "6_4") if lowered else graph
+    runner = get_backend(backend)
+    with pytest.raises(BackendError, match=r"output 'y' is float32\[1, 2, 5\] in this run; the "
+                       r"array bound to it is float32\[2, 2, 5\]\. A bound array takes the "
+                       r"run's result as it is: bind a float32 array of shape \[1, 2, 5\]"):
+        runner.run(target, feeds, outputs={"y": np.full((2, 2, 5), np.nan, np.float32)})
+    out = np.full(want.shape, np.nan, np.float32)
+    assert runner.run(target, feeds, outputs={"y": out})["y"] is out
+    assert np.array_equal(out, want)
 
 
 @pytest.mark.parametrize("lowered", [False, True])

@@ -2164,6 +2164,79 @@ def test_a_function_importing_a_domain_it_does_not_use_at_another_version() -> N
     assert np.array_equal(want, got) and got.max() == 1
 
 
+def _ml_function(name: str, version: int, **attrs) -> onnx.FunctionProto:
+    """A function ``name`` (a -> b) of one LabelEncoder, importing ai.onnx.ml at ``version``."""
+    return helper.make_function("local", name, ["a"], ["b"], [
+        helper.make_node("LabelEncoder", ["a"], ["b"], domain="ai.onnx.ml", **attrs)],
+        [helper.make_opsetid("", 18), helper.make_opsetid("ai.onnx.ml", version)])
+
+
+def _ml_calls(out: int, *functions: onnx.FunctionProto) -> onnx.ModelProto:
+    """A model importing no ai.onnx.ml, calling each function on x (int64 [5]): y, the sum of
+    the results (of element type ``out``), or the one function's."""
+    calls = [helper.make_node(f.name, ["x"], [f"r{i}" if len(functions) > 1 else "y"],
+                              domain="local") for i, f in enumerate(functions)]
+    if len(functions) > 1:
+        calls.append(helper.make_node("Sum", [c.output[0] for c in calls], ["y"]))
+    graph = helper.make_graph(calls, "g", [helper.make_tensor_value_info(
+        "x", TensorProto.INT64, [5])], [helper.make_tensor_value_info("y", out, None)])
+    return helper.make_model(graph, functions=functions, ir_version=10, opset_imports=[
+        helper.make_opsetid("", 18), helper.make_opsetid("local", 1)])
+
+
+def test_functions_importing_a_domain_the_model_does_not_at_two_versions_run() -> None:
+    """A function importing ai.onnx.ml at 2, another at 4 (LabelEncoder-4's tensor attributes),
+    the model at none: the first function's version was taken for both, and the second's
+    LabelEncoder refused ("breaks LabelEncoder-2: Unrecognized attribute: default_tensor");
+    onnxruntime imports the domain at its newest opset (5, as this onnx) and runs both there.
+    Oracle: onnxruntime on the model."""
+    tensor = numpy_helper.from_array
+    model = _ml_calls(
+        TensorProto.FLOAT,
+        _ml_function("F2", 2, keys_int64s=[1, 2, 3], values_floats=[10.0, 20.0, 30.0],
+                     default_float=-1.0),
+        _ml_function("F4", 4, keys_tensor=tensor(np.array([1, 2, 3], np.int64), "k"),
+                     values_tensor=tensor(np.array([100, 200, 300], np.float32), "v"),
+                     default_tensor=tensor(np.array([-7], np.float32), "d")))
+    want, got = _ort_and_ours(model, np.array([1, 2, 3, 4, 0], np.int64))
+    assert np.array_equal(want, got) and got.tolist() == [110, 220, 330, -8, -8]
+    assert dmlgraph.load(model).opset_imports["ai.onnx.ml"] == max(
+        onnx.defs.C.schema_version_map()["ai.onnx.ml"])
+
+
+def test_a_function_of_an_opset_the_model_does_not_import_binds_at_the_newest() -> None:
+    """A Softmax in a function of opset 11, the model importing no ai.onnx: onnxruntime
+    imports ai.onnx at its newest opset and runs Softmax-13 (one axis); it ran as
+    Softmax-11 (the axes from 1 on flattened), every element off, silently."""
+    softmax = _opset_function(11, helper.make_node("Softmax", ["a"], ["b"], axis=1))
+    model = _calling(softmax, [helper.make_node("F", ["x"], ["y"], domain="local")], [2, 3, 2],
+                     [("local", 1)])
+    x = np.arange(12, dtype=np.float32).reshape(2, 3, 2)
+    want, got = _ort_and_ours(model, x)
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    flat = np.exp(x.reshape(2, 6) - x.reshape(2, 6).max(1, keepdims=True))
+    softmax_11 = (flat / flat.sum(1, keepdims=True)).reshape(x.shape)
+    assert not np.isclose(want, softmax_11).any()  # the two versions tell apart everywhere
+
+
+def test_a_function_node_breaking_the_newest_version_of_a_domain_the_model_lacks() -> None:
+    """LabelEncoder-1 (classes_strings) in a function importing ai.onnx.ml 1, the model at
+    none: bound at the newest opset, as onnxruntime binds it (and refuses it: "Unrecognized
+    attribute: classes_strings"); it ran as LabelEncoder-1. The error names the function, both
+    versions and why the newest."""
+    import onnxruntime as ort
+
+    model = _ml_calls(TensorProto.STRING, _ml_function("F1", 1, classes_strings=["a", "b"]))
+    with pytest.raises(Exception, match="Unrecognized attribute: classes_strings"):
+        ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    with pytest.raises(ModelValidationError, match=(
+            r"local::F1 imports domain 'ai.onnx.ml' at opset 1, the model at none \(onnxruntime "
+            r"imports such a domain at its newest opset, \d+\): its nodes bind at the model's "
+            r"version, .* \(LabelEncoder-1 at opset 1\) breaks LabelEncoder-4: Unrecognized "
+            r"attribute: classes_strings")):
+        dmlgraph.load(model)
+
+
 def test_external_data_without_a_length_reads_the_tensors_own_bytes(tmp_path) -> None:
     """A file holding other bytes after the tensor: it was read to the end ("cannot reshape
     array of size 26 into shape (4,6)")."""

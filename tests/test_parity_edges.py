@@ -218,6 +218,26 @@ def test_a_bound_output_of_another_shape_is_refused_not_broadcast() -> None:
                                  outputs={"Y": np.zeros((1, 4, 5, 2), np.float32)})
 
 
+def test_a_bound_output_of_the_shape_the_run_makes_takes_it_where_inference_errs() -> None:
+    """The STFT above: an array of onnxruntime's [1, 4, 3, 2] takes the result on both
+    backends (it was refused: "shape [1, 4, 3, 2] (expected [1, 4, 5, 2])"); one of another
+    rank is refused before the run, the rank being sure. Oracle: onnxruntime."""
+    model = _model([helper.make_node("STFT", ["X", "st", "", "fl"], ["Y"])],
+                   [_info("X", [1, 16, 1])], [_info("Y", [None] * 4)],
+                   [_ints("st", 3), _ints("fl", 5)])
+    graph = load(model)
+    x = np.random.default_rng(0).standard_normal((1, 16, 1)).astype(np.float32)
+    (want,) = _ort(model, {"X": x})
+    for backend, target in (("numpy", lower(graph)), ("onnxruntime", graph)):
+        out = np.full(want.shape, np.nan, np.float32)
+        assert get_backend(backend).run(target, {"X": x}, outputs={"Y": out})["Y"] is out
+        np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-6)
+        with pytest.raises(BackendError, match=r"bound output 'Y' cannot take the result: "
+                                               r"shape \[4, 3, 2\] \(expected rank 4\)"):
+            get_backend(backend).run(target, {"X": x},
+                                     outputs={"Y": np.zeros((4, 3, 2), np.float32)})
+
+
 @pytest.mark.parametrize("name", ["file", "allow_pickle"])
 def test_npz_files_keep_tensors_named_as_savez_arguments(name: str, tmp_path: Path) -> None:
     model = _model([helper.make_node("Neg", [name], ["Y"])], [_info(name, [2])], [_info("Y", [2])])

@@ -178,7 +178,7 @@ class NumpyBackend:
                 broken = exc
                 continue
             results = {
-                name: write_bound(bound[name], made[twin], name, graph.source)
+                name: write_bound(bound[name], made[twin], name, graph)
                 if name in bound else made[twin]
                 for name, twin in zip(graph.outputs, again.outputs)
             }

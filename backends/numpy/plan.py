@@ -604,10 +604,12 @@ class Plan:
                 handed: dict[str, np.ndarray] = {}
                 for name, root in self._output_roots:
                     info = self.graph.tensor(name)
-                    if name in bound:
-                        state.bind(root, _bytes(bound[name]))
-                        handed[name] = bound[name]
-                    else:
+                    given = bound.get(name)
+                    if given is not None and given.shape == info.static_shape:
+                        state.bind(root, _bytes(given))
+                        handed[name] = given
+                    else:  # (a bound array of other sizes than planned, which a run that
+                        # makes them writes after: ``_result``)
                         raw, handle = self._pool.take(self._roots[root].nbytes)
                         state.bind(root, raw)
                         handed[name] = handle.view(info.dtype).reshape(info.static_shape)
@@ -627,11 +629,11 @@ class Plan:
     def _result(
         self, name: str, handed: dict[str, np.ndarray], bound: dict[str, np.ndarray]
     ) -> np.ndarray:
-        if name in handed:
-            return handed[name]
-        value = self.ir_reader(name)()
+        value = handed[name] if name in handed else self.ir_reader(name)()
+        if name in handed and (name not in bound or value is bound[name]):
+            return value
         if name in bound:
-            return write_bound(bound[name], value, name, self.graph.source)
+            return write_bound(bound[name], value, name, self.graph)
         if name in self._input_set or self.graph.is_constant(name):
             return np.array(value)  # a copy: the caller's feed or the graph's constant
         return value

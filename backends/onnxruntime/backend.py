@@ -138,7 +138,7 @@ class OnnxruntimeBackend:
         bound = bind_outputs(graph, arrays, outputs, folding.PartialShapes(graph.declared_sizes))
         result = self._execute(graph, arrays)
         return RunResult({
-            name: write_bound(bound[name], value, name, graph.source) if name in bound else value
+            name: write_bound(bound[name], value, name, graph) if name in bound else value
             for name, value in result.outputs.items()
         }, result.record)
 
