@@ -331,6 +331,26 @@ def write_bound(target: np.ndarray, value: np.ndarray, name: str, graph: Graph) 
     dtype and shape the run made: where inference sized the output otherwise (an If whose
     branch declares other sizes than it makes, as onnxruntime allows), those the run made,
     not the inferred ones (``check_outputs`` let the run decide)."""
+    _check_bound(target, value, name, graph)
+    np.copyto(target, value)
+    return target
+
+
+def write_all_bound(
+    bound: Mapping[str, np.ndarray], values: Mapping[str, np.ndarray], graph: Graph
+) -> dict[str, np.ndarray]:
+    """The results, those with a bound array written into it (``write_bound``), once every
+    bound array has been found to fit: a run's results that reach the caller all at once
+    leave no array written when another does not fit (written in turn, an error on the second
+    left the first overwritten)."""
+    for name, target in bound.items():
+        _check_bound(target, values[name], name, graph)
+    for name, target in bound.items():
+        np.copyto(target, values[name])
+    return {name: bound.get(name, value) for name, value in values.items()}
+
+
+def _check_bound(target: np.ndarray, value: np.ndarray, name: str, graph: Graph) -> None:
     if target.shape != value.shape or target.dtype != value.dtype:
         info = graph.tensors.get(name)
         inferred = "" if info is None or info.shape is None or tuple(
@@ -345,8 +365,6 @@ def write_bound(target: np.ndarray, value: np.ndarray, name: str, graph: Graph) 
             f"array takes the run's result as it is: bind a {value.dtype} array of shape "
             f"{list(value.shape)}, or none"
         )
-    np.copyto(target, value)
-    return target
 
 
 def refuse_unbound(graph: Graph) -> None:

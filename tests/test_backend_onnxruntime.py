@@ -1082,6 +1082,27 @@ def test_an_array_of_other_sizes_than_an_if_output_makes_is_refused_not_half_wri
 
 
 @pytest.mark.parametrize("lowered", [False, True])
+def test_a_bound_array_that_does_not_fit_leaves_every_other_unwritten(lowered: bool) -> None:
+    """onnxruntime's results reach the caller all at once: when one bound array turns out
+    not to fit what the run made (an If's output, [6] inferred, [1, 2, 3] made), the error
+    comes before any array is written. Written in turn, the output before it was already
+    overwritten when the error came."""
+    model = _if_declaring([6], helper.make_node("Relu", ["i"], ["z"]))
+    model.graph.node.insert(0, helper.make_node("Relu", ["x"], ["y"]))
+    model.graph.output.insert(0, helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3]))
+    model.graph.output[1].name = "z"
+    feeds = {"x": np.arange(6, dtype=np.float32).reshape(2, 3), "c": np.array(True)}
+    graph = load(model)
+    assert graph.outputs[0] == "y" and graph.tensor("z").static_shape == (6,)
+    target = lower(graph, "6_4") if lowered else graph
+    y = np.full((2, 3), np.nan, np.float32)
+    with pytest.raises(BackendError, match=r"output 'z' is float32\[1, 2, 3\] in this run"):
+        get_backend("onnxruntime").run(
+            target, feeds, outputs={"y": y, "z": np.zeros(6, np.float32)})
+    assert np.isnan(y).all()
+
+
+@pytest.mark.parametrize("lowered", [False, True])
 def test_the_onnxruntime_backend_binds_outputs_as_the_numpy_backend_does(lowered: bool) -> None:
     """``outputs=`` on either backend: each result written into the caller's array, which the
     outputs then hold; a bad binding the same one error on both (a user swapping backends

@@ -28,7 +28,7 @@ from backends.base import (
     check_arguments,
     check_feeds,
     refuse_unbound,
-    write_bound,
+    write_all_bound,
 )
 from backends.numpy.fallback import Fallback, OnnxruntimeFallback, get_fallback, reference_hint
 from backends.numpy.plan import DML_ENGINE, Plan
@@ -177,11 +177,10 @@ class NumpyBackend:
             except DmlgraphError as exc:  # by the sizes made, a node breaks a rule
                 broken = exc
                 continue
-            results = {
-                name: write_bound(bound[name], made[twin], name, graph)
-                if name in bound else made[twin]
-                for name, twin in zip(graph.outputs, again.outputs)
-            }
+            results = write_all_bound(
+                bound, {name: made[twin] for name, twin in zip(graph.outputs, again.outputs)},
+                graph,
+            )
             (dtype, shape), (said, said_shape) = mismatch.made, mismatch.inferred
             left = "every tensor a node computes" if everything else (
                 "the tensors onnxruntime may size otherwise (folding.SHAPE_EXACT_OPS)")

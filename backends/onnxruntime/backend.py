@@ -28,7 +28,7 @@ from backends.base import (
     first_line,
     refuse_beyond_memory,
     refuse_unbound,
-    write_bound,
+    write_all_bound,
 )
 from backends.onnxruntime import values
 from backends.onnxruntime.providers import (
@@ -137,10 +137,7 @@ class OnnxruntimeBackend:
             return self._execute(graph, arrays)
         bound = bind_outputs(graph, arrays, outputs, folding.PartialShapes(graph.declared_sizes))
         result = self._execute(graph, arrays)
-        return RunResult({
-            name: write_bound(bound[name], value, name, graph) if name in bound else value
-            for name, value in result.outputs.items()
-        }, result.record)
+        return RunResult(write_all_bound(bound, result.outputs, graph), result.record)
 
     def _execute(self, graph: Graph, arrays: dict[str, np.ndarray]) -> RunResult:
         if not graph.outputs:  # onnxruntime refuses to run for no outputs; the numpy
