@@ -577,7 +577,7 @@ class ReferenceRun:
         ]
         # If, Loop and Scan nodes whose subgraphs hold such a node: the node runs whole here
         # (the numpy backend, which notes what it runs of them, left it to the fallback)
-        self.held = [(tuple(node.outputs), proto) for node, proto in _holders(graph)]
+        self.held = list(_holders(graph))
         # and those holding a Loop onnxruntime fails on when it runs (lowering notes it only
         # where onnxruntime refuses the model at load): noted as they run here
         self.loops = [(tuple(node.outputs), note) for node in graph.nodes if subgraphs(node.op)
@@ -611,11 +611,12 @@ class ReferenceRun:
             self.said = {}
         if self.held:  # by what the subgraphs declare, as ``reference_hint`` reads them
             known = {**(made if self.watching else results), **feeds}
-            for key, proto in self.held:
-                found = next(_held_divergences(proto, self.opset, {}, lambda name: _known(
-                    self.graph, known, name)), None)
+            for node, proto in self.held:  # (as its first run takes it: ``_first_run``)
+                found = next(_held_divergences(
+                    _first_run(self.graph, node, proto, known), self.opset, {},
+                    lambda name: _known(self.graph, known, name)), None)
                 if found:
-                    self.said[key] = found[0]
+                    self.said[tuple(node.outputs)] = found[0]
         for key, note in self.loops:
             self.said.setdefault(key, note)
         # copies: onnx.reference's Reshape, Slice, Transpose... return views of their
