@@ -1086,3 +1086,51 @@ def test_a_failure_apart_from_an_undeclared_squeeze_divergence_gets_no_hint() ->
     with pytest.raises(DmlgraphError, match="requested shape:.5.") as raised:
         check(model, inputs=feeds)
     assert "divergence" not in str(raised.value)
+
+
+def _squeeze_read_two_deep(apart: bool) -> tuple[onnx.ModelProto, dict]:
+    """A top-level Squeeze of X [1, 3, 1] by an empty axes list carried into a Loop of one
+    trip, whose body's If (condition fed true) joins it with X in its then branch, beside a
+    sum of it; ``apart``: the branch joins Z (fed [3], declared of no shape) with X instead."""
+    cat = helper.make_node("Concat", ["Z" if apart else "v", "X"], ["y"], axis=0, name="cat")
+    then = helper.make_graph([cat, helper.make_node("ReduceSum", ["v"], ["s"], keepdims=0)],
+                             "then", [], [_info("y", None), _info("s", None)])
+    other = helper.make_graph([helper.make_node("Identity", ["X"], ["e1"]),
+                               helper.make_node("ReduceSum", ["v"], ["e2"], keepdims=0)],
+                              "else", [], [_info("e1", None), _info("e2", None)])
+    body = helper.make_graph(
+        [helper.make_node("If", ["B"], ["w", "ws"], then_branch=then, else_branch=other,
+                          name="if"),
+         helper.make_node("Identity", ["c"], ["c2"]), helper.make_node("Identity", ["v"], ["v2"])],
+        "body", [_info("i", [], TensorProto.INT64), _info("c", [], TensorProto.BOOL),
+                 _info("v", None)],
+        [_info("c2", [], TensorProto.BOOL), _info("v2", None), _info("w", None)])
+    model = _model([helper.make_node("Squeeze", ["X", "e"], ["S"], name="squeeze"),
+                    helper.make_node("Loop", ["T", "", "S"], ["V", "W"], body=body,
+                                     name="loop")],
+                   [_info("X", [1, 3, 1]), _info("Z", None), _info("B", [], TensorProto.BOOL)],
+                   [_info("V", None), _info("W", None)], [_ints("e", []), _ints("T", 1)],
+                   opset=13, ir=8)
+    return model, {"X": np.arange(3, dtype=np.float32).reshape(1, 3, 1),
+                   "Z": np.arange(3, dtype=np.float32), "B": np.array(True)}
+
+
+@pytest.mark.parametrize("apart", [False, True])
+def test_a_squeeze_divergence_read_two_subgraphs_deep_is_named_unless_apart(apart: bool) -> None:
+    """The If breaking the rule is in the Loop's body: the divergence is found through what
+    the Loop carries into it (the body's plan knows no maker of its input), not where the
+    Concat reads Z alone."""
+    from dmlgraph.errors import DmlgraphError
+
+    model, feeds = _squeeze_read_two_deep(apart)
+    _ort_fails(model, feeds, "Name:'cat'")
+    with pytest.raises(DmlgraphError, match="its body: node 'if' \\(If\\): its then_branch, "
+                       "run with .* breaks a rule: node 'cat'") as raised:
+        check(model, inputs=feeds)
+    if apart:
+        assert "divergence" not in str(raised.value)
+        return
+    assert str(raised.value).endswith(
+        _SQUEEZE_NOTE + "(node 'squeeze' (Squeeze) is a known divergence onnx.reference runs "
+        "as ONNX says: --fallback reference, fallback='reference' in Python)")
+    assert check(model, inputs=feeds, fallback="reference").exit_code == 0

@@ -645,6 +645,10 @@ class ControlFlow:
             results, sub_runs = plan.run({name: arrays[name] for name in lowered.inputs})
         except SizeMismatch as exc:
             raise Declined(f"its {attr}'s lowering was planned for other sizes ({exc})") from None
+        except SubgraphRuleError as exc:  # a node's deeper, nothing there diverging: its
+            if exc.control is self:  # reads are told of as this node's inputs reaching them
+                raise
+            raise SubgraphRuleError(str(exc), self, self._reads(attr, None, exc.reads)) from None
         worded = self.worded.get(key)
         if worded is not None and worded[0] == sub_runs:
             return [results[name] for name in outputs], worded[1]
@@ -711,10 +715,13 @@ class ControlFlow:
         except DmlgraphError as exc:
             raise Declined(f"its {attr} cannot be lowered on its own: {exc}") from None
 
-    def _reads(self, attr: str, failed: str | None) -> tuple[str, ...]:
+    def _reads(self, attr: str, failed: str | None,
+               inner: Collection[str] | None = None) -> tuple[str, ...]:
         """The node's inputs (by the enclosing graph's names) that reach, in its subgraph
         ``attr``, the node named ``failed`` there (all of them where it is not known by its
-        name): a rule that node breaks is not provably apart from what they arrived as."""
+        name), or, ``inner`` given, one of those tensors of the subgraph (what a node held
+        deeper may read: ``SubgraphRuleError.reads``): a rule that node breaks is not
+        provably apart from what they arrived as."""
         body = onnx.GraphProto.FromString(self.subgraphs[attr].data)
         inputs = [value.name for value in body.input]
         # a Loop's explicit inputs from the third, a Scan's all, are its body's inputs
@@ -724,11 +731,13 @@ class ControlFlow:
             carried.setdefault(name, []).append(value)
         named = {node.name for graph in graphs_within(body) for node in graph.node}
         found: dict[str, None] = {}
-        for inner, outer in carried.items():
+        for name, outer in carried.items():
             reached: set[str] = set()
-            reach(body, {inner}, reached)
-            if not failed or failed not in named or failed in reached:
-                found.update(dict.fromkeys(name for name in outer if name))
+            names = {name}
+            reach(body, names, reached)
+            if (not names.isdisjoint(inner) if inner is not None
+                    else not failed or failed not in named or failed in reached):
+                found.update(dict.fromkeys(value for value in outer if value))
         return tuple(found)
 
     def _model(self, attr: str, arrays: Mapping[str, np.ndarray]) -> onnx.ModelProto:
