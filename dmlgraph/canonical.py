@@ -532,12 +532,21 @@ def _concat_rank(graph: Graph, node: Node) -> int | None:
 
 def check(graph: Graph, node: Node, trust: Trust | None = None) -> None:
     """Refuse a malformed Slice, Concat or Pad with a NodeRuleError (a ModelValidationError)
-    naming the node.
+    naming the node, in words and by ``NodeRuleError.node``.
 
     Checks what is known: lengths from constants or static shapes, ranks from shape inference
     (but not a rank ``trust`` says onnxruntime may make otherwise: a ConvTranspose's
     [N, 2, 3] where onnx says [N, 2] takes a Slice on axis -3).
     """
+    try:
+        _check(graph, node, trust)
+    except NodeRuleError as exc:
+        exc.node = node.name
+        raise
+
+
+def _check(graph: Graph, node: Node, trust: Trust | None) -> None:
+    """``check``'s rules."""
     if not is_canonical(node.op):
         return
     where = graph.describe(node)

@@ -29,6 +29,11 @@ class NodeRuleError(ModelValidationError):
     fed: where a control-flow body is imported by the sizes that arrive, this one is the
     run's error, where another import error only sends the body to the fallback."""
 
+    #: The name of the node whose rule it is, where ``canonical.check`` knows it ("" for an
+    #: unnamed node, None: not known): whether a divergent tensor reaches it decides whether
+    #: the divergence is named with the error (``backends.numpy.control.SubgraphRuleError``).
+    node: str | None = None
+
 
 class UnsupportedError(DmlgraphError):
     """The model uses something dmlgraph does not know (an op version, a domain, a type)."""

@@ -924,3 +924,83 @@ def _rewrite(
         value.name = scope.get(value.name, value.name)
     for value in graph.value_info:
         value.name = scope.get(value.name, value.name)
+
+
+def graphs_within(graph: onnx.GraphProto) -> list[onnx.GraphProto]:
+    """A graph and the subgraphs its nodes hold, at any depth."""
+    held = [a.g for n in graph.node for a in n.attribute if a.type == onnx.AttributeProto.GRAPH]
+    held += [g for n in graph.node for a in n.attribute for g in a.graphs]
+    return [graph, *(inner for g in held for inner in graphs_within(g))]
+
+
+def defined_names(graph: onnx.GraphProto) -> list[str]:
+    """The names a graph defines: its inputs, initializers and its nodes' outputs."""
+    return [*(v.name for v in graph.input), *(t.name for t in graph.initializer),
+            *(out for n in graph.node for out in n.output)]
+
+
+def reach(graph: onnx.GraphProto, names: set[str], nodes: set[str]) -> bool:
+    """Adds to ``names`` the values of ``graph`` (at any depth) that ``names`` reach, and to
+    ``nodes`` the names of the nodes reading them; whether any node of ``graph`` does. Over,
+    not under: all a subgraph makes counts where its holder reads one, or, a Loop's or Scan's
+    (run again on what it made), where a node of it does."""
+    any_read = False
+    for node in graph.node:
+        held = [g for a in node.attribute for g in (*([a.g] if a.HasField("g") else ()),
+                                                    *a.graphs)]
+        if any(name in names for name in node.input):
+            _whole(held, names, nodes)  # its subgraphs read what it reads
+        elif not any([reach(g, names, nodes) for g in held]):
+            continue
+        elif node.op_type != "If":  # a Loop or Scan runs its body again on what it made
+            _whole(held, names, nodes)
+        names.update(node.output)
+        nodes.add(node.name)
+        any_read = True
+    return any_read
+
+
+def _whole(held: Sequence[onnx.GraphProto], names: set[str], nodes: set[str]) -> None:
+    """Counts everything ``held`` (at any depth) makes as reached (``reach``)."""
+    for g in (inner for sub in held for inner in graphs_within(sub)):
+        names.update(defined_names(g))
+        nodes.update(n.name for n in g.node)
+
+
+def held_outputs(body: onnx.GraphProto, made: Sequence[str],
+                 fed_back: Mapping[int, int]) -> list[int] | None:
+    """The positions of ``body``'s outputs that its tensors ``made`` reach (``reach``), one
+    run after another: the output at each key of ``fed_back`` is fed back as the input at
+    its value (a Loop body's carried values, a Scan body's state variables), and so reaches
+    what that input does. None where one of ``made`` is not the body's (at any depth), or
+    they reach none of its outputs: not known."""
+    names = set(made)
+    if not names or not names <= {n for g in graphs_within(body) for n in defined_names(g)}:
+        return None
+    inputs = [value.name for value in body.input]
+    outputs = [value.name for value in body.output]
+    while True:
+        reach(body, names, set())
+        fed = {inputs[i] for o, i in fed_back.items()
+               if o < len(outputs) and i < len(inputs) and outputs[o] in names}
+        if fed <= names:
+            break
+        names |= fed
+    found = [k for k, name in enumerate(outputs) if name in names]
+    return found or None
+
+
+def reached_outputs(op_type: str, explicit: int, states: int, body: onnx.GraphProto,
+                    made: Sequence[str], outputs: Sequence[str]) -> tuple[str, ...]:
+    """The outputs (``outputs``) of an If, Loop or Scan (of ``explicit`` explicit inputs, a
+    Scan's first ``states`` of them its state variables) that the tensors ``made`` of its
+    subgraph ``body`` reach (``held_outputs``): a Loop body's carried values and a Scan
+    body's state variables fed back; every one where a Loop's condition is reached. () where
+    that is not known: every one (as ``NodeRun.wrong`` reads ())."""
+    fed_back = {1 + k: 2 + k for k in range(explicit - 2)} if op_type == "Loop" else (
+        {k: k for k in range(states)} if op_type == "Scan" else {})
+    positions = held_outputs(body, [name for name in made if name], fed_back)
+    if op_type == "Loop":  # its body's condition first (then every trip is), then its outputs
+        positions = None if positions is None or 0 in positions else [p - 1 for p in positions]
+    reached = [outputs[p] for p in positions or () if p < len(outputs)]
+    return tuple(name for name in reached if name)

@@ -951,3 +951,186 @@ def test_a_failure_apart_from_a_squeeze_divergence_gets_no_hint(
     assert main(["run", str(path), "--backend", "onnxruntime", "--inputs", str(inputs)]) == 2
     error = capsys.readouterr().err
     assert "requested shape:{5}" in error and "divergence" not in error
+
+
+def _squeeze_read_in_a_branch(apart: bool = False) -> tuple[onnx.ModelProto, dict, str]:
+    """A top-level Squeeze of X [1, 3, 1] by an empty axes list whose result S an If's then
+    branch (its condition fed true) joins with X on axis 0: onnxruntime fails at the Concat
+    in the branch. ``apart``: the branch joins Z (fed [3], declared of no shape) with X
+    instead, a Concat that fails on either engine, beside a sum of S (the same sum on either
+    engine), which the Concat does not read."""
+    cat = (helper.make_node("Concat", ["Z", "X"], ["y"], axis=0, name="cat") if apart
+           else helper.make_node("Concat", ["S", "X"], ["y"], axis=0, name="cat"))
+    then = helper.make_graph([cat, helper.make_node("ReduceSum", ["S"], ["s2"], keepdims=0,
+                                                    name="sum")],
+                             "then", [], [_info("y", None), _info("s2", None)])
+    other = helper.make_graph([helper.make_node("Identity", ["X"], ["e1"]),
+                               helper.make_node("ReduceSum", ["S"], ["e2"], keepdims=0)],
+                              "else", [],
+                              [_info("e1", None), _info("e2", None)])
+    model = _model([helper.make_node("Squeeze", ["X", "e"], ["S"], name="squeeze"),
+                    helper.make_node("If", ["B"], ["Y", "W"], then_branch=then,
+                                     else_branch=other, name="if")],
+                   [_info("X", [1, 3, 1]), _info("Z", None), _info("B", [], TensorProto.BOOL)],
+                   [_info("Y", None), _info("W", None)], [_ints("e", [])], opset=13, ir=8)
+    feeds = {"X": np.arange(3, dtype=np.float32).reshape(1, 3, 1),
+             "Z": np.arange(3, dtype=np.float32), "B": np.array(True)}
+    return model, feeds, "Name:'cat'"
+
+
+_SQUEEZE_NOTE = (
+    "; divergence: a Squeeze of a [1, 3, 1] tensor by an empty axes list: ONNX squeezes "
+    "nothing, as onnx.reference does ([1, 3, 1]); onnxruntime squeezes every axis of size 1 "
+    "([3]) ")
+
+
+def test_a_squeeze_divergence_read_in_a_branch_says_reference_runs_it(tmp_path: Path,
+                                                                      capsys) -> None:
+    """The Squeeze runs on the onnxruntime fallback, and the If's branch, lowered by the
+    sizes that arrive, breaks the Concat's rule by its [3]: check ended with that rule alone,
+    where ``run --backend onnxruntime`` and --fallback reference named the Squeeze."""
+    from dmlgraph.errors import DmlgraphError
+
+    model, feeds, at = _squeeze_read_in_a_branch()
+    _ort_fails(model, feeds, at)
+    hint = (_SQUEEZE_NOTE + "(node 'squeeze' (Squeeze) is a known divergence onnx.reference "
+            "runs as ONNX says: --fallback reference, fallback='reference' in Python)")
+    with pytest.raises(DmlgraphError, match="its then_branch, run with .* breaks a rule: "
+                       "node 'cat' \\(Concat\\)") as raised:
+        check(model, inputs=feeds)
+    assert str(raised.value).endswith(hint)
+    assert check(model, inputs=feeds, fallback="reference").exit_code == 0
+    path, inputs = tmp_path / "sq.onnx", tmp_path / "in.npz"
+    onnx.save(model, path)
+    np.savez(inputs, **feeds)
+    assert main(["check", str(path), "--inputs", str(inputs)]) == 2
+    assert capsys.readouterr().err.rstrip().endswith(hint)
+
+
+def test_a_branch_rule_apart_from_a_squeeze_divergence_gets_no_hint() -> None:
+    """The branch breaks a Concat's rule that the Squeeze's result does not reach (Z [3]
+    with X [1, 3, 1]), on either engine: no hint to run what fails there too."""
+    from dmlgraph.errors import DmlgraphError
+
+    model, feeds, at = _squeeze_read_in_a_branch(apart=True)
+    _ort_fails(model, feeds, at)
+    with pytest.raises(Exception, match="must have same number of dimensions"):
+        from onnx.reference import ReferenceEvaluator
+        ReferenceEvaluator(model).run(None, feeds)
+    with pytest.raises(DmlgraphError, match="breaks a rule: node 'cat'") as raised:
+        check(model, inputs=feeds)
+    assert "divergence" not in str(raised.value)
+
+
+def _undeclared(holder: str) -> onnx.ModelProto:
+    """``_squeeze_into_concat`` in a subgraph whose sizes at the Squeeze are not declared:
+    'L' a Loop body's carried input declared without a shape, 'U' the same without a type,
+    'I' an If branch squeezing an Identity of X (its result undeclared)."""
+    model = _nested(_squeeze_into_concat()[0], "I" if holder == "I" else "L", (1, 3, 1), None)
+    held = model.graph.node[0]
+    if holder == "I":
+        then = next(a.g for a in held.attribute if a.name == "then_branch")
+        then.node.insert(0, helper.make_node("Identity", ["X"], ["Xi"], name="copy"))
+        next(n for n in then.node if n.op_type == "Squeeze").input[0] = "Xi"
+        return model
+    carried = held.attribute[0].g.input[2]
+    if holder == "U":
+        carried.ClearField("type")
+    else:
+        carried.type.tensor_type.ClearField("shape")
+    return model
+
+
+@pytest.mark.parametrize("holder, kind, whole", [
+    ("L", "Loop", False), ("U", "Loop", False), ("I", "If", False), ("L", "Loop", True),
+    ("U", "Loop", True)])
+def test_a_squeeze_divergence_in_a_subgraph_of_sizes_not_declared_says_reference_runs_it(
+    tmp_path: Path, capsys, holder: str, kind: str, whole: bool
+) -> None:
+    """The Squeeze's sizes are not declared where it is, but the values fed show them: its
+    holder's first run (a Loop's first trip) takes them. No hint was given, where the same
+    declared got one. ``whole``: the Loop runs whole on either fallback (``_run_whole``),
+    where on --fallback reference nothing noted the Squeeze, and check exited 2."""
+    from dmlgraph.errors import DmlgraphError
+
+    model, feeds = _undeclared(holder), _squeeze_into_concat()[1]
+    model = _run_whole(model) if whole else model
+    _ort_fails(model, feeds, "Ranks of input data are different")
+    where = f"(node 'squeeze' (Squeeze) in a subgraph of node 'h0' ({kind}) is a known divergence"
+    with pytest.raises(DmlgraphError, match="Ranks of input data are different") as raised:
+        check(model, inputs=feeds)
+    assert str(raised.value).endswith(
+        f"{_SQUEEZE_NOTE}{where} onnx.reference runs as ONNX says: --fallback reference, "
+        "fallback='reference' in Python)")
+    assert check(model, inputs=feeds, fallback="reference").exit_code == 0
+    path, inputs = tmp_path / "sq.onnx", tmp_path / "in.npz"
+    onnx.save(model, path)
+    np.savez(inputs, **feeds)
+    assert main(["run", str(path), "--backend", "onnxruntime", "--inputs", str(inputs)]) == 2
+    assert capsys.readouterr().err.rstrip().endswith(
+        f"{_SQUEEZE_NOTE}{where} onnx.reference runs as ONNX says, which the numpy backend "
+        "runs there and check names: --backend numpy --fallback reference, "
+        "get_backend('numpy', fallback='reference') in Python)")
+
+
+def test_a_failure_apart_from_an_undeclared_squeeze_divergence_gets_no_hint() -> None:
+    """``_squeeze_beside_bad_reshape``'s If, its branch squeezing an Identity of X (sizes
+    not declared, shown by the values fed): the Reshape fails apart from it, no hint."""
+    from dmlgraph.errors import DmlgraphError
+
+    model, feeds, at = _squeeze_beside_bad_reshape(True)
+    then = next(a.g for a in model.graph.node[0].attribute if a.name == "then_branch")
+    then.node.insert(0, helper.make_node("Identity", ["X"], ["Xi"], name="copy"))
+    next(n for n in then.node if n.op_type == "Squeeze").input[0] = "Xi"
+    _ort_fails(model, feeds, at)
+    with pytest.raises(DmlgraphError, match="requested shape:.5.") as raised:
+        check(model, inputs=feeds)
+    assert "divergence" not in str(raised.value)
+
+
+def _squeeze_read_two_deep(apart: bool) -> tuple[onnx.ModelProto, dict]:
+    """A top-level Squeeze of X [1, 3, 1] by an empty axes list carried into a Loop of one
+    trip, whose body's If (condition fed true) joins it with X in its then branch, beside a
+    sum of it; ``apart``: the branch joins Z (fed [3], declared of no shape) with X instead."""
+    cat = helper.make_node("Concat", ["Z" if apart else "v", "X"], ["y"], axis=0, name="cat")
+    then = helper.make_graph([cat, helper.make_node("ReduceSum", ["v"], ["s"], keepdims=0)],
+                             "then", [], [_info("y", None), _info("s", None)])
+    other = helper.make_graph([helper.make_node("Identity", ["X"], ["e1"]),
+                               helper.make_node("ReduceSum", ["v"], ["e2"], keepdims=0)],
+                              "else", [], [_info("e1", None), _info("e2", None)])
+    body = helper.make_graph(
+        [helper.make_node("If", ["B"], ["w", "ws"], then_branch=then, else_branch=other,
+                          name="if"),
+         helper.make_node("Identity", ["c"], ["c2"]), helper.make_node("Identity", ["v"], ["v2"])],
+        "body", [_info("i", [], TensorProto.INT64), _info("c", [], TensorProto.BOOL),
+                 _info("v", None)],
+        [_info("c2", [], TensorProto.BOOL), _info("v2", None), _info("w", None)])
+    model = _model([helper.make_node("Squeeze", ["X", "e"], ["S"], name="squeeze"),
+                    helper.make_node("Loop", ["T", "", "S"], ["V", "W"], body=body,
+                                     name="loop")],
+                   [_info("X", [1, 3, 1]), _info("Z", None), _info("B", [], TensorProto.BOOL)],
+                   [_info("V", None), _info("W", None)], [_ints("e", []), _ints("T", 1)],
+                   opset=13, ir=8)
+    return model, {"X": np.arange(3, dtype=np.float32).reshape(1, 3, 1),
+                   "Z": np.arange(3, dtype=np.float32), "B": np.array(True)}
+
+
+@pytest.mark.parametrize("apart", [False, True])
+def test_a_squeeze_divergence_read_two_subgraphs_deep_is_named_unless_apart(apart: bool) -> None:
+    """The If breaking the rule is in the Loop's body: the divergence is found through what
+    the Loop carries into it (the body's plan knows no maker of its input), not where the
+    Concat reads Z alone."""
+    from dmlgraph.errors import DmlgraphError
+
+    model, feeds = _squeeze_read_two_deep(apart)
+    _ort_fails(model, feeds, "Name:'cat'")
+    with pytest.raises(DmlgraphError, match="its body: node 'if' \\(If\\): its then_branch, "
+                       "run with .* breaks a rule: node 'cat'") as raised:
+        check(model, inputs=feeds)
+    if apart:
+        assert "divergence" not in str(raised.value)
+        return
+    assert str(raised.value).endswith(
+        _SQUEEZE_NOTE + "(node 'squeeze' (Squeeze) is a known divergence onnx.reference runs "
+        "as ONNX says: --fallback reference, fallback='reference' in Python)")
+    assert check(model, inputs=feeds, fallback="reference").exit_code == 0

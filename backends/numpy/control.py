@@ -56,8 +56,11 @@ from dmlgraph.parity import DIVERGENCE
 from dmlgraph.subgraphs import (
     ScanForm,
     fed_arrays_problem,
+    graphs_within,
     holder_label,
     lowered_when_run,
+    reach,
+    reached_outputs,
     scan_axis,
     scan_form,
     subgraph_model,
@@ -206,6 +209,18 @@ class _Subgraph(Protocol):
     def __call__(
         self, attr: str, feeds: Mapping[str, np.ndarray], unchecked: Collection[str] = ()
     ) -> tuple[list[np.ndarray], tuple[NodeRun, ...]]: ...
+
+
+class SubgraphRuleError(BackendError):
+    """A branch or body that, by the sizes that arrived, breaks a node's rule (``ControlFlow.
+    _lowered``). ``reads``: the enclosing graph's tensors (by their names there) the node
+    breaking it may read, its holder's (``control``) inputs it is not provably apart from;
+    the plan names a known divergence that made one of them (``fallback.reference_hint``),
+    as the main graph's run does where a size made otherwise breaks a node's rule."""
+
+    def __init__(self, message: str, control: ControlFlow, reads: tuple[str, ...]) -> None:
+        super().__init__(message)
+        self.control, self.reads = control, reads
 
 
 class Declined(Exception):
@@ -630,6 +645,10 @@ class ControlFlow:
             results, sub_runs = plan.run({name: arrays[name] for name in lowered.inputs})
         except SizeMismatch as exc:
             raise Declined(f"its {attr}'s lowering was planned for other sizes ({exc})") from None
+        except SubgraphRuleError as exc:  # a node's deeper, nothing there diverging: its
+            if exc.control is self:  # reads are told of as this node's inputs reaching them
+                raise
+            raise SubgraphRuleError(str(exc), self, self._reads(attr, None, exc.reads)) from None
         worded = self.worded.get(key)
         if worded is not None and worded[0] == sub_runs:
             return [results[name] for name in outputs], worded[1]
@@ -642,6 +661,8 @@ class ControlFlow:
                 _label(lowered, r), r.op, r.engine,
                 f"{held}: {r.via}" if r.via else f"{held}, lowered at run time",
                 tuple(dict.fromkeys(r.notes + said)), self.node_id,
+                () if said or not any(n.startswith(DIVERGENCE) for n in r.notes)
+                else self._reached(attr, lowered, r),
             )
             for r in sub_runs
         ]
@@ -650,6 +671,22 @@ class ControlFlow:
                             said, self.node_id)]
         self.worded[key] = (sub_runs, tuple(runs))
         return [results[name] for name in outputs], self.worded[key][1]
+
+    def _reached(self, attr: str, lowered: Graph, run: NodeRun) -> tuple[str, ...]:
+        """This node's outputs that the outputs of a node of its subgraph ``attr`` (``run``,
+        of ``lowered``: its notes' ``wrong`` ones, else all) reach, its record's ``wrong``:
+        ``check`` leaves only those at its notes, as it does the top-level node's own. A
+        Scan-8 in an If's branch passing its state through left the If's every output "not
+        compared", the branch's Relu of its rows too. () (all) where it cannot tell."""
+        made: Sequence[str] = run.wrong
+        if not made and run.node_id is not None:
+            try:
+                made = lowered.node(run.node_id).outputs
+            except GraphInvariantError:  # (an id of a graph lowered again)
+                return ()
+        return reached_outputs(
+            self.op_type, len(self.explicit_names), self.scan.states if self.scan else 0,
+            onnx.GraphProto.FromString(self.subgraphs[attr].data), made, self.outputs)
 
     def _lowered(
         self, attr: str, arrays: Mapping[str, np.ndarray], level: FeatureLevel
@@ -671,12 +708,37 @@ class ControlFlow:
             # [1, 2] made a [2, 2] of memory never written)
             detail = str(exc).removeprefix(f"<ModelProto {model.graph.name}>: ")
             sizes = ", ".join(f"{name!r}: {list(array.shape)}" for name, array in arrays.items())
-            raise BackendError(
+            raise SubgraphRuleError(
                 f"{self.where}: its {attr}, run with {sizes or 'no inputs'}, breaks a rule: "
-                f"{detail}"
+                f"{detail}", self, self._reads(attr, exc.node),
             ) from None
         except DmlgraphError as exc:
             raise Declined(f"its {attr} cannot be lowered on its own: {exc}") from None
+
+    def _reads(self, attr: str, failed: str | None,
+               inner: Collection[str] | None = None) -> tuple[str, ...]:
+        """The node's inputs (by the enclosing graph's names) that reach, in its subgraph
+        ``attr``, the node named ``failed`` there (all of them where it is not known by its
+        name), or, ``inner`` given, one of those tensors of the subgraph (what a node held
+        deeper may read: ``SubgraphRuleError.reads``): a rule that node breaks is not
+        provably apart from what they arrived as."""
+        body = onnx.GraphProto.FromString(self.subgraphs[attr].data)
+        inputs = [value.name for value in body.input]
+        # a Loop's explicit inputs from the third, a Scan's all, are its body's inputs
+        first = {"If": len(self.explicit_names), "Loop": 2}.get(self.op_type, 0)
+        carried = {old: [new] for old, new in self.outer.items()}
+        for name, value in zip(inputs[first:], self.explicit_names[first:]):
+            carried.setdefault(name, []).append(value)
+        named = {node.name for graph in graphs_within(body) for node in graph.node}
+        found: dict[str, None] = {}
+        for name, outer in carried.items():
+            reached: set[str] = set()
+            names = {name}
+            reach(body, names, reached)
+            if (not names.isdisjoint(inner) if inner is not None
+                    else not failed or failed not in named or failed in reached):
+                found.update(dict.fromkeys(value for value in outer if value))
+        return tuple(found)
 
     def _model(self, attr: str, arrays: Mapping[str, np.ndarray]) -> onnx.ModelProto:
         """The subgraph as a model: its own inputs and the enclosing tensors it reads typed as
@@ -737,7 +799,8 @@ def _noted(
 ) -> list[NodeRun]:
     """``runs`` each with ``note`` (a divergence of the node, which ``check`` names for the
     outputs it reaches), or one record of it, ``via``, where nothing ran."""
-    return [replace(r, notes=(*r.notes, note)) for r in runs] or [
+    # (the note is the holder's, of its every output: no ``wrong`` of a node inside holds)
+    return [replace(r, notes=(*r.notes, note), wrong=()) for r in runs] or [
         NodeRun(control.name, control.op_type, NOTHING_RAN, via, (note,), control.node_id)
     ]
 
@@ -768,9 +831,9 @@ def _unique(runs: Sequence[NodeRun]) -> list[NodeRun]:
         seen = merged.get(key)
         if seen is None:
             merged[key] = r
-        elif not set(r.notes) <= set(seen.notes):
+        elif not set(r.notes) <= set(seen.notes) or r.wrong != seen.wrong:
             merged[key] = NodeRun(
                 r.node, r.op, r.engine, r.via, tuple(dict.fromkeys(seen.notes + r.notes)),
-                r.node_id,
+                r.node_id, seen.wrong if seen.wrong == r.wrong else (),  # (else: all)
             )
     return list(merged.values())

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import networkx as nx
@@ -20,15 +21,26 @@ from backends.base import BackendError, engine_hint, first_line
 from backends.numpy.control import inferred_ranks, other_rank, scan_body_divergence
 from backends.onnxruntime import values
 from backends.onnxruntime.providers import cannot_run, make_session, select_providers
+from dmlgraph import folding
 from dmlgraph.canonical import known_since_version
 from dmlgraph.dml.enums import PaddingMode
 from dmlgraph.dml.indexmaps import source_indices
-from dmlgraph.dtypes import ELEM_TYPE_TO_DTYPE
+from dmlgraph.dtypes import DTYPE_TO_ELEM_TYPE, ELEM_TYPE_TO_DTYPE
 from dmlgraph.ir import Graph, Node, OnnxOp, Subgraph, split_inputs, subgraphs
 from dmlgraph.parity import DIVERGENCE, UNINITIALIZED, failed_names, failed_nodes
 from dmlgraph.reference_ops import DIVERGENT_DOMAINS, label_divergence, spec_ops
 from dmlgraph.shape_kernels import KERNELS
-from dmlgraph.subgraphs import holder_label, loop_divergence
+from dmlgraph.subgraphs import (
+    defined_names,
+    graphs_within,
+    holder_label,
+    loop_divergence,
+    outer_names,
+    reach,
+    reached_outputs,
+    scan_form,
+    scan_slice,
+)
 
 Runner = Callable[[Mapping[str, np.ndarray]], dict[str, np.ndarray]]
 
@@ -146,7 +158,7 @@ def _scan_ort_no_value(op: OnnxOp, values: Sequence[Any]) -> str:
 def _scan_body_wrong(op: OnnxOp, outputs: Sequence[str]) -> tuple[str, ...]:
     """The outputs of a Scan (``outputs``, by position its body's) that onnxruntime gets
     wrong where its body passes inputs through or makes a tensor twice (``_scan_body_note``):
-    those, and each its body computes from a state fed back from one of them (``_reach``).
+    those, and each its body computes from a state fed back from one of them (``reach``).
     The others onnxruntime computes: marked uninitialized with them, check compared none of
     a Scan-8's outputs (a Relu of each step's input beside a state passed through)."""
     body, scans = op.attrs.get("body"), op.attrs.get("num_scan_inputs")
@@ -159,7 +171,7 @@ def _scan_body_wrong(op: OnnxOp, outputs: Sequence[str]) -> tuple[str, ...]:
     wrong = {j for j, name in enumerate(made) if name in inputs or made.count(name) > 1}
     while True:  # a wrong state fed back makes what reads it wrong, states among them
         names = {inputs[j] for j in wrong if j < states}
-        _reach(proto, names, set())
+        reach(proto, names, set())
         more = wrong | {j for j, name in enumerate(made) if name in names}
         if more == wrong:
             return tuple(outputs[j] for j in sorted(wrong) if j < len(outputs) and outputs[j])
@@ -214,49 +226,88 @@ _ORT_GAVE = "; this run's values there are that memory (--fallback reference com
 _MADE_INSIDE = "\0made inside"
 
 
-def _nested_scan_8s(graph: Graph) -> list[tuple[tuple[str, ...], OnnxOp, tuple[str, ...]]]:
+@dataclass(frozen=True)
+class _HeldScan8:
+    """A Scan-8 a segment's node holds in a subgraph (``_nested_scan_8s``)."""
+
+    #: the holding node's outputs: its run record carries the note
+    key: tuple[str, ...]
+    #: the Scan-8 as an op (its num_scan_inputs and body)
+    op: OnnxOp
+    #: its explicit inputs by the segment's names where they are the enclosing graph's (the
+    #: engine runs the node whole and gives none of its subgraphs' values), ``_MADE_INSIDE``
+    #: where a subgraph makes them
+    inputs: tuple[str, ...]
+    #: the holder's outputs its outputs that onnxruntime gets wrong by its body reach
+    #: (``_scan_body_wrong``), and those all its outputs reach; () where not known: all
+    body_wrong: tuple[str, ...] = ()
+    every: tuple[str, ...] = ()
+    #: where it is in a branch of the If holding it: the If's condition (the segment's name)
+    #: and the value that runs that branch; it runs only then
+    cond: str = ""
+    when: bool = True
+
+    def note(self, check: RunCheck, value: Callable[[str], Any]) -> str:
+        """``check``'s note of it by ``value`` (a name's value, None: not known); "" where its
+        branch is not taken. A sequence_lens made inside is given, its values not known."""
+        flag = value(self.cond) if self.cond else None
+        if flag is not None and np.size(flag) == 1 and bool(
+                np.asarray(flag).reshape(-1)[0]) != self.when:
+            return ""
+        values = [value(name) if name else None for name in self.inputs]
+        if self.inputs[:1] == (_MADE_INSIDE,):  # given, its values not known
+            values[0] = _sized(np.dtype(np.int64), (1,))
+        return check(self.op, values)
+
+    def wrong(self, note: str) -> tuple[str, ...]:
+        """The holder's outputs ``note`` (of its body, or of its values) concerns."""
+        body = _scan_body_note(self.op)
+        return self.body_wrong if body and note.startswith(body) else self.every
+
+
+def _nested_scan_8s(graph: Graph) -> list[_HeldScan8]:
     """The Scan-8s a segment's nodes hold in their subgraphs, at any depth (an If's or Loop's
     run whole on the fallback), watched as top-level ones are (``_RUN_DIVERGENCES``,
-    ``_ORT_NO_VALUE``): the holding node's outputs (its run record carries the note), the
-    Scan-8 as an op, and its explicit inputs by the segment's names where they are the
-    enclosing graph's (the engine runs the node whole and gives none of its subgraphs'
-    values), ``_MADE_INSIDE`` where a subgraph makes them. One whose sequence_lens a
-    subgraph makes is not watched: its values are not known, nor whether it is left out."""
+    ``_ORT_NO_VALUE``). Where one is in the holder's subgraph itself, not deeper, the
+    holder's outputs each note concerns are those its outputs reach there
+    (``subgraphs.reached_outputs``), and an If's branch not taken is passed; deeper, all."""
     if graph.opset_imports.get("", 1) >= 9:  # (the model's Scans are Scan-9+)
         return []
     found = []
     for node in graph.nodes:
-        held = [sub for sub in subgraphs(node.op) if "Scan" in sub.ops]
-        if not held:
+        if not isinstance(node.op, OnnxOp) or not any(
+                "Scan" in sub.ops for sub in subgraphs(node.op)):
             continue
-        outer = split_inputs(node)[1]
-        for sub in held:
+        explicit, outer = split_inputs(node)
+        states = len(explicit) - 1 - int(node.op.attrs.get("num_scan_inputs", 0) or 0)
+        for attr, sub in node.op.attrs.items():
+            if not isinstance(sub, Subgraph) or "Scan" not in sub.ops:
+                continue
             body = onnx.GraphProto.FromString(sub.data)
-            made = {name for g in _graphs(body) for name in _defined(g)}
-            for scan in (n for g in _graphs(body) for n in g.node):
+            made = {name for g in graphs_within(body) for name in defined_names(g)}
+            top = {id(n) for n in body.node}
+            for scan in (n for g in graphs_within(body) for n in g.node):
                 if scan.op_type != "Scan" or scan.domain not in ("", "ai.onnx"):
                     continue
                 inputs = tuple(name if not name else _MADE_INSIDE if name in made
                                else outer.get(name, _MADE_INSIDE) for name in scan.input)
-                if inputs[:1] == (_MADE_INSIDE,):
+                attrs = {a.name: onnx.helper.get_attribute_value(a) for a in scan.attribute
+                         if a.name == "num_scan_inputs"}
+                attrs.update((a.name, Subgraph(a.g.SerializeToString(), (), ()))
+                             for a in scan.attribute if a.name == "body")
+                op = OnnxOp("Scan", 8, attrs=attrs)
+                if id(scan) not in top:  # deeper: all its holder's outputs, whatever ran
+                    found.append(_HeldScan8(tuple(node.outputs), op, inputs))
                     continue
-                scans = next((a.i for a in scan.attribute if a.name == "num_scan_inputs"), 0)
-                op = OnnxOp("Scan", 8, attrs={"num_scan_inputs": scans})
-                found.append((tuple(node.outputs), op, inputs))
+                reached = functools.partial(reached_outputs, node.op_type, len(explicit),
+                                            states, body, outputs=node.outputs)
+                branch = node.op_type == "If" and bool(explicit) and explicit[0] != ""
+                found.append(_HeldScan8(
+                    tuple(node.outputs), op, inputs,
+                    reached(made=_scan_body_wrong(op, scan.output)),
+                    reached(made=list(scan.output)),
+                    explicit[0] if branch else "", attr == "then_branch"))
     return found
-
-
-def _graphs(graph: onnx.GraphProto) -> list[onnx.GraphProto]:
-    """A graph and the subgraphs its nodes hold, at any depth."""
-    held = [a.g for n in graph.node for a in n.attribute if a.type == onnx.AttributeProto.GRAPH]
-    held += [g for n in graph.node for a in n.attribute for g in a.graphs]
-    return [graph, *(inner for g in held for inner in _graphs(g))]
-
-
-def _defined(graph: onnx.GraphProto) -> list[str]:
-    """The names a graph defines: its inputs, initializers and its nodes' outputs."""
-    return [*(v.name for v in graph.input), *(t.name for t in graph.initializer),
-            *(out for n in graph.node for out in n.output)]
 
 
 def reference_hint(graph: Graph, feeds: Mapping[str, np.ndarray],
@@ -287,11 +338,11 @@ def run_divergence(graph: Graph, feeds: Mapping[str, np.ndarray],
             return (note, f"node {holder_label(node.name, node.outputs)} ({node.op_type})")
     if nodes is None:  # a segment: its If, Loop and Scan nodes' subgraphs too
         holders = {tuple(node.outputs): node for node in graph.nodes}
-        for key, op, inputs in _nested_scan_8s(graph):  # by the values the segment is fed
-            known = [feeds.get(name, graph.constant(name)) if name else None for name in inputs]
-            note = _scan_8_divergence(op, known)
-            if _REFUSES in note and not _apart(graph, holders[key], failure):
-                node = holders[key]
+        for held in _nested_scan_8s(graph):  # by the values the segment is fed
+            note = held.note(_scan_8_divergence, lambda name: feeds.get(
+                name, graph.constant(name)))
+            if _REFUSES in note and not _apart(graph, holders[held.key], failure):
+                node = holders[held.key]
                 return (note, f"node {holder_label(node.name, node.outputs)} "
                               f"({node.op_type}) holds a Scan-8 that")
         for node in graph.nodes:
@@ -305,13 +356,95 @@ def run_divergence(graph: Graph, feeds: Mapping[str, np.ndarray],
                 continue
             at = node.id in {f.id for f in failed_nodes(graph, failure)}  # (its inner node too)
             for note, where, made in _held_divergences(
-                    proto, graph.opset_imports.get("", 1), {},
+                    _first_run(graph, node, proto, feeds), graph.opset_imports.get("", 1), {},
                     lambda name: _known(graph, feeds, name)):
                 if any(phrase in note for phrase in _FAILS_AT) and not (
                         at and _held_apart(proto, made, failure)):
                     return (note, f"{where} in a subgraph of node "
                                   f"{holder_label(node.name, node.outputs)} ({node.op_type})")
     return None
+
+
+def _first_run(graph: Graph, node: Node, proto: onnx.GraphProto,
+               feeds: Mapping[str, np.ndarray]) -> onnx.GraphProto:
+    """A subgraph of ``node`` as its first run (a Loop's first trip, a Scan's first step)
+    takes it, as far as what the node is fed shows: its inputs declared without all their
+    sizes typed as they arrive (``_arrivals``), and the sizes onnx's inference then gives its
+    tensors declared (value_info), for ``_held_divergences`` to read. A Squeeze by an empty
+    axes list of a Loop body's carried value declared without a shape, or of an If branch's
+    Identity of X, got no hint where the same, declared, got one. The enclosing tensors it
+    reads stay read through ``outer`` (their values, not only sizes); the subgraph as it is
+    where inference fails."""
+    from onnx import numpy_helper
+
+    explicit, outer = split_inputs(node)
+    arrivals = _arrivals(node, proto, [_known(graph, feeds, name) for name in explicit])
+    model = onnx.helper.make_model(proto, opset_imports=[
+        onnx.helper.make_opsetid(domain, version)
+        for domain, version in graph.opset_imports.items()])
+    model.ir_version = graph.ir_version
+    typed = model.graph
+    for value in typed.input:
+        if not _all_sizes(value.type) and value.name in arrivals:
+            value.type.CopyFrom(arrivals[value.name])
+    for name in outer_names(proto):  # typed by their sizes, constants by their values
+        found = _known(graph, feeds, outer.get(name, name))
+        elem = None if found is None else DTYPE_TO_ELEM_TYPE.get(np.asarray(found).dtype)
+        if elem is None:  # (not known, or of a type ONNX has none for: left open)
+            continue
+        if isinstance(found, _Sized) or np.size(found) > folding.INFERENCE_CONSTANT_LIMIT:
+            typed.input.append(onnx.helper.make_tensor_value_info(
+                name, elem, list(np.shape(found))))
+        else:
+            typed.initializer.append(numpy_helper.from_array(np.asarray(found), name))
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model).graph
+    except Exception:  # (inference refuses it: the subgraph as it declares itself)
+        return proto
+    own = {value.name for value in proto.input}
+    first = onnx.GraphProto()
+    first.CopyFrom(inferred)
+    del first.input[:], first.initializer[:]
+    first.input.extend(value for value in inferred.input if value.name in own)
+    first.initializer.extend(proto.initializer)
+    return first
+
+
+def _all_sizes(declared: onnx.TypeProto) -> bool:
+    """Whether a declared type is a tensor's of every size given."""
+    tensor = declared.tensor_type
+    return declared.HasField("tensor_type") and tensor.HasField("shape") and all(
+        d.HasField("dim_value") for d in tensor.shape.dim)
+
+
+def _arrivals(node: Node, proto: onnx.GraphProto, fed: Sequence[Any]) -> dict[str, onnx.TypeProto]:
+    """The types the inputs of ``node``'s subgraph ``proto`` arrive in on its first run, by
+    ``fed`` (its explicit inputs' values or stand-ins of their sizes, None: not known): a
+    Loop body's iteration number and condition, and its carried values as fed; a Scan-9+
+    body's state variables as fed and one slice of each scan input. An If's branches take
+    none, a Scan-8's are left as declared (batches: its body takes one entry's slices)."""
+    names = [value.name for value in proto.input]
+    op = node.op
+    if not isinstance(op, OnnxOp) or op.op_type not in ("Loop", "Scan") or (
+            op.op_type == "Scan" and op.since_version < 9):
+        return {}
+    shapes: list[tuple[np.dtype, Sequence[Any]] | None] = [
+        None if value is None else (np.asarray(value).dtype, np.shape(value)) for value in fed]
+    if op.op_type == "Loop":
+        shapes = [(np.dtype(np.int64), ()), (np.dtype(np.bool_), ()), *shapes[2:]]
+    else:
+        try:
+            form = scan_form(op.attrs, len(fed), len(node.outputs), len(names),
+                             len(proto.output))
+            shapes = shapes[:form.states] + [
+                None if found is None else (found[0], scan_slice(tuple(found[1]), axis, k))
+                for k, (found, axis) in enumerate(zip(shapes[form.states:], form.input_axes))]
+        except ValueError:  # (its node fails on it: nothing arrives)
+            return {}
+    return {name: onnx.helper.make_tensor_type_proto(DTYPE_TO_ELEM_TYPE[found[0]],
+                                                     list(found[1]))
+            for name, found in zip(names, shapes)
+            if found is not None and found[0] in DTYPE_TO_ELEM_TYPE}
 
 
 def _holders(graph: Graph) -> Iterator[tuple[Node, onnx.GraphProto]]:
@@ -338,40 +471,12 @@ def _held_apart(proto: onnx.GraphProto, made: Sequence[str], failure: str) -> bo
     node there making ``made``: whether the innermost node the failure names is one of
     ``proto``'s (at any depth) that nothing ``made`` reaches."""
     inner = failed_names(failure)[-1:]
-    named = {n.name for g in _graphs(proto) for n in g.node}
+    named = {n.name for g in graphs_within(proto) for n in g.node}
     if not inner or inner[0] not in named:
         return False
     reached: set[str] = set()
-    _reach(proto, set(made), reached)
+    reach(proto, set(made), reached)
     return inner[0] not in reached
-
-
-def _reach(graph: onnx.GraphProto, names: set[str], nodes: set[str]) -> bool:
-    """Adds to ``names`` the values of ``graph`` (at any depth) that ``names`` reach, and to
-    ``nodes`` the names of the nodes reading them; whether any node of ``graph`` does. Over,
-    not under: all a subgraph makes counts where its holder reads one, or, a Loop's or Scan's
-    (run again on what it made), where a node of it does."""
-    any_read = False
-    for node in graph.node:
-        held = [g for a in node.attribute for g in (*([a.g] if a.HasField("g") else ()),
-                                                    *a.graphs)]
-        if any(name in names for name in node.input):
-            _whole(held, names, nodes)  # its subgraphs read what it reads
-        elif not any([_reach(g, names, nodes) for g in held]):
-            continue
-        elif node.op_type != "If":  # a Loop or Scan runs its body again on what it made
-            _whole(held, names, nodes)
-        names.update(node.output)
-        nodes.add(node.name)
-        any_read = True
-    return any_read
-
-
-def _whole(held: Sequence[onnx.GraphProto], names: set[str], nodes: set[str]) -> None:
-    """Counts everything ``held`` (at any depth) makes as reached (``_reach``)."""
-    for g in (inner for sub in held for inner in _graphs(sub)):
-        names.update(_defined(g))
-        nodes.update(n.name for n in g.node)
 
 
 def _hint(note: str, node: str) -> str:
@@ -460,7 +565,10 @@ class ReferenceRun:
             if isinstance(node.op, OnnxOp)
             and node.op.domain == DIVERGENT_DOMAINS.get(node.op_type, "")
             and (check := _RUN_DIVERGENCES.get(node.op_type)) is not None
-        ] + [(key, op, inputs, _scan_8_divergence) for key, op, inputs in _nested_scan_8s(graph)]
+        ]
+        #: the Scan-8s its nodes hold, noted as they run whole here (``_scan_run_divergence``)
+        self.held_scans = _nested_scan_8s(graph)
+        self.watching = bool(self.watched or self.held_scans)  # (it keeps every value made)
         #: its Scan-8s' inputs, by where each is and their inferred ranks (``other_rank``)
         self.ranked = [
             (graph.describe(node), inputs, inferred_ranks(graph, inputs))
@@ -469,7 +577,7 @@ class ReferenceRun:
         ]
         # If, Loop and Scan nodes whose subgraphs hold such a node: the node runs whole here
         # (the numpy backend, which notes what it runs of them, left it to the fallback)
-        self.held = [(tuple(node.outputs), proto) for node, proto in _holders(graph)]
+        self.held = list(_holders(graph))
         # and those holding a Loop onnxruntime fails on when it runs (lowering notes it only
         # where onnxruntime refuses the model at load): noted as they run here
         self.loops = [(tuple(node.outputs), note) for node in graph.nodes if subgraphs(node.op)
@@ -479,12 +587,12 @@ class ReferenceRun:
 
     def __call__(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         try:
-            made = self.evaluator.run(None, dict(feeds), intermediate=bool(self.watched))
+            made = self.evaluator.run(None, dict(feeds), intermediate=self.watching)
         except Exception as exc:
             raise BackendError(
                 f"{self.source}: onnx.reference fails on {self.what}: {first_line(exc)}"
             ) from None
-        if self.watched:  # every value it made, by name
+        if self.watching:  # every value it made, by name
             results = {name: made[name] for name in self.outputs if name in made}
             for where, inputs, ranks in self.ranked:  # as onnxruntime fails on them
                 values = [made.get(name) if name else None for name in inputs]
@@ -494,16 +602,21 @@ class ReferenceRun:
             for key, op, inputs, check in self.watched:
                 if note := check(op, [made.get(name) if name else None for name in inputs]):
                     self.said.setdefault(key, note)  # (a node's first: one note a node)
+            for held in self.held_scans:
+                if note := held.note(_scan_run_divergence, lambda name: made.get(
+                        name, feeds.get(name))):
+                    self.said.setdefault(held.key, note)
         else:
             results = dict(zip(self.outputs, made))
             self.said = {}
         if self.held:  # by what the subgraphs declare, as ``reference_hint`` reads them
-            known = {**(made if self.watched else results), **feeds}
-            for key, proto in self.held:
-                found = next(_held_divergences(proto, self.opset, {}, lambda name: _known(
-                    self.graph, known, name)), None)
+            known = {**(made if self.watching else results), **feeds}
+            for node, proto in self.held:  # (as its first run takes it: ``_first_run``)
+                found = next(_held_divergences(
+                    _first_run(self.graph, node, proto, known), self.opset, {},
+                    lambda name: _known(self.graph, known, name)), None)
                 if found:
-                    self.said[key] = found[0]
+                    self.said[tuple(node.outputs)] = found[0]
         for key, note in self.loops:
             self.said.setdefault(key, note)
         # copies: onnx.reference's Reshape, Slice, Transpose... return views of their
@@ -638,11 +751,11 @@ class OnnxruntimeFallback:
         for the whole model (``providers.layout_rewrite_safe``); None decides by ``graph``.
         A segment holding a node whose result onnxruntime may leave uninitialized
         (``_ORT_NO_VALUE``) runs as an ``OrtRun``, which says so where it does."""
-        watched = _watched(graph, _ORT_NO_VALUE) + [
-            (key, op, inputs, _scan_8_no_step)
-            for key, op, inputs in _nested_scan_8s(graph) if inputs[0] == ""
-        ]
-        fetched = _fetched(graph, watched)
+        watched = _watched(graph, _ORT_NO_VALUE)
+        held = [scan for scan in _nested_scan_8s(graph)
+                if scan.inputs[0] == "" or _scan_body_note(scan.op)]  # (as ``_ORT_NO_VALUE``)
+        fetched = _fetched(graph, watched + [
+            (scan.key, scan.op, scan.inputs, _scan_ort_no_value) for scan in held])
         ran = graph
         if fetched:  # tensors the tests read that the segment makes: fetched as outputs
             ran = graph.copy()
@@ -685,7 +798,7 @@ class OnnxruntimeFallback:
                 ) from None
             return dict(zip(outputs, results))
 
-        return OrtRun(run, graph, watched) if watched else run
+        return OrtRun(run, graph, watched, held) if watched or held else run
 
 
 #: A watched node: its outputs (how run records find it), op, explicit inputs, and test.
@@ -722,8 +835,9 @@ class OrtRun:
     nodes' run records, and ``check`` compares nothing they reach with onnxruntime (of
     ``wrong``'s outputs only, where it holds the node's: ``_ort_wrong``)."""
 
-    def __init__(self, run: Runner, graph: Graph, watched: Sequence[Watched]) -> None:
-        self.run, self.graph, self.watched = run, graph, watched
+    def __init__(self, run: Runner, graph: Graph, watched: Sequence[Watched],
+                 held: Sequence[_HeldScan8] = ()) -> None:
+        self.run, self.graph, self.watched, self.held = run, graph, watched, held
         self.outputs = list(graph.outputs)
         self.said: dict[tuple[str, ...], str] = {}
         self.wrong: dict[tuple[str, ...], tuple[str, ...]] = {}
@@ -742,6 +856,10 @@ class OrtRun:
             if (note := check(op, [value(name) for name in inputs])) and key not in self.said:
                 self.said[key] = note + _ORT_GAVE
                 self.wrong[key] = _ort_wrong(op, key, note)
+        for scan in self.held:  # Scan-8s its nodes hold (``_nested_scan_8s``)
+            if scan.key not in self.said and (note := scan.note(_scan_ort_no_value, value)):
+                self.said[scan.key] = note + _ORT_GAVE
+                self.wrong[scan.key] = scan.wrong(note)
         return {name: made[name] for name in self.outputs}
 
 

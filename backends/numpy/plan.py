@@ -35,6 +35,7 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+import networkx as nx
 import numpy as np
 
 from backends.base import (
@@ -47,8 +48,8 @@ from backends.base import (
     refuse_beyond_memory,
     write_bound,
 )
-from backends.numpy.control import ControlFlow, Declined, runs_here
-from backends.numpy.fallback import OnnxruntimeFallback
+from backends.numpy.control import ControlFlow, Declined, SubgraphRuleError, runs_here
+from backends.numpy.fallback import OnnxruntimeFallback, reference_hint
 from backends.numpy.memory import Lifetime, OutputPool, assign_buffers
 from backends.numpy.moves import Move, Phase, operator_moves
 from backends.numpy.runtime import RuntimeLowering, needs_runtime_lowering
@@ -913,6 +914,7 @@ class _ControlStep(_PythonStep):
         self.control = ControlFlow(graph, node, RUNTIME_CACHE_LIMIT)
         self.readers = [(name, plan.ir_reader(name)) for name in node.inputs if name]
         self.whole = _FallbackStep(plan, graph, [node])
+        self.graph = plan.graph  # (a proxy, as the plan holds it)
         self.runs = ()
 
     def _plan(self, lowered: Graph) -> Plan:
@@ -923,13 +925,16 @@ class _ControlStep(_PythonStep):
         arrays = {name: read() for name, read in self.readers}
         try:
             outputs, runs = self.control.run(arrays, self.level, self._plan)
+        except SubgraphRuleError as exc:
+            hint = self._hint(exc) if exc.control is self.control else ""
+            if not hint:
+                raise
+            raise BackendError(f"{exc}{hint}") from None
         except Declined as why:
             self.whole.run()
             note = f"ran whole on the fallback, not lowered: {why}"
-            self.runs = tuple(
-                NodeRun(r.node, r.op, r.engine, r.via, (*r.notes, note), r.node_id)
-                for r in self.whole.runs
-            )
+            # (the record's ``wrong``, of its runner's note, kept: a Scan-8 it holds)
+            self.runs = tuple(replace(r, notes=(*r.notes, note)) for r in self.whole.runs)
             return
         for name, value in zip(node.outputs, outputs):
             if name:
@@ -937,6 +942,22 @@ class _ControlStep(_PythonStep):
         self.runs = tuple(runs) or (
             NodeRun(node.name, node.op_type, NOTHING_RAN, "", tuple(node.notes), node.id),
         )
+
+    def _hint(self, broken: SubgraphRuleError) -> str:
+        """What a rule its subgraph breaks by the sizes that arrived adds where a node before
+        it, up to the makers of the inputs the breaking node may read (``broken.reads``),
+        diverges as onnxruntime makes other sizes than ONNX (a Squeeze by an empty axes
+        list): the onnxruntime fallback made those sizes, and onnx.reference runs it as ONNX
+        says (``fallback.reference_hint``, as for a main-graph node's rule). "" on another
+        fallback, or where none does. A Squeeze's result read by a Concat in an If's branch
+        ended with the branch's rule alone, where ``run --backend onnxruntime`` named it."""
+        graph = self.graph
+        if not isinstance(self.fallback, OnnxruntimeFallback):
+            return ""
+        makers = {maker.id for name in broken.reads if (maker := graph.producer(name))}
+        before = set(makers).union(*(nx.ancestors(graph.nx, m) for m in makers))
+        nodes = [node for node in graph.nodes if node.id in before]
+        return reference_hint(graph, self.state.values, nodes) if nodes else ""
 
 
 # ---------------------------------------------------------------------- scheduling
