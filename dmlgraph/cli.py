@@ -349,6 +349,9 @@ def _lowered_when_run(record: Any) -> list[str]:
 
 def _preview(value: np.ndarray) -> str:
     flat = value.reshape(-1)
+    if value.dtype.hasobject:  # a STRING tensor: onnx.reference's elements are np.str_, whose
+        # repr NumPy 2 prints (np.str_('ab')) beside onnxruntime's str ('ab') in one output
+        flat = np.array([str(v) for v in flat[:7]], dtype=object)
     shown = np.array2string(flat[:6], separator=", ", threshold=6, precision=5)
     return shown[:-1] + ", ...]" if flat.size > 6 else shown
 
