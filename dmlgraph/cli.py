@@ -349,6 +349,9 @@ def _lowered_when_run(record: Any) -> list[str]:
 
 def _preview(value: np.ndarray) -> str:
     flat = value.reshape(-1)
+    if value.dtype.hasobject:  # a STRING tensor: onnx.reference's elements are np.str_, whose
+        # repr NumPy 2 prints (np.str_('ab')) beside onnxruntime's str ('ab') in one output
+        flat = np.array([str(v) for v in flat[:7]], dtype=object)
     shown = np.array2string(flat[:6], separator=", ", threshold=6, precision=5)
     return shown[:-1] + ", ...]" if flat.size > 6 else shown
 
@@ -528,16 +531,25 @@ def cmd_lower(args: argparse.Namespace) -> int:
         _refuse("--format dxdispatch needs -o OUT.json")
     _check_output(args.output, args.model, args.inputs)
     graph = load(args.model, _shapes(args))
-    lowered = lower(graph, args.feature_level)
     if dxdispatch:
         from dmlgraph import tensorio
         from dmlgraph.dxdispatch_export import write_dxdispatch
 
-        feeds = (
-            tensorio.read(args.inputs, graph, stem=args.model.stem).inputs if args.inputs else None
-        )
-        print(visible(write_dxdispatch(lowered, args.output, feeds)))
+        feeds = None
+        if args.inputs:
+            from backends.base import check_feeds
+
+            feeds = tensorio.read(args.inputs, graph, stem=args.model.stem).inputs
+            # the values fix the sizes a dynamic input leaves open, as --input-shape would:
+            # DxDispatch runs static descriptors, and these nodes stayed ONNX without them
+            # (every 'N' one size, as a run checks it)
+            sized = {name: list(value.shape) for name, value in check_feeds(graph, feeds).items()
+                     if graph.tensor(name).static_shape is None}
+            if sized:
+                graph = load(args.model, {**(_shapes(args) or {}), **sized})
+        print(visible(write_dxdispatch(lower(graph, args.feature_level), args.output, feeds)))
         return 0
+    lowered = lower(graph, args.feature_level)
     document = lowered_to_json(lowered)
     if args.output is not None:
         files.write_text(args.output, json.dumps(document, indent=2) + "\n")

@@ -777,7 +777,9 @@ def random_array(rng: np.random.Generator, dtype: np.dtype, shape: Sequence[int]
         return rng.integers(0, 2, size=shape).astype(np.bool_)
     kind = "f" if dtype.kind in "fV" else dtype.kind
     if kind not in VALUE_RANGES:
-        raise TensorIOError(f"cannot generate values of dtype {dtype}")
+        # by its ONNX name: "dtype object" is NumPy's word for a STRING tensor, not the model's
+        named = "STRING" if dtype == np.dtype(object) else f"dtype {dtype}"
+        raise TensorIOError(f"cannot generate values of {named}")
     low, high = VALUE_RANGES[kind]
     if kind == "f":
         return rng.uniform(low, high, size=shape).astype(dtype)

@@ -20,7 +20,7 @@ from typing import Sequence
 import numpy as np
 
 from dmlgraph.dml.enums import FeatureLevel, OperatorType, TensorDataType
-from dmlgraph.dml.support import SupportRow, support_row
+from dmlgraph.dml.support import SUPPORT, SupportRow, support_row
 from dmlgraph.dtypes import element_bits
 
 _T = TensorDataType
@@ -65,10 +65,12 @@ def native_type(dtype: np.dtype) -> TensorDataType | None:
 def unsupported_dtype(dtype: np.dtype) -> str:
     """Why no view of ``dtype`` exists at all ("" when views exist)."""
     dtype = np.dtype(dtype)
-    if dtype.kind in "OSU":
-        return f"DirectML has no {dtype} (string) tensors"
+    if dtype.kind in "OSU":  # "object" is NumPy's word for the arrays holding ONNX's STRING
+        return "DirectML has no STRING tensors"
     if element_bits(dtype) < 8 * dtype.itemsize:  # the IR holds one a byte, DirectML packs
-        return f"{dtype} is a sub-byte type that Slice, JOIN and PADDING do not accept"
+        # named from the tables themselves: INT4 and UINT4 (FL 6.3) are in none of their rows
+        operators = ", ".join(operator.full_name for operator in SUPPORT)
+        return f"{dtype} is a sub-byte type, which no table row of {operators} accepts"
     if dtype.itemsize not in (1, 2, 4, 8, 16):
         return f"{dtype} has an element size of {dtype.itemsize} bytes, no DML type fits it"
     return ""

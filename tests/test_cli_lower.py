@@ -46,6 +46,45 @@ def test_lower_to_dxdispatch_runs_back_with_the_seed_values(tmp_path, capsys) ->
     assert ", ".join(str(int(v)) for v in expected) in printed
 
 
+def test_lower_to_dxdispatch_sizes_a_dynamic_input_by_its_inputs(tmp_path, capsys) -> None:
+    """A dynamic input stayed ONNX in a DxDispatch model even with --inputs, whose values fix
+    every size: the export was refused ("3 node(s) stay ONNX"); the values now size it, as
+    --input-shape would, and a value that breaks a dimension's name is refused by it."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    nodes = [helper.make_node("Slice", ["x", "st", "en", "ax", "sp"], ["s"], name="slice"),
+             helper.make_node("Concat", ["s", "y"], ["c"], axis=1, name="concat"),
+             helper.make_node("Pad", ["c", "pads"], ["p"], mode="reflect", name="pad")]
+    constants = {"st": [0, -1], "en": [2**63 - 1, -2**63], "ax": [1, 2], "sp": [2, -1],
+                 "pads": [0, 1, 2, 0, 1, 2]}
+    graph = helper.make_graph(
+        nodes, "dyn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", "C", "W"]),
+                       helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", "K", "W"])],
+        [helper.make_tensor_value_info("p", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(np.array(v, np.int64), k) for k, v in constants.items()])
+    model = tmp_path / "dyn.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)],
+                                ir_version=8), model)
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2, 5, 6)).astype(np.float32)
+    y = rng.standard_normal((2, 1, 6)).astype(np.float32)
+    np.savez(tmp_path / "in.npz", x=x, y=y)
+    out = tmp_path / "dyn.json"
+    args = ["lower", str(model), "--feature-level", "3_0", "--format", "dxdispatch",
+            "--inputs", str(tmp_path / "in.npz"), "-o", str(out)]
+    assert main(args) == 0
+    assert main(["dxdispatch", str(out), "-o", str(tmp_path / "res.npz")]) == 0
+    expected = np.pad(np.concatenate([x[:, ::2, ::-1], y], axis=1),
+                      ((0, 0), (1, 1), (2, 2)), mode="reflect")
+    np.testing.assert_array_equal(np.load(tmp_path / "res.npz")["p"], expected.reshape(-1))
+    capsys.readouterr()
+    np.savez(tmp_path / "bad.npz", x=x, y=np.zeros((2, 1, 7), np.float32))
+    args[args.index(str(tmp_path / "in.npz"))] = str(tmp_path / "bad.npz")
+    assert main(args) == 2
+    assert "dimension 'W' is 6 in input 'x' (axis 2) but 7 in input 'y'" in capsys.readouterr().err
+
+
 def test_viz_writes_html_and_dot(tmp_path, capsys) -> None:
     model = str(MODELS / "squeezenet1_1.onnx")
     assert main(["viz", model, "-o", str(tmp_path / "s.html")]) == 0

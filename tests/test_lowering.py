@@ -941,7 +941,26 @@ def test_a_string_nodes_reason_is_said_once(op) -> None:
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=8)
     (record,) = [r for r in lower(load(model), "6_4").report() if r.name == "n"]
     assert record.status is Status.FALLBACK
-    assert " ".join(record.notes).count("DirectML has no object (string) tensors") == 1
+    assert " ".join(record.notes).count("DirectML has no STRING tensors") == 1
+
+
+@pytest.mark.parametrize("elem", [TensorProto.INT4, TensorProto.UINT4])
+def test_a_sub_byte_pad_s_reason_names_the_tables_operators(elem) -> None:
+    """A 4-bit Pad stays ONNX at every level (DML_SPEC: INT4 and UINT4 came with FL 6.3, in
+    no row of these operators' tables); its note said "Slice, JOIN and PADDING", an ONNX op
+    name among DML ones, leaving SLICE1 and PADDING1 out."""
+    graph = helper.make_graph(
+        [helper.make_node("Pad", ["x", "p"], ["y"], mode="edge", name="n")], "g",
+        [helper.make_tensor_value_info("x", elem, [3, 4])],
+        [helper.make_tensor_value_info("y", elem, None)],
+        [numpy_helper.from_array(i64(1, 0, 1, 2), "p")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)], ir_version=10)
+    for level in ("1_0", "6_3", "6_4"):
+        (record,) = [r for r in lower(load(model), level).report() if r.name == "n"]
+        assert record.status is Status.FALLBACK
+        assert "is a sub-byte type, which no table row of DML_OPERATOR_SLICE, " \
+            "DML_OPERATOR_SLICE1, DML_OPERATOR_JOIN, DML_OPERATOR_PADDING, " \
+            "DML_OPERATOR_PADDING1 accepts" in " ".join(record.notes)
 
 
 def test_a_pad_2_value_beyond_float16_is_inf_without_a_warning() -> None:

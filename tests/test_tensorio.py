@@ -176,6 +176,21 @@ def test_generation_needs_static_shapes_and_refuses_slice_parameters() -> None:
         generate(graph, shapes={"x": (3, 4)})
 
 
+def test_a_string_input_that_cannot_be_generated_is_named_string() -> None:
+    """A STRING input has no random values; the error said "dtype object", NumPy's word for
+    the arrays that hold strings, where the model says STRING."""
+    graph = Graph(opset_imports={"": 13})
+    graph.add_input(TensorInfo("s", np.dtype(object), (2, 3)))
+    graph.add_node(OnnxOp("Identity", 13), ["s"], ["t"], Provenance("id", "Identity"))
+    graph.set_tensor(TensorInfo("t", np.dtype(object), (2, 3)))
+    graph.outputs = ["t"]
+    with pytest.raises(TensorIOError) as raised:
+        generate(graph)
+    assert str(raised.value).endswith(
+        "input 's': cannot generate values of STRING; give its value with --inputs "
+        "(inputs= in Python)")
+
+
 @pytest.mark.parametrize("ir_version, listed", [(3, ()), (8, ("st", "en"))])
 def test_an_initializer_listed_as_an_input_takes_no_value_and_says_why(
     ir_version, listed, tmp_path

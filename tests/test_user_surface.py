@@ -542,6 +542,22 @@ def test_an_input_no_values_can_be_generated_for_is_named_with_a_hint(tmp_path, 
     assert "input 'x'" in err and "give its value with --inputs" in err
 
 
+def test_run_shows_a_string_output_s_elements_as_strings(tmp_path, capsys) -> None:
+    """A STRING Pad run on onnx.reference (onnxruntime has no string Pad) printed its fill as
+    NumPy 2's repr of np.str_ ("np.str_('ab')"), its other elements as 'ab'."""
+    graph = helper.make_graph(
+        [helper.make_node("Pad", ["x", "p", "v"], ["y"], mode="constant", name="pad")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.STRING, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.STRING, [5])],
+        [numpy_helper.from_array(np.array([1, 2], np.int64), "p"),
+         helper.make_tensor("v", TensorProto.STRING, [], [b"ab"])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)], ir_version=10)
+    np.savez(tmp_path / "in.npz", x=np.array(["s0", "s1"]))
+    assert main(["run", _saved(tmp_path, model), "--fallback", "reference", "--inputs",
+                 str(tmp_path / "in.npz")]) == 0
+    assert "output y: object[5] ['ab', 's0', 's1', 'ab', 'ab']" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("backend", ["numpy", "onnxruntime"])
 def test_numpys_own_strings_feed_a_string_input(backend) -> None:
     """onnxruntime takes np.array(["a", "bc"]) (dtype <U2) for a STRING input; both backends
