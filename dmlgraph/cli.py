@@ -463,6 +463,10 @@ def _print_report(report: ParityReport) -> None:
         console.print("[bold red]parity FAILS[/]")
     elif report.compared:
         console.print("[green]parity holds[/]")
+        if not report.descriptors_run:
+            say("note: no DML operator ran: every Slice/Concat/Pad was folded, eliminated or "
+                "left to the fallback (above), so this compares the fallback's run with the "
+                "reference, not DirectML's operators")
     else:
         console.print("[yellow]nothing compared[/]: every output is a known divergence (above), "
                       "so no parity is shown")

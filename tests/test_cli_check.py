@@ -358,3 +358,28 @@ def test_a_fallback_segment_onnxruntime_cannot_run_suggests_the_reference(tmp_pa
     assert main(["check", str(path), "--fallback", "reference", "--inputs",
                  str(tmp_path / "io.npz")]) == 0
     assert "parity holds" in capsys.readouterr().out
+
+
+def test_check_says_when_no_dml_operator_ran(tmp_path, capsys) -> None:
+    """A Pad of zero pads is eliminated: no DML operator runs, so "parity holds" compares the
+    fallback with the reference alone, and check says so beside the verdict (and --json
+    counts the operators run: 0, where the seed's one Pad runs one PADDING)."""
+    graph = helper.make_graph(
+        [helper.make_node("Pad", ["x", "p"], ["y"], name="pad"),
+         helper.make_node("Relu", ["y"], ["z"], name="relu")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("z", TensorProto.FLOAT, [2, 3])],
+        [numpy_helper.from_array(np.zeros(4, np.int64), "p")])
+    path = tmp_path / "nothing.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)],
+                                ir_version=8), path)
+    assert main(["check", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "parity holds" in out and "note: no DML operator ran" in out
+    assert main(["check", str(path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["descriptors_run"] == 0
+    seed = MODELS / "seeds" / "padding_constant.onnx"
+    assert main(["check", str(seed)]) == 0
+    assert "no DML operator ran" not in capsys.readouterr().out
+    assert main(["check", str(seed), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["descriptors_run"] == 1
