@@ -199,6 +199,9 @@ def test_string_outputs_are_compared_exactly(tmp_path: Path) -> None:
     assert against_ort.outputs[0].verdict is Verdict.PASS
     assert against_stored.outputs[0].verdict is Verdict.FAIL
     assert against_stored.outputs[0].mismatches == 1
+    # named as ONNX's STRING, not as the NumPy container holding it ("object")
+    assert against_ort.outputs[0].actual_dtype == against_ort.outputs[0].expected_dtype == (
+        "string")
 
 
 def test_a_bound_output_of_another_shape_is_refused_not_broadcast() -> None:
