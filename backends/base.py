@@ -89,6 +89,11 @@ def refuse_beyond_memory(graph: Graph, planned: int = 0) -> None:
     needed = max(outputs, planned)
     if needed > free:
         what = "its outputs take" if outputs >= planned else "its run allocates"
+        if not where:  # no node makes one: the largest is an input or constant given back
+            name = max(dict.fromkeys(graph.outputs), key=size)
+            info = graph.tensors[name]
+            where = (f"{name!r}, {info.dtype} {list(info.static_shape or ())}: "
+                     f"{bytes_text(size(name))}")
         raise BackendError(
             f"{graph.source}: {what} {bytes_text(needed)} at once (the largest tensor: "
             f"{where.removeprefix(graph.source + ': ')}), more than this machine has free "

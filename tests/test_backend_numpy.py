@@ -1197,6 +1197,28 @@ def test_a_run_beyond_the_free_memory_is_refused_naming_the_node(backend, monkey
         get_backend(backend).run(lowered, x)
 
 
+@pytest.mark.parametrize("backend", ["numpy", "onnxruntime"])
+def test_outputs_beyond_the_free_memory_that_no_node_makes_are_named(backend, monkeypatch) -> None:
+    """Outputs that no node makes (a graph input and a weight given back) beyond the free
+    memory: the refusal names the largest of them; it said "(the largest tensor: )", naming
+    nothing (the fuzzer, while another process held the machine's memory)."""
+    from dmlgraph import tensorio
+
+    graph = helper.make_graph(
+        [], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1000, 1000]),
+         helper.make_tensor_value_info("v", TensorProto.FLOAT, [500, 1000])],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in ("v", "x", "w")],
+        [numpy_helper.from_array(np.zeros((10, 10), np.float32), "w")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=10)
+    monkeypatch.setattr(tensorio, "available_memory", lambda: 5e6)
+    feeds = {"x": np.ones((1000, 1000), np.float32), "v": np.ones((500, 1000), np.float32)}
+    with pytest.raises(BackendError, match=r"its outputs take 6.0 MB at once \(the largest "
+                       r"tensor: 'x', float32 \[1000, 1000\]: 4.0 MB\), more than this machine "
+                       r"has free \(5.0 MB\)"):
+        get_backend(backend).run(lower(load(model)), feeds)
+
+
 def test_a_declared_output_size_the_node_does_not_make_is_not_refused() -> None:
     """A Reshape to a shape given at run time, its output declared [10^6, 10^6]: the memory
     check took the declaration for the size and refused a run that makes [2, 2] (a
