@@ -42,6 +42,22 @@ def _ort_fails(model: onnx.ModelProto, feeds, match: str) -> None:
         session.run(None, feeds)
 
 
+def _fails_on_both_without_hint(model: onnx.ModelProto, feeds, at: str, reference: str,
+                                said: str) -> None:
+    """onnxruntime fails (``at``) and onnx.reference fails too (``reference``): check's error
+    (``said``) names no divergence, since the fallback it would send to fails as well."""
+    from onnx.reference import ReferenceEvaluator
+
+    from dmlgraph.errors import DmlgraphError
+
+    _ort_fails(model, feeds, at)
+    with pytest.raises(Exception, match=reference):
+        ReferenceEvaluator(model).run(None, feeds)
+    with pytest.raises(DmlgraphError, match=said) as raised:
+        check(model, inputs=feeds)
+    assert "divergence" not in str(raised.value)
+
+
 def _wrap_of_empty() -> tuple[onnx.ModelProto, dict, str]:
     """A wrap Pad of an empty input (ONNX: empty, [0, 5]) beside a Neg onnxruntime runs."""
     model = _model([helper.make_node("Pad", ["X", "p"], ["Y"], mode="wrap", name="wrap"),
@@ -934,17 +950,10 @@ def test_a_failure_apart_from_a_squeeze_divergence_gets_no_hint(
 ) -> None:
     """onnxruntime fails at a Reshape the Squeeze does not reach, as onnx.reference does: its
     error said the Squeeze is a divergence --fallback reference runs, which failed too."""
-    from dmlgraph.errors import DmlgraphError
-
     model, feeds, at = _squeeze_beside_bad_reshape(holder)
-    _ort_fails(model, feeds, at)
-    with pytest.raises(Exception, match="cannot reshape array of size 3"):
-        from onnx.reference import ReferenceEvaluator
-        ReferenceEvaluator(model).run(None, feeds)
     # one onnxruntime segment of both nodes, or the If run whole on the onnxruntime fallback
-    with pytest.raises(DmlgraphError, match="requested shape:.5.") as raised:
-        check(model, inputs=feeds)
-    assert "divergence" not in str(raised.value)
+    _fails_on_both_without_hint(model, feeds, at, "cannot reshape array of size 3",
+                                "requested shape:.5.")
     path, inputs = tmp_path / "sq.onnx", tmp_path / "in.npz"
     onnx.save(model, path)
     np.savez(inputs, **feeds)
@@ -1010,16 +1019,9 @@ def test_a_squeeze_divergence_read_in_a_branch_says_reference_runs_it(tmp_path: 
 def test_a_branch_rule_apart_from_a_squeeze_divergence_gets_no_hint() -> None:
     """The branch breaks a Concat's rule that the Squeeze's result does not reach (Z [3]
     with X [1, 3, 1]), on either engine: no hint to run what fails there too."""
-    from dmlgraph.errors import DmlgraphError
-
     model, feeds, at = _squeeze_read_in_a_branch(apart=True)
-    _ort_fails(model, feeds, at)
-    with pytest.raises(Exception, match="must have same number of dimensions"):
-        from onnx.reference import ReferenceEvaluator
-        ReferenceEvaluator(model).run(None, feeds)
-    with pytest.raises(DmlgraphError, match="breaks a rule: node 'cat'") as raised:
-        check(model, inputs=feeds)
-    assert "divergence" not in str(raised.value)
+    _fails_on_both_without_hint(model, feeds, at, "must have same number of dimensions",
+                                "breaks a rule: node 'cat'")
 
 
 def _undeclared(holder: str) -> onnx.ModelProto:
