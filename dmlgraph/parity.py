@@ -1309,8 +1309,9 @@ def _against_reference(ort: Any, subject: _Subject, notes: list[str]) -> Compari
         result is None
         and reference == "onnxruntime on the original model"
         and not any(d.named_in(str(failure)) for d in divergences)
-        and any(not d.node for d in divergences)
-    ):  # onnxruntime names an unnamed node '': ``to_onnx`` names each (``named_in``)
+        and (any(not d.node for d in divergences) or "" in failed_names(str(failure)))
+    ):  # onnxruntime names an unnamed node '': ``to_onnx`` names each (``named_in``), the
+        # divergent one or the one failing downstream of it
         notes.append(f"onnxruntime failed on the model file ({failure}); the reference is "
                      "to_onnx() of the imported graph, which names its unnamed nodes")
         reference = "onnxruntime on the imported graph"
