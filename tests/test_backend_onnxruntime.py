@@ -1102,6 +1102,32 @@ def test_a_bound_array_that_does_not_fit_leaves_every_other_unwritten(lowered: b
     assert np.isnan(y).all()
 
 
+@pytest.mark.parametrize("fallback", ["onnxruntime", "reference"])
+@pytest.mark.parametrize("lowered", [False, True])
+def test_a_bound_array_that_does_not_fit_leaves_the_fallback_s_outputs_unwritten(
+        lowered: bool, fallback: str) -> None:
+    """The numpy backend as onnxruntime's above: the outputs its fallback made (the Relu's y,
+    the If's z) are written into their arrays once every one is found to fit; they were
+    written in turn, y overwritten when z's error came. (An output a DML node writes in
+    place is written as the run goes, as onnxruntime's IOBinding writes it.)"""
+    model = _if_declaring([6], helper.make_node("Relu", ["i"], ["z"]))
+    model.graph.node.insert(0, helper.make_node("Relu", ["x"], ["y"]))
+    model.graph.output.insert(0, helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3]))
+    model.graph.output[1].name = "z"
+    feeds = {"x": np.arange(6, dtype=np.float32).reshape(2, 3), "c": np.array(True)}
+    graph = load(model)
+    target = lower(graph, "6_4") if lowered else graph
+    runner = get_backend("numpy", fallback=fallback)
+    y = np.full((2, 3), np.nan, np.float32)
+    with pytest.raises(BackendError, match=r"output 'z' is float32\[1, 2, 3\] in this run"):
+        runner.run(target, feeds, outputs={"y": y, "z": np.zeros(6, np.float32)})
+    assert np.isnan(y).all()
+    z = np.full((1, 2, 3), np.nan, np.float32)
+    got = runner.run(target, feeds, outputs={"y": y, "z": z})
+    assert got["y"] is y and got["z"] is z
+    assert np.array_equal(y, np.maximum(feeds["x"], 0)) and np.array_equal(z, y[None])
+
+
 @pytest.mark.parametrize("lowered", [False, True])
 def test_the_onnxruntime_backend_binds_outputs_as_the_numpy_backend_does(lowered: bool) -> None:
     """``outputs=`` on either backend: each result written into the caller's array, which the

@@ -46,7 +46,7 @@ from backends.base import (
     RunRecord,
     SizeMismatch,
     refuse_beyond_memory,
-    write_bound,
+    write_all_bound,
 )
 from backends.numpy.control import ControlFlow, Declined, SubgraphRuleError, runs_here
 from backends.numpy.fallback import OnnxruntimeFallback, reference_hint
@@ -616,7 +616,10 @@ class Plan:
                         handed[name] = handle.view(info.dtype).reshape(info.static_shape)
                 for instruction in self._code:
                     instruction()
-                results = {name: self._result(name, handed, bound) for name in self._outputs}
+                made = {name: self._result(name, handed, bound) for name in self._outputs}
+                # those not written in place, written once all fit (``write_all_bound``)
+                late = {name: array for name, array in bound.items() if made[name] is not array}
+                results = write_all_bound(late, made, self.graph) if late else made
                 runs = self.static_runs
                 if runs is None:
                     runs = tuple(r for step in self._steps for r in step.runs)
@@ -630,11 +633,14 @@ class Plan:
     def _result(
         self, name: str, handed: dict[str, np.ndarray], bound: dict[str, np.ndarray]
     ) -> np.ndarray:
+        """An output's value: the bound array where the run wrote it in place, else what the
+        run made, which ``run`` writes into a bound array once every one is found to fit (an
+        output written in place is written as the run goes, as onnxruntime's IOBinding
+        writes it: a later one's error leaves it written). A bound array not fitting a
+        fallback's output failed after the outputs before it were written."""
         value = handed[name] if name in handed else self.ir_reader(name)()
-        if name in handed and (name not in bound or value is bound[name]):
+        if name in handed or name in bound:
             return value
-        if name in bound:
-            return write_bound(bound[name], value, name, self.graph)
         if name in self._input_set or self.graph.is_constant(name):
             return np.array(value)  # a copy: the caller's feed or the graph's constant
         return value
