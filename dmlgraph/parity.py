@@ -534,7 +534,7 @@ def known_divergences(
 
 
 #: How onnxruntime names the node a run failed at.
-_FAILED_AT = re.compile(r"running \S+ node\. Name:'([^']*)'")
+_FAILED_AT = re.compile(r"running (\S+) node\. Name:'([^']*)'")
 
 
 def failed_nodes(graph: Graph, failure: str) -> list[Node]:
@@ -551,6 +551,12 @@ def failed_nodes(graph: Graph, failure: str) -> list[Node]:
 def failed_names(failure: str) -> list[str]:
     """The names of the nodes onnxruntime's run ``failure`` says it failed at: the graph's,
     then, where that one holds subgraphs, the one inside it failed at, and so on inwards."""
+    return [name for _, name in failed_at(failure)]
+
+
+def failed_at(failure: str) -> list[tuple[str, str]]:
+    """``failed_names`` with each node's op type, (op type, name): an unnamed node ('') is
+    told from another only by its op type in the message."""
     return _FAILED_AT.findall(failure)
 
 

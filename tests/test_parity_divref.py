@@ -1212,3 +1212,32 @@ def test_a_squeeze_divergence_failing_an_unnamed_node_downstream_checks_on_refer
     _ort_fails(model, feeds, "Name:''")
     result = check(model, inputs=feeds, fallback="reference")
     assert result.exit_code == 0
+
+
+@pytest.mark.parametrize("apart", [False, True])
+def test_a_held_squeeze_s_hint_tells_an_unnamed_failing_node_by_what_it_makes(
+        apart: bool) -> None:
+    """A branch run whole on the fallback, every node but the Squeeze unnamed: onnxruntime's
+    failure names the node failing inside '' and its op type. ``apart``: the Reshape of Z
+    (``_squeeze_beside_bad_reshape``), beside the unnamed nodes passing the Squeeze's result
+    through a sequence, which was taken for one of them: the hint to run --fallback
+    reference, where it fails too. Else a Concat of the Squeeze's result there instead:
+    named, as where named."""
+    from dmlgraph.errors import DmlgraphError
+
+    model, feeds, _ = _squeeze_beside_bad_reshape(True)
+    if not apart:  # the branch's Reshape of Z a Concat of S and X, the else's of X twice
+        branches = {a.name: a.g for a in model.graph.node[0].attribute}
+        joined = next(n for n in branches["then_branch"].node if n.op_type == "Reshape")
+        joined.CopyFrom(helper.make_node("Concat", ["S", "X"], ["W"], axis=0))
+        branches["else_branch"].node[1].CopyFrom(
+            helper.make_node("Concat", ["X", "X"], ["W3"], axis=0))
+    _unnamed(model.graph)
+    _ort_fails(model, feeds, "Name:''")
+    with pytest.raises(DmlgraphError, match="Reshape|Concat") as raised:
+        check(model, inputs=feeds)
+    if apart:
+        assert "divergence" not in str(raised.value)
+        return
+    assert "(node 'squeeze' (Squeeze) in a subgraph of node (unnamed" in str(raised.value)
+    assert check(model, inputs=feeds, fallback="reference").exit_code == 0
