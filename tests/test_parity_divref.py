@@ -1241,3 +1241,33 @@ def test_a_held_squeeze_s_hint_tells_an_unnamed_failing_node_by_what_it_makes(
         return
     assert "(node 'squeeze' (Squeeze) in a subgraph of node (unnamed" in str(raised.value)
     assert check(model, inputs=feeds, fallback="reference").exit_code == 0
+
+
+def test_a_branch_rule_reached_by_a_sum_of_a_squeeze_s_result_gets_no_hint() -> None:
+    """The branch joins T (an Unsqueeze of a sum of the Squeeze's result: [1] on either
+    engine) with Z [1, 1]: the Concat fails on onnx.reference too, the divergence of sizes
+    not reaching T's. It got the hint to run --fallback reference, the Squeeze being among
+    the nodes before T."""
+    from onnx.reference import ReferenceEvaluator
+
+    from dmlgraph.errors import DmlgraphError
+
+    then = helper.make_graph([helper.make_node("Concat", ["T", "Z"], ["y"], axis=0,
+                                               name="cat")], "then", [], [_info("y", None)])
+    other = helper.make_graph([helper.make_node("Identity", ["Z"], ["e1"])], "else", [],
+                              [_info("e1", None)])
+    model = _model([helper.make_node("Squeeze", ["X", "e"], ["S"], name="squeeze"),
+                    helper.make_node("ReduceSum", ["S"], ["T0"], keepdims=0, name="sum"),
+                    helper.make_node("Unsqueeze", ["T0", "zero"], ["T"], name="unsqueeze"),
+                    helper.make_node("If", ["B"], ["Y"], then_branch=then, else_branch=other,
+                                     name="if")],
+                   [_info("X", [1, 3, 1]), _info("Z", None), _info("B", [], TensorProto.BOOL)],
+                   [_info("Y", None)], [_ints("e", []), _ints("zero", [0])], opset=13, ir=8)
+    feeds = {"X": np.ones((1, 3, 1), np.float32), "Z": np.ones((1, 1), np.float32),
+             "B": np.array(True)}
+    _ort_fails(model, feeds, "Name:'cat'")
+    with pytest.raises(Exception, match="same number of dimensions"):
+        ReferenceEvaluator(model).run(None, feeds)
+    with pytest.raises(DmlgraphError, match="breaks a rule: node 'cat'") as raised:
+        check(model, inputs=feeds)
+    assert "divergence" not in str(raised.value)
