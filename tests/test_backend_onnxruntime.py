@@ -1128,6 +1128,27 @@ def test_a_bound_array_that_does_not_fit_leaves_the_fallback_s_outputs_unwritten
     assert np.array_equal(y, np.maximum(feeds["x"], 0)) and np.array_equal(z, y[None])
 
 
+@pytest.mark.parametrize("backend", ["numpy", "onnxruntime"])
+def test_a_bound_array_of_other_sizes_than_a_dynamic_output_blames_no_inference(
+        backend: str) -> None:
+    """A Relu of X ['N', 3] fed [2, 3], its output bound to a [4, 3]: the array agrees with
+    inference, so the run decides, and the error says the result's shape alone. It said
+    "where onnx infers ['N', 3]: ... not those inference foresaw (an If's are its
+    branch's...)", blaming an inference that agrees with the run."""
+    graph = load(helper.make_model(helper.make_graph(
+        [helper.make_node("Relu", ["X"], ["Y"])], "g",
+        [helper.make_tensor_value_info("X", TensorProto.FLOAT, ["N", 3])],
+        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, ["N", 3])]),
+        opset_imports=[helper.make_opsetid("", 17)], ir_version=10))
+    with pytest.raises(BackendError) as raised:
+        get_backend(backend).run(graph, {"X": np.ones((2, 3), np.float32)},
+                                 outputs={"Y": np.zeros((4, 3), np.float32)})
+    assert str(raised.value).endswith(
+        "output 'Y' is float32[2, 3] in this run; the array bound to it is float32[4, 3]. A "
+        "bound array takes the run's result as it is: bind a float32 array of shape [2, 3], "
+        "or none")
+
+
 @pytest.mark.parametrize("lowered", [False, True])
 def test_the_onnxruntime_backend_binds_outputs_as_the_numpy_backend_does(lowered: bool) -> None:
     """``outputs=`` on either backend: each result written into the caller's array, which the
