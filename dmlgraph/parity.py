@@ -1315,6 +1315,7 @@ def _against_reference(ort: Any, subject: _Subject, notes: list[str]) -> Compari
         result is None
         and reference == "onnxruntime on the original model"
         and not any(d.named_in(str(failure)) for d in divergences)
+        and divergences
         and (any(not d.node for d in divergences) or "" in failed_names(str(failure)))
     ):  # onnxruntime names an unnamed node '': ``to_onnx`` names each (``named_in``), the
         # divergent one or the one failing downstream of it
