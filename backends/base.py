@@ -356,11 +356,15 @@ def write_all_bound(
 
 
 def _check_bound(target: np.ndarray, value: np.ndarray, name: str, graph: Graph) -> None:
+    """Refuse a bound array not of the result's dtype and shape, saying where inference sized
+    the output otherwise than the run (not where it only left a size open: ['N', 3] and a
+    run's [2, 3] agree, and the array of [4, 3] is simply not the result's)."""
     if target.shape != value.shape or target.dtype != value.dtype:
         info = graph.tensors.get(name)
-        inferred = "" if info is None or info.shape is None or tuple(
-            info.shape) == value.shape else (
-            f", where onnx infers {list(info.shape)}: an output has the sizes its nodes make "
+        known = None if info is None else info.shape
+        inferred = "" if known is None or len(known) == value.ndim and all(
+            type(d) is not int or d == n for d, n in zip(known, value.shape)) else (
+            f", where onnx infers {list(known)}: an output has the sizes its nodes make "
             "as onnxruntime runs them, not those inference foresaw (an If's are its branch's, "
             "whatever the branch declares)"
         )

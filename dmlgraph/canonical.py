@@ -532,7 +532,7 @@ def _concat_rank(graph: Graph, node: Node) -> int | None:
 
 def check(graph: Graph, node: Node, trust: Trust | None = None) -> None:
     """Refuse a malformed Slice, Concat or Pad with a NodeRuleError (a ModelValidationError)
-    naming the node, in words and by ``NodeRuleError.node``.
+    naming the node, in words and by its outputs (``NodeRuleError.outputs``).
 
     Checks what is known: lengths from constants or static shapes, ranks from shape inference
     (but not a rank ``trust`` says onnxruntime may make otherwise: a ConvTranspose's
@@ -541,7 +541,7 @@ def check(graph: Graph, node: Node, trust: Trust | None = None) -> None:
     try:
         _check(graph, node, trust)
     except NodeRuleError as exc:
-        exc.node = node.name
+        exc.outputs = tuple(node.outputs)
         raise
 
 

@@ -29,10 +29,12 @@ class NodeRuleError(ModelValidationError):
     fed: where a control-flow body is imported by the sizes that arrive, this one is the
     run's error, where another import error only sends the body to the fallback."""
 
-    #: The name of the node whose rule it is, where ``canonical.check`` knows it ("" for an
-    #: unnamed node, None: not known): whether a divergent tensor reaches it decides whether
-    #: the divergence is named with the error (``backends.numpy.control.SubgraphRuleError``).
-    node: str | None = None
+    #: The outputs of the node whose rule it is, where ``canonical.check`` knows it (None:
+    #: not known): whether a divergent tensor reaches it decides whether the divergence is
+    #: named with the error (``backends.numpy.control.SubgraphRuleError``). Its outputs, not
+    #: its name: names may be empty or shared, and an unnamed Concat failing apart from a
+    #: Squeeze's result got the hint to run what fails there too.
+    outputs: tuple[str, ...] | None = None
 
 
 class UnsupportedError(DmlgraphError):

@@ -534,7 +534,7 @@ def known_divergences(
 
 
 #: How onnxruntime names the node a run failed at.
-_FAILED_AT = re.compile(r"running \S+ node\. Name:'([^']*)'")
+_FAILED_AT = re.compile(r"running (\S+) node\. Name:'([^']*)'")
 
 
 def failed_nodes(graph: Graph, failure: str) -> list[Node]:
@@ -551,6 +551,12 @@ def failed_nodes(graph: Graph, failure: str) -> list[Node]:
 def failed_names(failure: str) -> list[str]:
     """The names of the nodes onnxruntime's run ``failure`` says it failed at: the graph's,
     then, where that one holds subgraphs, the one inside it failed at, and so on inwards."""
+    return [name for _, name in failed_at(failure)]
+
+
+def failed_at(failure: str) -> list[tuple[str, str]]:
+    """``failed_names`` with each node's op type, (op type, name): an unnamed node ('') is
+    told from another only by its op type in the message."""
     return _FAILED_AT.findall(failure)
 
 
@@ -1326,8 +1332,10 @@ def _against_reference(ort: Any, subject: _Subject, notes: list[str]) -> Compari
         result is None
         and reference == "onnxruntime on the original model"
         and not any(d.named_in(str(failure)) for d in divergences)
-        and any(not d.node for d in divergences)
-    ):  # onnxruntime names an unnamed node '': ``to_onnx`` names each (``named_in``)
+        and divergences
+        and (any(not d.node for d in divergences) or "" in failed_names(str(failure)))
+    ):  # onnxruntime names an unnamed node '': ``to_onnx`` names each (``named_in``), the
+        # divergent one or the one failing downstream of it
         notes.append(f"onnxruntime failed on the model file ({failure}); the reference is "
                      "to_onnx() of the imported graph, which names its unnamed nodes")
         reference = "onnxruntime on the imported graph"

@@ -1102,6 +1102,53 @@ def test_a_bound_array_that_does_not_fit_leaves_every_other_unwritten(lowered: b
     assert np.isnan(y).all()
 
 
+@pytest.mark.parametrize("fallback", ["onnxruntime", "reference"])
+@pytest.mark.parametrize("lowered", [False, True])
+def test_a_bound_array_that_does_not_fit_leaves_the_fallback_s_outputs_unwritten(
+        lowered: bool, fallback: str) -> None:
+    """The numpy backend as onnxruntime's above: the outputs its fallback made (the Relu's y,
+    the If's z) are written into their arrays once every one is found to fit; they were
+    written in turn, y overwritten when z's error came. (An output a DML node writes in
+    place is written as the run goes, as onnxruntime's IOBinding writes it.)"""
+    model = _if_declaring([6], helper.make_node("Relu", ["i"], ["z"]))
+    model.graph.node.insert(0, helper.make_node("Relu", ["x"], ["y"]))
+    model.graph.output.insert(0, helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3]))
+    model.graph.output[1].name = "z"
+    feeds = {"x": np.arange(6, dtype=np.float32).reshape(2, 3), "c": np.array(True)}
+    graph = load(model)
+    target = lower(graph, "6_4") if lowered else graph
+    runner = get_backend("numpy", fallback=fallback)
+    y = np.full((2, 3), np.nan, np.float32)
+    with pytest.raises(BackendError, match=r"output 'z' is float32\[1, 2, 3\] in this run"):
+        runner.run(target, feeds, outputs={"y": y, "z": np.zeros(6, np.float32)})
+    assert np.isnan(y).all()
+    z = np.full((1, 2, 3), np.nan, np.float32)
+    got = runner.run(target, feeds, outputs={"y": y, "z": z})
+    assert got["y"] is y and got["z"] is z
+    assert np.array_equal(y, np.maximum(feeds["x"], 0)) and np.array_equal(z, y[None])
+
+
+@pytest.mark.parametrize("backend", ["numpy", "onnxruntime"])
+def test_a_bound_array_of_other_sizes_than_a_dynamic_output_blames_no_inference(
+        backend: str) -> None:
+    """A Relu of X ['N', 3] fed [2, 3], its output bound to a [4, 3]: the array agrees with
+    inference, so the run decides, and the error says the result's shape alone. It said
+    "where onnx infers ['N', 3]: ... not those inference foresaw (an If's are its
+    branch's...)", blaming an inference that agrees with the run."""
+    graph = load(helper.make_model(helper.make_graph(
+        [helper.make_node("Relu", ["X"], ["Y"])], "g",
+        [helper.make_tensor_value_info("X", TensorProto.FLOAT, ["N", 3])],
+        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, ["N", 3])]),
+        opset_imports=[helper.make_opsetid("", 17)], ir_version=10))
+    with pytest.raises(BackendError) as raised:
+        get_backend(backend).run(graph, {"X": np.ones((2, 3), np.float32)},
+                                 outputs={"Y": np.zeros((4, 3), np.float32)})
+    assert str(raised.value).endswith(
+        "output 'Y' is float32[2, 3] in this run; the array bound to it is float32[4, 3]. A "
+        "bound array takes the run's result as it is: bind a float32 array of shape [2, 3], "
+        "or none")
+
+
 @pytest.mark.parametrize("lowered", [False, True])
 def test_the_onnxruntime_backend_binds_outputs_as_the_numpy_backend_does(lowered: bool) -> None:
     """``outputs=`` on either backend: each result written into the caller's array, which the

@@ -1136,3 +1136,140 @@ def test_a_squeeze_divergence_read_two_subgraphs_deep_is_named_unless_apart(apar
         _SQUEEZE_NOTE + "(node 'squeeze' (Squeeze) is a known divergence onnx.reference runs "
         "as ONNX says: --fallback reference, fallback='reference' in Python)")
     assert check(model, inputs=feeds, fallback="reference").exit_code == 0
+
+
+def _unnamed(graph: onnx.GraphProto) -> None:
+    """Each node of ``graph`` but the Squeeze (at any depth) unnamed."""
+    for node in graph.node:
+        for attribute in node.attribute:
+            if attribute.type == onnx.AttributeProto.GRAPH:
+                _unnamed(attribute.g)
+        if node.op_type != "Squeeze":
+            node.name = ""
+
+
+def _sum_named_cat(graph: onnx.GraphProto) -> None:
+    """The sum of the Squeeze's result beside the Concat 'cat' (at any depth of ``graph``)
+    made in an If's branches (condition B), by a ReduceSum named 'cat' there too."""
+    for node in graph.node:
+        for attribute in node.attribute:
+            if attribute.type == onnx.AttributeProto.GRAPH:
+                _sum_named_cat(attribute.g)
+    if not any(node.name == "cat" for node in graph.node):
+        return
+    k, total = next((k, n) for k, n in enumerate(graph.node) if n.op_type == "ReduceSum")
+
+    def branch(made: str) -> onnx.GraphProto:
+        return helper.make_graph([helper.make_node("ReduceSum", total.input, [made],
+                                                   keepdims=0, name="cat")],
+                                 made, [], [_info(made, None)])
+
+    graph.node[k].CopyFrom(helper.make_node("If", ["B"], total.output, name="wrap",
+                                            then_branch=branch("sum_t"),
+                                            else_branch=branch("sum_e")))
+
+
+@pytest.mark.parametrize("names", ["unnamed", "shared"])
+@pytest.mark.parametrize("deep", [False, True])
+@pytest.mark.parametrize("apart", [False, True])
+def test_a_branch_rule_is_told_apart_from_a_squeeze_by_what_its_node_makes(
+        names: str, deep: bool, apart: bool) -> None:
+    """``_squeeze_read_in_a_branch`` and ``_squeeze_read_two_deep`` with every node but the
+    Squeeze unnamed, or with the Squeeze's result summed by a node named 'cat' as the Concat
+    is, in a branch within the Concat's: the Concat breaking the rule is found by what it
+    makes. Found by its name, an unnamed or shared one was taken as reading every input, and
+    the Concat of Z, apart from the Squeeze, got the hint to run --fallback reference, where
+    it fails as well."""
+    from dmlgraph.errors import DmlgraphError
+
+    model, feeds = (_squeeze_read_two_deep(apart) if deep
+                    else _squeeze_read_in_a_branch(apart)[:2])
+    if names == "unnamed":
+        _unnamed(model.graph)
+    else:
+        _sum_named_cat(model.graph)
+    _ort_fails(model, feeds, "Concat|Name:'cat'")
+    told = r"breaks a rule: (unnamed node making 'y'|node 'cat') \(Concat\)"
+    with pytest.raises(DmlgraphError, match=told) as raised:
+        check(model, inputs=feeds)
+    if apart:
+        assert "divergence" not in str(raised.value)
+        with pytest.raises(DmlgraphError, match=told):
+            check(model, inputs=feeds, fallback="reference")
+        return
+    assert str(raised.value).endswith(
+        _SQUEEZE_NOTE + "(node 'squeeze' (Squeeze) is a known divergence onnx.reference runs "
+        "as ONNX says: --fallback reference, fallback='reference' in Python)")
+    assert check(model, inputs=feeds, fallback="reference").exit_code == 0
+
+
+def test_a_squeeze_divergence_failing_an_unnamed_node_downstream_checks_on_reference() -> None:
+    """``_squeeze_into_concat`` with its Concat unnamed: onnxruntime's failure names the
+    node '', so the reference is ``to_onnx``'s graph, which names it, and the Concat is
+    found downstream of the Squeeze as where named. Only an unnamed divergent node was
+    looked for: --fallback reference, which the hint names, exited 2 with onnxruntime's
+    error."""
+    model, feeds, _ = _squeeze_into_concat()
+    model.graph.node[1].name = ""
+    _ort_fails(model, feeds, "Name:''")
+    result = check(model, inputs=feeds, fallback="reference")
+    assert result.exit_code == 0
+
+
+@pytest.mark.parametrize("apart", [False, True])
+def test_a_held_squeeze_s_hint_tells_an_unnamed_failing_node_by_what_it_makes(
+        apart: bool) -> None:
+    """A branch run whole on the fallback, every node but the Squeeze unnamed: onnxruntime's
+    failure names the node failing inside '' and its op type. ``apart``: the Reshape of Z
+    (``_squeeze_beside_bad_reshape``), beside the unnamed nodes passing the Squeeze's result
+    through a sequence, which was taken for one of them: the hint to run --fallback
+    reference, where it fails too. Else a Concat of the Squeeze's result there instead:
+    named, as where named."""
+    from dmlgraph.errors import DmlgraphError
+
+    model, feeds, _ = _squeeze_beside_bad_reshape(True)
+    if not apart:  # the branch's Reshape of Z a Concat of S and X, the else's of X twice
+        branches = {a.name: a.g for a in model.graph.node[0].attribute}
+        joined = next(n for n in branches["then_branch"].node if n.op_type == "Reshape")
+        joined.CopyFrom(helper.make_node("Concat", ["S", "X"], ["W"], axis=0))
+        branches["else_branch"].node[1].CopyFrom(
+            helper.make_node("Concat", ["X", "X"], ["W3"], axis=0))
+    _unnamed(model.graph)
+    _ort_fails(model, feeds, "Name:''")
+    with pytest.raises(DmlgraphError, match="Reshape|Concat") as raised:
+        check(model, inputs=feeds)
+    if apart:
+        assert "divergence" not in str(raised.value)
+        return
+    assert "(node 'squeeze' (Squeeze) in a subgraph of node (unnamed" in str(raised.value)
+    assert check(model, inputs=feeds, fallback="reference").exit_code == 0
+
+
+def test_a_branch_rule_reached_by_a_sum_of_a_squeeze_s_result_gets_no_hint() -> None:
+    """The branch joins T (an Unsqueeze of a sum of the Squeeze's result: [1] on either
+    engine) with Z [1, 1]: the Concat fails on onnx.reference too, the divergence of sizes
+    not reaching T's. It got the hint to run --fallback reference, the Squeeze being among
+    the nodes before T."""
+    from onnx.reference import ReferenceEvaluator
+
+    from dmlgraph.errors import DmlgraphError
+
+    then = helper.make_graph([helper.make_node("Concat", ["T", "Z"], ["y"], axis=0,
+                                               name="cat")], "then", [], [_info("y", None)])
+    other = helper.make_graph([helper.make_node("Identity", ["Z"], ["e1"])], "else", [],
+                              [_info("e1", None)])
+    model = _model([helper.make_node("Squeeze", ["X", "e"], ["S"], name="squeeze"),
+                    helper.make_node("ReduceSum", ["S"], ["T0"], keepdims=0, name="sum"),
+                    helper.make_node("Unsqueeze", ["T0", "zero"], ["T"], name="unsqueeze"),
+                    helper.make_node("If", ["B"], ["Y"], then_branch=then, else_branch=other,
+                                     name="if")],
+                   [_info("X", [1, 3, 1]), _info("Z", None), _info("B", [], TensorProto.BOOL)],
+                   [_info("Y", None)], [_ints("e", []), _ints("zero", [0])], opset=13, ir=8)
+    feeds = {"X": np.ones((1, 3, 1), np.float32), "Z": np.ones((1, 1), np.float32),
+             "B": np.array(True)}
+    _ort_fails(model, feeds, "Name:'cat'")
+    with pytest.raises(Exception, match="same number of dimensions"):
+        ReferenceEvaluator(model).run(None, feeds)
+    with pytest.raises(DmlgraphError, match="breaks a rule: node 'cat'") as raised:
+        check(model, inputs=feeds)
+    assert "divergence" not in str(raised.value)

@@ -55,6 +55,7 @@ from dmlgraph.ir import Graph, Node, Subgraph, TensorInfo, split_inputs
 from dmlgraph.parity import DIVERGENCE
 from dmlgraph.subgraphs import (
     ScanForm,
+    defined_names,
     fed_arrays_problem,
     graphs_within,
     holder_label,
@@ -710,18 +711,19 @@ class ControlFlow:
             sizes = ", ".join(f"{name!r}: {list(array.shape)}" for name, array in arrays.items())
             raise SubgraphRuleError(
                 f"{self.where}: its {attr}, run with {sizes or 'no inputs'}, breaks a rule: "
-                f"{detail}", self, self._reads(attr, exc.node),
+                f"{detail}", self, self._reads(attr, exc.outputs),
             ) from None
         except DmlgraphError as exc:
             raise Declined(f"its {attr} cannot be lowered on its own: {exc}") from None
 
-    def _reads(self, attr: str, failed: str | None,
+    def _reads(self, attr: str, failed: Sequence[str] | None,
                inner: Collection[str] | None = None) -> tuple[str, ...]:
         """The node's inputs (by the enclosing graph's names) that reach, in its subgraph
-        ``attr``, the node named ``failed`` there (all of them where it is not known by its
-        name), or, ``inner`` given, one of those tensors of the subgraph (what a node held
-        deeper may read: ``SubgraphRuleError.reads``): a rule that node breaks is not
-        provably apart from what they arrived as."""
+        ``attr``, the node making ``failed`` there (all of them where no node there is known
+        to make them), or, ``inner`` given, one of those tensors of the subgraph (what a node
+        held deeper may read: ``SubgraphRuleError.reads``): a rule that node breaks is not
+        provably apart from what they arrived as. By what the node makes, not its name:
+        names may be empty or shared (an unnamed node's rule was near every input)."""
         body = onnx.GraphProto.FromString(self.subgraphs[attr].data)
         inputs = [value.name for value in body.input]
         # a Loop's explicit inputs from the third, a Scan's all, are its body's inputs
@@ -729,14 +731,14 @@ class ControlFlow:
         carried = {old: [new] for old, new in self.outer.items()}
         for name, value in zip(inputs[first:], self.explicit_names[first:]):
             carried.setdefault(name, []).append(value)
-        named = {node.name for graph in graphs_within(body) for node in graph.node}
+        made = {name for graph in graphs_within(body) for name in defined_names(graph)}
+        target = inner if inner is not None else [name for name in failed or () if name]
+        known = inner is not None or (bool(target) and made.issuperset(target))
         found: dict[str, None] = {}
         for name, outer in carried.items():
-            reached: set[str] = set()
             names = {name}
-            reach(body, names, reached)
-            if (not names.isdisjoint(inner) if inner is not None
-                    else not failed or failed not in named or failed in reached):
+            reach(body, names, set())
+            if not known or not names.isdisjoint(target):
                 found.update(dict.fromkeys(value for value in outer if value))
         return tuple(found)
 

@@ -27,7 +27,7 @@ from dmlgraph.dml.enums import PaddingMode
 from dmlgraph.dml.indexmaps import source_indices
 from dmlgraph.dtypes import DTYPE_TO_ELEM_TYPE, ELEM_TYPE_TO_DTYPE
 from dmlgraph.ir import Graph, Node, OnnxOp, Subgraph, split_inputs, subgraphs
-from dmlgraph.parity import DIVERGENCE, UNINITIALIZED, failed_names, failed_nodes
+from dmlgraph.parity import DIVERGENCE, UNINITIALIZED, failed_at, failed_nodes
 from dmlgraph.reference_ops import DIVERGENT_DOMAINS, label_divergence, spec_ops
 from dmlgraph.shape_kernels import KERNELS
 from dmlgraph.subgraphs import (
@@ -468,15 +468,22 @@ def _apart(graph: Graph, node: Node, failure: str) -> bool:
 
 def _held_apart(proto: onnx.GraphProto, made: Sequence[str], failure: str) -> bool:
     """``_apart`` inside the subgraph ``proto`` of the node the failure names first, of the
-    node there making ``made``: whether the innermost node the failure names is one of
-    ``proto``'s (at any depth) that nothing ``made`` reaches."""
-    inner = failed_names(failure)[-1:]
-    named = {n.name for g in graphs_within(proto) for n in g.node}
-    if not inner or inner[0] not in named:
+    node there making ``made``: whether the innermost node the failure names, by its name and
+    op type, is one of ``proto``'s (at any depth) and every such node is one that nothing
+    ``made`` reaches, found by what it makes (names may be empty or shared: an unnamed
+    Reshape failing apart from a Squeeze was taken as the unnamed node reading its result,
+    and got the hint to run --fallback reference, where it fails too)."""
+    found = failed_at(failure)[-1:]
+    if not found:
         return False
-    reached: set[str] = set()
-    reach(proto, set(made), reached)
-    return inner[0] not in reached
+    op_type, name = found[0]
+    failed = [node for graph in graphs_within(proto) for node in graph.node
+              if node.name == name and node.op_type == op_type]
+    if not failed:
+        return False
+    names = set(made)
+    reach(proto, names, set())  # (every output of a node reached is among them)
+    return not any(out in names for node in failed for out in node.output if out)
 
 
 def _hint(note: str, node: str) -> str:

@@ -46,7 +46,7 @@ from backends.base import (
     RunRecord,
     SizeMismatch,
     refuse_beyond_memory,
-    write_bound,
+    write_all_bound,
 )
 from backends.numpy.control import ControlFlow, Declined, SubgraphRuleError, runs_here
 from backends.numpy.fallback import OnnxruntimeFallback, reference_hint
@@ -616,7 +616,10 @@ class Plan:
                         handed[name] = handle.view(info.dtype).reshape(info.static_shape)
                 for instruction in self._code:
                     instruction()
-                results = {name: self._result(name, handed, bound) for name in self._outputs}
+                made = {name: self._result(name, handed, bound) for name in self._outputs}
+                # those not written in place, written once all fit (``write_all_bound``)
+                late = {name: array for name, array in bound.items() if made[name] is not array}
+                results = write_all_bound(late, made, self.graph) if late else made
                 runs = self.static_runs
                 if runs is None:
                     runs = tuple(r for step in self._steps for r in step.runs)
@@ -630,11 +633,14 @@ class Plan:
     def _result(
         self, name: str, handed: dict[str, np.ndarray], bound: dict[str, np.ndarray]
     ) -> np.ndarray:
+        """An output's value: the bound array where the run wrote it in place, else what the
+        run made, which ``run`` writes into a bound array once every one is found to fit (an
+        output written in place is written as the run goes, as onnxruntime's IOBinding
+        writes it: a later one's error leaves it written). A bound array not fitting a
+        fallback's output failed after the outputs before it were written."""
         value = handed[name] if name in handed else self.ir_reader(name)()
-        if name in handed and (name not in bound or value is bound[name]):
+        if name in handed or name in bound:
             return value
-        if name in bound:
-            return write_bound(bound[name], value, name, self.graph)
         if name in self._input_set or self.graph.is_constant(name):
             return np.array(value)  # a copy: the caller's feed or the graph's constant
         return value
@@ -926,7 +932,7 @@ class _ControlStep(_PythonStep):
         try:
             outputs, runs = self.control.run(arrays, self.level, self._plan)
         except SubgraphRuleError as exc:
-            hint = self._hint(exc) if exc.control is self.control else ""
+            hint = self._hint(exc, arrays) if exc.control is self.control else ""
             if not hint:
                 raise
             raise BackendError(f"{exc}{hint}") from None
@@ -943,21 +949,35 @@ class _ControlStep(_PythonStep):
             NodeRun(node.name, node.op_type, NOTHING_RAN, "", tuple(node.notes), node.id),
         )
 
-    def _hint(self, broken: SubgraphRuleError) -> str:
+    def _hint(self, broken: SubgraphRuleError, arrived: Mapping[str, np.ndarray]) -> str:
         """What a rule its subgraph breaks by the sizes that arrived adds where a node before
         it, up to the makers of the inputs the breaking node may read (``broken.reads``),
         diverges as onnxruntime makes other sizes than ONNX (a Squeeze by an empty axes
         list): the onnxruntime fallback made those sizes, and onnx.reference runs it as ONNX
         says (``fallback.reference_hint``, as for a main-graph node's rule). "" on another
         fallback, or where none does. A Squeeze's result read by a Concat in an If's branch
-        ended with the branch's rule alone, where ``run --backend onnxruntime`` named it."""
+        ended with the branch's rule alone, where ``run --backend onnxruntime`` named it.
+        A floating-point read that arrived of the dtype and sizes ONNX infers is passed: a
+        divergence of sizes did not reach it, and a rule reads no float's values (a sum of
+        the Squeeze's result, a scalar either way, got the hint where the Concat reading it
+        failed on onnx.reference too)."""
         graph = self.graph
         if not isinstance(self.fallback, OnnxruntimeFallback):
             return ""
-        makers = {maker.id for name in broken.reads if (maker := graph.producer(name))}
+        reads = [name for name in broken.reads if not _as_inferred(graph, name, arrived)]
+        makers = {maker.id for name in reads if (maker := graph.producer(name))}
         before = set(makers).union(*(nx.ancestors(graph.nx, m) for m in makers))
         nodes = [node for node in graph.nodes if node.id in before]
         return reference_hint(graph, self.state.values, nodes) if nodes else ""
+
+
+def _as_inferred(graph: Graph, name: str, arrived: Mapping[str, np.ndarray]) -> bool:
+    """Whether ``name`` arrived as a floating-point array of the dtype and static sizes ONNX
+    infers for it (``_ControlStep._hint``)."""
+    value, info = arrived.get(name), graph.tensors.get(name)
+    return (value is not None and info is not None and info.static_shape is not None
+            and np.issubdtype(value.dtype, np.floating) and info.dtype is not None
+            and np.dtype(info.dtype) == value.dtype and value.shape == tuple(info.static_shape))
 
 
 # ---------------------------------------------------------------------- scheduling
