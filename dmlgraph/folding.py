@@ -54,6 +54,7 @@ from dmlgraph.ir import (
 )
 from dmlgraph.ort_pad import pad_divergences
 from dmlgraph.reference_ops import DIVERGENT_DOMAINS, label_divergence, spec_ops
+from dmlgraph.subgraphs import attribute_graphs, outer_names
 from dmlgraph.value_info import tensor_info
 from dmlgraph.value_info import described_type, tensor_array, tensor_bytes, type_bytes
 
@@ -309,9 +310,10 @@ class _LongVectors:
     """A model's vectors longer than ``LONG_VECTOR`` that inference would read: graph inputs
     that long, or not weights and with a dimension that long (by position and axis: float[1,
     4e9], only declared, a Slice of its Shape a ConstantOfShape's shape, or it Reshaped to
-    [-1], read by a Slice, ran out of memory in data propagation), and Constant nodes and
-    vector makers (by index, with their output, element type, length), of the graph or
-    (``inner``) of a subgraph inference enters."""
+    [-1], read by a Slice, ran out of memory in data propagation), and Constant nodes,
+    vector makers and nodes only inference sizes (``_inferred_long_vectors``; by index, with
+    their output, element type, length), of the graph or (``inner``) of a subgraph inference
+    enters."""
 
     inputs: tuple[tuple[int, int, int], ...]  # (position in graph.input, axis, length)
     constants: tuple[tuple[int, str, int, int], ...]
@@ -414,12 +416,24 @@ def _read_ranges(listed: Sequence[Any], ranges: Mapping[str, _Found]) -> list[_F
     static vector with no value that many unknown values; a Slice of Range(0, 2^33 + 4, 1)
     loaded for minutes), or one whose result such an op may read (a Slice of its Neg). One
     only Shapes read is not hidden: a Reshape to its Shape keeps the size only propagation
-    gives it (``_VECTOR_MAKERS``)."""
+    gives it (``_VECTOR_MAKERS``). An If, Loop or Scan reads what its subgraphs read of the
+    graphs holding them (``_reads``: a Slice in an If's branch of a vector of the main graph
+    took 2.7 s and 1.3 GB to load at 16M elements)."""
     read = {
         name for node in listed if node.op_type != "Shape"
-        for name in node.input if name in ranges
+        for name in _reads(node) if name in ranges
     }
     return [ranges[name] for name in read]
+
+
+def _reads(node: Any) -> Sequence[str]:
+    """The names a node reads: its inputs, and for an If, Loop or Scan (``_CONTROL_FLOW``)
+    those its subgraphs read of the graphs holding them, at any depth (by any op: a name
+    only a subgraph's Shape reads is read so too)."""
+    if node.op_type not in _CONTROL_FLOW:
+        return node.input
+    return [*node.input, *(name for attr in node.attribute for sub in attribute_graphs(attr)
+                           for name in outer_names(sub))]
 
 
 def _subgraph_long_vectors(
@@ -1076,8 +1090,10 @@ def infer_model(
     suspected = not found and _may_make_long_vectors(model.graph, listed)
     exact = _inferred(model, source, propagate=False) if found or suspected else None
     if exact is not None:
-        made = _inferred_long_vectors(listed, exact, found)
-        found = replace(found, constants=tuple(sorted((*found.constants, *made))))
+        inner: list[tuple[onnx.GraphProto, int, str, int, int]] = []
+        made = _inferred_long_vectors(model.graph, listed, exact, found, inner)
+        found = replace(found, constants=tuple(sorted((*found.constants, *made))),
+                        inner=(*found.inner, *inner))
         exact = exact if found else None  # none long after all: the propagating pass as is
     hidden, lengths = _hide(model.graph, found, _opset(model)) if found else (frozenset(), {})
     inferred = _inferred(model, source, propagate=True)
@@ -1086,7 +1102,9 @@ def infer_model(
     return inferred, hidden
 
 
-def _may_make_long_vectors(graph: onnx.GraphProto, listed: Sequence[Any]) -> bool:
+def _may_make_long_vectors(
+    graph: onnx.GraphProto, listed: Sequence[Any], outer: _DeclaredSizes | None = None
+) -> bool:
     """Whether a node of ``graph`` may make a vector longer than ``LONG_VECTOR`` that an op
     with a data propagator reads (``_DATA_READERS``; onnx's propagation takes a static
     vector it has no value of for that many unknown values, ``DataPropagationContextImpl::
@@ -1097,11 +1115,22 @@ def _may_make_long_vectors(graph: onnx.GraphProto, listed: Sequence[Any]) -> boo
     weight [2, 16M] by a computed index (``_MAY_MAKE_VECTORS``).
     Where one may, ``infer_model`` infers without propagation first and hides the vectors
     that pass sizes (``_inferred_long_vectors``). Shape chains (integer, as exporters write
-    pads) are not suspected: the bundled models infer once, as before."""
+    pads) are not suspected: the bundled models infer once, as before.
+    The subgraphs of an If, Loop or Scan are looked at so too (onnx propagates in them: such a
+    Reshape in an If's branch, a Loop's or a Scan's body took 2.3-3.5 s and 1.3 GB to load
+    at 16M elements), each with ``outer``, the sizes of the graphs holding it; an If, Loop or
+    Scan reads what its subgraphs read of its graph (``_reads``)."""
     read = {name for node in listed if node.op_type in _DATA_READERS for name in node.input}
+    sizes: _DeclaredSizes | None = None
+    for index, node in enumerate(listed):
+        if node.op_type in _CONTROL_FLOW:
+            sizes = _DeclaredSizes(graph, listed, outer) if sizes is None else sizes
+            read.update(_reads(graph.node[index])[len(node.input):])
+            if any(_may_make_long_vectors(sub, sub.node, sizes)
+                   for attr in graph.node[index].attribute for sub in attribute_graphs(attr)):
+                return True
     if not read:
         return False
-    sizes: _DeclaredSizes | None = None
     reached: set[str] | None = None  # read through ``_VECTOR_KEEPING`` ops, once asked
     for node in listed:
         if node.op_type in _MAY_MAKE_VECTORS and node.output and node.input \
@@ -1112,9 +1141,9 @@ def _may_make_long_vectors(graph: onnx.GraphProto, listed: Sequence[Any]) -> boo
                 if node.output[0] not in reached:
                     continue
             if sizes is None:
-                sizes = _DeclaredSizes(graph, listed)
-            if node.op_type == "Gather" and node.input[0] not in sizes.declared:
-                continue  # of a Shape, mostly: no call
+                sizes = _DeclaredSizes(graph, listed, outer)
+            if node.op_type == "Gather" and not sizes.declares(node.input[0]):
+                continue  # of a Shape, mostly
             if _MAY_MAKE_VECTORS[node.op_type](node, sizes):
                 return True
     return False
@@ -1139,22 +1168,41 @@ def _read_through_vector_keeping(listed: Sequence[Any], read: set[str]) -> set[s
 
 
 def _inferred_long_vectors(
-    listed: Sequence[Any], exact: onnx.GraphProto, found: _LongVectors
+    graph: onnx.GraphProto,
+    listed: Sequence[Any],
+    exact: onnx.GraphProto,
+    found: _LongVectors,
+    inner: list[tuple[onnx.GraphProto, int, str, int, int]],
+    outer_ranks: Mapping[str, int] | None = None,
 ) -> list[tuple[int, str, int, int]]:
-    """The nodes of the main graph (by index, with their output, element type, length) whose
-    output inference without propagation (``exact``) sizes as a vector longer than
-    ``LONG_VECTOR``, read by an op other than Shape (``_read_ranges``), that ``found`` does
-    not hide yet: ``_hide`` makes each a graph input of a length of its own, as a long
-    Constant. Not an op with a data propagator of a vector (a Concat of two): its value is
-    its operands', each hidden where long."""
+    """The nodes of ``graph`` (by index, with their output, element type, length) whose
+    output inference without propagation (``exact``, ``graph`` so inferred) sizes as a vector
+    longer than ``LONG_VECTOR``, read by an op other than Shape (``_read_ranges``), that
+    ``found`` does not hide yet: ``_hide`` makes each a graph input of a length of its own,
+    as a long Constant. Not an op with a data propagator of a vector (a Concat of two): its
+    value is its operands', each hidden where long. Those of the subgraphs ``graph`` holds go
+    to ``inner`` (as ``_LongVectors.inner``: ``_hide`` makes each an Identity of a graph input
+    of a length of its own), each looked for with ``outer_ranks``, the ranks of the graphs
+    holding it."""
     long: dict[str, tuple[int, int]] = {}
-    ranks: dict[str, int] = {}
+    ranks: dict[str, int] = dict(outer_ranks or {})
     for value_info in chain(exact.input, exact.value_info):
         dims = value_info.type.tensor_type.shape.dim
         ranks[value_info.name] = len(dims)
         if len(dims) == 1 and dims[0].dim_value > LONG_VECTOR:
             long[value_info.name] = (value_info.type.tensor_type.elem_type, dims[0].dim_value)
-    taken = {name for _, name, *_ in (*found.constants, *found.reshaped)}
+    for index, node in enumerate(listed):
+        if node.op_type in _CONTROL_FLOW:  # inference keeps the nodes and their attributes
+            inferred = {attr.name: attribute_graphs(attr) for attr in exact.node[index].attribute}
+            for attr in graph.node[index].attribute:
+                for sub, sub_exact in zip(attribute_graphs(attr), inferred.get(attr.name, ())):
+                    inner.extend((sub, *vector) for vector in _inferred_long_vectors(
+                        sub, sub.node, sub_exact, found, inner, ranks))
+    if outer_ranks is None:
+        taken = {name for _, name, *_ in (*found.constants, *found.reshaped)}
+    else:
+        taken = {name for sub, _, name, *_ in (*found.inner, *found.inner_reshaped)
+                 if sub is graph}  # (protobuf hands out one object per subgraph held)
     made = {
         node.output[0]: (index, node.output[0], *long[node.output[0]])
         for index, node in enumerate(listed)
@@ -1212,7 +1260,7 @@ def _vector_gather(node: Any, sizes: _DeclaredSizes) -> bool:
     weight [2, 16M]) by an index of a rank not known (``_gathers_a_row`` hides one by a
     scalar the model declares: here an Identity of one)."""
     inputs = node.input
-    if inputs[2:] or not inputs[1:] or inputs[0] not in sizes.declared:
+    if inputs[2:] or not inputs[1:] or not sizes.declares(inputs[0]):
         return False
     dims = sizes.dims(inputs[0])
     axis = _int_attribute(node, "axis", 0)
