@@ -551,20 +551,22 @@ def _merge_function_opsets(proto: onnx.ModelProto, source: str) -> None:
     """The opsets local functions import and the model does not, added to the model's at the
     newest version this onnx knows (the newest the functions import, where that is newer:
     refused later, as a model's), and a function's nodes bound at the model's version of
-    their domain, as onnxruntime and onnx.reference bind them. onnxruntime imports every
-    domain it knows that a model does not at its newest opset (``Model::Model`` in
+    their domain, as onnxruntime binds them (onnx.reference binds them at the function's own
+    version: a ReduceSum of axes given as an attribute, the function at opset 11 and the
+    model at 13 or at none, it ran as ReduceSum-11). onnxruntime imports every domain it
+    knows that a model does not at its newest opset (``Model::Model`` in
     ``core/graph/model.cc``: onnxruntime 1.32 added ai.onnx.ml 5 and ai.onnx 28, this onnx's
     newest) and inlines every function there. The first function's version was taken
     instead: two functions importing ai.onnx.ml at 2 and 4, the model at none, were refused
     (LabelEncoder-4's tensor attributes break LabelEncoder-2), and a function's Softmax at
     opset 11, the model importing no ai.onnx, ran as Softmax-11 (the flattened axes) where
     onnxruntime runs Softmax-13, silently. ONNX asks a function's imports to give the same
-    schemas as the model's; where they do not, the model's version is what both run (a
-    Softmax of a function at opset 11, the model at 13, is Softmax-13). Converting to the
-    model's opset, as before, gave Softmax-11's values where both give Softmax-13's, and
-    refused what both run: a Pad-18 of pads given, the model at 11 ("No Adapter To Version
-    $17 for Pad"), a function of opset 13 calling another ("Type unknown"), a domain other
-    than ai.onnx its nodes use at two versions."""
+    schemas as the model's; where they do not, the model's version is what onnxruntime runs
+    (a Softmax of a function at opset 11, the model at 13, is Softmax-13, as onnx.reference's
+    one Softmax computes). Converting to the model's opset, as before, gave Softmax-11's
+    values where both give Softmax-13's, and refused what both run: a Pad-18 of pads given,
+    the model at 11 ("No Adapter To Version $17 for Pad"), a function of opset 13 calling
+    another ("Type unknown"), a domain other than ai.onnx its nodes use at two versions."""
     model = {_DOMAIN_ALIASES.get(o.domain, o.domain): int(o.version) for o in proto.opset_import}
     known = onnx.defs.C.schema_version_map()  # domain -> (oldest, newest) opset
     added: dict[str, int] = {}
@@ -618,8 +620,9 @@ def _check_rebound(function: onnx.FunctionProto, domain: str, version: int,
             raise ModelValidationError(
                 f"{source}: local function {function.domain}::{function.name} imports domain "
                 f"{domain or 'ai.onnx'!r} at opset {version}, {models}: its "
-                f"nodes bind at the model's version, as onnxruntime and onnx.reference bind "
-                f"them (ONNX asks both imports to give the same schemas), and its node "
+                f"nodes bind at the model's version, as onnxruntime binds them (ONNX asks "
+                f"both imports to give the same schemas; onnx.reference binds them at the "
+                f"function's), and its node "
                 f"{subgraphs.holder_label(node.name, node.output)} ({node.op_type}-{was} at "
                 f"opset {version}) {broken}: "
                 f"{str(exc).splitlines()[0]}"

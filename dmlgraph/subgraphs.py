@@ -942,12 +942,19 @@ def defined_names(graph: onnx.GraphProto) -> list[str]:
 def reach(graph: onnx.GraphProto, names: set[str], nodes: set[str]) -> bool:
     """Adds to ``names`` the values of ``graph`` (at any depth) that ``names`` reach, and to
     ``nodes`` the names of the nodes reading them; whether any node of ``graph`` does. Over,
-    not under: all a subgraph makes counts where its holder reads one, or, a Loop's or Scan's
+    not under: a Loop's or Scan's outputs are followed through its body (``_through``);
+    elsewhere all a subgraph makes counts where its holder reads one, or, a Loop's or Scan's
     (run again on what it made), where a node of it does."""
     any_read = False
     for node in graph.node:
         held = [g for a in node.attribute for g in (*([a.g] if a.HasField("g") else ()),
                                                     *a.graphs)]
+        followed = _through(node, held, names, nodes)
+        if followed is not None:
+            if followed:
+                nodes.add(node.name)
+                any_read = True
+            continue
         if any(name in names for name in node.input):
             _whole(held, names, nodes)  # its subgraphs read what it reads
         elif not any([reach(g, names, nodes) for g in held]):
@@ -967,6 +974,92 @@ def _whole(held: Sequence[onnx.GraphProto], names: set[str], nodes: set[str]) ->
         nodes.update(n.name for n in g.node)
 
 
+@dataclass(frozen=True)
+class _BodyWiring:
+    """How a Loop's or Scan's explicit inputs and outputs meet its body's (by position):
+    ``inputs`` node input -> body input; ``fed_back`` body output -> the body input it is fed
+    back as on the next run; ``outputs`` node output -> body output; ``whole``: the node
+    inputs that, reached, reach everything (a Loop's trip count and condition, a Scan's
+    scan inputs and a Scan-8's sequence lengths: how many runs there are, which every output
+    but a carried value passed through shows); ``condition``: the body output that, reached,
+    does so too (a Loop's)."""
+
+    inputs: Mapping[int, int]
+    fed_back: Mapping[int, int]
+    outputs: Mapping[int, int]
+    whole: frozenset[int]
+    condition: int | None
+
+
+def _wiring(node: onnx.NodeProto, body: onnx.GraphProto) -> _BodyWiring | None:
+    """A Loop's or Scan's ``_BodyWiring``; None for another node, or counts that fit neither
+    a Loop, a Scan-9+ nor a Scan-8 (its node fails on them)."""
+    explicit, own, made = len(node.input), len(body.input), len(body.output)
+    if node.op_type == "Loop" and explicit >= 2 and own == explicit and made >= own - 1:
+        return _BodyWiring({k: k for k in range(2, explicit)},
+                           {k - 1: k for k in range(2, explicit)},
+                           {j: j + 1 for j in range(len(node.output))}, frozenset({0, 1}), 0)
+    if node.op_type != "Scan" or explicit - own not in (0, 1):
+        return None
+    first = explicit - own  # (a Scan-8's sequence lengths come first)
+    scans = next((a.i for a in node.attribute if a.name == "num_scan_inputs"), 0)
+    states = own - scans
+    if not 0 <= states <= made:
+        return None
+    return _BodyWiring({first + k: k for k in range(own)}, {k: k for k in range(states)},
+                       {j: j for j in range(len(node.output))},
+                       frozenset(range(first)) | frozenset(range(first + states, explicit)),
+                       None)
+
+
+def _through(node: onnx.NodeProto, held: Sequence[onnx.GraphProto], names: set[str],
+             nodes: set[str]) -> bool | None:
+    """``reach`` through a Loop's or Scan's body: an output of the node is reached only where
+    the body output it comes from depends, within the body, on a reached input of it (an
+    explicit one, or an enclosing tensor the body reads), states and carried values fed
+    back to a fixed point (a Relu of each step's input beside a state passed through: the
+    rows were counted reached by the state). Whether the node reads what ``names`` hold;
+    None where not followed (``reach`` counts everything): another op, a body holding
+    subgraphs, or a reached trip count, condition or sequence lengths."""
+    wiring = _wiring(node, held[0]) if len(held) == 1 else None
+    if wiring is None or any(a.HasField("g") or a.graphs
+                             for inner in held[0].node for a in inner.attribute):
+        return None
+    body = held[0]
+    reached = {k for k, name in enumerate(node.input) if name and name in names}
+    if reached & wiring.whole:
+        return None
+    inputs = [value.name for value in body.input]
+    outputs = [value.name for value in body.output]
+    # the body's own names shadow the enclosing ones
+    local = (names - set(defined_names(body))) | {inputs[wiring.inputs[k]] for k in reached}
+    inner: set[str] = set()
+    local = _fed_back(body, local, inner, wiring.fed_back)
+    if wiring.condition is not None and outputs[wiring.condition] in local:
+        return None
+    names.update(local)
+    nodes.update(inner)
+    names.update(node.output[j] for j, b in wiring.outputs.items()
+                 if node.output[j] and b < len(outputs) and outputs[b] in local)
+    return bool(reached or inner)
+
+
+def _fed_back(body: onnx.GraphProto, names: set[str], nodes: set[str],
+              fed_back: Mapping[int, int]) -> set[str]:
+    """``names`` with what they reach in ``body`` (``reach``), run after run: the output at
+    each key of ``fed_back`` fed back as the input at its value, to a fixed point."""
+    inputs = [value.name for value in body.input]
+    outputs = [value.name for value in body.output]
+    names = set(names)
+    while True:
+        reach(body, names, nodes)
+        fed = {inputs[i] for o, i in fed_back.items()
+               if o < len(outputs) and i < len(inputs) and outputs[o] in names}
+        if fed <= names:
+            return names
+        names |= fed
+
+
 def held_outputs(body: onnx.GraphProto, made: Sequence[str],
                  fed_back: Mapping[int, int]) -> list[int] | None:
     """The positions of ``body``'s outputs that its tensors ``made`` reach (``reach``), one
@@ -977,16 +1070,8 @@ def held_outputs(body: onnx.GraphProto, made: Sequence[str],
     names = set(made)
     if not names or not names <= {n for g in graphs_within(body) for n in defined_names(g)}:
         return None
-    inputs = [value.name for value in body.input]
-    outputs = [value.name for value in body.output]
-    while True:
-        reach(body, names, set())
-        fed = {inputs[i] for o, i in fed_back.items()
-               if o < len(outputs) and i < len(inputs) and outputs[o] in names}
-        if fed <= names:
-            break
-        names |= fed
-    found = [k for k, name in enumerate(outputs) if name in names]
+    names = _fed_back(body, names, set(), fed_back)
+    found = [k for k, value in enumerate(body.output) if value.name in names]
     return found or None
 
 

@@ -2212,6 +2212,31 @@ def test_a_function_node_breaking_the_models_version_of_its_op_is_named() -> Non
         dmlgraph.load(model)
 
 
+@pytest.mark.parametrize("imported", [[("", 18)], []])
+def test_a_function_node_s_rebinding_error_says_only_what_onnxruntime_binds(imported) -> None:
+    """A ReduceSum of axes given as an attribute (ReduceSum-11) in a function of opset 11, the
+    model at 18 or importing no ai.onnx: onnxruntime binds it at the model's version and
+    refuses it; onnx.reference binds it at the function's and runs it (the row sums). The
+    error said "as onnxruntime and onnx.reference bind them"."""
+    import onnxruntime as ort
+    from onnx.reference import ReferenceEvaluator
+
+    total = _opset_function(11, helper.make_node("ReduceSum", ["a"], ["b"], axes=[1]))
+    model = _calling(total, [helper.make_node("F", ["x"], ["y"], domain="local")], [2, 3],
+                     [*imported, ("local", 1)])
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    with pytest.raises(Exception, match="Unrecognized attribute: axes"):
+        ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    ran = ReferenceEvaluator(model).run(None, {"x": x})[0]
+    assert np.array_equal(ran, x.sum(axis=1, keepdims=True))
+    with pytest.raises(ModelValidationError, match=(
+            r"its nodes bind at the model's version, as onnxruntime binds them \(ONNX asks "
+            r"both imports to give the same schemas; onnx.reference binds them at the "
+            r"function's\), and its node \(unnamed, making 'b'\) \(ReduceSum-11 at opset 11\) "
+            r"breaks ReduceSum-13: Unrecognized attribute: axes")):
+        dmlgraph.load(model)
+
+
 def test_a_function_of_another_opset_holding_a_subgraph_binds_as_onnxruntime_does() -> None:
     """An If (If-11 in a function of opset 11, the model at 13) whose branch reads the
     function's input was refused ("If-11 ... breaks If-13: Nodes in a graph must be

@@ -1273,3 +1273,49 @@ def test_a_branch_rule_reached_by_a_sum_of_a_squeeze_s_result_gets_no_hint() -> 
     with pytest.raises(DmlgraphError, match="breaks a rule: node 'cat'") as raised:
         check(model, inputs=feeds)
     assert "divergence" not in str(raised.value)
+
+
+def test_a_main_graph_failure_reached_by_a_sum_of_a_squeeze_s_result_gets_no_hint(
+    tmp_path: Path, capsys
+) -> None:
+    """A Reshape to [5] of a sum of the Squeeze's result (a scalar on either engine) fails on
+    both engines: the divergence of sizes does not reach the sum's, as for a branch's rule
+    (``fallback.diverged_reads``, one rule for both). check on the onnxruntime fallback, and
+    ``run --backend onnxruntime``, said the Squeeze is a divergence onnx.reference runs; it
+    fails there too."""
+    model = _model([helper.make_node("Squeeze", ["X", "e"], ["S"], name="squeeze"),
+                    helper.make_node("ReduceSum", ["S"], ["T0"], keepdims=0, name="sum"),
+                    helper.make_node("Reshape", ["T0", "five"], ["Y"], name="reshape")],
+                   [_info("X", [1, 3, 1])], [_info("Y", None)],
+                   [_ints("e", []), _ints("five", [5])], opset=13, ir=8)
+    feeds = {"X": np.ones((1, 3, 1), np.float32)}
+    _fails_on_both_without_hint(model, feeds, "Name:'reshape'", "cannot reshape",
+                                "onnxruntime fails on node.*Name:'reshape'")
+    path, inputs = tmp_path / "sum.onnx", tmp_path / "in.npz"
+    onnx.save(model, path)
+    np.savez(inputs, **feeds)
+    assert main(["run", str(path), "--backend", "onnxruntime", "--inputs", str(inputs)]) == 2
+    error = capsys.readouterr().err
+    assert "Name:'reshape'" in error and "divergence" not in error
+
+
+def test_a_main_graph_failure_reached_by_the_squeeze_s_result_itself_keeps_its_hint() -> None:
+    """The same Reshape of the Squeeze's result itself ([3] on onnxruntime, [1, 3, 1] as ONNX
+    infers it), to [1, 3]: onnxruntime fails where onnx.reference runs, and the hint stays."""
+    from onnx.reference import ReferenceEvaluator
+
+    from dmlgraph.errors import DmlgraphError
+
+    model = _model([helper.make_node("Squeeze", ["X", "e"], ["S"], name="squeeze"),
+                    helper.make_node("Neg", ["S"], ["T"], name="neg"),
+                    helper.make_node("Reshape", ["T", "shape"], ["Y"], name="reshape",
+                                     allowzero=0)],
+                   [_info("X", [1, 3, 1])], [_info("Y", None)],
+                   [_ints("e", []), _ints("shape", [0, 3])], opset=14, ir=8)
+    feeds = {"X": np.ones((1, 3, 1), np.float32)}
+    _ort_fails(model, feeds, "Name:'reshape'")
+    assert ReferenceEvaluator(model).run(None, feeds)[0].shape == (1, 3)
+    with pytest.raises(DmlgraphError, match="Name:'reshape'") as raised:
+        check(model, inputs=feeds, fallback="onnxruntime")
+    assert "(node 'squeeze' (Squeeze) is a known divergence" in str(raised.value)
+    assert check(model, inputs=feeds, fallback="reference").exit_code == 0

@@ -972,18 +972,84 @@ def test_a_held_scan_8_on_the_fallback_compares_the_outputs_onnxruntime_computes
 
 def test_a_held_scan_8_s_state_fed_back_leaves_what_it_reaches_uncompared(onnx_run) -> None:
     """The Loop's carried value is the Scan-8's state, passed through: fed back, the next
-    trip's Scan reads onnxruntime's buffers, so its rows are not onnxruntime's to compare
-    either (each trip's, stacked: R)."""
+    trip's Scan reads onnxruntime's buffers as its state, so its final state (F) is not
+    onnxruntime's to compare. Its rows (each trip's Relu of x, stacked: R) read no state:
+    onnxruntime computes them, and they are compared (``subgraphs.reach`` follows the
+    Scan's body; it counted every output of the Scan reached by its state)."""
     from dmlgraph import check
     from dmlgraph.parity import UNINITIALIZED_MESSAGE
 
     model = _held_scan_8("Loop", state="v")
     feeds = {"L": np.array([4], np.int64), "init": np.array([[1, 2]], np.float32),
              "x": np.arange(-12, 12, dtype=np.float32).reshape(1, 4, 6)}
-    onnx_run(model, feeds)
+    rows = np.maximum(feeds["x"], 0)
+    assert np.array_equal(onnx_run(model, feeds)[1], np.stack([rows, rows]))
     report = check(model, inputs=feeds)
     got = {o.name: o for c in report.comparisons for o in c.outputs}
-    assert {name for name, o in got.items() if o.message == UNINITIALIZED_MESSAGE} == {"F", "R"}
+    assert {name for name, o in got.items() if o.message == UNINITIALIZED_MESSAGE} == {"F"}
+    assert got["R"].compared and got["R"].mismatches == 0
+    assert report.exit_code == 0
+
+
+def _loop_of_scan(scan_out: str, read: str) -> onnx.GraphProto:
+    """A Loop body carrying v into a Scan-9's state (passed through) beside x, a scan input
+    read from outside, whose scan output is ``scan_out`` of (``read``, row)."""
+    scan_body = helper.make_graph(
+        [helper.make_node("Identity", ["acc"], ["acc2"]),
+         helper.make_node(scan_out, [read, "row"], ["out"])],
+        "sb", [_vi("acc", [6]), _vi("row", [6])], [_vi("acc2", [6]), _vi("out", [6])])
+    return helper.make_graph(
+        [helper.make_node("Identity", ["c"], ["c2"]),
+         helper.make_node("Scan", ["v", "x"], ["final", "rows"], body=scan_body,
+                          num_scan_inputs=1)],
+        "loop", [_vi("i", [], TensorProto.INT64), _vi("c", [], TensorProto.BOOL),
+                 _vi("v", [6])],
+        [_vi("c2", [], TensorProto.BOOL), _vi("final", None), _vi("rows", None)])
+
+
+@pytest.mark.parametrize("scan_out, read, made, reached", [
+    # the rows read no state: only the state carried (and so the final one) is reached
+    ("Add", "row", ["v"], ("F",)),
+    # the rows read the state: reached too
+    ("Add", "acc", ["v"], ("F", "R")),
+    # a scan input decides how many steps run: every output of the Scan is reached
+    ("Add", "row", ["x"], ("F", "R")),
+])
+def test_reach_follows_a_held_scan_s_body(scan_out, read, made, reached) -> None:
+    """``reached_outputs`` of a Loop (outputs F, R) by tensors ``made`` of its body, which
+    holds a Scan: a Scan's output is reached only where its body's comes from a reached
+    input, states fed back (as the Loop's carried value is) to a fixed point."""
+    from dmlgraph.subgraphs import reached_outputs
+
+    body = _loop_of_scan(scan_out, read)
+    if made == ["x"]:  # x made in the body: an Identity of an enclosing tensor
+        body.node.insert(0, helper.make_node("Identity", ["X"], ["x"]))
+    assert reached_outputs("Loop", 3, 0, body, made, ["F", "R"]) == reached
+
+
+def test_reach_follows_a_held_scan_s_states_fed_back_to_a_fixed_point() -> None:
+    """A Scan of states a and b, its body swapping them (a' = b, b' = a) and making rows of
+    b: reached a reaches b only on the next step, fed back, and so the rows; reached
+    neither, nothing is (the Loop's carried v feeds a; w, beside it, feeds b)."""
+    from dmlgraph.subgraphs import reached_outputs
+
+    scan_body = helper.make_graph(
+        [helper.make_node("Identity", ["b"], ["a2"]), helper.make_node("Identity", ["a"], ["b2"]),
+         helper.make_node("Add", ["b", "row"], ["out"])],
+        "sb", [_vi("a", [6]), _vi("b", [6]), _vi("row", [6])],
+        [_vi("a2", [6]), _vi("b2", [6]), _vi("out", [6])])
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["c"], ["c2"]),
+         helper.make_node("Scan", ["v", "w", "x"], ["fa", "fb", "rows"], body=scan_body,
+                          num_scan_inputs=1),
+         helper.make_node("Identity", ["w"], ["w2"])],
+        "loop", [_vi("i", [], TensorProto.INT64), _vi("c", [], TensorProto.BOOL),
+                 _vi("v", [6]), _vi("w", [6])],
+        [_vi("c2", [], TensorProto.BOOL), _vi("fa", None), _vi("w2", None), _vi("rows", None)])
+    outputs = ["V", "W", "R"]
+    assert reached_outputs("Loop", 4, 0, body, ["v"], outputs) == ("V", "R")
+    assert reached_outputs("Loop", 4, 0, body, ["w"], outputs) == ("V", "W", "R")
+    assert reached_outputs("Loop", 4, 0, body, ["w2"], outputs) == ("V", "W", "R")
 
 
 def test_a_state_variable_that_changes_shape_is_one_clear_error(onnx_run) -> None:

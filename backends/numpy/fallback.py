@@ -329,30 +329,32 @@ def run_divergence(graph: Graph, feeds: Mapping[str, np.ndarray],
     sizes that a node past it fails on (a Squeeze by an empty axes list), and the node
     ("node 'squeeze' (Squeeze)"); None where none does. A node onnxruntime's ``failure``
     provably fails apart from is passed (``_apart``): onnx.reference fails there too."""
+    arrived = functools.cache(lambda: _arrived(graph, failure, feeds))
     for node in graph.nodes if nodes is None else nodes:
         check = _RUN_DIVERGENCES.get(node.op_type)
         if check is None or not isinstance(node.op, OnnxOp) or node.op.domain != "":
             continue
         note = check(node.op, [_known(graph, feeds, name) for name in split_inputs(node)[0]])
-        if any(phrase in note for phrase in _FAILS_AT) and not _apart(graph, node, failure):
+        if any(phrase in note for phrase in _FAILS_AT) and not _apart(
+                graph, node, failure, arrived):
             return (note, f"node {holder_label(node.name, node.outputs)} ({node.op_type})")
     if nodes is None:  # a segment: its If, Loop and Scan nodes' subgraphs too
         holders = {tuple(node.outputs): node for node in graph.nodes}
         for held in _nested_scan_8s(graph):  # by the values the segment is fed
             note = held.note(_scan_8_divergence, lambda name: feeds.get(
                 name, graph.constant(name)))
-            if _REFUSES in note and not _apart(graph, holders[held.key], failure):
+            if _REFUSES in note and not _apart(graph, holders[held.key], failure, arrived):
                 node = holders[held.key]
                 return (note, f"node {holder_label(node.name, node.outputs)} "
                               f"({node.op_type}) holds a Scan-8 that")
         for node in graph.nodes:
             # a Loop onnxruntime fails on by its body's declarations, or one held at any depth
             note = loop_divergence(node.op, split_inputs(node)[0]) if subgraphs(node.op) else ""
-            if note and not _apart(graph, node, failure):
+            if note and not _apart(graph, node, failure, arrived):
                 return (note, f"node {holder_label(node.name, node.outputs)} "
                               f"({node.op_type})")
         for node, proto in _holders(graph):
-            if _apart(graph, node, failure):
+            if _apart(graph, node, failure, arrived):
                 continue
             at = node.id in {f.id for f in failed_nodes(graph, failure)}  # (its inner node too)
             for note, where, made in _held_divergences(
@@ -456,14 +458,75 @@ def _holders(graph: Graph) -> Iterator[tuple[Node, onnx.GraphProto]]:
                 yield node, onnx.GraphProto.FromString(sub.data)
 
 
-def _apart(graph: Graph, node: Node, failure: str) -> bool:
+def _apart(graph: Graph, node: Node, failure: str,
+           arrived: Callable[[], Mapping[str, np.ndarray]]) -> bool:
     """Whether onnxruntime's run ``failure`` names a node of ``graph`` neither ``node`` nor
-    one it reaches (``parity.failed_nodes``): there the node's divergence is not the cause.
-    An If branch's Squeeze by an empty axes list beside a Reshape of 3 elements to [5] that
-    fails on both engines got the hint to use onnx.reference, which fails too."""
+    one it reaches through a read that arrived otherwise than ONNX infers it (``parity.
+    failed_nodes``, ``diverged_reads`` by what onnxruntime made: ``arrived``): there the
+    node's divergence is not the cause. An If branch's Squeeze by an empty axes list beside
+    a Reshape of 3 elements to [5] that fails on both engines got the hint to use
+    onnx.reference, which fails too; so did a Reshape to [5] of a sum of the Squeeze's
+    result (a scalar on either engine)."""
     failed = failed_nodes(graph, failure)
-    return bool(failed) and not any(
-        f.id == node.id or nx.has_path(graph.nx, node.id, f.id) for f in failed)
+    return bool(failed) and not any(_reaches(graph, node, f, arrived) for f in failed)
+
+
+def _reaches(graph: Graph, node: Node, failed: Node,
+             arrived: Callable[[], Mapping[str, np.ndarray]]) -> bool:
+    """Whether ``node``'s divergence of sizes reaches the ``failed`` node: it is the node,
+    or makes (or is before the maker of) a read of it that ``diverged_reads`` keeps."""
+    if failed.id == node.id:
+        return True
+    if not any(nx.has_path(graph.nx, node.id, maker.id) for name in failed.inputs
+               if (maker := graph.producer(name))):
+        return False  # (no path at all: no onnxruntime run to fetch the reads by)
+    return any(nx.has_path(graph.nx, node.id, maker.id)
+               for name in diverged_reads(graph, failed.inputs, arrived())
+               if (maker := graph.producer(name)))
+
+
+def _arrived(graph: Graph, failure: str,
+             feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """What the nodes onnxruntime's ``failure`` names read that ``graph`` makes, as
+    onnxruntime made it: the nodes before them run again on ``feeds``, the reads fetched.
+    {} where that fails too (every read then counts: ``diverged_reads``)."""
+    failed = failed_nodes(graph, failure)
+    reads = list(dict.fromkeys(name for f in failed for name in f.inputs
+                               if name and graph.producer(name) is not None))
+    makers = {maker.id for name in reads if (maker := graph.producer(name))}
+    before = makers.union(*(nx.ancestors(graph.nx, m) for m in makers))
+    if not reads or any(f.id in before for f in failed):
+        return {}  # (a node the failure names is before another: the run fails there)
+    try:
+        cut = graph.extract(before, reads, keep_constants=True)
+        session = make_session(cut.to_onnx(), select_providers(None), graph.source,
+                               spin=False, shape_rewrites=False)
+        found = values.run(session, reads, {name: feeds[name] for name in cut.inputs
+                                                     if name in feeds})
+    except Exception:  # (not run again: the reads as inference foresaw none of them)
+        return {}
+    return dict(zip(reads, found))
+
+
+def as_inferred(graph: Graph, name: str, arrived: Mapping[str, np.ndarray]) -> bool:
+    """Whether ``name`` arrived as a floating-point array of the dtype and static sizes ONNX
+    infers for it (``diverged_reads``)."""
+    value, info = arrived.get(name), graph.tensors.get(name)
+    return (value is not None and info is not None and info.static_shape is not None
+            and np.issubdtype(value.dtype, np.floating) and info.dtype is not None
+            and np.dtype(info.dtype) == value.dtype and value.shape == tuple(info.static_shape))
+
+
+def diverged_reads(graph: Graph, reads: Sequence[str],
+                   arrived: Mapping[str, np.ndarray]) -> list[str]:
+    """The ``reads`` of a node onnxruntime failed at (or of a rule that a subgraph broke)
+    through which a divergence of sizes before them may reach it: all but a floating-point
+    read that ``arrived`` of the dtype and sizes ONNX infers (``as_inferred``). The
+    divergence did not reach its sizes, and a rule reads no float's values: a sum of a
+    Squeeze's result (a scalar either way) read by a Concat or a Reshape failing on
+    onnx.reference too got the hint to run --fallback reference. One rule for a main
+    graph's failure (``_apart``) and a subgraph's (``plan._ControlStep._hint``)."""
+    return [name for name in reads if name and not as_inferred(graph, name, arrived)]
 
 
 def _held_apart(proto: onnx.GraphProto, made: Sequence[str], failure: str) -> bool:

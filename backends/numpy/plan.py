@@ -49,7 +49,7 @@ from backends.base import (
     write_all_bound,
 )
 from backends.numpy.control import ControlFlow, Declined, SubgraphRuleError, runs_here
-from backends.numpy.fallback import OnnxruntimeFallback, reference_hint
+from backends.numpy.fallback import OnnxruntimeFallback, diverged_reads, reference_hint
 from backends.numpy.memory import Lifetime, OutputPool, assign_buffers
 from backends.numpy.moves import Move, Phase, operator_moves
 from backends.numpy.runtime import RuntimeLowering, needs_runtime_lowering
@@ -957,27 +957,18 @@ class _ControlStep(_PythonStep):
         says (``fallback.reference_hint``, as for a main-graph node's rule). "" on another
         fallback, or where none does. A Squeeze's result read by a Concat in an If's branch
         ended with the branch's rule alone, where ``run --backend onnxruntime`` named it.
-        A floating-point read that arrived of the dtype and sizes ONNX infers is passed: a
-        divergence of sizes did not reach it, and a rule reads no float's values (a sum of
+        A floating-point read that arrived of the dtype and sizes ONNX infers is passed
+        (``fallback.diverged_reads``, the rule a main graph's failure follows too): a sum of
         the Squeeze's result, a scalar either way, got the hint where the Concat reading it
-        failed on onnx.reference too)."""
+        failed on onnx.reference too."""
         graph = self.graph
         if not isinstance(self.fallback, OnnxruntimeFallback):
             return ""
-        reads = [name for name in broken.reads if not _as_inferred(graph, name, arrived)]
+        reads = diverged_reads(graph, broken.reads, arrived)
         makers = {maker.id for name in reads if (maker := graph.producer(name))}
         before = set(makers).union(*(nx.ancestors(graph.nx, m) for m in makers))
         nodes = [node for node in graph.nodes if node.id in before]
         return reference_hint(graph, self.state.values, nodes) if nodes else ""
-
-
-def _as_inferred(graph: Graph, name: str, arrived: Mapping[str, np.ndarray]) -> bool:
-    """Whether ``name`` arrived as a floating-point array of the dtype and static sizes ONNX
-    infers for it (``_ControlStep._hint``)."""
-    value, info = arrived.get(name), graph.tensors.get(name)
-    return (value is not None and info is not None and info.static_shape is not None
-            and np.issubdtype(value.dtype, np.floating) and info.dtype is not None
-            and np.dtype(info.dtype) == value.dtype and value.shape == tuple(info.static_shape))
 
 
 # ---------------------------------------------------------------------- scheduling
