@@ -1081,17 +1081,23 @@ def test_an_array_of_other_sizes_than_an_if_output_makes_is_refused_not_half_wri
     assert np.array_equal(out, want)
 
 
+def _relu_beside_a_misfit() -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
+    """Outputs y (a Relu of x, [2, 3]) and z (a Relu of an If's output, inferred [6] from
+    its branches' declarations, made [1, 2, 3]), and their feeds."""
+    model = _if_declaring([6], helper.make_node("Relu", ["i"], ["z"]))
+    model.graph.node.insert(0, helper.make_node("Relu", ["x"], ["y"]))
+    model.graph.output.insert(0, helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3]))
+    model.graph.output[1].name = "z"
+    return model, {"x": np.arange(6, dtype=np.float32).reshape(2, 3), "c": np.array(True)}
+
+
 @pytest.mark.parametrize("lowered", [False, True])
 def test_a_bound_array_that_does_not_fit_leaves_every_other_unwritten(lowered: bool) -> None:
     """onnxruntime's results reach the caller all at once: when one bound array turns out
     not to fit what the run made (an If's output, [6] inferred, [1, 2, 3] made), the error
     comes before any array is written. Written in turn, the output before it was already
     overwritten when the error came."""
-    model = _if_declaring([6], helper.make_node("Relu", ["i"], ["z"]))
-    model.graph.node.insert(0, helper.make_node("Relu", ["x"], ["y"]))
-    model.graph.output.insert(0, helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3]))
-    model.graph.output[1].name = "z"
-    feeds = {"x": np.arange(6, dtype=np.float32).reshape(2, 3), "c": np.array(True)}
+    model, feeds = _relu_beside_a_misfit()
     graph = load(model)
     assert graph.outputs[0] == "y" and graph.tensor("z").static_shape == (6,)
     target = lower(graph, "6_4") if lowered else graph
@@ -1110,11 +1116,7 @@ def test_a_bound_array_that_does_not_fit_leaves_the_fallback_s_outputs_unwritten
     the If's z) are written into their arrays once every one is found to fit; they were
     written in turn, y overwritten when z's error came. (An output a DML node writes in
     place is written as the run goes, as onnxruntime's IOBinding writes it.)"""
-    model = _if_declaring([6], helper.make_node("Relu", ["i"], ["z"]))
-    model.graph.node.insert(0, helper.make_node("Relu", ["x"], ["y"]))
-    model.graph.output.insert(0, helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3]))
-    model.graph.output[1].name = "z"
-    feeds = {"x": np.arange(6, dtype=np.float32).reshape(2, 3), "c": np.array(True)}
+    model, feeds = _relu_beside_a_misfit()
     graph = load(model)
     target = lower(graph, "6_4") if lowered else graph
     runner = get_backend("numpy", fallback=fallback)

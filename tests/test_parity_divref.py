@@ -58,6 +58,17 @@ def _fails_on_both_without_hint(model: onnx.ModelProto, feeds, at: str, referenc
     assert "divergence" not in str(raised.value)
 
 
+def _run_on_onnxruntime_names_no_divergence(tmp_path: Path, capsys, model: onnx.ModelProto,
+                                            feeds, said: str) -> None:
+    """``run --backend onnxruntime`` fails (exit 2) with ``said`` and names no divergence."""
+    path, inputs = tmp_path / "m.onnx", tmp_path / "in.npz"
+    onnx.save(model, path)
+    np.savez(inputs, **feeds)
+    assert main(["run", str(path), "--backend", "onnxruntime", "--inputs", str(inputs)]) == 2
+    error = capsys.readouterr().err
+    assert said in error and "divergence" not in error
+
+
 def _wrap_of_empty() -> tuple[onnx.ModelProto, dict, str]:
     """A wrap Pad of an empty input (ONNX: empty, [0, 5]) beside a Neg onnxruntime runs."""
     model = _model([helper.make_node("Pad", ["X", "p"], ["Y"], mode="wrap", name="wrap"),
@@ -954,12 +965,8 @@ def test_a_failure_apart_from_a_squeeze_divergence_gets_no_hint(
     # one onnxruntime segment of both nodes, or the If run whole on the onnxruntime fallback
     _fails_on_both_without_hint(model, feeds, at, "cannot reshape array of size 3",
                                 "requested shape:.5.")
-    path, inputs = tmp_path / "sq.onnx", tmp_path / "in.npz"
-    onnx.save(model, path)
-    np.savez(inputs, **feeds)
-    assert main(["run", str(path), "--backend", "onnxruntime", "--inputs", str(inputs)]) == 2
-    error = capsys.readouterr().err
-    assert "requested shape:{5}" in error and "divergence" not in error
+    _run_on_onnxruntime_names_no_divergence(tmp_path, capsys, model, feeds,
+                                            "requested shape:{5}")
 
 
 def _squeeze_read_in_a_branch(apart: bool = False) -> tuple[onnx.ModelProto, dict, str]:
@@ -1291,12 +1298,7 @@ def test_a_main_graph_failure_reached_by_a_sum_of_a_squeeze_s_result_gets_no_hin
     feeds = {"X": np.ones((1, 3, 1), np.float32)}
     _fails_on_both_without_hint(model, feeds, "Name:'reshape'", "cannot reshape",
                                 "onnxruntime fails on node.*Name:'reshape'")
-    path, inputs = tmp_path / "sum.onnx", tmp_path / "in.npz"
-    onnx.save(model, path)
-    np.savez(inputs, **feeds)
-    assert main(["run", str(path), "--backend", "onnxruntime", "--inputs", str(inputs)]) == 2
-    error = capsys.readouterr().err
-    assert "Name:'reshape'" in error and "divergence" not in error
+    _run_on_onnxruntime_names_no_divergence(tmp_path, capsys, model, feeds, "Name:'reshape'")
 
 
 def test_a_main_graph_failure_reached_by_the_squeeze_s_result_itself_keeps_its_hint() -> None:
