@@ -1321,3 +1321,34 @@ def test_a_main_graph_failure_reached_by_the_squeeze_s_result_itself_keeps_its_h
         check(model, inputs=feeds, fallback="onnxruntime")
     assert "(node 'squeeze' (Squeeze) is a known divergence" in str(raised.value)
     assert check(model, inputs=feeds, fallback="reference").exit_code == 0
+
+
+def test_a_main_graph_failure_at_a_rule_on_float_values_the_squeeze_reaches_keeps_its_hint(
+) -> None:
+    """A Range whose delta is a float scalar (of the sizes ONNX infers on either engine) made
+    of the Squeeze's result's first dimension less 3: 0 on onnxruntime, which refuses it, -2
+    on onnx.reference, which runs it. A rule reading float values (``fallback._VALUE_RULES``)
+    keeps the hint: the float read was passed as a divergence of sizes could not reach it."""
+    from onnx.reference import ReferenceEvaluator
+
+    from dmlgraph.errors import DmlgraphError
+
+    def floats(name: str, value: float) -> onnx.TensorProto:
+        return numpy_helper.from_array(np.array(value, np.float32), name)
+
+    model = _model([helper.make_node("Squeeze", ["X", "e"], ["S"], name="squeeze"),
+                    helper.make_node("Shape", ["S"], ["shape"], name="shape"),
+                    helper.make_node("Gather", ["shape", "zero"], ["d0"], name="gather"),
+                    helper.make_node("Cast", ["d0"], ["d"], to=TensorProto.FLOAT, name="cast"),
+                    helper.make_node("Sub", ["d", "three"], ["delta"], name="sub"),
+                    helper.make_node("Range", ["start", "limit", "delta"], ["Y"],
+                                     name="range")],
+                   [_info("X", [1, 3, 1])], [_info("Y", None)],
+                   [_ints("e", []), _ints("zero", 0), floats("three", 3.0),
+                    floats("start", 0.0), floats("limit", 5.0)], opset=13, ir=8)
+    feeds = {"X": np.ones((1, 3, 1), np.float32)}
+    assert ReferenceEvaluator(model).run(None, feeds)[0].shape == (0,)
+    with pytest.raises(DmlgraphError, match="delta in Range operator can not be zero") as raised:
+        check(model, inputs=feeds, fallback="onnxruntime")
+    assert "(node 'squeeze' (Squeeze) is a known divergence" in str(raised.value)
+    assert check(model, inputs=feeds, fallback="reference").exit_code == 0

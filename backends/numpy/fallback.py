@@ -480,9 +480,20 @@ def _reaches(graph: Graph, node: Node, failed: Node,
     if not any(nx.has_path(graph.nx, node.id, maker.id) for name in failed.inputs
                if (maker := graph.producer(name))):
         return False  # (no path at all: no onnxruntime run to fetch the reads by)
-    return any(nx.has_path(graph.nx, node.id, maker.id)
-               for name in diverged_reads(graph, failed.inputs, arrived())
+    reads = failed.inputs if failed.op_type in _VALUE_RULES else diverged_reads(
+        graph, failed.inputs, arrived())
+    return any(nx.has_path(graph.nx, node.id, maker.id) for name in reads
                if (maker := graph.producer(name)))
+
+
+#: The ops whose rules onnxruntime checks on floating-point values (1.32, measured): a Range's
+#: delta of 0, a Resize's or Upsample's scale below its bound, a OneHot's negative depth, a
+#: Dropout's ratio outside [0, 1). Every read of a failing one counts (``_reaches``), not
+#: only those ``diverged_reads`` keeps: a float that arrived of the sizes ONNX infers may
+#: still carry a divergence of sizes in its values (a Range's delta, a Cast of a Shape's
+#: dimension of the Squeeze's result less 3: 0 on onnxruntime, -2 on onnx.reference, lost
+#: the hint that onnx.reference runs the Squeeze).
+_VALUE_RULES = frozenset({"Range", "Resize", "Upsample", "OneHot", "Dropout"})
 
 
 def _arrived(graph: Graph, failure: str,
@@ -522,9 +533,10 @@ def diverged_reads(graph: Graph, reads: Sequence[str],
     """The ``reads`` of a node onnxruntime failed at (or of a rule that a subgraph broke)
     through which a divergence of sizes before them may reach it: all but a floating-point
     read that ``arrived`` of the dtype and sizes ONNX infers (``as_inferred``). The
-    divergence did not reach its sizes, and a rule reads no float's values: a sum of a
-    Squeeze's result (a scalar either way) read by a Concat or a Reshape failing on
-    onnx.reference too got the hint to run --fallback reference. One rule for a main
+    divergence did not reach its sizes, and a rule reads no float's values (but those of
+    ``_VALUE_RULES``, whose every read ``_reaches`` counts): a sum of a Squeeze's result (a
+    scalar either way) read by a Concat or a Reshape failing on onnx.reference too got the
+    hint to run --fallback reference. One rule for a main
     graph's failure (``_apart``) and a subgraph's (``plan._ControlStep._hint``)."""
     return [name for name in reads if name and not as_inferred(graph, name, arrived)]
 
