@@ -1031,8 +1031,9 @@ def _through(node: onnx.NodeProto, held: Sequence[onnx.GraphProto], names: set[s
         return None
     inputs = [value.name for value in body.input]
     outputs = [value.name for value in body.output]
-    # the body's own names shadow the enclosing ones
-    local = (names - set(defined_names(body))) | {inputs[wiring.inputs[k]] for k in reached}
+    # the body's inputs shadow the enclosing names (ONNX lets no node's output do so): each
+    # is reached only by the node input it is fed; a tensor made in the body stays reached
+    local = (names - set(inputs)) | {inputs[wiring.inputs[k]] for k in reached}
     inner: set[str] = set()
     local = _fed_back(body, local, inner, wiring.fed_back)
     if wiring.condition is not None and outputs[wiring.condition] in local:

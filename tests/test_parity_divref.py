@@ -1352,3 +1352,38 @@ def test_a_main_graph_failure_at_a_rule_on_float_values_the_squeeze_reaches_keep
         check(model, inputs=feeds, fallback="onnxruntime")
     assert "(node 'squeeze' (Squeeze) is a known divergence" in str(raised.value)
     assert check(model, inputs=feeds, fallback="reference").exit_code == 0
+
+
+def test_run_on_onnxruntime_failing_past_a_squeeze_in_a_scan_of_a_branch_says_what_runs_it(
+    tmp_path: Path, capsys
+) -> None:
+    """An If's then branch Scans X [1, 3, 1] (rows [3, 1]), its body a Relu of a Squeeze of
+    each row by an empty axes list, and joins the rows with X: onnxruntime fails there
+    (rows [1, 3]), onnx.reference runs it ([2, 3, 1]). ``reach`` from the Squeeze's result,
+    made in the Scan's body, dropped it as a name of the body's own: nothing past the Scan
+    was reached, the failure was taken for apart from the Squeeze, and the hint was lost."""
+    from onnx.reference import ReferenceEvaluator
+
+    body = helper.make_graph([helper.make_node("Squeeze", ["x", "e"], ["S"], name="squeeze"),
+                              helper.make_node("Relu", ["S"], ["R"], name="relu")],
+                             "body", [_info("x", [3, 1])], [_info("R", None)])
+    then = helper.make_graph(
+        [helper.make_node("Scan", ["X"], ["rows"], body=body, num_scan_inputs=1, name="scan"),
+         helper.make_node("Concat", ["rows", "X"], ["y"], axis=0, name="cat")],
+        "then", [], [_info("y", None)])
+    other = helper.make_graph([helper.make_node("Identity", ["X"], ["x2"])], "else", [],
+                              [_info("x2", None)])
+    model = _model([helper.make_node("If", ["B"], ["Y"], then_branch=then, else_branch=other,
+                                     name="if")],
+                   [_info("X", [1, 3, 1]), _info("B", [], TensorProto.BOOL)],
+                   [_info("Y", None)], [_ints("e", [])], opset=13, ir=8)
+    feeds = {"X": np.arange(3, dtype=np.float32).reshape(1, 3, 1), "B": np.array(True)}
+    assert ReferenceEvaluator(model).run(None, feeds)[0].shape == (2, 3, 1)
+    path, inputs = tmp_path / "scan.onnx", tmp_path / "in.npz"
+    onnx.save(model, path)
+    np.savez(inputs, **feeds)
+    assert main(["run", str(path), "--backend", "onnxruntime", "--inputs", str(inputs)]) == 2
+    assert ("(node 'squeeze' (Squeeze) in a subgraph of node 'if' (If) is a known divergence "
+            "onnx.reference runs as ONNX says") in capsys.readouterr().err
+    assert main(["run", str(path), "--backend", "numpy", "--fallback", "reference",
+                 "--inputs", str(inputs)]) == 0
