@@ -944,7 +944,7 @@ def reach(graph: onnx.GraphProto, names: set[str], nodes: set[str]) -> bool:
     ``nodes`` the names of the nodes reading them; whether any node of ``graph`` does. Over,
     not under: a Loop's or Scan's outputs are followed through its body (``_through``);
     elsewhere all a subgraph makes counts where its holder reads one, or, a Loop's or Scan's
-    (run again on what it made), where a node of it does."""
+    (run again on what it made), where a node of it does or an output of it is reached."""
     any_read = False
     for node in graph.node:
         held = [g for a in node.attribute for g in (*([a.g] if a.HasField("g") else ()),
@@ -957,8 +957,9 @@ def reach(graph: onnx.GraphProto, names: set[str], nodes: set[str]) -> bool:
             continue
         if any(name in names for name in node.input):
             _whole(held, names, nodes)  # its subgraphs read what it reads
-        elif not any([reach(g, names, nodes) for g in held]):
-            continue
+        elif not any([reach(g, names, nodes) for g in held]) and not any(
+                value.name in names for g in held for value in g.output):
+            continue  # (a branch's output made there reached, as a Squeeze's, is read)
         elif node.op_type != "If":  # a Loop or Scan runs its body again on what it made
             _whole(held, names, nodes)
         names.update(node.output)

@@ -1081,6 +1081,24 @@ def test_reach_from_a_tensor_made_in_a_followed_body_reaches_past_its_holder(op)
     assert {"r", "R", "Y"} <= names and "XF" not in names
 
 
+def test_reach_from_a_branch_s_output_made_there_reaches_the_if_s_output() -> None:
+    """An If's then branch outputs a Squeeze's result s itself (read by no node there), and
+    a Concat past the If reads the If's output: reached from s, both are. Only a node of
+    the branch reading a reached tensor counted: nothing past the If was reached."""
+    from dmlgraph.subgraphs import reach
+
+    then = helper.make_graph([helper.make_node("Squeeze", ["X", "e"], ["s"])], "then", [],
+                             [_vi("s", None)])
+    other = helper.make_graph([helper.make_node("Identity", ["X"], ["x2"])], "else", [],
+                              [_vi("x2", None)])
+    graph = helper.make_graph(
+        [helper.make_node("If", ["B"], ["Y"], then_branch=then, else_branch=other),
+         helper.make_node("Concat", ["Y", "X"], ["Z"], axis=0)], "g", [], [])
+    names = {"s"}
+    assert reach(graph, names, set())
+    assert {"Y", "Z"} <= names
+
+
 def test_a_state_variable_that_changes_shape_is_one_clear_error(onnx_run) -> None:
     """The same body declaring the state it makes [2]: onnx's inference keeps the
     declaration, so onnxruntime loads the model and fails when it runs it; the run says
