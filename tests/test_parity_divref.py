@@ -1323,6 +1323,35 @@ def test_a_main_graph_failure_reached_by_the_squeeze_s_result_itself_keeps_its_h
     assert check(model, inputs=feeds, fallback="reference").exit_code == 0
 
 
+def test_a_failure_whose_reads_no_float_arrives_in_keeps_its_hint_without_a_rerun(
+        monkeypatch) -> None:
+    """An int64 Squeeze's result reshaped to [0, 3]: onnxruntime fails where onnx.reference
+    runs, and the hint stays. No read of the Reshape can arrive as a float of the inferred
+    sizes (the one kind ``diverged_reads`` passes), so onnxruntime does not run the nodes
+    before it again to see what arrived (``_arrived``: 1.1 s of a failing check of 200 MB)."""
+    from onnx.reference import ReferenceEvaluator
+
+    from backends.numpy import fallback
+    from dmlgraph.errors import DmlgraphError
+
+    model = _model([helper.make_node("Squeeze", ["X", "e"], ["S"], name="squeeze"),
+                    helper.make_node("Reshape", ["S", "shape"], ["Y"], name="reshape",
+                                     allowzero=0)],
+                   [_info("X", [1, 3, 1], TensorProto.INT64)],
+                   [_info("Y", None, TensorProto.INT64)],
+                   [_ints("e", []), _ints("shape", [0, 3])], opset=14, ir=8)
+    feeds = {"X": np.arange(3, dtype=np.int64).reshape(1, 3, 1)}
+    _ort_fails(model, feeds, "Name:'reshape'")
+    assert ReferenceEvaluator(model).run(None, feeds)[0].shape == (1, 3)
+    reruns = []
+    arrived = fallback._arrived
+    monkeypatch.setattr(fallback, "_arrived", lambda *a: reruns.append(a) or arrived(*a))
+    with pytest.raises(DmlgraphError, match="Name:'reshape'") as raised:
+        check(model, inputs=feeds, fallback="onnxruntime")
+    assert "(node 'squeeze' (Squeeze) is a known divergence" in str(raised.value)
+    assert reruns == []
+
+
 def test_a_main_graph_failure_at_a_rule_on_float_values_the_squeeze_reaches_keeps_its_hint(
 ) -> None:
     """A Range whose delta is a float scalar (of the sizes ONNX infers on either engine) made
