@@ -271,7 +271,7 @@ def check_outputs(
     ``trust`` says onnxruntime may size it otherwise (an If whose branch declares [6] and
     makes [1, 2, 3]: inference says [6], onnxruntime makes [1, 2, 3]), the sizes, and the
     rank where that is unsure too, are left to the run, which writes the array only where
-    its result has the array's shape (``write_bound``), as onnxruntime's IOBinding takes a
+    its result has the array's shape (``write_all_bound``), as onnxruntime's IOBinding takes a
     pre-allocated output of a dynamic shape and fails a run whose shape differs. An array
     of the run's shape was refused there ("expected [6]"), and one of the inferred shape
     failed after the run. The numpy plan writes an output in place only into an array of
@@ -318,7 +318,7 @@ def _unlike(
     output's ("" where it may be): the inferred sizes, where onnxruntime is sure to make
     them; where it may make others (``trust.unsure``: an If's output, of the sizes its
     branch makes whatever the branch declares) only the rank, where that is sure, and
-    nothing where it is not: the run decides (``write_bound``)."""
+    nothing where it is not: the run decides (``write_all_bound``)."""
     known = graph.tensor(name).shape
     if known is None or array.ndim == len(known) and all(
         type(d) is not int or d == n for d, n in zip(known, array.shape)
@@ -331,21 +331,13 @@ def _unlike(
     return f"rank {len(known)}"
 
 
-def write_bound(target: np.ndarray, value: np.ndarray, name: str, graph: Graph) -> np.ndarray:
-    """A result written into the array the caller bound to its output, which must be of the
-    dtype and shape the run made: where inference sized the output otherwise (an If whose
-    branch declares other sizes than it makes, as onnxruntime allows), those the run made,
-    not the inferred ones (``check_outputs`` let the run decide)."""
-    _check_bound(target, value, name, graph)
-    np.copyto(target, value)
-    return target
-
-
 def write_all_bound(
     bound: Mapping[str, np.ndarray], values: Mapping[str, np.ndarray], graph: Graph
 ) -> dict[str, np.ndarray]:
-    """The results, those with a bound array written into it (``write_bound``), once every
-    bound array has been found to fit: a run's results that reach the caller all at once
+    """The results, those with a bound array written into it, once every bound array has been
+    found to be of the dtype and shape the run made (where inference sized an output
+    otherwise, an If whose branch declares other sizes than it makes, those the run made:
+    ``check_outputs`` let the run decide). A run's results that reach the caller all at once
     leave no array written when another does not fit (written in turn, an error on the second
     left the first overwritten)."""
     for name, target in bound.items():
