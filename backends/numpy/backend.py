@@ -206,8 +206,9 @@ class NumpyBackend:
             (dtype, shape), (said, said_shape) = first.made, first.inferred
             detail = str(broken).removeprefix(f"{graph.source}: ")
             maker = graph.producer(first.tensor)
-            hint = reference_hint(graph, arrays, [maker]) if maker is not None and isinstance(
-                self.fallback, OnnxruntimeFallback) else ""  # its sizes are onnxruntime's
+            hint = reference_hint(graph, arrays, [maker], toward=[first.tensor]) if (
+                maker is not None and isinstance(
+                    self.fallback, OnnxruntimeFallback)) else ""  # its sizes are onnxruntime's
             raise BackendError(
                 f"{first.maker} made {first.tensor!r} as {dtype}{list(shape)}, "
                 f"where onnx infers {said}{list(said_shape)} (fallback: "

@@ -9,7 +9,7 @@ independent of onnxruntime).
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -311,24 +311,29 @@ def _nested_scan_8s(graph: Graph) -> list[_HeldScan8]:
 
 
 def reference_hint(graph: Graph, feeds: Mapping[str, np.ndarray],
-                   nodes: Sequence[Node] | None = None, failure: str = "") -> str:
+                   nodes: Sequence[Node] | None = None, failure: str = "",
+                   toward: Collection[str] | None = None) -> str:
     """What onnxruntime's ``failure`` on a segment (or on ``graph`` past its ``nodes``) adds
     where a node of it diverges (``run_divergence``): what diverges, and that onnx.reference
     runs it; "" where none does."""
-    found = run_divergence(graph, feeds, nodes, failure)
+    found = run_divergence(graph, feeds, nodes, failure, toward)
     return "" if found is None else _hint(*found)
 
 
 def run_divergence(graph: Graph, feeds: Mapping[str, np.ndarray],
-                   nodes: Sequence[Node] | None = None,
-                   failure: str = "") -> tuple[str, str] | None:
+                   nodes: Sequence[Node] | None = None, failure: str = "",
+                   toward: Collection[str] | None = None) -> tuple[str, str] | None:
     """The note of the first node of ``graph`` (or of its ``nodes``) that, by the values it
     was fed (or holds as constants, or the sizes inference gives), diverges as onnxruntime
     refuses and ONNX allows (``_RUN_DIVERGENCES``: a Scan-8's sequence length of 0, at top
     level or held by a node run whole: ``_nested_scan_8s``), or as onnxruntime makes other
     sizes that a node past it fails on (a Squeeze by an empty axes list), and the node
     ("node 'squeeze' (Squeeze)"); None where none does. A node onnxruntime's ``failure``
-    provably fails apart from is passed (``_apart``): onnx.reference fails there too."""
+    provably fails apart from is passed (``_apart``): onnx.reference fails there too. Of
+    ``nodes`` (those before a rule broken past them, ``toward`` the tensors on the way to
+    it), an If, Loop or Scan whose subgraph makes such sizes is one too where they reach an
+    output of it among ``toward`` (``_held_toward``): a Squeeze in a Scan's body in an If's
+    branch, whose rows a Concat there joined, ended with the Concat's rule alone."""
     arrived = functools.cache(lambda: _arrived(graph, failure, feeds))
     for node in graph.nodes if nodes is None else nodes:
         check = _RUN_DIVERGENCES.get(node.op_type)
@@ -353,17 +358,18 @@ def run_divergence(graph: Graph, feeds: Mapping[str, np.ndarray],
             if note and not _apart(graph, node, failure, arrived):
                 return (note, f"node {holder_label(node.name, node.outputs)} "
                               f"({node.op_type})")
-        for node, proto in _holders(graph):
-            if _apart(graph, node, failure, arrived):
-                continue
-            at = node.id in {f.id for f in failed_nodes(graph, failure)}  # (its inner node too)
-            for note, where, made in _held_divergences(
-                    _first_run(graph, node, proto, feeds), graph.opset_imports.get("", 1), {},
-                    lambda name: _known(graph, feeds, name)):
-                if any(phrase in note for phrase in _FAILS_AT) and not (
-                        at and _held_apart(proto, made, failure)):
-                    return (note, f"{where} in a subgraph of node "
-                                  f"{holder_label(node.name, node.outputs)} ({node.op_type})")
+    for node, proto in _holders(graph, nodes):
+        if _apart(graph, node, failure, arrived):
+            continue
+        at = node.id in {f.id for f in failed_nodes(graph, failure)}  # (its inner node too)
+        for note, where, made in _held_divergences(
+                _first_run(graph, node, proto, feeds), graph.opset_imports.get("", 1), {},
+                lambda name: _known(graph, feeds, name)):
+            if any(phrase in note for phrase in _FAILS_AT) and not (
+                    at and _held_apart(proto, made, failure)) and (
+                    nodes is None or _held_toward(node, proto, made, toward)):
+                return (note, f"{where} in a subgraph of node "
+                              f"{holder_label(node.name, node.outputs)} ({node.op_type})")
     return None
 
 
@@ -449,10 +455,11 @@ def _arrivals(node: Node, proto: onnx.GraphProto, fed: Sequence[Any]) -> dict[st
             if found is not None and found[0] in DTYPE_TO_ELEM_TYPE}
 
 
-def _holders(graph: Graph) -> Iterator[tuple[Node, onnx.GraphProto]]:
-    """The graph's If, Loop and Scan nodes with each subgraph of theirs that holds, at any
-    depth, an op ``_RUN_DIVERGENCES`` tests."""
-    for node in graph.nodes:
+def _holders(graph: Graph, nodes: Sequence[Node] | None = None
+             ) -> Iterator[tuple[Node, onnx.GraphProto]]:
+    """The graph's If, Loop and Scan nodes (of ``nodes`` where given) with each subgraph of
+    theirs that holds, at any depth, an op ``_RUN_DIVERGENCES`` tests."""
+    for node in graph.nodes if nodes is None else nodes:
         for sub in subgraphs(node.op):
             if any(op in _RUN_DIVERGENCES for op in sub.ops):
                 yield node, onnx.GraphProto.FromString(sub.data)
@@ -570,6 +577,25 @@ def _held_apart(proto: onnx.GraphProto, made: Sequence[str], failure: str) -> bo
     names = set(made)
     reach(proto, names, set())  # (every output of a node reached is among them)
     return not any(out in names for node in failed for out in node.output if out)
+
+
+def _held_toward(node: Node, proto: onnx.GraphProto, made: Sequence[str],
+                 toward: Collection[str] | None) -> bool:
+    """Whether the tensors ``made`` in ``node``'s subgraph ``proto`` (at any depth) reach an
+    output of ``node`` among ``toward`` (any, None; ``reached_outputs``, which says () both
+    where it cannot tell, every one then, and where they reach no output of ``proto``, told
+    apart first): only such an output carries their sizes past it. A Squeeze summed into a
+    Scan's other output got the hint where a Concat of its rows failed on both engines."""
+    names = set(made)
+    reach(proto, names, set())
+    if not any(value.name in names for value in proto.output):
+        return False
+    explicit = len(split_inputs(node)[0])
+    states = 0  # (a Scan's: its explicit inputs but its scan inputs and a Scan-8's lengths)
+    if node.op_type == "Scan" and isinstance(node.op, OnnxOp):
+        states = len(proto.input) - int(node.op.attrs.get("num_scan_inputs", 0) or 0)
+    reached = reached_outputs(node.op_type, explicit, states, proto, made, node.outputs)
+    return toward is None or not reached or any(name in toward for name in reached)
 
 
 def _hint(note: str, node: str) -> str:

@@ -30,7 +30,7 @@ import threading
 import weakref
 from bisect import bisect_left, bisect_right, insort
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -70,7 +70,7 @@ from dmlgraph.dml.binding import binds
 from dmlgraph.dml.enums import FeatureLevel
 from dmlgraph.dml.operators import JoinDesc, OperatorDesc
 from dmlgraph.dml.tensor import BufferTensorDesc
-from dmlgraph.errors import DmlgraphError
+from dmlgraph.errors import DmlgraphError, NodeRuleError
 from dmlgraph.ir import Graph, Node
 from dmlgraph.tensorio import numpy_rank_problem
 
@@ -879,6 +879,7 @@ class _RuntimeStep(_PythonStep):
         self.lowering = RuntimeLowering(graph, node)
         self.readers = [(name, plan.ir_reader(name)) for name in node.inputs if name]
         self.cache: OrderedDict[tuple[Any, ...], tuple[LoweredGraph, Plan]] = OrderedDict()
+        self.graph = plan.graph  # (a proxy, as the plan holds it)
         self.runs = ()
 
     def run(self) -> None:
@@ -887,7 +888,14 @@ class _RuntimeStep(_PythonStep):
         key = self.lowering.key(arrays)
         via = f"{RUNTIME_LOWERED} (cached)"
         if key not in self.cache:
-            sub = self.lowering.lower(arrays, self.level)
+            try:
+                sub = self.lowering.lower(arrays, self.level)
+            except NodeRuleError as exc:  # by the sizes that arrived, which a divergence made?
+                hint = _rule_hint(self.graph, self.fallback, self.state.values,
+                                  node.inputs, arrays)
+                if not hint:
+                    raise
+                raise BackendError(f"{exc}{hint}") from None
             self.cache[key] = (sub, Plan(sub, self.level, self.fallback, self.threads))
             if len(self.cache) > RUNTIME_CACHE_LIMIT:  # the least recently run goes
                 self.cache.popitem(last=False)
@@ -961,14 +969,25 @@ class _ControlStep(_PythonStep):
         (``fallback.diverged_reads``, the rule a main graph's failure follows too): a sum of
         the Squeeze's result, a scalar either way, got the hint where the Concat reading it
         failed on onnx.reference too."""
-        graph = self.graph
-        if not isinstance(self.fallback, OnnxruntimeFallback):
-            return ""
-        reads = diverged_reads(graph, broken.reads, arrived)
-        makers = {maker.id for name in reads if (maker := graph.producer(name))}
-        before = set(makers).union(*(nx.ancestors(graph.nx, m) for m in makers))
-        nodes = [node for node in graph.nodes if node.id in before]
-        return reference_hint(graph, self.state.values, nodes) if nodes else ""
+        return _rule_hint(self.graph, self.fallback, self.state.values, broken.reads, arrived)
+
+
+def _rule_hint(graph: Graph, fallback: Fallback, values: Mapping[str, np.ndarray],
+               reads: Sequence[str], arrived: Mapping[str, np.ndarray]) -> str:
+    """What a rule broken by the sizes that arrived (of a node reading ``reads`` of
+    ``graph``: a run-time Slice/Concat/Pad's, or a node's in a subgraph) adds where a node
+    before the makers of those reads that ``fallback.diverged_reads`` keeps diverges as
+    onnxruntime makes other sizes than ONNX (``fallback.reference_hint``): the onnxruntime
+    fallback made those sizes, and onnx.reference runs it as ONNX says. "" on another
+    fallback, or where none does. One rule for ``_ControlStep`` and ``_RuntimeStep``."""
+    if not isinstance(fallback, OnnxruntimeFallback):
+        return ""
+    kept = diverged_reads(graph, reads, arrived)
+    makers = {maker.id for name in kept if (maker := graph.producer(name))}
+    before = set(makers).union(*(nx.ancestors(graph.nx, m) for m in makers))
+    nodes = [node for node in graph.nodes if node.id in before]
+    toward = {*kept, *(name for node in nodes for name in node.inputs)}  # (a holder's outputs)
+    return reference_hint(graph, values, nodes, toward=toward) if nodes else ""
 
 
 # ---------------------------------------------------------------------- scheduling
