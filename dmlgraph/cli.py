@@ -23,6 +23,7 @@ from dmlgraph.printable import visible
 if TYPE_CHECKING:
     from rich.table import Table
 
+    from backends.base import Backend
     from dmlgraph.ir import Graph
     from dmlgraph.parity import OutputComparison, ParityReport
 
@@ -236,7 +237,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             result = backend.execute(target, feeds)
     except DmlgraphError as exc:
         hint = (_divergence_hint(graph, target, args.feature_level, exc)
-                or _run_divergence_hint(graph, feeds, exc)
+                or _run_divergence_hint(graph, feeds, exc, backend)
                 or _cannot_run_hint(exc)) if args.backend == "onnxruntime" else ""
         if not hint:
             raise
@@ -281,15 +282,19 @@ def _divergence_hint(
         return ""
 
 
-def _run_divergence_hint(graph: Graph, feeds: Mapping[str, Any], failure: Exception) -> str:
-    """What onnxruntime's failure adds where, by the values fed, a node diverges as the numpy
-    backend's fallbacks watch for (``fallback.run_divergence``: a Squeeze by an empty axes
-    list, which onnxruntime squeezes whole, fails a node past it): that the numpy backend
-    runs it on onnx.reference (``run --backend onnxruntime`` said only onnxruntime's words)."""
+def _run_divergence_hint(graph: Graph, feeds: Mapping[str, Any], failure: Exception,
+                         backend: Backend) -> str:
+    """What onnxruntime's failure (on ``backend``'s providers, which what it read is run
+    again on) adds where, by the values fed, a node diverges as the numpy backend's
+    fallbacks watch for (``fallback.run_divergence``: a Squeeze by an empty axes list,
+    which onnxruntime squeezes whole, fails a node past it): that the numpy backend runs it
+    on onnx.reference (``run --backend onnxruntime`` said only onnxruntime's words)."""
     from backends.base import engine_hint
     from backends.numpy.fallback import run_divergence
+    from backends.onnxruntime.backend import OnnxruntimeBackend
 
-    found = run_divergence(graph, feeds, failure=str(failure))
+    providers = backend.providers if isinstance(backend, OnnxruntimeBackend) else ()
+    found = run_divergence(graph, feeds, failure=str(failure), providers=providers)
     if found is None:
         return ""
     note, node = found

@@ -1496,3 +1496,68 @@ def test_a_rule_broken_apart_from_a_squeeze_in_a_held_body_gets_no_hint() -> Non
     model, feeds = _squeeze_in_a_held_body("Scan", apart=True)
     _fails_on_both_without_hint(model, feeds, "Concat", "same number of dimensions",
                                 "node 'cat' \\(Concat\\): inputs have different ranks")
+
+
+def _squeeze_negated_reshaped() -> tuple[onnx.ModelProto, dict]:
+    """A Reshape to [0, 3] of a Neg of the Squeeze's result ([3] on onnxruntime, which fails
+    there; [1, 3, 1] as ONNX infers it): the Neg's result, a float of static inferred sizes,
+    is what onnxruntime made only when the nodes before it run again (``_arrived``)."""
+    model = _model([helper.make_node("Squeeze", ["X", "e"], ["S"], name="squeeze"),
+                    helper.make_node("Neg", ["S"], ["T"], name="neg"),
+                    helper.make_node("Reshape", ["T", "shape"], ["Y"], name="reshape")],
+                   [_info("X", [1, 3, 1])], [_info("Y", None)],
+                   [_ints("e", []), _ints("shape", [0, 3])], opset=14)
+    return model, {"X": np.ones((1, 3, 1), np.float32)}
+
+
+def _sessions_made_on(monkeypatch) -> list[list[str]]:
+    """The providers of each session the numpy backend's fallback module makes (its segments
+    and ``_arrived``'s run again), where this build's default is CUDA (then CPU): a user's
+    ``--provider cpu`` is then another list than the default."""
+    from backends.numpy import fallback
+    from backends.onnxruntime import providers
+
+    made: list[list[str]] = []
+    real = fallback.make_session
+
+    def spy(model, asked, *args, **kwargs):
+        made.append(list(asked))
+        return real(model, ["CPUExecutionProvider"], *args, **kwargs)
+
+    monkeypatch.setattr(providers, "available_providers",
+                        lambda: ["CUDAExecutionProvider", "CPUExecutionProvider"])
+    monkeypatch.setattr(fallback, "make_session", spy)
+    return made
+
+
+def test_a_failure_s_reads_run_again_on_the_fallback_s_providers(tmp_path: Path, capsys,
+                                                                  monkeypatch) -> None:
+    """check --provider cpu: the onnxruntime fallback fails at the Reshape, and what the
+    Reshape read is run again to tell the divergence's reach (``_arrived``): on the
+    fallback's providers, those the failure was on, not the default ones (CUDA here), as it
+    was. The hint stays."""
+    model, feeds = _squeeze_negated_reshaped()
+    _ort_fails(model, feeds, "Name:'reshape'")
+    made = _sessions_made_on(monkeypatch)
+    path, inputs = tmp_path / "sq.onnx", tmp_path / "in.npz"
+    onnx.save(model, path)
+    np.savez(inputs, **feeds)
+    assert main(["check", str(path), "--inputs", str(inputs), "--provider", "cpu"]) == 2
+    assert "(node 'squeeze' (Squeeze) is a known divergence" in capsys.readouterr().err
+    assert len(made) >= 2  # (the segment's session, and the one run again)
+    assert made == [["CPUExecutionProvider"]] * len(made)
+
+
+def test_run_on_onnxruntime_runs_a_failure_s_reads_again_on_its_providers(
+        tmp_path: Path, capsys, monkeypatch) -> None:
+    """run --backend onnxruntime --provider cpu fails at the Reshape: what it read is run
+    again (``_arrived``) on the backend's providers, not the default ones (CUDA here)."""
+    model, feeds = _squeeze_negated_reshaped()
+    made = _sessions_made_on(monkeypatch)
+    path, inputs = tmp_path / "sq.onnx", tmp_path / "in.npz"
+    onnx.save(model, path)
+    np.savez(inputs, **feeds)
+    assert main(["run", str(path), "--backend", "onnxruntime", "--provider", "cpu",
+                 "--inputs", str(inputs)]) == 2
+    assert "(node 'squeeze' (Squeeze) is a known divergence" in capsys.readouterr().err
+    assert made == [["CPUExecutionProvider"]]

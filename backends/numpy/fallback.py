@@ -312,17 +312,19 @@ def _nested_scan_8s(graph: Graph) -> list[_HeldScan8]:
 
 def reference_hint(graph: Graph, feeds: Mapping[str, np.ndarray],
                    nodes: Sequence[Node] | None = None, failure: str = "",
-                   toward: Collection[str] | None = None) -> str:
+                   toward: Collection[str] | None = None,
+                   providers: Sequence[str] = ()) -> str:
     """What onnxruntime's ``failure`` on a segment (or on ``graph`` past its ``nodes``) adds
     where a node of it diverges (``run_divergence``): what diverges, and that onnx.reference
     runs it; "" where none does."""
-    found = run_divergence(graph, feeds, nodes, failure, toward)
+    found = run_divergence(graph, feeds, nodes, failure, toward, providers)
     return "" if found is None else _hint(*found)
 
 
 def run_divergence(graph: Graph, feeds: Mapping[str, np.ndarray],
                    nodes: Sequence[Node] | None = None, failure: str = "",
-                   toward: Collection[str] | None = None) -> tuple[str, str] | None:
+                   toward: Collection[str] | None = None,
+                   providers: Sequence[str] = ()) -> tuple[str, str] | None:
     """The note of the first node of ``graph`` (or of its ``nodes``) that, by the values it
     was fed (or holds as constants, or the sizes inference gives), diverges as onnxruntime
     refuses and ONNX allows (``_RUN_DIVERGENCES``: a Scan-8's sequence length of 0, at top
@@ -333,8 +335,9 @@ def run_divergence(graph: Graph, feeds: Mapping[str, np.ndarray],
     ``nodes`` (those before a rule broken past them, ``toward`` the tensors on the way to
     it), an If, Loop or Scan whose subgraph makes such sizes is one too where they reach an
     output of it among ``toward`` (``_held_toward``): a Squeeze in a Scan's body in an If's
-    branch, whose rows a Concat there joined, ended with the Concat's rule alone."""
-    arrived = functools.cache(lambda: _arrived(graph, failure, feeds))
+    branch, whose rows a Concat there joined, ended with the Concat's rule alone.
+    ``providers``: those the failing run was on, which ``_arrived`` runs again on."""
+    arrived = functools.cache(lambda: _arrived(graph, failure, feeds, providers))
     for node in graph.nodes if nodes is None else nodes:
         check = _RUN_DIVERGENCES.get(node.op_type)
         if check is None or not isinstance(node.op, OnnxOp) or node.op.domain != "":
@@ -506,21 +509,24 @@ def _reaches(graph: Graph, node: Node, failed: Node,
 _VALUE_RULES = frozenset({"Range", "Resize", "Upsample", "OneHot", "Dropout"})
 
 
-def _arrived(graph: Graph, failure: str,
-             feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+def _arrived(graph: Graph, failure: str, feeds: Mapping[str, np.ndarray],
+             providers: Sequence[str]) -> dict[str, np.ndarray]:
     """What the nodes onnxruntime's ``failure`` names read that ``graph`` makes, as
-    onnxruntime made it: the nodes before them run again on ``feeds``, the reads fetched.
-    {} where that fails too (every read then counts: ``diverged_reads``)."""
+    onnxruntime made it: the nodes before them run again on ``feeds``, on the ``providers``
+    the failing run was on (the fallback's or the onnxruntime backend's: the user's
+    ``--provider``), whose kernels made the reads (the default providers ran it again, CUDA
+    where the user chose CPU). {} where that fails too, or none are given (every read then
+    counts: ``diverged_reads``)."""
     failed = failed_nodes(graph, failure)
     reads = list(dict.fromkeys(name for f in failed for name in f.inputs
                                if name and graph.producer(name) is not None))
     makers = {maker.id for name in reads if (maker := graph.producer(name))}
     before = makers.union(*(nx.ancestors(graph.nx, m) for m in makers))
-    if not reads or any(f.id in before for f in failed):
+    if not reads or not providers or any(f.id in before for f in failed):
         return {}  # (a node the failure names is before another: the run fails there)
     try:
         cut = graph.extract(before, reads, keep_constants=True)
-        session = make_session(cut.to_onnx(), select_providers(None), graph.source,
+        session = make_session(cut.to_onnx(), list(providers), graph.source,
                                spin=False, shape_rewrites=False)
         found = values.run(session, reads, {name: feeds[name] for name in cut.inputs
                                                      if name in feeds})
@@ -904,6 +910,7 @@ class OnnxruntimeFallback:
             raise BackendError(f"{exc}{hint}") from None
         outputs = list(ran.outputs)
         fetch_values = values.needs_values(session)
+        providers = self.providers  # (those the failure is on: ``_arrived`` runs again on them)
 
         def run(feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
             try:
@@ -913,7 +920,7 @@ class OnnxruntimeFallback:
             except Exception as exc:
                 raise BackendError(
                     f"{graph.source}: onnxruntime fails on {_nodes(graph)}: {first_line(exc)}"
-                    f"{reference_hint(graph, feeds, failure=str(exc))}"
+                    f"{reference_hint(graph, feeds, failure=str(exc), providers=providers)}"
                 ) from None
             return dict(zip(outputs, results))
 
