@@ -1561,3 +1561,60 @@ def test_run_on_onnxruntime_runs_a_failure_s_reads_again_on_its_providers(
                  "--inputs", str(inputs)]) == 2
     assert "(node 'squeeze' (Squeeze) is a known divergence" in capsys.readouterr().err
     assert made == [["CPUExecutionProvider"]]
+
+
+def _squeeze_through_a_branch_s_loop(apart: bool) -> tuple[onnx.ModelProto, dict]:
+    """A top-level Squeeze of X [1, 3, 1] by an empty axes list carried through a Loop of one
+    trip (its body's carried value declared without a shape) in an If's then branch
+    (condition fed true), whose result a Concat there joins with X, beside a sum of the
+    Squeeze's result; ``apart``: the Loop carries Z (fed [3], declared of no shape)."""
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["c"], ["c2"]), helper.make_node("Identity", ["v"], ["v2"])],
+        "body", [_info("i", [], TensorProto.INT64), _info("c", [], TensorProto.BOOL),
+                 _info("v", None)], [_info("c2", [], TensorProto.BOOL), _info("v2", None)])
+    then = helper.make_graph(
+        [helper.make_node("Loop", ["T", "C", "Z" if apart else "S"], ["V"], body=body,
+                          name="loop"),
+         helper.make_node("Concat", ["V", "X"], ["y"], axis=0, name="cat"),
+         helper.make_node("ReduceSum", ["S"], ["s"], keepdims=0)],
+        "then", [], [_info("y", None), _info("s", None)])
+    other = helper.make_graph([helper.make_node("Identity", ["X"], ["x2"]),
+                               helper.make_node("ReduceSum", ["S"], ["s2"], keepdims=0)],
+                              "else", [], [_info("x2", None), _info("s2", None)])
+    model = _model([helper.make_node("Squeeze", ["X", "e"], ["S"], name="squeeze"),
+                    helper.make_node("If", ["B"], ["Y", "U"], then_branch=then,
+                                     else_branch=other, name="if")],
+                   [_info("X", [1, 3, 1]), _info("Z", None), _info("B", [], TensorProto.BOOL)],
+                   [_info("Y", None), _info("U", None)],
+                   [_ints("e", []), _ints("T", 1), numpy_helper.from_array(np.array(True), "C")],
+                   opset=13)
+    return model, {"X": np.arange(3, dtype=np.float32).reshape(1, 3, 1),
+                   "Z": np.arange(3, dtype=np.float32), "B": np.array(True)}
+
+
+@pytest.mark.parametrize("apart", [False, True])
+def test_a_run_time_rule_in_a_branch_broken_by_a_top_level_squeeze_says_reference_runs_it(
+        apart: bool) -> None:
+    """The Concat in the branch, lowered when it runs (the Loop's result of sizes not known
+    before), breaks its rule by the [3] onnxruntime's Squeeze made: its error went out of the
+    branch as it was, so the If's plan, which knows the Squeeze, did not name it (as it does
+    where the branch's lowering breaks the rule: ``SubgraphRuleError``). ``apart``: the Loop
+    carries Z, the Concat fails on onnx.reference too, no hint."""
+    from onnx.reference import ReferenceEvaluator
+
+    from dmlgraph.errors import DmlgraphError
+
+    model, feeds = _squeeze_through_a_branch_s_loop(apart)
+    if apart:
+        _fails_on_both_without_hint(model, feeds, "Name:'cat'", "same number of dimensions",
+                                    "node 'cat' \\(Concat\\): inputs have different ranks")
+        return
+    _ort_fails(model, feeds, "Name:'cat'")
+    assert ReferenceEvaluator(model).run(None, feeds)[0].shape == (2, 3, 1)
+    with pytest.raises(DmlgraphError, match="node 'cat' \\(Concat\\): inputs have different "
+                       "ranks") as raised:
+        check(model, inputs=feeds)
+    assert str(raised.value).endswith(
+        _SQUEEZE_NOTE + "(node 'squeeze' (Squeeze) is a known divergence onnx.reference runs "
+        "as ONNX says: --fallback reference, fallback='reference' in Python)")
+    assert check(model, inputs=feeds, fallback="reference").exit_code == 0

@@ -650,6 +650,11 @@ class ControlFlow:
             if exc.control is self:  # reads are told of as this node's inputs reaching them
                 raise
             raise SubgraphRuleError(str(exc), self, self._reads(attr, None, exc.reads)) from None
+        except NodeRuleError as exc:  # a run-time Slice/Concat/Pad's, nothing there diverging:
+            # its reads told of as this node's inputs reaching it, as at ``_lowered`` (a top-
+            # level Squeeze's result passed through a Loop in a branch to a Concat there
+            # ended with the Concat's rule alone)
+            raise SubgraphRuleError(str(exc), self, self._reads(attr, exc.outputs)) from None
         worded = self.worded.get(key)
         if worded is not None and worded[0] == sub_runs:
             return [results[name] for name in outputs], worded[1]

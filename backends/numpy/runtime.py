@@ -18,7 +18,7 @@ import numpy as np
 
 from dmlgraph import canonical, folding
 from dmlgraph.dml.enums import FeatureLevel
-from dmlgraph.errors import ModelValidationError
+from dmlgraph.errors import ModelValidationError, NodeRuleError
 from dmlgraph.ir import Graph, Node, TensorInfo
 from lowering.report import LoweredGraph
 
@@ -117,7 +117,10 @@ class RuntimeLowering:
             if not self.runtime_fields:
                 raise
             fed = ", ".join(f"{field} from {name!r}" for field, name in self.runtime_fields)
-            raise type(exc)(f"{exc} (this run's {fed})") from None
+            said = type(exc)(f"{exc} (this run's {fed})")
+            if isinstance(exc, NodeRuleError) and isinstance(said, NodeRuleError):
+                said.outputs = exc.outputs  # (which node's rule: ``NodeRuleError.outputs``)
+            raise said from None
 
 
 def resized(lowered: LoweredGraph, level: FeatureLevel, everything: bool) -> LoweredGraph | None:
