@@ -1420,3 +1420,24 @@ def test_check_names_a_label_encoder_of_repeated_keys(ml: int, attrs: dict, x: n
 
     assert onnxruntime_runs(model(False), x).tolist() == [10, -2]  # the first key's 5, twice
     _passes_named_on_reference_only(model, x, "repeated")
+
+
+def test_a_run_time_rule_broken_by_this_run_s_values_keeps_the_node_s_outputs() -> None:
+    """A Pad whose pads arrive as an input breaks its rule when lowered as it runs: the error
+    says this run's values and still tells the node by what it makes
+    (``NodeRuleError.outputs``), by which a subgraph's holder finds the inputs reaching it
+    (``ControlFlow._reads``); saying the run's values dropped them (None: every input)."""
+    from dmlgraph.errors import NodeRuleError
+
+    graph = helper.make_graph(
+        [helper.make_node("Pad", ["x", "p"], ["y"], mode="edge")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, None),
+         helper.make_tensor_value_info("p", TensorProto.INT64, [4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
+    with pytest.raises(NodeRuleError, match="pads has 4 values for data of rank 3.*this run's "
+                       "pads from 'p'") as raised:
+        NumpyBackend().run(lower(load(model), "6_4"),
+                           {"x": np.zeros((3, 2, 2), np.float32),
+                            "p": np.array([1, 0, 0, 1], np.int64)})
+    assert raised.value.outputs == ("y",)
