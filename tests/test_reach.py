@@ -303,3 +303,31 @@ def test_a_name_reached_in_one_branch_is_not_its_sibling_s() -> None:
     assert ((), "P") in reached
     assert {(((0, "else_branch", 0),), "t"), (((1, "body", 0),), "t"), ((), "V")}.isdisjoint(
         reached)
+
+
+def test_a_held_failure_in_a_sibling_branch_is_apart_from_the_squeeze() -> None:
+    """In an If's branch, one inner If's then branch squeezes X into t, another's reshapes
+    its own t (an Identity of Z) to [5], which fails on either engine: the failure is apart
+    from the Squeeze (no hint to run --fallback reference). The Squeeze's t, by name, reached
+    the other t and the Reshape reading it: not apart."""
+    from backends.numpy.fallback import _held_apart
+
+    def branch(name: str, nodes: list[onnx.NodeProto], out: str) -> onnx.GraphProto:
+        return helper.make_graph(nodes, name, [], [_vi(out, None)])
+
+    squeezed = helper.make_node("If", ["B"], ["P"], then_branch=branch(
+        "then", [helper.make_node("Squeeze", ["X", "e"], ["t"], name="squeeze")], "t"),
+        else_branch=branch("else", [helper.make_node("Identity", ["X"], ["t"])], "t"))
+    reshaped = helper.make_node("If", ["B"], ["W"], then_branch=branch(
+        "then", [helper.make_node("Identity", ["Z"], ["t"]),
+                 helper.make_node("Reshape", ["t", "five"], ["w"], name="reshape")], "w"),
+        else_branch=branch("else", [helper.make_node("Identity", ["Z"], ["t"])], "t"))
+    proto = helper.make_graph([squeezed, reshaped], "then", [], [_vi("P", None), _vi("W", None)])
+    failure = ("Non-zero status code returned while running If node. Name:'if' Status Message: "
+               "Non-zero status code returned while running Reshape node. Name:'reshape'")
+    squeeze_t = (((0, "then_branch", 0),), "t")
+    assert _held_apart(proto, [squeeze_t], failure)
+    # the Squeeze's own branch reshaping its t: reached, not apart
+    next(a.g for a in proto.node[0].attribute if a.name == "then_branch").node.append(
+        helper.make_node("Reshape", ["t", "five"], ["w2"], name="reshape"))
+    assert not _held_apart(proto, [squeeze_t], failure)
