@@ -65,6 +65,15 @@ def reach(graph: onnx.GraphProto, seeds: Collection[Value]) -> set[Value]:
     return reached
 
 
+def holder_outputs(node: onnx.NodeProto, reached: Collection[str]) -> list[str]:
+    """The outputs of ``node`` (one holding subgraphs) that the names it reads in
+    ``reached`` reach: its explicit inputs, and the enclosing tensors its subgraphs read, by
+    the names they read them by."""
+    found = reach(onnx.helper.make_graph([node], "holder", [], []),
+                  {(ENCLOSING, name) for name in reached})
+    return [out for out in node.output if out and ((), out) in found]
+
+
 def _walk(graph: onnx.GraphProto, scope: Scope, outer: Mapping[str, Value],
           reached: set[Value]) -> tuple[dict[str, Value], bool]:
     """Adds to ``reached`` what it reaches in ``graph`` (at ``scope``, reading ``outer``'s

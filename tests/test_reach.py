@@ -202,6 +202,48 @@ def test_a_loop_of_no_trip_passes_its_reached_carried_value_on(onnx_run) -> None
         assert all(got[n].compared and got[n].mismatches == 0 for n in ("V", "R"))
 
 
+def _top_level() -> onnx.ModelProto:
+    """The Scan-8 at top level (rows), an If making (Relu(final), Abs(x)) (A, Bo) and a
+    Loop of 2 trips carrying final and x, doubling the one and taking Relu of the other
+    (K, P), past it."""
+    first = helper.make_node("If", ["B"], ["A", "Bo"], name="if", then_branch=_branch(
+        "then", [helper.make_node("Relu", ["final"], ["ta"]),
+                 helper.make_node("Abs", ["x"], ["tb"])], ["ta", "tb"]),
+        else_branch=_branch("else", [helper.make_node("Neg", ["final"], ["ea"]),
+                                     helper.make_node("Neg", ["x"], ["eb"])], ["ea", "eb"]))
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["c"], ["c2"]), helper.make_node("Add", ["k", "k"], ["k2"]),
+         helper.make_node("Relu", ["p"], ["p2"])], "body",
+        [_vi("i", [], TensorProto.INT64), _vi("c", [], TensorProto.BOOL), _vi("k", None),
+         _vi("p", None)], [_vi("c2", [], TensorProto.BOOL), _vi("k2", None), _vi("p2", None)])
+    loop = helper.make_node("Loop", ["T", "", "final", "x"], ["K", "P"], name="loop", body=body)
+    graph = helper.make_graph(
+        [_scan_8(), first, loop], "m",
+        [_vi("L", [1], TensorProto.INT64), _vi("init", [1, 2]), _vi("x", [1, 4, 6]),
+         _vi("B", [], TensorProto.BOOL)], [_vi(n, None) for n in ("rows", "A", "Bo", "K", "P")],
+        [numpy_helper.from_array(np.array(2, np.int64), "T")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 8)], ir_version=10)
+
+
+def test_an_if_or_loop_past_a_divergence_reaches_only_what_its_subgraph_carries(
+        onnx_run) -> None:
+    """The top-level Scan-8's final state read by an If's branches and a Loop's body beside
+    x: ``check`` leaves uncompared only the outputs made of it (A, K); Abs(x) and the Loop's
+    Relu of x are compared with onnxruntime, and match. ``parity._reached`` took every
+    output of a node past the divergence: all four were "not compared"."""
+    from dmlgraph import check
+    from dmlgraph.parity import UNINITIALIZED_MESSAGE
+
+    model = _top_level()
+    feeds = {name: _FEEDS[name] for name in ("L", "init", "x", "B")}
+    onnx_run(model, feeds)
+    report = check(model, inputs=feeds)
+    got = {o.name: o for c in report.comparisons for o in c.outputs}
+    assert {name for name, o in got.items() if o.message == UNINITIALIZED_MESSAGE} == {"A", "K"}
+    assert all(got[n].compared and got[n].mismatches == 0 for n in ("rows", "Bo", "P"))
+    assert report.exit_code == 0
+
+
 # ------------------------------------------------------------- reach itself, by scope
 def _body(nodes: list[onnx.NodeProto], carried: list[str], made: list[str],
           condition: str = "c2") -> onnx.GraphProto:
