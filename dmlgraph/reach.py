@@ -160,13 +160,17 @@ class _BodyWiring:
     output -> body output; ``whole``: the node inputs that, reached, decide how many runs
     there are (a Loop's trip count and condition, a Scan's scan inputs and a Scan-8's
     sequence lengths), which every output but a carried value passed through shows;
-    ``condition``: the body output that, reached, does so too (a Loop's)."""
+    ``condition``: the body output that, reached, does so too (a Loop's); ``scan``: a
+    Scan's, whose body output naming its input itself onnxruntime gets wrong, as it does a
+    tensor two outputs name (``control.scan_body_divergence``): neither is counted passed
+    on (nor, to be safe, a Loop's tensor two outputs name)."""
 
     inputs: Mapping[int, int]
     fed_back: Mapping[int, int]
     outputs: Mapping[int, int]
     whole: frozenset[int]
     condition: int | None
+    scan: bool = False
 
 
 def _wiring(node: onnx.NodeProto, body: onnx.GraphProto) -> _BodyWiring | None:
@@ -189,7 +193,7 @@ def _wiring(node: onnx.NodeProto, body: onnx.GraphProto) -> _BodyWiring | None:
     return _BodyWiring({first + k: k for k in range(own)}, {k: k for k in range(states)},
                        {j: j for j in range(len(node.output))},
                        frozenset(range(first)) | frozenset(range(first + states, explicit)),
-                       None)
+                       None, True)
 
 
 def _through(wiring: _BodyWiring, explicit: Sequence[Value | None],
@@ -201,8 +205,8 @@ def _through(wiring: _BodyWiring, explicit: Sequence[Value | None],
     or where it is one such and the value fed as it is (a run of no step leaves it so).
     Where how many runs there are is reached (``_BodyWiring.whole``, or a Loop body's
     condition), every value of the body is, and every output but a carried value or state
-    passed through unchanged (the body's output naming that input itself) and fed one not
-    reached."""
+    passed on unchanged (``_passed_through``; a Scan's by an Identity, ``_BodyWiring.scan``)
+    and fed one not reached."""
     scope, body = held
     inputs = [value.name for value in body.input]
     fed = {wiring.inputs[k] for k, value in enumerate(explicit)
@@ -224,9 +228,11 @@ def _through(wiring: _BodyWiring, explicit: Sequence[Value | None],
         fed |= more
     if runs:
         _whole([held], reached)
+        names = [value.name for value in body.output]
         passed = {o for o, i in wiring.fed_back.items()
-                  if i < len(inputs) and o < len(body.output) and i not in fed
-                  and _passed_through(body, body.output[o].name) == inputs[i]}
+                  if i < len(inputs) and o < len(names) and i not in fed
+                  and _passed_through(body, names[o]) == inputs[i]
+                  and names.count(names[o]) == 1 and not (wiring.scan and names[o] in inputs)}
         return [wiring.outputs.get(j) not in passed for j in range(count)], True
     made = []
     for j in range(count):
