@@ -51,7 +51,7 @@ from dmlgraph.dml.enums import FeatureLevel
 from dmlgraph.dml.scalars import as_double, is_real
 from dmlgraph.dtypes import is_float
 from dmlgraph.errors import DmlgraphError, UnsupportedError, as_array
-from dmlgraph.ir import Graph, Node
+from dmlgraph.ir import Graph, Node, Subgraph, split_inputs, subgraphs
 from dmlgraph.tensorio import TensorIOError, native_order
 
 T = TypeVar("T")
@@ -629,16 +629,48 @@ def _model_proto(model: Any) -> onnx.ModelProto:
 
 def _reached(graph: Graph, node_ids: Sequence[int], tensors: Sequence[str] = ()) -> set[int]:
     """Positions of the graph outputs computed from these nodes (of ``tensors`` of theirs
-    only, where given: a node's note about some of its outputs, ``NodeRun.wrong``)."""
-    import networkx as nx
-
+    only, where given: a node's note about some of its outputs, ``NodeRun.wrong``), tensor
+    by tensor: an If, Loop or Scan past them reaches those of its outputs its subgraphs
+    carry a reached read to (``reach.holder_outputs``; an If whose branch read one made all
+    its outputs "not compared"), any other node all of its."""
     if tensors:
-        node_ids = [n.id for name in tensors for n, _ in graph.consumers(name)]
-    nodes = set(node_ids)
-    for node_id in node_ids:
-        nodes |= nx.descendants(graph.nx, node_id)
-    produced = {out for n in nodes for out in graph.node(n).outputs} | set(tensors)
-    return {i for i, name in enumerate(graph.outputs) if name in produced}
+        starts = {n.id for name in tensors for n, _ in graph.consumers(name)}
+        reached = set(tensors)
+    else:
+        starts = set(node_ids)
+        reached = {out for node_id in node_ids for out in graph.node(node_id).outputs}
+    below = starts.union(*(nx.descendants(graph.nx, node_id) for node_id in starts))
+    for node_id in nx.topological_sort(graph.nx.subgraph(below)):
+        node = graph.node(node_id)
+        if node_id in node_ids and not tensors:
+            continue  # (the divergent node itself: all its outputs, above)
+        reads = [name for name in node.inputs if name in reached]
+        if reads:
+            reached.update(_holder_outputs(node, reads) if subgraphs(node.op) else node.outputs)
+    return {i for i, name in enumerate(graph.outputs) if name in reached}
+
+
+def _holder_outputs(node: Node, reads: Sequence[str]) -> list[str]:
+    """The outputs of a node holding subgraphs that its inputs ``reads`` reach (``reach.
+    holder_outputs``), its explicit inputs named apart from the names its subgraphs read
+    (a pass may have renamed those it reads: ``split_inputs``)."""
+    from dmlgraph.reach import holder_outputs
+
+    explicit, outer = split_inputs(node)
+    placeholder = [f"\0input {k}" if name else "" for k, name in enumerate(explicit)]
+    attrs: dict[str, Any] = {}
+    for key, value in node.op.attrs.items():
+        if isinstance(value, Subgraph):
+            attrs[key] = onnx.GraphProto.FromString(value.data)
+        elif isinstance(value, tuple) and value and all(isinstance(v, Subgraph) for v in value):
+            attrs[key] = [onnx.GraphProto.FromString(v.data) for v in value]
+        elif key == "num_scan_inputs":
+            attrs[key] = value
+    proto = onnx.helper.make_node(node.op.op_type, placeholder, list(node.outputs),
+                                  domain=node.op.domain, **attrs)
+    read = set(reads)
+    return holder_outputs(proto, [*(p for p, name in zip(placeholder, explicit) if name in read),
+                                  *(inner for inner, name in outer.items() if name in read)])
 
 
 # ----------------------------------------------------------------------------- the report

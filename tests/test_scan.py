@@ -1012,26 +1012,28 @@ def _loop_of_scan(scan_out: str, read: str) -> onnx.GraphProto:
     ("Add", "row", ["v"], ("F",)),
     # the rows read the state: reached too
     ("Add", "acc", ["v"], ("F", "R")),
-    # a scan input decides how many steps run: every output of the Scan is reached
-    ("Add", "row", ["x"], ("F", "R")),
+    # a scan input decides how many steps run: every output of the Scan is reached but the
+    # state its body passes on (an Identity), which stays as fed (before: F too)
+    ("Add", "row", ["x"], ("R",)),
 ])
 def test_reach_follows_a_held_scan_s_body(scan_out, read, made, reached) -> None:
     """``reached_outputs`` of a Loop (outputs F, R) by tensors ``made`` of its body, which
     holds a Scan: a Scan's output is reached only where its body's comes from a reached
     input, states fed back (as the Loop's carried value is) to a fixed point."""
-    from dmlgraph.subgraphs import reached_outputs
+    from dmlgraph.reach import reached_outputs
 
     body = _loop_of_scan(scan_out, read)
     if made == ["x"]:  # x made in the body: an Identity of an enclosing tensor
         body.node.insert(0, helper.make_node("Identity", ["X"], ["x"]))
-    assert reached_outputs("Loop", 3, 0, body, made, ["F", "R"]) == reached
+    seeds = [((), name) for name in made]
+    assert reached_outputs("Loop", 3, 0, body, seeds, ["F", "R"]) == reached
 
 
 def test_reach_follows_a_held_scan_s_states_fed_back_to_a_fixed_point() -> None:
     """A Scan of states a and b, its body swapping them (a' = b, b' = a) and making rows of
     b: reached a reaches b only on the next step, fed back, and so the rows; reached
     neither, nothing is (the Loop's carried v feeds a; w, beside it, feeds b)."""
-    from dmlgraph.subgraphs import reached_outputs
+    from dmlgraph.reach import reached_outputs
 
     scan_body = helper.make_graph(
         [helper.make_node("Identity", ["b"], ["a2"]), helper.make_node("Identity", ["a"], ["b2"]),
@@ -1047,9 +1049,9 @@ def test_reach_follows_a_held_scan_s_states_fed_back_to_a_fixed_point() -> None:
                  _vi("v", [6]), _vi("w", [6])],
         [_vi("c2", [], TensorProto.BOOL), _vi("fa", None), _vi("w2", None), _vi("rows", None)])
     outputs = ["V", "W", "R"]
-    assert reached_outputs("Loop", 4, 0, body, ["v"], outputs) == ("V", "R")
-    assert reached_outputs("Loop", 4, 0, body, ["w"], outputs) == ("V", "W", "R")
-    assert reached_outputs("Loop", 4, 0, body, ["w2"], outputs) == ("V", "W", "R")
+    assert reached_outputs("Loop", 4, 0, body, [((), "v")], outputs) == ("V", "R")
+    assert reached_outputs("Loop", 4, 0, body, [((), "w")], outputs) == ("V", "W", "R")
+    assert reached_outputs("Loop", 4, 0, body, [((), "w2")], outputs) == ("V", "W", "R")
 
 
 @pytest.mark.parametrize("op", ["Loop", "Scan"])
@@ -1059,7 +1061,7 @@ def test_reach_from_a_tensor_made_in_a_followed_body_reaches_past_its_holder(op)
     outputs as rows: the rows, and the node past the holder reading them, are reached. The
     body's own names were dropped as shadowing the enclosing ones: nothing past it was, and
     a failure there was taken for apart from the Squeeze (no hint)."""
-    from dmlgraph.subgraphs import reach
+    from dmlgraph.reach import reach
 
     made = [helper.make_node("Squeeze", ["x", "e"], ["s"]),
             helper.make_node("Relu", ["s"], ["r"])]
@@ -1076,8 +1078,7 @@ def test_reach_from_a_tensor_made_in_a_followed_body_reaches_past_its_holder(op)
         holder = helper.make_node("Scan", ["X", "rows"], ["XF", "R"], body=body,
                                   num_scan_inputs=1)
     graph = helper.make_graph([holder, helper.make_node("Neg", ["R"], ["Y"])], "g", [], [])
-    names = {"s"}
-    assert reach(graph, names, set())
+    names = {name for _, name in reach(graph, {(((0, "body", 0),), "s")})}
     assert {"r", "R", "Y"} <= names and "XF" not in names
 
 
@@ -1085,7 +1086,7 @@ def test_reach_from_a_branch_s_output_made_there_reaches_the_if_s_output() -> No
     """An If's then branch outputs a Squeeze's result s itself (read by no node there), and
     a Concat past the If reads the If's output: reached from s, both are. Only a node of
     the branch reading a reached tensor counted: nothing past the If was reached."""
-    from dmlgraph.subgraphs import reach
+    from dmlgraph.reach import reach
 
     then = helper.make_graph([helper.make_node("Squeeze", ["X", "e"], ["s"])], "then", [],
                              [_vi("s", None)])
@@ -1094,9 +1095,8 @@ def test_reach_from_a_branch_s_output_made_there_reaches_the_if_s_output() -> No
     graph = helper.make_graph(
         [helper.make_node("If", ["B"], ["Y"], then_branch=then, else_branch=other),
          helper.make_node("Concat", ["Y", "X"], ["Z"], axis=0)], "g", [], [])
-    names = {"s"}
-    assert reach(graph, names, set())
-    assert {"Y", "Z"} <= names
+    reached = reach(graph, {(((0, "then_branch", 0),), "s")})
+    assert {((), "Y"), ((), "Z")} <= reached
 
 
 def test_a_state_variable_that_changes_shape_is_one_clear_error(onnx_run) -> None:

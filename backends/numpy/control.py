@@ -53,6 +53,7 @@ from dmlgraph.dtypes import DTYPE_TO_ELEM_TYPE, ELEM_TYPE_TO_DTYPE
 from dmlgraph.errors import DmlgraphError, GraphInvariantError, NodeRuleError
 from dmlgraph.ir import Graph, Node, Subgraph, TensorInfo, split_inputs
 from dmlgraph.parity import DIVERGENCE
+from dmlgraph.reach import ENCLOSING, defined_values, reach, reached_outputs
 from dmlgraph.subgraphs import (
     ScanForm,
     defined_names,
@@ -60,8 +61,6 @@ from dmlgraph.subgraphs import (
     graphs_within,
     holder_label,
     lowered_when_run,
-    reach,
-    reached_outputs,
     scan_axis,
     scan_form,
     subgraph_model,
@@ -690,9 +689,11 @@ class ControlFlow:
                 made = lowered.node(run.node_id).outputs
             except GraphInvariantError:  # (an id of a graph lowered again)
                 return ()
-        return reached_outputs(
+        body = onnx.GraphProto.FromString(self.subgraphs[attr].data)
+        found = defined_values(body, [name for name in made if name])
+        return () if found is None else reached_outputs(
             self.op_type, len(self.explicit_names), self.scan.states if self.scan else 0,
-            onnx.GraphProto.FromString(self.subgraphs[attr].data), made, self.outputs)
+            body, found, self.outputs)
 
     def _lowered(
         self, attr: str, arrays: Mapping[str, np.ndarray], level: FeatureLevel
@@ -741,9 +742,9 @@ class ControlFlow:
         known = inner is not None or (bool(target) and made.issuperset(target))
         found: dict[str, None] = {}
         for name, outer in carried.items():
-            names = {name}
-            reach(body, names, set())
-            if not known or not names.isdisjoint(target):
+            # (a body input, or an enclosing tensor the body reads, which an input hides)
+            reached = reach(body, {((), name), (ENCLOSING, name)})
+            if not known or any(got in target for _, got in reached):
                 found.update(dict.fromkeys(value for value in outer if value))
         return tuple(found)
 

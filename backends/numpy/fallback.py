@@ -28,16 +28,16 @@ from dmlgraph.dml.indexmaps import source_indices
 from dmlgraph.dtypes import DTYPE_TO_ELEM_TYPE, ELEM_TYPE_TO_DTYPE
 from dmlgraph.ir import Graph, Node, OnnxOp, Subgraph, split_inputs, subgraphs
 from dmlgraph.parity import DIVERGENCE, UNINITIALIZED, failed_at, failed_nodes
+from dmlgraph.reach import Scope, Value, output_values, reach, reached_outputs, scoped_graphs
 from dmlgraph.reference_ops import DIVERGENT_DOMAINS, label_divergence, spec_ops
 from dmlgraph.shape_kernels import KERNELS
 from dmlgraph.subgraphs import (
+    attribute_graphs,
     defined_names,
     graphs_within,
     holder_label,
     loop_divergence,
     outer_names,
-    reach,
-    reached_outputs,
     scan_form,
     scan_slice,
 )
@@ -169,10 +169,10 @@ def _scan_body_wrong(op: OnnxOp, outputs: Sequence[str]) -> tuple[str, ...]:
     made = [value.name for value in proto.output]
     states = len(inputs) - scans
     wrong = {j for j, name in enumerate(made) if name in inputs or made.count(name) > 1}
+    values = output_values(proto)
     while True:  # a wrong state fed back makes what reads it wrong, states among them
-        names = {inputs[j] for j in wrong if j < states}
-        reach(proto, names, set())
-        more = wrong | {j for j, name in enumerate(made) if name in names}
+        reached = reach(proto, {((), inputs[j]) for j in wrong if j < states})
+        more = wrong | {j for j, value in enumerate(values) if value in reached}
         if more == wrong:
             return tuple(outputs[j] for j in sorted(wrong) if j < len(outputs) and outputs[j])
         wrong = more
@@ -268,9 +268,10 @@ class _HeldScan8:
 def _nested_scan_8s(graph: Graph) -> list[_HeldScan8]:
     """The Scan-8s a segment's nodes hold in their subgraphs, at any depth (an If's or Loop's
     run whole on the fallback), watched as top-level ones are (``_RUN_DIVERGENCES``,
-    ``_ORT_NO_VALUE``). Where one is in the holder's subgraph itself, not deeper, the
-    holder's outputs each note concerns are those its outputs reach there
-    (``subgraphs.reached_outputs``), and an If's branch not taken is passed; deeper, all."""
+    ``_ORT_NO_VALUE``): the holder's outputs each note concerns are those its outputs reach
+    (``reach.reached_outputs``, from its own scope: a Scan-8 in an If's branch in a Loop's
+    body left every output of the Loop uncompared), and an If's branch not taken is passed
+    (the Scan-8 at any depth in it runs only there)."""
     if graph.opset_imports.get("", 1) >= 9:  # (the model's Scans are Scan-9+)
         return []
     found = []
@@ -279,35 +280,44 @@ def _nested_scan_8s(graph: Graph) -> list[_HeldScan8]:
                 "Scan" in sub.ops for sub in subgraphs(node.op)):
             continue
         explicit, outer = split_inputs(node)
-        states = len(explicit) - 1 - int(node.op.attrs.get("num_scan_inputs", 0) or 0)
         for attr, sub in node.op.attrs.items():
             if not isinstance(sub, Subgraph) or "Scan" not in sub.ops:
                 continue
             body = onnx.GraphProto.FromString(sub.data)
             made = {name for g in graphs_within(body) for name in defined_names(g)}
-            top = {id(n) for n in body.node}
-            for scan in (n for g in graphs_within(body) for n in g.node):
-                if scan.op_type != "Scan" or scan.domain not in ("", "ai.onnx"):
-                    continue
-                inputs = tuple(name if not name else _MADE_INSIDE if name in made
-                               else outer.get(name, _MADE_INSIDE) for name in scan.input)
-                attrs = {a.name: onnx.helper.get_attribute_value(a) for a in scan.attribute
-                         if a.name == "num_scan_inputs"}
-                attrs.update((a.name, Subgraph(a.g.SerializeToString(), (), ()))
-                             for a in scan.attribute if a.name == "body")
-                op = OnnxOp("Scan", 8, attrs=attrs)
-                if id(scan) not in top:  # deeper: all its holder's outputs, whatever ran
-                    found.append(_HeldScan8(tuple(node.outputs), op, inputs))
-                    continue
-                reached = functools.partial(reached_outputs, node.op_type, len(explicit),
-                                            states, body, outputs=node.outputs)
-                branch = node.op_type == "If" and bool(explicit) and explicit[0] != ""
-                found.append(_HeldScan8(
-                    tuple(node.outputs), op, inputs,
-                    reached(made=_scan_body_wrong(op, scan.output)),
-                    reached(made=list(scan.output)),
-                    explicit[0] if branch else "", attr == "then_branch"))
+            reached = functools.partial(_reached_by, node, body)
+            branch = node.op_type == "If" and bool(explicit) and explicit[0] != ""
+            for scope, g in scoped_graphs(body):
+                for scan in g.node:
+                    if scan.op_type != "Scan" or scan.domain not in ("", "ai.onnx"):
+                        continue
+                    inputs = tuple(name if not name else _MADE_INSIDE if name in made
+                                   else outer.get(name, _MADE_INSIDE) for name in scan.input)
+                    attrs = {a.name: onnx.helper.get_attribute_value(a) for a in scan.attribute
+                             if a.name == "num_scan_inputs"}
+                    attrs.update((a.name, Subgraph(a.g.SerializeToString(), (), ()))
+                                 for a in scan.attribute if a.name == "body")
+                    op = OnnxOp("Scan", 8, attrs=attrs)
+                    # (at any depth: it runs only where its If's branch does, and its wrong
+                    # outputs reach the holder's through what holds it between)
+                    found.append(_HeldScan8(
+                        tuple(node.outputs), op, inputs,
+                        reached(made=[(scope, name) for name in _scan_body_wrong(
+                            op, scan.output)]),
+                        reached(made=[(scope, name) for name in scan.output if name]),
+                        explicit[0] if branch else "", attr == "then_branch"))
     return found
+
+
+def _reached_by(node: Node, proto: onnx.GraphProto, made: Collection[Value]) -> tuple[str, ...]:
+    """The outputs of ``node`` (an If, Loop or Scan) that the values ``made`` of its subgraph
+    ``proto`` reach (``reach.reached_outputs``); () where not known: all."""
+    explicit = split_inputs(node)[0]
+    op = node.op
+    scans = int(op.attrs.get("num_scan_inputs", 0) or 0) if isinstance(op, OnnxOp) else 0
+    lengths = int(node.op_type == "Scan" and isinstance(op, OnnxOp) and op.since_version < 9)
+    return reached_outputs(node.op_type, len(explicit), len(explicit) - lengths - scans, proto,
+                           made, node.outputs)
 
 
 def reference_hint(graph: Graph, feeds: Mapping[str, np.ndarray],
@@ -565,24 +575,25 @@ def diverged_reads(graph: Graph, reads: Sequence[str],
     return [name for name in reads if name and not as_inferred(graph, name, arrived)]
 
 
-def _held_apart(proto: onnx.GraphProto, made: Sequence[str], failure: str) -> bool:
+def _held_apart(proto: onnx.GraphProto, made: Sequence[Value], failure: str) -> bool:
     """``_apart`` inside the subgraph ``proto`` of the node the failure names first, of the
-    node there making ``made``: whether the innermost node the failure names, by its name and
-    op type, is one of ``proto``'s (at any depth) and every such node is one that nothing
-    ``made`` reaches, found by what it makes (names may be empty or shared: an unnamed
-    Reshape failing apart from a Squeeze was taken as the unnamed node reading its result,
-    and got the hint to run --fallback reference, where it fails too)."""
+    node there making ``made`` (its values, by scope): whether the innermost node the failure
+    names, by its name and op type, is one of ``proto``'s (at any depth) and every such node
+    is one that nothing ``made`` reaches, found by what it makes, in its own scope (names may
+    be empty or shared: an unnamed Reshape failing apart from a Squeeze was taken as the
+    unnamed node reading its result, and got the hint to run --fallback reference, where it
+    fails too; a sibling branch's node making a name the Squeeze's branch reaches too)."""
     found = failed_at(failure)[-1:]
     if not found:
         return False
     op_type, name = found[0]
-    failed = [node for graph in graphs_within(proto) for node in graph.node
+    failed = [(scope, node) for scope, graph in scoped_graphs(proto) for node in graph.node
               if node.name == name and node.op_type == op_type]
     if not failed:
         return False
-    names = set(made)
-    reach(proto, names, set())  # (every output of a node reached is among them)
-    return not any(out in names for node in failed for out in node.output if out)
+    reached = reach(proto, made)  # (every output of a node reached is among them)
+    return not any((scope, out) in reached for scope, node in failed for out in node.output
+                   if out)
 
 
 def _held_toward(node: Node, proto: onnx.GraphProto, made: Sequence[str],
@@ -611,9 +622,11 @@ def _hint(note: str, node: str) -> str:
 
 
 def _held_divergences(proto: onnx.GraphProto, opset: int, known: Mapping[str, Any],
-                      outer: Callable[[str], Any]) -> Iterator[tuple[str, str, Sequence[str]]]:
+                      outer: Callable[[str], Any],
+                      at: Scope = ()) -> Iterator[tuple[str, str, Sequence[Value]]]:
     """The ``_RUN_DIVERGENCES`` notes of a subgraph's nodes (at any depth), each with the node
-    ("node 'squeeze' (Squeeze)") and its outputs, by what its scope fixes: its constants,
+    ("node 'squeeze' (Squeeze)") and its outputs (by scope, ``at`` the subgraph's: as
+    ``reach.scoped_graphs`` paths it), by what its scope fixes: its constants,
     and the sizes it declares (``known``: the enclosing subgraphs' names, ``outer``: the
     segment's value of a name); the values that arrive there are not at hand, so a node of
     sizes not declared is passed (None: not known; a name here hides an enclosing one)."""
@@ -629,7 +642,7 @@ def _held_divergences(proto: onnx.GraphProto, opset: int, known: Mapping[str, An
             static and dtype is not None) else None
     scope.update((t.name, numpy_helper.to_array(t)) for t in proto.initializer)
     declared = {value.name for value in proto.value_info}
-    for node in proto.node:
+    for k, node in enumerate(proto.node):
         scope.update((out, None) for out in node.output if out not in declared)
         attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute
                  if a.type not in _GRAPH_ATTRIBUTES}
@@ -643,10 +656,10 @@ def _held_divergences(proto: onnx.GraphProto, opset: int, known: Mapping[str, An
             note = check(OnnxOp(node.op_type, version, "", attrs), read)
             if note:
                 yield (note, f"node {holder_label(node.name, node.output)} ({node.op_type})",
-                       node.output)
+                       [(at, out) for out in node.output if out])
         for attr in node.attribute:
-            for held in (*([attr.g] if attr.HasField("g") else ()), *attr.graphs):
-                yield from _held_divergences(held, opset, scope, outer)
+            for j, held in enumerate(attribute_graphs(attr)):
+                yield from _held_divergences(held, opset, scope, outer, (*at, (k, attr.name, j)))
 
 
 #: The attribute types that hold subgraphs.
@@ -709,6 +722,9 @@ class ReferenceRun:
                       and (note := loop_divergence(node.op, split_inputs(node)[0]))]
         self.graph, self.opset = graph, graph.opset_imports.get("", 1)
         self.said: dict[tuple[str, ...], str] = {}
+        #: the outputs a holder's note concerns, by its key (as ``OrtRun.wrong``): those its
+        #: subgraph's divergent node reaches; a key not here, all of its node's
+        self.wrong: dict[tuple[str, ...], tuple[str, ...]] = {}
 
     def __call__(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         try:
@@ -723,25 +739,33 @@ class ReferenceRun:
                 values = [made.get(name) if name else None for name in inputs]
                 if (problem := other_rank(where, inputs, ranks, values)) is not None:
                     raise BackendError(problem)
-            self.said = {}
+            self.said, self.wrong = {}, {}
             for key, op, inputs, check in self.watched:
-                if note := check(op, [made.get(name) if name else None for name in inputs]):
-                    self.said.setdefault(key, note)  # (a node's first: one note a node)
+                if key not in self.said and (note := check(
+                        op, [made.get(name) if name else None for name in inputs])):
+                    self.said[key] = note  # (a node's first: one note a node)
+                    self.wrong[key] = _ort_wrong(op, key, note)
             for held in self.held_scans:
-                if note := held.note(_scan_run_divergence, lambda name: made.get(
-                        name, feeds.get(name))):
-                    self.said.setdefault(held.key, note)
+                if held.key not in self.said and (note := held.note(
+                        _scan_run_divergence, lambda name: made.get(name, feeds.get(name)))):
+                    self.said[held.key] = note
+                    self.wrong[held.key] = held.wrong(note)
         else:
             results = dict(zip(self.outputs, made))
-            self.said = {}
+            self.said, self.wrong = {}, {}
         if self.held:  # by what the subgraphs declare, as ``reference_hint`` reads them
             known = {**(made if self.watching else results), **feeds}
             for node, proto in self.held:  # (as its first run takes it: ``_first_run``)
                 found = next(_held_divergences(
                     _first_run(self.graph, node, proto, known), self.opset, {},
                     lambda name: _known(self.graph, known, name)), None)
-                if found:
-                    self.said[tuple(node.outputs)] = found[0]
+                if found:  # (its note said, what another note of the node reached kept)
+                    key = tuple(node.outputs)
+                    before = self.wrong.pop(key, ()) if key in self.said else None
+                    self.said[key] = found[0]
+                    reached = _reached_by(node, proto, found[2])
+                    if before is None or (before and reached):
+                        self.wrong[key] = tuple(dict.fromkeys((*(before or ()), *reached)))
         for key, note in self.loops:
             self.said.setdefault(key, note)
         # copies: onnx.reference's Reshape, Slice, Transpose... return views of their

@@ -1,0 +1,378 @@
+"""What a known divergence reaches (``dmlgraph.reach``): which outputs ``check`` leaves
+uncompared, and which it compares with onnxruntime (the oracle), where the divergence sits
+in a subgraph. The models hold a Scan-8 passing its state through (onnxruntime leaves that
+output uninitialized memory: the known divergence), in a Loop's body beside other nodes; each
+output onnxruntime computes must be compared, and match."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+FLOAT = TensorProto.FLOAT
+
+
+def _vi(name: str, shape, elem: int = FLOAT) -> onnx.ValueInfoProto:
+    return helper.make_tensor_value_info(name, elem, shape)
+
+
+def _branch(name: str, nodes: list[onnx.NodeProto], outputs: list[str]) -> onnx.GraphProto:
+    return helper.make_graph(nodes, name, [], [_vi(n, None) for n in outputs])
+
+
+def _constant(name: str, value: np.ndarray) -> onnx.NodeProto:
+    return helper.make_node("Constant", [], [name], value=numpy_helper.from_array(value, name))
+
+
+def _scan_8() -> onnx.NodeProto:
+    """A Scan-8 of sequence_lens L, state init [1, 2] (passed through: onnxruntime's final is
+    uninitialized memory) and x [1, 4, 6], its rows Relu(x) (onnxruntime computes them)."""
+    body = helper.make_graph([helper.make_node("Relu", ["row"], ["relu"])], "scan_body",
+                             [_vi("acc", [2]), _vi("row", [6])],
+                             [_vi("acc", [2]), _vi("relu", [6])])
+    return helper.make_node("Scan", ["L", "init", "x"], ["final", "rows"], body=body,
+                            num_scan_inputs=1)
+
+
+def _loop(nodes: list[onnx.NodeProto], made: list[str], outputs: list[str], holder: str,
+          inputs: tuple[onnx.ValueInfoProto, ...] = ()) -> onnx.ModelProto:
+    """A Loop carrying init through an Identity (V), its body ``nodes`` making ``made``,
+    stacked as its outputs ``outputs``: of 2 trips (``holder`` 'trips', which the NumPy
+    backend runs itself, each node of the body noted apart) or of neither trip count nor
+    condition, its body stopping after one trip ('whole': run whole on the fallback)."""
+    stop = (_constant("c2", np.array(False)) if holder == "whole"
+            else helper.make_node("Identity", ["c"], ["c2"]))
+    body = helper.make_graph(
+        [*nodes, stop, helper.make_node("Identity", ["v"], ["v2"])], "loop",
+        [_vi("i", [], TensorProto.INT64), _vi("c", [], TensorProto.BOOL), _vi("v", [1, 2])],
+        [_vi("c2", [], TensorProto.BOOL), _vi("v2", None), *(_vi(n, None) for n in made)])
+    trips = "" if holder == "whole" else "T"
+    node = helper.make_node("Loop", [trips, "", "init"], ["V", *outputs], name="holder",
+                            body=body)
+    inits = [] if holder == "whole" else [numpy_helper.from_array(np.array(2, np.int64), "T")]
+    graph = helper.make_graph(
+        [node], "m", [_vi("L", [1], TensorProto.INT64), _vi("init", [1, 2]),
+                      _vi("x", [1, 4, 6]), _vi("B", [], TensorProto.BOOL), *inputs],
+        [_vi(n, None) for n in node.output], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 8)], ir_version=10)
+
+
+def _subgraphs_held(holder: str) -> onnx.ModelProto:
+    """Beside the Scan-8: an If making (Relu(final), Abs(x)) (A, Bo); a Loop of 2 trips
+    carrying final and stacking x's rows through an If (K, Q); a Scan-8 of final's elements
+    (a reached scan input) whose state, fed v, passes through an Identity, and its rows
+    Relu(final) (S, O)."""
+    first = helper.make_node("If", ["B"], ["a", "b"], then_branch=_branch(
+        "then", [helper.make_node("Relu", ["final"], ["ta"]),
+                 helper.make_node("Abs", ["x"], ["tb"])], ["ta", "tb"]),
+        else_branch=_branch("else", [helper.make_node("Neg", ["final"], ["ea"]),
+                                     helper.make_node("Neg", ["x"], ["eb"])], ["ea", "eb"]))
+    inner_if = helper.make_node("If", ["B"], ["q"], then_branch=_branch(
+        "then", [helper.make_node("Relu", ["p"], ["tq"])], ["tq"]),
+        else_branch=_branch("else", [helper.make_node("Neg", ["p"], ["eq"])], ["eq"]))
+    inner_body = helper.make_graph(
+        [helper.make_node("Identity", ["ic"], ["ic2"]), inner_if,
+         helper.make_node("Add", ["k", "k"], ["k2"])], "inner_body",
+        [_vi("ii", [], TensorProto.INT64), _vi("ic", [], TensorProto.BOOL), _vi("k", None),
+         _vi("p", None)], [_vi("ic2", [], TensorProto.BOOL), _vi("k2", None), _vi("q", None)])
+    inner = helper.make_node("Loop", ["two", "", "final", "x"], ["kf", "qf"], body=inner_body)
+    scan_body = helper.make_graph(
+        [helper.make_node("Identity", ["acc"], ["acc2"]), helper.make_node("Relu", ["e"], ["o"])],
+        "scan_body", [_vi("acc", [2]), _vi("e", [])], [_vi("acc2", [2]), _vi("o", [])])
+    scan = helper.make_node("Scan", ["L2", "v", "final"], ["sf", "so"], body=scan_body,
+                            num_scan_inputs=1)
+    return _loop([_scan_8(), first, _constant("two", np.array(2, np.int64)), inner, scan],
+                 ["a", "b", "kf", "qf", "rows", "sf", "so"], ["A", "Bo", "K", "Q", "R", "S", "O"],
+                 holder, (_vi("L2", [1], TensorProto.INT64),))
+
+
+def _deeper(holder: str) -> onnx.ModelProto:
+    """The Scan-8 in an If's then branch in the body (F, R)."""
+    then = _branch("then", [_scan_8()], ["final", "rows"])
+    other = _branch("else", [helper.make_node("Identity", ["init"], ["e1"]),
+                             helper.make_node("Identity", ["x"], ["e2"])], ["e1", "e2"])
+    node = helper.make_node("If", ["B"], ["f", "r"], then_branch=then, else_branch=other)
+    return _loop([node], ["f", "r"], ["F", "R"], holder)
+
+
+def _names_reused(holder: str) -> onnx.ModelProto:
+    """Beside the Scan-8, two Ifs whose branches each make a ``t``: the first's of final
+    (A), the second's of x (Bo)."""
+    ifs = [helper.make_node("If", ["B"], [out], then_branch=_branch(
+        "then", [helper.make_node("Relu", [read], ["t"])], ["t"]),
+        else_branch=_branch("else", [helper.make_node("Neg", [read], ["t"])], ["t"]))
+        for out, read in (("a", "final"), ("b", "x"))]
+    return _loop([_scan_8(), *ifs], ["a", "b", "rows"], ["A", "Bo", "R"], holder)
+
+
+def _no_trip(holder: str) -> onnx.ModelProto:
+    """Beside the Scan-8, a Loop of no trip carrying final, its body making its carried
+    value of x alone: its output (K) is final as fed."""
+    inner_body = helper.make_graph(
+        [helper.make_node("Identity", ["ic"], ["ic2"]),
+         helper.make_node("ReduceMax", ["x"], ["k2"], axes=[2], keepdims=0)], "inner_body",
+        [_vi("ii", [], TensorProto.INT64), _vi("ic", [], TensorProto.BOOL), _vi("k", None)],
+        [_vi("ic2", [], TensorProto.BOOL), _vi("k2", None)])
+    inner = helper.make_node("Loop", ["zero", "", "final"], ["kf"], body=inner_body)
+    return _loop([_scan_8(), _constant("zero", np.array(0, np.int64)), inner], ["kf", "rows"],
+                 ["K", "R"], holder)
+
+
+_FEEDS = {"L": np.array([4], np.int64), "L2": np.array([2], np.int64),
+          "init": np.array([[1, 2]], np.float32),
+          "x": np.arange(-12, 12, dtype=np.float32).reshape(1, 4, 6), "B": np.array(True)}
+
+
+@pytest.mark.parametrize("build, holder, wrong", [
+    # an If, a Loop whose body holds an If, and a Scan of a reached scan input, in the body:
+    # every output of each was reached (of the body too, run whole: 'whole')
+    (_subgraphs_held, "trips", {"A", "K", "O"}),
+    (_subgraphs_held, "whole", {"A", "K", "O"}),
+    # the Scan-8 in an If's branch in the body, the Loop run whole: all three were
+    (_deeper, "whole", {"F"}),
+    (_deeper, "trips", {"F"}),
+    # a t made of final in one If's branches reached the other If's t, made of x
+    (_names_reused, "trips", {"A"}),
+    (_names_reused, "whole", {"A"}),
+])
+def test_check_compares_what_a_held_divergence_does_not_reach(build, holder, wrong,
+                                                              onnx_run) -> None:
+    """``check`` (onnxruntime's fallback) leaves uncompared exactly the outputs the Scan-8's
+    uninitialized final state reaches; the others are compared with onnxruntime, and match.
+    Before, ``reach`` counted every output of an If reading a reached tensor, of a Loop or
+    Scan whose body holds subgraphs, of a Scan of a reached scan input; every output of a
+    holder whose Scan-8 sat deeper than its own subgraph; and a name reached in one subgraph
+    reached in its siblings too (all 'not compared' beyond ``wrong``)."""
+    from dmlgraph import check
+    from dmlgraph.parity import UNINITIALIZED_MESSAGE
+
+    model = build(holder)
+    feeds = {name: _FEEDS[name] for name in (v.name for v in model.graph.input)}
+    onnx_run(model, feeds)  # onnxruntime runs it
+    report = check(model, inputs=feeds)
+    got = {o.name: o for c in report.comparisons for o in c.outputs}
+    assert {name for name, o in got.items() if o.message == UNINITIALIZED_MESSAGE} == wrong
+    assert all(o.compared and o.mismatches == 0 for name, o in got.items()
+               if name not in wrong), {n: (o.compared, o.mismatches) for n, o in got.items()}
+    assert report.exit_code == 0
+
+
+@pytest.mark.parametrize("build, wrong", [
+    (_subgraphs_held, ("A", "K", "O")), (_deeper, ("F",)), (_names_reused, ("A",)),
+    (_no_trip, ("K",)),
+])
+@pytest.mark.parametrize("fallback", ["onnxruntime", "reference"])
+def test_a_held_scan_8_s_record_names_the_outputs_it_reaches(build, wrong, fallback) -> None:
+    """The Loop run whole on either fallback: its record's ``wrong`` (the outputs ``check``
+    counts the divergence's) is what the Scan-8's final state reaches. onnx.reference's
+    record named none (all of them: a mismatch elsewhere taken for the divergence's), and
+    onnxruntime's all where the Scan-8 was deeper or what held it left ``reach`` unsure."""
+    import dmlgraph
+    from backends import get_backend
+    from lowering import lower
+
+    model = build("whole")
+    feeds = {name: _FEEDS[name] for name in (v.name for v in model.graph.input)}
+    run = get_backend("numpy", fallback=fallback).execute(
+        lower(dmlgraph.load(model), "6_4"), feeds)
+    noted = [r for r in run.record.nodes if r.notes]
+    assert [(r.node, r.wrong) for r in noted] == [("holder", wrong)]
+
+
+def test_a_loop_of_no_trip_passes_its_reached_carried_value_on(onnx_run) -> None:
+    """An inner Loop of no trip carrying the Scan-8's final state, its body making the
+    carried value of x alone: its output is the state as fed, uninitialized on onnxruntime.
+    ``reach`` counted it unreached (its body output reads no reached tensor), so the holder
+    ran by the NumPy backend on onnx.reference named nothing for it and ``check`` failed on
+    the mismatch (on onnxruntime's fallback, every output was left uncompared)."""
+    from dmlgraph import check
+    from dmlgraph.parity import UNINITIALIZED_MESSAGE, Verdict
+
+    model = _no_trip("trips")
+    feeds = {name: _FEEDS[name] for name in (v.name for v in model.graph.input)}
+    onnx_run(model, feeds)
+    for fallback in ("onnxruntime", "reference"):
+        report = check(model, inputs=feeds, fallback=fallback)
+        got = {o.name: o for c in report.comparisons for o in c.outputs}
+        assert report.exit_code == 0, fallback
+        assert got["K"].verdict is not Verdict.FAIL
+        assert got["K"].message == UNINITIALIZED_MESSAGE or fallback == "reference"
+        assert all(got[n].compared and got[n].mismatches == 0 for n in ("V", "R"))
+
+
+def _top_level() -> onnx.ModelProto:
+    """The Scan-8 at top level (rows), an If making (Relu(final), Abs(x)) (A, Bo) and a
+    Loop of 2 trips carrying final and x, doubling the one and taking Relu of the other
+    (K, P), past it."""
+    first = helper.make_node("If", ["B"], ["A", "Bo"], name="if", then_branch=_branch(
+        "then", [helper.make_node("Relu", ["final"], ["ta"]),
+                 helper.make_node("Abs", ["x"], ["tb"])], ["ta", "tb"]),
+        else_branch=_branch("else", [helper.make_node("Neg", ["final"], ["ea"]),
+                                     helper.make_node("Neg", ["x"], ["eb"])], ["ea", "eb"]))
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["c"], ["c2"]), helper.make_node("Add", ["k", "k"], ["k2"]),
+         helper.make_node("Relu", ["p"], ["p2"])], "body",
+        [_vi("i", [], TensorProto.INT64), _vi("c", [], TensorProto.BOOL), _vi("k", None),
+         _vi("p", None)], [_vi("c2", [], TensorProto.BOOL), _vi("k2", None), _vi("p2", None)])
+    loop = helper.make_node("Loop", ["T", "", "final", "x"], ["K", "P"], name="loop", body=body)
+    graph = helper.make_graph(
+        [_scan_8(), first, loop], "m",
+        [_vi("L", [1], TensorProto.INT64), _vi("init", [1, 2]), _vi("x", [1, 4, 6]),
+         _vi("B", [], TensorProto.BOOL)], [_vi(n, None) for n in ("rows", "A", "Bo", "K", "P")],
+        [numpy_helper.from_array(np.array(2, np.int64), "T")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 8)], ir_version=10)
+
+
+def test_an_if_or_loop_past_a_divergence_reaches_only_what_its_subgraph_carries(
+        onnx_run) -> None:
+    """The top-level Scan-8's final state read by an If's branches and a Loop's body beside
+    x: ``check`` leaves uncompared only the outputs made of it (A, K); Abs(x) and the Loop's
+    Relu of x are compared with onnxruntime, and match. ``parity._reached`` took every
+    output of a node past the divergence: all four were "not compared"."""
+    from dmlgraph import check
+    from dmlgraph.parity import UNINITIALIZED_MESSAGE
+
+    model = _top_level()
+    feeds = {name: _FEEDS[name] for name in ("L", "init", "x", "B")}
+    onnx_run(model, feeds)
+    report = check(model, inputs=feeds)
+    got = {o.name: o for c in report.comparisons for o in c.outputs}
+    assert {name for name, o in got.items() if o.message == UNINITIALIZED_MESSAGE} == {"A", "K"}
+    assert all(got[n].compared and got[n].mismatches == 0 for n in ("rows", "Bo", "P"))
+    assert report.exit_code == 0
+
+
+# ------------------------------------------------------------- reach itself, by scope
+def _body(nodes: list[onnx.NodeProto], carried: list[str], made: list[str],
+          condition: str = "c2") -> onnx.GraphProto:
+    """A Loop body of carried values ``carried`` (v, w, ...), outputs ``made`` after its
+    condition ``condition`` (c2: the Identity of its condition input)."""
+    return helper.make_graph(
+        [helper.make_node("Identity", ["c"], ["c2"]), *nodes], "body",
+        [_vi("i", [], TensorProto.INT64), _vi("c", [], TensorProto.BOOL),
+         *(_vi(n, [2]) for n in carried)],
+        [_vi(condition, [], TensorProto.BOOL), *(_vi(n, None) for n in made)])
+
+
+def _reached_names(graph: onnx.GraphProto, seeds: set[str]) -> set[str]:
+    """The names of ``graph``'s own values that its enclosing graph's ``seeds`` reach."""
+    from dmlgraph.reach import ENCLOSING, reach
+
+    return {name for scope, name in reach(graph, {(ENCLOSING, s) for s in seeds})
+            if scope == ()}
+
+
+@pytest.mark.parametrize("seed", ["M", "C"])
+def test_a_reached_trip_count_or_condition_leaves_a_carried_value_passed_through(seed) -> None:
+    """A Loop whose trip count (M) or condition (C) is reached runs another number of trips:
+    its carried value made in the body (v: Relu) and its scan output (s) are reached; one
+    passed through, by name (w) or an Identity (u), is what it was fed, and is reached only
+    where that is (W0 is, U0 not). Before, all were."""
+    body = _body([helper.make_node("Relu", ["v"], ["v2"]),
+                  helper.make_node("Identity", ["u"], ["u2"]),
+                  helper.make_node("Neg", ["X"], ["s"])], ["v", "w", "u"], ["v2", "w", "u2", "s"])
+    loop = helper.make_node("Loop", ["M", "C", "V0", "W0", "U0"], ["V", "W", "U", "S"],
+                            body=body)
+    graph = helper.make_graph([loop], "g", [], [])
+    reached = _reached_names(graph, {seed, "W0"})
+    assert {"V", "W", "S"} <= reached and "U" not in reached
+
+
+def test_a_reached_condition_made_in_the_body_reaches_every_trip() -> None:
+    """The body's condition read from a reached tensor (X): every output but those passed
+    through (w, fed W0 not reached)."""
+    body = _body([helper.make_node("Greater", ["X", "Y"], ["c3"]),
+                  helper.make_node("Relu", ["v"], ["v2"])], ["v", "w"], ["v2", "w"],
+                 condition="c3")
+    loop = helper.make_node("Loop", ["M", "", "V0", "W0"], ["V", "W"], body=body)
+    reached = _reached_names(helper.make_graph([loop], "g", [], []), {"X"})
+    assert "V" in reached and "W" not in reached
+
+
+def test_a_scan_of_a_reached_scan_input_leaves_a_state_passed_through() -> None:
+    """A Scan-9 of a reached scan input runs another number of steps: its scan output and a
+    state it makes (a) are reached, a state passed on by an Identity (b) is not. One its
+    body outputs by its own name (c) is, as onnxruntime gets that output wrong (its buffers,
+    ``control.scan_body_divergence``), which only a watch of that Scan would say."""
+    body = helper.make_graph(
+        [helper.make_node("Add", ["a", "row"], ["a2"]), helper.make_node("Identity", ["b"], ["b2"]),
+         helper.make_node("Neg", ["row"], ["o"])],
+        "body", [_vi("a", [2]), _vi("b", [2]), _vi("c", [2]), _vi("row", [2])],
+        [_vi("a2", [2]), _vi("b2", [2]), _vi("c", [2]), _vi("o", [2])])
+    scan = helper.make_node("Scan", ["A0", "B0", "C0", "X"], ["A", "B", "C", "O"], body=body,
+                            num_scan_inputs=1)
+    reached = _reached_names(helper.make_graph([scan], "g", [], []), {"X"})
+    assert {"A", "C", "O"} <= reached and "B" not in reached
+
+
+def test_a_loop_of_no_trip_gives_its_carried_value_as_fed() -> None:
+    """A carried value fed a reached tensor is reached, though the body makes it of nothing
+    reached: a Loop of no trip gives it as fed. Before, it was not."""
+    body = _body([helper.make_node("Neg", ["X"], ["v2"])], ["v"], ["v2"])
+    loop = helper.make_node("Loop", ["M", "", "V0"], ["V"], body=body)
+    assert "V" in _reached_names(helper.make_graph([loop], "g", [], []), {"V0"})
+
+
+def test_an_if_s_outputs_are_reached_each_by_its_branches_own() -> None:
+    """An If reading a reached tensor (X) in its branches: only the output a branch makes
+    from it is reached; all are where its condition is."""
+    branches = {f"{side}_branch": _branch(side, [helper.make_node("Neg", ["X"], [f"{side}x"]),
+                                                 helper.make_node("Neg", ["Y"], [f"{side}y"])],
+                                          [f"{side}x", f"{side}y"])
+                for side in ("then", "else")}
+    graph = helper.make_graph([helper.make_node("If", ["B"], ["P", "Q"], **branches)], "g",
+                              [], [])
+    assert {"P", "Q"} & _reached_names(graph, {"X"}) == {"P"}
+    assert {"P", "Q"} <= _reached_names(graph, {"B"})
+
+
+def test_a_name_reached_in_one_branch_is_not_its_sibling_s() -> None:
+    """Both branches of an If, and a Loop's body beside it, make a t; the then branch's is
+    reached (its Squeeze's result, as ``fallback._held_apart`` seeds it): the else branch's
+    t, the Loop's t and their outputs are not. ``reach`` took names for values: all were."""
+    from dmlgraph.reach import reach
+
+    branch = {side: _branch(side, [helper.make_node("Neg", [read], ["t"])], ["t"])
+              for side, read in (("then", "X"), ("else", "Y"))}
+    body = _body([helper.make_node("Neg", ["Y"], ["t"]), helper.make_node("Add", ["t", "v"],
+                                                                          ["v2"])],
+                 ["v"], ["v2"])
+    graph = helper.make_graph(
+        [helper.make_node("If", ["B"], ["P"], then_branch=branch["then"],
+                          else_branch=branch["else"]),
+         helper.make_node("Loop", ["M", "", "V0"], ["V"], body=body)], "g", [], [])
+    then_t = (((0, "then_branch", 0),), "t")
+    reached = reach(graph, {then_t})
+    assert ((), "P") in reached
+    assert {(((0, "else_branch", 0),), "t"), (((1, "body", 0),), "t"), ((), "V")}.isdisjoint(
+        reached)
+
+
+def test_a_held_failure_in_a_sibling_branch_is_apart_from_the_squeeze() -> None:
+    """In an If's branch, one inner If's then branch squeezes X into t, another's reshapes
+    its own t (an Identity of Z) to [5], which fails on either engine: the failure is apart
+    from the Squeeze (no hint to run --fallback reference). The Squeeze's t, by name, reached
+    the other t and the Reshape reading it: not apart."""
+    from backends.numpy.fallback import _held_apart
+
+    def branch(name: str, nodes: list[onnx.NodeProto], out: str) -> onnx.GraphProto:
+        return helper.make_graph(nodes, name, [], [_vi(out, None)])
+
+    squeezed = helper.make_node("If", ["B"], ["P"], then_branch=branch(
+        "then", [helper.make_node("Squeeze", ["X", "e"], ["t"], name="squeeze")], "t"),
+        else_branch=branch("else", [helper.make_node("Identity", ["X"], ["t"])], "t"))
+    reshaped = helper.make_node("If", ["B"], ["W"], then_branch=branch(
+        "then", [helper.make_node("Identity", ["Z"], ["t"]),
+                 helper.make_node("Reshape", ["t", "five"], ["w"], name="reshape")], "w"),
+        else_branch=branch("else", [helper.make_node("Identity", ["Z"], ["t"])], "t"))
+    proto = helper.make_graph([squeezed, reshaped], "then", [], [_vi("P", None), _vi("W", None)])
+    failure = ("Non-zero status code returned while running If node. Name:'if' Status Message: "
+               "Non-zero status code returned while running Reshape node. Name:'reshape'")
+    squeeze_t = (((0, "then_branch", 0),), "t")
+    assert _held_apart(proto, [squeeze_t], failure)
+    # the Squeeze's own branch reshaping its t: reached, not apart
+    next(a.g for a in proto.node[0].attribute if a.name == "then_branch").node.append(
+        helper.make_node("Reshape", ["t", "five"], ["w2"], name="reshape"))
+    assert not _held_apart(proto, [squeeze_t], failure)
