@@ -645,6 +645,13 @@ def run_model(
 ) -> DxDispatchModel:
     """Execute the commands in order; ``print`` lines are collected (and echoed if asked),
     the model's text in them exact (the command line shows it through ``printable.visible``)."""
+    if not isinstance(model, DxDispatchModel):  # a dict or a path: AttributeError inside
+        raise DxDispatchError(
+            f"run_model takes the model load_model(path or parsed dict) reads, not "
+            f"{type(model).__name__}"
+        )
+    if echo is not None and not callable(echo):  # called at the first print command
+        raise DxDispatchError(f"echo is None or a function taking a line, not {echo!r}")
     level = FeatureLevel.parse(feature_level)
     try:
         _run_commands(model, level, echo)

@@ -48,6 +48,7 @@ from dmlgraph.dml.operators import OperatorDesc
 from dmlgraph.dml.schema import FieldKind
 from dmlgraph.errors import DmlValidationError, UnsupportedError
 from dmlgraph.ir import Graph, Node
+from dmlgraph.tensorio import feed_array
 
 #: How many fallback nodes the refusal names before it counts the rest.
 NAMED_NODES = 5
@@ -201,8 +202,20 @@ def to_dxdispatch(
 ) -> dict[str, Any]:
     """The DxDispatch model (a JSON-ready dict) of a fully lowered graph.
 
-    ``inputs``: values of graph inputs to put in their resources (others are zeros).
+    ``inputs``: values of graph inputs to put in their resources (others are zeros), taken
+    as the backends take feeds (``tensorio.feed_array``: Python data in the input's type,
+    another byte order as its values).
     """
+    if not isinstance(graph, Graph):  # a ModelProto raised AttributeError from inside
+        raise DxDispatchExportError(
+            f"to_dxdispatch takes a lowered Graph (lowering.lower(dmlgraph.load(model))), not "
+            f"{type(graph).__name__}"
+        )
+    if inputs is not None and not isinstance(inputs, Mapping):  # a list: dict()'s ValueError
+        raise DxDispatchExportError(
+            f"{graph.source}: inputs map graph input names to arrays, not a "
+            f"{type(inputs).__name__}"
+        )
     order = graph.topological_order()
     onnx_nodes = [node for node in order if not isinstance(node.op, OperatorDesc)]
     if onnx_nodes:
@@ -245,7 +258,8 @@ def to_dxdispatch(
         dtype, shape = _static(graph, name, where[name])
         data = graph.constant(name)
         if name in inputs:
-            data = np.asarray(inputs[name])
+            data = feed_array(name, inputs[name], dtype, f"{graph.source}: input {name!r}",
+                              DxDispatchExportError)
             if data.dtype != dtype or data.shape != shape:
                 raise DxDispatchExportError(
                     f"{graph.source}: input {name!r} is {data.dtype}{list(data.shape)}, the "
@@ -270,7 +284,10 @@ def write_dxdispatch(
     """Write ``to_dxdispatch(graph, inputs)`` to ``path``; returns one line saying what."""
     model = to_dxdispatch(graph, inputs)
     path = Path(path)
-    files.write_text(path, json.dumps(model, indent=2) + "\n")
+    try:
+        files.write_text(path, json.dumps(model, indent=2) + "\n")
+    except OSError as exc:  # a missing folder, a folder's name: said as tensorio says it
+        raise DxDispatchExportError(f"{path}: cannot write: {exc.strerror or exc}") from None
     counts = ", ".join(
         f"{n} {what}{'' if n == 1 else 's'}"
         for what, n in (("resource", len(model["resources"])),

@@ -445,12 +445,18 @@ def _bind(path: Path, entries: list[_Entry], graph: Graph, kind: str) -> dict[st
                 f"(the graph has {len(names)}: {list(names)})"
             )
         else:
-            why = graph.not_an_input(entry.name) or (
-                f"{entry.name!r} is neither a graph input nor a graph output (inputs: "
-                f"{list(graph.inputs)}; outputs: {list(graph.outputs)})"
-            )
-            raise TensorIOError(f"{path}: {why}")
+            raise TensorIOError(f"{path}: {unbound(graph, entry.name)}")
     return bound
+
+
+def unbound(graph: Graph, name: object) -> str:
+    """Why a tensor of ``name``, in a file or a mapping of inputs and outputs, binds to
+    nothing of the graph: one rule for both (a mapping's was ignored without a word)."""
+    why = graph.not_an_input(name) if isinstance(name, str) else ""
+    return why or (
+        f"{name!r} is neither a graph input nor a graph output (inputs: "
+        f"{list(graph.inputs)}; outputs: {list(graph.outputs)})"
+    )
 
 
 def _listed_again(names: Sequence[str], name: str, entry: _Entry) -> bool:

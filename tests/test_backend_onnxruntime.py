@@ -963,6 +963,21 @@ def test_a_float8_pad_decomposed_into_slices_and_joins_is_named_not_written_as_s
         OnnxruntimeBackend([CPU]).run(lowered, {"x": x})
 
 
+def test_an_unnamed_node_onnx_cannot_express_is_named_by_what_it_makes() -> None:
+    """A reflect Pad by the size, unnamed in the model, lowers to a REFLECTION ONNX has no
+    meaning for; the translation's refusal named it "?" ("? (DML_OPERATOR_PADDING): ...")."""
+    model = helper.make_model(
+        helper.make_graph(
+            [helper.make_node("Pad", ["x", "pads"], ["y"], mode="reflect")], "g",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+            [numpy_helper.from_array(np.array([0, 3, 0, 0], np.int64), "pads")]),
+        opset_imports=[helper.make_opsetid("", 21)], ir_version=10)
+    with pytest.raises(UnsupportedError) as info:
+        translate(lower(load(model), "6_4"))
+    assert "(unnamed, making 'y') (DML_OPERATOR_PADDING): REFLECTION by 3" in str(info.value)
+
+
 def _if_declaring(declared: list[int], reader: onnx.NodeProto) -> onnx.ModelProto:
     """An If whose branches both make x [2, 3] as [1, 2, 3] and declare ``declared``,
     read by ``reader`` (i -> y)."""

@@ -31,6 +31,17 @@ def test_slice_example_prints_the_slice() -> None:
     assert model.printed == ["Resource 'output': 7, 9, 12, 14, 17, 19"]
 
 
+def test_run_model_misused_is_one_error() -> None:
+    """A path or a dict for the model, or a string for echo, were an AttributeError and a
+    TypeError from inside the command loop."""
+    path = DATA / "example_join.json"
+    for model in (str(path), {"resources": {}}):
+        with pytest.raises(DxDispatchError, match="run_model takes the model load_model"):
+            run_model(model)  # type: ignore[arg-type]
+    with pytest.raises(DxDispatchError, match="echo is None or a function"):
+        run_model(load_model(path), echo="print")  # type: ignore[arg-type]
+
+
 def test_cli_runs_example_and_saves(tmp_path, capsys) -> None:
     out = tmp_path / "res.npz"
     assert main(["dxdispatch", str(DATA / "example_join.json"), "-o", str(out)]) == 0

@@ -502,3 +502,30 @@ def test_wrap_padding_is_not_written_for_a_parser_that_predates_it() -> None:
         to_dxdispatch(lower(graph, "6_4"), feeds)
     outputs, _ = exported_run(lower(graph, "6_3"), feeds, "6_3")
     assert same_bits(outputs[graph.outputs[0]], expected[0])
+
+
+def test_misused_api_is_one_export_error(tmp_path: Path) -> None:
+    """A ModelProto for the graph, a list for the inputs and an unwritable path were an
+    AttributeError, dict()'s ValueError and a bare OSError from inside."""
+    graph, feeds, _ = case("slice_example1")
+    lowered = lower(graph, "6_4")
+    with pytest.raises(DxDispatchExportError, match="takes a lowered Graph .*not ModelProto"):
+        to_dxdispatch(onnx.load(SEEDS / "slice_example1.onnx"))
+    with pytest.raises(DxDispatchExportError, match="inputs map graph input names to arrays"):
+        to_dxdispatch(lowered, [feeds["X"]])  # type: ignore[arg-type]
+    for where in (tmp_path / "no-folder" / "m.json", tmp_path):
+        with pytest.raises(DxDispatchExportError, match=r"cannot write: "):
+            write_dxdispatch(lowered, where, feeds)
+
+
+def test_input_values_are_taken_as_the_backends_take_feeds() -> None:
+    """Another byte order and Python lists are values, as a backend's feeds are (they were
+    refused as '>f4' and float64); the model holds the same bytes as for the native array."""
+    graph, feeds, _ = case("slice_example1")
+    lowered = lower(graph, "6_4")
+    x = feeds["X"]
+    native = to_dxdispatch(lowered, {"X": x})
+    assert to_dxdispatch(lowered, {"X": x.astype(x.dtype.newbyteorder(">"))}) == native
+    assert to_dxdispatch(lowered, {"X": x.tolist()}) == native
+    with pytest.raises(DxDispatchExportError, match="mask hides 1"):
+        to_dxdispatch(lowered, {"X": np.ma.masked_array(x, mask=x == x.flat[0])})

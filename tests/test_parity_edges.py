@@ -566,6 +566,17 @@ def test_an_output_the_stored_file_lacks_is_said_to_be_left_out() -> None:
     assert report.comparisons[0].note == ""
 
 
+def test_an_expected_mapping_naming_no_input_or_output_is_refused() -> None:
+    """A misspelt output in ``expected=`` (a mapping) was ignored without a word, the
+    comparison made on the others; a file holding that name is refused (tensorio.read)."""
+    model = _model([helper.make_node("Identity", ["X"], ["A"]),
+                    helper.make_node("Neg", ["X"], ["B"])],
+                   [_info("X", [2])], [_info("A", [2]), _info("B", [2])])
+    x = np.array([1, 2], np.float32)
+    with pytest.raises(tensorio.TensorIOError, match="'b' is neither a graph input nor a graph output"):
+        check(model, inputs={"X": x}, expected={"A": x, "b": -x})
+
+
 def test_check_passes_nan_payloads_onnxruntime_rewrites_and_lowering_keeps() -> None:
     """onnxruntime's float16 Pad rewrites NaNs, as its CPU converts them (README: 0x7d01 ->
     0x7f01 on one machine, 0x7e00 on an AVX-512 Xeon); DirectML moves bits, and so does the

@@ -24,7 +24,7 @@ from oracles import focus_model, nodes_within
 
 from dmlgraph import load
 from dmlgraph.ir import Graph
-from dmlgraph.viz import VizError, focus_on, html_report, parity_sections, write_html
+from dmlgraph.viz import VizError, focus_on, html_report, parity_sections, write_html, write_viz
 from dmlgraph.viz.describe import STATUS_STYLES, describe_graph, sentence
 from lowering import lower
 
@@ -201,6 +201,16 @@ def test_parity_report_object_is_accepted() -> None:
     graph, lowered = graphs(SYMMETRIC, "6_4")
     text = html_report(graph, lowered, report)
     assert "parity holds" in text and 'class="verdict-pass"' in text
+
+
+def test_the_two_graphs_swapped_are_refused(tmp_path: Path) -> None:
+    """write_viz(path, lowered, graph) drew the lowered graph as the ONNX one and the model
+    as "Lowered at ?", a page with no word of the mistake."""
+    graph, lowered = graphs(SYMMETRIC, "6_4")
+    path = tmp_path / "swapped.html"
+    with pytest.raises(VizError, match="original holds DML operators, so it is lower"):
+        write_viz(path, lowered, graph)
+    assert not path.exists()
 
 
 def test_write_html(tmp_path: Path) -> None:

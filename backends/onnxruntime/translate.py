@@ -43,6 +43,7 @@ from dmlgraph.exporter import ir_version_for_opset, to_onnx
 from dmlgraph.ir import Graph, Node, OnnxOp, Provenance, TensorInfo
 from dmlgraph.ort_pad import pad_divergences
 from dmlgraph.schema_types import node_problem
+from dmlgraph.subgraphs import holder_label
 
 INT64_MIN = -(2**63)
 #: Opset given to a graph that imports none (a hand-built lowered graph): wrap needs 19.
@@ -162,7 +163,9 @@ def translate_graph(graph: Graph) -> tuple[Graph, list[Untranslatable]]:
         try:
             _Translator(new, node).emit()
         except NotExpressible as exc:
-            problems.append(Untranslatable(node.name, node.op.name, str(exc)))
+            # an unnamed node by the tensor it makes, as run records name one (it was "?")
+            name = node.name or holder_label("", node.outputs)
+            problems.append(Untranslatable(name, node.op.name, str(exc)))
     return new, problems
 
 

@@ -556,6 +556,9 @@ def html_report(
     ...)``): the selected nodes only, in the drawings (each edge to a node left out drawn
     to a stub), the tables and the subgraph panels, and the page says so at the top."""
     check_drawable("html_report", {"original": original, "lowered": lowered}, title)
+    if any(not node.is_onnx for node in original.nodes):  # the two swapped: a page of nonsense
+        raise VizError("html_report: original holds DML operators, so it is lower()'s result; "
+                       "give the graph given to lower() first, then its result")
     check_focus("html_report", focus)
     if focus is not None and focus.total != len(original):  # its ids are another graph's
         raise VizError(f"html_report: the focus was selected in a graph of {focus.total} "
