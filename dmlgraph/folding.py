@@ -54,7 +54,7 @@ from dmlgraph.ir import (
 )
 from dmlgraph.ort_pad import pad_divergences
 from dmlgraph.reference_ops import DIVERGENT_DOMAINS, label_divergence, spec_ops
-from dmlgraph.subgraphs import attribute_graphs, outer_names
+from dmlgraph.subgraphs import attribute_graphs, nested_nodes, outer_names
 from dmlgraph.value_info import tensor_info
 from dmlgraph.value_info import described_type, tensor_array, tensor_bytes, type_bytes
 
@@ -309,9 +309,10 @@ _Found = TypeVar("_Found")
 @dataclass(frozen=True)
 class _LongVectors:
     """A model's vectors longer than ``LONG_VECTOR`` that inference would read: graph inputs
-    that long, or not weights and with a dimension that long (by position and axis: float[1,
-    4e9], only declared, a Slice of its Shape a ConstantOfShape's shape, or it Reshaped to
-    [-1], read by a Slice, ran out of memory in data propagation), and Constant nodes,
+    that long, or not weights (a weight a Scan reads is none: ``_unscanned``) and with a
+    dimension that long (by position and axis: float[1, 4e9], only declared, a Slice of its
+    Shape a ConstantOfShape's shape, or it Reshaped to [-1], read by a Slice, ran out of
+    memory in data propagation), and Constant nodes,
     vector makers and nodes only inference sizes (``_inferred_long_vectors``; by index, with
     their output, element type, length), of the graph or (``inner``) of a subgraph inference
     enters, and (``inner_declared``) the long dimensions a subgraph declares of its inputs
@@ -352,6 +353,30 @@ def _no_weights(name: str) -> bool:
     return False
 
 
+def _unscanned(
+    graph: onnx.GraphProto, listed: Sequence[Any], is_weight: Callable[[str], bool]
+) -> Callable[[str], bool]:
+    """``is_weight``, but false of a weight a Scan reads, at any depth: onnx feeds its sizes
+    to the body, over the body's hidden ones (a Slice in a Scan's body of a weight [1, 16M]
+    scanned took 4-8 s and 1.5 GB to load). The Scans are looked for once asked (a long
+    weight of rank above 1)."""
+    scanned: set[str] | None = None
+
+    def weight(name: str) -> bool:
+        nonlocal scanned
+        if not is_weight(name):
+            return False
+        if scanned is None:
+            held = (nested for index, node in enumerate(listed) if node.op_type in _CONTROL_FLOW
+                    for attr in graph.node[index].attribute for sub in attribute_graphs(attr)
+                    for nested in nested_nodes(sub))
+            scanned = {read for node in chain(listed, held) if node.op_type == "Scan"
+                       for read in node.input}
+        return name not in scanned
+
+    return weight
+
+
 #: The fields of a subgraph whose declared long dimensions are hidden
 #: (``_LongVectors.inner_declared``); a body's value infos onnx's propagation does not read
 #: (a Slice of a Neg declared float[16M] there loaded in 23 ms).
@@ -361,9 +386,9 @@ _DECLARING_FIELDS = ("input", "output")
 def _long_vectors(
     graph: onnx.GraphProto, nodes: Sequence[Any] | None, is_weight: Callable[[str], bool]
 ) -> _LongVectors:
-    inputs = _long_dims(graph.input, is_weight)
-    inner: _Inner = ([], [], [])
     listed = graph.node if nodes is None else nodes
+    inputs = _long_dims(graph.input, _unscanned(graph, listed, is_weight))
+    inner: _Inner = ([], [], [])
     reshaped: dict[str, tuple[int, str]] = {}
     constants = _graph_long_vectors(graph, listed, None, inner, reshaped)
     read = sorted(_read_ranges(listed, reshaped)) if reshaped else ()

@@ -1563,7 +1563,18 @@ def test_long_vectors_only_inference_sizes_in_subgraphs_load_under_three_gigabyt
 
 def _long_body_model(case: str, n: int) -> onnx.ModelProto:
     """A model whose subgraph declares a tensor of a dimension n: an input or a state it
-    Slices ("s": four of it), as exporters write a Scan's or a Loop's body."""
+    Slices ("s": four of it), as exporters write a Scan's or a Loop's body; or a Scan's of a
+    weight x (counting up) whose size is fed to its body."""
+    scanned = _SCANNED_WEIGHTS.get(case)
+    if scanned is not None:
+        model = _long_body_model(scanned, n)
+        (x,) = model.graph.input
+        shape = [d.dim_value for d in x.type.tensor_type.shape.dim]
+        model.graph.initializer.append(numpy_helper.from_array(
+            np.arange(math.prod(shape), dtype=np.float32).reshape(shape), "x"))
+        del model.graph.input[:]
+        return model
+
     def info(name: str, elem: int, shape: list[int] | None) -> onnx.ValueInfoProto:
         return helper.make_tensor_value_info(name, elem, shape)
 
@@ -1638,8 +1649,11 @@ def _declared_in_subgraphs(graph: onnx.GraphProto) -> list[tuple[str, list[objec
     return found
 
 
+#: Cases of ``_long_body_model`` whose x is a weight: case -> the case of an input x.
+_SCANNED_WEIGHTS = {"Scan of a weight [1, n]": "Scan input",
+                    "Scan of a weight [1, 2, n], its Shape": "Scan input of rank 2, its Shape"}
 _LONG_BODY_CASES = ["Scan input", "Scan state", "Loop state", "Scan input of rank 2, its Shape",
-                    "Scan in an If", "Scan in a Loop"]
+                    "Scan in an If", "Scan in a Loop", *_SCANNED_WEIGHTS]
 
 
 @pytest.mark.parametrize("case", _LONG_BODY_CASES)
@@ -1651,9 +1665,11 @@ def test_a_long_dimension_a_subgraph_declares_is_hidden_from_data_propagation(
     Shape's slice is a ConstantOfShape's shape; such a Scan in an If's branch or a Loop's
     body) took 2.3-12 s and 1.3-3.6 GB to load (onnxruntime's session: milliseconds): onnx
     keeps a declared size over the unknown one a node feeds or makes (a graph input's was
-    hidden, not a body's). No subgraph reaches propagation declaring a dimension that long;
-    the graph as inferred declares each as the model does, the outputs are as onnx's own
-    inference sizes them, and the lowered graph computes what onnxruntime does."""
+    hidden, not a body's); a Scan of a weight [1, 16M] or [1, 2, 16M] (its size, kept, fed to
+    the body over the body's hidden one) 4-8 s and 1.5 GB. No subgraph reaches propagation
+    declaring a dimension that long, nor a graph input (a weight declared as one) of that
+    size; the graph as inferred declares each as the model does, the outputs are as onnx's
+    own inference sizes them, and the lowered graph computes what onnxruntime does."""
     n = folding.LONG_VECTOR + 4
     model = _long_body_model(case, n)
     declared = _declared_in_subgraphs(model.graph)
@@ -1663,6 +1679,8 @@ def test_a_long_dimension_a_subgraph_declares_is_hidden_from_data_propagation(
     assert propagated and all(
         all(isinstance(d, str) or d <= folding.LONG_VECTOR for d in dims)
         for seen in propagated for _, dims in _declared_in_subgraphs(seen.graph))
+    assert all(dim.dim_value <= folding.LONG_VECTOR for seen in propagated
+               for value in seen.graph.input for dim in value.type.tensor_type.shape.dim)
     inferred, _ = folding.infer_model(onnx.ModelProto.FromString(model.SerializeToString()),
                                       "test")
     assert [(name, [d for d in dims if d == n]) for name, dims in _declared_in_subgraphs(
