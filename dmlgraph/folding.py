@@ -54,7 +54,7 @@ from dmlgraph.ir import (
 )
 from dmlgraph.ort_pad import pad_divergences
 from dmlgraph.reference_ops import DIVERGENT_DOMAINS, label_divergence, spec_ops
-from dmlgraph.subgraphs import attribute_graphs, outer_names
+from dmlgraph.subgraphs import attribute_graphs, nested_nodes, outer_names
 from dmlgraph.value_info import tensor_info
 from dmlgraph.value_info import described_type, tensor_array, tensor_bytes, type_bytes
 
@@ -297,7 +297,8 @@ def guard_slice_steps(graph: onnx.GraphProto, nodes: Sequence[Any] | None = None
 #: infer, onnxruntime's session 9 ms). A vector longer than this is no shape, so inference
 #: sees such an input's length as a name of its own (``infer_model``), and each dimension
 #: that long of a declared input of higher rank (not a weight: a Shape of it, or a Reshape of
-#: it to one dimension, makes a vector that long; a weight's size is in the file).
+#: it to one dimension, makes a vector that long; a weight's size is in the file), and so of
+#: each tensor a subgraph declares (``_long_dims``).
 LONG_VECTOR = INFERENCE_CONSTANT_LIMIT
 _HIDDEN_LENGTH = "dmlgraph::hidden-length::"
 
@@ -308,48 +309,99 @@ _Found = TypeVar("_Found")
 @dataclass(frozen=True)
 class _LongVectors:
     """A model's vectors longer than ``LONG_VECTOR`` that inference would read: graph inputs
-    that long, or not weights and with a dimension that long (by position and axis: float[1,
-    4e9], only declared, a Slice of its Shape a ConstantOfShape's shape, or it Reshaped to
-    [-1], read by a Slice, ran out of memory in data propagation), and Constant nodes,
+    that long, or not weights (a weight a Scan reads is none: ``_unscanned``) and with a
+    dimension that long (by position and axis: float[1, 4e9], only declared, a Slice of its
+    Shape a ConstantOfShape's shape, or it Reshaped to [-1], read by a Slice, ran out of
+    memory in data propagation), and Constant nodes,
     vector makers and nodes only inference sizes (``_inferred_long_vectors``; by index, with
     their output, element type, length), of the graph or (``inner``) of a subgraph inference
-    enters."""
+    enters, and (``inner_declared``) the long dimensions a subgraph declares of its inputs
+    and outputs (a Slice of a Scan's body input float[16M] took 4.4 s and 1.3 GB to load, of
+    a body output float[16M] 2.3 s: onnx keeps a declared size over the unknown one a node
+    feeds or makes; the skeleton drops the main graph's outputs' shapes)."""
 
     inputs: tuple[tuple[int, int, int], ...]  # (position in graph.input, axis, length)
     constants: tuple[tuple[int, str, int, int], ...]
     inner: tuple[tuple[onnx.GraphProto, int, str, int, int], ...] = ()
     reshaped: tuple[tuple[int, str], ...] = ()  # (index in graph.node, output)
     inner_reshaped: tuple[tuple[onnx.GraphProto, int, str], ...] = ()  # of subgraphs
+    #: (subgraph, its field: "input" or "output", position there, axis, length)
+    inner_declared: tuple[tuple[onnx.GraphProto, str, int, int, int], ...] = ()
 
     def __bool__(self) -> bool:
         return bool(self.inputs or self.constants or self.inner or self.reshaped
-                    or self.inner_reshaped)
+                    or self.inner_reshaped or self.inner_declared)
+
+
+def _long_dims(
+    declared: Sequence[onnx.ValueInfoProto], is_weight: Callable[[str], bool]
+) -> list[tuple[int, int, int]]:
+    """The dimensions longer than ``LONG_VECTOR`` of tensors so ``declared`` (a graph's
+    inputs), as ``_LongVectors.inputs``: each of a rank-1 tensor, or of one that is not a
+    weight. A subgraph's are none (``_no_weights``): a body's inputs are fed at run time."""
+    found: list[tuple[int, int, int]] = []
+    for position, value_info in enumerate(declared):
+        if value_info.type.HasField("tensor_type"):
+            dims = value_info.type.tensor_type.shape.dim
+            long = [axis for axis, dim in enumerate(dims) if dim.dim_value > LONG_VECTOR]
+            if long and (len(dims) == 1 or not is_weight(value_info.name)):
+                found += ((position, axis, dims[axis].dim_value) for axis in long)
+    return found
+
+
+def _no_weights(name: str) -> bool:
+    return False
+
+
+def _unscanned(
+    graph: onnx.GraphProto, listed: Sequence[Any], is_weight: Callable[[str], bool]
+) -> Callable[[str], bool]:
+    """``is_weight``, but false of a weight a Scan reads, at any depth: onnx feeds its sizes
+    to the body, over the body's hidden ones (a Slice in a Scan's body of a weight [1, 16M]
+    scanned took 4-8 s and 1.5 GB to load). The Scans are looked for once asked (a long
+    weight of rank above 1)."""
+    scanned: set[str] | None = None
+
+    def weight(name: str) -> bool:
+        nonlocal scanned
+        if not is_weight(name):
+            return False
+        if scanned is None:
+            held = (nested for index, node in enumerate(listed) if node.op_type in _CONTROL_FLOW
+                    for attr in graph.node[index].attribute for sub in attribute_graphs(attr)
+                    for nested in nested_nodes(sub))
+            scanned = {read for node in chain(listed, held) if node.op_type == "Scan"
+                       for read in node.input}
+        return name not in scanned
+
+    return weight
+
+
+#: The fields of a subgraph whose declared long dimensions are hidden
+#: (``_LongVectors.inner_declared``); a body's value infos onnx's propagation does not read
+#: (a Slice of a Neg declared float[16M] there loaded in 23 ms).
+_DECLARING_FIELDS = ("input", "output")
 
 
 def _long_vectors(
     graph: onnx.GraphProto, nodes: Sequence[Any] | None, is_weight: Callable[[str], bool]
 ) -> _LongVectors:
-    inputs: list[tuple[int, int, int]] = []
-    for position, value_info in enumerate(graph.input):
-        if value_info.type.HasField("tensor_type"):
-            dims = value_info.type.tensor_type.shape.dim
-            long = [axis for axis, dim in enumerate(dims) if dim.dim_value > LONG_VECTOR]
-            if long and (len(dims) == 1 or not is_weight(value_info.name)):
-                inputs += ((position, axis, dims[axis].dim_value) for axis in long)
-    inner: list[tuple[onnx.GraphProto, int, str, int, int]] = []
-    inner_reshaped: list[tuple[onnx.GraphProto, int, str]] = []
     listed = graph.node if nodes is None else nodes
+    inputs = _long_dims(graph.input, _unscanned(graph, listed, is_weight))
+    inner: _Inner = ([], [], [])
     reshaped: dict[str, tuple[int, str]] = {}
-    constants = _graph_long_vectors(graph, listed, None, (inner, inner_reshaped), reshaped)
+    constants = _graph_long_vectors(graph, listed, None, inner, reshaped)
     read = sorted(_read_ranges(listed, reshaped)) if reshaped else ()
-    return _LongVectors(tuple(inputs), tuple(constants), tuple(inner), tuple(read),
-                        tuple(inner_reshaped))
+    return _LongVectors(tuple(inputs), tuple(constants), tuple(inner[0]), tuple(read),
+                        tuple(inner[1]), tuple(inner[2]))
 
 
 #: Where ``_graph_long_vectors`` puts what it finds in subgraphs: their long vectors (as
-#: ``_LongVectors.inner``) and their ``_RESHAPERS`` found (``_LongVectors.inner_reshaped``).
+#: ``_LongVectors.inner``), their ``_RESHAPERS`` found (``_LongVectors.inner_reshaped``) and
+#: the long dimensions they declare (``_LongVectors.inner_declared``).
 _Inner = tuple[
-    list[tuple[onnx.GraphProto, int, str, int, int]], list[tuple[onnx.GraphProto, int, str]]
+    list[tuple[onnx.GraphProto, int, str, int, int]], list[tuple[onnx.GraphProto, int, str]],
+    list[tuple[onnx.GraphProto, str, int, int, int]],
 ]
 
 
@@ -439,17 +491,20 @@ def _reads(node: Any) -> Sequence[str]:
 def _subgraph_long_vectors(
     node: onnx.NodeProto, outer: _Constants, outer_sizes: _DeclaredSizes, inner: _Inner
 ) -> None:
-    """Into ``inner``, the long vectors and ``_RESHAPERS`` found of the subgraphs of ``node``
-    (of the model inference is given, not the user's: ``_hide`` changes them there). onnx's
-    inference enters them with data propagation on: a Constant [2^33 + 4] read by a
-    ConstantOfShape and a Slice in an If branch loaded for minutes, a Slice of a row of an
-    outer weight [2, 16M] Gathered in an If branch took 3.5 s and 1.7 GB."""
+    """Into ``inner``, the long vectors, ``_RESHAPERS`` and declared long dimensions found of
+    the subgraphs of ``node`` (of the model inference is given, not the user's: ``_hide``
+    changes them there). onnx's inference enters them with data propagation on: a Constant
+    [2^33 + 4] read by a ConstantOfShape and a Slice in an If branch loaded for minutes, a
+    Slice of a row of an outer weight [2, 16M] Gathered in an If branch took 3.5 s and
+    1.7 GB."""
     for attr in node.attribute:
         graphs = [attr.g] if attr.type == AttributeProto.GRAPH else attr.graphs
         for sub in graphs:
             reshaped: dict[str, tuple[int, str]] = {}
             found = _graph_long_vectors(sub, sub.node, outer, inner, reshaped, outer_sizes)
             inner[0].extend((sub, *vector) for vector in found)
+            inner[2].extend((sub, part, *dim) for part in _DECLARING_FIELDS
+                            for dim in _long_dims(getattr(sub, part), _no_weights))
             if reshaped:
                 inner[1].extend((sub, *read) for read in _read_ranges(sub.node, reshaped))
 
@@ -1026,9 +1081,7 @@ def _hide(
         sub.node[index].CopyFrom(onnx.helper.make_node("Identity", [param], [name]))
         lengths[param] = length
     for position, axis, length in found.inputs:
-        dim = graph.input[position].type.tensor_type.shape.dim[axis]
-        dim.dim_param = f"{_HIDDEN_LENGTH}{len(lengths)}"  # clears dim_value
-        lengths[dim.dim_param] = length
+        _name_length(graph.input[position], axis, length, lengths)
         names.append(graph.input[position].name)
     for index, name in found.reshaped:  # before any node moves
         param = f"{_HIDDEN_LENGTH}{len(lengths)}"  # a shape (axes) of unknown value
@@ -1041,7 +1094,18 @@ def _hide(
         graph.input.append(onnx.helper.make_tensor_value_info(name, elem_type, [param]))
         lengths[param] = length
         names.append(name)
+    for sub, part, position, axis, length in found.inner_declared:  # onnx's merges keep
+        _name_length(getattr(sub, part)[position], axis, length, lengths)  # a name
     return frozenset(names), lengths
+
+
+def _name_length(
+    value_info: onnx.ValueInfoProto, axis: int, length: int, lengths: dict[str, int]
+) -> None:
+    """A declared tensor's dimension ``axis`` (of ``length``) named as a hidden length."""
+    dim = value_info.type.tensor_type.shape.dim[axis]
+    dim.dim_param = f"{_HIDDEN_LENGTH}{len(lengths)}"  # clears dim_value
+    lengths[dim.dim_param] = length
 
 
 def _hide_reshaper(graph: onnx.GraphProto, node: onnx.NodeProto, param: str, opset: int) -> bool:
@@ -1352,20 +1416,41 @@ def _merge_inferred(
     propagated: onnx.GraphProto, exact: onnx.GraphProto, lengths: Mapping[str, int]
 ) -> None:
     """Into ``propagated`` (inferred with the lengths named): each named length unknown, and
-    what ``exact`` (inferred without propagation, lengths as they are) knows better."""
+    what ``exact`` (inferred without propagation, lengths as they are) knows better; so too
+    in the subgraphs it holds, their inputs as well (a length a body declares is hidden
+    there: ``_LongVectors.inner_declared``; the importer reads a Scan's body as inferred)."""
     by_name = {vi.name: vi for vi in chain(exact.value_info, exact.output)}
     seen = set()
     for value_info in chain(propagated.value_info, propagated.output):
         seen.add(value_info.name)
-        _forget_lengths(value_info.type, lengths)
-        # each pass numbers its own unknowns from unk__0: the same name in both is two dims
-        _rename_made_up(value_info.type, _PROPAGATED_PASS)
-        other = by_name.get(value_info.name)
-        if other is not None:
-            _merge_type(value_info.type, other.type)
+        _merge_value(value_info, by_name.get(value_info.name), lengths)
     propagated.value_info.extend(  # a Constant hidden: an input there, a node's output here
         vi for vi in exact.value_info if vi.name not in seen
     )
+    held = {tuple(node.output): node for node in exact.node if node.op_type in _CONTROL_FLOW}
+    for node in propagated.node:  # (a hidden Constant is no node here: by outputs)
+        other = held.get(tuple(node.output)) if node.op_type in _CONTROL_FLOW else None
+        if other is None:
+            continue
+        theirs = {attr.name: attribute_graphs(attr) for attr in other.attribute}
+        for attr in node.attribute:
+            for sub, sub_exact in zip(attribute_graphs(attr), theirs.get(attr.name, ())):
+                for value_info, declared in zip(sub.input, sub_exact.input):
+                    _merge_value(value_info, declared, lengths)
+                _merge_inferred(sub, sub_exact, lengths)
+
+
+def _merge_value(
+    value_info: onnx.ValueInfoProto, other: onnx.ValueInfoProto | None,
+    lengths: Mapping[str, int],
+) -> None:
+    """A type of the propagating pass, each named length unknown, merged with ``other``, the
+    same tensor's of the pass without propagation."""
+    _forget_lengths(value_info.type, lengths)
+    # each pass numbers its own unknowns from unk__0: the same name in both is two dims
+    _rename_made_up(value_info.type, _PROPAGATED_PASS)
+    if other is not None:
+        _merge_type(value_info.type, other.type)
 
 
 #: What ``_merge_inferred`` puts after "unk__" in the names onnx made up in the propagated
