@@ -285,6 +285,69 @@ def test_run_on_onnxruntime_that_cannot_run_the_model_says_what_runs_it(
     assert main(["run", model, "--backend", "numpy", "--fallback", "reference"]) == 0
 
 
+#: onnxruntime-gpu 1.31.1's refusal, with CUDA's provider first (an H200), of the int16 edge
+#: Pad and the int16 Einsum above, where the CPU provider says "Could not find an
+#: implementation": its memcpy pass asserts that every node has a provider.
+CUDA_REFUSAL = (
+    "[ONNXRuntimeError] : 1 : FAIL : Exception during initialization: /onnxruntime_src/"
+    "onnxruntime/core/optimizer/transformer_memcpy.cc:253 bool onnxruntime::"
+    "TransformerMemcpyImpl::IsNodeCompatibleWithProvider(const onnxruntime::Node&) const "
+    "!node_provider_type.empty() was false. Provider type for {op} node with name '{name}' "
+    "is not set."
+)
+
+
+@pytest.fixture
+def refused_as_on_cuda(monkeypatch):
+    """onnxruntime's sessions refuse a model it has no kernel for in CUDA's words."""
+    import re
+
+    import onnxruntime
+
+    real = onnxruntime.InferenceSession
+
+    def session(*args, **kwargs):
+        try:
+            return real(*args, **kwargs)
+        except Exception as exc:
+            found = re.search(r"implementation for (\w+)\(\d+\) node with name '([^']*)'",
+                              str(exc))
+            if found is None:
+                raise
+            raise RuntimeError(CUDA_REFUSAL.format(op=found[1], name=found[2])) from None
+
+    monkeypatch.setattr(onnxruntime, "InferenceSession", session)
+
+
+def test_a_model_no_provider_has_a_kernel_for_is_told_in_cuda_s_words_too(
+    tmp_path, capsys, refused_as_on_cuda
+) -> None:
+    """With CUDA's provider, onnxruntime refuses a node no provider runs in other words than
+    the CPU provider's (``CUDA_REFUSAL``): check stopped with exit 2 there (measured on an
+    H200), where it compares with onnx.reference on the CPU; run and a fallback segment said
+    nothing of what runs it."""
+    elem, dtype, mode, opset, _ = UNRUNNABLE["int16 edge"]
+    model = _pad_model(tmp_path / "m.onnx", elem, mode, opset)
+    x = np.array([[1, -2, 3], [400, -500, 6]], dtype)
+    np.savez(tmp_path / "io.npz", x=x, y=np.pad(x, 1, mode=mode))
+    assert main(["check", str(model), "--inputs", str(tmp_path / "io.npz")]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "parity holds" in out and "Provider type for Pad node with name 'pad' is not " \
+        "set" in out and "vs onnx.reference on the original model" in out
+    assert main(["run", str(model), "--backend", "onnxruntime"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--fallback reference" in err
+    graph = helper.make_graph(
+        [helper.make_node("Einsum", ["a", "b"], ["y"], equation="ij,jk->ik", name="e")], "e",
+        [helper.make_tensor_value_info(n, TensorProto.INT16, [2, 2]) for n in "ab"],
+        [helper.make_tensor_value_info("y", TensorProto.INT16, [2, 2])])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)],
+                                ir_version=8), tmp_path / "e.onnx")
+    assert main(["run", str(tmp_path / "e.onnx")]) == 2
+    err = capsys.readouterr().err
+    assert "Provider type for Einsum" in err and "--fallback reference" in err
+
+
 def test_check_fails_a_wrong_emulator_against_onnx_reference(tmp_path, capsys,
                                                               monkeypatch) -> None:
     """onnx.reference is an oracle like onnxruntime: an emulator result off by one fails."""
