@@ -18,7 +18,7 @@ import numpy as np
 
 from dmlgraph.dml.binding import unbound_tensors
 from dmlgraph.errors import DmlgraphError
-from dmlgraph.ir import Graph, not_a_string
+from dmlgraph.ir import Graph, string_problem
 from dmlgraph import folding, tensorio
 from dmlgraph.tensorio import bytes_text
 
@@ -424,13 +424,9 @@ def check_feeds(graph: Graph, feeds: Mapping[str, Any]) -> dict[str, np.ndarray]
             raise BackendError(
                 f"{graph.source}: input {name!r} is {array.dtype}; the graph expects {info.dtype}"
             )
-        if array.dtype.hasobject and (other := not_a_string(array)) is not None:
+        if (problem := string_problem(array)) is not None:
             # onnxruntime writes str() of it: None ran as "None", b"a" as "b'a'"
-            raise BackendError(
-                f"{graph.source}: input {name!r} holds {type(other[1]).__name__} "
-                f"{repr(other[1])[:40]} at {list(other[0])}, where a STRING "
-                "tensor holds only str"
-            )
+            raise BackendError(f"{graph.source}: input {name!r} {problem}")
         if array.shape == info.shape:  # static and equal: the checks below would all pass
             arrays[name] = array
             continue

@@ -59,6 +59,16 @@ def not_a_string(data: np.ndarray) -> tuple[tuple[int, ...], Any] | None:
     return None
 
 
+def string_problem(data: np.ndarray) -> str | None:
+    """What an object array the user gave holds that no STRING tensor does (``not_a_string``),
+    worded for a message after the array's name; None where it holds only str."""
+    other = not_a_string(data) if data.dtype.hasobject else None
+    if other is None:
+        return None
+    return (f"holds {type(other[1]).__name__} {repr(other[1])[:40]} at {list(other[0])}, "
+            "where a STRING tensor holds only str")
+
+
 def _immutable(array: np.ndarray) -> bool:
     """Whether nothing can write the array's memory: it and every array it views are
     read-only, down to memory of its own or an immutable ``bytes`` (as the importer's are).

@@ -51,7 +51,7 @@ from dmlgraph.dml.enums import FeatureLevel
 from dmlgraph.dml.scalars import as_double, is_real
 from dmlgraph.dtypes import is_float
 from dmlgraph.errors import DmlgraphError, UnsupportedError, as_array
-from dmlgraph.ir import Graph, Node, Subgraph, split_inputs, subgraphs
+from dmlgraph.ir import Graph, Node, Subgraph, split_inputs, string_problem, subgraphs
 from dmlgraph.tensorio import TensorIOError, native_order
 
 T = TypeVar("T")
@@ -1088,6 +1088,9 @@ def _tensors(
         held = {k: stored[k] for k in graph.inputs if k in stored}
         for name in set(stored) & set(graph.outputs):
             tensorio.check_output(where, graph, name, stored[name])
+            if (problem := string_problem(stored[name])) is not None:  # None read as a
+                # STRING output of shape [], compared, and said to differ in its shape
+                raise tensorio.TensorIOError(f"{where}: output {name!r} {problem}")
     elif expected is not None:
         tensors = tensorio.read(expected, graph, stem=stem, require_inputs=False)
         stored, held = tensors.outputs, tensors.inputs

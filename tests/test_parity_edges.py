@@ -5,6 +5,7 @@ onnxruntime on the model, and each case's own arithmetic."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -573,8 +574,26 @@ def test_an_expected_mapping_naming_no_input_or_output_is_refused() -> None:
                     helper.make_node("Neg", ["X"], ["B"])],
                    [_info("X", [2])], [_info("A", [2]), _info("B", [2])])
     x = np.array([1, 2], np.float32)
-    with pytest.raises(tensorio.TensorIOError, match="'b' is neither a graph input nor a graph output"):
+    with pytest.raises(tensorio.TensorIOError,
+                       match="'b' is neither a graph input nor a graph output"):
         check(model, inputs={"X": x}, expected={"A": x, "b": -x})
+
+
+@pytest.mark.parametrize("given, said", [
+    (None, "holds NoneType None at []"),
+    (np.array([1.0, None], object), "holds float 1.0 at [0]"),
+    ({"a": 1}, "holds dict {'a': 1} at []"),
+])
+def test_an_expected_value_no_tensor_holds_is_refused(given, said) -> None:
+    """``expected={"A": None}`` was read as a STRING output of shape [] and compared: the
+    report said A failed, its dtype "string" and shape [] unlike [2], not that None is no
+    array. An object array holding anything but str is refused as a STRING input is."""
+    model = _model([helper.make_node("Identity", ["X"], ["A"])], [_info("X", [2])],
+                   [_info("A", [2])])
+    x = np.array([1, 2], np.float32)
+    with pytest.raises(tensorio.TensorIOError, match=re.escape(
+            f"output 'A' {said}, where a STRING tensor holds only str")):
+        check(model, inputs={"X": x}, expected={"A": given})
 
 
 def test_check_passes_nan_payloads_onnxruntime_rewrites_and_lowering_keeps() -> None:
