@@ -596,16 +596,15 @@ def _held_apart(proto: onnx.GraphProto, made: Sequence[Value], failure: str) -> 
                    if out)
 
 
-def _held_toward(node: Node, proto: onnx.GraphProto, made: Sequence[str],
+def _held_toward(node: Node, proto: onnx.GraphProto, made: Sequence[Value],
                  toward: Collection[str] | None) -> bool:
     """Whether the tensors ``made`` in ``node``'s subgraph ``proto`` (at any depth) reach an
     output of ``node`` among ``toward`` (any, None; ``reached_outputs``, which says () both
     where it cannot tell, every one then, and where they reach no output of ``proto``, told
     apart first): only such an output carries their sizes past it. A Squeeze summed into a
     Scan's other output got the hint where a Concat of its rows failed on both engines."""
-    names = set(made)
-    reach(proto, names, set())
-    if not any(value.name in names for value in proto.output):
+    inside = reach(proto, made)
+    if not any(value in inside for value in output_values(proto)):
         return False
     explicit = len(split_inputs(node)[0])
     states = 0  # (a Scan's: its explicit inputs but its scan inputs and a Scan-8's lengths)
