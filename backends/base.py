@@ -599,10 +599,16 @@ def _answer(work: Callable[[], Any], read: int, write: int) -> NoReturn:
     """In ``run_forked``'s child: run ``work`` and write (True, its result) or (False, the
     exception) to ``write``, then leave by ``os._exit`` (onnxruntime's teardown at a forked
     child's exit hangs: ``GraphCache.forget_all``), with no faulthandler traceback and no core
-    file where the work dies of a signal: the caller says what happened."""
+    file where the work dies of a signal: the caller says what happened. Nothing the child
+    inherited is finalized there (``gc.freeze``): a garbage cycle the parent had not yet
+    collected, holding an onnxruntime session, was collected in a child, whose teardown
+    waited in ``pthread_cond_destroy`` for the parent's pool threads, which a child has not
+    (a suite run hung 5 minutes in ``check``'s forked reference; py-spy showed it)."""
     import faulthandler
+    import gc
     import pickle
 
+    gc.freeze()  # first: a collection may start at any allocation
     code = 1
     try:
         os.close(read)

@@ -1186,6 +1186,42 @@ def _forked_child_agrees(backend: Any, lowered: Any, x: np.ndarray, output: str,
     assert process.exitcode == 0 and results.get(timeout=5)
 
 
+def test_a_forked_child_finalizes_nothing_it_inherited() -> None:
+    """``run_forked``'s child freezes what it inherited: a garbage cycle the parent had not
+    yet collected, holding an onnxruntime session, was collected in the child, whose teardown
+    waited forever for the parent's pool threads (``check``'s forked reference hung a suite
+    run). Here a cycle finalized in the child would say so in what the child returns."""
+    import gc
+    import os
+
+    from backends.base import can_fork, run_forked
+
+    if not can_fork():
+        pytest.skip("no os.fork: the work runs in this process")
+    finalized: list[int] = []
+
+    class Held:
+        def __del__(self) -> None:
+            finalized.append(os.getpid())
+
+    def work() -> list[int]:
+        gc.collect()
+        return list(finalized)
+
+    enabled = gc.isenabled()
+    gc.disable()  # the cycle stays uncollected until the fork
+    try:
+        held = Held()
+        held.me = held  # type: ignore[attr-defined]
+        del held
+        assert run_forked(work) == []
+    finally:
+        gc.collect()
+        if enabled:
+            gc.enable()
+    assert finalized == [os.getpid()]  # the parent finalized it, once
+
+
 @pytest.mark.parametrize("engine", ["numpy", "onnxruntime"])
 def test_a_child_forked_after_onnxruntime_ran_runs_the_graph(engine: str) -> None:
     """A parent that ran a graph through an onnxruntime session (a fallback node, or the
