@@ -559,6 +559,7 @@ def run_forked(work: Callable[[], T]) -> T:
     on some Scans) takes the child, not the caller, and the caller gets ``ChildKilled``.
     Without ``os.fork`` (Windows) the work runs here. The pipe is read while the child writes,
     so outputs of any size pass (pickle writes an array's buffer once)."""
+    import gc
     import pickle
     import signal
     import warnings
@@ -566,9 +567,16 @@ def run_forked(work: Callable[[], T]) -> T:
     if not can_fork():
         return work()
     read, write = os.pipe()
-    with warnings.catch_warnings():  # Python 3.12's "multi-threaded, use of fork()": the
-        warnings.simplefilter("ignore", DeprecationWarning)  # child runs no parent thread's
-        pid = os.fork()  # code (GraphCache.forget_all and the pools' fork handlers)
+    frozen = gc.get_freeze_count()  # objects a caller froze: all then stay frozen here
+    gc.freeze()  # the child finalizes nothing it inherits (``_answer``), from its first hook
+    pid = -1
+    try:
+        with warnings.catch_warnings():  # Python 3.12's "multi-threaded, use of fork()": the
+            warnings.simplefilter("ignore", DeprecationWarning)  # child runs no parent
+            pid = os.fork()  # thread's code (GraphCache.forget_all, the pools' fork handlers)
+    finally:
+        if pid != 0 and not frozen:  # the parent, forked or not
+            gc.unfreeze()
     if pid == 0:
         _answer(work, read, write)  # never returns
     os.close(write)
@@ -600,15 +608,15 @@ def _answer(work: Callable[[], Any], read: int, write: int) -> NoReturn:
     exception) to ``write``, then leave by ``os._exit`` (onnxruntime's teardown at a forked
     child's exit hangs: ``GraphCache.forget_all``), with no faulthandler traceback and no core
     file where the work dies of a signal: the caller says what happened. Nothing the child
-    inherited is finalized there (``gc.freeze``): a garbage cycle the parent had not yet
-    collected, holding an onnxruntime session, was collected in a child, whose teardown
-    waited in ``pthread_cond_destroy`` for the parent's pool threads, which a child has not
-    (a suite run hung 5 minutes in ``check``'s forked reference; py-spy showed it)."""
+    inherited is finalized there: ``run_forked`` froze it before forking (``gc.freeze``), as
+    a collection may start at any allocation, Python's own after-fork hooks' too. A garbage
+    cycle the parent had not yet collected, holding an onnxruntime session, was collected in
+    a child: its teardown waited in ``pthread_cond_destroy`` for the parent's pool threads,
+    which a child has not (a suite run hung 5 minutes in ``check``'s forked reference), and
+    with CUDA's provider one segfaulted in ``threading._after_fork`` (an H200)."""
     import faulthandler
-    import gc
     import pickle
 
-    gc.freeze()  # first: a collection may start at any allocation
     code = 1
     try:
         os.close(read)
