@@ -485,6 +485,35 @@ def test_a_size_only_input_shapes_gives_does_not_refuse_a_scan_at_load(onnx_run)
         dmlgraph.load(_declared("slice size"), {"x": [4, 6]})
 
 
+@pytest.mark.parametrize("declared", [["n - 1"], ["n", 1]])
+def test_a_scan_over_a_long_input_is_refused_with_input_shapes_as_declared(declared) -> None:
+    """x declared [b, n] (n above ``folding.LONG_VECTOR``), its body's row [n - 1] or
+    [n, 1]: onnxruntime refuses the model (the row arrives [n]), and so does the load with
+    ``input_shapes`` fixing b, as the one without does. Before, the types inferred from the
+    inputs as declared read x after its long dimension was hidden: [n - 1] loaded, [n, 1]
+    was refused saying the Scan feeds 'float32[dmlgraph::hidden-length::0]'."""
+    import onnxruntime
+
+    from dmlgraph import folding
+
+    n = folding.LONG_VECTOR + 4
+    row = [n - 1 if dim == "n - 1" else n if dim == "n" else dim for dim in declared]
+    body = helper.make_graph([helper.make_node("Identity", ["row"], ["out"])], "body",
+                             [_vi("row", row)], [_vi("out", None)])
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node("Scan", ["x"], ["y"], body=body, num_scan_inputs=1)], "g",
+        [_vi("x", ["b", n])], [_vi("y", None)]), opset_imports=[helper.make_opsetid("", 18)])
+    with pytest.raises(Exception, match="ShapeInferenceError"):
+        onnxruntime.InferenceSession(model.SerializeToString(),
+                                     providers=["CPUExecutionProvider"])
+    says = (f"its body declares scan input's slice 'row' as float32[{','.join(map(str, row))}]"
+            f", and the Scan feeds it float32[{n}]")
+    with pytest.raises(ModelValidationError, match=re.escape(says)):
+        dmlgraph.load(model)
+    with pytest.raises(ModelValidationError, match=re.escape(says)):
+        dmlgraph.load(model, {"x": [3, n]})
+
+
 def _repeating(outputs: list[str]) -> onnx.ModelProto:
     """A Scan whose body makes acc_out (Concat of a Slice of acc + row, and 1) and sq (row
     squared) its outputs as ``outputs`` lists them, one of them twice."""
