@@ -1168,7 +1168,10 @@ def infer_model(
     then unknown, and of the two a dimension takes the more specific (a size, then a name
     the model gave, as ``_merge_type`` says). What only propagation over a hidden length
     would tell (a Shape of it read as a Reshape's shape) is left to folding, which computes
-    the Shape and infers its readers again. ``nodes`` as in ``guard_slice_steps``;
+    the Shape and infers its readers again. The inferred graph's inputs are the model's, as
+    given: no name of a hidden length shows (a Scan's body output made from a graph input
+    float[5000], declared [5000, 1], was said to be made float32[dmlgraph::hidden-length::0]).
+    ``nodes`` as in ``guard_slice_steps``;
     ``is_weight``: whether a graph input is a constant declared as one, whose dimensions
     stay (a Shape of an embedding feeding a Reshape keeps its propagated size)."""
     _guard_inference_aborts(model.graph, source, nodes)
@@ -1186,6 +1189,8 @@ def infer_model(
     inferred = _inferred(model, source, propagate=True)
     if exact is not None:
         _merge_inferred(inferred, exact, lengths)
+        del inferred.input[:]  # the inputs as the model declares them, none added
+        inferred.input.extend(exact.input)
     return inferred, hidden
 
 

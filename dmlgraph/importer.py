@@ -816,18 +816,17 @@ def _inferred_as_given(
 ) -> dict[str, TensorInfo]:
     """The tensor types inference gives with the graph inputs as the model declares them
     (``inputs``, before ``input_shapes``), by name: what onnxruntime's load knows. The
-    graph inputs are read as given, before inference hides their long dimensions (named
-    ``folding``'s hidden lengths there, a Scan fed float[b, 5000] read its slice as of an
-    unknown size, and a message named it) and adds its own."""
+    graph inputs as inferred, not as the skeleton holds them after inference: their long
+    dimensions named as hidden lengths there, a Scan fed float[b, 5000] read its slice as of
+    an unknown size, and a message named it."""
     skeleton = _skeleton(proto, nodes, refined)
     declared = {value.name: value for value in inputs}
     for value in skeleton.graph.input:
         if value.name in declared:
             value.CopyFrom(declared[value.name])
-    given = [_copied(value) for value in skeleton.graph.input]
     inferred, _ = folding.infer_model(skeleton, source, nodes, _weight_names(proto))
     types = {}
-    for value in (*given, *inferred.value_info, *inferred.output):
+    for value in (*inferred.input, *inferred.value_info, *inferred.output):
         if value.type.HasField("tensor_type"):
             types[value.name] = tensor_info(value, source)
     return types
