@@ -298,12 +298,19 @@ def guard_slice_steps(graph: onnx.GraphProto, nodes: Sequence[Any] | None = None
 #: sees such an input's length as a name of its own (``infer_model``), and each dimension
 #: that long of a declared input of higher rank (not a weight: a Shape of it, or a Reshape of
 #: it to one dimension, makes a vector that long; a weight's size is in the file), and so of
-#: each tensor a subgraph declares (``_long_dims``).
+#: each tensor a subgraph declares (``_long_dims``) and each a Scan reads (its body's input
+#: is a slice of it: ``_inferred_long_vectors``).
 LONG_VECTOR = INFERENCE_CONSTANT_LIMIT
 _HIDDEN_LENGTH = "dmlgraph::hidden-length::"
 
 
 _Found = TypeVar("_Found")
+#: A tensor hidden as a graph input: (index of its node in graph.node, its name, element
+#: type, dimensions: each longer than ``LONG_VECTOR`` named as a hidden length, None where
+#: not known).
+_Made = tuple[int, str, int, tuple[int | None, ...]]
+#: One of a subgraph: (the subgraph, *``_Made``).
+_InnerMade = tuple[onnx.GraphProto, int, str, int, tuple[int | None, ...]]
 
 
 @dataclass(frozen=True)
@@ -313,16 +320,16 @@ class _LongVectors:
     dimension that long (by position and axis: float[1, 4e9], only declared, a Slice of its
     Shape a ConstantOfShape's shape, or it Reshaped to [-1], read by a Slice, ran out of
     memory in data propagation), and Constant nodes,
-    vector makers and nodes only inference sizes (``_inferred_long_vectors``; by index, with
-    their output, element type, length), of the graph or (``inner``) of a subgraph inference
+    vector makers and nodes only inference sizes (``_inferred_long_vectors``, as ``_Made``: of
+    a vector, or of a tensor a Scan reads), of the graph or (``inner``) of a subgraph inference
     enters, and (``inner_declared``) the long dimensions a subgraph declares of its inputs
     and outputs (a Slice of a Scan's body input float[16M] took 4.4 s and 1.3 GB to load, of
     a body output float[16M] 2.3 s: onnx keeps a declared size over the unknown one a node
     feeds or makes; the skeleton drops the main graph's outputs' shapes)."""
 
     inputs: tuple[tuple[int, int, int], ...]  # (position in graph.input, axis, length)
-    constants: tuple[tuple[int, str, int, int], ...]
-    inner: tuple[tuple[onnx.GraphProto, int, str, int, int], ...] = ()
+    constants: tuple[_Made, ...]
+    inner: tuple[_InnerMade, ...] = ()
     reshaped: tuple[tuple[int, str], ...] = ()  # (index in graph.node, output)
     inner_reshaped: tuple[tuple[onnx.GraphProto, int, str], ...] = ()  # of subgraphs
     #: (subgraph, its field: "input" or "output", position there, axis, length)
@@ -360,21 +367,28 @@ def _unscanned(
     to the body, over the body's hidden ones (a Slice in a Scan's body of a weight [1, 16M]
     scanned took 4-8 s and 1.5 GB to load). The Scans are looked for once asked (a long
     weight of rank above 1)."""
-    scanned: set[str] | None = None
+    scanned: frozenset[str] | None = None
 
     def weight(name: str) -> bool:
         nonlocal scanned
         if not is_weight(name):
             return False
         if scanned is None:
-            held = (nested for index, node in enumerate(listed) if node.op_type in _CONTROL_FLOW
-                    for attr in graph.node[index].attribute for sub in attribute_graphs(attr)
-                    for nested in nested_nodes(sub))
-            scanned = {read for node in chain(listed, held) if node.op_type == "Scan"
-                       for read in node.input}
+            scanned = _scan_reads(graph, listed)
         return name not in scanned
 
     return weight
+
+
+def _scan_reads(graph: onnx.GraphProto, listed: Sequence[Any]) -> frozenset[str]:
+    """The names the Scans of ``graph`` read as their inputs, at any depth: onnx's inference
+    feeds each one's sizes to the Scan's body, over the body's declared ones, the scan axis
+    dropped (of a tensor [1, n], a vector [n] there)."""
+    held = (nested for index, node in enumerate(listed) if node.op_type in _CONTROL_FLOW
+            for attr in graph.node[index].attribute for sub in attribute_graphs(attr)
+            for nested in nested_nodes(sub))
+    return frozenset(read for node in chain(listed, held) if node.op_type == "Scan"
+                     for read in node.input)
 
 
 #: The fields of a subgraph whose declared long dimensions are hidden
@@ -400,7 +414,7 @@ def _long_vectors(
 #: ``_LongVectors.inner``), their ``_RESHAPERS`` found (``_LongVectors.inner_reshaped``) and
 #: the long dimensions they declare (``_LongVectors.inner_declared``).
 _Inner = tuple[
-    list[tuple[onnx.GraphProto, int, str, int, int]], list[tuple[onnx.GraphProto, int, str]],
+    list[_InnerMade], list[tuple[onnx.GraphProto, int, str]],
     list[tuple[onnx.GraphProto, str, int, int, int]],
 ]
 
@@ -412,14 +426,14 @@ def _graph_long_vectors(
     inner: _Inner,
     reshaped: dict[str, tuple[int, str]],
     outer_sizes: _DeclaredSizes | None = None,
-) -> list[tuple[int, str, int, int]]:
+) -> list[_Made]:
     """The long Constant nodes and vector makers of ``graph`` (``listed``: its nodes, or their
     ``NodeFields``); those of the subgraphs it holds go to ``inner``. ``outer`` and
     ``outer_sizes``: the constants and sizes a subgraph sees of the graphs holding it. Its
     nodes that may make a long vector (``_RESHAPERS``) go to ``reshaped``, by output:
     (index, output)."""
-    found = []
-    ranges: dict[str, tuple[int, str, int, int]] = {}  # long Ranges, hidden where read so
+    found: list[_Made] = []
+    ranges: dict[str, _Made] = {}  # long Ranges, hidden where read so
     values: _Constants | None = None  # the graph's small constants, read once if asked
     sizes: _DeclaredSizes | None = None
     for index, node in enumerate(listed):
@@ -443,19 +457,19 @@ def _graph_long_vectors(
         if node.domain not in ("", "ai.onnx") or len(node.output) != 1:
             continue
         if op_type == "Constant" and (vector := _long_vector(node)) is not None:
-            found.append((index, node.output[0], *vector))
+            found.append((index, node.output[0], vector[0], (vector[1],)))
         elif op_type in _VECTOR_MAKERS:
             if values is None:
                 values = _Constants(graph, listed, outer)
             made = _VECTOR_MAKERS[op_type](node, values)
             if made is not None and made[1] > LONG_VECTOR:
-                found.append((index, node.output[0], *made))
+                found.append((index, node.output[0], made[0], (made[1],)))
         elif op_type == "Range":
             if values is None:
                 values = _Constants(graph, listed, outer)
             made = _range_vector(node, values)
             if made is not None and made[1] > LONG_VECTOR:
-                ranges[node.output[0]] = (index, node.output[0], *made)
+                ranges[node.output[0]] = (index, node.output[0], made[0], (made[1],))
     if ranges:
         found += _read_ranges(listed, ranges)
         found.sort()
@@ -1075,11 +1089,10 @@ def _hide(
         param = f"{_HIDDEN_LENGTH}{len(lengths)}"
         if _hide_reshaper(graph, sub.node[index], param, opset):
             lengths[param] = 1
-    for sub, index, name, elem_type, length in found.inner:  # no node moves: indexes hold
-        param = f"{_HIDDEN_LENGTH}{len(lengths)}"
-        graph.input.append(onnx.helper.make_tensor_value_info(param, elem_type, [param]))
+    for sub, index, name, elem_type, dims in found.inner:  # no node moves: indexes hold
+        param = f"{_HIDDEN_LENGTH}{len(lengths)}"  # its first long dimension's name too
+        graph.input.append(_hidden_input(param, elem_type, dims, lengths))
         sub.node[index].CopyFrom(onnx.helper.make_node("Identity", [param], [name]))
-        lengths[param] = length
     for position, axis, length in found.inputs:
         _name_length(graph.input[position], axis, length, lengths)
         names.append(graph.input[position].name)
@@ -1088,15 +1101,25 @@ def _hide(
         if _hide_reshaper(graph, graph.node[index], param, opset):
             lengths[param] = 1  # numbered as the others; no dimension is so named
             names.append(name)
-    for index, name, elem_type, length in reversed(found.constants):
+    for index, name, elem_type, dims in reversed(found.constants):
         del graph.node[index]
-        param = f"{_HIDDEN_LENGTH}{len(lengths)}"
-        graph.input.append(onnx.helper.make_tensor_value_info(name, elem_type, [param]))
-        lengths[param] = length
+        graph.input.append(_hidden_input(name, elem_type, dims, lengths))
         names.append(name)
     for sub, part, position, axis, length in found.inner_declared:  # onnx's merges keep
         _name_length(getattr(sub, part)[position], axis, length, lengths)  # a name
     return frozenset(names), lengths
+
+
+def _hidden_input(
+    name: str, elem_type: int, dims: Sequence[int | None], lengths: dict[str, int]
+) -> onnx.ValueInfoProto:
+    """A graph input ``name`` of ``dims``, each longer than ``LONG_VECTOR`` named as a hidden
+    length."""
+    value_info = onnx.helper.make_tensor_value_info(name, elem_type, dims)
+    for axis, length in enumerate(dims):
+        if length is not None and length > LONG_VECTOR:
+            _name_length(value_info, axis, length, lengths)
+    return value_info
 
 
 def _name_length(
@@ -1145,7 +1168,10 @@ def infer_model(
     then unknown, and of the two a dimension takes the more specific (a size, then a name
     the model gave, as ``_merge_type`` says). What only propagation over a hidden length
     would tell (a Shape of it read as a Reshape's shape) is left to folding, which computes
-    the Shape and infers its readers again. ``nodes`` as in ``guard_slice_steps``;
+    the Shape and infers its readers again. The inferred graph's inputs are the model's, as
+    given: no name of a hidden length shows (a Scan's body output made from a graph input
+    float[5000], declared [5000, 1], was said to be made float32[dmlgraph::hidden-length::0]).
+    ``nodes`` as in ``guard_slice_steps``;
     ``is_weight``: whether a graph input is a constant declared as one, whose dimensions
     stay (a Shape of an embedding feeding a Reshape keeps its propagated size)."""
     _guard_inference_aborts(model.graph, source, nodes)
@@ -1154,7 +1180,7 @@ def infer_model(
     suspected = not found and _may_make_long_vectors(model.graph, listed)
     exact = _inferred(model, source, propagate=False) if found or suspected else None
     if exact is not None:
-        inner: list[tuple[onnx.GraphProto, int, str, int, int]] = []
+        inner: list[_InnerMade] = []
         made = _inferred_long_vectors(model.graph, listed, exact, found, inner)
         found = replace(found, constants=tuple(sorted((*found.constants, *made))),
                         inner=(*found.inner, *inner))
@@ -1163,6 +1189,8 @@ def infer_model(
     inferred = _inferred(model, source, propagate=True)
     if exact is not None:
         _merge_inferred(inferred, exact, lengths)
+        del inferred.input[:]  # the inputs as the model declares them, none added
+        inferred.input.extend(exact.input)
     return inferred, hidden
 
 
@@ -1183,12 +1211,15 @@ def _may_make_long_vectors(
     The subgraphs of an If, Loop or Scan are looked at so too (onnx propagates in them: such a
     Reshape in an If's branch, a Loop's or a Scan's body took 2.3-3.5 s and 1.3 GB to load
     at 16M elements), each with ``outer``, the sizes of the graphs holding it; an If, Loop or
-    Scan reads what its subgraphs read of its graph (``_reads``)."""
+    Scan reads what its subgraphs read of its graph (``_reads``). A Scan may feed its body
+    a long vector of a tensor it reads (``_may_feed_long``)."""
     read = {name for node in listed if node.op_type in _DATA_READERS for name in node.input}
     sizes: _DeclaredSizes | None = None
     for index, node in enumerate(listed):
         if node.op_type in _CONTROL_FLOW:
             sizes = _DeclaredSizes(graph, listed, outer) if sizes is None else sizes
+            if node.op_type == "Scan" and any(_may_feed_long(name, sizes) for name in node.input):
+                return True
             read.update(_reads(graph.node[index])[len(node.input):])
             if any(_may_make_long_vectors(sub, sub.node, sizes)
                    for attr in graph.node[index].attribute for sub in attribute_graphs(attr)):
@@ -1211,6 +1242,21 @@ def _may_make_long_vectors(
             if _MAY_MAKE_VECTORS[node.op_type](node, sizes):
                 return True
     return False
+
+
+def _may_feed_long(name: str, sizes: _DeclaredSizes) -> bool:
+    """Whether a tensor a Scan reads may have a dimension longer than ``LONG_VECTOR`` only
+    inference sizes (``_inferred_long_vectors`` hides it): one a node makes of a size not
+    known, or a long Constant (a Scan of a Transpose of a weight [16M, 1], its body's input
+    declared of no shape, took 2.1 s and 1.5 GB to load). Not a graph input's (``_long_dims``
+    hides it)."""
+    if not name or sizes.declares(name):
+        return False
+    dims = sizes.constant_dims(name)
+    if dims is not None:
+        return any(dim > LONG_VECTOR for dim in dims)
+    size = sizes.get(name)
+    return size is None or size > LONG_VECTOR
 
 
 def _read_through_vector_keeping(listed: Sequence[Any], read: set[str]) -> set[str]:
@@ -1236,25 +1282,30 @@ def _inferred_long_vectors(
     listed: Sequence[Any],
     exact: onnx.GraphProto,
     found: _LongVectors,
-    inner: list[tuple[onnx.GraphProto, int, str, int, int]],
+    inner: list[_InnerMade],
     outer_ranks: Mapping[str, int] | None = None,
-) -> list[tuple[int, str, int, int]]:
-    """The nodes of ``graph`` (by index, with their output, element type, length) whose
-    output inference without propagation (``exact``, ``graph`` so inferred) sizes as a vector
-    longer than ``LONG_VECTOR``, read by an op other than Shape (``_read_ranges``), that
-    ``found`` does not hide yet: ``_hide`` makes each a graph input of a length of its own,
-    as a long Constant. Not an op with a data propagator of a vector (a Concat of two): its
-    value is its operands', each hidden where long. Those of the subgraphs ``graph`` holds go
+) -> list[_Made]:
+    """The nodes of ``graph`` (as ``_Made``) whose output inference without propagation
+    (``exact``, ``graph`` so inferred) sizes as a vector longer than ``LONG_VECTOR``, read by
+    an op other than Shape (``_read_ranges``), that ``found`` does not hide yet: ``_hide``
+    makes each a graph input of a length of its own, as a long Constant. Not an op with a
+    data propagator of a vector (a Concat of two): its value is its operands', each hidden
+    where long. So too a tensor of higher rank with a dimension that long that a Scan reads
+    (``_scan_reads``; a Constant too), its long dimensions each named: onnx feeds the Scan's
+    body its static size (a Scan of a Transpose of a weight [16M, 1], or of a Constant
+    [1, 16M], whose body Sliced its row, took 3.5 s and 1.7 GB to load). A node of more
+    than one output (a Loop) is none. Those of the subgraphs ``graph`` holds go
     to ``inner`` (as ``_LongVectors.inner``: ``_hide`` makes each an Identity of a graph input
     of a length of its own), each looked for with ``outer_ranks``, the ranks of the graphs
     holding it."""
-    long: dict[str, tuple[int, int]] = {}
+    long: dict[str, tuple[int, tuple[int | None, ...]]] = {}
     ranks: dict[str, int] = dict(outer_ranks or {})
     for value_info in chain(exact.input, exact.value_info):
         dims = value_info.type.tensor_type.shape.dim
         ranks[value_info.name] = len(dims)
-        if len(dims) == 1 and dims[0].dim_value > LONG_VECTOR:
-            long[value_info.name] = (value_info.type.tensor_type.elem_type, dims[0].dim_value)
+        if any(dim.dim_value > LONG_VECTOR for dim in dims):
+            long[value_info.name] = (value_info.type.tensor_type.elem_type, tuple(
+                dim.dim_value if dim.HasField("dim_value") else None for dim in dims))
     for index, node in enumerate(listed):
         if node.op_type in _CONTROL_FLOW:  # inference keeps the nodes and their attributes
             inferred = {attr.name: attribute_graphs(attr) for attr in exact.node[index].attribute}
@@ -1267,14 +1318,25 @@ def _inferred_long_vectors(
     else:
         taken = {name for sub, _, name, *_ in (*found.inner, *found.inner_reshaped)
                  if sub is graph}  # (protobuf hands out one object per subgraph held)
-    made = {
-        node.output[0]: (index, node.output[0], *long[node.output[0]])
-        for index, node in enumerate(listed)
-        if len(node.output) == 1 and node.output[0] in long and node.output[0] not in taken
-        and node.op_type not in _CONTROL_FLOW and node.op_type != "Constant"
-        and not (node.op_type in _DATA_READERS and node.input and ranks.get(node.input[0]) == 1)
-    } if long else {}
-    return _read_ranges(listed, made) if made else []
+    if not long:
+        return []
+    made: dict[str, _Made] = {}  # vectors
+    scanned: list[_Made] = []  # of higher rank
+    scans: frozenset[str] | None = None  # the names Scans read, once asked
+    for index, node in enumerate(listed):
+        if len(node.output) != 1 or node.output[0] not in long or node.output[0] in taken \
+                or node.op_type in _CONTROL_FLOW:
+            continue
+        name = node.output[0]
+        elem_type, dims = long[name]
+        if len(dims) > 1:
+            scans = _scan_reads(graph, listed) if scans is None else scans
+            if name in scans:
+                scanned.append((index, name, elem_type, dims))
+        elif node.op_type != "Constant" and not (
+                node.op_type in _DATA_READERS and node.input and ranks.get(node.input[0]) == 1):
+            made[name] = (index, name, elem_type, dims)
+    return [*_read_ranges(listed, made), *scanned] if made else scanned
 
 
 def _vector_reshape(node: Any, sizes: _DeclaredSizes) -> bool:

@@ -815,7 +815,10 @@ def _inferred_as_given(
     inputs: Sequence[onnx.ValueInfoProto],
 ) -> dict[str, TensorInfo]:
     """The tensor types inference gives with the graph inputs as the model declares them
-    (``inputs``, before ``input_shapes``), by name: what onnxruntime's load knows."""
+    (``inputs``, before ``input_shapes``), by name: what onnxruntime's load knows. The
+    graph inputs as inferred, not as the skeleton holds them after inference: their long
+    dimensions named as hidden lengths there, a Scan fed float[b, 5000] read its slice as of
+    an unknown size, and a message named it."""
     skeleton = _skeleton(proto, nodes, refined)
     declared = {value.name: value for value in inputs}
     for value in skeleton.graph.input:
@@ -823,7 +826,7 @@ def _inferred_as_given(
             value.CopyFrom(declared[value.name])
     inferred, _ = folding.infer_model(skeleton, source, nodes, _weight_names(proto))
     types = {}
-    for value in (*skeleton.graph.input, *inferred.value_info, *inferred.output):
+    for value in (*inferred.input, *inferred.value_info, *inferred.output):
         if value.type.HasField("tensor_type"):
             types[value.name] = tensor_info(value, source)
     return types

@@ -485,6 +485,62 @@ def test_a_size_only_input_shapes_gives_does_not_refuse_a_scan_at_load(onnx_run)
         dmlgraph.load(_declared("slice size"), {"x": [4, 6]})
 
 
+@pytest.mark.parametrize("declared", [["n - 1"], ["n", 1]])
+def test_a_scan_over_a_long_input_is_refused_with_input_shapes_as_declared(declared) -> None:
+    """x declared [b, n] (n above ``folding.LONG_VECTOR``), its body's row [n - 1] or
+    [n, 1]: onnxruntime refuses the model (the row arrives [n]), and so does the load with
+    ``input_shapes`` fixing b, as the one without does. Before, the types inferred from the
+    inputs as declared read x after its long dimension was hidden: [n - 1] loaded, [n, 1]
+    was refused saying the Scan feeds 'float32[dmlgraph::hidden-length::0]'."""
+    import onnxruntime
+
+    from dmlgraph import folding
+
+    n = folding.LONG_VECTOR + 4
+    row = [n - 1 if dim == "n - 1" else n if dim == "n" else dim for dim in declared]
+    body = helper.make_graph([helper.make_node("Identity", ["row"], ["out"])], "body",
+                             [_vi("row", row)], [_vi("out", None)])
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node("Scan", ["x"], ["y"], body=body, num_scan_inputs=1)], "g",
+        [_vi("x", ["b", n])], [_vi("y", None)]), opset_imports=[helper.make_opsetid("", 18)])
+    with pytest.raises(Exception, match="ShapeInferenceError"):
+        onnxruntime.InferenceSession(model.SerializeToString(),
+                                     providers=["CPUExecutionProvider"])
+    says = (f"its body declares scan input's slice 'row' as float32[{','.join(map(str, row))}]"
+            f", and the Scan feeds it float32[{n}]")
+    with pytest.raises(ModelValidationError, match=re.escape(says)):
+        dmlgraph.load(model)
+    with pytest.raises(ModelValidationError, match=re.escape(says)):
+        dmlgraph.load(model, {"x": [3, n]})
+
+
+def test_a_scan_output_made_from_a_long_outer_input_is_named_by_its_size() -> None:
+    """A body's scan output, a Neg of the graph input x float[n] (n above
+    ``folding.LONG_VECTOR``), declared [n, 1]: onnxruntime loads the model and its run fails
+    ("Subgraph must have the shape set for all outputs"), and the load refuses it saying the
+    node makes float32[n]. Before, it said 'float32[dmlgraph::hidden-length::0]': the inferred
+    graph's inputs were the ones its data propagation was given, x's length named."""
+    import onnxruntime
+
+    from dmlgraph import folding
+
+    n = folding.LONG_VECTOR + 4
+    body = helper.make_graph([helper.make_node("Neg", ["x"], ["o"])], "body",
+                             [_vi("row", [2])], [_vi("o", [n, 1])])
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node("Scan", ["xs"], ["y"], body=body, num_scan_inputs=1)], "g",
+        [_vi("x", [n]), _vi("xs", [3, 2])], [_vi("y", None)]),
+        opset_imports=[helper.make_opsetid("", 18)])
+    session = onnxruntime.InferenceSession(model.SerializeToString(),
+                                           providers=["CPUExecutionProvider"])
+    with pytest.raises(Exception, match="Subgraph must have the shape set for all outputs"):
+        session.run(None, {"x": np.zeros(n, np.float32), "xs": np.zeros((3, 2), np.float32)})
+    with pytest.raises(ModelValidationError, match=re.escape(
+            f"its body declares scan output 0 ('o') float32[{n},1], and its node makes "
+            f"float32[{n}]: a Scan's body makes its outputs as declared")):
+        dmlgraph.load(model)
+
+
 def _repeating(outputs: list[str]) -> onnx.ModelProto:
     """A Scan whose body makes acc_out (Concat of a Slice of acc + row, and 1) and sq (row
     squared) its outputs as ``outputs`` lists them, one of them twice."""
