@@ -1645,7 +1645,7 @@ def _spec_values(
     ref = reference_run(model, feeds) if not _holds_scan8(model) else None
     if ref is not None and not isinstance(ref, Exception):
         stats["oracle.reference"] += 1
-        return [np.ascontiguousarray(v) for v in ref]
+        return [np.asarray(v, order="C") for v in ref]
     try:
         mine = numpy_eval(model, feeds)
     except Exception:  # noqa: BLE001
@@ -1653,7 +1653,8 @@ def _spec_values(
     if any(v is None for v in mine):
         return None
     stats["oracle.numpy_eval"] += 1
-    return [np.ascontiguousarray(v) for v in mine]  # (bound outputs are made like them)
+    return [np.asarray(v, order="C") for v in mine]  # (bound outputs are made like
+    # them; not ascontiguousarray, which makes a scalar [1])
 
 
 #: onnx.reference's failures on what ONNX leaves open, as dmlgraph's reference fallback
