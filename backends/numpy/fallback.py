@@ -596,23 +596,23 @@ def _held_apart(proto: onnx.GraphProto, made: Sequence[Value], failure: str) -> 
                    if out)
 
 
-def _held_toward(node: Node, proto: onnx.GraphProto, made: Sequence[str],
+def _held_toward(node: Node, proto: onnx.GraphProto, made: Collection[Value],
                  toward: Collection[str] | None) -> bool:
-    """Whether the tensors ``made`` in ``node``'s subgraph ``proto`` (at any depth) reach an
+    """Whether the values ``made`` in ``node``'s subgraph ``proto`` (at any depth, by scope:
+    ``reach.Value``) reach an
     output of ``node`` among ``toward`` (any, None; ``reached_outputs``, which says () both
     where it cannot tell, every one then, and where they reach no output of ``proto``, told
     apart first): only such an output carries their sizes past it. A Squeeze summed into a
     Scan's other output got the hint where a Concat of its rows failed on both engines."""
-    names = set(made)
-    reach(proto, names, set())
-    if not any(value.name in names for value in proto.output):
+    reached = reach(proto, made)
+    if not any(value in reached for value in output_values(proto)):
         return False
     explicit = len(split_inputs(node)[0])
     states = 0  # (a Scan's: its explicit inputs but its scan inputs and a Scan-8's lengths)
     if node.op_type == "Scan" and isinstance(node.op, OnnxOp):
         states = len(proto.input) - int(node.op.attrs.get("num_scan_inputs", 0) or 0)
-    reached = reached_outputs(node.op_type, explicit, states, proto, made, node.outputs)
-    return toward is None or not reached or any(name in toward for name in reached)
+    found = reached_outputs(node.op_type, explicit, states, proto, made, node.outputs)
+    return toward is None or not found or any(name in toward for name in found)
 
 
 def _hint(note: str, node: str) -> str:
