@@ -1618,3 +1618,46 @@ def test_a_run_time_rule_in_a_branch_broken_by_a_top_level_squeeze_says_referenc
         _SQUEEZE_NOTE + "(node 'squeeze' (Squeeze) is a known divergence onnx.reference runs "
         "as ONNX says: --fallback reference, fallback='reference' in Python)")
     assert check(model, inputs=feeds, fallback="reference").exit_code == 0
+
+
+def _squeeze_cast_joined(flat: bool) -> tuple[onnx.ModelProto, dict]:
+    """A Squeeze of X [1, 3, 1] by an empty axes list, Cast to int64 (``flat``: Reshaped to
+    [-1] first, a [3] on either engine), joined by a Concat with Y (int64, declared of no
+    shape: the Concat is lowered when it runs) fed a [2, 2] (``flat``) or a [2, 3, 1]."""
+    nodes = [helper.make_node("Squeeze", ["X", "e"], ["S"], name="squeeze")]
+    if flat:
+        nodes.append(helper.make_node("Reshape", ["S", "flat"], ["R"], name="reshape"))
+    nodes += [helper.make_node("Cast", ["R" if flat else "S"], ["I"], to=TensorProto.INT64),
+              helper.make_node("Concat", ["I", "Y"], ["Z"], axis=0, name="cat")]
+    model = _model(nodes, [_info("X", [1, 3, 1]), _info("Y", None, TensorProto.INT64)],
+                   [_info("Z", None, TensorProto.INT64)], [_ints("e", []), _ints("flat", [-1])],
+                   opset=13)
+    return model, {"X": np.ones((1, 3, 1), np.float32),
+                   "Y": np.arange(4).reshape(2, 2) if flat else np.arange(6).reshape(2, 3, 1)}
+
+
+def test_a_run_time_rule_broken_by_an_int_read_as_onnx_infers_it_gets_no_hint() -> None:
+    """The run-time Concat's rule (ranks 1 and 2) breaks on both engines: its int64 read
+    arrived a [3], as ONNX infers it, and a Concat reads no values, only sizes. An int read
+    was always counted reached, so the error said --fallback reference runs the Squeeze,
+    where the Concat fails too."""
+    model, feeds = _squeeze_cast_joined(flat=True)
+    _fails_on_both_without_hint(model, feeds, "Name:'cat'", "same number of dimensions",
+                                "node 'cat' \\(Concat\\): inputs have different ranks")
+
+
+def test_a_run_time_rule_broken_by_an_int_read_a_squeeze_sized_keeps_its_hint() -> None:
+    """The int64 read arrived a [3] where ONNX infers [1, 3, 1]: the Squeeze broke the rule,
+    and is named; onnx.reference joins the [1, 3, 1] with the [2, 3, 1]."""
+    from onnx.reference import ReferenceEvaluator
+
+    from dmlgraph.errors import DmlgraphError
+
+    model, feeds = _squeeze_cast_joined(flat=False)
+    _ort_fails(model, feeds, "Name:'cat'")
+    assert ReferenceEvaluator(model).run(None, feeds)[0].shape == (3, 3, 1)
+    with pytest.raises(DmlgraphError, match="node 'cat' \\(Concat\\): inputs have different "
+                       "ranks") as raised:
+        check(model, inputs=feeds)
+    assert "(node 'squeeze' (Squeeze) is a known divergence" in str(raised.value)
+    assert check(model, inputs=feeds, fallback="reference").exit_code == 0

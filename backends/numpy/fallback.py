@@ -553,26 +553,31 @@ def _may_arrive_as_inferred(graph: Graph, name: str) -> bool:
             and np.issubdtype(np.dtype(info.dtype), np.floating))
 
 
-def as_inferred(graph: Graph, name: str, arrived: Mapping[str, np.ndarray]) -> bool:
-    """Whether ``name`` arrived as a floating-point array of the dtype and static sizes ONNX
-    infers for it (``diverged_reads``)."""
+def as_inferred(graph: Graph, name: str, arrived: Mapping[str, np.ndarray],
+                sized: bool = False) -> bool:
+    """Whether ``name`` arrived as a floating-point array (of any type where ``sized``: a
+    read whose values the rule does not read) of the dtype and static sizes ONNX infers for
+    it (``diverged_reads``)."""
     value, info = arrived.get(name), graph.tensors.get(name)
     return (value is not None and info is not None and info.static_shape is not None
-            and np.issubdtype(value.dtype, np.floating) and info.dtype is not None
+            and (sized or np.issubdtype(value.dtype, np.floating)) and info.dtype is not None
             and np.dtype(info.dtype) == value.dtype and value.shape == tuple(info.static_shape))
 
 
-def diverged_reads(graph: Graph, reads: Sequence[str],
-                   arrived: Mapping[str, np.ndarray]) -> list[str]:
+def diverged_reads(graph: Graph, reads: Sequence[str], arrived: Mapping[str, np.ndarray],
+                   sized: Collection[str] = ()) -> list[str]:
     """The ``reads`` of a node onnxruntime failed at (or of a rule that a subgraph broke)
     through which a divergence of sizes before them may reach it: all but a floating-point
-    read that ``arrived`` of the dtype and sizes ONNX infers (``as_inferred``). The
+    read that ``arrived`` of the dtype and sizes ONNX infers (``as_inferred``), or one of
+    ``sized`` (whose values the rule does not read: ``plan.SIZED_READS``) of any type. The
     divergence did not reach its sizes, and a rule reads no float's values (but those of
     ``_VALUE_RULES``, whose every read ``_reaches`` counts): a sum of a Squeeze's result (a
     scalar either way) read by a Concat or a Reshape failing on onnx.reference too got the
-    hint to run --fallback reference. One rule for a main
-    graph's failure (``_apart``) and a subgraph's (``plan._ControlStep._hint``)."""
-    return [name for name in reads if name and not as_inferred(graph, name, arrived)]
+    hint to run --fallback reference, as did an int64 Reshape of it to [-1] ([3] either
+    way) that a run-time Concat joined with a [2, 2]. One rule for a main graph's failure
+    (``_apart``) and a subgraph's (``plan._ControlStep._hint``)."""
+    return [name for name in reads
+            if name and not as_inferred(graph, name, arrived, name in sized)]
 
 
 def _held_apart(proto: onnx.GraphProto, made: Sequence[Value], failure: str) -> bool:
@@ -596,22 +601,23 @@ def _held_apart(proto: onnx.GraphProto, made: Sequence[Value], failure: str) -> 
                    if out)
 
 
-def _held_toward(node: Node, proto: onnx.GraphProto, made: Sequence[Value],
+def _held_toward(node: Node, proto: onnx.GraphProto, made: Collection[Value],
                  toward: Collection[str] | None) -> bool:
-    """Whether the tensors ``made`` in ``node``'s subgraph ``proto`` (at any depth) reach an
+    """Whether the values ``made`` in ``node``'s subgraph ``proto`` (at any depth, by scope:
+    ``reach.Value``) reach an
     output of ``node`` among ``toward`` (any, None; ``reached_outputs``, which says () both
     where it cannot tell, every one then, and where they reach no output of ``proto``, told
     apart first): only such an output carries their sizes past it. A Squeeze summed into a
     Scan's other output got the hint where a Concat of its rows failed on both engines."""
-    inside = reach(proto, made)
-    if not any(value in inside for value in output_values(proto)):
+    reached = reach(proto, made)
+    if not any(value in reached for value in output_values(proto)):
         return False
     explicit = len(split_inputs(node)[0])
     states = 0  # (a Scan's: its explicit inputs but its scan inputs and a Scan-8's lengths)
     if node.op_type == "Scan" and isinstance(node.op, OnnxOp):
         states = len(proto.input) - int(node.op.attrs.get("num_scan_inputs", 0) or 0)
-    reached = reached_outputs(node.op_type, explicit, states, proto, made, node.outputs)
-    return toward is None or not reached or any(name in toward for name in reached)
+    found = reached_outputs(node.op_type, explicit, states, proto, made, node.outputs)
+    return toward is None or not found or any(name in toward for name in found)
 
 
 def _hint(note: str, node: str) -> str:

@@ -30,7 +30,7 @@ import threading
 import weakref
 from bisect import bisect_left, bisect_right, insort
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -892,7 +892,7 @@ class _RuntimeStep(_PythonStep):
                 sub = self.lowering.lower(arrays, self.level)
             except NodeRuleError as exc:  # by the sizes that arrived, which a divergence made?
                 hint = _rule_hint(self.graph, self.fallback, self.state.values,
-                                  node.inputs, arrays)
+                                  node.inputs, arrays, sized_reads(node.op_type, node.inputs))
                 if not hint:
                     raise
                 raise BackendError(f"{exc}{hint}") from None
@@ -972,17 +972,36 @@ class _ControlStep(_PythonStep):
         return _rule_hint(self.graph, self.fallback, self.state.values, broken.reads, arrived)
 
 
+#: The inputs of a Slice, Concat or Pad (by position; None: all) whose values its rules do
+#: not read, only their sizes: its data (``fallback.diverged_reads``).
+SIZED_READS: Mapping[str, frozenset[int] | None] = {
+    "Concat": None, "Slice": frozenset({0}), "Pad": frozenset({0}),
+}
+
+
+def sized_reads(op_type: str, inputs: Sequence[str]) -> frozenset[str]:
+    """The names among ``inputs`` (of a node of ``op_type``) read only at positions
+    ``SIZED_READS`` lists: a name also read as a start or pad counts by its values."""
+    positions = SIZED_READS.get(op_type, frozenset())
+    sized = {name for k, name in enumerate(inputs) if positions is None or k in positions}
+    valued = {name for k, name in enumerate(inputs) if positions is not None
+              and k not in positions}
+    return frozenset(name for name in sized - valued if name)
+
+
 def _rule_hint(graph: Graph, fallback: Fallback, values: Mapping[str, np.ndarray],
-               reads: Sequence[str], arrived: Mapping[str, np.ndarray]) -> str:
+               reads: Sequence[str], arrived: Mapping[str, np.ndarray],
+               sized: Collection[str] = ()) -> str:
     """What a rule broken by the sizes that arrived (of a node reading ``reads`` of
     ``graph``: a run-time Slice/Concat/Pad's, or a node's in a subgraph) adds where a node
     before the makers of those reads that ``fallback.diverged_reads`` keeps diverges as
     onnxruntime makes other sizes than ONNX (``fallback.reference_hint``): the onnxruntime
     fallback made those sizes, and onnx.reference runs it as ONNX says. "" on another
-    fallback, or where none does. One rule for ``_ControlStep`` and ``_RuntimeStep``."""
+    fallback, or where none does. ``sized``: reads whose values the rule does not read
+    (``sized_reads``). One rule for ``_ControlStep`` and ``_RuntimeStep``."""
     if not isinstance(fallback, OnnxruntimeFallback):
         return ""
-    kept = diverged_reads(graph, reads, arrived)
+    kept = diverged_reads(graph, reads, arrived, sized)
     makers = {maker.id for name in kept if (maker := graph.producer(name))}
     before = set(makers).union(*(nx.ancestors(graph.nx, m) for m in makers))
     nodes = [node for node in graph.nodes if node.id in before]
