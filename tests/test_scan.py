@@ -1177,6 +1177,47 @@ def test_a_held_scan_8_s_input_is_read_by_its_own_scope(onnx_run) -> None:
     assert any("a Scan-8 of empty scan inputs" in d for d in got["F"].divergences)
     assert got["V"].compared and got["V"].mismatches == 0
 
+@pytest.mark.parametrize("fallback", ["onnxruntime", "reference"])
+def test_a_held_scan_s_divergence_reaching_no_output_leaves_every_output_compared(
+    fallback: str, onnx_run
+) -> None:
+    """The held Scan-16 passing its state by name, its final state dropped by the Loop's
+    body (outputs V, R: the state carried by an Identity, the Scan's rows): what onnxruntime
+    gets wrong reaches none of the Loop's outputs. ``reach`` said "not known" for none, so
+    every output was "not compared" on the onnxruntime fallback ("nothing compared"), the
+    rows never checked. Now nothing is noted and both are compared, with values NumPy gives."""
+    from dmlgraph import check
+
+    model = _held_scan_9(passed=True)
+    loop = model.graph.node[0]
+    del loop.attribute[0].g.output[2], loop.output[1], model.graph.output[1]
+    feeds = {"init": np.array([1, 2], np.float32),
+             "x": np.arange(-12, 12, dtype=np.float32).reshape(4, 6)}
+    v, r = onnx_run(model, feeds, optimize=False)
+    assert np.array_equal(v, feeds["init"]) and np.array_equal(r, np.maximum(feeds["x"], 0)[None])
+    report = check(model, inputs=feeds, fallback=fallback)
+    assert report.exit_code == 0 and not report.divergences
+    got = {o.name: o for c in report.comparisons for o in c.outputs}
+    assert set(got) == {"V", "R"}
+    assert all(o.compared and o.mismatches == 0 for o in got.values())
+
+
+def test_reach_tells_none_reached_from_not_known() -> None:
+    """``reached_outputs`` of a Loop whose body makes F from a state s it drops and R from
+    the rows: s reaches none of its outputs, (), where it said () for "not known" too (read
+    as all); a value the body does not define is not known, None."""
+    from dmlgraph.reach import reached_outputs
+
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["c"], ["c2"]), helper.make_node("Relu", ["v"], ["s"]),
+         helper.make_node("Relu", ["x"], ["r"])],
+        "loop", [_vi("i", [], TensorProto.INT64), _vi("c", [], TensorProto.BOOL),
+                 _vi("v", [2])], [_vi("c2", [], TensorProto.BOOL), _vi("v", None), _vi("r", None)])
+    assert reached_outputs("Loop", 3, 0, body, [((), "s")], ["V", "R"]) == ()
+    assert reached_outputs("Loop", 3, 0, body, [((), "r")], ["V", "R"]) == ("R",)
+    assert reached_outputs("Loop", 3, 0, body, [((), "nowhere")], ["V", "R"]) is None
+
+
 def _loop_of_scan(scan_out: str, read: str) -> onnx.GraphProto:
     """A Loop body carrying v into a Scan-9's state (passed through) beside x, a scan input
     read from outside, whose scan output is ``scan_out`` of (``read``, row)."""

@@ -682,7 +682,8 @@ class ControlFlow:
         of ``lowered``: its notes' ``wrong`` ones, else all) reach, its record's ``wrong``:
         ``check`` leaves only those at its notes, as it does the top-level node's own. A
         Scan-8 in an If's branch passing its state through left the If's every output "not
-        compared", the branch's Relu of its rows too. () (all) where it cannot tell."""
+        compared", the branch's Relu of its rows too. () (all) where it cannot tell, and
+        where they reach none (a record's ``wrong`` cannot say none: all, over not under)."""
         made: Sequence[str] = run.wrong
         if not made and run.node_id is not None:
             try:
@@ -693,7 +694,7 @@ class ControlFlow:
         found = defined_values(body, [name for name in made if name])
         return () if found is None else reached_outputs(
             self.op_type, len(self.explicit_names), self.scan.states if self.scan else 0,
-            body, found, self.outputs)
+            body, found, self.outputs) or ()
 
     def _lowered(
         self, attr: str, arrays: Mapping[str, np.ndarray], level: FeatureLevel

@@ -239,9 +239,11 @@ class _HeldScan:
     #: body's, whatever it is fed)
     inputs: tuple[str, ...]
     #: the holder's outputs its outputs that onnxruntime gets wrong by its body reach
-    #: (``_scan_body_wrong``), and those all its outputs reach; () where not known: all
-    body_wrong: tuple[str, ...] = ()
-    every: tuple[str, ...] = ()
+    #: (``_scan_body_wrong``; (): none, so its body's note says nothing), and those all its
+    #: outputs reach (never (): a refusal stops the run whatever it reaches); None where not
+    #: known: all
+    body_wrong: tuple[str, ...] | None = None
+    every: tuple[str, ...] | None = None
     #: where it is in a branch of the If holding it: the If's condition (the segment's name)
     #: and the value that runs that branch; it runs only then
     cond: str = ""
@@ -259,8 +261,9 @@ class _HeldScan:
             values[0] = _sized(np.dtype(np.int64), (1,))
         return check(self.op, values)
 
-    def wrong(self, note: str) -> tuple[str, ...]:
-        """The holder's outputs ``note`` (of its body, or of its values) concerns."""
+    def wrong(self, note: str) -> tuple[str, ...] | None:
+        """The holder's outputs ``note`` (of its body, or of its values) concerns: () none
+        (no note is said), None all."""
         body = _scan_body_note(self.op)
         return self.body_wrong if body and note.startswith(body) else self.every
 
@@ -315,14 +318,15 @@ def _nested_scans(graph: Graph) -> list[_HeldScan]:
                         tuple(node.outputs), op, inputs,
                         reached(made=[(scope, name) for name in _scan_body_wrong(
                             op, scan.output)]),
-                        reached(made=[(scope, name) for name in scan.output if name]),
+                        reached(made=[(scope, name) for name in scan.output if name]) or None,
                         explicit[0] if branch else "", attr == "then_branch"))
     return found
 
 
-def _reached_by(node: Node, proto: onnx.GraphProto, made: Collection[Value]) -> tuple[str, ...]:
+def _reached_by(node: Node, proto: onnx.GraphProto,
+                made: Collection[Value]) -> tuple[str, ...] | None:
     """The outputs of ``node`` (an If, Loop or Scan) that the values ``made`` of its subgraph
-    ``proto`` reach (``reach.reached_outputs``); () where not known: all."""
+    ``proto`` reach (``reach.reached_outputs``); () none, None where not known: all."""
     explicit = split_inputs(node)[0]
     op = node.op
     scans = int(op.attrs.get("num_scan_inputs", 0) or 0) if isinstance(op, OnnxOp) else 0
@@ -757,9 +761,10 @@ class ReferenceRun:
                     self.wrong[key] = _ort_wrong(op, key, note)
             for held in self.held_scans:
                 if held.key not in self.said and (note := held.note(
-                        _scan_run_divergence, lambda name: made.get(name, feeds.get(name)))):
+                        _scan_run_divergence, lambda name: made.get(name, feeds.get(name)))) and (
+                        wrong := held.wrong(note)) != ():  # (): it reaches none of them
                     self.said[held.key] = note
-                    self.wrong[held.key] = held.wrong(note)
+                    self.wrong[held.key] = wrong or ()
         else:
             results = dict(zip(self.outputs, made))
             self.said, self.wrong = {}, {}
@@ -773,7 +778,7 @@ class ReferenceRun:
                     key = tuple(node.outputs)
                     before = self.wrong.pop(key, ()) if key in self.said else None
                     self.said[key] = found[0]
-                    reached = _reached_by(node, proto, found[2])
+                    reached = _reached_by(node, proto, found[2]) or ()  # (none: all)
                     if before is None or (before and reached):
                         self.wrong[key] = tuple(dict.fromkeys((*(before or ()), *reached)))
         for key, note in self.loops:
@@ -1017,9 +1022,10 @@ class OrtRun:
                 self.said[key] = note + _ORT_GAVE
                 self.wrong[key] = _ort_wrong(op, key, note)
         for scan in self.held:  # Scans its nodes hold (``_nested_scans``)
-            if scan.key not in self.said and (note := scan.note(_scan_ort_no_value, value)):
+            if scan.key not in self.said and (note := scan.note(_scan_ort_no_value, value)) and (
+                    wrong := scan.wrong(note)) != ():  # (): it reaches none of them
                 self.said[scan.key] = note + _ORT_GAVE
-                self.wrong[scan.key] = scan.wrong(note)
+                self.wrong[scan.key] = wrong or ()
         return {name: made[name] for name in self.outputs}
 
 
