@@ -1122,6 +1122,53 @@ def test_a_held_scan_9_passing_its_state_by_name_is_a_known_divergence(
     assert all(got[name].compared and got[name].mismatches == 0 for name in ("V", "R"))
 
 
+@pytest.mark.parametrize("taken", [True, False])
+@pytest.mark.parametrize("fallback", ["onnxruntime", "reference"])
+def test_a_scan_9_in_an_if_run_whole_is_watched_by_its_branch(
+    fallback: str, taken: bool, onnx_run
+) -> None:
+    """A Scan-16 passing its state by name in an If's then branch that reads a sequence (the
+    NumPy backend runs the If whole on the fallback). Taken, onnxruntime gives zeros for F
+    where ONNX gives init: check compared them with the onnxruntime fallback's zeros and
+    passed, and on --fallback reference failed naming nothing; now F is the divergence. Not
+    taken (the else branch's Identity of init), nothing is noted and F is compared."""
+    from dmlgraph import check
+    from dmlgraph.parity import Verdict
+
+    body = helper.make_graph([helper.make_node("Relu", ["row"], ["relu"])], "body",
+                             [_vi("acc", [2]), _vi("row", [6])],
+                             [_vi("acc", [2]), _vi("relu", [6])])
+    then = helper.make_graph(
+        [helper.make_node("Scan", ["init", "x"], ["final", "rows"], body=body,
+                          num_scan_inputs=1),
+         helper.make_node("SequenceConstruct", ["rows"], ["sq"]),
+         helper.make_node("Constant", [], ["z"],
+                          value=numpy_helper.from_array(np.array(0, np.int64), "z")),
+         helper.make_node("SequenceAt", ["sq", "z"], ["rows2"])],
+        "then", [], [_vi("final", None), _vi("rows2", None)])
+    other = helper.make_graph([helper.make_node("Identity", ["init"], ["e1"]),
+                               helper.make_node("Relu", ["x"], ["e2"])], "else", [],
+                              [_vi("e1", None), _vi("e2", None)])
+    node = helper.make_node("If", ["B"], ["F", "R"], name="holder", then_branch=then,
+                            else_branch=other)
+    graph = helper.make_graph(
+        [node], "m", [_vi("init", [2]), _vi("x", [4, 6]), _vi("B", [], TensorProto.BOOL)],
+        [_vi("F", None), _vi("R", None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 16)], ir_version=8)
+    feeds = {"init": np.array([1, 2], np.float32),
+             "x": np.arange(-12, 12, dtype=np.float32).reshape(4, 6), "B": np.array(taken)}
+    assert np.array_equal(onnx_run(model, feeds, optimize=False)[1], np.maximum(feeds["x"], 0))
+    report = check(model, inputs=feeds, fallback=fallback)
+    assert report.exit_code == 0
+    got = {o.name: o for c in report.comparisons for o in c.outputs}
+    assert got["R"].compared and got["R"].mismatches == 0
+    if not taken:
+        assert not report.divergences and got["F"].compared and got["F"].mismatches == 0
+        return
+    assert got["F"].verdict is Verdict.KNOWN_DIVERGENCE
+    assert got["F"].compared == (fallback == "reference")
+
+
 def test_a_held_scan_9_passing_its_state_by_an_identity_is_compared(onnx_run) -> None:
     """The same Scan passing its state on by an Identity: onnxruntime computes it (init),
     nothing is noted, and every output is compared."""
