@@ -1265,6 +1265,31 @@ def test_reach_tells_none_reached_from_not_known() -> None:
     assert reached_outputs("Loop", 3, 0, body, [((), "nowhere")], ["V", "R"]) is None
 
 
+@pytest.mark.parametrize("holder", ["whole", "Loop"])
+def test_a_held_scan_8_refused_leaves_every_output_of_its_holder_uncompared(holder) -> None:
+    """A Scan-8 of sequence length 0 in a Loop (run whole, or its body lowered) beside a
+    carried value V the Scan does not reach: onnxruntime refuses the Scan ("Invalid entries
+    in sequence_lens") and so fails the Loop. Its note concerned only F and R, so check on
+    --fallback reference ran onnxruntime on the graph pruned to V, which still runs the
+    Loop, failed again, and exited 2 with onnxruntime's words alone. Now every output of the
+    Loop is the divergence's, named, not compared (onnx has no Scan-8 to compare with)."""
+    from dmlgraph import check
+    from dmlgraph.parity import Verdict
+
+    model = _held_scan_8(holder)
+    feeds = {"L": np.array([0], np.int64), "init": np.array([[1, 2]], np.float32),
+             "x": np.arange(-12, 12, dtype=np.float32).reshape(1, 4, 6)}
+    got = get_backend("numpy", fallback="reference").run(lower(dmlgraph.load(model), "6_4"),
+                                                         feeds)
+    assert np.array_equal(got["F"][-1], feeds["init"])  # ONNX: no step, the initial state
+    report = check(model, inputs=feeds, fallback="reference")
+    assert report.exit_code == 0
+    outputs = [o for c in report.comparisons for o in c.outputs]
+    assert {o.name for o in outputs} == {"V", "F", "R"}
+    assert all(o.verdict is Verdict.KNOWN_DIVERGENCE and not o.compared for o in outputs)
+    assert any("sequence_lens [0]" in d.note for d in report.divergences)
+
+
 def _loop_of_scan(scan_out: str, read: str) -> onnx.GraphProto:
     """A Loop body carrying v into a Scan-9's state (passed through) beside x, a scan input
     read from outside, whose scan output is ``scan_out`` of (``read``, row)."""

@@ -27,7 +27,7 @@ from dmlgraph.dml.enums import PaddingMode
 from dmlgraph.dml.indexmaps import source_indices
 from dmlgraph.dtypes import DTYPE_TO_ELEM_TYPE, ELEM_TYPE_TO_DTYPE
 from dmlgraph.ir import Graph, Node, OnnxOp, Subgraph, split_inputs, subgraphs
-from dmlgraph.parity import DIVERGENCE, UNINITIALIZED, failed_at, failed_nodes
+from dmlgraph.parity import DIVERGENCE, REFUSES, UNINITIALIZED, failed_at, failed_nodes
 from dmlgraph.reach import Scope, Value, output_values, reach, reached_outputs, scoped_graphs
 from dmlgraph.reference_ops import DIVERGENT_DOMAINS, label_divergence, spec_ops
 from dmlgraph.shape_kernels import KERNELS
@@ -88,10 +88,9 @@ def _squeeze_divergence(op: OnnxOp, values: Sequence[Any]) -> str:
             f"({[d for d in shape if d != 1]})")
 
 
-#: How a run divergence's note says onnxruntime fails there (``reference_hint``).
-_REFUSES = "onnxruntime 1.32 refuses it"
-#: The phrases of the run divergences onnxruntime fails at, or past (``reference_hint``).
-_FAILS_AT = (_REFUSES, _SQUEEZES_ALL)
+#: The phrases of the run divergences onnxruntime fails at (``parity.REFUSES``), or past
+#: (``reference_hint``).
+_FAILS_AT = (REFUSES, _SQUEEZES_ALL)
 
 
 def _scan_8_divergence(op: OnnxOp, values: Sequence[Any]) -> str:
@@ -106,7 +105,7 @@ def _scan_8_divergence(op: OnnxOp, values: Sequence[Any]) -> str:
                 f"{np.asarray(lengths).reshape(-1).tolist()} holds a sequence length of 0, "
                 "which ONNX allows (that batch entry runs no step: its final states are its "
                 "initial ones, its scan outputs padding), as onnx.reference's Scan-8 "
-                f"(reference_ops) computes; {_REFUSES} (\"Invalid entries in sequence_lens\")")
+                f"(reference_ops) computes; {REFUSES} (\"Invalid entries in sequence_lens\")")
     return _scan_8_no_step(op, values)
 
 
@@ -240,8 +239,8 @@ class _HeldScan:
     inputs: tuple[str, ...]
     #: the holder's outputs its outputs that onnxruntime gets wrong by its body reach
     #: (``_scan_body_wrong``; (): none, so its body's note says nothing), and those all its
-    #: outputs reach (never (): a refusal stops the run whatever it reaches); None where not
-    #: known: all
+    #: outputs reach (never (): its final states left uninitialized reach some); None where
+    #: not known: all
     body_wrong: tuple[str, ...] | None = None
     every: tuple[str, ...] | None = None
     #: where it is in a branch of the If holding it: the If's condition (the segment's name)
@@ -263,7 +262,11 @@ class _HeldScan:
 
     def wrong(self, note: str) -> tuple[str, ...] | None:
         """The holder's outputs ``note`` (of its body, or of its values) concerns: () none
-        (no note is said), None all."""
+        (no note is said), None all: every one where onnxruntime refuses the Scan, as it
+        then fails the holder (check's onnxruntime run pruned to a Loop's carried value the
+        Scan-8 does not reach ran the Loop, failed again, and exited 2 naming nothing)."""
+        if REFUSES in note:
+            return None
         body = _scan_body_note(self.op)
         return self.body_wrong if body and note.startswith(body) else self.every
 
@@ -376,7 +379,7 @@ def run_divergence(graph: Graph, feeds: Mapping[str, np.ndarray],
         for held in _nested_scans(graph):  # by the values the segment is fed
             note = held.note(_scan_8_divergence, lambda name: feeds.get(
                 name, graph.constant(name)))
-            if _REFUSES in note and not _apart(graph, holders[held.key], failure, arrived):
+            if REFUSES in note and not _apart(graph, holders[held.key], failure, arrived):
                 node = holders[held.key]
                 return (note, f"node {holder_label(node.name, node.outputs)} "
                               f"({node.op_type}) holds a Scan-8 that")
