@@ -64,6 +64,10 @@ DIVERGENCE = "divergence:"
 #: such a node reaches with onnxruntime (``_uninitialized``): it compared one session's
 #: leftovers with another's, which passed, or failed and blamed onnxruntime's optimizations.
 UNINITIALIZED = "onnxruntime 1.32 leaves them uninitialized"
+#: The phrase of a divergence note where onnxruntime refuses the node by the values it runs
+#: with (a Scan-8's sequence length of 0: ``fallback._scan_8_divergence``): it then fails
+#: the node holding it too, so every output of that holder is the divergence's.
+REFUSES = "onnxruntime 1.32 refuses it"
 
 
 class Verdict(str, enum.Enum):

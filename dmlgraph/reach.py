@@ -263,8 +263,8 @@ def held_outputs(body: onnx.GraphProto, made: Collection[Value],
     """The positions of ``body``'s outputs that its values ``made`` (at any depth) reach, one
     run after another: the output at each key of ``fed_back`` is fed back as the input at
     its value (a Loop body's carried values, a Scan body's state variables), and so reaches
-    what that input does. None where one of ``made`` is not the body's, or they reach none
-    of its outputs: not known."""
+    what that input does: [] where they reach none. None where ``made`` is empty or one of
+    it is not the body's: not known."""
     defined = {(scope, name) for scope, g in scoped_graphs(body) for name in defined_names(g)}
     if not made or not set(made) <= defined:
         return None
@@ -278,21 +278,23 @@ def held_outputs(body: onnx.GraphProto, made: Collection[Value],
         if fed <= reached:
             break
         reached |= fed
-    found = [k for k, value in enumerate(values) if value in reached]
-    return found or None
+    return [k for k, value in enumerate(values) if value in reached]
 
 
 def reached_outputs(op_type: str, explicit: int, states: int, body: onnx.GraphProto,
-                    made: Collection[Value], outputs: Sequence[str]) -> tuple[str, ...]:
+                    made: Collection[Value], outputs: Sequence[str]) -> tuple[str, ...] | None:
     """The outputs (``outputs``) of an If, Loop or Scan (of ``explicit`` explicit inputs, a
     Scan's first ``states`` of them its state variables) that the values ``made`` of its
     subgraph ``body`` (at any depth) reach (``held_outputs``): a Loop body's carried values
     and a Scan body's state variables fed back; every one where a Loop's condition is
-    reached. () where that is not known: every one (as ``NodeRun.wrong`` reads ())."""
+    reached; () where they reach none (a Scan's state passed through that its holder's body
+    drops left every output of a Loop run whole "not compared"). None where that is not
+    known: every one."""
     fed_back = {1 + k: 2 + k for k in range(explicit - 2)} if op_type == "Loop" else (
         {k: k for k in range(states)} if op_type == "Scan" else {})
     positions = held_outputs(body, made, fed_back)
     if op_type == "Loop":  # its body's condition first (then every trip is), then its outputs
         positions = None if positions is None or 0 in positions else [p - 1 for p in positions]
-    reached = [outputs[p] for p in positions or () if p < len(outputs)]
-    return tuple(name for name in reached if name)
+    if positions is None:
+        return None
+    return tuple(outputs[p] for p in positions if p < len(outputs) and outputs[p])

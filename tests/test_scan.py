@@ -1047,6 +1047,249 @@ def test_a_held_scan_8_s_state_fed_back_leaves_what_it_reaches_uncompared(onnx_r
     assert report.exit_code == 0
 
 
+def _held_scan_9(passed: bool, nested: bool = False, opset: int = 16) -> onnx.ModelProto:
+    """A Scan-9+ of init [2] and x [4, 6] whose body makes a Relu of each row beside its
+    state: passed through by its own name (``passed``) or by an Identity, held by a Loop of
+    neither trip count nor condition, its body stopping after one trip (the NumPy backend
+    runs it whole on the fallback), carrying v through an Identity: V, then F and R stacked.
+    ``nested``: the Scan sits in the then branch of an If in the Loop's body, its condition
+    made there (true)."""
+    made = [helper.make_node("Relu", ["row"], ["relu"])]
+    if not passed:
+        made.append(helper.make_node("Identity", ["acc"], ["acc2"]))
+    body = helper.make_graph(made, "body", [_vi("acc", [2]), _vi("row", [6])],
+                             [_vi("acc" if passed else "acc2", [2]), _vi("relu", [6])])
+    scan = helper.make_node("Scan", ["v", "x"], ["final", "rows"], body=body,
+                            num_scan_inputs=1)
+    held = [scan]
+    if nested:
+        then = helper.make_graph([scan], "then", [], [_vi("final", None), _vi("rows", None)])
+        other = helper.make_graph([helper.make_node("Identity", ["v"], ["e1"]),
+                                   helper.make_node("Relu", ["x"], ["e2"])], "else", [],
+                                  [_vi("e1", None), _vi("e2", None)])
+        held = [helper.make_node("Constant", [], ["b"],
+                                 value=numpy_helper.from_array(np.array(True), "b")),
+                helper.make_node("If", ["b"], ["final", "rows"], then_branch=then,
+                                 else_branch=other)]
+    stop = helper.make_node("Constant", [], ["c2"],
+                            value=numpy_helper.from_array(np.array(False), "s"))
+    loop = helper.make_graph(
+        [*held, stop, helper.make_node("Identity", ["v"], ["v2"])], "loop",
+        [_vi("i", [], TensorProto.INT64), _vi("c", [], TensorProto.BOOL), _vi("v", [2])],
+        [_vi("c2", [], TensorProto.BOOL), _vi("v2", None), _vi("final", None),
+         _vi("rows", None)])
+    node = helper.make_node("Loop", ["", "", "init"], ["V", "F", "R"], name="holder",
+                            body=loop)
+    graph = helper.make_graph([node], "m", [_vi("init", [2]), _vi("x", [4, 6])],
+                              [_vi(n, None) for n in node.output])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
+                             ir_version=8)
+
+
+@pytest.mark.parametrize("nested", [False, True])
+@pytest.mark.parametrize("fallback", ["onnxruntime", "reference"])
+def test_a_held_scan_9_passing_its_state_by_name_is_a_known_divergence(
+    fallback: str, nested: bool, onnx_run
+) -> None:
+    """A Scan-16 passing its state through by its own name, in a Loop run whole on the
+    fallback (directly, or in an If's branch there): onnxruntime's CPU provider gives its
+    buffers as the final state (zeros, measured, where ONNX gives init [1, 2]). Nothing
+    watched a Scan-9+ held so (only Scan-8s): on the onnxruntime fallback check compared
+    onnxruntime's buffers with themselves and said "parity holds"; on --fallback reference
+    it failed naming nothing. Now F is the divergence named (not compared on onnxruntime's
+    fallback), and V and R, which the state does not reach, are compared."""
+    from dmlgraph import check
+    from dmlgraph.parity import UNINITIALIZED_MESSAGE, Verdict
+
+    model = _held_scan_9(passed=True, nested=nested)
+    feeds = {"init": np.array([1, 2], np.float32),
+             "x": np.arange(-12, 12, dtype=np.float32).reshape(4, 6)}
+    rows = np.maximum(feeds["x"], 0)
+    v, _, r = onnx_run(model, feeds, optimize=False)  # onnxruntime runs it
+    assert np.array_equal(v, feeds["init"]) and np.array_equal(r, rows[None])
+    if fallback == "reference":  # ONNX's state, as NumPy spells it out
+        got = get_backend("numpy", fallback="reference").run(
+            lower(dmlgraph.load(model), "6_4"), feeds)
+        assert np.array_equal(got["F"], feeds["init"][None])
+    report = check(model, inputs=feeds, fallback=fallback)
+    assert report.exit_code == 0
+    got = {o.name: o for c in report.comparisons for o in c.outputs}
+    assert got["F"].verdict is Verdict.KNOWN_DIVERGENCE
+    assert any("makes its input(s) ['acc'] output(s) as they are" in d
+               for d in got["F"].divergences)
+    if fallback == "onnxruntime":  # dmlgraph's F is onnxruntime's buffers too
+        assert not got["F"].compared and got["F"].message == UNINITIALIZED_MESSAGE
+    assert all(got[name].compared and got[name].mismatches == 0 for name in ("V", "R"))
+
+
+@pytest.mark.parametrize("taken", [True, False])
+@pytest.mark.parametrize("fallback", ["onnxruntime", "reference"])
+def test_a_scan_9_in_an_if_run_whole_is_watched_by_its_branch(
+    fallback: str, taken: bool, onnx_run
+) -> None:
+    """A Scan-16 passing its state by name in an If's then branch that reads a sequence (the
+    NumPy backend runs the If whole on the fallback). Taken, onnxruntime gives zeros for F
+    where ONNX gives init: check compared them with the onnxruntime fallback's zeros and
+    passed, and on --fallback reference failed naming nothing; now F is the divergence. Not
+    taken (the else branch's Identity of init), nothing is noted and F is compared."""
+    from dmlgraph import check
+    from dmlgraph.parity import Verdict
+
+    body = helper.make_graph([helper.make_node("Relu", ["row"], ["relu"])], "body",
+                             [_vi("acc", [2]), _vi("row", [6])],
+                             [_vi("acc", [2]), _vi("relu", [6])])
+    then = helper.make_graph(
+        [helper.make_node("Scan", ["init", "x"], ["final", "rows"], body=body,
+                          num_scan_inputs=1),
+         helper.make_node("SequenceConstruct", ["rows"], ["sq"]),
+         helper.make_node("Constant", [], ["z"],
+                          value=numpy_helper.from_array(np.array(0, np.int64), "z")),
+         helper.make_node("SequenceAt", ["sq", "z"], ["rows2"])],
+        "then", [], [_vi("final", None), _vi("rows2", None)])
+    other = helper.make_graph([helper.make_node("Identity", ["init"], ["e1"]),
+                               helper.make_node("Relu", ["x"], ["e2"])], "else", [],
+                              [_vi("e1", None), _vi("e2", None)])
+    node = helper.make_node("If", ["B"], ["F", "R"], name="holder", then_branch=then,
+                            else_branch=other)
+    graph = helper.make_graph(
+        [node], "m", [_vi("init", [2]), _vi("x", [4, 6]), _vi("B", [], TensorProto.BOOL)],
+        [_vi("F", None), _vi("R", None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 16)], ir_version=8)
+    feeds = {"init": np.array([1, 2], np.float32),
+             "x": np.arange(-12, 12, dtype=np.float32).reshape(4, 6), "B": np.array(taken)}
+    assert np.array_equal(onnx_run(model, feeds, optimize=False)[1], np.maximum(feeds["x"], 0))
+    report = check(model, inputs=feeds, fallback=fallback)
+    assert report.exit_code == 0
+    got = {o.name: o for c in report.comparisons for o in c.outputs}
+    assert got["R"].compared and got["R"].mismatches == 0
+    if not taken:
+        assert not report.divergences and got["F"].compared and got["F"].mismatches == 0
+        return
+    assert got["F"].verdict is Verdict.KNOWN_DIVERGENCE
+    assert got["F"].compared == (fallback == "reference")
+
+
+def test_a_held_scan_9_passing_its_state_by_an_identity_is_compared(onnx_run) -> None:
+    """The same Scan passing its state on by an Identity: onnxruntime computes it (init),
+    nothing is noted, and every output is compared."""
+    from dmlgraph import check
+
+    model = _held_scan_9(passed=False)
+    feeds = {"init": np.array([1, 2], np.float32),
+             "x": np.arange(-12, 12, dtype=np.float32).reshape(4, 6)}
+    assert np.array_equal(onnx_run(model, feeds, optimize=False)[1], feeds["init"][None])
+    report = check(model, inputs=feeds)
+    assert report.exit_code == 0 and not report.divergences
+    assert all(o.compared and o.mismatches == 0 for c in report.comparisons for o in c.outputs)
+
+
+def test_a_held_scan_8_s_input_is_read_by_its_own_scope(onnx_run) -> None:
+    """A Scan-8 of empty scan inputs x [1, 0, 6], sequence_lens left out, in a Loop run whole
+    on the fallback, its body passing its state on by an Identity: onnxruntime leaves the
+    final state uninitialized (1.4e-45, measured, where ONNX gives init). Beside it a nested
+    Loop's body declares an input named x too, a scope the Scan does not see. Any name
+    defined anywhere in the holder counted as made inside, its value not known: nothing was
+    noted, and check compared onnxruntime's leftovers with the fallback's and passed. The
+    Scan's x is the model's, read as the segment is fed: F is the divergence, not compared."""
+    from dmlgraph import check
+    from dmlgraph.parity import UNINITIALIZED_MESSAGE
+
+    model = _held_scan_8("whole")
+    del model.graph.input[0]  # no sequence_lens
+    model.graph.input[1].type.tensor_type.shape.dim[1].dim_param = "n"
+    loop = model.graph.node[0]
+    body = loop.attribute[0].g
+    scan = body.node[0]
+    scan.input[0] = ""
+    inner = scan.attribute[0].g
+    inner.node.append(helper.make_node("Identity", ["acc"], ["acc2"]))
+    inner.output[0].name = "acc2"
+    sibling = helper.make_graph(
+        [helper.make_node("Identity", ["c"], ["c3"]), helper.make_node("Identity", ["w"], ["w2"])],
+        "sibling", [_vi("x", [], TensorProto.INT64), _vi("c", [], TensorProto.BOOL),
+                    _vi("w", [1, 2])], [_vi("c3", [], TensorProto.BOOL), _vi("w2", [1, 2])])
+    body.node.extend([
+        helper.make_node("Constant", [], ["T1"],
+                         value=numpy_helper.from_array(np.array(1, np.int64), "t")),
+        helper.make_node("Loop", ["T1", "", "v"], ["sib"], body=sibling)])
+    body.output.append(_vi("sib", None))
+    loop.output.append("S")
+    model.graph.output.append(_vi("S", None))
+    feeds = {"init": np.array([[1, 2]], np.float32), "x": np.zeros((1, 0, 6), np.float32)}
+    onnx_run(model, feeds, optimize=False)  # onnxruntime runs it
+    report = check(model, inputs=feeds)
+    assert report.exit_code == 0
+    got = {o.name: o for c in report.comparisons for o in c.outputs}
+    assert got["F"].message == UNINITIALIZED_MESSAGE and not got["F"].compared
+    assert any("a Scan-8 of empty scan inputs" in d for d in got["F"].divergences)
+    assert got["V"].compared and got["V"].mismatches == 0
+
+@pytest.mark.parametrize("fallback", ["onnxruntime", "reference"])
+def test_a_held_scan_s_divergence_reaching_no_output_leaves_every_output_compared(
+    fallback: str, onnx_run
+) -> None:
+    """The held Scan-16 passing its state by name, its final state dropped by the Loop's
+    body (outputs V, R: the state carried by an Identity, the Scan's rows): what onnxruntime
+    gets wrong reaches none of the Loop's outputs. ``reach`` said "not known" for none, so
+    every output was "not compared" on the onnxruntime fallback ("nothing compared"), the
+    rows never checked. Now nothing is noted and both are compared, with values NumPy gives."""
+    from dmlgraph import check
+
+    model = _held_scan_9(passed=True)
+    loop = model.graph.node[0]
+    del loop.attribute[0].g.output[2], loop.output[1], model.graph.output[1]
+    feeds = {"init": np.array([1, 2], np.float32),
+             "x": np.arange(-12, 12, dtype=np.float32).reshape(4, 6)}
+    v, r = onnx_run(model, feeds, optimize=False)
+    assert np.array_equal(v, feeds["init"]) and np.array_equal(r, np.maximum(feeds["x"], 0)[None])
+    report = check(model, inputs=feeds, fallback=fallback)
+    assert report.exit_code == 0 and not report.divergences
+    got = {o.name: o for c in report.comparisons for o in c.outputs}
+    assert set(got) == {"V", "R"}
+    assert all(o.compared and o.mismatches == 0 for o in got.values())
+
+
+def test_reach_tells_none_reached_from_not_known() -> None:
+    """``reached_outputs`` of a Loop whose body makes F from a state s it drops and R from
+    the rows: s reaches none of its outputs, (), where it said () for "not known" too (read
+    as all); a value the body does not define is not known, None."""
+    from dmlgraph.reach import reached_outputs
+
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["c"], ["c2"]), helper.make_node("Relu", ["v"], ["s"]),
+         helper.make_node("Relu", ["x"], ["r"])],
+        "loop", [_vi("i", [], TensorProto.INT64), _vi("c", [], TensorProto.BOOL),
+                 _vi("v", [2])], [_vi("c2", [], TensorProto.BOOL), _vi("v", None), _vi("r", None)])
+    assert reached_outputs("Loop", 3, 0, body, [((), "s")], ["V", "R"]) == ()
+    assert reached_outputs("Loop", 3, 0, body, [((), "r")], ["V", "R"]) == ("R",)
+    assert reached_outputs("Loop", 3, 0, body, [((), "nowhere")], ["V", "R"]) is None
+
+
+@pytest.mark.parametrize("holder", ["whole", "Loop"])
+def test_a_held_scan_8_refused_leaves_every_output_of_its_holder_uncompared(holder) -> None:
+    """A Scan-8 of sequence length 0 in a Loop (run whole, or its body lowered) beside a
+    carried value V the Scan does not reach: onnxruntime refuses the Scan ("Invalid entries
+    in sequence_lens") and so fails the Loop. Its note concerned only F and R, so check on
+    --fallback reference ran onnxruntime on the graph pruned to V, which still runs the
+    Loop, failed again, and exited 2 with onnxruntime's words alone. Now every output of the
+    Loop is the divergence's, named, not compared (onnx has no Scan-8 to compare with)."""
+    from dmlgraph import check
+    from dmlgraph.parity import Verdict
+
+    model = _held_scan_8(holder)
+    feeds = {"L": np.array([0], np.int64), "init": np.array([[1, 2]], np.float32),
+             "x": np.arange(-12, 12, dtype=np.float32).reshape(1, 4, 6)}
+    got = get_backend("numpy", fallback="reference").run(lower(dmlgraph.load(model), "6_4"),
+                                                         feeds)
+    assert np.array_equal(got["F"][-1], feeds["init"])  # ONNX: no step, the initial state
+    report = check(model, inputs=feeds, fallback="reference")
+    assert report.exit_code == 0
+    outputs = [o for c in report.comparisons for o in c.outputs]
+    assert {o.name for o in outputs} == {"V", "F", "R"}
+    assert all(o.verdict is Verdict.KNOWN_DIVERGENCE and not o.compared for o in outputs)
+    assert any("sequence_lens [0]" in d.note for d in report.divergences)
+
+
 def _loop_of_scan(scan_out: str, read: str) -> onnx.GraphProto:
     """A Loop body carrying v into a Scan-9's state (passed through) beside x, a scan input
     read from outside, whose scan output is ``scan_out`` of (``read``, row)."""

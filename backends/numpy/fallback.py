@@ -27,14 +27,13 @@ from dmlgraph.dml.enums import PaddingMode
 from dmlgraph.dml.indexmaps import source_indices
 from dmlgraph.dtypes import DTYPE_TO_ELEM_TYPE, ELEM_TYPE_TO_DTYPE
 from dmlgraph.ir import Graph, Node, OnnxOp, Subgraph, split_inputs, subgraphs
-from dmlgraph.parity import DIVERGENCE, UNINITIALIZED, failed_at, failed_nodes
+from dmlgraph.parity import DIVERGENCE, REFUSES, UNINITIALIZED, failed_at, failed_nodes
 from dmlgraph.reach import Scope, Value, output_values, reach, reached_outputs, scoped_graphs
 from dmlgraph.reference_ops import DIVERGENT_DOMAINS, label_divergence, spec_ops
 from dmlgraph.shape_kernels import KERNELS
 from dmlgraph.subgraphs import (
     attribute_graphs,
     defined_names,
-    graphs_within,
     holder_label,
     loop_divergence,
     outer_names,
@@ -89,10 +88,9 @@ def _squeeze_divergence(op: OnnxOp, values: Sequence[Any]) -> str:
             f"({[d for d in shape if d != 1]})")
 
 
-#: How a run divergence's note says onnxruntime fails there (``reference_hint``).
-_REFUSES = "onnxruntime 1.32 refuses it"
-#: The phrases of the run divergences onnxruntime fails at, or past (``reference_hint``).
-_FAILS_AT = (_REFUSES, _SQUEEZES_ALL)
+#: The phrases of the run divergences onnxruntime fails at (``parity.REFUSES``), or past
+#: (``reference_hint``).
+_FAILS_AT = (REFUSES, _SQUEEZES_ALL)
 
 
 def _scan_8_divergence(op: OnnxOp, values: Sequence[Any]) -> str:
@@ -107,7 +105,7 @@ def _scan_8_divergence(op: OnnxOp, values: Sequence[Any]) -> str:
                 f"{np.asarray(lengths).reshape(-1).tolist()} holds a sequence length of 0, "
                 "which ONNX allows (that batch entry runs no step: its final states are its "
                 "initial ones, its scan outputs padding), as onnx.reference's Scan-8 "
-                f"(reference_ops) computes; {_REFUSES} (\"Invalid entries in sequence_lens\")")
+                f"(reference_ops) computes; {REFUSES} (\"Invalid entries in sequence_lens\")")
     return _scan_8_no_step(op, values)
 
 
@@ -222,26 +220,29 @@ _ORT_NO_VALUE: Mapping[str, tuple[Callable[[Node], bool], RunCheck]] = {
 #: What the onnxruntime fallback adds to an ``_ORT_NO_VALUE`` note: what its run gave.
 _ORT_GAVE = "; this run's values there are that memory (--fallback reference computes ONNX's)"
 
-#: How ``_nested_scan_8s`` names an input its subgraph makes: no value is read of it.
+#: How ``_nested_scans`` names an input its subgraph makes: no value is read of it.
 _MADE_INSIDE = "\0made inside"
 
 
 @dataclass(frozen=True)
-class _HeldScan8:
-    """A Scan-8 a segment's node holds in a subgraph (``_nested_scan_8s``)."""
+class _HeldScan:
+    """A Scan a segment's node holds in a subgraph (``_nested_scans``)."""
 
     #: the holding node's outputs: its run record carries the note
     key: tuple[str, ...]
-    #: the Scan-8 as an op (its num_scan_inputs and body)
+    #: the Scan as an op (its version, num_scan_inputs and body)
     op: OnnxOp
-    #: its explicit inputs by the segment's names where they are the enclosing graph's (the
-    #: engine runs the node whole and gives none of its subgraphs' values), ``_MADE_INSIDE``
-    #: where a subgraph makes them
+    #: a Scan-8's explicit inputs by the segment's names where they are the enclosing
+    #: graph's (the engine runs the node whole and gives none of its subgraphs' values),
+    #: ``_MADE_INSIDE`` where a subgraph makes them; a Scan-9+'s none (its note is its
+    #: body's, whatever it is fed)
     inputs: tuple[str, ...]
     #: the holder's outputs its outputs that onnxruntime gets wrong by its body reach
-    #: (``_scan_body_wrong``), and those all its outputs reach; () where not known: all
-    body_wrong: tuple[str, ...] = ()
-    every: tuple[str, ...] = ()
+    #: (``_scan_body_wrong``; (): none, so its body's note says nothing), and those all its
+    #: outputs reach (never (): its final states left uninitialized reach some); None where
+    #: not known: all
+    body_wrong: tuple[str, ...] | None = None
+    every: tuple[str, ...] | None = None
     #: where it is in a branch of the If holding it: the If's condition (the segment's name)
     #: and the value that runs that branch; it runs only then
     cond: str = ""
@@ -255,25 +256,33 @@ class _HeldScan8:
                 np.asarray(flag).reshape(-1)[0]) != self.when:
             return ""
         values = [value(name) if name else None for name in self.inputs]
-        if self.inputs[:1] == (_MADE_INSIDE,):  # given, its values not known
+        if self.op.since_version < 9 and self.inputs[:1] == (_MADE_INSIDE,):  # given
             values[0] = _sized(np.dtype(np.int64), (1,))
         return check(self.op, values)
 
-    def wrong(self, note: str) -> tuple[str, ...]:
-        """The holder's outputs ``note`` (of its body, or of its values) concerns."""
+    def wrong(self, note: str) -> tuple[str, ...] | None:
+        """The holder's outputs ``note`` (of its body, or of its values) concerns: () none
+        (no note is said), None all: every one where onnxruntime refuses the Scan, as it
+        then fails the holder (check's onnxruntime run pruned to a Loop's carried value the
+        Scan-8 does not reach ran the Loop, failed again, and exited 2 naming nothing)."""
+        if REFUSES in note:
+            return None
         body = _scan_body_note(self.op)
         return self.body_wrong if body and note.startswith(body) else self.every
 
 
-def _nested_scan_8s(graph: Graph) -> list[_HeldScan8]:
-    """The Scan-8s a segment's nodes hold in their subgraphs, at any depth (an If's or Loop's
+def _nested_scans(graph: Graph) -> list[_HeldScan]:
+    """The Scans a segment's nodes hold in their subgraphs, at any depth (an If's or Loop's
     run whole on the fallback), watched as top-level ones are (``_RUN_DIVERGENCES``,
-    ``_ORT_NO_VALUE``): the holder's outputs each note concerns are those its outputs reach
+    ``_ORT_NO_VALUE``): every Scan-8, by the values it is fed, and each Scan-9+ whose body
+    onnxruntime gets wrong (``_scan_body_note``: a state passed through by its own name,
+    inside a Loop run whole, compared onnxruntime's buffers with themselves and passed).
+    The holder's outputs each note concerns are those its outputs reach
     (``reach.reached_outputs``, from its own scope: a Scan-8 in an If's branch in a Loop's
     body left every output of the Loop uncompared), and an If's branch not taken is passed
-    (the Scan-8 at any depth in it runs only there)."""
-    if graph.opset_imports.get("", 1) >= 9:  # (the model's Scans are Scan-9+)
-        return []
+    (the Scan at any depth in it runs only there)."""
+    opset = graph.opset_imports.get("", 1)
+    version = known_since_version("Scan", "", opset) or 8
     found = []
     for node in graph.nodes:
         if not isinstance(node.op, OnnxOp) or not any(
@@ -284,34 +293,43 @@ def _nested_scan_8s(graph: Graph) -> list[_HeldScan8]:
             if not isinstance(sub, Subgraph) or "Scan" not in sub.ops:
                 continue
             body = onnx.GraphProto.FromString(sub.data)
-            made = {name for g in graphs_within(body) for name in defined_names(g)}
+            scoped = list(scoped_graphs(body))
+            defined = {scope: set(defined_names(g)) for scope, g in scoped}
             reached = functools.partial(_reached_by, node, body)
             branch = node.op_type == "If" and bool(explicit) and explicit[0] != ""
-            for scope, g in scoped_graphs(body):
+            for scope, g in scoped:
                 for scan in g.node:
                     if scan.op_type != "Scan" or scan.domain not in ("", "ai.onnx"):
                         continue
-                    inputs = tuple(name if not name else _MADE_INSIDE if name in made
-                                   else outer.get(name, _MADE_INSIDE) for name in scan.input)
                     attrs = {a.name: onnx.helper.get_attribute_value(a) for a in scan.attribute
                              if a.name == "num_scan_inputs"}
                     attrs.update((a.name, Subgraph(a.g.SerializeToString(), (), ()))
                                  for a in scan.attribute if a.name == "body")
-                    op = OnnxOp("Scan", 8, attrs=attrs)
+                    op = OnnxOp("Scan", version, attrs=attrs)
+                    if version >= 9 and not _scan_body_note(op):
+                        continue  # (a Scan-9+'s values onnxruntime computes)
+                    # the names its scope sees defined: its own graph's and those enclosing
+                    # it in the holder's subgraph, not a sibling branch's or body's
+                    inner = set().union(*(defined.get(scope[:k], set())
+                                          for k in range(len(scope) + 1)))
+                    inputs = () if version >= 9 else tuple(
+                        name if not name else _MADE_INSIDE if name in inner
+                        else outer.get(name, _MADE_INSIDE) for name in scan.input)
                     # (at any depth: it runs only where its If's branch does, and its wrong
                     # outputs reach the holder's through what holds it between)
-                    found.append(_HeldScan8(
+                    found.append(_HeldScan(
                         tuple(node.outputs), op, inputs,
                         reached(made=[(scope, name) for name in _scan_body_wrong(
                             op, scan.output)]),
-                        reached(made=[(scope, name) for name in scan.output if name]),
+                        reached(made=[(scope, name) for name in scan.output if name]) or None,
                         explicit[0] if branch else "", attr == "then_branch"))
     return found
 
 
-def _reached_by(node: Node, proto: onnx.GraphProto, made: Collection[Value]) -> tuple[str, ...]:
+def _reached_by(node: Node, proto: onnx.GraphProto,
+                made: Collection[Value]) -> tuple[str, ...] | None:
     """The outputs of ``node`` (an If, Loop or Scan) that the values ``made`` of its subgraph
-    ``proto`` reach (``reach.reached_outputs``); () where not known: all."""
+    ``proto`` reach (``reach.reached_outputs``); () none, None where not known: all."""
     explicit = split_inputs(node)[0]
     op = node.op
     scans = int(op.attrs.get("num_scan_inputs", 0) or 0) if isinstance(op, OnnxOp) else 0
@@ -338,7 +356,7 @@ def run_divergence(graph: Graph, feeds: Mapping[str, np.ndarray],
     """The note of the first node of ``graph`` (or of its ``nodes``) that, by the values it
     was fed (or holds as constants, or the sizes inference gives), diverges as onnxruntime
     refuses and ONNX allows (``_RUN_DIVERGENCES``: a Scan-8's sequence length of 0, at top
-    level or held by a node run whole: ``_nested_scan_8s``), or as onnxruntime makes other
+    level or held by a node run whole: ``_nested_scans``), or as onnxruntime makes other
     sizes that a node past it fails on (a Squeeze by an empty axes list), and the node
     ("node 'squeeze' (Squeeze)"); None where none does. A node onnxruntime's ``failure``
     provably fails apart from is passed (``_apart``): onnx.reference fails there too. Of
@@ -358,10 +376,10 @@ def run_divergence(graph: Graph, feeds: Mapping[str, np.ndarray],
             return (note, f"node {holder_label(node.name, node.outputs)} ({node.op_type})")
     if nodes is None:  # a segment: its If, Loop and Scan nodes' subgraphs too
         holders = {tuple(node.outputs): node for node in graph.nodes}
-        for held in _nested_scan_8s(graph):  # by the values the segment is fed
+        for held in _nested_scans(graph):  # by the values the segment is fed
             note = held.note(_scan_8_divergence, lambda name: feeds.get(
                 name, graph.constant(name)))
-            if _REFUSES in note and not _apart(graph, holders[held.key], failure, arrived):
+            if REFUSES in note and not _apart(graph, holders[held.key], failure, arrived):
                 node = holders[held.key]
                 return (note, f"node {holder_label(node.name, node.outputs)} "
                               f"({node.op_type}) holds a Scan-8 that")
@@ -709,8 +727,8 @@ class ReferenceRun:
             and node.op.domain == DIVERGENT_DOMAINS.get(node.op_type, "")
             and (check := _RUN_DIVERGENCES.get(node.op_type)) is not None
         ]
-        #: the Scan-8s its nodes hold, noted as they run whole here (``_scan_run_divergence``)
-        self.held_scans = _nested_scan_8s(graph)
+        #: the Scans its nodes hold, noted as they run whole here (``_scan_run_divergence``)
+        self.held_scans = _nested_scans(graph)
         self.watching = bool(self.watched or self.held_scans)  # (it keeps every value made)
         #: its Scan-8s' inputs, by where each is and their inferred ranks (``other_rank``)
         self.ranked = [
@@ -752,9 +770,10 @@ class ReferenceRun:
                     self.wrong[key] = _ort_wrong(op, key, note)
             for held in self.held_scans:
                 if held.key not in self.said and (note := held.note(
-                        _scan_run_divergence, lambda name: made.get(name, feeds.get(name)))):
+                        _scan_run_divergence, lambda name: made.get(name, feeds.get(name)))) and (
+                        wrong := held.wrong(note)) != ():  # (): it reaches none of them
                     self.said[held.key] = note
-                    self.wrong[held.key] = held.wrong(note)
+                    self.wrong[held.key] = wrong or ()
         else:
             results = dict(zip(self.outputs, made))
             self.said, self.wrong = {}, {}
@@ -768,7 +787,7 @@ class ReferenceRun:
                     key = tuple(node.outputs)
                     before = self.wrong.pop(key, ()) if key in self.said else None
                     self.said[key] = found[0]
-                    reached = _reached_by(node, proto, found[2])
+                    reached = _reached_by(node, proto, found[2]) or ()  # (none: all)
                     if before is None or (before and reached):
                         self.wrong[key] = tuple(dict.fromkeys((*(before or ()), *reached)))
         for key, note in self.loops:
@@ -906,8 +925,8 @@ class OnnxruntimeFallback:
         A segment holding a node whose result onnxruntime may leave uninitialized
         (``_ORT_NO_VALUE``) runs as an ``OrtRun``, which says so where it does."""
         watched = _watched(graph, _ORT_NO_VALUE)
-        held = [scan for scan in _nested_scan_8s(graph)
-                if scan.inputs[0] == "" or _scan_body_note(scan.op)]  # (as ``_ORT_NO_VALUE``)
+        held = [scan for scan in _nested_scans(graph)
+                if scan.inputs[:1] == ("",) or _scan_body_note(scan.op)]  # (``_ORT_NO_VALUE``)
         fetched = _fetched(graph, watched + [
             (scan.key, scan.op, scan.inputs, _scan_ort_no_value) for scan in held])
         ran = graph
@@ -991,7 +1010,7 @@ class OrtRun:
     ``wrong``'s outputs only, where it holds the node's: ``_ort_wrong``)."""
 
     def __init__(self, run: Runner, graph: Graph, watched: Sequence[Watched],
-                 held: Sequence[_HeldScan8] = ()) -> None:
+                 held: Sequence[_HeldScan] = ()) -> None:
         self.run, self.graph, self.watched, self.held = run, graph, watched, held
         self.outputs = list(graph.outputs)
         self.said: dict[tuple[str, ...], str] = {}
@@ -1011,10 +1030,11 @@ class OrtRun:
             if (note := check(op, [value(name) for name in inputs])) and key not in self.said:
                 self.said[key] = note + _ORT_GAVE
                 self.wrong[key] = _ort_wrong(op, key, note)
-        for scan in self.held:  # Scan-8s its nodes hold (``_nested_scan_8s``)
-            if scan.key not in self.said and (note := scan.note(_scan_ort_no_value, value)):
+        for scan in self.held:  # Scans its nodes hold (``_nested_scans``)
+            if scan.key not in self.said and (note := scan.note(_scan_ort_no_value, value)) and (
+                    wrong := scan.wrong(note)) != ():  # (): it reaches none of them
                 self.said[scan.key] = note + _ORT_GAVE
-                self.wrong[scan.key] = scan.wrong(note)
+                self.wrong[scan.key] = wrong or ()
         return {name: made[name] for name in self.outputs}
 
 
