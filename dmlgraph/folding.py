@@ -2521,7 +2521,9 @@ def kernel_values(
     named: dict[str, np.ndarray] = {}
     for out, value in zip(outputs, results):
         if out:
-            named[out] = _frozen(value)
+            if isinstance(value, np.ndarray) and value.flags.writeable:  # ``_frozen``, inline
+                value.flags.writeable = False
+            named[out] = value
     return named
 
 

@@ -76,16 +76,6 @@ def _immutable(array: np.ndarray) -> bool:
     return isinstance(base, bytes)
 
 
-def _kept(data: Any) -> bool:
-    """Whether ``TensorInfo`` keeps ``data`` as given: a read-only ndarray over memory of its
-    own or a ``bytes`` (the importer's, over raw_data: asked once there, for every constant,
-    before ``_immutable``'s walk)."""
-    if type(data) is not np.ndarray or data.flags.writeable:
-        return False
-    owner = data.base
-    return owner is None or type(owner) is bytes or _immutable(data)
-
-
 def _values_equal(a: Any, b: Any) -> bool:
     """Equality that treats arrays by dtype, shape and content instead of raising. Floats
     compare by their bits (``same_bits_key``): an attribute of -0.0 is not one of 0.0, and a
@@ -149,7 +139,16 @@ class TensorInfo:
                 except GraphInvariantError as exc:
                     raise GraphInvariantError(f"tensor {name!r}: {exc}") from None
         else:  # the data fixes both; given ones must agree
-            if not _kept(data):
+            # kept as given where it is a read-only ndarray over memory of its own or a
+            # ``bytes`` (the importer's, over raw_data: asked first, before ``_immutable``'s
+            # walk); inline, not a call: one is made for every initializer, Constant and fold
+            if (
+                type(data) is not np.ndarray
+                or data.flags.writeable
+                or not (
+                    (owner := data.base) is None or type(owner) is bytes or _immutable(data)
+                )
+            ):
                 try:
                     data = _frozen_array(data)
                 except (TypeError, ValueError) as exc:  # ragged lists, objects NumPy refuses
@@ -516,7 +515,9 @@ class OnnxOp:
         _set_op_domain(self, domain)
         if attrs is _NO_ATTRIBUTES:
             attrs = Attributes()
-        elif not isinstance(attrs, Attributes):
+        elif type(attrs) is dict or not isinstance(attrs, Attributes):
+            # a dict first: the importer's, for every node (an isinstance of an ABC subclass
+            # takes three calls)
             attrs = Attributes(attrs)
         _set_op_attrs(self, attrs)
 
