@@ -138,7 +138,11 @@ _INDEX_PARAMS = {"Slice": ("starts", "ends", "axes", "steps"), "Pad": ("pads", "
 
 def is_canonical(op: Any) -> bool:
     """True for an OnnxOp of an op that has a canonical form (Slice, Concat, Pad)."""
-    return isinstance(op, OnnxOp) and op.domain == "" and op.op_type in FORMS
+    return (
+        (type(op) is OnnxOp or isinstance(op, OnnxOp))  # the exact type first: no call
+        and op.domain == ""
+        and op.op_type in FORMS
+    )
 
 
 def since_version(op_type: str, domain: str, opset: int, where: str) -> int:

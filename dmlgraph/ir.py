@@ -626,11 +626,12 @@ class Node:
     @property
     def op_type(self) -> str:
         """The ONNX op type, or the descriptor's class name for a non-ONNX op."""
-        return self.op.op_type if isinstance(self.op, OnnxOp) else type(self.op).__name__
+        op = self.op  # the exact type first: asked thousands of times per model
+        return op.op_type if type(op) is OnnxOp or isinstance(op, OnnxOp) else type(op).__name__
 
     @property
     def is_onnx(self) -> bool:
-        return isinstance(self.op, OnnxOp)
+        return type(self.op) is OnnxOp or isinstance(self.op, OnnxOp)
 
     @property
     def label(self) -> str:
@@ -1617,7 +1618,9 @@ def _check_node_fields(where: str, op: Any, provenance: Any, notes: Any) -> None
             f"{where}: provenance is a Provenance (Provenance(name, op_type, domain, "
             f"since_version)), not {type(provenance).__name__}"
         )
-    if isinstance(notes, (str, bytes)) or not isinstance(notes, Iterable):
+    if type(notes) not in (list, tuple) and (  # (Iterable's isinstance: three calls)
+        isinstance(notes, (str, bytes)) or not isinstance(notes, Iterable)
+    ):
         raise GraphInvariantError(f"{where}: notes {notes!r} is not a sequence of str")
 
 
