@@ -463,7 +463,7 @@ def _rename_later(graph: LoweredGraph, renames: dict[str, str], old: str, new: s
 def _read_renamed(graph: LoweredGraph, node_id: NodeId, renames: Mapping[str, str]) -> Node:
     """The node, its inputs renamed as ``renames`` says (in one edit: once per node)."""
     node = graph.node(node_id)
-    if renames and any(name in renames for name in node.inputs):
+    if renames and not renames.keys().isdisjoint(node.inputs):
         node = graph.replace_node(node_id, inputs=[renames.get(n, n) for n in node.inputs])
     return node
 
