@@ -1361,14 +1361,15 @@ class Graph:
         if len(set(self.inputs)) != len(self.inputs):
             problems.append(f"graph inputs are listed twice: {self.inputs}")
         producers: dict[str, NodeId] = {}
+        tensors = self._tensors
         nx_nodes = _adjacency(self._nx)._node
-        if len(nx_nodes) != len(self._nodes) or any(
-            nx_nodes.get(i, {}).get("node") is not node for i, node in self._nodes.items()
-        ):
+        nodes_agree = len(nx_nodes) == len(self._nodes)
+        for i, node in self._nodes.items() if nodes_agree else ():  # (a generator: calls)
+            if i not in nx_nodes or nx_nodes[i].get("node") is not node:
+                nodes_agree = False
+                break
+        if not nodes_agree:
             problems.append("the node index disagrees with the networkx graph's nodes")
-            nodes_agree = False
-        else:
-            nodes_agree = True
         for node in self._nodes.values():
             if not node.outputs:
                 problems.append(f"{node.label} has no outputs")
@@ -1380,7 +1381,7 @@ class Graph:
                         f"tensor {out!r} is produced by nodes {producers[out]} and {node.id}"
                     )
                 producers[out] = node.id
-                info = self._tensors.get(out)
+                info = tensors[out] if out in tensors else None
                 if info is None:
                     problems.append(f"{node.label}: output {out!r} is not a registered tensor")
                 elif info.data is not None:
@@ -1388,15 +1389,19 @@ class Graph:
             for name in node.inputs:
                 if name and name not in names:
                     problems.append(f"{node.label}: input {name!r} is not a registered tensor")
-            if not isinstance(node.provenance, Provenance):
+            if type(node.provenance) is not Provenance and not isinstance(
+                node.provenance, Provenance
+            ):
                 problems.append(f"node {node.id} has no provenance")
         if producers != self._producer:
             problems.append("the producer index disagrees with the nodes' outputs")
         # Every port must have its consumer entry and its edge; with the counts equal, nothing
         # else can be there (an edge's key is its consumer port). No whole-graph sets are
         # built: it may run after every lowering pass (``verify_each``).
+        # (Lookups by subscript, not ``get``: a call each, and this reads every port.)
         pred = _adjacency(self._nx)._pred
         inputs = set(self.inputs)
+        consumers = self._consumers
         ports = edges = 0
         consumers_ok = True
         missing: list[tuple[NodeId, NodeId, int, str]] = []
@@ -1405,12 +1410,15 @@ class Graph:
                 if not name:
                     continue
                 ports += 1
-                if (node.id, port) not in self._consumers.get(name, ()):
+                if name not in consumers or (node.id, port) not in consumers[name]:
                     consumers_ok = False
-                src = producers.get(name)
-                if src is not None:
+                if name in producers:
+                    src = producers[name]
                     edges += 1
-                    data = pred.get(node.id, {}).get(src, {}).get(port)
+                    try:
+                        data = pred[node.id][src][port]
+                    except KeyError:
+                        data = None
                     if (
                         data is None
                         or data.get("tensor") != name
@@ -1424,7 +1432,7 @@ class Graph:
                         f"{node.label}: input {name!r} has no producer and is neither a graph "
                         "input nor a constant"
                     )
-        if not consumers_ok or ports != sum(len(r) for r in self._consumers.values()):
+        if not consumers_ok or ports != sum(map(len, self._consumers.values())):
             problems.append("the consumer index disagrees with the nodes' inputs")
         extra = _edge_count(self._nx) - (edges - len(missing))
         if missing or extra:
