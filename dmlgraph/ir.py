@@ -1199,8 +1199,9 @@ class Graph:
             if not out:
                 continue
             self._producer[out] = node.id
-            for consumer, port in self._consumers.get(out, {}):
-                _nx_add_edge(self._nx, node.id, consumer, port, out, src_port)
+            if out in self._consumers:  # (no ``get``: a call an output)
+                for consumer, port in self._consumers[out]:
+                    _nx_add_edge(self._nx, node.id, consumer, port, out, src_port)
         self._attach_inputs(node)
 
     def _attach_inputs(self, node: Node) -> None:
@@ -1209,9 +1210,13 @@ class Graph:
                 self._attach_port(node.id, port, name)
 
     def _attach_port(self, node_id: NodeId, port: int, name: str) -> None:
-        self._consumers.setdefault(name, {})[(node_id, port)] = None
-        producer = self._producer.get(name)
-        if producer is not None:
+        consumers = self._consumers  # (subscripts, not ``get``: a call a port)
+        if name in consumers:
+            consumers[name][(node_id, port)] = None
+        else:
+            consumers[name] = {(node_id, port): None}
+        if name in self._producer:
+            producer = self._producer[name]
             src_port = self._nodes[producer].outputs.index(name)
             _nx_add_edge(self._nx, producer, node_id, port, name, src_port)
 
@@ -1219,10 +1224,11 @@ class Graph:
         self._version += 1
         self._structure += 1
         self._detach_inputs(node)
+        producers, consumers = self._producer, self._consumers  # (subscripts: no calls)
         for out in node.outputs:
-            if out and self._producer.get(out) == node.id:
-                del self._producer[out]
-                for consumer, port in self._consumers.get(out, {}):
+            if out and out in producers and producers[out] == node.id:
+                del producers[out]
+                for consumer, port in consumers[out] if out in consumers else ():
                     _nx_remove_edge(self._nx, node.id, consumer, port)
 
     def _detach_inputs(self, node: Node) -> None:
@@ -1231,13 +1237,15 @@ class Graph:
                 self._detach_port(node.id, port, name)
 
     def _detach_port(self, node_id: NodeId, port: int, name: str) -> None:
-        readers = self._consumers.get(name, {})
-        readers.pop((node_id, port), None)
-        if not readers:
-            self._consumers.pop(name, None)
-        producer = self._producer.get(name)
-        if producer is not None:
-            _nx_remove_edge(self._nx, producer, node_id, port)
+        consumers = self._consumers  # (subscripts, not get and pop: a call each, a port)
+        if name in consumers:
+            readers = consumers[name]
+            if (node_id, port) in readers:
+                del readers[(node_id, port)]
+            if not readers:
+                del consumers[name]
+        if name in self._producer:
+            _nx_remove_edge(self._nx, self._producer[name], node_id, port)
 
     # ---------------------------------------------------------------- graph I/O
     def add_input(self, info: TensorInfo) -> str:
@@ -1273,11 +1281,12 @@ class Graph:
         other.outputs = list(self.outputs)
         other._tensors.update(self._tensors)  # its own dict, which its view shows
         other._nx = _copy_multidigraph(self._nx)
+        nx_nodes = _adjacency(other._nx)._node  # (once, not a call a node)
         for node in self.nodes:
             twin = Node(
                 node.id, node.op, node.inputs, node.outputs, node.provenance, list(node.notes)
             )
-            _adjacency(other._nx)._node[node.id]["node"] = twin
+            nx_nodes[node.id]["node"] = twin
             other._nodes[node.id] = twin
         other._producer = dict(self._producer)
         other._consumers = {t: dict(r) for t, r in self._consumers.items()}
@@ -1547,37 +1556,51 @@ def _adjacency(graph: nx.MultiDiGraph) -> _Adjacency:
     return graph  # type: ignore[return-value]  # the attributes are there at run time
 
 
+# The mutators below run for every node and port a graph gains or loses: they read the
+# adjacency by a typed name, not through ``_adjacency``, and drop the cache inline, not
+# through ``_nx_changed`` (each a call).
+
+
 def _nx_add_node(graph: nx.MultiDiGraph, n: NodeId, node: Node) -> None:
-    adjacency = _adjacency(graph)
+    adjacency: _Adjacency = graph  # type: ignore[assignment]  # as ``_adjacency`` reads it
     adjacency._node[n] = {"node": node}
     adjacency._succ[n] = {}
     adjacency._pred[n] = {}
-    _nx_changed(graph)
+    cache = getattr(graph, "__networkx_cache__", None)  # ``_nx_changed``
+    if cache:
+        cache.clear()
 
 
 def _nx_add_edge(
     graph: nx.MultiDiGraph, u: NodeId, v: NodeId, key: int, tensor: str, src_port: int
 ) -> None:
-    adjacency = _adjacency(graph)
-    keys = adjacency._succ[u].get(v)
-    if keys is None:
-        keys = adjacency._succ[u][v] = {}
+    adjacency: _Adjacency = graph  # type: ignore[assignment]  # as ``_adjacency`` reads it
+    succ = adjacency._succ[u]
+    if v in succ:
+        keys = succ[v]
+    else:
+        keys = succ[v] = {}
         adjacency._pred[v][u] = keys
     keys[key] = {"tensor": tensor, "src_port": src_port}
-    _nx_changed(graph)
+    cache = getattr(graph, "__networkx_cache__", None)  # ``_nx_changed``
+    if cache:
+        cache.clear()
 
 
 def _nx_remove_edge(graph: nx.MultiDiGraph, u: NodeId, v: NodeId, key: int) -> None:
     """Remove the edge if it is there."""
-    adjacency = _adjacency(graph)
-    keys = adjacency._succ[u].get(v)
-    if keys is None or key not in keys:
+    adjacency: _Adjacency = graph  # type: ignore[assignment]  # as ``_adjacency`` reads it
+    succ = adjacency._succ[u]
+    if v not in succ or key not in succ[v]:
         return
+    keys = succ[v]
     del keys[key]
     if not keys:
-        del adjacency._succ[u][v]
+        del succ[v]
         del adjacency._pred[v][u]
-    _nx_changed(graph)
+    cache = getattr(graph, "__networkx_cache__", None)  # ``_nx_changed``
+    if cache:
+        cache.clear()
 
 
 def _nx_changed(graph: nx.MultiDiGraph) -> None:
