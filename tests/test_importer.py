@@ -2833,8 +2833,8 @@ for model in {models!r}:
 
 
 #: Python calls of ``lower(load(path), "6_4")`` on the real models (cProfile's total, after
-#: a first load fills the caches), about 6% above what perf-load left: 16285, 44152, 51148
-#: and 71408. Before it they took 22486, 54975, 60258 and 93094.
+#: a first load fills the caches), 6-13% above what perf-load left: 15231, 42376, 49251 and
+#: 67746. Before it they took 22486, 54975, 60258 and 93094.
 _CALL_BUDGETS = {
     "squeezenet1_1": 17_300,
     "tf_mobilenetv3_small_minimal": 46_800,
