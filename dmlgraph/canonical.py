@@ -138,7 +138,11 @@ _INDEX_PARAMS = {"Slice": ("starts", "ends", "axes", "steps"), "Pad": ("pads", "
 
 def is_canonical(op: Any) -> bool:
     """True for an OnnxOp of an op that has a canonical form (Slice, Concat, Pad)."""
-    return isinstance(op, OnnxOp) and op.domain == "" and op.op_type in FORMS
+    return (
+        (type(op) is OnnxOp or isinstance(op, OnnxOp))  # the exact type first: no call
+        and op.domain == ""
+        and op.op_type in FORMS
+    )
 
 
 def since_version(op_type: str, domain: str, opset: int, where: str) -> int:
@@ -356,8 +360,13 @@ def normalize(graph: Graph, node: Node, trust: Trust | None = None) -> Node:
 def _rank_unsure(graph: Graph, node: Node, trust: Trust | None) -> bool:
     """Whether a tensor whose rank the node's parameters count by (a Concat's inputs, else
     the data) may have another at run time (``Trust``)."""
+    if trust is None:
+        return False
     read = node.inputs if node.op_type == "Concat" else node.inputs[:1]
-    return trust is not None and any(trust.rank_unsure(graph, name) for name in read if name)
+    for name in read:  # a loop: a generator's every item is a call
+        if name and trust.rank_unsure(graph, name):
+            return True
+    return False
 
 
 def _session_rules(
@@ -681,10 +690,10 @@ def check_types(graph: Graph, node: Node) -> None:
         form_for(op_type, version, graph.describe(node))  # one it has, or a clear error
     tensors = graph.tensors
     names = (*node.inputs, *node.outputs)
-    dtypes = tuple(
+    dtypes = tuple([  # a list: a generator's every item is a call
         (info.dtype if (info := tensors.get(name)) is not None else None) if name else None
         for name in names
-    )
+    ])
     problem = _type_problem(op_type, version, dtypes, len(node.outputs))
     if problem is None:
         return

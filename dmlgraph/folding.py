@@ -1672,10 +1672,10 @@ def _merged(old: TensorInfo, dtype: np.dtype | None, shape: Shape | None) -> Ten
     if shape is None or old.shape is None or len(shape) != len(old.shape):
         shape = shape if shape is not None else old.shape
     else:
-        shape = tuple(  # a new size is the later word; else the more specific
+        shape = tuple([  # a new size is the later word; else the more specific
             n if isinstance(n, int) or _specificity(n) < _specificity(o) else o
             for o, n in zip(old.shape, shape)
-        )
+        ])
     if dtype == old.dtype and shape == old.shape:
         return old
     if old.data is None:  # dtype and shape are normal: an info's, or ``described_type``'s
@@ -1892,8 +1892,8 @@ def _inferred_by_port(
         proto.op_type,
         proto.domain,
         opset,
-        tuple(a.SerializeToString() for a in proto.attribute),
-        tuple(types[name] if name else None for name in proto.input),
+        tuple([a.SerializeToString() for a in proto.attribute]),  # (lists: a generator's
+        tuple([types[name] if name else None for name in proto.input]),  # items are calls)
         len(proto.output),
     )
     weights = {name for name, value in values.items() if value.size > WEIGHT_ELEMENTS}
@@ -1908,9 +1908,9 @@ def _inferred_by_port(
             return by_port
     key = (
         *form,
-        tuple(
+        tuple([  # a list: a generator's every item is a call
             values[name].tobytes() if name in values else None for name in proto.input if name
-        ),
+        ]),
     )
     if key not in memo:
         memo[key] = _infer_call(graph, schema, proto, types, values)
@@ -1946,8 +1946,11 @@ def _all_static(outputs: Sequence[str], by_port: Sequence[bytes | None]) -> bool
             dtype, shape = described_type(serialized)
         except Exception:
             return False
-        if dtype is None or shape is None or not all(type(d) is int for d in shape):
+        if dtype is None or shape is None:
             return False
+        for d in shape:  # a loop: a generator's every item is a call
+            if type(d) is not int:
+                return False
     return True
 
 
@@ -2503,10 +2506,11 @@ def foldable(graph: Graph, node: Node, trust: PartialShapes | None = None) -> bo
         return False
     # the outputs (a list) last: asked of every node of a graph whose every tensor is an
     # output, first, it made folding quadratic
-    return all(
-        input_available(graph, node.op_type, port, name, trust)
-        for port, name in enumerate(node.inputs)
-    ) and not any(o in graph.outputs for o in node.outputs)
+    op_type = node.op_type
+    for port, name in enumerate(node.inputs):  # a loop: a generator's every item is a call
+        if not input_available(graph, op_type, port, name, trust):
+            return False
+    return not any(o in graph.outputs for o in node.outputs)
 
 
 def _may_fold(node: Node) -> bool:
@@ -2517,7 +2521,7 @@ def _may_fold(node: Node) -> bool:
         node.is_onnx
         and node.op.domain in FOLDABLE_DOMAINS
         and node.op_type not in NONDETERMINISTIC_OPS
-        and not any(n.startswith(NOT_FOLDED) for n in node.notes)
+        and not (node.notes and any(n.startswith(NOT_FOLDED) for n in node.notes))
         # control flow runs on the fallback, whole: onnx.reference would compute its
         # subgraphs' Slices otherwise than the spec (clamping with negative steps), which
         # folding's own kernels follow, and onnxruntime folds none of it either
@@ -2583,7 +2587,9 @@ def kernel_values(
     named: dict[str, np.ndarray] = {}
     for out, value in zip(outputs, results):
         if out:
-            named[out] = _frozen(value)
+            if isinstance(value, np.ndarray) and value.flags.writeable:  # ``_frozen``, inline
+                value.flags.writeable = False
+            named[out] = value
     return named
 
 
@@ -2952,7 +2958,7 @@ class PartialShapes:
             top = stack.pop()
             if type(top) is tuple:  # its producer's inputs are known now
                 made, producer = top
-                known[made] = any(known[i] for i in producer.inputs if i)
+                known[made] = _any_known(known, producer.inputs)
                 continue
             if top in known:
                 continue
@@ -2972,7 +2978,7 @@ class PartialShapes:
                 stack.append((top, producer))
                 stack.extend(pending)
                 continue
-            known[top] = any(known[i] for i in producer.inputs if i)
+            known[top] = _any_known(known, producer.inputs)
         return known[name]
 
     def cause(self, graph: Graph, name: str) -> str:
@@ -2988,6 +2994,15 @@ class PartialShapes:
                 return f"{producer.label}, which onnxruntime may size otherwise at run time"
             name = next(i for i in producer.inputs if i and self.unsure(graph, i))
         return ""
+
+
+def _any_known(known: Mapping[str, bool], inputs: Sequence[str]) -> bool:
+    """Whether ``known`` says True of a named input (a loop: a generator's items are calls,
+    and a walk asks this of every producer it passes)."""
+    for name in inputs:
+        if name and known[name]:
+            return True
+    return False
 
 
 def _shape_exact(graph: Graph, node: Node) -> bool:

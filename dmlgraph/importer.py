@@ -652,8 +652,9 @@ def _normalize_domains(
     """Rename domain aliases ("ai.onnx" -> "") in opset imports and nodes (``nodes``: the
     graph's, as read, renamed alike), as onnxruntime does; the onnx checker knows only the
     canonical names. True when anything changed."""
+    domains = {node.domain for node in nodes}  # (a generator over the nodes: a call a node)
     if not any(entry.domain in _DOMAIN_ALIASES for entry in proto.opset_import) and not any(
-        node.domain in _DOMAIN_ALIASES for node in nodes
+        domain in _DOMAIN_ALIASES for domain in domains
     ) and len({entry.domain for entry in proto.opset_import}) == len(proto.opset_import):
         return False
     opsets: dict[str, int] = {}
@@ -1407,7 +1408,10 @@ def _build_graph(
                 if declared and out in declared:
                     _check_declared(out, tensors[out].dtype, declared[out], where)
         version = node.version
-        attrs = {a.name: attribute_value(a, where) for a in node.attribute}
+        # (no comprehension, a call, for a node without attributes: most of a shape chain's)
+        attrs = (
+            {a.name: attribute_value(a, where) for a in node.attribute} if node.attribute else {}
+        )
         if corrected and any(name in corrected for name in node.input):
             # inferred from a size corrected below: inferred again from it
             corrected.update(folding.forget_shapes(graph, node.output))
@@ -1429,7 +1433,7 @@ def _build_graph(
                 # its kernel moves any dtype, and a folded node never reaches canonical's
                 # type check: a bfloat16 Slice-11 (bfloat16 came with Slice-13) is refused here
                 _check_types(node, tensors, opsets, declared_outputs, where)
-            known_before = [tensors.get(out) for out in node.output]
+            known_before = list(map(tensors.get, node.output))  # (a comprehension is a call)
             reads_pending_shape = (
                 node.op_type in folding.SHAPE_ONLY_OPS
                 and bool(node.input)
@@ -1452,13 +1456,11 @@ def _build_graph(
             if not reads_pending_shape and not reads_unknown and _fold_at_import(
                 graph, node, version, attrs, outputs, partial
             ):
-                changed.update(
-                    out
-                    for out, before in zip(node.output, known_before)
-                    if folding.news_for_inference(before, tensors[out])
-                )
+                for out, before in zip(node.output, known_before):  # (a generator: 3 calls)
+                    if folding.news_for_inference(before, tensors[out]):
+                        changed.add(out)
                 continue
-        if (changed and any(name in changed for name in node.input)) or (  # better known
+        if (changed and not changed.isdisjoint(node.input)) or (  # better known
             (node.op_type, version) in folding.INFERRED_AS_NEWER and not node.domain
         ):  # or an old version whole-model inference leaves untyped (Concat-1)
             extra = {name: shapes[name] for name in node.input if name in shapes}
@@ -1475,10 +1477,12 @@ def _build_graph(
             shapes.update(read)
             changed.update(read)
         if fold:
-            if node.input and all(
-                not name or name in pending or graph.is_constant(name) for name in node.input
-            ):
-                pending.update(node.output)
+            for name in node.input:  # a loop: a generator's every item is a call
+                if name and name not in pending and not graph.is_constant(name):
+                    break
+            else:
+                if node.input:
+                    pending.update(node.output)
         _add_node(graph, node, index, version, attrs, where, notes)
     graph.outputs = [o.name for o in proto.graph.output]
     for value_info in inferred.output:
@@ -1592,16 +1596,20 @@ def _check_types(
         # a rule broken by the types fed: in a branch or body imported as it runs, the run's
         # error, not a reason to run it whole on onnxruntime (which refused it in its words)
         raise NodeRuleError(f"{where}: {fed}")
-    if declared and not declared.keys().isdisjoint(node.output):
-        made = schema_types.output_dtypes(
-            node.op_type, node.domain, version, dtypes, len(node.output)
-        )
-        if node.op_type in subgraphs.LOWERED_WHEN_RUN and not node.domain:
-            made = tuple(ELEM_TYPE_TO_DTYPE.get(elem) for elem in
-                         subgraphs.declared_output_types(node))
-        for name, dtype in zip(node.output, made):
-            if name in declared:
-                _check_declared(name, dtype, declared[name], where)
+    if not declared:
+        return
+    for name in node.output:  # a loop, not keys().isdisjoint: two calls, for every node
+        if name in declared:
+            break
+    else:
+        return
+    made = schema_types.output_dtypes(node.op_type, node.domain, version, dtypes, len(node.output))
+    if node.op_type in subgraphs.LOWERED_WHEN_RUN and not node.domain:
+        made = tuple(ELEM_TYPE_TO_DTYPE.get(elem) for elem in
+                     subgraphs.declared_output_types(node))
+    for name, dtype in zip(node.output, made):
+        if name in declared:
+            _check_declared(name, dtype, declared[name], where)
 
 
 def _check_declared(name: str, made: np.dtype | None, declared: int, where: str) -> None:

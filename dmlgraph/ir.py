@@ -86,16 +86,6 @@ def _immutable(array: np.ndarray) -> bool:
     return isinstance(base, bytes)
 
 
-def _kept(data: Any) -> bool:
-    """Whether ``TensorInfo`` keeps ``data`` as given: a read-only ndarray over memory of its
-    own or a ``bytes`` (the importer's, over raw_data: asked once there, for every constant,
-    before ``_immutable``'s walk)."""
-    if type(data) is not np.ndarray or data.flags.writeable:
-        return False
-    owner = data.base
-    return owner is None or type(owner) is bytes or _immutable(data)
-
-
 def _values_equal(a: Any, b: Any) -> bool:
     """Equality that treats arrays by dtype, shape and content instead of raising. Floats
     compare by their bits (``same_bits_key``): an attribute of -0.0 is not one of 0.0, and a
@@ -159,7 +149,16 @@ class TensorInfo:
                 except GraphInvariantError as exc:
                     raise GraphInvariantError(f"tensor {name!r}: {exc}") from None
         else:  # the data fixes both; given ones must agree
-            if not _kept(data):
+            # kept as given where it is a read-only ndarray over memory of its own or a
+            # ``bytes`` (the importer's, over raw_data: asked first, before ``_immutable``'s
+            # walk); inline, not a call: one is made for every initializer, Constant and fold
+            if (
+                type(data) is not np.ndarray
+                or data.flags.writeable
+                or not (
+                    (owner := data.base) is None or type(owner) is bytes or _immutable(data)
+                )
+            ):
                 try:
                     data = _frozen_array(data)
                 except (TypeError, ValueError) as exc:  # ragged lists, objects NumPy refuses
@@ -526,7 +525,9 @@ class OnnxOp:
         _set_op_domain(self, domain)
         if attrs is _NO_ATTRIBUTES:
             attrs = Attributes()
-        elif not isinstance(attrs, Attributes):
+        elif type(attrs) is dict or not isinstance(attrs, Attributes):
+            # a dict first: the importer's, for every node (an isinstance of an ABC subclass
+            # takes three calls)
             attrs = Attributes(attrs)
         _set_op_attrs(self, attrs)
 
@@ -635,11 +636,12 @@ class Node:
     @property
     def op_type(self) -> str:
         """The ONNX op type, or the descriptor's class name for a non-ONNX op."""
-        return self.op.op_type if isinstance(self.op, OnnxOp) else type(self.op).__name__
+        op = self.op  # the exact type first: asked thousands of times per model
+        return op.op_type if type(op) is OnnxOp or isinstance(op, OnnxOp) else type(op).__name__
 
     @property
     def is_onnx(self) -> bool:
-        return isinstance(self.op, OnnxOp)
+        return type(self.op) is OnnxOp or isinstance(self.op, OnnxOp)
 
     @property
     def label(self) -> str:
@@ -1105,15 +1107,19 @@ class Graph:
         """Remove nodes none of whose outputs is read by a node or is a graph output."""
         removed: list[Node] = []
         live_outputs = set(self.outputs)
+        consumers = self._consumers
         for node in reversed(self.topological_order()):
-            if not any(o in live_outputs or self._consumers.get(o) for o in node.outputs if o):
+            for o in node.outputs:  # a loop: a generator's every item is a call
+                if o and (o in live_outputs or consumers.get(o)):
+                    break
+            else:
                 removed.append(self.remove_node(node.id))
         return removed[::-1]
 
     def prune_tensors(self) -> list[str]:
         """Drop registry entries no node, graph input or graph output refers to."""
         used = set(self.inputs) | set(self.outputs) | set(self._producer)
-        used.update(t for t, readers in self._consumers.items() if readers)
+        used.update([t for t, readers in self._consumers.items() if readers])  # (no generator)
         dropped = [name for name in self._tensors if name not in used]
         for name in dropped:
             del self._tensors[name]
@@ -1203,8 +1209,9 @@ class Graph:
             if not out:
                 continue
             self._producer[out] = node.id
-            for consumer, port in self._consumers.get(out, {}):
-                _nx_add_edge(self._nx, node.id, consumer, port, out, src_port)
+            if out in self._consumers:  # (no ``get``: a call an output)
+                for consumer, port in self._consumers[out]:
+                    _nx_add_edge(self._nx, node.id, consumer, port, out, src_port)
         self._attach_inputs(node)
 
     def _attach_inputs(self, node: Node) -> None:
@@ -1213,9 +1220,13 @@ class Graph:
                 self._attach_port(node.id, port, name)
 
     def _attach_port(self, node_id: NodeId, port: int, name: str) -> None:
-        self._consumers.setdefault(name, {})[(node_id, port)] = None
-        producer = self._producer.get(name)
-        if producer is not None:
+        consumers = self._consumers  # (subscripts, not ``get``: a call a port)
+        if name in consumers:
+            consumers[name][(node_id, port)] = None
+        else:
+            consumers[name] = {(node_id, port): None}
+        if name in self._producer:
+            producer = self._producer[name]
             src_port = self._nodes[producer].outputs.index(name)
             _nx_add_edge(self._nx, producer, node_id, port, name, src_port)
 
@@ -1223,10 +1234,11 @@ class Graph:
         self._version += 1
         self._structure += 1
         self._detach_inputs(node)
+        producers, consumers = self._producer, self._consumers  # (subscripts: no calls)
         for out in node.outputs:
-            if out and self._producer.get(out) == node.id:
-                del self._producer[out]
-                for consumer, port in self._consumers.get(out, {}):
+            if out and out in producers and producers[out] == node.id:
+                del producers[out]
+                for consumer, port in consumers[out] if out in consumers else ():
                     _nx_remove_edge(self._nx, node.id, consumer, port)
 
     def _detach_inputs(self, node: Node) -> None:
@@ -1235,13 +1247,15 @@ class Graph:
                 self._detach_port(node.id, port, name)
 
     def _detach_port(self, node_id: NodeId, port: int, name: str) -> None:
-        readers = self._consumers.get(name, {})
-        readers.pop((node_id, port), None)
-        if not readers:
-            self._consumers.pop(name, None)
-        producer = self._producer.get(name)
-        if producer is not None:
-            _nx_remove_edge(self._nx, producer, node_id, port)
+        consumers = self._consumers  # (subscripts, not get and pop: a call each, a port)
+        if name in consumers:
+            readers = consumers[name]
+            if (node_id, port) in readers:
+                del readers[(node_id, port)]
+            if not readers:
+                del consumers[name]
+        if name in self._producer:
+            _nx_remove_edge(self._nx, self._producer[name], node_id, port)
 
     # ---------------------------------------------------------------- graph I/O
     def add_input(self, info: TensorInfo) -> str:
@@ -1277,11 +1291,12 @@ class Graph:
         other.outputs = list(self.outputs)
         other._tensors.update(self._tensors)  # its own dict, which its view shows
         other._nx = _copy_multidigraph(self._nx)
+        nx_nodes = _adjacency(other._nx)._node  # (once, not a call a node)
         for node in self.nodes:
             twin = Node(
                 node.id, node.op, node.inputs, node.outputs, node.provenance, list(node.notes)
             )
-            _adjacency(other._nx)._node[node.id]["node"] = twin
+            nx_nodes[node.id]["node"] = twin
             other._nodes[node.id] = twin
         other._producer = dict(self._producer)
         other._consumers = {t: dict(r) for t, r in self._consumers.items()}
@@ -1365,14 +1380,15 @@ class Graph:
         if len(set(self.inputs)) != len(self.inputs):
             problems.append(f"graph inputs are listed twice: {self.inputs}")
         producers: dict[str, NodeId] = {}
+        tensors = self._tensors
         nx_nodes = _adjacency(self._nx)._node
-        if len(nx_nodes) != len(self._nodes) or any(
-            nx_nodes.get(i, {}).get("node") is not node for i, node in self._nodes.items()
-        ):
+        nodes_agree = len(nx_nodes) == len(self._nodes)
+        for i, node in self._nodes.items() if nodes_agree else ():  # (a generator: calls)
+            if i not in nx_nodes or nx_nodes[i].get("node") is not node:
+                nodes_agree = False
+                break
+        if not nodes_agree:
             problems.append("the node index disagrees with the networkx graph's nodes")
-            nodes_agree = False
-        else:
-            nodes_agree = True
         for node in self._nodes.values():
             if not node.outputs:
                 problems.append(f"{node.label} has no outputs")
@@ -1384,7 +1400,7 @@ class Graph:
                         f"tensor {out!r} is produced by nodes {producers[out]} and {node.id}"
                     )
                 producers[out] = node.id
-                info = self._tensors.get(out)
+                info = tensors[out] if out in tensors else None
                 if info is None:
                     problems.append(f"{node.label}: output {out!r} is not a registered tensor")
                 elif info.data is not None:
@@ -1392,15 +1408,19 @@ class Graph:
             for name in node.inputs:
                 if name and name not in names:
                     problems.append(f"{node.label}: input {name!r} is not a registered tensor")
-            if not isinstance(node.provenance, Provenance):
+            if type(node.provenance) is not Provenance and not isinstance(
+                node.provenance, Provenance
+            ):
                 problems.append(f"node {node.id} has no provenance")
         if producers != self._producer:
             problems.append("the producer index disagrees with the nodes' outputs")
         # Every port must have its consumer entry and its edge; with the counts equal, nothing
         # else can be there (an edge's key is its consumer port). No whole-graph sets are
         # built: it may run after every lowering pass (``verify_each``).
+        # (Lookups by subscript, not ``get``: a call each, and this reads every port.)
         pred = _adjacency(self._nx)._pred
         inputs = set(self.inputs)
+        consumers = self._consumers
         ports = edges = 0
         consumers_ok = True
         missing: list[tuple[NodeId, NodeId, int, str]] = []
@@ -1409,12 +1429,15 @@ class Graph:
                 if not name:
                     continue
                 ports += 1
-                if (node.id, port) not in self._consumers.get(name, ()):
+                if name not in consumers or (node.id, port) not in consumers[name]:
                     consumers_ok = False
-                src = producers.get(name)
-                if src is not None:
+                if name in producers:
+                    src = producers[name]
                     edges += 1
-                    data = pred.get(node.id, {}).get(src, {}).get(port)
+                    try:
+                        data = pred[node.id][src][port]
+                    except KeyError:
+                        data = None
                     if (
                         data is None
                         or data.get("tensor") != name
@@ -1428,7 +1451,7 @@ class Graph:
                         f"{node.label}: input {name!r} has no producer and is neither a graph "
                         "input nor a constant"
                     )
-        if not consumers_ok or ports != sum(len(r) for r in self._consumers.values()):
+        if not consumers_ok or ports != sum(map(len, self._consumers.values())):
             problems.append("the consumer index disagrees with the nodes' inputs")
         extra = _edge_count(self._nx) - (edges - len(missing))
         if missing or extra:
@@ -1543,37 +1566,51 @@ def _adjacency(graph: nx.MultiDiGraph) -> _Adjacency:
     return graph  # type: ignore[return-value]  # the attributes are there at run time
 
 
+# The mutators below run for every node and port a graph gains or loses: they read the
+# adjacency by a typed name, not through ``_adjacency``, and drop the cache inline, not
+# through ``_nx_changed`` (each a call).
+
+
 def _nx_add_node(graph: nx.MultiDiGraph, n: NodeId, node: Node) -> None:
-    adjacency = _adjacency(graph)
+    adjacency: _Adjacency = graph  # type: ignore[assignment]  # as ``_adjacency`` reads it
     adjacency._node[n] = {"node": node}
     adjacency._succ[n] = {}
     adjacency._pred[n] = {}
-    _nx_changed(graph)
+    cache = getattr(graph, "__networkx_cache__", None)  # ``_nx_changed``
+    if cache:
+        cache.clear()
 
 
 def _nx_add_edge(
     graph: nx.MultiDiGraph, u: NodeId, v: NodeId, key: int, tensor: str, src_port: int
 ) -> None:
-    adjacency = _adjacency(graph)
-    keys = adjacency._succ[u].get(v)
-    if keys is None:
-        keys = adjacency._succ[u][v] = {}
+    adjacency: _Adjacency = graph  # type: ignore[assignment]  # as ``_adjacency`` reads it
+    succ = adjacency._succ[u]
+    if v in succ:
+        keys = succ[v]
+    else:
+        keys = succ[v] = {}
         adjacency._pred[v][u] = keys
     keys[key] = {"tensor": tensor, "src_port": src_port}
-    _nx_changed(graph)
+    cache = getattr(graph, "__networkx_cache__", None)  # ``_nx_changed``
+    if cache:
+        cache.clear()
 
 
 def _nx_remove_edge(graph: nx.MultiDiGraph, u: NodeId, v: NodeId, key: int) -> None:
     """Remove the edge if it is there."""
-    adjacency = _adjacency(graph)
-    keys = adjacency._succ[u].get(v)
-    if keys is None or key not in keys:
+    adjacency: _Adjacency = graph  # type: ignore[assignment]  # as ``_adjacency`` reads it
+    succ = adjacency._succ[u]
+    if v not in succ or key not in succ[v]:
         return
+    keys = succ[v]
     del keys[key]
     if not keys:
-        del adjacency._succ[u][v]
+        del succ[v]
         del adjacency._pred[v][u]
-    _nx_changed(graph)
+    cache = getattr(graph, "__networkx_cache__", None)  # ``_nx_changed``
+    if cache:
+        cache.clear()
 
 
 def _nx_changed(graph: nx.MultiDiGraph) -> None:
@@ -1626,7 +1663,9 @@ def _check_node_fields(where: str, op: Any, provenance: Any, notes: Any) -> None
             f"{where}: provenance is a Provenance (Provenance(name, op_type, domain, "
             f"since_version)), not {type(provenance).__name__}"
         )
-    if isinstance(notes, (str, bytes)) or not isinstance(notes, Iterable):
+    if type(notes) not in (list, tuple) and (  # (Iterable's isinstance: three calls)
+        isinstance(notes, (str, bytes)) or not isinstance(notes, Iterable)
+    ):
         raise GraphInvariantError(f"{where}: notes {notes!r} is not a sequence of str")
 
 
@@ -1678,7 +1717,11 @@ def _check_fields(kind: str, changes: Mapping[str, Any], fields: frozenset[str])
 
 
 def _edge_count(graph: nx.MultiDiGraph) -> int:
-    return sum(len(keys) for nbrs in _adjacency(graph)._succ.values() for keys in nbrs.values())
+    count = 0  # a loop: a generator's every item is a call
+    for nbrs in _adjacency(graph)._succ.values():
+        for keys in nbrs.values():
+            count += len(keys)
+    return count
 
 
 def _copy_multidigraph(graph: nx.MultiDiGraph) -> nx.MultiDiGraph:

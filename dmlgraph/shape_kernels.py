@@ -463,6 +463,9 @@ KERNELS: Mapping[str, Kernel] = MappingProxyType(
 
 
 def kernel_for(op_type: str, domain: str, version: int) -> Kernel | None:
-    """The kernel that computes this ONNX op at this since_version, if there is one."""
-    kernel = KERNELS.get(op_type) if domain == "" else None
-    return kernel if kernel is not None and kernel.covers(version) else None
+    """The kernel that computes this ONNX op at this since_version, if there is one. (No
+    calls: the importer asks of every node; ``Kernel.covers`` is spelled out.)"""
+    if domain != "" or op_type not in KERNELS:
+        return None
+    kernel = KERNELS[op_type]
+    return kernel if kernel.first <= version <= kernel.last else None

@@ -2900,3 +2900,33 @@ for model in {models!r}:
                           timeout=timeout)
     assert done.returncode == 0, done.stderr[-2000:]
     return done.stdout.split("\n")[:-1]
+
+
+#: Python calls of ``lower(load(path), "6_4")`` on the real models (cProfile's total, after
+#: a first load fills the caches), 6-13% above what perf-load left: 15231, 42376, 49251 and
+#: 67746. Before it they took 22486, 54975, 60258 and 93094.
+_CALL_BUDGETS = {
+    "squeezenet1_1": 17_300,
+    "tf_mobilenetv3_small_minimal": 46_800,
+    "encodec_encoder_reflect": 54_200,
+    "shufflenet_v2_x0_5": 75_700,
+}
+
+
+@pytest.mark.parametrize("name", sorted(_CALL_BUDGETS))
+def test_load_and_lower_stay_within_their_call_budget(name: str, onnx_models_dir: Path) -> None:
+    """Issue 7: load + lower no slower than onnxruntime creates a session. Their time is
+    mostly Python calls, spread flat over every node, and the calls are the part of it that
+    does not change from run to run: a budget per model keeps a per-node cost from creeping
+    back (a generator where a loop was, an isinstance of an ABC asked of every node)."""
+    import cProfile
+    import pstats
+
+    path = onnx_models_dir / f"{name}.onnx"
+    lower(dmlgraph.load(path), "6_4", verify_each=False)  # the caches a process fills once
+    profile = cProfile.Profile()
+    profile.enable()
+    lower(dmlgraph.load(path), "6_4", verify_each=False)
+    profile.disable()
+    calls = pstats.Stats(profile).total_calls  # type: ignore[attr-defined]
+    assert calls <= _CALL_BUDGETS[name], f"{name}: {calls} calls"

@@ -112,7 +112,8 @@ class OperatorDesc(ABC):
             ) from None
 
     def _bits(self) -> tuple[object, ...]:
-        return tuple(same_bits_key(getattr(self, name)) for name in _field_names(type(self)))
+        # a list, not a generator, whose every item is a call: every hash reads all fields
+        return tuple([same_bits_key(getattr(self, name)) for name in _field_names(type(self))])
 
     @property
     def name(self) -> str:

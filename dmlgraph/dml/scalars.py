@@ -65,11 +65,18 @@ def as_double(value: object) -> float | None:
     return double
 
 
+#: Types ``same_bits_key`` returns as they are, by exact type (no float is one).
+_NOT_FLOATS = frozenset({int, bool, str, bytes, tuple, type(None)})
+
+
 def same_bits_key(value: object) -> object:
     """A float as its bits, anything else as it is: a key under which 0.0 and -0.0 differ and
     a NaN equals the same NaN (Python's ``==`` says the opposite of both). A descriptor's or an
     attribute's float is bits that DirectML or onnxruntime copy, so two that compare equal
     must copy the same bits."""
+    kind = type(value)
+    if kind in _NOT_FLOATS:  # most fields: no isinstance asked (a descriptor's hash reads all)
+        return value
     if isinstance(value, np.floating) and value != value:  # float() would quiet a signalling
         return (value.dtype.str, value.tobytes())  # NaN (an attribute's: importer.wire_floats)
     if type(value) is float or isinstance(value, np.floating):  # NumPy's too (an API caller's)

@@ -31,7 +31,8 @@ def calc_buffer_tensor_size(
     """DMLCalcBufferTensorSize: bytes from element 0 to the last addressed one, rounded to 4."""
     if strides is None:
         strides = packed_strides(sizes)
-    last_index = sum((size - 1) * stride for size, stride in zip(sizes, strides))
+    last_index = sum([(size - 1) * stride for size, stride in zip(sizes, strides)])  # (a list:
+    # a generator's every item is a call)
     bits = (last_index + 1) * data_type.bit_width
     size_in_bytes = (bits + 7) // 8
     return (size_in_bytes + 3) & ~3
@@ -110,7 +111,7 @@ class BufferTensorDesc:
 
     @property
     def minimum_size_in_bytes(self) -> int:
-        if not self._well_typed() or any(size < 1 for size in self.sizes) or (
+        if not self._well_typed() or (self.sizes and min(self.sizes) < 1) or (
             self.strides is not None and len(self.strides) != len(self.sizes)
         ):
             return 0  # invalid; validate() names the rule
@@ -120,10 +121,13 @@ class BufferTensorDesc:
 
     def _well_typed(self) -> bool:
         """Sizes and strides are tuples of integers (``int_tuple`` keeps anything else)."""
-        return all(
-            isinstance(values, tuple) and all(is_integer(v) for v in values)
-            for values in (self.sizes, self.strides if self.strides is not None else ())
-        )
+        for values in (self.sizes, self.strides if self.strides is not None else ()):
+            if not isinstance(values, tuple):  # loops: a generator's every item is a call
+                return False
+            for v in values:
+                if not is_integer(v):
+                    return False
+        return True
 
     def validate(self, operator: str, field_name: str) -> None:
         """Check the tensor desc's own rules; errors name the operator field holding it."""
