@@ -1257,6 +1257,11 @@ class _ForkedReference:
             weakref.WeakKeyDictionary()
         )
 
+    @property
+    def providers(self) -> Sequence[str]:
+        """The providers onnxruntime runs on (``_past_run_divergence`` runs again on them)."""
+        return tuple(getattr(self._ort, "providers", ()))
+
     def session(self, model: Any, where: str = "", *, optimize: bool = True) -> Any:
         session = self._ort.session(model, where, optimize=optimize)
         self._made[session] = (model, where, optimize)
@@ -1293,7 +1298,7 @@ class _Subject:
     names: Sequence[str]
     values: Sequence[np.ndarray]
     tolerances: Tolerances
-    divergences: Sequence[KnownDivergence]
+    divergences: list[KnownDivergence]  # (``_past_run_divergence`` adds to it)
     label: str
     runs: list[Any]
 
@@ -1397,8 +1402,10 @@ def _against_reference(ort: Any, subject: _Subject, notes: list[str]) -> Compari
             compare_outputs(names, values, [result.outputs[n] for n in names], tolerances,
                             divergences), values, divergences)
         if any(o.verdict is Verdict.FAIL for o in outputs):
-            outputs = _optimizer_divergences(ort, ran, graph, feeds, result.outputs, values,
-                                             tolerances, outputs, runs, notes)
+            outputs = _optimizer_divergences(
+                ort, ran, graph, feeds, result.outputs, values, tolerances, outputs, runs,
+                notes, plain_failed=lambda exc, made: _past_run_divergence(
+                    ort, subject, exc, made, notes))
         return Comparison(label, f"{reference} ({result.record.provider})", outputs)
     words = cannot_run(str(refused)) if refused is not None else None
     if words is None and isinstance(failure, ReferenceDied):
@@ -1640,6 +1647,8 @@ def _optimizer_divergences(
     outputs: tuple[OutputComparison, ...],
     runs: list[Any],
     notes: list[str],
+    plain_failed: Callable[[DmlgraphError, tuple[OutputComparison, ...]],
+                           tuple[OutputComparison, ...]] | None = None,
 ) -> tuple[OutputComparison, ...]:
     """``outputs`` (one per output, against onnxruntime with its default optimizations), each
     failing one that onnxruntime without graph optimizations computes as dmlgraph does, and
@@ -1649,12 +1658,13 @@ def _optimizer_divergences(
     tolerance of one run and within the other's, which fusions round apart, is not excused.)
     Found by this project's torch campaign: a reversed ``index_select`` (Range(n - 1, -1, -1)
     feeding a Gather) that onnxruntime 1.32's GatherToSliceFusion makes a Slice ending at -1,
-    an empty result."""
+    an empty result. Where the plain run fails, ``plain_failed`` (its error, ``outputs``)
+    says what stands (``_past_run_divergence``); else the failures do."""
     try:
         plain = ort.execute_session(ort.session(model, graph.source, optimize=False), feeds,
                                     graph.source)
-    except DmlgraphError:
-        return outputs  # the failure stands as it is
+    except DmlgraphError as exc:
+        return outputs if plain_failed is None else plain_failed(exc, outputs)
     runs.append(replace(plain.record, backend=f"{plain.record.backend}, graph optimizations off"))
     changed = []
     result = []
@@ -1679,3 +1689,65 @@ def _optimizer_divergences(
             "with them off it computes what dmlgraph does"
         )
     return tuple(result)
+
+
+#: Why an output ``_past_run_divergence`` leaves not compared (after "the reference cannot
+#: compute it").
+PLAIN_RUN_FAILS = (
+    ": onnxruntime's optimized run sizes what follows the divergent node by ONNX's inference, "
+    "its kernel there otherwise (as the numpy backend's onnxruntime fallback does), and its run "
+    "without graph optimizations (ORT_DISABLE_ALL) fails past it; --fallback reference runs "
+    "the node as ONNX says"
+)
+
+
+def _past_run_divergence(
+    ort: Any,
+    subject: _Subject,
+    failure: DmlgraphError,
+    outputs: tuple[OutputComparison, ...],
+    notes: list[str],
+) -> tuple[OutputComparison, ...]:
+    """``outputs`` (against onnxruntime's optimized run, some failing) where its run without
+    graph optimizations fails too (``failure``), at or past a node that by the values fed
+    makes other sizes on onnxruntime than ONNX says and that the numpy run did not note
+    (``fallback.run_divergence_at``: a Squeeze by an empty axes list on the onnxruntime
+    fallback, which squeezes as onnxruntime's kernel does). Its optimized run folded a
+    Shape of the Squeeze's result by ONNX's inference, its kernel squeezed every 1 and its
+    plain run failed: no onnxruntime run computes the model, and onnx.reference computes
+    ONNX's sizes, which this run does not follow there. So each failing output the node
+    reaches is not compared, the node named (added to the report's divergences); the others
+    stand. Found by a review: an If of Size(Shape(Squeeze(X [1, 3, 1], []))) == 1 whose then
+    branch held an inner If of Identity(S) (onnxruntime's plain run: "output 'b6' ... has
+    shape {1,3,1} but the computed output shape for this run is {3}") failed ``check`` with
+    exit 1 and no divergence named; without the inner If the plain run gave this run's
+    values (``OPTIMIZER_DIVERGENCE``)."""
+    from backends.numpy.fallback import run_divergence_at
+
+    graph, feeds = subject.graph, subject.feeds
+    providers = tuple(getattr(ort, "providers", ()))
+    try:  # (it may run onnxruntime again on what the failing node read: apart where it dies)
+        found = run_apart(graph, lambda: run_divergence_at(
+            graph, feeds, failure=str(failure), providers=providers), graph.source)
+    except DmlgraphError:
+        return outputs
+    if found is None or not found.other_sizes or any(
+            d.node_id == found.node_id for d in subject.divergences):
+        return outputs  # (noted by the run: the outputs it reaches were judged so already)
+    node = graph.node(found.node_id)
+    divergence = KnownDivergence(node.name, found.note, frozenset(_reached(graph, [node.id])),
+                                 node.provenance.op_type, node.id,
+                                 "" if node.name else node.label)
+    made = tuple(
+        not_compared(o.name, subject.values[i], (divergence.describe(),), PLAIN_RUN_FAILS)
+        if o.verdict is Verdict.FAIL and i in divergence.outputs else o
+        for i, o in enumerate(outputs)
+    )
+    left = dict.fromkeys(o.name for o, was in zip(made, outputs) if o is not was)
+    if not left:
+        return outputs
+    subject.divergences.append(divergence)
+    notes.append(f"onnxruntime failed without graph optimizations ({failure}) past "
+                 f"{found.where}, a known divergence: {', '.join(map(repr, left))} not "
+                 "compared")
+    return made

@@ -1661,3 +1661,95 @@ def test_a_run_time_rule_broken_by_an_int_read_a_squeeze_sized_keeps_its_hint() 
         check(model, inputs=feeds)
     assert "(node 'squeeze' (Squeeze) is a known divergence" in str(raised.value)
     assert check(model, inputs=feeds, fallback="reference").exit_code == 0
+
+
+def _squeeze_rank_picks_a_branch_holding_an_if() -> tuple[onnx.ModelProto, dict]:
+    """Y = If(Size(Shape(Squeeze(X [1, 3, 1], []))) == 1): its then branch holds an inner
+    If(B) of Identity(S) in either branch (unused), and a Scan stacking Relu(X) once, [1, 1,
+    3, 1]; its else branch is X. Z = Neg(X), which the Squeeze does not reach. onnxruntime's
+    optimized run folds the Shape by ONNX's [1, 3, 1] (else: X); its kernel squeezes to [3]
+    (then), and its run without graph optimizations fails at the inner If's declared [1, 3,
+    1]."""
+    def branch(name: str, out: str) -> onnx.GraphProto:
+        return helper.make_graph([helper.make_node("Identity", ["S"], [out])], name, [],
+                                 [_info(out, None)])
+
+    body = helper.make_graph([helper.make_node("Identity", ["si"], ["sid"]),
+                              helper.make_node("Relu", ["si"], ["sso"])],
+                             "scan", [_info("si", None), _info("se", None)],
+                             [_info("sid", None), _info("sso", None)])
+    then = helper.make_graph(
+        [helper.make_node("If", ["B"], ["inner"], then_branch=branch("t", "b4"),
+                          else_branch=branch("e", "b6"), name="inner"),
+         helper.make_node("Scan", ["X", "X"], ["so1", "so2"], body=body, num_scan_inputs=1)],
+        "then", [], [_info("so2", None)])
+    other = helper.make_graph([helper.make_node("Identity", ["X"], ["t2"])], "else", [],
+                              [_info("t2", None)])
+    model = _model([helper.make_node("Squeeze", ["X", "e"], ["S"], name="squeeze"),
+                    helper.make_node("Shape", ["S"], ["sh"]),
+                    helper.make_node("Size", ["sh"], ["n"]),
+                    helper.make_node("Equal", ["n", "one"], ["cond"]),
+                    helper.make_node("If", ["cond"], ["Y"], then_branch=then,
+                                     else_branch=other, name="if"),
+                    helper.make_node("Neg", ["X"], ["Z"], name="neg")],
+                   [_info("X", [1, 3, 1]), _info("B", [], TensorProto.BOOL)],
+                   [_info("Y", None), _info("Z", None)], [_ints("e", []), _ints("one", 1)],
+                   opset=13)
+    return model, {"X": np.array([1, -2, 3], np.float32).reshape(1, 3, 1),
+                   "B": np.array(False)}
+
+
+def test_a_squeeze_s_output_onnxruntime_fails_on_unoptimized_is_the_divergence_named(
+        monkeypatch) -> None:
+    """On the onnxruntime fallback (which squeezes as onnxruntime's kernel does) Y is the then
+    branch's [1, 1, 3, 1]; onnxruntime's optimized run gives [1, 3, 1], and its plain run,
+    which explained that for the same model without the inner If (an optimizer divergence),
+    fails. ``check`` failed Y (exit 1) naming no divergence; Y is now the Squeeze's known
+    divergence, not compared, and Z, which the Squeeze does not reach, is still compared:
+    a wrong Z fails."""
+    import dataclasses
+
+    from onnx.reference import ReferenceEvaluator
+
+    import backends.numpy.backend as numpy_backend
+
+    model, feeds = _squeeze_rank_picks_a_branch_holding_an_if()
+    x = feeds["X"]
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    assert session.run(["Y"], feeds)[0].shape == (1, 3, 1)
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    options.log_severity_level = 4
+    plain = ort.InferenceSession(model.SerializeToString(), options,
+                                 providers=["CPUExecutionProvider"])
+    with pytest.raises(Exception, match=r"has shape \{1,3,1\} but the computed output shape "
+                       r"for this run is \{3\}"):
+        plain.run(None, feeds)
+    assert ReferenceEvaluator(model).run(["Y"], feeds)[0].shape == (1, 3, 1)
+
+    report = check(model, inputs=feeds)
+    y, z = report.comparisons[0].outputs
+    assert y.actual_shape == np.stack([np.maximum(x, 0)]).shape == (1, 1, 3, 1)
+    assert y.verdict is Verdict.KNOWN_DIVERGENCE and not y.compared
+    assert "onnxruntime squeezes every axis of size 1 ([3])" in y.divergences[0]
+    assert y.divergences[0].startswith("node 'squeeze': divergence: a Squeeze")
+    assert "without graph optimizations (ORT_DISABLE_ALL) fails past it" in y.message
+    assert z.verdict is Verdict.PASS and z.compared
+    (divergence,) = report.divergences
+    assert divergence.node == "squeeze" and divergence.outputs == {0}
+    assert any("past node 'squeeze' (Squeeze), a known divergence: 'Y' not compared" in n
+               for n in report.notes)
+    assert report.exit_code == 0
+    assert check(model, inputs=feeds, fallback="reference").exit_code == 0
+
+    execute = numpy_backend.NumpyBackend.execute
+
+    def wrong_z(self, graph, feeds, outputs=None):
+        result = execute(self, graph, feeds, outputs)
+        return dataclasses.replace(result, outputs={**result.outputs, "Z": -result.outputs["Z"]})
+
+    monkeypatch.setattr(numpy_backend.NumpyBackend, "execute", wrong_z)
+    report = check(model, inputs=feeds)
+    y, z = report.comparisons[0].outputs
+    assert y.verdict is Verdict.KNOWN_DIVERGENCE and z.verdict is Verdict.FAIL
+    assert report.exit_code == 1

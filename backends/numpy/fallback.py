@@ -349,10 +349,35 @@ def reference_hint(graph: Graph, feeds: Mapping[str, np.ndarray],
     return "" if found is None else _hint(*found)
 
 
+@dataclass(frozen=True)
+class RunDivergence:
+    """A node ``run_divergence`` finds: its note, how hints name it ("node 'squeeze'
+    (Squeeze)"), and its id in the graph (a holder's, where a subgraph of it diverges)."""
+
+    note: str
+    where: str
+    node_id: int
+
+    @property
+    def other_sizes(self) -> bool:
+        """Whether onnxruntime makes other sizes there than ONNX says (a Squeeze by an empty
+        axes list), rather than refusing the node."""
+        return _SQUEEZES_ALL in self.note
+
+
 def run_divergence(graph: Graph, feeds: Mapping[str, np.ndarray],
                    nodes: Sequence[Node] | None = None, failure: str = "",
                    toward: Collection[str] | None = None,
                    providers: Sequence[str] = ()) -> tuple[str, str] | None:
+    """``run_divergence_at``'s note and node, as hints say them."""
+    found = run_divergence_at(graph, feeds, nodes, failure, toward, providers)
+    return None if found is None else (found.note, found.where)
+
+
+def run_divergence_at(graph: Graph, feeds: Mapping[str, np.ndarray],
+                      nodes: Sequence[Node] | None = None, failure: str = "",
+                      toward: Collection[str] | None = None,
+                      providers: Sequence[str] = ()) -> RunDivergence | None:
     """The note of the first node of ``graph`` (or of its ``nodes``) that, by the values it
     was fed (or holds as constants, or the sizes inference gives), diverges as onnxruntime
     refuses and ONNX allows (``_RUN_DIVERGENCES``: a Scan-8's sequence length of 0, at top
@@ -373,7 +398,8 @@ def run_divergence(graph: Graph, feeds: Mapping[str, np.ndarray],
         note = check(node.op, [_known(graph, feeds, name) for name in split_inputs(node)[0]])
         if any(phrase in note for phrase in _FAILS_AT) and not _apart(
                 graph, node, failure, arrived):
-            return (note, f"node {holder_label(node.name, node.outputs)} ({node.op_type})")
+            return RunDivergence(
+                note, f"node {holder_label(node.name, node.outputs)} ({node.op_type})", node.id)
     if nodes is None:  # a segment: its If, Loop and Scan nodes' subgraphs too
         holders = {tuple(node.outputs): node for node in graph.nodes}
         for held in _nested_scans(graph):  # by the values the segment is fed
@@ -381,14 +407,14 @@ def run_divergence(graph: Graph, feeds: Mapping[str, np.ndarray],
                 name, graph.constant(name)))
             if REFUSES in note and not _apart(graph, holders[held.key], failure, arrived):
                 node = holders[held.key]
-                return (note, f"node {holder_label(node.name, node.outputs)} "
-                              f"({node.op_type}) holds a Scan-8 that")
+                return RunDivergence(note, f"node {holder_label(node.name, node.outputs)} "
+                                           f"({node.op_type}) holds a Scan-8 that", node.id)
         for node in graph.nodes:
             # a Loop onnxruntime fails on by its body's declarations, or one held at any depth
             note = loop_divergence(node.op, split_inputs(node)[0]) if subgraphs(node.op) else ""
             if note and not _apart(graph, node, failure, arrived):
-                return (note, f"node {holder_label(node.name, node.outputs)} "
-                              f"({node.op_type})")
+                return RunDivergence(note, f"node {holder_label(node.name, node.outputs)} "
+                                           f"({node.op_type})", node.id)
     for node, proto in _holders(graph, nodes):
         if _apart(graph, node, failure, arrived):
             continue
@@ -399,8 +425,9 @@ def run_divergence(graph: Graph, feeds: Mapping[str, np.ndarray],
             if any(phrase in note for phrase in _FAILS_AT) and not (
                     at and _held_apart(proto, made, failure)) and (
                     nodes is None or _held_toward(node, proto, made, toward)):
-                return (note, f"{where} in a subgraph of node "
-                              f"{holder_label(node.name, node.outputs)} ({node.op_type})")
+                return RunDivergence(note, f"{where} in a subgraph of node "
+                                           f"{holder_label(node.name, node.outputs)} "
+                                           f"({node.op_type})", node.id)
     return None
 
 
