@@ -1267,6 +1267,17 @@ def _inferred_size_feeds(case: str, dims: list[int]) -> dict[str, np.ndarray]:
     }[case]
 
 
+def _assert_no_long_static_vector(propagated: list[onnx.ModelProto],
+                                  data_prop: bool = False) -> None:
+    """Some model reached onnx's data propagation (``_record_propagated``), and none holds a
+    static vector longer than ``folding.LONG_VECTOR`` (``_static_vector_lengths``; a look
+    with propagation records too, so the list is read as it was)."""
+    assert propagated
+    for seen in list(propagated):
+        lengths = _static_vector_lengths(seen, data_prop=data_prop)
+        assert all(length <= folding.LONG_VECTOR for length in lengths), lengths
+
+
 def _static_vector_lengths(model: onnx.ModelProto, data_prop: bool = False) -> list[int]:
     """The lengths of the rank-1 tensors onnx's inference without propagation (cheap; with
     ``data_prop``, with it) sizes in a model, its subgraphs' too."""
@@ -1299,10 +1310,7 @@ def test_a_long_vector_only_inference_sizes_is_hidden_from_data_propagation(
     model = _inferred_size_model(case, dims)
     propagated = _record_propagated(monkeypatch)
     loaded = dmlgraph.load(model)
-    assert propagated
-    for seen in propagated:
-        lengths = _static_vector_lengths(seen)
-        assert all(length <= folding.LONG_VECTOR for length in lengths), lengths
+    _assert_no_long_static_vector(propagated)
     if "v" in loaded.tensors:  # folded away where it reads only weights
         assert loaded.tensors["v"].shape == (math.prod(dims),)
     if case != "Gather in an If":  # onnx sizes no If output here (nor did it before)
@@ -1426,10 +1434,8 @@ def test_a_long_vector_an_op_without_data_propagation_makes_is_hidden(
     model = _unpropagated_vector_model(case, dims)
     propagated = _record_propagated(monkeypatch)
     loaded = dmlgraph.load(model)
-    assert propagated
-    for seen in list(propagated):  # with propagation: it alone sizes a Reshape to a computed size
-        lengths = _static_vector_lengths(seen, data_prop=True)
-        assert all(length <= folding.LONG_VECTOR for length in lengths), lengths
+    # with propagation: it alone sizes a Reshape to a computed size
+    _assert_no_long_static_vector(propagated, data_prop=True)
     assert loaded.tensors["v"].shape == (math.prod(dims),)
     assert loaded.tensors["y"].shape == (4,)
     shape = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim]
@@ -1535,10 +1541,7 @@ def test_a_long_vector_only_inference_sizes_in_a_subgraph_is_hidden(
     model = _in_subgraph(where, _unpropagated_vector_model(case, [65, 64]))
     propagated = _record_propagated(monkeypatch)
     loaded = dmlgraph.load(model)
-    assert propagated
-    for seen in list(propagated):  # (each look infers with propagation: it records too)
-        lengths = _static_vector_lengths(seen, data_prop=True)
-        assert all(length <= folding.LONG_VECTOR for length in lengths), lengths
+    _assert_no_long_static_vector(propagated, data_prop=True)
     if where == "Slice in an If":  # the main graph's vector keeps its size
         assert loaded.tensors["v"].shape == (65 * 64,)
     feeds = _subgraph_feeds(model)
@@ -1753,10 +1756,8 @@ def test_a_long_tensor_a_node_makes_for_a_scan_is_hidden_from_data_propagation(
     model = _scan_of_made_model(case, n)
     propagated = _record_propagated(monkeypatch)
     loaded = dmlgraph.load(model)
-    assert propagated
+    _assert_no_long_static_vector(propagated)
     for seen in propagated:
-        lengths = _static_vector_lengths(seen)
-        assert all(length <= folding.LONG_VECTOR for length in lengths), lengths
         assert [1, True] in ([d.dim_value or d.dim_param.startswith("dmlgraph::hidden-length::")
                               for d in value.type.tensor_type.shape.dim]
                              for value in seen.graph.input)  # t, or what an Identity reads
