@@ -676,6 +676,29 @@ def test_run_on_onnxruntime_failing_past_a_squeeze_divergence_says_what_runs_it(
                  "--inputs", str(inputs)]) == 0
 
 
+@pytest.mark.parametrize("command", ["run", "check"])
+def test_the_squeeze_hint_on_the_onnxruntime_fallback_is_said_once(
+    tmp_path: Path, capsys, command: str
+) -> None:
+    """A Squeeze by an empty axes list whose result a Concat reads, on the onnxruntime
+    fallback: the Concat's rule, broken at run time by the sizes onnxruntime made, got the
+    hint, and the run lowered again by those sizes, failing with it, added it again: the
+    whole "divergence: ... --fallback reference ..." text twice in one line."""
+    model, feeds, _ = _squeeze_into_concat()
+    path, inputs = tmp_path / "sq.onnx", tmp_path / "in.npz"
+    onnx.save(model, path)
+    np.savez(inputs, **feeds)
+    capsys.readouterr()
+    assert main([command, str(path), "--fallback", "onnxruntime", "--inputs", str(inputs)]) == 2
+    error = capsys.readouterr().err.strip()
+    assert len(error.splitlines()) == 1
+    assert error.count("divergence: a Squeeze of a [1, 3, 1] tensor by an empty axes list") == 1
+    assert error.endswith(
+        "(node 'squeeze' (Squeeze) is a known divergence onnx.reference runs as ONNX says: "
+        "--fallback reference, fallback='reference' in Python)")
+    assert error.count("--fallback reference") == 1
+
+
 @pytest.mark.parametrize("fallback", ["onnxruntime", "reference"])
 def test_run_says_the_divergence_a_node_ran_at(tmp_path: Path, capsys, fallback: str) -> None:
     """``run`` printed a Scan-8's final states of no step (onnxruntime's uninitialized memory

@@ -665,10 +665,21 @@ def _held_toward(node: Node, proto: onnx.GraphProto, made: Collection[Value],
     return toward is None or not found or any(name in toward for name in found)
 
 
+#: How ``reference_hint``'s hint says onnx.reference runs the node (``hinted``).
+_RUNS_AS_ONNX_SAYS = "is a known divergence onnx.reference runs as ONNX says"
+
+
 def _hint(note: str, node: str) -> str:
     """The note and the hint that onnx.reference runs the node (``reference_hint``)."""
-    return f"; {note}" + engine_hint(f"{node} is a known divergence onnx.reference runs as "
-                                     "ONNX says", "--fallback reference", "fallback='reference'")
+    return f"; {note}" + engine_hint(f"{node} {_RUNS_AS_ONNX_SAYS}", "--fallback reference",
+                                     "fallback='reference'")
+
+
+def hinted(message: str) -> bool:
+    """Whether an error's ``message`` already holds ``reference_hint``'s hint: a rule a
+    run-time Slice/Concat/Pad broke by the sizes a Squeeze made got it there, and the run
+    lowered again by those sizes, failing with it, added it again."""
+    return _RUNS_AS_ONNX_SAYS in message
 
 
 def _held_divergences(proto: onnx.GraphProto, opset: int, known: Mapping[str, Any],
