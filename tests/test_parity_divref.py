@@ -676,6 +676,96 @@ def test_run_on_onnxruntime_failing_past_a_squeeze_divergence_says_what_runs_it(
                  "--inputs", str(inputs)]) == 0
 
 
+def _scan_of_an_unsized_read() -> tuple[onnx.ModelProto, dict]:
+    """An If of B holding a Scan-9 over U, which its body adds: U is an If's result of rank
+    4 or 3 by a Squeeze by an empty axes list (onnx infers no shape; onnxruntime runs the
+    model by its graph optimizations, failing as below without them). On the onnxruntime
+    fallback, the If of B runs whole with U fed and declared without a shape, and
+    onnxruntime refuses the Scan's body ("Subgraph must have the shape set for all
+    outputs"), which onnx.reference runs."""
+    x = _info("X", [1, 3, 1])
+    scan = helper.make_graph([helper.make_node("Identity", ["s"], ["s2"]),
+                              helper.make_node("Relu", ["s"], ["r"])],
+                             "rows", [_info("s", None), _info("x", None)],
+                             [_info("s2", None), _info("r", None)])
+    added = helper.make_graph([helper.make_node("Add", ["u", "U"], ["t"]),
+                               helper.make_node("Identity", ["t"], ["t2"]),
+                               helper.make_node("Relu", ["t"], ["t3"])],
+                              "add", [_info("v", None), _info("u", None)],
+                              [_info("t2", None), _info("t3", None)])
+    unsized = helper.make_node(
+        "If", ["one_axis"], ["U"], name="unsized",
+        then_branch=helper.make_graph([helper.make_node(
+            "Scan", ["X", "X"], ["s0", "rows"], body=scan, num_scan_inputs=1)], "then", [],
+            [_info("rows", None)]),
+        else_branch=helper.make_graph([helper.make_node("Identity", ["X"], ["x0"])], "else",
+                                      [], [_info("x0", None)]))
+    holder = helper.make_node(
+        "If", ["B"], ["Y"], name="holder",
+        then_branch=helper.make_graph([helper.make_node(
+            "Scan", ["X", "U"], ["v0", "sums"], body=added, num_scan_inputs=1, name="scan")],
+            "then", [], [_info("sums", None)]),
+        else_branch=helper.make_graph([helper.make_node("Identity", ["X"], ["x1"])], "else",
+                                      [], [_info("x1", None)]))
+    model = _model([helper.make_node("Squeeze", ["X", "e"], ["S"], name="squeeze"),
+                    helper.make_node("Shape", ["S"], ["shape"]),
+                    helper.make_node("Size", ["shape"], ["rank"]),
+                    helper.make_node("Equal", ["rank", "one"], ["one_axis"]), unsized, holder],
+                   [x, _info("B", [], TensorProto.BOOL)], [_info("Y", None)],
+                   [_ints("e", []), _ints("one", 1)], opset=13, ir=8)
+    return model, {"X": np.array([1, -2, 3], np.float32).reshape(1, 3, 1), "B": np.array(True)}
+
+
+def test_a_segment_onnxruntime_fails_to_run_by_a_shapeless_scan_output_says_what_runs_it(
+    tmp_path: Path, capsys
+) -> None:
+    """``check --fallback onnxruntime`` exited 2 with onnxruntime's words alone ("Subgraph
+    must have the shape set for all outputs"); it names the node and that ``--fallback
+    reference`` may run it, as for a segment onnxruntime refuses at load
+    (``providers.FAILS_WHEN_RUN``), which then runs it (the reviewer's fuzzer, seed 64)."""
+    model, feeds = _scan_of_an_unsized_read()
+    want = ort.InferenceSession(model.SerializeToString(),
+                                providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+    path, inputs, out = tmp_path / "m.onnx", tmp_path / "in.npz", tmp_path / "out.npz"
+    onnx.save(model, path)
+    np.savez(inputs, **feeds)
+    capsys.readouterr()
+    assert main(["check", str(path), "--fallback", "onnxruntime", "--inputs", str(inputs)]) == 2
+    error = capsys.readouterr().err.strip()
+    assert len(error.splitlines()) == 1
+    assert "onnxruntime fails on node(s) holder (If)" in error
+    assert "Subgraph must have the shape set for all outputs" in error
+    assert error.endswith("(onnx.reference may run them: --fallback reference, "
+                          "fallback='reference' in Python)")
+    assert main(["check", str(path), "--fallback", "reference", "--inputs", str(inputs)]) == 0
+    assert main(["run", str(path), "--fallback", "reference", "--inputs", str(inputs),
+                 "-o", str(out)]) == 0
+    assert np.array_equal(np.load(out)["Y"], want)
+
+
+@pytest.mark.parametrize("command", ["run", "check"])
+def test_the_squeeze_hint_on_the_onnxruntime_fallback_is_said_once(
+    tmp_path: Path, capsys, command: str
+) -> None:
+    """A Squeeze by an empty axes list whose result a Concat reads, on the onnxruntime
+    fallback: the Concat's rule, broken at run time by the sizes onnxruntime made, got the
+    hint, and the run lowered again by those sizes, failing with it, added it again: the
+    whole "divergence: ... --fallback reference ..." text twice in one line."""
+    model, feeds, _ = _squeeze_into_concat()
+    path, inputs = tmp_path / "sq.onnx", tmp_path / "in.npz"
+    onnx.save(model, path)
+    np.savez(inputs, **feeds)
+    capsys.readouterr()
+    assert main([command, str(path), "--fallback", "onnxruntime", "--inputs", str(inputs)]) == 2
+    error = capsys.readouterr().err.strip()
+    assert len(error.splitlines()) == 1
+    assert error.count("divergence: a Squeeze of a [1, 3, 1] tensor by an empty axes list") == 1
+    assert error.endswith(
+        "(node 'squeeze' (Squeeze) is a known divergence onnx.reference runs as ONNX says: "
+        "--fallback reference, fallback='reference' in Python)")
+    assert error.count("--fallback reference") == 1
+
+
 @pytest.mark.parametrize("fallback", ["onnxruntime", "reference"])
 def test_run_says_the_divergence_a_node_ran_at(tmp_path: Path, capsys, fallback: str) -> None:
     """``run`` printed a Scan-8's final states of no step (onnxruntime's uninitialized memory

@@ -30,7 +30,13 @@ from backends.base import (
     refuse_unbound,
     write_all_bound,
 )
-from backends.numpy.fallback import Fallback, OnnxruntimeFallback, get_fallback, reference_hint
+from backends.numpy.fallback import (
+    Fallback,
+    OnnxruntimeFallback,
+    get_fallback,
+    hinted,
+    reference_hint,
+)
 from backends.numpy.plan import DML_ENGINE, Plan
 from backends.numpy.runtime import resized
 from backends.numpy.threads import default_threads
@@ -207,8 +213,8 @@ class NumpyBackend:
             detail = str(broken).removeprefix(f"{graph.source}: ")
             maker = graph.producer(first.tensor)
             hint = reference_hint(graph, arrays, [maker], toward=[first.tensor]) if (
-                maker is not None and isinstance(
-                    self.fallback, OnnxruntimeFallback)) else ""  # its sizes are onnxruntime's
+                maker is not None and isinstance(self.fallback, OnnxruntimeFallback)
+                and not hinted(detail)) else ""  # its sizes are onnxruntime's; said once
             raise BackendError(
                 f"{first.maker} made {first.tensor!r} as {dtype}{list(shape)}, "
                 f"where onnx infers {said}{list(said_shape)} (fallback: "

@@ -20,7 +20,12 @@ import onnx
 from backends.base import BackendError, engine_hint, first_line
 from backends.numpy.control import inferred_ranks, other_rank, scan_body_divergence
 from backends.onnxruntime import values
-from backends.onnxruntime.providers import cannot_run, make_session, select_providers
+from backends.onnxruntime.providers import (
+    cannot_run,
+    fails_when_run,
+    make_session,
+    select_providers,
+)
 from dmlgraph import folding
 from dmlgraph.canonical import known_since_version
 from dmlgraph.dml.enums import PaddingMode
@@ -665,10 +670,21 @@ def _held_toward(node: Node, proto: onnx.GraphProto, made: Collection[Value],
     return toward is None or not found or any(name in toward for name in found)
 
 
+#: How ``reference_hint``'s hint says onnx.reference runs the node (``hinted``).
+_RUNS_AS_ONNX_SAYS = "is a known divergence onnx.reference runs as ONNX says"
+
+
 def _hint(note: str, node: str) -> str:
     """The note and the hint that onnx.reference runs the node (``reference_hint``)."""
-    return f"; {note}" + engine_hint(f"{node} is a known divergence onnx.reference runs as "
-                                     "ONNX says", "--fallback reference", "fallback='reference'")
+    return f"; {note}" + engine_hint(f"{node} {_RUNS_AS_ONNX_SAYS}", "--fallback reference",
+                                     "fallback='reference'")
+
+
+def hinted(message: str) -> bool:
+    """Whether an error's ``message`` already holds ``reference_hint``'s hint: a rule a
+    run-time Slice/Concat/Pad broke by the sizes a Squeeze made got it there, and the run
+    lowered again by those sizes, failing with it, added it again."""
+    return _RUNS_AS_ONNX_SAYS in message
 
 
 def _held_divergences(proto: onnx.GraphProto, opset: int, known: Mapping[str, Any],
@@ -980,9 +996,7 @@ class OnnxruntimeFallback:
             if cannot_run(str(exc)) is None:
                 raise
             # said, not done: the user chooses the engine (an int16 Einsum had no hint)
-            hint = engine_hint("onnx.reference may run them", "--fallback reference",
-                               "fallback='reference'")
-            raise BackendError(f"{exc}{hint}") from None
+            raise BackendError(f"{exc}{_MAY_RUN}") from None
         outputs = list(ran.outputs)
         fetch_values = values.needs_values(session)
         providers = self.providers  # (those the failure is on: ``_arrived`` runs again on them)
@@ -993,13 +1007,20 @@ class OnnxruntimeFallback:
             except BackendError:
                 raise
             except Exception as exc:
+                hint = reference_hint(graph, feeds, failure=str(exc), providers=providers) or (
+                    _MAY_RUN if fails_when_run(str(exc)) else "")
                 raise BackendError(
                     f"{graph.source}: onnxruntime fails on {_nodes(graph)}: {first_line(exc)}"
-                    f"{reference_hint(graph, feeds, failure=str(exc), providers=providers)}"
+                    f"{hint}"
                 ) from None
             return dict(zip(outputs, results))
 
         return OrtRun(run, graph, watched, held) if watched or held else run
+
+
+#: What a segment onnxruntime cannot run (``providers.CANNOT_RUN``, ``FAILS_WHEN_RUN``) adds.
+_MAY_RUN = engine_hint("onnx.reference may run them", "--fallback reference",
+                       "fallback='reference'")
 
 
 #: A watched node: its outputs (how run records find it), op, explicit inputs, and test.

@@ -232,6 +232,20 @@ CANNOT_RUN: tuple[str, ...] = (
 )
 
 
+#: onnxruntime's failures, when a fallback segment it loaded runs, on what ONNX allows and
+#: onnx.reference runs, by a phrase of its error (``fails_when_run``): a Scan whose body makes
+#: an output its inference gives no shape, as one adding a tensor the segment is fed without
+#: a shape (an If's result of a rank its branches differ on, which onnxruntime's graph
+#: optimizations settle in the whole model: without them it fails there too). A segment
+#: failing so says ``--fallback reference`` runs it, as one ``CANNOT_RUN`` refuses.
+FAILS_WHEN_RUN: tuple[str, ...] = ("Subgraph must have the shape set for all outputs",)
+
+
+def fails_when_run(failure: str) -> bool:
+    """Whether onnxruntime's ``failure`` running a segment is one of ``FAILS_WHEN_RUN``."""
+    return any(phrase in failure for phrase in FAILS_WHEN_RUN)
+
+
 def cannot_run(refusal: str) -> str | None:
     """onnxruntime's words where a refusal to load a model (``CANNOT_LOAD``) is one of
     ``CANNOT_RUN``; None for any other error."""
