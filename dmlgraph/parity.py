@@ -1716,12 +1716,12 @@ def _past_run_divergence(
     Shape of the Squeeze's result by ONNX's inference, its kernel squeezed every 1 and its
     plain run failed: no onnxruntime run computes the model, and onnx.reference computes
     ONNX's sizes, which this run does not follow there. So each failing output the node
-    reaches is not compared, the node named (added to the report's divergences); the others
-    stand. Found by a review: an If of Size(Shape(Squeeze(X [1, 3, 1], []))) == 1 whose then
-    branch held an inner If of Identity(S) (onnxruntime's plain run: "output 'b6' ... has
-    shape {1,3,1} but the computed output shape for this run is {3}") failed ``check`` with
-    exit 1 and no divergence named; without the inner If the plain run gave this run's
-    values (``OPTIMIZER_DIVERGENCE``)."""
+    reaches through a read of sizes (``_sized_past``) is not compared, the node named (added
+    to the report's divergences); the others stand. Found by a review: an If of
+    Size(Shape(Squeeze(X [1, 3, 1], []))) == 1 whose then branch held an inner If of
+    Identity(S) (onnxruntime's plain run: "output 'b6' ... has shape {1,3,1} but the computed
+    output shape for this run is {3}") failed ``check`` with exit 1 and no divergence named;
+    without the inner If the plain run gave this run's values (``OPTIMIZER_DIVERGENCE``)."""
     from backends.numpy.fallback import run_divergence_at
 
     graph, feeds = subject.graph, subject.feeds
