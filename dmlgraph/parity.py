@@ -1716,12 +1716,12 @@ def _past_run_divergence(
     Shape of the Squeeze's result by ONNX's inference, its kernel squeezed every 1 and its
     plain run failed: no onnxruntime run computes the model, and onnx.reference computes
     ONNX's sizes, which this run does not follow there. So each failing output the node
-    reaches is not compared, the node named (added to the report's divergences); the others
-    stand. Found by a review: an If of Size(Shape(Squeeze(X [1, 3, 1], []))) == 1 whose then
-    branch held an inner If of Identity(S) (onnxruntime's plain run: "output 'b6' ... has
-    shape {1,3,1} but the computed output shape for this run is {3}") failed ``check`` with
-    exit 1 and no divergence named; without the inner If the plain run gave this run's
-    values (``OPTIMIZER_DIVERGENCE``)."""
+    reaches through a read of sizes (``_sized_past``) is not compared, the node named (added
+    to the report's divergences); the others stand. Found by a review: an If of
+    Size(Shape(Squeeze(X [1, 3, 1], []))) == 1 whose then branch held an inner If of
+    Identity(S) (onnxruntime's plain run: "output 'b6' ... has shape {1,3,1} but the computed
+    output shape for this run is {3}") failed ``check`` with exit 1 and no divergence named;
+    without the inner If the plain run gave this run's values (``OPTIMIZER_DIVERGENCE``)."""
     from backends.numpy.fallback import run_divergence_at
 
     graph, feeds = subject.graph, subject.feeds
@@ -1735,7 +1735,8 @@ def _past_run_divergence(
             d.node_id == found.node_id for d in subject.divergences):
         return outputs  # (noted by the run: the outputs it reaches were judged so already)
     node = graph.node(found.node_id)
-    divergence = KnownDivergence(node.name, found.note, frozenset(_reached(graph, [node.id])),
+    divergence = KnownDivergence(node.name, found.note,
+                                 frozenset(_reached(graph, _sized_past(graph, node))),
                                  node.provenance.op_type, node.id,
                                  "" if node.name else node.label)
     made = tuple(
@@ -1751,3 +1752,18 @@ def _past_run_divergence(
                  f"{found.where}, a known divergence: {', '.join(map(repr, left))} not "
                  "compared")
     return made
+
+
+#: The ops whose values are a tensor's sizes: onnxruntime's optimizer folds them by ONNX's
+#: inference (``_sized_past``).
+_SIZE_READERS = frozenset({"Shape", "Size"})
+
+
+def _sized_past(graph: Graph, node: Node) -> list[int]:
+    """The nodes past ``node`` (itself included) where onnxruntime's optimized run may follow
+    ONNX's sizes rather than its kernel's: a Shape or Size it reaches, or a node holding
+    subgraphs (which may hold one, or check a branch's declared sizes). Elsewhere that run
+    computes what the kernel made, as the onnxruntime fallback does: a Neg of the Squeeze's
+    result is compared (a wrong one was excused as not compared, exit 0)."""
+    return [i for i in (node.id, *nx.descendants(graph.nx, node.id))
+            if (held := graph.node(i)).op_type in _SIZE_READERS or subgraphs(held.op)]

@@ -1753,7 +1753,8 @@ def test_a_run_time_rule_broken_by_an_int_read_a_squeeze_sized_keeps_its_hint() 
     assert check(model, inputs=feeds, fallback="reference").exit_code == 0
 
 
-def _squeeze_rank_picks_a_branch_holding_an_if() -> tuple[onnx.ModelProto, dict]:
+def _squeeze_rank_picks_a_branch_holding_an_if(z_reads: str = "X"
+                                                ) -> tuple[onnx.ModelProto, dict]:
     """Y = If(Size(Shape(Squeeze(X [1, 3, 1], []))) == 1): its then branch holds an inner
     If(B) of Identity(S) in either branch (unused), and a Scan stacking Relu(X) once, [1, 1,
     3, 1]; its else branch is X. Z = Neg(X), which the Squeeze does not reach. onnxruntime's
@@ -1781,7 +1782,7 @@ def _squeeze_rank_picks_a_branch_holding_an_if() -> tuple[onnx.ModelProto, dict]
                     helper.make_node("Equal", ["n", "one"], ["cond"]),
                     helper.make_node("If", ["cond"], ["Y"], then_branch=then,
                                      else_branch=other, name="if"),
-                    helper.make_node("Neg", ["X"], ["Z"], name="neg")],
+                    helper.make_node("Neg", [z_reads], ["Z"], name="neg")],
                    [_info("X", [1, 3, 1]), _info("B", [], TensorProto.BOOL)],
                    [_info("Y", None), _info("Z", None)], [_ints("e", []), _ints("one", 1)],
                    opset=13)
@@ -1842,4 +1843,34 @@ def test_a_squeeze_s_output_onnxruntime_fails_on_unoptimized_is_the_divergence_n
     report = check(model, inputs=feeds)
     y, z = report.comparisons[0].outputs
     assert y.verdict is Verdict.KNOWN_DIVERGENCE and z.verdict is Verdict.FAIL
+    assert report.exit_code == 1
+
+
+def test_a_squeeze_s_value_read_past_the_unoptimized_failure_is_still_compared(
+        monkeypatch) -> None:
+    """Z = Neg(S), the Squeeze's own result: onnxruntime's optimized run computes it by its
+    kernel ([3]), as the onnxruntime fallback does (they agree), so only what reads sizes
+    past the Squeeze (Shape, Size, a node holding subgraphs) is excused when the plain run
+    fails. A wrong Z was not compared (exit 0); it fails now, Y stays the divergence."""
+    import backends.numpy.backend as numpy_backend
+
+    model, feeds = _squeeze_rank_picks_a_branch_holding_an_if(z_reads="S")
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    expected_z = session.run(["Z"], feeds)[0]
+    np.testing.assert_array_equal(expected_z, -feeds["X"].reshape(3))
+    report = check(model, inputs=feeds)
+    y, z = report.comparisons[0].outputs
+    assert y.verdict is Verdict.KNOWN_DIVERGENCE and z.verdict is Verdict.PASS and z.compared
+    assert report.divergences[0].outputs == {0} and report.exit_code == 0
+
+    execute = numpy_backend.NumpyBackend.execute
+
+    def wrong_z(self, graph, feeds, outputs=None):
+        result = execute(self, graph, feeds, outputs)
+        return dataclasses.replace(result, outputs={**result.outputs, "Z": -result.outputs["Z"]})
+
+    monkeypatch.setattr(numpy_backend.NumpyBackend, "execute", wrong_z)
+    report = check(model, inputs=feeds)
+    y, z = report.comparisons[0].outputs
+    assert y.verdict is Verdict.KNOWN_DIVERGENCE and z.verdict is Verdict.FAIL and z.compared
     assert report.exit_code == 1
