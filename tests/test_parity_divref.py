@@ -16,7 +16,12 @@ from onnx import TensorProto, helper, numpy_helper
 
 from dmlgraph import check, load
 from dmlgraph.cli import main
-from dmlgraph.parity import SPEC_REFERENCE_DIVERGENCES, Verdict, known_divergences
+from dmlgraph.parity import (
+    SPEC_REFERENCE_DIVERGENCES,
+    ParityReport,
+    Verdict,
+    known_divergences,
+)
 from lowering import lower
 
 
@@ -1798,11 +1803,7 @@ def test_a_squeeze_s_output_onnxruntime_fails_on_unoptimized_is_the_divergence_n
     fails. ``check`` failed Y (exit 1) naming no divergence; Y is now the Squeeze's known
     divergence, not compared, and Z, which the Squeeze does not reach, is still compared:
     a wrong Z fails."""
-    import dataclasses
-
     from onnx.reference import ReferenceEvaluator
-
-    import backends.numpy.backend as numpy_backend
 
     model, feeds = _squeeze_rank_picks_a_branch_holding_an_if()
     x = feeds["X"]
@@ -1833,6 +1834,17 @@ def test_a_squeeze_s_output_onnxruntime_fails_on_unoptimized_is_the_divergence_n
     assert report.exit_code == 0
     assert check(model, inputs=feeds, fallback="reference").exit_code == 0
 
+    report = _check_with_z_negated(monkeypatch, model, feeds)
+    y, z = report.comparisons[0].outputs
+    assert y.verdict is Verdict.KNOWN_DIVERGENCE and z.verdict is Verdict.FAIL
+    assert report.exit_code == 1
+
+
+def _check_with_z_negated(monkeypatch, model: onnx.ModelProto,
+                          feeds: dict[str, np.ndarray]) -> ParityReport:
+    """``check`` of ``model`` with the numpy backend's output Z planted wrong (negated)."""
+    import backends.numpy.backend as numpy_backend
+
     execute = numpy_backend.NumpyBackend.execute
 
     def wrong_z(self, graph, feeds, outputs=None):
@@ -1840,10 +1852,7 @@ def test_a_squeeze_s_output_onnxruntime_fails_on_unoptimized_is_the_divergence_n
         return dataclasses.replace(result, outputs={**result.outputs, "Z": -result.outputs["Z"]})
 
     monkeypatch.setattr(numpy_backend.NumpyBackend, "execute", wrong_z)
-    report = check(model, inputs=feeds)
-    y, z = report.comparisons[0].outputs
-    assert y.verdict is Verdict.KNOWN_DIVERGENCE and z.verdict is Verdict.FAIL
-    assert report.exit_code == 1
+    return check(model, inputs=feeds)
 
 
 def test_a_squeeze_s_value_read_past_the_unoptimized_failure_is_still_compared(
@@ -1852,8 +1861,6 @@ def test_a_squeeze_s_value_read_past_the_unoptimized_failure_is_still_compared(
     kernel ([3]), as the onnxruntime fallback does (they agree), so only what reads sizes
     past the Squeeze (Shape, Size, a node holding subgraphs) is excused when the plain run
     fails. A wrong Z was not compared (exit 0); it fails now, Y stays the divergence."""
-    import backends.numpy.backend as numpy_backend
-
     model, feeds = _squeeze_rank_picks_a_branch_holding_an_if(z_reads="S")
     session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     expected_z = session.run(["Z"], feeds)[0]
@@ -1863,14 +1870,7 @@ def test_a_squeeze_s_value_read_past_the_unoptimized_failure_is_still_compared(
     assert y.verdict is Verdict.KNOWN_DIVERGENCE and z.verdict is Verdict.PASS and z.compared
     assert report.divergences[0].outputs == {0} and report.exit_code == 0
 
-    execute = numpy_backend.NumpyBackend.execute
-
-    def wrong_z(self, graph, feeds, outputs=None):
-        result = execute(self, graph, feeds, outputs)
-        return dataclasses.replace(result, outputs={**result.outputs, "Z": -result.outputs["Z"]})
-
-    monkeypatch.setattr(numpy_backend.NumpyBackend, "execute", wrong_z)
-    report = check(model, inputs=feeds)
+    report = _check_with_z_negated(monkeypatch, model, feeds)
     y, z = report.comparisons[0].outputs
     assert y.verdict is Verdict.KNOWN_DIVERGENCE and z.verdict is Verdict.FAIL and z.compared
     assert report.exit_code == 1
