@@ -1187,17 +1187,15 @@ def _forked_child_agrees(backend: Any, lowered: Any, x: np.ndarray, output: str,
     assert process.exitcode == 0 and results.get(timeout=5)
 
 
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no os.fork: run_forked runs the work here")
 def test_a_forked_child_finalizes_nothing_it_inherited() -> None:
-    """``run_forked``'s child freezes what it inherited: a garbage cycle the parent had not
-    yet collected, holding an onnxruntime session, was collected in the child, whose teardown
-    waited forever for the parent's pool threads (``check``'s forked reference hung a suite
-    run). Here a cycle finalized in the child would say so in what the child returns."""
+    """``run_forked`` freezes the parent's objects before it forks: a garbage cycle the
+    parent had not yet collected, holding an onnxruntime session, was collected in the child,
+    whose teardown waited forever for the parent's pool threads (``check``'s forked reference
+    hung a suite run). Here a cycle finalized in the child would say so in what it returns."""
     import gc
 
-    from backends.base import can_fork, run_forked
-
-    if not can_fork():
-        pytest.skip("no os.fork: the work runs in this process")
+    from backends.base import run_forked
     finalized: list[int] = []
 
     class Held:
