@@ -236,12 +236,16 @@ def cmd_run(args: argparse.Namespace) -> int:
         else:
             result = backend.execute(target, feeds)
     except DmlgraphError as exc:
-        hint = (_divergence_hint(graph, target, args.feature_level, exc)
-                or _run_divergence_hint(graph, feeds, exc, backend)
-                or _cannot_run_hint(exc)) if args.backend == "onnxruntime" else ""
-        if not hint:
+        if args.backend != "onnxruntime":
             raise
-        raise DmlgraphError(f"{exc}{hint}") from None
+        from backends.onnxruntime.providers import MAY_RUN
+
+        hint = (_divergence_hint(graph, target, args.feature_level, exc)
+                or _run_divergence_hint(graph, feeds, exc, backend))
+        if not hint:  # the backend's own (``providers.may_run_hint``) may stand
+            raise
+        # a divergence's hint, where one applies, instead of the backend's
+        raise DmlgraphError(f"{str(exc).removesuffix(MAY_RUN)}{hint}") from None
     outputs = {name: result.outputs[t] for name, t in zip(graph.outputs, target.outputs)}
     engines = ", ".join(f"{n} {e}" for e, n in result.record.engines().items())
     print(visible(f"model: {args.model} ({what}); inputs: {source}"))
@@ -302,22 +306,6 @@ def _run_divergence_hint(graph: Graph, feeds: Mapping[str, Any], failure: Except
         f"{node} is a known divergence onnx.reference runs as ONNX says, which the numpy "
         "backend runs there and check names", "--backend numpy --fallback reference",
         "get_backend('numpy', fallback='reference')")
-
-
-def _cannot_run_hint(failure: DmlgraphError) -> str:
-    """What onnxruntime's ``failure`` adds where it cannot run the model at all
-    (``providers.CANNOT_RUN``: an int16 Pad): what does run it, and that ``check`` compares
-    with onnx.reference (``run --backend onnxruntime`` said only onnxruntime's words); the
-    reference fallback, as a node onnxruntime cannot run may be one lowering leaves."""
-    from backends.base import engine_hint
-    from backends.onnxruntime.providers import cannot_run
-
-    if cannot_run(str(failure)) is None:
-        return ""
-    return engine_hint("onnxruntime cannot run the model; the numpy backend runs it lowered, "
-                       "any ONNX node left on onnx.reference, and check compares it with "
-                       "onnx.reference", "--backend numpy --fallback reference",
-                       "get_backend('numpy', fallback='reference')")
 
 
 #: How many nodes lowered as the graph ran ``run`` and ``check`` list (``check --json``: all).

@@ -1310,8 +1310,10 @@ def _against_reference(ort: Any, subject: _Subject, notes: list[str]) -> Compari
     (``_on_onnx_reference``), else not compared, and the others are, on a copy of the graph
     pruned to them;
     any other failure is raised. Where onnxruntime cannot run the model at all
-    (``providers.CANNOT_RUN``), the reference is onnx.reference (``_against_onnx_reference``)."""
-    from backends.onnxruntime.providers import cannot_run
+    (``providers.CANNOT_RUN``), or fails at its run on what ONNX allows
+    (``providers.FAILS_WHEN_RUN``), the reference is onnx.reference
+    (``_against_onnx_reference``)."""
+    from backends.onnxruntime.providers import cannot_run, fails_at_run
 
     model, graph, feeds, names = subject.model, subject.graph, subject.feeds, subject.names
     values, tolerances, divergences = subject.values, subject.tolerances, subject.divergences
@@ -1408,6 +1410,8 @@ def _against_reference(ort: Any, subject: _Subject, notes: list[str]) -> Compari
                     ort, subject, exc, made, notes))
         return Comparison(label, f"{reference} ({result.record.provider})", outputs)
     words = cannot_run(str(refused)) if refused is not None else None
+    if words is None:  # a Scan whose body makes an output inference gives no shape: exit 2
+        words = fails_at_run(str(failure))  # with onnxruntime's words alone
     if words is None and isinstance(failure, ReferenceDied):
         words = failure.words  # onnx.reference may run what onnxruntime dies of
     if words is not None and not _failed_at(graph, divergences, failure, []):
@@ -1608,9 +1612,9 @@ def _against_onnx_reference(subject: _Subject, failure: DmlgraphError, words: st
                             ) -> Comparison:
     """onnx.reference on the model as given (its ops as the spec says: the evaluator of
     ``--fallback reference``), where onnxruntime cannot run it (``providers.CANNOT_RUN``,
-    its ``words``): an int16 Pad, which DirectML runs, stopped ``check`` with exit 2 and
-    no proof either way. Where onnx.reference fails too, onnxruntime's ``failure`` stands,
-    saying so."""
+    ``FAILS_WHEN_RUN``, its ``words``): an int16 Pad, which DirectML runs, stopped ``check``
+    with exit 2 and no proof either way. Where onnx.reference fails too, onnxruntime's
+    ``failure`` stands, saying so."""
     from backends.base import BackendError, first_line
 
     try:

@@ -748,6 +748,84 @@ def test_a_segment_onnxruntime_fails_to_run_by_a_shapeless_scan_output_says_what
     assert np.array_equal(np.load(out)["Y"], want)
 
 
+def _scan_of_an_unordered_slice() -> tuple[onnx.ModelProto, dict, np.ndarray]:
+    """A Scan-9 whose body's Slice-1 takes axes out of order ([1, 0]): onnx infers no shape
+    for the body's output, which ONNX allows, and onnxruntime fails at every run ("Subgraph
+    must have the shape set for all outputs"); dmlgraph lowers the Scan. Each row r [3, 4]
+    becomes r[0:1, 0:2] (the spec: starts [0, 0], ends [2, 1] on axes 1, then 0)."""
+    body = helper.make_graph(
+        [helper.make_node("Slice", ["row"], ["out"], starts=[0, 0], ends=[2, 1], axes=[1, 0])],
+        "body", [_info("row", [3, 4])], [_info("out", None)])
+    model = _model([helper.make_node("Scan", ["X"], ["Y"], name="scan", body=body,
+                                     num_scan_inputs=1)],
+                   [_info("X", [2, 3, 4])], [_info("Y", None)], opset=9, ir=8)
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4) - 7
+    return model, {"X": x}, x[:, 0:1, 0:2]
+
+
+#: What a whole model onnxruntime cannot run ends with (``providers.MAY_RUN``), CLI and Python.
+_MAY_RUN_SAID = ("(onnxruntime cannot run the model; the numpy backend runs it lowered, any "
+                 "ONNX node left on onnx.reference, and check compares it with onnx.reference: "
+                 "--backend numpy --fallback reference, get_backend('numpy', "
+                 "fallback='reference') in Python)")
+
+
+def test_a_whole_model_onnxruntime_fails_to_run_by_a_shapeless_scan_output_says_what_runs_it(
+    tmp_path: Path, capsys
+) -> None:
+    """``run --backend onnxruntime`` exited 2 with onnxruntime's words alone ("Subgraph must
+    have the shape set for all outputs"), and ``get_backend('onnxruntime').run`` raised them
+    alone, where a fallback segment failing so names ``--fallback reference``: both now say
+    what runs it, as for a model onnxruntime refuses at load (``providers.MAY_RUN``), and
+    that runs it, equal to the spec's values."""
+    from backends import get_backend
+    from dmlgraph.errors import DmlgraphError
+
+    model, feeds, want = _scan_of_an_unordered_slice()
+    _ort_fails(model, feeds, "Subgraph must have the shape set for all outputs")
+    path, inputs, out = tmp_path / "m.onnx", tmp_path / "in.npz", tmp_path / "out.npz"
+    onnx.save(model, path)
+    np.savez(inputs, **feeds)
+    capsys.readouterr()
+    assert main(["run", str(path), "--backend", "onnxruntime", "--inputs", str(inputs)]) == 2
+    error = capsys.readouterr().err.strip()
+    assert len(error.splitlines()) == 1 and "Traceback" not in error
+    assert "Name:'scan'" in error and "Subgraph must have the shape set for all outputs" in error
+    assert error.endswith(_MAY_RUN_SAID)
+    with pytest.raises(DmlgraphError) as raised:
+        get_backend("onnxruntime").run(load(model), feeds)
+    assert str(raised.value).endswith(_MAY_RUN_SAID)
+    assert str(raised.value).count(_MAY_RUN_SAID) == 1
+    assert main(["run", str(path), "--backend", "numpy", "--fallback", "reference", "--inputs",
+                 str(inputs), "-o", str(out)]) == 0
+    assert np.array_equal(np.load(out)["Y"], want)
+
+
+def test_check_of_a_model_onnxruntime_fails_to_run_by_a_shapeless_scan_output_uses_the_spec(
+    tmp_path: Path, capsys
+) -> None:
+    """``check`` exited 2 with onnxruntime's words alone; it compares with onnx.reference
+    instead, as for a model onnxruntime refuses at load, and says so (CLI and Python)."""
+    from onnx.reference import ReferenceEvaluator
+
+    model, feeds, want = _scan_of_an_unordered_slice()
+    assert np.array_equal(ReferenceEvaluator(model).run(None, feeds)[0], want)
+    report = check(model, inputs=feeds)
+    (comparison,) = report.comparisons
+    assert comparison.expected.startswith("onnx.reference on the original model (onnxruntime "
+                                          "cannot run it: ")
+    assert "Subgraph must have the shape set for all outputs" in comparison.expected
+    assert report.exit_code == 0 and comparison.passed
+    path, inputs = tmp_path / "m.onnx", tmp_path / "in.npz"
+    onnx.save(model, path)
+    np.savez(inputs, **feeds, Y=want)
+    capsys.readouterr()
+    assert main(["check", str(path), "--inputs", str(inputs)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "vs onnx.reference on the original model (onnxruntime cannot run it: " in out
+    assert "parity holds" in out
+
+
 @pytest.mark.parametrize("command", ["run", "check"])
 def test_the_squeeze_hint_on_the_onnxruntime_fallback_is_said_once(
     tmp_path: Path, capsys, command: str

@@ -32,8 +32,10 @@ from backends.base import (
 )
 from backends.onnxruntime import values
 from backends.onnxruntime.providers import (
+    FAILS,
     layout_rewrite_safe,
     make_session,
+    may_run_hint,
     placements,
     select_providers,
 )
@@ -133,10 +135,18 @@ class OnnxruntimeBackend:
         ``unexpected keyword argument 'outputs'``)."""
         check_arguments(graph, feeds, outputs)
         arrays = check_feeds(graph, feeds)
-        if not outputs:
-            return self._execute(graph, arrays)
-        bound = bind_outputs(graph, arrays, outputs, folding.PartialShapes(graph.declared_sizes))
-        result = self._execute(graph, arrays)
+        bound = bind_outputs(
+            graph, arrays, outputs, folding.PartialShapes(graph.declared_sizes)
+        ) if outputs else None
+        try:
+            result = self._execute(graph, arrays)
+        except BackendError as exc:  # one it cannot run at all says what does
+            # (``providers.may_run_hint``; a Python caller had onnxruntime's words alone)
+            if not (hint := may_run_hint(str(exc))) or str(exc).endswith(hint):
+                raise
+            raise BackendError(f"{exc}{hint}") from None
+        if bound is None:
+            return result
         return RunResult(write_all_bound(bound, result.outputs, graph), result.record)
 
     def _execute(self, graph: Graph, arrays: dict[str, np.ndarray]) -> RunResult:
@@ -283,7 +293,7 @@ class OnnxruntimeBackend:
         except BackendError:
             raise
         except Exception as exc:  # onnxruntime's own exception types
-            raise BackendError(f"{where}: onnxruntime fails: {first_line(exc)}") from None
+            raise BackendError(f"{where}: {FAILS}{first_line(exc)}") from None
         return dict(zip(names, results))
 
     def _record(self, session: ort.InferenceSession) -> RunRecord:

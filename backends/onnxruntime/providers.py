@@ -13,7 +13,7 @@ from functools import cache
 import onnx
 import onnxruntime as ort
 
-from backends.base import BackendError, first_line
+from backends.base import BackendError, engine_hint, first_line
 from dmlgraph import folding
 from dmlgraph.ir import Graph, subgraphs
 from dmlgraph.subgraphs import nested_nodes
@@ -244,6 +244,37 @@ FAILS_WHEN_RUN: tuple[str, ...] = ("Subgraph must have the shape set for all out
 def fails_when_run(failure: str) -> bool:
     """Whether onnxruntime's ``failure`` running a segment is one of ``FAILS_WHEN_RUN``."""
     return any(phrase in failure for phrase in FAILS_WHEN_RUN)
+
+
+#: What a failed run of a whole model says before onnxruntime's own words (``backend``).
+FAILS = "onnxruntime fails: "
+
+
+def fails_at_run(failure: str) -> str | None:
+    """onnxruntime's words where its failure running a whole model (``FAILS``) is one of
+    ``FAILS_WHEN_RUN``; None for any other error. ``check`` then compares with
+    onnx.reference, as for a model ``CANNOT_RUN`` refuses."""
+    _, found, words = failure.partition(FAILS)
+    return words if found and fails_when_run(words) else None
+
+
+#: What onnxruntime's failure on a whole model it cannot run adds (``may_run_hint``): the
+#: way out, said, not taken. A segment's failure says ``fallback._MAY_RUN`` instead.
+MAY_RUN = engine_hint(
+    "onnxruntime cannot run the model; the numpy backend runs it lowered, any ONNX node left "
+    "on onnx.reference, and check compares it with onnx.reference",
+    "--backend numpy --fallback reference", "get_backend('numpy', fallback='reference')",
+)
+
+
+def may_run_hint(failure: str) -> str:
+    """``MAY_RUN`` where onnxruntime's ``failure`` on a whole model is one it cannot run at
+    all: refused at load (``CANNOT_RUN``: an int16 Pad) or failing at its run
+    (``FAILS_WHEN_RUN``: a Scan whose body makes an output inference gives no shape, where
+    ``run --backend onnxruntime`` and ``check`` said onnxruntime's words alone); else ""."""
+    if cannot_run(failure) is None and fails_at_run(failure) is None:
+        return ""
+    return MAY_RUN
 
 
 def cannot_run(refusal: str) -> str | None:
