@@ -213,6 +213,23 @@ def test_the_two_graphs_swapped_are_refused(tmp_path: Path) -> None:
     assert not path.exists()
 
 
+@pytest.mark.parametrize("suffix", [".html", ".dot"])
+def test_a_graph_not_lowered_is_refused_saying_to_lower_it(tmp_path: Path, suffix: str) -> None:
+    """write_viz(path, graph, graph), the graph load() made given as the lowered one, wrote a
+    page headed "Lowered at ?" (and a DOT drawing of every node as a fallback), though
+    nothing was lowered: refused, saying to lower first, and nothing is written."""
+    graph, _ = graphs(SYMMETRIC, "6_4")
+    path = tmp_path / f"unlowered{suffix}"
+    with pytest.raises(VizError, match=re.escape(
+            "write_viz: lowered is not lower()'s result (a graph load() made, or one built), "
+            "so nothing says what its nodes became nor at which feature level; lower it "
+            "first: write_viz(..., graph, lowering.lower(graph, feature_level))")):
+        write_viz(path, graph, graph)
+    assert not path.exists()
+    with pytest.raises(VizError, match=r"^html_report: lowered is not lower\(\)'s result"):
+        html_report(graph, graph)
+
+
 def test_write_html(tmp_path: Path) -> None:
     graph, lowered = graphs(SYMMETRIC, "6_4")
     path = tmp_path / "r.html"

@@ -53,8 +53,9 @@ def write_viz(
     """Write the drawing ``path`` asks for by its suffix; returns one line saying what was
     written (.svg needs Graphviz's ``dot``: without it, a VizError says what to write).
 
-    ``original`` is the graph given to ``lower`` and ``lowered`` its result; DOT and SVG draw
-    the lowered graph, HTML both. ``parity`` (a ParityReport, its JSON form or a list of
+    ``original`` is the graph given to ``lower`` and ``lowered`` its result (a graph not
+    lowered is refused: nothing says what its nodes became); DOT and SVG draw the lowered
+    graph, HTML both. ``parity`` (a ParityReport, its JSON form or a list of
     per-output records) adds a parity section to the HTML report. ``focus`` (a name or
     names of nodes or tensors of ``original``) draws only the nodes within ``depth`` edges
     of them and what they became (``focus_on``); an unknown name is a VizError offering the
@@ -62,6 +63,7 @@ def write_viz(
     """
     path = Path(path)
     check_target(path)
+    _dot.check_pair("write_viz", original, lowered, title)
     if focus is None and depth != DEFAULT_DEPTH:
         raise VizError(f"depth {depth!r} says how far a focus reaches; give focus too")
     selected = None if focus is None else focus_on(original, focus, depth)

@@ -312,6 +312,26 @@ def check_drawable(what: str, graphs: Mapping[str, object], title: object) -> No
         raise VizError(f"{what}: title is text, not {type(title).__name__}")
 
 
+def check_pair(what: str, original: object, lowered: object, title: object) -> None:
+    """``original`` (the graph given to ``lower``) and ``lowered`` (its result), as a drawing
+    of both takes them: the two swapped drew the lowered graph as the ONNX one; a graph
+    ``lower`` did not make as ``lowered`` (the loaded one, twice) drew a page "Lowered at ?"
+    whose every node was a fallback, though nothing was lowered: refused, saying to lower."""
+    from lowering.report import LoweredGraph
+
+    check_drawable(what, {"original": original, "lowered": lowered}, title)
+    if isinstance(original, Graph) and any(not node.is_onnx for node in original.nodes):
+        # the two swapped: a page of nonsense
+        raise VizError(f"{what}: original holds DML operators, so it is lower()'s result; "
+                       "give the graph given to lower() first, then its result")
+    if not isinstance(lowered, LoweredGraph):
+        raise VizError(
+            f"{what}: lowered is not lower()'s result (a graph load() made, or one built), so "
+            "nothing says what its nodes became nor at which feature level; lower it first: "
+            f"{what}(..., graph, lowering.lower(graph, feature_level))"
+        )
+
+
 def check_focus(what: str, focus: object) -> None:
     """A Focus where a drawing takes one: names given there met an AttributeError."""
     from dmlgraph.viz.focus import Focus

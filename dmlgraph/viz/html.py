@@ -43,7 +43,7 @@ from dmlgraph.viz.describe import (
     tensor_text,
 )
 from dmlgraph.printable import visible
-from dmlgraph.viz.dot import VizError, check_drawable, check_focus
+from dmlgraph.viz.dot import VizError, check_focus, check_pair
 from dmlgraph.viz.focus import (
     Focus,
     cut_edges,
@@ -555,10 +555,7 @@ def html_report(
     (its result). ``parity``: see ``parity_sections``. ``focus`` (``focus_on(original,
     ...)``): the selected nodes only, in the drawings (each edge to a node left out drawn
     to a stub), the tables and the subgraph panels, and the page says so at the top."""
-    check_drawable("html_report", {"original": original, "lowered": lowered}, title)
-    if any(not node.is_onnx for node in original.nodes):  # the two swapped: a page of nonsense
-        raise VizError("html_report: original holds DML operators, so it is lower()'s result; "
-                       "give the graph given to lower() first, then its result")
+    check_pair("html_report", original, lowered, title)
     check_focus("html_report", focus)
     if focus is not None and focus.total != len(original):  # its ids are another graph's
         raise VizError(f"html_report: the focus was selected in a graph of {focus.total} "
