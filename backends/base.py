@@ -408,7 +408,7 @@ def check_feeds(graph: Graph, feeds: Mapping[str, Any]) -> dict[str, np.ndarray]
             parts += [why for name in extra if (why := graph.not_an_input(name))]
         raise BackendError(
             f"{graph.source}: feeds do not match the graph inputs {graph.inputs}: "
-            + "; ".join(parts)
+            + "; ".join(parts) + tensorio.positional_keys_hint(graph, extra, outputs=False)
         )
     arrays: dict[str, np.ndarray] = {}
     symbols: dict[str, tuple[int, str, int]] = {}  # name -> (size, input, axis)

@@ -1086,9 +1086,9 @@ def _tensors(
     where = "the expected arrays" if isinstance(expected, Mapping) else str(expected)
     if isinstance(expected, Mapping):
         stored = _arrays(expected, "expected")
-        for name in stored:  # a misspelt output binds to nothing: refused, as in a file
-            if name not in graph.inputs and name not in graph.outputs:
-                raise tensorio.TensorIOError(f"{where}: {tensorio.unbound(graph, name)}")
+        # a misspelt output binds to nothing: refused, as in a file, naming the keys taken
+        if why := tensorio.unbound_keys(graph, list(stored), stem=stem):
+            raise tensorio.TensorIOError(f"{where}: {why}")
         held = {k: stored[k] for k in graph.inputs if k in stored}
         for name in set(stored) & set(graph.outputs):
             tensorio.check_output(where, graph, name, stored[name])

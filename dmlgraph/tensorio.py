@@ -459,6 +459,67 @@ def unbound(graph: Graph, name: object) -> str:
     )
 
 
+def unbound_keys(graph: Graph, given: Sequence[str], stem: str | None = None) -> str:
+    """Why keys of a mapping of inputs and outputs bind to nothing of the graph, saying which
+    keys it takes (its tensor names) and which were given; and, where they look like a
+    bundle's ``MODEL__in<k>`` / ``MODEL__out<k>`` keys, how to map them
+    (``positional_keys_hint``): check(expected=dict(np.load("models/reference_io.npz")))
+    named one key as no input nor output, with no word of the scheme. "" where all bind."""
+    unknown = [key for key in given if key not in graph.inputs and key not in graph.outputs]
+    if not unknown:
+        return ""
+    takes = f"inputs {list(graph.inputs)}; outputs {list(graph.outputs)}"
+    if len(unknown) == len(given):
+        said = f"holds none of the keys taken, the graph's tensor names ({takes})"
+    else:
+        what = ("is neither a graph input nor a graph output" if len(unknown) == 1
+                else "are neither graph inputs nor graph outputs")
+        said = (f"{', '.join(map(repr, unknown[:_LISTED]))}{_more(unknown)} {what} (the keys "
+                f"taken are the graph's tensor names: {takes})")
+    reasons = [why for key in unknown if isinstance(key, str) and (why := graph.not_an_input(key))]
+    return (
+        f"{said}; given: {_listed(list(given))}" + "".join(f"; {why}" for why in reasons)
+        + positional_keys_hint(graph, unknown, stem=stem)
+    )
+
+
+#: How many names a message lists before it counts the rest.
+_LISTED = 12
+
+
+def _listed(names: Sequence[object]) -> str:
+    return f"[{', '.join(repr(name) for name in names[:_LISTED])}{_more(names)}]"
+
+
+def _more(names: Sequence[object]) -> str:
+    return f", ... ({len(names) - _LISTED} more)" if len(names) > _LISTED else ""
+
+
+def positional_keys_hint(graph: Graph, keys: Sequence[object], *, outputs: bool = True,
+                         stem: str | None = None) -> str:
+    """What an error adds where ``keys`` a graph does not take look like a bundle's
+    ``MODEL__in<k>`` / ``MODEL__out<k>`` keys (``models/reference_io.npz``, MANIFEST.md):
+    that they give input / output k of model MODEL by position, which a mapping does not
+    read, the mapping to make instead (for ``stem``, else the graph's file stem, where the
+    keys hold that model's), and that the .npz's path reads them. "" where none look so."""
+    keyed = [m for key in keys if isinstance(key, str) and (m := _STEM_KEY.match(key))]
+    if not keyed:
+        return ""
+    stems = sorted({m["stem"] for m in keyed})
+    own = stem if stem is not None else Path(graph.source).stem
+    model = own if own in stems else stems[0] if len(stems) == 1 else "MODEL"
+    pairs = [(name, f"{model}__in{k}") for k, name in enumerate(graph.inputs)]
+    if outputs:
+        pairs += [(name, f"{model}__out{k}") for k, name in enumerate(graph.outputs)]
+    mapping = ", ".join(f"{name!r}: d[{key!r}]" for name, key in pairs)
+    return (
+        f"; keys MODEL__in<k> / MODEL__out<k> (models {stems}, as models/reference_io.npz "
+        "holds them) name graph input / output k of model MODEL by position, which a mapping "
+        f"of tensor names does not read: map them, as {{{mapping}}} with d = np.load(the "
+        ".npz), or give the .npz's path, read for the model file named MODEL.onnx"
+    )
+
+
 def _listed_again(names: Sequence[str], name: str, entry: _Entry) -> bool:
     """Whether the entry sits at another position of a name the graph lists more than once
     (ONNX lets a graph list an output twice; ``write`` writes it at each position)."""

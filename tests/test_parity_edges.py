@@ -579,6 +579,65 @@ def test_an_expected_mapping_naming_no_input_or_output_is_refused() -> None:
         check(model, inputs={"X": x}, expected={"A": x, "b": -x})
 
 
+BUNDLE = Path(__file__).resolve().parent.parent / "models" / "reference_io.npz"
+
+
+def test_an_expected_mapping_of_the_bundle_s_keys_says_the_keys_taken_and_how_to_map() -> None:
+    """check(model, expected=dict(np.load("models/reference_io.npz"))) said its first key
+    "is neither a graph input nor a graph output", with no word of the keys given nor of
+    their MODEL__in<k> / MODEL__out<k> scheme (models/MANIFEST.md): it names the keys taken
+    (the model's tensor names, read here from the file), those given, and the mapping."""
+    path = BUNDLE.parent / "squeezenet1_1.onnx"
+    proto = onnx.load(path, load_external_data=False)
+    (x,), (y,) = [i.name for i in proto.graph.input], [o.name for o in proto.graph.output]
+    bundle = dict(np.load(BUNDLE))
+    with pytest.raises(tensorio.TensorIOError) as raised:
+        check(path, expected=bundle)
+    said = str(raised.value)
+    assert "\n" not in said
+    assert said.startswith("the expected arrays: holds none of the keys taken, the graph's "
+                           f"tensor names (inputs [{x!r}]; outputs [{y!r}]); given: [")
+    assert all(repr(key) in said for key in bundle)
+    assert (f"map them, as {{{x!r}: d['squeezenet1_1__in0'], {y!r}: d['squeezenet1_1__out0']}}"
+            in said)
+
+
+def _negation() -> tuple[onnx.ModelProto, np.ndarray]:
+    model = _model([helper.make_node("Neg", ["X"], ["Y"])], [_info("X", [2, 3])],
+                   [_info("Y", [2, 3])])
+    return model, np.arange(6, dtype=np.float32).reshape(2, 3) - 2
+
+
+def test_bundle_keys_in_a_mapping_say_how_to_map_them_and_the_mapping_checks(
+    tmp_path: Path
+) -> None:
+    """A bundle of the MODEL__in<k> / MODEL__out<k> scheme for a model m.onnx: its keys in
+    ``expected=`` (one beside a tensor name) or in ``inputs=`` are refused naming the keys
+    taken and given and the mapping; that mapping checks, as does the .npz's path."""
+    model, x = _negation()
+    path, bundle = tmp_path / "m.onnx", tmp_path / "bundle.npz"
+    onnx.save(model, path)
+    np.savez(bundle, m__in0=x, m__out0=-x)
+    d = dict(np.load(bundle))
+    with pytest.raises(tensorio.TensorIOError, match=re.escape(
+            "'m__in0' is neither a graph input nor a graph output (the keys taken are the "
+            "graph's tensor names: inputs ['X']; outputs ['Y']); given: ['Y', 'm__in0']; keys "
+            "MODEL__in<k> / MODEL__out<k> (models ['m'], as models/reference_io.npz holds "
+            "them) name graph input / output k of model MODEL by position, which a mapping of "
+            "tensor names does not read: map them, as {'X': d['m__in0'], 'Y': d['m__out0']}")):
+        check(path, expected={"Y": d["m__out0"], "m__in0": d["m__in0"]})
+    with pytest.raises(BackendError, match=re.escape(
+            "unknown ['m__in0']; keys MODEL__in<k> / MODEL__out<k> (models ['m'], as "
+            "models/reference_io.npz holds them) name graph input / output k of model MODEL "
+            "by position, which a mapping of tensor names does not read: map them, as "
+            "{'X': d['m__in0']}")):
+        check(path, inputs={"m__in0": d["m__in0"]})
+    for report in (check(path, inputs={"X": d["m__in0"]}, expected={"Y": d["m__out0"]}),
+                   check(path, inputs=bundle, expected=bundle)):
+        assert report.exit_code == 0 and len(report.comparisons) == 2
+        assert all(c.passed for c in report.comparisons)
+
+
 @pytest.mark.parametrize("given, said", [
     (None, "holds NoneType None at []"),
     (np.array([1.0, None], object), "holds float 1.0 at [0]"),
