@@ -201,6 +201,19 @@ def canonicalize(graph: Graph) -> None:
             canonical.check(graph, canonical.normalize(graph, node, trust), trust)
 
 
+def check_edited(graph: Graph, made: Collection[str]) -> None:
+    """``canonical.check_types`` and ``canonical.check`` every Slice, Concat and Pad making
+    one of ``made`` (the tensors an edit made stale, ``Graph.stale_tensors``), by the infos
+    inference derived anew: a Pad whose data an edit gave another rank (rank 2 under axes
+    [0, 1, 2]) was written out by ``to_onnx`` with its output untyped, and ``check`` said
+    only that onnx's checker refused a value_info without a type; ``lower`` checks alike."""
+    trust = PartialShapes(graph.declared_sizes)
+    for node in graph.topological_order():
+        if canonical.is_canonical(node.op) and any(out in made for out in node.outputs):
+            canonical.check_types(graph, node)
+            canonical.check(graph, node, trust)
+
+
 # ----------------------------------------------------------------------------- shapes
 
 

@@ -1506,7 +1506,8 @@ class Graph:
         graph output's type: written without one (an output an edit made stale, or a node's
         output in a graph built with this API), onnx's checker, so ``load`` and ``check``,
         refused the model. Where inference fails, the graph as it is (its loader names
-        the problem)."""
+        the problem); a Slice, Concat or Pad whose rule an edit broke, a NodeRuleError
+        (``folding.check_edited``)."""
         if not self.stale_tensors() and all(
             self._tensors[name].dtype is not None for name in self.outputs
         ):
@@ -1514,11 +1515,13 @@ class Graph:
         from dmlgraph import folding
         from dmlgraph.errors import DmlgraphError
 
+        stale = self.stale_tensors()
         typed = self.copy()
         try:
             folding.infer_shapes(typed)
         except DmlgraphError:
             return self
+        folding.check_edited(typed, stale)  # a rule an edit broke, named as ``lower`` names it
         return typed
 
     def not_an_input(self, name: str) -> str:

@@ -1402,6 +1402,60 @@ def test_a_graph_input_given_another_shape_after_load_reshapes_what_reads_it() -
     assert same_bits(got, np.concatenate([np.maximum(x, 0)] * 2))
 
 
+def _pad_of_rank_3(axes: bool) -> onnx.ModelProto:
+    """x [2, 3, 4] -> Pad (pads of 6 values, so 2 * rank; with ``axes``, [0, 1, 2] given);
+    z [2, 3] is a second input."""
+    inits = [numpy_helper.from_array(i64(0, 1, 0, 0, 1, 0), "p")]
+    if axes:
+        inits.append(numpy_helper.from_array(i64(0, 1, 2), "axes"))
+    graph = helper.make_graph(
+        [helper.make_node("Pad", ["x", "p", "", "axes"] if axes else ["x", "p"], ["y"],
+                          name="pad")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4]),
+         helper.make_tensor_value_info("z", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+
+
+@pytest.mark.parametrize("edit", ["set_input", "set_tensor"])
+def test_a_pad_an_edit_gives_data_of_another_rank_is_refused_naming_its_rule(edit) -> None:
+    """A Pad of rank 3 (axes [0, 1, 2] once loaded) whose data an edit makes rank 2
+    (set_input to z [2, 3], or x given [2, 3]): ``check`` of the graph said only "the ONNX
+    checker refuses the model: Field 'type' of 'value_info' is required but missing" (its
+    export left the Pad's output untyped), and ``to_onnx`` wrote that model. Each use of
+    the edited graph now names the node, the field, its value and the rule, as ``lower``
+    did; the edit itself stays allowed (an edit of a Pad's rank takes several steps: its data
+    and its pads, each alone breaking the rule). Oracle: onnxruntime refuses the same Pad."""
+    from backends import get_backend
+    from dmlgraph.ir import TensorInfo
+
+    with pytest.raises(Exception, match="Unexpected axis value: 2"):
+        _onnxruntime(_z_padded(), {"x": np.ones((2, 3, 4), np.float32),
+                                   "z": np.ones((2, 3), np.float32)})
+    graph = load(_pad_of_rank_3(axes=False))
+    if edit == "set_input":
+        graph.set_input(graph.find_nodes("Pad")[0].id, 0, "z")
+    else:
+        graph.set_tensor(TensorInfo("x", np.float32, (2, 3)))
+    said = "node 'pad' (Pad): axes = [0, 1, 2]: [2] out of range [-2, 1]"
+    feeds = {"x": np.ones((2, 3, 4) if edit == "set_input" else (2, 3), np.float32),
+             "z": np.ones((2, 3), np.float32)}
+    for use in (graph.to_onnx, lambda: check(graph, inputs=feeds),
+                lambda: get_backend("onnxruntime").run(graph, feeds),
+                lambda: lower(graph, "6_4")):
+        with pytest.raises(ModelValidationError) as raised:
+            use()
+        assert str(raised.value).endswith(said) and "\n" not in str(raised.value)
+    assert graph.tensors["y"].shape == (2, 5, 4)  # the graph given keeps its infos
+
+
+def _z_padded() -> onnx.ModelProto:
+    """The Pad of ``_pad_of_rank_3(axes=True)`` reading z [2, 3]: ONNX's own form of the edit."""
+    model = _pad_of_rank_3(axes=True)
+    model.graph.node[0].input[0] = "z"
+    return model
+
+
 def test_a_slice_given_other_ends_after_load_is_lowered_for_them() -> None:
     nodes = [helper.make_node("Slice", ["x", "s", "e"], ["a"], name="slice"),
              helper.make_node("Pad", ["a", "p"], ["y"], name="pad")]
