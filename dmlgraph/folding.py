@@ -1080,8 +1080,9 @@ def _hide(
     """Give the long vectors' lengths names of their own (a Constant becomes an input so
     named; one in a subgraph, an Identity of a graph input named as its length, which the
     subgraph reads from its surroundings: a name both branches of an If make is each
-    branch's own), or unknown (``_hide_reshaper``): onnx takes no named length for shape
-    data, and propagates none through an Identity. Returns the graph's vectors' names and
+    branch's own; a node of more outputs, a Split, keeps making the others: ``_drop_output``),
+    or unknown (``_hide_reshaper``): onnx takes no named length for shape data, and
+    propagates none through an Identity. Returns the graph's vectors' names and
     each name's length. ``opset``: the model's ai.onnx version."""
     names: list[str] = []
     lengths: dict[str, int] = {}
@@ -1089,10 +1090,15 @@ def _hide(
         param = f"{_HIDDEN_LENGTH}{len(lengths)}"
         if _hide_reshaper(graph, sub.node[index], param, opset):
             lengths[param] = 1
+    kept: list[tuple[onnx.GraphProto, int, onnx.NodeProto]] = []  # Identities to insert
     for sub, index, name, elem_type, dims in found.inner:  # no node moves: indexes hold
         param = f"{_HIDDEN_LENGTH}{len(lengths)}"  # its first long dimension's name too
         graph.input.append(_hidden_input(param, elem_type, dims, lengths))
-        sub.node[index].CopyFrom(onnx.helper.make_node("Identity", [param], [name]))
+        identity = onnx.helper.make_node("Identity", [param], [name])
+        if _drop_output(sub.node[index], name):
+            kept.append((sub, index + 1, identity))
+        else:
+            sub.node[index].CopyFrom(identity)
     for position, axis, length in found.inputs:
         _name_length(graph.input[position], axis, length, lengths)
         names.append(graph.input[position].name)
@@ -1102,12 +1108,23 @@ def _hide(
             lengths[param] = 1  # numbered as the others; no dimension is so named
             names.append(name)
     for index, name, elem_type, dims in reversed(found.constants):
-        del graph.node[index]
+        if not _drop_output(graph.node[index], name):
+            del graph.node[index]
         graph.input.append(_hidden_input(name, elem_type, dims, lengths))
         names.append(name)
     for sub, part, position, axis, length in found.inner_declared:  # onnx's merges keep
         _name_length(getattr(sub, part)[position], axis, length, lengths)  # a name
+    for sub, index, identity in sorted(kept, key=lambda held: -held[1]):  # last first
+        sub.node.insert(index, identity)
     return frozenset(names), lengths
+
+
+def _drop_output(node: onnx.NodeProto, name: str) -> bool:
+    """``node`` made to omit its output ``name``; whether it still makes another (a Split of
+    which one part is hidden makes the others as before; a node making none is to go)."""
+    outputs = node.output
+    outputs[list(outputs).index(name)] = ""
+    return any(outputs)
 
 
 def _hidden_input(
@@ -1293,8 +1310,9 @@ def _inferred_long_vectors(
     where long. So too a tensor of higher rank with a dimension that long that a Scan reads
     (``_scan_reads``; a Constant too), its long dimensions each named: onnx feeds the Scan's
     body its static size (a Scan of a Transpose of a weight [16M, 1], or of a Constant
-    [1, 16M], whose body Sliced its row, took 3.5 s and 1.7 GB to load). A node of more
-    than one output (a Loop) is none. Those of the subgraphs ``graph`` holds go
+    [1, 16M], whose body Sliced its row, took 3.5 s and 1.7 GB to load), each output of a
+    node of more than one as well (a part [1, 16M] a Split makes of a weight [2, 16M]: 5.2 s
+    and 1.4 GB), but an If's, a Loop's or a Scan's. Those of the subgraphs ``graph`` holds go
     to ``inner`` (as ``_LongVectors.inner``: ``_hide`` makes each an Identity of a graph input
     of a length of its own), each looked for with ``outer_ranks``, the ranks of the graphs
     holding it."""
@@ -1324,18 +1342,20 @@ def _inferred_long_vectors(
     scanned: list[_Made] = []  # of higher rank
     scans: frozenset[str] | None = None  # the names Scans read, once asked
     for index, node in enumerate(listed):
-        if len(node.output) != 1 or node.output[0] not in long or node.output[0] in taken \
-                or node.op_type in _CONTROL_FLOW:
+        if node.op_type in _CONTROL_FLOW:
             continue
-        name = node.output[0]
-        elem_type, dims = long[name]
-        if len(dims) > 1:
-            scans = _scan_reads(graph, listed) if scans is None else scans
-            if name in scans:
-                scanned.append((index, name, elem_type, dims))
-        elif node.op_type != "Constant" and not (
-                node.op_type in _DATA_READERS and node.input and ranks.get(node.input[0]) == 1):
-            made[name] = (index, name, elem_type, dims)
+        for name in node.output:  # each of a Split's or a TopK's, as a Transpose's
+            if name not in long or name in taken:
+                continue
+            elem_type, dims = long[name]
+            if len(dims) > 1:
+                scans = _scan_reads(graph, listed) if scans is None else scans
+                if name in scans:
+                    scanned.append((index, name, elem_type, dims))
+            elif node.op_type != "Constant" and not (
+                    node.op_type in _DATA_READERS and node.input
+                    and ranks.get(node.input[0]) == 1):
+                made[name] = (index, name, elem_type, dims)
     return [*_read_ranges(listed, made), *scanned] if made else scanned
 
 
