@@ -1183,12 +1183,14 @@ def infer_model(
     Where there are such vectors, inference runs twice: without propagation on the model as
     it is (cheap), and with it on the model with the vectors' lengths named; each name is
     then unknown, and of the two a dimension takes the more specific (a size, then a name
-    the model gave, as ``_merge_type`` says). What only propagation over a hidden length
-    would tell (a Shape of it read as a Reshape's shape) is left to folding, which computes
-    the Shape and infers its readers again. The inferred graph's inputs are the model's, as
-    given: no name of a hidden length shows (a Scan's body output made from a graph input
-    float[5000], declared [5000, 1], was said to be made float32[dmlgraph::hidden-length::0]).
-    ``nodes`` as in ``guard_slice_steps``;
+    the model gave, as ``_merge_type`` says). A Shape of a long tensor is read by value in
+    the pass without propagation (``_long_shapes_read``: a Reshape of a Scan's body input
+    to its own Shape); what else only propagation over a hidden length would tell (a Shape
+    of it Gathered into a Reshape's shape) is left to folding, which computes the Shape and
+    infers its readers again (in the main graph: a Scan's body is lowered as it runs). The
+    inferred graph's inputs are the model's, as given: no name of a hidden length shows (a
+    Scan's body output made from a graph input float[5000], declared [5000, 1], was said to
+    be made float32[dmlgraph::hidden-length::0]). ``nodes`` as in ``guard_slice_steps``;
     ``is_weight``: whether a graph input is a constant declared as one, whose dimensions
     stay (a Shape of an embedding feeding a Reshape keeps its propagated size)."""
     _guard_inference_aborts(model.graph, source, nodes)
@@ -1201,7 +1203,8 @@ def infer_model(
         made = _inferred_long_vectors(model.graph, listed, exact, found, inner)
         found = replace(found, constants=tuple(sorted((*found.constants, *made))),
                         inner=(*found.inner, *inner))
-        exact = exact if found else None  # none long after all: the propagating pass as is
+        # none long after all: the propagating pass as is
+        exact = _long_shapes_read(model, exact, source) if found else None
     hidden, lengths = _hide(model.graph, found, _opset(model)) if found else (frozenset(), {})
     inferred = _inferred(model, source, propagate=True)
     if exact is not None:
@@ -1209,6 +1212,68 @@ def infer_model(
         del inferred.input[:]  # the inputs as the model declares them, none added
         inferred.input.extend(exact.input)
     return inferred, hidden
+
+
+def _long_shapes_read(
+    model: onnx.ModelProto, exact: onnx.GraphProto, source: str
+) -> onnx.GraphProto:
+    """``exact`` (``model`` inferred without propagation), or, where a Shape reads a tensor it
+    sizes with a dimension over ``LONG_VECTOR`` (hidden from propagation, which reads the
+    Shape's value), ``model`` so inferred again with each such Shape a Constant of its value
+    (a few numbers; the model is given back as it was): a Reshape of a Scan's body input
+    [2, 5000] to its own Shape made its output, and the Scan's, of an unknown size (the body
+    is lowered as it runs: no folding computes the Shape there); at 4000, onnx's
+    propagation sized them."""
+    replaced = _shapes_as_constants(model.graph, exact, {})
+    if not replaced:
+        return exact
+    try:
+        return _inferred(model, source, propagate=False)
+    finally:
+        for graph, index, node in replaced:
+            graph.node[index].CopyFrom(node)
+
+
+def _shapes_as_constants(
+    graph: onnx.GraphProto, exact: onnx.GraphProto, outer: Mapping[str, onnx.TypeProto]
+) -> list[tuple[onnx.GraphProto, int, onnx.NodeProto]]:
+    """Each Shape of ``graph`` (and of the subgraphs it holds, at any depth) whose value has
+    a length over ``LONG_VECTOR``, by its input's type in ``exact`` (``graph`` inferred;
+    ``outer``: the types of the graphs holding it), made a Constant of that value. Returns
+    each one's graph, index and node as it was."""
+    types = {**outer, **{value.name: value.type
+                         for value in chain(exact.input, exact.value_info, exact.output)}}
+    replaced: list[tuple[onnx.GraphProto, int, onnx.NodeProto]] = []
+    for index, (node, typed) in enumerate(zip(graph.node, exact.node)):  # (nodes kept)
+        if node.op_type in _CONTROL_FLOW:
+            inferred = {attr.name: attribute_graphs(attr) for attr in typed.attribute}
+            for attr in node.attribute:
+                for sub, sub_exact in zip(attribute_graphs(attr), inferred.get(attr.name, ())):
+                    replaced += _shapes_as_constants(sub, sub_exact, types)
+        elif node.op_type == "Shape" and node.domain in ("", "ai.onnx") and node.input \
+                and (value := _long_shape(node, types.get(node.input[0]))) is not None:
+            was = onnx.NodeProto()
+            was.CopyFrom(node)
+            replaced.append((graph, index, was))
+            node.CopyFrom(onnx.helper.make_node(
+                "Constant", [], node.output[:1], name=node.name,
+                value=numpy_helper.from_array(value)))
+    return replaced
+
+
+def _long_shape(node: onnx.NodeProto, typed: onnx.TypeProto | None) -> np.ndarray | None:
+    """The value of a Shape (its start and end attributes, as Python slices them: ONNX's
+    clamping) of a tensor so ``typed``, where every dimension is a size and one it gives is
+    longer than ``LONG_VECTOR``."""
+    if typed is None or not typed.HasField("tensor_type") \
+            or not typed.tensor_type.HasField("shape"):
+        return None
+    dims = typed.tensor_type.shape.dim
+    if not all(dim.HasField("dim_value") for dim in dims):
+        return None
+    value = np.array([dim.dim_value for dim in dims], np.int64)[
+        _int_attribute(node, "start", 0):_int_attribute(node, "end", len(dims))]
+    return value if np.any(value > LONG_VECTOR) else None
 
 
 def _may_make_long_vectors(

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import onnx
+import onnxruntime as ort
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -1836,6 +1837,68 @@ def test_a_long_tensor_a_node_of_two_outputs_makes_for_a_scan_is_hidden_from_dat
     got = get_backend("numpy").run(lower(loaded), {})
     (want,) = onnx_run(model, {})
     np.testing.assert_array_equal(got["y"], want)
+
+
+def _scan_reshaped_to_its_shape_model(case: str, n: int) -> onnx.ModelProto:
+    """A Scan of X [3, 2, n] (a graph input, or a weight counting up) whose body Reshapes its
+    slice x [2, n] (declared so, or of no shape) to x's own Shape; x [1, 2, n] Reshaped to
+    its Shape from 1; the Scan in a Loop's body (of two trips)."""
+    f32 = TensorProto.FLOAT
+    lead = [1] if "from 1" in case else []
+    shape = [3, *lead, 2, n]
+    body = helper.make_graph(
+        [helper.make_node("Shape", ["x"], ["s"], **({"start": 1} if lead else {})),
+         helper.make_node("Reshape", ["x", "s"], ["r"])], "body",
+        [helper.make_tensor_value_info("x", f32, None if "no shape" in case else shape[1:])],
+        [helper.make_tensor_value_info("r", f32, None)])
+    nodes = [helper.make_node("Scan", ["X"], ["Y"], body=body, num_scan_inputs=1)]
+    inputs, weights = [helper.make_tensor_value_info("X", f32, shape)], []
+    if "weight" in case:
+        inputs, weights = [], [numpy_helper.from_array(
+            np.arange(math.prod(shape), dtype=np.float32).reshape(shape), "X")]
+    if "Loop" in case:
+        loop_body = helper.make_graph(
+            [helper.make_node("Identity", ["cin"], ["cout"]), nodes.pop()], "loop_body",
+            [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+             helper.make_tensor_value_info("cin", TensorProto.BOOL, [])],
+            [helper.make_tensor_value_info("cout", TensorProto.BOOL, []),
+             helper.make_tensor_value_info("Y", f32, None)])
+        weights.append(numpy_helper.from_array(np.array(2, np.int64), "trips"))
+        nodes.append(helper.make_node("Loop", ["trips", ""], ["Y"], body=loop_body))
+    graph = helper.make_graph(nodes, "g", inputs, [helper.make_tensor_value_info("Y", f32, None)],
+                              weights)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=9)
+
+
+@pytest.mark.parametrize("case", [
+    "graph input", "graph input, the body's x of no shape", "weight", "graph input, from 1",
+    "graph input, the Scan in a Loop's body"])
+def test_a_scan_body_input_reshaped_to_its_own_long_shape_keeps_its_size(
+    case, monkeypatch, onnx_run
+) -> None:
+    """A Scan body's input x [2, 5000] Reshaped to its own Shape: the body's output, and the
+    Scan's [3, 2, 5000], were of an unknown last size (at 4000, static), as x's long length
+    is hidden from onnx's data propagation and the pass without it did not read the Shape
+    (folding, which computes it in the main graph, does not enter a Scan's body). The Shape
+    is read by value in that pass: the Scan's output has the size onnx's propagation and
+    onnxruntime give it, nothing that long reaches propagation, and the lowered graph
+    computes what onnxruntime does."""
+    n = folding.LONG_VECTOR + 904
+    model = _scan_reshaped_to_its_shape_model(case, n)
+    propagated = _record_propagated(monkeypatch)
+    loaded = dmlgraph.load(model)
+    _assert_no_long_static_vector(propagated)
+    oracle = onnx.shape_inference.infer_shapes(model, data_prop=True).graph.output[0]
+    feeds = {value.name: np.random.default_rng(0).standard_normal(
+        [d.dim_value for d in value.type.tensor_type.shape.dim]).astype(np.float32)
+        for value in model.graph.input}
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    assert loaded.tensors["Y"].shape[-3:] == tuple(
+        d.dim_value for d in oracle.type.tensor_type.shape.dim)[-3:] == tuple(
+        session.get_outputs()[0].shape)[-3:] == (3, 2, n)
+    got = get_backend("numpy").run(lower(loaded), feeds)
+    (want,) = onnx_run(model, feeds)
+    np.testing.assert_array_equal(got["Y"], want)
 
 
 @pytest.mark.parametrize("model", ["encodec_encoder_reflect", "tf_mobilenetv3_small_minimal"])
