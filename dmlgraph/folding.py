@@ -1093,8 +1093,9 @@ def _hide(
     """Give the long vectors' lengths names of their own (a Constant becomes an input so
     named; one in a subgraph, an Identity of a graph input named as its length, which the
     subgraph reads from its surroundings: a name both branches of an If make is each
-    branch's own), or unknown (``_hide_reshaper``): onnx takes no named length for shape
-    data, and propagates none through an Identity. Returns the graph's vectors' names and
+    branch's own; a node of more outputs, a Split, keeps making the others: ``_drop_output``),
+    or unknown (``_hide_reshaper``): onnx takes no named length for shape data, and
+    propagates none through an Identity. Returns the graph's vectors' names and
     each name's length. ``opset``: the model's ai.onnx version."""
     names: list[str] = []
     lengths: dict[str, int] = {}
@@ -1102,10 +1103,15 @@ def _hide(
         param = f"{_HIDDEN_LENGTH}{len(lengths)}"
         if _hide_reshaper(graph, sub.node[index], param, opset):
             lengths[param] = 1
+    kept: list[tuple[onnx.GraphProto, int, onnx.NodeProto]] = []  # Identities to insert
     for sub, index, name, elem_type, dims in found.inner:  # no node moves: indexes hold
         param = f"{_HIDDEN_LENGTH}{len(lengths)}"  # its first long dimension's name too
         graph.input.append(_hidden_input(param, elem_type, dims, lengths))
-        sub.node[index].CopyFrom(onnx.helper.make_node("Identity", [param], [name]))
+        identity = onnx.helper.make_node("Identity", [param], [name])
+        if _drop_output(sub.node[index], name):
+            kept.append((sub, index + 1, identity))
+        else:
+            sub.node[index].CopyFrom(identity)
     for position, axis, length in found.inputs:
         _name_length(graph.input[position], axis, length, lengths)
         names.append(graph.input[position].name)
@@ -1115,12 +1121,23 @@ def _hide(
             lengths[param] = 1  # numbered as the others; no dimension is so named
             names.append(name)
     for index, name, elem_type, dims in reversed(found.constants):
-        del graph.node[index]
+        if not _drop_output(graph.node[index], name):
+            del graph.node[index]
         graph.input.append(_hidden_input(name, elem_type, dims, lengths))
         names.append(name)
     for sub, part, position, axis, length in found.inner_declared:  # onnx's merges keep
         _name_length(getattr(sub, part)[position], axis, length, lengths)  # a name
+    for sub, index, identity in sorted(kept, key=lambda held: -held[1]):  # last first
+        sub.node.insert(index, identity)
     return frozenset(names), lengths
+
+
+def _drop_output(node: onnx.NodeProto, name: str) -> bool:
+    """``node`` made to omit its output ``name``; whether it still makes another (a Split of
+    which one part is hidden makes the others as before; a node making none is to go)."""
+    outputs = node.output
+    outputs[list(outputs).index(name)] = ""
+    return any(outputs)
 
 
 def _hidden_input(
@@ -1179,12 +1196,14 @@ def infer_model(
     Where there are such vectors, inference runs twice: without propagation on the model as
     it is (cheap), and with it on the model with the vectors' lengths named; each name is
     then unknown, and of the two a dimension takes the more specific (a size, then a name
-    the model gave, as ``_merge_type`` says). What only propagation over a hidden length
-    would tell (a Shape of it read as a Reshape's shape) is left to folding, which computes
-    the Shape and infers its readers again. The inferred graph's inputs are the model's, as
-    given: no name of a hidden length shows (a Scan's body output made from a graph input
-    float[5000], declared [5000, 1], was said to be made float32[dmlgraph::hidden-length::0]).
-    ``nodes`` as in ``guard_slice_steps``;
+    the model gave, as ``_merge_type`` says). A Shape of a long tensor is read by value in
+    the pass without propagation (``_long_shapes_read``: a Reshape of a Scan's body input
+    to its own Shape); what else only propagation over a hidden length would tell (a Shape
+    of it Gathered into a Reshape's shape) is left to folding, which computes the Shape and
+    infers its readers again (in the main graph: a Scan's body is lowered as it runs). The
+    inferred graph's inputs are the model's, as given: no name of a hidden length shows (a
+    Scan's body output made from a graph input float[5000], declared [5000, 1], was said to
+    be made float32[dmlgraph::hidden-length::0]). ``nodes`` as in ``guard_slice_steps``;
     ``is_weight``: whether a graph input is a constant declared as one, whose dimensions
     stay (a Shape of an embedding feeding a Reshape keeps its propagated size)."""
     _guard_inference_aborts(model.graph, source, nodes)
@@ -1197,7 +1216,8 @@ def infer_model(
         made = _inferred_long_vectors(model.graph, listed, exact, found, inner)
         found = replace(found, constants=tuple(sorted((*found.constants, *made))),
                         inner=(*found.inner, *inner))
-        exact = exact if found else None  # none long after all: the propagating pass as is
+        # none long after all: the propagating pass as is
+        exact = _long_shapes_read(model, exact, source) if found else None
     hidden, lengths = _hide(model.graph, found, _opset(model)) if found else (frozenset(), {})
     inferred = _inferred(model, source, propagate=True)
     if exact is not None:
@@ -1205,6 +1225,68 @@ def infer_model(
         del inferred.input[:]  # the inputs as the model declares them, none added
         inferred.input.extend(exact.input)
     return inferred, hidden
+
+
+def _long_shapes_read(
+    model: onnx.ModelProto, exact: onnx.GraphProto, source: str
+) -> onnx.GraphProto:
+    """``exact`` (``model`` inferred without propagation), or, where a Shape reads a tensor it
+    sizes with a dimension over ``LONG_VECTOR`` (hidden from propagation, which reads the
+    Shape's value), ``model`` so inferred again with each such Shape a Constant of its value
+    (a few numbers; the model is given back as it was): a Reshape of a Scan's body input
+    [2, 5000] to its own Shape made its output, and the Scan's, of an unknown size (the body
+    is lowered as it runs: no folding computes the Shape there); at 4000, onnx's
+    propagation sized them."""
+    replaced = _shapes_as_constants(model.graph, exact, {})
+    if not replaced:
+        return exact
+    try:
+        return _inferred(model, source, propagate=False)
+    finally:
+        for graph, index, node in replaced:
+            graph.node[index].CopyFrom(node)
+
+
+def _shapes_as_constants(
+    graph: onnx.GraphProto, exact: onnx.GraphProto, outer: Mapping[str, onnx.TypeProto]
+) -> list[tuple[onnx.GraphProto, int, onnx.NodeProto]]:
+    """Each Shape of ``graph`` (and of the subgraphs it holds, at any depth) whose value has
+    a length over ``LONG_VECTOR``, by its input's type in ``exact`` (``graph`` inferred;
+    ``outer``: the types of the graphs holding it), made a Constant of that value. Returns
+    each one's graph, index and node as it was."""
+    types = {**outer, **{value.name: value.type
+                         for value in chain(exact.input, exact.value_info, exact.output)}}
+    replaced: list[tuple[onnx.GraphProto, int, onnx.NodeProto]] = []
+    for index, (node, typed) in enumerate(zip(graph.node, exact.node)):  # (nodes kept)
+        if node.op_type in _CONTROL_FLOW:
+            inferred = {attr.name: attribute_graphs(attr) for attr in typed.attribute}
+            for attr in node.attribute:
+                for sub, sub_exact in zip(attribute_graphs(attr), inferred.get(attr.name, ())):
+                    replaced += _shapes_as_constants(sub, sub_exact, types)
+        elif node.op_type == "Shape" and node.domain in ("", "ai.onnx") and node.input \
+                and (value := _long_shape(node, types.get(node.input[0]))) is not None:
+            was = onnx.NodeProto()
+            was.CopyFrom(node)
+            replaced.append((graph, index, was))
+            node.CopyFrom(onnx.helper.make_node(
+                "Constant", [], node.output[:1], name=node.name,
+                value=numpy_helper.from_array(value)))
+    return replaced
+
+
+def _long_shape(node: onnx.NodeProto, typed: onnx.TypeProto | None) -> np.ndarray | None:
+    """The value of a Shape (its start and end attributes, as Python slices them: ONNX's
+    clamping) of a tensor so ``typed``, where every dimension is a size and one it gives is
+    longer than ``LONG_VECTOR``."""
+    if typed is None or not typed.HasField("tensor_type") \
+            or not typed.tensor_type.HasField("shape"):
+        return None
+    dims = typed.tensor_type.shape.dim
+    if not all(dim.HasField("dim_value") for dim in dims):
+        return None
+    value = np.array([dim.dim_value for dim in dims], np.int64)[
+        _int_attribute(node, "start", 0):_int_attribute(node, "end", len(dims))]
+    return value if np.any(value > LONG_VECTOR) else None
 
 
 def _may_make_long_vectors(
@@ -1306,8 +1388,9 @@ def _inferred_long_vectors(
     where long. So too a tensor of higher rank with a dimension that long that a Scan reads
     (``_scan_reads``; a Constant too), its long dimensions each named: onnx feeds the Scan's
     body its static size (a Scan of a Transpose of a weight [16M, 1], or of a Constant
-    [1, 16M], whose body Sliced its row, took 3.5 s and 1.7 GB to load). A node of more
-    than one output (a Loop) is none. Those of the subgraphs ``graph`` holds go
+    [1, 16M], whose body Sliced its row, took 3.5 s and 1.7 GB to load), each output of a
+    node of more than one as well (a part [1, 16M] a Split makes of a weight [2, 16M]: 5.2 s
+    and 1.4 GB), but an If's, a Loop's or a Scan's. Those of the subgraphs ``graph`` holds go
     to ``inner`` (as ``_LongVectors.inner``: ``_hide`` makes each an Identity of a graph input
     of a length of its own), each looked for with ``outer_ranks``, the ranks of the graphs
     holding it."""
@@ -1337,18 +1420,20 @@ def _inferred_long_vectors(
     scanned: list[_Made] = []  # of higher rank
     scans: frozenset[str] | None = None  # the names Scans read, once asked
     for index, node in enumerate(listed):
-        if len(node.output) != 1 or node.output[0] not in long or node.output[0] in taken \
-                or node.op_type in _CONTROL_FLOW:
+        if node.op_type in _CONTROL_FLOW:
             continue
-        name = node.output[0]
-        elem_type, dims = long[name]
-        if len(dims) > 1:
-            scans = _scan_reads(graph, listed) if scans is None else scans
-            if name in scans:
-                scanned.append((index, name, elem_type, dims))
-        elif node.op_type != "Constant" and not (
-                node.op_type in _DATA_READERS and node.input and ranks.get(node.input[0]) == 1):
-            made[name] = (index, name, elem_type, dims)
+        for name in node.output:  # each of a Split's or a TopK's, as a Transpose's
+            if name not in long or name in taken:
+                continue
+            elem_type, dims = long[name]
+            if len(dims) > 1:
+                scans = _scan_reads(graph, listed) if scans is None else scans
+                if name in scans:
+                    scanned.append((index, name, elem_type, dims))
+            elif node.op_type != "Constant" and not (
+                    node.op_type in _DATA_READERS and node.input
+                    and ranks.get(node.input[0]) == 1):
+                made[name] = (index, name, elem_type, dims)
     return [*_read_ranges(listed, made), *scanned] if made else scanned
 
 
