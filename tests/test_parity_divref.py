@@ -826,6 +826,33 @@ def test_check_of_a_model_onnxruntime_fails_to_run_by_a_shapeless_scan_output_us
     assert "parity holds" in out
 
 
+@pytest.mark.parametrize("name", ["numpy", "reference"])
+def test_the_hint_a_model_onnxruntime_cannot_run_gets_names_no_divergent_node_by_its_words(
+    tmp_path: Path, capsys, name: str
+) -> None:
+    """A model onnxruntime cannot load (an int16 Pad: no kernel) beside a reflect Pad by its
+    input's size, a known divergence, named 'numpy' or 'reference': ``run --backend
+    onnxruntime`` said "a known divergence at node 'numpy'" (the backend's own hint, which
+    ends "get_backend('numpy', fallback='reference')", was read as onnxruntime's words, which
+    quote the node failing), though onnxruntime names the int16 Pad alone; it says what
+    runs the model, as for that Pad alone."""
+    model = _model([
+        helper.make_node("Pad", ["X", "two"], ["Y"], mode="reflect", name=name),
+        helper.make_node("Pad", ["I", "one"], ["J"], mode="constant", name="p16"),
+    ], [_info("X", [1, 2]), _info("I", [1, 2], TensorProto.INT16)],
+        [_info("Y", None), _info("J", None, TensorProto.INT16)],
+        [_ints("two", [0, 2, 0, 2]), _ints("one", [0, 1, 0, 1])], opset=18)
+    with pytest.raises(Exception, match="Could not find an implementation for Pad.* 'p16'"):
+        ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    path = tmp_path / "m.onnx"
+    onnx.save(model, path)
+    capsys.readouterr()
+    assert main(["run", str(path), "--backend", "onnxruntime"]) == 2
+    error = capsys.readouterr().err.strip()
+    assert len(error.splitlines()) == 1 and "'p16'" in error
+    assert "known divergence" not in error and error.endswith(_MAY_RUN_SAID)
+
+
 @pytest.mark.parametrize("command", ["run", "check"])
 def test_the_squeeze_hint_on_the_onnxruntime_fallback_is_said_once(
     tmp_path: Path, capsys, command: str
