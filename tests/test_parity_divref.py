@@ -826,6 +826,21 @@ def test_check_of_a_model_onnxruntime_fails_to_run_by_a_shapeless_scan_output_us
     assert "parity holds" in out
 
 
+def test_check_cross_check_of_a_model_onnxruntime_fails_to_run_skips_without_run_s_hint(
+    tmp_path: Path, capsys
+) -> None:
+    """``check --cross-check`` of a model onnxruntime fails to run (a shapeless Scan output):
+    its note that the cross-check was skipped ended in the hint for ``run`` ("... and check
+    compares it with onnx.reference: --backend numpy --fallback reference"), options check
+    lacks, in the table of a check that compared with onnx.reference; onnxruntime's words."""
+    model, feeds, want = _scan_of_an_unordered_slice()
+    _ort_fails(model, feeds, "Subgraph must have the shape set for all outputs")
+    report = check(model, inputs=feeds, cross_check=True)
+    (note,) = [n for n in report.notes if n.startswith("cross-check skipped: ")]
+    assert note.endswith("Subgraph must have the shape set for all outputs but out did not.")
+    assert "--backend" not in note and report.exit_code == 0
+
+
 @pytest.mark.parametrize("name", ["numpy", "reference"])
 def test_the_hint_a_model_onnxruntime_cannot_run_gets_names_no_divergent_node_by_its_words(
     tmp_path: Path, capsys, name: str
