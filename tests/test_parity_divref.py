@@ -826,6 +826,33 @@ def test_check_of_a_model_onnxruntime_fails_to_run_by_a_shapeless_scan_output_us
     assert "parity holds" in out
 
 
+def test_a_node_named_as_onnxruntime_s_shapeless_scan_failure_is_not_taken_for_one(
+    tmp_path: Path, capsys
+) -> None:
+    """A Split whose split sizes (fed) pass its axis, which ONNX forbids and onnxruntime's run
+    refuses ("Invalid value in 'split'"), named "Subgraph must have the shape set for all
+    outputs": onnxruntime's words quote the name, and ``check --fallback reference`` took the
+    failure for a shapeless Scan output's, compared with onnx.reference (which truncates the
+    last part) and said "parity holds", exit 0; ``run --backend onnxruntime`` said
+    onnxruntime cannot run the model. Both say onnxruntime's words, as for a Split named
+    otherwise (exit 2)."""
+    model = _model([helper.make_node("Split", ["X", "sp"], ["A", "B"], axis=1,
+                                     name="Subgraph must have the shape set for all outputs")],
+                   [_info("X", ["N", 3]), _info("sp", [2], TensorProto.INT64)],
+                   [_info("A", None), _info("B", None)], opset=18)
+    feeds = {"X": np.arange(6, dtype=np.float32).reshape(2, 3), "sp": np.array([2, 2])}
+    _ort_fails(model, feeds, "Invalid value in 'split'")
+    path, inputs = tmp_path / "m.onnx", tmp_path / "in.npz"
+    onnx.save(model, path)
+    np.savez(inputs, **feeds)
+    for command in (["check", "--fallback", "reference"], ["run", "--backend", "onnxruntime"]):
+        capsys.readouterr()
+        assert main([command[0], str(path), *command[1:], "--inputs", str(inputs)]) == 2
+        error = capsys.readouterr().err.strip()
+        assert len(error.splitlines()) == 1 and "Invalid value in 'split'" in error
+        assert not error.endswith(_MAY_RUN_SAID)
+
+
 def test_check_cross_check_of_a_model_onnxruntime_fails_to_run_skips_without_run_s_hint(
     tmp_path: Path, capsys
 ) -> None:
