@@ -240,12 +240,15 @@ def cmd_run(args: argparse.Namespace) -> int:
             raise
         from backends.onnxruntime.providers import MAY_RUN
 
-        hint = (_divergence_hint(graph, target, args.feature_level, exc)
-                or _run_divergence_hint(graph, feeds, exc, backend))
-        if not hint:  # the backend's own (``providers.may_run_hint``) may stand
+        # onnxruntime's words, read without the backend's hint (``providers.may_run_hint``),
+        # whose get_backend('numpy', fallback='reference') named a divergent node 'numpy'
+        words = DmlgraphError(str(exc).removesuffix(MAY_RUN))
+        hint = (_divergence_hint(graph, target, args.feature_level, words)
+                or _run_divergence_hint(graph, feeds, words, backend))
+        if not hint:  # the backend's own may stand
             raise
         # a divergence's hint, where one applies, instead of the backend's
-        raise DmlgraphError(f"{str(exc).removesuffix(MAY_RUN)}{hint}") from None
+        raise DmlgraphError(f"{words}{hint}") from None
     outputs = {name: result.outputs[t] for name, t in zip(graph.outputs, target.outputs)}
     engines = ", ".join(f"{n} {e}" for e, n in result.record.engines().items())
     print(visible(f"model: {args.model} ({what}); inputs: {source}"))

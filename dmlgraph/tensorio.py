@@ -450,8 +450,8 @@ def _bind(path: Path, entries: list[_Entry], graph: Graph, kind: str) -> dict[st
 
 
 def unbound(graph: Graph, name: object) -> str:
-    """Why a tensor of ``name``, in a file or a mapping of inputs and outputs, binds to
-    nothing of the graph: one rule for both (a mapping's was ignored without a word)."""
+    """Why a tensor of ``name`` in a file of inputs and outputs binds to nothing of the graph
+    (a mapping's keys: ``unbound_keys``, which names the keys taken and given)."""
     why = graph.not_an_input(name) if isinstance(name, str) else ""
     return why or (
         f"{name!r} is neither a graph input nor a graph output (inputs: "

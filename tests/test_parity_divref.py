@@ -826,6 +826,75 @@ def test_check_of_a_model_onnxruntime_fails_to_run_by_a_shapeless_scan_output_us
     assert "parity holds" in out
 
 
+def test_a_node_named_as_onnxruntime_s_shapeless_scan_failure_is_not_taken_for_one(
+    tmp_path: Path, capsys
+) -> None:
+    """A Split whose split sizes (fed) pass its axis, which ONNX forbids and onnxruntime's run
+    refuses ("Invalid value in 'split'"), named "Subgraph must have the shape set for all
+    outputs": onnxruntime's words quote the name, and ``check --fallback reference`` took the
+    failure for a shapeless Scan output's, compared with onnx.reference (which truncates the
+    last part) and said "parity holds", exit 0; ``run --backend onnxruntime`` said
+    onnxruntime cannot run the model. Both say onnxruntime's words, as for a Split named
+    otherwise (exit 2)."""
+    model = _model([helper.make_node("Split", ["X", "sp"], ["A", "B"], axis=1,
+                                     name="Subgraph must have the shape set for all outputs")],
+                   [_info("X", ["N", 3]), _info("sp", [2], TensorProto.INT64)],
+                   [_info("A", None), _info("B", None)], opset=18)
+    feeds = {"X": np.arange(6, dtype=np.float32).reshape(2, 3), "sp": np.array([2, 2])}
+    _ort_fails(model, feeds, "Invalid value in 'split'")
+    path, inputs = tmp_path / "m.onnx", tmp_path / "in.npz"
+    onnx.save(model, path)
+    np.savez(inputs, **feeds)
+    for command in (["check", "--fallback", "reference"], ["run", "--backend", "onnxruntime"]):
+        capsys.readouterr()
+        assert main([command[0], str(path), *command[1:], "--inputs", str(inputs)]) == 2
+        error = capsys.readouterr().err.strip()
+        assert len(error.splitlines()) == 1 and "Invalid value in 'split'" in error
+        assert not error.endswith(_MAY_RUN_SAID)
+
+
+def test_check_cross_check_of_a_model_onnxruntime_fails_to_run_skips_without_run_s_hint(
+    tmp_path: Path, capsys
+) -> None:
+    """``check --cross-check`` of a model onnxruntime fails to run (a shapeless Scan output):
+    its note that the cross-check was skipped ended in the hint for ``run`` ("... and check
+    compares it with onnx.reference: --backend numpy --fallback reference"), options check
+    lacks, in the table of a check that compared with onnx.reference; onnxruntime's words."""
+    model, feeds, want = _scan_of_an_unordered_slice()
+    _ort_fails(model, feeds, "Subgraph must have the shape set for all outputs")
+    report = check(model, inputs=feeds, cross_check=True)
+    (note,) = [n for n in report.notes if n.startswith("cross-check skipped: ")]
+    assert note.endswith("Subgraph must have the shape set for all outputs but out did not.")
+    assert "--backend" not in note and report.exit_code == 0
+
+
+@pytest.mark.parametrize("name", ["numpy", "reference"])
+def test_the_hint_a_model_onnxruntime_cannot_run_gets_names_no_divergent_node_by_its_words(
+    tmp_path: Path, capsys, name: str
+) -> None:
+    """A model onnxruntime cannot load (an int16 Pad: no kernel) beside a reflect Pad by its
+    input's size, a known divergence, named 'numpy' or 'reference': ``run --backend
+    onnxruntime`` said "a known divergence at node 'numpy'" (the backend's own hint, which
+    ends "get_backend('numpy', fallback='reference')", was read as onnxruntime's words, which
+    quote the node failing), though onnxruntime names the int16 Pad alone; it says what
+    runs the model, as for that Pad alone."""
+    model = _model([
+        helper.make_node("Pad", ["X", "two"], ["Y"], mode="reflect", name=name),
+        helper.make_node("Pad", ["I", "one"], ["J"], mode="constant", name="p16"),
+    ], [_info("X", [1, 2]), _info("I", [1, 2], TensorProto.INT16)],
+        [_info("Y", None), _info("J", None, TensorProto.INT16)],
+        [_ints("two", [0, 2, 0, 2]), _ints("one", [0, 1, 0, 1])], opset=18)
+    with pytest.raises(Exception, match="Could not find an implementation for Pad.* 'p16'"):
+        ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    path = tmp_path / "m.onnx"
+    onnx.save(model, path)
+    capsys.readouterr()
+    assert main(["run", str(path), "--backend", "onnxruntime"]) == 2
+    error = capsys.readouterr().err.strip()
+    assert len(error.splitlines()) == 1 and "'p16'" in error
+    assert "known divergence" not in error and error.endswith(_MAY_RUN_SAID)
+
+
 @pytest.mark.parametrize("command", ["run", "check"])
 def test_the_squeeze_hint_on_the_onnxruntime_fallback_is_said_once(
     tmp_path: Path, capsys, command: str
