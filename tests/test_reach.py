@@ -628,3 +628,36 @@ def test_what_needs_a_node_onnxruntime_refuses_stays_not_compared() -> None:
     got = {o.name: o for c in report.comparisons for o in c.outputs}
     assert report.exit_code == 0 and [d.node for d in report.divergences] == ["pad"]
     assert all(o.verdict is Verdict.KNOWN_DIVERGENCE and not o.compared for o in got.values())
+
+
+def test_a_branch_making_one_tensor_two_outputs_leaves_only_those_uncompared(
+        onnx_run, monkeypatch) -> None:
+    """Opset 18: an If whose then branch makes Relu(x) its outputs A and B (onnxruntime gives
+    A its buffer, measured) and Neg(x) its output N. The branch's note counted every output
+    of the If: a wrong N passed. Now A and B alone are the divergence; N is compared, and a
+    wrong N fails."""
+    from dmlgraph.parity import Verdict
+
+    then = _branch("then", [helper.make_node("Relu", ["x"], ["r"]),
+                            helper.make_node("Neg", ["x"], ["n"])], ["r", "r", "n"])
+    other = _branch("else", [helper.make_node("Identity", ["x"], [f"e{k}"]) for k in range(3)],
+                    ["e0", "e1", "e2"])
+    graph = helper.make_graph(
+        [helper.make_node("If", ["c"], ["A", "B", "N"], name="if", then_branch=then,
+                          else_branch=other)], "m",
+        [_vi("x", [3, 4]), _vi("c", [], TensorProto.BOOL)], [_vi(n, None) for n in "ABN"])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=10)
+    x = np.arange(-6, 6, dtype=np.float32).reshape(3, 4)
+    feeds = {"x": x, "c": np.array(True)}
+    a, b, n = onnx_run(model, feeds)
+    assert np.array_equal(b, np.maximum(x, 0)) and np.array_equal(n, -x)
+    assert not np.array_equal(a, np.maximum(x, 0))  # its buffer
+    report = _check_planted(monkeypatch, model, feeds, {})
+    got = {o.name: o for c in report.comparisons for o in c.outputs}
+    assert [(d.node, d.outputs) for d in report.divergences] == [("if", {0, 1})]
+    assert got["N"].compared and got["N"].verdict is Verdict.PASS and report.exit_code == 0
+    planted = _check_planted(monkeypatch, model, feeds, {"N": n + 1})
+    got = {o.name: o for c in planted.comparisons for o in c.outputs}
+    assert got["N"].verdict is Verdict.FAIL and planted.exit_code == 1
+    planted = _check_planted(monkeypatch, model, feeds, {"A": a + 1})
+    assert planted.exit_code == 0

@@ -370,8 +370,13 @@ class ControlFlow:
         runs: Sequence[NodeRun] = ran
         repeated = self.branch_repeated.get(branch)
         if repeated:  # onnxruntime's own reading, named for ``check``
+            # (the If's outputs those are, by position: onnxruntime computes the others)
+            made = [value.name for value in onnx.GraphProto.FromString(
+                self.subgraphs[branch].data).output]
             runs = _noted(runs, _BRANCH_REPEATED.format(branch=branch, names=repeated), self,
-                          via=f"{branch}, lowered at run time")
+                          via=f"{branch}, lowered at run time", wrong=tuple(
+                              out for out, name in zip(self.outputs, made)
+                              if out and name in repeated))
         return outputs, _unique(runs)
 
     def _loop(
