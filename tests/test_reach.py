@@ -661,3 +661,38 @@ def test_a_branch_making_one_tensor_two_outputs_leaves_only_those_uncompared(
     assert got["N"].verdict is Verdict.FAIL and planted.exit_code == 1
     planted = _check_planted(monkeypatch, model, feeds, {"A": a + 1})
     assert planted.exit_code == 0
+
+
+def test_a_loop_s_counter_notes_leave_only_what_they_reach_uncompared(
+        onnx_run, monkeypatch) -> None:
+    """Opset 18: a Loop of 4 trips whose body makes its iteration number i its carried
+    value's next value (V) and a scan output (IS), stacking v + 0 (S, reading the carried
+    value) and 2 * i (D). onnxruntime gives V 4 (ONNX: 3), IS [4, 4, 4, 4] and, as it feeds
+    its counter's buffer back, S [7, 1, 2, 3] (ONNX: [7, 0, 1, 2]); D it computes. Both notes
+    counted every output of the Loop: a wrong D passed. Now D is compared, and fails wrong."""
+    from dmlgraph.parity import Verdict
+
+    int64 = TensorProto.INT64
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["c"], ["c2"]), helper.make_node("Add", ["v", "zero"], ["s"]),
+         helper.make_node("Mul", ["i", "two"], ["d"])], "body",
+        [_vi("i", [], int64), _vi("c", [], TensorProto.BOOL), _vi("v", [], int64)],
+        [_vi("c2", [], TensorProto.BOOL), _vi("i", [], int64), _vi("s", [], int64),
+         _vi("d", [], int64), _vi("i", [], int64)], [_int64("zero", 0), _int64("two", 2)])
+    graph = helper.make_graph(
+        [helper.make_node("Loop", ["T", "", "v0"], ["V", "S", "D", "IS"], name="loop",
+                          body=body)], "m", [_vi("T", [], int64), _vi("v0", [], int64)],
+        [_vi(n, None, int64) for n in ("V", "S", "D", "IS")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=10)
+    feeds = {"T": np.array(4, np.int64), "v0": np.array(7, np.int64)}
+    v, s, d, counted = onnx_run(model, feeds)
+    assert v == 4 and s.tolist() == [7, 1, 2, 3] and counted.tolist() == [4] * 4
+    assert d.tolist() == [0, 2, 4, 6]  # as ONNX gives it
+    report = _check_planted(monkeypatch, model, feeds, {})
+    got = {o.name: o for c in report.comparisons for o in c.outputs}
+    assert {d.outputs for d in report.divergences} == {frozenset({0, 1, 3})}
+    assert got["D"].compared and got["D"].verdict is Verdict.PASS and report.exit_code == 0
+    planted = _check_planted(monkeypatch, model, feeds, {"D": d + 1})
+    assert planted.exit_code == 1
+    planted = _check_planted(monkeypatch, model, feeds, {"S": s + 1, "V": v + 1})
+    assert planted.exit_code == 0

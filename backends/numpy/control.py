@@ -30,7 +30,7 @@ it. A Scan-8 (batches of sequences) is left to the fallback always.
 from __future__ import annotations
 
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -439,14 +439,17 @@ class ControlFlow:
             index for index, value in enumerate(body.output[1 + len(carried) :])
             if value.name == names[0]
         ]
-        if counted:  # onnxruntime's own reading, named for ``check``
-            runs = _noted(runs, _COUNTER_SCANNED.format(outputs=counted), self)
+        if counted:  # onnxruntime's own reading, named for ``check``: those outputs alone
+            # (a scan output of 2 * the iteration number beside it it computes, measured)
+            runs = _noted(runs, _COUNTER_SCANNED.format(outputs=counted), self,
+                          wrong=self._at(len(carried) + index for index in counted))
         counted = [
             index for index, value in enumerate(body.output[1 : 1 + len(carried)])
             if value.name == names[0]
         ]
         if counted and trip:  # the same, of a carried value (no trip: the initial one)
-            runs = _noted(runs, _COUNTER_CARRIED.format(outputs=counted), self)
+            runs = _noted(runs, _COUNTER_CARRIED.format(outputs=counted), self,
+                          wrong=self._counter_carried(body, counted))
         return [np.array(v) for v in values] + stacked, _unique(runs)
 
     def _no_trip(
@@ -683,13 +686,28 @@ class ControlFlow:
         self.worded[key] = (sub_runs, tuple(runs))
         return [results[name] for name in outputs], self.worded[key][1]
 
+    def _at(self, positions: Iterable[int]) -> tuple[str, ...]:
+        """This node's outputs at ``positions``, those named."""
+        return tuple(self.outputs[k] for k in positions if k < len(self.outputs)
+                     and self.outputs[k])
+
+    def _counter_carried(self, body: onnx.GraphProto,
+                         counted: Sequence[int]) -> tuple[str, ...] | None:
+        """The outputs a Loop's carried values ``counted`` (its body's iteration number
+        itself) concern: those, and what the body makes of them fed back, as onnxruntime
+        feeds its counter's buffer back too (measured: a scan output of the carried value
+        read [7, 1, 2, 3] where ONNX stacks [7, 0, 1, 2]; one of 2 * the iteration number,
+        [0, 2, 4, 6], it computes). None (all) where not known."""
+        fed = reached_outputs("Loop", len(self.explicit_names), 0, body, [
+            ((), body.input[2 + index].name) for index in counted
+            if 2 + index < len(body.input)], self.outputs)
+        return _either(self._at(counted), fed)
+
     def _body_wrong(self) -> tuple[str, ...]:
         """The outputs of this Scan its body's note concerns (``reach.scan_body_wrong``): a
         Relu of its rows beside a state passed through was "not compared" with it."""
         body = onnx.GraphProto.FromString(self.subgraphs["body"].data)
-        return tuple(self.outputs[j] for j in scan_body_wrong(
-            body, self.scan.states if self.scan else 0) if j < len(self.outputs) and
-            self.outputs[j])
+        return self._at(scan_body_wrong(body, self.scan.states if self.scan else 0))
 
     def _said(self, attr: str, lowered: LoweredGraph
               ) -> tuple[tuple[str, ...], tuple[str, ...] | None]:
