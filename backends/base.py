@@ -124,8 +124,10 @@ class NodeRun:
     via: str = ""
     notes: tuple[str, ...] = ()
     node_id: int | None = None  # its id in the graph that ran (None where unknown)
-    # the node's outputs its runner's note concerns (``fallback.OrtRun.wrong``); (): all
-    wrong: tuple[str, ...] = ()
+    # the node's outputs its divergence notes concern (``fallback.OrtRun.wrong``): (): none
+    # of them (a divergence inside a subgraph that reaches none of its holder's outputs);
+    # None: not known, so all
+    wrong: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)

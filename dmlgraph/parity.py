@@ -520,7 +520,7 @@ def known_divergences(
                     ids = ids_of(imported, node_run.node_id, node_run.node)
                     op_type = imported.node(ids[0]).provenance.op_type if ids else node_run.op
                     add(node_run.node, op_type, ids[0] if ids else None, note,
-                        _reached(imported, ids, getattr(node_run, "wrong", ())))
+                        _reached(imported, ids, getattr(node_run, "wrong", None)))
                     continue
                 ids = ids_of(lowered, node_run.node_id, node_run.node)
                 op_type = lowered.node(ids[0]).provenance.op_type if ids else node_run.op
@@ -528,7 +528,7 @@ def known_divergences(
                 # named as the graph's node: a subgraph's node ran for its If or Loop
                 name = lowered.node(ids[0]).name if ids else node_run.node
                 add(name, op_type, origin, note,
-                    _reached(lowered, ids, getattr(node_run, "wrong", ())))
+                    _reached(lowered, ids, getattr(node_run, "wrong", None)))
     return [
         KnownDivergence(name, note, frozenset(out), op_type, origin,
                         "" if name or origin is None or origin not in imported.nx
@@ -631,13 +631,14 @@ def _model_proto(model: Any) -> onnx.ModelProto:
     return onnx.load(os.fspath(model))
 
 
-def _reached(graph: Graph, node_ids: Sequence[int], tensors: Sequence[str] = ()) -> set[int]:
+def _reached(graph: Graph, node_ids: Sequence[int],
+             tensors: Sequence[str] | None = None) -> set[int]:
     """Positions of the graph outputs computed from these nodes (of ``tensors`` of theirs
-    only, where given: a node's note about some of its outputs, ``NodeRun.wrong``), tensor
-    by tensor: an If, Loop or Scan past them reaches those of its outputs its subgraphs
-    carry a reached read to (``reach.holder_outputs``; an If whose branch read one made all
-    its outputs "not compared"), any other node all of its."""
-    if tensors:
+    only, where given: a node's note about some of its outputs, ``NodeRun.wrong``; (): none
+    of them), tensor by tensor: an If, Loop or Scan past them reaches those of its outputs
+    its subgraphs carry a reached read to (``reach.holder_outputs``; an If whose branch read
+    one made all its outputs "not compared"), any other node all of its."""
+    if tensors is not None:
         starts = {n.id for name in tensors for n, _ in graph.consumers(name)}
         reached = set(tensors)
     else:
@@ -646,7 +647,7 @@ def _reached(graph: Graph, node_ids: Sequence[int], tensors: Sequence[str] = ())
     below = starts.union(*(nx.descendants(graph.nx, node_id) for node_id in starts))
     for node_id in nx.topological_sort(graph.nx.subgraph(below)):
         node = graph.node(node_id)
-        if node_id in node_ids and not tensors:
+        if node_id in node_ids and tensors is None:
             continue  # (the divergent node itself: all its outputs, above)
         reads = [name for name in node.inputs if name in reached]
         if reads:
@@ -1425,7 +1426,11 @@ def _against_reference(ort: Any, subject: _Subject, notes: list[str]) -> Compari
     while True:
         found = _failed_at(graph, divergences, failure, matched)
         if not found:
-            raise failure
+            widened = _failed_past(graph, matched, failure)
+            if not widened:
+                raise failure
+            for old, new in widened:  # (the report's divergences too: the list is its)
+                divergences[divergences.index(old)] = matched[matched.index(old)] = new
         matched += found
         unreached = [i for i in range(len(names)) if not any(i in d.outputs for d in matched)]
         if not unreached:
@@ -1444,7 +1449,7 @@ def _against_reference(ort: Any, subject: _Subject, notes: list[str]) -> Compari
             expected[i] = partial.outputs[names[i]]
         break
     compared = iter(compare_outputs(names, values, expected, tolerances, divergences))
-    reasons = [d.describe() for d in matched]
+    reasons = list(dict.fromkeys(d.describe() for d in matched))
     left = [i for i in range(len(names)) if expected[i] is None]
     spec = _on_onnx_reference(subject, left)
     outputs = _uninitialized(tuple(
@@ -1462,6 +1467,30 @@ def _against_reference(ort: Any, subject: _Subject, notes: list[str]) -> Compari
         ran = any(value is not None for value in expected)
         reference = f"{reference}; {spec_reference}" if ran else spec_reference
     return Comparison(label, reference, outputs, note="; ".join((note, *spec.notes)))
+
+
+def _failed_past(graph: Graph, matched: Sequence[KnownDivergence], failure: Exception
+                 ) -> list[tuple[KnownDivergence, KnownDivergence]]:
+    """Where onnxruntime fails again on the graph pruned to what the ``matched`` divergences
+    do not reach, at one's node or past it (``_upstream``): each such divergence (old, new)
+    with every output that needs the node failed at to run (``_needing``): those its values
+    do not reach as well (a Scan's rows of a scan input beside one a refused Pad made: the
+    Scan still reads the Pad's result); none where that adds nothing."""
+    text = str(failure)
+    at = [d for d in matched if d.named_in(text)] or _upstream(graph, matched, text)
+    needing = _needing(graph, text)
+    return [(d, replace(d, outputs=d.outputs | needing)) for d in at
+            if not needing <= d.outputs]
+
+
+def _needing(graph: Graph, failure: str) -> frozenset[int]:
+    """The graph outputs (by position) that need the node onnxruntime's run ``failure``
+    names to run: its own, and those of every node past it, by any read."""
+    below: set[int] = set()
+    for node in failed_nodes(graph, failure):
+        below |= {node.id, *nx.descendants(graph.nx, node.id)}
+    made = {out for node_id in below for out in graph.node(node_id).outputs}
+    return frozenset(i for i, name in enumerate(graph.outputs) if name in made)
 
 
 def _at_divergence(graph: Graph, divergences: Sequence[KnownDivergence],

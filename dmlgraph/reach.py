@@ -158,9 +158,12 @@ class _BodyWiring:
     ``inputs`` node input -> body input; ``fed_back`` body output -> the body input it is fed
     back as on the next run (and that a run of no step leaves it as fed); ``outputs`` node
     output -> body output; ``whole``: the node inputs that, reached, decide how many runs
-    there are (a Loop's trip count and condition, a Scan's scan inputs and a Scan-8's
-    sequence lengths), which every output but a carried value passed through shows;
-    ``condition``: the body output that, reached, does so too (a Loop's); ``scan``: a
+    there are (a Loop's trip count and condition, a Scan-8's sequence lengths), which every
+    output but a carried value passed through shows; ``scans``: those that do so only all
+    reached (a Scan's scan inputs: each must be as long as the others, or its node fails, so
+    one not reached fixes how many steps run, and a reached one's rows reach only what the
+    body makes of them); ``condition``: the body output that, reached, decides how many
+    runs there are too (a Loop's); ``scan``: a
     Scan's, whose body output naming its input itself onnxruntime gets wrong, as it does a
     tensor two outputs name (``control.scan_body_divergence``): neither is counted passed
     on (nor, to be safe, a Loop's tensor two outputs name)."""
@@ -171,6 +174,7 @@ class _BodyWiring:
     whole: frozenset[int]
     condition: int | None
     scan: bool = False
+    scans: frozenset[int] = frozenset()
 
 
 def _wiring(node: onnx.NodeProto, body: onnx.GraphProto) -> _BodyWiring | None:
@@ -191,9 +195,8 @@ def _wiring(node: onnx.NodeProto, body: onnx.GraphProto) -> _BodyWiring | None:
     if not 0 <= states <= made:
         return None
     return _BodyWiring({first + k: k for k in range(own)}, {k: k for k in range(states)},
-                       {j: j for j in range(len(node.output))},
-                       frozenset(range(first)) | frozenset(range(first + states, explicit)),
-                       None, True)
+                       {j: j for j in range(len(node.output))}, frozenset(range(first)),
+                       None, True, frozenset(range(first + states, explicit)))
 
 
 def _through(wiring: _BodyWiring, explicit: Sequence[Value | None],
@@ -203,16 +206,17 @@ def _through(wiring: _BodyWiring, explicit: Sequence[Value | None],
     comes from is, within the body, reached from a reached input (an explicit one, or an
     enclosing value the body reads), carried values and states fed back to a fixed point,
     or where it is one such and the value fed as it is (a run of no step leaves it so).
-    Where how many runs there are is reached (``_BodyWiring.whole``, or a Loop body's
-    condition), every value of the body is, and every output but a carried value or state
-    passed on unchanged (``_passed_through``; a Scan's by an Identity, ``_BodyWiring.scan``)
-    and fed one not reached."""
+    Where how many runs there are is reached (``_BodyWiring.whole``, every one of its
+    ``scans``, or a Loop body's condition), every value of the body is, and every output but
+    a carried value or state passed on unchanged (``_passed_through``; a Scan's by an
+    Identity, ``_BodyWiring.scan``) and fed one not reached."""
     scope, body = held
     inputs = [value.name for value in body.input]
     fed = {wiring.inputs[k] for k, value in enumerate(explicit)
            if value is not None and value in reached and k in wiring.inputs}
     runs = any(explicit[k] in reached for k in wiring.whole
-               if k < len(explicit) and explicit[k] is not None)
+               if k < len(explicit) and explicit[k] is not None) or bool(wiring.scans) and all(
+        k < len(explicit) and explicit[k] in reached for k in wiring.scans)
     inside = runs
     values: list[Value] = []
     while not runs:
@@ -256,6 +260,23 @@ def _passed_through(body: onnx.GraphProto, name: str) -> str:
         seen.add(name)
         name = node.input[0]
     return name if name in inputs and name not in own and name not in makers else ""
+
+
+def scan_body_wrong(body: onnx.GraphProto, states: int) -> list[int]:
+    """The positions of a Scan body's outputs (its first ``states`` inputs state variables)
+    that onnxruntime gets wrong where the body makes an input an output as it is, or one
+    tensor two outputs (``control.scan_body_divergence``): those, and each the body computes
+    from a state fed back from one of them. The others onnxruntime computes."""
+    inputs = [value.name for value in body.input]
+    made = [value.name for value in body.output]
+    wrong = {j for j, name in enumerate(made) if name in inputs or made.count(name) > 1}
+    values = output_values(body)
+    while True:  # a wrong state fed back makes what reads it wrong, states among them
+        reached = reach(body, {((), inputs[j]) for j in wrong if j < states})
+        more = wrong | {j for j, value in enumerate(values) if value in reached}
+        if more == wrong:
+            return sorted(wrong)
+        wrong = more
 
 
 def held_outputs(body: onnx.GraphProto, made: Collection[Value],

@@ -376,3 +376,323 @@ def test_a_held_failure_in_a_sibling_branch_is_apart_from_the_squeeze() -> None:
     next(a.g for a in proto.node[0].attribute if a.name == "then_branch").node.append(
         helper.make_node("Reshape", ["t", "five"], ["w2"], name="reshape"))
     assert not _held_apart(proto, [squeeze_t], failure)
+
+
+# ------------------------------------------------------------- planted values: none excused
+def _check_planted(monkeypatch, model: onnx.ModelProto, feeds: dict[str, np.ndarray],
+                   planted: dict[str, np.ndarray], fallback: str = "onnxruntime"):
+    """``check`` of ``model`` with the numpy backend's outputs ``planted`` (wrong values)."""
+    import dataclasses
+
+    import backends.numpy.backend as numpy_backend
+    from dmlgraph import check
+
+    monkeypatch.undo()  # (an earlier plant's patch: the backend's own execute)
+    execute = numpy_backend.NumpyBackend.execute
+
+    def wrong(self, graph, feeds, outputs=None):
+        result = execute(self, graph, feeds, outputs)
+        return dataclasses.replace(result, outputs={**result.outputs, **{
+            name: value for name, value in planted.items() if name in result.outputs}})
+
+    monkeypatch.setattr(numpy_backend.NumpyBackend, "execute", wrong)
+    return check(model, inputs=feeds, fallback=fallback)
+
+
+def _int64(name: str, value) -> onnx.TensorProto:
+    return numpy_helper.from_array(np.array(value, np.int64), name)
+
+
+def _loop_of_a_reversing_slice() -> onnx.ModelProto:
+    """Opset 18: a Loop of 2 trips (its body lowered as it runs) carrying Relu(v) (V) and
+    stacking Relu(x) (R) and Neg(x[:, -1:INT64_MAX:-1]) (T): ONNX clamps that end, so the
+    slice is empty ([2, 0]), onnxruntime's CPU kernel reads it through index 0 ([2, 6]): the
+    known divergence lowering notes on the body's Slice, which reaches T alone."""
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["c"], ["c2"]), helper.make_node("Relu", ["v"], ["v2"]),
+         helper.make_node("Slice", ["x", "st", "en", "ax", "neg"], ["t"]),
+         helper.make_node("Neg", ["t"], ["nt"]), helper.make_node("Relu", ["x"], ["r"])],
+        "body", [_vi("i", [], TensorProto.INT64), _vi("c", [], TensorProto.BOOL), _vi("v", [2])],
+        [_vi("c2", [], TensorProto.BOOL), _vi("v2", None), _vi("r", None), _vi("nt", None)],
+        [_int64("st", [-1]), _int64("en", [2**63 - 1]), _int64("ax", [1]),
+         _int64("neg", [-1])])
+    loop = helper.make_node("Loop", ["T", "", "init"], ["V", "R", "TT"], name="loop", body=body)
+    graph = helper.make_graph([loop], "m", [_vi("init", [2]), _vi("x", [2, 6])],
+                              [_vi(n, None) for n in loop.output], [_int64("T", 2)])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=10)
+
+
+_SLICED = {"init": np.array([1, -2], np.float32),
+           "x": np.arange(-6, 6, dtype=np.float32).reshape(2, 6)}
+
+
+@pytest.mark.parametrize("fallback", ["onnxruntime", "reference"])
+def test_a_lowered_body_s_divergence_leaves_only_what_it_reaches_uncompared(
+        fallback, onnx_run, monkeypatch) -> None:
+    """The body's Slice note, said of every node the body's lowering ran, counted every
+    output of the Loop (its records' ``wrong`` all): a wrong V or R passed as the known
+    divergence. Now the records name TT alone: V and R are compared (a wrong V fails), and
+    TT, which onnxruntime computes otherwise, stays the divergence, wrong or not."""
+    import dmlgraph
+    from backends import get_backend
+    from dmlgraph.parity import Verdict
+    from lowering import lower
+
+    model = _loop_of_a_reversing_slice()
+    x = _SLICED["x"]
+    v, r, t = onnx_run(model, _SLICED)
+    assert np.array_equal(v, np.maximum(_SLICED["init"], 0))
+    assert np.array_equal(r, np.stack([np.maximum(x, 0)] * 2))
+    assert t.shape == (2, 2, 6) and x[:, -1:2**63 - 1:-1].shape == (2, 0)  # ONNX: empty
+    run = get_backend("numpy", fallback=fallback).execute(
+        lower(dmlgraph.load(model), "6_4"), _SLICED)
+    noted = [r for r in run.record.nodes if any(n.startswith("divergence:") for n in r.notes)]
+    assert noted and all(r.wrong == ("TT",) for r in noted)
+    report = dmlgraph.check(model, inputs=_SLICED, fallback=fallback)
+    got = {o.name: o for c in report.comparisons for o in c.outputs}
+    assert [(d.node, d.outputs) for d in report.divergences] == [("loop", {2})]
+    assert all(got[n].verdict is Verdict.PASS and got[n].compared for n in ("V", "R"))
+    assert got["TT"].verdict is Verdict.KNOWN_DIVERGENCE and report.exit_code == 0
+
+    planted = _check_planted(monkeypatch, model, _SLICED, {"V": v + 1}, fallback)
+    got = {o.name: o for c in planted.comparisons for o in c.outputs}
+    assert got["V"].verdict is Verdict.FAIL and planted.exit_code == 1
+    assert got["R"].verdict is Verdict.PASS
+    planted = _check_planted(monkeypatch, model, _SLICED, {"TT": t + 1}, fallback)
+    got = {o.name: o for c in planted.comparisons for o in c.outputs}
+    assert got["TT"].verdict is Verdict.KNOWN_DIVERGENCE and planted.exit_code == 0
+
+
+def _scan_8_of_no_step(holder: str) -> onnx.ModelProto:
+    """A Scan-8 of empty scan inputs x [1, n, 6], sequence_lens left out, its state init
+    doubled each step (final: init where no step runs, onnxruntime's uninitialized memory)
+    and its rows Relu(x) ([1, 0, 6]): at top level ('top'), or in a Loop of neither trip
+    count nor condition that the NumPy backend runs whole on the fallback ('whole'), beside
+    its carried value (V)."""
+    body = helper.make_graph(
+        [helper.make_node("Add", ["acc", "acc"], ["acc2"]),
+         helper.make_node("Relu", ["row"], ["relu"])], "scan_body",
+        [_vi("acc", [2]), _vi("row", [6])], [_vi("acc2", [2]), _vi("relu", [6])])
+    scan = helper.make_node("Scan", ["", "init", "x"], ["final", "rows"], body=body,
+                            num_scan_inputs=1)
+    inputs = [_vi("init", [1, 2]), _vi("x", [1, "n", 6])]
+    if holder == "top":
+        graph = helper.make_graph([scan], "m", inputs, [_vi("final", None), _vi("rows", None)])
+    else:
+        model = _loop([scan], ["final", "rows"], ["F", "R"], "whole")
+        graph = helper.make_graph(model.graph.node, "m", inputs,
+                                  [_vi(n, None) for n in ("V", "F", "R")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 8)], ir_version=10)
+
+
+@pytest.mark.parametrize("holder", ["top", "whole"])
+@pytest.mark.parametrize("fallback", ["onnxruntime", "reference"])
+def test_a_scan_8_of_no_step_leaves_only_its_final_states_uncompared(
+        holder, fallback, onnx_run, monkeypatch) -> None:
+    """A Scan-8 of no step: onnxruntime leaves its final state uninitialized, and makes its
+    rows [1, 0, 6] as ONNX does (measured). The note named no output (all of them, top
+    level) or every output the Scan's reach (held): its rows were "not compared", a wrong
+    shape of them passed. Now only the final state (and what it reaches) is; the rows are
+    compared, and a wrong one fails."""
+    from dmlgraph.parity import UNINITIALIZED_MESSAGE, Verdict
+
+    model = _scan_8_of_no_step(holder)
+    feeds = {"init": np.array([[1, 2]], np.float32), "x": np.zeros((1, 0, 6), np.float32)}
+    made = onnx_run(model, feeds, optimize=False)
+    # the rows as ONNX makes them (stacked by the Loop's one trip, held)
+    assert made[-1].shape == ((1, 0, 6) if holder == "top" else (1, 1, 0, 6))
+    state, rows = ("final", "rows") if holder == "top" else ("F", "R")
+    report = _check_planted(monkeypatch, model, feeds, {}, fallback)
+    got = {o.name: o for c in report.comparisons for o in c.outputs}
+    assert got[state].verdict is Verdict.KNOWN_DIVERGENCE and not got[state].compared
+    assert got[state].message == UNINITIALIZED_MESSAGE
+    assert all(o.compared and o.verdict is Verdict.PASS for n, o in got.items() if n != state)
+    assert report.exit_code == 0
+
+    planted = _check_planted(monkeypatch, model, feeds,
+                             {rows: np.zeros((*made[-1].shape[:-2], 1, 6), np.float32)},
+                             fallback)
+    got = {o.name: o for c in planted.comparisons for o in c.outputs}
+    assert got[rows].verdict is Verdict.FAIL and planted.exit_code == 1
+    assert all(o.verdict is not Verdict.FAIL for n, o in got.items() if n != rows)
+    planted = _check_planted(monkeypatch, model, feeds,
+                             {state: np.full((1, 2), 7, np.float32)}, fallback)
+    got = {o.name: o for c in planted.comparisons for o in c.outputs}
+    assert got[state].verdict is not Verdict.FAIL and planted.exit_code == 0
+
+
+def test_a_scan_input_beside_one_not_reached_reaches_only_what_the_body_makes_of_it() -> None:
+    """A Scan-16 of two scan inputs, X reached, Y not: every scan input must be as long as
+    the others (onnxruntime fails otherwise: "Scan inputs have inconsistent sequence
+    lengths", measured), so Y fixes how many steps run, and X's rows reach only what the
+    body makes of them (O, and the state A adding them), not Y's rows (P) nor a state made
+    of Y (B). Before, any reached scan input counted every output reached (but a state passed
+    on). Both reached, or the one scan input, decide how many steps run: all are."""
+    body = helper.make_graph(
+        [helper.make_node("Add", ["a", "x"], ["a2"]), helper.make_node("Add", ["b", "y"], ["b2"]),
+         helper.make_node("Neg", ["x"], ["o"]), helper.make_node("Neg", ["y"], ["p"])],
+        "body", [_vi("a", [2]), _vi("b", [2]), _vi("x", [2]), _vi("y", [2])],
+        [_vi("a2", [2]), _vi("b2", [2]), _vi("o", [2]), _vi("p", [2])])
+    scan = helper.make_node("Scan", ["A0", "B0", "X", "Y"], ["A", "B", "O", "P"], body=body,
+                            num_scan_inputs=2)
+    graph = helper.make_graph([scan], "g", [], [])
+    outputs = {"A", "B", "O", "P"}
+    assert outputs & _reached_names(graph, {"X"}) == {"A", "O"}
+    assert outputs & _reached_names(graph, {"Y"}) == {"B", "P"}
+    assert outputs & _reached_names(graph, {"X", "Y"}) == outputs
+    (single,) = _reached_names(helper.make_graph([helper.make_node(
+        "Scan", ["A0", "X"], ["S"], body=helper.make_graph(
+            [helper.make_node("Add", ["a", "x"], ["a2"])], "one", [_vi("a", [2]), _vi("x", [2])],
+            [_vi("a2", [2])]), num_scan_inputs=1)], "g", [], []), {"X"}) - {"X"}
+    assert single == "S"
+
+
+def _scans_in_a_row() -> onnx.ModelProto:
+    """Opset 18: a Scan-16 ('first') passing its state s0 [2, 3] by its own name
+    (onnxruntime's final state S is its buffers: zeros, measured; ONNX: s0) beside Relu of
+    z's rows (R1), then a Scan ('second') of S's rows and y's (as many: y fixes how many
+    steps run) making B (B0 plus y's rows), O (-S's rows) and P (-y's rows)."""
+    first = helper.make_graph([helper.make_node("Relu", ["zr"], ["r"])], "first",
+                              [_vi("s", [2, 3]), _vi("zr", [1])], [_vi("s", [2, 3]), _vi("r", [1])])
+    second = helper.make_graph(
+        [helper.make_node("Add", ["b", "yr"], ["b2"]), helper.make_node("Neg", ["sr"], ["o"]),
+         helper.make_node("Neg", ["yr"], ["p"])], "second",
+        [_vi("b", [3]), _vi("sr", [3]), _vi("yr", [3])],
+        [_vi("b2", [3]), _vi("o", [3]), _vi("p", [3])])
+    graph = helper.make_graph(
+        [helper.make_node("Scan", ["s0", "z"], ["S", "R1"], body=first, num_scan_inputs=1,
+                          name="first"),
+         helper.make_node("Scan", ["B0", "S", "y"], ["B", "O", "P"], body=second,
+                          num_scan_inputs=2, name="second")], "m",
+        [_vi("s0", [2, 3]), _vi("z", [4, 1]), _vi("B0", [3]), _vi("y", [2, 3])],
+        [_vi(n, None) for n in ("S", "R1", "B", "O", "P")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=10)
+
+
+@pytest.mark.parametrize("fallback", ["onnxruntime", "reference"])
+def test_a_scan_s_passed_state_leaves_only_what_it_reaches_uncompared(
+        fallback, onnx_run, monkeypatch) -> None:
+    """The first Scan's note (its body passes s by name) counted every output of it, and
+    its final state, a scan input of the second, every output of that: R1, B and P, which
+    onnxruntime computes, were excused, a wrong one passing. Now S and O (made of S's rows)
+    alone are the divergence; R1, B and P are compared, and a wrong one fails."""
+    from dmlgraph.parity import Verdict
+
+    model = _scans_in_a_row()
+    y = np.arange(6, dtype=np.float32).reshape(2, 3)
+    feeds = {"s0": y + 1, "z": np.arange(-2, 2, dtype=np.float32).reshape(4, 1),
+             "B0": np.ones(3, np.float32), "y": y}
+    s, r1, b, o, p = onnx_run(model, feeds)
+    assert not np.array_equal(s, feeds["s0"])  # onnxruntime's buffers, not s0
+    assert np.array_equal(r1, np.maximum(feeds["z"], 0)) and np.array_equal(b, 1 + y.sum(0))
+    assert np.array_equal(p, -y)
+    report = _check_planted(monkeypatch, model, feeds, {}, fallback)
+    got = {o.name: o for c in report.comparisons for o in c.outputs}
+    assert [(d.node, d.outputs) for d in report.divergences] == [("first", {0, 3})]
+    assert all(got[n].verdict is Verdict.PASS and got[n].compared for n in ("R1", "B", "P"))
+    assert report.exit_code == 0
+    for name, wrong in (("R1", r1 + 1), ("B", b + 1), ("P", p + 1)):
+        planted = _check_planted(monkeypatch, model, feeds, {name: wrong}, fallback)
+        got = {o.name: o for c in planted.comparisons for o in c.outputs}
+        assert got[name].verdict is Verdict.FAIL and planted.exit_code == 1, name
+    planted = _check_planted(monkeypatch, model, feeds, {"O": o + 1, "S": s + 1}, fallback)
+    got = {o.name: o for c in planted.comparisons for o in c.outputs}
+    assert planted.exit_code == 0 and got["O"].verdict is Verdict.KNOWN_DIVERGENCE
+
+
+def test_what_needs_a_node_onnxruntime_refuses_stays_not_compared() -> None:
+    """A reflect Pad beyond its input's size (onnxruntime refuses it: "exceeds maximum
+    allowed", measured) feeding a Scan beside y: its values reach A and O alone, but B and P
+    still need the Scan, and so the Pad, to run. The run pruned to B and P failed again at
+    the Pad and check ended naming nothing (exit 2); now what needs the node it fails at is
+    the divergence's too, not compared, as before ``reach`` followed a scan input exactly."""
+    from dmlgraph import check
+    from dmlgraph.parity import Verdict
+
+    body = helper.make_graph(
+        [helper.make_node("Add", ["a", "xr"], ["a2"]), helper.make_node("Add", ["b", "yr"], ["b2"]),
+         helper.make_node("Neg", ["xr"], ["o"]), helper.make_node("Neg", ["yr"], ["p"])],
+        "body", [_vi("a", [9]), _vi("b", [9]), _vi("xr", [9]), _vi("yr", [9])],
+        [_vi("a2", [9]), _vi("b2", [9]), _vi("o", [9]), _vi("p", [9])])
+    graph = helper.make_graph(
+        [helper.make_node("Pad", ["x", "pads"], ["X"], mode="reflect", name="pad"),
+         helper.make_node("Scan", ["A0", "B0", "X", "y"], ["A", "B", "O", "P"], body=body,
+                          num_scan_inputs=2, name="scan")], "m",
+        [_vi("x", [2, 3]), _vi("y", [2, 9]), _vi("A0", [9]), _vi("B0", [9])],
+        [_vi(n, None) for n in "ABOP"], [_int64("pads", [0, 3, 0, 3])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=10)
+    feeds = {"x": np.arange(6, dtype=np.float32).reshape(2, 3),
+             "y": np.arange(18, dtype=np.float32).reshape(2, 9),
+             "A0": np.zeros(9, np.float32), "B0": np.ones(9, np.float32)}
+    report = check(model, inputs=feeds)
+    got = {o.name: o for c in report.comparisons for o in c.outputs}
+    assert report.exit_code == 0 and [d.node for d in report.divergences] == ["pad"]
+    assert all(o.verdict is Verdict.KNOWN_DIVERGENCE and not o.compared for o in got.values())
+
+
+def test_a_branch_making_one_tensor_two_outputs_leaves_only_those_uncompared(
+        onnx_run, monkeypatch) -> None:
+    """Opset 18: an If whose then branch makes Relu(x) its outputs A and B (onnxruntime gives
+    A its buffer, measured) and Neg(x) its output N. The branch's note counted every output
+    of the If: a wrong N passed. Now A and B alone are the divergence; N is compared, and a
+    wrong N fails."""
+    from dmlgraph.parity import Verdict
+
+    then = _branch("then", [helper.make_node("Relu", ["x"], ["r"]),
+                            helper.make_node("Neg", ["x"], ["n"])], ["r", "r", "n"])
+    other = _branch("else", [helper.make_node("Identity", ["x"], [f"e{k}"]) for k in range(3)],
+                    ["e0", "e1", "e2"])
+    graph = helper.make_graph(
+        [helper.make_node("If", ["c"], ["A", "B", "N"], name="if", then_branch=then,
+                          else_branch=other)], "m",
+        [_vi("x", [3, 4]), _vi("c", [], TensorProto.BOOL)], [_vi(n, None) for n in "ABN"])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=10)
+    x = np.arange(-6, 6, dtype=np.float32).reshape(3, 4)
+    feeds = {"x": x, "c": np.array(True)}
+    a, b, n = onnx_run(model, feeds)
+    assert np.array_equal(b, np.maximum(x, 0)) and np.array_equal(n, -x)
+    assert not np.array_equal(a, np.maximum(x, 0))  # its buffer
+    report = _check_planted(monkeypatch, model, feeds, {})
+    got = {o.name: o for c in report.comparisons for o in c.outputs}
+    assert [(d.node, d.outputs) for d in report.divergences] == [("if", {0, 1})]
+    assert got["N"].compared and got["N"].verdict is Verdict.PASS and report.exit_code == 0
+    planted = _check_planted(monkeypatch, model, feeds, {"N": n + 1})
+    got = {o.name: o for c in planted.comparisons for o in c.outputs}
+    assert got["N"].verdict is Verdict.FAIL and planted.exit_code == 1
+    planted = _check_planted(monkeypatch, model, feeds, {"A": a + 1})
+    assert planted.exit_code == 0
+
+
+def test_a_loop_s_counter_notes_leave_only_what_they_reach_uncompared(
+        onnx_run, monkeypatch) -> None:
+    """Opset 18: a Loop of 4 trips whose body makes its iteration number i its carried
+    value's next value (V) and a scan output (IS), stacking v + 0 (S, reading the carried
+    value) and 2 * i (D). onnxruntime gives V 4 (ONNX: 3), IS [4, 4, 4, 4] and, as it feeds
+    its counter's buffer back, S [7, 1, 2, 3] (ONNX: [7, 0, 1, 2]); D it computes. Both notes
+    counted every output of the Loop: a wrong D passed. Now D is compared, and fails wrong."""
+    from dmlgraph.parity import Verdict
+
+    int64 = TensorProto.INT64
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["c"], ["c2"]), helper.make_node("Add", ["v", "zero"], ["s"]),
+         helper.make_node("Mul", ["i", "two"], ["d"])], "body",
+        [_vi("i", [], int64), _vi("c", [], TensorProto.BOOL), _vi("v", [], int64)],
+        [_vi("c2", [], TensorProto.BOOL), _vi("i", [], int64), _vi("s", [], int64),
+         _vi("d", [], int64), _vi("i", [], int64)], [_int64("zero", 0), _int64("two", 2)])
+    graph = helper.make_graph(
+        [helper.make_node("Loop", ["T", "", "v0"], ["V", "S", "D", "IS"], name="loop",
+                          body=body)], "m", [_vi("T", [], int64), _vi("v0", [], int64)],
+        [_vi(n, None, int64) for n in ("V", "S", "D", "IS")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=10)
+    feeds = {"T": np.array(4, np.int64), "v0": np.array(7, np.int64)}
+    v, s, d, counted = onnx_run(model, feeds)
+    assert v == 4 and s.tolist() == [7, 1, 2, 3] and counted.tolist() == [4] * 4
+    assert d.tolist() == [0, 2, 4, 6]  # as ONNX gives it
+    report = _check_planted(monkeypatch, model, feeds, {})
+    got = {o.name: o for c in report.comparisons for o in c.outputs}
+    assert {d.outputs for d in report.divergences} == {frozenset({0, 1, 3})}
+    assert got["D"].compared and got["D"].verdict is Verdict.PASS and report.exit_code == 0
+    planted = _check_planted(monkeypatch, model, feeds, {"D": d + 1})
+    assert planted.exit_code == 1
+    planted = _check_planted(monkeypatch, model, feeds, {"S": s + 1, "V": v + 1})
+    assert planted.exit_code == 0

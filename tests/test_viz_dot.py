@@ -531,3 +531,20 @@ def test_a_name_inside_an_if_branch_names_the_if() -> None:
         focus_on(graph, inner)
     assert {graph.node(i).name for i in focus_on(graph, "/If", 1).nodes} == \
         {"/If", "/Cast", "/Pad_1"}
+
+
+def test_a_graph_never_lowered_draws_plain_onnx_nodes_and_says_so() -> None:
+    """``to_dot`` of a loaded graph: nothing was lowered, so no node is "left to the ONNX
+    fallback" (every one was, grey, each Concat red as a lowering target that fell back);
+    each is a plain ONNX node (white), the legend says so, and the heading says "not
+    lowered". The same graph lowered keeps its statuses and heading."""
+    graph = load(ROOT / "models" / "squeezenet1_1.onnx")
+    text = to_dot(graph)
+    assert "squeezenet1_1.onnx - not lowered</B>" in text
+    assert 'BGCOLOR="#e9ecef"' not in text and "fallback:" not in text
+    assert 'COLOR="#c62828"' not in text  # no lowering target drawn as fallen back
+    assert text.count('BGCOLOR="#ffffff"') == len(graph.nodes) + 1  # and the legend's box
+    assert "onnx: an ONNX node (the graph was not lowered)" in text
+    lowered = to_dot(lower(graph, "6_4"))
+    assert "not lowered" not in lowered and "onnx: an ONNX node" not in lowered
+    assert 'BGCOLOR="#e9ecef"' in lowered  # Conv and friends on the fallback

@@ -30,7 +30,7 @@ it. A Scan-8 (batches of sequences) is left to the fallback always.
 from __future__ import annotations
 
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -53,7 +53,7 @@ from dmlgraph.dtypes import DTYPE_TO_ELEM_TYPE, ELEM_TYPE_TO_DTYPE
 from dmlgraph.errors import DmlgraphError, GraphInvariantError, NodeRuleError
 from dmlgraph.ir import Graph, Node, Subgraph, TensorInfo, split_inputs
 from dmlgraph.parity import DIVERGENCE, REFUSES
-from dmlgraph.reach import ENCLOSING, defined_values, reach, reached_outputs
+from dmlgraph.reach import ENCLOSING, defined_values, reach, reached_outputs, scan_body_wrong
 from dmlgraph.subgraphs import (
     ScanForm,
     defined_names,
@@ -323,7 +323,9 @@ class ControlFlow:
         self.cache: OrderedDict[tuple[Any, ...], tuple[LoweredGraph, Plan, tuple[str, ...]]] = (
             OrderedDict()
         )
-        self.said: dict[tuple[Any, ...], tuple[str, ...]] = {}  # divergence notes, by key
+        #: the divergence notes lowering said of a subgraph's nodes, by key, and the outputs
+        #: of this node they reach (``_said``)
+        self.said: dict[tuple[Any, ...], tuple[tuple[str, ...], tuple[str, ...] | None]] = {}
         #: the records of a subgraph's last run, as its plan gave them and as this node says
         #: them, by key: a Loop's iterations give equal records, built once, not every trip
         self.worded: dict[tuple[Any, ...], tuple[tuple[NodeRun, ...], tuple[NodeRun, ...]]] = {}
@@ -368,8 +370,13 @@ class ControlFlow:
         runs: Sequence[NodeRun] = ran
         repeated = self.branch_repeated.get(branch)
         if repeated:  # onnxruntime's own reading, named for ``check``
+            # (the If's outputs those are, by position: onnxruntime computes the others)
+            made = [value.name for value in onnx.GraphProto.FromString(
+                self.subgraphs[branch].data).output]
             runs = _noted(runs, _BRANCH_REPEATED.format(branch=branch, names=repeated), self,
-                          via=f"{branch}, lowered at run time")
+                          via=f"{branch}, lowered at run time", wrong=tuple(
+                              out for out, name in zip(self.outputs, made)
+                              if out and name in repeated))
         return outputs, _unique(runs)
 
     def _loop(
@@ -432,14 +439,17 @@ class ControlFlow:
             index for index, value in enumerate(body.output[1 + len(carried) :])
             if value.name == names[0]
         ]
-        if counted:  # onnxruntime's own reading, named for ``check``
-            runs = _noted(runs, _COUNTER_SCANNED.format(outputs=counted), self)
+        if counted:  # onnxruntime's own reading, named for ``check``: those outputs alone
+            # (a scan output of 2 * the iteration number beside it it computes, measured)
+            runs = _noted(runs, _COUNTER_SCANNED.format(outputs=counted), self,
+                          wrong=self._at(len(carried) + index for index in counted))
         counted = [
             index for index, value in enumerate(body.output[1 : 1 + len(carried)])
             if value.name == names[0]
         ]
         if counted and trip:  # the same, of a carried value (no trip: the initial one)
-            runs = _noted(runs, _COUNTER_CARRIED.format(outputs=counted), self)
+            runs = _noted(runs, _COUNTER_CARRIED.format(outputs=counted), self,
+                          wrong=self._counter_carried(body, counted))
         return [np.array(v) for v in values] + stacked, _unique(runs)
 
     def _no_trip(
@@ -551,9 +561,11 @@ class ControlFlow:
             for kept, value in zip(scans, outputs[form.states :]):
                 kept.append(value)
         if self.passed:  # onnxruntime's own reading, named for ``check``
-            runs = _noted(runs, _PASSED_THROUGH.format(names=self.passed), self)
+            runs = _noted(runs, _PASSED_THROUGH.format(names=self.passed), self,
+                          wrong=self._body_wrong())
         if self.repeated:  # the same, of a tensor made two outputs
-            runs = _noted(runs, _REPEATED.format(names=self.repeated), self)
+            runs = _noted(runs, _REPEATED.format(names=self.repeated), self,
+                          wrong=self._body_wrong())
         stacked = []
         for index, (kept, axis, back) in enumerate(
             zip(scans, form.output_axes, form.output_reversed)
@@ -631,10 +643,7 @@ class ControlFlow:
             lowered = self._lowered(attr, arrays, level)
             plan = make_plan(lowered)
             self.cache[key] = (lowered, plan, tuple(lowered.outputs))
-            self.said[key] = tuple(dict.fromkeys(
-                note for record in lowered.report() for note in record.notes
-                if note.startswith(DIVERGENCE)
-            ))
+            self.said[key] = self._said(attr, lowered)
             if len(self.cache) > self.cache_limit:  # the least recently run goes
                 gone = self.cache.popitem(last=False)[0]
                 self.said.pop(gone, None)
@@ -659,45 +668,103 @@ class ControlFlow:
             return [results[name] for name in outputs], worded[1]
         # what the lowering said of a node as divergences goes with every run of the
         # subgraph: ``check`` names them for the outputs this node reaches
-        said = self.said.get(key, ())
+        said, reached = self.said.get(key, ((), ()))
         held = f"{self.op_type} {self.label} {attr}"
         runs = [
             NodeRun(
                 _label(lowered, r), r.op, r.engine,
                 f"{held}: {r.via}" if r.via else f"{held}, lowered at run time",
                 tuple(dict.fromkeys(r.notes + said)), self.node_id,
-                () if said or not any(n.startswith(DIVERGENCE) for n in r.notes)
-                else self._reached(attr, lowered, r),
+                _either(reached, self._reached(attr, lowered, r) if any(
+                    n.startswith(DIVERGENCE) for n in r.notes) else ()),
             )
             for r in sub_runs
         ]
         if not runs:  # its results are constants or its inputs: nothing moved them
             runs = [NodeRun(self.name, self.op_type, NOTHING_RAN, f"{held}, lowered at run time",
-                            said, self.node_id)]
+                            said, self.node_id, reached)]
         self.worded[key] = (sub_runs, tuple(runs))
         return [results[name] for name in outputs], self.worded[key][1]
 
-    def _reached(self, attr: str, lowered: Graph, run: NodeRun) -> tuple[str, ...]:
+    def _at(self, positions: Iterable[int]) -> tuple[str, ...]:
+        """This node's outputs at ``positions``, those named."""
+        return tuple(self.outputs[k] for k in positions if k < len(self.outputs)
+                     and self.outputs[k])
+
+    def _counter_carried(self, body: onnx.GraphProto,
+                         counted: Sequence[int]) -> tuple[str, ...] | None:
+        """The outputs a Loop's carried values ``counted`` (its body's iteration number
+        itself) concern: those, and what the body makes of them fed back, as onnxruntime
+        feeds its counter's buffer back too (measured: a scan output of the carried value
+        read [7, 1, 2, 3] where ONNX stacks [7, 0, 1, 2]; one of 2 * the iteration number,
+        [0, 2, 4, 6], it computes). None (all) where not known."""
+        fed = reached_outputs("Loop", len(self.explicit_names), 0, body, [
+            ((), body.input[2 + index].name) for index in counted
+            if 2 + index < len(body.input)], self.outputs)
+        return _either(self._at(counted), fed)
+
+    def _body_wrong(self) -> tuple[str, ...]:
+        """The outputs of this Scan its body's note concerns (``reach.scan_body_wrong``): a
+        Relu of its rows beside a state passed through was "not compared" with it."""
+        body = onnx.GraphProto.FromString(self.subgraphs["body"].data)
+        return self._at(scan_body_wrong(body, self.scan.states if self.scan else 0))
+
+    def _said(self, attr: str, lowered: LoweredGraph
+              ) -> tuple[tuple[str, ...], tuple[str, ...] | None]:
+        """The divergence notes lowering said of the nodes of its subgraph ``attr`` (each
+        run's record carries them), and the outputs of this node the nodes they are of reach
+        (``_made_reach``). Each record then counted all of them: a Slice's note in a Loop's
+        body making only its scan output left its carried value's mismatch excused too."""
+        notes: dict[str, None] = {}
+        reached: tuple[str, ...] | None = ()
+        source = lowered.source_graph
+        for record in lowered.report():
+            said = [note for note in record.notes if note.startswith(DIVERGENCE)]
+            if not said:
+                continue
+            notes.update(dict.fromkeys(said))
+            node_id = getattr(record, "node_id", None)
+            made = None if source is None or node_id is None or node_id not in source.nx else (
+                source.node(node_id).outputs)
+            reached = _either(reached, self._made_reach(attr, made, said))
+        return tuple(notes), reached
+
+    def _reached(self, attr: str, lowered: Graph, run: NodeRun) -> tuple[str, ...] | None:
         """This node's outputs that the outputs of a node of its subgraph ``attr`` (``run``,
         of ``lowered``: its notes' ``wrong`` ones, else all) reach, its record's ``wrong``:
         ``check`` leaves only those at its notes, as it does the top-level node's own. A
         Scan-8 in an If's branch passing its state through left the If's every output "not
-        compared", the branch's Relu of its rows too. () (all) where it cannot tell, and
-        where they reach none (a record's ``wrong`` cannot say none: all, over not under)."""
-        if any(REFUSES in note for note in run.notes):
-            return ()  # onnxruntime fails this node too: every output (a carried value the
-            # refused Scan-8 does not reach was compared on a run that failed again: exit 2)
-        made: Sequence[str] = run.wrong
-        if not made and run.node_id is not None:
+        compared", the branch's Relu of its rows too. (): none; None (all) where it cannot
+        tell."""
+        made = run.wrong
+        if made is None and run.node_id is not None:
             try:
-                made = lowered.node(run.node_id).outputs
+                node = lowered.node(run.node_id)
             except GraphInvariantError:  # (an id of a graph lowered again)
-                return ()
+                return None
+            # a node lowering made computes part of its origin's outputs, the body's names
+            origin = getattr(lowered, "origin_ids", {}).get(node.id)
+            source = getattr(lowered, "source_graph", None)
+            made = source.node(origin).outputs if (
+                source is not None and origin in source.nx) else node.outputs
+        return self._made_reach(attr, made, run.notes)
+
+    def _made_reach(self, attr: str, made: Sequence[str] | None,
+                    notes: Sequence[str]) -> tuple[str, ...] | None:
+        """This node's outputs that the tensors ``made`` of its subgraph ``attr`` (at any
+        depth: ``reach.reached_outputs``) reach, at ``notes``: (): none; None (all) where
+        not known (a tensor the body does not define), or where a note is onnxruntime's
+        refusal (it fails this node too: a carried value the refused Scan-8 does not reach
+        was compared on a run that failed again, exit 2)."""
+        if made is None or any(REFUSES in note for note in notes):
+            return None
+        if not any(made):
+            return ()
         body = onnx.GraphProto.FromString(self.subgraphs[attr].data)
         found = defined_values(body, [name for name in made if name])
-        return () if found is None else reached_outputs(
+        return None if found is None else reached_outputs(
             self.op_type, len(self.explicit_names), self.scan.states if self.scan else 0,
-            body, found, self.outputs) or ()
+            body, found, self.outputs)
 
     def _lowered(
         self, attr: str, arrays: Mapping[str, np.ndarray], level: FeatureLevel
@@ -762,6 +829,13 @@ class ControlFlow:
         )
 
 
+def _either(*reached: tuple[str, ...] | None) -> tuple[str, ...] | None:
+    """The outputs any of ``reached`` names (as ``NodeRun.wrong``): None (all) where one is."""
+    if any(found is None for found in reached):
+        return None
+    return tuple(dict.fromkeys(name for found in reached for name in found or ()))
+
+
 def _scan_elements(
     outputs: Sequence[onnx.ValueInfoProto], refuse: bool = True
 ) -> list[tuple[np.dtype | None, tuple[int, ...]]]:
@@ -807,13 +881,16 @@ def _label(graph: Graph, run: NodeRun) -> str:
 
 def _noted(
     runs: Sequence[NodeRun], note: str, control: ControlFlow,
-    via: str = "body, lowered at run time",
+    via: str = "body, lowered at run time", wrong: tuple[str, ...] | None = None,
 ) -> list[NodeRun]:
     """``runs`` each with ``note`` (a divergence of the node, which ``check`` names for the
-    outputs it reaches), or one record of it, ``via``, where nothing ran."""
-    # (the note is the holder's, of its every output: no ``wrong`` of a node inside holds)
-    return [replace(r, notes=(*r.notes, note), wrong=()) for r in runs] or [
-        NodeRun(control.name, control.op_type, NOTHING_RAN, via, (note,), control.node_id)
+    outputs it reaches: ``wrong`` of them, None all), or one record of it, ``via``, where
+    nothing ran."""
+    # (a record's own divergence notes keep what they reach: its ``wrong`` joins)
+    return [replace(r, notes=(*r.notes, note), wrong=_either(wrong, r.wrong) if any(
+        n.startswith(DIVERGENCE) for n in r.notes) else wrong) for r in runs] or [
+        NodeRun(control.name, control.op_type, NOTHING_RAN, via, (note,), control.node_id,
+                wrong)
     ]
 
 
@@ -846,6 +923,7 @@ def _unique(runs: Sequence[NodeRun]) -> list[NodeRun]:
         elif not set(r.notes) <= set(seen.notes) or r.wrong != seen.wrong:
             merged[key] = NodeRun(
                 r.node, r.op, r.engine, r.via, tuple(dict.fromkeys(seen.notes + r.notes)),
-                r.node_id, seen.wrong if seen.wrong == r.wrong else (),  # (else: all)
+                r.node_id, _either(*(x.wrong for x in (seen, r) if any(
+                    note.startswith(DIVERGENCE) for note in x.notes))),
             )
     return list(merged.values())

@@ -33,7 +33,15 @@ from dmlgraph.dml.indexmaps import source_indices
 from dmlgraph.dtypes import DTYPE_TO_ELEM_TYPE, ELEM_TYPE_TO_DTYPE
 from dmlgraph.ir import Graph, Node, OnnxOp, Subgraph, split_inputs, subgraphs
 from dmlgraph.parity import DIVERGENCE, REFUSES, UNINITIALIZED, failed_at, failed_nodes
-from dmlgraph.reach import Scope, Value, output_values, reach, reached_outputs, scoped_graphs
+from dmlgraph.reach import (
+    Scope,
+    Value,
+    output_values,
+    reach,
+    reached_outputs,
+    scan_body_wrong,
+    scoped_graphs,
+)
 from dmlgraph.reference_ops import DIVERGENT_DOMAINS, label_divergence, spec_ops
 from dmlgraph.shape_kernels import KERNELS
 from dmlgraph.subgraphs import (
@@ -114,6 +122,10 @@ def _scan_8_divergence(op: OnnxOp, values: Sequence[Any]) -> str:
     return _scan_8_no_step(op, values)
 
 
+#: How ``_scan_8_no_step``'s note begins, after ``DIVERGENCE``: it concerns the final states.
+_NO_STEP = "a Scan-8 of empty scan inputs"
+
+
 def _scan_8_no_step(op: OnnxOp, values: Sequence[Any]) -> str:
     """A Scan-8 of state variables and empty scan inputs, sequence_lens left out: no step
     runs, and onnxruntime leaves the final states uninitialized (``UNINITIALIZED``)."""
@@ -124,7 +136,7 @@ def _scan_8_no_step(op: OnnxOp, values: Sequence[Any]) -> str:
     empty = any(x is not None and np.ndim(x) > 1 and np.shape(x)[1] == 0 for x in scanned)
     if not (empty and states):
         return ""
-    return (f"{DIVERGENCE} a Scan-8 of empty scan inputs (sequence length 0, sequence_lens "
+    return (f"{DIVERGENCE} {_NO_STEP} (sequence length 0, sequence_lens "
             "left out): ONNX runs no step, so its final states are its initial ones, as "
             f"onnx.reference's Scan-8 (reference_ops) computes; {UNINITIALIZED} (zeros in "
             "fresh memory, else what its buffers held: an earlier run's values)")
@@ -168,24 +180,32 @@ def _scan_body_wrong(op: OnnxOp, outputs: Sequence[str]) -> tuple[str, ...]:
     if not isinstance(body, Subgraph) or not isinstance(scans, int):
         return tuple(outputs)
     proto = onnx.GraphProto.FromString(body.data)
-    inputs = [value.name for value in proto.input]
-    made = [value.name for value in proto.output]
-    states = len(inputs) - scans
-    wrong = {j for j, name in enumerate(made) if name in inputs or made.count(name) > 1}
-    values = output_values(proto)
-    while True:  # a wrong state fed back makes what reads it wrong, states among them
-        reached = reach(proto, {((), inputs[j]) for j in wrong if j < states})
-        more = wrong | {j for j, value in enumerate(values) if value in reached}
-        if more == wrong:
-            return tuple(outputs[j] for j in sorted(wrong) if j < len(outputs) and outputs[j])
-        wrong = more
+    return tuple(outputs[j] for j in scan_body_wrong(proto, len(proto.input) - scans)
+                 if j < len(outputs) and outputs[j])
 
 
-def _ort_wrong(op: OnnxOp, outputs: Sequence[str], note: str) -> tuple[str, ...]:
-    """The outputs an ``_ORT_NO_VALUE`` note concerns: a Scan's body's (``_scan_body_wrong``),
-    else all of them (())."""
-    body = _scan_body_note(op) if op.op_type == "Scan" else ""
-    return _scan_body_wrong(op, outputs) if body and note.startswith(body) else ()
+def _ort_wrong(op: OnnxOp, outputs: Sequence[str], note: str) -> tuple[str, ...] | None:
+    """The outputs (``outputs``, the node's) a note of a watched node concerns (as
+    ``NodeRun.wrong``): a Scan's body's (``_scan_body_wrong``); a Scan-8 of no step's final
+    states (``_scan_8_no_step``: its scan outputs of no row onnxruntime makes as ONNX does,
+    [1, 0, 6] for x [1, 0, 6], measured; every output was left "not compared"); None (all)
+    for another note, a refusal among them (onnxruntime then fails the node: ``REFUSES``)."""
+    if op.op_type != "Scan" or REFUSES in note:
+        return None
+    body = _scan_body_note(op)
+    if body and note.startswith(body):
+        return _scan_body_wrong(op, outputs)
+    return _final_states(op, outputs) if note.startswith(f"{DIVERGENCE} {_NO_STEP}") else None
+
+
+def _final_states(op: OnnxOp, outputs: Sequence[str]) -> tuple[str, ...] | None:
+    """The outputs of a Scan (``outputs``) that are its final states, those named; None where
+    its body or num_scan_inputs does not say which (all)."""
+    body, scans = op.attrs.get("body"), op.attrs.get("num_scan_inputs")
+    if not isinstance(body, Subgraph) or not isinstance(scans, int):
+        return None
+    states = len(onnx.GraphProto.FromString(body.data).input) - scans
+    return tuple(name for name in outputs[:max(states, 0)] if name)
 
 
 def _label_divergence(op: OnnxOp, values: Sequence[Any]) -> str:
@@ -243,11 +263,11 @@ class _HeldScan:
     #: body's, whatever it is fed)
     inputs: tuple[str, ...]
     #: the holder's outputs its outputs that onnxruntime gets wrong by its body reach
-    #: (``_scan_body_wrong``; (): none, so its body's note says nothing), and those all its
-    #: outputs reach (never (): its final states left uninitialized reach some); None where
-    #: not known: all
+    #: (``_scan_body_wrong``), and those its final states reach (``_final_states``: what a
+    #: Scan-8 of no step gets wrong); (): none, so the note says nothing; None where not
+    #: known: all
     body_wrong: tuple[str, ...] | None = None
-    every: tuple[str, ...] | None = None
+    states: tuple[str, ...] | None = None
     #: where it is in a branch of the If holding it: the If's condition (the segment's name)
     #: and the value that runs that branch; it runs only then
     cond: str = ""
@@ -273,7 +293,9 @@ class _HeldScan:
         if REFUSES in note:
             return None
         body = _scan_body_note(self.op)
-        return self.body_wrong if body and note.startswith(body) else self.every
+        if body and note.startswith(body):
+            return self.body_wrong
+        return self.states if note.startswith(f"{DIVERGENCE} {_NO_STEP}") else None
 
 
 def _nested_scans(graph: Graph) -> list[_HeldScan]:
@@ -300,7 +322,7 @@ def _nested_scans(graph: Graph) -> list[_HeldScan]:
             body = onnx.GraphProto.FromString(sub.data)
             scoped = list(scoped_graphs(body))
             defined = {scope: set(defined_names(g)) for scope, g in scoped}
-            reached = functools.partial(_reached_by, node, body)
+            reached = functools.partial(_concerned, node, body)
             branch = node.op_type == "If" and bool(explicit) and explicit[0] != ""
             for scope, g in scoped:
                 for scan in g.node:
@@ -324,11 +346,19 @@ def _nested_scans(graph: Graph) -> list[_HeldScan]:
                     # outputs reach the holder's through what holds it between)
                     found.append(_HeldScan(
                         tuple(node.outputs), op, inputs,
-                        reached(made=[(scope, name) for name in _scan_body_wrong(
-                            op, scan.output)]),
-                        reached(made=[(scope, name) for name in scan.output if name]) or None,
+                        reached(scope, _scan_body_wrong(op, scan.output)),
+                        reached(scope, _final_states(op, scan.output)),
                         explicit[0] if branch else "", attr == "then_branch"))
     return found
+
+
+def _concerned(node: Node, proto: onnx.GraphProto, scope: Scope,
+               names: Sequence[str] | None) -> tuple[str, ...] | None:
+    """The outputs of ``node`` that the tensors ``names`` of its subgraph ``proto`` at
+    ``scope`` reach (``_reached_by``): () where none is named, None where not known."""
+    if names is None:
+        return None
+    return _reached_by(node, proto, [(scope, name) for name in names]) if names else ()
 
 
 def _reached_by(node: Node, proto: onnx.GraphProto,
@@ -719,10 +749,16 @@ def _held_divergences(proto: onnx.GraphProto, opset: int, known: Mapping[str, An
         if check and version:
             read = [scope[name] if name in scope else outer(name) if name else None
                     for name in node.input]
-            note = check(OnnxOp(node.op_type, version, "", attrs), read)
-            if note:
+            op = OnnxOp(node.op_type, version, "", attrs)
+            note = check(op, read)
+            if note:  # (the outputs it concerns: a Scan-8 of no step's final states)
+                bodies = {a.name: Subgraph(a.g.SerializeToString(), (), ())
+                          for a in node.attribute if a.name == "body" and a.HasField("g")}
+                concerned = _ort_wrong(OnnxOp(node.op_type, version, "", {**attrs, **bodies}),
+                                       node.output, note)
                 yield (note, f"node {holder_label(node.name, node.output)} ({node.op_type})",
-                       [(at, out) for out in node.output if out])
+                       [(at, out) for out in (node.output if concerned is None else concerned)
+                        if out])
         for attr in node.attribute:
             for j, held in enumerate(attribute_graphs(attr)):
                 yield from _held_divergences(held, opset, scope, outer, (*at, (k, attr.name, j)))
@@ -789,8 +825,8 @@ class ReferenceRun:
         self.graph, self.opset = graph, graph.opset_imports.get("", 1)
         self.said: dict[tuple[str, ...], str] = {}
         #: the outputs a holder's note concerns, by its key (as ``OrtRun.wrong``): those its
-        #: subgraph's divergent node reaches; a key not here, all of its node's
-        self.wrong: dict[tuple[str, ...], tuple[str, ...]] = {}
+        #: subgraph's divergent node reaches; None, or a key not here, all of its node's
+        self.wrong: dict[tuple[str, ...], tuple[str, ...] | None] = {}
 
     def __call__(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         try:
@@ -816,7 +852,7 @@ class ReferenceRun:
                         _scan_run_divergence, lambda name: made.get(name, feeds.get(name)))) and (
                         wrong := held.wrong(note)) != ():  # (): it reaches none of them
                     self.said[held.key] = note
-                    self.wrong[held.key] = wrong or ()
+                    self.wrong[held.key] = wrong
         else:
             results = dict(zip(self.outputs, made))
             self.said, self.wrong = {}, {}
@@ -828,11 +864,16 @@ class ReferenceRun:
                     lambda name: _known(self.graph, known, name)), None)
                 if found:  # (its note said, what another note of the node reached kept)
                     key = tuple(node.outputs)
-                    before = self.wrong.pop(key, ()) if key in self.said else None
+                    # (a refusal fails the holder on onnxruntime: every output of it; so may
+                    # a node past a Squeeze's other sizes, reaching none of its outputs)
+                    reached = None if REFUSES in found[0] else _reached_by(
+                        node, proto, found[2]) if found[2] else ()
+                    if _SQUEEZES_ALL in found[0]:
+                        reached = reached or None
+                    before = self.wrong.get(key) if key in self.said else ()
                     self.said[key] = found[0]
-                    reached = _reached_by(node, proto, found[2]) or ()  # (none: all)
-                    if before is None or (before and reached):
-                        self.wrong[key] = tuple(dict.fromkeys((*(before or ()), *reached)))
+                    self.wrong[key] = None if before is None or reached is None else tuple(
+                        dict.fromkeys((*before, *reached)))
         for key, note in self.loops:
             self.said.setdefault(key, note)
         # copies: onnx.reference's Reshape, Slice, Transpose... return views of their
@@ -1062,7 +1103,7 @@ class OrtRun:
         self.run, self.graph, self.watched, self.held = run, graph, watched, held
         self.outputs = list(graph.outputs)
         self.said: dict[tuple[str, ...], str] = {}
-        self.wrong: dict[tuple[str, ...], tuple[str, ...]] = {}
+        self.wrong: dict[tuple[str, ...], tuple[str, ...] | None] = {}
 
     def __call__(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         made = self.run(feeds)
@@ -1082,7 +1123,7 @@ class OrtRun:
             if scan.key not in self.said and (note := scan.note(_scan_ort_no_value, value)) and (
                     wrong := scan.wrong(note)) != ():  # (): it reaches none of them
                 self.said[scan.key] = note + _ORT_GAVE
-                self.wrong[scan.key] = wrong or ()
+                self.wrong[scan.key] = wrong
         return {name: made[name] for name in self.outputs}
 
 

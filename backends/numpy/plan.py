@@ -810,7 +810,7 @@ class _FallbackStep(_PythonStep):
         self.said = said
         wrong = getattr(self.runner, "wrong", {})
         self.runs = tuple(
-            replace(r, notes=(*r.notes, said[key]), wrong=wrong.get(key, ()))
+            replace(r, notes=(*r.notes, said[key]), wrong=wrong.get(key))
             if (key := tuple(n.outputs)) in said else r
             for n, r in zip(self.nodes, self.plain_runs)
         )

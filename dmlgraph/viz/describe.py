@@ -48,6 +48,18 @@ STATUS_STYLES: Mapping[str, StatusStyle] = {
 }
 STATUSES: tuple[str, ...] = tuple(STATUS_STYLES)
 
+#: The status of a node of a graph never lowered (``to_dot`` of a loaded graph): a plain ONNX
+#: node. Every one was drawn "left to the ONNX fallback", each Slice, Concat and Pad as a
+#: lowering target that fell back (red), though nothing had been lowered.
+NOT_LOWERED = "onnx"
+
+#: What a drawing colours by: the report's statuses, and a graph's never lowered.
+DRAWN_STYLES: Mapping[str, StatusStyle] = {
+    **STATUS_STYLES,
+    NOT_LOWERED: StatusStyle("#ffffff", "#343a40", False, "an ONNX node (the graph was not "
+                             "lowered)"),
+}
+
 #: ONNX ops dmlgraph lowers: when one of these falls back, the drawing says so louder.
 LOWERING_TARGETS = frozenset(LOWERED_OPS)
 
@@ -210,6 +222,13 @@ def report_of(graph: Graph) -> list[Any]:
     return list(report()) if callable(report) else []
 
 
+def never_lowered(graph: Graph, records: Sequence[Any]) -> bool:
+    """Whether ``graph`` was never lowered: no report (not ``lower``'s result, none given)
+    and no DML node."""
+    return not records and not callable(getattr(graph, "report", None)) and not any(
+        isinstance(node.op, OperatorDesc) for node in graph.nodes)
+
+
 def status_for(record: Any | None, *, is_dml: bool, has_notes: bool) -> str:
     """The drawing status of a node whose original node has ``record`` in the report."""
     if record is None:
@@ -314,11 +333,16 @@ def describe_graph(
     only: Collection[int] | None = None,
 ) -> list[NodeView]:
     """Views of every node (or of the nodes whose ids are in ``only``: a focused drawing
-    describes no other) in topological order (deterministic: ties broken by node id)."""
+    describes no other) in topological order (deterministic: ties broken by node id). A
+    graph never lowered (``never_lowered``) has its ONNX nodes ``NOT_LOWERED``."""
     origins = None if original else getattr(graph, "origin_ids", None)
-    index = ReportIndex(report_of(graph) if records is None else records, origins)
-    views = [describe_node(graph, node, index, original=original)
-             for node in graph.topological_order() if only is None or node.id in only]
+    records = report_of(graph) if records is None else records
+    index = ReportIndex(records, origins)
+    plain = not original and never_lowered(graph, records)
+    views = [dataclasses.replace(view, status=NOT_LOWERED) if plain and not view.is_dml else view
+             for view in (describe_node(graph, node, index, original=original)
+                          for node in graph.topological_order()
+                          if only is None or node.id in only)]
     pieces: dict[str, list[int]] = {}
     for position, view in enumerate(views):
         if view.is_dml:

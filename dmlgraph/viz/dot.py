@@ -3,7 +3,7 @@
 Each operation is a table: the DirectML operator (or ONNX op type), the original node, the
 descriptor's fields (window offsets, sizes and strides, padding mode and amounts, join axis),
 each tensor as the IR tensor it binds and the tensor desc viewing it (sizes before and after
-legalization), and the notes. Fill and border say the status (``describe.STATUS_STYLES``).
+legalization), and the notes. Fill and border say the status (``describe.DRAWN_STYLES``).
 Graph inputs and outputs are ellipses, constants read by DML nodes are notes; constants read
 by ONNX nodes (weights) appear as rows of their node, so large models stay readable.
 
@@ -25,10 +25,11 @@ from dmlgraph.errors import DmlgraphError
 from dmlgraph.ir import Graph, Node
 from dmlgraph.printable import CONTROL, code, visible
 from dmlgraph.viz.describe import (
-    STATUS_STYLES,
+    DRAWN_STYLES,
     NodeView,
     describe_graph,
     display_name,
+    never_lowered,
     report_of,
     sentence,
     status_counts,
@@ -106,7 +107,7 @@ def _wide(content: str, align: str = "LEFT") -> str:
 
 def node_label(view: NodeView, max_attrs: int = 8) -> str:
     """The HTML-like table of one node."""
-    style = STATUS_STYLES[view.status]
+    style = DRAWN_STYLES[view.status]
     border = "#c62828" if view.lowering_target_fallback else style.border
     dashed = ' STYLE="dashed"' if style.dashed else ""
     rows = [_wide(f"<B>{escape(view.title)}</B>", "CENTER")]
@@ -139,8 +140,8 @@ def node_label(view: NodeView, max_attrs: int = 8) -> str:
 
 def _legend(used: Sequence[str]) -> str:
     rows = "".join(
-        f'<TR><TD BGCOLOR="{STATUS_STYLES[s].fill}" WIDTH="14"> </TD>'
-        f'<TD ALIGN="LEFT">{escape(s)}: {escape(STATUS_STYLES[s].legend)}</TD></TR>'
+        f'<TR><TD BGCOLOR="{DRAWN_STYLES[s].fill}" WIDTH="14"> </TD>'
+        f'<TD ALIGN="LEFT">{escape(s)}: {escape(DRAWN_STYLES[s].legend)}</TD></TR>'
         for s in used
     )
     return (
@@ -168,6 +169,8 @@ def to_dot(
     heading = title or display_name(graph)
     if level is not None:
         heading += f" - lowered at {level.full_name}"
+    elif never_lowered(graph, records):
+        heading += " - not lowered"
     counts = status_counts(records if focus is None else filter(focus.keeps_record, records))
     summary = ", ".join(f"{n} {s}" for s, n in counts.items())
     lines = [
@@ -290,7 +293,7 @@ def to_dot(
             edge_lines.append(
                 f'  "{source}" -> "{tensor_id("output", name)}" [tooltip={quote(name)}];'
             )
-    used = [s for s in STATUS_STYLES if any(v.status == s for v in views)]
+    used = [s for s in DRAWN_STYLES if any(v.status == s for v in views)]
     if used:
         node_lines.append(f'  "legend" [label={_legend(used)}];')
     return "\n".join(lines + node_lines + edge_lines + ["}"]) + "\n"
