@@ -1165,8 +1165,13 @@ def test_a_scan_9_in_an_if_run_whole_is_watched_by_its_branch(
     if not taken:
         assert not report.divergences and got["F"].compared and got["F"].mismatches == 0
         return
-    assert got["F"].verdict is Verdict.KNOWN_DIVERGENCE
+    # F is the divergence's, said so whatever onnxruntime's buffer held
+    assert any(d.node == "holder" and 0 in d.outputs for d in report.divergences)
     assert got["F"].compared == (fallback == "reference")
+    if got["F"].verdict is Verdict.PASS:  # onnxruntime's uninitialized F happened to hold
+        assert fallback == "reference"  # init (a freed buffer reused): values agree
+        return
+    assert got["F"].verdict is Verdict.KNOWN_DIVERGENCE
 
 
 def test_a_held_scan_9_passing_its_state_by_an_identity_is_compared(onnx_run) -> None:
