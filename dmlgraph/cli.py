@@ -132,7 +132,8 @@ def _check_output(
     output: Path | None, *read: Path | None, folder: bool = False, onnx_model: bool = True
 ) -> None:
     """Refuse, before any work, an output path the command could not write (its folder
-    missing; a folder where a file goes, unless ``folder`` allows one) or that names a file
+    missing; a folder where a file goes, unless ``folder`` allows one; a read-only file,
+    which ``files.replacing`` refuses only after the work) or that names a file
     this command reads: the model or its tensors must never be overwritten. ``read``: the
     model first, then the other files the command reads; ``onnx_model``: the first is an ONNX
     model, whose external data it reads too (a DxDispatch model has none)."""
@@ -162,6 +163,9 @@ def _check_output(
             if target.exists() and target.samefile(source):
                 _refuse(f"{target}: is {what}, which this command reads; write the output "
                         "elsewhere")
+    if output.is_file() and not os.access(output, os.W_OK):  # a link: the file it names
+        _refuse(f"{output}: cannot write: the file is read-only; make it writable (chmod u+w) "
+                "or name another file")
 
 
 def _probe_folder(output: Path, folder: Path) -> None:

@@ -568,6 +568,36 @@ def test_an_output_in_a_folder_nothing_can_be_made_in_is_refused_first(
         captured.err)
 
 
+@pytest.mark.parametrize("command, name", [("lower", "x.json"), ("run", "x.npz"),
+                                           ("viz", "x.html"), ("dxdispatch", "x.npz")])
+def test_a_read_only_output_file_is_refused_first(
+    command, name, monkeypatch, tmp_path, capsys
+) -> None:
+    """A read-only file to write over: refused before the work, as "cannot write" with the
+    fix, and left as it was. ``run`` and ``dxdispatch`` printed their outputs first, and
+    ``lower`` and ``dxdispatch`` said only "x.json: Permission denied" (found by a new user's
+    walkthrough)."""
+    model = _model(tmp_path)
+    if command == "dxdispatch":
+        assert main(["lower", str(model), "--format", "dxdispatch", "-o",
+                     str(tmp_path / "m.json")]) == 0
+        model = tmp_path / "m.json"
+    target = tmp_path / name
+    target.write_bytes(b"old")
+    target.chmod(0o444)
+    if hasattr(os, "geteuid") and os.geteuid() == 0:  # root may write any mode: as a user
+        real_access = os.access
+        monkeypatch.setattr(os, "access", lambda path, mode, **kw: (
+            False if mode & os.W_OK and Path(path) == target else real_access(path, mode, **kw)))
+    capsys.readouterr()
+    assert main([command, str(model), "-o", str(target)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.count("\n") == 1 and "Traceback" not in captured.err
+    assert f"{target}: cannot write: the file is read-only" in captured.err, captured.err
+    assert target.read_bytes() == b"old"
+
+
 def test_an_os_error_is_said_as_its_path_and_reason(monkeypatch, tmp_path, capsys) -> None:
     from dmlgraph import cli
 
