@@ -883,7 +883,8 @@ def _silence(stream: Any) -> None:
 
 class _ReaderMayLeave:
     """stdout for a reader that may stop early (``dmlgraph lower --json | head``): once its
-    pipe closes, the rest is dropped, and the command still ends with its own exit code."""
+    pipe closes, the rest is dropped, and the command still ends with its own exit code. A
+    write that fails otherwise (a full disk) is one error saying so, wherever it is met."""
 
     def __init__(self, stream: Any) -> None:
         self._stream = stream
@@ -904,6 +905,10 @@ class _ReaderMayLeave:
         except BrokenPipeError:
             self._closed = True
             _silence(self._stream)
+        except OSError as exc:  # a full disk, a size limit, met mid-command or at the end
+            self._closed = True
+            _silence(self._stream)
+            raise DmlgraphError(f"cannot write the output: {exc.strerror or exc}") from None
 
     def __getattr__(self, name: str) -> Any:  # isatty, encoding, fileno...
         return getattr(self._stream, name)
@@ -945,10 +950,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             wrapper, sys.stdout = sys.stdout, stdout
             try:
                 wrapper.flush()
-            except OSError as exc:  # a full disk, a file size limit: said like any error
-                _silence(stdout)
+            except DmlgraphError as exc:  # a full disk, a size limit (_call said which)
                 if code is not None:  # else the command's own error is the one to say
-                    error, code = f"cannot write the output: {exc.strerror or exc}", None
+                    error, code = str(exc), None
     if code is not None:
         return code
     # one line: messages may quote other tools' (the ONNX checker's context lines), and a

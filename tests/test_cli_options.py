@@ -278,6 +278,20 @@ def test_output_that_cannot_be_written_is_one_error_line(tmp_path) -> None:
     assert done.stderr == "dmlgraph: error: cannot write the output: File too large\n"
 
 
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+@pytest.mark.parametrize("command", [["lower"], ["lower", "--json"], ["check"], ["inspect"]])
+def test_a_full_disk_met_while_printing_says_what_it_could_not_write(command) -> None:
+    """stdout on a full disk (/dev/full) failed inside the command, whose error line was a
+    bare "No space left on device", naming nothing (found by a new user's walkthrough); it
+    now says what the end's flush says."""
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([sys.executable, "-m", "dmlgraph.cli", command[0], str(SEED),
+                               *command[1:]], stdout=full, stderr=subprocess.PIPE, text=True,
+                              timeout=120)
+    assert done.returncode == 2
+    assert done.stderr == "dmlgraph: error: cannot write the output: No space left on device\n"
+
+
 def test_no_stdout_at_all_is_not_an_error(monkeypatch) -> None:
     """fd 1 closed (``>&-``): sys.stdout is None and print() writes nowhere."""
     monkeypatch.setattr("sys.stdout", None)
