@@ -132,7 +132,8 @@ def _check_output(
     output: Path | None, *read: Path | None, folder: bool = False, onnx_model: bool = True
 ) -> None:
     """Refuse, before any work, an output path the command could not write (its folder
-    missing; a folder where a file goes, unless ``folder`` allows one) or that names a file
+    missing; a folder where a file goes, unless ``folder`` allows one; a read-only file,
+    which ``files.replacing`` refuses only after the work) or that names a file
     this command reads: the model or its tensors must never be overwritten. ``read``: the
     model first, then the other files the command reads; ``onnx_model``: the first is an ONNX
     model, whose external data it reads too (a DxDispatch model has none)."""
@@ -162,6 +163,9 @@ def _check_output(
             if target.exists() and target.samefile(source):
                 _refuse(f"{target}: is {what}, which this command reads; write the output "
                         "elsewhere")
+    if output.is_file() and not os.access(output, os.W_OK):  # a link: the file it names
+        _refuse(f"{output}: cannot write: the file is read-only; make it writable (chmod u+w) "
+                "or name another file")
 
 
 def _probe_folder(output: Path, folder: Path) -> None:
@@ -870,7 +874,8 @@ def _silence(stream: Any) -> None:
 
 class _ReaderMayLeave:
     """stdout for a reader that may stop early (``dmlgraph lower --json | head``): once its
-    pipe closes, the rest is dropped, and the command still ends with its own exit code."""
+    pipe closes, the rest is dropped, and the command still ends with its own exit code. A
+    write that fails otherwise (a full disk) is one error saying so, wherever it is met."""
 
     def __init__(self, stream: Any) -> None:
         self._stream = stream
@@ -891,6 +896,10 @@ class _ReaderMayLeave:
         except BrokenPipeError:
             self._closed = True
             _silence(self._stream)
+        except OSError as exc:  # a full disk, a size limit, met mid-command or at the end
+            self._closed = True
+            _silence(self._stream)
+            raise DmlgraphError(f"cannot write the output: {exc.strerror or exc}") from None
 
     def __getattr__(self, name: str) -> Any:  # isatty, encoding, fileno...
         return getattr(self._stream, name)
@@ -932,10 +941,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             wrapper, sys.stdout = sys.stdout, stdout
             try:
                 wrapper.flush()
-            except OSError as exc:  # a full disk, a file size limit: said like any error
-                _silence(stdout)
+            except DmlgraphError as exc:  # a full disk, a size limit (_call said which)
                 if code is not None:  # else the command's own error is the one to say
-                    error, code = f"cannot write the output: {exc.strerror or exc}", None
+                    error, code = str(exc), None
     if code is not None:
         return code
     # one line: messages may quote other tools' (the ONNX checker's context lines), and a

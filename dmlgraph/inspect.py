@@ -1,7 +1,8 @@
 """``dmlgraph inspect``: what the importer made of a model, in a few lines a person reads.
 
 Graph inputs and outputs with their shapes, op counts before and after folding, and for every
-Slice, Concat and Pad its canonical parameters (constants, or why they are run-time values).
+Slice, Concat and Pad its canonical parameters (constants, or why they are run-time values),
+and every If, Loop or Scan whose subgraphs hold some (``lower`` lowers and lists those).
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ import numpy as np
 from dmlgraph.canonical import LOWERED_OPS, PARAMETER_PORTS
 from dmlgraph.folding import fold
 from dmlgraph.importer import load
-from dmlgraph.ir import Graph, Node
+from dmlgraph.ir import Graph, Node, subgraphs
 from dmlgraph.printable import values_text, visible
+from dmlgraph.subgraphs import held_note
 
 
 def _shape(graph: Graph, name: str) -> str:
@@ -62,10 +64,19 @@ def describe(model: str | Path, input_shapes: Mapping[str, Sequence[int]] | None
     )
     for op in sorted(set(before) | set(after)):
         lines.append(f"  {op:<20} {before[op]:>5} -> {after[op]:>5}")
-    targets = [n for n in graph.topological_order() if n.op_type in LOWERED_OPS]
-    lines.append(f"Slice/Concat/Pad after folding: {len(targets)}")
+    order = graph.topological_order()
+    targets = [n for n in order if n.op_type in LOWERED_OPS]
+    # an If, Loop or Scan holding some: counted and named, as `lower` lists it, not hidden
+    holders = [(n, note) for n in order if (note := held_note(n.op))]
+    held = sum(1 for n, _ in holders for sub in subgraphs(n.op) for op in sub.ops
+               if op in LOWERED_OPS)
+    lines.append(f"Slice/Concat/Pad after folding: {len(targets)}" + (
+        f" (and {held} in the subgraphs of {len(holders)} control-flow node(s), listed)"
+        if holders else ""))
     for node in targets:
         name = node.name or "(unnamed)"  # as lower and run name it
         lines.append(f"  {node.op_type:<6} {name}: {_parameters(graph, node)}")
         lines += [f"         note: {note}" for note in node.notes]
+    for node, note in holders:
+        lines.append(f"  {node.op_type:<6} {node.name or '(unnamed)'}: {note}")
     return "\n".join(visible(line) for line in lines)  # names are the model's text

@@ -278,6 +278,20 @@ def test_output_that_cannot_be_written_is_one_error_line(tmp_path) -> None:
     assert done.stderr == "dmlgraph: error: cannot write the output: File too large\n"
 
 
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+@pytest.mark.parametrize("command", [["lower"], ["lower", "--json"], ["check"], ["inspect"]])
+def test_a_full_disk_met_while_printing_says_what_it_could_not_write(command) -> None:
+    """stdout on a full disk (/dev/full) failed inside the command, whose error line was a
+    bare "No space left on device", naming nothing (found by a new user's walkthrough); it
+    now says what the end's flush says."""
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([sys.executable, "-m", "dmlgraph.cli", command[0], str(SEED),
+                               *command[1:]], stdout=full, stderr=subprocess.PIPE, text=True,
+                              timeout=120)
+    assert done.returncode == 2
+    assert done.stderr == "dmlgraph: error: cannot write the output: No space left on device\n"
+
+
 def test_no_stdout_at_all_is_not_an_error(monkeypatch) -> None:
     """fd 1 closed (``>&-``): sys.stdout is None and print() writes nowhere."""
     monkeypatch.setattr("sys.stdout", None)
@@ -566,6 +580,36 @@ def test_an_output_in_a_folder_nothing_can_be_made_in_is_refused_first(
     assert captured.out == ""
     assert captured.err.count("\n") == 1 and f"/proc/{name}: cannot write in '/proc'" in (
         captured.err)
+
+
+@pytest.mark.parametrize("command, name", [("lower", "x.json"), ("run", "x.npz"),
+                                           ("viz", "x.html"), ("dxdispatch", "x.npz")])
+def test_a_read_only_output_file_is_refused_first(
+    command, name, monkeypatch, tmp_path, capsys
+) -> None:
+    """A read-only file to write over: refused before the work, as "cannot write" with the
+    fix, and left as it was. ``run`` and ``dxdispatch`` printed their outputs first, and
+    ``lower`` and ``dxdispatch`` said only "x.json: Permission denied" (found by a new user's
+    walkthrough)."""
+    model = _model(tmp_path)
+    if command == "dxdispatch":
+        assert main(["lower", str(model), "--format", "dxdispatch", "-o",
+                     str(tmp_path / "m.json")]) == 0
+        model = tmp_path / "m.json"
+    target = tmp_path / name
+    target.write_bytes(b"old")
+    target.chmod(0o444)
+    if hasattr(os, "geteuid") and os.geteuid() == 0:  # root may write any mode: as a user
+        real_access = os.access
+        monkeypatch.setattr(os, "access", lambda path, mode, **kw: (
+            False if mode & os.W_OK and Path(path) == target else real_access(path, mode, **kw)))
+    capsys.readouterr()
+    assert main([command, str(model), "-o", str(target)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.count("\n") == 1 and "Traceback" not in captured.err
+    assert f"{target}: cannot write: the file is read-only" in captured.err, captured.err
+    assert target.read_bytes() == b"old"
 
 
 def test_an_os_error_is_said_as_its_path_and_reason(monkeypatch, tmp_path, capsys) -> None:
