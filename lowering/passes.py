@@ -19,11 +19,16 @@ from dmlgraph.dml.operators import OperatorDesc
 from dmlgraph.errors import DmlValidationError, GraphInvariantError
 from dmlgraph.ir import Node, NodeId, OnnxOp, TensorInfo, split_inputs
 from dmlgraph.ort_pad import PadDivergenceKind, pad_divergences
-from dmlgraph.subgraphs import held_note, loop_divergence, lowered_when_run
+from dmlgraph.subgraphs import (
+    LOWERED_WHEN_RUN,
+    held_note,
+    loop_divergence,
+    lowered_when_run,
+)
 from lowering import concat, pad, slice  # noqa: F401  (register the rules)
 from lowering.emit import CannotLower, Plan, Step, plan_join, plan_pad, plan_slice
 from lowering.logical import LogicalJoin, LogicalPad, LogicalSlice
-from lowering.registry import Rewriter, Unlowerable, find_rule
+from lowering.registry import RULES_BY_OP, Rewriter, Unlowerable, find_rule
 from lowering.report import LoweredGraph, Status
 
 LOGICAL = (LogicalSlice, LogicalJoin, LogicalPad)
@@ -138,17 +143,21 @@ class LowerOnnx(Pass):
         for node_id in [n.id for n in graph.topological_order()]:
             node = _read_renamed(graph, node_id, aliases)
             origin = ctx.origins[ctx.origin_of[node.id]]
-            rule = find_rule(graph, node)
+            op = node.op  # an OnnxOp (``_lower`` refused any other)
+            # most op types have no rule: asked inline, no call for them
+            rule = find_rule(graph, node) if (op.domain, op.op_type) in RULES_BY_OP else None
             if rule is None:
                 origin.status = Status.FALLBACK
-                run_here = lowered_when_run(node.op)
+                # control flow's alone (``LOWERED_WHEN_RUN``; ``held_note`` of a node holding
+                # subgraphs): no calls for the other nodes, most of a model's
+                run_here = lowered_when_run(op) if op.op_type in LOWERED_WHEN_RUN else ()
                 origin.notes.append(
-                    f"no lowering rule: dmlgraph lowers Slice, Concat and Pad; {node.op_type} "
+                    f"no lowering rule: dmlgraph lowers Slice, Concat and Pad; {op.op_type} "
                     + ("runs on the backend's fallback" if not run_here else
                        "is run by the numpy backend itself, its subgraphs lowered as it runs "
                        "them (the onnxruntime backend runs it whole)")
                 )
-                held = held_note(node.op)
+                held = held_note(op) if op.attrs.holds_subgraphs else ""
                 if held:
                     origin.notes.append(held)
                 # asked of control flow alone: the note of a Loop onnxruntime fails on (one
@@ -214,7 +223,8 @@ class Legalize(Pass):
     def run(self, graph: LoweredGraph, ctx: Context) -> None:
         groups: dict[NodeId, list[Node]] = {}
         for node in graph.topological_order():
-            if isinstance(node.op, LOGICAL):
+            op = node.op  # the exact type first: most nodes stay ONNX (an isinstance a call)
+            if type(op) is not OnnxOp and isinstance(op, LOGICAL):
                 groups.setdefault(ctx.origin_of[node.id], []).append(node)
         # A model repeats its blocks: a single op whose plan is one descriptor over its own
         # tensors is planned once per form (op, input shapes, dtype) and reused, and so is
