@@ -140,8 +140,11 @@ class LowerOnnx(Pass):
         # asked only where a rule decides by sizes alone (``Rewriter.rely_on_sizes``)
         trust = folding.PartialShapes(graph.declared_sizes)
         aliases: dict[str, str] = {}  # eliminated node's output -> the tensor it passes on
-        for node_id in [n.id for n in graph.topological_order()]:
-            node = _read_renamed(graph, node_id, aliases)
+        # each node as the sweep starts: it edits only the node it is at, and the readers of
+        # a tensor it renames when it reaches them (``_renamed``)
+        for node in graph.topological_order():
+            if aliases and not aliases.keys().isdisjoint(node.inputs):  # (no call: most)
+                node = _renamed(graph, node, aliases)
             origin = ctx.origins[ctx.origin_of[node.id]]
             op = node.op  # an OnnxOp (``_lower`` refused any other)
             # most op types have no rule: asked inline, no call for them
@@ -420,8 +423,9 @@ class Simplify(Pass):
         seen: dict[tuple[object, tuple[str, ...]], Node] = {}
         shared: dict[tuple[NodeId, NodeId], int] = {}  # (origin, origin computing it) -> count
         merged: dict[str, str] = {}  # a removed duplicate's output -> the kept one's
-        for node_id in [n.id for n in graph.topological_order()]:
-            node = _read_renamed(graph, node_id, merged)
+        for node in graph.topological_order():  # (it removes only the node it is at)
+            if merged and not merged.keys().isdisjoint(node.inputs):  # (no call: most)
+                node = _renamed(graph, node, merged)
             # the exact type first: an ABC's isinstance of an ONNX node's op is three calls
             if type(node.op) is OnnxOp or not isinstance(node.op, OperatorDesc):
                 continue
@@ -462,7 +466,7 @@ class Simplify(Pass):
 
 def _rename_later(graph: LoweredGraph, renames: dict[str, str], old: str, new: str) -> None:
     """Make readers of ``old`` read ``new``: the graph outputs now, each node when a pass in
-    topological order reaches it (``_read_renamed``). ``replace_uses`` rebuilt a reader's
+    topological order reaches it (``_renamed``). ``replace_uses`` rebuilt a reader's
     inputs per renamed tensor: a Concat of N merged or eliminated inputs was rebuilt N times,
     N inputs each (quadratic; 6.9 s to lower a Concat of 4,000 identical Slices)."""
     renames[old] = new
@@ -470,12 +474,10 @@ def _rename_later(graph: LoweredGraph, renames: dict[str, str], old: str, new: s
         graph.outputs = [new if o == old else o for o in graph.outputs]
 
 
-def _read_renamed(graph: LoweredGraph, node_id: NodeId, renames: Mapping[str, str]) -> Node:
-    """The node, its inputs renamed as ``renames`` says (in one edit: once per node)."""
-    node = graph.node(node_id)
-    if renames and not renames.keys().isdisjoint(node.inputs):
-        node = graph.replace_node(node_id, inputs=[renames.get(n, n) for n in node.inputs])
-    return node
+def _renamed(graph: LoweredGraph, node: Node, renames: Mapping[str, str]) -> Node:
+    """The node, its inputs renamed as ``renames`` says (in one edit: once per node). The
+    sweeps ask only of a node reading a renamed tensor."""
+    return graph.replace_node(node.id, inputs=[renames.get(n, n) for n in node.inputs])
 
 
 class Verify(Pass):
