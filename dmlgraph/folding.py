@@ -196,9 +196,14 @@ def canonicalize(graph: Graph) -> None:
     otherwise: ``PartialShapes.rank_unsure``)."""
     trust = PartialShapes(graph.declared_sizes)
     for node in graph.topological_order():
-        if canonical.is_canonical(node.op):
-            canonical.check_types(graph, node)
-            canonical.check(graph, canonical.normalize(graph, node, trust), trust)
+        op = node.op
+        if type(op) is OnnxOp:  # the exact type: no call for the other nodes, most of them
+            if op.domain or op.op_type not in canonical.FORMS:
+                continue
+        elif not canonical.is_canonical(op):
+            continue
+        canonical.check_types(graph, node)
+        canonical.check(graph, canonical.normalize(graph, node, trust), trust)
 
 
 def check_edited(graph: Graph, made: Collection[str]) -> None:
@@ -2069,9 +2074,12 @@ def fold_constants(
     folded: list[str] = []
     memo: InferenceMemo = {}
     partial = PartialShapes(graph.declared_sizes)  # shape vectors known in part (``partial_fold``)
+    outputs = graph.outputs
     for node in graph.topological_order():
-        if infer and changed and any(name in changed for name in node.inputs):
-            if corrected and any(name in corrected for name in node.inputs):
+        # (set look-ups, not any() over a generator, whose every item is a call: every node
+        # is asked)
+        if infer and changed and not changed.isdisjoint(node.inputs):
+            if corrected and not corrected.isdisjoint(node.inputs):
                 corrected.update(forget_shapes(graph, node.outputs))
             if canonical.is_canonical(node.op):
                 canonical.check_types(graph, node)  # a dtype inference gave only now
@@ -2080,12 +2088,27 @@ def fold_constants(
             changed.update(infer_node(graph, node, memo))
         if select is not None and not select(node):
             continue
+        # ``foldable``, with ``_may_fold`` asked once: most nodes fail it, or read an input
+        # not known, and then only a ``PARTIAL_OPS`` node may fold (``partial_fold``)
+        if not _may_fold(node):
+            continue
         values = None
-        if not foldable(graph, node, partial):
-            if not _may_fold(node):
+        op_type = node.op_type
+        for port, name in enumerate(node.inputs):  # a loop: a generator's items are calls
+            if not input_available(graph, op_type, port, name, partial):
+                known = False
+                break
+        else:
+            known = True
+            for out in node.outputs:
+                if out in outputs:
+                    known = False
+                    break
+        if not known:
+            if op_type not in PARTIAL_OPS:  # ``partial_fold``'s first test, inline
                 continue
             values = partial_fold(
-                graph, node.op_type, node.op.domain, node.op.since_version, node.op.attrs,
+                graph, op_type, node.op.domain, node.op.since_version, node.op.attrs,
                 node.inputs, node.outputs, partial,
             )
             if values is None or node.outputs[0] in graph.outputs:
@@ -3563,8 +3586,15 @@ def mark_runtime_parameters(graph: Graph) -> dict[NodeId, dict[str, str]]:
     """Replace each Slice/Pad's run-time-parameter notes with current ones; returns them all."""
     marked: dict[NodeId, dict[str, str]] = {}
     for node in graph.nodes:
-        params = runtime_parameters(graph, node)
-        node.notes[:] = [n for n in node.notes if not n.startswith(RUNTIME_PARAMETER)]
+        op = node.op  # a Slice or Pad alone has any (no call for the other nodes, most)
+        if type(op) is not OnnxOp or op.op_type in canonical.PARAMETER_PORTS:
+            params = runtime_parameters(graph, node)
+        else:
+            params = {}
+        if node.notes:
+            node.notes[:] = [n for n in node.notes if not n.startswith(RUNTIME_PARAMETER)]
+        if not params:
+            continue
         for field_name, reason in params.items():
             port = canonical.PARAMETER_PORTS[node.op_type][field_name]
             _note(
@@ -3572,8 +3602,7 @@ def mark_runtime_parameters(graph: Graph) -> dict[NodeId, dict[str, str]]:
                 RUNTIME_PARAMETER,
                 f"{field_name} ({node.input(port)!r}) is not constant: {reason}",
             )
-        if params:
-            marked[node.id] = params
+        marked[node.id] = params
     return marked
 
 

@@ -395,7 +395,13 @@ class Attributes(Mapping[str, Any]):
                 f"attributes {items!r} are not a mapping of names to values"
             )
         try:
-            frozen = [(_attribute_name(k), _freeze_value(v, k)) for k, v in pairs]
+            # a str name with an int, float, str or bytes is kept as it is, inline (no call):
+            # most of the importer's attributes, whose every kept node makes one of these
+            frozen = [
+                (k, v) if type(k) is str and type(v) in _ATOMIC_VALUES
+                else (_attribute_name(k), _freeze_value(v, k))
+                for k, v in pairs
+            ]
         except (TypeError, ValueError):  # an item that is no (name, value) pair
             raise GraphInvariantError(
                 f"attributes {items!r} are not a mapping of names to values"
@@ -888,7 +894,8 @@ class Graph:
         return None if info is None else info.data
 
     def is_constant(self, name: str) -> bool:
-        return self.constant(name) is not None
+        info = self._tensors.get(name) if name else None  # ``constant``'s, inline: a call less
+        return info is not None and info.data is not None
 
     @property
     def constants(self) -> list[str]:
@@ -1434,15 +1441,14 @@ class Graph:
                 if name in producers:
                     src = producers[name]
                     edges += 1
-                    try:
+                    try:  # (a missing edge or attribute: KeyError, as ``get`` gave None)
                         data = pred[node.id][src][port]
+                        found = data["tensor"] == name and (
+                            data["src_port"] == self._nodes[src].outputs.index(name)
+                        )
                     except KeyError:
-                        data = None
-                    if (
-                        data is None
-                        or data.get("tensor") != name
-                        or data.get("src_port") != self._nodes[src].outputs.index(name)
-                    ):
+                        found = False
+                    if not found:
                         missing.append((src, node.id, port, name))
                 elif name not in inputs and (
                     (info := self._tensors.get(name)) is None or info.data is None

@@ -19,11 +19,16 @@ from dmlgraph.dml.operators import OperatorDesc
 from dmlgraph.errors import DmlValidationError, GraphInvariantError
 from dmlgraph.ir import Node, NodeId, OnnxOp, TensorInfo, split_inputs
 from dmlgraph.ort_pad import PadDivergenceKind, pad_divergences
-from dmlgraph.subgraphs import held_note, loop_divergence, lowered_when_run
+from dmlgraph.subgraphs import (
+    LOWERED_WHEN_RUN,
+    held_note,
+    loop_divergence,
+    lowered_when_run,
+)
 from lowering import concat, pad, slice  # noqa: F401  (register the rules)
 from lowering.emit import CannotLower, Plan, Step, plan_join, plan_pad, plan_slice
 from lowering.logical import LogicalJoin, LogicalPad, LogicalSlice
-from lowering.registry import Rewriter, Unlowerable, find_rule
+from lowering.registry import RULES_BY_OP, Rewriter, Unlowerable, find_rule
 from lowering.report import LoweredGraph, Status
 
 LOGICAL = (LogicalSlice, LogicalJoin, LogicalPad)
@@ -135,20 +140,27 @@ class LowerOnnx(Pass):
         # asked only where a rule decides by sizes alone (``Rewriter.rely_on_sizes``)
         trust = folding.PartialShapes(graph.declared_sizes)
         aliases: dict[str, str] = {}  # eliminated node's output -> the tensor it passes on
-        for node_id in [n.id for n in graph.topological_order()]:
-            node = _read_renamed(graph, node_id, aliases)
+        # each node as the sweep starts: it edits only the node it is at, and the readers of
+        # a tensor it renames when it reaches them (``_renamed``)
+        for node in graph.topological_order():
+            if aliases and not aliases.keys().isdisjoint(node.inputs):  # (no call: most)
+                node = _renamed(graph, node, aliases)
             origin = ctx.origins[ctx.origin_of[node.id]]
-            rule = find_rule(graph, node)
+            op = node.op  # an OnnxOp (``_lower`` refused any other)
+            # most op types have no rule: asked inline, no call for them
+            rule = find_rule(graph, node) if (op.domain, op.op_type) in RULES_BY_OP else None
             if rule is None:
                 origin.status = Status.FALLBACK
-                run_here = lowered_when_run(node.op)
+                # control flow's alone (``LOWERED_WHEN_RUN``; ``held_note`` of a node holding
+                # subgraphs): no calls for the other nodes, most of a model's
+                run_here = lowered_when_run(op) if op.op_type in LOWERED_WHEN_RUN else ()
                 origin.notes.append(
-                    f"no lowering rule: dmlgraph lowers Slice, Concat and Pad; {node.op_type} "
+                    f"no lowering rule: dmlgraph lowers Slice, Concat and Pad; {op.op_type} "
                     + ("runs on the backend's fallback" if not run_here else
                        "is run by the numpy backend itself, its subgraphs lowered as it runs "
                        "them (the onnxruntime backend runs it whole)")
                 )
-                held = held_note(node.op)
+                held = held_note(op) if op.attrs.holds_subgraphs else ""
                 if held:
                     origin.notes.append(held)
                 # asked of control flow alone: the note of a Loop onnxruntime fails on (one
@@ -214,7 +226,8 @@ class Legalize(Pass):
     def run(self, graph: LoweredGraph, ctx: Context) -> None:
         groups: dict[NodeId, list[Node]] = {}
         for node in graph.topological_order():
-            if isinstance(node.op, LOGICAL):
+            op = node.op  # the exact type first: most nodes stay ONNX (an isinstance a call)
+            if type(op) is not OnnxOp and isinstance(op, LOGICAL):
                 groups.setdefault(ctx.origin_of[node.id], []).append(node)
         # A model repeats its blocks: a single op whose plan is one descriptor over its own
         # tensors is planned once per form (op, input shapes, dtype) and reused, and so is
@@ -410,8 +423,9 @@ class Simplify(Pass):
         seen: dict[tuple[object, tuple[str, ...]], Node] = {}
         shared: dict[tuple[NodeId, NodeId], int] = {}  # (origin, origin computing it) -> count
         merged: dict[str, str] = {}  # a removed duplicate's output -> the kept one's
-        for node_id in [n.id for n in graph.topological_order()]:
-            node = _read_renamed(graph, node_id, merged)
+        for node in graph.topological_order():  # (it removes only the node it is at)
+            if merged and not merged.keys().isdisjoint(node.inputs):  # (no call: most)
+                node = _renamed(graph, node, merged)
             # the exact type first: an ABC's isinstance of an ONNX node's op is three calls
             if type(node.op) is OnnxOp or not isinstance(node.op, OperatorDesc):
                 continue
@@ -452,7 +466,7 @@ class Simplify(Pass):
 
 def _rename_later(graph: LoweredGraph, renames: dict[str, str], old: str, new: str) -> None:
     """Make readers of ``old`` read ``new``: the graph outputs now, each node when a pass in
-    topological order reaches it (``_read_renamed``). ``replace_uses`` rebuilt a reader's
+    topological order reaches it (``_renamed``). ``replace_uses`` rebuilt a reader's
     inputs per renamed tensor: a Concat of N merged or eliminated inputs was rebuilt N times,
     N inputs each (quadratic; 6.9 s to lower a Concat of 4,000 identical Slices)."""
     renames[old] = new
@@ -460,12 +474,10 @@ def _rename_later(graph: LoweredGraph, renames: dict[str, str], old: str, new: s
         graph.outputs = [new if o == old else o for o in graph.outputs]
 
 
-def _read_renamed(graph: LoweredGraph, node_id: NodeId, renames: Mapping[str, str]) -> Node:
-    """The node, its inputs renamed as ``renames`` says (in one edit: once per node)."""
-    node = graph.node(node_id)
-    if renames and not renames.keys().isdisjoint(node.inputs):
-        node = graph.replace_node(node_id, inputs=[renames.get(n, n) for n in node.inputs])
-    return node
+def _renamed(graph: LoweredGraph, node: Node, renames: Mapping[str, str]) -> Node:
+    """The node, its inputs renamed as ``renames`` says (in one edit: once per node). The
+    sweeps ask only of a node reading a renamed tensor."""
+    return graph.replace_node(node.id, inputs=[renames.get(n, n) for n in node.inputs])
 
 
 class Verify(Pass):

@@ -175,13 +175,18 @@ class Rule:
 
 
 RULES: list[Rule] = []
+#: ``RULES`` by (domain, op type), in registration order: ``find_rule`` is asked of every
+#: node of a model, most of whose op types have none (a look-up, not a scan of every rule).
+RULES_BY_OP: dict[tuple[str, str], list[Rule]] = {}
 
 
 def rule(op_type: str, first: int, last: int, domain: str = "") -> Callable[[RuleFn], RuleFn]:
     """Register ``fn`` for ``op_type`` versions ``first``..``last`` of ``domain``."""
 
     def register(fn: RuleFn) -> RuleFn:
-        RULES.append(Rule(domain, op_type, first, last, fn))
+        made = Rule(domain, op_type, first, last, fn)
+        RULES.append(made)
+        RULES_BY_OP.setdefault((domain, op_type), []).append(made)
         return fn
 
     return register
@@ -196,7 +201,7 @@ def find_rule(graph: Graph, node: Node) -> Rule | None:
     # a node built by hand may name no model version (Provenance's default 0): its op's
     version = node.provenance.since_version or node.op.since_version
     domain = node.op.domain
-    known = [r for r in RULES if (r.domain, r.op_type) == (domain, node.op.op_type)]
+    known = RULES_BY_OP.get((domain, node.op.op_type))
     if not known:
         return None
     for candidate in known:
