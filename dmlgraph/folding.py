@@ -1280,17 +1280,18 @@ def _shapes_as_constants(
 
 
 def _long_shape(node: onnx.NodeProto, typed: onnx.TypeProto | None) -> np.ndarray | None:
-    """The value of a Shape (its start and end attributes, as Python slices them: ONNX's
-    clamping) of a tensor so ``typed``, where every dimension is a size and one it gives is
-    longer than ``LONG_VECTOR``."""
+    """The value of a Shape (its start and end attributes: ``shape_kernels.shape_range``) of
+    a tensor so ``typed``, where every dimension is a size and one it gives is longer than
+    ``LONG_VECTOR``."""
     if typed is None or not typed.HasField("tensor_type") \
             or not typed.tensor_type.HasField("shape"):
         return None
     dims = typed.tensor_type.shape.dim
     if not all(dim.HasField("dim_value") for dim in dims):
         return None
+    attrs = {a.name: a.i for a in node.attribute if a.name in ("start", "end")}
     value = np.array([dim.dim_value for dim in dims], np.int64)[
-        _int_attribute(node, "start", 0):_int_attribute(node, "end", len(dims))]
+        shape_kernels.shape_range(len(dims), attrs)]
     return value if np.any(value > LONG_VECTOR) else None
 
 
