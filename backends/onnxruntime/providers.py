@@ -7,6 +7,7 @@ the list so nodes a GPU provider refuses still run.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from functools import cache
@@ -386,6 +387,43 @@ def make_session(
         raise BackendError(
             f"{where}: {CANNOT_LOAD}{first_line(exc)}"
         ) from None
+
+
+#: Ops onnxruntime 1.32 kills the process running (SIGSEGV, optimized or not) where an output
+#: is omitted (named ""): a Split of x[2, 4] into ["", "A"], ["A", ""] or ["", "", "B"]
+#: (named ["u", "A"] it runs). Optional outputs omitted so elsewhere (Dropout's mask, an
+#: LSTM's Y) run. ``omits_fatally`` finds them; ``name_omitted`` names them.
+OMITTED_OUTPUT_KILLS = frozenset({"Split"})
+
+
+def _omits(node: onnx.NodeProto) -> bool:
+    return (node.op_type in OMITTED_OUTPUT_KILLS and node.domain in ("", "ai.onnx")
+            and "" in node.output)
+
+
+def omits_fatally(graph: onnx.GraphProto) -> bool:
+    """Whether a node of ``graph`` (or of its subgraphs) is one onnxruntime dies running
+    (``OMITTED_OUTPUT_KILLS``)."""
+    return any(_omits(node) for node in nested_nodes(graph))
+
+
+def name_omitted(model: onnx.ModelProto) -> onnx.ModelProto:
+    """``model`` with the omitted outputs of the nodes onnxruntime dies running
+    (``OMITTED_OUTPUT_KILLS``) named, each a fresh name nothing reads: what a graph dmlgraph
+    made gives onnxruntime (a Split of x[4] into ["", "b"] killed ``run`` and ``check``, exit
+    139 and no word). ``model`` itself where there are none."""
+    if not omits_fatally(model.graph):
+        return model
+    model = onnx.ModelProto.FromString(model.SerializeToString())
+    taken = {name for node in nested_nodes(model.graph) for name in (*node.input, *node.output)}
+    taken |= {i.name for i in (*model.graph.input, *model.graph.initializer)}
+    fresh = (name for i in itertools.count() if (name := f"omitted_{i}") not in taken)
+    for node in nested_nodes(model.graph):
+        if _omits(node):
+            for i, name in enumerate(node.output):
+                if not name:
+                    node.output[i] = next(fresh)
+    return model
 
 
 def layout_rewrite_safe(graph: Graph) -> bool:
