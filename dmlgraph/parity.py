@@ -980,7 +980,7 @@ def check(
     )
     notes: list[str] = []
     # a Scan making scan outputs may kill onnxruntime: its reference runs in a child
-    reference = _ForkedReference(ort) if _scans_out(graph) else ort
+    reference = _ForkedReference(ort) if _may_die(graph) else ort
     comparisons = [
         _against_reference(reference, _Subject(source_model, graph, feeds, names, values,
                                                tolerances, divergences, label, runs), notes)
@@ -1179,19 +1179,51 @@ def _death(signal: int) -> tuple[str, str]:
 
 
 def run_apart(graph: Graph, work: Callable[[], T], where: str) -> T:
-    """``work()``, an onnxruntime run of ``graph``, in a forked child where ``_scans_out``
-    finds a Scan making scan outputs, as ``check``'s reference runs (else here):
-    ``run --backend onnxruntime`` died with onnxruntime of SIGFPE on such a Scan (exit 136,
+    """``work()``, an onnxruntime run of ``graph``, in a forked child where onnxruntime may
+    die of it (``_may_die``), as ``check``'s reference runs (else here): ``run --backend
+    onnxruntime`` died with onnxruntime of SIGFPE on a Scan making scan outputs (exit 136,
     no word). A child killed by a signal is one error naming it."""
-    from backends.base import ChildKilled, run_forked
+    from backends.base import ChildKilled, engine_hint, run_forked
 
-    if not _scans_out(graph):
+    if not _may_die(graph):
         return work()
     try:
         return run_forked(work)
     except ChildKilled as exc:
         why, known = _death(exc.signal)
+        omits = _fatal_omission(graph)
+        if omits is not None and not known:  # the numpy backend names what it omits
+            known = engine_hint(f"{_OMITS} ({omits}); the numpy backend runs it",
+                                "--backend numpy", "get_backend('numpy')")
         raise DmlgraphError(f"{where}: onnxruntime {why} running the model{known}") from None
+
+
+#: What onnxruntime dies of in ``_fatal_omission``'s nodes, as ``run_apart`` says it.
+_OMITS = "as onnxruntime 1.32 does on a Split omitting an output"
+
+
+def _may_die(graph: Graph) -> bool:
+    """Whether onnxruntime may kill the process running ``graph``'s model: a Scan making scan
+    outputs (``_scans_out``), or a node omitting an output that onnxruntime dies of
+    (``_fatal_omission``)."""
+    return _scans_out(graph) or _fatal_omission(graph) is not None
+
+
+def _fatal_omission(graph: Graph) -> str | None:
+    """The node of ``graph`` ("node 'n' (Split)"; one in a subgraph: the node holding it)
+    that omits an output onnxruntime dies of (``providers.OMITTED_OUTPUT_KILLS``: a Split
+    into ["", "b"] killed ``run`` and ``check``, exit 139 and no word); None where none."""
+    from backends.onnxruntime.providers import OMITTED_OUTPUT_KILLS, omits_fatally
+    from dmlgraph.ir import subgraphs
+
+    for node in graph.nodes:
+        if (node.op_type in OMITTED_OUTPUT_KILLS and "" in node.outputs
+                and getattr(node.op, "domain", "") in ("", "ai.onnx")) or any(
+            omits_fatally(onnx.GraphProto.FromString(sub.data))
+            for sub in subgraphs(node.op) if OMITTED_OUTPUT_KILLS & set(sub.ops)
+        ):
+            return f"node {node.name!r} ({node.op_type})"
+    return None
 
 
 def _scans_out(graph: Graph) -> bool:
@@ -1246,11 +1278,12 @@ def _proto_scans_out(graph: onnx.GraphProto) -> bool:
 
 class _ForkedReference:
     """onnxruntime as ``_against_reference`` uses it (``session``, ``execute_session``), each
-    run in a forked child (``backends.base.run_forked``), for models ``_scans_out`` finds:
-    onnxruntime 1.32 died of SIGFPE running such a Scan, and ``check`` with it (exit 136, no
-    word). A session is made here, where refusing the model raises as before; the child makes
-    its own alike (a parent's session does not survive a fork) and runs it; its outputs and
-    record, or its error, come back. A child killed by a signal is ``ReferenceDied``."""
+    run in a forked child (``backends.base.run_forked``), for models ``_may_die`` finds:
+    onnxruntime 1.32 died of SIGFPE running a Scan making scan outputs, and ``check`` with it
+    (exit 136, no word). A session is made here, where refusing the model raises as before;
+    the child makes its own alike (a parent's session does not survive a fork) and runs it;
+    its outputs and record, or its error, come back. A child killed by a signal is
+    ``ReferenceDied``."""
 
     def __init__(self, ort: Any) -> None:
         import weakref

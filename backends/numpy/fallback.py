@@ -24,6 +24,7 @@ from backends.onnxruntime.providers import (
     cannot_run,
     fails_when_run,
     make_session,
+    name_omitted,
     select_providers,
 )
 from dmlgraph import folding
@@ -1019,7 +1020,7 @@ class OnnxruntimeFallback:
             ran.outputs = [*graph.outputs, *fetched]
         try:
             session = make_session(
-                ran.to_onnx(),
+                name_omitted(ran.to_onnx()),  # (onnxruntime dies of a Split omitting one)
                 self.providers,
                 f"{graph.source}: {_nodes(graph)}",
                 shared_threads=self.shared_threads,

@@ -36,6 +36,7 @@ from backends.onnxruntime.providers import (
     layout_rewrite_safe,
     make_session,
     may_run_hint,
+    name_omitted,
     placements,
     select_providers,
 )
@@ -117,10 +118,11 @@ class OnnxruntimeBackend:
         self.last_record: RunRecord | None = None
 
     def model_for(self, graph: Graph) -> onnx.ModelProto:
-        """The ModelProto a graph runs as: ``to_onnx``, translated when it holds DML nodes."""
+        """The ModelProto a graph runs as: ``to_onnx``, translated when it holds DML nodes;
+        each output onnxruntime dies of omitting named (``providers.name_omitted``)."""
         if all(node.is_onnx for node in graph.nodes):
-            return graph.to_onnx()
-        return translate(graph)
+            return name_omitted(graph.to_onnx())
+        return name_omitted(translate(graph))
 
     def execute(
         self,

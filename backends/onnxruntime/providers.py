@@ -7,6 +7,8 @@ the list so nodes a GPU provider refuses still run.
 
 from __future__ import annotations
 
+import itertools
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from functools import cache
 
@@ -246,12 +248,59 @@ def fails_when_run(failure: str) -> bool:
     the status message of the node it failed at, its words after the last "Status Message: "
     (a node's name, which it quotes before them, may hold a phrase: a Split so named,
     failing on split sizes past its axis, was compared with onnx.reference, "parity holds")."""
-    _, found, status = failure.rpartition(_STATUS)
+    _, found, status = own_words(failure).rpartition(_STATUS)
     return bool(found) and status.startswith(FAILS_WHEN_RUN)
 
 
 #: What onnxruntime's failure running a node says before the node's own status message.
 _STATUS = "Status Message: "
+
+#: Where onnxruntime's errors quote what the model's author chose (onnxruntime 1.32's texts,
+#: CUDA's as onnxruntime-gpu 1.31.1 words it): node names ("node with name 'N'", "Name:'N'
+#: Status Message: ", "Node (N) Op (T)", a Type Error's "in node (N) is invalid" and "input
+#: parameter (X)"), op types (a custom domain's) and the double-quoted names of a checker's
+#: "In Node, ("N", T, "", -1) : ("x": ...)" and "Mismatched attribute type in 'N : to'".
+#: Each runs greedily to the last closing delimiter on the line: a name may hold the
+#: delimiter, and masking onnxruntime's words with it only makes a phrase go unmatched
+#: (onnxruntime's error stands), never matched.
+_USER_CHOSEN: tuple[re.Pattern[str], ...] = tuple(re.compile(p) for p in (
+    r"(?<=Name:').*(?=' Status Message: )",
+    r"(?<=node with name ').*(?=')",
+    r"(?<=Node \().*(?=\) Op \()",
+    r"(?<=\) Op \()[^)]*(?=\))",
+    r"(?<= in node \().*(?=\) is invalid)",
+    r"(?<=of input parameter \().*(?=\) of operator \()",
+    r"(?<=of operator \().*(?=\) in node \()",
+    r"(?<=while running ).*?(?= node\. Name:')",
+    r"(?<=implementation for ).*?(?=\(\d+\) node with name ')",
+    r"(?<=Provider type for ).*?(?= node with name ')",
+    r'".*"',
+    # a checker's "Mismatched attribute type in 'N : to'", but for the prefix onnxruntime
+    # names the Cast it inserts with (``CANNOT_RUN``), the input's name after it masked
+    r"(?<=Mismatched attribute type in ')(?!InsertedPrecisionFreeCast_).*(?= : \w+')",
+    r"(?<=Mismatched attribute type in 'InsertedPrecisionFreeCast_).*(?= : \w+')",
+))
+#: What stands for each character of a masked name (``own_words``): in no phrase.
+_MASK = "\0"
+
+
+def own_words(text: str) -> str:
+    """``text`` with what onnxruntime quotes of the model (``_USER_CHOSEN``) masked,
+    character for character, so that a phrase matches onnxruntime's own words only: a Split
+    named NOT_IMPLEMENTED, refused for split sizes past its axis, was taken for a node
+    onnxruntime has no kernel for, compared with onnx.reference, "parity holds". The same
+    length: an index into it is one into ``text``. The one rule for every phrase matched."""
+    for pattern in _USER_CHOSEN:
+        text = pattern.sub(lambda found: _MASK * len(found[0]), text)
+    return text
+
+
+def _after(text: str, prefix: str) -> str | None:
+    """What follows the last ``prefix`` in ``text`` outside the names onnxruntime quotes
+    (``own_words``), unmasked; None without one. The last: what comes before it names the
+    model's nodes and file (``make_session``'s ``where``), which may hold ``prefix``."""
+    at = own_words(text).rfind(prefix)
+    return None if at < 0 else text[at + len(prefix):]
 
 
 #: What a failed run of a whole model says before onnxruntime's own words (``backend``).
@@ -262,8 +311,8 @@ def fails_at_run(failure: str) -> str | None:
     """onnxruntime's words where its failure running a whole model (``FAILS``) is one of
     ``FAILS_WHEN_RUN``; None for any other error. ``check`` then compares with
     onnx.reference, as for a model ``CANNOT_RUN`` refuses."""
-    _, found, words = failure.partition(FAILS)
-    return words if found and fails_when_run(words) else None
+    words = _after(failure, FAILS)
+    return words if words is not None and fails_when_run(words) else None
 
 
 #: What onnxruntime's failure on a whole model it cannot run adds (``may_run_hint``): the
@@ -288,8 +337,8 @@ def may_run_hint(failure: str) -> str:
 def cannot_run(refusal: str) -> str | None:
     """onnxruntime's words where a refusal to load a model (``CANNOT_LOAD``) is one of
     ``CANNOT_RUN``; None for any other error."""
-    _, found, words = refusal.partition(CANNOT_LOAD)
-    if found and any(phrase in words for phrase in CANNOT_RUN):
+    words = _after(refusal, CANNOT_LOAD)
+    if words is not None and any(phrase in own_words(words) for phrase in CANNOT_RUN):
         return words
     return None
 
@@ -338,6 +387,43 @@ def make_session(
         raise BackendError(
             f"{where}: {CANNOT_LOAD}{first_line(exc)}"
         ) from None
+
+
+#: Ops onnxruntime 1.32 kills the process running (SIGSEGV, optimized or not) where an output
+#: is omitted (named ""): a Split of x[2, 4] into ["", "A"], ["A", ""] or ["", "", "B"]
+#: (named ["u", "A"] it runs). Optional outputs omitted so elsewhere (Dropout's mask, an
+#: LSTM's Y) run. ``omits_fatally`` finds them; ``name_omitted`` names them.
+OMITTED_OUTPUT_KILLS = frozenset({"Split"})
+
+
+def _omits(node: onnx.NodeProto) -> bool:
+    return (node.op_type in OMITTED_OUTPUT_KILLS and node.domain in ("", "ai.onnx")
+            and "" in node.output)
+
+
+def omits_fatally(graph: onnx.GraphProto) -> bool:
+    """Whether a node of ``graph`` (or of its subgraphs) is one onnxruntime dies running
+    (``OMITTED_OUTPUT_KILLS``)."""
+    return any(_omits(node) for node in nested_nodes(graph))
+
+
+def name_omitted(model: onnx.ModelProto) -> onnx.ModelProto:
+    """``model`` with the omitted outputs of the nodes onnxruntime dies running
+    (``OMITTED_OUTPUT_KILLS``) named, each a fresh name nothing reads: what a graph dmlgraph
+    made gives onnxruntime (a Split of x[4] into ["", "b"] killed ``run`` and ``check``, exit
+    139 and no word). ``model`` itself where there are none."""
+    if not omits_fatally(model.graph):
+        return model
+    model = onnx.ModelProto.FromString(model.SerializeToString())
+    taken = {name for node in nested_nodes(model.graph) for name in (*node.input, *node.output)}
+    taken |= {i.name for i in (*model.graph.input, *model.graph.initializer)}
+    fresh = (name for i in itertools.count() if (name := f"omitted_{i}") not in taken)
+    for node in nested_nodes(model.graph):
+        if _omits(node):
+            for i, name in enumerate(node.output):
+                if not name:
+                    node.output[i] = next(fresh)
+    return model
 
 
 def layout_rewrite_safe(graph: Graph) -> bool:

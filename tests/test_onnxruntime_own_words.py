@@ -1,0 +1,176 @@
+"""onnxruntime's error texts classified by its own words (``providers.own_words``), never by
+the names it quotes: each classifier against onnxruntime 1.32's real text for its phrase, and
+against the texts of other failures of nodes named as each phrase."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from backends import BackendError
+from backends.onnxruntime.providers import (
+    CANNOT_LOAD,
+    CANNOT_RUN,
+    FAILS,
+    FAILS_WHEN_RUN,
+    cannot_run,
+    fails_at_run,
+    fails_when_run,
+    make_session,
+    may_run_hint,
+)
+from dmlgraph.cli import main
+
+CPU = ["CPUExecutionProvider"]
+#: Names a node may be given: each phrase, and each after dmlgraph's own prefixes.
+PHRASES = (*CANNOT_RUN, *FAILS_WHEN_RUN)
+NAMES = (*PHRASES, *(f"{CANNOT_LOAD}{p}" for p in PHRASES), *(f"{FAILS}{p}" for p in PHRASES),
+         *(f"x' Status Message: {p}" for p in FAILS_WHEN_RUN))
+
+
+def _info(name: str, elem: int, shape: list | None) -> onnx.ValueInfoProto:
+    return helper.make_tensor_value_info(name, elem, shape)
+
+
+def _model(nodes, inputs, outputs, inits=(), opset: int = 18) -> bytes:
+    graph = helper.make_graph(nodes, "g", inputs, outputs, list(inits))
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
+                             ir_version=8).SerializeToString()
+
+
+def _refusal(model: bytes) -> str:
+    """dmlgraph's refusal of a session over ``model``, as ``make_session`` words it."""
+    with pytest.raises(BackendError) as refused:
+        make_session(model, CPU, "m.onnx: node(s) n (Op)")
+    return str(refused.value)
+
+
+def _run_failure(model: bytes, feeds) -> str:
+    """onnxruntime's own error running ``model``, as the backend words a whole model's."""
+    session = ort.InferenceSession(model, providers=CPU)
+    with pytest.raises(Exception) as failed:
+        session.run(None, feeds)
+    return f"m.onnx: {FAILS}{str(failed.value).splitlines()[0]}"
+
+
+def _int16_pad(name: str) -> bytes:  # NOT_IMPLEMENTED : Could not find an implementation
+    pads = numpy_helper.from_array(np.array([1, 1, 1, 1], np.int64), "pads")
+    return _model([helper.make_node("Pad", ["x", "pads"], ["y"], mode="edge", name=name)],
+                  [_info("x", TensorProto.INT16, [2, 3])], [_info("y", TensorProto.INT16, None)],
+                  [pads])
+
+
+def _float16_pad_2() -> bytes:  # the Cast-6 onnxruntime inserts fails its own checker
+    return _model([helper.make_node("Pad", ["x"], ["y"], mode="reflect", pads=[1, 1, 1, 1])],
+                  [_info("x", TensorProto.FLOAT16, [2, 3])],
+                  [_info("y", TensorProto.FLOAT16, None)], opset=5)
+
+
+def _shapeless_scan(name: str) -> tuple[bytes, dict]:  # Subgraph must have the shape set
+    body = helper.make_graph(
+        [helper.make_node("Slice", ["row"], ["out"], starts=[0, 0], ends=[2, 1], axes=[1, 0])],
+        "body", [_info("row", TensorProto.FLOAT, [3, 4])], [_info("out", TensorProto.FLOAT, None)])
+    model = _model([helper.make_node("Scan", ["X"], ["Y"], name=name, body=body,
+                                     num_scan_inputs=1)],
+                   [_info("X", TensorProto.FLOAT, [2, 3, 4])],
+                   [_info("Y", TensorProto.FLOAT, None)], opset=9)
+    return model, {"X": np.zeros((2, 3, 4), np.float32)}
+
+
+def _split(name: str, fed: bool) -> bytes:
+    """A Split of 3 columns into sizes [2, 2], which ONNX forbids: constant sizes fail the
+    load ("Node (N) Op (Split) [ShapeInferenceError]"), fed ones the run ("Name:'N' Status
+    Message: Invalid value in 'split'")."""
+    sizes = _info("sp", TensorProto.INT64, [2])
+    inits = [] if fed else [numpy_helper.from_array(np.array([2, 2], np.int64), "sp")]
+    return _model([helper.make_node("Split", ["X", "sp"], ["A", "B"], axis=1, name=name)],
+                  [_info("X", TensorProto.FLOAT, [2, 3]), *([sizes] if fed else [])],
+                  [_info("A", TensorProto.FLOAT, None), _info("B", TensorProto.FLOAT, None)],
+                  inits)
+
+
+def _string_relu(name: str) -> bytes:  # Type Error: ... in node (N) is invalid
+    return _model([helper.make_node("Relu", ["x"], ["y"], name=name)],
+                  [_info("x", TensorProto.STRING, [2])], [_info("y", TensorProto.STRING, None)])
+
+
+def _bad_cast(name: str) -> bytes:  # In Node, ("N", Cast, "", -1) : ... Mismatched attribute
+    return _model([helper.make_node("Cast", ["x"], ["y"], to=TensorProto.FLOAT, name=name)],
+                  [_info("x", TensorProto.FLOAT16, [2])], [_info("y", TensorProto.FLOAT, None)],
+                  opset=5)
+
+
+@pytest.mark.parametrize("refusal, said", [
+    (lambda: _refusal(_int16_pad("p")), "Could not find an implementation for Pad(18)"),
+    (lambda: _refusal(_int16_pad(CANNOT_RUN[1])), "node with name 'Could not find"),
+    (lambda: _refusal(_float16_pad_2()), "Mismatched attribute type in 'InsertedPrecision"),
+])
+def test_onnxruntime_s_real_refusals_of_what_it_cannot_run_are_told(refusal, said) -> None:
+    """The real texts of each ``CANNOT_RUN`` phrase (NOT_IMPLEMENTED with "Could not find an
+    implementation"; the inserted Cast's checker failure), a node named as a phrase too."""
+    text = refusal()
+    assert said in text and cannot_run(text) is not None and may_run_hint(text)
+    assert cannot_run(text) == text.partition(CANNOT_LOAD)[2]
+
+
+@pytest.mark.parametrize("name", ["pad", *NAMES])
+def test_cuda_s_refusal_is_told_whatever_the_node_is_named(name) -> None:
+    """CUDA's words for a node no provider runs (verbatim, onnxruntime-gpu 1.31.1 on an H200,
+    as tests/test_cli_check.py feeds them), its node named anything."""
+    from tests.test_cli_check import CUDA_REFUSAL
+
+    text = f"m.onnx: {CANNOT_LOAD}RuntimeError: {CUDA_REFUSAL.format(op='Pad', name=name)}"
+    assert cannot_run(text) is not None
+
+
+def test_onnxruntime_s_real_failure_of_a_shapeless_scan_output_is_told() -> None:
+    text = _run_failure(*_shapeless_scan("scan"))
+    assert "Subgraph must have the shape set for all outputs" in text
+    assert fails_at_run(text) is not None and fails_when_run(text) and may_run_hint(text)
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("refusal", [
+    lambda name: _refusal(_split(name, fed=False)),
+    lambda name: _refusal(_string_relu(name)),
+    lambda name: _refusal(_bad_cast(name)),
+    lambda name: _run_failure(_split(name, fed=True),
+                              {"X": np.zeros((2, 3), np.float32), "sp": np.array([2, 2])}),
+], ids=["Node (N) Op", "Type Error in node (N)", "In Node, (\"N\"", "Name:'N'"])
+def test_a_node_named_as_a_phrase_is_not_taken_for_it(refusal, name) -> None:
+    """Other failures of a node named as a phrase (or as dmlgraph's prefix and a phrase):
+    onnxruntime quotes the name, and a phrase anywhere in the text matched (a Split named
+    NOT_IMPLEMENTED, its constant sizes past its axis: ``check --fallback reference`` said
+    "parity holds")."""
+    text = refusal(name)
+    assert name.rpartition(": ")[2].partition("' ")[0] in text or name in text
+    assert cannot_run(text) is None and fails_at_run(text) is None and not may_run_hint(text)
+    assert not fails_when_run(text.partition(FAILS)[2] or text)
+
+
+def test_a_scan_named_as_a_refusal_fails_as_a_shapeless_scan_only() -> None:
+    text = _run_failure(*_shapeless_scan(CANNOT_RUN[0]))
+    assert fails_at_run(text) is not None and cannot_run(text) is None
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_check_of_a_split_named_as_a_phrase_whose_sizes_do_not_fit_does_not_pass(
+    name, tmp_path: Path, capsys
+) -> None:
+    """A Split named NOT_IMPLEMENTED (any phrase) whose constant sizes [2, 2] do not fit its
+    axis of 3: ``check --fallback reference`` compared it with onnx.reference (which
+    truncates) and said "parity holds", exit 0; onnxruntime's refusal now stands, exit 2."""
+    path = tmp_path / "m.onnx"
+    path.write_bytes(_split(name, fed=False))
+    np.savez(tmp_path / "in.npz", X=np.arange(6, dtype=np.float32).reshape(2, 3))
+    code = main(["check", str(path), "--fallback", "reference", "--inputs",
+                 str(tmp_path / "in.npz")])
+    captured = capsys.readouterr()
+    assert code == 2 and "parity holds" not in captured.out
+    error = captured.err.strip()
+    assert len(error.splitlines()) == 1 and "[ShapeInferenceError] Mismatch between" in error
