@@ -89,9 +89,12 @@ def _tolerance(text: str) -> tuple[str, float]:
     """``VALUE`` (the default, name "") or ``NAME:VALUE`` (one output); ``:VALUE`` names no
     output, and is not taken for the default."""
     name, colon, value = text.rpartition(":")
+    from dmlgraph.parity import TOLERANCE_RULE, is_tolerance
+
     number = float(value) if _FLOAT.fullmatch(value.strip()) else -1.0
-    if not number >= 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is not [NAME:]VALUE with a VALUE >= 0")
+    if not is_tolerance(number):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not [NAME:]VALUE: {TOLERANCE_RULE}")
     if colon and not name:
         raise argparse.ArgumentTypeError(
             f"{text!r} names no output before ':'; give VALUE alone for every output")

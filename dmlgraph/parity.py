@@ -97,6 +97,14 @@ DEFAULT_TOLERANCES: Mapping[str, Tolerance] = MappingProxyType(
 FALLBACK_TOLERANCE = Tolerance(1e-1, 1e-1)  # the 8- and 4-bit floats
 #: The tolerance integers, bools and strings are compared with: none.
 EXACT = Tolerance(0.0, 0.0)
+#: What a given atol or rtol must be (``is_tolerance``): inf, or a double's overflow (1e400),
+#: would pass every float element, and NaN none.
+TOLERANCE_RULE = "a tolerance is a finite number >= 0"
+
+
+def is_tolerance(value: float) -> bool:
+    """Whether ``value`` keeps ``TOLERANCE_RULE`` (the CLI's --atol/--rtol and ``check``'s)."""
+    return math.isfinite(value) and value >= 0
 
 
 @dataclass(frozen=True)
@@ -128,7 +136,7 @@ class Tolerances:
 
     def check(self, outputs: Sequence[str]) -> None:
         """Refuse a tolerance for a name that is no output (a typo would pass silently) or
-        one that is not a number >= 0."""
+        one that breaks ``TOLERANCE_RULE``."""
         for kind, values in (("atol", self.atol), ("rtol", self.rtol)):
             for name, value in values.items():
                 if name and name not in outputs:
@@ -136,9 +144,9 @@ class Tolerances:
                         f"{kind} for {name!r}: the graph has no output of that name (outputs: "
                         f"{list(outputs)})"
                     )
-                if not value >= 0:
-                    raise DmlgraphError(f"{kind} {name + ': ' if name else ''}{value}: a "
-                                        "tolerance is a number >= 0")
+                if not is_tolerance(value):
+                    raise DmlgraphError(f"{kind} {name + ': ' if name else ''}{value}: "
+                                        f"{TOLERANCE_RULE}")
 
     def for_output(self, name: str, dtype: np.dtype) -> Tolerance:
         """A complex output takes its parts' type's default (complex64 float32's), not the

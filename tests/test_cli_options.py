@@ -208,9 +208,24 @@ def test_a_tolerance_with_an_empty_name_is_a_usage_error(flag, capsys) -> None:
     _one_line_error(capsys, flag, "':1' names no output before ':'")
 
 
-def test_a_negative_tolerance_through_the_api_is_a_dmlgraph_error() -> None:
-    with pytest.raises(dmlgraph.DmlgraphError, match="a tolerance is a number >= 0"):
-        dmlgraph.check(SEED, atol=-1.0)
+@pytest.mark.parametrize("kind", ["atol", "rtol"])
+@pytest.mark.parametrize("value", [-1.0, float("inf"), float("nan"), {"": float("inf")}])
+def test_a_negative_or_non_finite_tolerance_through_the_api_is_a_dmlgraph_error(
+    kind, value
+) -> None:
+    """An infinite tolerance passed every float element: a "parity holds" saying nothing."""
+    with pytest.raises(dmlgraph.DmlgraphError, match=f"^{kind} .*a tolerance is a finite number"):
+        dmlgraph.check(SEED, **{kind: value})
+
+
+@pytest.mark.parametrize("flag", ["--atol", "--rtol"])
+@pytest.mark.parametrize("value", ["inf", "1e400", "y:Infinity", "nan", "-1"])
+def test_a_negative_or_non_finite_tolerance_is_a_usage_error(flag, value, capsys) -> None:
+    """--atol inf and --atol 1e400 (a double's overflow) made every float output pass."""
+    with pytest.raises(SystemExit) as info:
+        main(["check", str(SEED), flag, value])
+    assert info.value.code == 2
+    _one_line_error(capsys, flag, repr(value), "a tolerance is a finite number >= 0")
 
 
 class _ClosedPipe(io.StringIO):
