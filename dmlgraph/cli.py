@@ -174,12 +174,16 @@ def _check_output(
 def _probe_folder(output: Path, folder: Path) -> None:
     """Refuse a folder no file can be made in (read-only, /proc) before the work, rather than
     after it: a file made and removed there at once tells."""
+    import errno
     import tempfile
 
     try:
         tempfile.TemporaryFile(dir=folder).close()
     except OSError as exc:
-        _refuse(f"{output}: cannot write in {str(folder)!r}: {exc.strerror or exc}")
+        # /proc answers a new file in it "No such file or directory": the folder is there
+        reason = ("it takes no new files" if exc.errno == errno.ENOENT and folder.is_dir()
+                  else exc.strerror or str(exc))
+        _refuse(f"{output}: cannot write in {str(folder)!r}: {reason}")
 
 
 def _shapes(args: argparse.Namespace) -> dict[str, list[int]] | None:

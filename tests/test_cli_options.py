@@ -589,12 +589,13 @@ def test_an_output_in_a_folder_nothing_can_be_made_in_is_refused_first(
     command, name, tmp_path, capsys
 ) -> None:
     """/proc takes no new file, even from root: refused before the work (``run`` printed its
-    outputs first), as one line naming the path (``lower`` printed "[Errno 2] ...")."""
+    outputs first), as one line naming the path and why (``lower`` printed "[Errno 2] ...";
+    then "No such file or directory", of a folder that is there)."""
     assert main([command, str(_model(tmp_path)), "-o", f"/proc/{name}"]) == 2
     captured = capsys.readouterr()
     assert captured.out == ""
-    assert captured.err.count("\n") == 1 and f"/proc/{name}: cannot write in '/proc'" in (
-        captured.err)
+    assert captured.err.count("\n") == 1 and (
+        f"/proc/{name}: cannot write in '/proc': it takes no new files\n") in captured.err
 
 
 @pytest.mark.parametrize("command, name", [("lower", "x.json"), ("run", "x.npz"),
