@@ -10,6 +10,7 @@ import argparse
 import os
 import re
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, NoReturn, Sequence
 
@@ -434,6 +435,12 @@ def _print_report(report: ParityReport) -> None:
     for op, counts in report.lowering_summary().items():
         lowering.add_row(op, *(str(counts.get(s, 0)) for s in statuses))
     console.print(lowering)
+    if report.held:  # as ``inspect`` counts them: a table of zeros hid them
+        held = sum((Counter(h.ops) for h in report.held), Counter[str]())
+        listed = ", ".join(f"{n} {op}" for op, n in sorted(held.items()))
+        say(f"  (and {held.total()} in the subgraphs of {len(report.held)} control-flow "
+            f"node(s), {', '.join(h.label for h in report.held)}: {listed}; `dmlgraph lower` "
+            "lists what they become, 'lowered when it ran' above what this run made of them)")
     for record in report.lowering:
         if record.op_type in LOWERED_OPS and str(record.status) == "fallback":
             say(f"  fallback {record.op_type} {record.name or '(unnamed)'}: "

@@ -16,9 +16,9 @@ import numpy as np
 from dmlgraph.canonical import LOWERED_OPS, PARAMETER_PORTS
 from dmlgraph.folding import fold
 from dmlgraph.importer import load
-from dmlgraph.ir import Graph, Node, subgraphs
+from dmlgraph.ir import Graph, Node
 from dmlgraph.printable import values_text, visible
-from dmlgraph.subgraphs import held_note
+from dmlgraph.subgraphs import held_counts, held_note
 
 
 def _shape(graph: Graph, name: str) -> str:
@@ -68,8 +68,7 @@ def describe(model: str | Path, input_shapes: Mapping[str, Sequence[int]] | None
     targets = [n for n in order if n.op_type in LOWERED_OPS]
     # an If, Loop or Scan holding some: counted and named, as `lower` lists it, not hidden
     holders = [(n, note) for n in order if (note := held_note(n.op))]
-    held = sum(1 for n, _ in holders for sub in subgraphs(n.op) for op in sub.ops
-               if op in LOWERED_OPS)
+    held = sum(held_counts(n.op).total() for n, _ in holders)
     lines.append(f"Slice/Concat/Pad after folding: {len(targets)}" + (
         f" (and {held} in the subgraphs of {len(holders)} control-flow node(s), listed)"
         if holders else ""))

@@ -52,6 +52,7 @@ from dmlgraph.dml.scalars import as_double, is_real
 from dmlgraph.dtypes import is_float
 from dmlgraph.errors import DmlgraphError, UnsupportedError, as_array
 from dmlgraph.ir import Graph, Node, Subgraph, split_inputs, string_problem, subgraphs
+from dmlgraph.subgraphs import held_counts, holder_label
 from dmlgraph.tensorio import TensorIOError, native_order
 
 T = TypeVar("T")
@@ -704,6 +705,17 @@ class Comparison:
 
 
 @dataclass(frozen=True)
+class HeldOps:
+    """A control-flow node whose subgraphs hold ``ops`` (op type -> count) of the ops dmlgraph
+    lowers (``subgraphs.held_counts``); ``label`` names it as ``lower``'s paths do."""
+
+    node: str
+    op_type: str
+    label: str
+    ops: Mapping[str, int]
+
+
+@dataclass(frozen=True)
 class ParityReport:
     """Everything ``check`` found: the comparisons, what lowering did with each node, the
     known divergences and what each engine ran."""
@@ -717,6 +729,9 @@ class ParityReport:
     divergences: tuple[KnownDivergence, ...]
     runs: tuple[Any, ...]  # backends.RunRecord of every engine run
     notes: tuple[str, ...] = ()
+    #: the control-flow nodes whose subgraphs hold Slice/Concat/Pad nodes (``lowering`` and
+    #: its summary are the main graph's)
+    held: tuple[HeldOps, ...] = ()
 
     @property
     def passed(self) -> bool:
@@ -778,6 +793,9 @@ class ParityReport:
             ],
             "lowering": {
                 "summary": self.lowering_summary(),
+                # added beside it: the summary counts the main graph's nodes only
+                "held": [{"node": h.node, "op_type": h.op_type, "ops": dict(h.ops)}
+                         for h in self.held],
                 "nodes": [record_json(r) for r in self.lowering],
             },
             "divergences": [
@@ -1039,6 +1057,11 @@ def check(
         divergences=tuple(divergences),
         runs=tuple(runs),
         notes=tuple(notes),
+        held=tuple(
+            HeldOps(n.name, n.op_type, f"{n.op_type} {holder_label(n.name, n.outputs)}",
+                    dict(sorted(counts.items())))
+            for n in lowered.topological_order() if (counts := held_counts(n.op))
+        ),
     )
 
 

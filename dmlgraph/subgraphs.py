@@ -785,14 +785,20 @@ def _body_divergence(body: onnx.GraphProto, inputs: Sequence[str], at_run: bool 
     return _UNSHAPED_COUNTER.format(which=" and ".join(named), index=index)
 
 
+def held_counts(op: Any) -> Counter[str]:
+    """How many of each op dmlgraph lowers an op's subgraphs hold (none but for control flow):
+    what ``held_note``, ``inspect`` and ``check``'s summary count beside the main graph's."""
+    if not isinstance(op, OnnxOp) or not op.holds_subgraphs:  # asked of every unlowered node
+        return Counter()
+    return Counter(name for sub in subgraphs(op) for name in sub.ops if name in LOWERED_OPS)
+
+
 def held_note(op: Any) -> str:
     """What a control-flow op's subgraphs hold of the ops dmlgraph lowers, for its report
     ("" for none), and when they are lowered: by the NumPy backend as it runs an If, Loop or
     Scan (``lowered_when_run``; their sizes are known only then), else never (a Scan-8's
     run on the fallback with it)."""
-    if not isinstance(op, OnnxOp) or not op.holds_subgraphs:  # asked of every unlowered node
-        return ""
-    held = Counter(name for sub in subgraphs(op) for name in sub.ops if name in LOWERED_OPS)
+    held = held_counts(op)
     if not held:
         return ""
     listed = ", ".join(f"{n} {name}" for name, n in sorted(held.items()))

@@ -447,3 +447,35 @@ def test_check_says_when_no_dml_operator_ran(tmp_path, capsys) -> None:
     assert "no DML operator ran" not in capsys.readouterr().out
     assert main(["check", str(seed), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["descriptors_run"] == 1
+
+
+def _held_in_subgraphs(graph: onnx.GraphProto, depth: int = 0) -> dict[str, int]:
+    """Slice/Concat/Pad nodes in the subgraphs of ``graph``'s nodes, at any depth, counted
+    from the ONNX file itself (onnx's protos, not dmlgraph's import)."""
+    counts: dict[str, int] = {}
+    for node in graph.node:
+        if depth and node.op_type in ("Slice", "Concat", "Pad"):
+            counts[node.op_type] = counts.get(node.op_type, 0) + 1
+        for attr in node.attribute:
+            for sub in [attr.g] if attr.HasField("g") else list(attr.graphs):
+                for op, n in _held_in_subgraphs(sub, depth + 1).items():
+                    counts[op] = counts.get(op, 0) + n
+    return counts
+
+
+def test_check_counts_the_slice_concat_pad_in_control_flow_subgraphs(capsys) -> None:
+    """The summary counted the main graph's only: a Loop whose body (and the If in it) holds
+    Pads showed no Pad at all, where ``inspect`` and ``lower`` list them."""
+    path = MODELS / "control_flow" / "nested_loop_if.onnx"
+    held = _held_in_subgraphs(onnx.load(path).graph)
+    assert held.get("Pad")  # the model's point: a Pad only a subgraph holds
+    args = ["check", str(path), "--input-shape", "x:3,4"]
+    assert main([*args, "--json"]) == 0
+    lowering = json.loads(capsys.readouterr().out)["lowering"]
+    assert lowering["summary"]["Pad"] == {}  # the main graph's, as it was
+    assert lowering["held"] == [{"node": "/Loop", "op_type": "Loop", "ops": held}]
+    assert main(args) == 0
+    out = " ".join(capsys.readouterr().out.split())  # rich folds long lines
+    listed = ", ".join(f"{n} {op}" for op, n in sorted(held.items()))
+    assert (f"(and {sum(held.values())} in the subgraphs of 1 control-flow node(s), "
+            f"Loop '/Loop': {listed};") in out
