@@ -4,6 +4,7 @@ against the texts of other failures of nodes named as each phrase."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +24,7 @@ from backends.onnxruntime.providers import (
     fails_when_run,
     make_session,
     may_run_hint,
+    own_words,
 )
 from dmlgraph.cli import main
 
@@ -174,3 +176,35 @@ def test_check_of_a_split_named_as_a_phrase_whose_sizes_do_not_fit_does_not_pass
     assert code == 2 and "parity holds" not in captured.out
     error = captured.err.strip()
     assert len(error.splitlines()) == 1 and "[ShapeInferenceError] Mismatch between" in error
+
+
+#: Openers of names onnxruntime quotes, whose regexes' ``.*`` was retried at each.
+_OPENERS = ("Name:'", "Node (", "while running ", "implementation for ", " in node (",
+            "of input parameter (", "Provider type for ", "of operator (")
+
+
+@pytest.mark.parametrize("opener", _OPENERS)
+def test_a_long_text_of_openers_is_masked_in_linear_time(opener: str) -> None:
+    """100 KB of one opener never closed: the regexes' ``.*`` retried at each opener took
+    7-13 s ("Name:'", "Node (", "while running ", "implementation for ")."""
+    text = opener * (100_000 // len(opener))
+    began = time.perf_counter()
+    assert own_words(text) == text
+    assert time.perf_counter() - began < 1.0
+
+
+def test_a_pad_named_by_a_long_text_of_openers_is_classified_in_linear_time() -> None:
+    """An int16 Pad named 100 KB of "Name:'", which onnxruntime quotes whole in its refusal:
+    check of it took 38 s (0.3 s named "pad"), the refusal's classing 13 s; its words stand
+    (CANNOT_RUN)."""
+    pad = helper.make_node("Pad", ["x", "p"], ["y"], name="Name:'" * 17_000, mode="edge")
+    graph = helper.make_graph(
+        [pad], "g", [_info("x", TensorProto.INT16, [2, 3])], [_info("y", TensorProto.INT16, None)],
+        [numpy_helper.from_array(np.array([1, 1, 1, 1], np.int64), "p")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)], ir_version=10)
+    with pytest.raises(BackendError) as refused:
+        make_session(model.SerializeToString(), CPU, "m.onnx")
+    began = time.perf_counter()
+    words = cannot_run(str(refused.value))
+    assert time.perf_counter() - began < 1.0
+    assert words is not None and "NOT_IMPLEMENTED" in words
