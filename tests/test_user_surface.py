@@ -145,11 +145,17 @@ def test_graph_inputs_and_outputs_without_a_shape_are_imported(tmp_path: Path) -
     assert shaped.tensor("y").shape == (2, 6)
 
 
-def test_infinite_tolerances_are_valid_json(tmp_path: Path, capsys) -> None:
+def test_an_infinite_tolerance_is_refused_with_json_too(tmp_path: Path, capsys) -> None:
+    """--atol inf passed every float output (fix-small9 refuses it): with --json as well,
+    one line on stderr, nothing on stdout, exit 2."""
     path = _saved(tmp_path, _slice_model())
-    assert main(["check", path, "--atol", "inf", "--json"]) == 0
-    output = json.loads(capsys.readouterr().out)["comparisons"][0]["outputs"][0]
-    assert output["atol"] == "inf"
+    with pytest.raises(SystemExit) as exited:  # (argparse's refusal)
+        main(["check", path, "--atol", "inf", "--json"])
+    assert exited.value.code == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert "a tolerance is a finite number >= 0" in captured.err
+    assert len(captured.err.strip().splitlines()) == 1
 
 
 @pytest.mark.parametrize("edit, message", [
