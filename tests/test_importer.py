@@ -1755,13 +1755,20 @@ def test_a_long_tensor_a_node_makes_for_a_scan_is_hidden_from_data_propagation(
     gives, and the lowered graph computes what onnxruntime does."""
     n = folding.LONG_VECTOR + 4
     model = _scan_of_made_model(case, n)
+    _assert_scanned_part_hidden(model, monkeypatch, onnx_run)
+
+
+def _assert_scanned_part_hidden(model: onnx.ModelProto, monkeypatch, onnx_run) -> None:
+    """``model``'s scanned tensor [1, n] reaches data propagation as a graph input [1, a
+    hidden length] (or what an Identity reads), no graph there holds a static vector that
+    long, y keeps onnx's size, and the lowered graph computes what onnxruntime does."""
     propagated = _record_propagated(monkeypatch)
     loaded = dmlgraph.load(model)
     _assert_no_long_static_vector(propagated)
     for seen in propagated:
         assert [1, True] in ([d.dim_value or d.dim_param.startswith("dmlgraph::hidden-length::")
                               for d in value.type.tensor_type.shape.dim]
-                             for value in seen.graph.input)  # t, or what an Identity reads
+                             for value in seen.graph.input)
     oracle = onnx.shape_inference.infer_shapes(model, data_prop=True).graph.output[0]
     assert loaded.tensors["y"].shape[-2:] == tuple(
         d.dim_value for d in oracle.type.tensor_type.shape.dim)[-2:] == (1, 4)
@@ -1824,19 +1831,7 @@ def test_a_long_tensor_a_node_of_two_outputs_makes_for_a_scan_is_hidden_from_dat
     onnx gives, and the lowered graph computes what onnxruntime does."""
     n = folding.LONG_VECTOR + 4
     model = _scan_of_a_part_model(case, n)
-    propagated = _record_propagated(monkeypatch)
-    loaded = dmlgraph.load(model)
-    _assert_no_long_static_vector(propagated)
-    for seen in propagated:
-        assert [1, True] in ([d.dim_value or d.dim_param.startswith("dmlgraph::hidden-length::")
-                              for d in value.type.tensor_type.shape.dim]
-                             for value in seen.graph.input)  # a, or what an Identity reads
-    oracle = onnx.shape_inference.infer_shapes(model, data_prop=True).graph.output[0]
-    assert loaded.tensors["y"].shape[-2:] == tuple(
-        d.dim_value for d in oracle.type.tensor_type.shape.dim)[-2:] == (1, 4)
-    got = get_backend("numpy").run(lower(loaded), {})
-    (want,) = onnx_run(model, {})
-    np.testing.assert_array_equal(got["y"], want)
+    _assert_scanned_part_hidden(model, monkeypatch, onnx_run)
 
 
 def _scan_reshaped_to_its_shape_model(case: str, n: int) -> onnx.ModelProto:
