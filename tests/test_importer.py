@@ -1721,21 +1721,8 @@ def _scan_of_made_model(case: str, n: int) -> onnx.ModelProto:
         weights = [numpy_helper.from_array(values.reshape(n, 1), "w")]
         nodes = [helper.make_node("Transpose", ["w"], ["t"], perm=[1, 0])]
     scan = helper.make_node("Scan", ["t"], ["y"], body=body, num_scan_inputs=1)
-    if "Loop" not in case:
-        nodes.append(scan)
-    else:
-        held = [nodes.pop()] if "as the Scan" in case else []
-        loop_body = helper.make_graph(
-            [helper.make_node("Identity", ["cin"], ["cout"]), *held, scan], "loop_body",
-            [helper.make_tensor_value_info("i", TensorProto.INT64, []),
-             helper.make_tensor_value_info("cin", TensorProto.BOOL, [])],
-            [helper.make_tensor_value_info("cout", TensorProto.BOOL, []),
-             helper.make_tensor_value_info("y", f32, None)])
-        weights.append(numpy_helper.from_array(np.array(2, np.int64), "trips"))
-        nodes.append(helper.make_node("Loop", ["trips", ""], ["y"], body=loop_body))
-    graph = helper.make_graph(nodes, "g", [], [helper.make_tensor_value_info("y", f32, None)],
-                              weights)
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=9)
+    held = 1 if "as the Scan" in case else 0  # the node making t goes in the Loop's body too
+    return _scan_model_of(nodes, scan, weights, in_loop="Loop" in case, held=held)
 
 
 @pytest.mark.parametrize("case", [
@@ -1756,6 +1743,29 @@ def test_a_long_tensor_a_node_makes_for_a_scan_is_hidden_from_data_propagation(
     n = folding.LONG_VECTOR + 4
     model = _scan_of_made_model(case, n)
     _assert_scanned_part_hidden(model, monkeypatch, onnx_run)
+
+
+def _scan_model_of(nodes: list[onnx.NodeProto], scan: onnx.NodeProto,
+                   weights: list[onnx.TensorProto], *, in_loop: bool, held: int
+                   ) -> onnx.ModelProto:
+    """The model of ``nodes`` then ``scan`` making y (float32), or, ``in_loop``, of a Loop of
+    two trips whose body holds ``scan`` and the last ``held`` of ``nodes``."""
+    f32 = TensorProto.FLOAT
+    if not in_loop:
+        nodes.append(scan)
+    else:
+        inside = [nodes.pop() for _ in range(held)][::-1]
+        loop_body = helper.make_graph(
+            [helper.make_node("Identity", ["cin"], ["cout"]), *inside, scan], "loop_body",
+            [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+             helper.make_tensor_value_info("cin", TensorProto.BOOL, [])],
+            [helper.make_tensor_value_info("cout", TensorProto.BOOL, []),
+             helper.make_tensor_value_info("y", f32, None)])
+        weights.append(numpy_helper.from_array(np.array(2, np.int64), "trips"))
+        nodes.append(helper.make_node("Loop", ["trips", ""], ["y"], body=loop_body))
+    graph = helper.make_graph(nodes, "g", [], [helper.make_tensor_value_info("y", f32, None)],
+                              weights)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=9)
 
 
 def _assert_scanned_part_hidden(model: onnx.ModelProto, monkeypatch, onnx_run) -> None:
@@ -1799,20 +1809,7 @@ def _scan_of_a_part_model(case: str, n: int) -> onnx.ModelProto:
     else:
         nodes = [helper.make_node("Split", ["w"], ["a", "b"], axis=0, num_outputs=2)]
     scan = helper.make_node("Scan", scanned, ["y"], body=body, num_scan_inputs=len(scanned))
-    if "Loop" not in case:
-        nodes.append(scan)
-    else:
-        loop_body = helper.make_graph(
-            [helper.make_node("Identity", ["cin"], ["cout"]), nodes.pop(), scan], "loop_body",
-            [helper.make_tensor_value_info("i", TensorProto.INT64, []),
-             helper.make_tensor_value_info("cin", TensorProto.BOOL, [])],
-            [helper.make_tensor_value_info("cout", TensorProto.BOOL, []),
-             helper.make_tensor_value_info("y", f32, None)])
-        weights.append(numpy_helper.from_array(np.array(2, np.int64), "trips"))
-        nodes.append(helper.make_node("Loop", ["trips", ""], ["y"], body=loop_body))
-    graph = helper.make_graph(nodes, "g", [], [helper.make_tensor_value_info("y", f32, None)],
-                              weights)
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=9)
+    return _scan_model_of(nodes, scan, weights, in_loop="Loop" in case, held=1)
 
 
 @pytest.mark.parametrize("case", [
