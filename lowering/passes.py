@@ -17,7 +17,7 @@ from dmlgraph import canonical, folding
 from dmlgraph.dml.binding import unbound_tensors
 from dmlgraph.dml.operators import OperatorDesc
 from dmlgraph.errors import DmlValidationError, GraphInvariantError
-from dmlgraph.ir import Node, NodeId, OnnxOp, TensorInfo, split_inputs
+from dmlgraph.ir import Node, NodeId, OnnxOp, Shape, TensorInfo, split_inputs
 from dmlgraph.ort_pad import PadDivergenceKind, pad_divergences
 from dmlgraph.subgraphs import (
     LOWERED_WHEN_RUN,
@@ -415,12 +415,15 @@ def _replanned(plan: Plan, node: Node) -> Plan:
 
 
 class Simplify(Pass):
-    """Merge identical descriptors reading the same tensors, drop what nothing reads."""
+    """Merge identical descriptors reading the same tensors into tensors of one shape, drop
+    what nothing reads. The output's shape is part of the key, as a descriptor sees bytes: the
+    Concats of a uint8 [1, 1, 2] along axes 0 and 1 are one JOIN at FL 1_0 (viewed as UINT16),
+    and merged, the ONNX readers of the second's [1, 2, 2] read the first's [2, 1, 2]."""
 
     name = "simplify"
 
     def run(self, graph: LoweredGraph, ctx: Context) -> None:
-        seen: dict[tuple[object, tuple[str, ...]], Node] = {}
+        seen: dict[tuple[object, tuple[str, ...], Shape | None], Node] = {}
         shared: dict[tuple[NodeId, NodeId], int] = {}  # (origin, origin computing it) -> count
         merged: dict[str, str] = {}  # a removed duplicate's output -> the kept one's
         for node in graph.topological_order():  # (it removes only the node it is at)
@@ -429,7 +432,7 @@ class Simplify(Pass):
             # the exact type first: an ABC's isinstance of an ONNX node's op is three calls
             if type(node.op) is OnnxOp or not isinstance(node.op, OperatorDesc):
                 continue
-            key = (node.op, node.inputs)
+            key = (node.op, node.inputs, graph.tensor(node.outputs[0]).shape)
             first = seen.get(key)
             if first is None or node.outputs[0] in graph.outputs:
                 seen.setdefault(key, node)

@@ -1571,6 +1571,48 @@ def test_a_node_whose_descriptors_another_computes_is_eliminated_not_decomposed(
         "DML_OPERATOR_SLICE", "DML_OPERATOR_JOIN"]
 
 
+def _one_tensor_joined_twice(rank: int) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
+    """uint8 x of shape [1, .., 1, 2] joined with itself along axes 0 and 1: the same bytes in
+    two shapes, a [2, 1, ..] and b [1, 2, ..]. ONNX nodes read b: an Identity, and a Concat
+    along the last axis that the fallback runs at FL 1_0 (2 + 1 elements: DML_JOIN's UINT16
+    view of uint8 would split one). Its feeds."""
+    feeds = {"x": np.array([7, 9], np.uint8).reshape([1] * (rank - 1) + [2]),
+             "z": np.array([5, 6], np.uint8).reshape([1, 2] + [1] * (rank - 2))}
+    nodes = [helper.make_node("Concat", ["x", "x"], ["a"], name="first", axis=0),
+             helper.make_node("Concat", ["x", "x"], ["b"], name="second", axis=1),
+             helper.make_node("Identity", ["b"], ["y"], name="copy"),
+             helper.make_node("Concat", ["b", "z"], ["w"], name="reader", axis=-1)]
+    graph = helper.make_graph(
+        nodes, "joined_twice",
+        [helper.make_tensor_value_info(n, TensorProto.UINT8, v.shape) for n, v in feeds.items()],
+        [helper.make_tensor_value_info(n, TensorProto.UINT8, None) for n in ("a", "y", "w")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), feeds
+
+
+# coalesced to DML_JOIN's rank (4 at FL 1_0 and 2_1, 8 at 3_0), or (rank 3) viewed as UINT16
+@pytest.mark.parametrize("rank, level", [(3, "1_0"), (5, "1_0"), (5, "2_1"), (9, "3_0"),
+                                         (5, "6_4")])
+def test_descriptors_alike_making_other_shapes_are_not_merged(rank: int, level: str) -> None:
+    """Simplify merged the second JOIN into the first (one descriptor on the same bytes), and
+    b's ONNX readers read a [2, 1, ..] for b's [1, 2, ..]: the Identity's output came out
+    [2, 1, ..], and onnxruntime refused the fallback Concat's segment ("Inferred=1 Declared=2
+    Dimension=0"; graph fuzz seed 360553). Oracles: onnxruntime and onnx.reference."""
+    import onnxruntime as ort
+
+    from backends import get_backend
+
+    model, feeds = _one_tensor_joined_twice(rank)
+    expected = ort.InferenceSession(model.SerializeToString(),
+                                    providers=["CPUExecutionProvider"]).run(None, feeds)
+    spec = ReferenceEvaluator(model).run(None, feeds)
+    lowered = lower(load(model), level)
+    for fallback in ("onnxruntime", "reference"):
+        outputs = get_backend("numpy", fallback=fallback).run(lowered, feeds)
+        for name, want, also in zip(("a", "y", "w"), expected, spec):
+            assert outputs[name].shape == want.shape == also.shape, (fallback, name)
+            assert np.array_equal(outputs[name], want) and np.array_equal(want, also)
+
+
 def _fan_in_model(slices: int, identity: bool) -> onnx.ModelProto:
     """A Concat of ``slices`` Slices of one tensor: the same slice each (descriptors Simplify
     merges) or the whole tensor (Slices LowerOnnx eliminates as aliases of it)."""
