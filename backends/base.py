@@ -32,8 +32,42 @@ NOTHING_RAN = "nothing (folded or eliminated when lowered at run time)"
 RUNTIME_LOWERED = "lowered at run time"
 
 
+#: The stages an engine fails at (``EngineWords.stage``): making a session, running it.
+LOAD, RUN = "load", "run"
+
+
+@dataclass(frozen=True)
+class EngineWords:
+    """An engine's own words on its failure, kept apart from what dmlgraph says before them
+    (the model's path, its nodes' names), so that what classifies the failure reads the
+    engine's alone: a '"' in a model's path masked onnxruntime's refusal from the quote on
+    (``providers.own_words``), and check of a model onnxruntime cannot run exited 2 instead
+    of comparing with onnx.reference. ``stage``: ``LOAD`` or ``RUN``; ``text``: its first
+    line, as the message ends with it; ``echoed``: what dmlgraph gave the engine that its
+    words may repeat (a model's path: "Load model from P failed:")."""
+
+    stage: str
+    text: str
+    echoed: tuple[str, ...] = ()
+
+
 class BackendError(DmlgraphError):
-    """A graph cannot run on a backend: bad feeds, an engine failure, an inexpressible node."""
+    """A graph cannot run on a backend: bad feeds, an engine failure, an inexpressible node.
+    ``engine_words``: the engine's own, where it failed (None: dmlgraph's refusal)."""
+
+    def __init__(self, *args: object, engine_words: EngineWords | None = None) -> None:
+        super().__init__(*args)
+        self.engine_words = engine_words
+
+    def with_hint(self, hint: str) -> BackendError:
+        """This error with ``hint`` ending its message, the engine's words kept."""
+        return BackendError(f"{self}{hint}", engine_words=self.engine_words)
+
+
+def engine_words(error: BaseException, stage: str) -> EngineWords | None:
+    """The engine's own words of ``error`` where it failed at ``stage``; else None."""
+    said = getattr(error, "engine_words", None)
+    return said if isinstance(said, EngineWords) and said.stage == stage else None
 
 
 class SizeMismatch(BackendError):

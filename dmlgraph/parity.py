@@ -1476,9 +1476,9 @@ def _against_reference(ort: Any, subject: _Subject, notes: list[str]) -> Compari
                 notes, plain_failed=lambda exc, made: _past_run_divergence(
                     ort, subject, exc, made, notes))
         return Comparison(label, f"{reference} ({result.record.provider})", outputs)
-    words = cannot_run(str(refused)) if refused is not None else None
+    words = cannot_run(refused) if refused is not None else None
     if words is None:  # a Scan whose body makes an output inference gives no shape: exit 2
-        words = fails_at_run(str(failure))  # with onnxruntime's words alone
+        words = fails_at_run(failure)  # with onnxruntime's words alone
     if words is None and isinstance(failure, ReferenceDied):
         words = failure.words  # onnx.reference may run what onnxruntime dies of
     if words is not None and not _failed_at(graph, divergences, failure, []):

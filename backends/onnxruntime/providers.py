@@ -16,7 +16,15 @@ from functools import cache
 import onnx
 import onnxruntime as ort
 
-from backends.base import BackendError, engine_hint, first_line
+from backends.base import (
+    LOAD,
+    RUN,
+    BackendError,
+    EngineWords,
+    engine_hint,
+    engine_words,
+    first_line,
+)
 from dmlgraph import folding
 from dmlgraph.ir import Graph, subgraphs
 from dmlgraph.subgraphs import nested_nodes
@@ -249,7 +257,12 @@ def fails_when_run(failure: str) -> bool:
     the status message of the node it failed at, its words after the last "Status Message: "
     (a node's name, which it quotes before them, may hold a phrase: a Split so named,
     failing on split sizes past its axis, was compared with onnx.reference, "parity holds")."""
-    _, found, status = own_words(failure).rpartition(_STATUS)
+    return _fails_by(own_words(failure))
+
+
+def _fails_by(own: str) -> bool:
+    """``fails_when_run`` of onnxruntime's words, their quoted names masked (``own``)."""
+    _, found, status = own.rpartition(_STATUS)
     return bool(found) and status.startswith(FAILS_WHEN_RUN)
 
 
@@ -366,24 +379,39 @@ def own_words(text: str) -> str:
     return text
 
 
-def _after(text: str, prefix: str) -> str | None:
-    """What follows the last ``prefix`` in ``text`` outside the names onnxruntime quotes
-    (``own_words``), unmasked; None without one. The last: what comes before it names the
-    model's nodes and file (``make_session``'s ``where``), which may hold ``prefix``."""
-    at = own_words(text).rfind(prefix)
-    return None if at < 0 else text[at + len(prefix):]
+def _own(said: EngineWords) -> str:
+    """onnxruntime's ``said`` words with what it echoes of dmlgraph's (a model's path) and
+    the names it quotes (``own_words``) masked: what a phrase may match."""
+    text = said.text
+    for echoed in filter(None, said.echoed):
+        text = text.replace(echoed, _MASK * len(echoed))
+    return own_words(text)
 
 
 #: What a failed run of a whole model says before onnxruntime's own words (``backend``).
 FAILS = "onnxruntime fails: "
 
 
-def fails_at_run(failure: str) -> str | None:
-    """onnxruntime's words where its failure running a whole model (``FAILS``) is one of
+def refused(where: str, words: str, echoed: tuple[str, ...] = ()) -> BackendError:
+    """onnxruntime's refusal to make a session (its ``words``), as dmlgraph says it: after
+    ``where`` and ``CANNOT_LOAD``, its words kept apart (``EngineWords``) for what reads
+    them. ``echoed``: what onnxruntime was given that its words may repeat (the path)."""
+    return BackendError(f"{where}: {CANNOT_LOAD}{words}",
+                        engine_words=EngineWords(LOAD, words, echoed))
+
+
+def failed(where: str, words: str) -> BackendError:
+    """onnxruntime's failure running a whole model (its ``words``), as dmlgraph says it:
+    after ``where`` and ``FAILS``, its words kept apart (``EngineWords``)."""
+    return BackendError(f"{where}: {FAILS}{words}", engine_words=EngineWords(RUN, words))
+
+
+def fails_at_run(failure: BaseException) -> str | None:
+    """onnxruntime's words where its failure running a whole model (``failed``) is one of
     ``FAILS_WHEN_RUN``; None for any other error. ``check`` then compares with
     onnx.reference, as for a model ``CANNOT_RUN`` refuses."""
-    words = _after(failure, FAILS)
-    return words if words is not None and fails_when_run(words) else None
+    said = engine_words(failure, RUN)
+    return said.text if said is not None and _fails_by(_own(said)) else None
 
 
 #: What onnxruntime's failure on a whole model it cannot run adds (``may_run_hint``): the
@@ -395,7 +423,7 @@ MAY_RUN = engine_hint(
 )
 
 
-def may_run_hint(failure: str) -> str:
+def may_run_hint(failure: BaseException) -> str:
     """``MAY_RUN`` where onnxruntime's ``failure`` on a whole model is one it cannot run at
     all: refused at load (``CANNOT_RUN``: an int16 Pad) or failing at its run
     (``FAILS_WHEN_RUN``: a Scan whose body makes an output inference gives no shape, where
@@ -405,12 +433,13 @@ def may_run_hint(failure: str) -> str:
     return MAY_RUN
 
 
-def cannot_run(refusal: str) -> str | None:
-    """onnxruntime's words where a refusal to load a model (``CANNOT_LOAD``) is one of
-    ``CANNOT_RUN``; None for any other error."""
-    words = _after(refusal, CANNOT_LOAD)
-    if words is not None and any(phrase in own_words(words) for phrase in CANNOT_RUN):
-        return words
+def cannot_run(refusal: BaseException) -> str | None:
+    """onnxruntime's words where its refusal to load a model (``refused``) is one of
+    ``CANNOT_RUN``; None for any other error. Its words alone are read, never the path or
+    node names dmlgraph says before them (``EngineWords``)."""
+    said = engine_words(refusal, LOAD)
+    if said is not None and any(phrase in _own(said) for phrase in CANNOT_RUN):
+        return said.text
     return None
 
 
@@ -455,9 +484,8 @@ def make_session(
                 content, providers, True, shared_arena, spin, optimize, disabled or None
             )
     except Exception as exc:  # onnxruntime raises its own pybind exception types
-        raise BackendError(
-            f"{where}: {CANNOT_LOAD}{first_line(exc)}"
-        ) from None
+        raise refused(where, first_line(exc), (content,) if isinstance(content, str) else ()
+                      ) from None
 
 
 #: Ops onnxruntime 1.32 kills the process running (SIGSEGV, optimized or not) where an output
