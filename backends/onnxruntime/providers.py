@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 
@@ -645,3 +645,86 @@ def placements(session: ort.InferenceSession) -> list[tuple[str, str, str]]:
         ]
     except Exception:  # recording disabled or unsupported: placement stays unknown
         return []
+
+
+def words_of(failure: BaseException | str) -> str:
+    """onnxruntime's own words of a ``failure``, for what reads the nodes they name: a string
+    is taken as them (a segment's error, as onnxruntime raised it); an error, the words it
+    carries (``EngineWords``), the path they echo masked; "" where it carries none. Never the
+    path or names dmlgraph wrote before them: a folder named "'pad'" made every failure one
+    at a divergent node 'pad', and a wrong output went not compared (exit 0)."""
+    if isinstance(failure, str):
+        return failure
+    said = getattr(failure, "engine_words", None)
+    if not isinstance(said, EngineWords):
+        return ""
+    text = said.text
+    for echoed in filter(None, said.echoed):
+        text = text.replace(echoed, _MASK * len(echoed))
+    return text
+
+
+#: How onnxruntime's failure running a node begins, and quotes its op type and name; the
+#: status message after it may begin with the failure of a node of its subgraph, alike.
+_RUNNING = "Non-zero status code returned while running "
+_NAMED = " node. Name:'"
+_NAME_ENDS = "' Status Message: "
+#: Where onnxruntime's refusals at load quote the node refused, (before, after) its name: no
+#: kernel (CPU) or no provider (CUDA), inference's refusal, a Type Error, the checker's.
+_REFUSED_AT: tuple[tuple[str, str], ...] = (
+    ("node with name '", "'"),
+    ("Node (", ") Op ("),
+    (" in node (", ") is invalid"),
+    ('In Node, ("', '", '),
+)
+
+
+def _name_at(text: str, begin: int, closer: str, names: Collection[str]) -> str | None:
+    """The node name onnxruntime quotes from ``begin`` to a ``closer``: the longest of the
+    graph's ``names`` that ends at one (a name may hold the closer, or begin with another
+    node's name), else up to the first closer; None without one."""
+    fits = [name for name in names if text.startswith(closer, begin + len(name))
+            and text.startswith(name, begin)]
+    if fits:
+        return max(fits, key=len)
+    end = text.find(closer, begin)
+    return None if end < 0 else text[begin:end]
+
+
+def failed_chain(failure: BaseException | str, names: Collection[str] = ()
+                 ) -> list[tuple[str, str]]:
+    """(op type, name) of each node onnxruntime's run ``failure`` says it failed at: the
+    graph's, then, where that one holds subgraphs, the one inside it, and so on inwards. Read
+    in onnxruntime's order from its first words (never from a name: ``own_words``), each
+    name matched whole against ``names`` (``_name_at``): a regex's ``[^']*`` read a Loop
+    named "lo'op" as 'lo'."""
+    text = words_of(failure)
+    at = own_words(text).find(_RUNNING)
+    chain: list[tuple[str, str]] = []
+    while at >= 0:
+        start = at + len(_RUNNING)
+        named = text.find(_NAMED, start)
+        name = None if named < 0 else _name_at(text, named + len(_NAMED), _NAME_ENDS, names)
+        if name is None:
+            break
+        chain.append((text[start:named], name))
+        at = named + len(_NAMED) + len(name) + len(_NAME_ENDS)
+        at = at if text.startswith(_RUNNING, at) else -1
+    return chain
+
+
+def refused_at(failure: BaseException | str, names: Collection[str] = ()) -> list[str]:
+    """The names of the nodes onnxruntime's refusal at load quotes as refused
+    (``_REFUSED_AT``), where its own words put them (``own_words``), matched whole against
+    ``names`` (``_name_at``)."""
+    text = words_of(failure)
+    own = own_words(text)
+    found = []
+    for opener, closer in _REFUSED_AT:
+        at = own.find(opener)
+        while at >= 0:
+            name = _name_at(text, at + len(opener), closer, names)
+            if name is not None:
+                found.append(name)
+            at = own.find(opener, at + len(opener))
+    return found
