@@ -42,13 +42,19 @@ class EngineWords:
     (the model's path, its nodes' names), so that what classifies the failure reads the
     engine's alone: a '"' in a model's path masked onnxruntime's refusal from the quote on
     (``providers.own_words``), and check of a model onnxruntime cannot run exited 2 instead
-    of comparing with onnx.reference. ``stage``: ``LOAD`` or ``RUN``; ``text``: its first
-    line, as the message ends with it; ``echoed``: what dmlgraph gave the engine that its
-    words may repeat (a model's path: "Load model from P failed:")."""
+    of comparing with onnx.reference. ``stage``: ``LOAD`` or ``RUN``; ``text``: all it
+    said (``engine_text``: a name it quotes may hold a newline), the message ending with its
+    first ``line``; ``echoed``: what dmlgraph gave the engine that its words may repeat (a
+    model's path: "Load model from P failed:")."""
 
     stage: str
     text: str
     echoed: tuple[str, ...] = ()
+
+    @property
+    def line(self) -> str:
+        """The first line of its words, as the message (one line) says them."""
+        return self.text.splitlines()[0] if self.text else ""
 
 
 class BackendError(DmlgraphError):
@@ -143,8 +149,13 @@ def engine_hint(what: str, option: str, python: str) -> str:
 
 def first_line(exc: BaseException) -> str:
     """An engine's exception as one line (the CLI prints errors on one line)."""
+    return engine_text(exc).splitlines()[0]
+
+
+def engine_text(exc: BaseException) -> str:
+    """An engine's exception whole, as ``first_line`` begins it."""
     text = str(exc).strip()
-    return f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 @dataclass(frozen=True)

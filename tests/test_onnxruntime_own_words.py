@@ -20,6 +20,7 @@ from backends.onnxruntime.providers import (
     CANNOT_RUN,
     FAILS,
     FAILS_WHEN_RUN,
+    INSERTED_CAST,
     cannot_run,
     failed,
     fails_at_run,
@@ -33,7 +34,8 @@ from dmlgraph.cli import main
 
 CPU = ["CPUExecutionProvider"]
 #: Names a node may be given: each phrase, and each after dmlgraph's own prefixes.
-PHRASES = (*CANNOT_RUN, *FAILS_WHEN_RUN)
+PHRASES = (*CANNOT_RUN, f"Mismatched attribute type in '{INSERTED_CAST}", INSERTED_CAST,
+           *FAILS_WHEN_RUN)
 NAMES = (*PHRASES, *(f"{CANNOT_LOAD}{p}" for p in PHRASES), *(f"{FAILS}{p}" for p in PHRASES),
          *(f"x' Status Message: {p}" for p in FAILS_WHEN_RUN))
 
@@ -277,3 +279,83 @@ def test_a_path_onnxruntime_echoes_is_not_taken_for_its_words(content, tmp_path:
     error = _refusal(str(path), str(path))
     assert f"Load model from {path} failed" in str(error)
     assert cannot_run(error) is None and not may_run_hint(error)
+
+
+def _float16_pad(x: str, opset: int, pad: str = "p", beside: bool = False) -> bytes:
+    """A float16 reflect Pad of input ``x`` (named ``pad``), which onnxruntime's CPU provider
+    runs between Casts it inserts (``INSERTED_CAST``); ``beside``: an Identity of x making a
+    graph output named as the inserted Cast's."""
+    pads = [numpy_helper.from_array(np.array([1, 1, 1, 1], np.int64), "pads")] * (opset > 10)
+    how = {} if pads else {"pads": [1, 1, 1, 1]}
+    nodes = [helper.make_node("Pad", [x, *(p.name for p in pads)], ["y"], mode="reflect",
+                              name=pad, **how)]
+    outputs = [_info("y", TensorProto.FLOAT16, None)]
+    if beside:
+        nodes.append(helper.make_node("Identity", [x], [INSERTED_CAST + x], name="i"))
+        outputs.append(_info(INSERTED_CAST + x, TensorProto.FLOAT16, None))
+    return _model(nodes, [_info(x, TensorProto.FLOAT16, [2, 3])], outputs, pads, opset=opset)
+
+
+#: (input, opset, the Pad's name, beside): what onnxruntime cannot run by a Cast it inserts.
+INSERTED = [
+    ("x", 5, "p", False),
+    ("x", 5, f"{INSERTED_CAST}x", False),  # its Cast then "..._x_token_0"
+    ('a"b', 5, "p", False),
+    ("a\nb", 5, "p", False),
+    ('x": b', 5, "p", False),
+    ('In Node, ("q', 5, "p", False),
+    ("x", 5, "p", True),
+    ("x", 18, "p", True),
+    ('a"b', 18, "p", True),
+]
+
+
+@pytest.mark.parametrize("x, opset, pad, beside", INSERTED)
+def test_onnxruntime_s_refusal_of_a_cast_it_inserts_is_told_whatever_the_model_names(
+    x: str, opset: int, pad: str, beside: bool
+) -> None:
+    """Its checker's refusal of the Cast-1 it inserts before a float16 Pad-2 went untold for an
+    input named 'a"b' (or holding a newline): the quote's mask ran past the phrase. A tensor
+    named as the inserted Cast's output ("InsertedPrecisionFreeCast_x"), which a valid model
+    may hold, made onnxruntime refuse it as defining the name twice, at any opset: untold."""
+    error = _refusal(_float16_pad(x, opset, pad, beside))
+    said = "Duplicate definition of name" if beside else "Mismatched attribute type in"
+    assert said in error.engine_words.text and INSERTED_CAST in str(error)  # (all it said)
+    assert cannot_run(error) == str(error).partition(CANNOT_LOAD)[2] and may_run_hint(error)
+
+
+@pytest.mark.parametrize("refusal", [
+    lambda: _refusal(_bad_cast(f"{INSERTED_CAST}x")),
+    lambda: _refusal(_split(f"{INSERTED_CAST}s", fed=False)),
+    lambda: _refusal(_string_relu(f"{INSERTED_CAST}s")),
+], ids=["Cast-1 to an int", "Split", "Relu of strings"])
+def test_a_node_named_as_an_inserted_cast_is_not_taken_for_one(refusal) -> None:
+    """A model's own node named with onnxruntime's prefix for its inserted Casts, refused for
+    what it is (a Cast-1 to an int, which dmlgraph's import refuses first, was taken for
+    onnxruntime's own Cast)."""
+    error = refusal()
+    assert INSERTED_CAST in str(error)
+    assert cannot_run(error) is None and not may_run_hint(error)
+
+
+@pytest.mark.parametrize("x, opset", [("x", 18), ('a"b', 5)])
+def test_check_compares_a_float16_pad_onnxruntime_refuses_by_its_inserted_cast_with_onnx_reference(
+    x: str, opset: int, tmp_path: Path, capsys
+) -> None:
+    """A float16 Pad beside a tensor named as the Cast onnxruntime inserts (a valid model), or
+    a Pad-2 of an input named 'a"b': onnxruntime refuses it, check exited 2; it compares
+    with onnx.reference. NumPy's np.pad, stored, is an oracle of its own."""
+    path = tmp_path / "m.onnx"
+    path.write_bytes(_float16_pad(x, opset, beside=opset > 5))
+    value = np.array([[1, -2, 3], [400, -500, 6]], np.float16)
+    stored = {x: value, "y": np.pad(value, 1, mode="reflect")}
+    if opset > 5:
+        stored[INSERTED_CAST + x] = value
+    np.savez(tmp_path / "io.npz", **stored)
+    code = main(["check", str(path), "--fallback", "reference", "--inputs",
+                 str(tmp_path / "io.npz")])
+    captured = capsys.readouterr()
+    out = " ".join(captured.out.split())
+    assert code == 0, captured.err
+    assert "parity holds" in out and "onnxruntime cannot run it: " in out
+    assert "stored outputs" in out

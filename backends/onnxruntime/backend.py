@@ -25,7 +25,7 @@ from backends.base import (
     bind_outputs,
     check_arguments,
     check_feeds,
-    first_line,
+    engine_text,
     refuse_beyond_memory,
     refuse_unbound,
     write_all_bound,
@@ -295,7 +295,7 @@ class OnnxruntimeBackend:
         except BackendError:
             raise
         except Exception as exc:  # onnxruntime's own exception types
-            raise failed(where, first_line(exc)) from None
+            raise failed(where, engine_text(exc)) from None
         return dict(zip(names, results))
 
     def _record(self, session: ort.InferenceSession) -> RunRecord:

@@ -22,8 +22,8 @@ from backends.base import (
     BackendError,
     EngineWords,
     engine_hint,
+    engine_text,
     engine_words,
-    first_line,
 )
 from dmlgraph import folding
 from dmlgraph.ir import Graph, subgraphs
@@ -227,20 +227,39 @@ def session_options(
 CANNOT_LOAD = "onnxruntime cannot load the model: "
 #: onnxruntime's refusals of a model it cannot run at all though the model is valid, by a
 #: phrase of its error: no kernel for a node (its CPU provider's Pad on int16, uint16 or the
-#: 8-bit floats, which DirectML runs), or a node it inserts breaking its own checker (the
-#: Cast-6 it puts before a float16 Pad-2 in an opset 2..5 model, whose Cast-1 takes ``to`` as
-#: a string). ``check`` compares such a model against onnx.reference instead; a fallback
-#: segment refused so says ``--fallback reference`` runs it. With CUDA's provider first, a
-#: node no provider has a kernel for is refused by an assertion of onnxruntime's memcpy
-#: pass instead ("... !node_provider_type.empty() was false. Provider type for Pad node with
-#: name 'pad' is not set."; onnxruntime-gpu 1.31.1 on an H200, an int16 edge Pad): check
-#: stopped with exit 2 there, where the CPU provider's words sent it to onnx.reference.
+#: 8-bit floats, which DirectML runs), or a node it inserts breaking its own checker
+#: (``INSERTED_CAST``). ``check`` compares such a model against onnx.reference instead; a
+#: fallback segment refused so says ``--fallback reference`` runs it. With CUDA's provider
+#: first, a node no provider has a kernel for is refused by an assertion of onnxruntime's
+#: memcpy pass instead ("... !node_provider_type.empty() was false. Provider type for Pad
+#: node with name 'pad' is not set."; onnxruntime-gpu 1.31.1 on an H200, an int16 edge Pad):
+#: check stopped with exit 2 there, where the CPU provider's words sent it to onnx.reference.
 CANNOT_RUN: tuple[str, ...] = (
     "NOT_IMPLEMENTED",
     "Could not find an implementation",
     "!node_provider_type.empty() was false",
-    "Mismatched attribute type in 'InsertedPrecisionFreeCast_",
 )
+#: How onnxruntime names the Casts it inserts around a float16 node its CPU provider has no
+#: float16 kernel for (a Pad), then the input's name (a "_token_0" after it where the model
+#: has a node so named). It cannot run the model where one is refused
+#: (``inserted_cast_refused``): its own checker refuses the Cast-6 before a Pad-2 in an
+#: opset 2..5 model (that opset's Cast-1 takes ``to`` as a string), and a model naming a
+#: tensor as the Cast's output ("InsertedPrecisionFreeCast_x" beside a float16 Pad of x, at
+#: any opset: a valid model) is refused for defining the name twice.
+INSERTED_CAST = "InsertedPrecisionFreeCast_"
+#: Where onnxruntime's checker's refusal begins, in its own words (``_INSERTED_CAST_SAYS``).
+_CHECKER = 'In Node, ('
+#: The checker's refusal of the inserted Cast, named <INSERTED_CAST>N: 'In Node, ("<N>",
+#: Cast, "", -1) : ("X": tensor(T),) -> ("<N>": tensor(U),) , Error Mismatched attribute
+#: type in '<N> : to''.
+_INSERTED_CAST_SAYS = re.compile(
+    r'"{cast}(?P<n>.*?)", Cast, "", -1\) : \(".*?": tensor\(\w+\),\) -> \("{cast}(?P=n)": '
+    r"tensor\(\w+\),\) , Error Mismatched attribute type in '{cast}(?P=n) : to'"
+    .format(cast=INSERTED_CAST), re.DOTALL)
+#: The refusal of a model naming a tensor as an inserted Cast's output, from its first word.
+_INSERTED_CAST_CLASHES = re.compile(
+    r"\w+: \[ONNXRuntimeError\] : \d+ : \w+ : This is an invalid model\. Error: Duplicate "
+    r"definition of name \(" + INSERTED_CAST)
 
 
 #: onnxruntime's failures, when a fallback segment it loaded runs, on what ONNX allows and
@@ -307,11 +326,9 @@ _USER_CHOSEN: tuple[_Quoted, ...] = (
     _quoted("implementation for ", r"\(\d+\) node with name '", last=False),
     _quoted("Provider type for ", " node with name '", last=False),
     _quoted('"', '"', last=True, delimiters=True),
-    # a checker's "Mismatched attribute type in 'N : to'", but for the prefix onnxruntime
-    # names the Cast it inserts with (``CANNOT_RUN``), the input's name after it masked
-    _quoted("Mismatched attribute type in '(?!InsertedPrecisionFreeCast_)", r" : \w+'",
-            last=True),
-    _quoted("Mismatched attribute type in 'InsertedPrecisionFreeCast_", r" : \w+'", last=True),
+    # a checker's "Mismatched attribute type in 'N : to'" (the Cast onnxruntime inserts
+    # too: ``inserted_cast_refused`` reads its refusal whole)
+    _quoted("Mismatched attribute type in '", r" : \w+'", last=True),
 )
 #: What stands for each character of a masked name (``own_words``): in no phrase.
 _MASK = "\0"
@@ -382,7 +399,7 @@ def own_words(text: str) -> str:
 def _own(said: EngineWords) -> str:
     """onnxruntime's ``said`` words with what it echoes of dmlgraph's (a model's path) and
     the names it quotes (``own_words``) masked: what a phrase may match."""
-    text = said.text
+    text = said.line
     for echoed in filter(None, said.echoed):
         text = text.replace(echoed, _MASK * len(echoed))
     return own_words(text)
@@ -394,16 +411,18 @@ FAILS = "onnxruntime fails: "
 
 def refused(where: str, words: str, echoed: tuple[str, ...] = ()) -> BackendError:
     """onnxruntime's refusal to make a session (its ``words``), as dmlgraph says it: after
-    ``where`` and ``CANNOT_LOAD``, its words kept apart (``EngineWords``) for what reads
-    them. ``echoed``: what onnxruntime was given that its words may repeat (the path)."""
-    return BackendError(f"{where}: {CANNOT_LOAD}{words}",
-                        engine_words=EngineWords(LOAD, words, echoed))
+    ``where`` and ``CANNOT_LOAD``, their first line, its words kept apart (``EngineWords``)
+    for what reads them. ``echoed``: what onnxruntime was given that its words may repeat
+    (the path)."""
+    said = EngineWords(LOAD, words, echoed)
+    return BackendError(f"{where}: {CANNOT_LOAD}{said.line}", engine_words=said)
 
 
 def failed(where: str, words: str) -> BackendError:
     """onnxruntime's failure running a whole model (its ``words``), as dmlgraph says it:
-    after ``where`` and ``FAILS``, its words kept apart (``EngineWords``)."""
-    return BackendError(f"{where}: {FAILS}{words}", engine_words=EngineWords(RUN, words))
+    after ``where`` and ``FAILS``, their first line, its words kept apart (``EngineWords``)."""
+    said = EngineWords(RUN, words)
+    return BackendError(f"{where}: {FAILS}{said.line}", engine_words=said)
 
 
 def fails_at_run(failure: BaseException) -> str | None:
@@ -411,7 +430,7 @@ def fails_at_run(failure: BaseException) -> str | None:
     ``FAILS_WHEN_RUN``; None for any other error. ``check`` then compares with
     onnx.reference, as for a model ``CANNOT_RUN`` refuses."""
     said = engine_words(failure, RUN)
-    return said.text if said is not None and _fails_by(_own(said)) else None
+    return said.line if said is not None and _fails_by(_own(said)) else None
 
 
 #: What onnxruntime's failure on a whole model it cannot run adds (``may_run_hint``): the
@@ -438,9 +457,24 @@ def cannot_run(refusal: BaseException) -> str | None:
     ``CANNOT_RUN``; None for any other error. Its words alone are read, never the path or
     node names dmlgraph says before them (``EngineWords``)."""
     said = engine_words(refusal, LOAD)
-    if said is not None and any(phrase in _own(said) for phrase in CANNOT_RUN):
-        return said.text
+    if said is not None and (any(phrase in _own(said) for phrase in CANNOT_RUN)
+                             or inserted_cast_refused(words_of(refusal))):
+        return said.line
     return None
+
+
+def inserted_cast_refused(words: str) -> bool:
+    """Whether onnxruntime's ``words`` refusing a model are its refusal of a Cast it inserts
+    (``INSERTED_CAST``), read whole where its own words open it (``_CHECKER``, in
+    ``own_words``; a clash from its first word): as a phrase, the refusal of an input named
+    'a"b' (or holding a newline) went unmatched, the quote's mask running past it, and a
+    tensor so named made the model one onnxruntime refuses otherwise: check exited 2 where
+    it compares with onnx.reference. A model's own Cast-1 to an int so named, or a model
+    defining such a name twice, fails dmlgraph's import (the ONNX checker) first."""
+    if _INSERTED_CAST_CLASHES.match(words):
+        return True
+    at = own_words(words).find(_CHECKER)
+    return at >= 0 and _INSERTED_CAST_SAYS.match(words, at + len(_CHECKER)) is not None
 
 
 def make_session(
@@ -484,7 +518,7 @@ def make_session(
                 content, providers, True, shared_arena, spin, optimize, disabled or None
             )
     except Exception as exc:  # onnxruntime raises its own pybind exception types
-        raise refused(where, first_line(exc), (content,) if isinstance(content, str) else ()
+        raise refused(where, engine_text(exc), (content,) if isinstance(content, str) else ()
                       ) from None
 
 
