@@ -32,8 +32,48 @@ NOTHING_RAN = "nothing (folded or eliminated when lowered at run time)"
 RUNTIME_LOWERED = "lowered at run time"
 
 
+#: The stages an engine fails at (``EngineWords.stage``): making a session, running it.
+LOAD, RUN = "load", "run"
+
+
+@dataclass(frozen=True)
+class EngineWords:
+    """An engine's own words on its failure, kept apart from what dmlgraph says before them
+    (the model's path, its nodes' names), so that what classifies the failure reads the
+    engine's alone: a '"' in a model's path masked onnxruntime's refusal from the quote on
+    (``providers.own_words``), and check of a model onnxruntime cannot run exited 2 instead
+    of comparing with onnx.reference. ``stage``: ``LOAD`` or ``RUN``; ``text``: all it
+    said (``engine_text``: a name it quotes may hold a newline), the message ending with its
+    first ``line``; ``echoed``: what dmlgraph gave the engine that its words may repeat (a
+    model's path: "Load model from P failed:")."""
+
+    stage: str
+    text: str
+    echoed: tuple[str, ...] = ()
+
+    @property
+    def line(self) -> str:
+        """The first line of its words, as the message (one line) says them."""
+        return self.text.splitlines()[0] if self.text else ""
+
+
 class BackendError(DmlgraphError):
-    """A graph cannot run on a backend: bad feeds, an engine failure, an inexpressible node."""
+    """A graph cannot run on a backend: bad feeds, an engine failure, an inexpressible node.
+    ``engine_words``: the engine's own, where it failed (None: dmlgraph's refusal)."""
+
+    def __init__(self, *args: object, engine_words: EngineWords | None = None) -> None:
+        super().__init__(*args)
+        self.engine_words = engine_words
+
+    def with_hint(self, hint: str) -> BackendError:
+        """This error with ``hint`` ending its message, the engine's words kept."""
+        return BackendError(f"{self}{hint}", engine_words=self.engine_words)
+
+
+def engine_words(error: BaseException, stage: str) -> EngineWords | None:
+    """The engine's own words of ``error`` where it failed at ``stage``; else None."""
+    said = getattr(error, "engine_words", None)
+    return said if isinstance(said, EngineWords) and said.stage == stage else None
 
 
 class SizeMismatch(BackendError):
@@ -109,8 +149,13 @@ def engine_hint(what: str, option: str, python: str) -> str:
 
 def first_line(exc: BaseException) -> str:
     """An engine's exception as one line (the CLI prints errors on one line)."""
+    return engine_text(exc).splitlines()[0]
+
+
+def engine_text(exc: BaseException) -> str:
+    """An engine's exception whole, as ``first_line`` begins it."""
     text = str(exc).strip()
-    return f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 @dataclass(frozen=True)

@@ -250,11 +250,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     except DmlgraphError as exc:
         if args.backend != "onnxruntime":
             raise
+        from backends.base import BackendError
         from backends.onnxruntime.providers import MAY_RUN
 
-        # onnxruntime's words, read without the backend's hint (``providers.may_run_hint``),
-        # whose get_backend('numpy', fallback='reference') named a divergent node 'numpy'
-        words = DmlgraphError(str(exc).removesuffix(MAY_RUN))
+        # the message without the backend's hint (``providers.may_run_hint``), onnxruntime's
+        # own words kept apart (``EngineWords``): what names the node failed at reads them
+        words = BackendError(str(exc).removesuffix(MAY_RUN),
+                             engine_words=getattr(exc, "engine_words", None))
         hint = (_divergence_hint(graph, target, args.feature_level, words)
                 or _run_divergence_hint(graph, feeds, words, backend))
         if not hint:  # the backend's own may stand
@@ -311,9 +313,10 @@ def _run_divergence_hint(graph: Graph, feeds: Mapping[str, Any], failure: Except
     from backends.base import engine_hint
     from backends.numpy.fallback import run_divergence
     from backends.onnxruntime.backend import OnnxruntimeBackend
+    from backends.onnxruntime.providers import words_of
 
     providers = backend.providers if isinstance(backend, OnnxruntimeBackend) else ()
-    found = run_divergence(graph, feeds, failure=str(failure), providers=providers)
+    found = run_divergence(graph, feeds, failure=words_of(failure), providers=providers)
     if found is None:
         return ""
     note, node = found

@@ -33,8 +33,7 @@ from __future__ import annotations
 import enum
 import math
 import os
-import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from decimal import ROUND_CEILING, Decimal
 from pathlib import Path
@@ -477,14 +476,40 @@ class KnownDivergence:
         (``SPEC_REFERENCE_DIVERGENCES``), so it may be the reference where onnxruntime fails."""
         return any(phrase in self.note for phrase in SPEC_REFERENCE_DIVERGENCES)
 
-    def named_in(self, failure: str) -> bool:
+    def named_in(self, named: Collection[str]) -> bool:
         """Whether a reference's error is about this node: by its name, or, unnamed, by the
-        name ``to_onnx`` gives it (``OP_ID``), which onnxruntime's error then quotes: in
-        quotes as a run names it, or as its refusal at load does ("Node (loop) Op (Loop)")."""
+        name ``to_onnx`` gives it (``OP_ID``), among those onnxruntime's error ``named``
+        (``failure_names``), as a run names it or its refusal at load ("Node (loop) Op
+        (Loop)")."""
         if not self.node and self.node_id is None:
             return False
-        name = self.node or self.label
-        return f"'{name}'" in failure or f"Node ({name}) Op (" in failure
+        return (self.node or self.label) in named
+
+
+def failure_names(graph: Graph, failure: BaseException | str) -> frozenset[str]:
+    """The nodes onnxruntime's ``failure`` says it failed at (its run's, inwards) or refused
+    (at load), each name matched whole against the graph's (``_known_names``), in
+    onnxruntime's own words alone (``providers.words_of``): a name was found as "'N'"
+    anywhere in dmlgraph's message, the model's path included, so a folder (or a node) named
+    "'pad'" made an int16 Pad's refusal one at a divergent reflect Pad 'pad', and its wrong
+    output went not compared, exit 0, where onnx.reference compared it."""
+    from backends.onnxruntime.providers import failed_chain, refused_at
+
+    names = _known_names(graph)
+    return frozenset((*(name for _, name in failed_chain(failure, names)),
+                      *refused_at(failure, names)))
+
+
+def _known_names(graph: Graph) -> frozenset[str]:
+    """The names of ``graph``'s nodes as onnxruntime may quote them: the file's (its
+    subgraphs' too) and those ``to_onnx`` gives unnamed ones (``KnownDivergence.label``)."""
+    from dmlgraph.subgraphs import nested_nodes
+
+    names = {node.name or f"{node.op_type}_{node.id}" for node in graph.nodes}
+    for node in graph.nodes:
+        for sub in subgraphs(node.op):
+            names |= {n.name for n in nested_nodes(onnx.GraphProto.FromString(sub.data))}
+    return frozenset(names)
 
 
 def known_divergences(
@@ -546,35 +571,35 @@ def known_divergences(
     ]
 
 
-#: How onnxruntime names the node a run failed at.
-_FAILED_AT = re.compile(r"running (\S+) node\. Name:'([^']*)'")
-
-
-def failed_nodes(graph: Graph, failure: str) -> list[Node]:
+def failed_nodes(graph: Graph, failure: BaseException | str) -> list[Node]:
     """The nodes of ``graph`` onnxruntime's run ``failure`` names as the one it failed at (by
     name, as the file holds it; an unnamed one as ``to_onnx`` names it), at the top level:
     [] where it names none of them."""
-    name = next(iter(failed_names(failure)), "")
+    name = next(iter(failed_names(failure, _known_names(graph))), "")
     if not name:
         return []
     failed = graph.find_nodes(name=name)
     return failed or [n for n in graph.nodes if not n.name and f"{n.op_type}_{n.id}" == name]
 
 
-def failed_names(failure: str) -> list[str]:
+def failed_names(failure: BaseException | str, names: Collection[str] = ()) -> list[str]:
     """The names of the nodes onnxruntime's run ``failure`` says it failed at: the graph's,
-    then, where that one holds subgraphs, the one inside it failed at, and so on inwards."""
-    return [name for _, name in failed_at(failure)]
+    then, where that one holds subgraphs, the one inside it failed at, and so on inwards;
+    each matched whole against ``names`` where one fits (``providers.failed_chain``)."""
+    return [name for _, name in failed_at(failure, names)]
 
 
-def failed_at(failure: str) -> list[tuple[str, str]]:
+def failed_at(failure: BaseException | str, names: Collection[str] = ()
+              ) -> list[tuple[str, str]]:
     """``failed_names`` with each node's op type, (op type, name): an unnamed node ('') is
     told from another only by its op type in the message."""
-    return _FAILED_AT.findall(failure)
+    from backends.onnxruntime.providers import failed_chain
+
+    return failed_chain(failure, names)
 
 
 def _upstream(
-    graph: Graph, divergences: Sequence[KnownDivergence], failure: str
+    graph: Graph, divergences: Sequence[KnownDivergence], failure: BaseException | str
 ) -> list[KnownDivergence]:
     """The divergences at nodes whose results reach the node onnxruntime's run ``failure``
     names (by name, as the file holds it): its inputs there are not the model's, so its
@@ -1414,7 +1439,7 @@ def _against_reference(ort: Any, subject: _Subject, notes: list[str]) -> Compari
     if (
         result is None
         and reference == "onnxruntime on the original model"
-        and not any(d.named_in(str(failure)) for d in divergences)
+        and not _named_at(graph, divergences, failure)
         and (live := _without_dead_nodes(model)) is not None
     ):  # onnxruntime runs nodes no output reads, which dmlgraph never computes (a wrap Pad
         # of an empty input that nothing read failed the check): the file without them
@@ -1425,12 +1450,12 @@ def _against_reference(ort: Any, subject: _Subject, notes: list[str]) -> Compari
                          "the file without the nodes no output reads")
             reference = "onnxruntime on the model file without the nodes no output reads"
         except DmlgraphError as exc:
-            if any(d.named_in(str(exc)) for d in divergences):
+            if _named_at(graph, divergences, exc):
                 failure = exc
     if (
         result is None
         and reference == "onnxruntime on the original model"
-        and not any(d.named_in(str(failure)) for d in divergences)
+        and not _named_at(graph, divergences, failure)
         and (plain := _unoptimized(ort, original, graph.source)) is not None
     ):  # its optimizers broke the run (a QLinearGlobalAveragePool one fused: "parameter out
         # of computation range"), where the model's own nodes run
@@ -1447,9 +1472,9 @@ def _against_reference(ort: Any, subject: _Subject, notes: list[str]) -> Compari
     if (
         result is None
         and reference == "onnxruntime on the original model"
-        and not any(d.named_in(str(failure)) for d in divergences)
+        and not _named_at(graph, divergences, failure)
         and divergences
-        and (any(not d.node for d in divergences) or "" in failed_names(str(failure)))
+        and (any(not d.node for d in divergences) or "" in failed_names(failure))
     ):  # onnxruntime names an unnamed node '': ``to_onnx`` names each (``named_in``), the
         # divergent one or the one failing downstream of it
         notes.append(f"onnxruntime failed on the model file ({failure}); the reference is "
@@ -1476,9 +1501,9 @@ def _against_reference(ort: Any, subject: _Subject, notes: list[str]) -> Compari
                 notes, plain_failed=lambda exc, made: _past_run_divergence(
                     ort, subject, exc, made, notes))
         return Comparison(label, f"{reference} ({result.record.provider})", outputs)
-    words = cannot_run(str(refused)) if refused is not None else None
+    words = cannot_run(refused) if refused is not None else None
     if words is None:  # a Scan whose body makes an output inference gives no shape: exit 2
-        words = fails_at_run(str(failure))  # with onnxruntime's words alone
+        words = fails_at_run(failure)  # with onnxruntime's words alone
     if words is None and isinstance(failure, ReferenceDied):
         words = failure.words  # onnx.reference may run what onnxruntime dies of
     if words is not None and not _failed_at(graph, divergences, failure, []):
@@ -1540,14 +1565,14 @@ def _failed_past(graph: Graph, matched: Sequence[KnownDivergence], failure: Exce
     with every output that needs the node failed at to run (``_needing``): those its values
     do not reach as well (a Scan's rows of a scan input beside one a refused Pad made: the
     Scan still reads the Pad's result); none where that adds nothing."""
-    text = str(failure)
-    at = [d for d in matched if d.named_in(text)] or _upstream(graph, matched, text)
-    needing = _needing(graph, text)
+    named = failure_names(graph, failure)
+    at = [d for d in matched if d.named_in(named)] or _upstream(graph, matched, failure)
+    needing = _needing(graph, failure)
     return [(d, replace(d, outputs=d.outputs | needing)) for d in at
             if not needing <= d.outputs]
 
 
-def _needing(graph: Graph, failure: str) -> frozenset[int]:
+def _needing(graph: Graph, failure: BaseException | str) -> frozenset[int]:
     """The graph outputs (by position) that need the node onnxruntime's run ``failure``
     names to run: its own, and those of every node past it, by any read."""
     below: set[int] = set()
@@ -1699,8 +1724,16 @@ def _failed_at(
 ) -> list[KnownDivergence]:
     """The divergences not yet ``matched`` that a reference's failure is theirs: at their
     node, by name, else upstream of the node it names (``_upstream``)."""
-    found = [d for d in divergences if d not in matched and d.named_in(str(failure))]
-    return found or [d for d in _upstream(graph, divergences, str(failure)) if d not in matched]
+    named = failure_names(graph, failure)
+    found = [d for d in divergences if d not in matched and d.named_in(named)]
+    return found or [d for d in _upstream(graph, divergences, failure) if d not in matched]
+
+
+def _named_at(graph: Graph, divergences: Sequence[KnownDivergence],
+              failure: BaseException) -> bool:
+    """Whether onnxruntime's ``failure`` names a divergent node (``failure_names``)."""
+    named = failure_names(graph, failure)
+    return any(d.named_in(named) for d in divergences)
 
 
 def _against_onnx_reference(subject: _Subject, failure: DmlgraphError, words: str
@@ -1822,12 +1855,13 @@ def _past_run_divergence(
     output shape for this run is {3}") failed ``check`` with exit 1 and no divergence named;
     without the inner If the plain run gave this run's values (``OPTIMIZER_DIVERGENCE``)."""
     from backends.numpy.fallback import run_divergence_at
+    from backends.onnxruntime.providers import words_of
 
     graph, feeds = subject.graph, subject.feeds
     providers = tuple(getattr(ort, "providers", ()))
     try:  # (it may run onnxruntime again on what the failing node read: apart where it dies)
         found = run_apart(graph, lambda: run_divergence_at(
-            graph, feeds, failure=str(failure), providers=providers), graph.source)
+            graph, feeds, failure=words_of(failure), providers=providers), graph.source)
     except DmlgraphError:
         return outputs
     if found is None or not found.other_sizes or any(

@@ -1862,12 +1862,12 @@ def test_check_compares_a_scan_8_with_onnx_reference_where_onnxruntime_cannot_ru
     onnxruntime 1.32's was found, so its session is made to refuse as it refuses an int16
     Pad), ``check`` compares with onnx.reference: of a Scan-8, it failed too."""
     from backends.onnxruntime import OnnxruntimeBackend
-    from backends.onnxruntime.providers import CANNOT_LOAD
+    from backends.onnxruntime.providers import refused
     from dmlgraph.parity import Verdict, check
 
     def refuses(self, model, where="", *, optimize=True):
-        raise BackendError(f"{where}: {CANNOT_LOAD}NOT_IMPLEMENTED : Could not find an "
-                           "implementation for Scan(8) node with name 'scan8'")
+        raise refused(where, "NOT_IMPLEMENTED : Could not find an implementation for "
+                             "Scan(8) node with name 'scan8'")
 
     monkeypatch.setattr(OnnxruntimeBackend, "session", refuses)
     model = _scan_8(2, 2, lens=True, directions=[1, 0])

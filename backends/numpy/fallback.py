@@ -1035,10 +1035,10 @@ class OnnxruntimeFallback:
                 layout=layout,
             )
         except BackendError as exc:
-            if cannot_run(str(exc)) is None:
+            if cannot_run(exc) is None:
                 raise
             # said, not done: the user chooses the engine (an int16 Einsum had no hint)
-            raise BackendError(f"{exc}{_MAY_RUN}") from None
+            raise exc.with_hint(_MAY_RUN) from None
         outputs = list(ran.outputs)
         fetch_values = values.needs_values(session)
         providers = self.providers  # (those the failure is on: ``_arrived`` runs again on them)

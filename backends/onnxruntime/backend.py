@@ -25,14 +25,14 @@ from backends.base import (
     bind_outputs,
     check_arguments,
     check_feeds,
-    first_line,
+    engine_text,
     refuse_beyond_memory,
     refuse_unbound,
     write_all_bound,
 )
 from backends.onnxruntime import values
 from backends.onnxruntime.providers import (
-    FAILS,
+    failed,
     layout_rewrite_safe,
     make_session,
     may_run_hint,
@@ -144,9 +144,9 @@ class OnnxruntimeBackend:
             result = self._execute(graph, arrays)
         except BackendError as exc:  # one it cannot run at all says what does
             # (``providers.may_run_hint``; a Python caller had onnxruntime's words alone)
-            if not (hint := may_run_hint(str(exc))) or str(exc).endswith(hint):
+            if not (hint := may_run_hint(exc)) or str(exc).endswith(hint):
                 raise
-            raise BackendError(f"{exc}{hint}") from None
+            raise exc.with_hint(hint) from None
         if bound is None:
             return result
         return RunResult(write_all_bound(bound, result.outputs, graph), result.record)
@@ -295,7 +295,7 @@ class OnnxruntimeBackend:
         except BackendError:
             raise
         except Exception as exc:  # onnxruntime's own exception types
-            raise BackendError(f"{where}: {FAILS}{first_line(exc)}") from None
+            raise failed(where, engine_text(exc)) from None
         return dict(zip(names, results))
 
     def _record(self, session: ort.InferenceSession) -> RunRecord:

@@ -9,14 +9,22 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 
 import onnx
 import onnxruntime as ort
 
-from backends.base import BackendError, engine_hint, first_line
+from backends.base import (
+    LOAD,
+    RUN,
+    BackendError,
+    EngineWords,
+    engine_hint,
+    engine_text,
+    engine_words,
+)
 from dmlgraph import folding
 from dmlgraph.ir import Graph, subgraphs
 from dmlgraph.subgraphs import nested_nodes
@@ -219,20 +227,39 @@ def session_options(
 CANNOT_LOAD = "onnxruntime cannot load the model: "
 #: onnxruntime's refusals of a model it cannot run at all though the model is valid, by a
 #: phrase of its error: no kernel for a node (its CPU provider's Pad on int16, uint16 or the
-#: 8-bit floats, which DirectML runs), or a node it inserts breaking its own checker (the
-#: Cast-6 it puts before a float16 Pad-2 in an opset 2..5 model, whose Cast-1 takes ``to`` as
-#: a string). ``check`` compares such a model against onnx.reference instead; a fallback
-#: segment refused so says ``--fallback reference`` runs it. With CUDA's provider first, a
-#: node no provider has a kernel for is refused by an assertion of onnxruntime's memcpy
-#: pass instead ("... !node_provider_type.empty() was false. Provider type for Pad node with
-#: name 'pad' is not set."; onnxruntime-gpu 1.31.1 on an H200, an int16 edge Pad): check
-#: stopped with exit 2 there, where the CPU provider's words sent it to onnx.reference.
+#: 8-bit floats, which DirectML runs), or a node it inserts breaking its own checker
+#: (``INSERTED_CAST``). ``check`` compares such a model against onnx.reference instead; a
+#: fallback segment refused so says ``--fallback reference`` runs it. With CUDA's provider
+#: first, a node no provider has a kernel for is refused by an assertion of onnxruntime's
+#: memcpy pass instead ("... !node_provider_type.empty() was false. Provider type for Pad
+#: node with name 'pad' is not set."; onnxruntime-gpu 1.31.1 on an H200, an int16 edge Pad):
+#: check stopped with exit 2 there, where the CPU provider's words sent it to onnx.reference.
 CANNOT_RUN: tuple[str, ...] = (
     "NOT_IMPLEMENTED",
     "Could not find an implementation",
     "!node_provider_type.empty() was false",
-    "Mismatched attribute type in 'InsertedPrecisionFreeCast_",
 )
+#: How onnxruntime names the Casts it inserts around a float16 node its CPU provider has no
+#: float16 kernel for (a Pad), then the input's name (a "_token_0" after it where the model
+#: has a node so named). It cannot run the model where one is refused
+#: (``inserted_cast_refused``): its own checker refuses the Cast-6 before a Pad-2 in an
+#: opset 2..5 model (that opset's Cast-1 takes ``to`` as a string), and a model naming a
+#: tensor as the Cast's output ("InsertedPrecisionFreeCast_x" beside a float16 Pad of x, at
+#: any opset: a valid model) is refused for defining the name twice.
+INSERTED_CAST = "InsertedPrecisionFreeCast_"
+#: Where onnxruntime's checker's refusal begins, in its own words (``_INSERTED_CAST_SAYS``).
+_CHECKER = 'In Node, ('
+#: The checker's refusal of the inserted Cast, named <INSERTED_CAST>N: 'In Node, ("<N>",
+#: Cast, "", -1) : ("X": tensor(T),) -> ("<N>": tensor(U),) , Error Mismatched attribute
+#: type in '<N> : to''.
+_INSERTED_CAST_SAYS = re.compile(
+    r'"{cast}(?P<n>.*?)", Cast, "", -1\) : \(".*?": tensor\(\w+\),\) -> \("{cast}(?P=n)": '
+    r"tensor\(\w+\),\) , Error Mismatched attribute type in '{cast}(?P=n) : to'"
+    .format(cast=INSERTED_CAST), re.DOTALL)
+#: The refusal of a model naming a tensor as an inserted Cast's output, from its first word.
+_INSERTED_CAST_CLASHES = re.compile(
+    r"\w+: \[ONNXRuntimeError\] : \d+ : \w+ : This is an invalid model\. Error: Duplicate "
+    r"definition of name \(" + INSERTED_CAST)
 
 
 #: onnxruntime's failures, when a fallback segment it loaded runs, on what ONNX allows and
@@ -249,7 +276,12 @@ def fails_when_run(failure: str) -> bool:
     the status message of the node it failed at, its words after the last "Status Message: "
     (a node's name, which it quotes before them, may hold a phrase: a Split so named,
     failing on split sizes past its axis, was compared with onnx.reference, "parity holds")."""
-    _, found, status = own_words(failure).rpartition(_STATUS)
+    return _fails_by(own_words(failure))
+
+
+def _fails_by(own: str) -> bool:
+    """``fails_when_run`` of onnxruntime's words, their quoted names masked (``own``)."""
+    _, found, status = own.rpartition(_STATUS)
     return bool(found) and status.startswith(FAILS_WHEN_RUN)
 
 
@@ -294,11 +326,9 @@ _USER_CHOSEN: tuple[_Quoted, ...] = (
     _quoted("implementation for ", r"\(\d+\) node with name '", last=False),
     _quoted("Provider type for ", " node with name '", last=False),
     _quoted('"', '"', last=True, delimiters=True),
-    # a checker's "Mismatched attribute type in 'N : to'", but for the prefix onnxruntime
-    # names the Cast it inserts with (``CANNOT_RUN``), the input's name after it masked
-    _quoted("Mismatched attribute type in '(?!InsertedPrecisionFreeCast_)", r" : \w+'",
-            last=True),
-    _quoted("Mismatched attribute type in 'InsertedPrecisionFreeCast_", r" : \w+'", last=True),
+    # a checker's "Mismatched attribute type in 'N : to'" (the Cast onnxruntime inserts
+    # too: ``inserted_cast_refused`` reads its refusal whole)
+    _quoted("Mismatched attribute type in '", r" : \w+'", last=True),
 )
 #: What stands for each character of a masked name (``own_words``): in no phrase.
 _MASK = "\0"
@@ -366,24 +396,41 @@ def own_words(text: str) -> str:
     return text
 
 
-def _after(text: str, prefix: str) -> str | None:
-    """What follows the last ``prefix`` in ``text`` outside the names onnxruntime quotes
-    (``own_words``), unmasked; None without one. The last: what comes before it names the
-    model's nodes and file (``make_session``'s ``where``), which may hold ``prefix``."""
-    at = own_words(text).rfind(prefix)
-    return None if at < 0 else text[at + len(prefix):]
+def _own(said: EngineWords) -> str:
+    """onnxruntime's ``said`` words with what it echoes of dmlgraph's (a model's path) and
+    the names it quotes (``own_words``) masked: what a phrase may match."""
+    text = said.line
+    for echoed in filter(None, said.echoed):
+        text = text.replace(echoed, _MASK * len(echoed))
+    return own_words(text)
 
 
 #: What a failed run of a whole model says before onnxruntime's own words (``backend``).
 FAILS = "onnxruntime fails: "
 
 
-def fails_at_run(failure: str) -> str | None:
-    """onnxruntime's words where its failure running a whole model (``FAILS``) is one of
+def refused(where: str, words: str, echoed: tuple[str, ...] = ()) -> BackendError:
+    """onnxruntime's refusal to make a session (its ``words``), as dmlgraph says it: after
+    ``where`` and ``CANNOT_LOAD``, their first line, its words kept apart (``EngineWords``)
+    for what reads them. ``echoed``: what onnxruntime was given that its words may repeat
+    (the path)."""
+    said = EngineWords(LOAD, words, echoed)
+    return BackendError(f"{where}: {CANNOT_LOAD}{said.line}", engine_words=said)
+
+
+def failed(where: str, words: str) -> BackendError:
+    """onnxruntime's failure running a whole model (its ``words``), as dmlgraph says it:
+    after ``where`` and ``FAILS``, their first line, its words kept apart (``EngineWords``)."""
+    said = EngineWords(RUN, words)
+    return BackendError(f"{where}: {FAILS}{said.line}", engine_words=said)
+
+
+def fails_at_run(failure: BaseException) -> str | None:
+    """onnxruntime's words where its failure running a whole model (``failed``) is one of
     ``FAILS_WHEN_RUN``; None for any other error. ``check`` then compares with
     onnx.reference, as for a model ``CANNOT_RUN`` refuses."""
-    words = _after(failure, FAILS)
-    return words if words is not None and fails_when_run(words) else None
+    said = engine_words(failure, RUN)
+    return said.line if said is not None and _fails_by(_own(said)) else None
 
 
 #: What onnxruntime's failure on a whole model it cannot run adds (``may_run_hint``): the
@@ -395,7 +442,7 @@ MAY_RUN = engine_hint(
 )
 
 
-def may_run_hint(failure: str) -> str:
+def may_run_hint(failure: BaseException) -> str:
     """``MAY_RUN`` where onnxruntime's ``failure`` on a whole model is one it cannot run at
     all: refused at load (``CANNOT_RUN``: an int16 Pad) or failing at its run
     (``FAILS_WHEN_RUN``: a Scan whose body makes an output inference gives no shape, where
@@ -405,13 +452,29 @@ def may_run_hint(failure: str) -> str:
     return MAY_RUN
 
 
-def cannot_run(refusal: str) -> str | None:
-    """onnxruntime's words where a refusal to load a model (``CANNOT_LOAD``) is one of
-    ``CANNOT_RUN``; None for any other error."""
-    words = _after(refusal, CANNOT_LOAD)
-    if words is not None and any(phrase in own_words(words) for phrase in CANNOT_RUN):
-        return words
+def cannot_run(refusal: BaseException) -> str | None:
+    """onnxruntime's words where its refusal to load a model (``refused``) is one of
+    ``CANNOT_RUN``; None for any other error. Its words alone are read, never the path or
+    node names dmlgraph says before them (``EngineWords``)."""
+    said = engine_words(refusal, LOAD)
+    if said is not None and (any(phrase in _own(said) for phrase in CANNOT_RUN)
+                             or inserted_cast_refused(words_of(refusal))):
+        return said.line
     return None
+
+
+def inserted_cast_refused(words: str) -> bool:
+    """Whether onnxruntime's ``words`` refusing a model are its refusal of a Cast it inserts
+    (``INSERTED_CAST``), read whole where its own words open it (``_CHECKER``, in
+    ``own_words``; a clash from its first word): as a phrase, the refusal of an input named
+    'a"b' (or holding a newline) went unmatched, the quote's mask running past it, and a
+    tensor so named made the model one onnxruntime refuses otherwise: check exited 2 where
+    it compares with onnx.reference. A model's own Cast-1 to an int so named, or a model
+    defining such a name twice, fails dmlgraph's import (the ONNX checker) first."""
+    if _INSERTED_CAST_CLASHES.match(words):
+        return True
+    at = own_words(words).find(_CHECKER)
+    return at >= 0 and _INSERTED_CAST_SAYS.match(words, at + len(_CHECKER)) is not None
 
 
 def make_session(
@@ -455,9 +518,8 @@ def make_session(
                 content, providers, True, shared_arena, spin, optimize, disabled or None
             )
     except Exception as exc:  # onnxruntime raises its own pybind exception types
-        raise BackendError(
-            f"{where}: {CANNOT_LOAD}{first_line(exc)}"
-        ) from None
+        raise refused(where, engine_text(exc), (content,) if isinstance(content, str) else ()
+                      ) from None
 
 
 #: Ops onnxruntime 1.32 kills the process running (SIGSEGV, optimized or not) where an output
@@ -617,3 +679,86 @@ def placements(session: ort.InferenceSession) -> list[tuple[str, str, str]]:
         ]
     except Exception:  # recording disabled or unsupported: placement stays unknown
         return []
+
+
+def words_of(failure: BaseException | str) -> str:
+    """onnxruntime's own words of a ``failure``, for what reads the nodes they name: a string
+    is taken as them (a segment's error, as onnxruntime raised it); an error, the words it
+    carries (``EngineWords``), the path they echo masked; "" where it carries none. Never the
+    path or names dmlgraph wrote before them: a folder named "'pad'" made every failure one
+    at a divergent node 'pad', and a wrong output went not compared (exit 0)."""
+    if isinstance(failure, str):
+        return failure
+    said = getattr(failure, "engine_words", None)
+    if not isinstance(said, EngineWords):
+        return ""
+    text = said.text
+    for echoed in filter(None, said.echoed):
+        text = text.replace(echoed, _MASK * len(echoed))
+    return text
+
+
+#: How onnxruntime's failure running a node begins, and quotes its op type and name; the
+#: status message after it may begin with the failure of a node of its subgraph, alike.
+_RUNNING = "Non-zero status code returned while running "
+_NAMED = " node. Name:'"
+_NAME_ENDS = "' Status Message: "
+#: Where onnxruntime's refusals at load quote the node refused, (before, after) its name: no
+#: kernel (CPU) or no provider (CUDA), inference's refusal, a Type Error, the checker's.
+_REFUSED_AT: tuple[tuple[str, str], ...] = (
+    ("node with name '", "'"),
+    ("Node (", ") Op ("),
+    (" in node (", ") is invalid"),
+    ('In Node, ("', '", '),
+)
+
+
+def _name_at(text: str, begin: int, closer: str, names: Collection[str]) -> str | None:
+    """The node name onnxruntime quotes from ``begin`` to a ``closer``: the longest of the
+    graph's ``names`` that ends at one (a name may hold the closer, or begin with another
+    node's name), else up to the first closer; None without one."""
+    fits = [name for name in names if text.startswith(closer, begin + len(name))
+            and text.startswith(name, begin)]
+    if fits:
+        return max(fits, key=len)
+    end = text.find(closer, begin)
+    return None if end < 0 else text[begin:end]
+
+
+def failed_chain(failure: BaseException | str, names: Collection[str] = ()
+                 ) -> list[tuple[str, str]]:
+    """(op type, name) of each node onnxruntime's run ``failure`` says it failed at: the
+    graph's, then, where that one holds subgraphs, the one inside it, and so on inwards. Read
+    in onnxruntime's order from its first words (never from a name: ``own_words``), each
+    name matched whole against ``names`` (``_name_at``): a regex's ``[^']*`` read a Loop
+    named "lo'op" as 'lo'."""
+    text = words_of(failure)
+    at = own_words(text).find(_RUNNING)
+    chain: list[tuple[str, str]] = []
+    while at >= 0:
+        start = at + len(_RUNNING)
+        named = text.find(_NAMED, start)
+        name = None if named < 0 else _name_at(text, named + len(_NAMED), _NAME_ENDS, names)
+        if name is None:
+            break
+        chain.append((text[start:named], name))
+        at = named + len(_NAMED) + len(name) + len(_NAME_ENDS)
+        at = at if text.startswith(_RUNNING, at) else -1
+    return chain
+
+
+def refused_at(failure: BaseException | str, names: Collection[str] = ()) -> list[str]:
+    """The names of the nodes onnxruntime's refusal at load quotes as refused
+    (``_REFUSED_AT``), where its own words put them (``own_words``), matched whole against
+    ``names`` (``_name_at``)."""
+    text = words_of(failure)
+    own = own_words(text)
+    found = []
+    for opener, closer in _REFUSED_AT:
+        at = own.find(opener)
+        while at >= 0:
+            name = _name_at(text, at + len(opener), closer, names)
+            if name is not None:
+                found.append(name)
+            at = own.find(opener, at + len(opener))
+    return found
