@@ -1241,42 +1241,69 @@ def _long_shapes_read(
     (a few numbers; the model is given back as it was): a Reshape of a Scan's body input
     [2, 5000] to its own Shape made its output, and the Scan's, of an unknown size (the body
     is lowered as it runs: no folding computes the Shape there); at 4000, onnx's
-    propagation sized them."""
-    replaced = _shapes_as_constants(model.graph, exact, {})
-    if not replaced:
+    propagation sized them. A subgraph reading such a Constant of an enclosing graph gets a
+    copy of its own, as onnx's inference of a subgraph reads no enclosing graph's values: a
+    body Reshaping to the main graph's Shape of X [3, 2, 5000] stayed [2, unknown]."""
+    edits = _shapes_as_constants(model.graph, exact, {}, {})
+    if not edits:
         return exact
     try:
         return _inferred(model, source, propagate=False)
     finally:
-        for graph, index, node in replaced:
-            graph.node[index].CopyFrom(node)
+        for edit in reversed(edits):  # a subgraph's copies before its own Shapes, by index
+            if edit.node is None:
+                del edit.graph.node[edit.index]
+            else:
+                edit.graph.node[edit.index].CopyFrom(edit.node)
+
+
+@dataclass(frozen=True)
+class _Edit:
+    """One change ``_shapes_as_constants`` made to a graph, undone in reverse order: the node
+    at ``index`` was ``node``, or (None) was inserted there."""
+
+    graph: onnx.GraphProto
+    index: int
+    node: onnx.NodeProto | None
 
 
 def _shapes_as_constants(
-    graph: onnx.GraphProto, exact: onnx.GraphProto, outer: Mapping[str, onnx.TypeProto]
-) -> list[tuple[onnx.GraphProto, int, onnx.NodeProto]]:
+    graph: onnx.GraphProto, exact: onnx.GraphProto, outer: Mapping[str, onnx.TypeProto],
+    made: Mapping[str, onnx.NodeProto],
+) -> list[_Edit]:
     """Each Shape of ``graph`` (and of the subgraphs it holds, at any depth) whose value has
     a length over ``LONG_VECTOR``, by its input's type in ``exact`` (``graph`` inferred;
-    ``outer``: the types of the graphs holding it), made a Constant of that value. Returns
-    each one's graph, index and node as it was."""
+    ``outer``: the types of the graphs holding it), made a Constant of that value; each
+    subgraph reading one of an enclosing graph's (``made``, by name) gets a copy first.
+    Returns the edits, in the order made."""
     types = {**outer, **{value.name: value.type
                          for value in chain(exact.input, exact.value_info, exact.output)}}
-    replaced: list[tuple[onnx.GraphProto, int, onnx.NodeProto]] = []
+    own = {value.name for value in chain(graph.input, graph.initializer)}
+    made = {name: node for name, node in made.items() if name not in own}  # (shadowed)
+    edits: list[_Edit] = []
     for index, (node, typed) in enumerate(zip(graph.node, exact.node)):  # (nodes kept)
         if node.op_type in _CONTROL_FLOW:
             inferred = {attr.name: attribute_graphs(attr) for attr in typed.attribute}
             for attr in node.attribute:
                 for sub, sub_exact in zip(attribute_graphs(attr), inferred.get(attr.name, ())):
-                    replaced += _shapes_as_constants(sub, sub_exact, types)
+                    edits += _shapes_as_constants(sub, sub_exact, types, made)
+                    for name in reversed(outer_names(sub)) if made else ():
+                        if name in made:
+                            sub.node.insert(0, made[name])
+                            edits.append(_Edit(sub, 0, None))
         elif node.op_type == "Shape" and node.domain in ("", "ai.onnx") and node.input \
                 and (value := _long_shape(node, types.get(node.input[0]))) is not None:
             was = onnx.NodeProto()
             was.CopyFrom(node)
-            replaced.append((graph, index, was))
+            edits.append(_Edit(graph, index, was))
             node.CopyFrom(onnx.helper.make_node(
                 "Constant", [], node.output[:1], name=node.name,
                 value=numpy_helper.from_array(value)))
-    return replaced
+            made[node.output[0]] = node
+        for name in node.output:  # a later node of that name is another tensor
+            if name in made and made[name] is not node:
+                del made[name]
+    return edits
 
 
 def _long_shape(node: onnx.NodeProto, typed: onnx.TypeProto | None) -> np.ndarray | None:
