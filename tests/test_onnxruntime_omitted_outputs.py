@@ -98,12 +98,16 @@ def _info(name: str, elem: int = _F, shape: list[int] | None = None) -> onnx.Val
 
 def _model(nodes: list[onnx.NodeProto], inputs: list[onnx.ValueInfoProto], outputs: list[str],
            inits: tuple[np.ndarray, ...] = (), names: str = "", opset: int = 18,
-           **extra: object) -> onnx.ModelProto:
+           functions: tuple[onnx.FunctionProto, ...] = ()) -> onnx.ModelProto:
+    """A model of ``nodes``; ``inits`` named by ``names`` (space-separated); ``functions``
+    of the domain "local"."""
     graph = helper.make_graph(
         nodes, "g", inputs, [_info(o) for o in outputs],
         [onnx.numpy_helper.from_array(a, n) for n, a in zip(names.split(), inits)])
-    imports = [helper.make_opsetid("", opset), *extra.pop("imports", [])]  # type: ignore[misc]
-    return helper.make_model(graph, opset_imports=imports, ir_version=8, **extra)
+    imports = [helper.make_opsetid("", opset)]
+    imports += [helper.make_opsetid("local", 1)] if functions else []
+    return helper.make_model(graph, opset_imports=imports, ir_version=8,
+                             functions=list(functions))
 
 
 #: A BatchNormalization's scale, bias, mean and variance, per channel of x[1, 2, 3, 3].
@@ -113,9 +117,9 @@ _STATS = tuple(np.array(v, np.float32) for v in ([1.5, 0.5], [0.1, -0.2], [0.3, 
 
 def _batch_norm(opset: int, outputs: list[str], **attrs: int) -> onnx.ModelProto:
     """x[1, 2, 3, 3] normalized per channel (``_STATS``), some statistics omitted."""
-    stats = _STATS
-    node = helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], outputs, **attrs)
-    return _model([node], [_info("x", _F, [1, 2, 3, 3])], [o for o in outputs if o], stats,
+    node = helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], outputs)
+    node.attribute.extend(helper.make_attribute(k, v) for k, v in attrs.items())
+    return _model([node], [_info("x", _F, [1, 2, 3, 3])], [o for o in outputs if o], _STATS,
                   "s b m v", opset)
 
 
@@ -154,8 +158,7 @@ def _split_in_function() -> onnx.ModelProto:
         [helper.make_node("Split", ["x"], ["", "b"], axis=1, num_outputs=2)],
         opset_imports=[helper.make_opsetid("", 18)])
     node = helper.make_node("SecondHalf", ["x"], ["y"], domain="local")
-    return _model([node], [_info("x", _F, [2, 4])], ["y"],
-                  imports=[helper.make_opsetid("local", 1)], functions=[function])
+    return _model([node], [_info("x", _F, [2, 4])], ["y"], functions=(function,))
 
 
 def _normalized(x: np.ndarray) -> list[np.ndarray]:
