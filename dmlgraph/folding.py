@@ -1241,7 +1241,8 @@ def _long_shapes_read(
     (a few numbers; the model is given back as it was): a Reshape of a Scan's body input
     [2, 5000] to its own Shape made its output, and the Scan's, of an unknown size (the body
     is lowered as it runs: no folding computes the Shape there); at 4000, onnx's
-    propagation sized them."""
+    propagation sized them. A body reading such a Constant of the main graph reads it as
+    its own (``_inferred``)."""
     replaced = _shapes_as_constants(model.graph, exact, {})
     if not replaced:
         return exact
@@ -1570,12 +1571,76 @@ def _forget_negative_dims(graph: onnx.GraphProto) -> None:
 
 
 def _inferred(model: onnx.ModelProto, source: str, *, propagate: bool) -> onnx.GraphProto:
+    """onnx's inference of ``model``, each subgraph given for it a copy of the shape data of
+    its enclosing graphs it reads (``_copy_outer_shape_data``), taken out again of the model
+    and of what comes back: onnx's inference of a subgraph reads no enclosing graph's
+    values, so a body's Reshape to Concat(Gather(Shape(x), zero), ...) with ``zero`` an
+    initializer of the main graph, or to the main graph's Shape of a long X made a Constant
+    (``_long_shapes_read``), was of unknown sizes, and so was the Scan's output."""
+    copied = _copy_outer_shape_data(model.graph, {})
     try:
-        return onnx.shape_inference.infer_shapes(
+        inferred = onnx.shape_inference.infer_shapes(
             model, check_type=False, strict_mode=False, data_prop=propagate
         ).graph
     except Exception as exc:
         raise ModelValidationError(f"{source}: ONNX shape inference fails: {exc}") from None
+    finally:
+        if copied:
+            _drop_copies(model.graph, value_infos=False)
+    if copied:
+        _drop_copies(inferred, value_infos=True)
+    return inferred
+
+
+#: The name of the Constant nodes ``_copy_outer_shape_data`` puts into subgraphs.
+_OUTER_COPY = "dmlgraph::outer-shape-data"
+_GRAPH_KINDS = (AttributeProto.GRAPH, AttributeProto.GRAPHS)
+
+
+def _copy_outer_shape_data(graph: onnx.GraphProto, outer: Mapping[str, TensorProto]) -> bool:
+    """Put at the start of each subgraph of ``graph`` (at any depth) a Constant
+    (``_OUTER_COPY``) of each value of its enclosing graphs it reads that onnx's propagation
+    reads as shape data (``_small_value``: an integer scalar or vector of a few elements, an
+    initializer or a Constant's; ``outer``: the enclosing graphs', by name). Whether any."""
+    if not any(attr.type in _GRAPH_KINDS for node in graph.node for attr in node.attribute):
+        return False  # (no subgraph: the common case, a look at each node)
+    inputs = {value.name for value in graph.input}
+    known = {name: value for name, value in outer.items() if name not in inputs}  # (shadowed)
+    known.update((tensor.name, tensor) for tensor in graph.initializer  # (not a feed's default)
+                 if tensor.name not in inputs and _small_value(tensor) is not None)
+    copied = False
+    for node in graph.node:
+        subs = [sub for attr in node.attribute for sub in attribute_graphs(attr)]
+        for sub in subs:
+            copied |= _copy_outer_shape_data(sub, known)
+            read = [name for name in outer_names(sub) if name in known]
+            for name in reversed(read):
+                sub.node.insert(0, onnx.helper.make_node(
+                    "Constant", [], [name], name=_OUTER_COPY, value=known[name]))
+            copied |= bool(read)
+        for name in node.output:  # a later tensor of that name is another
+            known.pop(name, None)
+        tensor = (_constant_tensor(node) if node.op_type == "Constant" and node.output
+                  and node.domain in ("", "ai.onnx") else None)
+        if tensor is not None and _small_value(tensor) is not None:
+            known[node.output[0]] = tensor
+    return copied
+
+
+def _drop_copies(graph: onnx.GraphProto, *, value_infos: bool) -> None:
+    """Take ``_copy_outer_shape_data``'s Constants out of ``graph``'s subgraphs, and, in the
+    graph onnx's inference gave back (``value_infos``), the value infos it made of them."""
+    for node in graph.node:
+        for attr in node.attribute:
+            for sub in attribute_graphs(attr):
+                copies = [i for i, n in enumerate(sub.node) if n.name == _OUTER_COPY]
+                names = {sub.node[i].output[0] for i in copies}
+                for index in reversed(copies):
+                    del sub.node[index]
+                for index in reversed([i for i, v in enumerate(sub.value_info)
+                                       if value_infos and v.name in names]):
+                    del sub.value_info[index]
+                _drop_copies(sub, value_infos=value_infos)
 
 
 def _merge_inferred(

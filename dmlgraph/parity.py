@@ -1239,7 +1239,7 @@ def run_apart(graph: Graph, work: Callable[[], T], where: str) -> T:
     die of it (``_may_die``), as ``check``'s reference runs (else here): ``run --backend
     onnxruntime`` died with onnxruntime of SIGFPE on a Scan making scan outputs (exit 136,
     no word). A child killed by a signal is one error naming it."""
-    from backends.base import ChildKilled, engine_hint, run_forked
+    from backends.base import ChildKilled, run_forked
 
     if not _may_die(graph):
         return work()
@@ -1247,39 +1247,14 @@ def run_apart(graph: Graph, work: Callable[[], T], where: str) -> T:
         return run_forked(work)
     except ChildKilled as exc:
         why, known = _death(exc.signal)
-        omits = _fatal_omission(graph)
-        if omits is not None and not known:  # the numpy backend names what it omits
-            known = engine_hint(f"{_OMITS} ({omits}); the numpy backend runs it",
-                                "--backend numpy", "get_backend('numpy')")
         raise DmlgraphError(f"{where}: onnxruntime {why} running the model{known}") from None
-
-
-#: What onnxruntime dies of in ``_fatal_omission``'s nodes, as ``run_apart`` says it.
-_OMITS = "as onnxruntime 1.32 does on a Split omitting an output"
 
 
 def _may_die(graph: Graph) -> bool:
     """Whether onnxruntime may kill the process running ``graph``'s model: a Scan making scan
-    outputs (``_scans_out``), or a node omitting an output that onnxruntime dies of
-    (``_fatal_omission``)."""
-    return _scans_out(graph) or _fatal_omission(graph) is not None
-
-
-def _fatal_omission(graph: Graph) -> str | None:
-    """The node of ``graph`` ("node 'n' (Split)"; one in a subgraph: the node holding it)
-    that omits an output onnxruntime dies of (``providers.OMITTED_OUTPUT_KILLS``: a Split
-    into ["", "b"] killed ``run`` and ``check``, exit 139 and no word); None where none."""
-    from backends.onnxruntime.providers import OMITTED_OUTPUT_KILLS, omits_fatally
-    from dmlgraph.ir import subgraphs
-
-    for node in graph.nodes:
-        if (node.op_type in OMITTED_OUTPUT_KILLS and "" in node.outputs
-                and getattr(node.op, "domain", "") in ("", "ai.onnx")) or any(
-            omits_fatally(onnx.GraphProto.FromString(sub.data))
-            for sub in subgraphs(node.op) if OMITTED_OUTPUT_KILLS & set(sub.ops)
-        ):
-            return f"node {node.name!r} ({node.op_type})"
-    return None
+    outputs (``_scans_out``). (A node omitting an output onnxruntime dies of, a Split's "",
+    is named in every session's copy of the model: ``providers.session_model``.)"""
+    return _scans_out(graph)
 
 
 def _scans_out(graph: Graph) -> bool:

@@ -1728,3 +1728,76 @@ def test_a_loop_in_a_branch_fed_another_type_than_its_body_declares_is_one_error
     assert "node 'if' (If): its then_branch" in err and (
         "node 'loop' (Loop, #0): its body declares carried value 'acc' as int64 of any shape, "
         "and the Loop feeds it 'x', a float32 tensor") in err, err
+
+
+def _sliced_at_half_its_shape(kind: str, width: int, where: str) -> onnx.ModelProto:
+    """A Loop of 2 trips (or a Scan over e[2, 1]) whose body Slices x float[2, width] on
+    axis 1 from Shape(x)[1] // 2, that start computed in the main graph from x (``where``
+    "outer": the body reads it from the enclosing graph) or in the body from the outer x
+    ("body"); y stacks each trip's slice."""
+    def chain(pre: str) -> list[onnx.NodeProto]:
+        return [helper.make_node("Shape", ["x"], [f"{pre}shape"]),
+                helper.make_node("Gather", [f"{pre}shape", "one"], [f"{pre}d1"], axis=0),
+                helper.make_node("Div", [f"{pre}d1", "two"], [f"{pre}half"]),
+                helper.make_node("Unsqueeze", [f"{pre}half", "axis"], [f"{pre}starts"])]
+
+    pre = "" if where == "outer" else "b_"
+    nodes = [*(chain(pre) if where == "body" else []),
+             helper.make_node("Slice", ["x", f"{pre}starts", "end", "axis1"], ["sl"])]
+    if kind == "Loop":
+        body = helper.make_graph(
+            [*nodes, helper.make_node("Identity", ["c"], ["co"])], "body",
+            [_vi("i", INT64, []), _vi("c", BOOL, [])],
+            [_vi("co", BOOL, []), _vi("sl", FLOAT, None)])
+        node = helper.make_node("Loop", ["trip", ""], ["y"], body=body, name="loop")
+        extra = []
+    else:
+        body = helper.make_graph(
+            [*nodes, helper.make_node("Identity", ["s"], ["so"])], "body",
+            [_vi("s", FLOAT, [1]), _vi("e", FLOAT, [1])],
+            [_vi("so", FLOAT, [1]), _vi("sl", FLOAT, None)])
+        node = helper.make_node("Scan", ["s0", "e0"], ["s_last", "y"], body=body, name="scan",
+                                num_scan_inputs=1)
+        extra = [_vi("s0", FLOAT, [1]), _vi("e0", FLOAT, [2, 1])]
+    return _model(
+        [*(chain(pre) if where == "outer" else []), node],
+        [_vi("x", FLOAT, [2, width]), *extra], [_vi("y", FLOAT, None)],
+        [_i64("one", 1), _i64("two", 2), _i64("axis", [0]), _i64("end", [2**62]),
+         _i64("axis1", [1]), _i64("trip", 2)], checked=False)
+
+
+@pytest.mark.parametrize("width", [6, folding.LONG_VECTOR + 904])
+@pytest.mark.parametrize("where", ["outer", "body"])
+@pytest.mark.parametrize("kind", ["Loop", "Scan"])
+def test_a_body_s_slice_at_a_start_an_outer_shape_computes_is_a_directml_slice(
+    kind: str, where: str, width: int
+) -> None:
+    """A body's Slice whose start a Shape chain of the main graph's x computes (in the main
+    graph, or in the body from the outer x; x long enough that its length is hidden from
+    onnx's propagation, or not) is known statically: ``lower`` lists it as a SLICE of the
+    body, the numpy backend runs it as one, and ``check`` holds against onnxruntime, whose
+    outputs the run gives. (The main graph's Shape a body reads stays unknown in onnx's
+    inference of the body; dmlgraph's own import of the body, typed as the enclosing graph
+    types it with its constants, folds the chain.)"""
+    from dmlgraph import check
+    from lowering.held import held_lowerings
+
+    model = _sliced_at_half_its_shape(kind, width, where)
+    feeds = {"x": np.arange(2 * width, dtype=np.float32).reshape(2, width) / 7}
+    if kind == "Scan":
+        feeds |= {"s0": np.zeros(1, np.float32), "e0": np.ones((2, 1), np.float32)}
+    lowered = lower(dmlgraph.load(model), "6_4")
+    (held,) = held_lowerings(lowered)
+    assert held.problem == ""
+    (made,) = [n for n in held.lowered.nodes if not n.is_onnx]
+    assert made.op.name == "DML_OPERATOR_SLICE"
+    assert made.op.input_tensor.sizes[-2:] == (2, width)
+    assert made.op.output_tensor.sizes[-2:] == (2, width - width // 2)
+    result = get_backend("numpy").execute(lowered, feeds)
+    (want,) = _ort(model, feeds)[-1:]
+    assert want.shape == (2, 2, width - width // 2)
+    assert np.array_equal(result.outputs["y"], want)
+    assert [r.op for r in result.record.nodes if r.node == "(unnamed, making 'sl')"] == [
+        "DML_OPERATOR_SLICE"]
+    report = check(model, inputs=feeds)
+    assert report.exit_code == 0

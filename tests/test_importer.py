@@ -1834,13 +1834,16 @@ def test_a_long_tensor_a_node_of_two_outputs_makes_for_a_scan_is_hidden_from_dat
 def _scan_reshaped_to_its_shape_model(case: str, n: int) -> onnx.ModelProto:
     """A Scan of X [3, 2, n] (a graph input, or a weight counting up) whose body Reshapes its
     slice x [2, n] (declared so, or of no shape) to x's own Shape; x [1, 2, n] Reshaped to
-    its Shape from 1; the Scan in a Loop's body (of two trips)."""
+    its Shape from 1; to the main graph's Shape of X from 1 (the body reads it from the
+    enclosing graph); the Scan in a Loop's body (of two trips)."""
     f32 = TensorProto.FLOAT
     lead = [1] if "from 1" in case else []
     shape = [3, *lead, 2, n]
+    outer = "main graph's Shape" in case
+    shaped = [helper.make_node("Shape", ["X" if outer else "x"], ["s"],
+                               **({"start": 1} if lead or outer else {}))]
     body = helper.make_graph(
-        [helper.make_node("Shape", ["x"], ["s"], **({"start": 1} if lead else {})),
-         helper.make_node("Reshape", ["x", "s"], ["r"])], "body",
+        [*([] if outer else shaped), helper.make_node("Reshape", ["x", "s"], ["r"])], "body",
         [helper.make_tensor_value_info("x", f32, None if "no shape" in case else shape[1:])],
         [helper.make_tensor_value_info("r", f32, None)])
     nodes = [helper.make_node("Scan", ["X"], ["Y"], body=body, num_scan_inputs=1)]
@@ -1857,13 +1860,15 @@ def _scan_reshaped_to_its_shape_model(case: str, n: int) -> onnx.ModelProto:
              helper.make_tensor_value_info("Y", f32, None)])
         weights.append(numpy_helper.from_array(np.array(2, np.int64), "trips"))
         nodes.append(helper.make_node("Loop", ["trips", ""], ["Y"], body=loop_body))
-    graph = helper.make_graph(nodes, "g", inputs, [helper.make_tensor_value_info("Y", f32, None)],
-                              weights)
+    graph = helper.make_graph([*(shaped if outer else []), *nodes], "g", inputs,
+                              [helper.make_tensor_value_info("Y", f32, None)], weights)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=9)
 
 
 @pytest.mark.parametrize("case", [
     "graph input", "graph input, the body's x of no shape", "weight", "graph input, from 1",
+    "graph input, the main graph's Shape", "weight, the main graph's Shape",
+    "graph input, the main graph's Shape, in a Loop",
     "graph input, the Scan in a Loop's body"])
 def test_a_scan_body_input_reshaped_to_its_own_long_shape_keeps_its_size(
     case, monkeypatch, onnx_run
@@ -1891,6 +1896,94 @@ def test_a_scan_body_input_reshaped_to_its_own_long_shape_keeps_its_size(
     got = get_backend("numpy").run(lower(loaded), feeds)
     (want,) = onnx_run(model, feeds)
     np.testing.assert_array_equal(got["Y"], want)
+
+
+@pytest.mark.parametrize("n", [4000, folding.LONG_VECTOR + 904])
+def test_a_slice_of_a_scan_reshaped_to_the_main_graph_s_long_shape_is_lowered(n) -> None:
+    """What a user saw of a body Reshaping to the main graph's Shape of X [3, 2, n]: a Slice
+    of the Scan's output Y on its last axis was lowered at n = 4000 and left to the fallback
+    at 5000 (Y [3, 2, unknown]: "DirectML descriptors need static sizes"). It is a SLICE at
+    both, and ``check`` holds against onnxruntime."""
+    from dmlgraph import check
+
+    model = _scan_reshaped_to_its_shape_model("graph input, the main graph's Shape", n)
+    model.graph.initializer.extend(numpy_helper.from_array(np.array(v, np.int64), name)
+                                   for name, v in (("lo", [1]), ("hi", [3]), ("ax", [2])))
+    model.graph.node.append(helper.make_node("Slice", ["Y", "lo", "hi", "ax"], ["Z"],
+                                             name="slice"))
+    model.graph.output[0].CopyFrom(helper.make_tensor_value_info("Z", TensorProto.FLOAT, None))
+    (record,) = [r for r in lower(dmlgraph.load(model)).report() if r.name == "slice"]
+    assert (record.status.value, tuple(record.dml_ops)) == ("lowered", ("DML_OPERATOR_SLICE",))
+    x = np.random.default_rng(0).standard_normal((3, 2, n)).astype(np.float32)
+    report = check(model, inputs={"X": x})
+    assert report.exit_code == 0
+
+
+def _scan_reshaped_by_a_shape_chain_model(indices: str) -> onnx.ModelProto:
+    """A Scan over X float[3, 2, 6] whose body Reshapes x to Concat(Gather(Shape(x), zero),
+    Gather(Shape(x), one)), ``zero`` and ``one`` the main graph's ("initializers", or
+    "Constants": Constant nodes; "in a Loop": initializers, the Scan in a Loop's body of one
+    trip, Y [unknown, 3, 2, 6]); Z slices the Scan's output Y [3, 2, 6] on its last axis."""
+    f32, i64 = TensorProto.FLOAT, TensorProto.INT64
+    body = helper.make_graph(
+        [helper.make_node("Shape", ["x"], ["s"]),
+         helper.make_node("Gather", ["s", "zero"], ["d0"], axis=0),
+         helper.make_node("Gather", ["s", "one"], ["d1"], axis=0),
+         helper.make_node("Concat", ["d0", "d1"], ["target"], axis=0),
+         helper.make_node("Reshape", ["x", "target"], ["r"])], "body",
+        [helper.make_tensor_value_info("x", f32, [2, 6])],
+        [helper.make_tensor_value_info("r", f32, None)])
+    scan = helper.make_node("Scan", ["X"], ["Y"], body=body, num_scan_inputs=1)
+    small = {"zero": [0], "one": [1], "lo": [1], "hi": [4], "ax": [2]}
+    weights = [numpy_helper.from_array(np.array(v, np.int64), k) for k, v in small.items()]
+    nodes = [scan]
+    if indices == "Constants":
+        nodes = [helper.make_node("Constant", [], [w.name], value=w) for w in weights[:2]]
+        nodes, weights = [*nodes, scan], weights[2:]
+    if indices == "in a Loop":
+        loop_body = helper.make_graph(
+            [helper.make_node("Identity", ["cin"], ["cout"]), scan], "loop_body",
+            [helper.make_tensor_value_info("i", i64, []),
+             helper.make_tensor_value_info("cin", TensorProto.BOOL, [])],
+            [helper.make_tensor_value_info("cout", TensorProto.BOOL, []),
+             helper.make_tensor_value_info("Y", f32, None)])
+        weights.append(numpy_helper.from_array(np.array(1, np.int64), "trips"))
+        nodes = [helper.make_node("Loop", ["trips", ""], ["Y"], body=loop_body)]
+    nodes.append(helper.make_node("Slice", ["Y", "lo", "hi", "ax"], ["Z"], name="slice"))
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("X", f32, [3, 2, 6])],
+                              [helper.make_tensor_value_info("Z", f32, None)], weights)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=9)
+
+
+@pytest.mark.parametrize("indices", ["initializers", "Constants", "in a Loop"])
+def test_a_scan_reshaped_by_a_body_s_shape_chain_of_outer_indices_keeps_its_size(
+    indices,
+) -> None:
+    """onnx's inference of a body reads no enclosing graph's values: a body's Reshape to a
+    Shape chain Gathering by the main graph's indices was [unknown, unknown], the Scan's
+    output Y [3, unknown, unknown], and a Slice of Y went to the fallback in ``lower``. The
+    body reads a copy of that shape data for inference: Y is [3, 2, 6] (as onnx's
+    propagation gives where the indices are the body's own, and onnxruntime makes it), the
+    Slice a SLICE (of a Loop's output, of unknown trips, it is lowered when it runs), and
+    ``check`` holds against onnxruntime; the model is given back without the copies."""
+    from dmlgraph import check
+    from dmlgraph.ir import subgraphs
+
+    model = _scan_reshaped_by_a_shape_chain_model(indices)
+    loaded = dmlgraph.load(model)
+    assert loaded.tensors["Y"].shape[-3:] == (3, 2, 6)  # (a Loop's trips: onnx infers none)
+    (record,) = [r for r in lower(loaded).report() if r.name == "slice"]
+    if indices != "in a Loop":
+        assert (record.status.value, tuple(record.dml_ops)) == (
+            "lowered", ("DML_OPERATOR_SLICE",))
+    x = np.arange(36, dtype=np.float32).reshape(3, 2, 6)
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    (want,) = session.run(None, {"X": x})
+    got = get_backend("numpy").run(lower(loaded), {"X": x})
+    np.testing.assert_array_equal(got["Z"], want)
+    assert check(model, inputs={"X": x}).exit_code == 0
+    bodies = [sub.data for node in loaded.nodes for sub in subgraphs(node.op)]
+    assert bodies and not any(b"outer-shape-data" in body for body in bodies)
 
 
 @pytest.mark.parametrize("model", ["encodec_encoder_reflect", "tf_mobilenetv3_small_minimal"])

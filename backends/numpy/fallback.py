@@ -24,7 +24,6 @@ from backends.onnxruntime.providers import (
     cannot_run,
     fails_when_run,
     make_session,
-    name_omitted,
     select_providers,
 )
 from dmlgraph import folding
@@ -1020,7 +1019,7 @@ class OnnxruntimeFallback:
             ran.outputs = [*graph.outputs, *fetched]
         try:
             session = make_session(
-                name_omitted(ran.to_onnx()),  # (onnxruntime dies of a Split omitting one)
+                ran.to_onnx(),  # (its omitted outputs onnxruntime dies of named there)
                 self.providers,
                 f"{graph.source}: {_nodes(graph)}",
                 shared_threads=self.shared_threads,

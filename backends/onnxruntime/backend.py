@@ -33,6 +33,7 @@ from backends.base import (
 from backends.onnxruntime import values
 from backends.onnxruntime.providers import (
     failed,
+    fatal_omission_in,
     layout_rewrite_safe,
     make_session,
     may_run_hint,
@@ -254,7 +255,10 @@ class OnnxruntimeBackend:
         optimize: bool = True,
     ) -> ort.InferenceSession:
         """A session for a model as given (a path keeps external data reachable); with
-        ``optimize=False``, without onnxruntime's graph optimizations."""
+        ``optimize=False``, without onnxruntime's graph optimizations. An output whose
+        omission onnxruntime dies of (a Split's "") is named in a copy, never in ``model``
+        or its file (``providers.session_model``): the session's inputs and outputs are the
+        model's, and it runs what the model says (it killed the process, exit 139)."""
         where = where or (str(model) if isinstance(model, (str, os.PathLike)) else "<model>")
         content = str(model) if isinstance(model, os.PathLike) else model
         return make_session(content, self.providers, where, optimize=optimize,
@@ -263,10 +267,19 @@ class OnnxruntimeBackend:
     def execute_session(
         self, session: ort.InferenceSession, feeds: Mapping[str, Any], where: str = "<model>"
     ) -> RunResult:
-        """Run a session; feeds it does not take are left out."""
+        """Run a session; feeds it does not take are left out. A session made elsewhere
+        (``onnxruntime.InferenceSession``) over a model whose omitted output onnxruntime dies
+        of (``providers.fatal_omission_in``) is refused, as it cannot be renamed: running
+        it killed the process (exit 139, no word); ``session`` makes one that runs."""
         if not isinstance(feeds, Mapping):  # as run() refuses them
             raise BackendError(f"{where}: feeds map tensor names to arrays, not a "
                                f"{type(feeds).__name__}")
+        if (omits := fatal_omission_in(session)) is not None:
+            raise BackendError(
+                f"{where}: the session's model has {omits}, which onnxruntime 1.32 dies "
+                "running (SIGSEGV); make the session with "
+                "OnnxruntimeBackend.session (or run the model with execute_model), which "
+                "names the omitted output in a copy")
         names = [o.name for o in session.get_outputs()]
         expected = {i.name: _SESSION_DTYPES.get(i.type) for i in session.get_inputs()}
         arrays = {  # Python data in the input's type, NumPy's strings decoded, as run() has it

@@ -8,7 +8,10 @@ the list so nodes a GPU provider refuses still run.
 from __future__ import annotations
 
 import itertools
+import mmap
+import os
 import re
+import weakref
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -27,7 +30,7 @@ from backends.base import (
 )
 from dmlgraph import folding
 from dmlgraph.ir import Graph, subgraphs
-from dmlgraph.subgraphs import nested_nodes
+from dmlgraph.subgraphs import attribute_graphs, nested_nodes
 
 #: Providers in order of preference; the first available one leads the session's list.
 PREFERENCE: tuple[str, ...] = (
@@ -495,9 +498,10 @@ def make_session(
     graph dmlgraph made): without the optimizers that rewrite by inferred shapes
     (``SHAPE_REWRITES``), nor those that change what it computes (``VALUE_REWRITES``), the
     others kept. ``layout``: whether ``LAYOUT_REWRITE`` may run, as decided for the whole
-    model (``layout_rewrite_safe``); None decides from ``model`` alone."""
+    model (``layout_rewrite_safe``); None decides from ``model`` alone. The outputs
+    onnxruntime dies of omitting are named in a copy (``session_model``), whoever asks."""
     global _global_pools
-    content = model.SerializeToString() if isinstance(model, onnx.ModelProto) else model
+    given = session_model(model)
     shared = bool(_global_pools) or (shared_threads and share_global_thread_pools())
     disabled = [] if shape_rewrites else [
         *(r for r in SHAPE_REWRITES if r != "ConstantFolding" or _reads_shapes(model)),
@@ -508,25 +512,40 @@ def make_session(
     try:
         try:
             return _session(
-                content, providers, shared, shared_arena, spin, optimize, disabled or None
+                given, providers, shared, shared_arena, spin, optimize, disabled or None
             )
         except Exception as exc:
             if shared or _POOLS_TAKEN not in str(exc):
                 raise
             _global_pools = True  # someone else made them
             return _session(
-                content, providers, True, shared_arena, spin, optimize, disabled or None
+                given, providers, True, shared_arena, spin, optimize, disabled or None
             )
     except Exception as exc:  # onnxruntime raises its own pybind exception types
-        raise refused(where, engine_text(exc), (content,) if isinstance(content, str) else ()
+        raise refused(where, engine_text(exc), (model,) if isinstance(model, str) else ()
                       ) from None
 
 
 #: Ops onnxruntime 1.32 kills the process running (SIGSEGV, optimized or not) where an output
-#: is omitted (named ""): a Split of x[2, 4] into ["", "A"], ["A", ""] or ["", "", "B"]
-#: (named ["u", "A"] it runs). Optional outputs omitted so elsewhere (Dropout's mask, an
-#: LSTM's Y) run. ``omits_fatally`` finds them; ``name_omitted`` names them.
-OMITTED_OUTPUT_KILLS = frozenset({"Split"})
+#: is omitted (named ""), each named it runs (probed one model a subprocess, CPU provider):
+#: a Split of x[2, 4] into ["", "A"], ["A", ""] or ["", "", "B"] (opsets 11, 13, 18); a
+#: BatchNormalization omitting a running mean or variance (training_mode=1 at opsets 14
+#: and 15; opset 9's mean or var); a Loop omitting a final carried value (["", "scan"],
+#: ["c", ""] of two carried); an If omitting an output (optimized; unoptimized it refuses).
+#: The same in a subgraph or a model-local function. Omitted so elsewhere, the optional
+#: outputs run: Dropout's mask, LSTM/GRU/RNN's Y, Y_h or Y_c, MaxPool's Indices, Unique's
+#: indices, inverse_indices and counts, LayerNormalization's Mean and InvStdDev,
+#: SoftmaxCrossEntropyLoss's log_prob, Attention-23's presents; a Scan's or TopK's and
+#: DynamicQuantizeLinear's are refused at load. ``omits_fatally`` finds them;
+#: ``name_omitted`` names them.
+OMITTED_OUTPUT_KILLS = frozenset({"Split", "BatchNormalization", "Loop", "If"})
+#: The bytes a serialized NodeProto of one of ``OMITTED_OUTPUT_KILLS`` holds (op_type, field
+#: 4), and those of an omitted output (output, field 2, ""): a model lacking either holds
+#: none, and is not parsed (``_may_omit``; one regex pass: 0.2 s over 200 MB of weights,
+#: four ``bytes.find`` took 0.8 s, parsing it 0.34 s).
+_KILLS_BYTES = re.compile(b"\x22(?:" + b"|".join(
+    re.escape(bytes([len(op)]) + op.encode()) for op in sorted(OMITTED_OUTPUT_KILLS)) + b")")
+_OMITTED_BYTES = b"\x12\x00"
 
 
 def _omits(node: onnx.NodeProto) -> bool:
@@ -534,29 +553,101 @@ def _omits(node: onnx.NodeProto) -> bool:
             and "" in node.output)
 
 
-def omits_fatally(graph: onnx.GraphProto) -> bool:
-    """Whether a node of ``graph`` (or of its subgraphs) is one onnxruntime dies running
-    (``OMITTED_OUTPUT_KILLS``)."""
-    return any(_omits(node) for node in nested_nodes(graph))
+def _model_nodes(model: onnx.ModelProto) -> Iterator[onnx.NodeProto]:
+    """Every node of ``model``: its graph's, its model-local functions', their subgraphs'."""
+    yield from nested_nodes(model.graph)
+    for function in model.functions:
+        for node in function.node:
+            yield node
+            for attr in node.attribute:
+                for sub in attribute_graphs(attr):
+                    yield from nested_nodes(sub)
+
+
+def omits_fatally(graph: onnx.GraphProto | onnx.ModelProto) -> bool:
+    """Whether a node of ``graph`` (of its subgraphs; a model's: of its functions too) is one
+    onnxruntime dies running (``OMITTED_OUTPUT_KILLS``)."""
+    nodes = _model_nodes(graph) if isinstance(graph, onnx.ModelProto) else nested_nodes(graph)
+    return any(_omits(node) for node in nodes)
+
+
+def fatal_omission(model: onnx.ModelProto) -> str | None:
+    """The first node of ``model`` onnxruntime dies running (``OMITTED_OUTPUT_KILLS``), as
+    an error names it ("node 'n' (Split) omitting output 0"); None where none."""
+    for node in _model_nodes(model):
+        if _omits(node):
+            return (f"node {node.name!r} ({node.op_type}) omitting output "
+                    f"{list(node.output).index('')}")
+    return None
 
 
 def name_omitted(model: onnx.ModelProto) -> onnx.ModelProto:
     """``model`` with the omitted outputs of the nodes onnxruntime dies running
-    (``OMITTED_OUTPUT_KILLS``) named, each a fresh name nothing reads: what a graph dmlgraph
-    made gives onnxruntime (a Split of x[4] into ["", "b"] killed ``run`` and ``check``, exit
-    139 and no word). ``model`` itself where there are none."""
-    if not omits_fatally(model.graph):
+    (``OMITTED_OUTPUT_KILLS``) named, each a fresh name nothing reads, in a copy: what every
+    session dmlgraph makes is given (``make_session``; a Split of x[4] into ["", "b"] killed
+    ``run`` and ``check``, exit 139 and no word). ``model`` itself where there are none."""
+    if not omits_fatally(model):
         return model
     model = onnx.ModelProto.FromString(model.SerializeToString())
-    taken = {name for node in nested_nodes(model.graph) for name in (*node.input, *node.output)}
+    taken = {name for node in _model_nodes(model) for name in (*node.input, *node.output)}
     taken |= {i.name for i in (*model.graph.input, *model.graph.initializer)}
+    taken |= {name for f in model.functions for name in (*f.input, *f.output)}
     fresh = (name for i in itertools.count() if (name := f"omitted_{i}") not in taken)
-    for node in nested_nodes(model.graph):
+    for node in _model_nodes(model):
         if _omits(node):
             for i, name in enumerate(node.output):
                 if not name:
                     node.output[i] = next(fresh)
     return model
+
+
+def _may_omit(content: bytes | mmap.mmap) -> bool:
+    """Whether serialized model ``content`` may hold a node ``name_omitted`` names: the
+    bytes of one of its ops and of an omitted output (``_KILLS_BYTES``). False: it holds
+    none, and needs no parsing (a model file is read once more only where it may)."""
+    return content.find(_OMITTED_BYTES) >= 0 and _KILLS_BYTES.search(content) is not None
+
+
+def _file_may_omit(path: str) -> bool:
+    """``_may_omit`` of a model file, mapped rather than read; True where it cannot be
+    mapped (then parsed: an empty file, a special one)."""
+    try:
+        with open(path, "rb") as file, mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as m:
+            return _may_omit(m)
+    except (OSError, ValueError):
+        return True
+
+
+@dataclass(frozen=True)
+class SessionModel:
+    """What ``make_session`` gives onnxruntime: ``content`` (serialized, or a file's path),
+    and ``folder``, where a file's external data lies when ``content`` is its named copy
+    (serialized, it has no path of its own for onnxruntime to find them by); else None."""
+
+    content: bytes | str
+    folder: str | None = None
+
+
+def session_model(model: onnx.ModelProto | bytes | str) -> SessionModel:
+    """``model`` as a session takes it, with the omitted outputs onnxruntime dies of named
+    in a copy (``name_omitted``): never the caller's ModelProto or file. A model that
+    cannot be read as ONNX is passed as given, for onnxruntime to refuse in its words."""
+    if isinstance(model, onnx.ModelProto):
+        return SessionModel(name_omitted(model).SerializeToString())
+    if isinstance(model, bytes) and not _may_omit(model):
+        return SessionModel(model)
+    if isinstance(model, str) and not _file_may_omit(model):
+        return SessionModel(model)
+    try:
+        proto = (onnx.load_model_from_string(model) if isinstance(model, bytes)
+                 else onnx.load(model, load_external_data=False))
+    except Exception:
+        return SessionModel(model)
+    named = name_omitted(proto)
+    if named is proto:
+        return SessionModel(model)
+    folder = os.path.dirname(os.path.abspath(model)) if isinstance(model, str) else None
+    return SessionModel(named.SerializeToString(), folder)
 
 
 def layout_rewrite_safe(graph: Graph) -> bool:
@@ -643,7 +734,7 @@ def _pools_may_be_empty(model: onnx.ModelProto | bytes | str) -> bool:
 
 
 def _session(
-    content: bytes | str,
+    given: SessionModel,
     providers: Sequence[str],
     threads: bool,
     arena: bool,
@@ -654,9 +745,47 @@ def _session(
     options = session_options(
         providers, shared_threads=threads, shared_arena=arena, spin=spin, optimize=optimize
     )
-    return ort.InferenceSession(
-        content, options, providers=with_options(providers), disabled_optimizers=disabled
+    if given.folder is not None:
+        options.add_session_config_entry(EXTERNAL_DATA_FOLDER, given.folder)
+    session = ort.InferenceSession(
+        given.content, options, providers=with_options(providers), disabled_optimizers=disabled
     )
+    _NAMED_SESSIONS.add(session)
+    return session
+
+
+#: The session option naming where a model given serialized finds its external data.
+EXTERNAL_DATA_FOLDER = "session.model_external_initializers_file_folder_path"
+#: The sessions ``make_session`` made: their models' omitted outputs are named
+#: (``session_model``), so running one needs no look at its model (``fatal_omission_in``).
+_NAMED_SESSIONS: weakref.WeakSet[ort.InferenceSession] = weakref.WeakSet()
+#: ``fatal_omission_in`` of sessions made elsewhere, once each.
+_FOREIGN: weakref.WeakKeyDictionary[ort.InferenceSession, str | None] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def fatal_omission_in(session: ort.InferenceSession) -> str | None:
+    """``fatal_omission`` of the model a session was made over, as onnxruntime's Python
+    session keeps it (its path or bytes); None for a session ``make_session`` made, or one
+    whose model is not kept or cannot be read. onnxruntime dies running the others
+    (``OMITTED_OUTPUT_KILLS``), and a made session cannot be renamed: its caller refuses."""
+    if session in _NAMED_SESSIONS:
+        return None
+    if session in _FOREIGN:
+        return _FOREIGN[session]
+    path = getattr(session, "_model_path", None)
+    content = getattr(session, "_model_bytes", None)
+    found = None
+    try:
+        if isinstance(content, bytes) and _may_omit(content):
+            found = fatal_omission(onnx.load_model_from_string(content))
+        elif isinstance(path, str) and _file_may_omit(path):
+            found = fatal_omission(onnx.load(path, load_external_data=False))
+    except Exception:  # not ONNX as onnx reads it: onnxruntime made it, and runs it
+        found = None
+    _FOREIGN[session] = found
+    return found
 
 
 def with_options(providers: Sequence[str]) -> list[str | tuple[str, dict[str, str]]]:
