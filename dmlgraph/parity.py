@@ -24,8 +24,8 @@ comparison says so (``_against_onnx_reference``). A model holding a Scan that ma
 outputs runs its onnxruntime reference in a forked child (``_ForkedReference``): onnxruntime
 1.32 dies of SIGFPE on some; then onnx.reference is the reference, or the death is one error.
 The outputs onnxruntime fails on at a known divergence where onnx.reference computes what ONNX
-says (``SPEC_REFERENCE_DIVERGENCES``) are compared against onnx.reference, and the comparison
-says so (``_on_onnx_reference``).
+says (``SPEC_REFERENCE_DIVERGENCES``), or computes otherwise there (``_excused_by_spec``), are
+compared against onnx.reference, and the comparison says so (``_on_onnx_reference``).
 """
 
 from __future__ import annotations
@@ -1475,7 +1475,13 @@ def _against_reference(ort: Any, subject: _Subject, notes: list[str]) -> Compari
                 ort, ran, graph, feeds, result.outputs, values, tolerances, outputs, runs,
                 notes, plain_failed=lambda exc, made: _past_run_divergence(
                     ort, subject, exc, made, notes))
-        return Comparison(label, f"{reference} ({result.record.provider})", outputs)
+        reference = f"{reference} ({result.record.provider})"
+        spec = _on_onnx_reference(subject, _excused_by_spec(outputs, divergences), _COMPUTED)
+        if spec.outputs:
+            taken = dict.fromkeys(names[i] for i in spec.outputs)
+            reference += f"; onnx.reference on the original model for {', '.join(map(repr, taken))}"
+        outputs = tuple(spec.outputs.get(i, o) for i, o in enumerate(outputs))
+        return Comparison(label, reference, outputs, note="; ".join(spec.notes))
     words = cannot_run(str(refused)) if refused is not None else None
     if words is None:  # a Scan whose body makes an output inference gives no shape: exit 2
         words = fails_at_run(str(failure))  # with onnxruntime's words alone
@@ -1578,6 +1584,29 @@ def _plain_failure(ort: Any, model: Any, subject: _Subject) -> DmlgraphError | N
     return None  # it runs unoptimized: the optimized session's failure stands
 
 
+def _excused_by_spec(outputs: Sequence[OutputComparison],
+                     divergences: Sequence[KnownDivergence]) -> list[int]:
+    """The outputs (by position) onnxruntime computed otherwise than dmlgraph, excused as known
+    divergences all of which onnx.reference computes what ONNX says at
+    (``KnownDivergence.reference_follows_spec``): ``_on_onnx_reference`` compares them. A
+    Slice ending at INT64_MAX with a negative step (onnxruntime reads it "through index 0",
+    ONNX's result is empty) excused any value of dmlgraph's, a wrong one too (exit 0). Not an
+    output onnxruntime's graph optimizations alone excused (``OPTIMIZER_DIVERGENCE``)."""
+    return [
+        i for i, o in enumerate(outputs)
+        if o.compared and o.verdict is Verdict.KNOWN_DIVERGENCE
+        and OPTIMIZER_DIVERGENCE not in o.divergences
+        and (reached := [d for d in divergences if i in d.outputs])
+        and all(d.reference_follows_spec for d in reached)
+    ]
+
+
+#: Why ``_on_onnx_reference`` compares an output: onnxruntime failed at a known divergence
+#: (``_FAILED``), or computed it otherwise than dmlgraph there (``_COMPUTED``).
+_FAILED = "onnxruntime fails at a known divergence"
+_COMPUTED = "onnxruntime computes it otherwise at a known divergence"
+
+
 @dataclass(frozen=True)
 class _SpecReference:
     """What onnx.reference made of the outputs onnxruntime failed on (``_on_onnx_reference``):
@@ -1588,13 +1617,15 @@ class _SpecReference:
     notes: tuple[str, ...]
 
 
-def _on_onnx_reference(subject: _Subject, left: Sequence[int]) -> _SpecReference:
+def _on_onnx_reference(subject: _Subject, left: Sequence[int], because: str = _FAILED
+                       ) -> _SpecReference:
     """The outputs (by position) onnxruntime failed at a known divergence on, compared with
     onnx.reference on the model pruned to them, where it computes what ONNX says at every
     divergent node they are reached by (``KnownDivergence.reference_follows_spec``): a wrap
     Pad of an empty input, which onnxruntime fails on, was left not compared, though ONNX says
     its result. A mismatch there is dmlgraph's (no divergence excuses it). Where onnx.reference
-    fails too, they stay not compared, its reason said."""
+    fails too, they stay not compared, its reason said. ``because``: why onnxruntime's value
+    is no oracle there (``_FAILED``, ``_COMPUTED``: ``_excused_by_spec``)."""
     from backends.base import first_line
 
     names, values, divergences = subject.names, subject.values, subject.divergences
@@ -1620,8 +1651,7 @@ def _on_onnx_reference(subject: _Subject, left: Sequence[int]) -> _SpecReference
                      f"{first_line(exc)}")
         return _SpecReference({}, why, tuple(notes))
     at = dict.fromkeys(d.label for i in ours for d in reached[i])
-    why = ("compared with onnx.reference: onnxruntime fails at a known divergence, where "
-           "onnx.reference computes what ONNX says")
+    why = f"compared with onnx.reference: {because}, where onnx.reference computes what ONNX says"
     notes.append(f"{', '.join(map(repr, taken))} compared with onnx.reference on the model "
                  f"(pruned to the outputs compared): it computes what ONNX says at "
                  f"{_nodes_text(at)}")

@@ -244,9 +244,15 @@ def test_where_onnxruntime_computes_otherwise_the_mismatch_is_the_divergence_nam
              else _scan_8(None, steps=0)[1])
     report = check(model, inputs=feeds, fallback="reference")
     (y,) = report.comparisons[0].outputs
+    (divergence,) = report.divergences
+    assert words in divergence.note and report.exit_code == 0
+    if divergence.reference_follows_spec:  # (the Squeeze's: compared with onnx.reference)
+        assert y.verdict is Verdict.PASS and y.compared
+        assert y.message.startswith("compared with onnx.reference: onnxruntime computes it "
+                                    "otherwise at a known divergence")
+        return
     assert y.verdict is Verdict.KNOWN_DIVERGENCE and len(y.divergences) == 1
     assert words in y.divergences[0] and y.divergences[0].startswith("node ")
-    assert report.exit_code == 0
 
 
 def test_the_scan_8_of_no_step_note_says_onnxruntime_leaves_its_states_uninitialized() -> None:
@@ -453,8 +459,9 @@ def test_a_failure_downstream_of_an_unnamed_divergent_node_is_traced_to_it(
     assert report.exit_code == 0
 
 
-def _plant_wrong_values(monkeypatch) -> None:
-    """Every output the numpy backend returns 1 off: a dmlgraph bug ``check`` must fail."""
+def _plant_wrong_values(monkeypatch, planted: dict[str, np.ndarray] | None = None) -> None:
+    """Every output the numpy backend returns 1 off (or those ``planted``, as given): a
+    dmlgraph bug ``check`` must fail."""
     import backends.numpy.backend as numpy_backend
 
     execute = numpy_backend.NumpyBackend.execute
@@ -462,7 +469,8 @@ def _plant_wrong_values(monkeypatch) -> None:
     def wrong(self, graph, feeds, outputs=None):
         result = execute(self, graph, feeds, outputs)
         return dataclasses.replace(result, outputs={
-            k: v + 1 for k, v in result.outputs.items()})
+            k: v + 1 for k, v in result.outputs.items()} if planted is None else {
+            **result.outputs, **planted})
 
     monkeypatch.setattr(numpy_backend.NumpyBackend, "execute", wrong)
 
@@ -547,6 +555,71 @@ def test_a_wrong_value_there_is_a_failure_no_divergence_excuses(monkeypatch) -> 
     assert y.verdict is Verdict.FAIL and y.divergences == () and y.mismatches == 12
     assert "compared with onnx.reference" in y.message and "12 of 12 elements" in y.message
     assert report.exit_code == 1
+
+
+def _reversed_slice(direction: int | None = None) -> tuple[onnx.ModelProto, dict]:
+    """Opset 18: the sum (ReduceSum, keepdims) of a Slice of x [2, 6] by step -1 from -1 to
+    INT64_MAX along axis 1 (y [1, 1]): ONNX clamps that end, so the slice is empty and y 0,
+    where onnxruntime's CPU kernel reads it "through index 0" (y 21) and gives no error;
+    beside Relu(x) (r). With ``direction``, the same of each row of X [2, 6] in the body of a
+    Scan whose scan_input_directions says it (y [2, 1] its scan output), which onnx.reference
+    runs only forward."""
+    sliced = [helper.make_node("Slice", ["x", "s", "e", "a", "t"], ["sl"], name="slice"),
+              helper.make_node("ReduceSum", ["sl"], ["y"]), helper.make_node("Relu", ["x"], ["r"])]
+    ends = [_ints("s", [-1]), _ints("e", [2**63 - 1]), _ints("t", [-1])]
+    if direction is None:
+        graph = helper.make_graph(sliced, "m", [_info("x", [2, 6])],
+                                  [_info("y", None), _info("r", None)], [*ends, _ints("a", [1])])
+    else:
+        body = helper.make_graph(sliced, "body", [_info("x", [6])],
+                                 [_info("y", [1]), _info("r", [6])], [*ends, _ints("a", [0])])
+        graph = helper.make_graph(
+            [helper.make_node("Scan", ["X"], ["y", "r"], name="scan", body=body,
+                              num_scan_inputs=1, scan_input_directions=[direction])], "m",
+            [_info("X", [2, 6])], [_info("y", None), _info("r", None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=10)
+    name = "x" if direction is None else "X"
+    return model, {name: np.arange(1, 13, dtype=np.float32).reshape(2, 6)}
+
+
+@pytest.mark.parametrize("direction", [None, 0])
+@pytest.mark.parametrize("fallback", ["onnxruntime", "reference"])
+def test_a_wrong_value_where_onnxruntime_computes_otherwise_is_a_failure(
+    direction, fallback, monkeypatch
+) -> None:
+    """Where onnxruntime runs the divergent node and computes it otherwise (a Slice "through
+    index 0"), its value excused any of dmlgraph's as the known divergence: a wrong Y, even
+    of onnxruntime's shape, passed (exit 0, "parity holds"). onnx.reference computes what
+    ONNX says there, so the output is compared with it: ONNX's empty Y passes, a wrong one
+    fails."""
+    model, feeds = _reversed_slice(direction)
+    session = ort.InferenceSession(model.SerializeToString(),
+                                   providers=["CPUExecutionProvider"])
+    made = session.run(None, feeds)[0]
+    assert made.all()  # onnxruntime's sums: ONNX's of an empty slice are 0
+    report = check(model, inputs=feeds, fallback=fallback)
+    y, r = report.comparisons[0].outputs
+    assert [d.outputs for d in report.divergences] == [{0}]
+    assert y.compared and y.verdict is Verdict.PASS and y.max_abs_error == 0
+    assert y.message.startswith("compared with onnx.reference: onnxruntime computes it "
+                                "otherwise at a known divergence")
+    assert r.verdict is Verdict.PASS and report.exit_code == 0
+    _plant_wrong_values(monkeypatch, {"y": made + 1})  # (onnxruntime's, but 1 off)
+    report = check(model, inputs=feeds, fallback=fallback)
+    y, r = report.comparisons[0].outputs
+    assert y.verdict is Verdict.FAIL and r.verdict is Verdict.PASS and report.exit_code == 1
+
+
+@pytest.mark.parametrize("fallback", ["onnxruntime", "reference"])
+def test_where_onnx_reference_cannot_run_it_the_divergence_stands(fallback) -> None:
+    """A Scan run backwards, which onnx.reference refuses ("not implemented"): onnxruntime's
+    Y stays the known divergence, and the note says onnx.reference failed too."""
+    model, feeds = _reversed_slice(1)
+    report = check(model, inputs=feeds, fallback=fallback)
+    y, r = report.comparisons[0].outputs
+    assert y.verdict is Verdict.KNOWN_DIVERGENCE and r.verdict is Verdict.PASS
+    assert "onnx.reference failed on 'y' as well" in report.comparisons[0].note
+    assert report.exit_code == 0
 
 
 def test_where_onnx_reference_fails_too_the_output_stays_not_compared_with_both_reasons(

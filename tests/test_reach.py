@@ -432,7 +432,8 @@ def test_a_lowered_body_s_divergence_leaves_only_what_it_reaches_uncompared(
     """The body's Slice note, said of every node the body's lowering ran, counted every
     output of the Loop (its records' ``wrong`` all): a wrong V or R passed as the known
     divergence. Now the records name TT alone: V and R are compared (a wrong V fails), and
-    TT, which onnxruntime computes otherwise, stays the divergence, wrong or not."""
+    TT, which onnxruntime computes otherwise, is compared with onnx.reference, which computes
+    what ONNX says there: a wrong TT passed as the divergence (exit 0), and now fails."""
     import dmlgraph
     from backends import get_backend
     from dmlgraph.parity import Verdict
@@ -452,15 +453,18 @@ def test_a_lowered_body_s_divergence_leaves_only_what_it_reaches_uncompared(
     got = {o.name: o for c in report.comparisons for o in c.outputs}
     assert [(d.node, d.outputs) for d in report.divergences] == [("loop", {2})]
     assert all(got[n].verdict is Verdict.PASS and got[n].compared for n in ("V", "R"))
-    assert got["TT"].verdict is Verdict.KNOWN_DIVERGENCE and report.exit_code == 0
+    assert got["TT"].verdict is Verdict.PASS and got["TT"].compared and report.exit_code == 0
+    assert got["TT"].message.startswith("compared with onnx.reference")
 
     planted = _check_planted(monkeypatch, model, _SLICED, {"V": v + 1}, fallback)
     got = {o.name: o for c in planted.comparisons for o in c.outputs}
     assert got["V"].verdict is Verdict.FAIL and planted.exit_code == 1
     assert got["R"].verdict is Verdict.PASS
-    planted = _check_planted(monkeypatch, model, _SLICED, {"TT": t + 1}, fallback)
-    got = {o.name: o for c in planted.comparisons for o in c.outputs}
-    assert got["TT"].verdict is Verdict.KNOWN_DIVERGENCE and planted.exit_code == 0
+    # (onnxruntime's TT plus one, and one element more than ONNX's empty rows: each fails)
+    for wrong in (t + 1, np.ones((2, 2, 1), np.float32)):
+        planted = _check_planted(monkeypatch, model, _SLICED, {"TT": wrong}, fallback)
+        got = {o.name: o for c in planted.comparisons for o in c.outputs}
+        assert got["TT"].verdict is Verdict.FAIL and planted.exit_code == 1
 
 
 def _scan_8_of_no_step(holder: str) -> onnx.ModelProto:
