@@ -34,7 +34,7 @@ import enum
 import math
 import os
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from decimal import ROUND_CEILING, Decimal
 from pathlib import Path
@@ -1493,6 +1493,7 @@ def _against_reference(ort: Any, subject: _Subject, notes: list[str]) -> Compari
     matched: list[KnownDivergence] = []
     expected: list[np.ndarray | None] = [None] * len(names)
     unreached: list[int] = []
+    read = {i for d in divergences for i in d.outputs}  # (by values: before ``_failed_past``)
     while True:
         found = _failed_at(graph, divergences, failure, matched)
         if not found:
@@ -1521,7 +1522,7 @@ def _against_reference(ort: Any, subject: _Subject, notes: list[str]) -> Compari
     compared = iter(compare_outputs(names, values, expected, tolerances, divergences))
     reasons = list(dict.fromkeys(d.describe() for d in matched))
     left = [i for i in range(len(names)) if expected[i] is None]
-    spec = _on_onnx_reference(subject, left)
+    spec = _on_onnx_reference(subject, left, apart=[i for i in left if i not in read])
     outputs = _uninitialized(tuple(
         next(compared) if expected[i] is not None
         else spec.outputs.get(i) or not_compared(names[i], values[i], reasons, spec.why)
@@ -1545,7 +1546,8 @@ def _failed_past(graph: Graph, matched: Sequence[KnownDivergence], failure: Exce
     do not reach, at one's node or past it (``_upstream``): each such divergence (old, new)
     with every output that needs the node failed at to run (``_needing``): those its values
     do not reach as well (a Scan's rows of a scan input beside one a refused Pad made: the
-    Scan still reads the Pad's result); none where that adds nothing."""
+    Scan still reads the Pad's result; ``_on_onnx_reference`` compares those as ``apart``);
+    none where that adds nothing."""
     text = str(failure)
     at = [d for d in matched if d.named_in(text)] or _upstream(graph, matched, text)
     needing = _needing(graph, text)
@@ -1605,6 +1607,9 @@ def _excused_by_spec(outputs: Sequence[OutputComparison],
 #: (``_FAILED``), or computed it otherwise than dmlgraph there (``_COMPUTED``).
 _FAILED = "onnxruntime fails at a known divergence"
 _COMPUTED = "onnxruntime computes it otherwise at a known divergence"
+#: The message of an output ``_on_onnx_reference`` compares as ``apart``.
+_NEEDED_ONLY = ("compared with onnx.reference: it needs a node onnxruntime fails at (a known "
+                "divergence) to run, and reads none of its values")
 
 
 @dataclass(frozen=True)
@@ -1617,21 +1622,25 @@ class _SpecReference:
     notes: tuple[str, ...]
 
 
-def _on_onnx_reference(subject: _Subject, left: Sequence[int], because: str = _FAILED
-                       ) -> _SpecReference:
+def _on_onnx_reference(subject: _Subject, left: Sequence[int], because: str = _FAILED,
+                       apart: Collection[int] = ()) -> _SpecReference:
     """The outputs (by position) onnxruntime failed at a known divergence on, compared with
     onnx.reference on the model pruned to them, where it computes what ONNX says at every
     divergent node they are reached by (``KnownDivergence.reference_follows_spec``): a wrap
     Pad of an empty input, which onnxruntime fails on, was left not compared, though ONNX says
     its result. A mismatch there is dmlgraph's (no divergence excuses it). Where onnx.reference
     fails too, they stay not compared, its reason said. ``because``: why onnxruntime's value
-    is no oracle there (``_FAILED``, ``_COMPUTED``: ``_excused_by_spec``)."""
+    is no oracle there (``_FAILED``, ``_COMPUTED``: ``_excused_by_spec``). ``apart``: outputs
+    that need a node onnxruntime fails at to run, and read none of its values or any other
+    divergence's (``_failed_past``): compared whatever ONNX says there (a reflect Pad beyond
+    its size, undefined, feeding a Scan beside y: the Scan's outputs made of y alone, a wrong
+    one passed as "not compared")."""
     from backends.base import first_line
 
     names, values, divergences = subject.names, subject.values, subject.divergences
 
     reached = {i: [d for d in divergences if i in d.outputs] for i in left}
-    ours = [i for i in left if all(d.reference_follows_spec for d in reached[i])]
+    ours = [i for i in left if i in apart or all(d.reference_follows_spec for d in reached[i])]
     notes = []
     unknown = dict.fromkeys(names[i] for i in left if i not in ours)
     if unknown:
@@ -1650,17 +1659,26 @@ def _on_onnx_reference(subject: _Subject, left: Sequence[int], because: str = _F
         notes.append(f"onnx.reference failed on {', '.join(map(repr, taken))} as well: "
                      f"{first_line(exc)}")
         return _SpecReference({}, why, tuple(notes))
-    at = dict.fromkeys(d.label for i in ours for d in reached[i])
+    at = dict.fromkeys(d.label for i in ours if i not in apart for d in reached[i])
     why = f"compared with onnx.reference: {because}, where onnx.reference computes what ONNX says"
-    notes.append(f"{', '.join(map(repr, taken))} compared with onnx.reference on the model "
-                 f"(pruned to the outputs compared): it computes what ONNX says at "
-                 f"{_nodes_text(at)}")
+    spec = list(dict.fromkeys(names[i] for i in ours if i not in apart))
+    if spec:
+        notes.append(f"{', '.join(map(repr, spec))} compared with onnx.reference on the model "
+                     f"(pruned to the outputs compared): it computes what ONNX says at "
+                     f"{_nodes_text(at)}")
+    aside = list(dict.fromkeys(names[i] for i in ours if i in apart))
+    if aside:
+        needed = dict.fromkeys(d.label for i in ours if i in apart for d in reached[i])
+        notes.append(f"{', '.join(map(repr, aside))} compared with onnx.reference on the model "
+                     f"(pruned to the outputs compared): they need {_nodes_text(needed)} to "
+                     "run, and read none of its values")
     outputs = {}
     for i in ours:
         expected = made[names[i]]
         result = compare_output(names[i], values[i], expected,
                                 subject.tolerances.for_output(names[i], expected.dtype))
-        outputs[i] = replace(result, message="; ".join(filter(None, (why, result.message))))
+        said = _NEEDED_ONLY if i in apart else why
+        outputs[i] = replace(result, message="; ".join(filter(None, (said, result.message))))
     return _SpecReference(outputs, "", tuple(notes))
 
 

@@ -604,13 +604,16 @@ def test_a_scan_s_passed_state_leaves_only_what_it_reaches_uncompared(
     assert planted.exit_code == 0 and got["O"].verdict is Verdict.KNOWN_DIVERGENCE
 
 
-def test_what_needs_a_node_onnxruntime_refuses_stays_not_compared() -> None:
+@pytest.mark.parametrize("fallback", ["onnxruntime", "reference"])
+def test_what_needs_a_node_onnxruntime_refuses_is_compared_with_onnx_reference(
+        fallback, monkeypatch) -> None:
     """A reflect Pad beyond its input's size (onnxruntime refuses it: "exceeds maximum
     allowed", measured) feeding a Scan beside y: its values reach A and O alone, but B and P
     still need the Scan, and so the Pad, to run. The run pruned to B and P failed again at
-    the Pad and check ended naming nothing (exit 2); now what needs the node it fails at is
-    the divergence's too, not compared, as before ``reach`` followed a scan input exactly."""
-    from dmlgraph import check
+    the Pad and check ended naming nothing (exit 2); then what needs the node it fails at
+    was the divergence's too, not compared, and a wrong B or P passed (exit 0). B and P read
+    none of the Pad's values (undefined by ONNX there): they are compared with onnx.reference,
+    and a wrong one fails; A and O stay not compared."""
     from dmlgraph.parity import Verdict
 
     body = helper.make_graph(
@@ -625,13 +628,23 @@ def test_what_needs_a_node_onnxruntime_refuses_stays_not_compared() -> None:
         [_vi("x", [2, 3]), _vi("y", [2, 9]), _vi("A0", [9]), _vi("B0", [9])],
         [_vi(n, None) for n in "ABOP"], [_int64("pads", [0, 3, 0, 3])])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=10)
-    feeds = {"x": np.arange(6, dtype=np.float32).reshape(2, 3),
-             "y": np.arange(18, dtype=np.float32).reshape(2, 9),
+    y = np.arange(18, dtype=np.float32).reshape(2, 9)
+    feeds = {"x": np.arange(6, dtype=np.float32).reshape(2, 3), "y": y,
              "A0": np.zeros(9, np.float32), "B0": np.ones(9, np.float32)}
-    report = check(model, inputs=feeds)
+    report = _check_planted(monkeypatch, model, feeds, {}, fallback)
     got = {o.name: o for c in report.comparisons for o in c.outputs}
     assert report.exit_code == 0 and [d.node for d in report.divergences] == ["pad"]
-    assert all(o.verdict is Verdict.KNOWN_DIVERGENCE and not o.compared for o in got.values())
+    assert all(got[n].verdict is Verdict.KNOWN_DIVERGENCE and not got[n].compared for n in "AO")
+    for name in "BP":
+        assert got[name].compared and got[name].verdict is Verdict.PASS, name
+        assert got[name].message.startswith("compared with onnx.reference: it needs a node")
+    assert ("'B', 'P' compared with onnx.reference on the model (pruned to the outputs "
+            "compared): they need node 'pad' to run, and read none of its values"
+            ) in report.comparisons[0].note
+    for name, right in (("B", 1 + y.sum(0)), ("P", -y)):
+        planted = _check_planted(monkeypatch, model, feeds, {name: right + 1}, fallback)
+        got = {o.name: o for c in planted.comparisons for o in c.outputs}
+        assert got[name].verdict is Verdict.FAIL and planted.exit_code == 1, name
 
 
 def test_a_branch_making_one_tensor_two_outputs_leaves_only_those_uncompared(
