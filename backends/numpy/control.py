@@ -399,7 +399,10 @@ class ControlFlow:
         if scans_count and (not going or (limit is not None and limit <= 0)):
             scanned = [np.empty(shape, dtype) for dtype, shape in self._no_trip(body, outer)]
             initial = [np.array(v) for v in carried if v is not None]
-            return initial + scanned, _noted([], self.no_trip_note, self, via="")
+            # (its note concerns the scan outputs: the carried values are the initial ones,
+            # as onnxruntime gives them; a wrong one was excused)
+            return initial + scanned, _noted([], self.no_trip_note, self, via="", wrong=self._at(
+                range(len(carried), len(carried) + scans_count)))
         scans: list[list[np.ndarray]] = [[] for _ in range(scans_count)]
         runs: list[NodeRun] = []
         last_runs: tuple[NodeRun, ...] | None = None
