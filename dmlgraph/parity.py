@@ -529,7 +529,7 @@ def known_divergences(
                     ids = ids_of(imported, node_run.node_id, node_run.node)
                     op_type = imported.node(ids[0]).provenance.op_type if ids else node_run.op
                     add(node_run.node, op_type, ids[0] if ids else None, note,
-                        _reached(imported, ids, getattr(node_run, "wrong", None)))
+                        _reached(imported, ids, _concerned(node_run, note)))
                     continue
                 ids = ids_of(lowered, node_run.node_id, node_run.node)
                 op_type = lowered.node(ids[0]).provenance.op_type if ids else node_run.op
@@ -537,13 +537,20 @@ def known_divergences(
                 # named as the graph's node: a subgraph's node ran for its If or Loop
                 name = lowered.node(ids[0]).name if ids else node_run.node
                 add(name, op_type, origin, note,
-                    _reached(lowered, ids, getattr(node_run, "wrong", None)))
+                    _reached(lowered, ids, _concerned(node_run, note)))
     return [
         KnownDivergence(name, note, frozenset(out), op_type, origin,
                         "" if name or origin is None or origin not in imported.nx
                         else imported.node(origin).label)
         for (name, note, op_type, origin), out in found.items()
     ]
+
+
+def _concerned(run: Any, note: str) -> tuple[str, ...] | None:
+    """The outputs of a run record's node its divergence ``note`` concerns
+    (``NodeRun.concerned``; a record without: all)."""
+    concerned = getattr(run, "concerned", None)
+    return concerned(note) if callable(concerned) else getattr(run, "wrong", None)
 
 
 #: How onnxruntime names the node a run failed at.

@@ -707,9 +707,57 @@ def test_a_loop_s_counter_notes_leave_only_what_they_reach_uncompared(
     assert d.tolist() == [0, 2, 4, 6]  # as ONNX gives it
     report = _check_planted(monkeypatch, model, feeds, {})
     got = {o.name: o for c in report.comparisons for o in c.outputs}
-    assert {d.outputs for d in report.divergences} == {frozenset({0, 1, 3})}
+    # (each note its own: the carried value's V and S, the scan output's IS)
+    assert {d.outputs for d in report.divergences} == {frozenset({0, 1}), frozenset({3})}
     assert got["D"].compared and got["D"].verdict is Verdict.PASS and report.exit_code == 0
     planted = _check_planted(monkeypatch, model, feeds, {"D": d + 1})
     assert planted.exit_code == 1
     planted = _check_planted(monkeypatch, model, feeds, {"S": s + 1, "V": v + 1})
     assert planted.exit_code == 0
+
+
+@pytest.mark.parametrize("held", [False, True])
+@pytest.mark.parametrize("fallback", ["onnxruntime", "reference"])
+def test_a_record_s_several_notes_each_concern_their_own_outputs(
+        fallback, held, onnx_run, monkeypatch) -> None:
+    """Opset 18: the Loop of ``_loop_of_a_reversing_slice`` stacking its iteration number
+    itself as well (IS: onnxruntime fills it with the trip count). Each record of its body
+    carried both notes, and counted the union of what they concern for each: the counter's
+    note (onnxruntime's own reading, no oracle) reached TT too, so TT was not compared with
+    onnx.reference (``parity._excused_by_spec``), and a wrong TT passed (exit 0). Now each
+    note concerns its own: TT is compared with onnx.reference, and a wrong one fails; IS
+    stays the counter's. ``held``: that Loop in an If's branch."""
+    from dmlgraph.parity import Verdict
+
+    model = _loop_of_a_reversing_slice()
+    body = model.graph.node[0].attribute[0].g
+    body.output.append(_vi("i", [], TensorProto.INT64))
+    model.graph.node[0].output.append("IS")
+    model.graph.output.append(_vi("IS", None, TensorProto.INT64))
+    if held:
+        loop = model.graph.node.pop()
+        then = helper.make_graph([loop], "then", [], [_vi(n, None) for n in loop.output[:3]]
+                                 + [_vi("IS", None, TensorProto.INT64)])
+        other = helper.make_graph(
+            [helper.make_node("Identity", ["init"], ["a"]),
+             helper.make_node("Unsqueeze", ["x", "zero"], ["b"]),
+             helper.make_node("Neg", ["b"], ["e"]),
+             helper.make_node("Unsqueeze", ["T", "zero"], ["d"])], "else", [],
+            [_vi("a", None), _vi("b", None), _vi("e", None), _vi("d", None, TensorProto.INT64)])
+        model.graph.node.append(helper.make_node(
+            "If", ["c"], list(loop.output), name="if", then_branch=then, else_branch=other))
+        model.graph.input.append(_vi("c", [], TensorProto.BOOL))
+        model.graph.initializer.append(_int64("zero", [0]))
+    feeds = {**_SLICED, **({"c": np.array(True)} if held else {})}
+    v, r, t, counted = onnx_run(model, feeds)
+    assert t.shape == (2, 2, 6) and counted.tolist() == [2, 2]  # ONNX: [2, 2, 0], [0, 1]
+    report = _check_planted(monkeypatch, model, feeds, {}, fallback)
+    got = {o.name: o for c in report.comparisons for o in c.outputs}
+    assert sorted(d.outputs for d in report.divergences) == [{2}, {3}]
+    assert all(got[n].verdict is Verdict.PASS and got[n].compared for n in ("V", "R", "TT"))
+    assert got["TT"].message.startswith("compared with onnx.reference")
+    assert got["IS"].verdict is Verdict.KNOWN_DIVERGENCE and report.exit_code == 0
+    planted = _check_planted(monkeypatch, model, feeds, {"TT": np.ones((2, 2, 1), np.float32)},
+                             fallback)
+    got = {o.name: o for c in planted.comparisons for o in c.outputs}
+    assert got["TT"].verdict is Verdict.FAIL and planted.exit_code == 1
