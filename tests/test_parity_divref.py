@@ -670,6 +670,65 @@ def test_a_divergence_onnx_reference_is_not_known_to_follow_onnx_at_stays_not_co
     assert "onnx.reference" not in [r.backend for r in report.runs]
 
 
+def _counter_loop() -> tuple[onnx.ModelProto, dict]:
+    """A Loop of 3 trips carrying and stacking its iteration number itself (V, IS):
+    onnxruntime gives V 3 and IS [3, 3, 3]; ONNX, and reference_ops' Loop, 2 and [0, 1, 2]."""
+    int64 = TensorProto.INT64
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["c"], ["c2"])], "body",
+        [_info("i", [], int64), _info("c", [], TensorProto.BOOL), _info("v", [], int64)],
+        [_info("c2", [], TensorProto.BOOL), _info("i", [], int64), _info("i", [], int64)])
+    model = _model([helper.make_node("Loop", ["T", "", "v0"], ["V", "IS"], name="loop",
+                                     body=body)],
+                   [_info("v0", [], int64)], [_info("V", None, int64), _info("IS", None, int64)],
+                   [_ints("T", 3)], opset=18)
+    return model, {"v0": np.array(7, np.int64)}
+
+
+def _repeating_if() -> tuple[onnx.ModelProto, dict]:
+    """An If whose then branch makes Relu(X) both its outputs (A, B): onnxruntime gives A
+    its buffer, ONNX and onnx.reference Relu(X)."""
+    then = helper.make_graph([helper.make_node("Relu", ["X"], ["r"])], "then", [],
+                             [_info("r", None), _info("r", None)])
+    other = helper.make_graph([helper.make_node("Neg", ["X"], ["a"]),
+                               helper.make_node("Abs", ["X"], ["b"])], "else", [],
+                              [_info("a", None), _info("b", None)])
+    model = _model([helper.make_node("If", ["C"], ["A", "B"], name="if", then_branch=then,
+                                     else_branch=other)],
+                   [_info("X", [2, 3]), _info("C", [], TensorProto.BOOL)],
+                   [_info("A", None), _info("B", None)], opset=18)
+    return model, {"X": np.arange(1, 7, dtype=np.float32).reshape(2, 3), "C": np.array(True)}
+
+
+@pytest.mark.parametrize("case, right", [
+    (_counter_loop, {"V": np.array(2), "IS": np.arange(3)}),
+    (_repeating_if, {"A": np.arange(1, 7, dtype=np.float32).reshape(2, 3)}),
+])
+@pytest.mark.parametrize("fallback", ["onnxruntime", "reference"])
+def test_a_wrong_value_at_a_control_flow_divergence_is_a_failure(
+    case, right: dict, fallback: str, monkeypatch
+) -> None:
+    """onnxruntime's own reading of a Loop's iteration number or an If's repeated output
+    excused any value of dmlgraph's (exit 0); onnx.reference computes ONNX's there, so those
+    outputs are compared with it: ONNX's pass, a wrong one fails."""
+    model, feeds = case()
+    report = check(model, inputs=feeds, fallback=fallback)
+    got = {o.name: o for o in report.comparisons[0].outputs}
+    assert report.divergences and all(d.reference_follows_spec for d in report.divergences)
+    for name in right:
+        assert got[name].compared and got[name].verdict is Verdict.PASS, name
+        assert got[name].message.startswith("compared with onnx.reference: onnxruntime "
+                                            "computes it otherwise"), name
+    assert report.exit_code == 0
+    for name, value in right.items():
+        # (2 off: V 1 off is onnxruntime's, which a comparison with it passes)
+        _plant_wrong_values(monkeypatch, {name: np.asarray(value) + 2})
+        report = check(model, inputs=feeds, fallback=fallback)
+        got = {o.name: o for o in report.comparisons[0].outputs}
+        assert got[name].verdict is Verdict.FAIL and report.exit_code == 1, name
+        monkeypatch.undo()
+
+
 def test_each_phrase_of_the_table_names_a_divergence_noted() -> None:
     """The table reads the notes' text: a reworded note would drop out silently."""
     pad_crop = _model([helper.make_node("Pad", ["X", "p"], ["Y"], mode="edge", name="pad")],
@@ -682,6 +741,9 @@ def test_each_phrase_of_the_table_names_a_divergence_noted() -> None:
     # and those the reference fallback notes as a node runs
     for model, feeds, _ in (_squeeze_into_concat(), _scan_9_of_no_step()):
         notes += check(model, inputs=feeds, fallback="reference").divergences
+    # and those the numpy backend's control flow notes (onnxruntime computes them otherwise)
+    for model, feeds in (_counter_loop(), _repeating_if()):
+        notes += check(model, inputs=feeds).divergences
     assert all(d.reference_follows_spec for d in notes)
     for phrase in SPEC_REFERENCE_DIVERGENCES:
         assert any(phrase in d.note for d in notes), phrase

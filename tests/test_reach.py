@@ -676,8 +676,11 @@ def test_a_branch_making_one_tensor_two_outputs_leaves_only_those_uncompared(
     planted = _check_planted(monkeypatch, model, feeds, {"N": n + 1})
     got = {o.name: o for c in planted.comparisons for o in c.outputs}
     assert got["N"].verdict is Verdict.FAIL and planted.exit_code == 1
-    planted = _check_planted(monkeypatch, model, feeds, {"A": a + 1})
-    assert planted.exit_code == 0
+    # (A, onnxruntime's buffer, is compared with onnx.reference, which gives ONNX's Relu(x):
+    # a wrong A passed as the divergence)
+    assert got["A"].compared and got["A"].message.startswith("compared with onnx.reference")
+    planted = _check_planted(monkeypatch, model, feeds, {"A": np.maximum(x, 0) + 1})
+    assert planted.exit_code == 1
 
 
 def test_a_loop_s_counter_notes_leave_only_what_they_reach_uncompared(
@@ -712,52 +715,58 @@ def test_a_loop_s_counter_notes_leave_only_what_they_reach_uncompared(
     assert got["D"].compared and got["D"].verdict is Verdict.PASS and report.exit_code == 0
     planted = _check_planted(monkeypatch, model, feeds, {"D": d + 1})
     assert planted.exit_code == 1
-    planted = _check_planted(monkeypatch, model, feeds, {"S": s + 1, "V": v + 1})
-    assert planted.exit_code == 0
+    # (V, S and IS, onnxruntime's own reading, are compared with onnx.reference, whose Loop
+    # gives ONNX's: a wrong one passed as the divergence)
+    got = {o.name: o for c in report.comparisons for o in c.outputs}
+    assert all(got[n].message.startswith("compared with onnx.reference") for n in ("V", "S", "IS"))
+    for name, right in (("V", 3), ("S", np.array([7, 0, 1, 2])), ("IS", np.arange(4))):
+        # (2 off: V 1 off is onnxruntime's, which a comparison with it passes)
+        planted = _check_planted(monkeypatch, model, feeds, {name: np.asarray(right) + 2})
+        assert planted.exit_code == 1, name
 
 
-@pytest.mark.parametrize("held", [False, True])
+def _loop_of_a_slice_and_a_passing_scan() -> onnx.ModelProto:
+    """Opset 18: a Loop of 2 trips whose body holds a Scan over x's rows passing its state v
+    by its own name (V: onnxruntime gives its buffers, zeros, measured; ONNX: init) and
+    stacking Relu of them (RR), and Neg(x[:, -1:INT64_MAX:-1]) (TT: ONNX's slice is empty,
+    onnxruntime reads it through index 0, as in ``_loop_of_a_reversing_slice``)."""
+    scan_body = helper.make_graph([helper.make_node("Relu", ["row"], ["rr"])], "scan_body",
+                                  [_vi("s", [2]), _vi("row", [6])], [_vi("s", [2]), _vi("rr", [6])])
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["c"], ["c2"]),
+         helper.make_node("Scan", ["v", "x"], ["v2", "rows"], body=scan_body, num_scan_inputs=1,
+                          name="inner"),
+         helper.make_node("Slice", ["x", "st", "en", "ax", "neg"], ["t"]),
+         helper.make_node("Neg", ["t"], ["nt"])],
+        "body", [_vi("i", [], TensorProto.INT64), _vi("c", [], TensorProto.BOOL), _vi("v", [2])],
+        [_vi("c2", [], TensorProto.BOOL), _vi("v2", [2]), _vi("nt", None), _vi("rows", None)],
+        [_int64("st", [-1]), _int64("en", [2**63 - 1]), _int64("ax", [1]), _int64("neg", [-1])])
+    loop = helper.make_node("Loop", ["T", "", "init"], ["V", "TT", "RR"], name="loop", body=body)
+    graph = helper.make_graph([loop], "m", [_vi("init", [2]), _vi("x", [2, 6])],
+                              [_vi(n, None) for n in loop.output], [_int64("T", 2)])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=10)
+
+
 @pytest.mark.parametrize("fallback", ["onnxruntime", "reference"])
 def test_a_record_s_several_notes_each_concern_their_own_outputs(
-        fallback, held, onnx_run, monkeypatch) -> None:
-    """Opset 18: the Loop of ``_loop_of_a_reversing_slice`` stacking its iteration number
-    itself as well (IS: onnxruntime fills it with the trip count). Each record of its body
-    carried both notes, and counted the union of what they concern for each: the counter's
-    note (onnxruntime's own reading, no oracle) reached TT too, so TT was not compared with
-    onnx.reference (``parity._excused_by_spec``), and a wrong TT passed (exit 0). Now each
-    note concerns its own: TT is compared with onnx.reference, and a wrong one fails; IS
-    stays the counter's. ``held``: that Loop in an If's branch."""
+        fallback, onnx_run, monkeypatch) -> None:
+    """The records of the Scan's body carry both its note (its state passed by name: V, no
+    oracle) and the body's Slice's (TT). Each counted the union of what they concern for
+    each: the Scan's note reached TT too, so TT was not compared with onnx.reference
+    (``parity._excused_by_spec``), and a wrong TT passed (exit 0). Now each note concerns its
+    own: TT is compared with onnx.reference, and a wrong one fails; V stays the Scan's."""
     from dmlgraph.parity import Verdict
 
-    model = _loop_of_a_reversing_slice()
-    body = model.graph.node[0].attribute[0].g
-    body.output.append(_vi("i", [], TensorProto.INT64))
-    model.graph.node[0].output.append("IS")
-    model.graph.output.append(_vi("IS", None, TensorProto.INT64))
-    if held:
-        loop = model.graph.node.pop()
-        then = helper.make_graph([loop], "then", [], [_vi(n, None) for n in loop.output[:3]]
-                                 + [_vi("IS", None, TensorProto.INT64)])
-        other = helper.make_graph(
-            [helper.make_node("Identity", ["init"], ["a"]),
-             helper.make_node("Unsqueeze", ["x", "zero"], ["b"]),
-             helper.make_node("Neg", ["b"], ["e"]),
-             helper.make_node("Unsqueeze", ["T", "zero"], ["d"])], "else", [],
-            [_vi("a", None), _vi("b", None), _vi("e", None), _vi("d", None, TensorProto.INT64)])
-        model.graph.node.append(helper.make_node(
-            "If", ["c"], list(loop.output), name="if", then_branch=then, else_branch=other))
-        model.graph.input.append(_vi("c", [], TensorProto.BOOL))
-        model.graph.initializer.append(_int64("zero", [0]))
-    feeds = {**_SLICED, **({"c": np.array(True)} if held else {})}
-    v, r, t, counted = onnx_run(model, feeds)
-    assert t.shape == (2, 2, 6) and counted.tolist() == [2, 2]  # ONNX: [2, 2, 0], [0, 1]
-    report = _check_planted(monkeypatch, model, feeds, {}, fallback)
+    model = _loop_of_a_slice_and_a_passing_scan()
+    v, t, rr = onnx_run(model, _SLICED)
+    assert not np.array_equal(v, _SLICED["init"]) and t.shape == (2, 2, 6)  # ONNX: [2, 2, 0]
+    report = _check_planted(monkeypatch, model, _SLICED, {}, fallback)
     got = {o.name: o for c in report.comparisons for o in c.outputs}
-    assert sorted(d.outputs for d in report.divergences) == [{2}, {3}]
-    assert all(got[n].verdict is Verdict.PASS and got[n].compared for n in ("V", "R", "TT"))
+    assert sorted(sorted(d.outputs) for d in report.divergences) == [[0], [1]]
+    assert all(got[n].verdict is Verdict.PASS and got[n].compared for n in ("TT", "RR"))
     assert got["TT"].message.startswith("compared with onnx.reference")
-    assert got["IS"].verdict is Verdict.KNOWN_DIVERGENCE and report.exit_code == 0
-    planted = _check_planted(monkeypatch, model, feeds, {"TT": np.ones((2, 2, 1), np.float32)},
+    assert got["V"].verdict is Verdict.KNOWN_DIVERGENCE and report.exit_code == 0
+    planted = _check_planted(monkeypatch, model, _SLICED, {"TT": np.ones((2, 2, 1), np.float32)},
                              fallback)
     got = {o.name: o for c in planted.comparisons for o in c.outputs}
     assert got["TT"].verdict is Verdict.FAIL and planted.exit_code == 1
