@@ -317,8 +317,8 @@ class ControlFlow:
         #: of the model does not know: those folding made (a ConstantOfShape of x [N, 3]'s
         #: Shape), and initializers a feed may override (``Graph.initializer_inputs``); all
         #: are known where the graph does not say which the model gave
-        self.made_constants = _made_constants(graph, self.constants) if (
-            self.op_type == "Loop" and self.constants) else frozenset()
+        self.made_outer = _made_constants(graph, self.constants)
+        self.made_constants = self.made_outer if self.op_type == "Loop" else frozenset()
         self.cache_limit = cache_limit
         self.cache: OrderedDict[tuple[Any, ...], tuple[LoweredGraph, Plan, tuple[str, ...]]] = (
             OrderedDict()
@@ -778,6 +778,10 @@ class ControlFlow:
         model = self._model(attr, arrays)
         try:
             graph = load(model)
+            if graph.given_constants is not None and self.made_outer:
+                # (an enclosing constant folding made is not the model's there either: a Loop
+                # of no trip held in the subgraph notes what onnxruntime cannot know of it)
+                graph.given_constants = frozenset(graph.given_constants) - self.made_outer
             # its errors name the file and the node, not the model made here
             graph.source = f"{self.where}, its {attr}"
             lowered = lower(graph, level)
