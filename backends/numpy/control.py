@@ -316,7 +316,8 @@ class ControlFlow:
         #: the enclosing constants a Loop's body reads whose values onnxruntime's inference
         #: of the model does not know: those folding made (a ConstantOfShape of x [N, 3]'s
         #: Shape), and initializers a feed may override (``Graph.initializer_inputs``); all
-        #: are known where the graph does not say which the model gave
+        #: are known where the graph does not say which the model gave. Of every holder
+        #: (``made_outer``): its subgraphs' models take them for none of the model's own
         self.made_outer = _made_constants(graph, self.constants)
         self.made_constants = self.made_outer if self.op_type == "Loop" else frozenset()
         self.cache_limit = cache_limit
@@ -870,9 +871,10 @@ def noted(run: NodeRun, note: str, wrong: tuple[str, ...] | None) -> NodeRun:
 def concerning(run: NodeRun, notes: tuple[str, ...], concerns: Concerns) -> NodeRun:
     """``run`` with ``notes``, each divergence note among them concerning the outputs
     ``concerns`` names for it (one missing: all), ``wrong`` their union: a record of a
-    Loop's body whose Slice's note concerned its scan output TT and its counter's the scan
-    output IS counted both for each, so a non-spec note reached TT, and a wrong TT passed
-    as it, not compared with onnx.reference (``parity._excused_by_spec``)."""
+    Scan's body in a Loop's, whose Slice's note concerned the Loop's scan output TT and the
+    Scan's (its state passed by name) the carried value V, counted both for each, so the
+    Scan's note, which no oracle checks, reached TT, and a wrong TT passed as it, not
+    compared with onnx.reference (``parity._excused_by_spec``)."""
     said = {note: concerns.get(note) for note in notes if note.startswith(DIVERGENCE)}
     return replace(run, notes=notes, wrong=_either(*said.values()) if said else run.wrong,
                    concerns=tuple(said.items()) if len(said) > 1 else ())
