@@ -173,6 +173,14 @@ class NodeRun:
     # of them (a divergence inside a subgraph that reaches none of its holder's outputs);
     # None: not known, so all
     wrong: tuple[str, ...] | None = None
+    # each divergence note's own outputs where the record holds several (``concerned``):
+    # ``wrong`` is their union, which counted every note's for each
+    concerns: tuple[tuple[str, tuple[str, ...] | None], ...] = ()
+
+    def concerned(self, note: str) -> tuple[str, ...] | None:
+        """The outputs ``note``, one of this record's divergence notes, concerns: its own
+        in ``concerns``, else ``wrong`` (as ``wrong`` says them)."""
+        return next((wrong for said, wrong in self.concerns if said == note), self.wrong)
 
 
 @dataclass(frozen=True)

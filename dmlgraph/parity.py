@@ -24,8 +24,8 @@ comparison says so (``_against_onnx_reference``). A model holding a Scan that ma
 outputs runs its onnxruntime reference in a forked child (``_ForkedReference``): onnxruntime
 1.32 dies of SIGFPE on some; then onnx.reference is the reference, or the death is one error.
 The outputs onnxruntime fails on at a known divergence where onnx.reference computes what ONNX
-says (``SPEC_REFERENCE_DIVERGENCES``) are compared against onnx.reference, and the comparison
-says so (``_on_onnx_reference``).
+says (``SPEC_REFERENCE_DIVERGENCES``), or computes otherwise there (``_excused_by_spec``), are
+compared against onnx.reference, and the comparison says so (``_on_onnx_reference``).
 """
 
 from __future__ import annotations
@@ -426,11 +426,12 @@ def _stats(
 #: Known divergences where onnx.reference (``fallback.reference_evaluator``, the evaluator of
 #: ``--fallback reference``) computes what ONNX says at the node, by a phrase of their note:
 #: where onnxruntime fails at such a node, ``check`` compares the outputs it reaches with
-#: onnx.reference (``_on_onnx_reference``). Each measured (tests/test_parity_divref.py). Not
-#: listed, so such outputs stay not compared: a reflect Pad by the size or more (ONNX leaves it
-#: undefined; onnx.reference reflects periodically, as DirectML does: no proof either way), a
-#: reflect Pad of one element (nothing to mirror), control flow (onnxruntime computes it
-#: otherwise, but does not fail there), a Scan-8's sequence length of 0 (onnx has no Scan-8:
+#: onnx.reference (``_on_onnx_reference``), and so where it computes them otherwise there
+#: (``_excused_by_spec``). Each measured (tests/test_parity_divref.py). Not listed, so such
+#: outputs stay not compared: a reflect Pad by the size or more (ONNX leaves it undefined;
+#: onnx.reference reflects periodically, as DirectML does: no proof either way), a reflect Pad
+#: of one element (nothing to mirror), a Scan's body passing an input through or making one
+#: tensor two outputs, a Scan-8's sequence length of 0 (onnx has no Scan-8:
 #: its evaluator runs ``reference_ops``' Scan-8, the code ``--fallback reference`` runs, so a
 #: comparison would check that code with itself).
 SPEC_REFERENCE_DIVERGENCES: tuple[str, ...] = (
@@ -442,6 +443,14 @@ SPEC_REFERENCE_DIVERGENCES: tuple[str, ...] = (
     "the Loop's body declares its",  # subgraphs.loop_divergence: an unshaped iteration number
     "ONNX squeezes nothing",  # backends/numpy/fallback.py: a Squeeze by an empty axes list
     "the body ran no iteration, and its final",  # numpy/control.py: a Scan-9+ of no step
+    # numpy/control.py, where onnxruntime computes otherwise (``_excused_by_spec``): a Loop's
+    # iteration number itself a scan output or carried value (reference_ops' Loop stacks 0,
+    # 1, 2... and carries the last trip's number), an If's branch making one tensor two
+    # outputs (its If gives each the tensor); not a Scan's body's, which the onnxruntime
+    # fallback may run whole (its value onnxruntime's, where onnx.reference's is ONNX's)
+    "of the Loop are its body's iteration number itself",
+    "more than one of its outputs, which onnxruntime gets wrong (all but the last of those "
+    "outputs hold",
 )
 
 
@@ -554,7 +563,7 @@ def known_divergences(
                     ids = ids_of(imported, node_run.node_id, node_run.node)
                     op_type = imported.node(ids[0]).provenance.op_type if ids else node_run.op
                     add(node_run.node, op_type, ids[0] if ids else None, note,
-                        _reached(imported, ids, getattr(node_run, "wrong", None)))
+                        _reached(imported, ids, _concerned(node_run, note)))
                     continue
                 ids = ids_of(lowered, node_run.node_id, node_run.node)
                 op_type = lowered.node(ids[0]).provenance.op_type if ids else node_run.op
@@ -562,13 +571,20 @@ def known_divergences(
                 # named as the graph's node: a subgraph's node ran for its If or Loop
                 name = lowered.node(ids[0]).name if ids else node_run.node
                 add(name, op_type, origin, note,
-                    _reached(lowered, ids, getattr(node_run, "wrong", None)))
+                    _reached(lowered, ids, _concerned(node_run, note)))
     return [
         KnownDivergence(name, note, frozenset(out), op_type, origin,
                         "" if name or origin is None or origin not in imported.nx
                         else imported.node(origin).label)
         for (name, note, op_type, origin), out in found.items()
     ]
+
+
+def _concerned(run: Any, note: str) -> tuple[str, ...] | None:
+    """The outputs of a run record's node its divergence ``note`` concerns
+    (``NodeRun.concerned``; a record without: all)."""
+    concerned = getattr(run, "concerned", None)
+    return concerned(note) if callable(concerned) else getattr(run, "wrong", None)
 
 
 def failed_nodes(graph: Graph, failure: BaseException | str) -> list[Node]:
@@ -1475,7 +1491,13 @@ def _against_reference(ort: Any, subject: _Subject, notes: list[str]) -> Compari
                 ort, ran, graph, feeds, result.outputs, values, tolerances, outputs, runs,
                 notes, plain_failed=lambda exc, made: _past_run_divergence(
                     ort, subject, exc, made, notes))
-        return Comparison(label, f"{reference} ({result.record.provider})", outputs)
+        reference = f"{reference} ({result.record.provider})"
+        spec = _on_onnx_reference(subject, _excused_by_spec(outputs, divergences), _COMPUTED)
+        if spec.outputs:
+            taken = dict.fromkeys(names[i] for i in spec.outputs)
+            reference += f"; onnx.reference on the original model for {', '.join(map(repr, taken))}"
+        outputs = tuple(spec.outputs.get(i, o) for i, o in enumerate(outputs))
+        return Comparison(label, reference, outputs, note="; ".join(spec.notes))
     words = cannot_run(refused) if refused is not None else None
     if words is None:  # a Scan whose body makes an output inference gives no shape: exit 2
         words = fails_at_run(failure)  # with onnxruntime's words alone
@@ -1487,6 +1509,7 @@ def _against_reference(ort: Any, subject: _Subject, notes: list[str]) -> Compari
     matched: list[KnownDivergence] = []
     expected: list[np.ndarray | None] = [None] * len(names)
     unreached: list[int] = []
+    read = {i for d in divergences for i in d.outputs}  # (by values: before ``_failed_past``)
     while True:
         found = _failed_at(graph, divergences, failure, matched)
         if not found:
@@ -1515,7 +1538,7 @@ def _against_reference(ort: Any, subject: _Subject, notes: list[str]) -> Compari
     compared = iter(compare_outputs(names, values, expected, tolerances, divergences))
     reasons = list(dict.fromkeys(d.describe() for d in matched))
     left = [i for i in range(len(names)) if expected[i] is None]
-    spec = _on_onnx_reference(subject, left)
+    spec = _on_onnx_reference(subject, left, apart=[i for i in left if i not in read])
     outputs = _uninitialized(tuple(
         next(compared) if expected[i] is not None
         else spec.outputs.get(i) or not_compared(names[i], values[i], reasons, spec.why)
@@ -1539,7 +1562,8 @@ def _failed_past(graph: Graph, matched: Sequence[KnownDivergence], failure: Exce
     do not reach, at one's node or past it (``_upstream``): each such divergence (old, new)
     with every output that needs the node failed at to run (``_needing``): those its values
     do not reach as well (a Scan's rows of a scan input beside one a refused Pad made: the
-    Scan still reads the Pad's result); none where that adds nothing."""
+    Scan still reads the Pad's result; ``_on_onnx_reference`` compares those as ``apart``);
+    none where that adds nothing."""
     named = failure_names(graph, failure)
     at = [d for d in matched if d.named_in(named)] or _upstream(graph, matched, failure)
     needing = _needing(graph, failure)
@@ -1578,6 +1602,32 @@ def _plain_failure(ort: Any, model: Any, subject: _Subject) -> DmlgraphError | N
     return None  # it runs unoptimized: the optimized session's failure stands
 
 
+def _excused_by_spec(outputs: Sequence[OutputComparison],
+                     divergences: Sequence[KnownDivergence]) -> list[int]:
+    """The outputs (by position) onnxruntime computed otherwise than dmlgraph, excused as known
+    divergences all of which onnx.reference computes what ONNX says at
+    (``KnownDivergence.reference_follows_spec``): ``_on_onnx_reference`` compares them. A
+    Slice ending at INT64_MAX with a negative step (onnxruntime reads it "through index 0",
+    ONNX's result is empty) excused any value of dmlgraph's, a wrong one too (exit 0). Not an
+    output onnxruntime's graph optimizations alone excused (``OPTIMIZER_DIVERGENCE``)."""
+    return [
+        i for i, o in enumerate(outputs)
+        if o.compared and o.verdict is Verdict.KNOWN_DIVERGENCE
+        and OPTIMIZER_DIVERGENCE not in o.divergences
+        and (reached := [d for d in divergences if i in d.outputs])
+        and all(d.reference_follows_spec for d in reached)
+    ]
+
+
+#: Why ``_on_onnx_reference`` compares an output: onnxruntime failed at a known divergence
+#: (``_FAILED``), or computed it otherwise than dmlgraph there (``_COMPUTED``).
+_FAILED = "onnxruntime fails at a known divergence"
+_COMPUTED = "onnxruntime computes it otherwise at a known divergence"
+#: The message of an output ``_on_onnx_reference`` compares as ``apart``.
+_NEEDED_ONLY = ("compared with onnx.reference: it needs a node onnxruntime fails at (a known "
+                "divergence) to run, and reads none of its values")
+
+
 @dataclass(frozen=True)
 class _SpecReference:
     """What onnx.reference made of the outputs onnxruntime failed on (``_on_onnx_reference``):
@@ -1588,19 +1638,25 @@ class _SpecReference:
     notes: tuple[str, ...]
 
 
-def _on_onnx_reference(subject: _Subject, left: Sequence[int]) -> _SpecReference:
+def _on_onnx_reference(subject: _Subject, left: Sequence[int], because: str = _FAILED,
+                       apart: Collection[int] = ()) -> _SpecReference:
     """The outputs (by position) onnxruntime failed at a known divergence on, compared with
     onnx.reference on the model pruned to them, where it computes what ONNX says at every
     divergent node they are reached by (``KnownDivergence.reference_follows_spec``): a wrap
     Pad of an empty input, which onnxruntime fails on, was left not compared, though ONNX says
     its result. A mismatch there is dmlgraph's (no divergence excuses it). Where onnx.reference
-    fails too, they stay not compared, its reason said."""
+    fails too, they stay not compared, its reason said. ``because``: why onnxruntime's value
+    is no oracle there (``_FAILED``, ``_COMPUTED``: ``_excused_by_spec``). ``apart``: outputs
+    that need a node onnxruntime fails at to run, and read none of its values or any other
+    divergence's (``_failed_past``): compared whatever ONNX says there (a reflect Pad beyond
+    its size, undefined, feeding a Scan beside y: the Scan's outputs made of y alone, a wrong
+    one passed as "not compared")."""
     from backends.base import first_line
 
     names, values, divergences = subject.names, subject.values, subject.divergences
 
     reached = {i: [d for d in divergences if i in d.outputs] for i in left}
-    ours = [i for i in left if all(d.reference_follows_spec for d in reached[i])]
+    ours = [i for i in left if i in apart or all(d.reference_follows_spec for d in reached[i])]
     notes = []
     unknown = dict.fromkeys(names[i] for i in left if i not in ours)
     if unknown:
@@ -1619,18 +1675,26 @@ def _on_onnx_reference(subject: _Subject, left: Sequence[int]) -> _SpecReference
         notes.append(f"onnx.reference failed on {', '.join(map(repr, taken))} as well: "
                      f"{first_line(exc)}")
         return _SpecReference({}, why, tuple(notes))
-    at = dict.fromkeys(d.label for i in ours for d in reached[i])
-    why = ("compared with onnx.reference: onnxruntime fails at a known divergence, where "
-           "onnx.reference computes what ONNX says")
-    notes.append(f"{', '.join(map(repr, taken))} compared with onnx.reference on the model "
-                 f"(pruned to the outputs compared): it computes what ONNX says at "
-                 f"{_nodes_text(at)}")
+    at = dict.fromkeys(d.label for i in ours if i not in apart for d in reached[i])
+    why = f"compared with onnx.reference: {because}, where onnx.reference computes what ONNX says"
+    spec = list(dict.fromkeys(names[i] for i in ours if i not in apart))
+    if spec:
+        notes.append(f"{', '.join(map(repr, spec))} compared with onnx.reference on the model "
+                     f"(pruned to the outputs compared): it computes what ONNX says at "
+                     f"{_nodes_text(at)}")
+    aside = list(dict.fromkeys(names[i] for i in ours if i in apart))
+    if aside:
+        needed = dict.fromkeys(d.label for i in ours if i in apart for d in reached[i])
+        notes.append(f"{', '.join(map(repr, aside))} compared with onnx.reference on the model "
+                     f"(pruned to the outputs compared): they need {_nodes_text(needed)} to "
+                     "run, and read none of its values")
     outputs = {}
     for i in ours:
         expected = made[names[i]]
         result = compare_output(names[i], values[i], expected,
                                 subject.tolerances.for_output(names[i], expected.dtype))
-        outputs[i] = replace(result, message="; ".join(filter(None, (why, result.message))))
+        said = _NEEDED_ONLY if i in apart else why
+        outputs[i] = replace(result, message="; ".join(filter(None, (said, result.message))))
     return _SpecReference(outputs, "", tuple(notes))
 
 

@@ -719,6 +719,102 @@ def test_a_loop_of_no_iteration_reading_a_tensor_folding_made_constant_is_a_know
         "iteration" in out
 
 
+def _no_trip_carrying_loop(held: bool, read: str = "x") -> onnx.ModelProto:
+    """A Loop of ``trip`` trips carrying v0 [2] (its body negates it: V) and stacking z + z
+    (YS), z as in ``_folded_zeros_loop`` (its no-trip note: onnxruntime's element shape [0]
+    where dmlgraph's is [3]). ``held``: that Loop, stacking ``read`` + ``read`` (x [N, 3]:
+    [0, 0, 3] on onnxruntime, [0, 2, 3] by the sizes that arrive; or z), in the body of a
+    Loop of one trip whose carried value is the inner V, beside Relu(x) (R)."""
+    zeros = [helper.make_node("Shape", ["x"], ["s"]),
+             helper.make_node("Slice", ["s", "one", "two"], ["s1"]),
+             helper.make_node("ConstantOfShape", ["s1"], ["z"],
+                              value=numpy_helper.from_array(np.ones(1, np.float32)))]
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["c"], ["co"]),
+         helper.make_node("Add", [read, read] if held else ["z", "z"], ["y"]),
+         helper.make_node("Neg", ["v"], ["v2"])],
+        "body", [_vi("i", INT64, []), _vi("c", BOOL, []), _vi("v", FLOAT, [2])],
+        [_vi("co", BOOL, []), _vi("v2", FLOAT, [2]), _vi("y", FLOAT, None)])
+    loop = helper.make_node("Loop", ["trip", "", "v0" if not held else "w"], ["V", "YS"],
+                            name="loop", body=body)
+    outputs = ["V", "YS"]
+    if held:
+        outer = helper.make_graph(
+            [helper.make_node("Identity", ["c"], ["oc"]), loop,
+             helper.make_node("Relu", ["x"], ["r"])],
+            "outer", [_vi("j", INT64, []), _vi("c", BOOL, []), _vi("w", FLOAT, [2])],
+            [_vi("oc", BOOL, []), _vi("V", FLOAT, [2]), _vi("YS", FLOAT, None),
+             _vi("r", FLOAT, None)])
+        loop = helper.make_node("Loop", ["once", "", "v0"], ["OV", "OYS", "R"], name="outer",
+                                body=outer)
+        outputs = ["OV", "OYS", "R"]
+    return _model([*zeros, loop] if not held or read == "z" else [loop],
+                  [_vi("x", FLOAT, ["N", 3]), _vi("trip", INT64, []), _vi("v0", FLOAT, [2])],
+                  [_vi(n, FLOAT, None) for n in outputs],
+                  [_i64("one", [1]), _i64("two", [2]), _i64("once", 1)], checked=False)
+
+
+@pytest.mark.parametrize("held", [False, True])
+@pytest.mark.parametrize("fallback", ["onnxruntime", "reference"])
+def test_a_loop_of_no_iteration_s_note_leaves_its_carried_values_compared(
+    fallback: str, held: bool, monkeypatch
+) -> None:
+    """The no-trip note (each scan output's element shape onnxruntime may not know) counted
+    every output of the Loop: a wrong carried value, which a Loop of no trip gives as its
+    initial one on onnxruntime as in ONNX, passed as the known divergence (exit 0). Now the
+    note concerns the scan outputs alone: the carried value is compared, and a wrong one
+    fails; the scan output stays the divergence."""
+    import dataclasses
+
+    import backends.numpy.backend as numpy_backend
+    from dmlgraph.parity import Verdict
+
+    model = _no_trip_carrying_loop(held)
+    v0 = np.array([1, 2], np.float32)
+    feeds = {"x": np.ones((2, 3), np.float32), "trip": np.array(0), "v0": v0}
+    made = _ort(model, feeds)
+    assert np.array_equal(made[0], v0) and made[1].size == 0  # (ONNX: their element shape open)
+    carried, scanned = ("OV", "OYS") if held else ("V", "YS")
+    execute = numpy_backend.NumpyBackend.execute
+
+    def checked(planted: dict[str, np.ndarray]) -> dict:
+        def wrong(self, graph, feeds, outputs=None):
+            result = execute(self, graph, feeds, outputs)
+            return dataclasses.replace(result, outputs={**result.outputs, **planted})
+
+        monkeypatch.setattr(numpy_backend.NumpyBackend, "execute", wrong)
+        report = dmlgraph.check(model, inputs=feeds, fallback=fallback)
+        got = {o.name: o for c in report.comparisons for o in c.outputs}
+        assert got[scanned].verdict is Verdict.KNOWN_DIVERGENCE
+        return {"exit": report.exit_code, **{n: o.verdict for n, o in got.items()}}
+
+    assert checked({}) == {"exit": 0, carried: Verdict.PASS, scanned: Verdict.KNOWN_DIVERGENCE,
+                           **({"R": Verdict.PASS} if held else {})}
+    assert checked({carried: v0 + 1})[carried] is Verdict.FAIL
+    assert checked({carried: v0 + 1})["exit"] == 1
+
+
+def test_a_held_loop_of_no_iteration_reading_a_tensor_folding_made_constant_is_noted(
+) -> None:
+    """The Loop of ``_no_trip_carrying_loop`` reading z (which folding makes a constant of
+    the main graph) held in a Loop's body: the body's model took z for an initializer, so
+    the inner Loop counted its values known to onnxruntime ([1, 0, 3]), which does not know
+    them ([1, 0, 0]), and ``check`` failed (exit 1, no divergence named). An enclosing
+    constant folding made is not the model's in the subgraph either: the inner Loop notes
+    its scan output, as at the main graph."""
+    from dmlgraph.parity import Verdict
+
+    model = _no_trip_carrying_loop(True, "z")
+    feeds = {"x": np.ones((2, 3), np.float32), "trip": np.array(0),
+             "v0": np.array([1, 2], np.float32)}
+    assert _ort(model, feeds)[1].shape == (1, 0, 0)
+    for fallback in ("onnxruntime", "reference"):
+        report = dmlgraph.check(model, inputs=feeds, fallback=fallback)
+        got = {o.name: o.verdict for o in report.comparisons[0].outputs}
+        assert got == {"OV": Verdict.PASS, "OYS": Verdict.KNOWN_DIVERGENCE, "R": Verdict.PASS}
+        assert [d.outputs for d in report.divergences] == [{1}] and report.exit_code == 0
+
+
 def _outer_slice_loop(given: str) -> onnx.ModelProto:
     """A Loop of ``trip`` trips whose body makes, as a scan output, a Slice of x [2, 6] by the
     main graph's st, en (rows 1 to 2), given as ``given`` says: initializers, initializers a

@@ -244,9 +244,15 @@ def test_where_onnxruntime_computes_otherwise_the_mismatch_is_the_divergence_nam
              else _scan_8(None, steps=0)[1])
     report = check(model, inputs=feeds, fallback="reference")
     (y,) = report.comparisons[0].outputs
+    (divergence,) = report.divergences
+    assert words in divergence.note and report.exit_code == 0
+    if divergence.reference_follows_spec:  # (the Squeeze's: compared with onnx.reference)
+        assert y.verdict is Verdict.PASS and y.compared
+        assert y.message.startswith("compared with onnx.reference: onnxruntime computes it "
+                                    "otherwise at a known divergence")
+        return
     assert y.verdict is Verdict.KNOWN_DIVERGENCE and len(y.divergences) == 1
     assert words in y.divergences[0] and y.divergences[0].startswith("node ")
-    assert report.exit_code == 0
 
 
 def test_the_scan_8_of_no_step_note_says_onnxruntime_leaves_its_states_uninitialized() -> None:
@@ -453,8 +459,9 @@ def test_a_failure_downstream_of_an_unnamed_divergent_node_is_traced_to_it(
     assert report.exit_code == 0
 
 
-def _plant_wrong_values(monkeypatch) -> None:
-    """Every output the numpy backend returns 1 off: a dmlgraph bug ``check`` must fail."""
+def _plant_wrong_values(monkeypatch, planted: dict[str, np.ndarray] | None = None) -> None:
+    """Every output the numpy backend returns 1 off (or those ``planted``, as given): a
+    dmlgraph bug ``check`` must fail."""
     import backends.numpy.backend as numpy_backend
 
     execute = numpy_backend.NumpyBackend.execute
@@ -462,7 +469,8 @@ def _plant_wrong_values(monkeypatch) -> None:
     def wrong(self, graph, feeds, outputs=None):
         result = execute(self, graph, feeds, outputs)
         return dataclasses.replace(result, outputs={
-            k: v + 1 for k, v in result.outputs.items()})
+            k: v + 1 for k, v in result.outputs.items()} if planted is None else {
+            **result.outputs, **planted})
 
     monkeypatch.setattr(numpy_backend.NumpyBackend, "execute", wrong)
 
@@ -549,6 +557,71 @@ def test_a_wrong_value_there_is_a_failure_no_divergence_excuses(monkeypatch) -> 
     assert report.exit_code == 1
 
 
+def _reversed_slice(direction: int | None = None) -> tuple[onnx.ModelProto, dict]:
+    """Opset 18: the sum (ReduceSum, keepdims) of a Slice of x [2, 6] by step -1 from -1 to
+    INT64_MAX along axis 1 (y [1, 1]): ONNX clamps that end, so the slice is empty and y 0,
+    where onnxruntime's CPU kernel reads it "through index 0" (y 21) and gives no error;
+    beside Relu(x) (r). With ``direction``, the same of each row of X [2, 6] in the body of a
+    Scan whose scan_input_directions says it (y [2, 1] its scan output), which onnx.reference
+    runs only forward."""
+    sliced = [helper.make_node("Slice", ["x", "s", "e", "a", "t"], ["sl"], name="slice"),
+              helper.make_node("ReduceSum", ["sl"], ["y"]), helper.make_node("Relu", ["x"], ["r"])]
+    ends = [_ints("s", [-1]), _ints("e", [2**63 - 1]), _ints("t", [-1])]
+    if direction is None:
+        graph = helper.make_graph(sliced, "m", [_info("x", [2, 6])],
+                                  [_info("y", None), _info("r", None)], [*ends, _ints("a", [1])])
+    else:
+        body = helper.make_graph(sliced, "body", [_info("x", [6])],
+                                 [_info("y", [1]), _info("r", [6])], [*ends, _ints("a", [0])])
+        graph = helper.make_graph(
+            [helper.make_node("Scan", ["X"], ["y", "r"], name="scan", body=body,
+                              num_scan_inputs=1, scan_input_directions=[direction])], "m",
+            [_info("X", [2, 6])], [_info("y", None), _info("r", None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=10)
+    name = "x" if direction is None else "X"
+    return model, {name: np.arange(1, 13, dtype=np.float32).reshape(2, 6)}
+
+
+@pytest.mark.parametrize("direction", [None, 0])
+@pytest.mark.parametrize("fallback", ["onnxruntime", "reference"])
+def test_a_wrong_value_where_onnxruntime_computes_otherwise_is_a_failure(
+    direction, fallback, monkeypatch
+) -> None:
+    """Where onnxruntime runs the divergent node and computes it otherwise (a Slice "through
+    index 0"), its value excused any of dmlgraph's as the known divergence: a wrong Y, even
+    of onnxruntime's shape, passed (exit 0, "parity holds"). onnx.reference computes what
+    ONNX says there, so the output is compared with it: ONNX's empty Y passes, a wrong one
+    fails."""
+    model, feeds = _reversed_slice(direction)
+    session = ort.InferenceSession(model.SerializeToString(),
+                                   providers=["CPUExecutionProvider"])
+    made = session.run(None, feeds)[0]
+    assert made.all()  # onnxruntime's sums: ONNX's of an empty slice are 0
+    report = check(model, inputs=feeds, fallback=fallback)
+    y, r = report.comparisons[0].outputs
+    assert [d.outputs for d in report.divergences] == [{0}]
+    assert y.compared and y.verdict is Verdict.PASS and y.max_abs_error == 0
+    assert y.message.startswith("compared with onnx.reference: onnxruntime computes it "
+                                "otherwise at a known divergence")
+    assert r.verdict is Verdict.PASS and report.exit_code == 0
+    _plant_wrong_values(monkeypatch, {"y": made + 1})  # (onnxruntime's, but 1 off)
+    report = check(model, inputs=feeds, fallback=fallback)
+    y, r = report.comparisons[0].outputs
+    assert y.verdict is Verdict.FAIL and r.verdict is Verdict.PASS and report.exit_code == 1
+
+
+@pytest.mark.parametrize("fallback", ["onnxruntime", "reference"])
+def test_where_onnx_reference_cannot_run_it_the_divergence_stands(fallback) -> None:
+    """A Scan run backwards, which onnx.reference refuses ("not implemented"): onnxruntime's
+    Y stays the known divergence, and the note says onnx.reference failed too."""
+    model, feeds = _reversed_slice(1)
+    report = check(model, inputs=feeds, fallback=fallback)
+    y, r = report.comparisons[0].outputs
+    assert y.verdict is Verdict.KNOWN_DIVERGENCE and r.verdict is Verdict.PASS
+    assert "onnx.reference failed on 'y' as well" in report.comparisons[0].note
+    assert report.exit_code == 0
+
+
 def test_where_onnx_reference_fails_too_the_output_stays_not_compared_with_both_reasons(
     monkeypatch,
 ) -> None:
@@ -597,6 +670,65 @@ def test_a_divergence_onnx_reference_is_not_known_to_follow_onnx_at_stays_not_co
     assert "onnx.reference" not in [r.backend for r in report.runs]
 
 
+def _counter_loop() -> tuple[onnx.ModelProto, dict]:
+    """A Loop of 3 trips carrying and stacking its iteration number itself (V, IS):
+    onnxruntime gives V 3 and IS [3, 3, 3]; ONNX, and reference_ops' Loop, 2 and [0, 1, 2]."""
+    int64 = TensorProto.INT64
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["c"], ["c2"])], "body",
+        [_info("i", [], int64), _info("c", [], TensorProto.BOOL), _info("v", [], int64)],
+        [_info("c2", [], TensorProto.BOOL), _info("i", [], int64), _info("i", [], int64)])
+    model = _model([helper.make_node("Loop", ["T", "", "v0"], ["V", "IS"], name="loop",
+                                     body=body)],
+                   [_info("v0", [], int64)], [_info("V", None, int64), _info("IS", None, int64)],
+                   [_ints("T", 3)], opset=18)
+    return model, {"v0": np.array(7, np.int64)}
+
+
+def _repeating_if() -> tuple[onnx.ModelProto, dict]:
+    """An If whose then branch makes Relu(X) both its outputs (A, B): onnxruntime gives A
+    its buffer, ONNX and onnx.reference Relu(X)."""
+    then = helper.make_graph([helper.make_node("Relu", ["X"], ["r"])], "then", [],
+                             [_info("r", None), _info("r", None)])
+    other = helper.make_graph([helper.make_node("Neg", ["X"], ["a"]),
+                               helper.make_node("Abs", ["X"], ["b"])], "else", [],
+                              [_info("a", None), _info("b", None)])
+    model = _model([helper.make_node("If", ["C"], ["A", "B"], name="if", then_branch=then,
+                                     else_branch=other)],
+                   [_info("X", [2, 3]), _info("C", [], TensorProto.BOOL)],
+                   [_info("A", None), _info("B", None)], opset=18)
+    return model, {"X": np.arange(1, 7, dtype=np.float32).reshape(2, 3), "C": np.array(True)}
+
+
+@pytest.mark.parametrize("case, right", [
+    (_counter_loop, {"V": np.array(2), "IS": np.arange(3)}),
+    (_repeating_if, {"A": np.arange(1, 7, dtype=np.float32).reshape(2, 3)}),
+])
+@pytest.mark.parametrize("fallback", ["onnxruntime", "reference"])
+def test_a_wrong_value_at_a_control_flow_divergence_is_a_failure(
+    case, right: dict, fallback: str, monkeypatch
+) -> None:
+    """onnxruntime's own reading of a Loop's iteration number or an If's repeated output
+    excused any value of dmlgraph's (exit 0); onnx.reference computes ONNX's there, so those
+    outputs are compared with it: ONNX's pass, a wrong one fails."""
+    model, feeds = case()
+    report = check(model, inputs=feeds, fallback=fallback)
+    got = {o.name: o for o in report.comparisons[0].outputs}
+    assert report.divergences and all(d.reference_follows_spec for d in report.divergences)
+    for name in right:
+        assert got[name].compared and got[name].verdict is Verdict.PASS, name
+        assert got[name].message.startswith("compared with onnx.reference: onnxruntime "
+                                            "computes it otherwise"), name
+    assert report.exit_code == 0
+    for name, value in right.items():
+        # (2 off: V 1 off is onnxruntime's, which a comparison with it passes)
+        _plant_wrong_values(monkeypatch, {name: np.asarray(value) + 2})
+        report = check(model, inputs=feeds, fallback=fallback)
+        got = {o.name: o for o in report.comparisons[0].outputs}
+        assert got[name].verdict is Verdict.FAIL and report.exit_code == 1, name
+        monkeypatch.undo()
+
+
 def test_each_phrase_of_the_table_names_a_divergence_noted() -> None:
     """The table reads the notes' text: a reworded note would drop out silently."""
     pad_crop = _model([helper.make_node("Pad", ["X", "p"], ["Y"], mode="edge", name="pad")],
@@ -609,6 +741,9 @@ def test_each_phrase_of_the_table_names_a_divergence_noted() -> None:
     # and those the reference fallback notes as a node runs
     for model, feeds, _ in (_squeeze_into_concat(), _scan_9_of_no_step()):
         notes += check(model, inputs=feeds, fallback="reference").divergences
+    # and those the numpy backend's control flow notes (onnxruntime computes them otherwise)
+    for model, feeds in (_counter_loop(), _repeating_if()):
+        notes += check(model, inputs=feeds).divergences
     assert all(d.reference_follows_spec for d in notes)
     for phrase in SPEC_REFERENCE_DIVERGENCES:
         assert any(phrase in d.note for d in notes), phrase

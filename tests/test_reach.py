@@ -432,7 +432,8 @@ def test_a_lowered_body_s_divergence_leaves_only_what_it_reaches_uncompared(
     """The body's Slice note, said of every node the body's lowering ran, counted every
     output of the Loop (its records' ``wrong`` all): a wrong V or R passed as the known
     divergence. Now the records name TT alone: V and R are compared (a wrong V fails), and
-    TT, which onnxruntime computes otherwise, stays the divergence, wrong or not."""
+    TT, which onnxruntime computes otherwise, is compared with onnx.reference, which computes
+    what ONNX says there: a wrong TT passed as the divergence (exit 0), and now fails."""
     import dmlgraph
     from backends import get_backend
     from dmlgraph.parity import Verdict
@@ -452,15 +453,18 @@ def test_a_lowered_body_s_divergence_leaves_only_what_it_reaches_uncompared(
     got = {o.name: o for c in report.comparisons for o in c.outputs}
     assert [(d.node, d.outputs) for d in report.divergences] == [("loop", {2})]
     assert all(got[n].verdict is Verdict.PASS and got[n].compared for n in ("V", "R"))
-    assert got["TT"].verdict is Verdict.KNOWN_DIVERGENCE and report.exit_code == 0
+    assert got["TT"].verdict is Verdict.PASS and got["TT"].compared and report.exit_code == 0
+    assert got["TT"].message.startswith("compared with onnx.reference")
 
     planted = _check_planted(monkeypatch, model, _SLICED, {"V": v + 1}, fallback)
     got = {o.name: o for c in planted.comparisons for o in c.outputs}
     assert got["V"].verdict is Verdict.FAIL and planted.exit_code == 1
     assert got["R"].verdict is Verdict.PASS
-    planted = _check_planted(monkeypatch, model, _SLICED, {"TT": t + 1}, fallback)
-    got = {o.name: o for c in planted.comparisons for o in c.outputs}
-    assert got["TT"].verdict is Verdict.KNOWN_DIVERGENCE and planted.exit_code == 0
+    # (onnxruntime's TT plus one, and one element more than ONNX's empty rows: each fails)
+    for wrong in (t + 1, np.ones((2, 2, 1), np.float32)):
+        planted = _check_planted(monkeypatch, model, _SLICED, {"TT": wrong}, fallback)
+        got = {o.name: o for c in planted.comparisons for o in c.outputs}
+        assert got["TT"].verdict is Verdict.FAIL and planted.exit_code == 1
 
 
 def _scan_8_of_no_step(holder: str) -> onnx.ModelProto:
@@ -600,13 +604,16 @@ def test_a_scan_s_passed_state_leaves_only_what_it_reaches_uncompared(
     assert planted.exit_code == 0 and got["O"].verdict is Verdict.KNOWN_DIVERGENCE
 
 
-def test_what_needs_a_node_onnxruntime_refuses_stays_not_compared() -> None:
+@pytest.mark.parametrize("fallback", ["onnxruntime", "reference"])
+def test_what_needs_a_node_onnxruntime_refuses_is_compared_with_onnx_reference(
+        fallback, monkeypatch) -> None:
     """A reflect Pad beyond its input's size (onnxruntime refuses it: "exceeds maximum
     allowed", measured) feeding a Scan beside y: its values reach A and O alone, but B and P
     still need the Scan, and so the Pad, to run. The run pruned to B and P failed again at
-    the Pad and check ended naming nothing (exit 2); now what needs the node it fails at is
-    the divergence's too, not compared, as before ``reach`` followed a scan input exactly."""
-    from dmlgraph import check
+    the Pad and check ended naming nothing (exit 2); then what needs the node it fails at
+    was the divergence's too, not compared, and a wrong B or P passed (exit 0). B and P read
+    none of the Pad's values (undefined by ONNX there): they are compared with onnx.reference,
+    and a wrong one fails; A and O stay not compared."""
     from dmlgraph.parity import Verdict
 
     body = helper.make_graph(
@@ -621,13 +628,23 @@ def test_what_needs_a_node_onnxruntime_refuses_stays_not_compared() -> None:
         [_vi("x", [2, 3]), _vi("y", [2, 9]), _vi("A0", [9]), _vi("B0", [9])],
         [_vi(n, None) for n in "ABOP"], [_int64("pads", [0, 3, 0, 3])])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=10)
-    feeds = {"x": np.arange(6, dtype=np.float32).reshape(2, 3),
-             "y": np.arange(18, dtype=np.float32).reshape(2, 9),
+    y = np.arange(18, dtype=np.float32).reshape(2, 9)
+    feeds = {"x": np.arange(6, dtype=np.float32).reshape(2, 3), "y": y,
              "A0": np.zeros(9, np.float32), "B0": np.ones(9, np.float32)}
-    report = check(model, inputs=feeds)
+    report = _check_planted(monkeypatch, model, feeds, {}, fallback)
     got = {o.name: o for c in report.comparisons for o in c.outputs}
     assert report.exit_code == 0 and [d.node for d in report.divergences] == ["pad"]
-    assert all(o.verdict is Verdict.KNOWN_DIVERGENCE and not o.compared for o in got.values())
+    assert all(got[n].verdict is Verdict.KNOWN_DIVERGENCE and not got[n].compared for n in "AO")
+    for name in "BP":
+        assert got[name].compared and got[name].verdict is Verdict.PASS, name
+        assert got[name].message.startswith("compared with onnx.reference: it needs a node")
+    assert ("'B', 'P' compared with onnx.reference on the model (pruned to the outputs "
+            "compared): they need node 'pad' to run, and read none of its values"
+            ) in report.comparisons[0].note
+    for name, right in (("B", 1 + y.sum(0)), ("P", -y)):
+        planted = _check_planted(monkeypatch, model, feeds, {name: right + 1}, fallback)
+        got = {o.name: o for c in planted.comparisons for o in c.outputs}
+        assert got[name].verdict is Verdict.FAIL and planted.exit_code == 1, name
 
 
 def test_a_branch_making_one_tensor_two_outputs_leaves_only_those_uncompared(
@@ -659,8 +676,11 @@ def test_a_branch_making_one_tensor_two_outputs_leaves_only_those_uncompared(
     planted = _check_planted(monkeypatch, model, feeds, {"N": n + 1})
     got = {o.name: o for c in planted.comparisons for o in c.outputs}
     assert got["N"].verdict is Verdict.FAIL and planted.exit_code == 1
-    planted = _check_planted(monkeypatch, model, feeds, {"A": a + 1})
-    assert planted.exit_code == 0
+    # (A, onnxruntime's buffer, is compared with onnx.reference, which gives ONNX's Relu(x):
+    # a wrong A passed as the divergence)
+    assert got["A"].compared and got["A"].message.startswith("compared with onnx.reference")
+    planted = _check_planted(monkeypatch, model, feeds, {"A": np.maximum(x, 0) + 1})
+    assert planted.exit_code == 1
 
 
 def test_a_loop_s_counter_notes_leave_only_what_they_reach_uncompared(
@@ -690,9 +710,63 @@ def test_a_loop_s_counter_notes_leave_only_what_they_reach_uncompared(
     assert d.tolist() == [0, 2, 4, 6]  # as ONNX gives it
     report = _check_planted(monkeypatch, model, feeds, {})
     got = {o.name: o for c in report.comparisons for o in c.outputs}
-    assert {d.outputs for d in report.divergences} == {frozenset({0, 1, 3})}
+    # (each note its own: the carried value's V and S, the scan output's IS)
+    assert {d.outputs for d in report.divergences} == {frozenset({0, 1}), frozenset({3})}
     assert got["D"].compared and got["D"].verdict is Verdict.PASS and report.exit_code == 0
     planted = _check_planted(monkeypatch, model, feeds, {"D": d + 1})
     assert planted.exit_code == 1
-    planted = _check_planted(monkeypatch, model, feeds, {"S": s + 1, "V": v + 1})
-    assert planted.exit_code == 0
+    # (V, S and IS, onnxruntime's own reading, are compared with onnx.reference, whose Loop
+    # gives ONNX's: a wrong one passed as the divergence)
+    got = {o.name: o for c in report.comparisons for o in c.outputs}
+    assert all(got[n].message.startswith("compared with onnx.reference") for n in ("V", "S", "IS"))
+    for name, right in (("V", 3), ("S", np.array([7, 0, 1, 2])), ("IS", np.arange(4))):
+        # (2 off: V 1 off is onnxruntime's, which a comparison with it passes)
+        planted = _check_planted(monkeypatch, model, feeds, {name: np.asarray(right) + 2})
+        assert planted.exit_code == 1, name
+
+
+def _loop_of_a_slice_and_a_passing_scan() -> onnx.ModelProto:
+    """Opset 18: a Loop of 2 trips whose body holds a Scan over x's rows passing its state v
+    by its own name (V: onnxruntime gives its buffers, zeros, measured; ONNX: init) and
+    stacking Relu of them (RR), and Neg(x[:, -1:INT64_MAX:-1]) (TT: ONNX's slice is empty,
+    onnxruntime reads it through index 0, as in ``_loop_of_a_reversing_slice``)."""
+    scan_body = helper.make_graph([helper.make_node("Relu", ["row"], ["rr"])], "scan_body",
+                                  [_vi("s", [2]), _vi("row", [6])], [_vi("s", [2]), _vi("rr", [6])])
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["c"], ["c2"]),
+         helper.make_node("Scan", ["v", "x"], ["v2", "rows"], body=scan_body, num_scan_inputs=1,
+                          name="inner"),
+         helper.make_node("Slice", ["x", "st", "en", "ax", "neg"], ["t"]),
+         helper.make_node("Neg", ["t"], ["nt"])],
+        "body", [_vi("i", [], TensorProto.INT64), _vi("c", [], TensorProto.BOOL), _vi("v", [2])],
+        [_vi("c2", [], TensorProto.BOOL), _vi("v2", [2]), _vi("nt", None), _vi("rows", None)],
+        [_int64("st", [-1]), _int64("en", [2**63 - 1]), _int64("ax", [1]), _int64("neg", [-1])])
+    loop = helper.make_node("Loop", ["T", "", "init"], ["V", "TT", "RR"], name="loop", body=body)
+    graph = helper.make_graph([loop], "m", [_vi("init", [2]), _vi("x", [2, 6])],
+                              [_vi(n, None) for n in loop.output], [_int64("T", 2)])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=10)
+
+
+@pytest.mark.parametrize("fallback", ["onnxruntime", "reference"])
+def test_a_record_s_several_notes_each_concern_their_own_outputs(
+        fallback, onnx_run, monkeypatch) -> None:
+    """The records of the Scan's body carry both its note (its state passed by name: V, no
+    oracle) and the body's Slice's (TT). Each counted the union of what they concern for
+    each: the Scan's note reached TT too, so TT was not compared with onnx.reference
+    (``parity._excused_by_spec``), and a wrong TT passed (exit 0). Now each note concerns its
+    own: TT is compared with onnx.reference, and a wrong one fails; V stays the Scan's."""
+    from dmlgraph.parity import Verdict
+
+    model = _loop_of_a_slice_and_a_passing_scan()
+    v, t, rr = onnx_run(model, _SLICED)
+    assert not np.array_equal(v, _SLICED["init"]) and t.shape == (2, 2, 6)  # ONNX: [2, 2, 0]
+    report = _check_planted(monkeypatch, model, _SLICED, {}, fallback)
+    got = {o.name: o for c in report.comparisons for o in c.outputs}
+    assert sorted(sorted(d.outputs) for d in report.divergences) == [[0], [1]]
+    assert all(got[n].verdict is Verdict.PASS and got[n].compared for n in ("TT", "RR"))
+    assert got["TT"].message.startswith("compared with onnx.reference")
+    assert got["V"].verdict is Verdict.KNOWN_DIVERGENCE and report.exit_code == 0
+    planted = _check_planted(monkeypatch, model, _SLICED, {"TT": np.ones((2, 2, 1), np.float32)},
+                             fallback)
+    got = {o.name: o for c in planted.comparisons for o in c.outputs}
+    assert got["TT"].verdict is Verdict.FAIL and planted.exit_code == 1

@@ -316,16 +316,17 @@ class ControlFlow:
         #: the enclosing constants a Loop's body reads whose values onnxruntime's inference
         #: of the model does not know: those folding made (a ConstantOfShape of x [N, 3]'s
         #: Shape), and initializers a feed may override (``Graph.initializer_inputs``); all
-        #: are known where the graph does not say which the model gave
-        self.made_constants = _made_constants(graph, self.constants) if (
-            self.op_type == "Loop" and self.constants) else frozenset()
+        #: are known where the graph does not say which the model gave. Of every holder
+        #: (``made_outer``): its subgraphs' models take them for none of the model's own
+        self.made_outer = _made_constants(graph, self.constants)
+        self.made_constants = self.made_outer if self.op_type == "Loop" else frozenset()
         self.cache_limit = cache_limit
         self.cache: OrderedDict[tuple[Any, ...], tuple[LoweredGraph, Plan, tuple[str, ...]]] = (
             OrderedDict()
         )
-        #: the divergence notes lowering said of a subgraph's nodes, by key, and the outputs
-        #: of this node they reach (``_said``)
-        self.said: dict[tuple[Any, ...], tuple[tuple[str, ...], tuple[str, ...] | None]] = {}
+        #: the divergence notes lowering said of a subgraph's nodes, by key, each with the
+        #: outputs of this node it reaches (``_said``)
+        self.said: dict[tuple[Any, ...], dict[str, tuple[str, ...] | None]] = {}
         #: the records of a subgraph's last run, as its plan gave them and as this node says
         #: them, by key: a Loop's iterations give equal records, built once, not every trip
         self.worded: dict[tuple[Any, ...], tuple[tuple[NodeRun, ...], tuple[NodeRun, ...]]] = {}
@@ -399,7 +400,10 @@ class ControlFlow:
         if scans_count and (not going or (limit is not None and limit <= 0)):
             scanned = [np.empty(shape, dtype) for dtype, shape in self._no_trip(body, outer)]
             initial = [np.array(v) for v in carried if v is not None]
-            return initial + scanned, _noted([], self.no_trip_note, self, via="")
+            # (its note concerns the scan outputs: the carried values are the initial ones,
+            # as onnxruntime gives them; a wrong one was excused)
+            return initial + scanned, _noted([], self.no_trip_note, self, via="", wrong=self._at(
+                range(len(carried), len(carried) + scans_count)))
         scans: list[list[np.ndarray]] = [[] for _ in range(scans_count)]
         runs: list[NodeRun] = []
         last_runs: tuple[NodeRun, ...] | None = None
@@ -668,21 +672,22 @@ class ControlFlow:
             return [results[name] for name in outputs], worded[1]
         # what the lowering said of a node as divergences goes with every run of the
         # subgraph: ``check`` names them for the outputs this node reaches
-        said, reached = self.said.get(key, ((), ()))
+        said = self.said.get(key, {})
         held = f"{self.op_type} {self.label} {attr}"
         runs = [
-            NodeRun(
-                _label(lowered, r), r.op, r.engine,
-                f"{held}: {r.via}" if r.via else f"{held}, lowered at run time",
-                tuple(dict.fromkeys(r.notes + said)), self.node_id,
-                _either(reached, self._reached(attr, lowered, r) if any(
-                    n.startswith(DIVERGENCE) for n in r.notes) else ()),
-            )
+            concerning(
+                NodeRun(_label(lowered, r), r.op, r.engine,
+                        f"{held}: {r.via}" if r.via else f"{held}, lowered at run time",
+                        node_id=self.node_id, wrong=()),
+                tuple(dict.fromkeys((*r.notes, *said))), _merged({
+                    note: self._reached(attr, lowered, r, note) for note in r.notes
+                    if note.startswith(DIVERGENCE)}, said))
             for r in sub_runs
         ]
         if not runs:  # its results are constants or its inputs: nothing moved them
-            runs = [NodeRun(self.name, self.op_type, NOTHING_RAN, f"{held}, lowered at run time",
-                            said, self.node_id, reached)]
+            runs = [concerning(NodeRun(self.name, self.op_type, NOTHING_RAN,
+                                       f"{held}, lowered at run time", node_id=self.node_id,
+                                       wrong=()), tuple(said), said)]
         self.worded[key] = (sub_runs, tuple(runs))
         return [results[name] for name in outputs], self.worded[key][1]
 
@@ -709,34 +714,33 @@ class ControlFlow:
         body = onnx.GraphProto.FromString(self.subgraphs["body"].data)
         return self._at(scan_body_wrong(body, self.scan.states if self.scan else 0))
 
-    def _said(self, attr: str, lowered: LoweredGraph
-              ) -> tuple[tuple[str, ...], tuple[str, ...] | None]:
+    def _said(self, attr: str, lowered: LoweredGraph) -> dict[str, tuple[str, ...] | None]:
         """The divergence notes lowering said of the nodes of its subgraph ``attr`` (each
-        run's record carries them), and the outputs of this node the nodes they are of reach
-        (``_made_reach``). Each record then counted all of them: a Slice's note in a Loop's
-        body making only its scan output left its carried value's mismatch excused too."""
-        notes: dict[str, None] = {}
-        reached: tuple[str, ...] | None = ()
+        run's record carries them), each with the outputs of this node the nodes it is of
+        reach (``_made_reach``). Each record then counted all of them: a Slice's note in a
+        Loop's body making only its scan output left its carried value's mismatch excused
+        too."""
+        notes: dict[str, tuple[str, ...] | None] = {}
         source = lowered.source_graph
         for record in lowered.report():
-            said = [note for note in record.notes if note.startswith(DIVERGENCE)]
-            if not said:
-                continue
-            notes.update(dict.fromkeys(said))
             node_id = getattr(record, "node_id", None)
             made = None if source is None or node_id is None or node_id not in source.nx else (
                 source.node(node_id).outputs)
-            reached = _either(reached, self._made_reach(attr, made, said))
-        return tuple(notes), reached
+            for note in record.notes:
+                if note.startswith(DIVERGENCE):
+                    notes = _merged(notes, {note: self._made_reach(attr, made, [note])})
+        return notes
 
-    def _reached(self, attr: str, lowered: Graph, run: NodeRun) -> tuple[str, ...] | None:
+    def _reached(self, attr: str, lowered: Graph, run: NodeRun,
+                 note: str) -> tuple[str, ...] | None:
         """This node's outputs that the outputs of a node of its subgraph ``attr`` (``run``,
-        of ``lowered``: its notes' ``wrong`` ones, else all) reach, its record's ``wrong``:
+        of ``lowered``: those its divergence ``note`` concerns, else all) reach, what the
+        note concerns of this node's record:
         ``check`` leaves only those at its notes, as it does the top-level node's own. A
         Scan-8 in an If's branch passing its state through left the If's every output "not
         compared", the branch's Relu of its rows too. (): none; None (all) where it cannot
         tell."""
-        made = run.wrong
+        made = run.concerned(note)
         if made is None and run.node_id is not None:
             try:
                 node = lowered.node(run.node_id)
@@ -747,7 +751,7 @@ class ControlFlow:
             source = getattr(lowered, "source_graph", None)
             made = source.node(origin).outputs if (
                 source is not None and origin in source.nx) else node.outputs
-        return self._made_reach(attr, made, run.notes)
+        return self._made_reach(attr, made, [note])
 
     def _made_reach(self, attr: str, made: Sequence[str] | None,
                     notes: Sequence[str]) -> tuple[str, ...] | None:
@@ -775,6 +779,10 @@ class ControlFlow:
         model = self._model(attr, arrays)
         try:
             graph = load(model)
+            if graph.given_constants is not None and self.made_outer:
+                # (an enclosing constant folding made is not the model's there either: a Loop
+                # of no trip held in the subgraph notes what onnxruntime cannot know of it)
+                graph.given_constants = frozenset(graph.given_constants) - self.made_outer
             # its errors name the file and the node, not the model made here
             graph.source = f"{self.where}, its {attr}"
             lowered = lower(graph, level)
@@ -836,6 +844,42 @@ def _either(*reached: tuple[str, ...] | None) -> tuple[str, ...] | None:
     return tuple(dict.fromkeys(name for found in reached for name in found or ()))
 
 
+Concerns = Mapping[str, "tuple[str, ...] | None"]
+
+
+def _merged(*concerns: Concerns) -> dict[str, tuple[str, ...] | None]:
+    """Notes with the outputs each concerns (``NodeRun.concerned``), a note of several
+    ``concerns`` concerning what any of them names (``_either``)."""
+    merged: dict[str, tuple[str, ...] | None] = {}
+    for each in concerns:
+        for note, wrong in each.items():
+            merged[note] = _either(merged[note], wrong) if note in merged else wrong
+    return merged
+
+
+def _concerns(run: NodeRun) -> dict[str, tuple[str, ...] | None]:
+    """What each divergence note of ``run`` concerns (``NodeRun.concerned``)."""
+    return {note: run.concerned(note) for note in run.notes if note.startswith(DIVERGENCE)}
+
+
+def noted(run: NodeRun, note: str, wrong: tuple[str, ...] | None) -> NodeRun:
+    """``run`` with the divergence ``note`` concerning ``wrong`` (``NodeRun.wrong``), its
+    own divergence notes each keeping what it concerns (``concerning``)."""
+    return concerning(run, (*run.notes, note), _merged(_concerns(run), {note: wrong}))
+
+
+def concerning(run: NodeRun, notes: tuple[str, ...], concerns: Concerns) -> NodeRun:
+    """``run`` with ``notes``, each divergence note among them concerning the outputs
+    ``concerns`` names for it (one missing: all), ``wrong`` their union: a record of a
+    Scan's body in a Loop's, whose Slice's note concerned the Loop's scan output TT and the
+    Scan's (its state passed by name) the carried value V, counted both for each, so the
+    Scan's note, which no oracle checks, reached TT, and a wrong TT passed as it, not
+    compared with onnx.reference (``parity._excused_by_spec``)."""
+    said = {note: concerns.get(note) for note in notes if note.startswith(DIVERGENCE)}
+    return replace(run, notes=notes, wrong=_either(*said.values()) if said else run.wrong,
+                   concerns=tuple(said.items()) if len(said) > 1 else ())
+
+
 def _scan_elements(
     outputs: Sequence[onnx.ValueInfoProto], refuse: bool = True
 ) -> list[tuple[np.dtype | None, tuple[int, ...]]]:
@@ -886,9 +930,7 @@ def _noted(
     """``runs`` each with ``note`` (a divergence of the node, which ``check`` names for the
     outputs it reaches: ``wrong`` of them, None all), or one record of it, ``via``, where
     nothing ran."""
-    # (a record's own divergence notes keep what they reach: its ``wrong`` joins)
-    return [replace(r, notes=(*r.notes, note), wrong=_either(wrong, r.wrong) if any(
-        n.startswith(DIVERGENCE) for n in r.notes) else wrong) for r in runs] or [
+    return [noted(r, note, wrong) for r in runs] or [
         NodeRun(control.name, control.op_type, NOTHING_RAN, via, (note,), control.node_id,
                 wrong)
     ]
@@ -920,10 +962,9 @@ def _unique(runs: Sequence[NodeRun]) -> list[NodeRun]:
         seen = merged.get(key)
         if seen is None:
             merged[key] = r
-        elif not set(r.notes) <= set(seen.notes) or r.wrong != seen.wrong:
-            merged[key] = NodeRun(
-                r.node, r.op, r.engine, r.via, tuple(dict.fromkeys(seen.notes + r.notes)),
-                r.node_id, _either(*(x.wrong for x in (seen, r) if any(
-                    note.startswith(DIVERGENCE) for note in x.notes))),
-            )
+        elif not set(r.notes) <= set(seen.notes) or _concerns(r) != _concerns(seen):
+            merged[key] = concerning(
+                NodeRun(r.node, r.op, r.engine, r.via, node_id=r.node_id, wrong=()),
+                tuple(dict.fromkeys(seen.notes + r.notes)),
+                _merged(_concerns(seen), _concerns(r)))
     return list(merged.values())

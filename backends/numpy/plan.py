@@ -48,7 +48,7 @@ from backends.base import (
     refuse_beyond_memory,
     write_all_bound,
 )
-from backends.numpy.control import ControlFlow, Declined, SubgraphRuleError, runs_here
+from backends.numpy.control import ControlFlow, Declined, SubgraphRuleError, noted, runs_here
 from backends.numpy.fallback import OnnxruntimeFallback, diverged_reads, reference_hint
 from backends.numpy.memory import Lifetime, OutputPool, assign_buffers
 from backends.numpy.moves import Move, Phase, operator_moves
@@ -810,8 +810,7 @@ class _FallbackStep(_PythonStep):
         self.said = said
         wrong = getattr(self.runner, "wrong", {})
         self.runs = tuple(
-            replace(r, notes=(*r.notes, said[key]), wrong=wrong.get(key))
-            if (key := tuple(n.outputs)) in said else r
+            noted(r, said[key], wrong.get(key)) if (key := tuple(n.outputs)) in said else r
             for n, r in zip(self.nodes, self.plain_runs)
         )
 
