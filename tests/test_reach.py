@@ -369,7 +369,8 @@ def test_a_held_failure_in_a_sibling_branch_is_apart_from_the_squeeze() -> None:
         else_branch=branch("else", [helper.make_node("Identity", ["Z"], ["t"])], "t"))
     proto = helper.make_graph([squeezed, reshaped], "then", [], [_vi("P", None), _vi("W", None)])
     failure = ("Non-zero status code returned while running If node. Name:'if' Status Message: "
-               "Non-zero status code returned while running Reshape node. Name:'reshape'")
+               "Non-zero status code returned while running Reshape node. Name:'reshape' "
+               "Status Message: The input tensor cannot be reshaped to the requested shape.")
     squeeze_t = (((0, "then_branch", 0),), "t")
     assert _held_apart(proto, [squeeze_t], failure)
     # the Squeeze's own branch reshaping its t: reached, not apart
