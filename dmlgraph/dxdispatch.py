@@ -10,9 +10,9 @@ valueCount}`` accumulated in the element type; integer types take JSON integers 
 rounds through float), ``sizeInBytes`` defaults to the initial data rounded up to 4 bytes and
 must hold the data at ``initialValuesOffsetInBytes``; a binding's ``elementOffset`` counts
 elements of ``elementSizeInBytes`` (absent or 0: the resource's element size), its byte
-offset aligned as DML_BUFFER_BINDING requires (DML_MINIMUM_BUFFER_TENSOR_ALIGNMENT, or the
-tensor's GuaranteedBaseOffsetAlignment) with the tensor's TotalTensorSizeInBytes after it
-(the least a buffer holding the tensor may have), an output's bytes (TotalTensorSizeInBytes
+offset aligned as DML_BUFFER_BINDING requires (DML_MINIMUM_BUFFER_TENSOR_ALIGNMENT, and the
+tensor's GuaranteedBaseOffsetAlignment when larger) with the tensor's TotalTensorSizeInBytes
+after it (the least a buffer holding the tensor may have), an output's bytes (TotalTensorSizeInBytes
 from its offset) overlapping an input's only for an operator that runs in place (none here),
 and ``elementCount`` is ignored for DML operators;
 command types are compared ignoring case; ``print`` writes ``Resource 'NAME': v0, v1, ...``
@@ -565,12 +565,15 @@ def _bound(
     element_size = _uint(binding.get("elementSizeInBytes", 0), where, "elementSizeInBytes")
     element_size = element_size or resource.data_type.numpy_dtype.itemsize
     offset = _uint(binding.get("elementOffset", 0), where, "elementOffset") * element_size
-    alignment = tensor.guaranteed_base_offset_alignment or MINIMUM_BUFFER_TENSOR_ALIGNMENT
+    # both powers of two: "Buffer tensors always have a minimum alignment of 16 bytes", and
+    # a GuaranteedBaseOffsetAlignment, when given, is one more the offset must keep
+    # (DML_BUFFER_TENSOR_DESC); a smaller one does not lower the 16 (4 bound at byte 4)
+    alignment = max(MINIMUM_BUFFER_TENSOR_ALIGNMENT, tensor.guaranteed_base_offset_alignment)
     if offset % alignment:
         raise DxDispatchError(
             f"{where}: binds '{resource.name}' at byte {offset}, which is not a multiple of "
             f"{alignment} (DML_BUFFER_BINDING's Offset: DML_MINIMUM_BUFFER_TENSOR_ALIGNMENT, "
-            "or the tensor's GuaranteedBaseOffsetAlignment)"
+            "and the tensor's GuaranteedBaseOffsetAlignment when larger)"
         )
     if len(resource.data) - offset < tensor.data_type.numpy_dtype.itemsize:
         raise DxDispatchError(f"{where}: offset {offset} bytes leaves no room in '{resource.name}'")

@@ -240,7 +240,7 @@ def test_resource_sizes_and_offsets_as_dxdispatch_checks_them(tmp_path, capsys, 
 ])
 def test_binding_offsets_are_aligned_and_unsigned(tmp_path, capsys, binding, alignment, message):
     """DML_BUFFER_BINDING's Offset is a multiple of DML_MINIMUM_BUFFER_TENSOR_ALIGNMENT (16),
-    or of the tensor's GuaranteedBaseOffsetAlignment when it has one."""
+    and of the tensor's GuaranteedBaseOffsetAlignment when that is larger."""
     model = _slice_model(list(range(1, 9)), **binding)
     if alignment:
         model["dispatchables"]["s"]["desc"]["InputTensor"]["GuaranteedBaseOffsetAlignment"] = (
@@ -248,6 +248,28 @@ def test_binding_offsets_are_aligned_and_unsigned(tmp_path, capsys, binding, ali
         )
     code, _, err = _run_text(tmp_path, json.dumps(model), capsys)
     assert code == 2 and err.count("\n") == 1 and message in err
+
+
+@pytest.mark.parametrize("alignment, offset, accepted", [
+    (4, 1, False), (8, 2, False), (16, 1, False), (4, 4, True), (32, 4, False), (32, 8, True),
+])
+def test_a_small_guaranteed_alignment_keeps_the_16_byte_minimum(
+    tmp_path, capsys, alignment: int, offset: int, accepted: bool
+) -> None:
+    """DML_BUFFER_TENSOR_DESC: "Buffer tensors always have a minimum alignment of 16 bytes";
+    GuaranteedBaseOffsetAlignment, "if provided", is a further multiple the binding's offset
+    keeps. So a FLOAT32 tensor with GuaranteedBaseOffsetAlignment 4 (valid: a power of two at
+    least its element size) binds at bytes 0, 16, 32..., never at byte 4, which ran."""
+    model = _slice_model(list(range(1, 13)), elementOffset=offset)
+    model["dispatchables"]["s"]["desc"]["InputTensor"]["GuaranteedBaseOffsetAlignment"] = alignment
+    code, out, err = _run_text(tmp_path, json.dumps(model), capsys)
+    if accepted:  # element 4 and on: byte 16, or 32 (a multiple of both 16 and 32)
+        values = ", ".join(str(v) for v in range(offset + 1, offset + 5))
+        assert (code, out) == (0, f"Resource 'out': {values}\n")
+    else:
+        needed = max(16, alignment)
+        assert code == 2 and err.count("\n") == 1
+        assert f"at byte {4 * offset}, which is not a multiple of {needed}" in err
 
 
 def test_an_aligned_offset_a_zero_element_size_and_a_one_item_list_bind(tmp_path, capsys):
