@@ -186,6 +186,16 @@ class BufferTensorDesc:
                     raise fail(
                         f"Strides[{i}]", stride, "strides are UINT: 0 to 2^32 - 1 elements"
                     )
+            # DML_BUFFER_TENSOR_DESC: "The total size of a buffer tensor may not exceed
+            # (2^32 - 1) elements": with strides, the elements of the buffer it spans
+            span = sum([(n - 1) * s for n, s in zip(self.sizes, self.strides)]) + 1
+            if span > UINT32_MAX:
+                raise fail(
+                    "Strides",
+                    list(self.strides),
+                    f"the tensor spans {span} elements of its buffer (last index "
+                    "sum((Sizes - 1) * Strides) + 1); a buffer tensor spans at most 2^32 - 1",
+                )
         minimum = self.minimum_size_in_bytes
         total = self.total_tensor_size_in_bytes
         if total < minimum:
