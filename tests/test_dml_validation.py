@@ -235,6 +235,14 @@ CASES: list[tuple[Callable[..., OperatorDesc], dict[str, Any], str, str]] = [
      "fit in UINT"),
     (slice_desc, {"input_tensor": T("FLOAT32", (1, 1, 4, 4), strides=(16, 16, 4, 2**32))},
      "InputTensor.Strides[3]", "strides are UINT"),
+    # GuaranteedBaseOffsetAlignment is a UINT (directml.h): 2^32, a power of two at least the
+    # element size, was taken; -16 was told it must be a power of two
+    (slice_desc, {"input_tensor": T("FLOAT32", (1, 1, 4, 4),
+                                    guaranteed_base_offset_alignment=2**32)},
+     "InputTensor.GuaranteedBaseOffsetAlignment", "is a UINT: 0 to 2^32 - 1"),
+    (slice_desc, {"input_tensor": T("FLOAT32", (1, 1, 4, 4),
+                                    guaranteed_base_offset_alignment=-16)},
+     "InputTensor.GuaranteedBaseOffsetAlignment", "is a UINT: 0 to 2^32 - 1"),
     # "The total size of a buffer tensor may not exceed (2^32 - 1) elements"
     # (DML_BUFFER_TENSOR_DESC): 3 elements 2^31 apart span 2^32 + 1 elements of their buffer
     # (TotalTensorSizeInBytes 16 GiB + 4); only the product of the sizes was checked

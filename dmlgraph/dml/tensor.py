@@ -215,6 +215,10 @@ class BufferTensorDesc:
             )
         alignment = self.guaranteed_base_offset_alignment
         element_bytes = max(1, self.data_type.bit_width // 8)
+        if not 0 <= alignment <= UINT32_MAX:  # 2^32, a power of two, is no UINT
+            raise fail(
+                "GuaranteedBaseOffsetAlignment", alignment, "is a UINT: 0 to 2^32 - 1 bytes"
+            )
         if alignment != 0 and (alignment & (alignment - 1) or alignment < element_bytes):
             raise fail(
                 "GuaranteedBaseOffsetAlignment",
