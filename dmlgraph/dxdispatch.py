@@ -30,9 +30,9 @@ import math
 import os
 import re
 import sys
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from collections.abc import Collection, Iterator, Mapping
 from typing import Any, Callable
 
 import ml_dtypes
