@@ -441,6 +441,28 @@ def refuse_unbound(graph: Graph) -> None:
         )
 
 
+def refuse_invalid_descriptors(graph: Graph) -> None:
+    """Refuse a graph holding a descriptor that breaks DirectML's rules at the graph's feature
+    level (6_4 for a graph ``lower`` did not make), naming the node, as the numpy backend's
+    plan does for each one it runs. The onnxruntime translation writes a descriptor as the
+    ONNX op nearest it, which clamps what DirectML forbids: a SLICE reading past its input
+    ran there and made [1, 2] where its output tensor says [2, 2]. A graph ``lower`` made and
+    nobody changed since is known valid (``descriptors_valid``)."""
+    from dmlgraph.dml.enums import FeatureLevel  # as ``refuse_unbound`` imports lowering's
+
+    level = getattr(graph, "feature_level", None) or FeatureLevel.L6_4
+    check = getattr(graph, "descriptors_valid", None)
+    if check is not None and check(level):
+        return
+    for node in graph.nodes:
+        if node.is_onnx:
+            continue
+        try:
+            node.op.validate(level)
+        except DmlgraphError as exc:
+            raise BackendError(f"{graph.describe(node)}: {exc}") from None
+
+
 def not_a_graph(graph: object) -> BackendError:
     return BackendError(
         f"run takes a Graph (dmlgraph.load, or lowering.lower of one), not {type(graph).__name__}"

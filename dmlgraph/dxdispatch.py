@@ -10,11 +10,13 @@ valueCount}`` accumulated in the element type; integer types take JSON integers 
 rounds through float), ``sizeInBytes`` defaults to the initial data rounded up to 4 bytes and
 must hold the data at ``initialValuesOffsetInBytes``; a binding's ``elementOffset`` counts
 elements of ``elementSizeInBytes`` (absent or 0: the resource's element size), its byte
-offset aligned as DML_BUFFER_BINDING requires (DML_MINIMUM_BUFFER_TENSOR_ALIGNMENT, or the
-tensor's GuaranteedBaseOffsetAlignment) with the tensor's TotalTensorSizeInBytes after it
-(the least a buffer holding the tensor may have), an output's bytes (TotalTensorSizeInBytes
+offset aligned as DML_BUFFER_BINDING requires (DML_MINIMUM_BUFFER_TENSOR_ALIGNMENT, and the
+tensor's GuaranteedBaseOffsetAlignment when larger) with the tensor's TotalTensorSizeInBytes
+after it (the least a buffer holding the tensor may have), an output's bytes (TotalTensorSizeInBytes
 from its offset) overlapping an input's only for an operator that runs in place (none here),
-and ``elementCount`` is ignored for DML operators;
+and ``elementCount`` is ignored for DML operators; an input flagged DML_TENSOR_FLAG_OWNED_BY_DML
+is bound by the dispatchable's own ``bindings`` when it is initialized, before the first
+command, never at dispatch, and every other tensor at dispatch alone (``_initialize``);
 command types are compared ignoring case; ``print`` writes ``Resource 'NAME': v0, v1, ...``
 over the initialised elements, as an ostream does (INT8 and UINT8 as characters; the command
 line shows control characters among them, and in names, by their codes).
@@ -28,9 +30,9 @@ import math
 import os
 import re
 import sys
-from dataclasses import dataclass, field
+from collections.abc import Collection, Iterator, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from collections.abc import Iterator
 from typing import Any, Callable
 
 import ml_dtypes
@@ -41,6 +43,7 @@ from dmlgraph.dml.enums import (
     UINT32_MAX,
     FeatureLevel,
     TensorDataType,
+    TensorFlags,
 )
 from dmlgraph.dml.jsonio import (
     dxdispatch_unknown_value,
@@ -82,6 +85,9 @@ class DxDispatchModel:
     commands: list[dict[str, Any]]
     printed: list[str] = field(default_factory=list)
     source: str = ""  # the file it was read from, for messages
+    #: each dispatchable's own "bindings", by its name: those DxDispatch binds when it
+    #: initializes the operator, for its inputs flagged DML_TENSOR_FLAG_OWNED_BY_DML
+    init_bindings: dict[str, Any] = field(default_factory=dict)
 
 
 #: The fields of each object of DxDispatch's model schema (dxdispatch/model.schema.json).
@@ -461,6 +467,7 @@ def _read_model(doc: Any, source: str) -> DxDispatchModel:
         name: _parse_resource(name, spec) for name, spec in members(doc["resources"]).items()
     }
     dispatchables: dict[str, OperatorDesc] = {}
+    init_bindings: dict[str, Any] = {}
     for name, spec in members(doc["dispatchables"]).items():
         if not isinstance(spec, dict):
             raise DxDispatchError(
@@ -479,7 +486,10 @@ def _read_model(doc: Any, source: str) -> DxDispatchModel:
         unknown = dxdispatch_unknown_value(dispatchables[name])
         if unknown is not None:  # operator_from_json reads dmlgraph's own JSON, which has it
             raise DxDispatchError(f"dispatchable '{name}': {unknown[0]}")
-    return DxDispatchModel(resources, dispatchables, list(doc["commands"]), source=source)
+        if "bindings" in spec:
+            init_bindings[name] = members(spec["bindings"])
+    return DxDispatchModel(resources, dispatchables, list(doc["commands"]), source=source,
+                           init_bindings=init_bindings)
 
 
 def _binding(model: DxDispatchModel, source: Any, where: str) -> tuple[dict[str, Any], Resource]:
@@ -499,25 +509,38 @@ def _binding(model: DxDispatchModel, source: Any, where: str) -> tuple[dict[str,
 
 
 def _bind_points(
-    desc: OperatorDesc, bindings: Any, name: str
+    desc: OperatorDesc, bindings: Any, name: str, initialized: Collection[str] = (),
+    stage: str = "dispatch",
 ) -> Iterator[tuple[FieldSpec, str, list[Any]]]:
-    """(tensor field, where, the sources bound to it) for every tensor of ``desc``. A bind
-    point ``desc`` lacks is refused: bound nowhere, it would silently do nothing."""
+    """(tensor field, where, the sources bound to it) for every tensor of ``desc`` bound at
+    ``stage``: at dispatch, all but the bind points ``initialized`` holds; at initialization,
+    those alone. A bind point ``desc`` lacks is refused: bound nowhere, it would silently do
+    nothing; so is one bound at the other stage (``_initialize``)."""
     if not isinstance(bindings, dict):
-        raise DxDispatchError(f"dispatch '{name}': bindings must be an object, not {bindings!r}")
+        raise DxDispatchError(f"{stage} '{name}': bindings must be an object, not {bindings!r}")
     points = [spec.c_name for spec in desc.SCHEMA if spec.is_tensor]
     unknown = [point for point in bindings if point not in points]
     if unknown:
         raise DxDispatchError(
-            f"dispatch '{name}': {desc.OPERATOR.full_name} has no bind point '{unknown[0]}' "
+            f"{stage} '{name}': {desc.OPERATOR.full_name} has no bind point '{unknown[0]}' "
             f"(its bind points: {', '.join(points)})"
         )
+    at_init = stage != "dispatch"
     for spec in desc.SCHEMA:
         if not spec.is_tensor:
             continue
-        where = f"dispatch '{name}', bind point '{spec.c_name}'"
+        where = f"{stage} '{name}', bind point '{spec.c_name}'"
+        if (spec.c_name in initialized) != at_init:  # bound at the other stage, or not at all
+            if spec.c_name in bindings:
+                raise DxDispatchError(f"{where}: {_OWNED_STAGE[at_init]}")
+            continue
         if spec.c_name not in bindings:
-            raise DxDispatchError(f"{where}: nothing bound for a required tensor")
+            raise DxDispatchError(
+                f"{where}: nothing bound for a required tensor" if not at_init else
+                f"{where}: nothing bound for an input flagged DML_TENSOR_FLAG_OWNED_BY_DML, "
+                "which DirectML reads when it initializes the operator, and only then (the "
+                "dispatchable's \"bindings\")"
+            )
         bound = bindings[spec.c_name]
         if spec.kind is not FieldKind.INPUT_TENSOR_ARRAY:
             yield spec, where, [bound]
@@ -529,6 +552,62 @@ def _bind_points(
                 f"{where}: requires {count} resources, but {len(sources)} were bound"
             )
         yield spec, where, sources
+
+
+#: Why a tensor bound at initialization, or at dispatch, may not be (by whether it was at
+#: initialization): IDMLBindingTable::BindInputs, "If an input tensor has the
+#: DML_TENSOR_FLAG_OWNED_BY_DML flag set, it may only be bound when executing an operator
+#: initializer. Otherwise ... the input tensor must not be bound when executing the
+#: initializer, but must be bound when executing the operator itself."
+_OWNED_STAGE: Mapping[bool, str] = {
+    True: "bound at initialization (the dispatchable's \"bindings\"), which DirectML allows "
+          "only for an input flagged DML_TENSOR_FLAG_OWNED_BY_DML; bind it at dispatch",
+    False: "flagged DML_TENSOR_FLAG_OWNED_BY_DML, it is bound when DirectML initializes the "
+           "operator (the dispatchable's \"bindings\"), never at dispatch",
+}
+
+
+def _initialize(
+    model: DxDispatchModel, name: str, desc: OperatorDesc, copies: dict[str, Resource]
+) -> dict[str, list[_Bound]]:
+    """The inputs of dispatchable ``name`` flagged DML_TENSOR_FLAG_OWNED_BY_DML, by bind point,
+    bound where its own "bindings" say: DirectML reads such an input once, when it initializes
+    the operator, into its persistent resource. DxDispatch initializes every dispatchable
+    before the first command, so each reads its resource as the initial values left it: a
+    copy taken now (``copies``, one per resource), which later dispatches do not change. An
+    array bind point (JOIN's InputTensors) is bound whole, so its tensors are flagged alike."""
+    owned: list[str] = []
+    for spec in desc.SCHEMA:
+        if not spec.is_tensor:
+            continue
+        value = getattr(desc, spec.attr)
+        tensors = value if spec.kind is FieldKind.INPUT_TENSOR_ARRAY else (value,)
+        flagged = [bool(t.flags & TensorFlags.OWNED_BY_DML) for t in tensors]
+        if any(flagged) and not all(flagged):
+            raise DxDispatchError(
+                f"dispatchable '{name}', bind point '{spec.c_name}': only some of its tensors "
+                "are flagged DML_TENSOR_FLAG_OWNED_BY_DML, which DirectML binds at "
+                "initialization only, the others at dispatch only; DxDispatch binds a bind "
+                "point whole, at one or the other"
+            )
+        if all(flagged) and flagged:
+            owned.append(spec.c_name)
+    bindings = model.init_bindings.get(name, {})
+    initialized: dict[str, list[_Bound]] = {}
+    for spec, where, sources in _bind_points(desc, bindings, name, owned, "dispatchable"):
+        value = getattr(desc, spec.attr)
+        tensors = value if spec.kind is FieldKind.INPUT_TENSOR_ARRAY else (value,)
+        labels = ([f"{spec.c_name}[{i}]" for i in range(len(tensors))]
+                  if spec.kind is FieldKind.INPUT_TENSOR_ARRAY else [spec.c_name])
+        bound = []
+        for source, tensor, label in zip(sources, tensors, labels):
+            at = _bound(model, source, tensor, label, where)
+            copy = copies.setdefault(at.resource.name, Resource(
+                at.resource.name, bytearray(at.resource.data), at.resource.data_type,
+                at.resource.value_count))
+            bound.append(replace(at, resource=copy))
+        initialized[spec.c_name] = bound
+    return initialized
 
 
 @dataclass(frozen=True)
@@ -565,12 +644,15 @@ def _bound(
     element_size = _uint(binding.get("elementSizeInBytes", 0), where, "elementSizeInBytes")
     element_size = element_size or resource.data_type.numpy_dtype.itemsize
     offset = _uint(binding.get("elementOffset", 0), where, "elementOffset") * element_size
-    alignment = tensor.guaranteed_base_offset_alignment or MINIMUM_BUFFER_TENSOR_ALIGNMENT
+    # both powers of two: "Buffer tensors always have a minimum alignment of 16 bytes", and
+    # a GuaranteedBaseOffsetAlignment, when given, is one more the offset must keep
+    # (DML_BUFFER_TENSOR_DESC); a smaller one does not lower the 16 (4 bound at byte 4)
+    alignment = max(MINIMUM_BUFFER_TENSOR_ALIGNMENT, tensor.guaranteed_base_offset_alignment)
     if offset % alignment:
         raise DxDispatchError(
             f"{where}: binds '{resource.name}' at byte {offset}, which is not a multiple of "
             f"{alignment} (DML_BUFFER_BINDING's Offset: DML_MINIMUM_BUFFER_TENSOR_ALIGNMENT, "
-            "or the tensor's GuaranteedBaseOffsetAlignment)"
+            "and the tensor's GuaranteedBaseOffsetAlignment when larger)"
         )
     if len(resource.data) - offset < tensor.data_type.numpy_dtype.itemsize:
         raise DxDispatchError(f"{where}: offset {offset} bytes leaves no room in '{resource.name}'")
@@ -585,21 +667,27 @@ def _bound(
 
 
 def _bound_tensors(
-    model: DxDispatchModel, desc: OperatorDesc, bindings: Any, name: str
+    model: DxDispatchModel, desc: OperatorDesc, bindings: Any, name: str,
+    initialized: Mapping[str, list[_Bound]],
 ) -> tuple[list[_Bound], list[_Bound]]:
-    """The inputs and the outputs of a dispatch of ``desc``, each where it is bound. An
-    output overlapping an input is refused unless the operator supports in-place execution
+    """The inputs and the outputs of a dispatch of ``desc``, each where it is bound (an input
+    bound at initialization where ``initialized`` holds it: ``_initialize``). An output
+    overlapping an input is refused unless the operator supports in-place execution
     (``OperatorDesc.IN_PLACE``)."""
-    inputs: list[_Bound] = []
-    outputs: list[_Bound] = []
-    for spec, where, sources in _bind_points(desc, bindings, name):
+    points: dict[str, list[_Bound]] = dict(initialized)
+    for spec, where, sources in _bind_points(desc, bindings, name, initialized):
         tensors = getattr(desc, spec.attr)
         if spec.kind is not FieldKind.INPUT_TENSOR_ARRAY:
-            (outputs if spec.kind is FieldKind.OUTPUT_TENSOR else inputs).append(
-                _bound(model, sources[0], tensors, spec.c_name, where))
+            points[spec.c_name] = [_bound(model, sources[0], tensors, spec.c_name, where)]
             continue
-        inputs += [_bound(model, source, tensor, f"{spec.c_name}[{i}]", where)
-                   for i, (source, tensor) in enumerate(zip(sources, tensors))]
+        points[spec.c_name] = [_bound(model, source, tensor, f"{spec.c_name}[{i}]", where)
+                               for i, (source, tensor) in enumerate(zip(sources, tensors))]
+    inputs: list[_Bound] = []  # in the order of the desc's tensors, as the executor takes them
+    outputs: list[_Bound] = []
+    for spec in desc.SCHEMA:
+        if spec.is_tensor:
+            (outputs if spec.kind is FieldKind.OUTPUT_TENSOR else inputs).extend(
+                points[spec.c_name])
     for output in outputs:
         for input_ in inputs:
             if output.overlaps(input_) and not desc.IN_PLACE:
@@ -613,13 +701,20 @@ def _bound_tensors(
     return inputs, outputs
 
 
-def _dispatch(model: DxDispatchModel, command: dict[str, Any], level: FeatureLevel) -> None:
+def _dispatch(
+    model: DxDispatchModel,
+    command: dict[str, Any],
+    level: FeatureLevel,
+    initialized: Mapping[str, Mapping[str, list[_Bound]]],
+) -> None:
     from backends.numpy import execute_operator  # the executor lives in the backends package
 
     name = command["dispatchable"]  # known, valid and bound to known names: _check_commands
     desc = model.dispatchables[name]
     # no output overlaps an input (_bound_tensors), so they are read and written in place
-    inputs, outputs = _bound_tensors(model, desc, members(command.get("bindings", {})), name)
+    inputs, outputs = _bound_tensors(
+        model, desc, members(command.get("bindings", {})), name, initialized[name]
+    )
     try:
         execute_operator(desc, [bound.view() for bound in inputs], level,
                          outputs=[bound.view() for bound in outputs])
@@ -665,15 +760,22 @@ def _command_kind(command: Any) -> Any:
     return kind.lower() if isinstance(kind, str) else kind  # DxDispatch: _stricmp
 
 
-def _check_commands(model: DxDispatchModel, level: FeatureLevel) -> None:
+def _check_commands(
+    model: DxDispatchModel, level: FeatureLevel
+) -> dict[str, dict[str, list[_Bound]]]:
     """Every dispatchable at the level, and every command's type, fields, names and
-    bindings (offsets, an output over an input), before any command runs, as DxDispatch parses the commands and initializes every dispatchable
-    first (a bad last command printed nothing there, and everything before it here)."""
+    bindings (offsets, an output over an input), before any command runs, as DxDispatch
+    parses the commands and initializes every dispatchable first (a bad last command printed
+    nothing there, and everything before it here). Returns each dispatchable's inputs bound
+    at its initialization (``_initialize``)."""
+    initialized: dict[str, dict[str, list[_Bound]]] = {}
+    copies: dict[str, Resource] = {}
     for key, desc in model.dispatchables.items():
         try:  # before binding, too: a tensor of a type with no NumPy element type
             desc.validate(level)
         except DmlgraphError as exc:
             raise DxDispatchError(f"dispatchable '{key}': {exc}") from None
+        initialized[key] = _initialize(model, key, desc, copies)
     for index, command in enumerate(model.commands):
         kind = _command_kind(command)
         if kind == "writefile":
@@ -690,11 +792,12 @@ def _check_commands(model: DxDispatchModel, level: FeatureLevel) -> None:
                 raise DxDispatchError(f"command {index}: unknown dispatchable {name!r}")
             _check_thread_groups(command.get("threadGroupCount", [1, 1, 1]), index)
             _bound_tensors(model, model.dispatchables[name],
-                           members(command.get("bindings", {})), name)
+                           members(command.get("bindings", {})), name, initialized[name])
         else:
             name = command.get("resource")
             if not isinstance(name, str) or name not in model.resources:
                 raise DxDispatchError(f"command {index}: print of unknown resource {name!r}")
+    return initialized
 
 
 def _check_thread_groups(value: object, index: int) -> None:
@@ -715,10 +818,10 @@ def _check_thread_groups(value: object, index: int) -> None:
 def _run_commands(
     model: DxDispatchModel, level: FeatureLevel, echo: Callable[[str], None] | None
 ) -> None:
-    _check_commands(model, level)
+    initialized = _check_commands(model, level)
     for command in model.commands:
         if _command_kind(command) == "dispatch":
-            _dispatch(model, command, level)
+            _dispatch(model, command, level, initialized)
             continue
         name = command["resource"]
         line = f"Resource '{name}': {format_values(model.resources[name].values())}"

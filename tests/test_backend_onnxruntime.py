@@ -167,6 +167,40 @@ def _one_node(desc, dtype, in_shape, out_shape, inputs=1, opset=19) -> Graph:
                   {"y": (dtype, out_shape)}, ["y"], opset)
 
 
+#: Descriptors that break a seed's rule, each with the field and the rule's words the error
+#: names. The translation wrote them as ONNX Slices, which clamp: both ran on onnxruntime and
+#: made [[15, 18]], a [1, 2] result where the output tensor says [2, 2].
+BROKEN_RULES = {
+    # seed 004: Offsets, Sizes and Strides may only copy elements inside the input tensor
+    "SLICE reading past its input": (
+        SliceDesc(input_tensor=T("FLOAT32", (4, 5)), output_tensor=T("FLOAT32", (2, 2)),
+                  offsets=(3, 0), sizes=(2, 2), strides=(2, 3)),
+        "Offsets[0] = 3", "out-of-bounds read"),
+    # seeds 000/001: InputWindowOffsets[i] + InputWindowSizes[i] <= InputTensor.Sizes[i]
+    "SLICE1 window beyond its input": (
+        Slice1Desc(input_tensor=T("FLOAT32", (4, 5)), output_tensor=T("FLOAT32", (2, 2)),
+                   input_window_offsets=(3, 0), input_window_sizes=(3, 5),
+                   input_window_strides=(-2, 3)),
+        "InputWindowOffsets[0] = 3", "the window must lie inside the input"),
+}
+
+
+@pytest.mark.parametrize("case", list(BROKEN_RULES))
+def test_a_descriptor_breaking_a_rule_is_refused_by_both_backends(case: str) -> None:
+    """A hand-built graph's descriptors are validated before onnxruntime runs their
+    translation, as the numpy backend validates them before its moves: one error, naming the
+    node, the field, its value and the rule, from either backend."""
+    desc, field, rule = BROKEN_RULES[case]
+    graph = _one_node(desc, np.float32, (4, 5), (2, 2))
+    feeds = {"x": np.arange(20, dtype=np.float32).reshape(4, 5)}
+    for backend in (OnnxruntimeBackend(), NumpyBackend()):
+        with pytest.raises(BackendError) as info:
+            backend.run(graph, feeds)
+        message = str(info.value)
+        assert "node 'node'" in message and desc.name in message, (backend.name, message)
+        assert field in message and rule in message, (backend.name, message)
+
+
 def _random(dtype, shape, seed=0) -> np.ndarray:
     rng = np.random.default_rng(seed)
     dtype = np.dtype(dtype)

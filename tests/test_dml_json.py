@@ -236,6 +236,12 @@ def _slice_body() -> dict:
     (lambda b: b["InputTensor"].update(DimensionCount=3), "InputTensor.DimensionCount",
      "number of Sizes"),
     (lambda b: b["InputTensor"].update(Flags=1), "InputTensor.Flags", "string"),
+    # a tensor's DimensionCount is a UINT (DxDispatch's tensor desc table: "UINT, Integer"):
+    # 2.0 and true, equal to a count of Sizes as Python compares them, were taken
+    (lambda b: b["InputTensor"].update(DimensionCount=float(len(b["InputTensor"]["Sizes"]))),
+     "InputTensor.DimensionCount", "unsigned 32-bit integer"),
+    (lambda b: b["InputTensor"].update(Sizes=[4], DimensionCount=True),
+     "InputTensor.DimensionCount", "unsigned 32-bit integer"),
 ])
 def test_bad_fields_name_the_path(edit, field, rule) -> None:
     body = _slice_body()

@@ -235,6 +235,21 @@ CASES: list[tuple[Callable[..., OperatorDesc], dict[str, Any], str, str]] = [
      "fit in UINT"),
     (slice_desc, {"input_tensor": T("FLOAT32", (1, 1, 4, 4), strides=(16, 16, 4, 2**32))},
      "InputTensor.Strides[3]", "strides are UINT"),
+    # GuaranteedBaseOffsetAlignment is a UINT (directml.h): 2^32, a power of two at least the
+    # element size, was taken; -16 was told it must be a power of two
+    (slice_desc, {"input_tensor": T("FLOAT32", (1, 1, 4, 4),
+                                    guaranteed_base_offset_alignment=2**32)},
+     "InputTensor.GuaranteedBaseOffsetAlignment", "is a UINT: 0 to 2^32 - 1"),
+    (slice_desc, {"input_tensor": T("FLOAT32", (1, 1, 4, 4),
+                                    guaranteed_base_offset_alignment=-16)},
+     "InputTensor.GuaranteedBaseOffsetAlignment", "is a UINT: 0 to 2^32 - 1"),
+    # "The total size of a buffer tensor may not exceed (2^32 - 1) elements"
+    # (DML_BUFFER_TENSOR_DESC): 3 elements 2^31 apart span 2^32 + 1 elements of their buffer
+    # (TotalTensorSizeInBytes 16 GiB + 4); only the product of the sizes was checked
+    (slice_desc, {"input_tensor": T("FLOAT32", (1, 1, 1, 3), strides=(3, 3, 3, 2**31))},
+     "InputTensor.Strides", "a buffer tensor spans at most 2^32 - 1"),
+    (slice_desc, {"input_tensor": T("FLOAT32", (1, 1, 1, 3), strides=(3, 3, 3, 2**31))},
+     "InputTensor.Strides", "spans 4294967297 elements"),
     (slice_desc, {"input_tensor": T("FLOAT32", ()), "output_tensor": T("FLOAT32", ()),
                   "offsets": (), "sizes": (), "strides": ()},
      "InputTensor.DimensionCount", "1 to 8 dimensions (DML_TENSOR_DIMENSION_COUNT_MAX1)"),
@@ -256,6 +271,15 @@ def test_rule_is_enforced(make, changes, field, rule) -> None:
     assert error.operator == desc.name
     assert field in str(error) and rule in str(error)
     assert isinstance(error, DmlgraphError)
+
+
+def test_a_strided_tensor_may_span_exactly_2_32_minus_1_elements() -> None:
+    """The bound of "The total size of a buffer tensor may not exceed (2^32 - 1) elements":
+    2 elements 2^32 - 2 apart span 2^32 - 1 of them, the most, and validate."""
+    tensor = T("UINT8", (1, 1, 1, 2), strides=(2, 2, 2, 2**32 - 2))
+    slice_desc(input_tensor=tensor, output_tensor=T("UINT8", (1, 1, 1, 1)),
+               offsets=(0, 0, 0, 1), sizes=(1, 1, 1, 1), strides=(1, 1, 1, 1)).validate("6_4")
+    assert tensor.total_tensor_size_in_bytes == 2**32  # 2^32 - 1 bytes, rounded up to 4
 
 
 def test_padding_value_that_overflows_float32_is_rejected() -> None:

@@ -240,7 +240,7 @@ def test_resource_sizes_and_offsets_as_dxdispatch_checks_them(tmp_path, capsys, 
 ])
 def test_binding_offsets_are_aligned_and_unsigned(tmp_path, capsys, binding, alignment, message):
     """DML_BUFFER_BINDING's Offset is a multiple of DML_MINIMUM_BUFFER_TENSOR_ALIGNMENT (16),
-    or of the tensor's GuaranteedBaseOffsetAlignment when it has one."""
+    and of the tensor's GuaranteedBaseOffsetAlignment when that is larger."""
     model = _slice_model(list(range(1, 9)), **binding)
     if alignment:
         model["dispatchables"]["s"]["desc"]["InputTensor"]["GuaranteedBaseOffsetAlignment"] = (
@@ -248,6 +248,101 @@ def test_binding_offsets_are_aligned_and_unsigned(tmp_path, capsys, binding, ali
         )
     code, _, err = _run_text(tmp_path, json.dumps(model), capsys)
     assert code == 2 and err.count("\n") == 1 and message in err
+
+
+@pytest.mark.parametrize("alignment, offset, accepted", [
+    (4, 1, False), (8, 2, False), (16, 1, False), (4, 4, True), (32, 4, False), (32, 8, True),
+])
+def test_a_small_guaranteed_alignment_keeps_the_16_byte_minimum(
+    tmp_path, capsys, alignment: int, offset: int, accepted: bool
+) -> None:
+    """DML_BUFFER_TENSOR_DESC: "Buffer tensors always have a minimum alignment of 16 bytes";
+    GuaranteedBaseOffsetAlignment, "if provided", is a further multiple the binding's offset
+    keeps. So a FLOAT32 tensor with GuaranteedBaseOffsetAlignment 4 (valid: a power of two at
+    least its element size) binds at bytes 0, 16, 32..., never at byte 4, which ran."""
+    model = _slice_model(list(range(1, 13)), elementOffset=offset)
+    model["dispatchables"]["s"]["desc"]["InputTensor"]["GuaranteedBaseOffsetAlignment"] = alignment
+    code, out, err = _run_text(tmp_path, json.dumps(model), capsys)
+    if accepted:  # element 4 and on: byte 16, or 32 (a multiple of both 16 and 32)
+        values = ", ".join(str(v) for v in range(offset + 1, offset + 5))
+        assert (code, out) == (0, f"Resource 'out': {values}\n")
+    else:
+        needed = max(16, alignment)
+        assert code == 2 and err.count("\n") == 1
+        assert f"at byte {4 * offset}, which is not a multiple of {needed}" in err
+
+
+def _owned_slice_model() -> dict:
+    """_slice_model with its input flagged DML_TENSOR_FLAG_OWNED_BY_DML and bound where
+    DxDispatch binds such an input: in the dispatchable's own "bindings", which it binds when
+    it initializes the operator, not in the dispatch command."""
+    model = _slice_model([1, 2, 3, 4])
+    dispatchable = model["dispatchables"]["s"]
+    dispatchable["desc"]["InputTensor"]["Flags"] = "OWNED_BY_DML"
+    dispatchable["bindings"] = {"InputTensor": "in"}
+    del model["commands"][0]["bindings"]["InputTensor"]
+    return model
+
+
+def test_an_input_owned_by_dml_is_bound_at_initialization(tmp_path, capsys) -> None:
+    """IDMLBindingTable::BindInputs: "If an input tensor has the DML_TENSOR_FLAG_OWNED_BY_DML
+    flag set, it may only be bound when executing an operator initializer"; DxDispatch binds
+    a dispatchable's own "bindings" then. Such a model was refused ("nothing bound for a
+    required tensor"), its initialization bindings ignored."""
+    model = _owned_slice_model()
+    assert _run_text(tmp_path, json.dumps(model), capsys)[:2] == (0, "Resource 'out': 1, 2, 3, 4\n")
+
+
+def test_an_input_owned_by_dml_holds_the_values_it_was_initialized_with(tmp_path, capsys):
+    """DML_TENSOR_FLAG_OWNED_BY_DML: "DirectML makes a copy of the tensor data during
+    initialization of an operator", and DxDispatch initializes every dispatchable before the
+    first command: a dispatch writing 5, 6, 7, 8 into "in" first does not change what the
+    owned input reads, the 1, 2, 3, 4 "in" held."""
+    model = _owned_slice_model()
+    model["resources"]["src"] = {"initialValuesDataType": "FLOAT32",
+                                 "initialValues": [5, 6, 7, 8]}
+    model["dispatchables"]["w"] = {"type": "SLICE", "desc": {
+        "InputTensor": {"DataType": "FLOAT32", "Sizes": [4]},
+        "OutputTensor": {"DataType": "FLOAT32", "Sizes": [4]},
+        "DimensionCount": 1, "Offsets": [0], "Sizes": [4], "Strides": [1]}}
+    model["commands"].insert(0, {"type": "dispatch", "dispatchable": "w",
+                                 "bindings": {"InputTensor": "src", "OutputTensor": "in"}})
+    model["commands"].append({"type": "print", "resource": "in"})
+    code, out, _ = _run_text(tmp_path, json.dumps(model), capsys)
+    assert (code, out) == (0, "Resource 'out': 1, 2, 3, 4\nResource 'in': 5, 6, 7, 8\n")
+
+
+@pytest.mark.parametrize("edit, message", [
+    # bound at dispatch, as any other input: it ran
+    (lambda m: m["commands"][0]["bindings"].update(InputTensor="in"),
+     "dispatch 's', bind point 'InputTensor': flagged DML_TENSOR_FLAG_OWNED_BY_DML, it is "
+     "bound when DirectML initializes the operator"),
+    (lambda m: m["dispatchables"]["s"].pop("bindings"),
+     "dispatchable 's', bind point 'InputTensor': nothing bound for an input flagged "
+     "DML_TENSOR_FLAG_OWNED_BY_DML"),
+    # an input not flagged, bound at initialization: ignored, it ran
+    (lambda m: m["dispatchables"]["s"]["desc"]["InputTensor"].pop("Flags"),
+     "dispatchable 's', bind point 'InputTensor': bound at initialization (the "
+     "dispatchable's \"bindings\"), which DirectML allows only for an input flagged"),
+    (lambda m: m["dispatchables"]["s"]["bindings"].update(OutputTensor="out"),
+     "dispatchable 's', bind point 'OutputTensor': bound at initialization"),
+    (lambda m: m["dispatchables"]["s"]["bindings"].update(Bogus="out"),
+     "dispatchable 's': DML_OPERATOR_SLICE has no bind point 'Bogus'"),
+])
+def test_owned_by_dml_inputs_bind_at_initialization_alone(tmp_path, capsys, edit, message):
+    model = _owned_slice_model()
+    edit(model)
+    code, _, err = _run_text(tmp_path, json.dumps(model), capsys)
+    assert code == 2 and err.count("\n") == 1 and message in err, err
+
+
+def test_a_join_flagging_some_of_its_inputs_owned_by_dml_is_refused(tmp_path, capsys):
+    """DxDispatch binds JOIN's InputTensors whole, at initialization or at dispatch; DirectML
+    binds its OWNED_BY_DML tensors at initialization only and the others at dispatch only."""
+    model = json.loads((DATA / "example_join.json").read_text())
+    model["dispatchables"]["join"]["desc"]["InputTensors"][0]["Flags"] = "OWNED_BY_DML"
+    code, _, err = _run_text(tmp_path, json.dumps(model), capsys)
+    assert code == 2 and "bind point 'InputTensors': only some of its tensors are flagged" in err
 
 
 def test_an_aligned_offset_a_zero_element_size_and_a_one_item_list_bind(tmp_path, capsys):

@@ -27,6 +27,7 @@ from backends.base import (
     check_feeds,
     engine_text,
     refuse_beyond_memory,
+    refuse_invalid_descriptors,
     refuse_unbound,
     write_all_bound,
 )
@@ -160,6 +161,7 @@ class OnnxruntimeBackend:
         def build() -> _Built:
             refuse_beyond_memory(graph)
             refuse_unbound(graph)
+            refuse_invalid_descriptors(graph)
             model = self.model_for(graph)
             checked = _sized_by_inference(graph, model)
             names = [o.name for o in model.graph.output]

@@ -293,7 +293,9 @@ class _Reader:
         data_type = self.enum(TensorDataType, body["DataType"], f"{path}.DataType")
         sizes = [self.uint(v, f"{path}.Sizes[{i}]")
                  for i, v in enumerate(self.array(body["Sizes"], f"{path}.Sizes"))]
-        if "DimensionCount" in body and body["DimensionCount"] != len(sizes):
+        if "DimensionCount" in body and self.uint(
+            body["DimensionCount"], f"{path}.DimensionCount"
+        ) != len(sizes):
             raise self.fail(
                 f"{path}.DimensionCount", body["DimensionCount"],
                 f"must equal the number of Sizes ({len(sizes)})",

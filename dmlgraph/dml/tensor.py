@@ -186,6 +186,16 @@ class BufferTensorDesc:
                     raise fail(
                         f"Strides[{i}]", stride, "strides are UINT: 0 to 2^32 - 1 elements"
                     )
+            # DML_BUFFER_TENSOR_DESC: "The total size of a buffer tensor may not exceed
+            # (2^32 - 1) elements": with strides, the elements of the buffer it spans
+            span = sum([(n - 1) * s for n, s in zip(self.sizes, self.strides)]) + 1
+            if span > UINT32_MAX:
+                raise fail(
+                    "Strides",
+                    list(self.strides),
+                    f"the tensor spans {span} elements of its buffer (last index "
+                    "sum((Sizes - 1) * Strides) + 1); a buffer tensor spans at most 2^32 - 1",
+                )
         minimum = self.minimum_size_in_bytes
         total = self.total_tensor_size_in_bytes
         if total < minimum:
@@ -205,6 +215,10 @@ class BufferTensorDesc:
             )
         alignment = self.guaranteed_base_offset_alignment
         element_bytes = max(1, self.data_type.bit_width // 8)
+        if not 0 <= alignment <= UINT32_MAX:  # 2^32, a power of two, is no UINT
+            raise fail(
+                "GuaranteedBaseOffsetAlignment", alignment, "is a UINT: 0 to 2^32 - 1 bytes"
+            )
         if alignment != 0 and (alignment & (alignment - 1) or alignment < element_bytes):
             raise fail(
                 "GuaranteedBaseOffsetAlignment",
