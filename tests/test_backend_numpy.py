@@ -162,6 +162,25 @@ def test_onnx_nodes_run_on_either_fallback(fallback: str) -> None:
                       else OnnxruntimeFallback)
 
 
+@pytest.mark.parametrize("fallback", ["reference", ReferenceFallback(), OnnxruntimeFallback()])
+def test_providers_for_a_fallback_that_takes_none_are_refused(fallback) -> None:
+    """``providers`` choose the onnxruntime fallback's; with the reference fallback (or a
+    Fallback object, which has its own) they were ignored, silently, where ``run --provider
+    --fallback reference`` is refused. ``check`` still takes both: its providers are the
+    reference's."""
+    from dmlgraph import check
+
+    with pytest.raises(BackendError, match=r"providers=\['CPU'\] would be ignored"):
+        get_backend("numpy", fallback=fallback, providers=["CPU"])
+    assert get_backend("numpy", providers=["CPU"]).fallback.engine.endswith("CPUExecutionProvider")
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node("Pad", ["x", "p"], ["y"], name="pad")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])],
+        [numpy_helper.from_array(np.array([1, 1], np.int64), "p")]),
+        opset_imports=[helper.make_opsetid("", 18)])
+    assert check(model, fallback="reference", providers=["CPU"]).passed
+
 @pytest.mark.parametrize("start", [-8, -100, -(2**63)])
 def test_a_slice_left_to_the_reference_clamps_as_onnx_says(start: int) -> None:
     """A reversed uint8 Slice is left ONNX at FL 1.0 and ran on onnx.reference, which slices

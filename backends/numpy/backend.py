@@ -69,6 +69,12 @@ class NumpyBackend:
         threads: int | None = None,
     ) -> None:
         self.fallback = get_fallback(fallback, providers)
+        if providers is not None and fallback != "onnxruntime":  # as ``run --provider`` is
+            raise BackendError(
+                f"providers choose the onnxruntime fallback's execution providers; the fallback "
+                f"{self.fallback.engine} takes none from here (providers={providers!r} would be "
+                "ignored)"
+            )
         self.feature_level = None if feature_level is None else FeatureLevel.parse(feature_level)
         if threads is not None and (not is_integer(threads) or threads < 1):
             raise BackendError(f"threads must be an integer of at least 1, not {threads!r}")
