@@ -50,7 +50,7 @@ from dmlgraph.canonical import LOWERED_OPS
 from dmlgraph.dml.enums import FeatureLevel
 from dmlgraph.dml.scalars import as_double, is_real
 from dmlgraph.dtypes import is_float
-from dmlgraph.errors import DmlgraphError, UnsupportedError, as_array
+from dmlgraph.errors import DmlgraphError, UnsupportedError
 from dmlgraph.ir import Graph, Node, Subgraph, split_inputs, string_problem, subgraphs
 from dmlgraph.subgraphs import held_counts, holder_label
 from dmlgraph.tensorio import TensorIOError, native_order
@@ -1084,22 +1084,24 @@ def _kept_as_onnx(divergences: Sequence[KnownDivergence], lowered: Graph) -> lis
     return [d for d in divergences if d.node_id is None or d.node_id in onnx_origins]
 
 
-def _arrays(given: Mapping[str, Any], what: str) -> dict[str, np.ndarray]:
-    return {name: as_array(v, f"{what}[{name!r}]", TensorIOError) for name, v in given.items()}
-
-
-def _feeds(graph: Graph, given: Mapping[str, Any]) -> dict[str, np.ndarray]:
-    """The given inputs as arrays, Python data in its input's type (``tensorio.feed_array``),
-    so every engine is fed the same arrays: NumPy read a list as float64, which the backends
-    refused for a float32 input, and onnxruntime's oracle too."""
+def _feeds(
+    graph: Graph, given: Mapping[str, Any], what: str = "inputs", outputs: bool = False
+) -> dict[str, np.ndarray]:
+    """The given inputs (and, with ``outputs``, expected outputs) as arrays, Python data in
+    its tensor's type (``tensorio.feed_array``), so every engine is fed the same arrays:
+    NumPy read a list as float64, which the backends refused for a float32 input, and
+    onnxruntime's oracle too; an expected list failed a float32 output, "dtype float32
+    differs from float64", for the very values it made. Arrays stay as given."""
     from dmlgraph import tensorio
+
+    typed = set(graph.inputs) | (set(graph.outputs) if outputs else set())
 
     def dtype(name: str) -> np.dtype | None:
         info = graph.tensors.get(name)
-        return info.dtype if info is not None and name in graph.inputs else None
+        return info.dtype if info is not None and name in typed else None
 
     return {
-        name: tensorio.feed_array(name, v, dtype(name), f"inputs[{name!r}]", TensorIOError)
+        name: tensorio.feed_array(name, v, dtype(name), f"{what}[{name!r}]", TensorIOError)
         for name, v in given.items()
     }
 
@@ -1120,7 +1122,7 @@ def _tensors(
     held: dict[str, np.ndarray] = {}  # the inputs ``expected`` holds
     where = "the expected arrays" if isinstance(expected, Mapping) else str(expected)
     if isinstance(expected, Mapping):
-        stored = _arrays(expected, "expected")
+        stored = _feeds(graph, expected, "expected", outputs=True)
         # a misspelt output binds to nothing: refused, as in a file, naming the keys taken
         if why := tensorio.unbound_keys(graph, list(stored), stem=stem):
             raise tensorio.TensorIOError(f"{where}: {why}")

@@ -14,7 +14,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import lowering
 from backends import BackendError, NodeRun, RunRecord
-from dmlgraph import load
+from dmlgraph import DmlgraphError, load
 from dmlgraph.ir import Graph, OnnxOp, Provenance, TensorInfo
 from dmlgraph.parity import (
     KnownDivergence,
@@ -401,6 +401,26 @@ def test_report_json_writes_infinite_errors_as_text() -> None:
     assert stored["outputs"][0]["max_rel_error"] == "inf"
     assert stored["outputs"][0]["verdict"] == "fail" and graph.outputs == ["y", "z"]
     json.dumps(report.to_json(), allow_nan=False)
+
+
+def test_expected_python_data_takes_its_outputs_type_as_inputs_do() -> None:
+    """``expected={"y": list}`` was read as float64 and failed the float32 output ("dtype
+    float32 differs from float64", exit 1) for the very values it makes, where a list given
+    to ``inputs`` takes its input's type. Oracle: NumPy's pad of the same values; a list of
+    other values still fails, and one a type cannot hold is refused."""
+    inits = [numpy_helper.from_array(np.array([0, 1, 0, 0], np.int64), "p")]
+    model = _model([helper.make_node("Pad", ["x", "p"], ["y"], mode="constant", name="pad"),
+                    helper.make_node("Neg", ["x"], ["z"], name="neg")], inits)
+    x = [[0.1, 0.2, 0.3], [1.5, -2.0, 7.25]]
+    y = np.pad(np.array(x, np.float32), ((0, 0), (1, 0))).tolist()  # float32 values, as floats
+    z = (-np.array(x, np.float32)).tolist()
+    report = check(model, inputs={"x": x}, expected={"y": y, "z": z}, atol=0.0, rtol=0.0)
+    assert report.passed and len(report.comparisons) == 2
+    assert check(model, expected={"x": x, "y": y, "z": z}).passed  # inputs held with them
+    y[0][1] += 1.0
+    assert not check(model, inputs={"x": x}, expected={"y": y, "z": z}).passed
+    with pytest.raises(DmlgraphError, match=r"expected\['z'\] is Python data .* beyond float32"):
+        check(model, inputs={"x": x}, expected={"y": y, "z": [[1e300] * 3] * 2})
 
 
 def test_slice_through_index_0_of_constant_data_is_not_folded_away_from_its_note() -> None:
