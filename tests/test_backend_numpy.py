@@ -1460,3 +1460,32 @@ def test_a_run_time_rule_broken_by_this_run_s_values_keeps_the_node_s_outputs() 
                            {"x": np.zeros((3, 2, 2), np.float32),
                             "p": np.array([1, 0, 0, 1], np.int64)})
     assert raised.value.outputs == ("y",)
+
+
+@pytest.mark.parametrize("fallback", ["reference", "onnxruntime"])
+def test_results_come_back_c_contiguous_so_empty_like_binds(fallback: str) -> None:
+    """onnx.reference's Transpose made a strided view, which came back as the output (and a
+    graph input read as an output in its own order): ``np.empty_like`` of it, the README's
+    way to bind an output array, was refused as "not C-contiguous". Results are now
+    C-contiguous, as onnxruntime's are. Oracle: NumPy's transpose."""
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node("Transpose", ["x"], ["t"], perm=[1, 0], name="transpose"),
+         helper.make_node("Pad", ["t", "p"], ["y"], name="pad")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 4])],
+        [helper.make_tensor_value_info("t", TensorProto.FLOAT, [4, 3]),
+         helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 5]),
+         helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 4])],
+        [numpy_helper.from_array(np.array([0, 1, 0, 1], np.int64), "p")]),
+        opset_imports=[helper.make_opsetid("", 18)])
+    lowered = lower(load(model), "6_4")
+    backend = get_backend("numpy", fallback=fallback)
+    x = np.asfortranarray(np.arange(12, dtype=np.float32).reshape(3, 4))
+    results = backend.run(lowered, {"x": x})
+    expected = {"t": x.T, "y": np.pad(x.T, ((0, 0), (1, 1))), "x": x}
+    for name, value in results.items():
+        assert value.flags.c_contiguous, name
+        np.testing.assert_array_equal(value, expected[name])
+    bound = {name: np.empty_like(value) for name, value in results.items()}
+    backend.run(lowered, {"x": x}, outputs=bound)
+    for name, value in bound.items():
+        np.testing.assert_array_equal(value, expected[name])
