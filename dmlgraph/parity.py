@@ -934,7 +934,7 @@ def check(
     inputs: TensorSource | None = None,
     expected: TensorSource | None = None,
     input_shapes: Mapping[str, Sequence[int | str]] | None = None,
-    seed: int = 0,
+    seed: int | None = None,
     atol: float | Mapping[str, float] | None = None,
     rtol: float | Mapping[str, float] | None = None,
     fallback: str = "onnxruntime",
@@ -947,7 +947,9 @@ def check(
     ``model``: a path, bytes, an onnx.ModelProto, or a ``Graph`` (built or edited: checked
     as its ``to_onnx()``; ``load`` had refused one as "not Graph").
 
-    ``inputs``: an .npz / test-data folder / dict; None generates them from ``seed``.
+    ``inputs``: an .npz / test-data folder / dict; None generates them from ``seed`` (0 by
+    default; given with ``inputs`` or ``expected``, which give the inputs, it is an error, as
+    ``--seed`` is: it was ignored, silently).
     ``atol``/``rtol``: one value, or per output name with ``""`` as the default.
     ``cross_check`` adds onnxruntime on the lowered graph, translated back to ONNX.
     Raises DmlgraphError for bad input or an unsupported model (exit code 2).
@@ -971,6 +973,10 @@ def check(
                 f"{name} is an .npz or test-data folder path, or a mapping of names to "
                 f"arrays, not a {type(given).__name__}"
             )
+    for name, given in (("inputs", inputs), ("expected", expected)):
+        if seed is not None and given is not None:
+            raise DmlgraphError(f"seed {seed!r} draws generated inputs; it does nothing with "
+                                f"{name}=, which gives them")
     if isinstance(model, LoweredGraph):
         raise UnsupportedError(
             f"{model.source}: check lowers the graph it is given, so it takes the model or the "
@@ -987,7 +993,7 @@ def check(
     tolerances.check(graph.outputs)
     lowered = lower(graph, level)
     stem = Path(source_model).stem if isinstance(source_model, (str, os.PathLike)) else None
-    feeds, stored, source = _tensors(graph, inputs, expected, seed, stem)
+    feeds, stored, source = _tensors(graph, inputs, expected, 0 if seed is None else seed, stem)
 
     # one NCHWc decision for every session over the model (``providers.LAYOUT_REWRITE``)
     ort = OnnxruntimeBackend(providers, layout=layout_rewrite_safe(graph))

@@ -704,3 +704,21 @@ def test_a_float64_difference_past_the_double_range_keeps_its_relative_error() -
     assert result.required_rtol == result.max_rel_error
     assert compare_output("y", actual, expected, Tolerance(0.0, float(exact) * 1.001)).verdict \
         is Verdict.PASS
+
+
+@pytest.mark.parametrize("given", ["inputs", "expected"])
+def test_a_seed_with_inputs_given_is_refused_as_the_command_line_refuses_it(given) -> None:
+    """``check(model, inputs=..., seed=5)`` ran the inputs given and ignored the seed,
+    silently, where ``dmlgraph check --inputs IN --seed 5`` is refused; so is the seed now,
+    which still draws the inputs when none are given (seed 0 by default)."""
+    inits = [numpy_helper.from_array(np.array([0, 1, 0, 0], np.int64), "p")]
+    model = _model([helper.make_node("Pad", ["x", "p"], ["y"], name="pad"),
+                    helper.make_node("Neg", ["x"], ["z"], name="neg")], inits)
+    x = np.ones((2, 3), np.float32)
+    tensors = {"x": x, "y": np.pad(x, ((0, 0), (1, 0))), "z": -x}
+    with pytest.raises(DmlgraphError, match=f"seed 5 draws generated inputs; it does nothing "
+                                            f"with {given}="):
+        check(model, seed=5, **{given: tensors if given == "expected" else {"x": x}})
+    assert check(model, **{given: tensors if given == "expected" else {"x": x}}).passed
+    assert check(model, seed=5).to_json()["inputs"] == "generated (seed 5)"
+    assert check(model).to_json()["inputs"] == "generated (seed 0)"
