@@ -984,6 +984,10 @@ def check(
             f"(this one was lowered at {model.feature_level.full_name}); a lowered graph runs "
             "on get_backend('numpy').run(lowered, feeds)"
         )
+    if not isinstance(model, (Graph, onnx.ModelProto, str, os.PathLike, bytes, bytearray,
+                              memoryview)):  # load's words named load(), not check()
+        raise DmlgraphError(f"check() takes a path, bytes, an onnx.ModelProto or a Graph, not "
+                            f"{type(model).__name__}")
     source_model: ModelSource = model.to_onnx() if isinstance(model, Graph) else model
     graph = load(source_model, input_shapes)
     if not graph.outputs:

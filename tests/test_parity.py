@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import ml_dtypes
 import numpy as np
@@ -722,3 +723,13 @@ def test_a_seed_with_inputs_given_is_refused_as_the_command_line_refuses_it(give
     assert check(model, **{given: tensors if given == "expected" else {"x": x}}).passed
     assert check(model, seed=5).to_json()["inputs"] == "generated (seed 5)"
     assert check(model).to_json()["inputs"] == "generated (seed 0)"
+
+
+@pytest.mark.parametrize("model", [None, 5, ["model.onnx"]])
+def test_check_of_no_model_names_check_and_what_it_takes(model) -> None:
+    """``check(None)`` said "load() takes a path, bytes or an onnx.ModelProto", naming a
+    function not called and leaving out the Graph check takes."""
+    with pytest.raises(DmlgraphError, match=re.escape(
+            "check() takes a path, bytes, an onnx.ModelProto or a Graph, not "
+            f"{type(model).__name__}")):
+        check(model)
