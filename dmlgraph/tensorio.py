@@ -584,7 +584,10 @@ def feed_array(
     array = value if type(value) is np.ndarray else as_array(value, where, error)
     if dtype is None or array.dtype == dtype:
         return array
-    array = same_values(name, array, dtype)
+    try:
+        array = same_values(name, array, dtype)
+    except TensorIOError as exc:  # it names the tensor alone, as a file's: here ``where``
+        raise error(f"{where}: {str(exc).removeprefix(f'tensor {name!r}: ')}") from None
     if array.dtype == dtype or not isinstance(value, PYTHON_DATA) or isinstance(
         value, np.generic
     ):
