@@ -1510,3 +1510,36 @@ def test_bytes_not_utf8_fed_to_a_string_input_are_refused_naming_the_model(backe
     assert run(target, {"x": np.array([b"a", "é".encode()])})["y"].tolist() == ["a", "é"] * 2
     with pytest.raises(BackendError, match=r"^<ModelProto g>: input 'x': a string is not UTF-8"):
         run(target, {"x": np.array([b"a", b"\xff"])})
+
+
+@pytest.mark.parametrize("backend", ["numpy", "onnxruntime"])
+def test_python_integers_past_int64_are_fed_exactly(backend) -> None:
+    """NumPy reads [2**63 + 1, 0] as float64 (a list mixing integers past int64 with others),
+    so a uint64 input ran 2**63, silently, [2**64 - 1, 0] was refused as beyond uint64, and
+    [2**64, 0] for a float32 input as "values that are not float32's". They are read from
+    Python's own numbers now. Oracle: onnxruntime's session, fed the same list, and Python."""
+    import onnxruntime as ort
+
+    def concat(elem: int) -> onnx.ModelProto:
+        return helper.make_model(helper.make_graph(
+            [helper.make_node("Concat", ["x", "x"], ["y"], axis=0, name="cat")], "g",
+            [helper.make_tensor_value_info("x", elem, [2])],
+            [helper.make_tensor_value_info("y", elem, [4])]),
+            opset_imports=[helper.make_opsetid("", 18)])
+
+    run = get_backend(backend).run
+    for elem, values, want in ((TensorProto.UINT64, [2**63 + 1, 0], [2**63 + 1, 0]),
+                               (TensorProto.UINT64, [2**64 - 1, 7], [2**64 - 1, 7]),
+                               (TensorProto.FLOAT, [2**64, 0], [float(2**64), 0.0])):
+        model = concat(elem)
+        session = ort.InferenceSession(model.SerializeToString(),
+                                       providers=["CPUExecutionProvider"])
+        assert session.run(None, {"x": values})[0].tolist() == want * 2
+        graph = load(model)
+        target = lower(graph, "6_4") if backend == "numpy" else graph
+        assert run(target, {"x": values})["y"].tolist() == want * 2
+    graph = load(concat(TensorProto.UINT64))
+    target = lower(graph, "6_4") if backend == "numpy" else graph
+    for beyond in ([2**64, 0], [-1, 2**63], [2**63 + 0.5, 1.5]):
+        with pytest.raises(BackendError, match="a value uint64 cannot hold"):
+            run(target, {"x": beyond})
