@@ -609,6 +609,9 @@ def _python_data_as(value: Any, array: np.ndarray, dtype: np.dtype) -> np.ndarra
         np.any(np.abs(array) >= _EXACT_FLOATS))
     if lost and (integer or floating):  # NumPy's reading lost the values: Python's own
         return _exact_python_data_as(value, dtype, integer)
+    if dtype.kind == "b" and array.dtype.kind in "iuf":  # 0 and 1, as onnxruntime reads them
+        typed = array.astype(dtype)  # (it reads 2 as True too: refused, as 1.5 for an int)
+        return typed if np.array_equal(typed, array) else "values other than 0 and 1"
     if array.dtype.kind not in "biuf" or not (integer or floating):
         return f"values that are not {dtype}'s"
     with np.errstate(over="ignore", invalid="ignore"):

@@ -1543,3 +1543,28 @@ def test_python_integers_past_int64_are_fed_exactly(backend) -> None:
     for beyond in ([2**64, 0], [-1, 2**63], [2**63 + 0.5, 1.5]):
         with pytest.raises(BackendError, match="a value uint64 cannot hold"):
             run(target, {"x": beyond})
+
+
+@pytest.mark.parametrize("backend", ["numpy", "onnxruntime"])
+def test_python_zeros_and_ones_feed_a_bool_input_as_onnxruntime_reads_them(backend) -> None:
+    """[1, 0, 1] for a bool input was refused ("values that are not bool's") where
+    onnxruntime's session reads it as [True, False, True]; it runs so now. [2, 0, 1], which
+    onnxruntime reads as True too, is refused as a fraction is for an integer input (bool
+    does not hold 2). Oracle: onnxruntime's session fed the same lists."""
+    import onnxruntime as ort
+
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node("Concat", ["x", "x"], ["y"], axis=0, name="cat")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.BOOL, [3])],
+        [helper.make_tensor_value_info("y", TensorProto.BOOL, [6])]),
+        opset_imports=[helper.make_opsetid("", 18)])
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    graph = load(model)
+    target = lower(graph, "6_4") if backend == "numpy" else graph
+    run = get_backend(backend).run
+    for values in ([1, 0, 1], [0.0, 1.0, 1.0], [True, 0, 1]):
+        want = session.run(None, {"x": values})[0].tolist()
+        assert run(target, {"x": values})["y"].tolist() == want
+    assert session.run(None, {"x": [2, 0, 1]})[0].tolist() == [True, False, True] * 2
+    with pytest.raises(BackendError, match="holding values other than 0 and 1"):
+        run(target, {"x": [2, 0, 1]})
