@@ -607,7 +607,9 @@ def test_lockstep_groups_the_native_copier_cannot_take_run_through_numpy(
     model, x = _pad_case((40, 3, 96), [0, 2, 3, 0, 1, 2], mode)
     (expected,) = _ort(model, {"x": x})
     with copying("native", parallel_bytes=0):
-        (y,) = NumpyBackend(threads=threads).run(lower(load(model), "6_4"), {"x": x}).values()
+        backend = NumpyBackend()
+        backend.threads = threads  # past the backend's own cap (MOST_THREADS): a plan's
+        (y,) = backend.run(lower(load(model), "6_4"), {"x": x}).values()
     assert any(isinstance(item[0], int) for item in given)  # lockstep groups were made
     assert same_bits(y, expected)
 
@@ -1901,3 +1903,22 @@ def test_join_inputs_placed_without_listing_a_shared_tensors_readers_per_join(
     assert sum(listed) <= 4 * (3 * joins + 2), sum(listed)  # readers of each tensor, a few times
     (want,) = ort.InferenceSession(model.SerializeToString()).run(None, {"x": x})
     assert same_bits(got, want)
+
+
+@pytest.mark.skipif(copy_threads.Program is None, reason="the native copier is not built here")
+def test_a_thread_count_past_the_native_copiers_most_keeps_the_native_copier() -> None:
+    """``threads`` past the native copier's most (16) gave it up for a Python thread per
+    list: threads=10**6 on a 16 MB padding started thousands of threads, kept for good, and
+    ran 50x slower, with no native replay. The count is now the copier's most at the
+    outside, and the plan replays natively; values are np.pad's."""
+    n = 1 << 22
+    model = _model([helper.make_node("Pad", ["x", "p"], ["y"], mode="reflect")],
+                   [_info("x", np.float32, (n,))], [_info("y", np.float32, (n + 4,))],
+                   [_ints("p", [1, 3])])
+    lowered = lower(load(model), "6_4")
+    x = np.arange(n, dtype=np.float32)
+    for count in (10**6, 17):
+        backend = NumpyBackend(threads=count)
+        assert backend.threads == copy_threads.MAX_THREADS
+        assert same_bits(backend.run(lowered, {"x": x})["y"], np.pad(x, (1, 3), mode="reflect"))
+        assert backend.plan(lowered).replay is not None
