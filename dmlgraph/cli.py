@@ -380,7 +380,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             inputs=args.inputs,
             expected=args.expected,
             input_shapes=_shapes(args),
-            seed=args.seed,
+            seed=args.seed if "seed" in args.given else None,
             atol=_one_each(args.atol, "--atol", "tolerances") if args.atol else None,
             rtol=_one_each(args.rtol, "--rtol", "tolerances") if args.rtol else None,
             fallback=args.fallback or "onnxruntime",
@@ -621,7 +621,7 @@ def cmd_viz(args: argparse.Namespace) -> int:
                 feature_level=args.feature_level,
                 inputs=args.inputs,
                 input_shapes=_shapes(args),
-                seed=args.seed,
+                seed=args.seed if "seed" in args.given else None,
                 fallback=args.fallback or "onnxruntime",
                 providers=args.provider,
             )

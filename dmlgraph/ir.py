@@ -1512,8 +1512,10 @@ class Graph:
         graph output's type: written without one (an output an edit made stale, or a node's
         output in a graph built with this API), onnx's checker, so ``load`` and ``check``,
         refused the model. Where inference fails, the graph as it is (its loader names
-        the problem); a Slice, Concat or Pad whose rule an edit broke, a NodeRuleError
-        (``folding.check_edited``)."""
+        the problem); a Slice, Concat or Pad whose rule an edit, or the builder of a graph
+        whose infos it left unknown, broke, a NodeRuleError (``folding.check_edited``: a
+        built Concat of [2, 3] and [3, 4] on axis 0 was written with its output untyped, and
+        ``check`` said only that onnx's checker refused an untyped value_info)."""
         if not self.stale_tensors() and all(
             self._tensors[name].dtype is not None for name in self.outputs
         ):
@@ -1521,13 +1523,16 @@ class Graph:
         from dmlgraph import folding
         from dmlgraph.errors import DmlgraphError
 
-        stale = self.stale_tensors()
+        # what inference derives anew: infos an edit made stale, and those nobody gave
+        derived = self.stale_tensors() | {
+            name for name, info in self._tensors.items() if info.dtype is None or info.shape is None
+        }
         typed = self.copy()
         try:
             folding.infer_shapes(typed)
         except DmlgraphError:
             return self
-        folding.check_edited(typed, stale)  # a rule an edit broke, named as ``lower`` names it
+        folding.check_edited(typed, derived)  # a rule broken, named as ``lower`` names it
         return typed
 
     def not_an_input(self, name: str) -> str:

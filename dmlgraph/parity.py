@@ -49,7 +49,7 @@ from dmlgraph.canonical import LOWERED_OPS
 from dmlgraph.dml.enums import FeatureLevel
 from dmlgraph.dml.scalars import as_double, is_real
 from dmlgraph.dtypes import is_float
-from dmlgraph.errors import DmlgraphError, UnsupportedError, as_array
+from dmlgraph.errors import DmlgraphError, UnsupportedError
 from dmlgraph.ir import Graph, Node, Subgraph, split_inputs, string_problem, subgraphs
 from dmlgraph.subgraphs import held_counts, holder_label
 from dmlgraph.tensorio import TensorIOError, native_order
@@ -975,7 +975,7 @@ def check(
     inputs: TensorSource | None = None,
     expected: TensorSource | None = None,
     input_shapes: Mapping[str, Sequence[int | str]] | None = None,
-    seed: int = 0,
+    seed: int | None = None,
     atol: float | Mapping[str, float] | None = None,
     rtol: float | Mapping[str, float] | None = None,
     fallback: str = "onnxruntime",
@@ -988,7 +988,9 @@ def check(
     ``model``: a path, bytes, an onnx.ModelProto, or a ``Graph`` (built or edited: checked
     as its ``to_onnx()``; ``load`` had refused one as "not Graph").
 
-    ``inputs``: an .npz / test-data folder / dict; None generates them from ``seed``.
+    ``inputs``: an .npz / test-data folder / dict; None generates them from ``seed`` (0 by
+    default; given with ``inputs`` or ``expected``, which give the inputs, it is an error, as
+    ``--seed`` is: it was ignored, silently).
     ``atol``/``rtol``: one value, or per output name with ``""`` as the default.
     ``cross_check`` adds onnxruntime on the lowered graph, translated back to ONNX.
     Raises DmlgraphError for bad input or an unsupported model (exit code 2).
@@ -1012,6 +1014,10 @@ def check(
                 f"{name} is an .npz or test-data folder path, or a mapping of names to "
                 f"arrays, not a {type(given).__name__}"
             )
+    for name, given in (("inputs", inputs), ("expected", expected)):
+        if seed is not None and given is not None:
+            raise DmlgraphError(f"seed {seed!r} draws generated inputs; it does nothing with "
+                                f"{name}=, which gives them")
     if isinstance(model, LoweredGraph):
         raise UnsupportedError(
             f"{model.source}: check lowers the graph it is given, so it takes the model or the "
@@ -1019,6 +1025,10 @@ def check(
             f"(this one was lowered at {model.feature_level.full_name}); a lowered graph runs "
             "on get_backend('numpy').run(lowered, feeds)"
         )
+    if not isinstance(model, (Graph, onnx.ModelProto, str, os.PathLike, bytes, bytearray,
+                              memoryview)):  # load's words named load(), not check()
+        raise DmlgraphError(f"check() takes a path, bytes, an onnx.ModelProto or a Graph, not "
+                            f"{type(model).__name__}")
     source_model: ModelSource = model.to_onnx() if isinstance(model, Graph) else model
     graph = load(source_model, input_shapes)
     if not graph.outputs:
@@ -1028,14 +1038,15 @@ def check(
     tolerances.check(graph.outputs)
     lowered = lower(graph, level)
     stem = Path(source_model).stem if isinstance(source_model, (str, os.PathLike)) else None
-    feeds, stored, source = _tensors(graph, inputs, expected, seed, stem)
+    feeds, stored, source = _tensors(graph, inputs, expected, 0 if seed is None else seed, stem)
 
     # one NCHWc decision for every session over the model (``providers.LAYOUT_REWRITE``)
     ort = OnnxruntimeBackend(providers, layout=layout_rewrite_safe(graph))
     # read-only for every engine: one that wrote into its feeds would hand the next ones the
     # values it computed from, and the comparison would pass on inputs the report never named
     feeds = {name: _read_only(array) for name, array in feeds.items()}
-    numpy = NumpyBackend(fallback, providers=providers)
+    # the providers are the reference's, and the fallback's where it is onnxruntime
+    numpy = NumpyBackend(fallback, providers=providers if fallback == "onnxruntime" else None)
     actual = numpy.execute(lowered, feeds)
     runs: list[Any] = [actual.record]
     divergences = known_divergences(graph, lowered, runs)
@@ -1124,22 +1135,24 @@ def _kept_as_onnx(divergences: Sequence[KnownDivergence], lowered: Graph) -> lis
     return [d for d in divergences if d.node_id is None or d.node_id in onnx_origins]
 
 
-def _arrays(given: Mapping[str, Any], what: str) -> dict[str, np.ndarray]:
-    return {name: as_array(v, f"{what}[{name!r}]", TensorIOError) for name, v in given.items()}
-
-
-def _feeds(graph: Graph, given: Mapping[str, Any]) -> dict[str, np.ndarray]:
-    """The given inputs as arrays, Python data in its input's type (``tensorio.feed_array``),
-    so every engine is fed the same arrays: NumPy read a list as float64, which the backends
-    refused for a float32 input, and onnxruntime's oracle too."""
+def _feeds(
+    graph: Graph, given: Mapping[str, Any], what: str = "inputs", outputs: bool = False
+) -> dict[str, np.ndarray]:
+    """The given inputs (and, with ``outputs``, expected outputs) as arrays, Python data in
+    its tensor's type (``tensorio.feed_array``), so every engine is fed the same arrays:
+    NumPy read a list as float64, which the backends refused for a float32 input, and
+    onnxruntime's oracle too; an expected list failed a float32 output, "dtype float32
+    differs from float64", for the very values it made. Arrays stay as given."""
     from dmlgraph import tensorio
+
+    typed = set(graph.inputs) | (set(graph.outputs) if outputs else set())
 
     def dtype(name: str) -> np.dtype | None:
         info = graph.tensors.get(name)
-        return info.dtype if info is not None and name in graph.inputs else None
+        return info.dtype if info is not None and name in typed else None
 
     return {
-        name: tensorio.feed_array(name, v, dtype(name), f"inputs[{name!r}]", TensorIOError)
+        name: tensorio.feed_array(name, v, dtype(name), f"{what}[{name!r}]", TensorIOError)
         for name, v in given.items()
     }
 
@@ -1160,7 +1173,7 @@ def _tensors(
     held: dict[str, np.ndarray] = {}  # the inputs ``expected`` holds
     where = "the expected arrays" if isinstance(expected, Mapping) else str(expected)
     if isinstance(expected, Mapping):
-        stored = _arrays(expected, "expected")
+        stored = _feeds(graph, expected, "expected", outputs=True)
         # a misspelt output binds to nothing: refused, as in a file, naming the keys taken
         if why := tensorio.unbound_keys(graph, list(stored), stem=stem):
             raise tensorio.TensorIOError(f"{where}: {why}")

@@ -584,12 +584,15 @@ def feed_array(
     array = value if type(value) is np.ndarray else as_array(value, where, error)
     if dtype is None or array.dtype == dtype:
         return array
-    array = same_values(name, array, dtype)
+    try:
+        array = same_values(name, array, dtype)
+    except TensorIOError as exc:  # it names the tensor alone, as a file's: here ``where``
+        raise error(f"{where}: {str(exc).removeprefix(f'tensor {name!r}: ')}") from None
     if array.dtype == dtype or not isinstance(value, PYTHON_DATA) or isinstance(
         value, np.generic
     ):
         return array
-    typed = _python_data_as(array, dtype)
+    typed = _python_data_as(value, array, dtype)
     if isinstance(typed, str):
         raise error(
             f"{where} is Python data (NumPy reads it as {array.dtype}) holding {typed}: the "
@@ -598,10 +601,17 @@ def feed_array(
     return typed
 
 
-def _python_data_as(array: np.ndarray, dtype: np.dtype) -> np.ndarray | str:
-    """``array`` (NumPy's reading of Python data) in ``dtype``, or what it holds that
-    ``dtype`` cannot."""
+def _python_data_as(value: Any, array: np.ndarray, dtype: np.dtype) -> np.ndarray | str:
+    """``array`` (NumPy's reading of Python data ``value``) in ``dtype``, or what it holds
+    that ``dtype`` cannot."""
     integer, floating = dtype.kind in "iu", is_float(dtype)
+    lost = array.dtype.kind == "O" or array.dtype.kind == "f" and integer and bool(
+        np.any(np.abs(array) >= _EXACT_FLOATS))
+    if lost and (integer or floating):  # NumPy's reading lost the values: Python's own
+        return _exact_python_data_as(value, dtype, integer)
+    if dtype.kind == "b" and array.dtype.kind in "iuf":  # 0 and 1, as onnxruntime reads them
+        typed = array.astype(dtype)  # (it reads 2 as True too: refused, as 1.5 for an int)
+        return typed if np.array_equal(typed, array) else "values other than 0 and 1"
     if array.dtype.kind not in "biuf" or not (integer or floating):
         return f"values that are not {dtype}'s"
     with np.errstate(over="ignore", invalid="ignore"):
@@ -610,6 +620,35 @@ def _python_data_as(array: np.ndarray, dtype: np.dtype) -> np.ndarray | str:
             return f"a value {dtype} cannot hold (a fraction, or beyond its range)"
         if floating and not np.array_equal(np.isfinite(typed), np.isfinite(array)):
             return f"a finite value beyond {dtype}'s range"
+    return typed
+
+
+#: Integers past this are not all floats: NumPy reads a list mixing integers past int64 with
+#: others as float64, so [2**63 + 1, 0] fed a uint64 input ran as 2**63, silently (and
+#: [2**64 - 1, 0] was refused as beyond uint64), where onnxruntime reads the list exactly.
+_EXACT_FLOATS = 2.0**53
+
+
+def _exact_python_data_as(value: Any, dtype: np.dtype, integer: bool) -> np.ndarray | str:
+    """Python data in ``dtype`` from its own numbers (an integer exactly, a float rounded to
+    nearest), where NumPy's reading of it (float64, or objects past uint64) lost them."""
+    numbers = np.array(value, dtype=object)
+    if not all(type(v) in (bool, int, float) for v in numbers.flat):
+        return f"values that are not {dtype}'s"
+    held = (f"a value {dtype} cannot hold (a fraction, or beyond its range)" if integer
+            else f"a finite value beyond {dtype}'s range")
+    try:
+        with np.errstate(over="ignore", invalid="ignore"):
+            typed = np.array(value, dtype=dtype)
+    except (OverflowError, ValueError):  # NumPy refuses an integer out of range, or a NaN
+        return held
+    pairs = zip(typed.flat, numbers.flat)
+    if integer and any(int(t) != v for t, v in pairs):
+        return held
+    if not integer and any(
+        not np.isfinite(t) and not (type(v) is float and not math.isfinite(v)) for t, v in pairs
+    ):
+        return held
     return typed
 
 

@@ -162,6 +162,25 @@ def test_onnx_nodes_run_on_either_fallback(fallback: str) -> None:
                       else OnnxruntimeFallback)
 
 
+@pytest.mark.parametrize("fallback", ["reference", ReferenceFallback(), OnnxruntimeFallback()])
+def test_providers_for_a_fallback_that_takes_none_are_refused(fallback) -> None:
+    """``providers`` choose the onnxruntime fallback's; with the reference fallback (or a
+    Fallback object, which has its own) they were ignored, silently, where ``run --provider
+    --fallback reference`` is refused. ``check`` still takes both: its providers are the
+    reference's."""
+    from dmlgraph import check
+
+    with pytest.raises(BackendError, match=r"providers=\['CPU'\] would be ignored"):
+        get_backend("numpy", fallback=fallback, providers=["CPU"])
+    assert get_backend("numpy", providers=["CPU"]).fallback.engine.endswith("CPUExecutionProvider")
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node("Pad", ["x", "p"], ["y"], name="pad")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])],
+        [numpy_helper.from_array(np.array([1, 1], np.int64), "p")]),
+        opset_imports=[helper.make_opsetid("", 18)])
+    assert check(model, fallback="reference", providers=["CPU"]).passed
+
 @pytest.mark.parametrize("start", [-8, -100, -(2**63)])
 def test_a_slice_left_to_the_reference_clamps_as_onnx_says(start: int) -> None:
     """A reversed uint8 Slice is left ONNX at FL 1.0 and ran on onnx.reference, which slices
@@ -1441,3 +1460,111 @@ def test_a_run_time_rule_broken_by_this_run_s_values_keeps_the_node_s_outputs() 
                            {"x": np.zeros((3, 2, 2), np.float32),
                             "p": np.array([1, 0, 0, 1], np.int64)})
     assert raised.value.outputs == ("y",)
+
+
+@pytest.mark.parametrize("fallback", ["reference", "onnxruntime"])
+def test_results_come_back_c_contiguous_so_empty_like_binds(fallback: str) -> None:
+    """onnx.reference's Transpose made a strided view, which came back as the output (and a
+    graph input read as an output in its own order): ``np.empty_like`` of it, the README's
+    way to bind an output array, was refused as "not C-contiguous". Results are now
+    C-contiguous, as onnxruntime's are. Oracle: NumPy's transpose."""
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node("Transpose", ["x"], ["t"], perm=[1, 0], name="transpose"),
+         helper.make_node("Pad", ["t", "p"], ["y"], name="pad")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 4])],
+        [helper.make_tensor_value_info("t", TensorProto.FLOAT, [4, 3]),
+         helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 5]),
+         helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 4])],
+        [numpy_helper.from_array(np.array([0, 1, 0, 1], np.int64), "p")]),
+        opset_imports=[helper.make_opsetid("", 18)])
+    lowered = lower(load(model), "6_4")
+    backend = get_backend("numpy", fallback=fallback)
+    x = np.asfortranarray(np.arange(12, dtype=np.float32).reshape(3, 4))
+    results = backend.run(lowered, {"x": x})
+    expected = {"t": x.T, "y": np.pad(x.T, ((0, 0), (1, 1))), "x": x}
+    for name, value in results.items():
+        assert value.flags.c_contiguous, name
+        np.testing.assert_array_equal(value, expected[name])
+    bound = {name: np.empty_like(value) for name, value in results.items()}
+    backend.run(lowered, {"x": x}, outputs=bound)
+    for name, value in bound.items():
+        np.testing.assert_array_equal(value, expected[name])
+
+
+@pytest.mark.parametrize("backend", ["numpy", "onnxruntime"])
+def test_bytes_not_utf8_fed_to_a_string_input_are_refused_naming_the_model(backend) -> None:
+    """NumPy bytes fed to a STRING input run as their UTF-8 text; bytes that are not UTF-8
+    were refused as "tensor 'x': a string is not UTF-8" (a TensorIOError, as for a file),
+    naming neither the model nor the input, where every other bad feed names both. Oracle:
+    Python's own decoding of b"\\xff" fails."""
+    with pytest.raises(UnicodeDecodeError):
+        b"\xff".decode("utf-8")
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node("Concat", ["x", "x"], ["y"], axis=0, name="cat")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.STRING, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.STRING, [4])]),
+        opset_imports=[helper.make_opsetid("", 18)])
+    graph = load(model)
+    target = lower(graph, "6_4") if backend == "numpy" else graph
+    run = get_backend(backend).run
+    assert run(target, {"x": np.array([b"a", "é".encode()])})["y"].tolist() == ["a", "é"] * 2
+    with pytest.raises(BackendError, match=r"^<ModelProto g>: input 'x': a string is not UTF-8"):
+        run(target, {"x": np.array([b"a", b"\xff"])})
+
+
+@pytest.mark.parametrize("backend", ["numpy", "onnxruntime"])
+def test_python_integers_past_int64_are_fed_exactly(backend) -> None:
+    """NumPy reads [2**63 + 1, 0] as float64 (a list mixing integers past int64 with others),
+    so a uint64 input ran 2**63, silently, [2**64 - 1, 0] was refused as beyond uint64, and
+    [2**64, 0] for a float32 input as "values that are not float32's". They are read from
+    Python's own numbers now. Oracle: onnxruntime's session, fed the same list, and Python."""
+    import onnxruntime as ort
+
+    def concat(elem: int) -> onnx.ModelProto:
+        return helper.make_model(helper.make_graph(
+            [helper.make_node("Concat", ["x", "x"], ["y"], axis=0, name="cat")], "g",
+            [helper.make_tensor_value_info("x", elem, [2])],
+            [helper.make_tensor_value_info("y", elem, [4])]),
+            opset_imports=[helper.make_opsetid("", 18)])
+
+    run = get_backend(backend).run
+    for elem, values, want in ((TensorProto.UINT64, [2**63 + 1, 0], [2**63 + 1, 0]),
+                               (TensorProto.UINT64, [2**64 - 1, 7], [2**64 - 1, 7]),
+                               (TensorProto.FLOAT, [2**64, 0], [float(2**64), 0.0])):
+        model = concat(elem)
+        session = ort.InferenceSession(model.SerializeToString(),
+                                       providers=["CPUExecutionProvider"])
+        assert session.run(None, {"x": values})[0].tolist() == want * 2
+        graph = load(model)
+        target = lower(graph, "6_4") if backend == "numpy" else graph
+        assert run(target, {"x": values})["y"].tolist() == want * 2
+    graph = load(concat(TensorProto.UINT64))
+    target = lower(graph, "6_4") if backend == "numpy" else graph
+    for beyond in ([2**64, 0], [-1, 2**63], [2**63 + 0.5, 1.5]):
+        with pytest.raises(BackendError, match="a value uint64 cannot hold"):
+            run(target, {"x": beyond})
+
+
+@pytest.mark.parametrize("backend", ["numpy", "onnxruntime"])
+def test_python_zeros_and_ones_feed_a_bool_input_as_onnxruntime_reads_them(backend) -> None:
+    """[1, 0, 1] for a bool input was refused ("values that are not bool's") where
+    onnxruntime's session reads it as [True, False, True]; it runs so now. [2, 0, 1], which
+    onnxruntime reads as True too, is refused as a fraction is for an integer input (bool
+    does not hold 2). Oracle: onnxruntime's session fed the same lists."""
+    import onnxruntime as ort
+
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node("Concat", ["x", "x"], ["y"], axis=0, name="cat")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.BOOL, [3])],
+        [helper.make_tensor_value_info("y", TensorProto.BOOL, [6])]),
+        opset_imports=[helper.make_opsetid("", 18)])
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    graph = load(model)
+    target = lower(graph, "6_4") if backend == "numpy" else graph
+    run = get_backend(backend).run
+    for values in ([1, 0, 1], [0.0, 1.0, 1.0], [True, 0, 1]):
+        want = session.run(None, {"x": values})[0].tolist()
+        assert run(target, {"x": values})["y"].tolist() == want
+    assert session.run(None, {"x": [2, 0, 1]})[0].tolist() == [True, False, True] * 2
+    with pytest.raises(BackendError, match="holding values other than 0 and 1"):
+        run(target, {"x": [2, 0, 1]})

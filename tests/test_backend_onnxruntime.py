@@ -1250,3 +1250,15 @@ def test_an_if_declaring_other_sizes_is_lowered_again_and_judged_once(monkeypatc
     for _ in range(4):
         assert backend.run(lowered, feeds)["y"].tolist() == [[[0.0], [3.0]]]
     assert len(asked) == 3  # the graph's session, the graph lowered again: judged, its session
+
+
+@pytest.mark.parametrize("layout", ["no", 0, 1, "False"])
+def test_a_layout_that_is_not_a_bool_is_refused(layout) -> None:
+    """``layout`` says whether onnxruntime's NCHWc rewrite (which kills the process on some
+    models) may run; ``layout="no"`` was true, so it ran where the caller meant it not to.
+    Only True, False and None are taken, as ``lower``'s verify_each and ``check``'s
+    cross_check take them."""
+    with pytest.raises(BackendError, match=f"layout is True, False or None, not {layout!r}"):
+        get_backend("onnxruntime", layout=layout)
+    for taken in (True, False, None):
+        assert get_backend("onnxruntime", layout=taken).layout is taken

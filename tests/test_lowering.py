@@ -1449,6 +1449,43 @@ def test_a_pad_an_edit_gives_data_of_another_rank_is_refused_naming_its_rule(edi
     assert graph.tensors["y"].shape == (2, 5, 4)  # the graph given keeps its infos
 
 
+def test_a_built_concat_breaking_its_rule_is_refused_naming_it_at_every_use() -> None:
+    """A graph built with the ``Graph`` API whose Concat joins x [2, 3] and a Pad's [3, 4]
+    on axis 0: its output untyped, ``to_onnx`` wrote it so and ``check`` said only "the ONNX
+    checker refuses the model: Field 'type' of 'value_info' is required but missing", and
+    onnxruntime's backend that "Inferred=4 Declared=3". Each use now names the node and rule
+    as ``lower`` does. Oracle: onnxruntime refuses the same Concat in a model file."""
+    from backends import get_backend
+    from dmlgraph import Graph, Provenance, TensorInfo
+
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node("Pad", ["x", "p"], ["padded"], name="pad", mode="reflect"),
+         helper.make_node("Concat", ["x", "padded"], ["y"], name="cat", axis=0)], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(i64(0, 1, 1, 0), "p")]),
+        opset_imports=[helper.make_opsetid("", 18)])
+    x = np.ones((2, 3), np.float32)
+    with pytest.raises(Exception, match="cat"):
+        _onnxruntime(model, {"x": x})
+    built = Graph("b", opset_imports={"": 18})
+    built.add_input(TensorInfo("x", np.float32, (2, 3)))
+    pads = built.add_constant("p", i64(0, 1, 1, 0))
+    built.add_node(OnnxOp("Pad", 18, attrs={"mode": "reflect"}), ["x", pads], ["padded"],
+                   Provenance("pad", "Pad", "", 18))
+    built.add_node(OnnxOp("Concat", 13, attrs={"axis": 0}), ["x", "padded"], ["y"],
+                   Provenance("cat", "Concat", "", 13))
+    built.outputs = ["y"]
+    said = "node 'cat' (Concat): inputs differ in dimension 1, which is not the concat axis 0"
+    for use in (built.to_onnx, lambda: check(built, inputs={"x": x}),
+                lambda: get_backend("onnxruntime").run(built, {"x": x}),
+                lambda: lower(built, "6_4")):
+        with pytest.raises(ModelValidationError) as raised:
+            use()
+        assert said in str(raised.value) and "\n" not in str(raised.value)
+    assert built.tensors["y"].dtype is None  # the graph given keeps its infos
+
+
 def _z_padded() -> onnx.ModelProto:
     """The Pad of ``_pad_of_rank_3(axes=True)`` reading z [2, 3]: ONNX's own form of the edit."""
     model = _pad_of_rank_3(axes=True)

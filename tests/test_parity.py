@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import ml_dtypes
 import numpy as np
@@ -14,7 +15,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import lowering
 from backends import BackendError, NodeRun, RunRecord
-from dmlgraph import load
+from dmlgraph import DmlgraphError, load
 from dmlgraph.ir import Graph, OnnxOp, Provenance, TensorInfo
 from dmlgraph.parity import (
     KnownDivergence,
@@ -406,6 +407,26 @@ def test_report_json_writes_infinite_errors_as_text() -> None:
     json.dumps(report.to_json(), allow_nan=False)
 
 
+def test_expected_python_data_takes_its_outputs_type_as_inputs_do() -> None:
+    """``expected={"y": list}`` was read as float64 and failed the float32 output ("dtype
+    float32 differs from float64", exit 1) for the very values it makes, where a list given
+    to ``inputs`` takes its input's type. Oracle: NumPy's pad of the same values; a list of
+    other values still fails, and one a type cannot hold is refused."""
+    inits = [numpy_helper.from_array(np.array([0, 1, 0, 0], np.int64), "p")]
+    model = _model([helper.make_node("Pad", ["x", "p"], ["y"], mode="constant", name="pad"),
+                    helper.make_node("Neg", ["x"], ["z"], name="neg")], inits)
+    x = [[0.1, 0.2, 0.3], [1.5, -2.0, 7.25]]
+    y = np.pad(np.array(x, np.float32), ((0, 0), (1, 0))).tolist()  # float32 values, as floats
+    z = (-np.array(x, np.float32)).tolist()
+    report = check(model, inputs={"x": x}, expected={"y": y, "z": z}, atol=0.0, rtol=0.0)
+    assert report.passed and len(report.comparisons) == 2
+    assert check(model, expected={"x": x, "y": y, "z": z}).passed  # inputs held with them
+    y[0][1] += 1.0
+    assert not check(model, inputs={"x": x}, expected={"y": y, "z": z}).passed
+    with pytest.raises(DmlgraphError, match=r"expected\['z'\] is Python data .* beyond float32"):
+        check(model, inputs={"x": x}, expected={"y": y, "z": [[1e300] * 3] * 2})
+
+
 def test_slice_through_index_0_of_constant_data_is_not_folded_away_from_its_note() -> None:
     """The same Slice on constant data: folding would compute ONNX's empty result with no
     node left to carry the divergence; it is left to the lowering, which notes it."""
@@ -688,3 +709,31 @@ def test_a_float64_difference_past_the_double_range_keeps_its_relative_error() -
     assert result.required_rtol == result.max_rel_error
     assert compare_output("y", actual, expected, Tolerance(0.0, float(exact) * 1.001)).verdict \
         is Verdict.PASS
+
+
+@pytest.mark.parametrize("given", ["inputs", "expected"])
+def test_a_seed_with_inputs_given_is_refused_as_the_command_line_refuses_it(given) -> None:
+    """``check(model, inputs=..., seed=5)`` ran the inputs given and ignored the seed,
+    silently, where ``dmlgraph check --inputs IN --seed 5`` is refused; so is the seed now,
+    which still draws the inputs when none are given (seed 0 by default)."""
+    inits = [numpy_helper.from_array(np.array([0, 1, 0, 0], np.int64), "p")]
+    model = _model([helper.make_node("Pad", ["x", "p"], ["y"], name="pad"),
+                    helper.make_node("Neg", ["x"], ["z"], name="neg")], inits)
+    x = np.ones((2, 3), np.float32)
+    tensors = {"x": x, "y": np.pad(x, ((0, 0), (1, 0))), "z": -x}
+    with pytest.raises(DmlgraphError, match=f"seed 5 draws generated inputs; it does nothing "
+                                            f"with {given}="):
+        check(model, seed=5, **{given: tensors if given == "expected" else {"x": x}})
+    assert check(model, **{given: tensors if given == "expected" else {"x": x}}).passed
+    assert check(model, seed=5).to_json()["inputs"] == "generated (seed 5)"
+    assert check(model).to_json()["inputs"] == "generated (seed 0)"
+
+
+@pytest.mark.parametrize("model", [None, 5, ["model.onnx"]])
+def test_check_of_no_model_names_check_and_what_it_takes(model) -> None:
+    """``check(None)`` said "load() takes a path, bytes or an onnx.ModelProto", naming a
+    function not called and leaving out the Graph check takes."""
+    with pytest.raises(DmlgraphError, match=re.escape(
+            "check() takes a path, bytes, an onnx.ModelProto or a Graph, not "
+            f"{type(model).__name__}")):
+        check(model)

@@ -607,7 +607,9 @@ def test_lockstep_groups_the_native_copier_cannot_take_run_through_numpy(
     model, x = _pad_case((40, 3, 96), [0, 2, 3, 0, 1, 2], mode)
     (expected,) = _ort(model, {"x": x})
     with copying("native", parallel_bytes=0):
-        (y,) = NumpyBackend(threads=threads).run(lower(load(model), "6_4"), {"x": x}).values()
+        backend = NumpyBackend()
+        backend.threads = threads  # past the backend's own cap (MOST_THREADS): a plan's
+        (y,) = backend.run(lower(load(model), "6_4"), {"x": x}).values()
     assert any(isinstance(item[0], int) for item in given)  # lockstep groups were made
     assert same_bits(y, expected)
 
@@ -782,6 +784,74 @@ def test_phases_over_the_same_rows_run_as_one_call(copier, workers) -> None:
         low, high = 12 * k // workers, 12 * (k + 1) // workers
         assert rows <= set(range(low, high))
         assert [d.shape[1] for d, _ in moves][-2:] == [1, 1]  # the borders come last
+
+
+@pytest.mark.parametrize("shape, pads", [
+    ((2, 4096), ((0, 0), (3, 5))), ((4096,), ((3, 5),)), ((1, 1, 4096), ((0, 0),) * 2 + ((3, 5),)),
+    ((2, 4096, 1), ((0, 0), (3, 5), (0, 0))), ((4, 1024, 2), ((0, 0), (3, 5), (1, 0))),
+])
+def test_a_padding_is_never_blocked_by_rows_of_a_few_elements(shape, pads) -> None:
+    """A float32 [2, 4M] padded on its last axis was blocked by that axis's "rows", single
+    elements: the native copier ran a lockstep slab per element, 97 ms where whole rows take
+    3 (rank 1 and [1, 1, N], as audio is, alike; [2, N, 2]: 53 ms). No phase is now blocked
+    by rows of fewer than 64 elements; the values are np.pad's."""
+    from backends.numpy.moves import operator_moves
+    from dmlgraph.dml import BufferTensorDesc, PaddingDesc
+
+    starts, ends = zip(*pads)
+    out_shape = tuple(n + a + b for n, (a, b) in zip(shape, pads))
+    desc = PaddingDesc(input_tensor=BufferTensorDesc("FLOAT32", shape),
+                       output_tensor=BufferTensorDesc("FLOAT32", out_shape),
+                       padding_mode="REFLECTION", start_padding=starts, end_padding=ends)
+    x = np.arange(np.prod(shape), dtype=np.uint32).reshape(shape)
+    out = np.zeros(out_shape, np.uint32)
+    phases = operator_moves(desc, [x], out)
+    for phase in phases:  # a block: a row of the input along the phase's axis
+        assert phase.rows is None or np.prod(shape[phase.rows + 1:]) >= 64
+        copy_threads.compiled(copy_threads.distribute_phases([phase], 2)[0], 2)()
+    assert same_bits(out, np.pad(x, pads, mode="reflect"))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_padding_phases_give_np_pad_in_any_order_their_rows_allow(seed) -> None:
+    """A phase without rows may run its moves in any order (on any thread), one with rows
+    block by block in any block order, its moves in order within a block: run so in reverse
+    (blocks last to first, free moves last to first), every mode's phases give np.pad. Two
+    axes' borders in one phase without rows (a first form of unblocked paddings, which the
+    random graphs caught as a race) ran the outer axis's first, copying borders not yet
+    written: 56 of 1,500 such cases failed."""
+    from backends.numpy.moves import operator_moves
+    from dmlgraph.dml import BufferTensorDesc, Padding1Desc
+
+    rng = np.random.default_rng(seed)
+    modes = {"CONSTANT": "constant", "EDGE": "edge", "REFLECTION": "reflect",
+             "SYMMETRIC": "symmetric", "WRAP": "wrap"}
+    for _ in range(150):
+        shape = tuple(int(rng.integers(1, 7)) if rng.random() < 0.8 else int(rng.integers(50, 300))
+                      for _ in range(int(rng.integers(1, 5))))
+        mode = str(rng.choice(list(modes)))
+        most = [min(4, n - 1 if mode == "REFLECTION" else n) for n in shape]
+        pads = [tuple(int(rng.integers(0, m + 1)) if rng.random() < 0.6 else 0 for _ in "se")
+                for m in most]
+        out_shape = tuple(n + a + b for n, (a, b) in zip(shape, pads))
+        starts, ends = zip(*pads)
+        desc = Padding1Desc(input_tensor=BufferTensorDesc("UINT16", shape),
+                            output_tensor=BufferTensorDesc("UINT16", out_shape),
+                            padding_mode=mode, padding_value_data_type="UINT16",
+                            padding_value=7, start_padding=starts, end_padding=ends)
+        x = rng.integers(0, 1000, shape).astype(np.uint16)
+        out = np.zeros(out_shape, np.uint16)
+        for phase in operator_moves(desc, [x], out):
+            if phase.rows is None:
+                for destination, source in phase.moves[::-1]:
+                    np.copyto(destination, source)
+                continue
+            for row in reversed(range(phase.moves[0][0].shape[phase.rows])):
+                at = (slice(None),) * phase.rows + (slice(row, row + 1),)
+                for destination, source in phase.moves:
+                    np.copyto(destination[at], source[at] if source.ndim else source)
+        kwargs = {"constant_values": 7} if mode == "CONSTANT" else {}
+        assert same_bits(out, np.pad(x, pads, mode=modes[mode], **kwargs)), (shape, mode, pads)
 
 
 def test_restored_node_reads_what_replaced_an_eliminated_input() -> None:
@@ -1833,3 +1903,22 @@ def test_join_inputs_placed_without_listing_a_shared_tensors_readers_per_join(
     assert sum(listed) <= 4 * (3 * joins + 2), sum(listed)  # readers of each tensor, a few times
     (want,) = ort.InferenceSession(model.SerializeToString()).run(None, {"x": x})
     assert same_bits(got, want)
+
+
+@pytest.mark.skipif(copy_threads.Program is None, reason="the native copier is not built here")
+def test_a_thread_count_past_the_native_copiers_most_keeps_the_native_copier() -> None:
+    """``threads`` past the native copier's most (16) gave it up for a Python thread per
+    list: threads=10**6 on a 16 MB padding started thousands of threads, kept for good, and
+    ran 50x slower, with no native replay. The count is now the copier's most at the
+    outside, and the plan replays natively; values are np.pad's."""
+    n = 1 << 22
+    model = _model([helper.make_node("Pad", ["x", "p"], ["y"], mode="reflect")],
+                   [_info("x", np.float32, (n,))], [_info("y", np.float32, (n + 4,))],
+                   [_ints("p", [1, 3])])
+    lowered = lower(load(model), "6_4")
+    x = np.arange(n, dtype=np.float32)
+    for count in (10**6, 17):
+        backend = NumpyBackend(threads=count)
+        assert backend.threads == copy_threads.MAX_THREADS
+        assert same_bits(backend.run(lowered, {"x": x})["y"], np.pad(x, (1, 3), mode="reflect"))
+        assert backend.plan(lowered).replay is not None

@@ -630,8 +630,8 @@ def test_python_data_feeds_an_input_as_its_type(backend) -> None:
 @pytest.mark.parametrize("feeds, fragment", [
     ({"s": [1.5]}, "input 's' is Python data (NumPy reads it as float64) holding a value "
                    "int64 cannot hold (a fraction, or beyond its range)"),
-    ({"s": [2**70]}, "input 's' is Python data (NumPy reads it as object) holding values "
-                     "that are not int64's"),
+    ({"s": [2**70]}, "input 's' is Python data (NumPy reads it as object) holding a value "
+                     "int64 cannot hold (a fraction, or beyond its range)"),
     ({"c": 1e6}, "input 'c' is Python data (NumPy reads it as float64) holding a finite value "
                  "beyond float16's range: the graph expects float16; give an array of float16"),
     ({"c": np.float64(0.5)}, "input 'c' is float64; the graph expects float16"),

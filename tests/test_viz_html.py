@@ -214,6 +214,26 @@ def test_the_two_graphs_swapped_are_refused(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("suffix", [".html", ".dot"])
+def test_a_lowering_of_another_model_is_refused(tmp_path: Path, suffix: str) -> None:
+    """write_viz(path, load(symmetric), lower(load(shufflenet))) wrote a page of the one's
+    nodes with the other's statuses (the report is joined to the nodes by id), silently.
+    The report's node 0 is shufflenet's first Conv, the model file's first node computing
+    (its Identity nodes are weights' aliases); another load of the same model draws."""
+    import onnx
+
+    first = next(node for node in onnx.load(SHUFFLENET).graph.node if node.op_type != "Identity")
+    graph, _ = graphs(SYMMETRIC, "6_4")
+    _, other = graphs(SHUFFLENET, "2_1")
+    path = tmp_path / f"mixed{suffix}"
+    with pytest.raises(VizError, match=re.escape(
+            f"write_viz: lowered was not lowered from original: its report's Conv "
+            f"{first.name!r} is node 0, where original has node 'top' (Slice)")):
+        write_viz(path, graph, other)
+    assert not path.exists()
+    assert write_viz(path, load(SHUFFLENET), other) == f"wrote {path}"
+
+
+@pytest.mark.parametrize("suffix", [".html", ".dot"])
 def test_a_graph_not_lowered_is_refused_saying_to_lower_it(tmp_path: Path, suffix: str) -> None:
     """write_viz(path, graph, graph), the graph load() made given as the lowered one, wrote a
     page headed "Lowered at ?" (and a DOT drawing of every node as a fallback), though

@@ -39,7 +39,7 @@ from backends.numpy.fallback import (
 )
 from backends.numpy.plan import DML_ENGINE, Plan
 from backends.numpy.runtime import resized
-from backends.numpy.threads import default_threads
+from backends.numpy.threads import MOST_THREADS, default_threads
 from dmlgraph.dml.enums import FeatureLevel
 from dmlgraph.dml.scalars import is_integer
 from dmlgraph.errors import DmlgraphError
@@ -55,7 +55,8 @@ class NumpyBackend:
     ``fallback``: "onnxruntime" (default), "reference" or a ``Fallback``; ``providers``: the
     onnxruntime fallback's providers. ``feature_level`` overrides the graph's own (a
     LoweredGraph's) for validation and run-time lowering. ``threads``: how many threads share
-    a large copy (default: the CPUs this process may use, at most 8).
+    a large copy (default: the CPUs this process may use, at most 8; never more than
+    ``threads.MOST_THREADS``, 16; a native call runs on no more than the CPUs it may use).
     """
 
     name = "numpy"
@@ -69,10 +70,16 @@ class NumpyBackend:
         threads: int | None = None,
     ) -> None:
         self.fallback = get_fallback(fallback, providers)
+        if providers is not None and fallback != "onnxruntime":  # as ``run --provider`` is
+            raise BackendError(
+                f"providers choose the onnxruntime fallback's execution providers; the fallback "
+                f"{self.fallback.engine} takes none from here (providers={providers!r} would be "
+                "ignored)"
+            )
         self.feature_level = None if feature_level is None else FeatureLevel.parse(feature_level)
         if threads is not None and (not is_integer(threads) or threads < 1):
             raise BackendError(f"threads must be an integer of at least 1, not {threads!r}")
-        self.threads = threads or default_threads()
+        self.threads = min(threads or default_threads(), MOST_THREADS)
         self._plans: GraphCache[Plan] = GraphCache()
         self.last_record: RunRecord | None = None
         self._last_ran: weakref.ref[Graph] | None = None

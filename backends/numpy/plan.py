@@ -637,13 +637,17 @@ class Plan:
         run made, which ``run`` writes into a bound array once every one is found to fit (an
         output written in place is written as the run goes, as onnxruntime's IOBinding
         writes it: a later one's error leaves it written). A bound array not fitting a
-        fallback's output failed after the outputs before it were written."""
+        fallback's output failed after the outputs before it were written. A result comes
+        back C-contiguous, as onnxruntime's do: onnx.reference's Transpose made a strided
+        view, and ``np.empty_like`` of it (the README's way to bind) was refused as an
+        output array."""
         value = handed[name] if name in handed else self.ir_reader(name)()
         if name in handed or name in bound:
             return value
         if name in self._input_set or self.graph.is_constant(name):
-            return np.array(value)  # a copy: the caller's feed or the graph's constant
-        return value
+            # a copy: the caller's feed or the graph's constant
+            return np.array(value, order="C")
+        return value if value.flags.c_contiguous else np.ascontiguousarray(value)
 
 
 # ---------------------------------------------------------------------- instructions

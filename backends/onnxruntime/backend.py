@@ -111,6 +111,9 @@ class OnnxruntimeBackend:
     def __init__(
         self, providers: Sequence[str] | None = None, *, layout: bool | None = None
     ) -> None:
+        if layout is not None and not isinstance(layout, bool):  # "no" was true: the rewrite
+            # that kills onnxruntime on some models ran where the caller meant it not to
+            raise BackendError(f"layout is True, False or None, not {layout!r}")
         self.providers = select_providers(providers)
         #: whether sessions made from model files (``session``) may use onnxruntime's NCHWc
         #: rewrite, as decided for the graph the model was imported as

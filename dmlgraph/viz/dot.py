@@ -333,6 +333,30 @@ def check_pair(what: str, original: object, lowered: object, title: object) -> N
             "nothing says what its nodes became nor at which feature level; lower it first: "
             f"{what}(..., graph, lowering.lower(graph, feature_level))"
         )
+    stray = _stray_record(original, lowered)
+    if stray:
+        raise VizError(f"{what}: lowered was not lowered from original: {stray}; give the "
+                       "graph given to lower() and its result")
+
+
+def _stray_record(original: Any, lowered: Any) -> str:
+    """How ``lowered``'s report fails to describe ``original`` ("" where it does): each
+    record names the id, name and op type of the node of the graph given to ``lower``, and
+    the drawing joins the two by id, so squeezenet beside shufflenet's lowering drew
+    squeezenet's nodes with shufflenet's statuses, silently."""
+    nodes = {node.id: node for node in original.nodes}
+    for record in lowered.report():
+        node_id = getattr(record, "node_id", None)
+        if node_id is None:  # folded at import, or made by hand: found by name
+            continue
+        node = nodes.get(node_id)
+        if node is None or (node.provenance.name, node.provenance.op_type) != (
+            record.name, record.op_type
+        ):
+            had = "no node" if node is None else node.label
+            return (f"its report's {record.op_type} {record.name!r} is node {node_id}, where "
+                    f"original has {had}")
+    return ""
 
 
 def check_focus(what: str, focus: object) -> None:
