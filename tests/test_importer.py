@@ -1745,6 +1745,20 @@ def test_a_long_tensor_a_node_makes_for_a_scan_is_hidden_from_data_propagation(
     _assert_scanned_part_hidden(model, monkeypatch, onnx_run)
 
 
+def _loop_of(trips: int, inner: list[onnx.NodeProto], out: str,
+             weights: list[onnx.TensorProto]) -> onnx.NodeProto:
+    """A Loop of ``trips`` trips (its count appended to ``weights``) whose body runs
+    ``inner``, making the float32 ``out`` it carries out."""
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cin"], ["cout"]), *inner], "loop_body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+         helper.make_tensor_value_info("cin", TensorProto.BOOL, [])],
+        [helper.make_tensor_value_info("cout", TensorProto.BOOL, []),
+         helper.make_tensor_value_info(out, TensorProto.FLOAT, None)])
+    weights.append(numpy_helper.from_array(np.array(trips, np.int64), "trips"))
+    return helper.make_node("Loop", ["trips", ""], [out], body=body)
+
+
 def _scan_model_of(nodes: list[onnx.NodeProto], scan: onnx.NodeProto,
                    weights: list[onnx.TensorProto], *, in_loop: bool, held: int
                    ) -> onnx.ModelProto:
@@ -1755,14 +1769,7 @@ def _scan_model_of(nodes: list[onnx.NodeProto], scan: onnx.NodeProto,
         nodes.append(scan)
     else:
         inside = [nodes.pop() for _ in range(held)][::-1]
-        loop_body = helper.make_graph(
-            [helper.make_node("Identity", ["cin"], ["cout"]), *inside, scan], "loop_body",
-            [helper.make_tensor_value_info("i", TensorProto.INT64, []),
-             helper.make_tensor_value_info("cin", TensorProto.BOOL, [])],
-            [helper.make_tensor_value_info("cout", TensorProto.BOOL, []),
-             helper.make_tensor_value_info("y", f32, None)])
-        weights.append(numpy_helper.from_array(np.array(2, np.int64), "trips"))
-        nodes.append(helper.make_node("Loop", ["trips", ""], ["y"], body=loop_body))
+        nodes.append(_loop_of(2, [*inside, scan], "y", weights))
     graph = helper.make_graph(nodes, "g", [], [helper.make_tensor_value_info("y", f32, None)],
                               weights)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=9)
@@ -1852,14 +1859,7 @@ def _scan_reshaped_to_its_shape_model(case: str, n: int) -> onnx.ModelProto:
         inputs, weights = [], [numpy_helper.from_array(
             np.arange(math.prod(shape), dtype=np.float32).reshape(shape), "X")]
     if "Loop" in case:
-        loop_body = helper.make_graph(
-            [helper.make_node("Identity", ["cin"], ["cout"]), nodes.pop()], "loop_body",
-            [helper.make_tensor_value_info("i", TensorProto.INT64, []),
-             helper.make_tensor_value_info("cin", TensorProto.BOOL, [])],
-            [helper.make_tensor_value_info("cout", TensorProto.BOOL, []),
-             helper.make_tensor_value_info("Y", f32, None)])
-        weights.append(numpy_helper.from_array(np.array(2, np.int64), "trips"))
-        nodes.append(helper.make_node("Loop", ["trips", ""], ["Y"], body=loop_body))
+        nodes.append(_loop_of(2, [nodes.pop()], "Y", weights))
     graph = helper.make_graph([*(shaped if outer else []), *nodes], "g", inputs,
                               [helper.make_tensor_value_info("Y", f32, None)], weights)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=9)
@@ -1924,7 +1924,7 @@ def _scan_reshaped_by_a_shape_chain_model(indices: str) -> onnx.ModelProto:
     Gather(Shape(x), one)), ``zero`` and ``one`` the main graph's ("initializers", or
     "Constants": Constant nodes; "in a Loop": initializers, the Scan in a Loop's body of one
     trip, Y [unknown, 3, 2, 6]); Z slices the Scan's output Y [3, 2, 6] on its last axis."""
-    f32, i64 = TensorProto.FLOAT, TensorProto.INT64
+    f32 = TensorProto.FLOAT
     body = helper.make_graph(
         [helper.make_node("Shape", ["x"], ["s"]),
          helper.make_node("Gather", ["s", "zero"], ["d0"], axis=0),
@@ -1941,14 +1941,7 @@ def _scan_reshaped_by_a_shape_chain_model(indices: str) -> onnx.ModelProto:
         nodes = [helper.make_node("Constant", [], [w.name], value=w) for w in weights[:2]]
         nodes, weights = [*nodes, scan], weights[2:]
     if indices == "in a Loop":
-        loop_body = helper.make_graph(
-            [helper.make_node("Identity", ["cin"], ["cout"]), scan], "loop_body",
-            [helper.make_tensor_value_info("i", i64, []),
-             helper.make_tensor_value_info("cin", TensorProto.BOOL, [])],
-            [helper.make_tensor_value_info("cout", TensorProto.BOOL, []),
-             helper.make_tensor_value_info("Y", f32, None)])
-        weights.append(numpy_helper.from_array(np.array(1, np.int64), "trips"))
-        nodes = [helper.make_node("Loop", ["trips", ""], ["Y"], body=loop_body)]
+        nodes = [_loop_of(1, [scan], "Y", weights)]
     nodes.append(helper.make_node("Slice", ["Y", "lo", "hi", "ax"], ["Z"], name="slice"))
     graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("X", f32, [3, 2, 6])],
                               [helper.make_tensor_value_info("Z", f32, None)], weights)
