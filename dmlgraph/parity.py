@@ -14,7 +14,8 @@ manner of Polygraphy's comparator:
 Known divergences: a node note starting ``divergence:`` (on a lowered node, in the lowering
 report, or on a node lowered at run time) marks a place where DirectML and onnxruntime are
 known to differ. A mismatch, or a reference that cannot run, on an output such a node reaches
-is labelled a known divergence, naming the node and note, and does not fail the check. So is
+is labelled a known divergence, naming the node and note, and does not fail the check (never
+against stored outputs, the user's: ``--expected``, or those ``--inputs`` holds). So is
 a mismatch that only onnxruntime's graph optimizations make: an output the reference fails
 is compared again against onnxruntime with them off (``_optimizer_divergences``).
 
@@ -24,8 +25,9 @@ comparison says so (``_against_onnx_reference``). A model holding a Scan that ma
 outputs runs its onnxruntime reference in a forked child (``_ForkedReference``): onnxruntime
 1.32 dies of SIGFPE on some; then onnx.reference is the reference, or the death is one error.
 The outputs onnxruntime fails on at a known divergence where onnx.reference computes what ONNX
-says (``SPEC_REFERENCE_DIVERGENCES``), or computes otherwise there (``_excused_by_spec``), are
-compared against onnx.reference, and the comparison says so (``_on_onnx_reference``).
+says (``SPEC_REFERENCE_DIVERGENCES``), or computes there at all, otherwise than ONNX
+(``_excused_by_spec``), are compared against onnx.reference, and the comparison says so
+(``_on_onnx_reference``); where onnx.reference fails too, they are not compared.
 """
 
 from __future__ import annotations
@@ -1070,8 +1072,9 @@ def check(
             Comparison(
                 label,
                 f"stored outputs ({expected if expected is not None else source})",
-                compare_outputs(names, values, [stored.get(n) for n in names], tolerances,
-                                divergences),
+                # the user's values: no divergence of onnxruntime's excuses a mismatch (a wrong
+                # output past a divergent Slice passed, exit 0)
+                compare_outputs(names, values, [stored.get(n) for n in names], tolerances),
                 note=f"the stored outputs hold no {', '.join(map(repr, absent))}: compared "
                      "with onnxruntime only" if absent else "",
             )
@@ -1505,11 +1508,13 @@ def _against_reference(ort: Any, subject: _Subject, notes: list[str]) -> Compari
                 notes, plain_failed=lambda exc, made: _past_run_divergence(
                     ort, subject, exc, made, notes))
         reference = f"{reference} ({result.record.provider})"
-        spec = _on_onnx_reference(subject, _excused_by_spec(outputs, divergences), _COMPUTED)
+        computed = _excused_by_spec(dict(enumerate(outputs)), divergences)
+        spec = _on_onnx_reference(subject, list(computed), computed)
         if spec.outputs:
             taken = dict.fromkeys(names[i] for i in spec.outputs)
             reference += f"; onnx.reference on the original model for {', '.join(map(repr, taken))}"
-        outputs = tuple(spec.outputs.get(i, o) for i, o in enumerate(outputs))
+        outputs = tuple(spec.outputs.get(i) or spec.unjudged.get(i) or o
+                        for i, o in enumerate(outputs))
         return Comparison(label, reference, outputs, note="; ".join(spec.notes))
     words = cannot_run(refused) if refused is not None else None
     if words is None:  # a Scan whose body makes an output inference gives no shape: exit 2
@@ -1548,13 +1553,16 @@ def _against_reference(ort: Any, subject: _Subject, notes: list[str]) -> Compari
         for i in unreached:
             expected[i] = partial.outputs[names[i]]
         break
-    compared = iter(compare_outputs(names, values, expected, tolerances, divergences))
+    made = [i for i in range(len(names)) if expected[i] is not None]
+    by_ort = dict(zip(made, compare_outputs(names, values, expected, tolerances, divergences)))
+    computed = _excused_by_spec(by_ort, divergences)  # past the failure, a divergence computed
     reasons = list(dict.fromkeys(d.describe() for d in matched))
     left = [i for i in range(len(names)) if expected[i] is None]
-    spec = _on_onnx_reference(subject, left, apart=[i for i in left if i not in read])
+    spec = _on_onnx_reference(subject, sorted({*left, *computed}), computed,
+                              apart=[i for i in left if i not in read])
     outputs = _uninitialized(tuple(
-        next(compared) if expected[i] is not None
-        else spec.outputs.get(i) or not_compared(names[i], values[i], reasons, spec.why)
+        spec.outputs.get(i) or spec.unjudged.get(i) or by_ort.get(i)
+        or not_compared(names[i], values[i], reasons, spec.why)
         for i in range(len(names))
     ), values, divergences)
     note = f"reference failed: {failure}"
@@ -1615,27 +1623,30 @@ def _plain_failure(ort: Any, model: Any, subject: _Subject) -> DmlgraphError | N
     return None  # it runs unoptimized: the optimized session's failure stands
 
 
-def _excused_by_spec(outputs: Sequence[OutputComparison],
-                     divergences: Sequence[KnownDivergence]) -> list[int]:
-    """The outputs (by position) onnxruntime computed otherwise than dmlgraph, excused as known
-    divergences all of which onnx.reference computes what ONNX says at
-    (``KnownDivergence.reference_follows_spec``): ``_on_onnx_reference`` compares them. A
-    Slice ending at INT64_MAX with a negative step (onnxruntime reads it "through index 0",
-    ONNX's result is empty) excused any value of dmlgraph's, a wrong one too (exit 0). Not an
-    output onnxruntime's graph optimizations alone excused (``OPTIMIZER_DIVERGENCE``)."""
-    return [
-        i for i, o in enumerate(outputs)
-        if o.compared and o.verdict is Verdict.KNOWN_DIVERGENCE
-        and OPTIMIZER_DIVERGENCE not in o.divergences
+def _excused_by_spec(outputs: Mapping[int, OutputComparison],
+                     divergences: Sequence[KnownDivergence]) -> dict[int, str]:
+    """The outputs (by position) onnxruntime computed, at known divergences all of which
+    onnx.reference computes what ONNX says at (``KnownDivergence.reference_follows_spec``),
+    each with why onnxruntime's value is no oracle (``_COMPUTED``, ``_AGREED``):
+    ``_on_onnx_reference`` compares them, whether dmlgraph's differs from it or not. A Slice
+    ending at INT64_MAX with a negative step (onnxruntime reads it "through index 0", ONNX's
+    result is empty) excused any value of dmlgraph's that differed (exit 0), and passed one
+    equal to onnxruntime's. Not an output onnxruntime's graph optimizations alone excused
+    (``OPTIMIZER_DIVERGENCE``)."""
+    return {
+        i: _AGREED if o.verdict is Verdict.PASS else _COMPUTED for i, o in outputs.items()
+        if o.compared and OPTIMIZER_DIVERGENCE not in o.divergences
         and (reached := [d for d in divergences if i in d.outputs])
         and all(d.reference_follows_spec for d in reached)
-    ]
+    }
 
 
 #: Why ``_on_onnx_reference`` compares an output: onnxruntime failed at a known divergence
-#: (``_FAILED``), or computed it otherwise than dmlgraph there (``_COMPUTED``).
+#: (``_FAILED``), or computed it there, otherwise than dmlgraph (``_COMPUTED``) or as dmlgraph
+#: does (``_AGREED``), where onnxruntime computes otherwise than ONNX.
 _FAILED = "onnxruntime fails at a known divergence"
 _COMPUTED = "onnxruntime computes it otherwise at a known divergence"
+_AGREED = "onnxruntime computes it as dmlgraph does, but at a known divergence"
 #: The message of an output ``_on_onnx_reference`` compares as ``apart``.
 _NEEDED_ONLY = ("compared with onnx.reference: it needs a node onnxruntime fails at (a known "
                 "divergence) to run, and reads none of its values")
@@ -1643,23 +1654,27 @@ _NEEDED_ONLY = ("compared with onnx.reference: it needs a node onnxruntime fails
 
 @dataclass(frozen=True)
 class _SpecReference:
-    """What onnx.reference made of the outputs onnxruntime failed on (``_on_onnx_reference``):
-    their comparisons by position, why the others stay not compared, notes for the table."""
+    """What onnx.reference made of the outputs onnxruntime gives no oracle for
+    (``_on_onnx_reference``): their comparisons by position, why the others stay not
+    compared, notes for the table, and ``unjudged``: those onnxruntime computed (``computed``)
+    where onnx.reference failed, not compared, both reasons said."""
 
     outputs: Mapping[int, OutputComparison]
     why: str
     notes: tuple[str, ...]
+    unjudged: Mapping[int, OutputComparison] = field(default_factory=dict)
 
 
-def _on_onnx_reference(subject: _Subject, left: Sequence[int], because: str = _FAILED,
+def _on_onnx_reference(subject: _Subject, left: Sequence[int],
+                       computed: Mapping[int, str] = MappingProxyType({}),
                        apart: Collection[int] = ()) -> _SpecReference:
-    """The outputs (by position) onnxruntime failed at a known divergence on, compared with
-    onnx.reference on the model pruned to them, where it computes what ONNX says at every
-    divergent node they are reached by (``KnownDivergence.reference_follows_spec``): a wrap
-    Pad of an empty input, which onnxruntime fails on, was left not compared, though ONNX says
-    its result. A mismatch there is dmlgraph's (no divergence excuses it). Where onnx.reference
-    fails too, they stay not compared, its reason said. ``because``: why onnxruntime's value
-    is no oracle there (``_FAILED``, ``_COMPUTED``: ``_excused_by_spec``). ``apart``: outputs
+    """The outputs (by position) onnxruntime failed on at a known divergence, or computed
+    there (``computed``, each with why: ``_excused_by_spec``), compared with onnx.reference on
+    the model pruned to them, where it computes what ONNX says at every divergent node they are
+    reached by (``KnownDivergence.reference_follows_spec``): a wrap Pad of an empty input, which
+    onnxruntime fails on, was left not compared, though ONNX says its result. A mismatch there
+    is dmlgraph's (no divergence excuses it). Where onnx.reference fails too, they stay not
+    compared, its reason said (``computed`` ones in ``unjudged``). ``apart``: outputs
     that need a node onnxruntime fails at to run, and read none of its values or any other
     divergence's (``_failed_past``): compared whatever ONNX says there (a reflect Pad beyond
     its size, undefined, feeding a Scan beside y: the Scan's outputs made of y alone, a wrong
@@ -1687,9 +1702,12 @@ def _on_onnx_reference(subject: _Subject, left: Sequence[int], because: str = _F
         why = f", nor can onnx.reference ({first_line(exc)})"
         notes.append(f"onnx.reference failed on {', '.join(map(repr, taken))} as well: "
                      f"{first_line(exc)}")
-        return _SpecReference({}, why, tuple(notes))
+        unjudged = {i: replace(not_compared(names[i], values[i],
+                                            tuple(d.describe() for d in reached[i])),
+                               message=f"not compared: {computed[i]}{why}")
+                    for i in ours if i in computed}
+        return _SpecReference({}, why, tuple(notes), unjudged)
     at = dict.fromkeys(d.label for i in ours if i not in apart for d in reached[i])
-    why = f"compared with onnx.reference: {because}, where onnx.reference computes what ONNX says"
     spec = list(dict.fromkeys(names[i] for i in ours if i not in apart))
     if spec:
         notes.append(f"{', '.join(map(repr, spec))} compared with onnx.reference on the model "
@@ -1706,7 +1724,9 @@ def _on_onnx_reference(subject: _Subject, left: Sequence[int], because: str = _F
         expected = made[names[i]]
         result = compare_output(names[i], values[i], expected,
                                 subject.tolerances.for_output(names[i], expected.dtype))
-        said = _NEEDED_ONLY if i in apart else why
+        said = _NEEDED_ONLY if i in apart else (
+            f"compared with onnx.reference: {computed.get(i, _FAILED)}, where "
+            "onnx.reference computes what ONNX says")
         outputs[i] = replace(result, message="; ".join(filter(None, (said, result.message))))
     return _SpecReference(outputs, "", tuple(notes))
 
@@ -1806,8 +1826,9 @@ def _against_onnx_reference(subject: _Subject, failure: DmlgraphError, words: st
     return Comparison(
         subject.label,
         f"onnx.reference on the original model (onnxruntime cannot run it: {words})",
+        # a divergence onnx.reference computes what ONNX says at excuses nothing
         compare_outputs(subject.names, subject.values, expected, subject.tolerances,
-                        subject.divergences),
+                        [d for d in subject.divergences if not d.reference_follows_spec]),
     )
 
 

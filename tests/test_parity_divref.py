@@ -611,15 +611,25 @@ def test_a_wrong_value_where_onnxruntime_computes_otherwise_is_a_failure(
 
 
 @pytest.mark.parametrize("fallback", ["onnxruntime", "reference"])
-def test_where_onnx_reference_cannot_run_it_the_divergence_stands(fallback) -> None:
-    """A Scan run backwards, which onnx.reference refuses ("not implemented"): onnxruntime's
-    Y stays the known divergence, and the note says onnx.reference failed too."""
+def test_where_onnx_reference_cannot_run_it_the_divergence_stands(fallback,
+                                                                  monkeypatch) -> None:
+    """A Scan run backwards, which onnx.reference refuses ("not implemented"): y is the known
+    divergence, not compared, both reasons said (it was "compared", its mismatch with
+    onnxruntime's value excused, and a y equal to onnxruntime's, wrong by ONNX, passed)."""
     model, feeds = _reversed_slice(1)
-    report = check(model, inputs=feeds, fallback=fallback)
-    y, r = report.comparisons[0].outputs
-    assert y.verdict is Verdict.KNOWN_DIVERGENCE and r.verdict is Verdict.PASS
-    assert "onnx.reference failed on 'y' as well" in report.comparisons[0].note
-    assert report.exit_code == 0
+    made = ort.InferenceSession(model.SerializeToString(),
+                                providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+    for planted, why in ((None, "otherwise"), (made, "as dmlgraph does, but")):
+        if planted is not None:
+            _plant_wrong_values(monkeypatch, {"y": planted})
+        report = check(model, inputs=feeds, fallback=fallback)
+        y, r = report.comparisons[0].outputs
+        assert y.verdict is Verdict.KNOWN_DIVERGENCE and r.verdict is Verdict.PASS
+        assert not y.compared and y.divergences[0].startswith("node ")
+        assert y.message.startswith(f"not compared: onnxruntime computes it {why} at a known "
+                                    "divergence, nor can onnx.reference (")
+        assert "onnx.reference failed on 'y' as well" in report.comparisons[0].note
+        assert report.exit_code == 0 and report.compared == 1
 
 
 def test_where_onnx_reference_fails_too_the_output_stays_not_compared_with_both_reasons(
@@ -727,6 +737,148 @@ def test_a_wrong_value_at_a_control_flow_divergence_is_a_failure(
         got = {o.name: o for o in report.comparisons[0].outputs}
         assert got[name].verdict is Verdict.FAIL and report.exit_code == 1, name
         monkeypatch.undo()
+
+
+def _stored(model: onnx.ModelProto, feeds: dict, y: np.ndarray) -> dict:
+    """``feeds`` and ``_reversed_slice``'s outputs: ``y`` and Relu(x) (NumPy's)."""
+    return {**feeds, "y": y, "r": np.maximum(feeds["x"], 0)}
+
+
+@pytest.mark.parametrize("given", ["expected", "inputs", "--expected", "--inputs"])
+def test_stored_outputs_are_compared_whatever_divergence_reaches_them(
+    given: str, tmp_path: Path, capsys
+) -> None:
+    """Stored outputs are the user's: a wrong y there (onnxruntime's "through index 0" sums)
+    past the divergent Slice was excused as the known divergence (exit 0). ONNX's y (NumPy's
+    slice: x[:, 5:5:-1] is empty, its sum 0) passes."""
+    model, feeds = _reversed_slice()
+    x = feeds["x"]
+    right = x[:, 5:5:-1].sum(keepdims=True)
+    wrong = ort.InferenceSession(model.SerializeToString(),
+                                 providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+    assert right.shape == wrong.shape == (1, 1) and right[0, 0] == 0 and wrong[0, 0] != 0
+    for y, code in ((wrong, 1), (right, 0)):
+        stored = _stored(model, feeds, y)
+        if given.startswith("--"):
+            path, npz = tmp_path / "m.onnx", tmp_path / "io.npz"
+            onnx.save(model, path)
+            np.savez(npz, **stored)
+            assert main(["check", str(path), given, str(npz), "--json"]) == code
+            import json
+
+            table = json.loads(capsys.readouterr().out)["comparisons"][1]["outputs"]
+            assert [o["verdict"] for o in table] == ["fail" if code else "pass", "pass"]
+            assert table[0]["divergences"] == []
+            continue
+        if given == "inputs":
+            path = tmp_path / "io.npz"
+            np.savez(path, **stored)
+            report = check(model, inputs=path)
+        else:
+            report = check(model, expected=stored)
+        ours, theirs = report.comparisons
+        assert theirs.expected.startswith("stored outputs")
+        y_stored, r_stored = theirs.outputs
+        assert y_stored.verdict is (Verdict.FAIL if code else Verdict.PASS)
+        assert y_stored.divergences == () and r_stored.verdict is Verdict.PASS
+        assert ours.passed and report.exit_code == code
+
+
+def _onnxruntime_s(model: onnx.ModelProto, feeds: dict) -> dict[str, np.ndarray]:
+    session = ort.InferenceSession(model.SerializeToString(),
+                                   providers=["CPUExecutionProvider"])
+    return dict(zip([o.name for o in session.get_outputs()], session.run(None, feeds)))
+
+
+def _squeeze_relu() -> tuple[onnx.ModelProto, dict]:
+    """Relu of a Squeeze of X [1, 3, 1] by an empty axes list: ONNX's Y [1, 3, 1]."""
+    model = _model([helper.make_node("Squeeze", ["X", "e"], ["S"], name="squeeze"),
+                    helper.make_node("Relu", ["S"], ["Y"], name="relu")],
+                   [_info("X", [1, 3, 1])], [_info("Y", None)], [_ints("e", [])], opset=13)
+    return model, {"X": np.arange(-1, 2, dtype=np.float32).reshape(1, 3, 1)}
+
+
+@pytest.mark.parametrize("case, fallback, right", [
+    (_reversed_slice, "onnxruntime", {"y": np.zeros((1, 1), np.float32)}),
+    (_reversed_slice, "reference", {"y": np.zeros((1, 1), np.float32)}),
+    (_counter_loop, "onnxruntime", {"V": np.array(2), "IS": np.arange(3)}),
+    (_counter_loop, "reference", {"V": np.array(2), "IS": np.arange(3)}),
+    (_squeeze_relu, "reference", {"Y": np.array([[[0], [0], [1]]], np.float32)}),
+])
+def test_a_value_equal_to_onnxruntime_s_where_it_computes_otherwise_is_a_failure(
+    case, fallback: str, right: dict, monkeypatch
+) -> None:
+    """dmlgraph's output equal to onnxruntime's, where onnxruntime computes otherwise than
+    ONNX (a Slice "through index 0", a Loop's iteration number, a Squeeze of every 1), passed
+    (exit 0): it is compared with onnx.reference, and fails. ``right``: ONNX's values (NumPy's
+    slice and ReLU, the Loop's 0, 1, 2)."""
+    model, feeds = case()
+    made = _onnxruntime_s(model, feeds)
+    for name, value in right.items():
+        assert not np.array_equal(made[name], value), name  # onnxruntime computes otherwise
+    _plant_wrong_values(monkeypatch, {name: made[name] for name in right})
+    report = check(model, inputs=feeds, fallback=fallback)
+    got = {o.name: o for o in report.comparisons[0].outputs}
+    for name in right:
+        assert got[name].verdict is Verdict.FAIL and got[name].divergences == (), name
+        assert got[name].message.startswith("compared with onnx.reference: onnxruntime "
+                                            "computes it as dmlgraph does, but at a known "
+                                            "divergence"), name
+    assert report.exit_code == 1
+    monkeypatch.undo()
+    report = check(model, inputs=feeds, fallback=fallback)
+    got = {o.name: o for o in report.comparisons[0].outputs}
+    for name, value in right.items():
+        assert got[name].verdict is Verdict.PASS and got[name].max_abs_error == 0, name
+        assert got[name].expected_shape == np.shape(value), name
+    assert report.exit_code == 0
+
+
+def _reversed_slice_beside(node: onnx.NodeProto, given: onnx.ValueInfoProto,
+                           made: onnx.ValueInfoProto, feed: np.ndarray
+                           ) -> tuple[onnx.ModelProto, dict]:
+    """``_reversed_slice``'s y (ONNX's: 0) beside ``node``, of input ``given`` (fed ``feed``)
+    and output ``made``, padded by [0, 1, 0, 1]."""
+    model, feeds = _reversed_slice()
+    graph = model.graph
+    del graph.output[1:]  # (r)
+    graph.node.remove(graph.node[2])
+    graph.node.append(node)
+    graph.input.append(given)
+    graph.output.append(made)
+    graph.initializer.append(_ints("p", [0, 1, 0, 1]))
+    model.opset_import[0].version = 19
+    return model, {**feeds, given.name: feed}
+
+
+@pytest.mark.parametrize("beside", ["wrap of empty", "int16 pad"])
+def test_a_wrong_value_past_a_divergence_beside_one_onnxruntime_cannot_run_is_a_failure(
+    beside: str, monkeypatch
+) -> None:
+    """Beside a wrap Pad of an empty input (onnxruntime fails at it: y compared with
+    onnxruntime on the graph pruned to it) or an int16 Pad (onnxruntime cannot run the model:
+    onnx.reference is the reference), a wrong y past the divergent Slice was excused as the
+    Slice's divergence (exit 0)."""
+    if beside == "wrap of empty":
+        model, feeds = _reversed_slice_beside(
+            helper.make_node("Pad", ["P", "p"], ["Q"], mode="wrap", name="wrap"),
+            _info("P", [0, 3]), _info("Q", None), np.zeros((0, 3), np.float32))
+        _ort_fails(model, feeds, "Unexpected mode of 3")
+    else:
+        model, feeds = _reversed_slice_beside(
+            helper.make_node("Pad", ["P", "p"], ["Q"], name="pad"),
+            _info("P", [2, 3], TensorProto.INT16), _info("Q", None, TensorProto.INT16),
+            np.arange(6, dtype=np.int16).reshape(2, 3))
+        _ort_fails(model, feeds, "Could not find an implementation for Pad")
+    report = check(model, inputs=feeds)
+    y, q = report.comparisons[0].outputs
+    assert y.verdict is Verdict.PASS and q.verdict is Verdict.PASS and report.exit_code == 0
+    assert y.expected_shape == (1, 1) and y.max_abs_error == 0  # ONNX's: the empty sum, 0
+    _plant_wrong_values(monkeypatch, {"y": np.ones((1, 1), np.float32)})
+    report = check(model, inputs=feeds)
+    y, q = report.comparisons[0].outputs
+    assert y.verdict is Verdict.FAIL and y.divergences == () and q.verdict is Verdict.PASS
+    assert report.exit_code == 1
 
 
 def test_each_phrase_of_the_table_names_a_divergence_noted() -> None:
