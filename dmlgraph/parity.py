@@ -433,9 +433,9 @@ def _stats(
 #: outputs stay not compared: a reflect Pad by the size or more (ONNX leaves it undefined;
 #: onnx.reference reflects periodically, as DirectML does: no proof either way), a reflect Pad
 #: of one element (nothing to mirror), a Scan's body passing an input through or making one
-#: tensor two outputs, a Scan-8's sequence length of 0 (onnx has no Scan-8:
-#: its evaluator runs ``reference_ops``' Scan-8, the code ``--fallback reference`` runs, so a
-#: comparison would check that code with itself).
+#: tensor two outputs where the fallback ran the Scan whole, a Scan-8's sequence length of 0
+#: (onnx has no Scan-8: its evaluator runs ``reference_ops``' Scan-8, the code ``--fallback
+#: reference`` runs, so a comparison would check that code with itself).
 SPEC_REFERENCE_DIVERGENCES: tuple[str, ...] = (
     "onnxruntime has no kernel for Concat before opset 4",  # lowering/concat.py
     "ONNX's result is the empty tensor",  # ort_pad: a wrap of an empty input, an empty axis
@@ -448,11 +448,13 @@ SPEC_REFERENCE_DIVERGENCES: tuple[str, ...] = (
     # numpy/control.py, where onnxruntime computes otherwise (``_excused_by_spec``): a Loop's
     # iteration number itself a scan output or carried value (reference_ops' Loop stacks 0,
     # 1, 2... and carries the last trip's number), an If's branch making one tensor two
-    # outputs (its If gives each the tensor); not a Scan's body's, which the onnxruntime
-    # fallback may run whole (its value onnxruntime's, where onnx.reference's is ONNX's)
+    # outputs (its If gives each the tensor), a Scan's body passing an input through or
+    # making one tensor two outputs where the numpy backend ran the Scan (``RUN_AS_ONNX``);
+    # not where the fallback runs it whole (its value may be onnxruntime's)
     "of the Loop are its body's iteration number itself",
     "more than one of its outputs, which onnxruntime gets wrong (all but the last of those "
     "outputs hold",
+    "; the numpy backend ran this Scan as ONNX says",  # backends.numpy.control.RUN_AS_ONNX
 )
 
 

@@ -881,6 +881,52 @@ def test_a_wrong_value_past_a_divergence_beside_one_onnxruntime_cannot_run_is_a_
     assert report.exit_code == 1
 
 
+def _scan_of(repeated: bool) -> tuple[onnx.ModelProto, dict, dict[str, np.ndarray]]:
+    """A Scan-18 of state s0 [3] and the rows of x [4, 3] whose body passes its state through
+    beside y = s + row (F, Y), or (``repeated``) makes s + row both its next state and its
+    scan output; with ONNX's values (NumPy's)."""
+    outputs = ["s2", "s2"] if repeated else ["s", "y"]
+    body = helper.make_graph(
+        [helper.make_node("Add", ["s", "r"], ["s2" if repeated else "y"])], "body",
+        [_info("s", [3]), _info("r", [3])], [_info(n, [3]) for n in outputs])
+    model = _model([helper.make_node("Scan", ["s0", "x"], ["F", "Y"], name="scan", body=body,
+                                     num_scan_inputs=1)],
+                   [_info("s0", [3]), _info("x", [4, 3])], [_info("F", None), _info("Y", None)],
+                   opset=18)
+    s0, x = np.array([1, 2, 3], np.float32), np.arange(12, dtype=np.float32).reshape(4, 3)
+    sums = s0 + np.cumsum(x, axis=0)
+    right = {"F": sums[-1], "Y": sums} if repeated else {"F": s0, "Y": x + s0}
+    return model, {"s0": s0, "x": x}, right
+
+
+@pytest.mark.parametrize("repeated", [False, True])
+@pytest.mark.parametrize("fallback", ["onnxruntime", "reference"])
+def test_a_wrong_value_of_a_scan_run_here_past_its_body_s_divergence_is_a_failure(
+    repeated: bool, fallback: str, monkeypatch
+) -> None:
+    """A Scan-9+ the numpy backend runs, whose body passes its state through or makes one
+    tensor two outputs (onnxruntime gives its buffers there): its outputs were the known
+    divergence, any value excused (exit 0). onnx.reference's Scan computes ONNX's values,
+    so they are compared with it: NumPy's pass, a wrong one fails."""
+    model, feeds, right = _scan_of(repeated)
+    report = check(model, inputs=feeds, fallback=fallback)
+    (divergence,) = report.divergences
+    assert divergence.node == "scan" and divergence.reference_follows_spec
+    for o in report.comparisons[0].outputs:
+        assert o.compared and o.verdict is Verdict.PASS and o.max_abs_error == 0, o.name
+        assert o.expected_shape == right[o.name].shape, o.name
+    assert report.exit_code == 0
+    for name in divergence.outputs:
+        wrong = right[report.outputs[name]] + 1
+        _plant_wrong_values(monkeypatch, {report.outputs[name]: wrong})
+        report = check(model, inputs=feeds, fallback=fallback)
+        got = report.comparisons[0].outputs[name]
+        assert got.verdict is Verdict.FAIL and got.message.startswith(
+            "compared with onnx.reference: onnxruntime computes it"), got.name
+        assert report.exit_code == 1
+        monkeypatch.undo()
+
+
 def test_each_phrase_of_the_table_names_a_divergence_noted() -> None:
     """The table reads the notes' text: a reworded note would drop out silently."""
     pad_crop = _model([helper.make_node("Pad", ["X", "p"], ["Y"], mode="edge", name="pad")],
@@ -894,7 +940,7 @@ def test_each_phrase_of_the_table_names_a_divergence_noted() -> None:
     for model, feeds, _ in (_squeeze_into_concat(), _scan_9_of_no_step()):
         notes += check(model, inputs=feeds, fallback="reference").divergences
     # and those the numpy backend's control flow notes (onnxruntime computes them otherwise)
-    for model, feeds in (_counter_loop(), _repeating_if()):
+    for model, feeds in (_counter_loop(), _repeating_if(), _scan_of(False)[:2]):
         notes += check(model, inputs=feeds).divergences
     assert all(d.reference_follows_spec for d in notes)
     for phrase in SPEC_REFERENCE_DIVERGENCES:

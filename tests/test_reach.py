@@ -580,7 +580,9 @@ def test_a_scan_s_passed_state_leaves_only_what_it_reaches_uncompared(
     """The first Scan's note (its body passes s by name) counted every output of it, and
     its final state, a scan input of the second, every output of that: R1, B and P, which
     onnxruntime computes, were excused, a wrong one passing. Now S and O (made of S's rows)
-    alone are the divergence; R1, B and P are compared, and a wrong one fails."""
+    alone are the divergence; R1, B and P are compared, and a wrong one fails. S and O,
+    which the numpy backend's Scan computes as ONNX says, are compared with onnx.reference (a
+    wrong one was excused as the divergence)."""
     from dmlgraph.parity import Verdict
 
     model = _scans_in_a_row()
@@ -600,9 +602,11 @@ def test_a_scan_s_passed_state_leaves_only_what_it_reaches_uncompared(
         planted = _check_planted(monkeypatch, model, feeds, {name: wrong}, fallback)
         got = {o.name: o for c in planted.comparisons for o in c.outputs}
         assert got[name].verdict is Verdict.FAIL and planted.exit_code == 1, name
+    assert all(got[n].verdict is Verdict.PASS and got[n].message.startswith(
+        "compared with onnx.reference") for n in ("S", "O"))
     planted = _check_planted(monkeypatch, model, feeds, {"O": o + 1, "S": s + 1}, fallback)
     got = {o.name: o for c in planted.comparisons for o in c.outputs}
-    assert planted.exit_code == 0 and got["O"].verdict is Verdict.KNOWN_DIVERGENCE
+    assert planted.exit_code == 1 and got["O"].verdict is got["S"].verdict is Verdict.FAIL
 
 
 @pytest.mark.parametrize("fallback", ["onnxruntime", "reference"])
@@ -755,7 +759,8 @@ def test_a_record_s_several_notes_each_concern_their_own_outputs(
     oracle) and the body's Slice's (TT). Each counted the union of what they concern for
     each: the Scan's note reached TT too, so TT was not compared with onnx.reference
     (``parity._excused_by_spec``), and a wrong TT passed (exit 0). Now each note concerns its
-    own: TT is compared with onnx.reference, and a wrong one fails; V stays the Scan's."""
+    own: TT is compared with onnx.reference, and a wrong one fails; V is the Scan's, which
+    the numpy backend runs as ONNX says: compared with onnx.reference too (ONNX's V: init)."""
     from dmlgraph.parity import Verdict
 
     model = _loop_of_a_slice_and_a_passing_scan()
@@ -766,8 +771,12 @@ def test_a_record_s_several_notes_each_concern_their_own_outputs(
     assert sorted(sorted(d.outputs) for d in report.divergences) == [[0], [1]]
     assert all(got[n].verdict is Verdict.PASS and got[n].compared for n in ("TT", "RR"))
     assert got["TT"].message.startswith("compared with onnx.reference")
-    assert got["V"].verdict is Verdict.KNOWN_DIVERGENCE and report.exit_code == 0
+    assert got["V"].verdict is Verdict.PASS and report.exit_code == 0
+    assert got["V"].message.startswith("compared with onnx.reference")
     planted = _check_planted(monkeypatch, model, _SLICED, {"TT": np.ones((2, 2, 1), np.float32)},
                              fallback)
     got = {o.name: o for c in planted.comparisons for o in c.outputs}
     assert got["TT"].verdict is Verdict.FAIL and planted.exit_code == 1
+    planted = _check_planted(monkeypatch, model, _SLICED, {"V": _SLICED["init"] + 1}, fallback)
+    got = {o.name: o for c in planted.comparisons for o in c.outputs}
+    assert got["V"].verdict is Verdict.FAIL and planted.exit_code == 1

@@ -124,6 +124,14 @@ _REPEATED = (
 )
 
 
+#: What a Scan run here (a Scan-9+) adds to its ``_PASSED_THROUGH`` or ``_REPEATED`` note:
+#: its values are ONNX's, as onnx.reference's Scan computes them, so ``check`` compares them
+#: with it (``parity.SPEC_REFERENCE_DIVERGENCES``; they were excused as the divergence, any
+#: value). Not a Scan the fallback runs whole (a Scan-8, or one a node run whole holds: its
+#: values may be onnxruntime's, and onnx.reference's Scan-8 is ``reference_ops``' own).
+RUN_AS_ONNX = "; the numpy backend ran this Scan as ONNX says"
+
+
 #: A Loop of no iteration making scan outputs: ONNX leaves their element shape open;
 #: onnxruntime (1.32) takes the shape its inference of the model gives each body output, its
 #: unknown sizes 0 (a body output of unknown rank: [0]), which the NumPy backend reproduces.
@@ -565,10 +573,10 @@ class ControlFlow:
             for kept, value in zip(scans, outputs[form.states :]):
                 kept.append(value)
         if self.passed:  # onnxruntime's own reading, named for ``check``
-            runs = _noted(runs, _PASSED_THROUGH.format(names=self.passed), self,
+            runs = _noted(runs, _PASSED_THROUGH.format(names=self.passed) + RUN_AS_ONNX, self,
                           wrong=self._body_wrong())
         if self.repeated:  # the same, of a tensor made two outputs
-            runs = _noted(runs, _REPEATED.format(names=self.repeated), self,
+            runs = _noted(runs, _REPEATED.format(names=self.repeated) + RUN_AS_ONNX, self,
                           wrong=self._body_wrong())
         stacked = []
         for index, (kept, axis, back) in enumerate(
