@@ -298,10 +298,11 @@ def test_strided_output_writes_into_a_bound_buffer() -> None:
 
 
 def test_aliasing_output_strides_are_refused() -> None:
+    """By validate(), before the run: the one rule (``tensor.shared_element``)."""
     desc = SliceDesc(input_tensor=T("INT16", (2, 2)),
                      output_tensor=T("INT16", (2, 2), strides=(0, 1)), offsets=(0, 0),
                      sizes=(2, 2), strides=(1, 1))
-    with pytest.raises(ExecutionError, match="share one address"):
+    with pytest.raises(DmlValidationError, match="must lie at distinct addresses"):
         execute_operator(desc, [np.zeros((2, 2), np.int16)], "6_4")
 
 
