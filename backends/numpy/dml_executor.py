@@ -18,7 +18,7 @@ from backends.numpy.moves import operator_moves, run_moves
 from dmlgraph.dml.enums import FeatureLevel
 from dmlgraph.dml.operators import OperatorDesc
 from dmlgraph.dml.tensor import BufferTensorDesc
-from dmlgraph.errors import DmlgraphError, as_array
+from dmlgraph.errors import DmlgraphError, as_array, counted
 from dmlgraph.tensorio import available_memory, bytes_text, native_order
 
 
@@ -46,8 +46,8 @@ def _read(desc: BufferTensorDesc, array: np.ndarray, label: str) -> np.ndarray:
         needed = _last_index(desc) + 1
         if bits.size < needed:
             raise ExecutionError(
-                f"{label}: a flat buffer of {bits.size} elements is shorter than the "
-                f"{needed} elements its tensor desc addresses"
+                f"{label}: a flat buffer of {counted(bits.size, 'element')} is shorter than "
+                f"the {counted(needed, 'element')} its tensor desc addresses"
             )
         flat = np.ascontiguousarray(bits[:needed])  # the addressed part: a buffer may be vast
         return as_strided(
@@ -72,7 +72,7 @@ def _not_a_buffer(
     return ExecutionError(
         f"{label}: {what} shape {shape} is not a flat buffer, the only form a tensor desc "
         f"with Strides {list(desc.effective_strides)} (not packed) is read and written "
-        f"through: pass a 1-D array of at least {_last_index(desc) + 1} elements"
+        f"through: pass a 1-D array of at least {counted(_last_index(desc) + 1, 'element')}"
     )
 
 
@@ -118,8 +118,8 @@ def _write(desc: BufferTensorDesc, bits: np.ndarray, out: np.ndarray | None, lab
     needed = _last_index(desc) + 1
     if flat.size < needed:
         raise ExecutionError(
-            f"{label}: a flat buffer of {flat.size} elements is shorter than the "
-            f"{needed} elements its tensor desc addresses"
+            f"{label}: a flat buffer of {counted(flat.size, 'element')} is shorter than the "
+            f"{counted(needed, 'element')} its tensor desc addresses"
         )
     strides = desc.effective_strides  # distinct addresses: validate() refused any others
     view = as_strided(flat, shape=desc.sizes, strides=tuple(s * flat.itemsize for s in strides))
@@ -156,8 +156,8 @@ def _refuse_beyond_memory(desc: OperatorDesc, bound: np.ndarray | None) -> None:
     free = available_memory()
     if needed > free:
         fresh = (
-            f"; bound, a buffer of the {_last_index(output) + 1} elements its strides address "
-            "will do" if bound is None and not output.is_packed else ""
+            f"; bound, a buffer of the {counted(_last_index(output) + 1, 'element')} its "
+            "strides address will do" if bound is None and not output.is_packed else ""
         )
         raise ExecutionError(
             f"{desc.name} output 0: sizes {list(output.sizes)}, TotalTensorSizeInBytes "
