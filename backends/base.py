@@ -336,7 +336,7 @@ def check_outputs(
     for name, array in outputs.items():
         if name not in graph.outputs:
             raise BackendError(
-                f"{graph.source}: bound output {name!r}: no output named {name!r} (outputs: "
+                f"{graph.source}: no output named {name!r} to bind an array to (outputs: "
                 f"{tensorio.listed_names(list(graph.outputs))})"
             )
         info = graph.tensor(name)

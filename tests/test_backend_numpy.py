@@ -1585,4 +1585,4 @@ def test_an_unknown_bound_output_is_named_with_a_few_of_the_outputs() -> None:
         get_backend("numpy").run(lower(load(model)), {"x": np.ones(2, np.float32)},
                                  outputs={"q": np.zeros(2, np.float32)})
     assert str(raised.value).endswith(
-        f"bound output 'q': no output named 'q' (outputs: [{listed}, ... (2 more)])")
+        f": no output named 'q' to bind an array to (outputs: [{listed}, ... (2 more)])")
