@@ -336,7 +336,8 @@ def check_outputs(
     for name, array in outputs.items():
         if name not in graph.outputs:
             raise BackendError(
-                f"{graph.source}: bound output {name!r} is not a graph output {graph.outputs}"
+                f"{graph.source}: no output named {name!r} to bind an array to (outputs: "
+                f"{tensorio.listed_names(list(graph.outputs))})"
             )
         info = graph.tensor(name)
         if not isinstance(array, np.ndarray):

@@ -11,6 +11,12 @@ from typing import Any
 import numpy as np
 
 
+def counted(count: int, noun: str) -> str:
+    """``count`` and ``noun``, plural unless it is one: "1 element", "3 elements" (a message
+    said "a flat buffer of 1 elements")."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
 class DmlgraphError(Exception):
     """Base class of every error dmlgraph raises on bad input or unsupported models."""
 

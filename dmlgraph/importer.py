@@ -969,10 +969,18 @@ def _for_checker(proto: onnx.ModelProto) -> Iterator[bool]:
       type omit its shape (unknown rank), but the checker requires the field on graph inputs
       and outputs; without ``full_check`` it reads nothing from it. The import keeps the
       shape unknown;
+    - a graph output without a type gets a tensor type of element type 0 (UNDEFINED): the
+      checker requires the field ("Field 'type' of 'value_info' is required but missing",
+      naming no tensor), onnxruntime runs the model with the type it infers, and the import
+      takes inference's (where onnx infers none, as for Scaler, the run gives it, as for any
+      tensor inference leaves untyped);
     - before IR version 4, an initializer not listed as a graph input is listed (IR 3 said
       every initializer is one; onnxruntime runs it either way).
     In place and undone, not on a copy: a copy held the weights once more."""
     unlisted = _unlisted_initializers(proto)
+    untyped = [vi for vi in proto.graph.output if not vi.HasField("type")]
+    for value_info in untyped:  # typed first: ``_unshaped`` then gives it its empty shape
+        value_info.type.tensor_type.elem_type = TensorProto.UNDEFINED
     unshaped = _unshaped(proto.graph)
     listed = len(proto.graph.input)
     try:
@@ -985,6 +993,8 @@ def _for_checker(proto: onnx.ModelProto) -> Iterator[bool]:
     finally:
         for value_info in unshaped:
             value_info.type.tensor_type.ClearField("shape")
+        for value_info in untyped:
+            value_info.ClearField("type")
         del proto.graph.input[listed:]
 
 

@@ -51,10 +51,10 @@ from dmlgraph.canonical import LOWERED_OPS
 from dmlgraph.dml.enums import FeatureLevel
 from dmlgraph.dml.scalars import as_double, is_real
 from dmlgraph.dtypes import is_float
-from dmlgraph.errors import DmlgraphError, UnsupportedError
+from dmlgraph.errors import DmlgraphError, UnsupportedError, counted
 from dmlgraph.ir import Graph, Node, Subgraph, split_inputs, string_problem, subgraphs
 from dmlgraph.subgraphs import held_counts, holder_label
-from dmlgraph.tensorio import TensorIOError, native_order
+from dmlgraph.tensorio import TensorIOError, listed_names, native_order
 
 T = TypeVar("T")
 
@@ -144,7 +144,7 @@ class Tolerances:
                 if name and name not in outputs:
                     raise DmlgraphError(
                         f"{kind} for {name!r}: the graph has no output of that name (outputs: "
-                        f"{list(outputs)})"
+                        f"{listed_names(list(outputs))})"
                     )
                 if not is_tolerance(value):
                     raise DmlgraphError(f"{kind} {name + ': ' if name else ''}{value}: "
@@ -231,14 +231,16 @@ def compare_output(
         problems.append(f"dtype {actual.dtype} differs from {expected.dtype}")
     if stats["mismatches"]:
         count, nans = stats["mismatches"], stats["nan_mismatches"]
+        one = count == 1  # its verbs agree: "1 of 1 element differs"
         if exact:
-            how = "differ (compared exactly)"
+            how = f"{'differs' if one else 'differ'} (compared exactly)"
         elif nans == count:
-            how = "are NaN against a number"
+            how = f"{'is' if one else 'are'} NaN against a number"
         else:
-            how = f"exceed both atol={tolerance.atol:g} and rtol={tolerance.rtol:g}"
-            how += f" or are NaN against a number ({nans})" if nans else ""
-        problems.append(f"{count} of {expected.size} elements {how}")
+            how = (f"{'exceeds' if one else 'exceed'} both atol={tolerance.atol:g} and "
+                   f"rtol={tolerance.rtol:g}")
+            how += f" or {'is' if one else 'are'} NaN against a number ({nans})" if nans else ""
+        problems.append(f"{count} of {counted(expected.size, 'element')} {how}")
         ulps = max_ulps(actual, expected) if not exact and nans < count else None
         if ulps is not None and ulps <= ROUNDING_ULPS:
             problems[-1] += (

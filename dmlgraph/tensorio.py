@@ -455,7 +455,7 @@ def unbound(graph: Graph, name: object) -> str:
     why = graph.not_an_input(name) if isinstance(name, str) else ""
     return why or (
         f"{name!r} is neither a graph input nor a graph output (inputs: "
-        f"{list(graph.inputs)}; outputs: {list(graph.outputs)})"
+        f"{listed_names(list(graph.inputs))}; outputs: {listed_names(list(graph.outputs))})"
     )
 
 
@@ -468,7 +468,8 @@ def unbound_keys(graph: Graph, given: Sequence[str], stem: str | None = None) ->
     unknown = [key for key in given if key not in graph.inputs and key not in graph.outputs]
     if not unknown:
         return ""
-    takes = f"inputs {list(graph.inputs)}; outputs {list(graph.outputs)}"
+    takes = (f"inputs {listed_names(list(graph.inputs))}; "
+             f"outputs {listed_names(list(graph.outputs))}")
     if len(unknown) == len(given):
         said = f"holds none of the keys taken, the graph's tensor names ({takes})"
     else:
@@ -478,7 +479,7 @@ def unbound_keys(graph: Graph, given: Sequence[str], stem: str | None = None) ->
                 f"taken are the graph's tensor names: {takes})")
     reasons = [why for key in unknown if isinstance(key, str) and (why := graph.not_an_input(key))]
     return (
-        f"{said}; given: {_listed(list(given))}" + "".join(f"; {why}" for why in reasons)
+        f"{said}; given: {listed_names(list(given))}" + "".join(f"; {why}" for why in reasons)
         + positional_keys_hint(graph, unknown, stem=stem)
     )
 
@@ -487,7 +488,8 @@ def unbound_keys(graph: Graph, given: Sequence[str], stem: str | None = None) ->
 _LISTED = 12
 
 
-def _listed(names: Sequence[object]) -> str:
+def listed_names(names: Sequence[object]) -> str:
+    """Names as a message lists them: the first ``_LISTED``, then how many more."""
     return f"[{', '.join(repr(name) for name in names[:_LISTED])}{_more(names)}]"
 
 

@@ -27,7 +27,7 @@ from dmlgraph.dml.operators import (
 )
 from dmlgraph.dml.support import introduced, support_row
 from dmlgraph.dml.tensor import BufferTensorDesc
-from dmlgraph.errors import DmlValidationError
+from dmlgraph.errors import DmlValidationError, counted
 from dmlgraph.folding import FOLD_GROWTH_LIMIT_BYTES
 from dmlgraph.printable import values_text
 from lowering.layout import (
@@ -180,8 +180,9 @@ def _view_note(
         axis, mul, div = layout.scaled
         folded = [*shape[:axis], layout.scale(axis, shape[axis])]
         plan.note(
-            f"axis {axis} and the {mul} elements after each of its indices viewed as one axis "
-            f"of {folded[-1]} {view.data_type.name} elements ({div} {plan.dtype} each): "
+            f"axis {axis} and the {counted(mul, 'element')} after each of its indices viewed as "
+            f"one axis of {folded[-1]} {view.data_type.name} elements ({div} {plan.dtype} "
+            "each): "
             f"every index the op uses there stays whole; shape {list(shape)} as {folded}"
         )
         shape = tuple(folded)  # type: ignore[arg-type]  # what the rank notes start from

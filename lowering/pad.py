@@ -16,6 +16,7 @@ import numpy as np
 
 from dmlgraph.canonical import PARAMETER_PORTS, default_pad_value, expand_pads, pad_mode
 from dmlgraph.dml.enums import PaddingMode
+from dmlgraph.errors import counted
 from dmlgraph.folding import FOLD_GROWTH_LIMIT_BYTES
 from dmlgraph.ort_pad import PadDivergenceKind as Kind
 from dmlgraph.ort_pad import pad_divergences
@@ -81,7 +82,7 @@ def lower_pad(rw: Rewriter) -> None:
         axis = next(a for a, c in enumerate(cropped) if c < 0)
         rw.refuse(
             (data,),
-            f"pads {pads} remove {crop_begin[axis] + crop_end[axis]} elements from axis "
+            f"pads {pads} remove {counted(crop_begin[axis] + crop_end[axis], 'element')} from axis "
             f"{axis}, which has {shape[axis]}",
         )
     add_begin = tuple(max(0, p) for p in begins)

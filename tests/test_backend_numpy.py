@@ -1568,3 +1568,21 @@ def test_python_zeros_and_ones_feed_a_bool_input_as_onnxruntime_reads_them(backe
     assert session.run(None, {"x": [2, 0, 1]})[0].tolist() == [True, False, True] * 2
     with pytest.raises(BackendError, match="holding values other than 0 and 1"):
         run(target, {"x": [2, 0, 1]})
+
+
+def test_an_unknown_bound_output_is_named_with_a_few_of_the_outputs() -> None:
+    """"bound output 'q' is not a graph output [...]" printed every output of the graph; it
+    says there is no output of that name and lists the first 12, counting the rest, as the
+    tolerance and tensor-file errors do (``tensorio.listed_names``)."""
+    names = [f"y{i}" for i in range(14)]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], [name]) for name in names], "g", [x],
+        [helper.make_tensor_value_info(name, TensorProto.FLOAT, [2]) for name in names])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=10)
+    listed = ", ".join(repr(name) for name in names[:12])
+    with pytest.raises(BackendError) as raised:
+        get_backend("numpy").run(lower(load(model)), {"x": np.ones(2, np.float32)},
+                                 outputs={"q": np.zeros(2, np.float32)})
+    assert str(raised.value).endswith(
+        f": no output named 'q' to bind an array to (outputs: [{listed}, ... (2 more)])")

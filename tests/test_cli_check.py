@@ -62,7 +62,8 @@ def test_check_fails_with_exit_1_when_outputs_differ(tmp_path, capsys) -> None:
             str(tmp_path / "expected.npz")]
     assert main(args) == 1
     out = capsys.readouterr().out
-    assert "parity FAILS" in out and "1 of 21 elements exceed both atol=1e-05 and rtol=1e-05" in out
+    assert "parity FAILS" in out
+    assert "1 of 21 elements exceeds both atol=1e-05 and rtol=1e-05" in out
     assert main(args + ["--atol", "y:1.0"]) == 0  # a per-output tolerance that covers it
 
 

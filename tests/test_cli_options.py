@@ -516,6 +516,49 @@ def test_graph_output_types_onnxruntime_refuses_are_refused(case) -> None:
     _refused_by_both(model, fragment)
 
 
+def _untyped_output_model(case: str) -> onnx.ModelProto:
+    """A graph output "y" declared by name alone (a ValueInfoProto without ``type``)."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+    y = onnx.ValueInfoProto(name="y")
+    opsets = [helper.make_opsetid("", 13)]
+    if case == "slice":  # inference types it: float32 [2, 2]
+        node = helper.make_node("Slice", ["x", "starts", "ends", "axes"], ["y"], name="s")
+    else:  # onnx infers nothing for Scaler; onnxruntime has its own inference
+        node = helper.make_node("Scaler", ["x"], ["y"], name="s", domain="ai.onnx.ml",
+                                scale=[2.0, 3.0, 4.0], offset=[0.5, 0.0, -1.0])
+        opsets.append(helper.make_opsetid("ai.onnx.ml", 1))
+    constants = [numpy_helper.from_array(np.array([v], np.int64), n)
+                 for n, v in (("starts", 1), ("ends", 3), ("axes", 1))]
+    graph = helper.make_graph([node], "g", [x], [y], constants if case == "slice" else [])
+    return helper.make_model(graph, opset_imports=opsets, ir_version=10)
+
+
+@pytest.mark.parametrize("case", ["slice", "scaler"])
+def test_a_graph_output_without_a_type_runs_as_onnxruntime_runs_it(case, tmp_path, capsys):
+    """onnxruntime (the oracle) runs a model whose graph output has no type, taking the one
+    inference gives; the ONNX checker refused it ("Field 'type' of 'value_info' is required
+    but missing"), naming no tensor. The import takes inference's type, or, where onnx infers
+    none (Scaler), leaves it to the run, as for any tensor inference leaves untyped."""
+    import onnxruntime as ort
+
+    model = _untyped_output_model(case)
+    x = np.arange(6, dtype=np.float32).reshape(2, 3) - 2.5
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    (expected,) = session.run(None, {"x": x})
+    graph = dmlgraph.load(model)
+    info = graph.tensors["y"]
+    if case == "slice":
+        assert (info.dtype, info.shape) == (np.dtype(np.float32), (2, 2))
+    assert not model.graph.output[0].HasField("type")  # the model given is left as it was
+    (got,) = get_backend("numpy").run(lower(graph), {"x": x}).values()
+    assert got.dtype == expected.dtype
+    np.testing.assert_array_equal(got, expected)
+    path = tmp_path / "m.onnx"
+    onnx.save(model, path)
+    assert main(["check", str(path)]) == 0
+    assert "parity holds" in capsys.readouterr().out
+
+
 def test_node_names_onnxruntime_requires_unique_are_refused() -> None:
     """Two Relus named "n": onnxruntime refuses the model ("two nodes with same node name"),
     so its DirectML provider never lowers it, and neither does dmlgraph."""

@@ -7,9 +7,14 @@ exactly one thing, so a failure can only come from the rule under test.
 from __future__ import annotations
 
 import dataclasses
+import itertools
+import json
 from typing import Any, Callable
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dmlgraph.dml import (
     BufferTensorDesc,
@@ -21,6 +26,7 @@ from dmlgraph.dml import (
     Slice1Desc,
     SliceDesc,
 )
+from dmlgraph.dml.tensor import shared_element
 from dmlgraph.errors import DmlgraphError
 
 T = BufferTensorDesc
@@ -426,3 +432,115 @@ def test_an_enum_value_out_of_range_names_its_field(make, field, value) -> None:
 
     with pytest.raises(EnumValueError, match=rf"^{field}: {value} is not a "):
         make(value)
+
+
+# -- an output's elements lie at distinct addresses ------------------------------------------
+def _offsets(sizes: tuple[int, ...], strides: tuple[int, ...]) -> list[int]:
+    """Every element's address, by enumeration: the oracle of ``shared_element``."""
+    return [sum(c * s for c, s in zip(coords, strides))
+            for coords in itertools.product(*(range(n) for n in sizes))]
+
+
+@pytest.mark.parametrize("make", [slice_desc, slice1_desc, join_desc, padding_desc])
+def test_a_zero_output_stride_on_a_dimension_of_size_two_is_refused(make) -> None:
+    """Overlapping writes were refused only by the executor, at the run; validate() passed."""
+    output = make().output_tensor
+    strides = list(output.effective_strides)
+    axis = next(i for i, n in enumerate(output.sizes) if n > 1)
+    strides[axis] = 0
+    desc = make(output_tensor=T("FLOAT32", output.sizes, strides=tuple(strides)))
+    with pytest.raises(DmlValidationError) as info:
+        desc.validate("6_4")
+    err = info.value
+    assert (err.operator, err.field, err.value) == (desc.name, "OutputTensor.Strides", strides)
+    assert "distinct addresses" in err.rule and f"Strides[{axis}] = 0" in err.rule
+    assert err.min_level is None  # no feature level accepts it
+
+
+def test_any_self_overlapping_output_is_refused_with_two_coordinates() -> None:
+    """Not only a stride of 0: sizes [2, 2] strides [1, 1] write element 1 twice."""
+    desc = slice_desc(output_tensor=T("FLOAT32", (1, 1, 2, 2), strides=(4, 4, 1, 1)))
+    with pytest.raises(DmlValidationError, match=r"OutputTensor.Strides = \[4, 4, 1, 1\]: "
+                       r"an output tensor's elements must lie at distinct addresses: "
+                       r"coordinates \[0, 0, 0, 1\] and \[0, 0, 1, 0\] both address element 1$"):
+        desc.validate("6_4")
+
+
+def test_outputs_that_do_not_overlap_pass_nested_or_not() -> None:
+    """A zero stride on a size-1 dimension, padded rows, and an interleaving that no sorting
+    nests (sizes [3, 2] strides [2, 3]: addresses 0, 2, 4, 3, 5, 7) all stay valid."""
+    for strides in [(0, 0, 2, 1), (9, 9, 3, 1), (1, 1, 2, 3)]:
+        sizes = (1, 1, 2, 2) if strides[2] != 2 or strides[3] != 3 else (1, 1, 3, 2)
+        out = T("FLOAT32", sizes, strides=strides)
+        inner = sizes[2:]
+        slice_desc(output_tensor=out, sizes=(1, 1, *inner), strides=(1, 1, 1, 1)).validate()
+    # an input may broadcast: stride 0 on a dimension of size 4
+    slice_desc(input_tensor=T("FLOAT32", (1, 1, 4, 4), strides=(0, 0, 0, 1))).validate()
+
+
+def test_json_dxdispatch_and_the_executor_refuse_by_the_same_rule(tmp_path) -> None:
+    """One rule: operator_from_json's descriptor fails validate(), a DxDispatch model its
+    load, and the executor its run, each with validate()'s words."""
+    from backends.numpy import execute_operator
+    from dmlgraph.dml import operator_from_json
+    from dmlgraph.dxdispatch import DxDispatchError, load_model, run_model
+
+    body = {"InputTensor": {"DataType": "FLOAT32", "Sizes": [2, 2]},
+            "OutputTensor": {"DataType": "FLOAT32", "Sizes": [2, 2], "Strides": [0, 1]},
+            "DimensionCount": 2, "Offsets": [0, 0], "Sizes": [2, 2], "Strides": [1, 1]}
+    desc = operator_from_json({"type": "SLICE", "desc": body})
+    with pytest.raises(DmlValidationError) as info:
+        desc.validate("6_4")
+    rule = info.value.rule
+    with pytest.raises(DmlValidationError) as run_info:
+        execute_operator(desc, [np.zeros((2, 2), np.float32)])
+    assert run_info.value.rule == rule
+    model = {
+        "resources": {n: {"initialValuesDataType": "FLOAT32",
+                          "initialValues": {"value": 0, "valueCount": 4}} for n in ("in", "out")},
+        "dispatchables": {"s": {"type": "SLICE", "desc": body}},
+        "commands": [{"type": "dispatch", "dispatchable": "s",
+                      "bindings": {"InputTensor": "in", "OutputTensor": "out"}}],
+    }
+    path = tmp_path / "model.json"
+    path.write_text(json.dumps(model))
+    with pytest.raises(DxDispatchError) as dx_info:
+        run_model(load_model(path))
+    assert str(dx_info.value) == f"{path}: dispatchable 's': {info.value}"
+
+
+def test_an_interleaved_output_runs_as_numpy_places_it() -> None:
+    """The interleaving validate() accepts runs, each element at its own address."""
+    from backends.numpy import execute_operator
+
+    desc = SliceDesc(input_tensor=T("INT32", (3, 2)), output_tensor=T("INT32", (3, 2),
+                     strides=(2, 3)), offsets=(0, 0), sizes=(3, 2), strides=(1, 1))
+    x = np.arange(1, 7, dtype=np.int32).reshape(3, 2)
+    (out,) = execute_operator(desc, [x])
+    expected = np.zeros(8, np.int32)
+    np.add.at(expected, np.add.outer(np.arange(3) * 2, np.arange(2) * 3), x)
+    np.testing.assert_array_equal(out, expected)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 6), st.integers(0, 14)), min_size=1, max_size=4))
+def test_shared_element_is_exact(dims: list[tuple[int, int]]) -> None:
+    """Against enumeration: a pair where addresses repeat, None where they do not."""
+    sizes = tuple(n for n, _ in dims)
+    strides = tuple(s for _, s in dims)
+    offsets = _offsets(sizes, strides)
+    found = shared_element(sizes, strides)
+    assert (found is not None) == (len(set(offsets)) < len(offsets))
+    if found is not None:
+        assert found.decided and found.first != found.second
+        for coords in (found.first, found.second):
+            assert all(0 <= c < n for c, n in zip(coords, sizes))
+            assert sum(c * s for c, s in zip(coords, strides)) == found.element
+
+
+def test_a_search_out_of_steps_is_undecided_not_distinct() -> None:
+    """Strides that do not nest and hide no collision near: out of steps, the answer is
+    "undecided" (which validate() refuses), never None (distinct)."""
+    assert shared_element((46000, 46000), (46001, 46000)) is None  # 46000 steps: distinct
+    found = shared_element((46000, 46000), (46001, 46000), steps=1000)
+    assert found is not None and not found.decided

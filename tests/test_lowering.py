@@ -564,6 +564,12 @@ def test_a_constant_pads_crop_may_reach_into_the_other_sides_padding() -> None:
         lower(load(pad_model(x, [3, -2], "edge")))
 
 
+def test_a_crop_of_one_element_says_element() -> None:
+    """"remove 1 elements" said the plural of one."""
+    with pytest.raises(ModelValidationError, match=r"remove 1 element from axis 0, which has 0$"):
+        lower(load(pad_model(np.zeros([0], np.float32), [0, -1], "edge")))
+
+
 @pytest.mark.parametrize(
     "pads,mode,message",
     [

@@ -298,10 +298,11 @@ def test_strided_output_writes_into_a_bound_buffer() -> None:
 
 
 def test_aliasing_output_strides_are_refused() -> None:
+    """By validate(), before the run: the one rule (``tensor.shared_element``)."""
     desc = SliceDesc(input_tensor=T("INT16", (2, 2)),
                      output_tensor=T("INT16", (2, 2), strides=(0, 1)), offsets=(0, 0),
                      sizes=(2, 2), strides=(1, 1))
-    with pytest.raises(ExecutionError, match="share one address"):
+    with pytest.raises(DmlValidationError, match="must lie at distinct addresses"):
         execute_operator(desc, [np.zeros((2, 2), np.int16)], "6_4")
 
 
@@ -367,6 +368,20 @@ def test_bad_arrays_are_refused(array, message) -> None:
                       input_window_sizes=(1, 1, 4, 3), input_window_strides=(1, 1, 2, 2))
     with pytest.raises(ExecutionError, match=message):
         execute_operator(desc, [array], "2_1")
+
+
+def test_counts_of_one_say_element() -> None:
+    """"a flat buffer of 1 elements" said the plural of one."""
+    desc = SliceDesc(input_tensor=T("INT32", (2,), strides=(1,)), output_tensor=T("INT32", (1,)),
+                     offsets=(1,), sizes=(1,), strides=(1,))
+    with pytest.raises(ExecutionError, match=r"input 0: a flat buffer of 1 element is shorter "
+                       r"than the 2 elements its tensor desc addresses$"):
+        execute_operator(desc, [np.zeros(1, np.int32)])
+    broadcast = T("INT32", (1, 2), strides=(1, 0))  # not packed, addresses 1 element
+    desc = SliceDesc(input_tensor=broadcast, output_tensor=T("INT32", (1, 2)), offsets=(0, 0),
+                     sizes=(1, 2), strides=(1, 1))
+    with pytest.raises(ExecutionError, match=r"pass a 1-D array of at least 1 element$"):
+        execute_operator(desc, [np.zeros((1, 2), np.int32)])
 
 
 def test_a_masked_bound_output_that_hides_elements_is_refused() -> None:

@@ -40,6 +40,19 @@ def f32(*values: float) -> np.ndarray:
 # ----------------------------------------------------------------------------- semantics
 
 
+@pytest.mark.parametrize("expected, actual, message", [
+    (f32(1.0), f32(2.0), "1 of 1 element exceeds both atol=0.001 and rtol=0.001"),
+    (f32(1.0, 2.0), f32(2.0, 3.0), "2 of 2 elements exceed both atol=0.001 and rtol=0.001"),
+    (f32(1.0), f32(np.nan), "1 of 1 element is NaN against a number"),
+    (np.array([7], np.int8), np.array([8], np.int8), "1 of 1 element differs (compared exactly)"),
+    (np.array([7, 8], np.int8), np.array([8, 8], np.int8),
+     "1 of 2 elements differs (compared exactly)"),
+])
+def test_a_count_of_one_is_singular(expected, actual, message) -> None:
+    """"1 of 1 elements differ" said the plural of one."""
+    assert compare_output("y", actual, expected, TIGHT).message.startswith(message)
+
+
 @pytest.mark.parametrize("expected, actual, verdict", [
     (f32(100.0), f32(100.01), Verdict.PASS),  # abs 0.01 > atol, rel 1e-4 <= rtol
     (f32(1e-6), f32(2e-6), Verdict.PASS),  # rel 1.0 > rtol, abs 1e-6 <= atol

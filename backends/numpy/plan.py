@@ -70,7 +70,7 @@ from dmlgraph.dml.binding import binds
 from dmlgraph.dml.enums import FeatureLevel
 from dmlgraph.dml.operators import JoinDesc, OperatorDesc
 from dmlgraph.dml.tensor import BufferTensorDesc
-from dmlgraph.errors import DmlgraphError, NodeRuleError
+from dmlgraph.errors import DmlgraphError, NodeRuleError, counted
 from dmlgraph.ir import Graph, Node
 from dmlgraph.tensorio import numpy_rank_problem
 
@@ -391,8 +391,9 @@ class Plan:
             if view is not None:
                 return view
             reason = (
-                f"its {desc.element_count} {desc.data_type.full_name} elements do not cover "
-                "the tensor's bytes exactly"
+                f"its {counted(desc.element_count, f'{desc.data_type.full_name} element')} "
+                f"{'does' if desc.element_count == 1 else 'do'} not cover the tensor's bytes "
+                "exactly"
             )
         raise BackendError(
             f"{graph.describe(node)}: {port} ({name!r}, {info.dtype}{list(info.static_shape)}): "

@@ -38,7 +38,7 @@ from dmlgraph import canonical
 from dmlgraph.dml.enums import PaddingMode, TensorDataType
 from dmlgraph.dml.operators import JoinDesc, Padding1Desc, PaddingDesc, Slice1Desc, SliceDesc
 from dmlgraph.dtypes import to_elem_type
-from dmlgraph.errors import DmlgraphError, UnsupportedError
+from dmlgraph.errors import DmlgraphError, UnsupportedError, counted
 from dmlgraph.exporter import ir_version_for_opset, to_onnx
 from dmlgraph.ir import Graph, Node, OnnxOp, Provenance, TensorInfo
 from dmlgraph.ort_pad import pad_divergences
@@ -263,8 +263,9 @@ class _Translator:
                 raise NotExpressible(f"tensor {info.name!r} has no static shape")
             if int(np.prod(shape)) != int(np.prod(info.static_shape)):
                 raise NotExpressible(
-                    f"{data_type.name}{list(view.sizes)} views {int(np.prod(shape))} {dtype} "
-                    f"elements of {info.name!r}, which has {info.size} (the view reaches the "
+                    f"{data_type.name}{list(view.sizes)} views "
+                    f"{counted(int(np.prod(shape)), f'{dtype} element')} of {info.name!r}, "
+                    f"which has {info.size} (the view reaches the "
                     "padding bytes of the buffer)"
                 )
         return carrier

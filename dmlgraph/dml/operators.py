@@ -38,7 +38,7 @@ from dmlgraph.dml.scalars import (
 )
 from dmlgraph.dml.schema import FieldKind, FieldSpec
 from dmlgraph.dml.support import introduced, support_row
-from dmlgraph.dml.tensor import BufferTensorDesc
+from dmlgraph.dml.tensor import OVERLAP_SEARCH_STEPS, BufferTensorDesc, shared_element
 from dmlgraph.errors import DmlValidationError
 
 K = FieldKind
@@ -165,6 +165,9 @@ class OperatorDesc(ABC):
         """Raise DmlValidationError for the first broken rule at ``feature_level``."""
         level = FeatureLevel.parse(feature_level)
         self._check_schema()
+        for label, desc, is_output in self.tensor_fields():
+            if is_output:
+                self._check_distinct_elements(label, desc)
         self._check_rules()
         failures = self._level_failures(level)
         if failures:
@@ -227,6 +230,34 @@ class OperatorDesc(ABC):
                         list(value) if spec.kind is not K.INPUT_TENSOR_ARRAY else len(value),
                         f"must have {spec.counted_by} ({count}) entries",
                     )
+
+    def _check_distinct_elements(self, label: str, desc: BufferTensorDesc) -> None:
+        """An output's elements lie at distinct addresses: DirectML writes each element once,
+        in no order it defines, so two coordinates of one address would leave either value
+        (a stride of 0 broadcasts an input; an output has nothing to broadcast)."""
+        if desc.strides is None:
+            return
+        shared = shared_element(desc.sizes, desc.strides)
+        if shared is None:
+            return
+        if not shared.decided:
+            rule = (
+                "an output tensor's elements must lie at distinct addresses; these strides "
+                "do not nest (sorted, each at least the span of the smaller ones) and "
+                f"{OVERLAP_SEARCH_STEPS} steps did not decide whether two coordinates share one"
+            )
+        else:
+            zero = [i for i, (n, s) in enumerate(zip(desc.sizes, desc.strides)) if n > 1 and not s]
+            why = (
+                f" (Strides[{zero[0]}] = 0 on a dimension of size {desc.sizes[zero[0]]}: a "
+                "broadcast, which only an input may be)" if zero else ""
+            )
+            rule = (
+                "an output tensor's elements must lie at distinct addresses: coordinates "
+                f"{list(shared.first)} and {list(shared.second)} both address element "
+                f"{shared.element}{why}"
+            )
+        raise self.error(f"{label}.Strides", list(desc.strides), rule)
 
     @abstractmethod
     def _check_rules(self) -> None:

@@ -38,6 +38,100 @@ def calc_buffer_tensor_size(
     return (size_in_bytes + 3) & ~3
 
 
+#: Steps the search of ``shared_element`` may take before it gives up: strides that are not
+#: nested and hide no collision a few steps deep are rare enough (hand-written interleavings)
+#: that refusing the rest costs nothing real, and a search of 2^20 steps takes about a second.
+OVERLAP_SEARCH_STEPS = 1 << 20
+
+
+@dataclass(frozen=True)
+class SharedElement:
+    """Two distinct coordinates of one tensor that address the same element (``element``);
+    ``decided`` False where the search gave up before finding one or proving there is none."""
+
+    first: tuple[int, ...]
+    second: tuple[int, ...]
+    element: int
+    decided: bool = True
+
+
+def shared_element(
+    sizes: Sequence[int], strides: Sequence[int], steps: int = OVERLAP_SEARCH_STEPS
+) -> SharedElement | None:
+    """Two coordinates addressing one element, or None where every element has its own.
+
+    Exact: a stride of 0 on a dimension of size > 1 collides at once; strides that nest
+    (sorted by stride, each dimension's stride at least the span of those before it, as
+    packed and padded layouts do) never collide; anything else (interleavings: sizes [3, 2],
+    strides [2, 3] address 0, 2, 4, 3, 5, 7, all distinct) is searched for a difference
+    vector d, ``0 < |d|``, ``|d[i]| < sizes[i]``, ``sum(d * strides) = 0``.
+    """
+    dims = sorted((s, n, i) for i, (n, s) in enumerate(zip(sizes, strides)) if n > 1)
+    rank = len(sizes)
+    for stride, _, axis in dims:
+        if stride == 0:
+            second = tuple(int(i == axis) for i in range(rank))
+            return SharedElement((0,) * rank, second, 0)
+    span = 1
+    for stride, size, _ in dims:
+        if stride < span:
+            break
+        span += (size - 1) * stride
+    else:
+        return None
+    found = _collision([(s, n) for s, n, _ in reversed(dims)], steps)
+    if found is None:
+        return None
+    axes = [i for _, _, i in reversed(dims)]
+    plus, minus = [0] * rank, [0] * rank  # d = plus - minus, both within the sizes
+    for axis, d in zip(axes, found):
+        (plus if d > 0 else minus)[axis] = abs(d)
+    element = sum(c * s for c, s in zip(plus, strides))
+    low, high = sorted((tuple(plus), tuple(minus)))  # in row-major order
+    return SharedElement(low, high, element, decided=bool(found))
+
+
+def _collision(dims: list[tuple[int, int]], steps: int) -> tuple[int, ...] | None:
+    """A nonzero d with ``sum(d * stride) = 0``, ``|d| < size``, over (stride, size) sorted by
+    stride, largest first (each choice bounded by what the smaller strides can still undo);
+    None where there is none; () where ``steps`` ran out first."""
+    reach = [0] * (len(dims) + 1)  # reach[k]: the most dims[k:] can add or take away
+    for k in range(len(dims) - 1, -1, -1):
+        reach[k] = reach[k + 1] + (dims[k][1] - 1) * dims[k][0]
+    budget = [steps]
+    chosen: list[int] = []
+
+    def search(k: int, partial: int, nonzero: bool) -> bool:
+        budget[0] -= 1
+        if budget[0] < 0:
+            raise _Exhausted
+        stride, size = dims[k]
+        if k == len(dims) - 1:  # the last one is solved for, not tried
+            d, rest = divmod(-partial, stride)
+            if rest or abs(d) >= size or not (nonzero or d):
+                return False
+            chosen.append(d)
+            return True
+        low = -((reach[k + 1] + partial) // stride)  # ceil((-reach - partial) / stride)
+        high = (reach[k + 1] - partial) // stride
+        low, high = max(low, 1 - size, 0 if not nonzero else 1 - size), min(high, size - 1)
+        for d in range(low, high + 1):  # the first nonzero d positive: d and -d are one
+            chosen.append(d)
+            if search(k + 1, partial + d * stride, nonzero or d != 0):
+                return True
+            chosen.pop()
+        return False
+
+    try:
+        return tuple(chosen) if search(0, 0, False) else None
+    except _Exhausted:
+        return ()
+
+
+class _Exhausted(Exception):
+    """``_collision`` ran out of steps."""
+
+
 @dataclass(frozen=True)
 class BufferTensorDesc:
     """DML_BUFFER_TENSOR_DESC. Sizes and strides are in elements, strides unsigned.
