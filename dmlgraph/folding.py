@@ -49,6 +49,7 @@ from dmlgraph.ir import (
     RemovedNode,
     Shape,
     TensorInfo,
+    frozen_array,
     normal_info,
     shape_matches,
 )
@@ -2774,9 +2775,7 @@ def kernel_values(
     named: dict[str, np.ndarray] = {}
     for out, value in zip(outputs, results):
         if out:
-            if isinstance(value, np.ndarray) and value.flags.writeable:  # ``_frozen``, inline
-                value.flags.writeable = False
-            named[out] = value
+            named[out] = frozen_array(value) if type(value) is np.ndarray else value
     return named
 
 
@@ -3394,7 +3393,7 @@ def _partial_values(
         if results is None or len(results) != 1 or results[0].dtype != _INT64:
             return None
         value = results[0]
-    return _frozen(value)
+    return frozen_array(value)
 
 
 def partial_fold(
@@ -3425,15 +3424,6 @@ def partial_fold(
         partial.values[outputs[0]] = value
         return None
     return {outputs[0]: value}
-
-
-def _frozen(value: np.ndarray) -> np.ndarray:
-    """A kernel's result made read-only in place, so ``TensorInfo`` keeps it without a copy.
-    Safe: a kernel reads only read-only arrays (constants' data, ``shape_only_value``), so a
-    writeable result is memory the kernel itself allocated, which nothing else holds."""
-    if isinstance(value, np.ndarray) and value.flags.writeable:
-        value.flags.writeable = False
-    return value
 
 
 def kernel_inputs(

@@ -40,14 +40,38 @@ NodeId = int
 INT64_MAX = int(np.iinfo(np.int64).max)
 
 
-def _frozen_array(value: Any, dtype: np.dtype | None = None) -> np.ndarray:
-    """A read-only array; one that is not ``_immutable`` is copied first so the caller cannot
-    mutate it."""
-    array = np.asarray(value, dtype=dtype)
-    if not _immutable(array):
-        array = array.copy()
-        array.flags.writeable = False
-    return array
+def frozen_array(value: Any, dtype: np.dtype | None = None) -> np.ndarray:
+    """The one way an array enters the IR (constant data, attribute arrays): ``value`` as an
+    array that nothing can write, nor make writeable. One ``_immutable`` already is kept as it
+    is; any other is copied into an immutable ``bytes``, the owner ``np.ndarray`` keeps, so
+    NumPy refuses ``flags.writeable = True`` on it and every view of it ("cannot set
+    WRITEABLE flag to True of this array"). Read-only alone was not enough: that assignment
+    undid it on an array owning its memory (or viewing a writeable one), and a write then
+    changed a constant after a backend had planned from it (padding values, views, folded
+    results). An object array (STRING tensors: ``bytes`` cannot hold pointers) is sealed
+    through ``_SealedObjects``. Written for few calls: folding seals every kernel result."""
+    array = value if dtype is None and type(value) is np.ndarray else np.asarray(value, dtype)
+    if not array.flags.writeable and (type(array.base) is bytes or _immutable(array)):
+        return array
+    if array.dtype.hasobject:
+        owner = np.array(array, order="C")  # a copy the caller does not hold
+        owner.flags.writeable = False
+        return np.asarray(_SealedObjects(owner))
+    return np.ndarray(array.shape, array.dtype, array.tobytes())
+
+
+class _SealedObjects:
+    """The owner of a sealed object array (``frozen_array``): an ``__array_interface__`` marked
+    read-only over a private copy, and no buffer of its own, so NumPy finds nothing writeable
+    below the array and refuses to make it writeable, as for ``bytes``."""
+
+    __slots__ = ("__array_interface__", "_owner")
+
+    def __init__(self, owner: np.ndarray) -> None:
+        interface = dict(owner.__array_interface__)
+        interface["data"] = (interface["data"][0], True)
+        self.__array_interface__ = interface
+        self._owner = owner  # keeps the memory alive
 
 
 def not_a_string(data: np.ndarray) -> tuple[tuple[int, ...], Any] | None:
@@ -70,20 +94,19 @@ def string_problem(data: np.ndarray) -> str | None:
 
 
 def _immutable(array: np.ndarray) -> bool:
-    """Whether nothing can write the array's memory: it and every array it views are
-    read-only, down to memory of its own or an immutable ``bytes`` (as the importer's are).
-    A read-only view of a writeable array (``np.broadcast_to(a, ...)``, a view made read-only)
-    is not: kept as it was, the owner's writes changed a constant or an attribute under the
-    graph, behind its version and the plans cached from it."""
+    """Whether nothing can write the array's memory, nor make it writeable: it and every array
+    it views are read-only, down to an immutable ``bytes`` (the importer's, over raw_data) or
+    a ``_SealedObjects``. A read-only array owning its memory is not (its
+    ``flags.writeable = True`` succeeds), nor a read-only view of a writeable array
+    (``np.broadcast_to(a, ...)``): kept as they were, a write changed a constant or an
+    attribute under the graph, behind its version and the plans cached from it."""
     base: object = array
     while isinstance(base, np.ndarray):
         if base.flags.writeable:
             return False
-        owner = base.base
-        if owner is None or type(owner) is bytes:
-            return True
-        base = owner
-    return isinstance(base, bytes)
+        base = base.base
+    kind = type(base)
+    return kind is bytes or kind is _SealedObjects
 
 
 def _values_equal(a: Any, b: Any) -> bool:
@@ -149,18 +172,17 @@ class TensorInfo:
                 except GraphInvariantError as exc:
                     raise GraphInvariantError(f"tensor {name!r}: {exc}") from None
         else:  # the data fixes both; given ones must agree
-            # kept as given where it is a read-only ndarray over memory of its own or a
-            # ``bytes`` (the importer's, over raw_data: asked first, before ``_immutable``'s
-            # walk); inline, not a call: one is made for every initializer, Constant and fold
+            # kept as given where it is a read-only ndarray over a ``bytes`` (the importer's,
+            # over raw_data: asked first, before ``_immutable``'s walk) or otherwise
+            # ``_immutable``; inline, not a call: one is made for every initializer, Constant
+            # and fold. Any other is sealed (``frozen_array``): nothing writes a constant
             if (
                 type(data) is not np.ndarray
                 or data.flags.writeable
-                or not (
-                    (owner := data.base) is None or type(owner) is bytes or _immutable(data)
-                )
+                or not (type(data.base) is bytes or _immutable(data))
             ):
                 try:
-                    data = _frozen_array(data)
+                    data = frozen_array(data)
                 except (TypeError, ValueError) as exc:  # ragged lists, objects NumPy refuses
                     raise GraphInvariantError(f"tensor {name!r}: data is no array: {exc}") from None
             if dtype is not None and data.dtype != np.dtype(dtype):
@@ -240,6 +262,17 @@ class TensorInfo:
 
     def __hash__(self) -> int:
         return hash((self.name, self.dtype, self.shape))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Unpickled through ``__init__``, which seals the data again: NumPy unpickles an
+        array writeable (``copy.deepcopy`` of a graph held writeable constants)."""
+        return TensorInfo, (self.name, self.dtype, self.shape, self.data)
+
+    def __copy__(self) -> TensorInfo:
+        return self  # immutable, data included: a copy is the same value
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> TensorInfo:
+        return self
 
     def __repr__(self) -> str:
         dims = "?" if self.shape is None else dims_text(self.shape)
@@ -439,6 +472,16 @@ class Attributes(Mapping[str, Any]):
     def __hash__(self) -> int:
         return hash(tuple((k, _value_hash(v)) for k, v in self._items))
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Unpickled through ``__init__``, which seals arrays again (``TensorInfo``'s)."""
+        return Attributes, (self._items,)
+
+    def __copy__(self) -> Attributes:
+        return self  # immutable, arrays included
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Attributes:
+        return self
+
     def __repr__(self) -> str:
         return "Attributes(" + ", ".join(f"{k}={v!r}" for k, v in self._items) + ")"
 
@@ -470,7 +513,7 @@ def _freeze_value(value: Any, key: str, nested: bool = False) -> Any:
                 return tuple(_freeze_value(v, key, True) for v in value)
         return value
     if isinstance(value, np.ndarray):
-        return _frozen_array(value)
+        return frozen_array(value)
     if isinstance(value, (list, tuple)) and not nested:
         return tuple(_freeze_value(v, key, True) for v in value)
     if isinstance(value, np.generic):  # a NaN float32 as it is: .item() would quiet a
@@ -880,7 +923,7 @@ class Graph:
         if dtype is not None:
             dtype = _dtype_of(name, dtype)
         try:
-            data = _frozen_array(value, dtype)
+            data = frozen_array(value, dtype)
         except (TypeError, ValueError) as exc:  # ragged lists, values the dtype cannot hold
             raise GraphInvariantError(
                 f"{self.source}: constant {name!r}: data is no array: {exc}"

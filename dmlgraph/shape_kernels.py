@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from dmlgraph.dtypes import ELEM_TYPE_TO_DTYPE, PLAIN_DTYPES
+from dmlgraph.ir import frozen_array
 
 Inputs = Sequence[np.ndarray | None]  # None: an omitted optional input
 Result = tuple[np.ndarray, ...] | None
@@ -44,8 +45,7 @@ _FLOAT16, _FLOAT64 = np.dtype("float16"), np.dtype("float64")
 ORT_REVERSE_TO_START_ENDS: Mapping[int, str] = MappingProxyType(
     {2**31 - 1: "INT32_MAX", 2**63 - 1: "INT64_MAX"}
 )
-FILL_ZERO = np.zeros(1, dtype=np.float32)  # ConstantOfShape's default value
-FILL_ZERO.flags.writeable = False
+FILL_ZERO = frozen_array(np.zeros(1, dtype=np.float32))  # ConstantOfShape's default value
 #: (lowest, highest) of each integer dtype as Python ints (np.iinfo builds a new object per call)
 _IINFO = {
     dtype: (int(np.iinfo(dtype).min), int(np.iinfo(dtype).max))

@@ -20,7 +20,7 @@ from dmlgraph.dtypes import (
     to_numpy_dtype,
 )
 from dmlgraph.errors import ModelLoadError, UnsupportedError
-from dmlgraph.ir import Dim, Shape, TensorInfo, normal_info
+from dmlgraph.ir import Dim, Shape, TensorInfo, frozen_array, normal_info
 
 #: NumPy dtypes whose bytes are ONNX's ``raw_data`` as they are, and their element types.
 _RAW_ELEM_TYPES = {dtype: DTYPE_TO_ELEM_TYPE[dtype] for dtype in PLAIN_DTYPES}
@@ -140,10 +140,7 @@ def tensor_array(tensor: TensorProto, where: str) -> np.ndarray:
                  else numpy_helper.to_array(tensor))
     except Exception as exc:
         raise ModelLoadError(f"{where}: tensor {tensor.name!r} cannot be read: {exc}") from None
-    if not owned(array):
-        array = np.array(array)  # own the data: the proto's buffers are not ours to keep
-    array.flags.writeable = False
-    return array
+    return frozen_array(array)  # sealed: the proto's buffers are not ours to keep either
 
 
 def string_array(tensor: TensorProto) -> np.ndarray:
@@ -188,18 +185,7 @@ def _bools(raw: bytes, dims: tuple[int, ...]) -> np.ndarray:
     as 2 after a Cast to an integer)."""
     values = np.frombuffer(raw, np.uint8)
     if (values > 1).any():
-        array = (values != 0).reshape(dims)
-        array.flags.writeable = False
-        return array
+        return frozen_array((values != 0).reshape(dims))
     return np.ndarray(dims, np.bool_, raw)
 
 
-def owned(array: np.ndarray) -> bool:
-    """Whether the array's memory is its own or an immutable ``bytes`` (``raw_data`` comes out
-    of protobuf as a fresh bytes object, so weights need no second copy)."""
-    base: object = array
-    while isinstance(base, np.ndarray):
-        if base.base is None:
-            return True
-        base = base.base
-    return isinstance(base, bytes)

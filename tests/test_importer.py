@@ -19,7 +19,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import dmlgraph
 from backends import get_backend
-from dmlgraph import canonical, folding, importer, shape_kernels, value_info
+from dmlgraph import canonical, folding, importer, ir, shape_kernels, value_info
 from dmlgraph.errors import ModelLoadError, ModelValidationError
 from lowering import lower
 
@@ -586,11 +586,18 @@ def test_raw_tensor_of_the_wrong_length_is_refused_by_name() -> None:
 
 
 def test_an_array_over_someone_elses_buffer_is_copied() -> None:
+    """Only an array over an immutable ``bytes`` (raw_data's) is kept: one over a mutable
+    buffer, or owning its memory (which ``flags.writeable = True`` makes writeable again),
+    is copied into a sealed one."""
     buffer = bytearray(np.arange(4, dtype=np.int32).tobytes())
-    borrowed = np.frombuffer(buffer, np.int32)
-    assert not value_info.owned(borrowed)
-    assert value_info.owned(np.frombuffer(bytes(buffer), np.int32)[1:])
-    assert value_info.owned(np.arange(3))
+    kept = np.frombuffer(bytes(buffer), np.int32)[1:]
+    assert ir.frozen_array(kept) is kept
+    for source in (np.frombuffer(buffer, np.int32), np.arange(3)):
+        frozen = ir.frozen_array(source)
+        assert frozen is not source and not np.shares_memory(frozen, source)
+        assert frozen.tolist() == source.tolist()
+        with pytest.raises(ValueError, match="cannot set WRITEABLE flag"):
+            frozen.flags.writeable = True
 
 
 @settings(max_examples=60, deadline=None)

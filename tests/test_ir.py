@@ -76,9 +76,8 @@ def test_read_only_views_of_writeable_arrays_are_copied() -> None:
     owner[:] = -1
     for held in (*[info.data for info in infos], attr):
         assert held.ravel()[:6].tolist() == [0, 1, 2, 3, 4, 5] and not held.flags.writeable
-    frozen = np.arange(3, dtype=np.int64)
-    frozen.flags.writeable = False  # read-only, and nothing else holds its memory: kept
-    assert TensorInfo("f", data=frozen).data is frozen
+    sealed = np.frombuffer(np.arange(3, dtype=np.int64).tobytes(), np.int64)
+    assert TensorInfo("f", data=sealed).data is sealed  # over an immutable bytes: kept
 
 
 def test_tensor_info_refuses_data_that_contradicts_dtype_or_shape() -> None:
