@@ -1030,7 +1030,7 @@ def _resize() -> type:
     off where the coordinate is an integer or a tie within rounding (half_pixel_symmetric
     0.5 of 7); its float64 coordinates did so too against the spec's in float32 (the
     scales' type, onnxruntime's); and Resize-10 failed ("output_size is None"). Where the
-    spec and onnxruntime differ this follows the spec (README): a scale other than 1 that
+    spec and onnxruntime differ this follows the spec (docs/DECISIONS.md): a scale other than 1 that
     keeps the length still resamples (onnxruntime copies), and tf_crop_and_resize's scaled
     length counts the roi (onnxruntime's does not). Antialiased linear and cubic stay the
     reference's."""

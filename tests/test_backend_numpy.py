@@ -687,7 +687,7 @@ def test_a_resize_on_the_reference_maps_coordinates_as_onnx_says(opset, length, 
 def test_a_resize_to_the_same_shape_still_resamples() -> None:
     """1.2 of 3 is 3 long, but its half_pixel coordinates are -1/12, 3/4, 19/12, not 0, 1,
     2: the spec interpolates there; onnxruntime copies the input (a known divergence,
-    README). Oracle: the spec's formula in NumPy."""
+    docs/DECISIONS.md). Oracle: the spec's formula in NumPy."""
     x = np.array([[[[1.5, 3.0, 4.5]]]], np.float32)
     model = one_node_model(
         helper.make_node("Resize", ["x", "", "s"], ["y"], mode="linear"), x,
@@ -858,7 +858,7 @@ def test_a_dilated_same_pool_on_the_reference_is_sized_by_the_dilated_window() -
     """A SAME_LOWER MaxPool, kernel 3 dilated by 2, stride 1, over 3: ONNX's output is
     ceil(3 / 1) = 3 long, padded by (3 - 1) + 5 - 3 = 4, each element the largest of x[r -
     2], x[r], x[r + 2]; onnxruntime pads by the undilated kernel and gives 1 (a known
-    divergence, README). Oracle: the spec's windows in NumPy."""
+    divergence, docs/DECISIONS.md). Oracle: the spec's windows in NumPy."""
     x = np.array([[[3.0, 1.0, 5.0]]], np.float32)
     model = one_node_model(helper.make_node(
         "MaxPool", ["x"], ["y"], kernel_shape=[3], dilations=[2], auto_pad="SAME_LOWER"), x)

@@ -906,8 +906,9 @@ def _help(capsys: pytest.CaptureFixture[str], *args: str) -> str:
 
 def test_run_help_says_a_feature_level_runs_onnxruntime_on_the_lowered_graph(
         tmp_path, capsys) -> None:
-    """``run --backend onnxruntime --feature-level L`` runs the lowered graph (README), but the
-    help said onnxruntime runs "the imported graph, or the lowered one with --lowered"."""
+    """``run --backend onnxruntime --feature-level L`` runs the lowered graph (docs/COMMANDS.md),
+    but the help said onnxruntime runs "the imported graph, or the lowered one with
+    --lowered"."""
     text = _help(capsys, "run")
     assert "the lowered one with --lowered or --feature-level" in text
     assert main(["run", str(_model(tmp_path)), "--backend", "onnxruntime",

@@ -2863,7 +2863,8 @@ def test_what_the_checker_needs_added_is_added_in_place_and_undone() -> None:
 def test_load_holds_the_weights_at_most_four_times_at_its_peak(tmp_path) -> None:
     """64 MB of weights and an output without a shape field: the file's bytes, the parsed
     model, and the checker's serialization and parse of it make 4x at the peak (5x when the
-    checker was given a copy). onnxruntime's session peaks at 2x; README says why not here.
+    checker was given a copy). onnxruntime's session peaks at 2x; docs/PERFORMANCE.md
+    ("Import") says why not here.
     The peak is VmHWM, which clear_refs resets: ru_maxrss keeps the pytest process's own
     size, which a fork carries over exec (6x after the mypy test had grown it)."""
     import subprocess

@@ -207,8 +207,8 @@ def test_non_tensor_graph_input_is_refused(onnx_make_model) -> None:
 
 
 def test_a_sparse_initializer_is_refused_by_name(onnx_make_model) -> None:
-    """README: sparse tensors are not imported, with an error naming them; it said "sparse
-    initializers are not supported", naming none."""
+    """docs/DECISIONS.md: sparse tensors are not imported, with an error naming them; it said
+    "sparse initializers are not supported", naming none."""
     model = onnx_make_model([helper.make_node("Add", ["x", "w"], ["y"], name="add")],
                             [("x", FLOAT, [4])], [("y", FLOAT, [4])], opset=17)
     values = helper.make_tensor("w", FLOAT, [1], [1.0])

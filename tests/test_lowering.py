@@ -796,7 +796,7 @@ def test_nodes_of_one_form_lower_as_each_would_alone() -> None:
 def test_a_node_lowered_to_one_descriptor_or_left_onnx_keeps_its_id(
     level: str, onnx_models_dir
 ) -> None:
-    """README, decisions: the lowered graph's node for a LOWERED or FALLBACK record is the
+    """docs/DECISIONS.md: the lowered graph's node for a LOWERED or FALLBACK record is the
     imported graph's node of that name, under the same id."""
     graph = load(onnx_models_dir / "shufflenet_v2_x0_5.onnx")
     lowered = lower(graph, level)

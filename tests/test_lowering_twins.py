@@ -272,7 +272,7 @@ def make_case(seed: int) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
 
 def _same(a: np.ndarray, b: np.ndarray, payloads: bool) -> bool:
     """Bit for bit; ``payloads`` False: any NaN matches any NaN, where onnxruntime runs a Pad
-    (it quiets a NaN fill, or drops its payload: README) or is the oracle."""
+    (it quiets a NaN fill, or drops its payload: docs/LOWERING.md) or is the oracle."""
     if a.dtype != b.dtype or a.shape != b.shape:
         return False
     if not payloads and a.dtype.kind == "f":

@@ -520,7 +520,7 @@ def test_an_output_beyond_free_memory_is_refused_before_allocating(monkeypatch) 
 
 
 def test_an_input_of_another_byte_order_runs_as_its_values() -> None:
-    """As the backends take feeds (README "Python"): a big-endian float32 array was refused
+    """As the backends take feeds (docs/PYTHON.md): a big-endian float32 array was refused
     as "dtype >f4 does not match DataType FLOAT32 (float32)", naming the type it has. Its
     values arrive, bit for bit (a NaN payload kept), shaped or as a strided flat buffer."""
     bits = np.array([0x7FC00001, 0x80000000, 0x3F800000, 0xFF800000], np.uint32)

@@ -658,11 +658,11 @@ def test_an_expected_value_no_tensor_holds_is_refused(given, said) -> None:
 
 
 def test_check_passes_nan_payloads_onnxruntime_rewrites_and_lowering_keeps() -> None:
-    """onnxruntime's float16 Pad rewrites NaNs, as its CPU converts them (README: 0x7d01 ->
-    0x7f01 on one machine, 0x7e00 on an AVX-512 Xeon); DirectML moves bits, and so does the
-    lowering. ``check`` compares NaN with NaN whatever the payload (parity's documented
-    rule): the outputs differ in bits and pass, with no mismatch, and no divergence is
-    claimed for it. Oracles: onnxruntime's own bits, and the model's bits moved by NumPy."""
+    """onnxruntime's float16 Pad rewrites NaNs, as its CPU converts them (docs/LOWERING.md:
+    0x7d01 -> 0x7f01 on one machine, 0x7e00 on an AVX-512 Xeon); DirectML moves bits, and so does
+    the lowering. ``check`` compares NaN with NaN whatever the payload (parity's documented rule):
+    the outputs differ in bits and pass, with no mismatch, and no divergence is claimed for it.
+    Oracles: onnxruntime's own bits, and the model's bits moved by NumPy."""
     bits = np.array([0x7D01, 0x8000, 0xFC03, 0x0001], np.uint16)
     x = bits.view(np.float16).reshape(1, 4)
     fill = np.array(0x7C01, np.uint16).view(np.float16).reshape(())

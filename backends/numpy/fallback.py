@@ -895,7 +895,7 @@ def _spec_ops(opset: int) -> list[type]:
     """onnx.reference's ops replaced, for a model of this default-domain opset, where it
     computes otherwise than the ONNX spec: its Slice slices Python's way, so a start before
     the beginning with a negative step gave nothing where Slice-10..13 clamp it to index 0
-    (README: "Folding follows the ONNX spec"). The replacement is folding's kernel
+    (docs/DECISIONS.md: "Folding follows the ONNX spec"). The replacement is folding's kernel
     (``shape_kernels``), which onnxruntime agrees with; what the kernel declines stays the
     reference's. Its Pad hands the pads to ``np.pad``, which
     refuses a negative one ("index can't contain negative values"), where ONNX removes

@@ -18,9 +18,9 @@ or an input; the carried values transformed by a generated body, kept at their s
 scan outputs, or growing each trip by Slices, Pads and self-Concats, some starting at the
 iteration number) or a Scan (one or two scan inputs along any axis and direction, 0-2 state
 variables, scan outputs on any axis). Bodies read enclosing tensors, constants and graph
-inputs by name. Avoided, as onnxruntime's known divergences (README): a body making one of
-its inputs, or one tensor twice, an output; the iteration number as an output; and what
-onnxruntime 1.32 fails on or dies of (SIGFPE) where ONNX and dmlgraph run it: a Scan over a
+inputs by name. Avoided, as onnxruntime's known divergences (docs/DECISIONS.md): a body
+making one of its inputs, or one tensor twice, an output; the iteration number as an output; and
+what onnxruntime 1.32 fails on or dies of (SIGFPE) where ONNX and dmlgraph run it: a Scan over a
 tensor of no elements, a Scan output of no elements stacked on an axis other than 0.
 
 A seventh of the seeds (``wants_oldops``, a stream of their own too) build the graph at an
@@ -42,10 +42,10 @@ sequence axis 1; a vector becomes one batch entry, now and then the tensor is tr
 first): one or two scan inputs, 0-2 state variables of the batch size (the graph's tensors,
 constants or inputs), a body grown in opset 8's forms, scan outputs, ``directions`` drawn per
 scan input and a ``sequence_lens`` absent, constant or an input, of lengths 1 to the longest.
-Left out, as onnxruntime 1.32 refuses them where ONNX allows them (README): a length of 0, a
-batch of 0, a sequence of 0. Such a case runs on both fallbacks (the Scan-8 runs whole on it:
-onnxruntime's kernel, or reference_ops' Scan-8); what onnxruntime refuses of it is counted by
-its words (``scan8_ort_refuses: ...``).
+Left out, as onnxruntime 1.32 refuses them where ONNX allows them (docs/DECISIONS.md): a
+length of 0, a batch of 0, a sequence of 0. Such a case runs on both fallbacks (the Scan-8 runs
+whole on it: onnxruntime's kernel, or reference_ops' Scan-8); what onnxruntime refuses of it is
+counted by its words (``scan8_ort_refuses: ...``).
 
 Each model is lowered at FL 6_4, 4_1, 2_1 and 1_0 (``verify_each``) and run on the NumPy
 backend: twice with the same feeds, with other feeds, with bound outputs (poisoned), with
@@ -962,9 +962,9 @@ def wants_scan8(seed: int) -> bool:
 
 def add_scan8(b: Builder, rng: np.random.Generator) -> None:
     """A Scan-8 over a tensor of the graph of rank 2 or more and no empty axis (onnxruntime
-    refuses a batch or a sequence of 0: ONNX allows them, README), now and then transposed
-    first or a vector made one batch entry; its outputs the graph's, sliced or padded further
-    now and then."""
+    refuses a batch or a sequence of 0: ONNX allows them, docs/DECISIONS.md), now and then
+    transposed first or a vector made one batch entry; its outputs the graph's, sliced or padded
+    further now and then."""
     main_rng, b.rng = b.rng, rng
     try:
         cands = [t for t in b.order if b.shapes[t] and all(b.shapes[t])
@@ -1036,7 +1036,7 @@ def _scan8(b: Builder, rng: np.random.Generator, x: str) -> list[str]:
 
 def _sequence_lens(b: Builder, rng: np.random.Generator, batch: int, length: int) -> str:
     """A Scan-8's sequence_lens: none, a constant or a graph input, of lengths 1 to the
-    longest, or now and then from 0 (ONNX allows it; onnxruntime refuses it, README: the
+    longest, or now and then from 0 (ONNX allows it; onnxruntime refuses it, docs/DECISIONS.md: the
     oracle is then ``numpy_eval``)."""
     u = rng.random()
     if u < 0.35:
