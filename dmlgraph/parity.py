@@ -245,7 +245,7 @@ def compare_output(
         if ulps is not None and ulps <= ROUNDING_ULPS:
             problems[-1] += (
                 f", at most {ulps} units in the last place apart, as rounding makes them "
-                "(README: a float16 model may fail check by a few)"
+                "(docs/DECISIONS.md: a float16 model may fail check by a few)"
             )
     verdict = Verdict.FAIL if problems else Verdict.PASS
     return OutputComparison(**base, **stats, verdict=verdict, message="; ".join(problems))
