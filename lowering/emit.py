@@ -301,7 +301,7 @@ def plan_slice(plan: Plan, x: str, in_shape: Shape, op: LogicalSlice, out: str) 
             (axis,) = group
             if op.steps[axis] > 0:
                 raise CannotLower(why_sub)
-            _reverse_by_pieces(plan, current, shape, axis, sub, target)
+            _reverse_by_pieces(plan, current, shape, axis, sub, target, why_sub)
         pending = [a for a in pending if a not in group]
         current, shape = target, sub.sizes
     plan.note(
@@ -319,13 +319,14 @@ def _restrict(op: LogicalSlice, shape: Shape, axes: Sequence[int]) -> LogicalSli
 
 
 def _reverse_by_pieces(
-    plan: Plan, x: str, shape: Shape, axis: int, op: LogicalSlice, out: str
+    plan: Plan, x: str, shape: Shape, axis: int, op: LogicalSlice, out: str, why: str
 ) -> None:
-    """A negative step without SLICE1: one single-element SLICE per element, then JOIN."""
+    """A negative step without SLICE1: one single-element SLICE per element, then JOIN.
+    ``why`` is why SLICE1 did not fit: its row, or the rule its descriptor broke."""
     count = op.sizes[axis]
     if count > MAX_JOIN_PIECES:  # before listing them: an axis may be billions long
         raise CannotLower(
-            f"a negative step needs DML_OPERATOR_SLICE1 ({row_text(OperatorType.SLICE1, plan.level)});"
+            f"a negative step needs DML_OPERATOR_SLICE1 ({why});"
             f" without it, reversing {count} elements along axis {axis} would take "
             f"{count} single-element slices (limit {MAX_JOIN_PIECES})"
         )

@@ -10,7 +10,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from backends import BackendError, get_backend
 from backends.numpy import NumpyBackend, OnnxruntimeFallback, ReferenceFallback
-from dmlgraph import load
+from dmlgraph import check, load
 from dmlgraph.errors import ModelValidationError
 from dmlgraph.dml import BufferTensorDesc as T
 from dmlgraph.dml import JoinDesc, Padding1Desc, PaddingDesc, Slice1Desc, SliceDesc
@@ -1586,3 +1586,32 @@ def test_an_unknown_bound_output_is_named_with_a_few_of_the_outputs() -> None:
                                  outputs={"q": np.zeros(2, np.float32)})
     assert str(raised.value).endswith(
         f": no output named 'q' to bind an array to (outputs: [{listed}, ... (2 more)])")
+
+
+@pytest.mark.parametrize(("elem", "x", "fill"), [
+    # ONNX's Cast of 0 to FLOAT8E8M0 (saturate, round up: its defaults) is 0x00, 2^-127;
+    # ml_dtypes' conversion, which np.pad's 0 took, is NaN (0xFF)
+    (TensorProto.FLOAT8E8M0, numpy_helper.to_float8e8m0(np.array([1.0, 2.0, 0.5], np.float32)),
+     numpy_helper.to_float8e8m0(np.zeros(1, np.float32))),
+    (TensorProto.STRING, np.array(["a", "bb", "c"], dtype=object), np.array([""], dtype=object)),
+])
+def test_the_reference_pads_by_onnx_default_constant_value(elem, x, fill) -> None:
+    """A constant Pad without constant_value fills with ONNX's 0 (or "" for strings, Pad's
+    text). onnx.reference, the oracle of `check`, ran the model as given and handed np.pad
+    the literal 0: e8m0's NaN and the string "0" failed `check` on a Pad that was right."""
+    from backends.numpy.fallback import reference_evaluator
+
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node("Pad", ["x", "p"], ["y"], mode="constant", name="pd")], "g",
+        [helper.make_tensor_value_info("x", elem, [3])],
+        [helper.make_tensor_value_info("y", elem, None)],
+        [numpy_helper.from_array(np.array([1, 2], np.int64), "p")],
+    ), opset_imports=[helper.make_opsetid("", 25)])
+    (made,) = reference_evaluator(model).run(None, {"x": x})
+    expected = np.concatenate([fill, x, fill, fill])
+    assert made.dtype == x.dtype
+    if made.dtype == object:
+        assert made.tolist() == expected.tolist()
+    else:
+        assert_same_bits(made, expected)
+        assert check(model, inputs={"x": x}).passed  # the lowered Pad's 0x00 fill, compared

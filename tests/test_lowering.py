@@ -208,6 +208,22 @@ def test_a_reversal_too_long_for_single_element_slices_falls_back_at_once() -> N
     assert any(f"reversing {2**33} elements" in n and "limit 1024" in n for n in record.notes)
 
 
+def test_a_reversal_past_the_element_limit_names_that_rule_not_the_table_row() -> None:
+    """float32 [70000, 70000] reversed along axis 1 at FL 6.3: SLICE1's row accepts float32
+    of rank 2, but the tensor holds more than 2^32 - 1 elements (DML_SPEC.md 2). The note
+    named only the row ("accepts 1 to 8 dimensions of ... FLOAT32 ..."), as if the type or
+    rank were refused."""
+    model = one_node_model("Slice", {"x": np.zeros((1, 1), np.float32)},
+                           dict(starts=i64(-1), ends=i64(-(2**63)), axes=i64(1), steps=i64(-1)))
+    for dim in model.graph.input[0].type.tensor_type.shape.dim:
+        dim.dim_value = 70000
+    _, record = lowered_one(model, "6_3")
+    assert record.status is Status.FALLBACK
+    note = " ".join(record.notes)
+    assert "at most 2^32 - 1 elements" in note and "accepts 1 to 8" not in note, note
+    assert "reversing 70000 elements" in note, note
+
+
 def test_a_view_breaking_the_element_limit_gives_way_to_one_that_keeps_it() -> None:
     """float32 [3, 2**31] sliced to rows 1:3: as FLOAT32 the input holds 3 * 2**31 elements,
     past DirectML's 2^32 - 1; from FL 4.1 the untouched rows are UINT64 pairs, [3, 2**30]

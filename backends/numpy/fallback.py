@@ -27,7 +27,7 @@ from backends.onnxruntime.providers import (
     select_providers,
 )
 from dmlgraph import folding
-from dmlgraph.canonical import known_since_version
+from dmlgraph.canonical import default_pad_value, known_since_version
 from dmlgraph.dml.enums import PaddingMode
 from dmlgraph.dml.indexmaps import source_indices
 from dmlgraph.dtypes import DTYPE_TO_ELEM_TYPE, ELEM_TYPE_TO_DTYPE
@@ -899,7 +899,8 @@ def _spec_ops(opset: int) -> list[type]:
     (``shape_kernels``), which onnxruntime agrees with; what the kernel declines stays the
     reference's. Its Pad hands the pads to ``np.pad``, which
     refuses a negative one ("index can't contain negative values"), where ONNX removes
-    elements: the replacement crops first (``_crop_negative_pads``), as onnxruntime does.
+    elements: the replacement crops first (``_crop_negative_pads``), as onnxruntime does,
+    and fills by ONNX's default in the data's type where constant_value is absent.
     Ops the reference computes otherwise than the spec are replaced (``reference_ops``:
     Softmax-11 over a matrix, BatchNormalization-9 in test mode, LRN over every channel)."""
     from onnx.reference.op_run import OpRun
@@ -940,8 +941,9 @@ def _spec_pad(data: np.ndarray, pads: Any, mode: str, fill: Any, axes: Any) -> n
     data, widths = _crop_negative_pads(data, pads, axes)
     if not widths:  # a scalar, whose pads are empty, is itself (np.pad refused the empty
         return data.copy()  # widths: "`pad_width` must be of integral type")
-    if mode == "constant":
-        fill = 0 if fill is None else np.asarray(fill).reshape(-1)[0]
+    if mode == "constant":  # ONNX's default fill in the data's type: e8m0's 0 is 0x00, as
+        # ONNX's Cast makes it (np.pad's 0 made NaN there), a string's is "" (np.pad's was 0)
+        fill = default_pad_value(data.dtype) if fill is None else np.asarray(fill).reshape(-1)[0]
         return np.pad(data, widths, mode="constant", constant_values=fill).astype(data.dtype)
     made = data
     for axis, (start, end) in enumerate(widths):
