@@ -1517,8 +1517,7 @@ def _against_reference(ort: Any, subject: _Subject, notes: list[str]) -> Compari
         if spec.outputs:
             taken = dict.fromkeys(names[i] for i in spec.outputs)
             reference += f"; onnx.reference on the original model for {', '.join(map(repr, taken))}"
-        outputs = tuple(spec.outputs.get(i) or spec.unjudged.get(i) or o
-                        for i, o in enumerate(outputs))
+        outputs = tuple(spec.get(i) or o for i, o in enumerate(outputs))
         return Comparison(label, reference, outputs, note="; ".join(spec.notes))
     words = cannot_run(refused) if refused is not None else None
     if words is None:  # a Scan whose body makes an output inference gives no shape: exit 2
@@ -1565,8 +1564,7 @@ def _against_reference(ort: Any, subject: _Subject, notes: list[str]) -> Compari
     spec = _on_onnx_reference(subject, sorted({*left, *computed}), computed,
                               apart=[i for i in left if i not in read])
     outputs = _uninitialized(tuple(
-        spec.outputs.get(i) or spec.unjudged.get(i) or by_ort.get(i)
-        or not_compared(names[i], values[i], reasons, spec.why)
+        spec.get(i) or by_ort.get(i) or not_compared(names[i], values[i], reasons, spec.why)
         for i in range(len(names))
     ), values, divergences)
     note = f"reference failed: {failure}"
@@ -1667,6 +1665,10 @@ class _SpecReference:
     why: str
     notes: tuple[str, ...]
     unjudged: Mapping[int, OutputComparison] = field(default_factory=dict)
+
+    def get(self, i: int) -> OutputComparison | None:
+        """Output ``i`` as onnx.reference judged it, or left it unjudged; None where neither."""
+        return self.outputs.get(i) or self.unjudged.get(i)
 
 
 def _on_onnx_reference(subject: _Subject, left: Sequence[int],

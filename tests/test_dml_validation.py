@@ -466,6 +466,17 @@ def test_any_self_overlapping_output_is_refused_with_two_coordinates() -> None:
         desc.validate("6_4")
 
 
+def test_two_broadcast_axes_the_coordinates_and_the_stride_named_are_one_axis() -> None:
+    """Strides 0 on axes of sizes 3 and 2: the coordinates moved along the smaller (axis 3,
+    sorted by size) while the rule named Strides[2]; both name the first such axis now."""
+    desc = slice_desc(output_tensor=T("FLOAT32", (1, 1, 3, 2), strides=(0, 0, 0, 0)),
+                      sizes=(1, 1, 3, 2))
+    with pytest.raises(DmlValidationError, match=r"coordinates \[0, 0, 0, 0\] and "
+                       r"\[0, 0, 1, 0\] both address element 0 \(Strides\[2\] = 0 on a "
+                       r"dimension of size 3: "):
+        desc.validate("6_4")
+
+
 def test_outputs_that_do_not_overlap_pass_nested_or_not() -> None:
     """A zero stride on a size-1 dimension, padded rows, and an interleaving that no sorting
     nests (sizes [3, 2] strides [2, 3]: addresses 0, 2, 4, 3, 5, 7) all stay valid."""

@@ -66,12 +66,11 @@ def shared_element(
     strides [2, 3] address 0, 2, 4, 3, 5, 7, all distinct) is searched for a difference
     vector d, ``0 < |d|``, ``|d[i]| < sizes[i]``, ``sum(d * strides) = 0``.
     """
-    dims = sorted((s, n, i) for i, (n, s) in enumerate(zip(sizes, strides)) if n > 1)
     rank = len(sizes)
-    for stride, _, axis in dims:
-        if stride == 0:
-            second = tuple(int(i == axis) for i in range(rank))
-            return SharedElement((0,) * rank, second, 0)
+    for axis, (size, stride) in enumerate(zip(sizes, strides)):
+        if size > 1 and not stride:  # the first such axis, the one validate()'s rule names
+            return SharedElement((0,) * rank, tuple(int(i == axis) for i in range(rank)), 0)
+    dims = sorted((s, n, i) for i, (n, s) in enumerate(zip(sizes, strides)) if n > 1)
     span = 1
     for stride, size, _ in dims:
         if stride < span:
