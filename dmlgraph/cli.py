@@ -165,8 +165,10 @@ def _check_output(
     for target in targets:
         for source, what in sources.items():
             if target.exists() and target.samefile(source):
-                _refuse(f"{target}: is {what}, which this command reads; write the output "
-                        "elsewhere")
+                # by its own name, the file needs no naming twice ("a.npz: is a.npz, ...")
+                which = "this command reads it" if what == str(target) else (
+                    f"is {what}, which this command reads")
+                _refuse(f"{target}: {which}; write the output elsewhere")
     if output.is_file() and not os.access(output, os.W_OK):  # a link: the file it names
         _refuse(f"{output}: cannot write: the file is read-only; make it writable (chmod u+w) "
                 "or name another file")

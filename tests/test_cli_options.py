@@ -92,9 +92,9 @@ def test_a_negative_seed_through_the_api_is_a_dmlgraph_error() -> None:
     (lambda m, d: ["lower", str(m), "-o", str(m)], "lower writes JSON"),
     (lambda m, d: ["lower", str(m), "-o", str(d / "out.txt")], "name the output *.json"),
     (lambda m, d: ["run", str(m), "--inputs", str(d / "in.npz"), "-o", str(d / "in.npz")],
-     "which this command reads"),
-    (lambda m, d: ["run", str(m), "-o", str(m)], "which this command reads"),
-    (lambda m, d: ["viz", str(m), "-o", str(m)], "which this command reads"),
+     "in.npz: this command reads it; write the output elsewhere"),
+    (lambda m, d: ["run", str(m), "-o", str(m)], ".onnx: this command reads it"),
+    (lambda m, d: ["viz", str(m), "-o", str(m)], ".onnx: this command reads it"),
 ])
 def test_no_output_overwrites_what_the_command_reads(make_args, fragment, tmp_path,
                                                      capsys) -> None:
