@@ -56,7 +56,7 @@ from dmlgraph.ort_pad import pad_divergences
 from dmlgraph.reference_ops import DIVERGENT_DOMAINS, label_divergence, spec_ops
 from dmlgraph.subgraphs import attribute_graphs, nested_nodes, outer_names
 from dmlgraph.value_info import tensor_info
-from dmlgraph.value_info import described_type, tensor_array, tensor_bytes, type_bytes
+from dmlgraph.value_info import described_type, raw_array, tensor_array, tensor_bytes, type_bytes
 
 if TYPE_CHECKING:  # imported where first used: it builds every op's schema (20-40 ms), and
     from onnx.reference import ReferenceEvaluator  # most models fold with the kernels alone
@@ -667,7 +667,12 @@ def _small_value(tensor: TensorProto) -> np.ndarray | None:
     if math.prod(tensor.dims) > _SMALL_VALUE or tensor.data_location == TensorProto.EXTERNAL:
         return None
     try:
-        return numpy_helper.to_array(tensor).astype(np.int64).reshape(-1)
+        # its raw bytes read as they are where they can be (``raw_array``, as the importer
+        # reads the Constant again): onnx's ``to_array`` costs 10x that
+        array = raw_array(tensor)
+        if array is None:
+            array = numpy_helper.to_array(tensor)
+        return array.astype(np.int64).reshape(-1)
     except Exception:  # a corrupt tensor: not an operand this can read
         return None
 
