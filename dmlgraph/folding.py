@@ -57,7 +57,7 @@ from dmlgraph.ort_pad import pad_divergences
 from dmlgraph.reference_ops import DIVERGENT_DOMAINS, label_divergence, spec_ops
 from dmlgraph.subgraphs import attribute_graphs, nested_nodes, outer_names
 from dmlgraph.value_info import tensor_info
-from dmlgraph.value_info import described_type, tensor_array, tensor_bytes, type_bytes
+from dmlgraph.value_info import described_type, raw_array, tensor_array, tensor_bytes, type_bytes
 
 if TYPE_CHECKING:  # imported where first used: it builds every op's schema (20-40 ms), and
     from onnx.reference import ReferenceEvaluator  # most models fold with the kernels alone
@@ -668,7 +668,12 @@ def _small_value(tensor: TensorProto) -> np.ndarray | None:
     if math.prod(tensor.dims) > _SMALL_VALUE or tensor.data_location == TensorProto.EXTERNAL:
         return None
     try:
-        return numpy_helper.to_array(tensor).astype(np.int64).reshape(-1)
+        # its raw bytes read as they are where they can be (``raw_array``, as the importer
+        # reads the Constant again): onnx's ``to_array`` costs 10x that
+        array = raw_array(tensor)
+        if array is None:
+            array = numpy_helper.to_array(tensor)
+        return array.astype(np.int64).reshape(-1)
     except Exception:  # a corrupt tensor: not an operand this can read
         return None
 
@@ -1216,16 +1221,22 @@ def infer_model(
     found = _long_vectors(model.graph, nodes, is_weight)
     listed = model.graph.node if nodes is None else nodes
     suspected = not found and _may_make_long_vectors(model.graph, listed)
-    exact = _inferred(model, source, propagate=False) if found or suspected else None
+    # read once, from the nodes as given (no protobuf wrapper made for each node and its
+    # attributes, as reading the model's graph made at each inference)
+    subgraphs = _holds_subgraphs(listed)
+    exact = (
+        _inferred(model, source, propagate=False, subgraphs=subgraphs)
+        if found or suspected else None
+    )
     if exact is not None:
         inner: list[_InnerMade] = []
         made = _inferred_long_vectors(model.graph, listed, exact, found, inner)
         found = replace(found, constants=tuple(sorted((*found.constants, *made))),
                         inner=(*found.inner, *inner))
         # none long after all: the propagating pass as is
-        exact = _long_shapes_read(model, exact, source) if found else None
+        exact = _long_shapes_read(model, exact, source, subgraphs) if found else None
     hidden, lengths = _hide(model.graph, found, _opset(model)) if found else (frozenset(), {})
-    inferred = _inferred(model, source, propagate=True)
+    inferred = _inferred(model, source, propagate=True, subgraphs=subgraphs)
     if exact is not None:
         _merge_inferred(inferred, exact, lengths)
         del inferred.input[:]  # the inputs as the model declares them, none added
@@ -1234,7 +1245,7 @@ def infer_model(
 
 
 def _long_shapes_read(
-    model: onnx.ModelProto, exact: onnx.GraphProto, source: str
+    model: onnx.ModelProto, exact: onnx.GraphProto, source: str, subgraphs: bool
 ) -> onnx.GraphProto:
     """``exact`` (``model`` inferred without propagation), or, where a Shape reads a tensor it
     sizes with a dimension over ``LONG_VECTOR`` (hidden from propagation, which reads the
@@ -1248,7 +1259,7 @@ def _long_shapes_read(
     if not replaced:
         return exact
     try:
-        return _inferred(model, source, propagate=False)
+        return _inferred(model, source, propagate=False, subgraphs=subgraphs)
     finally:
         for graph, index, node in replaced:
             graph.node[index].CopyFrom(node)
@@ -1571,14 +1582,17 @@ def _forget_negative_dims(graph: onnx.GraphProto) -> None:
                     dim.Clear()
 
 
-def _inferred(model: onnx.ModelProto, source: str, *, propagate: bool) -> onnx.GraphProto:
+def _inferred(
+    model: onnx.ModelProto, source: str, *, propagate: bool, subgraphs: bool = True
+) -> onnx.GraphProto:
     """onnx's inference of ``model``, each subgraph given for it a copy of the shape data of
     its enclosing graphs it reads (``_copy_outer_shape_data``), taken out again of the model
     and of what comes back: onnx's inference of a subgraph reads no enclosing graph's
     values, so a body's Reshape to Concat(Gather(Shape(x), zero), ...) with ``zero`` an
     initializer of the main graph, or to the main graph's Shape of a long X made a Constant
-    (``_long_shapes_read``), was of unknown sizes, and so was the Scan's output."""
-    copied = _copy_outer_shape_data(model.graph, {})
+    (``_long_shapes_read``), was of unknown sizes, and so was the Scan's output.
+    ``subgraphs``: whether a node of the model may hold one (``_holds_subgraphs``)."""
+    copied = subgraphs and _copy_outer_shape_data(model.graph, {})
     try:
         inferred = onnx.shape_inference.infer_shapes(
             model, check_type=False, strict_mode=False, data_prop=propagate
@@ -1591,6 +1605,16 @@ def _inferred(model: onnx.ModelProto, source: str, *, propagate: bool) -> onnx.G
     if copied:
         _drop_copies(inferred, value_infos=True)
     return inferred
+
+
+def _holds_subgraphs(nodes: Iterable[Any]) -> bool:
+    """Whether a node of ``nodes`` has a graph attribute. A loop, not ``any`` of a
+    generator: each item of one is a call, for each of the model's nodes."""
+    for node in nodes:
+        for attr in node.attribute:
+            if attr.type in _GRAPH_KINDS:
+                return True
+    return False
 
 
 #: The name of the Constant nodes ``_copy_outer_shape_data`` puts into subgraphs.

@@ -1655,15 +1655,17 @@ def _constant_value(
         node.op_type != "Constant"
         or node.domain != ""
         or len(node.attribute) != 1
-        or (node.attribute[0].name, node.attribute[0].type) not in _CONSTANT_FORMS
         or len(node.output) != 1
         or node.output[0] in outputs
         or node.output[0] in graph.tensors
     ):
         return False
     attr = node.attribute[0]
+    kind = attr.type  # (each read of a protobuf field makes a new object: read once)
+    if (attr.name, kind) not in _CONSTANT_FORMS:
+        return False
     data: np.ndarray | None
-    if attr.type != AttributeProto.TENSOR:
+    if kind != AttributeProto.TENSOR:
         data = np.asarray(attribute_value(attr, ""), np.float32)
     else:
         data = raw_array(attr.t)

@@ -108,6 +108,8 @@ _RAW_DTYPES: Mapping[int, np.dtype] = {
     for elem, dtype in ELEM_TYPE_TO_DTYPE.items()
     if dtype in PLAIN_DTYPES
 }
+_BOOL = np.dtype(np.bool_)
+_LITTLE_ENDIAN = sys.byteorder == "little"
 
 
 #: Element types whose int32_data holds 16-bit patterns.
@@ -162,17 +164,17 @@ def raw_array(tensor: TensorProto) -> np.ndarray | None:
     None otherwise, for ``tensor_array`` to read and word any error (a caller that has a
     tensor to read without a message at hand makes one only then)."""
     dtype = _RAW_DTYPES.get(tensor.data_type)
+    if dtype is None or not _LITTLE_ENDIAN:
+        return None
+    raw = tensor.raw_data  # a fresh bytes object: the array may keep it
     if (
-        dtype is not None
-        and sys.byteorder == "little"
-        and tensor.HasField("raw_data")
+        (raw or tensor.HasField("raw_data"))  # (bytes given are the field set: no call)
         and tensor.data_location != TensorProto.EXTERNAL
         and not tensor.HasField("segment")
     ):
-        raw = tensor.raw_data  # a fresh bytes object: the array may keep it
         dims = tuple(tensor.dims[:])  # a slice: half the cost of iterating the field
         if len(raw) == math.prod(dims) * dtype.itemsize:
-            if dtype == np.bool_:
+            if dtype is _BOOL:  # (identity: NumPy's dtypes are singletons; == costs 3x)
                 return _bools(raw, dims)
             # one constructor call (frombuffer + reshape cost 3x); read-only, as bytes are
             return np.ndarray(dims, dtype, raw)
