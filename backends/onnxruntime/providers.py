@@ -132,7 +132,10 @@ _SHAPE_READERS = frozenset({"Shape", "Size"})
 #: variance by Pow(d, 3) and ignore ReduceMean's keepdims=0; DivMulFusion drops the rank a
 #: Div broadcasts to; the QDQ pair remover, bias quantization and selector fusions move
 #: values off the model's quantization grid (a float Conv bias of -0.39 rounded to 0); and
-#: GemmTransposeFusion and PreShapeNodeElimination make models that fail to load. A session
+#: GemmTransposeFusion and PreShapeNodeElimination make models that fail to load;
+#: GatherToSliceFusion makes a Gather by Range(n - 1, -1, -1) over a symbolic n a Slice ending
+#: at -1, so x[:, ::-1] came out empty (models/torch/reversed_index_select.onnx loaded with
+#: its dimension 1 named, found by a helper using the Python API). A session
 #: over a graph dmlgraph made goes without them, so a fallback computes what the model does;
 #: ``check``'s reference keeps them, and ``check`` names onnxruntime's optimizer where it
 #: departs (``parity``). Without a node they rewrite, disabling them changes nothing.
@@ -140,7 +143,7 @@ VALUE_REWRITES: tuple[str, ...] = (
     "QDQPropagationTransformer", "TransposeOptimizer", "TransposeOptimizer_CPUExecutionProvider",
     "LayerNormFusionL1", "LayerNormFusionL2", "SimplifiedLayerNormFusion", "DivMulFusion",
     "DoubleQDQPairsRemover", "WeightBiasQuantization", "QDQSelectorActionTransformer",
-    "GemmTransposeFusion", "PreShapeNodeElimination",
+    "GemmTransposeFusion", "PreShapeNodeElimination", "GatherToSliceFusion",
 )
 
 #: onnxruntime's NCHWc layout transformer (an ORT_ENABLE_ALL optimizer) kills the process
