@@ -346,7 +346,8 @@ def _load_external_data(
             )
         if not all(_DECIMAL.fullmatch(entries.get(k, "0")) for k in ("offset", "length")):
             raise ModelLoadError(  # int() took "+16", " 16" and "1_6"; onnxruntime does not
-                f"{where}: external data offset/length are not decimal integers: {entries}"
+                f"{where}: external data offset/length are not decimal integers (byte counts, "
+                f"digits only): {entries}"
             )
         offset = int(entries.get("offset", 0))
         # no length: the tensor's own bytes from the offset, as onnxruntime reads it (a file
