@@ -346,7 +346,8 @@ def _load_external_data(
             )
         if not all(_DECIMAL.fullmatch(entries.get(k, "0")) for k in ("offset", "length")):
             raise ModelLoadError(  # int() took "+16", " 16" and "1_6"; onnxruntime does not
-                f"{where}: external data offset/length are not decimal integers: {entries}"
+                f"{where}: external data offset/length are not decimal integers (byte counts, "
+                f"digits only): {entries}"
             )
         offset = int(entries.get("offset", 0))
         # no length: the tensor's own bytes from the offset, as onnxruntime reads it (a file
@@ -1557,9 +1558,9 @@ def _with_declared_shape(
     info: TensorInfo, declared: onnx.TensorShapeProto, notes: list[str]
 ) -> TensorInfo:
     """A graph output's computed info with what its declared shape adds: a size or a name
-    where the computed dimension has none (or the whole shape, where none was computed). A declaration
-    the node contradicts yields to the node, as in onnxruntime (which warns "Error merging
-    shape info for output ... Falling back to lenient merge"), with a note saying so."""
+    where the computed dimension has none (or the whole shape, where none was computed). A
+    declaration the node contradicts yields to the node, as in onnxruntime (which warns "Error
+    merging shape info for output ... Falling back to lenient merge"), with a note saying so."""
     said = tuple(shape_dim(d) for d in declared.dim)
     made = info.shape
     if made is None:

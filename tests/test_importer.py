@@ -2825,6 +2825,12 @@ def test_external_data_without_a_length_reads_the_tensors_own_bytes(tmp_path) ->
                                        ir_version=8).SerializeToString())
     with pytest.raises(ModelLoadError, match="not decimal integers"):
         dmlgraph.load(path)
+    # "-5" is a decimal integer: the rule said is the one broken, a byte count of digits only
+    graph.initializer[0].external_data[1].value = "-5"
+    path.write_bytes(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)],
+                                       ir_version=8).SerializeToString())
+    with pytest.raises(ModelLoadError, match=r"byte counts, digits only.*'offset': '-5'"):
+        dmlgraph.load(path)
 
 
 def test_input_shapes_for_a_sequence_input_says_it_is_one() -> None:
