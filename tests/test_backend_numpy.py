@@ -1615,3 +1615,28 @@ def test_the_reference_pads_by_onnx_default_constant_value(elem, x, fill) -> Non
     else:
         assert_same_bits(made, expected)
         assert check(model, inputs={"x": x}).passed  # the lowered Pad's 0x00 fill, compared
+
+
+@pytest.mark.parametrize("mode", ["edge", "reflect", "wrap"])
+def test_the_reference_pads_an_empty_tensor_by_its_shape_alone(mode, monkeypatch) -> None:
+    """An edge Pad cropping axis 0 to nothing and adding 2^31 on axis 2 (mutfuzz): its result
+    is empty, but the reference built the 2^31-long index map of axis 2 first, 16 GiB, and
+    `check` (onnxruntime refuses the node, so the reference is onnx.reference with this Pad)
+    was killed for memory. Oracle: ONNX's shape rule, dims plus pads."""
+    import backends.numpy.fallback as fallback
+    from backends.numpy.fallback import reference_evaluator
+
+    def no_map(*args: object) -> None:
+        raise AssertionError(f"an index map was built for an empty tensor: {args}")
+
+    monkeypatch.setattr(fallback, "source_indices", no_map)
+    pads = [0, 0, 0, 0, -1, 0, 2**31, 0]
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node("Pad", ["x", "p"], ["y"], mode=mode, name="pd")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 4, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(np.array(pads, np.int64), "p")],
+    ), opset_imports=[helper.make_opsetid("", 19)])
+    (made,) = reference_evaluator(model).run(None, {"x": np.ones((1, 1, 4, 3), np.float32)})
+    assert made.shape == tuple(d + b + e for d, b, e in zip([1, 1, 4, 3], pads[:4], pads[4:]))
+    assert made.dtype == np.float32

@@ -949,6 +949,11 @@ def _spec_pad(data: np.ndarray, pads: Any, mode: str, fill: Any, axes: Any) -> n
     for axis, (start, end) in enumerate(widths):
         if start or end:
             size = made.shape[axis]
+            if made.size == 0 and size:  # nothing to copy, only the shape grows: an index
+                shape = list(made.shape)  # map of a 2^31 pad took 16 GiB for an empty result
+                shape[axis] = start + size + end
+                made = np.empty(shape, made.dtype)
+                continue
             kind = _PAD_MODES[mode] if size > 1 or mode != "reflect" else PaddingMode.EDGE
             made = np.take(made, source_indices(kind, size, start, end), axis=axis)
     return made
