@@ -182,8 +182,7 @@ def _view_note(
         plan.note(
             f"axis {axis} and the {counted(mul, 'element')} after each of its indices viewed as "
             f"one axis of {folded[-1]} {view.data_type.name} elements ({div} {plan.dtype} "
-            "each): "
-            f"every index the op uses there stays whole; shape {list(shape)} as {folded}"
+            f"each): every index the op uses there stays whole; shape {list(shape)} as {folded}"
         )
         shape = tuple(folded)  # type: ignore[arg-type]  # what the rank notes start from
     natural = len(shape) + (1 if view.split > 1 else 0)

@@ -135,7 +135,7 @@ _SHAPE_READERS = frozenset({"Shape", "Size"})
 #: GemmTransposeFusion and PreShapeNodeElimination make models that fail to load;
 #: GatherToSliceFusion makes a Gather by Range(n - 1, -1, -1) over a symbolic n a Slice ending
 #: at -1, so x[:, ::-1] came out empty (models/torch/reversed_index_select.onnx loaded with
-#: its dimension 1 named, found by a helper using the Python API). A session
+#: its dimension 1 named). A session
 #: over a graph dmlgraph made goes without them, so a fallback computes what the model does;
 #: ``check``'s reference keeps them, and ``check`` names onnxruntime's optimizer where it
 #: departs (``parity``). Without a node they rewrite, disabling them changes nothing.
