@@ -1640,3 +1640,58 @@ def test_the_reference_pads_an_empty_tensor_by_its_shape_alone(mode, monkeypatch
     (made,) = reference_evaluator(model).run(None, {"x": np.ones((1, 1, 4, 3), np.float32)})
     assert made.shape == tuple(d + b + e for d, b, e in zip([1, 1, 4, 3], pads[:4], pads[4:]))
     assert made.dtype == np.float32
+
+
+def _pad_model(mode: str, shape: list[int], pads: list[int]) -> onnx.ModelProto:
+    return helper.make_model(helper.make_graph(
+        [helper.make_node("Pad", ["x", "p"], ["y"], mode=mode, name="pd")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(np.array(pads, np.int64), "p")],
+    ), opset_imports=[helper.make_opsetid("", 19)])
+
+
+@pytest.mark.parametrize(("mode", "shape", "pads"), [
+    ("wrap", [0, 0], [1, 0, 1, 0]),  # axis 0 of size 0 padded, axis 1 stays 0
+    ("edge", [2, 0, 0], [0, 1, 0, 0, 1, 0]),
+    ("reflect", [0, 0, 3], [0, 1, 0, 0, 1, 0]),
+])
+def test_the_reference_pads_an_empty_axis_into_an_empty_result(mode, shape, pads) -> None:
+    """A Pad whose result is empty though it pads an axis of size 0 (another axis stays 0):
+    ONNX's result is the empty tensor (lowering's rule, and the divergence `check` names
+    onnxruntime's refusal by), but the reference took an index map of the empty axis
+    ("IndexError: index 0 is out of bounds", after NumPy's "divide by zero" warning), so
+    `check` left the output not compared. Oracle: ONNX's shape rule, dims plus pads."""
+    import warnings
+
+    from backends.numpy.fallback import reference_evaluator
+
+    model = _pad_model(mode, shape, pads)
+    x = np.ones(shape, np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        (made,) = reference_evaluator(model).run(None, {"x": x})
+    rank = len(shape)
+    assert made.shape == tuple(d + b + e for d, b, e in zip(shape, pads[:rank], pads[rank:]))
+    assert made.size == 0 and made.dtype == np.float32
+    report = check(model, inputs={"x": x})
+    (output,) = report.comparisons[0].outputs
+    assert report.passed and output.compared, output.message
+
+
+@pytest.mark.parametrize("mode", ["edge", "reflect", "wrap"])
+def test_the_reference_refuses_to_pad_an_empty_axis_into_elements(mode) -> None:
+    """An axis of size 0 padded to 2 elements in a mode that repeats elements: there is none
+    to repeat (np.pad, onnx.reference's own Pad, refuses it; lowering refuses it too). The
+    reference said "IndexError: cannot do a non-empty take from an empty axes", after
+    NumPy's "divide by zero" warning; now the rule, naming mode and axis."""
+    import warnings
+
+    from backends.numpy.fallback import reference_evaluator
+
+    model = _pad_model(mode, [3, 0], [0, 1, 0, 1])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        with pytest.raises(ValueError, match=rf"^mode '{mode}' cannot pad axis 1: it is empty, "
+                           "with no elements to repeat"):
+            reference_evaluator(model).run(None, {"x": np.ones((3, 0), np.float32)})

@@ -941,19 +941,23 @@ def _spec_pad(data: np.ndarray, pads: Any, mode: str, fill: Any, axes: Any) -> n
     data, widths = _crop_negative_pads(data, pads, axes)
     if not widths:  # a scalar, whose pads are empty, is itself (np.pad refused the empty
         return data.copy()  # widths: "`pad_width` must be of integral type")
+    shape = [start + size + end for size, (start, end) in zip(data.shape, widths)]
+    if 0 in shape:  # an empty result, in every mode, whatever axis of size 0 it pads: its
+        # shape alone (an index map of a 2^31 pad took 16 GiB for an empty result, and one
+        # of an axis of size 0 failed, "index 0 is out of bounds")
+        return np.empty(shape, data.dtype)
     if mode == "constant":  # ONNX's default fill in the data's type: e8m0's 0 is 0x00, as
         # ONNX's Cast makes it (np.pad's 0 made NaN there), a string's is "" (np.pad's was 0)
         fill = default_pad_value(data.dtype) if fill is None else np.asarray(fill).reshape(-1)[0]
         return np.pad(data, widths, mode="constant", constant_values=fill).astype(data.dtype)
+    if data.size == 0:  # padded to elements, with none to repeat: np.pad refuses it too
+        axis = data.shape.index(0)
+        raise ValueError(f"mode {mode!r} cannot pad axis {axis}: it is empty, with no "
+                         "elements to repeat")
     made = data
     for axis, (start, end) in enumerate(widths):
         if start or end:
             size = made.shape[axis]
-            if made.size == 0 and size:  # nothing to copy, only the shape grows: an index
-                shape = list(made.shape)  # map of a 2^31 pad took 16 GiB for an empty result
-                shape[axis] = start + size + end
-                made = np.empty(shape, made.dtype)
-                continue
             kind = _PAD_MODES[mode] if size > 1 or mode != "reflect" else PaddingMode.EDGE
             made = np.take(made, source_indices(kind, size, start, end), axis=axis)
     return made
