@@ -70,6 +70,13 @@ UNINITIALIZED = "onnxruntime 1.32 leaves them uninitialized"
 #: with (a Scan-8's sequence length of 0: ``fallback._scan_8_divergence``): it then fails
 #: the node holding it too, so every output of that holder is the divergence's.
 REFUSES = "onnxruntime 1.32 refuses it"
+#: What a Scan the numpy backend runs (a Scan-9+) adds to the note of its body's divergence
+#: (``backends.numpy.control``: an input passed through, one tensor made two outputs): its
+#: values are ONNX's, as onnx.reference's Scan computes them, so ``check`` compares them with
+#: it (``SPEC_REFERENCE_DIVERGENCES``; they were excused as the divergence, any value). Not a
+#: Scan the fallback runs whole (a Scan-8, or one a node run whole holds: its values may be
+#: onnxruntime's, and onnx.reference's Scan-8 is ``reference_ops``' own).
+RUN_AS_ONNX = "; the numpy backend ran this Scan as ONNX says"
 
 
 class Verdict(str, enum.Enum):
@@ -456,7 +463,7 @@ SPEC_REFERENCE_DIVERGENCES: tuple[str, ...] = (
     "of the Loop are its body's iteration number itself",
     "more than one of its outputs, which onnxruntime gets wrong (all but the last of those "
     "outputs hold",
-    "; the numpy backend ran this Scan as ONNX says",  # backends.numpy.control.RUN_AS_ONNX
+    RUN_AS_ONNX,
 )
 
 

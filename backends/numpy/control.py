@@ -52,7 +52,7 @@ from dmlgraph.dml.enums import FeatureLevel
 from dmlgraph.dtypes import DTYPE_TO_ELEM_TYPE, ELEM_TYPE_TO_DTYPE
 from dmlgraph.errors import DmlgraphError, GraphInvariantError, NodeRuleError
 from dmlgraph.ir import Graph, Node, Subgraph, TensorInfo, split_inputs
-from dmlgraph.parity import DIVERGENCE, REFUSES
+from dmlgraph.parity import DIVERGENCE, REFUSES, RUN_AS_ONNX
 from dmlgraph.reach import ENCLOSING, defined_values, reach, reached_outputs, scan_body_wrong
 from dmlgraph.subgraphs import (
     ScanForm,
@@ -122,14 +122,6 @@ _REPEATED = (
     "onnxruntime gets wrong (all but the last of those outputs, and the state variables fed "
     "back from them, hold whatever their buffers held); ONNX gives each the tensor's value"
 )
-
-
-#: What a Scan run here (a Scan-9+) adds to its ``_PASSED_THROUGH`` or ``_REPEATED`` note:
-#: its values are ONNX's, as onnx.reference's Scan computes them, so ``check`` compares them
-#: with it (``parity.SPEC_REFERENCE_DIVERGENCES``; they were excused as the divergence, any
-#: value). Not a Scan the fallback runs whole (a Scan-8, or one a node run whole holds: its
-#: values may be onnxruntime's, and onnx.reference's Scan-8 is ``reference_ops``' own).
-RUN_AS_ONNX = "; the numpy backend ran this Scan as ONNX says"
 
 
 #: A Loop of no iteration making scan outputs: ONNX leaves their element shape open;
