@@ -247,10 +247,10 @@ class OperatorDesc(ABC):
                 f"{OVERLAP_SEARCH_STEPS} steps did not decide whether two coordinates share one"
             )
         else:
-            zero = [i for i, (n, s) in enumerate(zip(desc.sizes, desc.strides)) if n > 1 and not s]
+            axis = shared.broadcast_axis
             why = (
-                f" (Strides[{zero[0]}] = 0 on a dimension of size {desc.sizes[zero[0]]}: a "
-                "broadcast, which only an input may be)" if zero else ""
+                f" (Strides[{axis}] = 0 on a dimension of size {desc.sizes[axis]}: a "
+                "broadcast, which only an input may be)" if axis is not None else ""
             )
             rule = (
                 "an output tensor's elements must lie at distinct addresses: coordinates "

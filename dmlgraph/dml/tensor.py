@@ -47,12 +47,14 @@ OVERLAP_SEARCH_STEPS = 1 << 20
 @dataclass(frozen=True)
 class SharedElement:
     """Two distinct coordinates of one tensor that address the same element (``element``);
-    ``decided`` False where the search gave up before finding one or proving there is none."""
+    ``decided`` False where the search gave up before finding one or proving there is none;
+    ``broadcast_axis`` the axis the two differ along where its stride is 0 (a broadcast)."""
 
     first: tuple[int, ...]
     second: tuple[int, ...]
     element: int
     decided: bool = True
+    broadcast_axis: int | None = None
 
 
 def shared_element(
@@ -69,7 +71,8 @@ def shared_element(
     rank = len(sizes)
     for axis, (size, stride) in enumerate(zip(sizes, strides)):
         if size > 1 and not stride:  # the first such axis, the one validate()'s rule names
-            return SharedElement((0,) * rank, tuple(int(i == axis) for i in range(rank)), 0)
+            return SharedElement((0,) * rank, tuple(int(i == axis) for i in range(rank)), 0,
+                                 broadcast_axis=axis)
     dims = sorted((s, n, i) for i, (n, s) in enumerate(zip(sizes, strides)) if n > 1)
     span = 1
     for stride, size, _ in dims:
