@@ -46,7 +46,7 @@ from dmlgraph.dml.enums import TensorDataType
 from dmlgraph.dml.jsonio import dxdispatch_unknown_value
 from dmlgraph.dml.operators import OperatorDesc
 from dmlgraph.dml.schema import FieldKind
-from dmlgraph.errors import DmlValidationError, UnsupportedError
+from dmlgraph.errors import DmlValidationError, UnsupportedError, counted
 from dmlgraph.ir import Graph, Node
 from dmlgraph.tensorio import feed_array
 
@@ -289,7 +289,7 @@ def write_dxdispatch(
     except OSError as exc:  # a missing folder, a folder's name: said as tensorio says it
         raise DxDispatchExportError(f"{path}: cannot write: {exc.strerror or exc}") from None
     counts = ", ".join(
-        f"{n} {what}{'' if n == 1 else 's'}"
+        counted(n, what)
         for what, n in (("resource", len(model["resources"])),
                         ("dispatchable", len(model["dispatchables"])),
                         ("command", len(model["commands"])))

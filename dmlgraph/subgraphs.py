@@ -24,6 +24,7 @@ from onnx import AttributeProto, TensorProto
 
 from dmlgraph.canonical import LOWERED_OPS
 from dmlgraph.dtypes import DTYPE_TO_ELEM_TYPE, ELEM_TYPE_TO_DTYPE
+from dmlgraph.errors import counted
 from dmlgraph.ir import OnnxOp, Shape, Subgraph, TensorInfo, dims_text, subgraphs
 from dmlgraph.reference_ops import SEQUENCE_SCAN_OPSET
 from dmlgraph.value_info import shape_dim
@@ -668,8 +669,8 @@ def scan_form(
         values = (0,) * count if given is None else tuple(int(v) for v in given)
         if len(values) != count:
             raise ValueError(
-                f"{name} has {len(values)} entries; it has {count} scan {kind}"
-                f"{'' if count == 1 else 's'}, one entry each"
+                f"{name} has {len(values)} entries; it has {counted(count, f'scan {kind}')}, "
+                "one entry each"
             )
         if name.endswith("directions") and any(v not in (0, 1) for v in values):
             raise ValueError(

@@ -18,6 +18,7 @@ from typing import Any
 
 import onnx
 
+from dmlgraph.errors import counted
 from dmlgraph.ir import Graph, Node, OnnxOp, Subgraph
 from dmlgraph.subgraphs import holder_label
 from dmlgraph.viz.dot import VizError, check_drawable
@@ -242,7 +243,7 @@ def more_inputs_text(count: int) -> str:
 
 
 def readers_text(count: int) -> str:
-    return f"read by {count} more node{'s' if count != 1 else ''}"
+    return f"read by {counted(count, 'more node')}"
 
 
 def producer_text(graph: Graph, name: str) -> str:
