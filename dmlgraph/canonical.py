@@ -446,6 +446,13 @@ def default_pad_value(dtype: np.dtype) -> np.ndarray:
     return np.zeros((), dtype=dtype)
 
 
+def empty_axis_refusal(mode: str, axis: int, empty: str = "is empty") -> str:
+    """Why a Pad in a mode that repeats elements (edge, reflect, wrap) cannot pad ``axis``, of
+    no elements, into some: ONNX gives no value there (np.pad refuses it too). Lowering and
+    onnx.reference's Pad (``backends.numpy.fallback``) refuse it in these words."""
+    return f"mode {mode!r} cannot pad axis {axis}: it {empty}, with no elements to repeat"
+
+
 def _normalize_pad(graph: Graph, node: Node, trust: Trust | None) -> Node:
     data = graph.tensors.get(node.inputs[0])
     rank = None if data is None else data.rank

@@ -14,7 +14,13 @@ import math
 
 import numpy as np
 
-from dmlgraph.canonical import PARAMETER_PORTS, default_pad_value, expand_pads, pad_mode
+from dmlgraph.canonical import (
+    PARAMETER_PORTS,
+    default_pad_value,
+    empty_axis_refusal,
+    expand_pads,
+    pad_mode,
+)
 from dmlgraph.dml.enums import PaddingMode
 from dmlgraph.errors import counted
 from dmlgraph.folding import FOLD_GROWTH_LIMIT_BYTES
@@ -100,11 +106,7 @@ def lower_pad(rw: Rewriter) -> None:
         # empty as given, or made so by negative pads
         empty = "is empty" if shape[axis] == 0 else f"is empty after the crop of pads {pads}"
         if mode is not PaddingMode.CONSTANT:
-            rw.refuse(
-                (data,),
-                f"mode {mode_name!r} cannot pad axis {axis}: it {empty}, with no elements "
-                "to repeat",
-            )
+            rw.refuse((data,), empty_axis_refusal(mode_name, axis, empty))
         nbytes = math.prod(out_shape) * dtype.itemsize
         why = (
             f"axis {axis} {empty}, so the result is all padding: a constant "

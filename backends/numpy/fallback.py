@@ -27,7 +27,7 @@ from backends.onnxruntime.providers import (
     select_providers,
 )
 from dmlgraph import folding
-from dmlgraph.canonical import default_pad_value, known_since_version
+from dmlgraph.canonical import default_pad_value, empty_axis_refusal, known_since_version
 from dmlgraph.dml.enums import PaddingMode
 from dmlgraph.dml.indexmaps import source_indices
 from dmlgraph.dtypes import DTYPE_TO_ELEM_TYPE, ELEM_TYPE_TO_DTYPE
@@ -951,9 +951,7 @@ def _spec_pad(data: np.ndarray, pads: Any, mode: str, fill: Any, axes: Any) -> n
         fill = default_pad_value(data.dtype) if fill is None else np.asarray(fill).reshape(-1)[0]
         return np.pad(data, widths, mode="constant", constant_values=fill).astype(data.dtype)
     if data.size == 0:  # padded to elements, with none to repeat: np.pad refuses it too
-        axis = data.shape.index(0)
-        raise ValueError(f"mode {mode!r} cannot pad axis {axis}: it is empty, with no "
-                         "elements to repeat")
+        raise ValueError(empty_axis_refusal(mode, data.shape.index(0)))
     made = data
     for axis, (start, end) in enumerate(widths):
         if start or end:
