@@ -547,6 +547,13 @@ def test_shared_element_is_exact(dims: list[tuple[int, int]]) -> None:
         for coords in (found.first, found.second):
             assert all(0 <= c < n for c, n in zip(coords, sizes))
             assert sum(c * s for c, s in zip(coords, strides)) == found.element
+        # a broadcast is named where the strides hold one: the first axis of stride 0 that
+        # has more than one element, the two coordinates apart along it alone
+        broadcasts = [i for i, (n, s) in enumerate(dims) if n > 1 and s == 0]
+        assert found.broadcast_axis == (broadcasts[0] if broadcasts else None)
+        if broadcasts:
+            apart = [i for i, (a, b) in enumerate(zip(found.first, found.second)) if a != b]
+            assert apart == broadcasts[:1]
 
 
 def test_a_search_out_of_steps_is_undecided_not_distinct() -> None:
