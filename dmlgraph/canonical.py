@@ -169,15 +169,31 @@ def known_since_version(op_type: str, domain: str, opset: int) -> int | None:
         return None
 
 
+#: Why a version ONNX defines has no form here, and what a model's author can do: said after
+#: ``form_for``'s refusal, which named only the versions dmlgraph knows.
+UNFORMED_VERSIONS: Mapping[tuple[str, int], str] = MappingProxyType(
+    {
+        ("Pad", 1): (
+            "Pad-1's paddings come in an order its own text and its example disagree on (its "
+            "text: every begin, then every end; its example: begin and end per axis), and "
+            "onnxruntime has no Pad-1 kernel; export the model at opset 2 or later, where "
+            "Pad-2's pads are begins, then ends"
+        ),
+    }
+)
+
+
 def form_for(op_type: str, version: int, where: str) -> Form:
     """The form of ``op_type`` at a since_version; UnsupportedError when dmlgraph lacks it."""
     forms = FORMS[op_type]
     try:
         return forms[version]
     except KeyError:
+        why = UNFORMED_VERSIONS.get((op_type, version))
         raise UnsupportedError(
             f"{where}: {op_type} since_version {version} is not supported "
             f"(dmlgraph knows {op_type} {', '.join(map(str, forms))})"
+            + (f": {why}" if why else "")
         ) from None
 
 
