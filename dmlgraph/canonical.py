@@ -5,15 +5,18 @@ any other since_version is refused (``form_for``), never mapped to "the closest 
 TVM Pad-18 bug that STYLE.md recalls). The canonical forms, which lowering reads:
 
 - ``Slice`` (since_version 13): inputs ``(data, starts, ends, axes, steps)``. Slice-1
-  attributes become int64 constant inputs; absent axes become ``0..n-1``, absent steps ones;
-  constant parameters are int64 (int32 beside an int32 one read at run time: ONNX gives
-  them one type) and constant axes are non-negative once the rank is known.
+  attributes become int64 constant inputs; absent steps become ones and absent axes
+  ``0..n-1`` (axes once the rank is known), both once every given parameter's length is known
+  (before, what arrived at run time breaking a rule blamed them as the model's); constant
+  parameters are int64 (int32 beside an int32 one read at run time: ONNX gives them one type)
+  and constant axes are non-negative once the rank is known.
 - ``Concat`` (since_version 13): attribute ``axis``, non-negative once the rank is known
   (Concat-1's default of 1 filled in).
 - ``Pad`` (since_version 25): inputs ``(data, pads, constant_value, axes)``, attribute ``mode``.
   Pad-2's ``pads``/``value`` attributes become constant inputs; ``constant_value`` defaults to a
-  zero of data's dtype; absent axes become ``0..rank-1``; with constant pads and axes and a
-  known rank, pads are expanded to every axis so ``axes`` is always ``0..rank-1``.
+  zero of data's dtype; absent axes become ``0..rank-1`` once the rank is known and pads holds
+  2 * rank values; with constant pads and axes and a known rank, pads are expanded to every
+  axis so ``axes`` is always ``0..rank-1``.
 
 Every other op keeps its model's since_version and attributes unchanged. ``to_canonical``
 builds the form at import; ``normalize`` fills what needs dtypes, ranks or constants (run again
@@ -166,15 +169,31 @@ def known_since_version(op_type: str, domain: str, opset: int) -> int | None:
         return None
 
 
+#: Why a version ONNX defines has no form here, and what a model's author can do: said after
+#: ``form_for``'s refusal, which named only the versions dmlgraph knows.
+UNFORMED_VERSIONS: Mapping[tuple[str, int], str] = MappingProxyType(
+    {
+        ("Pad", 1): (
+            "Pad-1's paddings come in an order its own text and its example disagree on (its "
+            "text: every begin, then every end; its example: begin and end per axis), and "
+            "onnxruntime has no Pad-1 kernel; export the model at opset 2 or later, where "
+            "Pad-2's pads are begins, then ends"
+        ),
+    }
+)
+
+
 def form_for(op_type: str, version: int, where: str) -> Form:
     """The form of ``op_type`` at a since_version; UnsupportedError when dmlgraph lacks it."""
     forms = FORMS[op_type]
     try:
         return forms[version]
     except KeyError:
+        why = UNFORMED_VERSIONS.get((op_type, version))
         raise UnsupportedError(
             f"{where}: {op_type} since_version {version} is not supported "
             f"(dmlgraph knows {op_type} {', '.join(map(str, forms))})"
+            + (f": {why}" if why else "")
         ) from None
 
 
@@ -422,9 +441,15 @@ def _normalize_slice(graph: Graph, node: Node, index: np.dtype, trust: Trust | N
     count = lengths["starts"] if lengths["starts"] is not None else lengths["ends"]
     if count is not None and rank is not None and count > rank and not node.input(3):
         return node  # axes 0..count-1 would blame axes the model never wrote: ``check`` says
-    if count is not None and not node.input(3):
+    # nor while the data's rank or a given parameter's length is unknown: what arrives at run
+    # time blamed them as the model's ("axes = [0, 1, 2, 3]: [3] out of range", "got
+    # starts=2, ends=3, axes=2, steps=2"); normalizing again, when all is known (the run's
+    # one-node graph), writes them or ``check`` says why not
+    ports = PARAMETER_PORTS["Slice"]
+    known = all(n is not None for f, n in lengths.items() if node.input(ports[f]))
+    if count is not None and known and rank is not None and not node.input(3):
         node = _set_param(graph, node, "axes", np.arange(count, dtype=index))
-    if count is not None and not node.input(4):
+    if count is not None and known and not node.input(4):
         node = _set_param(graph, node, "steps", np.ones(count, dtype=index))
     axes = graph.constant(node.input(3))
     if (
@@ -475,7 +500,9 @@ def _normalize_pad(graph: Graph, node: Node, trust: Trust | None) -> Node:
     # Without axes a Pad pads every axis: they are written out once the rank is known, never
     # guessed from the pads (axes 0..k-1 pad the leading k axes of data of any rank, where
     # ONNX refuses 2k pads for data of another rank than k)
-    if not node.input(3) and rank is not None and pads_length in (None, 2 * rank):
+    # (nor by pads of a length known only at run time, which blamed them as the model's: "pads
+    # has 4 values for 3 axes"; the run's one-node graph knows the length)
+    if not node.input(3) and rank is not None and pads_length == 2 * rank:
         node = _set_param(graph, node, "axes", np.arange(rank, dtype=np.int64))
     axes = graph.constant(node.input(3))
     if axes is None or rank is None:

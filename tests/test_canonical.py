@@ -530,8 +530,21 @@ def test_pad_1_is_refused_naming_the_node(onnx_make_model) -> None:
     )
     with pytest.raises(
         UnsupportedError, match=r"node 'old_pad' \(Pad, #0\): Pad since_version 1 is not supported"
-    ):
+    ) as refused:
         dmlgraph.load(model)
+    # and why, and what to do: it said only which versions dmlgraph knows. Oracles: onnx's own
+    # Pad-1 schema (its text orders paddings begins then ends, its example, a 3x2 input padded
+    # to 3x4 by [0, 0, 2, 0], per axis), and onnxruntime, which has no Pad-1 kernel
+    schema = onnx.defs.get_schema("Pad", 1)
+    assert "[x1_begin, x2_begin...x1_end, x2_end,...]" in schema.attributes["paddings"].description
+    assert "paddings = [0, 0, 2, 0]" in schema.doc
+    import onnxruntime as ort
+    with pytest.raises(Exception, match="Could not find an implementation for Pad\\(1\\)"):
+        ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    said = str(refused.value)
+    assert "its own text and its example disagree" in said and "no Pad-1 kernel" in said
+    assert said.endswith("export the model at opset 2 or later, where Pad-2's pads are begins, "
+                         "then ends")
 
 
 def test_opset_newer_than_onnx_knows_is_refused(onnx_make_model) -> None:

@@ -236,12 +236,15 @@ def _pad_model(path: Path, elem: int, mode: str, opset: int) -> Path:
     return path
 
 
-#: onnxruntime 1.32 cannot run these: its CPU provider has no int16 Pad (DirectML has), and
-#: before a float16 Pad-2 of opset 2..5 it inserts a Cast-6 its own checker refuses.
+#: onnxruntime 1.32 cannot run these: its CPU provider has no int16 Pad (DirectML has),
+#: before a float16 Pad-2 of opset 2..5 it inserts a Cast-6 its own checker refuses, and it
+#: loads no model with a complex tensor (ONNX's Pad-13 takes them; DirectML pads their bytes).
 UNRUNNABLE = {
     "int16 edge": (TensorProto.INT16, np.int16, "edge", 18, "Could not find an implementation"),
     "float16 Pad-2 reflect": (TensorProto.FLOAT16, np.float16, "reflect", 5,
                               "InsertedPrecisionFreeCast_x"),
+    "complex64 constant": (TensorProto.COMPLEX64, np.complex64, "constant", 13,
+                           "tensor(complex64) is not currently registered or supported"),
 }
 
 
@@ -268,7 +271,8 @@ def test_check_compares_against_onnx_reference_where_onnxruntime_cannot_run_it(
     assert first["passed"] and stored["passed"]
 
 
-@pytest.mark.parametrize("case", UNRUNNABLE)
+# (inputs generated: dmlgraph generates no complex values, read only from --inputs)
+@pytest.mark.parametrize("case", [c for c in UNRUNNABLE if "complex" not in c])
 def test_run_on_onnxruntime_that_cannot_run_the_model_says_what_runs_it(
     case, tmp_path, capsys
 ) -> None:

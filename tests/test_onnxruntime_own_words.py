@@ -72,6 +72,13 @@ def _int16_pad(name: str) -> bytes:  # NOT_IMPLEMENTED : Could not find an imple
                   [pads])
 
 
+def _complex_pad(name: str) -> bytes:  # MLDataType for: tensor(complex64) is not currently ...
+    pads = numpy_helper.from_array(np.array([1, 1, 1, 1], np.int64), "pads")
+    return _model([helper.make_node("Pad", ["x", "pads"], ["y"], name=name)],
+                  [_info("x", TensorProto.COMPLEX64, [2, 3])],
+                  [_info("y", TensorProto.COMPLEX64, None)], [pads])
+
+
 def _float16_pad_2() -> bytes:  # the Cast-6 onnxruntime inserts fails its own checker
     return _model([helper.make_node("Pad", ["x"], ["y"], mode="reflect", pads=[1, 1, 1, 1])],
                   [_info("x", TensorProto.FLOAT16, [2, 3])],
@@ -116,10 +123,12 @@ def _bad_cast(name: str) -> bytes:  # In Node, ("N", Cast, "", -1) : ... Mismatc
     (lambda: _refusal(_int16_pad("p")), "Could not find an implementation for Pad(18)"),
     (lambda: _refusal(_int16_pad(CANNOT_RUN[1])), "node with name 'Could not find"),
     (lambda: _refusal(_float16_pad_2()), "Mismatched attribute type in 'InsertedPrecision"),
+    (lambda: _refusal(_complex_pad("p")), "tensor(complex64) is not currently registered"),
 ])
 def test_onnxruntime_s_real_refusals_of_what_it_cannot_run_are_told(refusal, said) -> None:
     """The real texts of each ``CANNOT_RUN`` phrase (NOT_IMPLEMENTED with "Could not find an
-    implementation"; the inserted Cast's checker failure), a node named as a phrase too."""
+    implementation"; the inserted Cast's checker failure; a complex tensor's type), a node
+    named as a phrase too."""
     error = refusal()
     text = str(error)
     assert said in text and cannot_run(error) is not None and may_run_hint(error)
