@@ -125,7 +125,27 @@ def test_provenance_groups_link_an_original_node_to_what_it_became() -> None:
     became = sorted(k for k, a in drawn.items() if k.startswith("l-") and a["data-groups"] == group)
     expected = sorted(f"l-n{n.id}" for n in lowered.nodes if n.name == "bottom")
     assert became == expected and len(expected) == 4
-    assert all(drawn[k]["data-status"] == "notes" for k in became)
+    assert all(drawn[k]["data-status"] == "decomposed" for k in became)
+
+
+def test_a_decomposed_node_is_drawn_counted_and_filtered_as_decomposed() -> None:
+    """Every decomposed node has a note saying why, and a node with notes was drawn as
+    "notes" (lowered, with legalization notes): the "decomposed" filter counted 0 and hid
+    nothing, though the report's row said decomposed. At FL 1_0 padding_symmetric's
+    'bottom', 'left' and 'right' read an axis backwards: each a JOIN of SLICEs."""
+    graph, lowered = graphs(SYMMETRIC, "1_0")
+    decomposed = {r.name for r in lowered.report() if str(r.status) == "decomposed"}
+    assert decomposed == {"bottom", "left", "right"}
+    text = page(SYMMETRIC, "1_0")
+    parsed = Page(text)
+    rows = [a["data-status"] for a in parsed.all("tr") if "data-status" in a]
+    assert rows.count("decomposed") == 3
+    drawn = parsed.nodes()
+    assert {drawn[f"o-n{n.id}"]["data-status"] for n in graph.nodes
+            if n.name in decomposed} == {"decomposed"}
+    counts = dict(re.findall(r'data-status="([a-z]+)"> [a-z]+ <b>(\d+)</b>', text))
+    assert {k: int(v) for k, v in counts.items()} == {
+        status: rows.count(status) for status in STATUS_STYLES}
 
 
 def test_details_data_holds_fields_tensors_and_notes_as_sentences() -> None:

@@ -36,6 +36,7 @@ from dmlgraph.viz.describe import (
     NodeView,
     describe_graph,
     display_name,
+    drawn_status,
     record_group,
     report_of,
     sentence,
@@ -405,7 +406,7 @@ def _report_table(records: Sequence[Any], groups: dict[str, str]) -> str:
     rows = []
     for record in records:
         status = str(record.status)
-        shown = "notes" if status in ("lowered", "decomposed") and record.notes else status
+        shown = drawn_status(status, bool(record.notes))
         group = groups.get(record_group(record), "")
         notes = "".join(f"<li>{esc(sentence(n))}</li>" for n in record.notes)
         target = " target-fallback" if status == "fallback" and record.op_type in \
@@ -595,14 +596,10 @@ def html_report(
     )
     counts = status_counts(records)
     shown_counts = dict(counts)
-    with_notes = sum(
-        1 for r in records if str(r.status) in ("lowered", "decomposed") and r.notes
-    )
+    with_notes = sum(1 for r in records if drawn_status(str(r.status), bool(r.notes)) == "notes")
     if with_notes:
         shown_counts["notes"] = with_notes
-        for r in records:
-            if str(r.status) in ("lowered", "decomposed") and r.notes:
-                shown_counts[str(r.status)] -= 1
+        shown_counts["lowered"] -= with_notes
     name = title or display_name(original)
     overall = ""
     if sections:
