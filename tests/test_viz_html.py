@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from oracles import focus_model, nodes_within
+from oracles import focus_model, nodes_within, outputs_not_made_by_nodes
 
 from dmlgraph import load
 from dmlgraph.ir import Graph
@@ -549,3 +549,18 @@ def test_a_focus_selected_in_another_graph_is_refused() -> None:
     with pytest.raises(VizError, match="the focus was selected in a graph of 6 nodes, not in "
                                         "original \\(13\\)"):
         html_report(graph, lowered, focus=focus_on(other, "bottom"))
+
+
+def test_a_focused_panel_draws_the_outputs_that_are_a_drawn_input_or_constant() -> None:
+    """x, a graph input, and w, a weight, are graph outputs too: the whole page drew both in
+    each panel; a focus on the nodes reading them dropped w, as made outside the focus."""
+    graph = load(outputs_not_made_by_nodes())
+    lowered = lower(graph)
+    for focus in (None, "x", "w", "join", "slice"):
+        text = html_report(graph, lowered) if focus is None else html_report(
+            graph, lowered, focus=focus_on(graph, focus, 1))
+        details = json.loads(next(body for a, body in Page(text).scripts
+                                  if a.get("id") == "details-data"))
+        for panel in "ol":
+            drawn = {d["title"] for k, d in details.items() if k.startswith(f"{panel}-out")}
+            assert drawn == {"graph output x", "graph output z", "graph output w"}, focus

@@ -44,7 +44,7 @@ from dmlgraph.viz.describe import (
     tensor_text,
 )
 from dmlgraph.printable import visible
-from dmlgraph.viz.dot import VizError, check_focus, check_pair
+from dmlgraph.viz.dot import VizError, check_focus, check_pair, focus_shows
 from dmlgraph.viz.focus import (
     Focus,
     cut_edges,
@@ -191,7 +191,7 @@ def _build_panel(
     details: dict[str, dict[str, Any]] = {}
     producer: dict[str, str] = {}
     for i, name in enumerate(graph.inputs):
-        if kept is not None and not any(n.id in kept for n, _ in graph.consumers(name)):
+        if kept is not None and not focus_shows(graph, name, kept):
             continue
         key = f"{prefix}-in{i}"
         info = graph.tensor(name)
@@ -238,8 +238,8 @@ def _build_panel(
         items += after
         edges += cut
     for i, name in enumerate(dict.fromkeys(graph.outputs)):
-        if kept is not None and name not in producer:
-            continue  # made outside the focus (or by no node)
+        if kept is not None and name not in producer and not focus_shows(graph, name, kept):
+            continue  # made outside the focus
         key = f"{prefix}-out{i}"
         verdict = verdicts.get(name, "")
         flags = (f"verdict-{verdict.replace(' ', '-')}",) if verdict else ()
