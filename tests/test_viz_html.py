@@ -19,6 +19,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from oracles import focus_model, nodes_within, outputs_not_made_by_nodes
 
@@ -221,6 +222,32 @@ def test_parity_report_object_is_accepted() -> None:
     graph, lowered = graphs(SYMMETRIC, "6_4")
     text = html_report(graph, lowered, report)
     assert "parity holds" in text and 'class="verdict-pass"' in text
+
+
+def test_parity_of_outputs_not_compared_says_nothing_was_compared() -> None:
+    """A reflect Pad by the size or more: ONNX leaves it undefined, onnxruntime refuses it,
+    so check compares nothing ("nothing compared", exit 0). The page said "parity holds",
+    its section "pass", and gave the output 0 mismatches of 16 elements at atol 0."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    from dmlgraph.parity import check
+
+    pads = numpy_helper.from_array(np.array([0, 4, 0, 0], np.int64), "p")
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node("Pad", ["x", "p"], ["y"], mode="reflect", name="pad")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [pads]),
+        opset_imports=[helper.make_opsetid("", 18)], ir_version=8)
+    report = check(model)
+    assert report.passed and report.compared == 0
+    graph = load(model)
+    text = html_report(graph, lower(graph), report)
+    tags = [t for t in Page(text).text if t in ("parity holds", "pass", "nothing compared")]
+    assert tags == ["nothing compared", "nothing compared"]
+    (section,) = re.findall(r'<section id="parity">.*?</section>', text)
+    cells = re.findall(r"<td>([^<]*)</td>", section)
+    assert cells[:3] == ["y", "known divergence", "not compared"]
+    assert "16" not in cells and "0" not in cells
 
 
 def test_the_two_graphs_swapped_are_refused(tmp_path: Path) -> None:

@@ -72,6 +72,7 @@ class ParityRow:
     name: str
     verdict: str  # "pass", "fail", "known divergence", ...
     cells: tuple[tuple[str, str], ...]
+    compared: bool = True  # False: a known divergence the reference could not compute
 
 
 @dataclass(frozen=True)
@@ -80,6 +81,12 @@ class ParitySection:
     passed: bool | None
     rows: tuple[ParityRow, ...]
     note: str = ""
+
+    @property
+    def compared(self) -> bool:
+        """Whether any output was compared: none was, "pass" said parity held over nothing
+        (``check`` says "nothing compared")."""
+        return any(row.compared for row in self.rows)
 
 
 _PARITY_COLUMNS = (
@@ -102,6 +109,10 @@ def _parity_row(record: Mapping[str, Any]) -> ParityRow:
         verdict = "pass" if record["passed"] else "fail"
     else:
         verdict = "-"
+    if record.get("compared") is False:  # its counts and tolerances are of no comparison
+        message = str(record.get("message") or "")
+        cells = [("mismatches", "not compared")] + ([("message", message)] if message else [])
+        return ParityRow(str(record.get("name", "?")), verdict, tuple(cells), compared=False)
     cells = []
     for key, label in _PARITY_COLUMNS:
         value = record.get(key)
@@ -484,6 +495,7 @@ def _parity_html(sections: Sequence[ParitySection]) -> str:
     for section in sections:
         verdict = (
             "" if section.passed is None
+            else NOTHING_COMPARED_TAG if section.passed and not section.compared
             else '<span class="tag verdict-pass">pass</span>' if section.passed
             else '<span class="tag verdict-fail">fail</span>'
         )
@@ -537,6 +549,9 @@ def _json_script(data: Any) -> str:
     return f'<script type="application/json" id="details-data">{text}</script>'
 
 
+#: The verdict of parity where every output was a known divergence, not compared: as
+#: ``check`` says it, not "pass" over no element.
+NOTHING_COMPARED_TAG = '<span class="tag verdict-known-divergence">nothing compared</span>'
 #: Verdict words of a failed output (records from ``passed: False`` read "False").
 FAILING = ("fail", "False")
 
@@ -604,7 +619,7 @@ def html_report(
     overall = ""
     if sections:
         ok = all(s.passed is not False for s in sections)
-        overall = (
+        overall = NOTHING_COMPARED_TAG if ok and not any(s.compared for s in sections) else (
             f'<span class="tag verdict-{"pass" if ok else "fail"}">'
             f'parity {"holds" if ok else "FAILS"}</span>'
         )
