@@ -476,16 +476,15 @@ def _print_report(report: ParityReport) -> None:
                 say(f"  {o.name}: {o.message}")
             for reason in o.divergences:
                 say(f"  {o.name}: known divergence at {reason}")
-    for note in report.notes:
+    caveats = report.caveats
+    for note in caveats[:len(report.notes)]:
         say(f"note: {note}")
     if not report.passed:
         console.print("[bold red]parity FAILS[/]")
     elif report.compared:
         console.print("[green]parity holds[/]")
-        if not report.descriptors_run:
-            say("note: no DML operator ran: every Slice/Concat/Pad was folded, eliminated or "
-                "left to the fallback (above), so this compares the fallback's run with the "
-                "reference, not DirectML's operators")
+        for note in caveats[len(report.notes):]:  # what "parity holds" covers
+            say(f"note: {note}")
     else:
         console.print("[yellow]nothing compared[/]: every output is a known divergence (above), "
                       "so no parity is shown")

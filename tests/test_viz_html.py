@@ -250,6 +250,33 @@ def test_parity_of_outputs_not_compared_says_nothing_was_compared() -> None:
     assert "16" not in cells and "0" not in cells
 
 
+def test_parity_where_no_dml_operator_ran_says_so_beside_its_verdict() -> None:
+    """A Slice selecting everything (eliminated) before a Relu: no DML operator runs, so
+    parity compares the fallback alone; check says so under "parity holds", the page said
+    "parity holds" alone. From the report or its JSON form."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    from dmlgraph.parity import check
+
+    params = [numpy_helper.from_array(np.array(v, np.int64), n) for n, v in (("s", [0]),
+                                                                              ("e", [9]))]
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node("Slice", ["x", "s", "e"], ["t"], name="all"),
+         helper.make_node("Relu", ["t"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])], params),
+        opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    report = check(model)
+    assert report.passed and report.compared and report.descriptors_run == 0
+    graph = load(model)
+    for parity in (report, report.to_json()):
+        (section,) = re.findall(r'<section id="parity">.*?</section>',
+                                html_report(graph, lower(graph), parity))
+        assert "No DML operator ran: every Slice/Concat/Pad was folded" in section
+    ran = html_report(*graphs(SYMMETRIC, "6_4"), check(SYMMETRIC))  # its DML operators ran
+    assert "parity holds" in ran and "No DML operator ran" not in ran
+
+
 def test_the_two_graphs_swapped_are_refused(tmp_path: Path) -> None:
     """write_viz(path, lowered, graph) drew the lowered graph as the ONNX one and the model
     as "Lowered at ?", a page with no word of the mistake."""

@@ -128,6 +128,20 @@ def _parity_row(record: Mapping[str, Any]) -> ParityRow:
     return ParityRow(str(record.get("name", "?")), verdict, tuple(cells))
 
 
+def _caveats(parity: Any) -> list[str]:
+    """``parity.parity_caveats`` of a ParityReport or its JSON form (its notes, and that no
+    DML operator ran where none did); none for a list of per-output records."""
+    from dmlgraph.parity import parity_caveats
+
+    if hasattr(parity, "to_json"):
+        parity = parity.to_json()
+    if not isinstance(parity, Mapping) or "comparisons" not in parity:
+        return []
+    return parity_caveats([str(n) for n in parity.get("notes", ())],
+                          bool(parity.get("passed")), int(parity.get("compared") or 0),
+                          int(parity.get("descriptors_run", 1)))
+
+
 def parity_sections(parity: Any) -> list[ParitySection]:
     """Accepts a ParityReport (anything with ``to_json()``), its JSON form (a dict with
     "comparisons"), or a plain list of per-output records (dicts with "name" and "passed" or
@@ -488,7 +502,7 @@ def _held_html(
     )
 
 
-def _parity_html(sections: Sequence[ParitySection]) -> str:
+def _parity_html(sections: Sequence[ParitySection], caveats: Sequence[str] = ()) -> str:
     if not sections:
         return ""
     blocks = []
@@ -513,7 +527,8 @@ def _parity_html(sections: Sequence[ParitySection]) -> str:
             f"<h3>{esc(section.title)} {verdict}</h3>{note}<table class=\"parity\"><thead><tr>"
             f"<th>output</th><th>verdict</th>{head}</tr></thead><tbody>{body}</tbody></table>"
         )
-    return f'<section id="parity"><h2>Parity</h2>{"".join(blocks)}</section>'
+    notes = "".join(f'<p class="note">{esc(sentence(c))}</p>' for c in caveats)
+    return f'<section id="parity"><h2>Parity</h2>{notes}{"".join(blocks)}</section>'
 
 
 def _legend(counts: Mapping[str, int]) -> str:
@@ -649,7 +664,7 @@ def html_report(
         f'<main class="panels">{onnx_html}{dml_html}',
         '<aside id="details"><h2>Details</h2><div id="details-body">'
         "<p>Select a node.</p></div></aside></main>",
-        _parity_html(sections),
+        _parity_html(sections, _caveats(parity)),
         f'<section id="report"><h2>Lowering report: {len(records)} ONNX nodes</h2>',
         _report_table(records, groups),
         "</section>",
