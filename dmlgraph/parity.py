@@ -762,7 +762,6 @@ class HeldOps:
     ops: Mapping[str, int]
 
 
-
 #: Said with "parity holds" where no DML operator ran (``ParityReport.caveats``).
 NO_DML_RAN = ("no DML operator ran: every Slice/Concat/Pad was folded, eliminated or left to "
               "the fallback, so this compares the fallback's run with the reference, not "

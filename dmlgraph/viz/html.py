@@ -137,9 +137,11 @@ def _caveats(parity: Any) -> list[str]:
         parity = parity.to_json()
     if not isinstance(parity, Mapping) or "comparisons" not in parity:
         return []
-    return parity_caveats([str(n) for n in parity.get("notes", ())],
-                          bool(parity.get("passed")), int(parity.get("compared") or 0),
-                          int(parity.get("descriptors_run", 1)))
+    notes, compared, ran = (parity.get(k) for k in ("notes", "compared", "descriptors_run"))
+    return parity_caveats(  # a hand-made form's fields taken only as check writes them
+        [str(n) for n in notes] if isinstance(notes, (list, tuple)) else [],
+        parity.get("passed") is True, compared if isinstance(compared, int) else 0,
+        ran if isinstance(ran, int) else 1)  # unknown: no claim that none ran
 
 
 def parity_sections(parity: Any) -> list[ParitySection]:
