@@ -57,7 +57,7 @@ from dmlgraph.dml.schema import FieldKind, FieldSpec
 from dmlgraph.dml.tensor import BufferTensorDesc
 from dmlgraph.errors import DmlgraphError
 from dmlgraph.sniff import described, is_lowered_json
-from dmlgraph.tensorio import available_memory
+from dmlgraph.tensorio import UNWEIGHED_BYTES, available_memory
 
 
 class DxDispatchError(DmlgraphError):
@@ -275,6 +275,8 @@ def _fits_in_memory(name: str, what: str, nbytes: int, held: str = "") -> None:
     (a MemoryError) or take the machine's memory. Resources read before are in memory
     already, so the free memory read here is what is left for this one. ``held``: what the
     bytes hold, when more than the resource's buffer."""
+    if nbytes < UNWEIGHED_BYTES:
+        return
     free = available_memory()
     if nbytes > free:
         needs = f"needs {nbytes} bytes ({held})" if held else f"is {nbytes} bytes"

@@ -112,7 +112,16 @@ def _fallback_error(graph: Graph, onnx_nodes: list[Node]) -> DxDispatchExportErr
     if more > 0:
         named += f" and {more} more"
     kept = [n for n in onnx_nodes if n.op_type in LOWERED_OPS]
-    if kept:  # some other level may lower them: their reports say
+    unsized = [name for name in graph.inputs if graph.tensor(name).static_shape is None]
+    sized_later = [n for n in kept if any(
+        x and graph.tensor(x).static_shape is None for x in n.inputs)]
+    if sized_later and unsized:  # lowered when they run, by the sizes that arrive
+        hint = (
+            f"{len(sized_later)} Slice/Concat/Pad node(s) read tensors of dynamic sizes, as "
+            f"graph input(s) {', '.join(map(repr, unsized))} have: give their sizes "
+            "(--input-shape NAME:D0,D1,.. or --inputs; input_shapes= in Python)"
+        )
+    elif kept:  # some other level may lower them: their reports say
         hint = (
             f"`dmlgraph lower` says why {len(kept)} Slice/Concat/Pad node(s) stayed ONNX at "
             "this feature level"

@@ -769,6 +769,19 @@ class HeldOps:
     ops: Mapping[str, int]
 
 
+#: Said with "parity holds" where no DML operator ran (``ParityReport.caveats``).
+NO_DML_RAN = ("no DML operator ran: every Slice/Concat/Pad was folded, eliminated or left to "
+              "the fallback, so this compares the fallback's run with the reference, not "
+              "DirectML's operators")
+
+
+def parity_caveats(notes: Sequence[str], passed: bool, compared: int,
+                   descriptors_run: int) -> list[str]:
+    """What a verdict says only with these: a report's notes, and where parity held over
+    outputs compared but no DML operator ran, that it compared the fallback alone."""
+    return [*notes, *([NO_DML_RAN] if passed and compared and not descriptors_run else [])]
+
+
 @dataclass(frozen=True)
 class ParityReport:
     """Everything ``check`` found: the comparisons, what lowering did with each node, the
@@ -796,6 +809,12 @@ class ParityReport:
         """How many (comparison, output) pairs were compared; 0 when every one was a known
         divergence that left nothing to compare (exit code 0 then claims nothing)."""
         return sum(o.compared for c in self.comparisons for o in c.outputs)
+
+    @property
+    def caveats(self) -> list[str]:
+        """``parity_caveats`` of this report: ``check`` prints them under its tables, the
+        HTML report in its parity section."""
+        return parity_caveats(self.notes, self.passed, self.compared, self.descriptors_run)
 
     @property
     def descriptors_run(self) -> int:

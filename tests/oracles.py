@@ -151,6 +151,22 @@ def focus_model() -> onnx.ModelProto:
     return h.make_model(graph, opset_imports=[h.make_opsetid("", 18)], ir_version=10)
 
 
+def outputs_not_made_by_nodes() -> onnx.ModelProto:
+    """x [4, 5] is a graph input and output; y = x[1:3]; w, a weight, is joined to y into z
+    and is a graph output itself."""
+    h = onnx.helper
+    params = [onnx.numpy_helper.from_array(np.array(v, np.int64), n)
+              for n, v in (("s", [1]), ("e", [3]))]
+    params.append(onnx.numpy_helper.from_array(np.ones((2, 5), np.float32), "w"))
+    nodes = [h.make_node("Slice", ["x", "s", "e"], ["y"], name="slice"),
+             h.make_node("Concat", ["y", "w"], ["z"], name="join", axis=0)]
+    graph = h.make_graph(
+        nodes, "g", [h.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [4, 5])],
+        [h.make_tensor_value_info(n, onnx.TensorProto.FLOAT, None) for n in ("x", "z", "w")],
+        params)
+    return h.make_model(graph, opset_imports=[h.make_opsetid("", 13)], ir_version=8)
+
+
 def nodes_within(model: onnx.ModelProto, names: list[str], depth: int) -> set[str]:
     """The names of the nodes ``depth`` edges or fewer (direction ignored) from the nodes
     ``names`` name, or that make or read a tensor they name: networkx over the proto's

@@ -484,6 +484,27 @@ def test_graph_with_fallback_nodes_is_refused_naming_them() -> None:
     assert "57 node(s) stay ONNX" in message and "(Conv)" in message and "and 52 more" in message
 
 
+def test_nodes_left_for_dynamic_sizes_are_refused_saying_to_size_the_inputs() -> None:
+    """A Concat of a [N, 3] and b [N, K], then a Pad: both stay ONNX, lowered when they run,
+    and the refusal sent the user to `dmlgraph lower`, whose notes then said to size them;
+    it says so itself, naming the inputs. Sized, the same model exports."""
+    pads = numpy_helper.from_array(np.array([1, 1, 1, 1], np.int64), "p")
+    graph = helper.make_graph(
+        [helper.make_node("Concat", ["a", "b"], ["y"], axis=1, name="c"),
+         helper.make_node("Pad", ["y", "p"], ["z"], mode="reflect", name="pd")], "g",
+        [helper.make_tensor_value_info("a", onnx.TensorProto.FLOAT, ["N", 3]),
+         helper.make_tensor_value_info("b", onnx.TensorProto.FLOAT, ["N", "K"])],
+        [helper.make_tensor_value_info("z", onnx.TensorProto.FLOAT, None)], [pads])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=8)
+    with pytest.raises(DxDispatchExportError) as info:
+        to_dxdispatch(lower(load(model), "6_4"))
+    message = str(info.value)
+    assert "\n" not in message and "'c' (Concat), 'pd' (Pad)" in message
+    assert "graph input(s) 'a', 'b'" in message and "--input-shape NAME:D0,D1,.." in message
+    sized = load(model, input_shapes={"a": [2, 3], "b": [2, 4]})
+    assert len(to_dxdispatch(lower(sized, "6_4"))["dispatchables"]) == 2
+
+
 def test_wrong_input_values_are_refused() -> None:
     graph, _, _ = case("slice_example1")
     lowered = lower(graph, "6_4")

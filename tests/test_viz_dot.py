@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import onnx
 import pytest
-from oracles import focus_model, nodes_within
+from oracles import focus_model, nodes_within, outputs_not_made_by_nodes
 
 from dmlgraph import load
 from dmlgraph.viz import VizError, focus_on, render_svg, to_dot, write_viz
@@ -465,6 +465,25 @@ def test_a_focus_on_a_node_simplify_merged_draws_the_node_computing_its_output()
     text = to_dot(lowered, focus=focus_on(graph, "RB", 0))
     ids = [int(i) for i in re.findall(r'^  "n(\d+)" \[', text, re.M)]
     assert [lowered.node(i).name for i in ids] == ["RB"]
+
+
+def test_a_focus_draws_the_outputs_that_are_a_drawn_input_or_constant() -> None:
+    """A graph output no node makes (an input passed through, a weight) is drawn where its
+    source is: the whole drawing drew x and w as outputs, a focus on them (or near them)
+    dropped both, as outputs "made outside the focus"."""
+    graph = load(outputs_not_made_by_nodes())
+    lowered = lower(graph)
+
+    def outputs(text: str) -> dict[str, str]:
+        """output tensor -> what the edge into its ellipse comes from, by label"""
+        labels = dict(re.findall(r'^  "(\w+)" \[.*?label=<(?:constant )?<B>(\w+)</B>', text,
+                                 re.M))
+        return {labels[o]: labels.get(src, src) for src, o in
+                re.findall(r'^  "(\w+)" -> "(output\d+)"', text, re.M)}
+
+    for focus in (None, *(focus_on(graph, name, 1) for name in ("x", "w", "join", "slice"))):
+        drawn = outputs(to_dot(lowered, focus=focus))
+        assert set(drawn) == {"x", "z", "w"} and drawn["x"] == "x" and drawn["w"] == "w"
 
 
 def test_write_viz_focus_writes_the_focused_drawing(tmp_path: Path) -> None:

@@ -19,8 +19,9 @@ from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
-from oracles import focus_model, nodes_within
+from oracles import focus_model, nodes_within, outputs_not_made_by_nodes
 
 from dmlgraph import load
 from dmlgraph.ir import Graph
@@ -125,7 +126,27 @@ def test_provenance_groups_link_an_original_node_to_what_it_became() -> None:
     became = sorted(k for k, a in drawn.items() if k.startswith("l-") and a["data-groups"] == group)
     expected = sorted(f"l-n{n.id}" for n in lowered.nodes if n.name == "bottom")
     assert became == expected and len(expected) == 4
-    assert all(drawn[k]["data-status"] == "notes" for k in became)
+    assert all(drawn[k]["data-status"] == "decomposed" for k in became)
+
+
+def test_a_decomposed_node_is_drawn_counted_and_filtered_as_decomposed() -> None:
+    """Every decomposed node has a note saying why, and a node with notes was drawn as
+    "notes" (lowered, with legalization notes): the "decomposed" filter counted 0 and hid
+    nothing, though the report's row said decomposed. At FL 1_0 padding_symmetric's
+    'bottom', 'left' and 'right' read an axis backwards: each a JOIN of SLICEs."""
+    graph, lowered = graphs(SYMMETRIC, "1_0")
+    decomposed = {r.name for r in lowered.report() if str(r.status) == "decomposed"}
+    assert decomposed == {"bottom", "left", "right"}
+    text = page(SYMMETRIC, "1_0")
+    parsed = Page(text)
+    rows = [a["data-status"] for a in parsed.all("tr") if "data-status" in a]
+    assert rows.count("decomposed") == 3
+    drawn = parsed.nodes()
+    assert {drawn[f"o-n{n.id}"]["data-status"] for n in graph.nodes
+            if n.name in decomposed} == {"decomposed"}
+    counts = dict(re.findall(r'data-status="([a-z]+)"> [a-z]+ <b>(\d+)</b>', text))
+    assert {k: int(v) for k, v in counts.items()} == {
+        status: rows.count(status) for status in STATUS_STYLES}
 
 
 def test_details_data_holds_fields_tensors_and_notes_as_sentences() -> None:
@@ -201,6 +222,59 @@ def test_parity_report_object_is_accepted() -> None:
     graph, lowered = graphs(SYMMETRIC, "6_4")
     text = html_report(graph, lowered, report)
     assert "parity holds" in text and 'class="verdict-pass"' in text
+
+
+def test_parity_of_outputs_not_compared_says_nothing_was_compared() -> None:
+    """A reflect Pad by the size or more: ONNX leaves it undefined, onnxruntime refuses it,
+    so check compares nothing ("nothing compared", exit 0). The page said "parity holds",
+    its section "pass", and gave the output 0 mismatches of 16 elements at atol 0."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    from dmlgraph.parity import check
+
+    pads = numpy_helper.from_array(np.array([0, 4, 0, 0], np.int64), "p")
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node("Pad", ["x", "p"], ["y"], mode="reflect", name="pad")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [pads]),
+        opset_imports=[helper.make_opsetid("", 18)], ir_version=8)
+    report = check(model)
+    assert report.passed and report.compared == 0
+    graph = load(model)
+    text = html_report(graph, lower(graph), report)
+    tags = [t for t in Page(text).text if t in ("parity holds", "pass", "nothing compared")]
+    assert tags == ["nothing compared", "nothing compared"]
+    (section,) = re.findall(r'<section id="parity">.*?</section>', text)
+    cells = re.findall(r"<td>([^<]*)</td>", section)
+    assert cells[:3] == ["y", "known divergence", "not compared"]
+    assert "16" not in cells and "0" not in cells
+
+
+def test_parity_where_no_dml_operator_ran_says_so_beside_its_verdict() -> None:
+    """A Slice selecting everything (eliminated) before a Relu: no DML operator runs, so
+    parity compares the fallback alone; check says so under "parity holds", the page said
+    "parity holds" alone. From the report or its JSON form."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    from dmlgraph.parity import check
+
+    params = [numpy_helper.from_array(np.array(v, np.int64), n) for n, v in (("s", [0]),
+                                                                              ("e", [9]))]
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node("Slice", ["x", "s", "e"], ["t"], name="all"),
+         helper.make_node("Relu", ["t"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])], params),
+        opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    report = check(model)
+    assert report.passed and report.compared and report.descriptors_run == 0
+    graph = load(model)
+    for parity in (report, report.to_json()):
+        (section,) = re.findall(r'<section id="parity">.*?</section>',
+                                html_report(graph, lower(graph), parity))
+        assert "No DML operator ran: every Slice/Concat/Pad was folded" in section
+    ran = html_report(*graphs(SYMMETRIC, "6_4"), check(SYMMETRIC))  # its DML operators ran
+    assert "parity holds" in ran and "No DML operator ran" not in ran
 
 
 def test_the_two_graphs_swapped_are_refused(tmp_path: Path) -> None:
@@ -529,3 +603,18 @@ def test_a_focus_selected_in_another_graph_is_refused() -> None:
     with pytest.raises(VizError, match="the focus was selected in a graph of 6 nodes, not in "
                                         "original \\(13\\)"):
         html_report(graph, lowered, focus=focus_on(other, "bottom"))
+
+
+def test_a_focused_panel_draws_the_outputs_that_are_a_drawn_input_or_constant() -> None:
+    """x, a graph input, and w, a weight, are graph outputs too: the whole page drew both in
+    each panel; a focus on the nodes reading them dropped w, as made outside the focus."""
+    graph = load(outputs_not_made_by_nodes())
+    lowered = lower(graph)
+    for focus in (None, "x", "w", "join", "slice"):
+        text = html_report(graph, lowered) if focus is None else html_report(
+            graph, lowered, focus=focus_on(graph, focus, 1))
+        details = json.loads(next(body for a, body in Page(text).scripts
+                                  if a.get("id") == "details-data"))
+        for panel in "ol":
+            drawn = {d["title"] for k, d in details.items() if k.startswith(f"{panel}-out")}
+            assert drawn == {"graph output x", "graph output z", "graph output w"}, focus

@@ -19,7 +19,7 @@ from dmlgraph.dml.enums import FeatureLevel
 from dmlgraph.dml.operators import OperatorDesc
 from dmlgraph.dml.tensor import BufferTensorDesc
 from dmlgraph.errors import DmlgraphError, as_array, counted
-from dmlgraph.tensorio import available_memory, bytes_text, native_order
+from dmlgraph.tensorio import UNWEIGHED_BYTES, available_memory, bytes_text, native_order
 
 
 class ExecutionError(DmlgraphError):
@@ -153,6 +153,8 @@ def _refuse_beyond_memory(desc: OperatorDesc, bound: np.ndarray | None) -> None:
     needed = output.element_count * itemsize
     if not output.is_packed and bound is None:
         needed += output.total_tensor_size_in_bytes // itemsize * itemsize
+    if needed < UNWEIGHED_BYTES:
+        return
     free = available_memory()
     if needed > free:
         fresh = (

@@ -36,8 +36,9 @@ class StatusStyle:
     legend: str
 
 
-#: Drawing status -> style. The report's statuses, with "notes" split off from "lowered" and
-#: "decomposed" so legalization that changed something stands out.
+#: Drawing status -> style. The report's statuses, with "notes" split off from "lowered" so
+#: legalization that changed something stands out (not from "decomposed": every decomposed
+#: node has a note saying why, so "decomposed" was never drawn and its filter counted 0).
 STATUS_STYLES: Mapping[str, StatusStyle] = {
     "lowered": StatusStyle("#c8e6c9", "#2e7d32", False, "lowered to one DML operator"),
     "decomposed": StatusStyle("#b2dfdb", "#00695c", False, "lowered to several DML operators"),
@@ -229,6 +230,14 @@ def never_lowered(graph: Graph, records: Sequence[Any]) -> bool:
         isinstance(node.op, OperatorDesc) for node in graph.nodes)
 
 
+def drawn_status(status: str, has_notes: bool) -> str:
+    """The drawing status of a report status: "notes" for a node lowered to one operator
+    with notes, the status itself where it is drawn, else "fallback"."""
+    if status == "lowered" and has_notes:
+        return "notes"
+    return status if status in STATUS_STYLES else "fallback"
+
+
 def status_for(record: Any | None, *, is_dml: bool, has_notes: bool) -> str:
     """The drawing status of a node whose original node has ``record`` in the report."""
     if record is None:
@@ -236,9 +245,7 @@ def status_for(record: Any | None, *, is_dml: bool, has_notes: bool) -> str:
     status = str(record.status)
     if not is_dml and status in ("lowered", "decomposed"):
         return "fallback"  # an ONNX node of a graph that has a report runs on the fallback
-    if status in ("lowered", "decomposed") and (has_notes or record.notes):
-        return "notes"
-    return status if status in STATUS_STYLES else "fallback"
+    return drawn_status(status, has_notes or bool(record.notes))
 
 
 def group_key(op_type: str, name: str, node_id: int | None = None) -> str:
@@ -264,10 +271,7 @@ def describe_node(
     is_dml = isinstance(node.op, OperatorDesc)
     notes = tuple(dict.fromkeys([*node.notes, *(record.notes if record is not None else ())]))
     if original and record is not None:
-        status = str(record.status)
-        if status in ("lowered", "decomposed") and record.notes:
-            status = "notes"
-        status = status if status in STATUS_STYLES else "fallback"
+        status = drawn_status(str(record.status), bool(record.notes))
     elif original:
         status = "fallback"
     else:

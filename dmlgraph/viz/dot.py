@@ -16,7 +16,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import textwrap
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -150,6 +150,12 @@ def _legend(used: Sequence[str]) -> str:
     )
 
 
+def focus_shows(graph: Graph, name: str, kept: Collection[int]) -> bool:
+    """Whether a focus keeping the nodes ``kept`` draws ``name``, a graph input or a
+    constant (or a graph output that is one): where a node it keeps reads it."""
+    return any(node.id in kept for node, _ in graph.consumers(name))
+
+
 def to_dot(
     graph: Graph, records: Sequence[Any] | None = None, *, title: str | None = None,
     focus: Focus | None = None,
@@ -263,7 +269,7 @@ def to_dot(
 
     drawn_stubs: set[tuple[str, str]] = set()
     for name in graph.inputs:
-        if kept is None or any(node.id in kept for node, _ in graph.consumers(name)):
+        if kept is None or focus_shows(graph, name, kept):
             node_lines.append(tensor_node("input", name))
     for view in views:
         node = graph.node(view.node_id)
@@ -285,8 +291,8 @@ def to_dot(
         if kept is not None:
             cut_lines(node, len(inputs))
     for name in dict.fromkeys(graph.outputs):
-        if kept is not None and name not in producers:
-            continue  # made outside the focus (or by no node)
+        if kept is not None and name not in producers and not focus_shows(graph, name, kept):
+            continue  # made outside the focus
         node_lines.append(tensor_node("output", name))
         source = source_of(name)
         if source is not None:

@@ -36,6 +36,7 @@ from dmlgraph.viz.describe import (
     NodeView,
     describe_graph,
     display_name,
+    drawn_status,
     record_group,
     report_of,
     sentence,
@@ -43,7 +44,7 @@ from dmlgraph.viz.describe import (
     tensor_text,
 )
 from dmlgraph.printable import visible
-from dmlgraph.viz.dot import VizError, check_focus, check_pair
+from dmlgraph.viz.dot import VizError, check_focus, check_pair, focus_shows
 from dmlgraph.viz.focus import (
     Focus,
     cut_edges,
@@ -71,6 +72,7 @@ class ParityRow:
     name: str
     verdict: str  # "pass", "fail", "known divergence", ...
     cells: tuple[tuple[str, str], ...]
+    compared: bool = True  # False: a known divergence the reference could not compute
 
 
 @dataclass(frozen=True)
@@ -79,6 +81,12 @@ class ParitySection:
     passed: bool | None
     rows: tuple[ParityRow, ...]
     note: str = ""
+
+    @property
+    def compared(self) -> bool:
+        """Whether any output was compared: none was, "pass" said parity held over nothing
+        (``check`` says "nothing compared")."""
+        return any(row.compared for row in self.rows)
 
 
 _PARITY_COLUMNS = (
@@ -101,6 +109,10 @@ def _parity_row(record: Mapping[str, Any]) -> ParityRow:
         verdict = "pass" if record["passed"] else "fail"
     else:
         verdict = "-"
+    if record.get("compared") is False:  # its counts and tolerances are of no comparison
+        message = str(record.get("message") or "")
+        cells = [("mismatches", "not compared")] + ([("message", message)] if message else [])
+        return ParityRow(str(record.get("name", "?")), verdict, tuple(cells), compared=False)
     cells = []
     for key, label in _PARITY_COLUMNS:
         value = record.get(key)
@@ -114,6 +126,22 @@ def _parity_row(record: Mapping[str, Any]) -> ParityRow:
             text = f"{value:.3g}" if isinstance(value, float) else str(value)
         cells.append((label, text))
     return ParityRow(str(record.get("name", "?")), verdict, tuple(cells))
+
+
+def _caveats(parity: Any) -> list[str]:
+    """``parity.parity_caveats`` of a ParityReport or its JSON form (its notes, and that no
+    DML operator ran where none did); none for a list of per-output records."""
+    from dmlgraph.parity import parity_caveats
+
+    if hasattr(parity, "to_json"):
+        parity = parity.to_json()
+    if not isinstance(parity, Mapping) or "comparisons" not in parity:
+        return []
+    notes, compared, ran = (parity.get(k) for k in ("notes", "compared", "descriptors_run"))
+    return parity_caveats(  # a hand-made form's fields taken only as check writes them
+        [str(n) for n in notes] if isinstance(notes, (list, tuple)) else [],
+        parity.get("passed") is True, compared if isinstance(compared, int) else 0,
+        ran if isinstance(ran, int) else 1)  # unknown: no claim that none ran
 
 
 def parity_sections(parity: Any) -> list[ParitySection]:
@@ -190,7 +218,7 @@ def _build_panel(
     details: dict[str, dict[str, Any]] = {}
     producer: dict[str, str] = {}
     for i, name in enumerate(graph.inputs):
-        if kept is not None and not any(n.id in kept for n, _ in graph.consumers(name)):
+        if kept is not None and not focus_shows(graph, name, kept):
             continue
         key = f"{prefix}-in{i}"
         info = graph.tensor(name)
@@ -237,8 +265,8 @@ def _build_panel(
         items += after
         edges += cut
     for i, name in enumerate(dict.fromkeys(graph.outputs)):
-        if kept is not None and name not in producer:
-            continue  # made outside the focus (or by no node)
+        if kept is not None and name not in producer and not focus_shows(graph, name, kept):
+            continue  # made outside the focus
         key = f"{prefix}-out{i}"
         verdict = verdicts.get(name, "")
         flags = (f"verdict-{verdict.replace(' ', '-')}",) if verdict else ()
@@ -405,7 +433,7 @@ def _report_table(records: Sequence[Any], groups: dict[str, str]) -> str:
     rows = []
     for record in records:
         status = str(record.status)
-        shown = "notes" if status in ("lowered", "decomposed") and record.notes else status
+        shown = drawn_status(status, bool(record.notes))
         group = groups.get(record_group(record), "")
         notes = "".join(f"<li>{esc(sentence(n))}</li>" for n in record.notes)
         target = " target-fallback" if status == "fallback" and record.op_type in \
@@ -476,13 +504,14 @@ def _held_html(
     )
 
 
-def _parity_html(sections: Sequence[ParitySection]) -> str:
+def _parity_html(sections: Sequence[ParitySection], caveats: Sequence[str] = ()) -> str:
     if not sections:
         return ""
     blocks = []
     for section in sections:
         verdict = (
             "" if section.passed is None
+            else NOTHING_COMPARED_TAG if section.passed and not section.compared
             else '<span class="tag verdict-pass">pass</span>' if section.passed
             else '<span class="tag verdict-fail">fail</span>'
         )
@@ -500,7 +529,8 @@ def _parity_html(sections: Sequence[ParitySection]) -> str:
             f"<h3>{esc(section.title)} {verdict}</h3>{note}<table class=\"parity\"><thead><tr>"
             f"<th>output</th><th>verdict</th>{head}</tr></thead><tbody>{body}</tbody></table>"
         )
-    return f'<section id="parity"><h2>Parity</h2>{"".join(blocks)}</section>'
+    notes = "".join(f'<p class="note">{esc(sentence(c))}</p>' for c in caveats)
+    return f'<section id="parity"><h2>Parity</h2>{notes}{"".join(blocks)}</section>'
 
 
 def _legend(counts: Mapping[str, int]) -> str:
@@ -536,6 +566,9 @@ def _json_script(data: Any) -> str:
     return f'<script type="application/json" id="details-data">{text}</script>'
 
 
+#: The verdict of parity where every output was a known divergence, not compared: as
+#: ``check`` says it, not "pass" over no element.
+NOTHING_COMPARED_TAG = '<span class="tag verdict-known-divergence">nothing compared</span>'
 #: Verdict words of a failed output (records from ``passed: False`` read "False").
 FAILING = ("fail", "False")
 
@@ -595,19 +628,15 @@ def html_report(
     )
     counts = status_counts(records)
     shown_counts = dict(counts)
-    with_notes = sum(
-        1 for r in records if str(r.status) in ("lowered", "decomposed") and r.notes
-    )
+    with_notes = sum(1 for r in records if drawn_status(str(r.status), bool(r.notes)) == "notes")
     if with_notes:
         shown_counts["notes"] = with_notes
-        for r in records:
-            if str(r.status) in ("lowered", "decomposed") and r.notes:
-                shown_counts[str(r.status)] -= 1
+        shown_counts["lowered"] -= with_notes
     name = title or display_name(original)
     overall = ""
     if sections:
         ok = all(s.passed is not False for s in sections)
-        overall = (
+        overall = NOTHING_COMPARED_TAG if ok and not any(s.compared for s in sections) else (
             f'<span class="tag verdict-{"pass" if ok else "fail"}">'
             f'parity {"holds" if ok else "FAILS"}</span>'
         )
@@ -637,7 +666,7 @@ def html_report(
         f'<main class="panels">{onnx_html}{dml_html}',
         '<aside id="details"><h2>Details</h2><div id="details-body">'
         "<p>Select a node.</p></div></aside></main>",
-        _parity_html(sections),
+        _parity_html(sections, _caveats(parity)),
         f'<section id="report"><h2>Lowering report: {len(records)} ONNX nodes</h2>',
         _report_table(records, groups),
         "</section>",
