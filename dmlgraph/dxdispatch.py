@@ -246,6 +246,8 @@ def _parse_resource(name: str, spec: Any) -> Resource:
             values = _initial_values(name, spec, data_type)
     except (TypeError, ValueError, OverflowError) as exc:
         raise DxDispatchError(f"resource '{name}': initialValues: {exc}") from None
+    except MemoryError:  # past _fits_in_memory: a limit on the process, or memory gone since
+        raise _out_of_memory(name, "its initialValues") from None
     offset = _uint(spec.get("initialValuesOffsetInBytes", 0), f"resource '{name}'",
                    "initialValuesOffsetInBytes")
     nbytes = values.nbytes
@@ -259,7 +261,10 @@ def _parse_resource(name: str, spec: Any) -> Resource:
     if size > _UINT64_MAX:  # DxDispatch reads it as a UINT64
         raise DxDispatchError(f"resource '{name}': sizeInBytes {size} is beyond UINT64")
     _fits_in_memory(name, f"sizeInBytes {size}", size)
-    data = bytearray(size)  # zero-filled, so the next resource's check sees it taken
+    try:
+        data = bytearray(size)  # zero-filled, so the next resource's check sees it taken
+    except MemoryError:
+        raise _out_of_memory(name, f"sizeInBytes {size}") from None
     # written through a view of the buffer: assigning a memoryview of the values to a slice of
     # the bytearray copies them first (3 copies held at once; measured: 200 MB of values
     # peaked at 570 MB)
@@ -282,6 +287,32 @@ def _fits_in_memory(name: str, what: str, nbytes: int, held: str = "") -> None:
             f"resource '{name}': {what} {needs}, more memory than this machine has "
             f"free ({free:.0f} bytes)"
         )
+
+
+#: JSON's names of the values ``parse_json`` makes, by Python type: a message says what the
+#: file holds ("a JSON null"), not the reader's types ("NoneType", "_JsonObject"). bool first:
+#: True is an int too.
+_JSON_TYPES: tuple[tuple[type, str], ...] = (
+    (bool, "boolean"), (dict, "object"), (list, "array"), (str, "string"),
+    (int, "number"), (float, "number"), (type(None), "null"),
+)
+
+
+def json_type(value: object) -> str:
+    """The JSON type of a parsed value, as JSON names it."""
+    return next((name for kind, name in _JSON_TYPES if isinstance(value, kind)),
+                type(value).__name__)
+
+
+def _out_of_memory(name: str, what: str) -> DxDispatchError:
+    """A resource whose allocation failed although ``_fits_in_memory`` let it through: the
+    process may use less than the machine has free (a ulimit, a container's cgroup, which
+    MemAvailable does not show). Said of the resource, not as "out of memory (Unable to
+    allocate 8.00 GiB for an array with shape (2147483648,))", which named none."""
+    return DxDispatchError(
+        f"resource '{name}': out of memory allocating {what} (this process may use less memory "
+        "than the machine has free: a ulimit or a container's limit)"
+    )
 
 
 def _uint(value: object, where: str, field_name: str) -> int:
@@ -460,7 +491,7 @@ def _read_model(doc: Any, source: str) -> DxDispatchModel:
             raise DxDispatchError(f"the model has no '{key}'")
         if not isinstance(doc[key], container):
             raise DxDispatchError(
-                f"the model's '{key}' is a JSON {type(doc[key]).__name__}, not an "
+                f"the model's '{key}' is a JSON {json_type(doc[key])}, not an "
                 f"{'object' if container is dict else 'array'}"
             )
     resources = {
@@ -471,7 +502,7 @@ def _read_model(doc: Any, source: str) -> DxDispatchModel:
     for name, spec in members(doc["dispatchables"]).items():
         if not isinstance(spec, dict):
             raise DxDispatchError(
-                f"dispatchable '{name}' is a JSON {type(spec).__name__}, not an object"
+                f"dispatchable '{name}' is a JSON {json_type(spec)}, not an object"
             )
         kind = str(spec.get("type", "")).lower()
         if kind in ("hlsl", "onnx", "dmlserializedgraph"):
@@ -783,6 +814,12 @@ def _check_commands(
                 f"command {index}: writeFile is not run here (no file is written from a model; "
                 "`dmlgraph dxdispatch MODEL -o OUT.npz` saves every resource)"
             )
+        if not isinstance(command, dict):  # was "unknown command type None"
+            raise DxDispatchError(
+                f"command {index} is a JSON {json_type(command)}, not an object"
+            )
+        if "type" not in command:
+            raise DxDispatchError(f"command {index} has no \"type\" (dispatch or print)")
         if kind not in ("dispatch", "print"):
             raise DxDispatchError(f"command {index}: unknown command type {kind!r}")
         _known_fields(command, kind, f"command {index}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -373,10 +374,22 @@ def test_a_binding_smaller_than_its_tensors_total_size_is_refused(tmp_path, caps
 
 
 @pytest.mark.parametrize("edit, message", [
-    (lambda m: m.update(resources=[]), "'resources' is a JSON list, not an object"),
-    (lambda m: m.update(dispatchables=[]), "'dispatchables' is a JSON list, not an object"),
-    (lambda m: m["dispatchables"].update(s=[1]), "dispatchable 's' is a JSON list, not an "
+    (lambda m: m.update(resources=[]), "'resources' is a JSON array, not an object"),
+    (lambda m: m.update(dispatchables=[]), "'dispatchables' is a JSON array, not an object"),
+    (lambda m: m["dispatchables"].update(s=[1]), "dispatchable 's' is a JSON array, not an "
      "object"),  # was "dispatchable 's': dispatchable: = [1]", a field without a name
+    # JSON's names of what the file holds, not Python's (json_fuzz: "a JSON NoneType", "a
+    # JSON _JsonObject", "a JSON int")
+    (lambda m: m.update(resources=None), "'resources' is a JSON null, not an object"),
+    (lambda m: m.update(commands={}), "'commands' is a JSON object, not an array"),
+    (lambda m: m.update(commands=1), "'commands' is a JSON number, not an array"),
+    (lambda m: m.update(commands=True), "'commands' is a JSON boolean, not an array"),
+    (lambda m: m["dispatchables"].update(s="SLICE"), "dispatchable 's' is a JSON string, not "
+     "an object"),
+    # was "unknown command type None", for a command of no type and one not an object
+    (lambda m: m["commands"][1].pop("type"), "command 1 has no \"type\" (dispatch or print)"),
+    (lambda m: m["commands"].append(None), "command 2 is a JSON null, not an object"),
+    (lambda m: m["commands"].append(["print"]), "command 2 is a JSON array, not an object"),
     (lambda m: m["dispatchables"]["s"].update(type=" SLICE"), "unsupported operator"),
     (lambda m: m["dispatchables"]["s"]["desc"]["InputTensor"].update(DataType=" FLOAT32 "),
      "an enum name is written without spaces around it"),
@@ -784,3 +797,33 @@ def test_an_error_naming_a_models_text_shows_its_control_codes(tmp_path, capsys)
     code, out, err = _run_text(tmp_path, json.dumps(model), capsys)
     assert (code, out) == (2, "") and err.count("\n") == 1
     assert "binds unknown resource 'no\\x1b[31mpe\\u202e'" in err and "\x1b" not in err
+
+
+_UNDER_A_MEMORY_LIMIT = """
+import resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+from dmlgraph.cli import main
+sys.exit(main(["dxdispatch", sys.argv[1]]))
+"""
+
+
+@pytest.mark.parametrize("edit, what", [
+    (lambda m: m["resources"]["in"].update(initialValues={"value": 1, "valueCount": 2**29}),
+     "resource 'in'"),
+    (lambda m: m["resources"]["out"].update(sizeInBytes=2**31), "resource 'out'"),
+])
+def test_a_resource_past_the_process_memory_limit_is_named(tmp_path, edit, what) -> None:
+    """A process limited below the machine's free memory (a ulimit, a container) passed the
+    free-memory check and failed allocating: "out of memory (Unable to allocate 2.00 GiB for
+    an array with shape (536870912,) ...)", naming no resource (json_fuzz, under RLIMIT_AS).
+    On a machine with less free memory, the check names it first."""
+    model = _slice_model([1, 2, 3, 4])
+    edit(model)
+    path = tmp_path / "model.json"
+    path.write_text(json.dumps(model))
+    root = Path(__file__).parent.parent
+    done = subprocess.run([sys.executable, "-c", _UNDER_A_MEMORY_LIMIT, str(path)],
+                          capture_output=True, text=True, cwd=root, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(root)})
+    assert done.returncode == 2 and done.stdout == "", done.stderr
+    assert done.stderr.count("\n") == 1 and what in done.stderr, done.stderr
