@@ -252,6 +252,24 @@ def test_bad_fields_name_the_path(edit, field, rule) -> None:
     assert rule in str(info.value)
 
 
+@pytest.mark.parametrize("edit, field", [
+    (lambda b, big: b.update(Offsets=big), "Offsets"),
+    (lambda b, big: b["InputTensor"].update(Sizes={"n": big}), "InputTensor.Sizes"),
+    (lambda b, big: b["InputTensor"].update(DataType=str(big)), "InputTensor.DataType"),
+])
+def test_a_huge_value_is_shown_by_its_start_and_length(edit, field) -> None:
+    """The message shows 200 characters of a value and its length; the error keeps the value.
+    200000 offsets were a message of 1.5 MB (json_fuzz: a value misplaced whole)."""
+    body = _slice_body()
+    big = list(range(200000))
+    edit(body, big)
+    with pytest.raises(DmlValidationError) as info:  # 200000 offsets: read, then refused
+        operator_from_json({"type": "SLICE", "desc": body}).validate()
+    message = str(info.value)
+    assert info.value.field == field and len(message) < 1000, message[:1000]
+    assert f"{field} = " in message and "characters)" in message
+
+
 @pytest.mark.parametrize("desc", SAMPLES, ids=lambda d: d.name)
 def test_a_count_field_left_out_is_refused(desc) -> None:
     """DML_SPEC.md section 6: "DimensionCount/InputCount are required" in DxDispatch's JSON,

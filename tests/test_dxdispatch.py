@@ -827,3 +827,24 @@ def test_a_resource_past_the_process_memory_limit_is_named(tmp_path, edit, what)
                           env={**os.environ, "PYTHONPATH": str(root)})
     assert done.returncode == 2 and done.stdout == "", done.stderr
     assert done.stderr.count("\n") == 1 and what in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("edit, where", [
+    (lambda m, big: m["dispatchables"]["s"]["desc"].update(Offsets=big), "Offsets = [0, 1, 2"),
+    (lambda m, big: m["commands"][0].update(type=big), "command 0: unknown command type [0, 1"),
+    (lambda m, big: m["commands"][0]["bindings"].update(OutputTensor=big),
+     "bind point 'OutputTensor': a binding is a resource name or an object with a \"name\", "
+     "not [0, 1"),
+    (lambda m, big: m["resources"]["in"].update(sizeInBytes=big), "sizeInBytes [0, 1, 2"),
+    (lambda m, big: m["resources"]["in"].update(initialValuesDataType=str(big)),
+     "initialValuesDataType = '[0, 1, 2"),
+])
+def test_a_huge_misplaced_value_is_shown_cut(tmp_path, capsys, edit, where) -> None:
+    """A value is shown in a message by its first characters and its length: 200000 offsets
+    (or a desc under "type") were printed whole, an error line of 1.5 MB (json_fuzz)."""
+    model = _slice_model([1, 2, 3, 4])
+    edit(model, list(range(200000)))
+    code, out, err = _run_text(tmp_path, json.dumps(model), capsys)
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert where in err and re.search(r"\.\.\. \(148889\d characters\)", err), err[:1000]
+    assert len(err) < 1000, err[:1000]  # the repr of a string has its quotes too
