@@ -848,3 +848,19 @@ def test_a_huge_misplaced_value_is_shown_cut(tmp_path, capsys, edit, where) -> N
     assert code == 2 and out == "" and err.count("\n") == 1
     assert where in err and re.search(r"\.\.\. \(148889\d characters\)", err), err[:1000]
     assert len(err) < 1000, err[:1000]  # the repr of a string has its quotes too
+
+
+def test_a_resource_name_with_a_nul_is_refused_saving_not_saved_cut(tmp_path, capsys) -> None:
+    """zipfile ends a member's name at a NUL: resource "x\\0y" was saved as "x" (and "x\\0a"
+    and "x\\0b" would both have been "x"); json_fuzz's oracle found no "x\\0y" in the .npz."""
+    model = _slice_model([1, 2, 3, 4])
+    model["resources"]["x\0y"] = model["resources"].pop("out")
+    model["commands"][0]["bindings"]["OutputTensor"] = "x\0y"
+    model["commands"][1]["resource"] = "x\0y"
+    path = tmp_path / "model.json"
+    path.write_text(json.dumps(model))
+    out = tmp_path / "res.npz"
+    assert main(["dxdispatch", str(path), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "tensor 'x\\x00y' has a NUL in its name" in err, err
+    assert "read back as 'x'" in err and not out.exists()
