@@ -906,6 +906,10 @@ def npz_name(path: str | os.PathLike[str]) -> Path:
     return target if is_npz(target) else target.with_name(target.name + ".npz")
 
 
+#: A lone surrogate: a JSON escape ("\ud800") reads as one, and UTF-8 cannot encode it.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def save_npz(path: str | os.PathLike[str], arrays: Mapping[str, np.ndarray]) -> Path:
     """``np.savez`` by name, for any names (``np.savez(path, **arrays)`` takes a tensor named
     ``file`` or ``allow_pickle`` for its own argument), ``.npz`` added to a path without it,
@@ -917,6 +921,12 @@ def save_npz(path: str | os.PathLike[str], arrays: Mapping[str, np.ndarray]) -> 
     except TensorIOError as exc:
         raise TensorIOError(f"{target}: {exc}") from None
     for name in stored:
+        if not name.isprintable() and _SURROGATE.search(name):  # "\ud800" of a JSON file
+            raise TensorIOError(  # zipfile failed encoding it: a traceback, or half a file
+                f"{target}: tensor {shown(name)} has a name holding a lone surrogate, which no "
+                "UTF-8 text (a zip member's name) holds; rename it, or (dmlgraph run -o) write "
+                "a test-data folder"
+            )
         if "\0" in name:  # zipfile ends a member's name at a NUL: "x\0y" was saved as "x"
             raise TensorIOError(
                 f"{target}: tensor {shown(name)} has a NUL in its name, where a zip member's "

@@ -864,3 +864,19 @@ def test_a_resource_name_with_a_nul_is_refused_saving_not_saved_cut(tmp_path, ca
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "tensor 'x\\x00y' has a NUL in its name" in err, err
     assert "read back as 'x'" in err and not out.exists()
+
+
+def test_a_resource_name_with_a_lone_surrogate_is_refused_saving(tmp_path, capsys) -> None:
+    """JSON's "\\ud800" reads as a lone surrogate, which zipfile could not encode as a
+    member's name: a UnicodeEncodeError's traceback, exit 1 (json_fuzz)."""
+    model = _slice_model([1, 2, 3, 4])
+    model["resources"]["\ud800"] = model["resources"].pop("out")
+    model["commands"][0]["bindings"]["OutputTensor"] = "\ud800"
+    model["commands"][1]["resource"] = "\ud800"
+    path = tmp_path / "model.json"
+    path.write_text(json.dumps(model))  # ASCII: the escape "\ud800" as JSON writes it
+    out = tmp_path / "res.npz"
+    assert main(["dxdispatch", str(path), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "has a name holding a lone surrogate" in err, err
+    assert "Traceback" not in err and not out.exists()
