@@ -245,7 +245,10 @@ def _parse_resource(name: str, spec: Any) -> Resource:
             f"buffer of {', '.join(t.name for t in INITIAL_VALUE_TYPES)} values only"
         )
     try:
-        with np.errstate(over="ignore"):  # 1e300 is inf in a float, as in DxDispatch
+        # 1e300 is inf in a float, and inf + -inf a NaN, as in DxDispatch: NumPy's warnings of
+        # them were printed above the command's output ("RuntimeWarning: invalid value
+        # encountered in accumulate", with a line of NumPy's source)
+        with np.errstate(over="ignore", invalid="ignore"):
             values = _initial_values(name, spec, data_type)
     except (TypeError, ValueError, OverflowError) as exc:
         raise DxDispatchError(f"resource '{name}': initialValues: {exc}") from None
