@@ -454,6 +454,14 @@ _EXACT_DECODER = json.JSONDecoder(
 )
 
 
+#: Python's reasons for a byte UTF-8 refuses, as a message says them.
+_UTF8_REASONS: Mapping[str, str] = {
+    "invalid start byte": "starts no UTF-8 character",
+    "invalid continuation byte": "starts a UTF-8 character the next byte does not continue",
+    "unexpected end of data": "starts a UTF-8 character the file ends in",
+}
+
+
 def load_model(source: str | Path | dict[str, Any]) -> DxDispatchModel:
     """Read a DxDispatch model from a path or an already parsed dict."""
     if isinstance(source, dict):
@@ -478,6 +486,12 @@ def load_model(source: str | Path | dict[str, Any]) -> DxDispatchModel:
             raise DxDispatchError(
                 f"{source}: starts with a UTF-8 byte-order mark, which DxDispatch refuses (its "
                 "RapidJSON parses the file's bytes as they are); save it without one"
+            ) from None
+        if isinstance(exc, UnicodeDecodeError):  # was Python's "'utf-8' codec can't decode"
+            line = raw.count(b"\n", 0, exc.start) + 1
+            raise DxDispatchError(
+                f"{source}: is not UTF-8 text: byte 0x{raw[exc.start]:02x} at offset "
+                f"{exc.start} (line {line}) {_UTF8_REASONS.get(exc.reason, exc.reason)}"
             ) from None
         raise DxDispatchError(f"{source}: cannot read a JSON model: {exc}") from None
     if is_lowered_json(raw):  # `lower -o`'s: said as what it is, not by a field it lacks

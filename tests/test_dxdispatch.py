@@ -908,3 +908,20 @@ def test_a_float16_initial_value_past_float_is_inf_as_dxdispatch_makes_it(tmp_pa
     model = _slice_model(values, "FLOAT16")
     assert _run_text(tmp_path, json.dumps(model), capsys) == (0, f"Resource 'out': {printed}\n",
                                                                "")
+
+
+@pytest.mark.parametrize("text, said", [
+    (b'{"resources": {"A\xff": 1}}', "byte 0xff at offset 17 (line 1) starts no UTF-8 character"),
+    (b'{"resources": {\n"A\xc3": 1}}', "byte 0xc3 at offset 18 (line 2) starts a UTF-8 "
+     "character the next byte does not continue"),
+    (b'{"resources": {"A\xe2\x82', "byte 0xe2 at offset 17 (line 1) starts a UTF-8 character "
+     "the file ends in"),
+])
+def test_a_model_that_is_not_utf8_says_where(tmp_path, capsys, text, said) -> None:
+    """It was Python's "cannot read a JSON model: 'utf-8' codec can't decode byte 0xff in
+    position 17: invalid start byte" (json_fuzz)."""
+    path = tmp_path / "model.json"
+    path.write_bytes(text)
+    assert main(["dxdispatch", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"dmlgraph: error: {path}: is not UTF-8 text: {said}\n"

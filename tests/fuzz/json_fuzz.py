@@ -1099,7 +1099,7 @@ def findings_of(result: dict[str, Any], kind: str) -> list[str]:
         out.append("hang (> 10 s)")
     if result.get("crash"):
         out.append(f"child died: {result['crash']}")
-    if result.get("rss_kb", 0) > RSS_LIMIT_KB:
+    if result.get("rss_kb", 0) > RSS_LIMIT_KB + result.get("declared", 0) // 1024:
         out.append(f"memory: {result['rss_kb'] // 1024} MB resident")
     code = result.get("code")
     err = result.get("stderr", "")
@@ -1131,6 +1131,25 @@ def findings_of(result: dict[str, Any], kind: str) -> list[str]:
     return out
 
 
+def declared_bytes(data: bytes) -> int:
+    """The bytes a DxDispatch model's resources ask for (sizeInBytes, and a valueCount's values
+    twice over, at 8 bytes each): memory it may take rightly. Read with comments, as
+    dmlgraph reads it (an estimate, not an oracle)."""
+    from dmlgraph.dxdispatch import parse_json
+
+    try:
+        resources = parse_json(data.decode())["resources"]
+        total = 0
+        for spec in resources.values():
+            size = spec.get("sizeInBytes", 0)
+            init = spec.get("initialValues")
+            count = init.get("valueCount", 0) if isinstance(init, dict) else 0
+            total += (size if type(size) is int else 0) + (count if type(count) is int else 0) * 16
+        return max(total, 0)
+    except (ValueError, TypeError, KeyError, AttributeError, RecursionError):
+        return 0
+
+
 def normalized(message: str) -> str:
     """A message with its numbers and quoted names blanked, to count distinct ones."""
     message = re.sub(r"'[^']*'", "'_'", message)
@@ -1146,6 +1165,7 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="the two examples as corpus")
     parser.add_argument("--kind", choices=("dx", "desc", "both"), default="both")
     args = parser.parse_args()
+    sys.stdout.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]  # surrogates
 
     # everything a child needs, imported before the first fork
     import backends.numpy  # noqa: F401
@@ -1175,6 +1195,7 @@ def main() -> int:
                 counts["mutation not made"] += 1
                 continue
             result = run_case(entry["kind"], data, level, strict, case, work)
+            result["declared"] = declared_bytes(data)
             counts["run"] += 1
             counts[f"exit {result.get('code')}"] += 1
             oracle = result.get("oracle", "")
@@ -1193,13 +1214,14 @@ def main() -> int:
                 counts["findings"] += 1
                 stem = FINDINGS / f"json_{args.seed}_{case}"
                 stem.with_suffix(".json").write_bytes(data)
-                stem.with_suffix(".txt").write_text(
+                stem.with_suffix(".txt").write_text(errors="backslashreplace", data=
                     f"source {entry['name']} level {level} kind {entry['kind']}\n"
                     + "\n".join(found) + "\n\n" + result.get("stderr", ""))
                 print(f"case {case} ({entry['name']}, {level}): {found[0][:300]}", flush=True)
             case += 1
         print(dict(counts), flush=True)
-        with open(FINDINGS / f"json_{args.seed}_messages.txt", "w") as f:
+        with open(FINDINGS / f"json_{args.seed}_messages.txt", "w",
+                  errors="backslashreplace") as f:
             for key, n in messages.most_common():
                 f.write(f"{n:6d}  {examples[key]}\n")
     return 0
