@@ -55,7 +55,7 @@ from dmlgraph.dml.jsonio import (
 from dmlgraph.dml.operators import OperatorDesc
 from dmlgraph.dml.schema import FieldKind, FieldSpec
 from dmlgraph.dml.tensor import BufferTensorDesc
-from dmlgraph.errors import DmlgraphError
+from dmlgraph.errors import DmlgraphError, cut, shown
 from dmlgraph.sniff import described, is_lowered_json
 from dmlgraph.tensorio import UNWEIGHED_BYTES, available_memory
 
@@ -117,7 +117,7 @@ def _known_fields(value: dict[str, Any], kind: str, where: str) -> None:
     unknown = sorted(set(value) - allowed)
     if unknown:
         raise DxDispatchError(
-            f"{where}: unknown {kind} field {unknown[0]!r} (a {kind} has "
+            f"{where}: unknown {kind} field {shown(unknown[0])} (a {kind} has "
             f"{', '.join(sorted(allowed))})"
         )
 
@@ -128,10 +128,12 @@ def _element(name: str, value: object, data_type: TensorDataType) -> float | int
         try:
             return json_float(json_number(value), data_type)
         except ValueError as exc:
-            raise DxDispatchError(f"resource '{name}': initial value {value!r} {exc}") from None
+            raise DxDispatchError(
+                f"resource '{name}': initial value {shown(value)} {exc}"
+            ) from None
     if isinstance(value, bool) or not isinstance(value, int):
         raise DxDispatchError(
-            f"resource '{name}': initial value {value!r} is not an integer, as "
+            f"resource '{name}': initial value {shown(value)} is not an integer, as "
             f"{data_type.full_name} needs"
         )
     limits = ml_dtypes.iinfo(data_type.numpy_dtype)
@@ -202,7 +204,8 @@ def _initial_values(name: str, spec: dict[str, Any], data_type: TensorDataType) 
         count = values["valueCount"]
         if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= UINT32_MAX:
             raise DxDispatchError(  # DxDispatch reads it as a UINT32 (gsl::narrow)
-                f"resource '{name}': valueCount {count!r} must be an integer from 1 to 2^32 - 1"
+                f"resource '{name}': valueCount {shown(count)} must be an integer from 1 to "
+                "2^32 - 1"
             )
         # the values, and then the resource's buffer they are copied into: twice their bytes
         _fits_in_memory(name, f"valueCount {count}", 2 * count * dtype.itemsize,
@@ -234,18 +237,23 @@ def _parse_resource(name: str, spec: Any) -> Resource:
         data_type = json_enum(TensorDataType, written)
     except ValueError as exc:
         raise DxDispatchError(
-            f"resource '{name}': initialValuesDataType = {written!r}: {exc}"
+            f"resource '{name}': initialValuesDataType = {shown(written)}: {exc}"
         ) from None
     if data_type not in INITIAL_VALUE_TYPES:  # GenerateInitialValues*: "Invalid tensor data type."
         raise DxDispatchError(
-            f"resource '{name}': initialValuesDataType = {written!r}: DxDispatch fills a buffer "
-            f"of {', '.join(t.name for t in INITIAL_VALUE_TYPES)} values only"
+            f"resource '{name}': initialValuesDataType = {shown(written)}: DxDispatch fills a "
+            f"buffer of {', '.join(t.name for t in INITIAL_VALUE_TYPES)} values only"
         )
     try:
-        with np.errstate(over="ignore"):  # 1e300 is inf in a float, as in DxDispatch
+        # 1e300 is inf in a float, and inf + -inf a NaN, as in DxDispatch: NumPy's warnings of
+        # them were printed above the command's output ("RuntimeWarning: invalid value
+        # encountered in accumulate", with a line of NumPy's source)
+        with np.errstate(over="ignore", invalid="ignore"):
             values = _initial_values(name, spec, data_type)
     except (TypeError, ValueError, OverflowError) as exc:
         raise DxDispatchError(f"resource '{name}': initialValues: {exc}") from None
+    except MemoryError:  # past _fits_in_memory: a limit on the process, or memory gone since
+        raise _out_of_memory(name, "its initialValues") from None
     offset = _uint(spec.get("initialValuesOffsetInBytes", 0), f"resource '{name}'",
                    "initialValuesOffsetInBytes")
     nbytes = values.nbytes
@@ -259,7 +267,10 @@ def _parse_resource(name: str, spec: Any) -> Resource:
     if size > _UINT64_MAX:  # DxDispatch reads it as a UINT64
         raise DxDispatchError(f"resource '{name}': sizeInBytes {size} is beyond UINT64")
     _fits_in_memory(name, f"sizeInBytes {size}", size)
-    data = bytearray(size)  # zero-filled, so the next resource's check sees it taken
+    try:
+        data = bytearray(size)  # zero-filled, so the next resource's check sees it taken
+    except MemoryError:
+        raise _out_of_memory(name, f"sizeInBytes {size}") from None
     # written through a view of the buffer: assigning a memoryview of the values to a slice of
     # the bytearray copies them first (3 copies held at once; measured: 200 MB of values
     # peaked at 570 MB)
@@ -286,9 +297,35 @@ def _fits_in_memory(name: str, what: str, nbytes: int, held: str = "") -> None:
         )
 
 
+#: JSON's names of the values ``parse_json`` makes, by Python type: a message says what the
+#: file holds ("a JSON null"), not the reader's types ("NoneType", "_JsonObject"). bool first:
+#: True is an int too.
+_JSON_TYPES: tuple[tuple[type, str], ...] = (
+    (bool, "boolean"), (dict, "object"), (list, "array"), (str, "string"),
+    (int, "number"), (float, "number"), (type(None), "null"),
+)
+
+
+def json_type(value: object) -> str:
+    """The JSON type of a parsed value, as JSON names it."""
+    return next((name for kind, name in _JSON_TYPES if isinstance(value, kind)),
+                type(value).__name__)
+
+
+def _out_of_memory(name: str, what: str) -> DxDispatchError:
+    """A resource whose allocation failed although ``_fits_in_memory`` let it through: the
+    process may use less than the machine has free (a ulimit, a container's cgroup, which
+    MemAvailable does not show). Said of the resource, not as "out of memory (Unable to
+    allocate 8.00 GiB for an array with shape (2147483648,))", which named none."""
+    return DxDispatchError(
+        f"resource '{name}': out of memory allocating {what} (this process may use less memory "
+        "than the machine has free: a ulimit or a container's limit)"
+    )
+
+
 def _uint(value: object, where: str, field_name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise DxDispatchError(f"{where}: {field_name} {value!r} is not an unsigned integer")
+        raise DxDispatchError(f"{where}: {field_name} {shown(value)} is not an unsigned integer")
     return value
 
 
@@ -419,6 +456,14 @@ _EXACT_DECODER = json.JSONDecoder(
 )
 
 
+#: Python's reasons for a byte UTF-8 refuses, as a message says them.
+_UTF8_REASONS: Mapping[str, str] = {
+    "invalid start byte": "starts no UTF-8 character",
+    "invalid continuation byte": "starts a UTF-8 character the next byte does not continue",
+    "unexpected end of data": "starts a UTF-8 character the file ends in",
+}
+
+
 def load_model(source: str | Path | dict[str, Any]) -> DxDispatchModel:
     """Read a DxDispatch model from a path or an already parsed dict."""
     if isinstance(source, dict):
@@ -444,6 +489,12 @@ def load_model(source: str | Path | dict[str, Any]) -> DxDispatchModel:
                 f"{source}: starts with a UTF-8 byte-order mark, which DxDispatch refuses (its "
                 "RapidJSON parses the file's bytes as they are); save it without one"
             ) from None
+        if isinstance(exc, UnicodeDecodeError):  # was Python's "'utf-8' codec can't decode"
+            line = raw.count(b"\n", 0, exc.start) + 1
+            raise DxDispatchError(
+                f"{source}: is not UTF-8 text: byte 0x{raw[exc.start]:02x} at offset "
+                f"{exc.start} (line {line}) {_UTF8_REASONS.get(exc.reason, exc.reason)}"
+            ) from None
         raise DxDispatchError(f"{source}: cannot read a JSON model: {exc}") from None
     if is_lowered_json(raw):  # `lower -o`'s: said as what it is, not by a field it lacks
         raise DxDispatchError(f"{source}: is {described(raw)}, not a DxDispatch JSON model")
@@ -462,7 +513,7 @@ def _read_model(doc: Any, source: str) -> DxDispatchModel:
             raise DxDispatchError(f"the model has no '{key}'")
         if not isinstance(doc[key], container):
             raise DxDispatchError(
-                f"the model's '{key}' is a JSON {type(doc[key]).__name__}, not an "
+                f"the model's '{key}' is a JSON {json_type(doc[key])}, not an "
                 f"{'object' if container is dict else 'array'}"
             )
     resources = {
@@ -473,7 +524,7 @@ def _read_model(doc: Any, source: str) -> DxDispatchModel:
     for name, spec in members(doc["dispatchables"]).items():
         if not isinstance(spec, dict):
             raise DxDispatchError(
-                f"dispatchable '{name}' is a JSON {type(spec).__name__}, not an object"
+                f"dispatchable '{name}' is a JSON {json_type(spec)}, not an object"
             )
         kind = str(spec.get("type", "")).lower()
         if kind in ("hlsl", "onnx", "dmlserializedgraph"):
@@ -502,7 +553,7 @@ def _binding(model: DxDispatchModel, source: Any, where: str) -> tuple[dict[str,
     if not isinstance(binding, dict) or not isinstance(binding.get("name"), str):
         raise DxDispatchError(
             f"{where}: a binding is a resource name or an object with a \"name\", not "
-            f"{json.dumps(source)}"
+            f"{cut(json.dumps(source))}"
         )
     _known_fields(binding, "binding", where)
     if binding["name"] not in model.resources:
@@ -519,7 +570,9 @@ def _bind_points(
     those alone. A bind point ``desc`` lacks is refused: bound nowhere, it would silently do
     nothing; so is one bound at the other stage (``_initialize``)."""
     if not isinstance(bindings, dict):
-        raise DxDispatchError(f"{stage} '{name}': bindings must be an object, not {bindings!r}")
+        raise DxDispatchError(
+            f"{stage} '{name}': bindings must be an object, not {shown(bindings)}"
+        )
     points = [spec.c_name for spec in desc.SCHEMA if spec.is_tensor]
     unknown = [point for point in bindings if point not in points]
     if unknown:
@@ -785,20 +838,26 @@ def _check_commands(
                 f"command {index}: writeFile is not run here (no file is written from a model; "
                 "`dmlgraph dxdispatch MODEL -o OUT.npz` saves every resource)"
             )
+        if not isinstance(command, dict):  # was "unknown command type None"
+            raise DxDispatchError(
+                f"command {index} is a JSON {json_type(command)}, not an object"
+            )
+        if "type" not in command:
+            raise DxDispatchError(f"command {index} has no \"type\" (dispatch or print)")
         if kind not in ("dispatch", "print"):
-            raise DxDispatchError(f"command {index}: unknown command type {kind!r}")
+            raise DxDispatchError(f"command {index}: unknown command type {shown(kind)}")
         _known_fields(command, kind, f"command {index}")
         if kind == "dispatch":
             name = command.get("dispatchable")
             if not isinstance(name, str) or name not in model.dispatchables:
-                raise DxDispatchError(f"command {index}: unknown dispatchable {name!r}")
+                raise DxDispatchError(f"command {index}: unknown dispatchable {shown(name)}")
             _check_thread_groups(command.get("threadGroupCount", [1, 1, 1]), index)
             _bound_tensors(model, model.dispatchables[name],
                            members(command.get("bindings", {})), name, initialized[name])
         else:
             name = command.get("resource")
             if not isinstance(name, str) or name not in model.resources:
-                raise DxDispatchError(f"command {index}: print of unknown resource {name!r}")
+                raise DxDispatchError(f"command {index}: print of unknown resource {shown(name)}")
     return initialized
 
 
@@ -812,7 +871,7 @@ def _check_thread_groups(value: object, index: int) -> None:
         and all(type(n) is int and 0 < n <= UINT32_MAX for n in value)
     ):
         raise DxDispatchError(
-            f"command {index}: threadGroupCount = {value!r}: the schema's is three integers "
+            f"command {index}: threadGroupCount = {shown(value)}: the schema's is three integers "
             f"above 0 (X, Y, Z thread groups, at most {UINT32_MAX} each)"
         )
 

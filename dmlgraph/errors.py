@@ -17,6 +17,23 @@ def counted(count: int, noun: str) -> str:
     return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
+#: The most characters of one value a message shows: a JSON value misplaced whole (a desc
+#: under "type", 200000 offsets under a command's "type") made a one-line error of 1.5 MB.
+SHOWN_CHARS = 200
+
+
+def cut(text: str, limit: int = SHOWN_CHARS) -> str:
+    """``text`` as a message shows it: its first ``limit`` characters and how many it has."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text)} characters)"
+
+
+def shown(value: object) -> str:
+    """``repr(value)`` as a message shows it (``cut``)."""
+    return cut(repr(value))
+
+
 class DmlgraphError(Exception):
     """Base class of every error dmlgraph raises on bad input or unsupported models."""
 
@@ -67,7 +84,7 @@ class DmlValidationError(DmlgraphError):
         self.value = value
         self.rule = rule
         self.min_level = min_level
-        message = f"{operator}: {field} = {value!r}: {rule}"
+        message = f"{operator}: {field} = {shown(value)}: {rule}"
         if min_level is not None:
             message += f" (accepted from {min_level})"
         super().__init__(message)

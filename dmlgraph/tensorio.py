@@ -33,7 +33,7 @@ from onnx import numpy_helper
 
 from dmlgraph import files
 from dmlgraph.canonical import PARAMETER_PORTS
-from dmlgraph.errors import DmlgraphError, as_array
+from dmlgraph.errors import DmlgraphError, as_array, shown
 from dmlgraph.dml.scalars import is_integer
 from dmlgraph.dtypes import DTYPE_TO_ELEM_TYPE, is_float, raw_bytes
 from dmlgraph.ir import Graph, TensorInfo, dims_text
@@ -912,6 +912,10 @@ def npz_name(path: str | os.PathLike[str]) -> Path:
     return target if is_npz(target) else target.with_name(target.name + ".npz")
 
 
+#: A lone surrogate: a JSON escape ("\ud800") reads as one, and UTF-8 cannot encode it.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def save_npz(path: str | os.PathLike[str], arrays: Mapping[str, np.ndarray]) -> Path:
     """``np.savez`` by name, for any names (``np.savez(path, **arrays)`` takes a tensor named
     ``file`` or ``allow_pickle`` for its own argument), ``.npz`` added to a path without it,
@@ -922,7 +926,20 @@ def save_npz(path: str | os.PathLike[str], arrays: Mapping[str, np.ndarray]) -> 
         stored = {name: _storable(name, np.asanyarray(array)) for name, array in arrays.items()}
     except TensorIOError as exc:
         raise TensorIOError(f"{target}: {exc}") from None
-    for name in stored:  # a zip member's name is at most 65535 bytes (zipfile: struct.error)
+    for name in stored:
+        if not name.isprintable() and _SURROGATE.search(name):  # "\ud800" of a JSON file
+            raise TensorIOError(  # zipfile failed encoding it: a traceback, or half a file
+                f"{target}: tensor {shown(name)} has a name holding a lone surrogate, which no "
+                "UTF-8 text (a zip member's name) holds; rename it, or (dmlgraph run -o) write "
+                "a test-data folder"
+            )
+        if "\0" in name:  # zipfile ends a member's name at a NUL: "x\0y" was saved as "x"
+            raise TensorIOError(
+                f"{target}: tensor {shown(name)} has a NUL in its name, where a zip member's "
+                f"name ends: it would read back as {shown(name.split(chr(0))[0])}; rename it, "
+                "or (dmlgraph run -o) write a test-data folder"
+            )
+        # a zip member's name is at most 65535 bytes (zipfile: struct.error)
         if len(f"{name}.npy".encode("utf-8", "surrogatepass")) > 0xFFFF:
             raise TensorIOError(
                 f"{target}: tensor {name[:40]!r}... has a name of {len(name)} characters; an "

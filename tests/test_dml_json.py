@@ -252,6 +252,24 @@ def test_bad_fields_name_the_path(edit, field, rule) -> None:
     assert rule in str(info.value)
 
 
+@pytest.mark.parametrize("edit, field", [
+    (lambda b, big: b.update(Offsets=big), "Offsets"),
+    (lambda b, big: b["InputTensor"].update(Sizes={"n": big}), "InputTensor.Sizes"),
+    (lambda b, big: b["InputTensor"].update(DataType=str(big)), "InputTensor.DataType"),
+])
+def test_a_huge_value_is_shown_by_its_start_and_length(edit, field) -> None:
+    """The message shows 200 characters of a value and its length; the error keeps the value.
+    200000 offsets were a message of 1.5 MB (json_fuzz: a value misplaced whole)."""
+    body = _slice_body()
+    big = list(range(200000))
+    edit(body, big)
+    with pytest.raises(DmlValidationError) as info:  # 200000 offsets: read, then refused
+        operator_from_json({"type": "SLICE", "desc": body}).validate()
+    message = str(info.value)
+    assert info.value.field == field and len(message) < 1000, message[:1000]
+    assert f"{field} = " in message and "characters)" in message
+
+
 @pytest.mark.parametrize("desc", SAMPLES, ids=lambda d: d.name)
 def test_a_count_field_left_out_is_refused(desc) -> None:
     """DML_SPEC.md section 6: "DimensionCount/InputCount are required" in DxDispatch's JSON,
@@ -344,3 +362,31 @@ def test_a_read_only_mapping_is_a_dispatchable_as_a_dict_is() -> None:
     frozen = MappingProxyType({key: MappingProxyType(value) if isinstance(value, dict) else value
                                for key, value in dispatchable.items()})
     assert operator_from_json(frozen) == operator_from_json(dispatchable)
+
+
+def _padding1_json(value: object) -> dict:
+    """A FLOAT16 PADDING1 as JSON, its PaddingValue ``value``."""
+    tensor = {"DataType": "FLOAT16", "Sizes": [1, 1, 1, 2]}
+    return {"type": "PADDING1", "desc": {
+        "InputTensor": tensor, "OutputTensor": {**tensor, "Sizes": [1, 1, 1, 4]},
+        "PaddingMode": "CONSTANT", "PaddingValueDataType": "FLOAT16", "PaddingValue": value,
+        "DimensionCount": 4, "StartPadding": [0, 0, 0, 1], "EndPadding": [0, 0, 0, 1]}}
+
+
+@pytest.mark.filterwarnings("error")  # NumPy's overflow warning was printed above the output
+@pytest.mark.parametrize("value", [1e39, -1e300, 70000.0, 65520.0])
+def test_a_float16_padding_value_past_float_overflows_as_one_past_half_does(value) -> None:
+    """DxDispatch reads a FLOAT16 through float; a number beyond float became inf there, with
+    NumPy's "overflow encountered in cast" warning, and inf passed the check that refuses
+    70000 (json_fuzz): PaddingValue 1e39 padded with inf."""
+    desc = operator_from_json(_padding1_json(value))
+    with pytest.raises(DmlValidationError, match="overflows DML_TENSOR_DATA_TYPE_FLOAT16"):
+        desc.validate()
+
+
+@pytest.mark.filterwarnings("error")
+def test_a_float16_padding_value_within_half_still_rounds_through_float() -> None:
+    """65519 rounds to half's largest, 65504 (to float first, then to half); bits 0x7C00 are
+    inf."""
+    assert operator_from_json(_padding1_json(65519.0)).padding_value == 65504.0
+    assert operator_from_json(_padding1_json({"UInt16": 0x7C00})).padding_value == math.inf

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -397,10 +398,22 @@ def test_a_binding_smaller_than_its_tensors_total_size_is_refused(tmp_path, caps
 
 
 @pytest.mark.parametrize("edit, message", [
-    (lambda m: m.update(resources=[]), "'resources' is a JSON list, not an object"),
-    (lambda m: m.update(dispatchables=[]), "'dispatchables' is a JSON list, not an object"),
-    (lambda m: m["dispatchables"].update(s=[1]), "dispatchable 's' is a JSON list, not an "
+    (lambda m: m.update(resources=[]), "'resources' is a JSON array, not an object"),
+    (lambda m: m.update(dispatchables=[]), "'dispatchables' is a JSON array, not an object"),
+    (lambda m: m["dispatchables"].update(s=[1]), "dispatchable 's' is a JSON array, not an "
      "object"),  # was "dispatchable 's': dispatchable: = [1]", a field without a name
+    # JSON's names of what the file holds, not Python's (json_fuzz: "a JSON NoneType", "a
+    # JSON _JsonObject", "a JSON int")
+    (lambda m: m.update(resources=None), "'resources' is a JSON null, not an object"),
+    (lambda m: m.update(commands={}), "'commands' is a JSON object, not an array"),
+    (lambda m: m.update(commands=1), "'commands' is a JSON number, not an array"),
+    (lambda m: m.update(commands=True), "'commands' is a JSON boolean, not an array"),
+    (lambda m: m["dispatchables"].update(s="SLICE"), "dispatchable 's' is a JSON string, not "
+     "an object"),
+    # was "unknown command type None", for a command of no type and one not an object
+    (lambda m: m["commands"][1].pop("type"), "command 1 has no \"type\" (dispatch or print)"),
+    (lambda m: m["commands"].append(None), "command 2 is a JSON null, not an object"),
+    (lambda m: m["commands"].append(["print"]), "command 2 is a JSON array, not an object"),
     (lambda m: m["dispatchables"]["s"].update(type=" SLICE"), "unsupported operator"),
     (lambda m: m["dispatchables"]["s"]["desc"]["InputTensor"].update(DataType=" FLOAT32 "),
      "an enum name is written without spaces around it"),
@@ -808,3 +821,131 @@ def test_an_error_naming_a_models_text_shows_its_control_codes(tmp_path, capsys)
     code, out, err = _run_text(tmp_path, json.dumps(model), capsys)
     assert (code, out) == (2, "") and err.count("\n") == 1
     assert "binds unknown resource 'no\\x1b[31mpe\\u202e'" in err and "\x1b" not in err
+
+
+_UNDER_A_MEMORY_LIMIT = """
+import resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+from dmlgraph.cli import main
+sys.exit(main(["dxdispatch", sys.argv[1]]))
+"""
+
+
+@pytest.mark.parametrize("edit, what", [
+    (lambda m: m["resources"]["in"].update(initialValues={"value": 1, "valueCount": 2**29}),
+     "resource 'in'"),
+    (lambda m: m["resources"]["out"].update(sizeInBytes=2**31), "resource 'out'"),
+])
+def test_a_resource_past_the_process_memory_limit_is_named(tmp_path, edit, what) -> None:
+    """A process limited below the machine's free memory (a ulimit, a container) passed the
+    free-memory check and failed allocating: "out of memory (Unable to allocate 2.00 GiB for
+    an array with shape (536870912,) ...)", naming no resource (json_fuzz, under RLIMIT_AS).
+    On a machine with less free memory, the check names it first."""
+    model = _slice_model([1, 2, 3, 4])
+    edit(model)
+    path = tmp_path / "model.json"
+    path.write_text(json.dumps(model))
+    root = Path(__file__).parent.parent
+    done = subprocess.run([sys.executable, "-c", _UNDER_A_MEMORY_LIMIT, str(path)],
+                          capture_output=True, text=True, cwd=root, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(root)})
+    assert done.returncode == 2 and done.stdout == "", done.stderr
+    assert done.stderr.count("\n") == 1 and what in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("edit, where", [
+    (lambda m, big: m["dispatchables"]["s"]["desc"].update(Offsets=big), "Offsets = [0, 1, 2"),
+    (lambda m, big: m["commands"][0].update(type=big), "command 0: unknown command type [0, 1"),
+    (lambda m, big: m["commands"][0]["bindings"].update(OutputTensor=big),
+     "bind point 'OutputTensor': a binding is a resource name or an object with a \"name\", "
+     "not [0, 1"),
+    (lambda m, big: m["resources"]["in"].update(sizeInBytes=big), "sizeInBytes [0, 1, 2"),
+    (lambda m, big: m["resources"]["in"].update(initialValuesDataType=str(big)),
+     "initialValuesDataType = '[0, 1, 2"),
+])
+def test_a_huge_misplaced_value_is_shown_cut(tmp_path, capsys, edit, where) -> None:
+    """A value is shown in a message by its first characters and its length: 200000 offsets
+    (or a desc under "type") were printed whole, an error line of 1.5 MB (json_fuzz)."""
+    model = _slice_model([1, 2, 3, 4])
+    edit(model, list(range(200000)))
+    code, out, err = _run_text(tmp_path, json.dumps(model), capsys)
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert where in err and re.search(r"\.\.\. \(148889\d characters\)", err), err[:1000]
+    assert len(err) < 1000, err[:1000]  # the repr of a string has its quotes too
+
+
+def test_a_resource_name_with_a_nul_is_refused_saving_not_saved_cut(tmp_path, capsys) -> None:
+    """zipfile ends a member's name at a NUL: resource "x\\0y" was saved as "x" (and "x\\0a"
+    and "x\\0b" would both have been "x"); json_fuzz's oracle found no "x\\0y" in the .npz."""
+    model = _slice_model([1, 2, 3, 4])
+    model["resources"]["x\0y"] = model["resources"].pop("out")
+    model["commands"][0]["bindings"]["OutputTensor"] = "x\0y"
+    model["commands"][1]["resource"] = "x\0y"
+    path = tmp_path / "model.json"
+    path.write_text(json.dumps(model))
+    out = tmp_path / "res.npz"
+    assert main(["dxdispatch", str(path), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "tensor 'x\\x00y' has a NUL in its name" in err, err
+    assert "read back as 'x'" in err and not out.exists()
+
+
+def test_a_resource_name_with_a_lone_surrogate_is_refused_saving(tmp_path, capsys) -> None:
+    """JSON's "\\ud800" reads as a lone surrogate, which zipfile could not encode as a
+    member's name: a UnicodeEncodeError's traceback, exit 1 (json_fuzz)."""
+    model = _slice_model([1, 2, 3, 4])
+    model["resources"]["\ud800"] = model["resources"].pop("out")
+    model["commands"][0]["bindings"]["OutputTensor"] = "\ud800"
+    model["commands"][1]["resource"] = "\ud800"
+    path = tmp_path / "model.json"
+    path.write_text(json.dumps(model))  # ASCII: the escape "\ud800" as JSON writes it
+    out = tmp_path / "res.npz"
+    assert main(["dxdispatch", str(path), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "has a name holding a lone surrogate" in err, err
+    assert "Traceback" not in err and not out.exists()
+
+
+@pytest.mark.filterwarnings("error")  # a warning NumPy prints is a failure here
+@pytest.mark.parametrize("values, printed", [
+    ({"valueCount": 4, "valueStart": "inf", "valueDelta": "-inf"}, "inf, nan, nan, nan"),
+    ({"valueCount": 4, "valueStart": 3e38, "valueDelta": 3e38}, "3e+38, inf, inf, inf"),
+    ([1e300, -1e300, 1, 2], "inf, -inf, 1, 2"),
+])
+def test_a_sequence_reaching_inf_or_nan_runs_without_numpy_warnings(tmp_path, capsys, values,
+                                                                    printed) -> None:
+    """inf + -inf is a NaN and 3e38 + 3e38 an inf in float, as DxDispatch adds them; NumPy's
+    "RuntimeWarning: invalid value encountered in accumulate" (and a line of its source) was
+    printed to stderr above the output (json_fuzz: a result that was not one line)."""
+    model = _slice_model(values)
+    assert _run_text(tmp_path, json.dumps(model), capsys) == (0, f"Resource 'out': {printed}\n",
+                                                               "")
+
+
+@pytest.mark.filterwarnings("error")
+@pytest.mark.parametrize("values", [[1e39, -1e39, 1, 2], {"valueCount": 4, "value": 1e39}])
+def test_a_float16_initial_value_past_float_is_inf_as_dxdispatch_makes_it(tmp_path, capsys,
+                                                                          values) -> None:
+    """half(float(1e39)) is inf: still so, read through ``json_float`` without NumPy's
+    warning, which PADDING1's values now go around (a value past float overflows there)."""
+    printed = "inf, -inf, 1, 2" if isinstance(values, list) else "inf, inf, inf, inf"
+    model = _slice_model(values, "FLOAT16")
+    assert _run_text(tmp_path, json.dumps(model), capsys) == (0, f"Resource 'out': {printed}\n",
+                                                               "")
+
+
+@pytest.mark.parametrize("text, said", [
+    (b'{"resources": {"A\xff": 1}}', "byte 0xff at offset 17 (line 1) starts no UTF-8 character"),
+    (b'{"resources": {\n"A\xc3": 1}}', "byte 0xc3 at offset 18 (line 2) starts a UTF-8 "
+     "character the next byte does not continue"),
+    (b'{"resources": {"A\xe2\x82', "byte 0xe2 at offset 17 (line 1) starts a UTF-8 character "
+     "the file ends in"),
+])
+def test_a_model_that_is_not_utf8_says_where(tmp_path, capsys, text, said) -> None:
+    """It was Python's "cannot read a JSON model: 'utf-8' codec can't decode byte 0xff in
+    position 17: invalid start byte" (json_fuzz)."""
+    path = tmp_path / "model.json"
+    path.write_bytes(text)
+    assert main(["dxdispatch", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"dmlgraph: error: {path}: is not UTF-8 text: {said}\n"

@@ -14,7 +14,7 @@ from typing import TypeVar
 import numpy as np
 
 from dmlgraph.dml.scalars import is_integer
-from dmlgraph.errors import EnumValueError
+from dmlgraph.errors import EnumValueError, shown
 
 _E = TypeVar("_E", bound="_DmlEnum")
 
@@ -43,7 +43,7 @@ class _DmlEnum(enum.IntEnum):
             except EnumValueError as exc:
                 raise EnumValueError(f"{field}: {exc}") from None
         if isinstance(value, (bool, np.bool_, enum.Enum)):  # another enum's member is no
-            raise EnumValueError(f"{value!r} is not a {cls.__name__}")  # number of this one
+            raise EnumValueError(f"{shown(value)} is not a {cls.__name__}")  # number of this one
         if is_integer(value):  # NumPy's integers too
             try:
                 return cls(int(value))
@@ -58,9 +58,9 @@ class _DmlEnum(enum.IntEnum):
             except KeyError:
                 names = ", ".join(m.name for m in cls)
                 raise EnumValueError(
-                    f"{value!r} is not a {cls.__name__} (one of {names})"
+                    f"{shown(value)} is not a {cls.__name__} (one of {names})"
                 ) from None
-        raise EnumValueError(f"{value!r} is not a {cls.__name__}")
+        raise EnumValueError(f"{shown(value)} is not a {cls.__name__}")
 
 
 class FeatureLevel(_DmlEnum):

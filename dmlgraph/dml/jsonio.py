@@ -199,7 +199,13 @@ def json_float(number: float | int, data_type: TensorDataType) -> float:
     """A JSON number as DxDispatch stores it in a float type: a FLOAT16 through float
     (``half(ParseFloatingPointNumber<float>(v))``: two roundings), others as they are."""
     if data_type == TensorDataType.FLOAT16:
-        return float(np.float32(number))
+        with np.errstate(over="ignore"):  # NumPy's warning was printed above the output
+            single = float(np.float32(number))
+        if math.isinf(single) and math.isfinite(number):
+            # beyond float: left as it is, a FLOAT16 of it inf either way; PADDING1's check
+            # names it overflowing, as it did 70000 (1e39 padded with inf, said nothing)
+            return float(number)
+        return single
     return float(number)
 
 
