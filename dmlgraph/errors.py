@@ -6,6 +6,7 @@ message must stand alone: it names the file or node, the field, the value and th
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import numpy as np
@@ -32,6 +33,21 @@ def cut(text: str, limit: int = SHOWN_CHARS) -> str:
 def shown(value: object) -> str:
     """``repr(value)`` as a message shows it (``cut``)."""
     return cut(repr(value))
+
+
+def shown_json(value: object) -> str:
+    """A value read from a JSON document as JSON spells it (``null``, ``true``, ``"x"``,
+    ``{"a": 1}``), cut as ``shown``: a DxDispatch model's author wrote no ``None``. A value
+    JSON cannot hold (a Python caller's) is shown by its repr."""
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+        text.encode("utf-8")  # a lone surrogate ("\ud800" in the file) stays escaped
+    except (TypeError, ValueError, RecursionError):
+        try:
+            text = json.dumps(value)
+        except (TypeError, ValueError, RecursionError):
+            return shown(value)
+    return cut(text)
 
 
 class DmlgraphError(Exception):
@@ -78,13 +94,16 @@ class DmlValidationError(DmlgraphError):
         value: object,
         rule: str,
         min_level: str | None = None,
+        *,
+        as_json: bool = False,
     ) -> None:
+        """``as_json``: ``value`` came from a JSON document and is shown as JSON spells it."""
         self.operator = operator
         self.field = field
         self.value = value
         self.rule = rule
         self.min_level = min_level
-        message = f"{operator}: {field} = {shown(value)}: {rule}"
+        message = f"{operator}: {field} = {(shown_json if as_json else shown)(value)}: {rule}"
         if min_level is not None:
             message += f" (accepted from {min_level})"
         super().__init__(message)

@@ -230,7 +230,7 @@ def _slice_body() -> dict:
     (lambda b: b.update(Offsets="1,0"), "Offsets", "must be an array"),
     (lambda b: b.update(Bogus=1), "desc.Bogus", "unknown field"),
     (lambda b: b["InputTensor"].update(DataType="FLOAT128"), "InputTensor.DataType",
-     "not a TensorDataType"),
+     "not a DML_TENSOR_DATA_TYPE"),
     (lambda b: b["InputTensor"].update(DataType=1), "InputTensor.DataType", "string"),
     (lambda b: b["InputTensor"].pop("Sizes"), "InputTensor.Sizes", "required"),
     (lambda b: b["InputTensor"].update(DimensionCount=3), "InputTensor.DimensionCount",
@@ -324,8 +324,8 @@ def test_dispatchable_options_dxdispatch_reads_are_taken(extra) -> None:
 
 @pytest.mark.parametrize("extra, field, rule", [
     # ParseDmlExecutionFlagsField / ParseDmlCompileTypeField refuse these; they were ignored
-    ({"executionFlags": ["NOPE"]}, "executionFlags[0]", "not a ExecutionFlags"),
-    ({"executionFlags": "DML_EXECUTION_FLAGS_NONE"}, "executionFlags", "not a ExecutionFlags"),
+    ({"executionFlags": ["NOPE"]}, "executionFlags[0]", "not a DML_EXECUTION_FLAGS"),
+    ({"executionFlags": "DML_EXECUTION_FLAGS_NONE"}, "executionFlags", "not a DML_EXECUTION_FLAGS"),
     ({"executionFlags": 1}, "executionFlags", "a string or an array of strings"),
     ({"executionFlags": [" NONE"]}, "executionFlags[0]", "without spaces"),
     ({"dmlCompileType": "DmlCompileGraphX"}, "dmlCompileType",

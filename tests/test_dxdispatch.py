@@ -418,7 +418,20 @@ def test_a_binding_smaller_than_its_tensors_total_size_is_refused(tmp_path, caps
     (lambda m: m["dispatchables"]["s"]["desc"]["InputTensor"].update(DataType=" FLOAT32 "),
      "an enum name is written without spaces around it"),
     (lambda m: m["dispatchables"]["s"]["desc"]["InputTensor"].update(Strides=None),
-     "Strides = None: must be an array"),
+     "Strides = null: must be an array"),
+    # JSON's spelling of the values it names (was Python's: None, True, 'x', {'a': 1})
+    (lambda m: m["dispatchables"]["s"]["desc"].update(Offsets={"a": True}),
+     'Offsets = {"a": true}: must be an array'),
+    (lambda m: m["dispatchables"]["s"]["desc"]["Offsets"].__setitem__(0, "x"),
+     'Offsets[0] = "x": must be an unsigned 32-bit integer'),
+    (lambda m: m["dispatchables"]["s"]["desc"].pop("Offsets"),
+     "Offsets = (absent): required field is missing"),
+    (lambda m: m["dispatchables"]["s"]["desc"]["InputTensor"].pop("DataType"),
+     "InputTensor.DataType = (absent): required field is missing"),
+    # DirectML's C name of the enum, and the value said once (was "= "FOO": 'FOO' is not a
+    # TensorDataType", Python's class)
+    (lambda m: m["dispatchables"]["s"]["desc"]["InputTensor"].update(DataType="FOO"),
+     'InputTensor.DataType = "FOO": is not a DML_TENSOR_DATA_TYPE (one of UNKNOWN, FLOAT32,'),
 ])
 def test_malformed_parts_are_one_line_errors(tmp_path, capsys, edit, message) -> None:
     model = _slice_model([1, 2, 3, 4])
@@ -468,7 +481,7 @@ def test_one_byte_integers_print_as_characters(tmp_path, capsys) -> None:
      "resource 'in': initialValues is an empty array"),
     # ParseDmlTensorDataType: a string, compared with strcmp (1 ran as FLOAT32, " FLOAT32" too)
     (lambda m: m["resources"]["in"].update(initialValuesDataType=1),
-     "resource 'in': initialValuesDataType = 1: a TensorDataType is written as a string"),
+     "resource 'in': initialValuesDataType = 1: a DML_TENSOR_DATA_TYPE is written as a string"),
     (lambda m: m["resources"]["in"].update(initialValuesDataType=" FLOAT32"),
      "initialValuesDataType = ' FLOAT32': an enum name is written without spaces around it"),
     (lambda m: m["resources"]["in"].update(initialValuesDataType="UNKNOWN"),

@@ -27,6 +27,12 @@ class _DmlEnum(enum.IntEnum):
         """The C spelling's prefix, e.g. ``DML_PADDING_MODE_``."""
         return _PREFIX[cls.__name__]
 
+    @classmethod
+    def c_type(cls) -> str:
+        """directml.h's name of the enum, e.g. ``DML_TENSOR_FLAGS`` (its values'
+        ``DML_TENSOR_FLAG_``): what a DxDispatch model's author knows it by."""
+        return _C_TYPE[cls.__name__]
+
     @property
     def full_name(self) -> str:
         return f"{self.prefix()}{self.name}"
@@ -295,6 +301,17 @@ _PREFIX: dict[str, str] = {
     "TensorType": "DML_TENSOR_TYPE_",
     "OperatorType": "DML_OPERATOR_",
     "GraphEdgeType": "DML_GRAPH_EDGE_TYPE_",
+}
+
+_C_TYPE: dict[str, str] = {
+    "FeatureLevel": "DML_FEATURE_LEVEL",
+    "TensorDataType": "DML_TENSOR_DATA_TYPE",
+    "PaddingMode": "DML_PADDING_MODE",
+    "TensorFlags": "DML_TENSOR_FLAGS",
+    "ExecutionFlags": "DML_EXECUTION_FLAGS",
+    "TensorType": "DML_TENSOR_TYPE",
+    "OperatorType": "DML_OPERATOR_TYPE",
+    "GraphEdgeType": "DML_GRAPH_EDGE_TYPE",
 }
 
 # DirectML constants (directml.h).

@@ -35,7 +35,7 @@ from dmlgraph.dml.enums import (
 from dmlgraph.dml.operators import DESCRIPTOR_CLASSES, OperatorDesc
 from dmlgraph.dml.schema import FieldKind, FieldSpec
 from dmlgraph.dml.tensor import BufferTensorDesc
-from dmlgraph.errors import DmlValidationError
+from dmlgraph.errors import DmlValidationError, EnumValueError
 
 _E = TypeVar("_E", bound=enums._DmlEnum)
 
@@ -173,11 +173,16 @@ def json_enum(cls: type[_E], value: object) -> _E:
     """An enum value as DxDispatch's generated parsers read one (``ParseDmlTensorDataType``...):
     a JSON string, its full C name or its suffix compared with strcmp, so never a number nor a
     name with spaces around it (``_DmlEnum.parse`` takes both); ValueError says why not."""
+    c_name = cls.c_type()  # the JSON's author knows C's names, not ours
     if not isinstance(value, str):
-        raise ValueError(f"a {cls.__name__} is written as a string")
+        raise ValueError(f"a {c_name} is written as a string")
     if value != value.strip():
         raise ValueError("an enum name is written without spaces around it")
-    return cls.parse(value)
+    try:
+        return cls.parse(value)
+    except EnumValueError:  # its message repeated the value, Python's way
+        names = ", ".join(member.name for member in cls)
+        raise ValueError(f"is not a {c_name} (one of {names})") from None
 
 
 def lossless_double(value: float | int) -> bool:
@@ -214,6 +219,17 @@ def _attr_of(desc: OperatorDesc, c_name: str | None) -> str:
 
 
 # -- reading ---------------------------------------------------------------------------------
+class _Absent:
+    """A missing field's value in a message: "DataType = (absent)", not JSON's null, which
+    the author may have written."""
+
+    def __repr__(self) -> str:
+        return "(absent)"
+
+
+_ABSENT = _Absent()
+
+
 class _Reader:
     """Reads one operator's desc; every error names the operator and the JSON field path."""
 
@@ -221,7 +237,10 @@ class _Reader:
         self.operator = operator
 
     def fail(self, path: str, value: object, rule: str) -> DmlValidationError:
-        return DmlValidationError(self.operator, path, value, rule)
+        return DmlValidationError(self.operator, path, value, rule, as_json=True)
+
+    def missing(self, path: str) -> DmlValidationError:
+        return self.fail(path, _ABSENT, "required field is missing")
 
     def enum(self, cls: type[_E], value: object, path: str) -> _E:
         try:
@@ -295,7 +314,7 @@ class _Reader:
         body = self.object_(value, path, _BUFFER_KEYS)
         for key in ("DataType", "Sizes"):
             if key not in body:
-                raise self.fail(f"{path}.{key}", None, "required field is missing")
+                raise self.missing(f"{path}.{key}")
         data_type = self.enum(TensorDataType, body["DataType"], f"{path}.DataType")
         sizes = [self.uint(v, f"{path}.Sizes[{i}]")
                  for i, v in enumerate(self.array(body["Sizes"], f"{path}.Sizes"))]
@@ -415,7 +434,7 @@ def operator_from_json(dispatchable: Mapping[str, Any]) -> OperatorDesc:
     dispatchable = _as_dicts(dispatchable)
     type_key = next((k for k in ("Type", "type") if k in dispatchable), None)
     if type_key is None:
-        raise reader.fail("type", None, "required field is missing")
+        raise reader.missing("type")
     type_name = dispatchable[type_key]
     if not isinstance(type_name, str):
         raise reader.fail(type_key, type_name, "an operator type is written as a string")
@@ -442,7 +461,7 @@ def operator_from_json(dispatchable: Mapping[str, Any]) -> OperatorDesc:
     kwargs: dict[str, Any] = {}
     for spec in cls.SCHEMA:
         if spec.c_name not in body:
-            raise reader.fail(spec.c_name, None, "required field is missing")
+            raise reader.missing(spec.c_name)
         parsed[spec.c_name] = reader.field(spec, body, parsed)
         kwargs[spec.attr] = parsed[spec.c_name]
     return cls(**kwargs)
