@@ -44,7 +44,13 @@ from dmlgraph.viz.describe import (
     tensor_text,
 )
 from dmlgraph.printable import visible
-from dmlgraph.viz.dot import VizError, check_focus, check_pair, focus_shows
+from dmlgraph.viz.dot import (
+    VizError,
+    check_focus,
+    check_pair,
+    focus_draws_output,
+    focus_shows,
+)
 from dmlgraph.viz.focus import (
     Focus,
     cut_edges,
@@ -265,7 +271,7 @@ def _build_panel(
         items += after
         edges += cut
     for i, name in enumerate(dict.fromkeys(graph.outputs)):
-        if kept is not None and name not in producer and not focus_shows(graph, name, kept):
+        if kept is not None and not focus_draws_output(graph, name, kept):
             continue  # made outside the focus
         key = f"{prefix}-out{i}"
         verdict = verdicts.get(name, "")
@@ -697,10 +703,11 @@ def _focus_line(focus: Focus | None) -> str:
 def _focused_sections(
     sections: Sequence[ParitySection], original: Graph, focus: Focus
 ) -> list[ParitySection]:
-    """The parity rows of the outputs a selected node makes; each section says how many
-    it leaves out (the verdict at the top stays the whole model's)."""
+    """The parity rows of the outputs the focused panels draw (``focus_draws_output``);
+    each section says how many it leaves out (the verdict at the top stays the whole
+    model's)."""
     made = {name for name in original.outputs
-            if (node := original.producer(name)) is not None and node.id in focus.nodes}
+            if focus_draws_output(original, name, focus.kept(original))}
     shown = []
     for section in sections:
         rows = tuple(row for row in section.rows if row.name in made)
