@@ -87,12 +87,11 @@ class ParitySection:
     passed: bool | None
     rows: tuple[ParityRow, ...]
     note: str = ""
-
-    @property
-    def compared(self) -> bool:
-        """Whether any output was compared: none was, "pass" said parity held over nothing
-        (``check`` says "nothing compared")."""
-        return any(row.compared for row in self.rows)
+    #: Whether any of the comparison's outputs was compared (where none was, "pass" said
+    #: parity held over nothing; ``check`` says "nothing compared"): of every row, kept
+    #: when a focus leaves rows out (a section whose rows a focus all left out said
+    #: "nothing compared" of outputs check compared).
+    compared: bool = True
 
 
 _PARITY_COLUMNS = (
@@ -163,7 +162,8 @@ def parity_sections(parity: Any) -> list[ParitySection]:
         for c in parity["comparisons"]:
             title = f"{c.get('actual', 'actual')} vs {c.get('expected', 'expected')}"
             rows = tuple(_parity_row(o) for o in c.get("outputs", ()))
-            sections.append(ParitySection(title, c.get("passed"), rows, str(c.get("note", ""))))
+            sections.append(ParitySection(title, c.get("passed"), rows, str(c.get("note", "")),
+                                          _any_compared(rows)))
         return sections
     if isinstance(parity, Mapping) and "outputs" in parity:
         parity = parity["outputs"]
@@ -175,7 +175,12 @@ def parity_sections(parity: Any) -> list[ParitySection]:
         )
     rows = tuple(_parity_row(o) for o in records)
     passed = all(r.verdict not in FAILING for r in rows)
-    return [ParitySection("parity", passed, rows)]
+    return [ParitySection("parity", passed, rows, compared=_any_compared(rows))]
+
+
+def _any_compared(rows: Sequence[ParityRow]) -> bool:
+    """``ParitySection.compared`` of a section's rows, all of them."""
+    return any(row.compared for row in rows)
 
 
 # ----------------------------------------------------------------------------- panels
