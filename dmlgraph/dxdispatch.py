@@ -557,7 +557,7 @@ def _binding(model: DxDispatchModel, source: Any, where: str) -> tuple[dict[str,
         )
     _known_fields(binding, "binding", where)
     if binding["name"] not in model.resources:
-        raise DxDispatchError(f"{where}: binds unknown resource '{binding['name']}'")
+        raise DxDispatchError(f"{where}: binds unknown resource {shown(binding['name'])}")
     return binding, model.resources[binding["name"]]
 
 
@@ -577,7 +577,7 @@ def _bind_points(
     unknown = [point for point in bindings if point not in points]
     if unknown:
         raise DxDispatchError(
-            f"{stage} '{name}': {desc.OPERATOR.full_name} has no bind point '{unknown[0]}' "
+            f"{stage} '{name}': {desc.OPERATOR.full_name} has no bind point {shown(unknown[0])} "
             f"(its bind points: {', '.join(points)})"
         )
     at_init = stage != "dispatch"

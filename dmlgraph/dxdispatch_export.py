@@ -106,15 +106,35 @@ def _resource(info_dtype: np.dtype, shape: tuple[int, ...], data: np.ndarray | N
     return spec
 
 
+def _unsized_inputs_read(graph: Graph, names: list[str]) -> list[str]:
+    """The graph inputs of unknown sizes that ``names`` are computed from, in the graph's
+    order: the sizes to give. Not every unsized input: one that no Slice/Concat/Pad waiting
+    for its sizes reads, directly or through other nodes, sizes none of them (a NonZero's
+    output stays dynamic whatever the inputs' sizes), and naming it sent the user to size
+    it in vain."""
+    seen: set[str] = set()
+    todo = [name for name in names if graph.tensor(name).static_shape is None]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        node = graph.producer(name)
+        if node is not None:
+            todo.extend(x for x in node.inputs if x and x not in seen)
+    return [name for name in graph.inputs
+            if name in seen and graph.tensor(name).static_shape is None]
+
+
 def _fallback_error(graph: Graph, onnx_nodes: list[Node]) -> DxDispatchExportError:
     named = ", ".join(f"{n.name or '(unnamed)'!r} ({n.op_type})" for n in onnx_nodes[:NAMED_NODES])
     more = len(onnx_nodes) - NAMED_NODES
     if more > 0:
         named += f" and {more} more"
     kept = [n for n in onnx_nodes if n.op_type in LOWERED_OPS]
-    unsized = [name for name in graph.inputs if graph.tensor(name).static_shape is None]
     sized_later = [n for n in kept if any(
         x and graph.tensor(x).static_shape is None for x in n.inputs)]
+    unsized = _unsized_inputs_read(graph, [x for n in sized_later for x in n.inputs if x])
     if sized_later and unsized:  # lowered when they run, by the sizes that arrive
         hint = (
             f"{len(sized_later)} Slice/Concat/Pad node(s) read tensors of dynamic sizes, as "

@@ -3,6 +3,8 @@ fallbacks, run-time Slice/Pad parameters. Oracles: NumPy indexing and onnxruntim
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import onnx
 import pytest
@@ -1763,3 +1765,19 @@ def test_the_reference_refuses_to_pad_an_empty_axis_into_elements(mode) -> None:
         with pytest.raises(ValueError, match=rf"^mode '{mode}' cannot pad axis 1: it is empty, "
                            "with no elements to repeat"):
             reference_evaluator(model).run(None, {"x": np.ones((3, 0), np.float32)})
+
+
+def test_the_reference_says_an_axis_emptied_by_negative_pads_is_so_not_empty() -> None:
+    """x [2, 3] edge-padded by [-2, 0, 1, 0]: the crop empties axis 0, then pads it. The
+    reference said "axis 0: it is empty", of an axis of 2 elements. Oracle: the input's own
+    shape (axis 0 holds 2) and lowering's words for the same model."""
+    from backends.numpy.fallback import reference_evaluator
+
+    model = _pad_model("edge", [2, 3], [-2, 0, 1, 0])
+    x = np.ones((2, 3), np.float32)
+    assert x.shape[0] == 2
+    said = "mode 'edge' cannot pad axis 0: it is empty after the crop of pads [-2, 0, 1, 0]"
+    with pytest.raises(ValueError, match=re.escape(said)):
+        reference_evaluator(model).run(None, {"x": x})
+    with pytest.raises(Exception, match=re.escape(said)):
+        lower(load(model), "6_4")

@@ -887,6 +887,23 @@ def test_a_huge_misplaced_value_is_shown_cut(tmp_path, capsys, edit, where) -> N
     assert len(err) < 1000, err[:1000]  # the repr of a string has its quotes too
 
 
+@pytest.mark.parametrize("edit, where", [
+    (lambda m, big: m["dispatchables"]["s"]["desc"].update({big: 1}), "desc.Qqqq"),
+    (lambda m, big: m["commands"][0]["bindings"].update({big: "in"}), "has no bind point 'Qqqq"),
+    (lambda m, big: m["commands"][0]["bindings"].update(OutputTensor=big),
+     "binds unknown resource 'Qqqq"),
+])
+def test_a_huge_misplaced_name_is_shown_cut(tmp_path, capsys, edit, where) -> None:
+    """A field, bind point or resource name of 100,000 characters was printed whole in the
+    message refusing it, where a value beside it is cut (errors.shown)."""
+    model = _slice_model([1, 2, 3, 4])
+    edit(model, "Q" + "q" * 99999)
+    code, out, err = _run_text(tmp_path, json.dumps(model), capsys)
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert where in err and re.search(r"\.\.\. \(10000[02] characters\)", err), err[:500]
+    assert len(err) < 1000, err[:1000]
+
+
 def test_a_resource_name_with_a_nul_is_refused_saving_not_saved_cut(tmp_path, capsys) -> None:
     """zipfile ends a member's name at a NUL: resource "x\\0y" was saved as "x" (and "x\\0a"
     and "x\\0b" would both have been "x"); json_fuzz's oracle found no "x\\0y" in the .npz."""

@@ -505,6 +505,30 @@ def test_nodes_left_for_dynamic_sizes_are_refused_saying_to_size_the_inputs() ->
     assert len(to_dxdispatch(lower(sized, "6_4"))["dispatchables"]) == 2
 
 
+def test_the_refusal_names_only_the_unsized_inputs_the_waiting_nodes_read() -> None:
+    """A Slice of NonZero's output (dynamic whatever the inputs' sizes) beside u [U], an
+    input passed through that no node reads: the refusal told the user to size 'u'. Oracle:
+    the model's wiring (no node reads u), and sizing u changes nothing, the export still
+    refused."""
+    params = [numpy_helper.from_array(np.array([v], np.int64), n) for n, v in (("s", 0),
+                                                                             ("e", 1))]
+    graph = helper.make_graph(
+        [helper.make_node("NonZero", ["a"], ["nz"], name="nz"),
+         helper.make_node("Slice", ["nz", "s", "e"], ["y"], name="sl")], "g",
+        [helper.make_tensor_value_info("a", onnx.TensorProto.FLOAT, [3]),
+         helper.make_tensor_value_info("u", onnx.TensorProto.FLOAT, ["U"])],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.INT64, None),
+         helper.make_tensor_value_info("u", onnx.TensorProto.FLOAT, None)], params)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    assert not any("u" in node.input for node in model.graph.node)
+    for shapes in (None, {"u": [2]}):
+        with pytest.raises(DxDispatchExportError) as info:
+            to_dxdispatch(lower(load(model, input_shapes=shapes), "6_4"))
+        message = str(info.value)
+        assert "'u'" not in message and "--input-shape" not in message
+        assert "'sl' (Slice)" in message and "`dmlgraph lower` says why" in message
+
+
 def test_wrong_input_values_are_refused() -> None:
     graph, _, _ = case("slice_example1")
     lowered = lower(graph, "6_4")

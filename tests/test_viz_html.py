@@ -618,3 +618,58 @@ def test_a_focused_panel_draws_the_outputs_that_are_a_drawn_input_or_constant() 
         for panel in "ol":
             drawn = {d["title"] for k, d in details.items() if k.startswith(f"{panel}-out")}
             assert drawn == {"graph output x", "graph output z", "graph output w"}, focus
+
+
+def test_a_focused_page_lists_the_parity_rows_of_the_outputs_it_draws() -> None:
+    """x (a graph input) and w (a weight) are graph outputs; a focused panel draws them where
+    a node it keeps reads them, but the parity table left their rows out as "made outside
+    the focus". Oracle: the model's wiring, read from the proto: the outputs a kept node
+    makes, or that no node makes and a kept node reads."""
+    from dmlgraph.parity import check
+
+    model = outputs_not_made_by_nodes()
+    graph = load(model)
+    lowered = lower(graph)
+    report = check(model)
+    made = {out: node.name for node in model.graph.node for out in node.output}
+    for name in ("join", "slice"):
+        focus = focus_on(graph, name, 0)
+        kept = {node.name for node in model.graph.node if node.name == name}
+        expected = {o.name for o in model.graph.output
+                    if made.get(o.name) in kept
+                    or (o.name not in made and any(o.name in node.input for node in
+                                                   model.graph.node if node.name in kept))}
+        (section,) = re.findall(r'<section id="parity">.*?</section>',
+                                html_report(graph, lowered, report, focus=focus))
+        listed = set(re.findall(r'<tr class="verdict-[a-z-]+"><td>(\w+)</td>', section))
+        assert listed == expected, (name, section)
+        left = 3 - len(expected)
+        assert (f"{left} of 3 outputs" in section) == bool(left)
+
+
+def test_a_focus_leaving_out_every_output_keeps_its_section_s_verdict() -> None:
+    """x -> Slice 'a' -> Relu 'b' -> y; a focus on 'a' alone lists no parity row (y is b's),
+    and the section said "nothing compared" of a comparison that compared y. Oracle: check's
+    own count of outputs compared, and onnxruntime's run of the model (what it compared)."""
+    import onnxruntime as ort
+    from onnx import TensorProto, helper, numpy_helper
+
+    from dmlgraph.parity import check
+
+    params = [numpy_helper.from_array(np.array(v, np.int64), n) for n, v in (("s", [1]),
+                                                                              ("e", [3]))]
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node("Slice", ["x", "s", "e"], ["t"], name="a"),
+         helper.make_node("Relu", ["t"], ["y"], name="b")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])], params),
+        opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    assert [o.name for o in session.get_outputs()] == ["y"]
+    report = check(model)
+    assert report.passed and report.compared == 1
+    graph = load(model)
+    (section,) = re.findall(r'<section id="parity">.*?</section>',
+                            html_report(graph, lower(graph), report, focus=focus_on(graph, "a", 0)))
+    assert "1 of 1 outputs, made outside the focus, not listed" in section
+    assert "nothing compared" not in section and 'verdict-pass">pass<' in section

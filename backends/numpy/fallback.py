@@ -938,6 +938,7 @@ def _spec_pad(data: np.ndarray, pads: Any, mode: str, fill: Any, axes: Any) -> n
     maps (``dml.indexmaps``, the emulator's: ``np.pad``'s reflect by more than an axis
     differs between NumPy versions), reflect over an axis of one element as edge (nothing to
     mirror: what ``np.pad``, and so onnx.reference, gives)."""
+    given = data.shape
     data, widths = _crop_negative_pads(data, pads, axes)
     if not widths:  # a scalar, whose pads are empty, is itself (np.pad refused the empty
         return data.copy()  # widths: "`pad_width` must be of integral type")
@@ -951,7 +952,10 @@ def _spec_pad(data: np.ndarray, pads: Any, mode: str, fill: Any, axes: Any) -> n
         fill = default_pad_value(data.dtype) if fill is None else np.asarray(fill).reshape(-1)[0]
         return np.pad(data, widths, mode="constant", constant_values=fill).astype(data.dtype)
     if data.size == 0:  # padded to elements, with none to repeat: np.pad refuses it too
-        raise ValueError(empty_axis_refusal(mode, data.shape.index(0)))
+        axis = data.shape.index(0)  # empty as given, or by the crop, as lowering says it
+        flat = [int(p) for p in np.asarray(pads).reshape(-1)]
+        empty = "is empty" if given[axis] == 0 else f"is empty after the crop of pads {flat}"
+        raise ValueError(empty_axis_refusal(mode, axis, empty))
     made = data
     for axis, (start, end) in enumerate(widths):
         if start or end:

@@ -35,7 +35,7 @@ from dmlgraph.dml.enums import (
 from dmlgraph.dml.operators import DESCRIPTOR_CLASSES, OperatorDesc
 from dmlgraph.dml.schema import FieldKind, FieldSpec
 from dmlgraph.dml.tensor import BufferTensorDesc
-from dmlgraph.errors import DmlValidationError, EnumValueError
+from dmlgraph.errors import DmlValidationError, EnumValueError, cut
 
 _E = TypeVar("_E", bound=enums._DmlEnum)
 
@@ -295,7 +295,7 @@ class _Reader:
         unknown = sorted(set(value) - set(allowed))
         if unknown:
             raise self.fail(
-                f"{path}.{unknown[0]}" if path else unknown[0],
+                f"{path}.{cut(unknown[0])}" if path else cut(unknown[0]),
                 value[unknown[0]],
                 f"unknown field (expected one of {', '.join(allowed)})",
             )

@@ -156,6 +156,15 @@ def focus_shows(graph: Graph, name: str, kept: Collection[int]) -> bool:
     return any(node.id in kept for node, _ in graph.consumers(name))
 
 
+def focus_draws_output(graph: Graph, name: str, kept: Collection[int]) -> bool:
+    """Whether a focus keeping the nodes ``kept`` draws the graph output ``name``: made by a
+    node it keeps, or made by none (a graph input, a constant) and drawn (``focus_shows``).
+    The drawings and the HTML's parity rows read it: the rows left out as "made outside the
+    focus" the outputs the focused panels drew."""
+    node = graph.producer(name)
+    return node.id in kept if node is not None else focus_shows(graph, name, kept)
+
+
 def to_dot(
     graph: Graph, records: Sequence[Any] | None = None, *, title: str | None = None,
     focus: Focus | None = None,
@@ -291,7 +300,7 @@ def to_dot(
         if kept is not None:
             cut_lines(node, len(inputs))
     for name in dict.fromkeys(graph.outputs):
-        if kept is not None and name not in producers and not focus_shows(graph, name, kept):
+        if kept is not None and not focus_draws_output(graph, name, kept):
             continue  # made outside the focus
         node_lines.append(tensor_node("output", name))
         source = source_of(name)

@@ -44,7 +44,13 @@ from dmlgraph.viz.describe import (
     tensor_text,
 )
 from dmlgraph.printable import visible
-from dmlgraph.viz.dot import VizError, check_focus, check_pair, focus_shows
+from dmlgraph.viz.dot import (
+    VizError,
+    check_focus,
+    check_pair,
+    focus_draws_output,
+    focus_shows,
+)
 from dmlgraph.viz.focus import (
     Focus,
     cut_edges,
@@ -81,12 +87,11 @@ class ParitySection:
     passed: bool | None
     rows: tuple[ParityRow, ...]
     note: str = ""
-
-    @property
-    def compared(self) -> bool:
-        """Whether any output was compared: none was, "pass" said parity held over nothing
-        (``check`` says "nothing compared")."""
-        return any(row.compared for row in self.rows)
+    #: Whether any of the comparison's outputs was compared (where none was, "pass" said
+    #: parity held over nothing; ``check`` says "nothing compared"): of every row, kept
+    #: when a focus leaves rows out (a section whose rows a focus all left out said
+    #: "nothing compared" of outputs check compared).
+    compared: bool = True
 
 
 _PARITY_COLUMNS = (
@@ -157,7 +162,8 @@ def parity_sections(parity: Any) -> list[ParitySection]:
         for c in parity["comparisons"]:
             title = f"{c.get('actual', 'actual')} vs {c.get('expected', 'expected')}"
             rows = tuple(_parity_row(o) for o in c.get("outputs", ()))
-            sections.append(ParitySection(title, c.get("passed"), rows, str(c.get("note", ""))))
+            sections.append(ParitySection(title, c.get("passed"), rows, str(c.get("note", "")),
+                                          _any_compared(rows)))
         return sections
     if isinstance(parity, Mapping) and "outputs" in parity:
         parity = parity["outputs"]
@@ -169,7 +175,12 @@ def parity_sections(parity: Any) -> list[ParitySection]:
         )
     rows = tuple(_parity_row(o) for o in records)
     passed = all(r.verdict not in FAILING for r in rows)
-    return [ParitySection("parity", passed, rows)]
+    return [ParitySection("parity", passed, rows, compared=_any_compared(rows))]
+
+
+def _any_compared(rows: Sequence[ParityRow]) -> bool:
+    """``ParitySection.compared`` of a section's rows, all of them."""
+    return any(row.compared for row in rows)
 
 
 # ----------------------------------------------------------------------------- panels
@@ -265,7 +276,7 @@ def _build_panel(
         items += after
         edges += cut
     for i, name in enumerate(dict.fromkeys(graph.outputs)):
-        if kept is not None and name not in producer and not focus_shows(graph, name, kept):
+        if kept is not None and not focus_draws_output(graph, name, kept):
             continue  # made outside the focus
         key = f"{prefix}-out{i}"
         verdict = verdicts.get(name, "")
@@ -697,10 +708,11 @@ def _focus_line(focus: Focus | None) -> str:
 def _focused_sections(
     sections: Sequence[ParitySection], original: Graph, focus: Focus
 ) -> list[ParitySection]:
-    """The parity rows of the outputs a selected node makes; each section says how many
-    it leaves out (the verdict at the top stays the whole model's)."""
+    """The parity rows of the outputs the focused panels draw (``focus_draws_output``);
+    each section says how many it leaves out (the verdict at the top stays the whole
+    model's)."""
     made = {name for name in original.outputs
-            if (node := original.producer(name)) is not None and node.id in focus.nodes}
+            if focus_draws_output(original, name, focus.kept(original))}
     shown = []
     for section in sections:
         rows = tuple(row for row in section.rows if row.name in made)
