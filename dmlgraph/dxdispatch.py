@@ -55,7 +55,7 @@ from dmlgraph.dml.jsonio import (
 from dmlgraph.dml.operators import OperatorDesc
 from dmlgraph.dml.schema import FieldKind, FieldSpec
 from dmlgraph.dml.tensor import BufferTensorDesc
-from dmlgraph.errors import DmlgraphError, cut, shown
+from dmlgraph.errors import DmlgraphError, cut, shown_json
 from dmlgraph.sniff import described, is_lowered_json
 from dmlgraph.tensorio import UNWEIGHED_BYTES, available_memory
 
@@ -117,7 +117,7 @@ def _known_fields(value: dict[str, Any], kind: str, where: str) -> None:
     unknown = sorted(set(value) - allowed)
     if unknown:
         raise DxDispatchError(
-            f"{where}: unknown {kind} field {shown(unknown[0])} (a {kind} has "
+            f"{where}: unknown {kind} field {shown_json(unknown[0])} (a {kind} has "
             f"{', '.join(sorted(allowed))})"
         )
 
@@ -129,11 +129,11 @@ def _element(name: str, value: object, data_type: TensorDataType) -> float | int
             return json_float(json_number(value), data_type)
         except ValueError as exc:
             raise DxDispatchError(
-                f"resource '{name}': initial value {shown(value)} {exc}"
+                f"resource '{name}': initial value {shown_json(value)} {exc}"
             ) from None
     if isinstance(value, bool) or not isinstance(value, int):
         raise DxDispatchError(
-            f"resource '{name}': initial value {shown(value)} is not an integer, as "
+            f"resource '{name}': initial value {shown_json(value)} is not an integer, as "
             f"{data_type.full_name} needs"
         )
     limits = ml_dtypes.iinfo(data_type.numpy_dtype)
@@ -204,7 +204,7 @@ def _initial_values(name: str, spec: dict[str, Any], data_type: TensorDataType) 
         count = values["valueCount"]
         if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= UINT32_MAX:
             raise DxDispatchError(  # DxDispatch reads it as a UINT32 (gsl::narrow)
-                f"resource '{name}': valueCount {shown(count)} must be an integer from 1 to "
+                f"resource '{name}': valueCount {shown_json(count)} must be an integer from 1 to "
                 "2^32 - 1"
             )
         # the values, and then the resource's buffer they are copied into: twice their bytes
@@ -237,11 +237,11 @@ def _parse_resource(name: str, spec: Any) -> Resource:
         data_type = json_enum(TensorDataType, written)
     except ValueError as exc:
         raise DxDispatchError(
-            f"resource '{name}': initialValuesDataType = {shown(written)}: {exc}"
+            f"resource '{name}': initialValuesDataType = {shown_json(written)}: {exc}"
         ) from None
     if data_type not in INITIAL_VALUE_TYPES:  # GenerateInitialValues*: "Invalid tensor data type."
         raise DxDispatchError(
-            f"resource '{name}': initialValuesDataType = {shown(written)}: DxDispatch fills a "
+            f"resource '{name}': initialValuesDataType = {shown_json(written)}: DxDispatch fills a "
             f"buffer of {', '.join(t.name for t in INITIAL_VALUE_TYPES)} values only"
         )
     try:
@@ -325,7 +325,7 @@ def _out_of_memory(name: str, what: str) -> DxDispatchError:
 
 def _uint(value: object, where: str, field_name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise DxDispatchError(f"{where}: {field_name} {shown(value)} is not an unsigned integer")
+        raise DxDispatchError(f"{where}: {field_name} {shown_json(value)} is not an unsigned integer")
     return value
 
 
@@ -557,7 +557,7 @@ def _binding(model: DxDispatchModel, source: Any, where: str) -> tuple[dict[str,
         )
     _known_fields(binding, "binding", where)
     if binding["name"] not in model.resources:
-        raise DxDispatchError(f"{where}: binds unknown resource {shown(binding['name'])}")
+        raise DxDispatchError(f"{where}: binds unknown resource {shown_json(binding['name'])}")
     return binding, model.resources[binding["name"]]
 
 
@@ -571,13 +571,13 @@ def _bind_points(
     nothing; so is one bound at the other stage (``_initialize``)."""
     if not isinstance(bindings, dict):
         raise DxDispatchError(
-            f"{stage} '{name}': bindings must be an object, not {shown(bindings)}"
+            f"{stage} '{name}': bindings must be an object, not {shown_json(bindings)}"
         )
     points = [spec.c_name for spec in desc.SCHEMA if spec.is_tensor]
     unknown = [point for point in bindings if point not in points]
     if unknown:
         raise DxDispatchError(
-            f"{stage} '{name}': {desc.OPERATOR.full_name} has no bind point {shown(unknown[0])} "
+            f"{stage} '{name}': {desc.OPERATOR.full_name} has no bind point {shown_json(unknown[0])} "
             f"(its bind points: {', '.join(points)})"
         )
     at_init = stage != "dispatch"
@@ -845,19 +845,19 @@ def _check_commands(
         if "type" not in command:
             raise DxDispatchError(f"command {index} has no \"type\" (dispatch or print)")
         if kind not in ("dispatch", "print"):
-            raise DxDispatchError(f"command {index}: unknown command type {shown(kind)}")
+            raise DxDispatchError(f"command {index}: unknown command type {shown_json(kind)}")
         _known_fields(command, kind, f"command {index}")
         if kind == "dispatch":
             name = command.get("dispatchable")
             if not isinstance(name, str) or name not in model.dispatchables:
-                raise DxDispatchError(f"command {index}: unknown dispatchable {shown(name)}")
+                raise DxDispatchError(f"command {index}: unknown dispatchable {shown_json(name)}")
             _check_thread_groups(command.get("threadGroupCount", [1, 1, 1]), index)
             _bound_tensors(model, model.dispatchables[name],
                            members(command.get("bindings", {})), name, initialized[name])
         else:
             name = command.get("resource")
             if not isinstance(name, str) or name not in model.resources:
-                raise DxDispatchError(f"command {index}: print of unknown resource {shown(name)}")
+                raise DxDispatchError(f"command {index}: print of unknown resource {shown_json(name)}")
     return initialized
 
 
@@ -871,7 +871,7 @@ def _check_thread_groups(value: object, index: int) -> None:
         and all(type(n) is int and 0 < n <= UINT32_MAX for n in value)
     ):
         raise DxDispatchError(
-            f"command {index}: threadGroupCount = {shown(value)}: the schema's is three integers "
+            f"command {index}: threadGroupCount = {shown_json(value)}: the schema's is three integers "
             f"above 0 (X, Y, Z thread groups, at most {UINT32_MAX} each)"
         )
 

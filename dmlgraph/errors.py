@@ -37,17 +37,14 @@ def shown(value: object) -> str:
 
 def shown_json(value: object) -> str:
     """A value read from a JSON document as JSON spells it (``null``, ``true``, ``"x"``,
-    ``{"a": 1}``), cut as ``shown``: a DxDispatch model's author wrote no ``None``. A value
-    JSON cannot hold (a Python caller's) is shown by its repr."""
+    ``{"a": 1}``), cut as ``shown``: a DxDispatch model's author wrote no ``None``. What a
+    terminal would act on or hide (ESC, U+202E, a lone surrogate) stays escaped, as ``repr``
+    escapes it. A value JSON cannot hold (a Python caller's) is shown by its repr."""
     try:
         text = json.dumps(value, ensure_ascii=False)
-        text.encode("utf-8")  # a lone surrogate ("\ud800" in the file) stays escaped
     except (TypeError, ValueError, RecursionError):
-        try:
-            text = json.dumps(value)
-        except (TypeError, ValueError, RecursionError):
-            return shown(value)
-    return cut(text)
+        return shown(value)
+    return cut("".join(c if c.isprintable() else json.dumps(c)[1:-1] for c in text))
 
 
 class DmlgraphError(Exception):

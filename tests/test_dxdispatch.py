@@ -211,10 +211,10 @@ def test_comments_trailing_commas_and_command_case_are_read(tmp_path, capsys) ->
 
 @pytest.mark.parametrize("values, data_type, message", [
     ([1.5, 2, 3, 4], "INT32", "initial value 1.5 is not an integer"),
-    ([True, 2, 3, 4], "INT32", "initial value True is not an integer"),
-    (["4", 2, 3, 4], "INT32", "initial value '4' is not an integer"),
+    ([True, 2, 3, 4], "INT32", "initial value true is not an integer"),
+    (["4", 2, 3, 4], "INT32", 'initial value "4" is not an integer'),
     ({"valueStart": 1, "valueDelta": 0.5, "valueCount": 4}, "INT32", "0.5 is not an integer"),
-    (["x", 2, 3, 4], "FLOAT32", "initial value 'x' must be a number"),
+    (["x", 2, 3, 4], "FLOAT32", 'initial value "x" must be a number'),
     # NumPy's words were "Python int too large to convert to C long"
     ([2**64, 2, 3, 4], "INT32", "initial value 18446744073709551616 is outside "
                                 "DML_TENSOR_DATA_TYPE_INT32's range, -2147483648 to 2147483647"),
@@ -247,7 +247,7 @@ def test_float16_numbers_round_through_float(tmp_path, capsys) -> None:
     ({"initialValuesOffsetInBytes": 16}, "sizeInBytes 16 cannot hold its 16 bytes of initial "
                                          "values at offset 16"),
     ({"initialValuesOffsetInBytes": -4}, "initialValuesOffsetInBytes -4 is not an unsigned"),
-    ({"initialValuesOffsetInBytes": "4"}, "initialValuesOffsetInBytes '4' is not an unsigned"),
+    ({"initialValuesOffsetInBytes": "4"}, 'initialValuesOffsetInBytes "4" is not an unsigned'),
 ])
 def test_resource_sizes_and_offsets_as_dxdispatch_checks_them(tmp_path, capsys, spec, message):
     """sizeInBytes defaults to the initial data's size (rounded to 4), offset not added."""
@@ -261,7 +261,7 @@ def test_resource_sizes_and_offsets_as_dxdispatch_checks_them(tmp_path, capsys, 
     ({"elementOffset": 1}, None, "at byte 4, which is not a multiple of 16"),
     ({"elementOffset": 4}, 256, "at byte 16, which is not a multiple of 256"),
     ({"elementOffset": -1}, None, "elementOffset -1 is not an unsigned integer"),
-    ({"elementOffset": "1"}, None, "elementOffset '1' is not an unsigned integer"),
+    ({"elementOffset": "1"}, None, 'elementOffset "1" is not an unsigned integer'),
 ])
 def test_binding_offsets_are_aligned_and_unsigned(tmp_path, capsys, binding, alignment, message):
     """DML_BUFFER_BINDING's Offset is a multiple of DML_MINIMUM_BUFFER_TENSOR_ALIGNMENT (16),
@@ -352,7 +352,7 @@ def test_an_input_owned_by_dml_holds_the_values_it_was_initialized_with(tmp_path
     (lambda m: m["dispatchables"]["s"]["bindings"].update(OutputTensor="out"),
      "dispatchable 's', bind point 'OutputTensor': bound at initialization"),
     (lambda m: m["dispatchables"]["s"]["bindings"].update(Bogus="out"),
-     "dispatchable 's': DML_OPERATOR_SLICE has no bind point 'Bogus'"),
+     'dispatchable \'s\': DML_OPERATOR_SLICE has no bind point "Bogus"'),
 ])
 def test_owned_by_dml_inputs_bind_at_initialization_alone(tmp_path, capsys, edit, message):
     model = _owned_slice_model()
@@ -483,23 +483,23 @@ def test_one_byte_integers_print_as_characters(tmp_path, capsys) -> None:
     (lambda m: m["resources"]["in"].update(initialValuesDataType=1),
      "resource 'in': initialValuesDataType = 1: a DML_TENSOR_DATA_TYPE is written as a string"),
     (lambda m: m["resources"]["in"].update(initialValuesDataType=" FLOAT32"),
-     "initialValuesDataType = ' FLOAT32': an enum name is written without spaces around it"),
+     'initialValuesDataType = " FLOAT32": an enum name is written without spaces around it'),
     (lambda m: m["resources"]["in"].update(initialValuesDataType="UNKNOWN"),
-     "initialValuesDataType = 'UNKNOWN': DxDispatch fills a buffer of FLOAT32, FLOAT16, "
+     'initialValuesDataType = "UNKNOWN": DxDispatch fills a buffer of FLOAT32, FLOAT16, '
      "UINT32, UINT16"),
     (lambda m: m["commands"].append({"type": "writeFile", "resource": "out",
                                      "targetPath": "out.bin"}), "writeFile is not run here"),
     # the Model checks every binding's name; the Executor initializes every dispatchable
     (lambda m: m["commands"].append({"type": "dispatch", "dispatchable": "s", "bindings": {
-        "InputTensor": "in", "OutputTensor": "nowhere"}}), "binds unknown resource 'nowhere'"),
+        "InputTensor": "in", "OutputTensor": "nowhere"}}), 'binds unknown resource "nowhere"'),
     # the schema's threadGroupCount: three integers above 0, even where DML ignores it
     (lambda m: m["commands"][0].update(threadGroupCount=[1, "x", 1]),
-     "threadGroupCount = [1, 'x', 1]: the schema's is three integers above 0"),
+     'threadGroupCount = [1, "x", 1]: the schema\'s is three integers above 0'),
     (lambda m: m["commands"][0].update(threadGroupCount=[1, 1]), "threadGroupCount = [1, 1]"),
     (lambda m: m["commands"][0].update(threadGroupCount=[0, 1, 1]),
      "threadGroupCount = [0, 1, 1]"),
     (lambda m: m["commands"][0].update(threadGroupCount=[True, 1, 1]),
-     "threadGroupCount = [True, 1, 1]"),
+     "threadGroupCount = [true, 1, 1]"),
     (lambda m: m["dispatchables"].update(unused={"type": "SLICE", "desc": {
         "InputTensor": {"DataType": "FLOAT32", "Sizes": [4]},
         "OutputTensor": {"DataType": "FLOAT32", "Sizes": [3]},
@@ -742,7 +742,7 @@ def test_a_bind_point_the_operator_lacks_is_refused(tmp_path, capsys, point) -> 
     model["commands"][0]["bindings"][point] = "in"
     code, out, err = _run_text(tmp_path, json.dumps(model), capsys)
     assert (code, out) == (2, "") and err.count("\n") == 1, err
-    assert (f"dispatch 's': DML_OPERATOR_SLICE has no bind point '{point}' (its bind points: "
+    assert (f"dispatch 's': DML_OPERATOR_SLICE has no bind point \"{point}\" (its bind points: "
             "InputTensor, OutputTensor)") in err
 
 
@@ -833,7 +833,7 @@ def test_an_error_naming_a_models_text_shows_its_control_codes(tmp_path, capsys)
     model["commands"][0]["bindings"]["OutputTensor"] = "no\x1b[31mpe\u202e"
     code, out, err = _run_text(tmp_path, json.dumps(model), capsys)
     assert (code, out) == (2, "") and err.count("\n") == 1
-    assert "binds unknown resource 'no\\x1b[31mpe\\u202e'" in err and "\x1b" not in err
+    assert 'binds unknown resource "no\\u001b[31mpe\\u202e"' in err and "\x1b" not in err
 
 
 _UNDER_A_MEMORY_LIMIT = """
@@ -874,7 +874,7 @@ def test_a_resource_past_the_process_memory_limit_is_named(tmp_path, edit, what)
      "not [0, 1"),
     (lambda m, big: m["resources"]["in"].update(sizeInBytes=big), "sizeInBytes [0, 1, 2"),
     (lambda m, big: m["resources"]["in"].update(initialValuesDataType=str(big)),
-     "initialValuesDataType = '[0, 1, 2"),
+     'initialValuesDataType = "[0, 1, 2'),
 ])
 def test_a_huge_misplaced_value_is_shown_cut(tmp_path, capsys, edit, where) -> None:
     """A value is shown in a message by its first characters and its length: 200000 offsets
@@ -889,9 +889,9 @@ def test_a_huge_misplaced_value_is_shown_cut(tmp_path, capsys, edit, where) -> N
 
 @pytest.mark.parametrize("edit, where", [
     (lambda m, big: m["dispatchables"]["s"]["desc"].update({big: 1}), "desc.Qqqq"),
-    (lambda m, big: m["commands"][0]["bindings"].update({big: "in"}), "has no bind point 'Qqqq"),
+    (lambda m, big: m["commands"][0]["bindings"].update({big: "in"}), 'has no bind point "Qqqq'),
     (lambda m, big: m["commands"][0]["bindings"].update(OutputTensor=big),
-     "binds unknown resource 'Qqqq"),
+     'binds unknown resource "Qqqq'),
 ])
 def test_a_huge_misplaced_name_is_shown_cut(tmp_path, capsys, edit, where) -> None:
     """A field, bind point or resource name of 100,000 characters was printed whole in the

@@ -159,21 +159,21 @@ def test_an_infinite_tolerance_is_refused_with_json_too(tmp_path: Path, capsys) 
 
 
 @pytest.mark.parametrize("edit, message", [
-    (lambda m: m["commands"][0].update(dispatchable=["join"]), "unknown dispatchable ['join']"),
+    (lambda m: m["commands"][0].update(dispatchable=["join"]), 'unknown dispatchable ["join"]'),
     (lambda m: m["commands"][0].update(bindings="InputTensors"), "bindings must be an object"),
     (lambda m: m["commands"][0]["bindings"].update(OutputTensor={"name": ["Out"]}),
      'a binding is a resource name or an object with a "name", not {"name": ["Out"]}'),
     (lambda m: m["commands"][0]["bindings"].update(OutputTensor={"name": "Outt"}),
-     "binds unknown resource 'Outt'"),
+     'binds unknown resource "Outt"'),
     (lambda m: m["commands"][0]["bindings"].update(OutputTensor={"name": "Out", "ofset": 1}),
-     "unknown binding field 'ofset'"),
-    (lambda m: m["commands"][0].update(bindngs={}), "command 0: unknown dispatch field 'bindngs'"),
+     'unknown binding field "ofset"'),
+    (lambda m: m["commands"][0].update(bindngs={}), 'command 0: unknown dispatch field "bindngs"'),
     (lambda m: m["commands"].append({"type": "print", "resource": "Out", "x": 1}),
-     "unknown print field 'x'"),
-    (lambda m: m["resources"]["Out"].update(sizeInByte=64), "unknown resource field 'sizeInByte'"),
-    (lambda m: m.update(extra=1), "the model: unknown model field 'extra'"),
+     'unknown print field "x"'),
+    (lambda m: m["resources"]["Out"].update(sizeInByte=64), 'unknown resource field "sizeInByte"'),
+    (lambda m: m.update(extra=1), 'the model: unknown model field "extra"'),
     (lambda m: m["commands"].append({"type": "print", "resource": ["Out"]}),
-     "print of unknown resource ['Out']"),
+     'print of unknown resource ["Out"]'),
 ])
 def test_dxdispatch_parts_of_the_wrong_kind_are_one_line_errors(tmp_path, capsys, edit, message):
     model = json.loads((MODELS / "dxdispatch" / "example_join.json").read_text())

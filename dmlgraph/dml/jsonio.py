@@ -273,9 +273,11 @@ class _Reader:
         """A DML_SCALAR_UNION: a number read as ``data_type``, or ``{"<Member>": value}``."""
         if isinstance(value, dict):
             member = SCALAR_MEMBER.get(data_type)
-            if member is None or set(value) != {member}:
+            if member is None:
+                raise self.fail(path, value, f"DML_SCALAR_UNION has no {data_type.full_name} member")
+            if set(value) != {member}:
                 raise self.fail(path, value, f"a {data_type.full_name} scalar union object "
-                                             f"has exactly the member {member!r}")
+                                             f"has exactly the member \"{member}\"")
             inner = value[member]
             if data_type == TensorDataType.FLOAT16:
                 bits = self.uint(inner, f"{path}.{member}", bits=16)
