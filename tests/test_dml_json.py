@@ -191,7 +191,7 @@ def test_scalar_union_member_object_form() -> None:
     desc = operator_from_json({"type": "PADDING1", "desc": body})
     assert desc.padding_value == 1.0
     body["PaddingValue"] = {"Float32": 1.0}
-    with pytest.raises(DmlValidationError, match="'UInt16'"):
+    with pytest.raises(DmlValidationError, match='"UInt16"'):
         operator_from_json({"type": "PADDING1", "desc": body})
 
 
