@@ -373,6 +373,35 @@ def test_a_scan_8_body_concat_of_such_a_concat_runs_as_onnx_says() -> None:
         assert np.array_equal(got["rows"], np.stack(rows))
 
 
+@pytest.mark.parametrize("axes, starts, ends", [
+    ([1, 0], [1, 0], [3, 1]),  # not increasing
+    ([2, -3], [1, 0], [3, 1]),  # a negative axis among others
+    ([2, 1, -3], [-4, -9223372036854775808, -5], [9223372036854775807, 3, 12]),  # extremes
+])
+def test_a_scan_8_body_slice_1_of_such_axes_runs_as_onnx_says(axes, starts, ends) -> None:
+    """onnx's inference of Slice-1 walks its axes in increasing order, each from 0 (Slice-10
+    defines negative ones, counted from the end), and sized nothing otherwise: onnxruntime
+    failed on the model, and so did both engines (the fuzzer's seeds 500291, 500872, 503343,
+    left as failing alike). Its axes are put in order, counted, with their starts and ends:
+    both run it as ONNX says (NumPy's slicing, each axis once)."""
+    nodes = [helper.make_node("Slice", ["acc"], ["ys"], axes=axes, starts=starts, ends=ends),
+             helper.make_node("Add", ["acc", "one"], ["acc_out"])]
+    model = _scan_8_concat_from_end(nodes, [3, 4, 5], batch=2)
+    body = model.graph.node[0].attribute[0].g
+    body.initializer.append(numpy_helper.from_array(np.ones(1, np.float32), "one"))
+    feeds = {"init": np.arange(120, dtype=np.float32).reshape(2, 3, 4, 5),
+             "x": np.arange(-12, 12, dtype=np.float32).reshape(2, 4, 3)}
+    index = [slice(None)] * 3
+    for axis, start, end in zip(axes, starts, ends):
+        index[axis] = slice(start, end)
+    want = np.stack([np.stack([(acc + step)[tuple(index)] for step in range(4)])
+                     for acc in feeds["init"]])
+    for backend in ("numpy", "onnxruntime"):
+        got = get_backend(backend).run(lower(dmlgraph.load(model), "6_4"), feeds)
+        assert np.array_equal(got["final"], feeds["init"] + 4)
+        assert np.array_equal(got["rows"], want)
+
+
 def test_a_scan_inside_a_loop_body_runs_lowered_at_both_depths(onnx_run) -> None:
     """A Loop whose body scans the main graph's int64 ks [4, 5] by rows, the Scan's body
     slicing each row and joining it with the main graph's ``extra`` (read two scopes down):

@@ -1030,7 +1030,7 @@ class OnnxruntimeFallback:
         try:
             session = make_session(
                 # (its omitted outputs onnxruntime dies of named there; a Scan body's old
-                # negative axes counted, which onnxruntime's inference cannot size by)
+                # axes written as onnxruntime's inference sizes them: ``old_axes``)
                 count_old_axes(ran.to_onnx()),
                 self.providers,
                 f"{graph.source}: {_nodes(graph)}",

@@ -126,7 +126,7 @@ class OnnxruntimeBackend:
     def model_for(self, graph: Graph) -> onnx.ModelProto:
         """The ModelProto a graph runs as: ``to_onnx``, translated when it holds DML nodes;
         each output onnxruntime dies of omitting named (``providers.name_omitted``), and a
-        Scan body's old negative axes counted (``old_axes.count_old_axes``)."""
+        Scan body's old axes written as its inference sizes them (``old_axes``)."""
         model = graph.to_onnx() if all(node.is_onnx for node in graph.nodes) else translate(graph)
         return name_omitted(count_old_axes(model))
 
