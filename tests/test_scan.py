@@ -309,6 +309,99 @@ def test_a_scan_8_runs_whole_on_the_fallback_and_says_so(onnx_run) -> None:
     assert record.op == "Scan" and record.engine.startswith("onnxruntime")
 
 
+def _scan_8_concat_from_end(nodes: list, state: list[int], batch: int = 1) -> onnx.ModelProto:
+    """An opset-8 Scan-8 of state acc (``state``; fed init [batch, *state]) and x
+    [batch, 4, 3], whose body makes acc_out (the state's next value) and ys by ``nodes``,
+    declaring neither's shape: onnx's inference alone sizes them."""
+    body = helper.make_graph(nodes, "body", [_vi("acc", state), _vi("row", [3])],
+                             [_vi("acc_out", None), _vi("ys", None)])
+    graph = helper.make_graph(
+        [helper.make_node("Scan", ["", "init", "x"], ["final", "rows"], name="scan",
+                          body=body, num_scan_inputs=1)],
+        "m", [_vi("init", [batch, *state]), _vi("x", [batch, 4, 3])],
+        [_vi("final", None), _vi("rows", None)])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 8)], ir_version=4)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "onnxruntime"])
+def test_a_scan_8_body_concat_on_a_negative_axis_runs_as_onnxruntime_runs_the_model(
+    backend: str, onnx_run
+) -> None:
+    """Concat-4 defines only non-negative axes; onnxruntime's kernel counts -1 from the end,
+    but onnx's inference (onnxruntime's) sizes nothing by it, nor what the body makes of it,
+    and onnxruntime's Scan fails where a body output has no shape. It ran this model (the
+    fuzzer's seed 440734, cut down) only as its TransposeOptimizer rewrote the body; the
+    NumPy backend's onnxruntime fallback, and the onnxruntime backend, run without it, and
+    failed ("Subgraph must have the shape set for all outputs but acc_out did not"). The
+    axis is counted from the end for them (``old_axes.count_old_axes``)."""
+    nodes = [helper.make_node("Transpose", ["acc"], ["t"], perm=[1, 2, 0]),
+             helper.make_node("Concat", ["t"] * 6, ["c"], axis=-1),  # [3, 1, 6]
+             helper.make_node("Slice", ["c"], ["s"], starts=[2, 0, 4], ends=[3, 1, 5]),
+             helper.make_node("Pad", ["s"], ["acc_out"], pads=[0, 2, 0, 0, 0, 0], value=0.5),
+             helper.make_node("Relu", ["row"], ["ys"])]
+    model = _scan_8_concat_from_end(nodes, [1, 3, 1])
+    feeds = {"init": np.array([1, 2, 3], np.float32).reshape(1, 1, 3, 1),
+             "x": np.arange(-6, 6, dtype=np.float32).reshape(1, 4, 3)}
+    want = onnx_run(model, feeds)  # onnxruntime's own session runs the model
+    got = get_backend(backend).run(lower(dmlgraph.load(model), "6_4"), feeds)
+    assert all(np.array_equal(got[n], w) for n, w in zip(("final", "rows"), want))
+
+
+def test_a_scan_8_body_concat_of_such_a_concat_runs_as_onnx_says() -> None:
+    """A Concat on axis -1 of a Concat on axis -1: the second's inputs are ranked only once
+    the first is counted, by inference again. onnxruntime fails on this model whatever its
+    optimizations; counted, both engines run it as ONNX says (NumPy's concatenate)."""
+    nodes = [helper.make_node("Concat", ["acc", "acc"], ["c1"], axis=-1),  # [2, 6]
+             helper.make_node("Concat", ["c1", "c1"], ["c2"], axis=-2),  # [4, 6]
+             helper.make_node("Slice", ["c2"], ["s"], starts=[1, 2], ends=[3, 4]),
+             helper.make_node("Pad", ["s"], ["acc_out"], pads=[0, 1, 0, 0], value=0.5),
+             helper.make_node("Concat", ["row", "row"], ["ys"], axis=-1)]
+    model = _scan_8_concat_from_end(nodes, [2, 3], batch=2)
+    feeds = {"init": np.arange(12, dtype=np.float32).reshape(2, 2, 3),
+             "x": np.arange(-12, 12, dtype=np.float32).reshape(2, 4, 3)}
+    finals, rows = [], []
+    for acc, xs in zip(feeds["init"], feeds["x"]):
+        for row in xs:
+            c1 = np.concatenate([acc, acc], axis=1)
+            acc = np.pad(np.concatenate([c1, c1], axis=0)[1:3, 2:4], [(0, 0), (1, 0)],
+                         constant_values=0.5)
+        finals.append(acc)
+        rows.append(np.concatenate([xs, xs], axis=1))
+    for backend in ("numpy", "onnxruntime"):
+        got = get_backend(backend).run(lower(dmlgraph.load(model), "6_4"), feeds)
+        assert np.array_equal(got["final"], np.stack(finals))
+        assert np.array_equal(got["rows"], np.stack(rows))
+
+
+@pytest.mark.parametrize("axes, starts, ends", [
+    ([1, 0], [1, 0], [3, 1]),  # not increasing
+    ([2, -3], [1, 0], [3, 1]),  # a negative axis among others
+    ([2, 1, -3], [-4, -9223372036854775808, -5], [9223372036854775807, 3, 12]),  # extremes
+])
+def test_a_scan_8_body_slice_1_of_such_axes_runs_as_onnx_says(axes, starts, ends) -> None:
+    """onnx's inference of Slice-1 walks its axes in increasing order, each from 0 (Slice-10
+    defines negative ones, counted from the end), and sized nothing otherwise: onnxruntime
+    failed on the model, and so did both engines (the fuzzer's seeds 500291, 500872, 503343,
+    left as failing alike). Its axes are put in order, counted, with their starts and ends:
+    both run it as ONNX says (NumPy's slicing, each axis once)."""
+    nodes = [helper.make_node("Slice", ["acc"], ["ys"], axes=axes, starts=starts, ends=ends),
+             helper.make_node("Add", ["acc", "one"], ["acc_out"])]
+    model = _scan_8_concat_from_end(nodes, [3, 4, 5], batch=2)
+    body = model.graph.node[0].attribute[0].g
+    body.initializer.append(numpy_helper.from_array(np.ones(1, np.float32), "one"))
+    feeds = {"init": np.arange(120, dtype=np.float32).reshape(2, 3, 4, 5),
+             "x": np.arange(-12, 12, dtype=np.float32).reshape(2, 4, 3)}
+    index = [slice(None)] * 3
+    for axis, start, end in zip(axes, starts, ends):
+        index[axis] = slice(start, end)
+    want = np.stack([np.stack([(acc + step)[tuple(index)] for step in range(4)])
+                     for acc in feeds["init"]])
+    for backend in ("numpy", "onnxruntime"):
+        got = get_backend(backend).run(lower(dmlgraph.load(model), "6_4"), feeds)
+        assert np.array_equal(got["final"], feeds["init"] + 4)
+        assert np.array_equal(got["rows"], want)
+
+
 def test_a_scan_inside_a_loop_body_runs_lowered_at_both_depths(onnx_run) -> None:
     """A Loop whose body scans the main graph's int64 ks [4, 5] by rows, the Scan's body
     slicing each row and joining it with the main graph's ``extra`` (read two scopes down):

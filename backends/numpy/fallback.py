@@ -20,6 +20,7 @@ import onnx
 from backends.base import BackendError, engine_hint, first_line
 from backends.numpy.control import inferred_ranks, other_rank, scan_body_divergence
 from backends.onnxruntime import values
+from backends.onnxruntime.old_axes import count_old_axes
 from backends.onnxruntime.providers import (
     cannot_run,
     fails_when_run,
@@ -1032,7 +1033,9 @@ class OnnxruntimeFallback:
             ran.outputs = [*graph.outputs, *fetched]
         try:
             session = make_session(
-                ran.to_onnx(),  # (its omitted outputs onnxruntime dies of named there)
+                # (its omitted outputs onnxruntime dies of named there; a Scan body's old
+                # axes written as onnxruntime's inference sizes them: ``old_axes``)
+                count_old_axes(ran.to_onnx()),
                 self.providers,
                 f"{graph.source}: {_nodes(graph)}",
                 shared_threads=self.shared_threads,

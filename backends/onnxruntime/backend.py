@@ -32,6 +32,7 @@ from backends.base import (
     write_all_bound,
 )
 from backends.onnxruntime import values
+from backends.onnxruntime.old_axes import count_old_axes
 from backends.onnxruntime.providers import (
     failed,
     fatal_omission_in,
@@ -124,10 +125,10 @@ class OnnxruntimeBackend:
 
     def model_for(self, graph: Graph) -> onnx.ModelProto:
         """The ModelProto a graph runs as: ``to_onnx``, translated when it holds DML nodes;
-        each output onnxruntime dies of omitting named (``providers.name_omitted``)."""
-        if all(node.is_onnx for node in graph.nodes):
-            return name_omitted(graph.to_onnx())
-        return name_omitted(translate(graph))
+        each output onnxruntime dies of omitting named (``providers.name_omitted``), and a
+        Scan body's old axes written as its inference sizes them (``old_axes``)."""
+        model = graph.to_onnx() if all(node.is_onnx for node in graph.nodes) else translate(graph)
+        return name_omitted(count_old_axes(model))
 
     def execute(
         self,
