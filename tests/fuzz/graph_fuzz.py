@@ -51,12 +51,13 @@ Each model is lowered at FL 6_4, 4_1, 2_1 and 1_0 (``verify_each``) and run on t
 backend: twice with the same feeds, with other feeds, with bound outputs (poisoned), with
 strided feeds, partly bound, and every fifth case from 3 threads at once; each run is
 compared bit for bit with onnxruntime (ORT_DISABLE_ALL and default). A mismatch where
-onnx.reference or this file's NumPy evaluator (``numpy_eval``, which runs If and Loop too,
-onnx.reference's Loop failing on a Loop without ``cond`` or with scan outputs) agrees with
-dmlgraph is onnxruntime's (float16 Add chains it rounds once), not a finding; nor, on the onnxruntime
-fallback (whose segments keep such chains in float32 but end where a lowered node rounds), is
-a float16 output within ``numpy_eval``'s bounds of rounding anywhere (``widen``). Findings are
-saved under tests/fuzz/findings/ (model, feeds, what differed).
+onnx.reference or this file's NumPy evaluator (``numpy_eval``, which runs If and Loop too:
+onnx 1.23's Loop runs no trip without ``cond`` and joins scan outputs with ``np.vstack``)
+agrees with dmlgraph is onnxruntime's (float16 Add chains it rounds once), not a finding;
+nor, on the onnxruntime fallback (whose segments keep such chains in float32 but end where a
+lowered node rounds), is a float16 output within ``numpy_eval``'s bounds of rounding
+anywhere (``widen``). Findings are saved under tests/fuzz/findings/ (model, feeds, what
+differed).
 
     python tests/fuzz/graph_fuzz.py --start 0 --count 100            # a worker, in process
     python tests/fuzz/graph_fuzz.py --driver --start 0 --minutes 40  # workers restarted on crashes
