@@ -128,3 +128,131 @@ def test_numpy_eval_takes_an_if_branch() -> None:
     for k, want in ((True, b), (False, a)):
         (y,) = graph_fuzz.numpy_eval(model, {"x": x, "k": np.array(k)})
         assert y is not None and np.array_equal(y, want), k
+
+
+def _loop_model(trips: int | None, cond: bool | None, declare: bool = True) -> onnx.ModelProto:
+    """Seed 454734 cut down: b = (x + c) + d, a float16 chain, carried by a Loop whose body
+    passes it on (and its condition) and makes it a scan output too. ``trips`` and ``cond``
+    None: the Loop's M or cond left out."""
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cin"], ["cout"]),
+         helper.make_node("Identity", ["v"], ["v2"]),
+         helper.make_node("Identity", ["v2"], ["v3"])],
+        "body",
+        [helper.make_tensor_value_info("it", TensorProto.INT64, []),
+         helper.make_tensor_value_info("cin", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("v", F16, [6, 13])],
+        [helper.make_tensor_value_info("cout", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("v2", F16, [6, 13] if declare else None),
+         helper.make_tensor_value_info("v3", F16, [6, 13] if declare else None)])
+    inits = {"c": np.array(-4.293, np.float16), "d": np.array([12.82], np.float16)}
+    model = _model(
+        [helper.make_node("Add", ["c", "x"], ["a"]),
+         helper.make_node("Add", ["a", "d"], ["b"]),
+         helper.make_node("Loop", ["m" if trips is not None else "",
+                                   "k" if cond is not None else "", "b"], ["lf", "ls"],
+                          body=body)],
+        [("x", [6, 13])], ["b", "lf", "ls"], inits, 18)
+    if trips is not None:
+        model.graph.initializer.append(numpy_helper.from_array(np.array(trips, np.int64), "m"))
+    if cond is not None:
+        model.graph.initializer.append(numpy_helper.from_array(np.array(cond), "k"))
+    return model
+
+
+def _loop_feeds() -> dict[str, np.ndarray]:
+    return {"x": (np.random.default_rng(454734).standard_normal([6, 13]) * 8).astype(np.float16)}
+
+
+def test_a_loop_over_a_float16_chain_is_rounded_two_ways() -> None:
+    """The premise of seed 454734, by hand in NumPy: onnxruntime (even unoptimized: its
+    InsertCastTransformer) keeps b = (x + c) + d in float32 and rounds once, the spec rounds
+    a too, and the Loop passes on whichever b it got; onnx.reference gives no third opinion,
+    its Loop (onnx 1.23) running no trip without a ``cond`` input and then failing to stack
+    no scan output."""
+    model, feeds = _loop_model(3, None), _loop_feeds()
+    x, c, d = (np.asarray(v, np.float32) for v in (feeds["x"], np.float16(-4.293),
+                                                     np.float16(12.82)))
+    once = ((x + c) + d).astype(np.float16)
+    each = ((x + c).astype(np.float16).astype(np.float32) + d).astype(np.float16)
+    assert not np.array_equal(once, each)
+    for optimize in (False, True):
+        got = graph_fuzz.ort_run(model, feeds, optimize=optimize)
+        assert not isinstance(got, Exception)
+        b, lf, ls = got
+        assert np.array_equal(b, once) and np.array_equal(lf, once)
+        assert np.array_equal(ls, np.stack([once] * 3))
+    ref = graph_fuzz.reference_run(model, feeds)
+    assert isinstance(ref, ValueError) and "need at least one array" in str(ref)
+
+
+def test_numpy_eval_runs_a_loop() -> None:
+    """numpy_eval gave no value for a Loop's outputs, so on seed 454734 (reference fallback,
+    rounding each Add as the spec does) no oracle agreed with dmlgraph's Loop outputs; it now
+    runs the Loop by its text, each Add rounded."""
+    model, feeds = _loop_model(3, None), _loop_feeds()
+    x = feeds["x"]
+    each = ((np.float16(-4.293) + x).astype(np.float16) + np.float16(12.82)).astype(np.float16)
+    b, lf, ls = graph_fuzz.numpy_eval(model, feeds)
+    assert np.array_equal(b, each) and lf is not None and np.array_equal(lf, each)
+    assert ls is not None and np.array_equal(ls, np.stack([each] * 3))
+
+
+@pytest.mark.parametrize(("trips", "cond", "declare"), [
+    (0, None, True), (2, None, False), (3, True, True), (2, False, True), (None, False, True),
+    (4, True, False)])
+def test_numpy_eval_loops_as_onnxruntime_counts_trips(
+    trips: int | None, cond: bool | None, declare: bool
+) -> None:
+    """The Loop's trips, its carried value after none and its scan output's shape after none
+    (the body's declared one after a 0 axis), as onnxruntime gives them; its values in
+    float32 (onnxruntime's float16 chain aside): the Adds cast to float32."""
+    model = _loop_model(trips, cond, declare)
+    for t in model.graph.initializer:
+        if t.data_type == F16:
+            t.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(t).astype(np.float32),
+                                               t.name))
+    for v in [*model.graph.input, *model.graph.output, *model.graph.node[2].attribute[0].g.input,
+              *model.graph.node[2].attribute[0].g.output]:
+        if v.type.tensor_type.elem_type == F16:
+            v.type.tensor_type.elem_type = TensorProto.FLOAT
+    feeds = {"x": _loop_feeds()["x"].astype(np.float32)}
+    want = graph_fuzz.ort_run(model, feeds, optimize=False)
+    assert not isinstance(want, Exception)
+    got = graph_fuzz.numpy_eval(model, feeds)
+    if trips == 0 and not declare:
+        assert got[2] is None
+        got[2] = want[2]
+    for g, w in zip(got, want):
+        assert g is not None and g.shape == w.shape and np.array_equal(g, w)
+
+
+def test_the_fuzzer_takes_onnxruntimes_float32_chain_through_a_loop() -> None:
+    """Seed 454734 was reported on the reference fallback: dmlgraph's b, lf and ls round
+    each Add as the spec does, onnxruntime's keep b in float32; numpy_eval now agrees with
+    dmlgraph on all three."""
+    from backends.numpy import threads as t
+
+    saved = (t.native, t.PARALLEL_BYTES, t.BLOCK_BYTES, t.SLAB_BYTES, t.PIECE_BYTES)
+    try:
+        case = _case(_loop_model(3, None), _loop_feeds())
+        case.knobs["fallback"] = "reference"
+        stats: collections.Counter = collections.Counter()
+        assert graph_fuzz.run_case(case, stats) == []
+        assert stats["ort_divergence_numpy"] > 0
+    finally:
+        t.native, t.PARALLEL_BYTES, t.BLOCK_BYTES, t.SLAB_BYTES, t.PIECE_BYTES = saved
+
+
+def test_a_loop_output_off_the_spec_is_still_reported() -> None:
+    """One element of the Loop's scan output moved a spacing off the spec's (and so off
+    onnxruntime's, which only b's rounding parts from the spec's): a mismatch, naming ls."""
+    model, feeds = _loop_model(3, None), _loop_feeds()
+    expected = graph_fuzz.ort_run(model, feeds, optimize=False)
+    assert not isinstance(expected, Exception)
+    got = [np.array(v) for v in graph_fuzz.numpy_eval(model, feeds)]
+    same = int(np.argmax((got[2][0] == expected[2][0]).reshape(-1)))
+    got[2][1].reshape(-1).view(np.int16)[same] += 1
+    problem = graph_fuzz.compare(model, feeds, ["b", "lf", "ls"], got, (expected, expected),
+                                 collections.Counter())
+    assert problem is not None and "ls" in [o["output"] for o in problem["outputs"]]

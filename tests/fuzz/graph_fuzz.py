@@ -51,11 +51,13 @@ Each model is lowered at FL 6_4, 4_1, 2_1 and 1_0 (``verify_each``) and run on t
 backend: twice with the same feeds, with other feeds, with bound outputs (poisoned), with
 strided feeds, partly bound, and every fifth case from 3 threads at once; each run is
 compared bit for bit with onnxruntime (ORT_DISABLE_ALL and default). A mismatch where
-onnx.reference or this file's NumPy evaluator (``numpy_eval``) agrees with dmlgraph is
-onnxruntime's (float16 Add chains it rounds once), not a finding; nor, on the onnxruntime
-fallback (whose segments keep such chains in float32 but end where a lowered node rounds), is
-a float16 output within ``numpy_eval``'s bounds of rounding anywhere (``widen``). Findings are
-saved under tests/fuzz/findings/ (model, feeds, what differed).
+onnx.reference or this file's NumPy evaluator (``numpy_eval``, which runs If and Loop too:
+onnx 1.23's Loop runs no trip without ``cond`` and joins scan outputs with ``np.vstack``)
+agrees with dmlgraph is onnxruntime's (float16 Add chains it rounds once), not a finding;
+nor, on the onnxruntime fallback (whose segments keep such chains in float32 but end where a
+lowered node rounds), is a float16 output within ``numpy_eval``'s bounds of rounding
+anywhere (``widen``). Findings are saved under tests/fuzz/findings/ (model, feeds, what
+differed).
 
     python tests/fuzz/graph_fuzz.py --start 0 --count 100            # a worker, in process
     python tests/fuzz/graph_fuzz.py --driver --start 0 --minutes 40  # workers restarted on crashes
@@ -1288,8 +1290,9 @@ def _attributes_as_inputs(op: str, ins: list, attrs: dict[str, Any]) -> list:
 def numpy_eval(
     model: onnx.ModelProto, feeds: dict[str, np.ndarray], widen: int = 0
 ) -> list[np.ndarray | None]:
-    """The graph in NumPy, each op from its ONNX definition; None for an output that a Loop or
-    a Scan reaches (left to onnxruntime and onnx.reference), but a Scan-8's (``_scan8_eval``).
+    """The graph in NumPy, each op from its ONNX definition; None for an output that a Scan-9+
+    reaches (left to onnxruntime and onnx.reference); a Loop's (``_loop_eval``) and a
+    Scan-8's (``_scan8_eval``) by their texts.
     ``widen`` -1 or 1: instead a lower or upper bound (float64) of each float16 value, under
     any choice of where float16 values are rounded and where kept in float32 (``_widened``)."""
     env = {k: _unrounded(v) for k, v in feeds.items()} if widen else dict(feeds)
@@ -1337,7 +1340,10 @@ def _eval_graph(
             env.update({n: inner[v.name] for n, v in zip(node.output, body.output)
                         if v.name in inner})
             continue
-        if node.op_type in ("Loop", "Scan"):
+        if node.op_type == "Loop":
+            env.update(_loop_eval(node, env, opset, widen))
+            continue
+        if node.op_type == "Scan":
             continue
         ins = [env[n] if n else None for n in node.input]
         attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
@@ -1395,6 +1401,52 @@ def _eval_graph(
         else:
             raise NotImplementedError(node.op_type)
         env[node.output[0]] = np.array(y)
+
+
+def _loop_eval(
+    node: onnx.NodeProto, env: dict[str, np.ndarray], opset: int, widen: int = 0
+) -> dict[str, np.ndarray]:
+    """A Loop's outputs, from its text: trips while i < M (M given) and the condition holds
+    (the ``cond`` input before the first trip, then the body's; without a ``cond`` input the
+    body's is ignored, a for loop); the body takes the iteration number (int64), the
+    condition (true without a ``cond`` input) and the carried values, and reads the
+    enclosing graph's tensors by name. The carried values' last (their initial ones after no
+    trip), then each scan output's trips stacked on a new axis 0; after no trip, zeros of
+    the shape the body declares with 0 before it, or left out (unknown) where it declares
+    none. (onnx 1.23's evaluator ran no trip without ``cond`` and joined scan outputs with
+    ``np.vstack``, a case of this fuzzer, seed 454734, failing: "need at least one array to
+    concatenate".)"""
+    body = next(helper.get_attribute_value(a) for a in node.attribute if a.name == "body")
+    ins = [env[n] if n else None for n in node.input] + [None] * (2 - len(node.input))
+    limit, given, carried = ins[0], ins[1], list(ins[2:])
+    if limit is None and given is None:
+        raise NotImplementedError("a Loop without M or cond: endless by its text")
+    going = True if given is None else bool(np.asarray(given).reshape(-1)[0])
+    trips = None if limit is None else int(np.asarray(limit).reshape(-1)[0])
+    names = [i.name for i in body.input]
+    n_carried = len(carried)
+    scans: list[list[np.ndarray]] = [[] for _ in body.output[1 + n_carried:]]
+    trip = 0
+    while going and (trips is None or trip < trips):
+        local = dict(env)
+        local.update(zip(names, [np.array(trip, np.int64), np.array(going), *carried]))
+        _eval_graph(body, local, opset, widen)
+        made = [local[o.name] for o in body.output]
+        if given is not None:
+            going = bool(np.asarray(made[0]).reshape(-1)[0])
+        carried = made[1:1 + n_carried]
+        for kept, value in zip(scans, made[1 + n_carried:]):
+            kept.append(value)
+        trip += 1
+    got = dict(zip(node.output, carried))
+    for o, kept, declared in zip(node.output[n_carried:], scans, body.output[1 + n_carried:]):
+        zeros = _declared_zeros(declared) if not kept else None
+        if kept:
+            got[o] = np.stack(kept)
+        elif zeros is not None:
+            got[o] = np.zeros((0, *zeros.shape), np.float64 if widen and
+                              zeros.dtype == np.float16 else zeros.dtype)
+    return got
 
 
 def _declared_zeros(value: onnx.ValueInfoProto) -> np.ndarray | None:
