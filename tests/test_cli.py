@@ -416,3 +416,39 @@ def test_viz_help_names_the_default_depth(capsys) -> None:
         main(["viz", "--help"])
     help_text = " ".join(capsys.readouterr().out.split())
     assert f"(default {DEFAULT_DEPTH})" in help_text and "--focus NAME" in help_text
+
+
+def test_run_and_check_list_each_node_lowered_when_it_ran_once(tmp_path, capsys) -> None:
+    """A node lowered as the graph ran was listed once per descriptor: at FL 1_0 a reversed
+    slice of 16 is 16 SLICEs and a JOIN, so three of them took 51 lines, cut at 30, and the
+    last Concat was hidden behind "... and 21 more" (found by a new user's walkthrough of a
+    dynamic-batch attention block). The oracle: the model's own nodes, one line each, the
+    descriptors counted from the shapes (one single-element SLICE per element reversed)."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    def ints(name: str, values: list[int]) -> onnx.TensorProto:
+        return numpy_helper.from_array(np.array(values, np.int64), name)
+
+    nodes = [helper.make_node("Slice", ["x", "s", "e", "a", "st"], [f"r{k}"], name=f"rev{k}")
+             for k in range(3)]
+    nodes.append(helper.make_node("Concat", ["r0", "r1", "r2"], ["y"], axis=0, name="cat"))
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["B", 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [ints("s", [-1]), ints("e", [-(2**63)]), ints("a", [1]), ints("st", [-1])])
+    path = tmp_path / "rev.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
+    inputs = tmp_path / "in.npz"
+    np.savez(inputs, x=np.arange(32, dtype=np.float32).reshape(2, 16))
+    for command in ("run", "check"):
+        args = [command, str(path), "--inputs", str(inputs), "--feature-level", "1_0"]
+        assert main(args) == 0
+        lines = [line for line in capsys.readouterr().out.splitlines()
+                 if line.startswith("  lowered when it ran:")]
+        assert lines == [
+            *(f"  lowered when it ran: rev{k} -> DML_OPERATOR_SLICE x16, DML_OPERATOR_JOIN "
+              "(lowered at run time)" for k in range(3)),
+            "  lowered when it ran: cat -> DML_OPERATOR_JOIN (lowered at run time)",
+        ]
