@@ -123,6 +123,21 @@ def test_integers_and_bools_are_exact_whatever_the_tolerance() -> None:
     assert bools.verdict is Verdict.FAIL and bools.mismatches == 1
 
 
+@pytest.mark.parametrize("dtype", [ml_dtypes.int4, ml_dtypes.uint4, ml_dtypes.int2,
+                                   ml_dtypes.uint2])
+def test_sub_byte_integers_show_their_largest_error(dtype) -> None:
+    """ml_dtypes' int4/uint4/int2/uint2 are NumPy kind "V": a mismatch showed its max abs
+    error as "-" where uint8's showed a number (found by a new user's walkthrough of an int4
+    Pad model). The oracle: each type's extremes, their distance in Python ints."""
+    held = ml_dtypes.iinfo(dtype)
+    low, high = int(held.min), int(held.max)
+    result = compare_output("y", np.array([low, 1], dtype), np.array([high, 1], dtype),
+                            Tolerance(100.0, 100.0))
+    assert result.exact and result.verdict is Verdict.FAIL and result.mismatches == 1
+    assert result.max_abs_error == high - low
+    assert result.max_rel_error == (high - low) / abs(high)
+
+
 def test_shape_and_dtype_must_match() -> None:
     shape = compare_output("y", np.zeros((2, 3), np.float32), np.zeros((3, 2), np.float32), TIGHT)
     assert shape.verdict is Verdict.FAIL and "shape [2, 3] differs from [3, 2]" in shape.message
