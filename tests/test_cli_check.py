@@ -51,6 +51,27 @@ def test_check_json_is_machine_readable(capsys) -> None:
     assert report["feature_level"] == lowered["feature_level"] == "DML_FEATURE_LEVEL_6_4"
 
 
+def test_check_json_keys_are_the_ones_commands_md_documents(tmp_path, capsys) -> None:
+    """A script reading `check --json` had only the key names to go by (a new user's
+    walkthrough): docs/COMMANDS.md now lists them. Every key the report writes, at every
+    level, must be named there as `key` (a key added without its words fails here)."""
+    import re
+
+    model = dynamic_pad_model(tmp_path / "dyn.onnx")
+    assert main(["check", str(model), "--input-shape", "x:3,4", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    (comparison,) = report["comparisons"]
+    (output,) = comparison["outputs"]
+    (record, *_) = report["lowering"]["nodes"]
+    (run, *_) = report["runs"]
+    written = {*report, *comparison, *output, *output["actual"], *report["lowering"],
+               *record, *run}
+    text = (Path(__file__).parent.parent / "docs" / "COMMANDS.md").read_text(encoding="utf-8")
+    section = text.split("### `check --json`, for scripts", 1)[1].split("\n## ", 1)[0]
+    documented = set(re.findall(r"`([a-z_]+)`", section))
+    assert written - documented == set()
+
+
 def test_check_fails_with_exit_1_when_outputs_differ(tmp_path, capsys) -> None:
     model = dynamic_pad_model(tmp_path / "dyn.onnx")
     x = np.arange(12, dtype=np.float32).reshape(3, 4)
