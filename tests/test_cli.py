@@ -452,3 +452,33 @@ def test_run_and_check_list_each_node_lowered_when_it_ran_once(tmp_path, capsys)
               "(lowered at run time)" for k in range(3)),
             "  lowered when it ran: cat -> DML_OPERATOR_JOIN (lowered at run time)",
         ]
+
+
+def test_inspect_writes_unknown_sizes_and_ranks_as_messages_do(tmp_path, capsys) -> None:
+    """inspect wrote an input of unknown rank as ``float32[?]``, which is how a rank-1 shape
+    of unknown size reads (``ir.dims_text``: ``[...]`` for an unknown rank), and a size
+    with neither a value nor a name as ``None`` (a new user's walkthrough). The oracle: the
+    model file's own shapes, one declared as [?, 4] and [?], one with none at all."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node("Concat", ["a", "a"], ["y"], axis=1, name="cat"),
+         helper.make_node("Concat", ["b", "b"], ["z"], axis=0, name="cat2"),
+         helper.make_node("Concat", ["c", "c"], ["w"], axis=0, name="cat3")], "g",
+        [helper.make_tensor_value_info("a", TensorProto.FLOAT, [None, 4]),
+         helper.make_tensor_value_info("b", TensorProto.FLOAT, [None]),
+         helper.make_tensor_value_info("c", TensorProto.FLOAT, None)],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in "yzw"])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    (a, b, c) = model.graph.input
+    assert [d.HasField("dim_value") or d.HasField("dim_param")
+            for d in a.type.tensor_type.shape.dim] == [False, True]
+    assert len(b.type.tensor_type.shape.dim) == 1 and not c.type.tensor_type.HasField("shape")
+    path = tmp_path / "unknown.onnx"
+    onnx.save(model, path)
+    assert main(["inspect", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "  input  a: float32[?,4]\n" in out
+    assert "  input  b: float32[?]\n" in out
+    assert "  input  c: float32[...]\n" in out
