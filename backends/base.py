@@ -28,6 +28,10 @@ DML_OPERATOR = "DML_OPERATOR_"
 #: How run records name the engine of a node lowered at run time to a constant (an empty
 #: result) or to its input.
 NOTHING_RAN = "nothing (folded or eliminated when lowered at run time)"
+#: How run records name the engine of a Loop or Scan whose body ran no iteration (its
+#: outputs its initial values, or empty): it was recorded as NOTHING_RAN, "folded or
+#: eliminated", which it was not.
+NO_ITERATION = "nothing (its body ran no iteration)"
 #: How the record of a Slice/Concat/Pad lowered when it ran begins its ``via``.
 RUNTIME_LOWERED = "lowered at run time"
 

@@ -39,6 +39,7 @@ import networkx as nx
 import numpy as np
 
 from backends.base import (
+    NO_ITERATION,
     NOTHING_RAN,
     RUNTIME_LOWERED,
     BackendError,
@@ -957,8 +958,8 @@ class _ControlStep(_PythonStep):
         for name, value in zip(node.outputs, outputs):
             if name:
                 self.state.produced(name, value)
-        self.runs = tuple(runs) or (
-            NodeRun(node.name, node.op_type, NOTHING_RAN, "", tuple(node.notes), node.id),
+        self.runs = tuple(runs) or (  # (an If's branch always runs: a Loop or Scan of none)
+            NodeRun(node.name, node.op_type, NO_ITERATION, "", tuple(node.notes), node.id),
         )
 
     def _hint(self, broken: SubgraphRuleError, arrived: Mapping[str, np.ndarray]) -> str:
