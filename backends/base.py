@@ -488,6 +488,11 @@ def check_feeds(graph: Graph, feeds: Mapping[str, Any]) -> dict[str, np.ndarray]
         if extra:
             parts.append(f"unknown {extra}")
             parts += [why for name in extra if (why := graph.not_an_input(name))]
+            made = [name for name in extra if name in graph.outputs]
+            if made:  # dict(np.load(run -o's .npz)) holds both: the file form takes it
+                what = "is a graph output" if len(made) == 1 else "are graph outputs"
+                parts.append(f"{tensorio.listed_names(made)} {what}, which a run makes "
+                             "(check's expected= takes outputs to compare with)")
         raise BackendError(
             f"{graph.source}: feeds do not match the graph inputs {graph.inputs}: "
             + "; ".join(parts) + tensorio.positional_keys_hint(graph, extra, outputs=False)

@@ -801,3 +801,25 @@ def test_a_float_failure_on_the_reference_fallback_names_the_nodes_it_ran() -> N
     # parity holding on the reference fallback says nothing of the engines
     feeds["l"] = np.array(1.0, np.float32)
     assert check(model, inputs=feeds, fallback="reference").notes == ()
+
+
+def test_an_output_among_the_inputs_mapping_says_where_outputs_go() -> None:
+    """check(model, inputs=dict(np.load(run -o's .npz))) holds the outputs too, which the
+    file's path form compares with; the mapping form said only "unknown ['y']" (a new
+    user's walkthrough). The message now says 'y' is a graph output and that expected=
+    takes it, which the second call follows: the stored output is compared (and a wrong one
+    fails)."""
+    graph = helper.make_graph(
+        [helper.make_node("Concat", ["x", "x"], ["y"], axis=0, name="cat")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 3])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    wrong = np.concatenate([x, x + 1])
+    with pytest.raises(BackendError, match=re.escape(
+            "unknown ['y']; ['y'] is a graph output, which a run makes (check's expected= "
+            "takes outputs to compare with)")):
+        check(model, inputs={"x": x, "y": wrong})
+    report = check(model, inputs={"x": x}, expected={"y": wrong})
+    assert not report.passed and report.comparisons[1].outputs[0].mismatches == 6
+    assert check(model, inputs={"x": x}, expected={"y": np.concatenate([x, x])}).passed
