@@ -428,6 +428,7 @@ def _print_report(report: ParityReport) -> None:
     from rich.markup import escape
 
     from dmlgraph.canonical import LOWERED_OPS
+    from dmlgraph.reporting import PLAIN_ROWS_ABOVE, aligned_text
 
     console = Console(file=sys.stdout, width=None if sys.stdout.isatty() else 140)
 
@@ -464,7 +465,13 @@ def _print_report(report: ParityReport) -> None:
         # the file names in it shown as every command shows them
         title = escape(f"{visible(comparison.actual)}\n  vs {visible(comparison.expected)}")
         style = {"pass": "green", "fail": "bold red"}
-        if console.width >= NARROW:
+        if len(comparison.outputs) > PLAIN_ROWS_ABOVE:  # as ``lower``'s report past them
+            say(comparison.actual)
+            say(f"  vs {comparison.expected}")
+            rows = [[visible(cell) for cell in _cells(o)] for o in comparison.outputs]
+            console.print(aligned_text(columns, rows),
+                          markup=False, highlight=False, emoji=False, soft_wrap=True)
+        elif console.width >= NARROW:
             table = _table(columns, title)
             for o in comparison.outputs:
                 table.add_row(*(escape(visible(cell)) for cell in _cells(o)),
