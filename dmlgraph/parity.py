@@ -588,7 +588,10 @@ def known_divergences(
                     # ``NumpyBackend._run_resized``): ids of the imported graph's nodes
                     ids = ids_of(imported, node_run.node_id, node_run.node)
                     op_type = imported.node(ids[0]).provenance.op_type if ids else node_run.op
-                    add(node_run.node, op_type, ids[0] if ids else None, note,
+                    # named as the graph's node, as below (a record names an unnamed node
+                    # by the tensor it makes)
+                    add(imported.node(ids[0]).name if ids else node_run.node, op_type,
+                        ids[0] if ids else None, note,
                         _reached(imported, ids, _concerned(node_run, note)))
                     continue
                 ids = ids_of(lowered, node_run.node_id, node_run.node)

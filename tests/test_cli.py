@@ -482,3 +482,38 @@ def test_inspect_writes_unknown_sizes_and_ranks_as_messages_do(tmp_path, capsys)
     assert "  input  a: float32[?,4]\n" in out
     assert "  input  b: float32[?]\n" in out
     assert "  input  c: float32[...]\n" in out
+
+
+def test_unnamed_nodes_lowered_when_they_ran_are_told_apart(tmp_path, capsys) -> None:
+    """Two unnamed Slices of a dynamic input, lowered as the graph ran, were listed as two
+    "(unnamed) -> DML_OPERATOR_SLICE" lines and two records named '' in check --json (a new
+    user's walkthrough); a subgraph's were already named by the first tensor each makes.
+    The oracle: the tensors the model file says each node makes."""
+    import json
+
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    def ints(name: str, values: list[int]) -> onnx.TensorProto:
+        return numpy_helper.from_array(np.array(values, np.int64), name)
+
+    graph = helper.make_graph(
+        [helper.make_node("Slice", ["x", "s", "e", "a"], ["first"]),
+         helper.make_node("Slice", ["x", "s2", "e", "a"], ["second"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 6])],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in ("first", "second")],
+        [ints("s", [1]), ints("s2", [2]), ints("e", [5]), ints("a", [1])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    made = [node.output[0] for node in model.graph.node if not node.name]
+    path, inputs = tmp_path / "unnamed.onnx", tmp_path / "in.npz"
+    onnx.save(model, path)
+    np.savez(inputs, x=np.zeros((2, 6), np.float32))
+    assert main(["run", str(path), "--inputs", str(inputs)]) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if "lowered when it ran" in line]
+    assert lines == [f"  lowered when it ran: (unnamed, making {name!r}) -> DML_OPERATOR_SLICE "
+                     "(lowered at run time)" for name in made]
+    assert main(["check", str(path), "--inputs", str(inputs), "--json"]) == 0
+    (numpy_run, _) = json.loads(capsys.readouterr().out)["runs"]
+    assert [r["node"] for r in numpy_run["lowered_when_run"]] == [
+        f"(unnamed, making {name!r})" for name in made]
