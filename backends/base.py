@@ -28,6 +28,10 @@ DML_OPERATOR = "DML_OPERATOR_"
 #: How run records name the engine of a node lowered at run time to a constant (an empty
 #: result) or to its input.
 NOTHING_RAN = "nothing (folded or eliminated when lowered at run time)"
+#: How run records name the engine of a Loop or Scan whose body ran no iteration (its
+#: outputs its initial values, or empty): it was recorded as NOTHING_RAN, "folded or
+#: eliminated", which it was not.
+NO_ITERATION = "nothing (its body ran no iteration)"
 #: How the record of a Slice/Concat/Pad lowered when it ran begins its ``via``.
 RUNTIME_LOWERED = "lowered at run time"
 
@@ -484,6 +488,11 @@ def check_feeds(graph: Graph, feeds: Mapping[str, Any]) -> dict[str, np.ndarray]
         if extra:
             parts.append(f"unknown {extra}")
             parts += [why for name in extra if (why := graph.not_an_input(name))]
+            made = [name for name in extra if name in graph.outputs]
+            if made:  # dict(np.load(run -o's .npz)) holds both: the file form takes it
+                what = "is a graph output" if len(made) == 1 else "are graph outputs"
+                parts.append(f"{tensorio.listed_names(made)} {what}, which a run makes "
+                             "(check's expected= takes outputs to compare with)")
         raise BackendError(
             f"{graph.source}: feeds do not match the graph inputs {graph.inputs}: "
             + "; ".join(parts) + tensorio.positional_keys_hint(graph, extra, outputs=False)

@@ -16,15 +16,16 @@ import numpy as np
 from dmlgraph.canonical import LOWERED_OPS, PARAMETER_PORTS
 from dmlgraph.folding import fold
 from dmlgraph.importer import load
-from dmlgraph.ir import Graph, Node
+from dmlgraph.ir import Graph, Node, dims_text
 from dmlgraph.printable import values_text, visible
 from dmlgraph.subgraphs import held_counts, held_note
 
 
 def _shape(graph: Graph, name: str) -> str:
+    """``x: float32[N,?,4]`` as ``dims_text`` writes shapes: an unknown rank showed as
+    ``[?]``, a rank-1 shape there, and a size without a name as ``None``."""
     info = graph.tensor(name)
-    dims = "?" if info.shape is None else ",".join(str(d) for d in info.shape)
-    return f"{name}: {info.dtype}[{dims}]"
+    return f"{name}: {info.dtype}{dims_text(info.shape)}"
 
 
 def _value(graph: Graph, tensor: str) -> str:

@@ -11,6 +11,8 @@ Every place dmlgraph shows such text, it shows these characters by their codes.
 from __future__ import annotations
 
 import re
+from collections import Counter
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -40,6 +42,12 @@ def code(char: str) -> str:
 def visible(text: str) -> str:
     """``text`` with each ``CONTROL`` character written as ``\\xNN`` or ``\\uNNNN``."""
     return CONTROL.sub(lambda m: "\\" + code(m.group()), text)
+
+
+def counted(items: Iterable[str]) -> str:
+    """``SLICE x3, JOIN``: each item once, in first-seen order, with its count past one (how
+    the lowering report and the "lowered when it ran" lines say a node's descriptors)."""
+    return ", ".join(f"{item} x{n}" if n > 1 else item for item, n in Counter(items).items())
 
 
 def values_text(data: np.ndarray) -> str:

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 import onnx
 from onnx import numpy_helper
@@ -55,7 +56,8 @@ class TensorSet:
 #: dtype kind -> [low, high) of generated values: signs for floats and signed integers,
 #: small magnitudes so sums and products stay exact in every width.
 VALUE_RANGES: Mapping[str, tuple[float, float]] = {
-    "f": (-1.0, 1.0),  # float16/32/64 and the ml_dtypes floats (kind "V" is mapped to "f")
+    "f": (-1.0, 1.0),  # float16/32/64 and ml_dtypes' floats (its int4/int2 take "i" or "u";
+    # each range is cut to what the dtype holds: ``random_array``)
     "i": (-8, 8),
     "u": (0, 16),
 }
@@ -886,18 +888,27 @@ def available_memory() -> float:
 
 
 def random_array(rng: np.random.Generator, dtype: np.dtype, shape: Sequence[int]) -> np.ndarray:
+    """Values of ``VALUE_RANGES`` for the dtype's kind, within what the dtype holds: ml_dtypes'
+    types are NumPy kind "V", its int4/uint4/int2/uint2 integers (drawn as floats in [-1, 1)
+    they truncated to 0: every generated value was 0, and a parity check of them tested
+    nothing) and float8_e8m0fnu a float with no sign (a negative draw was NaN)."""
     dtype = np.dtype(dtype)
     if dtype == np.bool_:
         return rng.integers(0, 2, size=shape).astype(np.bool_)
-    kind = "f" if dtype.kind in "fV" else dtype.kind
+    kind = dtype.kind
+    if kind == "V" and dtype in DTYPE_TO_ELEM_TYPE:  # ml_dtypes
+        kind = "f" if is_float(dtype) else "i" if ml_dtypes.iinfo(dtype).min < 0 else "u"
     if kind not in VALUE_RANGES:
         # by its ONNX name: "dtype object" is NumPy's word for a STRING tensor, not the model's
         named = "STRING" if dtype == np.dtype(object) else f"dtype {dtype}"
         raise TensorIOError(f"cannot generate values of {named}")
     low, high = VALUE_RANGES[kind]
     if kind == "f":
+        low = max(low, float(ml_dtypes.finfo(dtype).min))
         return rng.uniform(low, high, size=shape).astype(dtype)
-    return rng.integers(int(low), int(high), size=shape).astype(dtype)
+    held = ml_dtypes.iinfo(dtype)
+    return rng.integers(max(int(low), int(held.min)), min(int(high), int(held.max) + 1),
+                        size=shape).astype(dtype)
 
 
 def is_npz(path: Path) -> bool:

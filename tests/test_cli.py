@@ -416,3 +416,104 @@ def test_viz_help_names_the_default_depth(capsys) -> None:
         main(["viz", "--help"])
     help_text = " ".join(capsys.readouterr().out.split())
     assert f"(default {DEFAULT_DEPTH})" in help_text and "--focus NAME" in help_text
+
+
+def test_run_and_check_list_each_node_lowered_when_it_ran_once(tmp_path, capsys) -> None:
+    """A node lowered as the graph ran was listed once per descriptor: at FL 1_0 a reversed
+    slice of 16 is 16 SLICEs and a JOIN, so three of them took 51 lines, cut at 30, and the
+    last Concat was hidden behind "... and 21 more" (found by a new user's walkthrough of a
+    dynamic-batch attention block). The oracle: the model's own nodes, one line each, the
+    descriptors counted from the shapes (one single-element SLICE per element reversed)."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    def ints(name: str, values: list[int]) -> onnx.TensorProto:
+        return numpy_helper.from_array(np.array(values, np.int64), name)
+
+    nodes = [helper.make_node("Slice", ["x", "s", "e", "a", "st"], [f"r{k}"], name=f"rev{k}")
+             for k in range(3)]
+    nodes.append(helper.make_node("Concat", ["r0", "r1", "r2"], ["y"], axis=0, name="cat"))
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["B", 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [ints("s", [-1]), ints("e", [-(2**63)]), ints("a", [1]), ints("st", [-1])])
+    path = tmp_path / "rev.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
+    inputs = tmp_path / "in.npz"
+    np.savez(inputs, x=np.arange(32, dtype=np.float32).reshape(2, 16))
+    for command in ("run", "check"):
+        args = [command, str(path), "--inputs", str(inputs), "--feature-level", "1_0"]
+        assert main(args) == 0
+        lines = [line for line in capsys.readouterr().out.splitlines()
+                 if line.startswith("  lowered when it ran:")]
+        assert lines == [
+            *(f"  lowered when it ran: rev{k} -> DML_OPERATOR_SLICE x16, DML_OPERATOR_JOIN "
+              "(lowered at run time)" for k in range(3)),
+            "  lowered when it ran: cat -> DML_OPERATOR_JOIN (lowered at run time)",
+        ]
+
+
+def test_inspect_writes_unknown_sizes_and_ranks_as_messages_do(tmp_path, capsys) -> None:
+    """inspect wrote an input of unknown rank as ``float32[?]``, which is how a rank-1 shape
+    of unknown size reads (``ir.dims_text``: ``[...]`` for an unknown rank), and a size
+    with neither a value nor a name as ``None`` (a new user's walkthrough). The oracle: the
+    model file's own shapes, one declared as [?, 4] and [?], one with none at all."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node("Concat", ["a", "a"], ["y"], axis=1, name="cat"),
+         helper.make_node("Concat", ["b", "b"], ["z"], axis=0, name="cat2"),
+         helper.make_node("Concat", ["c", "c"], ["w"], axis=0, name="cat3")], "g",
+        [helper.make_tensor_value_info("a", TensorProto.FLOAT, [None, 4]),
+         helper.make_tensor_value_info("b", TensorProto.FLOAT, [None]),
+         helper.make_tensor_value_info("c", TensorProto.FLOAT, None)],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in "yzw"])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    (a, b, c) = model.graph.input
+    assert [d.HasField("dim_value") or d.HasField("dim_param")
+            for d in a.type.tensor_type.shape.dim] == [False, True]
+    assert len(b.type.tensor_type.shape.dim) == 1 and not c.type.tensor_type.HasField("shape")
+    path = tmp_path / "unknown.onnx"
+    onnx.save(model, path)
+    assert main(["inspect", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "  input  a: float32[?,4]\n" in out
+    assert "  input  b: float32[?]\n" in out
+    assert "  input  c: float32[...]\n" in out
+
+
+def test_unnamed_nodes_lowered_when_they_ran_are_told_apart(tmp_path, capsys) -> None:
+    """Two unnamed Slices of a dynamic input, lowered as the graph ran, were listed as two
+    "(unnamed) -> DML_OPERATOR_SLICE" lines and two records named '' in check --json (a new
+    user's walkthrough); a subgraph's were already named by the first tensor each makes.
+    The oracle: the tensors the model file says each node makes."""
+    import json
+
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    def ints(name: str, values: list[int]) -> onnx.TensorProto:
+        return numpy_helper.from_array(np.array(values, np.int64), name)
+
+    graph = helper.make_graph(
+        [helper.make_node("Slice", ["x", "s", "e", "a"], ["first"]),
+         helper.make_node("Slice", ["x", "s2", "e", "a"], ["second"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 6])],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in ("first", "second")],
+        [ints("s", [1]), ints("s2", [2]), ints("e", [5]), ints("a", [1])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    made = [node.output[0] for node in model.graph.node if not node.name]
+    path, inputs = tmp_path / "unnamed.onnx", tmp_path / "in.npz"
+    onnx.save(model, path)
+    np.savez(inputs, x=np.zeros((2, 6), np.float32))
+    assert main(["run", str(path), "--inputs", str(inputs)]) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if "lowered when it ran" in line]
+    assert lines == [f"  lowered when it ran: (unnamed, making {name!r}) -> DML_OPERATOR_SLICE "
+                     "(lowered at run time)" for name in made]
+    assert main(["check", str(path), "--inputs", str(inputs), "--json"]) == 0
+    (numpy_run, _) = json.loads(capsys.readouterr().out)["runs"]
+    assert [r["node"] for r in numpy_run["lowered_when_run"]] == [
+        f"(unnamed, making {name!r})" for name in made]

@@ -1897,3 +1897,44 @@ def test_a_body_s_slice_at_a_start_an_outer_shape_computes_is_a_directml_slice(
         "DML_OPERATOR_SLICE"]
     report = check(model, inputs=feeds)
     assert report.exit_code == 0
+
+
+def test_a_loop_of_no_trip_is_recorded_as_running_no_iteration(capsys, tmp_path) -> None:
+    """A Loop whose trip count is 0 at run time ran no body, and its record named the engine
+    "nothing (folded or eliminated when lowered at run time)": `run` printed "1 nothing
+    (folded or eliminated ...)" of a Loop that was neither (a new user's walkthrough).
+    Oracle: onnxruntime's result is the Loop's initial value, so no trip ran."""
+    from backends.base import NO_ITERATION
+
+    body = helper.make_graph(
+        [helper.make_node("Concat", ["acc", "x"], ["acc2"], axis=0, name="grow"),
+         helper.make_node("Identity", ["cond"], ["cond2"], name="keep")], "body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+         helper.make_tensor_value_info("cond", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("acc", TensorProto.FLOAT, None)],
+        [helper.make_tensor_value_info("cond2", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("acc2", TensorProto.FLOAT, None)])
+    graph = helper.make_graph(
+        [helper.make_node("Loop", ["trip", "", "acc0"], ["out"], body=body, name="loop")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 4]),
+         helper.make_tensor_value_info("trip", TensorProto.INT64, []),
+         helper.make_tensor_value_info("acc0", TensorProto.FLOAT, [1, 4])],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    acc0 = np.arange(4, dtype=np.float32).reshape(1, 4)
+    feeds = {"x": np.ones((3, 4), np.float32), "acc0": acc0}
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    lowered = lower(dmlgraph.load(model), "6_4")
+    for trip, engines in ((0, {NO_ITERATION: 1}), (2, {"numpy DirectML emulator": 1,
+                                                       "onnxruntime:CPUExecutionProvider": 1})):
+        feeds["trip"] = np.array(trip, np.int64)
+        (want,) = session.run(None, feeds)
+        assert want.shape == (1 + 3 * trip, 4) and np.array_equal(want[:1], acc0)
+        result = get_backend("numpy").execute(lowered, feeds)
+        assert np.array_equal(result.outputs["out"], want)
+        assert result.record.engines() == engines
+    path, inputs = tmp_path / "loop.onnx", tmp_path / "in.npz"
+    onnx.save(model, path)
+    np.savez(inputs, **{**feeds, "trip": np.array(0, np.int64)})
+    assert main(["run", str(path), "--inputs", str(inputs)]) == 0
+    assert "nodes: 1 nothing (its body ran no iteration)" in capsys.readouterr().out

@@ -123,6 +123,21 @@ def test_integers_and_bools_are_exact_whatever_the_tolerance() -> None:
     assert bools.verdict is Verdict.FAIL and bools.mismatches == 1
 
 
+@pytest.mark.parametrize("dtype", [ml_dtypes.int4, ml_dtypes.uint4, ml_dtypes.int2,
+                                   ml_dtypes.uint2])
+def test_sub_byte_integers_show_their_largest_error(dtype) -> None:
+    """ml_dtypes' int4/uint4/int2/uint2 are NumPy kind "V": a mismatch showed its max abs
+    error as "-" where uint8's showed a number (found by a new user's walkthrough of an int4
+    Pad model). The oracle: each type's extremes, their distance in Python ints."""
+    held = ml_dtypes.iinfo(dtype)
+    low, high = int(held.min), int(held.max)
+    result = compare_output("y", np.array([low, 1], dtype), np.array([high, 1], dtype),
+                            Tolerance(100.0, 100.0))
+    assert result.exact and result.verdict is Verdict.FAIL and result.mismatches == 1
+    assert result.max_abs_error == high - low
+    assert result.max_rel_error == (high - low) / abs(high)
+
+
 def test_shape_and_dtype_must_match() -> None:
     shape = compare_output("y", np.zeros((2, 3), np.float32), np.zeros((3, 2), np.float32), TIGHT)
     assert shape.verdict is Verdict.FAIL and "shape [2, 3] differs from [3, 2]" in shape.message
@@ -750,3 +765,61 @@ def test_check_of_no_model_names_check_and_what_it_takes(model) -> None:
             "check() takes a path, bytes, an onnx.ModelProto or a Graph, not "
             f"{type(model).__name__}")):
         check(model)
+
+
+def test_a_float_failure_on_the_reference_fallback_names_the_nodes_it_ran() -> None:
+    """With --fallback reference, the ONNX nodes lowering leaves run on onnx.reference and
+    the reference on onnxruntime: a float output they compute otherwise failed with "parity
+    FAILS" and no word of why, every DML operator right (found by a new user's walkthrough
+    of a U-Net, its Convs 63 of 6144 elements past 1e-5). A float Range (onnxruntime adds
+    delta to a running value) differs by its algorithm, measured here first; the note names
+    it and the way to compare like with like, which then passes."""
+    import onnxruntime as ort
+    from onnx.reference import ReferenceEvaluator
+
+    graph = helper.make_graph(
+        [helper.make_node("Range", ["s", "l", "d"], ["r"], name="range"),
+         helper.make_node("Concat", ["r", "r"], ["y"], axis=0, name="cat")], "g",
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, []) for n in "sld"],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    feeds = {"s": np.float32(0.1), "l": np.float32(1000), "d": np.float32(0.1)}
+    feeds = {name: np.array(value) for name, value in feeds.items()}
+    by_ort = ort.InferenceSession(model.SerializeToString(),
+                                  providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+    by_reference = ReferenceEvaluator(model).run(None, feeds)[0]
+    assert np.abs(by_ort - by_reference).max() > 1e-3  # the engines differ, not DirectML
+
+    apart = check(model, inputs=feeds, fallback="reference")
+    assert not apart.passed and apart.descriptors_run == 1
+    (note,) = [n for n in apart.notes if "onnx.reference" in n]
+    assert note.startswith("the fallback ran 1 node(s) on onnx.reference (Range) that the "
+                           "reference ran on onnxruntime")
+    assert "--fallback onnxruntime" in note
+    alike = check(model, inputs=feeds)
+    assert alike.passed and not alike.notes
+    # parity holding on the reference fallback says nothing of the engines
+    feeds["l"] = np.array(1.0, np.float32)
+    assert check(model, inputs=feeds, fallback="reference").notes == ()
+
+
+def test_an_output_among_the_inputs_mapping_says_where_outputs_go() -> None:
+    """check(model, inputs=dict(np.load(run -o's .npz))) holds the outputs too, which the
+    file's path form compares with; the mapping form said only "unknown ['y']" (a new
+    user's walkthrough). The message now says 'y' is a graph output and that expected=
+    takes it, which the second call follows: the stored output is compared (and a wrong one
+    fails)."""
+    graph = helper.make_graph(
+        [helper.make_node("Concat", ["x", "x"], ["y"], axis=0, name="cat")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 3])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    wrong = np.concatenate([x, x + 1])
+    with pytest.raises(BackendError, match=re.escape(
+            "unknown ['y']; ['y'] is a graph output, which a run makes (check's expected= "
+            "takes outputs to compare with)")):
+        check(model, inputs={"x": x, "y": wrong})
+    report = check(model, inputs={"x": x}, expected={"y": wrong})
+    assert not report.passed and report.comparisons[1].outputs[0].mismatches == 6
+    assert check(model, inputs={"x": x}, expected={"y": np.concatenate([x, x])}).passed

@@ -39,6 +39,7 @@ import networkx as nx
 import numpy as np
 
 from backends.base import (
+    NO_ITERATION,
     NOTHING_RAN,
     RUNTIME_LOWERED,
     BackendError,
@@ -72,6 +73,7 @@ from dmlgraph.dml.operators import JoinDesc, OperatorDesc
 from dmlgraph.dml.tensor import BufferTensorDesc
 from dmlgraph.errors import DmlgraphError, NodeRuleError, counted
 from dmlgraph.ir import Graph, Node
+from dmlgraph.subgraphs import holder_label
 from dmlgraph.tensorio import numpy_rank_problem
 
 if TYPE_CHECKING:
@@ -911,11 +913,15 @@ class _RuntimeStep(_PythonStep):
             self.state.produced(name, outputs[sub_name])
         # what the lowering said of the node (divergences included) goes with every run of it
         said = tuple(note for record in sub.report() for note in record.notes)
+        # an unnamed node by the first tensor it makes, as a subgraph's (``control._label``):
+        # two unnamed run-time Slices were two "(unnamed) -> DML_OPERATOR_SLICE" lines
+        name = node.name or holder_label("", node.outputs)
         runs = [] if sub_runs else [  # a constant (an empty result) or its input, unmoved
-            NodeRun(node.name, node.op_type, NOTHING_RAN, via, said, node.id)
+            NodeRun(name, node.op_type, NOTHING_RAN, via, said, node.id)
         ]
         runs += [  # the sub-graph's nodes ran for this node of the graph
-            NodeRun(r.node, r.op, r.engine, via, tuple(dict.fromkeys(said + r.notes)), node.id)
+            NodeRun(r.node or name, r.op, r.engine, via, tuple(dict.fromkeys(said + r.notes)),
+                    node.id)
             for r in sub_runs
         ]
         self.runs = tuple(runs)
@@ -957,8 +963,8 @@ class _ControlStep(_PythonStep):
         for name, value in zip(node.outputs, outputs):
             if name:
                 self.state.produced(name, value)
-        self.runs = tuple(runs) or (
-            NodeRun(node.name, node.op_type, NOTHING_RAN, "", tuple(node.notes), node.id),
+        self.runs = tuple(runs) or (  # (an If's branch always runs: a Loop or Scan of none)
+            NodeRun(node.name, node.op_type, NO_ITERATION, "", tuple(node.notes), node.id),
         )
 
     def _hint(self, broken: SubgraphRuleError, arrived: Mapping[str, np.ndarray]) -> str:
