@@ -250,7 +250,7 @@ def test_a_closed_pipe_after_an_error_keeps_exit_code_2(tmp_path, monkeypatch, c
     path.write_text(json.dumps(model))
     monkeypatch.setattr("sys.stdout", _ClosedPipe())
     assert main(["dxdispatch", str(path)]) == 2
-    _one_line_error(capsys, "unknown command type 'bogus'")
+    _one_line_error(capsys, 'unknown command type "bogus"')
 
 
 @pytest.mark.parametrize("ok", [True, False])
