@@ -544,3 +544,48 @@ def test_a_comparison_of_many_outputs_prints_as_plain_aligned_lines(tmp_path, ca
         assert [row[:2] for row in rows] == [[f"t{k}", "pass"] for k in range(count)]
         assert f" {list(expected[f't{count - 1}'].shape)} " in lines[at + 1 + count]
     assert lines[-1] == "parity holds"
+
+
+def _long_name(length: int, k: int) -> str:
+    """A name of ``length`` characters, distinct letters so its two shown ends tell the cut."""
+    return "".join(chr(ord("a") + (i * 7 + k) % 26) for i in range(length - 4)) + f"{k:04d}"
+
+
+def _cut(name: str) -> str:
+    """A name past 300 characters as viz shows it: its first and last 130, and its length."""
+    return f"{name[:130]}\u2026{name[-130:]} ({len(name)} characters)"
+
+
+@pytest.mark.parametrize("count", [1, 501])
+def test_a_very_long_output_name_is_shortened_in_the_comparison(tmp_path, capsys, count):
+    """A 5,000-character output name folded check's comparison row into 51 lines; it is shown
+    by its two ends and its length, as viz and lower show a long name, in the rich table and
+    past PLAIN_ROWS_ABOVE (500) rows in the plain lines; --json keeps it whole. The oracle:
+    NumPy's negation of x for every output."""
+    names = [_long_name(2000 if count > 1 else 5000, k) for k in range(count)]
+    graph = helper.make_graph(
+        [helper.make_node("Neg", ["x"], [name], name=f"n{k}") for k, name in enumerate(names)],
+        "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info(name, TensorProto.FLOAT, [2]) for name in names])
+    model = tmp_path / "long.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), model)
+    x = np.array([1.0, -2.0], np.float32)
+    np.savez(tmp_path / "in.npz", x=x)
+    np.savez(tmp_path / "out.npz", x=x, **{name: -x for name in names})
+    args = ["check", str(model), "--inputs", str(tmp_path / "in.npz")]
+    assert main(args) == 0
+    lines = capsys.readouterr().out.splitlines()
+    at = [line.strip() for line in lines].index(
+        "vs onnxruntime on the original model (CPUExecutionProvider)")
+    if count == 1:  # the rich table: the output column's folded lines joined back
+        rows = [line.split("│") for line in lines[at:] if line.startswith("│")]
+        folded = "".join(cells[1].strip() for cells in rows)  # a fold may drop a space
+        assert folded == _cut(names[0]).replace(" (", "(") or folded == _cut(names[0])
+        assert len(rows) < 10
+    else:
+        verdict_at = lines[at + 1].index("verdict")
+        assert [line[:verdict_at].rstrip() for line in lines[at + 2:at + 2 + count]] == [
+            _cut(name) for name in names]
+    assert main([*args, "--expected", str(tmp_path / "out.npz"), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert [[o["name"] for o in c["outputs"]] for c in report["comparisons"]] == [names] * 2
