@@ -266,9 +266,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         # a divergence's hint, where one applies, instead of the backend's
         raise DmlgraphError(f"{words}{hint}") from None
     outputs = {name: result.outputs[t] for name, t in zip(graph.outputs, target.outputs)}
-    engines = ", ".join(f"{n} {e}" for e, n in result.record.engines().items())
     print(visible(f"model: {args.model} ({what}); inputs: {source}"))
-    print(f"backend: {result.record.backend} ({result.record.provider}); nodes: {engines or '-'}")
+    print(f"backend: {result.record.backend} ({result.record.provider}); ran: "
+          f"{result.record.ran_text()}")
     for line in _lowered_when_run(result.record):
         print(visible(line))
     for note in result.record.notes:
@@ -438,8 +438,8 @@ def _print_report(report: ParityReport) -> None:
     say(f"model: {report.model}  feature level: {report.feature_level.short}  "
         f"inputs: {report.inputs}")
     for record in report.runs:
-        engines = ", ".join(f"{n} on {e}" for e, n in record.engines().items())
-        say(f"ran: {record.backend} ({record.provider}){': ' + engines if engines else ''}")
+        ran = record.ran_text()
+        say(f"ran: {record.backend} ({record.provider}){': ' + ran if ran != '-' else ''}")
         for line in _lowered_when_run(record):
             say(line)
         for note in getattr(record, "notes", ()):

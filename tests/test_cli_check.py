@@ -589,3 +589,43 @@ def test_a_very_long_output_name_is_shortened_in_the_comparison(tmp_path, capsys
     assert main([*args, "--expected", str(tmp_path / "out.npz"), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert [[o["name"] for o in c["outputs"]] for c in report["comparisons"]] == [names] * 2
+
+
+def test_run_and_check_count_nodes_and_descriptors_apart(tmp_path, capsys) -> None:
+    """"ran: ... 11 on numpy DirectML emulator" counted descriptors where the fallback's count
+    beside it counted nodes: at FL 1_0 each of two reversed Slices of 4 is a JOIN of 4 single-
+    element SLICEs, and a Concat a JOIN. The text says "3 nodes as 11 descriptors", --json
+    keeps ``engines`` (descriptors) and adds ``engine_nodes``. Oracles: the model's own nodes,
+    and the descriptors ``lower --json`` lists."""
+    nodes = [helper.make_node("Slice", [f"x{k}", "st", "en", "ax", "sp"], [f"r{k}"],
+                              name=f"rev{k}") for k in range(2)]
+    nodes += [helper.make_node("Concat", ["r0", "r1"], ["c"], axis=0, name="cat"),
+              helper.make_node("Neg", ["c"], ["y"], name="neg")]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info(f"x{k}", TensorProto.FLOAT, [4])
+                     for k in range(2)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(np.array(v, np.int64), n) for n, v in
+         {"st": [-1], "en": [-5], "ax": [0], "sp": [-1]}.items()])
+    model = tmp_path / "rev.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), model)
+    lowered = tmp_path / "lowered.json"
+    assert main(["lower", str(model), "--feature-level", "1_0", "-o", str(lowered)]) == 0
+    descriptors = sum("dml" in n for n in json.loads(lowered.read_text())["nodes"])
+    lowerable = sum(n.op_type in ("Slice", "Concat") for n in onnx.load(model).graph.node)
+    assert (lowerable, descriptors) == (3, 11)
+    said = (f"{lowerable} nodes as {descriptors} descriptors on numpy DirectML emulator, "
+            "1 node on onnxruntime:CPUExecutionProvider")
+    capsys.readouterr()
+    assert main(["run", str(model), "--feature-level", "1_0"]) == 0
+    assert f"; ran: {said}\n" in capsys.readouterr().out
+    assert main(["check", str(model), "--feature-level", "1_0"]) == 0
+    out = " ".join(capsys.readouterr().out.split())  # rich folds long lines
+    assert f"ran: numpy (onnxruntime:CPUExecutionProvider): {said} ran: " in out
+    assert ("ran: onnxruntime (CPUExecutionProvider): 4 nodes on "
+            "onnxruntime:CPUExecutionProvider Slice / Concat") in out
+    assert main(["check", str(model), "--feature-level", "1_0", "--json"]) == 0
+    numpy_run = json.loads(capsys.readouterr().out)["runs"][0]
+    assert numpy_run["engines"]["numpy DirectML emulator"] == descriptors
+    assert numpy_run["engine_nodes"] == {"numpy DirectML emulator": lowerable,
+                                         "onnxruntime:CPUExecutionProvider": 1}

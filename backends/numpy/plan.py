@@ -760,7 +760,8 @@ class _DmlStep(_Step):
         self.code = plan.instructions([phase for phase in phases if phase.moves], roots)
         self.moves = sum(len(phase.moves) for phase in phases)
         self.runs = (
-            NodeRun(node.name, desc.name, DML_ENGINE, notes=tuple(node.notes), node_id=node.id),
+            NodeRun(node.name, desc.name, DML_ENGINE, notes=tuple(node.notes), node_id=node.id,
+                    origin=getattr(graph, "origin_ids", {}).get(node.id)),
         )
 
 
