@@ -180,6 +180,15 @@ class NodeRun:
     # each divergence note's own outputs where the record holds several (``concerned``):
     # ``wrong`` is their union, which counted every note's for each
     concerns: tuple[tuple[str, tuple[str, ...] | None], ...] = ()
+    # the id of the model's node a descriptor lowered ahead of time came from (a lowered
+    # graph's ``origin_ids``): a node's several descriptors count as one node; None elsewhere
+    origin: int | None = None
+
+    def counted_as(self) -> tuple[object, ...]:
+        """What tells this run's node from others' (``RunRecord.engine_nodes``): its origin,
+        else where it ran (a subgraph's, or lowered at run time), its id and its name."""
+        return ("origin", self.origin) if self.origin is not None else (
+            self.via, self.node_id, self.node)
 
     def concerned(self, note: str) -> tuple[str, ...] | None:
         """The outputs ``note``, one of this record's divergence notes, concerns: its own
@@ -200,11 +209,36 @@ class RunRecord:
     relowered: bool = False
 
     def engines(self) -> dict[str, int]:
-        """Node count per engine, for a one-line summary."""
+        """Runs per engine: a node each, but a descriptor each of the DirectML operators (a
+        node may be several); ``engine_nodes`` counts the nodes."""
         counts: dict[str, int] = {}
         for run in self.nodes:
             counts[run.engine] = counts.get(run.engine, 0) + 1
         return counts
+
+    def engine_nodes(self) -> dict[str, int]:
+        """Nodes per engine, a node lowered to several descriptors counted once."""
+        seen: dict[str, set[tuple[object, ...]]] = {}
+        for run in self.nodes:
+            seen.setdefault(run.engine, set()).add(run.counted_as())
+        return {engine: len(keys) for engine, keys in seen.items()}
+
+    def ran_text(self) -> str:
+        """What ran where, saying what is counted: "8 nodes as 36 descriptors on numpy
+        DirectML emulator, 2 nodes on onnxruntime:CPUExecutionProvider" (``run`` and
+        ``check`` print it); "-" for nothing."""
+        descriptors = {run.engine for run in self.nodes if run.op.startswith(DML_OPERATOR)}
+        nodes = self.engine_nodes()
+        said = []
+        for engine, runs in self.engines().items():
+            count = _nodes_text(nodes[engine])
+            if engine in descriptors:
+                said.append(f"{count} as {runs} descriptor{'s' * (runs != 1)} on {engine}")
+            elif engine in (NOTHING_RAN, NO_ITERATION):
+                said.append(f"{count}: {engine}")
+            else:
+                said.append(f"{count} on {engine}")
+        return ", ".join(said) or "-"
 
     def lowered_when_run(self) -> tuple[NodeRun, ...]:
         """The DirectML operators of nodes lowered as the graph ran, not ahead of time (``via``
@@ -216,6 +250,10 @@ class RunRecord:
             run for run in self.nodes
             if run.via and (run.op.startswith(DML_OPERATOR) or run.engine == NOTHING_RAN)
         )
+
+
+def _nodes_text(count: int) -> str:
+    return f"{count} node{'s' * (count != 1)}"
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ import numpy as np
 from dmlgraph import files
 from dmlgraph.dml.enums import FeatureLevel
 from dmlgraph.errors import DmlgraphError
-from dmlgraph.printable import counted, visible
+from dmlgraph.printable import counted, shown, visible
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -266,9 +266,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         # a divergence's hint, where one applies, instead of the backend's
         raise DmlgraphError(f"{words}{hint}") from None
     outputs = {name: result.outputs[t] for name, t in zip(graph.outputs, target.outputs)}
-    engines = ", ".join(f"{n} {e}" for e, n in result.record.engines().items())
     print(visible(f"model: {args.model} ({what}); inputs: {source}"))
-    print(f"backend: {result.record.backend} ({result.record.provider}); nodes: {engines or '-'}")
+    print(f"backend: {result.record.backend} ({result.record.provider}); ran: "
+          f"{result.record.ran_text()}")
     for line in _lowered_when_run(result.record):
         print(visible(line))
     for note in result.record.notes:
@@ -359,7 +359,7 @@ def _lowered_when_run(record: Any) -> list[str]:
             key = (r.node, r.node_id, r.via, len(nodes))
         nodes.setdefault(key, []).append(r.op)
     lines = [
-        f"  lowered when it ran: {node or '(unnamed)'} -> {counted(ops)} ({via})"
+        f"  lowered when it ran: {shown(node or '(unnamed)')} -> {counted(ops)} ({via})"
         for (node, _, via, _), ops in list(nodes.items())[:LOWERED_WHEN_RUN_SHOWN]
     ]
     if len(nodes) > LOWERED_WHEN_RUN_SHOWN:
@@ -438,8 +438,8 @@ def _print_report(report: ParityReport) -> None:
     say(f"model: {report.model}  feature level: {report.feature_level.short}  "
         f"inputs: {report.inputs}")
     for record in report.runs:
-        engines = ", ".join(f"{n} on {e}" for e, n in record.engines().items())
-        say(f"ran: {record.backend} ({record.provider}){': ' + engines if engines else ''}")
+        ran = record.ran_text()
+        say(f"ran: {record.backend} ({record.provider}){': ' + ran if ran != '-' else ''}")
         for line in _lowered_when_run(record):
             say(line)
         for note in getattr(record, "notes", ()):
@@ -457,7 +457,7 @@ def _print_report(report: ParityReport) -> None:
             "lists what they become, 'lowered when it ran' above what this run made of them)")
     for record in report.lowering:
         if record.op_type in LOWERED_OPS and str(record.status) == "fallback":
-            say(f"  fallback {record.op_type} {record.name or '(unnamed)'}: "
+            say(f"  fallback {record.op_type} {shown(record.name or '(unnamed)')}: "
                 f"{'; '.join(record.notes)}")
     for comparison in report.comparisons:
         columns = ("output", "verdict", "dtype", "shape", "max abs", "max rel", "mismatches",
@@ -488,9 +488,9 @@ def _print_report(report: ParityReport) -> None:
             say(f"  note: {comparison.note}")
         for o in comparison.outputs:
             if o.message:
-                say(f"  {o.name}: {o.message}")
+                say(f"  {shown(o.name)}: {o.message}")
             for reason in o.divergences:
-                say(f"  {o.name}: known divergence at {reason}")
+                say(f"  {shown(o.name)}: known divergence at {reason}")
     caveats = report.caveats
     for note in caveats[:len(report.notes)]:
         say(f"note: {note}")
@@ -522,11 +522,12 @@ def _table(columns: Sequence[str], title: str, *, header: bool = True) -> Table:
 
 def _cells(o: OutputComparison) -> list[str]:
     """One output's row: what was compared, the errors and the tolerance that would pass
-    (rounded up, so that given back it passes)."""
+    (rounded up, so that given back it passes); a very long name shortened as ``lower``'s
+    table and a drawing shorten it (``printable.shown``; ``--json`` keeps it whole)."""
     from dmlgraph.parity import passing_text
 
     if not o.compared:
-        return [o.name, str(o.verdict), o.actual_dtype, str(list(o.actual_shape)), "-", "-",
+        return [shown(o.name), str(o.verdict), o.actual_dtype, str(list(o.actual_shape)), "-", "-",
                 "not compared", "-", "-", "-"]
     dtype = o.expected_dtype if o.actual_dtype == o.expected_dtype else (
         f"{o.actual_dtype} vs {o.expected_dtype}")
@@ -535,7 +536,7 @@ def _cells(o: OutputComparison) -> list[str]:
     nan = f" ({o.nan_mismatches} NaN)" if o.nan_mismatches else ""
     counted = "shapes differ" if o.mismatches is None else f"{o.mismatches}/{o.size}{nan}"
     tolerance = "exact" if o.exact else f"{o.tolerance.atol:g} / {o.tolerance.rtol:g}"
-    return [o.name, str(o.verdict), dtype, shape, _number(o.max_abs_error),
+    return [shown(o.name), str(o.verdict), dtype, shape, _number(o.max_abs_error),
             _number(o.max_rel_error), counted, tolerance,
             passing_text(o.required_atol), passing_text(o.required_rtol)]
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import heapq
 import math
 import operator
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -1381,11 +1381,14 @@ class Graph:
         outputs: Sequence[str] | None = None,
         *,
         keep_constants: bool = False,
+        key: Callable[[NodeId], Any] | None = None,
     ) -> Graph:
         """A new graph of just these nodes: tensors they read from outside become graph inputs
         (without data), and ``outputs`` (default: every output of the nodes) its outputs.
-        ``keep_constants``: constants they read stay constants (shared, not copied) instead."""
-        chosen = sorted(set(node_ids))
+        ``keep_constants``: constants they read stay constants (shared, not copied) instead.
+        ``key``: the order the new graph numbers the nodes in (and so lists them, and breaks
+        topological ties), by their ids here; default, these ids."""
+        chosen = sorted(set(node_ids), key=key)
         sub = Graph(
             f"{self.name}_extract",
             opset_imports=self.opset_imports,

@@ -894,6 +894,7 @@ class ParityReport:
             ],
             "runs": [
                 {"backend": r.backend, "provider": r.provider, "engines": r.engines(),
+                 "engine_nodes": r.engine_nodes(),
                  "notes": list(getattr(r, "notes", ())),
                  "lowered_when_run": [
                      {"node": n.node, "op": n.op, "engine": n.engine, "via": n.via}

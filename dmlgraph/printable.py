@@ -44,6 +44,32 @@ def visible(text: str) -> str:
     return CONTROL.sub(lambda m: "\\" + code(m.group()), text)
 
 
+#: The most characters of one text (a name) a table or a drawing shows: a longer one is shown
+#: by its two ends and its length. Graphviz refuses a quoted or HTML-like string over 16384
+#: bytes, and a label holds several texts; a terminal table folded a 5,000-character name
+#: into 51 rows. JSON output keeps every name whole.
+TEXT_LIMIT = 300
+
+#: The most characters of one note shown: a note may quote a long name (its own limit, so
+#: that it still says what it adds); the longest notes of the models here are about 250
+#: characters.
+NOTE_LIMIT = 2 * TEXT_LIMIT
+
+
+def shown(text: str, limit: int = TEXT_LIMIT, whole: str = "") -> str:
+    """``text``, or past ``limit`` characters its two ends and its length; ``whole`` names
+    what the length counts where the text is more than the long name it quotes (a note)."""
+    if len(text) <= limit:
+        return text
+    keep = (limit - 40) // 2
+    return f"{text[:keep]}\u2026{text[-keep:]} ({whole}{len(text)} characters)"
+
+
+def shown_note(text: str) -> str:
+    """A note, shortened past ``NOTE_LIMIT`` as a name is past ``TEXT_LIMIT``."""
+    return shown(text, NOTE_LIMIT, whole="a note of ")
+
+
 def counted(items: Iterable[str]) -> str:
     """``SLICE x3, JOIN``: each item once, in first-seen order, with its count past one (how
     the lowering report and the "lowered when it ran" lines say a node's descriptors)."""

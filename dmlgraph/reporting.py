@@ -18,7 +18,7 @@ from rich.table import Table
 
 from dmlgraph.canonical import LOWERED_OPS
 from dmlgraph.ir import Graph, OnnxOp, TensorInfo, dims_text
-from dmlgraph.printable import counted, visible
+from dmlgraph.printable import counted, shown, shown_note, visible
 from dmlgraph.subgraphs import HOLDS
 from lowering.held import every_held, held_lowerings
 from lowering.report import LoweredGraph, Status, record_json
@@ -122,10 +122,11 @@ PLAIN_ROWS_ABOVE = 500
 
 def _row(record: Any) -> tuple[str, str, str, str, tuple[str, ...]]:
     """One report row as text: name, op type, status, descriptors made (``SLICE x3, JOIN``)
-    and note lines; names and notes are the model's text, their control codes shown."""
+    and note lines; names and notes are the model's text, their control codes shown, a very
+    long one shortened as a drawing shortens it (``printable.shown``; the JSON keeps it)."""
     made = counted(op.removeprefix("DML_OPERATOR_") for op in record.dml_ops)
-    notes = tuple(visible(note) for note in record.notes)  # a newline shows as \x0a
-    return (visible(record.name or "(unnamed)"), visible(record.op_type),
+    notes = tuple(visible(shown_note(note)) for note in record.notes)  # a newline: \x0a
+    return (visible(shown(record.name or "(unnamed)")), visible(shown(record.op_type)),
             record.status.value, made, notes)
 
 

@@ -544,3 +544,88 @@ def test_a_comparison_of_many_outputs_prints_as_plain_aligned_lines(tmp_path, ca
         assert [row[:2] for row in rows] == [[f"t{k}", "pass"] for k in range(count)]
         assert f" {list(expected[f't{count - 1}'].shape)} " in lines[at + 1 + count]
     assert lines[-1] == "parity holds"
+
+
+def _long_name(length: int, k: int) -> str:
+    """A name of ``length`` characters, distinct letters so its two shown ends tell the cut."""
+    return "".join(chr(ord("a") + (i * 7 + k) % 26) for i in range(length - 4)) + f"{k:04d}"
+
+
+def _cut(name: str) -> str:
+    """A name past 300 characters as viz shows it: its first and last 130, and its length."""
+    return f"{name[:130]}\u2026{name[-130:]} ({len(name)} characters)"
+
+
+@pytest.mark.parametrize("count", [1, 501])
+def test_a_very_long_output_name_is_shortened_in_the_comparison(tmp_path, capsys, count):
+    """A 5,000-character output name folded check's comparison row into 51 lines; it is shown
+    by its two ends and its length, as viz and lower show a long name, in the rich table and
+    past PLAIN_ROWS_ABOVE (500) rows in the plain lines; --json keeps it whole. The oracle:
+    NumPy's negation of x for every output."""
+    names = [_long_name(2000 if count > 1 else 5000, k) for k in range(count)]
+    graph = helper.make_graph(
+        [helper.make_node("Neg", ["x"], [name], name=f"n{k}") for k, name in enumerate(names)],
+        "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info(name, TensorProto.FLOAT, [2]) for name in names])
+    model = tmp_path / "long.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), model)
+    x = np.array([1.0, -2.0], np.float32)
+    np.savez(tmp_path / "in.npz", x=x)
+    np.savez(tmp_path / "out.npz", x=x, **{name: -x for name in names})
+    args = ["check", str(model), "--inputs", str(tmp_path / "in.npz")]
+    assert main(args) == 0
+    lines = capsys.readouterr().out.splitlines()
+    at = [line.strip() for line in lines].index(
+        "vs onnxruntime on the original model (CPUExecutionProvider)")
+    if count == 1:  # the rich table: the output column's folded lines joined back
+        rows = [line.split("│") for line in lines[at:] if line.startswith("│")]
+        folded = "".join(cells[1].strip() for cells in rows)  # a fold may drop a space
+        assert folded == _cut(names[0]).replace(" (", "(") or folded == _cut(names[0])
+        assert len(rows) < 10
+    else:
+        verdict_at = lines[at + 1].index("verdict")
+        assert [line[:verdict_at].rstrip() for line in lines[at + 2:at + 2 + count]] == [
+            _cut(name) for name in names]
+    assert main([*args, "--expected", str(tmp_path / "out.npz"), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert [[o["name"] for o in c["outputs"]] for c in report["comparisons"]] == [names] * 2
+
+
+def test_run_and_check_count_nodes_and_descriptors_apart(tmp_path, capsys) -> None:
+    """"ran: ... 11 on numpy DirectML emulator" counted descriptors where the fallback's count
+    beside it counted nodes: at FL 1_0 each of two reversed Slices of 4 is a JOIN of 4 single-
+    element SLICEs, and a Concat a JOIN. The text says "3 nodes as 11 descriptors", --json
+    keeps ``engines`` (descriptors) and adds ``engine_nodes``. Oracles: the model's own nodes,
+    and the descriptors ``lower --json`` lists."""
+    nodes = [helper.make_node("Slice", [f"x{k}", "st", "en", "ax", "sp"], [f"r{k}"],
+                              name=f"rev{k}") for k in range(2)]
+    nodes += [helper.make_node("Concat", ["r0", "r1"], ["c"], axis=0, name="cat"),
+              helper.make_node("Neg", ["c"], ["y"], name="neg")]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info(f"x{k}", TensorProto.FLOAT, [4])
+                     for k in range(2)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(np.array(v, np.int64), n) for n, v in
+         {"st": [-1], "en": [-5], "ax": [0], "sp": [-1]}.items()])
+    model = tmp_path / "rev.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), model)
+    lowered = tmp_path / "lowered.json"
+    assert main(["lower", str(model), "--feature-level", "1_0", "-o", str(lowered)]) == 0
+    descriptors = sum("dml" in n for n in json.loads(lowered.read_text())["nodes"])
+    lowerable = sum(n.op_type in ("Slice", "Concat") for n in onnx.load(model).graph.node)
+    assert (lowerable, descriptors) == (3, 11)
+    said = (f"{lowerable} nodes as {descriptors} descriptors on numpy DirectML emulator, "
+            "1 node on onnxruntime:CPUExecutionProvider")
+    capsys.readouterr()
+    assert main(["run", str(model), "--feature-level", "1_0"]) == 0
+    assert f"; ran: {said}\n" in capsys.readouterr().out
+    assert main(["check", str(model), "--feature-level", "1_0"]) == 0
+    out = " ".join(capsys.readouterr().out.split())  # rich folds long lines
+    assert f"ran: numpy (onnxruntime:CPUExecutionProvider): {said} ran: " in out
+    assert ("ran: onnxruntime (CPUExecutionProvider): 4 nodes on "
+            "onnxruntime:CPUExecutionProvider Slice / Concat") in out
+    assert main(["check", str(model), "--feature-level", "1_0", "--json"]) == 0
+    numpy_run = json.loads(capsys.readouterr().out)["runs"][0]
+    assert numpy_run["engines"]["numpy DirectML emulator"] == descriptors
+    assert numpy_run["engine_nodes"] == {"numpy DirectML emulator": lowerable,
+                                         "onnxruntime:CPUExecutionProvider": 1}

@@ -267,3 +267,74 @@ def test_lower_without_json_or_output_builds_no_json(tmp_path, capsys, monkeypat
     monkeypatch.setattr(dmlgraph.reporting, "lowered_to_json", refuse)
     assert main(["lower", str(model)]) == 0
     assert "2 Slice/Concat/Pad nodes: 2 lowered" in capsys.readouterr().out
+
+
+def _long_named_slices(path: Path, count: int, length: int) -> list[str]:
+    """``count`` Slices in a chain, each named by ``length`` characters (distinct letters, so
+    that a shortened name's two ends tell where it was cut), as is the tensor it makes;
+    their names."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    names = ["".join(chr(ord("a") + (i * 7 + k) % 26) for i in range(length - 4)) + f"{k:04d}"
+             for k in range(count)]
+    nodes = [helper.make_node("Slice", [names[k - 1] if k else "x", "st", "en"], [name],
+                              name=name) for k, name in enumerate(names)]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+        [helper.make_tensor_value_info(names[-1], TensorProto.FLOAT, [4])],
+        [numpy_helper.from_array(np.array([0], np.int64), "st"),
+         numpy_helper.from_array(np.array([3], np.int64), "en")])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)],
+                                ir_version=8), path)
+    return names
+
+
+def _cut(name: str) -> str:
+    """A name past 300 characters as viz shows it: its first and last 130, and its length."""
+    return f"{name[:130]}\u2026{name[-130:]} ({len(name)} characters)"
+
+
+def _column(out: str, k: int) -> str:
+    """Column ``k`` of a rich table's body rows, its folded lines joined back, without the
+    space a fold may drop."""
+    rows = [line.split("│") for line in out.splitlines() if line.startswith("│")]
+    return "".join(cells[k + 1].strip() for cells in rows).replace(" (", "(")
+
+
+def test_a_very_long_name_is_shortened_in_the_table_as_viz_shortens_it(tmp_path, capsys):
+    """A 5,000-character node name printed whole in lower's table, folded into 51 rows; viz
+    showed it by its two ends and its length. The table shows it as viz does (the DOT's
+    label of the graph output, a tensor of the same name, is the oracle), and the JSON keeps
+    it whole."""
+    import html
+
+    model = tmp_path / "long.onnx"
+    (name,) = _long_named_slices(model, 1, 5000)
+    out_json = tmp_path / "lowered.json"
+    assert main(["lower", str(model), "-o", str(out_json)]) == 0
+    out = capsys.readouterr().out
+    assert _column(out, 0) == _cut(name).replace(" (", "(")
+    assert len([line for line in out.splitlines() if line.startswith("│")]) < 10
+    assert [n["name"] for n in json.loads(out_json.read_text())["nodes"]] == [name]
+    assert main(["lower", str(model), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["report"][0]["name"] == name
+    dot = tmp_path / "long.dot"
+    assert main(["viz", str(model), "-o", str(dot)]) == 0
+    assert html.escape(_cut(name)).encode("ascii", "xmlcharrefreplace").decode() in (
+        dot.read_text())
+
+
+def test_a_very_long_name_is_shortened_in_the_plain_report_too(tmp_path, capsys) -> None:
+    """Past PLAIN_ROWS_ABOVE rows the report is plain lines: each long name shortened as in
+    the rich table, the columns aligned after it."""
+    from dmlgraph.reporting import PLAIN_ROWS_ABOVE
+
+    model = tmp_path / "long.onnx"
+    names = _long_named_slices(model, PLAIN_ROWS_ABOVE + 1, 1000)
+    assert main(["lower", str(model)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    op_at = lines[1].index("op")
+    rows = lines[2:2 + len(names)]
+    assert [row[:op_at].rstrip() for row in rows] == [_cut(name) for name in names]
+    assert all(row[op_at:].split()[0] == "Slice" for row in rows)

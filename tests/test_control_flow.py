@@ -1937,4 +1937,4 @@ def test_a_loop_of_no_trip_is_recorded_as_running_no_iteration(capsys, tmp_path)
     onnx.save(model, path)
     np.savez(inputs, **{**feeds, "trip": np.array(0, np.int64)})
     assert main(["run", str(path), "--inputs", str(inputs)]) == 0
-    assert "nodes: 1 nothing (its body ran no iteration)" in capsys.readouterr().out
+    assert "ran: 1 node: nothing (its body ran no iteration)" in capsys.readouterr().out

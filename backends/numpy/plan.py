@@ -72,7 +72,7 @@ from dmlgraph.dml.enums import FeatureLevel
 from dmlgraph.dml.operators import JoinDesc, OperatorDesc
 from dmlgraph.dml.tensor import BufferTensorDesc
 from dmlgraph.errors import DmlgraphError, NodeRuleError, counted
-from dmlgraph.ir import Graph, Node
+from dmlgraph.ir import Graph, Node, NodeId
 from dmlgraph.subgraphs import holder_label
 from dmlgraph.tensorio import numpy_rank_problem
 
@@ -760,7 +760,8 @@ class _DmlStep(_Step):
         self.code = plan.instructions([phase for phase in phases if phase.moves], roots)
         self.moves = sum(len(phase.moves) for phase in phases)
         self.runs = (
-            NodeRun(node.name, desc.name, DML_ENGINE, notes=tuple(node.notes), node_id=node.id),
+            NodeRun(node.name, desc.name, DML_ENGINE, notes=tuple(node.notes), node_id=node.id,
+                    origin=getattr(graph, "origin_ids", {}).get(node.id)),
         )
 
 
@@ -1086,7 +1087,12 @@ def segment_graph(
             or any(consumer.id not in inside for consumer, _ in graph.consumers(out))
         )
     ]
-    segment = graph.extract(inside, outputs, keep_constants=True)
+    # the nodes in the model's order (a lowered graph's ``origin_ids``), not the lowered
+    # graph's ids: a node the lowering gave back to ONNX after splitting it has a new id, and
+    # messages naming the segment's first nodes skipped the model's first
+    origins: Mapping[NodeId, NodeId] = getattr(graph, "origin_ids", {})
+    segment = graph.extract(inside, outputs, keep_constants=True,
+                            key=lambda i: (origins.get(i, i), i))
     if trust is not None:
         scans = any(node.op_type == "Scan" for node in nodes)
         for name in segment.inputs:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from dmlgraph import files
 from dmlgraph.errors import DmlgraphError
 from dmlgraph.ir import Graph, Node
-from dmlgraph.printable import CONTROL, code, visible
+from dmlgraph.printable import CONTROL, code, shown, shown_note, visible
 from dmlgraph.viz.describe import (
     DRAWN_STYLES,
     NodeView,
@@ -70,29 +70,8 @@ def escape(text: str) -> str:
     return visible(text).encode("ascii", "xmlcharrefreplace").decode("ascii")
 
 
-#: The most characters of one text a drawing shows. Graphviz refuses a quoted or HTML-like
-#: string over 16384 bytes, and a label holds several texts; a longer one (a name) is shown
-#: by its two ends and its length.
-TEXT_LIMIT = 300
-
-
-#: The most characters of one note a label shows: a note is wrapped into lines, each escaped
-#: (and so held to TEXT_LIMIT) by itself, so a note quoting a long name needs its own limit;
-#: the longest notes of the models here are about 250 characters.
-NOTE_LIMIT = 2 * TEXT_LIMIT
-
-
-def shown(text: str, limit: int = TEXT_LIMIT, whole: str = "") -> str:
-    """``text``, or past ``limit`` characters its two ends and its length; ``whole`` names
-    what the length counts where the text is more than the long name it quotes (a note)."""
-    if len(text) <= limit:
-        return text
-    keep = (limit - 40) // 2
-    return f"{text[:keep]}\u2026{text[-keep:]} ({whole}{len(text)} characters)"
-
-
 def _wrapped(text: str, width: int = NOTE_WIDTH) -> str:
-    text = shown(text, NOTE_LIMIT, whole="a note of ")
+    text = shown_note(text)
     lines = textwrap.wrap(text, width, break_long_words=True, break_on_hyphens=False) or [""]
     return '<BR ALIGN="LEFT"/>'.join(escape(line) for line in lines) + '<BR ALIGN="LEFT"/>'
 
