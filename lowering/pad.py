@@ -46,6 +46,8 @@ def lower_pad(rw: Rewriter) -> None:
         raise Unlowerable(reason)
     data = node.inputs[0]
     shape = rw.static_shape(data, "input", ruled=True)
+    if not node.input(3):
+        node = rw.normalize_again(data)
     dtype = rw.dtype(data)
     rank = len(shape)
     mode_name = pad_mode(node.op)

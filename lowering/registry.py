@@ -119,6 +119,16 @@ class Rewriter:
             )
         return shape
 
+    def normalize_again(self, tensor: str) -> Node:
+        """The node brought to its canonical form by the sizes known now, then held to its
+        rules by them (``_hold_to_rules``): import writes a Slice's default axes and steps, a
+        Pad's default axes, only once the data's rank is known, and a rank onnx's inference
+        left unknown (data made by a Slice-1 of axes out of order) is known only here, where
+        lowering sized the node making it (the rule read None for the axes: a TypeError)."""
+        self.node = canonical.normalize(self.graph, self.node, self.trust)
+        self._hold_to_rules(tensor)
+        return self.node
+
     def _hold_to_rules(self, tensor: str) -> None:
         """Hold a Slice, Concat or Pad to its op's rules by the rank ``tensor``'s static sizes
         give, where import could not: ``canonical.check`` passes over a rank onnxruntime may

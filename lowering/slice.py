@@ -59,6 +59,8 @@ def lower_slice(rw: Rewriter) -> None:
         raise Unlowerable(reason)
     data = node.inputs[0]
     shape = rw.static_shape(data, "input", ruled=True)
+    if not node.input(ports["axes"]) or not node.input(ports["steps"]):
+        node = rw.normalize_again(data)
     params = {f: graph.constant(node.input(p)) for f, p in ports.items()}
     starts_p, ends_p, axes_p, steps_p = (
         [int(v) for v in np.asarray(params[f]).reshape(-1)]

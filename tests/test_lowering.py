@@ -1723,3 +1723,40 @@ def test_concat_reading_many_renamed_tensors_is_rewired_once(
     feeds = {"x": np.arange(8, dtype=np.float32).reshape(2, 4)}
     (want,) = ReferenceEvaluator(_fan_in_model(slices, identity)).run(None, feeds)
     assert same_bits(run_lowered(lowered, feeds)[0], want)
+
+
+def _after_slice1_out_of_order(second: onnx.NodeProto) -> onnx.ModelProto:
+    """x [4, 59] -> Slice-1 of axes [1, 0] (onnx's inference sizes no output of axes out of
+    order: the next node's data has no rank at import) -> ``second``, at opset 9."""
+    first = helper.make_node("Slice", ["x"], ["s"], axes=[1, 0], starts=[-25, -2],
+                             ends=[2**63 - 1, 4])
+    graph = helper.make_graph(
+        [first, second], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 59])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 9)], ir_version=8)
+
+
+@pytest.mark.parametrize("level", ["6_4", "1_0"])
+def test_a_slice_or_pad_of_data_of_a_rank_known_only_when_lowered_takes_its_defaults(level):
+    """Import writes a Slice's default axes/steps and a Pad's default axes once the data's
+    rank is known; a rank known only when lowering sized the node making it (graph_fuzz seed
+    600180) left the Slice without them: a TypeError. Oracle: NumPy slicing and np.pad."""
+    x = np.arange(4 * 59, dtype=np.float32).reshape(4, 59)
+    made = x[-2:4, -25:]
+    cases = [
+        (helper.make_node("Slice", ["s"], ["y"], starts=[-1, -(2**63)], ends=[3, 16]),
+         made[-1:3, :16]),
+        (helper.make_node("Pad", ["s"], ["y"], pads=[1, 0, 0, 2], mode="edge"),
+         np.pad(made, [(1, 0), (0, 2)], mode="edge")),
+    ]
+    for second, expected in cases:
+        got = run_lowered(lower(load(_after_slice1_out_of_order(second)), level), {"x": x})[0]
+        assert same_bits(got, expected)
+
+
+def test_a_pad_of_data_of_a_rank_known_only_when_lowered_is_held_to_its_rules() -> None:
+    """6 pads for the rank-2 data a Slice-1 of axes out of order makes: refused by the rule,
+    not read as 3 begins and 3 ends of a rank-3 tensor."""
+    second = helper.make_node("Pad", ["s"], ["y"], pads=[1, 0, 0, 2, 0, 0])
+    with pytest.raises(DmlgraphError, match="pads"):
+        lower(load(_after_slice1_out_of_order(second)), "6_4")
