@@ -24,6 +24,9 @@ def lower_concat(rw: Rewriter) -> None:
     shapes = [rw.static_shape(x, f"input {i}", ruled=True) for i, x in enumerate(node.inputs)]
     rank = len(shapes[0])
     axis = concat_axis(node, rw.where)
+    if not -rank <= axis < rank:  # import could not check it: the rank is known only now
+        node = rw.normalize_again(node.inputs[0])
+        axis = concat_axis(node, rw.where)
     axis = axis + rank if axis < 0 else axis
     for i, shape in enumerate(shapes):
         if len(shape) != rank or any(

@@ -59,9 +59,12 @@ def lower_slice(rw: Rewriter) -> None:
         raise Unlowerable(reason)
     data = node.inputs[0]
     shape = rw.static_shape(data, "input", ruled=True)
-    if not node.input(ports["axes"]) or not node.input(ports["steps"]):
-        node = rw.normalize_again(data)
     params = {f: graph.constant(node.input(p)) for f, p in ports.items()}
+    axes = params["axes"]
+    if params["steps"] is None or axes is None or ((axes < 0) | (axes >= len(shape))).any():
+        # import writes defaults and checks axes by the data's rank: known only now
+        node = rw.normalize_again(data)
+        params = {f: graph.constant(node.input(p)) for f, p in ports.items()}
     starts_p, ends_p, axes_p, steps_p = (
         [int(v) for v in np.asarray(params[f]).reshape(-1)]
         for f in ("starts", "ends", "axes", "steps")

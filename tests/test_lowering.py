@@ -1748,15 +1748,29 @@ def test_a_slice_or_pad_of_data_of_a_rank_known_only_when_lowered_takes_its_defa
          made[-1:3, :16]),
         (helper.make_node("Pad", ["s"], ["y"], pads=[1, 0, 0, 2], mode="edge"),
          np.pad(made, [(1, 0), (0, 2)], mode="edge")),
+        (helper.make_node("Slice", ["s"], ["y"], axes=[-1], starts=[1], ends=[3]),
+         made[:, 1:3]),
+        (helper.make_node("Concat", ["s", "s"], ["y"], axis=-1),
+         np.concatenate([made, made], axis=-1)),
     ]
     for second, expected in cases:
         got = run_lowered(lower(load(_after_slice1_out_of_order(second)), level), {"x": x})[0]
         assert same_bits(got, expected)
 
 
-def test_a_pad_of_data_of_a_rank_known_only_when_lowered_is_held_to_its_rules() -> None:
-    """6 pads for the rank-2 data a Slice-1 of axes out of order makes: refused by the rule,
-    not read as 3 begins and 3 ends of a rank-3 tensor."""
-    second = helper.make_node("Pad", ["s"], ["y"], pads=[1, 0, 0, 2, 0, 0])
-    with pytest.raises(DmlgraphError, match="pads"):
+@pytest.mark.parametrize("second, rule", [
+    # not read as 3 begins and 3 ends of a rank-3 tensor
+    (helper.make_node("Pad", ["s"], ["y"], pads=[1, 0, 0, 2, 0, 0]), "pads has 6 values"),
+    # IndexError, ValueError
+    (helper.make_node("Concat", ["s", "s"], ["y"], axis=3), "axis = 3 is out of range"),
+    (helper.make_node("Concat", ["s", "s"], ["y"], axis=-3), "axis = -3 is out of range"),
+    (helper.make_node("Slice", ["s"], ["y"], axes=[5], starts=[0], ends=[1]), "out of range"),
+    # axis 1 twice, not read as two axes
+    (helper.make_node("Slice", ["s"], ["y"], axes=[1, -1], starts=[0, 0], ends=[1, 1]),
+     "an axis appears twice"),
+])
+def test_a_node_of_data_of_a_rank_known_only_when_lowered_is_held_to_its_rules(second, rule):
+    """The rank-2 data a Slice-1 of axes out of order makes breaks these nodes' rules: each
+    is refused by its rule, as import refuses it where the rank is known."""
+    with pytest.raises(DmlgraphError, match=rule):
         lower(load(_after_slice1_out_of_order(second)), "6_4")
