@@ -1420,7 +1420,7 @@ def _loop_eval(
     ins = [env[n] if n else None for n in node.input] + [None] * (2 - len(node.input))
     limit, given, carried = ins[0], ins[1], list(ins[2:])
     if limit is None and given is None:
-        raise NotImplementedError("a Loop without M or cond: endless by its text")
+        raise ValueError("a Loop without M or cond runs forever by its text: no case makes one")
     going = True if given is None else bool(np.asarray(given).reshape(-1)[0])
     trips = None if limit is None else int(np.asarray(limit).reshape(-1)[0])
     names = [i.name for i in body.input]
