@@ -139,7 +139,8 @@ def _element(name: str, value: object, data_type: TensorDataType) -> float | int
     limits = ml_dtypes.iinfo(data_type.numpy_dtype)
     if not int(limits.min) <= value <= int(limits.max):  # NumPy said "too large for C long"
         raise DxDispatchError(
-            f"resource '{name}': initial value {value} is outside {data_type.full_name}'s "
+            f"resource '{name}': initial value {shown_json(value)} is outside "
+            f"{data_type.full_name}'s "
             f"range, {int(limits.min)} to {int(limits.max)}"
         )
     return value
@@ -261,11 +262,11 @@ def _parse_resource(name: str, spec: Any) -> Resource:
                  "sizeInBytes")
     if size < offset + nbytes:  # the default is the data's size: an offset needs room
         raise DxDispatchError(
-            f"resource '{name}': sizeInBytes {size} cannot hold its {nbytes} bytes of initial "
-            f"values at offset {offset}"
+            f"resource '{name}': sizeInBytes {shown_json(size)} cannot hold its {nbytes} bytes of "
+            f"initial values at offset {shown_json(offset)}"
         )
     if size > _UINT64_MAX:  # DxDispatch reads it as a UINT64
-        raise DxDispatchError(f"resource '{name}': sizeInBytes {size} is beyond UINT64")
+        raise DxDispatchError(f"resource '{name}': sizeInBytes {shown_json(size)} is beyond UINT64")
     _fits_in_memory(name, f"sizeInBytes {size}", size)
     try:
         data = bytearray(size)  # zero-filled, so the next resource's check sees it taken
@@ -325,7 +326,9 @@ def _out_of_memory(name: str, what: str) -> DxDispatchError:
 
 def _uint(value: object, where: str, field_name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise DxDispatchError(f"{where}: {field_name} {shown_json(value)} is not an unsigned integer")
+        raise DxDispatchError(
+            f"{where}: {field_name} {shown_json(value)} is not an unsigned integer"
+        )
     return value
 
 
@@ -577,7 +580,8 @@ def _bind_points(
     unknown = [point for point in bindings if point not in points]
     if unknown:
         raise DxDispatchError(
-            f"{stage} '{name}': {desc.OPERATOR.full_name} has no bind point {shown_json(unknown[0])} "
+            f"{stage} '{name}': {desc.OPERATOR.full_name} has no bind point "
+            f"{shown_json(unknown[0])} "
             f"(its bind points: {', '.join(points)})"
         )
     at_init = stage != "dispatch"
@@ -857,7 +861,9 @@ def _check_commands(
         else:
             name = command.get("resource")
             if not isinstance(name, str) or name not in model.resources:
-                raise DxDispatchError(f"command {index}: print of unknown resource {shown_json(name)}")
+                raise DxDispatchError(
+                    f"command {index}: print of unknown resource {shown_json(name)}"
+                )
     return initialized
 
 
@@ -871,7 +877,8 @@ def _check_thread_groups(value: object, index: int) -> None:
         and all(type(n) is int and 0 < n <= UINT32_MAX for n in value)
     ):
         raise DxDispatchError(
-            f"command {index}: threadGroupCount = {shown_json(value)}: the schema's is three integers "
+            f"command {index}: threadGroupCount = {shown_json(value)}: the schema's is three "
+            "integers "
             f"above 0 (X, Y, Z thread groups, at most {UINT32_MAX} each)"
         )
 

@@ -7,6 +7,7 @@ message must stand alone: it names the file or node, the field, the value and th
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 import numpy as np
@@ -32,7 +33,20 @@ def cut(text: str, limit: int = SHOWN_CHARS) -> str:
 
 def shown(value: object) -> str:
     """``repr(value)`` as a message shows it (``cut``)."""
-    return cut(repr(value))
+    try:
+        return cut(repr(value))
+    except (ValueError, RecursionError):
+        return unshowable(value)
+
+
+def unshowable(value: object) -> str:
+    """What a message says of a value Python cannot write out: an integer past
+    ``sys.get_int_max_str_digits`` (a Python caller's 10**5000 for a desc's Sizes or a
+    resource's sizeInBytes raised ValueError, a traceback), or one held in a container."""
+    if isinstance(value, int):
+        digits = int(max(value.bit_length() - 1, 0) * math.log10(2)) + 1
+        return f"an integer of {digits} digits or more"
+    return f"a {type(value).__name__} too large to show"
 
 
 def shown_json(value: object) -> str:

@@ -390,3 +390,11 @@ def test_a_float16_padding_value_within_half_still_rounds_through_float() -> Non
     inf."""
     assert operator_from_json(_padding1_json(65519.0)).padding_value == 65504.0
     assert operator_from_json(_padding1_json({"UInt16": 0x7C00})).padding_value == math.inf
+
+
+def test_a_desc_field_of_an_integer_too_long_for_str_is_named() -> None:
+    """A Python caller's 10**5000 (no JSON file reaches past 309 digits) raised ValueError
+    from the message's repr: a traceback, not the field's rule."""
+    with pytest.raises(DmlValidationError, match="InputCount = an integer of 5000 digits or "
+                       "more: must be an unsigned 32-bit integer"):
+        operator_from_json({"type": "DML_OPERATOR_JOIN", "InputCount": 10**5000})

@@ -979,3 +979,18 @@ def test_a_model_that_is_not_utf8_says_where(tmp_path, capsys, text, said) -> No
     assert main(["dxdispatch", str(path)]) == 2
     err = capsys.readouterr().err
     assert err == f"dmlgraph: error: {path}: is not UTF-8 text: {said}\n"
+
+
+@pytest.mark.parametrize("resource, said", [
+    ({"sizeInBytes": -(10**5000)}, "sizeInBytes an integer of 5000 digits or more is not"),
+    ({"sizeInBytes": 10**5000}, "sizeInBytes an integer of 5000 digits or more is beyond"),
+    ({"initialValuesOffsetInBytes": 10**5000},
+     "sizeInBytes 4 cannot hold its 4 bytes of initial values at offset an integer of 5000"),
+    ({"initialValues": [10**5000]}, "initial value an integer of 5000 digits or more is outside"),
+])
+def test_an_integer_too_long_for_str_given_by_a_python_caller_is_named(resource, said) -> None:
+    """A dict given to ``load_model`` may hold an int no JSON file can (past Python's 4300
+    digits of ``str``): writing it in the message raised ValueError, a traceback."""
+    spec = {"initialValuesDataType": "INT32", "initialValues": [1], **resource}
+    with pytest.raises(DxDispatchError, match=re.escape(f"resource 'r': {said}")):
+        load_model({"resources": {"r": spec}, "dispatchables": {}, "commands": []})
