@@ -729,7 +729,7 @@ def test_a_padding_mode_newer_than_dxdispatchs_parser_is_refused(tmp_path, capsy
         assert (code, out, err) == (0, f"Resource 'out': {printed}\n", "")
         return
     assert (code, out) == (2, "") and err.count("\n") == 1, err
-    assert ("dispatchable 'p': DML_OPERATOR_PADDING: PaddingMode = 'DML_PADDING_MODE_WRAP': "
+    assert ("dispatchable 'p': DML_OPERATOR_PADDING: PaddingMode = \"DML_PADDING_MODE_WRAP\": "
             "newer than DxDispatch's JSON parser, which cannot read it") in err
     assert operator_from_json(model["dispatchables"]["p"]).padding_mode.name == "WRAP"
 

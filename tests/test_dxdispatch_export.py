@@ -268,8 +268,8 @@ def test_export_round_trip_matches_numpy_backend_and_oracle(name: str) -> None:
                 to_dxdispatch(lowered, feeds)
             continue
         if any(getattr(n.op, "padding_mode", None) is PaddingMode.WRAP for n in lowered.nodes):
-            with pytest.raises(DxDispatchExportError, match="PaddingMode = 'DML_PADDING_MODE_"
-                               "WRAP': newer than DxDispatch's JSON parser, which cannot read"):
+            with pytest.raises(DxDispatchExportError, match="PaddingMode = \"DML_PADDING_MODE_"
+                               "WRAP\": newer than DxDispatch's JSON parser, which cannot read"):
                 to_dxdispatch(lowered, feeds)
             continue
         exported_levels.append(level)

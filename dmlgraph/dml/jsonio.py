@@ -274,7 +274,9 @@ class _Reader:
         if isinstance(value, dict):
             member = SCALAR_MEMBER.get(data_type)
             if member is None:
-                raise self.fail(path, value, f"DML_SCALAR_UNION has no {data_type.full_name} member")
+                raise self.fail(
+                    path, value, f"DML_SCALAR_UNION has no {data_type.full_name} member"
+                )
             if set(value) != {member}:
                 raise self.fail(path, value, f"a {data_type.full_name} scalar union object "
                                              f"has exactly the member \"{member}\"")
@@ -491,9 +493,9 @@ def dxdispatch_unknown_value(desc: OperatorDesc) -> tuple[DmlValidationError, st
         value = getattr(desc, spec.attr)
         unknown = DXDISPATCH_UNKNOWN_VALUES.get(type(value), {})
         if value in unknown:
-            error = DmlValidationError(
+            error = DmlValidationError(  # a DxDispatch model's value, or one it would hold
                 desc.OPERATOR.full_name, spec.c_name, value.full_name,
-                "newer than DxDispatch's JSON parser, which cannot read it",
+                "newer than DxDispatch's JSON parser, which cannot read it", as_json=True,
             )
             return error, unknown[value]
     return None
