@@ -25,13 +25,13 @@ class _DmlEnum(enum.IntEnum):
     @classmethod
     def prefix(cls) -> str:
         """The C spelling's prefix, e.g. ``DML_PADDING_MODE_``."""
-        return _PREFIX[cls.__name__]
+        return _C_NAMES[cls.__name__][0]
 
     @classmethod
     def c_type(cls) -> str:
         """directml.h's name of the enum, e.g. ``DML_TENSOR_FLAGS`` (its values'
         ``DML_TENSOR_FLAG_``): what a DxDispatch model's author knows it by."""
-        return _C_TYPE[cls.__name__]
+        return _C_NAMES[cls.__name__][1]
 
     @property
     def full_name(self) -> str:
@@ -292,26 +292,17 @@ class GraphEdgeType(_DmlEnum):
     INTERMEDIATE = 3
 
 
-_PREFIX: dict[str, str] = {
-    "FeatureLevel": "DML_FEATURE_LEVEL_",
-    "TensorDataType": "DML_TENSOR_DATA_TYPE_",
-    "PaddingMode": "DML_PADDING_MODE_",
-    "TensorFlags": "DML_TENSOR_FLAG_",
-    "ExecutionFlags": "DML_EXECUTION_FLAG_",
-    "TensorType": "DML_TENSOR_TYPE_",
-    "OperatorType": "DML_OPERATOR_",
-    "GraphEdgeType": "DML_GRAPH_EDGE_TYPE_",
-}
-
-_C_TYPE: dict[str, str] = {
-    "FeatureLevel": "DML_FEATURE_LEVEL",
-    "TensorDataType": "DML_TENSOR_DATA_TYPE",
-    "PaddingMode": "DML_PADDING_MODE",
-    "TensorFlags": "DML_TENSOR_FLAGS",
-    "ExecutionFlags": "DML_EXECUTION_FLAGS",
-    "TensorType": "DML_TENSOR_TYPE",
-    "OperatorType": "DML_OPERATOR_TYPE",
-    "GraphEdgeType": "DML_GRAPH_EDGE_TYPE",
+#: Each enum's C spellings: its values' prefix and directml.h's name of the type (the two
+#: differ for the flag sets: ``DML_TENSOR_FLAG_NONE`` is a ``DML_TENSOR_FLAGS``).
+_C_NAMES: dict[str, tuple[str, str]] = {
+    "FeatureLevel": ("DML_FEATURE_LEVEL_", "DML_FEATURE_LEVEL"),
+    "TensorDataType": ("DML_TENSOR_DATA_TYPE_", "DML_TENSOR_DATA_TYPE"),
+    "PaddingMode": ("DML_PADDING_MODE_", "DML_PADDING_MODE"),
+    "TensorFlags": ("DML_TENSOR_FLAG_", "DML_TENSOR_FLAGS"),
+    "ExecutionFlags": ("DML_EXECUTION_FLAG_", "DML_EXECUTION_FLAGS"),
+    "TensorType": ("DML_TENSOR_TYPE_", "DML_TENSOR_TYPE"),
+    "OperatorType": ("DML_OPERATOR_", "DML_OPERATOR_TYPE"),
+    "GraphEdgeType": ("DML_GRAPH_EDGE_TYPE_", "DML_GRAPH_EDGE_TYPE"),
 }
 
 # DirectML constants (directml.h).
