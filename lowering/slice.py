@@ -61,7 +61,9 @@ def lower_slice(rw: Rewriter) -> None:
     shape = rw.static_shape(data, "input", ruled=True)
     params = {f: graph.constant(node.input(p)) for f, p in ports.items()}
     axes = params["axes"]
-    if params["steps"] is None or axes is None or ((axes < 0) | (axes >= len(shape))).any():
+    if params["steps"] is None or axes is None or not all(
+        0 <= a < len(shape) for a in axes.reshape(-1).tolist()  # (NumPy's any: 3.3 µs a Slice)
+    ):
         # import writes defaults and checks axes by the data's rank: known only now
         node = rw.normalize_again(data)
         params = {f: graph.constant(node.input(p)) for f, p in ports.items()}
